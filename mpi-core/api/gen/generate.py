@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Writes mpi-core/api/data/mpi-api.tsv, the project's one table of the MPI C API.
+
+Source: `pympistandard` (PyPI, MIT), the MPI Forum's machine-readable list of
+every procedure and parameter, plus the few MPI-1 procedures that the MPICH ABI
+still exports although the standard removed them.  The output is committed; run
+this again only to move to a newer pympistandard:
+
+    pip install pympistandard && python3 mpi-core/api/gen/generate.py
+
+Format (one procedure per line, tab separated):
+    NAME  RETURN_TYPE  FLAGS  PARAM...
+FLAGS is a comma-separated list (or '-'): `legacy` (removed from the standard,
+still exported by MPICH), `macro` (a macro in the MPICH ABI, never a symbol),
+`varargs` (C variadic after the listed parameters), `large` (an `_c` variant).
+Each PARAM is `ctype|name|suffix|kind|direction` where suffix is an array
+declarator such as `[]` or `[][3]` (or empty).
+"""
+import os
+import sys
+
+import pympistandard as std
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "..", "data", "mpi-api.tsv")
+
+# Procedures removed in MPI-3.0 that MPICH's libmpich.so.12 still exports.
+# Signatures from MPI-2.2 (the last standard to contain them).
+LEGACY = [
+    ("MPI_Address", [("const void*", "location", "", "BUFFER", "in"), ("MPI_Aint*", "address", "", "DISPLACEMENT", "out")]),
+    ("MPI_Errhandler_create", [("MPI_Handler_function*", "function", "", "FUNCTION", "in"), ("MPI_Errhandler*", "errhandler", "", "ERRHANDLER", "out")]),
+    ("MPI_Errhandler_get", [("MPI_Comm", "comm", "", "COMMUNICATOR", "in"), ("MPI_Errhandler*", "errhandler", "", "ERRHANDLER", "out")]),
+    ("MPI_Errhandler_set", [("MPI_Comm", "comm", "", "COMMUNICATOR", "in"), ("MPI_Errhandler", "errhandler", "", "ERRHANDLER", "in")]),
+    ("MPI_Type_extent", [("MPI_Datatype", "datatype", "", "DATATYPE", "in"), ("MPI_Aint*", "extent", "", "DISPLACEMENT", "out")]),
+    ("MPI_Type_hindexed", [("int", "count", "", "POLYDTYPE_NUM_ELEM_NNI", "in"), ("int*", "array_of_blocklengths", "", "POLYDTYPE_NUM_ELEM_NNI", "in"),
+                           ("MPI_Aint*", "array_of_displacements", "", "DISPLACEMENT", "in"), ("MPI_Datatype", "oldtype", "", "DATATYPE", "in"),
+                           ("MPI_Datatype*", "newtype", "", "DATATYPE", "out")]),
+    ("MPI_Type_hvector", [("int", "count", "", "POLYDTYPE_NUM_ELEM_NNI", "in"), ("int", "blocklength", "", "POLYDTYPE_NUM_ELEM_NNI", "in"),
+                          ("MPI_Aint", "stride", "", "DISPLACEMENT", "in"), ("MPI_Datatype", "oldtype", "", "DATATYPE", "in"),
+                          ("MPI_Datatype*", "newtype", "", "DATATYPE", "out")]),
+    ("MPI_Type_lb", [("MPI_Datatype", "datatype", "", "DATATYPE", "in"), ("MPI_Aint*", "displacement", "", "DISPLACEMENT", "out")]),
+    ("MPI_Type_struct", [("int", "count", "", "POLYDTYPE_NUM_ELEM_NNI", "in"), ("int*", "array_of_blocklengths", "", "POLYDTYPE_NUM_ELEM_NNI", "in"),
+                         ("MPI_Aint*", "array_of_displacements", "", "DISPLACEMENT", "in"), ("MPI_Datatype*", "array_of_types", "", "DATATYPE", "in"),
+                         ("MPI_Datatype*", "newtype", "", "DATATYPE", "out")]),
+    ("MPI_Type_ub", [("MPI_Datatype", "datatype", "", "DATATYPE", "in"), ("MPI_Aint*", "displacement", "", "DISPLACEMENT", "out")]),
+]
+
+
+def is_macro(name):
+    # Handle conversions are macros in the MPICH ABI (handles are ints there).
+    # MPI_File is a pointer, and the Status conversions take pointers: those
+    # stay functions.
+    return (name.endswith(("_c2f", "_f2c"))
+            and not name.startswith(("MPI_Status", "MPI_File")))
+
+
+def main():
+    std.use_api_version(1)
+    rows = []
+    for proc in std.PROCEDURES.values():
+        for c in proc.express.all_iso_c:
+            if not c.name.startswith("MPI_"):
+                continue  # PMPI_ names are derived from MPI_ names
+            flags = []
+            params = []
+            for p in c.parameters:
+                if p.kind.name == "VARARGS":
+                    flags.append("varargs")
+                    continue
+                ctype = str(p.type)
+                if p.constant and not ctype.startswith("const "):
+                    ctype = "const " + ctype
+                direction = p.direction.name.lower()
+                params.append(f"{ctype}|{p.name}|{p.array}|{p.kind.name}|{direction}")
+            if c.name.endswith("_c") and proc.has_embiggenment and any(
+                    "MPI_Count" in x for x in params):
+                flags.append("large")
+            if is_macro(c.name):
+                flags.append("macro")
+            rows.append((c.name, str(c.return_type), ",".join(flags) or "-", params))
+    for name, params in LEGACY:
+        rows.append((name, "int", "legacy",
+                     [f"{t}|{n}|{s}|{k}|{d}" for (t, n, s, k, d) in params]))
+    rows.sort(key=lambda r: r[0])
+    names = [r[0] for r in rows]
+    assert len(names) == len(set(names)), "duplicate procedure"
+    with open(OUT, "w") as f:
+        f.write("# Generated by mpi-core/api/gen/generate.py from pympistandard "
+                f"{getattr(std, '__version__', '0.2.0')}; do not edit.\n")
+        for name, ret, flags, params in rows:
+            f.write("\t".join([name, ret, flags] + params) + "\n")
+    print(f"wrote {len(rows)} procedures to {os.path.normpath(OUT)}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,15 @@
+//! The one source of truth for the MPI C API in this project.
+//!
+//! * [`abi`]: the MPICH ABI (types, handle encodings, constants).
+//! * [`table`]: every procedure of the standard with its parameters, generated
+//!   from the MPI Forum's `pympistandard` (see `gen/generate.py`).
+//! * [`codegen`]: turns the table into Rust `extern "C"` signatures and C
+//!   prototypes; used by the build scripts of `mpi-core` (exports, `mpi.h`) and
+//!   `pmpi-shim` (wrappers).
+//!
+//! This crate has no dependencies and knows nothing of an MPI runtime, so the
+//! shim can share it without linking the library.
+
+pub mod abi;
+pub mod codegen;
+pub mod table;

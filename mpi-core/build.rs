@@ -1,0 +1,111 @@
+//! Build script of mpi-core.
+//!
+//! 1. Generates the C exports: for every procedure of the API table that has
+//!    an implementation `pub unsafe fn MPI_X(...)` in `src/capi/`, an exported
+//!    `PMPI_X` that calls it behind a panic guard, and an exported `MPI_X` that
+//!    forwards to `PMPI_X`.
+//! 2. Writes `mpi.h` (template + constants + prototypes) to
+//!    `target/<profile>/include/mpi.h`, where `mpicc` looks for it.
+//! 3. Sets the SONAME `libmpi.so.12` and makes `libmpi.so.12` and
+//!    `libmpich.so.12` links to `libmpi.so` next to it.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use mpi_api::{abi, codegen, table};
+
+fn main() {
+    let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
+    let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
+    println!("cargo:rerun-if-changed=src/capi");
+    println!("cargo:rerun-if-changed=include/mpi.h.in");
+    println!("cargo:rerun-if-changed=api/data/mpi-api.tsv");
+    println!("cargo:rerun-if-changed=api/src");
+
+    let procs = table::procedures();
+    let implemented = scan_implemented(&manifest.join("src/capi"));
+
+    // 1. Exports.
+    let mut rs = String::new();
+    let mut names = Vec::new();
+    for p in procs.iter().filter(|p| !p.is_macro && implemented.contains(p.name)) {
+        let params = codegen::rust_params(p);
+        let args = codegen::rust_args(p);
+        let ret = codegen::rust_ret(p);
+        let pname = p.pname();
+        let _ = writeln!(
+            rs,
+            "#[no_mangle]\npub unsafe extern \"C\" fn {pname}({params}) -> {ret} {{\n    \
+             crate::ffi::guard(\"{name}\", move || unsafe {{ crate::capi::{name}({args}) }})\n}}\n\
+             #[no_mangle]\npub unsafe extern \"C\" fn {name}({params}) -> {ret} {{\n    \
+             // SAFETY: same contract as the caller's.\n    unsafe {{ {pname}({args}) }}\n}}\n",
+            name = p.name
+        );
+        names.push(p.name);
+    }
+    let unknown: Vec<_> = implemented
+        .iter()
+        .filter(|n| !procs.iter().any(|p| &p.name == n))
+        .collect();
+    if !unknown.is_empty() {
+        panic!("src/capi implements procedures missing from the API table: {unknown:?}");
+    }
+    let _ = writeln!(
+        rs,
+        "/// Every MPI procedure this library exports.\npub const EXPORTED: &[&str] = &{names:?};"
+    );
+    std::fs::write(out.join("exports.rs"), rs).unwrap();
+
+    // 2. mpi.h.
+    let template = std::fs::read_to_string(manifest.join("include/mpi.h.in")).unwrap();
+    let defines: String =
+        abi::CONSTANTS.iter().map(|c| codegen::c_define(c) + "\n").collect();
+    let mut protos = String::new();
+    for p in procs.iter().filter(|p| !p.is_macro) {
+        let _ = writeln!(protos, "{};", codegen::c_prototype(p, p.name));
+        let _ = writeln!(protos, "{};", codegen::c_prototype(p, &p.pname()));
+    }
+    let header = template
+        .replace("@VERSION@", env!("CARGO_PKG_VERSION"))
+        .replace("@CONSTANTS@", defines.trim_end())
+        .replace("@PROTOTYPES@", protos.trim_end());
+    let profile_dir = out.ancestors().nth(3).unwrap().to_path_buf();
+    let inc = profile_dir.join("include");
+    std::fs::create_dir_all(&inc).unwrap();
+    write_if_changed(&inc.join("mpi.h"), &header);
+    write_if_changed(&out.join("mpi.h"), &header);
+
+    // 3. SONAME and the names binaries look for.
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libmpi.so.12");
+    for alias in ["libmpi.so.12", "libmpich.so.12"] {
+        let link = profile_dir.join(alias);
+        let _ = std::fs::remove_file(&link);
+        let _ = std::os::unix::fs::symlink("libmpi.so", &link);
+    }
+}
+
+/// Names `MPI_X` of the functions defined as `pub unsafe fn MPI_X(` in `dir`.
+fn scan_implemented(dir: &Path) -> BTreeSet<String> {
+    let mut set = BTreeSet::new();
+    let mut files: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().map(|e| e.path()).collect();
+    files.sort();
+    for f in files.iter().filter(|f| f.extension().is_some_and(|e| e == "rs")) {
+        let text = std::fs::read_to_string(f).unwrap();
+        for line in text.lines() {
+            let l = line.trim_start();
+            if let Some(rest) = l.strip_prefix("pub unsafe fn MPI_") {
+                let name: String =
+                    rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                set.insert(format!("MPI_{name}"));
+            }
+        }
+    }
+    set
+}
+
+fn write_if_changed(path: &Path, text: &str) {
+    if std::fs::read_to_string(path).ok().as_deref() != Some(text) {
+        std::fs::write(path, text).unwrap();
+    }
+}
