@@ -1,0 +1,329 @@
+//! Journals: the crash-safe files a running process appends to.
+//!
+//! A journal is a flat array of [`RECORD_SIZE`]-byte slots. Slot 0 is the
+//! header ([`JournalHeader`]); slots 1.. are [`Record`]s. The writer maps the
+//! file in chunks of [`CHUNK_BYTES`] (a multiple of both the page size and
+//! the record size) with `MAP_SHARED`, reserving the blocks with
+//! `posix_fallocate` first so that a full disk is an error at growth time,
+//! never a `SIGBUS` in the application. Chunks are never remapped, so a slot
+//! handed out stays valid until the writer is dropped. Pages of a shared
+//! mapping belong to the page cache: when the process dies — `MPI_Abort`,
+//! segfault, `kill -9` — everything written so far is still in the file.
+//!
+//! Records are written by one thread each; the head word of a record is
+//! stored last with release ordering, and the reader stops at the first slot
+//! whose head is zero.
+
+use std::fs::{File, OpenOptions};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use crate::record::{Record, RECORD_SIZE};
+use crate::Error;
+
+/// Bytes mapped at a time: 340 × lcm(4096, RECORD_SIZE = 96), about 4 MiB.
+pub const CHUNK_BYTES: usize = 12288 * 340;
+const SLOTS_PER_CHUNK: usize = CHUNK_BYTES / RECORD_SIZE;
+
+/// Magic at the start of every journal.
+pub const MAGIC: [u8; 8] = *b"MPITRJ\0\x01";
+/// Version of the journal layout.
+pub const JOURNAL_VERSION: u32 = 1;
+
+/// What the timestamps of a journal count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClockKind {
+    /// CLOCK_MONOTONIC nanoseconds.
+    MonotonicNs,
+    /// x86 time-stamp counter ticks, mapped to CLOCK_MONOTONIC through the
+    /// calibration points of the side file.
+    Tsc,
+}
+
+/// The header slot of a journal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JournalHeader {
+    pub clock: ClockKind,
+    /// Process id of the writer.
+    pub pid: u32,
+    /// Index of the writing thread within its process (0 = first thread that called MPI).
+    pub thread: u32,
+    /// World rank, or -1 if not known when the journal was created.
+    pub rank: i32,
+    /// Number of procedures in the API table the call ids index.
+    pub table_len: u32,
+}
+
+impl JournalHeader {
+    fn to_bytes(self) -> [u8; RECORD_SIZE] {
+        let mut b = [0u8; RECORD_SIZE];
+        b[0..8].copy_from_slice(&MAGIC);
+        let words = [
+            JOURNAL_VERSION,
+            RECORD_SIZE as u32,
+            match self.clock {
+                ClockKind::MonotonicNs => 0,
+                ClockKind::Tsc => 1,
+            },
+            self.pid,
+            self.thread,
+            self.rank as u32,
+            self.table_len,
+        ];
+        for (i, w) in words.iter().enumerate() {
+            b[8 + 4 * i..12 + 4 * i].copy_from_slice(&w.to_le_bytes());
+        }
+        b
+    }
+
+    fn from_bytes(path: &Path, b: &[u8]) -> Result<Self, Error> {
+        let bad = |what: String| Error::Corrupt { path: path.to_path_buf(), what };
+        if b.len() < RECORD_SIZE {
+            return Err(bad(format!("{} bytes, shorter than the journal header", b.len())));
+        }
+        if b[0..8] != MAGIC {
+            return Err(bad("not an mpitrace journal (bad magic)".into()));
+        }
+        let w = |i: usize| u32::from_le_bytes(b[8 + 4 * i..12 + 4 * i].try_into().unwrap());
+        if w(0) != JOURNAL_VERSION || w(1) as usize != RECORD_SIZE {
+            return Err(bad(format!("journal version {} record size {} not supported", w(0), w(1))));
+        }
+        Ok(JournalHeader {
+            clock: if w(2) == 1 { ClockKind::Tsc } else { ClockKind::MonotonicNs },
+            pid: w(3),
+            thread: w(4),
+            rank: w(5) as i32,
+            table_len: w(6),
+        })
+    }
+}
+
+/// Appends records to a memory-mapped journal file.
+pub struct JournalWriter {
+    file: File,
+    path: PathBuf,
+    chunks: Vec<*mut u8>,
+    /// Next free slot (slot 0 is the header).
+    next: usize,
+}
+
+// SAFETY: the raw chunk pointers are owned by the writer; moving the writer
+// to another thread moves the ownership of the mappings with it.
+unsafe impl Send for JournalWriter {}
+
+impl JournalWriter {
+    /// Creates (truncating) the journal at `path` and writes its header.
+    pub fn create(path: &Path, header: JournalHeader) -> Result<Self, Error> {
+        let io = |e| Error::Io { path: path.to_path_buf(), source: e };
+        let file = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(path).map_err(io)?;
+        let mut w = JournalWriter { file, path: path.to_path_buf(), chunks: Vec::new(), next: 1 };
+        w.grow()?;
+        // SAFETY: chunk 0 is mapped, writable and at least one slot long.
+        unsafe { std::ptr::copy_nonoverlapping(header.to_bytes().as_ptr(), w.chunks[0], RECORD_SIZE) };
+        Ok(w)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Number of records written (reserved) so far.
+    pub fn len(&self) -> usize {
+        self.next - 1
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.next == 1
+    }
+
+    fn grow(&mut self) -> Result<(), Error> {
+        let io = |e| Error::Io { path: self.path.clone(), source: e };
+        let offset = self.chunks.len() * CHUNK_BYTES;
+        let fd = self.file.as_raw_fd();
+        // SAFETY: plain syscalls on a file descriptor we own.
+        let rc = unsafe { libc::posix_fallocate(fd, offset as libc::off_t, CHUNK_BYTES as libc::off_t) };
+        if rc != 0 {
+            return Err(io(std::io::Error::from_raw_os_error(rc)));
+        }
+        // SAFETY: maps CHUNK_BYTES of our file at a page-aligned offset that
+        // the fallocate above made part of the file.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                CHUNK_BYTES,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                offset as libc::off_t,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io(std::io::Error::last_os_error()));
+        }
+        self.chunks.push(p as *mut u8);
+        Ok(())
+    }
+
+    /// A pointer to the next free slot, growing the file when needed.
+    /// The slot is zero and stays mapped as long as the writer lives.
+    pub fn reserve(&mut self) -> Result<*mut Record, Error> {
+        let chunk = self.next / SLOTS_PER_CHUNK;
+        if chunk >= self.chunks.len() {
+            self.grow()?;
+        }
+        let off = (self.next % SLOTS_PER_CHUNK) * RECORD_SIZE;
+        self.next += 1;
+        // SAFETY: `off` is within the mapped chunk; chunks are page aligned
+        // and RECORD_SIZE is a multiple of 8, so the slot is aligned for Record.
+        Ok(unsafe { self.chunks[chunk].add(off) as *mut Record })
+    }
+
+    /// Appends a complete record (head included).
+    pub fn append(&mut self, rec: &Record) -> Result<(), Error> {
+        let slot = self.reserve()?;
+        // SAFETY: `slot` is a valid, exclusive, free slot of this journal.
+        unsafe { publish(slot, rec) };
+        Ok(())
+    }
+
+    /// Asks the kernel to start writing dirty pages back (not needed for
+    /// crash safety, only against a machine failure).
+    pub fn flush_async(&self) {
+        for &c in &self.chunks {
+            // SAFETY: each chunk is a live mapping of CHUNK_BYTES.
+            unsafe { libc::msync(c as *mut libc::c_void, CHUNK_BYTES, libc::MS_ASYNC) };
+        }
+    }
+}
+
+impl Drop for JournalWriter {
+    fn drop(&mut self) {
+        for &c in &self.chunks {
+            // SAFETY: unmapping mappings this writer created; no slot pointer
+            // outlives the writer by contract of `reserve`.
+            unsafe { libc::munmap(c as *mut libc::c_void, CHUNK_BYTES) };
+        }
+    }
+}
+
+/// Writes `rec` into `slot`, storing the head word last with release ordering.
+///
+/// # Safety
+/// `slot` must point to a mapped, aligned record slot no other thread writes.
+pub unsafe fn publish(slot: *mut Record, rec: &Record) {
+    let mut body = *rec;
+    body.head = 0;
+    // SAFETY: caller guarantees the slot is valid and exclusive.
+    unsafe {
+        std::ptr::write_volatile(slot, body);
+        set_head(slot, rec.head);
+    }
+}
+
+/// Stores the head word of a slot with release ordering.
+///
+/// # Safety
+/// `slot` must point to a mapped, aligned record slot no other thread writes.
+pub unsafe fn set_head(slot: *mut Record, head: u32) {
+    // SAFETY: the head is the first, 4-byte aligned u32 of the slot.
+    unsafe { AtomicU32::from_ptr(slot as *mut u32).store(head, Ordering::Release) };
+}
+
+/// How a journal ended, as found by the reader.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum JournalEnd {
+    /// Records up to a free slot: the writer stopped cleanly or was killed
+    /// between records.
+    Clean,
+    /// The file ends in the middle of a record (copied or cut short).
+    Truncated { trailing_bytes: usize },
+    /// Records with a non-zero head after the first free slot; they were
+    /// not read.
+    Hole { at_slot: usize },
+}
+
+/// A journal as read from disk.
+#[derive(Clone, Debug)]
+pub struct Journal {
+    pub path: PathBuf,
+    pub header: JournalHeader,
+    pub records: Vec<Record>,
+    pub end: JournalEnd,
+}
+
+/// Reads a journal. Errors only if the header is unreadable; damage after
+/// the header is reported in [`Journal::end`] and what precedes it returned.
+pub fn read_journal(path: &Path) -> Result<Journal, Error> {
+    let bytes = std::fs::read(path).map_err(|e| Error::Io { path: path.to_path_buf(), source: e })?;
+    let header = JournalHeader::from_bytes(path, &bytes)?;
+    let mut records = Vec::new();
+    let mut end = JournalEnd::Clean;
+    let slots = bytes.chunks(RECORD_SIZE).skip(1);
+    let mut stopped_at = None;
+    for (i, s) in slots.enumerate() {
+        let Ok(arr) = <&[u8; RECORD_SIZE]>::try_from(s) else {
+            if s.iter().any(|&b| b != 0) && stopped_at.is_none() {
+                end = JournalEnd::Truncated { trailing_bytes: s.len() };
+            }
+            break;
+        };
+        let r = Record::from_bytes(arr);
+        match stopped_at {
+            None if r.head == 0 => stopped_at = Some(i + 1),
+            None => records.push(r),
+            Some(_) if r.head != 0 => {
+                end = JournalEnd::Hole { at_slot: i + 1 };
+                break;
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(Journal { path: path.to_path_buf(), header, records, end })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{head, Kind};
+
+    fn header() -> JournalHeader {
+        JournalHeader { clock: ClockKind::Tsc, pid: 42, thread: 1, rank: 3, table_len: 700 }
+    }
+
+    #[test]
+    fn write_read_across_chunks() {
+        let dir = tempdir();
+        let path = dir.join("j");
+        let mut w = JournalWriter::create(&path, header()).unwrap();
+        let n = SLOTS_PER_CHUNK * 2 + 17;
+        for i in 0..n {
+            let r = Record { head: head(i as u16, Kind::Call, 1), t_enter: i as u64, ..Default::default() };
+            w.append(&r).unwrap();
+        }
+        // A reserved but unpublished slot ends the journal.
+        let _ = w.reserve().unwrap();
+        let j = read_journal(&path).unwrap();
+        assert_eq!(j.header, header());
+        assert_eq!(j.records.len(), n);
+        assert_eq!(j.records[n - 1].t_enter, (n - 1) as u64);
+        assert_eq!(j.end, JournalEnd::Clean);
+        drop(w);
+        // Cut the file in the middle of a record.
+        let bytes = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &bytes[..RECORD_SIZE * 11 + 30]).unwrap();
+        let j = read_journal(&path).unwrap();
+        assert_eq!(j.records.len(), 10);
+        assert_eq!(j.end, JournalEnd::Truncated { trailing_bytes: 30 });
+        std::fs::write(&path, b"garbage").unwrap();
+        assert!(matches!(read_journal(&path), Err(Error::Corrupt { .. })));
+    }
+
+    fn tempdir() -> PathBuf {
+        let d = std::env::temp_dir().join(format!("tf-journal-{}-{:?}", std::process::id(), std::thread::current().id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+}

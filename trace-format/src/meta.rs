@@ -1,0 +1,142 @@
+//! `meta.json`: what the trace is of.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::side::{ProcessInfo, SyncPoint};
+use crate::Error;
+
+/// Everything known of one rank, also stored in the key-value metadata of
+/// its events file (key [`RANK_META_KEY`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RankMeta {
+    pub process: ProcessInfo,
+    pub sync_init: Option<SyncPoint>,
+    pub sync_finalize: Option<SyncPoint>,
+    /// Whether the rank returned from `MPI_Finalize`.
+    pub finalized: bool,
+}
+
+/// Key of the rank metadata (JSON of [`RankMeta`]) in a Parquet footer.
+pub const RANK_META_KEY: &str = "mpitrace.rank";
+
+/// Clock alignment: every rank's times are mapped to the clock of
+/// `reference_rank` (see SCHEMA.md).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClockMeta {
+    pub reference_rank: i32,
+    pub method: String,
+}
+
+/// The contents of `meta.json`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Meta {
+    pub schema_version: u32,
+    pub tool_version: String,
+    /// The application's command line (rank 0's).
+    pub command: Vec<String>,
+    /// The launcher command line given to `mpitrace record`, if any.
+    #[serde(default)]
+    pub launch_command: Vec<String>,
+    /// Size of MPI_COMM_WORLD.
+    pub ranks: u32,
+    /// Distinct host names, in rank order of first appearance.
+    pub hosts: Vec<String>,
+    pub mpi_library: String,
+    pub mpi_version: String,
+    pub clock: ClockMeta,
+    /// One entry per rank that left any trace, sorted by rank.
+    pub rank_meta: Vec<RankMeta>,
+    /// Written by "finalize" (rank 0 in MPI_Finalize) or "record" (rebuilt
+    /// from the rank files after the job).
+    pub written_by: String,
+}
+
+impl Meta {
+    /// Builds the metadata of a job from what its ranks reported.
+    pub fn from_ranks(mut ranks: Vec<RankMeta>, written_by: &str) -> Meta {
+        ranks.sort_by_key(|r| r.process.rank);
+        ranks.dedup_by_key(|r| r.process.rank);
+        let first = ranks.first().map(|r| r.process.clone()).unwrap_or_default();
+        let mut hosts: Vec<String> = Vec::new();
+        for r in &ranks {
+            if !hosts.contains(&r.process.host) {
+                hosts.push(r.process.host.clone());
+            }
+        }
+        Meta {
+            schema_version: crate::SCHEMA_VERSION,
+            tool_version: first.tool_version.clone(),
+            command: first.argv.clone(),
+            launch_command: Vec::new(),
+            ranks: ranks.iter().map(|r| r.process.size.max(0) as u32).max().unwrap_or(0),
+            hosts,
+            mpi_library: first.mpi_library.clone(),
+            mpi_version: first.mpi_version.clone(),
+            clock: ClockMeta {
+                reference_rank: 0,
+                method: "min-RTT ping-pong per node leader against rank 0 at MPI_Init and MPI_Finalize, linear drift"
+                    .into(),
+            },
+            rank_meta: ranks,
+            written_by: written_by.into(),
+        }
+    }
+
+    pub fn read(path: &Path) -> Result<Meta, Error> {
+        let text = std::fs::read(path).map_err(|e| Error::Io { path: path.to_path_buf(), source: e })?;
+        serde_json::from_slice(&text).map_err(|e| Error::Corrupt { path: path.to_path_buf(), what: e.to_string() })
+    }
+
+    /// Writes atomically (temporary file and rename).
+    pub fn write(&self, path: &Path) -> Result<(), Error> {
+        let text = serde_json::to_vec_pretty(self).map_err(|e| Error::Corrupt { path: path.to_path_buf(), what: e.to_string() })?;
+        crate::write_atomic(path, &text)
+    }
+}
+
+/// Maps local clock nanoseconds of a rank to the reference clock, linearly
+/// interpolating the offsets measured at init and finalize.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ClockMap {
+    a: Option<SyncPoint>,
+    b: Option<SyncPoint>,
+}
+
+impl ClockMap {
+    pub fn new(init: Option<SyncPoint>, fin: Option<SyncPoint>) -> Self {
+        ClockMap { a: init, b: fin }
+    }
+    /// Offset (reference − local) at local time `t`.
+    pub fn offset(&self, t: i64) -> i64 {
+        match (self.a, self.b) {
+            (Some(a), Some(b)) if b.local_ns != a.local_ns => {
+                let f = (t - a.local_ns) as f64 / (b.local_ns - a.local_ns) as f64;
+                a.offset_ns + ((b.offset_ns - a.offset_ns) as f64 * f).round() as i64
+            }
+            (Some(p), _) | (None, Some(p)) => p.offset_ns,
+            (None, None) => 0,
+        }
+    }
+    pub fn to_reference(&self, t: i64) -> i64 {
+        t + self.offset(t)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drift_is_interpolated() {
+        let m = ClockMap::new(
+            Some(SyncPoint { local_ns: 1000, offset_ns: 10, rtt_ns: 0 }),
+            Some(SyncPoint { local_ns: 3000, offset_ns: 30, rtt_ns: 0 }),
+        );
+        assert_eq!(m.to_reference(1000), 1010);
+        assert_eq!(m.to_reference(2000), 2020);
+        assert_eq!(m.to_reference(5000), 5050);
+        assert_eq!(ClockMap::default().to_reference(7), 7);
+    }
+}
