@@ -1,1 +1,4 @@
-fn main() { eprintln!("not built yet"); std::process::exit(1) }
+//! C++ compiler wrapper for MPI programs; see `--help`.
+fn main() {
+    std::process::exit(mpi_launcher::wrapper::main(mpi_launcher::wrapper::Language::Cxx))
+}

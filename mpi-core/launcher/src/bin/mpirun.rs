@@ -1,1 +1,4 @@
-fn main() { eprintln!("not built yet"); std::process::exit(1) }
+//! Starts an MPI job on this machine; see `--help`.
+fn main() {
+    std::process::exit(mpi_launcher::launcher_main())
+}

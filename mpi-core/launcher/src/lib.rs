@@ -1,0 +1,72 @@
+//! The launcher side of the MPI implementation: `mpirun`/`mpiexec` with an
+//! embedded PMI-1 (and PMI-2) server, and the `mpicc`/`mpicxx` compiler
+//! wrappers.
+//!
+//! # What a rank gets from `mpirun`
+//! - `PMI_FD`: an inherited, connected `AF_UNIX` stream socket speaking PMI-1
+//!   (`cmd=init pmi_version=1 pmi_subversion=1` ...), or PMI-2 after
+//!   `cmd=init pmi_version=2 pmi_subversion=0`.
+//! - `PMI_RANK`, `PMI_SIZE`, `MPI_LOCALNRANKS`, `MPI_LOCALRANKID` (all ranks
+//!   run on this machine), `MPICORE_JOB_SECRET` (32 hex digits, per job).
+//! - `LD_LIBRARY_PATH` starting with the directory of `libmpi.so`.
+//! - The PMI key `PMI_process_mapping` is `(vector,(0,1,N))`; the KVS name
+//!   (`get_my_kvsname`) is `kvs_<launcher pid>_<8 hex digits>`, and files
+//!   `/dev/shm/mpicore-<kvsname>*` are removed when the job ends.
+
+pub mod cli;
+pub mod error;
+pub mod job;
+pub mod output;
+pub mod paths;
+pub mod pmi;
+pub mod sys;
+pub mod wrapper;
+
+pub use error::{Error, Result};
+
+/// The `main` of `mpirun` and `mpiexec`; returns the exit status.
+pub fn launcher_main() -> i32 {
+    sys::ensure_std_fds_open();
+    let mut argv = std::env::args_os();
+    let prog = argv
+        .next()
+        .and_then(|p| std::path::Path::new(&p).file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "mpirun".into());
+    let mut args = Vec::new();
+    for a in argv {
+        match a.into_string() {
+            Ok(s) => args.push(s),
+            Err(a) => {
+                eprintln!("{prog}: argument {a:?} is not valid UTF-8");
+                return 2;
+            }
+        }
+    }
+    let command = match cli::parse(&args, &|k| std::env::var(k).ok()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{prog}: {e}");
+            return e.exit_code();
+        }
+    };
+    match command {
+        cli::Command::Help => {
+            print!("{}", cli::usage(&prog));
+            0
+        }
+        cli::Command::Version => {
+            println!(
+                "{prog} (mpi-launcher) {}\nPMI-1 server (PMI-2 handshake supported); MPICH ABI library libmpi.so.12",
+                env!("CARGO_PKG_VERSION")
+            );
+            0
+        }
+        cli::Command::Run(opts) => match job::run(&opts) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("{prog}: {e}");
+                e.exit_code()
+            }
+        },
+    }
+}

@@ -1,0 +1,878 @@
+//! The PMI server of the launcher: the key-value space, barriers and the name
+//! service of one job, speaking the PMI-1 wire protocol (and PMI-2 after a
+//! `cmd=init pmi_version=2` handshake) with every rank.
+//!
+//! This module does no I/O. The launcher feeds it the bytes read from rank
+//! R's socket ([`PmiServer::receive`]) and writes out what
+//! [`PmiServer::pending_output`] holds; events that concern the whole job
+//! (MPI_Abort) come out of [`PmiServer::take_events`].
+
+use std::collections::{BTreeSet, HashMap};
+use std::fmt::Write as _;
+
+/// Limits announced by `get_maxes`.
+pub const KVSNAME_MAX: usize = 256;
+/// Longest key a client may use.
+pub const KEYLEN_MAX: usize = 64;
+/// Longest value a client may use.
+pub const VALLEN_MAX: usize = 1024;
+
+/// A message longer than this without its end is a protocol error.
+const MAX_MESSAGE: usize = 1 << 20;
+
+/// What the launcher must act on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PmiEvent {
+    /// Rank `rank` asked to abort the job (MPI_Abort).
+    Abort { rank: usize, code: i32, message: Option<String> },
+    /// Rank `rank` broke the protocol; its connection is closed.
+    ProtocolError { rank: usize, message: String },
+}
+
+/// Which wire format a connection speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wire {
+    V1,
+    V2,
+}
+
+/// What a connection waits for before its next message is handled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Wait {
+    None,
+    /// In a barrier (`barrier_in` or PMI-2 `kvs-fence`).
+    Barrier { wire: Wire, thrid: Option<String> },
+    /// PMI-2 `info-getnodeattr` with `wait=TRUE` for a key not yet put.
+    NodeAttr { key: String, thrid: Option<String> },
+}
+
+#[derive(Debug)]
+struct Conn {
+    input: Vec<u8>,
+    output: Vec<u8>,
+    wire: Wire,
+    wait: Wait,
+    open: bool,
+    finalized: bool,
+}
+
+/// Static facts about the job the server answers with.
+#[derive(Debug, Clone)]
+pub struct JobInfo {
+    /// The name of the job's key-value space (unique per job).
+    pub kvsname: String,
+    /// The application number of each rank (MPMD index), one entry per rank.
+    pub appnums: Vec<usize>,
+}
+
+/// The PMI server state of one job.
+#[derive(Debug)]
+pub struct PmiServer {
+    info: JobInfo,
+    kvs: HashMap<String, String>,
+    node_attrs: HashMap<String, String>,
+    names: HashMap<String, String>,
+    conns: Vec<Conn>,
+    in_barrier: usize,
+    exited: BTreeSet<usize>,
+    events: Vec<PmiEvent>,
+    trace: bool,
+}
+
+/// One parsed message: the command name and its key=value pairs.
+#[derive(Debug, Default)]
+struct Msg {
+    cmd: String,
+    args: Vec<(String, String)>,
+}
+
+impl Msg {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.args.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+}
+
+/// The value of `PMI_process_mapping` for `size` ranks on one node.
+pub fn process_mapping(size: usize) -> String {
+    format!("(vector,(0,1,{size}))")
+}
+
+/// Formats a PMI-1 message line.
+fn v1(cmd: &str, args: &[(&str, &str)]) -> String {
+    let mut s = format!("cmd={cmd}");
+    for (k, v) in args {
+        let _ = write!(s, " {k}={v}");
+    }
+    s.push('\n');
+    s
+}
+
+/// Formats a PMI-2 message: a 6-character length, then `cmd=..;k=v;...;`.
+fn v2(cmd: &str, thrid: Option<&str>, args: &[(&str, &str)]) -> String {
+    let mut body = format!("cmd={cmd};");
+    if let Some(t) = thrid {
+        let _ = write!(body, "thrid={t};");
+    }
+    for (k, v) in args {
+        let _ = write!(body, "{k}={v};");
+    }
+    format!("{:<6}{body}", body.len())
+}
+
+/// Splits a PMI-1 line into `key=value` words. Words are separated by spaces;
+/// a backslash escapes the next character (newer MPICH clients escape spaces
+/// in values that way). Values are kept verbatim, escapes included, so that
+/// what a client puts is exactly what another client gets.
+fn parse_v1(line: &str) -> Option<Msg> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                cur.push(c);
+                if let Some(n) = chars.next() {
+                    cur.push(n);
+                }
+            }
+            ' ' | '\t' | '\r' => {
+                if !cur.is_empty() {
+                    words.push(std::mem::take(&mut cur));
+                }
+            }
+            _ => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        words.push(cur);
+    }
+    let mut msg = Msg::default();
+    for (i, w) in words.into_iter().enumerate() {
+        let (k, v) = match w.split_once('=') {
+            Some((k, v)) => (k.to_string(), v.to_string()),
+            None => (w, String::new()),
+        };
+        if i == 0 {
+            if k != "cmd" {
+                return None;
+            }
+            msg.cmd = v;
+        } else {
+            msg.args.push((k, v));
+        }
+    }
+    (!msg.cmd.is_empty()).then_some(msg)
+}
+
+/// Parses the body of a PMI-2 message (`cmd=..;k=v;...;`).
+fn parse_v2(body: &str) -> Option<Msg> {
+    let mut msg = Msg::default();
+    for field in body.split(';').filter(|f| !f.is_empty()) {
+        let (k, v) = field.split_once('=').unwrap_or((field, ""));
+        if k == "cmd" && msg.cmd.is_empty() {
+            msg.cmd = v.to_string();
+        } else {
+            msg.args.push((k.to_string(), v.to_string()));
+        }
+    }
+    (!msg.cmd.is_empty()).then_some(msg)
+}
+
+/// Removes the backslash escapes of a PMI-1 value (for values the server
+/// itself interprets, like an abort message).
+fn unescape(v: &str) -> String {
+    let mut out = String::with_capacity(v.len());
+    let mut chars = v.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            if let Some(n) = chars.next() {
+                out.push(n);
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `0-2,5` style list of ranks.
+fn rank_ranges(ranks: &BTreeSet<usize>) -> String {
+    let mut out = String::new();
+    let mut iter = ranks.iter().copied().peekable();
+    while let Some(start) = iter.next() {
+        let mut end = start;
+        while iter.peek() == Some(&(end + 1)) {
+            end += 1;
+            iter.next();
+        }
+        if !out.is_empty() {
+            out.push(',');
+        }
+        if start == end {
+            let _ = write!(out, "{start}");
+        } else {
+            let _ = write!(out, "{start}-{end}");
+        }
+    }
+    out
+}
+
+/// A complete message taken off a connection's input.
+enum Frame {
+    V1(String),
+    /// A multi-line `mcmd=spawn ... endcmd` block.
+    Mcmd(String),
+    V2(String),
+}
+
+impl PmiServer {
+    /// A server for a job with one rank per entry of `info.appnums`.
+    pub fn new(info: JobInfo, trace: bool) -> Self {
+        let conns = (0..info.appnums.len())
+            .map(|_| Conn {
+                input: Vec::new(),
+                output: Vec::new(),
+                wire: Wire::V1,
+                wait: Wait::None,
+                open: true,
+                finalized: false,
+            })
+            .collect();
+        PmiServer {
+            info,
+            kvs: HashMap::new(),
+            node_attrs: HashMap::new(),
+            names: HashMap::new(),
+            conns,
+            in_barrier: 0,
+            exited: BTreeSet::new(),
+            events: Vec::new(),
+            trace,
+        }
+    }
+
+    /// Number of ranks in the job.
+    pub fn size(&self) -> usize {
+        self.conns.len()
+    }
+
+    /// The job's key-value space name.
+    pub fn kvsname(&self) -> &str {
+        &self.info.kvsname
+    }
+
+    /// Handles bytes read from rank `rank`'s connection.
+    pub fn receive(&mut self, rank: usize, data: &[u8]) {
+        let Some(conn) = self.conns.get_mut(rank) else { return };
+        if !conn.open {
+            return;
+        }
+        conn.input.extend_from_slice(data);
+        self.process(rank);
+    }
+
+    /// Rank `rank` closed its connection (or the launcher gave up on it).
+    pub fn close(&mut self, rank: usize) {
+        if let Some(conn) = self.conns.get_mut(rank) {
+            conn.open = false;
+            conn.input.clear();
+            conn.output.clear();
+        }
+    }
+
+    /// Whether rank `rank`'s connection is still in use.
+    pub fn is_open(&self, rank: usize) -> bool {
+        self.conns.get(rank).is_some_and(|c| c.open)
+    }
+
+    /// Whether rank `rank` sent `finalize`.
+    pub fn finalized(&self, rank: usize) -> bool {
+        self.conns.get(rank).is_some_and(|c| c.finalized)
+    }
+
+    /// Records that rank `rank`'s process has ended (for `PMI_dead_processes`).
+    pub fn process_exited(&mut self, rank: usize) {
+        self.exited.insert(rank);
+    }
+
+    /// Bytes waiting to be written to rank `rank`; the caller drains what it
+    /// manages to write.
+    pub fn pending_output(&mut self, rank: usize) -> Option<&mut Vec<u8>> {
+        self.conns.get_mut(rank).filter(|c| c.open).map(|c| &mut c.output)
+    }
+
+    /// How many reply bytes wait for rank `rank`.
+    pub fn pending_output_len(&self, rank: usize) -> usize {
+        self.conns.get(rank).filter(|c| c.open).map_or(0, |c| c.output.len())
+    }
+
+    /// Events since the last call.
+    pub fn take_events(&mut self) -> Vec<PmiEvent> {
+        std::mem::take(&mut self.events)
+    }
+
+    fn send(&mut self, rank: usize, text: &str) {
+        if self.trace {
+            eprintln!("[pmi] to rank {rank}: {}", text.trim_end());
+        }
+        self.conns[rank].output.extend_from_slice(text.as_bytes());
+    }
+
+    fn protocol_error(&mut self, rank: usize, message: String) {
+        self.events.push(PmiEvent::ProtocolError { rank, message });
+        self.close(rank);
+    }
+
+    /// Takes the next complete message off rank `rank`'s input, if any.
+    fn next_frame(&mut self, rank: usize) -> Result<Option<Frame>, String> {
+        let conn = &mut self.conns[rank];
+        let input = &conn.input;
+        let frame = match conn.wire {
+            Wire::V1 if input.starts_with(b"mcmd=") => {
+                // Each spawn segment ends with a line "endcmd".
+                let Some(end) = find(input, b"endcmd\n") else {
+                    return self.check_size(rank);
+                };
+                let take = end + b"endcmd\n".len();
+                let block = conn.input.drain(..take).collect::<Vec<u8>>();
+                Frame::Mcmd(String::from_utf8_lossy(&block).into_owned())
+            }
+            Wire::V1 => {
+                let Some(nl) = input.iter().position(|&b| b == b'\n') else {
+                    return self.check_size(rank);
+                };
+                let line = conn.input.drain(..=nl).collect::<Vec<u8>>();
+                Frame::V1(String::from_utf8_lossy(&line[..nl]).into_owned())
+            }
+            Wire::V2 => {
+                if input.len() < 6 {
+                    return Ok(None);
+                }
+                let len_text = String::from_utf8_lossy(&input[..6]);
+                let len: usize = len_text
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("bad PMI-2 length field {len_text:?}"))?;
+                if len > MAX_MESSAGE {
+                    return Err(format!("PMI-2 message of {len} bytes is too long"));
+                }
+                if input.len() < 6 + len {
+                    return Ok(None);
+                }
+                let msg = conn.input.drain(..6 + len).collect::<Vec<u8>>();
+                Frame::V2(String::from_utf8_lossy(&msg[6..]).into_owned())
+            }
+        };
+        Ok(Some(frame))
+    }
+
+    fn check_size(&self, rank: usize) -> Result<Option<Frame>, String> {
+        if self.conns[rank].input.len() > MAX_MESSAGE {
+            Err(format!("no end of message after {MAX_MESSAGE} bytes"))
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// Handles the complete messages of rank `rank` until it waits.
+    fn process(&mut self, rank: usize) {
+        while self.conns[rank].open && self.conns[rank].wait == Wait::None {
+            let frame = match self.next_frame(rank) {
+                Ok(Some(f)) => f,
+                Ok(None) => break,
+                Err(e) => {
+                    self.protocol_error(rank, e);
+                    break;
+                }
+            };
+            match frame {
+                Frame::V1(line) => {
+                    if self.trace {
+                        eprintln!("[pmi] from rank {rank}: {line}");
+                    }
+                    let line = line.trim_end_matches('\r');
+                    if line.trim().is_empty() {
+                        continue;
+                    }
+                    match parse_v1(line) {
+                        Some(msg) => self.handle_v1(rank, msg),
+                        None => self.protocol_error(rank, format!("malformed PMI-1 line {line:?}")),
+                    }
+                }
+                Frame::Mcmd(block) => {
+                    if self.trace {
+                        eprintln!("[pmi] from rank {rank}: {}", block.trim_end());
+                    }
+                    self.handle_spawn_v1(rank, &block);
+                }
+                Frame::V2(body) => {
+                    if self.trace {
+                        eprintln!("[pmi] from rank {rank}: {body}");
+                    }
+                    match parse_v2(&body) {
+                        Some(msg) => self.handle_v2(rank, msg),
+                        None => self.protocol_error(rank, format!("malformed PMI-2 message {body:?}")),
+                    }
+                }
+            }
+        }
+    }
+
+    /// The value of a key for `get`: reserved keys first, then the KVS.
+    fn lookup(&self, key: &str) -> Option<String> {
+        match key {
+            "PMI_process_mapping" => Some(process_mapping(self.size())),
+            "PMI_dead_processes" => Some(rank_ranges(&self.exited)),
+            "universeSize" => Some(self.size().to_string()),
+            _ => self.kvs.get(key).cloned(),
+        }
+    }
+
+    fn is_reserved(key: &str) -> bool {
+        matches!(key, "PMI_process_mapping" | "PMI_dead_processes")
+    }
+
+    fn handle_v1(&mut self, rank: usize, msg: Msg) {
+        let size = self.size().to_string();
+        match msg.cmd.as_str() {
+            "init" => {
+                let version = msg.get("pmi_version").unwrap_or("1");
+                match version {
+                    "1" => self.send(
+                        rank,
+                        &v1("response_to_init", &[("pmi_version", "1"), ("pmi_subversion", "1"), ("rc", "0")]),
+                    ),
+                    "2" => {
+                        self.send(
+                            rank,
+                            &v1("response_to_init", &[("pmi_version", "2"), ("pmi_subversion", "0"), ("rc", "0")]),
+                        );
+                        self.conns[rank].wire = Wire::V2;
+                    }
+                    _ => self.send(
+                        rank,
+                        &v1("response_to_init", &[("pmi_version", "1"), ("pmi_subversion", "1"), ("rc", "-1")]),
+                    ),
+                }
+            }
+            "initack" => {
+                let r = rank.to_string();
+                let text = v1("initack", &[]) + &v1("set", &[("size", &size)]) + &v1("set", &[("rank", &r)])
+                    + &v1("set", &[("debug", "0")]);
+                self.send(rank, &text);
+            }
+            "get_maxes" => {
+                let (k, l, v) = (KVSNAME_MAX.to_string(), KEYLEN_MAX.to_string(), VALLEN_MAX.to_string());
+                self.send(rank, &v1("maxes", &[("kvsname_max", &k), ("keylen_max", &l), ("vallen_max", &v)]));
+            }
+            "get_appnum" => {
+                let app = self.info.appnums[rank].to_string();
+                self.send(rank, &v1("appnum", &[("appnum", &app)]));
+            }
+            "get_my_kvsname" => {
+                let name = self.info.kvsname.clone();
+                self.send(rank, &v1("my_kvsname", &[("kvsname", &name)]));
+            }
+            "get_universe_size" => self.send(rank, &v1("universe_size", &[("size", &size)])),
+            "put" => {
+                let reply = match (msg.get("key"), msg.get("kvsname")) {
+                    (_, Some(k)) if k != self.info.kvsname => {
+                        v1("put_result", &[("rc", "-1"), ("msg", "unknown_kvsname")])
+                    }
+                    (None, _) | (Some(""), _) => v1("put_result", &[("rc", "-1"), ("msg", "missing_key")]),
+                    (Some(key), _) if Self::is_reserved(key) => {
+                        v1("put_result", &[("rc", "-1"), ("msg", "reserved_key")])
+                    }
+                    (Some(key), _) => {
+                        let value = msg.get("value").unwrap_or("").to_string();
+                        self.kvs.insert(key.to_string(), value);
+                        v1("put_result", &[("rc", "0"), ("msg", "success")])
+                    }
+                };
+                self.send(rank, &reply);
+            }
+            "get" => {
+                let reply = match (msg.get("key"), msg.get("kvsname")) {
+                    (_, Some(k)) if k != self.info.kvsname => {
+                        v1("get_result", &[("rc", "-1"), ("msg", "unknown_kvsname"), ("value", "unknown")])
+                    }
+                    (Some(key), _) => match self.lookup(key) {
+                        Some(value) => v1("get_result", &[("rc", "0"), ("msg", "success"), ("value", &value)]),
+                        None => v1("get_result", &[("rc", "-1"), ("msg", "key_not_found"), ("value", "unknown")]),
+                    },
+                    (None, _) => v1("get_result", &[("rc", "-1"), ("msg", "missing_key"), ("value", "unknown")]),
+                };
+                self.send(rank, &reply);
+            }
+            "barrier_in" => self.enter_barrier(rank, Wire::V1, None),
+            "finalize" => {
+                self.conns[rank].finalized = true;
+                self.send(rank, &v1("finalize_ack", &[]));
+            }
+            "abort" => {
+                let code = msg.get("exitcode").and_then(|c| c.parse().ok()).unwrap_or(1);
+                let message = msg.get("message").map(unescape);
+                self.events.push(PmiEvent::Abort { rank, code, message });
+            }
+            "publish_name" => {
+                let reply = match (msg.get("service"), msg.get("port")) {
+                    (Some(s), Some(p)) if !self.names.contains_key(s) => {
+                        self.names.insert(s.to_string(), p.to_string());
+                        v1("publish_result", &[("rc", "0"), ("msg", "success")])
+                    }
+                    (Some(_), Some(_)) => v1("publish_result", &[("rc", "-1"), ("msg", "service_already_published")]),
+                    _ => v1("publish_result", &[("rc", "-1"), ("msg", "missing_service_or_port")]),
+                };
+                self.send(rank, &reply);
+            }
+            "unpublish_name" => {
+                let removed = msg.get("service").and_then(|s| self.names.remove(s)).is_some();
+                let reply = if removed {
+                    v1("unpublish_result", &[("rc", "0"), ("msg", "success")])
+                } else {
+                    v1("unpublish_result", &[("rc", "-1"), ("msg", "service_not_found")])
+                };
+                self.send(rank, &reply);
+            }
+            "lookup_name" => {
+                let reply = match msg.get("service").and_then(|s| self.names.get(s)) {
+                    Some(port) => v1("lookup_result", &[("rc", "0"), ("msg", "success"), ("port", port)]),
+                    None => v1("lookup_result", &[("rc", "-1"), ("msg", "service_not_found")]),
+                };
+                self.send(rank, &reply);
+            }
+            other => {
+                let reply = v1(&format!("{other}_result"), &[("rc", "-1"), ("msg", "unknown_command")]);
+                self.send(rank, &reply);
+            }
+        }
+    }
+
+    /// `mcmd=spawn` blocks: dynamic process creation is not supported, so
+    /// the last segment of a spawn request is answered with an error.
+    fn handle_spawn_v1(&mut self, rank: usize, block: &str) {
+        let field = |name: &str| {
+            block.lines().find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix('=')).map(str::trim))
+        };
+        let total = field("totspawns");
+        let sofar = field("spawnssofar");
+        if total.is_none() || total == sofar {
+            self.send(rank, &v1("spawn_result", &[("rc", "-1"), ("msg", "spawn_not_supported")]));
+        }
+    }
+
+    fn handle_v2(&mut self, rank: usize, msg: Msg) {
+        let thrid = msg.get("thrid").map(str::to_string);
+        let t = thrid.as_deref();
+        let size = self.size().to_string();
+        match msg.cmd.as_str() {
+            "fullinit" => {
+                let r = rank.to_string();
+                let app = self.info.appnums[rank].to_string();
+                let reply = v2(
+                    "fullinit-response",
+                    t,
+                    &[
+                        ("pmi-version", "2"),
+                        ("pmi-subversion", "0"),
+                        ("rank", &r),
+                        ("size", &size),
+                        ("appnum", &app),
+                        ("debugged", "FALSE"),
+                        ("pmiverbose", "FALSE"),
+                        ("rc", "0"),
+                    ],
+                );
+                self.send(rank, &reply);
+            }
+            "job-getid" => {
+                let name = self.info.kvsname.clone();
+                self.send(rank, &v2("job-getid-response", t, &[("jobid", &name), ("rc", "0")]));
+            }
+            "kvs-put" => {
+                let reply = match msg.get("key") {
+                    Some(key) if !key.is_empty() && !Self::is_reserved(key) => {
+                        self.kvs.insert(key.to_string(), msg.get("value").unwrap_or("").to_string());
+                        v2("kvs-put-response", t, &[("rc", "0")])
+                    }
+                    _ => v2("kvs-put-response", t, &[("rc", "-1"), ("errmsg", "bad key")]),
+                };
+                self.send(rank, &reply);
+            }
+            "kvs-get" | "info-getjobattr" => {
+                let response = format!("{}-response", msg.cmd);
+                let reply = match msg.get("key").and_then(|k| self.lookup(k)) {
+                    Some(value) => v2(&response, t, &[("found", "TRUE"), ("value", &value), ("rc", "0")]),
+                    None => v2(&response, t, &[("found", "FALSE"), ("rc", "0")]),
+                };
+                self.send(rank, &reply);
+            }
+            "kvs-fence" => self.enter_barrier(rank, Wire::V2, thrid),
+            "info-putnodeattr" => {
+                if let Some(key) = msg.get("key") {
+                    self.node_attrs.insert(key.to_string(), msg.get("value").unwrap_or("").to_string());
+                    self.wake_node_attr_waiters(key);
+                }
+                self.send(rank, &v2("info-putnodeattr-response", t, &[("rc", "0")]));
+            }
+            "info-getnodeattr" => {
+                let key = msg.get("key").unwrap_or("").to_string();
+                match self.node_attrs.get(&key) {
+                    Some(value) => {
+                        let reply =
+                            v2("info-getnodeattr-response", t, &[("found", "TRUE"), ("value", value), ("rc", "0")]);
+                        self.send(rank, &reply);
+                    }
+                    None if msg.get("wait") == Some("TRUE") => {
+                        self.conns[rank].wait = Wait::NodeAttr { key, thrid };
+                    }
+                    None => {
+                        self.send(rank, &v2("info-getnodeattr-response", t, &[("found", "FALSE"), ("rc", "0")]));
+                    }
+                }
+            }
+            "finalize" => {
+                self.conns[rank].finalized = true;
+                self.send(rank, &v2("finalize-response", t, &[("rc", "0")]));
+            }
+            "abort" => {
+                let code = msg.get("exitcode").and_then(|c| c.parse().ok()).unwrap_or(1);
+                let message = msg.get("msg").or_else(|| msg.get("message")).map(str::to_string);
+                self.events.push(PmiEvent::Abort { rank, code, message });
+            }
+            "name-publish" => {
+                let reply = match (msg.get("name"), msg.get("port")) {
+                    (Some(n), Some(p)) if !self.names.contains_key(n) => {
+                        self.names.insert(n.to_string(), p.to_string());
+                        v2("name-publish-response", t, &[("rc", "0")])
+                    }
+                    _ => v2("name-publish-response", t, &[("rc", "-1"), ("errmsg", "cannot publish")]),
+                };
+                self.send(rank, &reply);
+            }
+            "name-unpublish" => {
+                let removed = msg.get("name").and_then(|n| self.names.remove(n)).is_some();
+                let rc = if removed { "0" } else { "-1" };
+                self.send(rank, &v2("name-unpublish-response", t, &[("rc", rc)]));
+            }
+            "name-lookup" => {
+                let reply = match msg.get("name").and_then(|n| self.names.get(n)) {
+                    Some(port) => v2("name-lookup-response", t, &[("port", port), ("found", "TRUE"), ("rc", "0")]),
+                    None => v2("name-lookup-response", t, &[("found", "FALSE"), ("rc", "-1")]),
+                };
+                self.send(rank, &reply);
+            }
+            "spawn" => {
+                self.send(rank, &v2("spawn-response", t, &[("rc", "-1"), ("errmsg", "spawn not supported")]));
+            }
+            other => {
+                let reply = v2(&format!("{other}-response"), t, &[("rc", "-1"), ("errmsg", "unknown command")]);
+                self.send(rank, &reply);
+            }
+        }
+    }
+
+    fn wake_node_attr_waiters(&mut self, key: &str) {
+        let Some(value) = self.node_attrs.get(key).cloned() else { return };
+        for r in 0..self.size() {
+            if let Wait::NodeAttr { key: k, thrid } = &self.conns[r].wait {
+                if k == key {
+                    let reply =
+                        v2("info-getnodeattr-response", thrid.as_deref(), &[("found", "TRUE"), ("value", &value), ("rc", "0")]);
+                    self.conns[r].wait = Wait::None;
+                    self.send(r, &reply);
+                    self.process(r);
+                }
+            }
+        }
+    }
+
+    fn enter_barrier(&mut self, rank: usize, wire: Wire, thrid: Option<String>) {
+        self.conns[rank].wait = Wait::Barrier { wire, thrid };
+        self.in_barrier += 1;
+        if self.in_barrier < self.size() {
+            return;
+        }
+        // Everybody is in: release them all, then let each go on with the
+        // messages it sent after entering.
+        self.in_barrier = 0;
+        for r in 0..self.size() {
+            if let Wait::Barrier { wire, thrid } = std::mem::replace(&mut self.conns[r].wait, Wait::None) {
+                let reply = match wire {
+                    Wire::V1 => v1("barrier_out", &[]),
+                    Wire::V2 => v2("kvs-fence-response", thrid.as_deref(), &[("rc", "0")]),
+                };
+                if self.conns[r].open {
+                    self.send(r, &reply);
+                }
+            }
+        }
+        for r in 0..self.size() {
+            self.process(r);
+        }
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server(n: usize) -> PmiServer {
+        PmiServer::new(JobInfo { kvsname: "kvs_test".into(), appnums: vec![0; n] }, false)
+    }
+
+    fn out(s: &mut PmiServer, rank: usize) -> String {
+        let buf = s.pending_output(rank).unwrap();
+        let text = String::from_utf8(buf.clone()).unwrap();
+        buf.clear();
+        text
+    }
+
+    #[test]
+    fn init_and_queries() {
+        let mut s = server(3);
+        s.receive(1, b"cmd=init pmi_version=1 pmi_subversion=1\ncmd=get_maxes\ncmd=get_appnum\n");
+        assert_eq!(
+            out(&mut s, 1),
+            "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0\n\
+             cmd=maxes kvsname_max=256 keylen_max=64 vallen_max=1024\n\
+             cmd=appnum appnum=0\n"
+        );
+        s.receive(1, b"cmd=get_my_kvsname\ncmd=get_universe_size\n");
+        assert_eq!(out(&mut s, 1), "cmd=my_kvsname kvsname=kvs_test\ncmd=universe_size size=3\n");
+        s.receive(1, b"cmd=get kvsname=kvs_test key=PMI_process_mapping\n");
+        assert_eq!(out(&mut s, 1), "cmd=get_result rc=0 msg=success value=(vector,(0,1,3))\n");
+    }
+
+    #[test]
+    fn put_get_and_partial_lines() {
+        let mut s = server(2);
+        s.receive(0, b"cmd=put kvsname=kvs_test key=a val");
+        assert_eq!(out(&mut s, 0), "");
+        s.receive(0, b"ue=x=1\n");
+        assert_eq!(out(&mut s, 0), "cmd=put_result rc=0 msg=success\n");
+        s.receive(1, b"cmd=get kvsname=kvs_test key=a\ncmd=get kvsname=kvs_test key=b\n");
+        assert_eq!(
+            out(&mut s, 1),
+            "cmd=get_result rc=0 msg=success value=x=1\n\
+             cmd=get_result rc=-1 msg=key_not_found value=unknown\n"
+        );
+        s.receive(1, b"cmd=get kvsname=other key=a\n");
+        assert!(out(&mut s, 1).starts_with("cmd=get_result rc=-1"));
+    }
+
+    #[test]
+    fn barrier_holds_later_commands() {
+        let mut s = server(2);
+        s.receive(0, b"cmd=barrier_in\ncmd=get kvsname=kvs_test key=k\n");
+        assert_eq!(out(&mut s, 0), "");
+        s.receive(1, b"cmd=put kvsname=kvs_test key=k value=v\n");
+        assert_eq!(out(&mut s, 1), "cmd=put_result rc=0 msg=success\n");
+        assert_eq!(out(&mut s, 0), "");
+        s.receive(1, b"cmd=barrier_in\n");
+        assert_eq!(out(&mut s, 0), "cmd=barrier_out\ncmd=get_result rc=0 msg=success value=v\n");
+        assert_eq!(out(&mut s, 1), "cmd=barrier_out\n");
+        // A second barrier works the same.
+        s.receive(1, b"cmd=barrier_in\n");
+        s.receive(0, b"cmd=barrier_in\n");
+        assert_eq!(out(&mut s, 0), "cmd=barrier_out\n");
+        assert_eq!(out(&mut s, 1), "cmd=barrier_out\n");
+    }
+
+    #[test]
+    fn abort_and_finalize() {
+        let mut s = server(1);
+        s.receive(0, b"cmd=abort exitcode=7 message=bad\\ thing\n");
+        assert_eq!(
+            s.take_events(),
+            vec![PmiEvent::Abort { rank: 0, code: 7, message: Some("bad thing".into()) }]
+        );
+        s.receive(0, b"cmd=finalize\n");
+        assert_eq!(out(&mut s, 0), "cmd=finalize_ack\n");
+        assert!(s.finalized(0));
+    }
+
+    #[test]
+    fn names() {
+        let mut s = server(2);
+        s.receive(0, b"cmd=publish_name service=svc port=tcp://x:1\n");
+        assert_eq!(out(&mut s, 0), "cmd=publish_result rc=0 msg=success\n");
+        s.receive(1, b"cmd=lookup_name service=svc\n");
+        assert_eq!(out(&mut s, 1), "cmd=lookup_result rc=0 msg=success port=tcp://x:1\n");
+        s.receive(1, b"cmd=unpublish_name service=svc\ncmd=lookup_name service=svc\n");
+        assert_eq!(
+            out(&mut s, 1),
+            "cmd=unpublish_result rc=0 msg=success\ncmd=lookup_result rc=-1 msg=service_not_found\n"
+        );
+    }
+
+    #[test]
+    fn dead_processes() {
+        let mut s = server(6);
+        for r in [0, 1, 2, 4] {
+            s.process_exited(r);
+        }
+        s.receive(5, b"cmd=get kvsname=kvs_test key=PMI_dead_processes\n");
+        assert_eq!(out(&mut s, 5), "cmd=get_result rc=0 msg=success value=0-2,4\n");
+    }
+
+    #[test]
+    fn spawn_is_refused() {
+        let mut s = server(1);
+        s.receive(0, b"mcmd=spawn\nnprocs=1\nexecname=a\ntotspawns=2\nspawnssofar=1\nendcmd\n");
+        assert_eq!(out(&mut s, 0), "");
+        s.receive(0, b"mcmd=spawn\nnprocs=1\nexecname=b\ntotspawns=2\nspawnssofar=2\nendcmd\n");
+        assert_eq!(out(&mut s, 0), "cmd=spawn_result rc=-1 msg=spawn_not_supported\n");
+    }
+
+    fn v2_msg(body: &str) -> Vec<u8> {
+        exp(body).into_bytes()
+    }
+
+    fn exp(body: &str) -> String {
+        format!("{:<6}{body}", body.len())
+    }
+
+    #[test]
+    fn pmi2_session() {
+        let mut s = server(2);
+        for r in 0..2 {
+            s.receive(r, b"cmd=init pmi_version=2 pmi_subversion=0\n");
+            assert_eq!(out(&mut s, r), "cmd=response_to_init pmi_version=2 pmi_subversion=0 rc=0\n");
+            s.receive(r, &v2_msg(&format!("cmd=fullinit;pmirank={r};threaded=FALSE;")));
+            let reply = out(&mut s, r);
+            assert!(reply.contains(&format!(";rank={r};size=2;")), "{reply}");
+            assert_eq!(reply[..6].trim().parse::<usize>().unwrap(), reply.len() - 6);
+        }
+        s.receive(0, &v2_msg("cmd=kvs-put;key=k0;value=v0;"));
+        assert_eq!(out(&mut s, 0), exp("cmd=kvs-put-response;rc=0;"));
+        s.receive(0, &v2_msg("cmd=kvs-fence;thrid=0x1;"));
+        assert_eq!(out(&mut s, 0), "");
+        s.receive(1, &v2_msg("cmd=kvs-fence;"));
+        assert_eq!(out(&mut s, 0), exp("cmd=kvs-fence-response;thrid=0x1;rc=0;"));
+        assert_eq!(out(&mut s, 1), exp("cmd=kvs-fence-response;rc=0;"));
+        s.receive(1, &v2_msg("cmd=kvs-get;jobid=kvs_test;srcid=-1;key=k0;"));
+        assert_eq!(out(&mut s, 1), exp("cmd=kvs-get-response;found=TRUE;value=v0;rc=0;"));
+        s.receive(1, &v2_msg("cmd=info-getnodeattr;key=n;wait=TRUE;"));
+        assert_eq!(out(&mut s, 1), "");
+        s.receive(0, &v2_msg("cmd=info-putnodeattr;key=n;value=1;"));
+        assert_eq!(out(&mut s, 0), exp("cmd=info-putnodeattr-response;rc=0;"));
+        assert_eq!(out(&mut s, 1), exp("cmd=info-getnodeattr-response;found=TRUE;value=1;rc=0;"));
+        s.receive(1, &v2_msg("cmd=info-getjobattr;key=PMI_process_mapping;"));
+        assert!(out(&mut s, 1).contains("found=TRUE;value=(vector,(0,1,2));"));
+        s.receive(1, &v2_msg("cmd=abort;isworld=TRUE;msg=oops;"));
+        assert_eq!(s.take_events(), vec![PmiEvent::Abort { rank: 1, code: 1, message: Some("oops".into()) }]);
+    }
+
+    #[test]
+    fn garbage_is_a_protocol_error() {
+        let mut s = server(1);
+        s.receive(0, b"hello\n");
+        assert!(matches!(s.take_events()[..], [PmiEvent::ProtocolError { rank: 0, .. }]));
+        assert!(!s.is_open(0));
+    }
+}
