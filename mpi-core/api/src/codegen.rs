@@ -32,7 +32,7 @@ fn base_is_pointer(base: &str) -> bool {
             | "MPI_T_pvar_session"
             | "MPI_T_event_registration"
             | "MPI_T_event_instance"
-    ) || base.ends_with("_function")
+    )
 }
 
 /// Rust type of a parameter, ABI-compatible with its C declaration.
@@ -41,7 +41,12 @@ pub fn rust_type(p: &Param) -> String {
     let is_const = p.ctype.starts_with("const ");
     let mut depth = p.pointer_depth();
     let mut inner = rust_base(base).to_string();
-    if base_is_pointer(base) {
+    if base.ends_with("_function") {
+        // A function type: `F*` and a parameter of type `F` are both one
+        // function pointer.
+        depth = depth.max(1);
+        inner = "::std::ffi::c_void".into();
+    } else if base_is_pointer(base) {
         depth += 1;
         inner = "::std::ffi::c_void".into();
     }
@@ -147,6 +152,8 @@ mod tests {
         assert_eq!(rust_ret(&wt), "f64");
         let fo = get("MPI_File_open");
         assert_eq!(rust_type(fo.param("fh").unwrap()), "*mut *mut ::std::ffi::c_void");
+        let ce = get("MPI_Comm_create_errhandler");
+        assert_eq!(rust_type(&ce.params[0]), "*mut ::std::ffi::c_void");
         let ri = get("MPI_Group_range_incl");
         assert_eq!(rust_type(ri.param("ranges").unwrap()), "*mut ::std::os::raw::c_int");
     }

@@ -1,6 +1,106 @@
 //! The C API, one module per chapter. Every `pub unsafe fn MPI_X` here is
-//! exported as `MPI_X`/`PMPI_X` by the generated wrappers.
+//! exported as `MPI_X`/`PMPI_X` by the wrappers that build.rs generates from
+//! the API table. Functions here validate and convert C arguments, call the
+//! runtime (`crate::rt`), and report errors through the communicator's error
+//! handler.
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
+mod coll;
+mod comm;
+mod dtype;
 mod env;
+mod p2p;
+mod req;
+
+pub use coll::*;
+pub use comm::*;
+pub use dtype::*;
 pub use env::*;
+pub use p2p::*;
+pub use req::*;
+
+use std::os::raw::c_int;
+
+use mpi_api::abi::*;
+
+use crate::rt::{self, error::MpiError, error::MpiResult};
+
+/// C type of a communicator error handler (`MPI_Comm_errhandler_function`).
+pub(crate) type CommErrFn = unsafe extern "C" fn(*mut MPI_Comm, *mut c_int, ...);
+
+/// Ends a call: `MPI_SUCCESS`, or the error through the handler of `comm`.
+pub(crate) fn ret(comm: MPI_Comm, name: &str, r: MpiResult<()>) -> c_int {
+    match r {
+        Ok(()) => MPI_SUCCESS,
+        Err(e) => raise(comm, name, e),
+    }
+}
+
+/// Invokes the error handler of `comm` (of `MPI_COMM_WORLD` if `comm` is not
+/// valid) for error `e` raised in `name`; returns the code to give back.
+pub(crate) fn raise(comm: MPI_Comm, name: &str, e: MpiError) -> c_int {
+    let handler = rt::try_with(|st| {
+        let h = match st.comms.get(comm) {
+            Ok(c) => c.errhandler,
+            Err(_) => st.comms.get(MPI_COMM_WORLD).map(|c| c.errhandler).unwrap_or(MPI_ERRORS_ARE_FATAL),
+        };
+        let user = if handle_kind(h) == HANDLE_KIND_DIRECT {
+            st.errhandlers.get(handle_index(h) as usize).copied().flatten()
+        } else {
+            None
+        };
+        (h, user, st.world_rank)
+    });
+    let (h, user, rank) = handler.unwrap_or((MPI_ERRORS_ARE_FATAL, None, 0));
+    match (h, user) {
+        (MPI_ERRORS_RETURN, _) => e.class,
+        (_, Some(f)) => {
+            // SAFETY: `f` was registered by MPI_Comm_create_errhandler as a
+            // `MPI_Comm_errhandler_function`; the lock is not held here, so
+            // the handler may call MPI.
+            let f: CommErrFn = unsafe { std::mem::transmute::<usize, CommErrFn>(f) };
+            let mut c = comm;
+            let mut code = e.class;
+            unsafe { f(&mut c, &mut code) };
+            e.class
+        }
+        _ => {
+            eprintln!("Fatal error in {name} (rank {rank}): {e}");
+            rt::abort(e.class, &format!("{name}: {}", e.msg))
+        }
+    }
+}
+
+/// Writes `s` to a C status pointer unless it is `MPI_STATUS_IGNORE`/NULL.
+///
+/// # Safety
+/// `p` is NULL, `MPI_STATUS_IGNORE`, or points to a writable `MPI_Status`.
+pub(crate) unsafe fn put_status(p: *mut MPI_Status, s: &MPI_Status) {
+    if p as usize > MPI_STATUS_IGNORE {
+        *p = *s;
+    }
+}
+
+/// Writes `v` through a C out-pointer, or fails with `MPI_ERR_ARG` on NULL.
+///
+/// # Safety
+/// `p` is NULL or points to writable memory for a `T`.
+pub(crate) unsafe fn put<T>(p: *mut T, v: T, what: &str) -> MpiResult<()> {
+    if p.is_null() {
+        return Err(MpiError::new(MPI_ERR_ARG, format!("{what} is a NULL pointer")));
+    }
+    p.write(v);
+    Ok(())
+}
+
+/// Copies a Rust string into a C buffer of `cap` bytes (NUL-terminated),
+/// returning the length written without the NUL.
+///
+/// # Safety
+/// `buf` points to at least `cap` writable bytes.
+pub(crate) unsafe fn put_str(buf: *mut std::os::raw::c_char, cap: usize, s: &str) -> c_int {
+    let n = s.len().min(cap.saturating_sub(1));
+    std::ptr::copy_nonoverlapping(s.as_ptr(), buf as *mut u8, n);
+    *buf.add(n) = 0;
+    n as c_int
+}

@@ -1,0 +1,308 @@
+//! The runtime: process state, start-up and shut-down, and the wait loop.
+//!
+//! All mutable state of the library lives in one [`State`] behind one mutex.
+//! Every MPI call takes the lock for a short, non-blocking step; blocking calls
+//! loop "lock, progress, test, unlock, back off" in [`wait_until`], so other
+//! threads and the progress of other requests go on while one waits.
+
+pub mod comm;
+pub mod datatype;
+pub mod error;
+pub mod op;
+pub mod p2p;
+pub mod pmi;
+pub mod shm;
+
+use std::os::raw::c_int;
+use std::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use mpi_api::abi::*;
+
+use self::comm::CommTable;
+use self::datatype::TypeTable;
+use self::error::{MpiError, MpiResult};
+use self::p2p::{Engine, ReqTable};
+use self::pmi::Pmi;
+use self::shm::{Ctl, Segment};
+
+/// Everything the library knows, behind [`lock`].
+pub struct State {
+    pub world_rank: usize,
+    pub world_size: usize,
+    pub pmi: Pmi,
+    pub engine: Engine,
+    pub reqs: ReqTable,
+    pub comms: CommTable,
+    pub types: TypeTable,
+    pub thread_level: c_int,
+    pub main_thread: std::thread::ThreadId,
+    pub processor_name: String,
+    /// Local ranks outnumber the CPUs we may run on: yield early.
+    pub oversubscribed: bool,
+    /// User error handlers (`MPI_Comm_create_errhandler`), by handle index.
+    pub errhandlers: Vec<Option<usize>>,
+    /// Buffered-send accounting (`MPI_Buffer_attach`).
+    pub bsend: BsendBuffer,
+}
+
+/// The buffer attached for buffered sends. Data of a buffered send is copied
+/// into library memory; the attached size bounds how much may be pending.
+#[derive(Default)]
+pub struct BsendBuffer {
+    pub addr: usize,
+    pub size: usize,
+    /// Pending buffered sends: (request index, bytes charged).
+    pub pending: Vec<(u32, usize)>,
+}
+
+const UNINIT: u8 = 0;
+const INITIALIZED: u8 = 1;
+const FINALIZED: u8 = 2;
+
+static PHASE: AtomicU8 = AtomicU8::new(UNINIT);
+static STATE: Mutex<Option<Box<State>>> = Mutex::new(None);
+/// This rank's control block in the node segment (for sleeping without the lock).
+static MY_CTL: AtomicPtr<Ctl> = AtomicPtr::new(std::ptr::null_mut());
+static OVERSUB: AtomicU8 = AtomicU8::new(0);
+
+pub fn is_initialized() -> bool {
+    PHASE.load(Ordering::Acquire) != UNINIT
+}
+pub fn is_finalized() -> bool {
+    PHASE.load(Ordering::Acquire) == FINALIZED
+}
+
+/// Locks the state. Panics in other threads do not poison it for us.
+pub fn lock() -> MutexGuard<'static, Option<Box<State>>> {
+    STATE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Runs `f` on the state, or fails if MPI is not initialized / finalized.
+pub fn with<R>(f: impl FnOnce(&mut State) -> MpiResult<R>) -> MpiResult<R> {
+    let mut g = lock();
+    match g.as_deref_mut() {
+        Some(st) => f(st),
+        None if is_finalized() => Err(MpiError::new(MPI_ERR_OTHER, "MPI has already been finalized")),
+        None => Err(MpiError::new(MPI_ERR_OTHER, "MPI has not been initialized (call MPI_Init first)")),
+    }
+}
+
+/// Like [`with`] but returns `None` instead of an error when MPI is not running.
+pub fn try_with<R>(f: impl FnOnce(&mut State) -> R) -> Option<R> {
+    lock().as_deref_mut().map(f)
+}
+
+/// Blocks until `done` returns true, driving progress meanwhile.
+pub fn wait_until(mut done: impl FnMut(&mut State) -> bool) -> MpiResult<()> {
+    let mut backoff = Backoff::new(OVERSUB.load(Ordering::Relaxed) != 0);
+    loop {
+        let busy_out;
+        {
+            let mut g = lock();
+            let st = g.as_deref_mut().ok_or_else(|| MpiError::new(MPI_ERR_OTHER, "MPI is not running"))?;
+            let progressed = st.engine.progress(&mut st.reqs);
+            if done(st) {
+                return Ok(());
+            }
+            if progressed {
+                backoff.reset();
+                continue;
+            }
+            busy_out = st.engine.has_pending_out();
+        }
+        backoff.snooze(busy_out, &mut done);
+    }
+}
+
+/// Spin, then yield, then sleep on the futex until a peer writes to us.
+struct Backoff {
+    iter: u32,
+    spin_limit: u32,
+    yield_window: Duration,
+    since: Option<Instant>,
+}
+
+impl Backoff {
+    fn new(oversubscribed: bool) -> Self {
+        let (spin_limit, yield_us) = if oversubscribed { (16, 50) } else { (4000, 2000) };
+        Backoff { iter: 0, spin_limit, yield_window: Duration::from_micros(yield_us), since: None }
+    }
+    fn reset(&mut self) {
+        self.iter = 0;
+        self.since = None;
+    }
+    fn snooze(&mut self, busy_out: bool, done: &mut impl FnMut(&mut State) -> bool) {
+        self.iter += 1;
+        if self.iter < self.spin_limit {
+            std::hint::spin_loop();
+            return;
+        }
+        let since = *self.since.get_or_insert_with(Instant::now);
+        if busy_out || since.elapsed() < self.yield_window {
+            // SAFETY: plain syscall.
+            unsafe { libc::sched_yield() };
+            return;
+        }
+        let ctl = MY_CTL.load(Ordering::Acquire);
+        if ctl.is_null() {
+            std::thread::sleep(Duration::from_micros(100));
+            return;
+        }
+        // SAFETY: MY_CTL points into the segment, which stays mapped until
+        // finalize clears MY_CTL (and finalize cannot run while we wait, as
+        // waiting is part of an MPI call).
+        let ctl = unsafe { &*ctl };
+        shm::sleep(ctl, 200, || {
+            let mut g = lock();
+            match g.as_deref_mut() {
+                Some(st) => st.engine.progress(&mut st.reqs) || done(st),
+                None => true,
+            }
+        });
+    }
+}
+
+/// `MPI_Init` / `MPI_Init_thread`.
+pub fn init(required: c_int) -> MpiResult<c_int> {
+    let mut g = lock();
+    if PHASE.load(Ordering::Acquire) != UNINIT {
+        return Err(MpiError::new(MPI_ERR_OTHER, "MPI_Init called twice (or after MPI_Finalize)"));
+    }
+    let mut pmi = Pmi::init().map_err(|e| MpiError::new(MPI_ERR_OTHER, e.to_string()))?;
+    let (rank, size) = (pmi.rank, pmi.size);
+    let host = hostname();
+    let pmierr = |e: pmi::PmiError| MpiError::new(MPI_ERR_OTHER, e.to_string());
+
+    // Business cards: the host of every rank decides who shares memory.
+    pmi.put(&format!("mpicore-host-{rank}"), &host).map_err(pmierr)?;
+    pmi.barrier().map_err(pmierr)?;
+    let mut hosts = Vec::with_capacity(size);
+    for r in 0..size {
+        hosts.push(if r == rank { host.clone() } else { pmi.get(&format!("mpicore-host-{r}")).map_err(pmierr)? });
+    }
+    let local_world: Vec<usize> = (0..size).filter(|&r| hosts[r] == host).collect();
+    if local_world.len() != size {
+        return Err(MpiError::new(
+            MPI_ERR_OTHER,
+            format!(
+                "ranks run on {} hosts, but this build only has the shared-memory transport (ranks on {host}: {})",
+                {
+                    let mut h = hosts.clone();
+                    h.sort();
+                    h.dedup();
+                    h.len()
+                },
+                local_world.len()
+            ),
+        ));
+    }
+    let my_local = local_world.iter().position(|&r| r == rank).unwrap();
+    let nlocal = local_world.len();
+    let segname = format!("/mpicore-{}-{}", sanitize(&pmi.kvsname), sanitize(&host));
+    let seg = if my_local == 0 {
+        Segment::create(&segname, nlocal).map_err(|e| MpiError::new(MPI_ERR_OTHER, e.to_string()))?
+    } else {
+        // wait for the creator (barrier below orders creation before attach)
+        pmi.barrier().map_err(pmierr)?;
+        Segment::attach(&segname).map_err(|e| MpiError::new(MPI_ERR_OTHER, e.to_string()))?
+    };
+    if my_local == 0 {
+        pmi.barrier().map_err(pmierr)?;
+    }
+    seg.ctl(my_local).pid.store(std::process::id() as i32, Ordering::Release);
+    pmi.barrier().map_err(pmierr)?;
+    if my_local == 0 {
+        Segment::unlink(&segname);
+    }
+    let ncpu = available_cpus();
+    let oversubscribed = nlocal > ncpu;
+    OVERSUB.store(oversubscribed as u8, Ordering::Relaxed);
+    let engine = Engine::new(rank, seg, local_world, my_local);
+    let provided = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_MULTIPLE);
+    let mut st = Box::new(State {
+        world_rank: rank,
+        world_size: size,
+        pmi,
+        engine,
+        reqs: ReqTable::default(),
+        comms: CommTable::new(rank, size),
+        types: TypeTable::default(),
+        thread_level: provided,
+        main_thread: std::thread::current().id(),
+        processor_name: host,
+        oversubscribed,
+        errhandlers: Vec::new(),
+        bsend: BsendBuffer::default(),
+    });
+    MY_CTL.store(st.engine.my_ctl_ptr(), Ordering::Release);
+    st.engine.enable_cma_probe();
+    *g = Some(st);
+    PHASE.store(INITIALIZED, Ordering::Release);
+    Ok(provided)
+}
+
+/// `MPI_Finalize`: completes outstanding traffic, then leaves the job.
+pub fn finalize() -> MpiResult<()> {
+    // Flush every queued outgoing message before leaving.
+    wait_until(|st| !st.engine.has_pending_out())?;
+    // A barrier over the PMI keeps ranks from unmapping while peers still
+    // read rendezvous data from them.
+    let mut g = lock();
+    let st = g.as_deref_mut().ok_or_else(|| MpiError::new(MPI_ERR_OTHER, "MPI is not running"))?;
+    let _ = st.pmi.barrier();
+    let _ = st.pmi.finalize();
+    MY_CTL.store(std::ptr::null_mut(), Ordering::Release);
+    *g = None;
+    PHASE.store(FINALIZED, Ordering::Release);
+    Ok(())
+}
+
+/// Ends the whole job: tells the launcher, then exits.
+pub fn abort(code: c_int, why: &str) -> ! {
+    let mut g = lock();
+    if let Some(st) = g.as_deref_mut() {
+        st.pmi.abort(code, why);
+    }
+    drop(g);
+    // Give the launcher a moment to read the abort before our exit races it.
+    std::thread::sleep(Duration::from_millis(50));
+    // SAFETY: _exit ends the process without running atexit handlers that
+    // could call back into MPI.
+    unsafe { libc::_exit(if code == 0 { 1 } else { code & 0xff }) }
+}
+
+fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most buf.len() bytes.
+    unsafe { libc::gethostname(buf.as_mut_ptr() as *mut libc::c_char, buf.len()) };
+    let n = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..n]).into_owned()
+}
+
+fn sanitize(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect()
+}
+
+fn available_cpus() -> usize {
+    // SAFETY: sched_getaffinity into a zeroed cpu_set_t.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
+            let n = libc::CPU_COUNT(&set) as usize;
+            if n > 0 {
+                return n;
+            }
+        }
+    }
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}
+
+/// Time base for `MPI_Wtime`.
+pub fn wtime() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime into a valid timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}

@@ -1,0 +1,791 @@
+//! Point-to-point engine: requests, matching and the wire protocols over the
+//! shared-memory rings.
+//!
+//! Protocols (record kinds in [`shm::kind`]):
+//! * eager (`len <= eager_limit`): header + data in one record. A synchronous
+//!   send asks for a `SYNC_ACK` when the receive matches.
+//! * rendezvous: `RTS` carries the address of the (packed) send data; when
+//!   the receive matches, the receiver copies it once with
+//!   `process_vm_readv` and answers `FIN`. If the kernel refuses
+//!   cross-process reads, the receiver answers `CTS` and the sender streams
+//!   `DATA` records through the ring instead.
+//! * cancel of a send not yet matched: `CANCEL_REQ` -> `CANCEL_ACK`.
+//!
+//! Messages to a rank wait in a per-destination FIFO when its ring is full,
+//! so order between two ranks is always the order of the sends.
+
+use std::collections::VecDeque;
+use std::os::raw::c_int;
+use std::sync::Arc;
+
+use mpi_api::abi::*;
+
+use super::datatype::Dtype;
+use super::error::{MpiError, MpiResult};
+use super::shm::{self, kind, Consumer, Ctl, MsgHdr, Producer, Segment, FLAG_SYNC};
+
+/// Send modes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Standard,
+    Buffered,
+    Sync,
+    Ready,
+}
+
+/// Arguments of a persistent request, replayed by `MPI_Start`.
+#[derive(Clone)]
+pub enum Persist {
+    Send { buf: *const u8, count: usize, dt: Arc<Dtype>, dest: i32, tag: i32, comm: MPI_Comm, mode: Mode },
+    Recv { buf: *mut u8, count: usize, dt: Arc<Dtype>, src: i32, tag: i32, comm: MPI_Comm },
+}
+
+pub struct SendOp {
+    pub dest_world: usize,
+    pub ctx: u32,
+    pub src: i32,
+    pub tag: i32,
+    /// Data of a rendezvous send, kept until the receiver has it.
+    pub rdv: Option<Rdv>,
+    pub cancel_pending: bool,
+}
+
+pub struct Rdv {
+    pub addr: *const u8,
+    pub len: usize,
+    /// Packed copy of non-contiguous data (`addr` points into it).
+    pub owned: Option<Vec<u8>>,
+}
+
+pub struct RecvOp {
+    pub buf: *mut u8,
+    pub dt: Arc<Dtype>,
+    pub ctx: u32,
+    pub src: i32,
+    pub tag: i32,
+    /// Bytes the buffer can take.
+    pub cap: usize,
+    /// Streaming fallback of a rendezvous: bytes received so far, total, and
+    /// a staging buffer when the receive type is not contiguous.
+    pub stream: Option<(usize, usize, Option<Vec<u8>>)>,
+}
+
+pub enum Kind {
+    /// Nothing to do (PROC_NULL, inactive persistent request).
+    Null,
+    Send(SendOp),
+    Recv(RecvOp),
+}
+
+pub struct Request {
+    pub kind: Kind,
+    pub done: bool,
+    pub status: MPI_Status,
+    /// Error of the operation (e.g. `MPI_ERR_TRUNCATE`), `MPI_SUCCESS` if none.
+    pub err: c_int,
+    pub comm: MPI_Comm,
+    pub persist: Option<Persist>,
+    /// Persistent request started and not yet completed by a Wait/Test.
+    pub active: bool,
+    /// `MPI_Request_free` was called: release the slot once done.
+    pub freed: bool,
+}
+
+// SAFETY: the raw pointers in a request are user buffers the program handed
+// to MPI for the duration of the operation; they are only touched by the
+// thread holding the runtime lock.
+unsafe impl Send for Request {}
+
+impl Request {
+    pub fn new(kind: Kind, comm: MPI_Comm) -> Self {
+        Request {
+            kind,
+            done: false,
+            status: empty_status(),
+            err: MPI_SUCCESS,
+            comm,
+            persist: None,
+            active: true,
+            freed: false,
+        }
+    }
+}
+
+/// The status of an operation with nothing to receive (PROC_NULL).
+pub fn empty_status() -> MPI_Status {
+    MPI_Status { count_lo: 0, count_hi_and_cancelled: 0, MPI_SOURCE: MPI_ANY_SOURCE, MPI_TAG: MPI_ANY_TAG, MPI_ERROR: MPI_SUCCESS }
+}
+
+pub fn proc_null_status() -> MPI_Status {
+    MPI_Status { MPI_SOURCE: MPI_PROC_NULL, MPI_TAG: MPI_ANY_TAG, ..empty_status() }
+}
+
+struct Slot {
+    gen: u32,
+    req: Option<Request>,
+}
+
+/// All live requests. Handles are direct request handles carrying the slot
+/// index; protocol messages name a request by `(generation << 32) | index`
+/// so a reused slot is never mistaken for an old request.
+#[derive(Default)]
+pub struct ReqTable {
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+}
+
+/// Index bit set in message (Mprobe) handles, so they never equal requests.
+const MSG_BIT: u32 = 1 << 25;
+
+impl ReqTable {
+    pub fn alloc(&mut self, r: Request) -> u32 {
+        if let Some(i) = self.free.pop() {
+            let s = &mut self.slots[i as usize];
+            s.gen = s.gen.wrapping_add(1);
+            s.req = Some(r);
+            i
+        } else {
+            self.slots.push(Slot { gen: 1, req: Some(r) });
+            (self.slots.len() - 1) as u32
+        }
+    }
+    pub fn handle(idx: u32) -> MPI_Request {
+        make_handle(HANDLE_KIND_DIRECT, OBJ_REQUEST, idx)
+    }
+    /// Slot index of a user handle.
+    pub fn index(&self, h: MPI_Request) -> MpiResult<u32> {
+        let i = handle_index(h);
+        if handle_kind(h) == HANDLE_KIND_DIRECT
+            && handle_obj(h) == OBJ_REQUEST
+            && i & MSG_BIT == 0
+            && self.slots.get(i as usize).is_some_and(|s| s.req.is_some())
+        {
+            Ok(i)
+        } else {
+            Err(MpiError::new(MPI_ERR_REQUEST, format!("invalid request handle 0x{:08x}", h as u32)))
+        }
+    }
+    pub fn get(&mut self, i: u32) -> &mut Request {
+        self.slots[i as usize].req.as_mut().expect("live request")
+    }
+    pub fn try_get(&mut self, i: u32) -> Option<&mut Request> {
+        self.slots.get_mut(i as usize).and_then(|s| s.req.as_mut())
+    }
+    pub fn proto_id(&self, i: u32) -> u64 {
+        (self.slots[i as usize].gen as u64) << 32 | i as u64
+    }
+    fn by_proto(&mut self, id: u64) -> Option<(u32, &mut Request)> {
+        let i = id as u32;
+        let s = self.slots.get_mut(i as usize)?;
+        if s.gen != (id >> 32) as u32 {
+            return None;
+        }
+        s.req.as_mut().map(|r| (i, r))
+    }
+    pub fn release(&mut self, i: u32) {
+        if self.slots[i as usize].req.take().is_some() {
+            self.free.push(i);
+        }
+    }
+    /// Marks request `i` complete; frees it if the user already let go of it.
+    pub fn finish(&mut self, i: u32) {
+        let r = self.get(i);
+        r.done = true;
+        if r.freed && r.persist.is_none() {
+            self.release(i);
+        }
+    }
+    pub fn live(&self) -> usize {
+        self.slots.iter().filter(|s| s.req.is_some()).count()
+    }
+}
+
+/// A message that arrived before its receive was posted.
+pub struct Unexp {
+    pub ctx: u32,
+    pub src: i32,
+    pub tag: i32,
+    pub from: usize,
+    pub len: usize,
+    pub body: Body,
+}
+
+pub enum Body {
+    Eager { data: Vec<u8>, sync_sreq: Option<u64> },
+    Rts { addr: u64, sreq: u64 },
+}
+
+struct Posted {
+    ctx: u32,
+    src: i32,
+    tag: i32,
+    req: u32,
+}
+
+enum Out {
+    Msg { hdr: MsgHdr, data: Vec<u8>, sreq: u64 },
+    Stream { hdr: MsgHdr, ptr: *const u8, len: usize, off: usize, sreq: u64 },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Cma {
+    Untested,
+    Works,
+    Refused,
+}
+
+pub struct Engine {
+    me: usize,
+    seg: Segment,
+    local_world: Vec<usize>,
+    local_of_world: Vec<usize>,
+    my_local: usize,
+    producers: Vec<Option<Producer>>,
+    consumers: Vec<(usize, Consumer)>,
+    pending_out: Vec<VecDeque<Out>>,
+    n_pending: usize,
+    posted: VecDeque<Posted>,
+    pub unexpected: VecDeque<Unexp>,
+    eager_limit: usize,
+    cma: Cma,
+    /// Messages taken by `MPI_Mprobe`, waiting for `MPI_Mrecv`.
+    messages: Vec<Option<Unexp>>,
+}
+
+// SAFETY: as for `Request`: queued stream pointers are user send buffers
+// owned by a pending request, used only under the runtime lock.
+unsafe impl Send for Engine {}
+
+#[inline]
+fn matches(p_ctx: u32, p_src: i32, p_tag: i32, ctx: u32, src: i32, tag: i32) -> bool {
+    p_ctx == ctx && (p_src == src || p_src == MPI_ANY_SOURCE) && (p_tag == tag || p_tag == MPI_ANY_TAG)
+}
+
+fn env_usize(name: &str) -> Option<usize> {
+    std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
+}
+
+impl Engine {
+    pub fn new(me: usize, seg: Segment, local_world: Vec<usize>, my_local: usize) -> Self {
+        let n = local_world.len();
+        let mut local_of_world = vec![usize::MAX; local_world.iter().max().map_or(0, |m| m + 1)];
+        for (l, &w) in local_world.iter().enumerate() {
+            local_of_world[w] = l;
+        }
+        let producers = (0..n).map(|l| (l != my_local).then(|| seg.producer(my_local, l))).collect();
+        let consumers = (0..n).filter(|&l| l != my_local).map(|l| (l, seg.consumer(l, my_local))).collect();
+        let max_payload = seg.ring_size / 2 - shm::HDR;
+        let eager_limit = env_usize("MPICORE_EAGER_LIMIT").unwrap_or(16 << 10).min(max_payload);
+        let cma = if std::env::var_os("MPICORE_NO_CMA").is_some() { Cma::Refused } else { Cma::Untested };
+        Engine {
+            me,
+            seg,
+            local_world,
+            local_of_world,
+            my_local,
+            producers,
+            consumers,
+            pending_out: (0..n).map(|_| VecDeque::new()).collect(),
+            n_pending: 0,
+            posted: VecDeque::new(),
+            unexpected: VecDeque::new(),
+            eager_limit,
+            cma,
+            messages: Vec::new(),
+        }
+    }
+
+    pub fn my_ctl_ptr(&self) -> *mut Ctl {
+        self.seg.ctl(self.my_local) as *const Ctl as *mut Ctl
+    }
+
+    /// Lets peers read our memory with `process_vm_readv` where a Yama
+    /// ptrace policy would otherwise forbid it.
+    pub fn enable_cma_probe(&mut self) {
+        // SAFETY: plain prctl; failure only means CMA may be refused later.
+        unsafe { libc::prctl(libc::PR_SET_PTRACER, libc::PR_SET_PTRACER_ANY, 0, 0, 0) };
+    }
+
+    pub fn has_pending_out(&self) -> bool {
+        self.n_pending != 0
+    }
+
+    pub fn world_rank(&self) -> usize {
+        self.me
+    }
+
+    // ----- sending records -------------------------------------------------
+
+    /// Sends one record to world rank `to` (queued if its ring is full).
+    fn post(&mut self, reqs: &mut ReqTable, to: usize, hdr: MsgHdr, payload: &[u8], sreq: u64) {
+        if to == self.me {
+            self.incoming(reqs, to, &hdr, payload);
+            return;
+        }
+        let l = self.local_of_world[to];
+        if self.pending_out[l].is_empty() {
+            let p = self.producers[l].as_mut().expect("producer");
+            if p.try_push(&hdr, payload) {
+                shm::notify(self.seg.ctl(l));
+                return;
+            }
+        }
+        self.pending_out[l].push_back(Out::Msg { hdr, data: payload.to_vec(), sreq });
+        self.n_pending += 1;
+    }
+
+    /// Pushes queued records while the rings take them; a stream whose last
+    /// chunk went out completes its send request.
+    fn flush_out(&mut self, reqs: &mut ReqTable) -> bool {
+        if self.n_pending == 0 {
+            return false;
+        }
+        let mut did = false;
+        for l in 0..self.pending_out.len() {
+            let mut pushed_any = false;
+            while let Some(front) = self.pending_out[l].front_mut() {
+                let p = self.producers[l].as_mut().expect("producer");
+                match front {
+                    Out::Msg { hdr, data, .. } => {
+                        if !p.try_push(hdr, data) {
+                            break;
+                        }
+                    }
+                    Out::Stream { hdr, ptr, len, off, .. } => {
+                        let n = (*len - *off).min(p.max_payload());
+                        hdr.len = *off as u64;
+                        // SAFETY: ptr..ptr+len is the send data, kept valid by
+                        // the send request until the stream is done.
+                        let chunk = unsafe { std::slice::from_raw_parts(ptr.add(*off), n) };
+                        if !p.try_push(hdr, chunk) {
+                            break;
+                        }
+                        pushed_any = true;
+                        *off += n;
+                        if *off < *len {
+                            continue;
+                        }
+                    }
+                }
+                pushed_any = true;
+                if let Some(Out::Stream { sreq, .. }) = self.pending_out[l].pop_front() {
+                    if let Some((i, _)) = reqs.by_proto(sreq) {
+                        reqs.finish(i);
+                    }
+                }
+                self.n_pending -= 1;
+            }
+            if pushed_any {
+                shm::notify(self.seg.ctl(l));
+                did = true;
+            }
+        }
+        did
+    }
+
+    // ----- progress ----------------------------------------------------------
+
+    /// Drains incoming rings and pushes queued records. True if anything happened.
+    pub fn progress(&mut self, reqs: &mut ReqTable) -> bool {
+        let mut did = self.flush_out(reqs);
+        for i in 0..self.consumers.len() {
+            loop {
+                let (hdr, ptr, n) = match self.consumers[i].1.peek() {
+                    Some((h, p)) => (h, p.as_ptr(), p.len()),
+                    None => break,
+                };
+                // SAFETY: the record stays in the ring until the pop below;
+                // `incoming` never consumes from this ring.
+                let payload = unsafe { std::slice::from_raw_parts(ptr, n) };
+                let from = self.local_world[self.consumers[i].0];
+                self.incoming(reqs, from, &hdr, payload);
+                self.consumers[i].1.pop(&hdr);
+                did = true;
+            }
+        }
+        did
+    }
+
+    /// Handles one record from world rank `from`.
+    fn incoming(&mut self, reqs: &mut ReqTable, from: usize, hdr: &MsgHdr, payload: &[u8]) {
+        match hdr.kind {
+            kind::EAGER => {
+                if let Some(ri) = self.take_posted(hdr.ctx, hdr.src, hdr.tag) {
+                    self.deliver(reqs, ri, hdr.src, hdr.tag, payload);
+                    if hdr.flags & FLAG_SYNC != 0 {
+                        self.ack(reqs, from, kind::SYNC_ACK, hdr.aux, 0);
+                    }
+                } else {
+                    self.unexpected.push_back(Unexp {
+                        ctx: hdr.ctx,
+                        src: hdr.src,
+                        tag: hdr.tag,
+                        from,
+                        len: payload.len(),
+                        body: Body::Eager {
+                            data: payload.to_vec(),
+                            sync_sreq: (hdr.flags & FLAG_SYNC != 0).then_some(hdr.aux),
+                        },
+                    });
+                }
+            }
+            kind::RTS => {
+                let addr = u64::from_ne_bytes(payload[..8].try_into().unwrap());
+                let u = Unexp {
+                    ctx: hdr.ctx,
+                    src: hdr.src,
+                    tag: hdr.tag,
+                    from,
+                    len: hdr.len as usize,
+                    body: Body::Rts { addr, sreq: hdr.aux },
+                };
+                if let Some(ri) = self.take_posted(hdr.ctx, hdr.src, hdr.tag) {
+                    self.recv_unexp(reqs, ri, u);
+                } else {
+                    self.unexpected.push_back(u);
+                }
+            }
+            kind::FIN | kind::SYNC_ACK => {
+                if let Some((i, _)) = reqs.by_proto(hdr.aux) {
+                    reqs.finish(i);
+                }
+            }
+            kind::CTS => {
+                if let Some((_, r)) = reqs.by_proto(hdr.aux) {
+                    if let Kind::Send(s) = &r.kind {
+                        let rdv = s.rdv.as_ref().expect("rendezvous send");
+                        let (ptr, len) = (rdv.addr, rdv.len);
+                        let h = MsgHdr { kind: kind::DATA, aux: hdr.len, ..Default::default() };
+                        let l = self.local_of_world[from];
+                        self.pending_out[l].push_back(Out::Stream { hdr: h, ptr, len, off: 0, sreq: hdr.aux });
+                        self.n_pending += 1;
+                    }
+                }
+            }
+            kind::DATA => {
+                if let Some((i, r)) = reqs.by_proto(hdr.aux) {
+                    if let Kind::Recv(op) = &mut r.kind {
+                        let (got, total, tmp) = op.stream.as_mut().expect("streaming receive");
+                        let off = hdr.len as usize;
+                        let keep = op.cap.saturating_sub(off).min(payload.len());
+                        match tmp {
+                            Some(t) => t[off..off + keep].copy_from_slice(&payload[..keep]),
+                            // SAFETY: the buffer holds `cap` contiguous bytes.
+                            None => unsafe {
+                                std::ptr::copy_nonoverlapping(payload.as_ptr(), op.buf.add(off), keep)
+                            },
+                        }
+                        *got += payload.len();
+                        if *got >= *total {
+                            if let Some(t) = tmp.take() {
+                                // SAFETY: the buffer holds `cap` bytes of the type.
+                                unsafe { op.dt.unpack(&t, op.buf) };
+                            }
+                            op.stream = None;
+                            reqs.finish(i);
+                        }
+                    }
+                }
+            }
+            kind::CANCEL_REQ => {
+                let pos = self.unexpected.iter().position(|u| {
+                    u.from == from
+                        && match &u.body {
+                            Body::Rts { sreq, .. } => *sreq == hdr.aux,
+                            Body::Eager { sync_sreq, .. } => *sync_sreq == Some(hdr.aux),
+                        }
+                });
+                let ok = pos.is_some();
+                if let Some(p) = pos {
+                    self.unexpected.remove(p);
+                }
+                self.ack(reqs, from, kind::CANCEL_ACK, hdr.aux, ok as u8);
+            }
+            kind::CANCEL_ACK => {
+                if let Some((i, r)) = reqs.by_proto(hdr.aux) {
+                    if let Kind::Send(s) = &mut r.kind {
+                        s.cancel_pending = false;
+                    }
+                    if hdr.flags == 1 {
+                        r.status.set_cancelled(true);
+                        reqs.finish(i);
+                    }
+                }
+            }
+            k => panic!("corrupt shared-memory record kind {k} from rank {from}"),
+        }
+    }
+
+    fn ack(&mut self, reqs: &mut ReqTable, to: usize, k: u8, aux: u64, flags: u8) {
+        let h = MsgHdr { kind: k, flags, aux, ..Default::default() };
+        self.post(reqs, to, h, &[], 0);
+    }
+
+    fn take_posted(&mut self, ctx: u32, src: i32, tag: i32) -> Option<u32> {
+        let pos = self.posted.iter().position(|p| matches(p.ctx, p.src, p.tag, ctx, src, tag))?;
+        self.posted.remove(pos).map(|p| p.req)
+    }
+
+    /// Copies eager data into receive `ri` and completes it.
+    fn deliver(&mut self, reqs: &mut ReqTable, ri: u32, src: i32, tag: i32, data: &[u8]) {
+        let r = reqs.get(ri);
+        let Kind::Recv(op) = &mut r.kind else { unreachable!("posted request is a receive") };
+        let n = data.len().min(op.cap);
+        // SAFETY: the receive buffer holds `cap` bytes of the receive type.
+        unsafe { op.dt.unpack(&data[..n], op.buf) };
+        r.status.MPI_SOURCE = src;
+        r.status.MPI_TAG = tag;
+        r.status.set_byte_count(n as u64);
+        if data.len() > op.cap {
+            r.err = MPI_ERR_TRUNCATE;
+        }
+        reqs.finish(ri);
+    }
+
+    /// Completes (or starts, for rendezvous) receive `ri` with message `u`.
+    fn recv_unexp(&mut self, reqs: &mut ReqTable, ri: u32, u: Unexp) {
+        match u.body {
+            Body::Eager { data, sync_sreq } => {
+                self.deliver(reqs, ri, u.src, u.tag, &data);
+                if let Some(s) = sync_sreq {
+                    self.ack(reqs, u.from, kind::SYNC_ACK, s, 0);
+                }
+            }
+            Body::Rts { addr, sreq } => {
+                let rid = reqs.proto_id(ri);
+                let r = reqs.get(ri);
+                r.status.MPI_SOURCE = u.src;
+                r.status.MPI_TAG = u.tag;
+                let Kind::Recv(op) = &mut r.kind else { unreachable!("posted request is a receive") };
+                let n = u.len.min(op.cap);
+                r.status.set_byte_count(n as u64);
+                if u.len > op.cap {
+                    r.err = MPI_ERR_TRUNCATE;
+                }
+                let contig = op.dt.contig;
+                let read_ok = if u.from == self.me {
+                    // SAFETY: our own send buffer, alive until FIN completes the send.
+                    unsafe {
+                        let src = std::slice::from_raw_parts(addr as *const u8, n);
+                        op.dt.unpack(src, op.buf);
+                    }
+                    true
+                } else if self.cma != Cma::Refused {
+                    let pid = self.seg.ctl(self.local_of_world[u.from]).pid.load(std::sync::atomic::Ordering::Acquire);
+                    let res = if contig {
+                        cma_read(pid, addr, op.buf, n)
+                    } else {
+                        let mut tmp = vec![0u8; n];
+                        cma_read(pid, addr, tmp.as_mut_ptr(), n).map(|()| {
+                            // SAFETY: the receive buffer holds `cap` bytes of the type.
+                            unsafe { op.dt.unpack(&tmp, op.buf) }
+                        })
+                    };
+                    match res {
+                        Ok(()) => {
+                            self.cma = Cma::Works;
+                            true
+                        }
+                        Err(e) => {
+                            if self.cma == Cma::Works {
+                                panic!("process_vm_readv from rank {} failed: {e}", u.from);
+                            }
+                            self.cma = Cma::Refused;
+                            false
+                        }
+                    }
+                } else {
+                    false
+                };
+                if read_ok {
+                    reqs.finish(ri);
+                    self.ack(reqs, u.from, kind::FIN, sreq, 0);
+                } else {
+                    // Streaming fallback: ask the sender to push the data.
+                    op.stream = Some((0, u.len, (!contig).then(|| vec![0u8; op.cap.max(u.len)])));
+                    let h = MsgHdr { kind: kind::CTS, aux: sreq, len: rid, ..Default::default() };
+                    self.post(reqs, u.from, h, &[], 0);
+                }
+            }
+        }
+    }
+
+    // ----- operations ------------------------------------------------------
+
+    /// Starts a send of `count` elements of `dt` at `buf` to world rank
+    /// `dest_world` on context `ctx`, as request `ri` (already allocated).
+    #[allow(clippy::too_many_arguments)]
+    pub fn start_send(
+        &mut self,
+        reqs: &mut ReqTable,
+        ri: u32,
+        buf: *const u8,
+        count: usize,
+        dt: &Dtype,
+        dest_world: usize,
+        ctx: u32,
+        src: i32,
+        tag: i32,
+        mode: Mode,
+    ) {
+        let bytes = dt.packed_size(count);
+        let id = reqs.proto_id(ri);
+        let sync = mode == Mode::Sync;
+        reqs.get(ri).kind = Kind::Send(SendOp { dest_world, ctx, src, tag, rdv: None, cancel_pending: false });
+        if bytes <= self.eager_limit {
+            let mut hdr = MsgHdr { kind: kind::EAGER, src, tag, ctx, len: bytes as u64, ..Default::default() };
+            if sync {
+                hdr.flags = FLAG_SYNC;
+                hdr.aux = id;
+            }
+            if dt.contig {
+                // SAFETY: buf holds `count` contiguous elements.
+                let data = unsafe { std::slice::from_raw_parts(buf, bytes) };
+                self.post(reqs, dest_world, hdr, data, id);
+            } else {
+                let mut tmp = vec![0u8; bytes];
+                // SAFETY: buf holds `count` elements of dt.
+                unsafe { dt.pack(buf, count, &mut tmp) };
+                self.post(reqs, dest_world, hdr, &tmp, id);
+            }
+            if !sync {
+                reqs.finish(ri);
+            }
+            return;
+        }
+        let (addr, owned) = if dt.contig {
+            (buf, None)
+        } else {
+            let mut tmp = vec![0u8; bytes];
+            // SAFETY: buf holds `count` elements of dt.
+            unsafe { dt.pack(buf, count, &mut tmp) };
+            (tmp.as_ptr(), Some(tmp))
+        };
+        if let Kind::Send(s) = &mut reqs.get(ri).kind {
+            s.rdv = Some(Rdv { addr, len: bytes, owned });
+        }
+        let hdr = MsgHdr { kind: kind::RTS, src, tag, ctx, len: bytes as u64, aux: id, ..Default::default() };
+        self.post(reqs, dest_world, hdr, &(addr as u64).to_ne_bytes(), id);
+    }
+
+    /// Starts receive `ri` (already allocated as a `Kind::Recv`).
+    pub fn start_recv(&mut self, reqs: &mut ReqTable, ri: u32) {
+        let (ctx, src, tag) = match &reqs.get(ri).kind {
+            Kind::Recv(op) => (op.ctx, op.src, op.tag),
+            _ => unreachable!("start_recv on a receive"),
+        };
+        if let Some(pos) = self.unexpected.iter().position(|u| matches(ctx, src, tag, u.ctx, u.src, u.tag)) {
+            let u = self.unexpected.remove(pos).unwrap();
+            self.recv_unexp(reqs, ri, u);
+        } else {
+            self.posted.push_back(Posted { ctx, src, tag, req: ri });
+        }
+    }
+
+    /// Status of the first unexpected message matching, for `Iprobe`.
+    pub fn probe(&self, ctx: u32, src: i32, tag: i32) -> Option<MPI_Status> {
+        self.unexpected.iter().find(|u| matches(ctx, src, tag, u.ctx, u.src, u.tag)).map(|u| {
+            let mut s = empty_status();
+            s.MPI_SOURCE = u.src;
+            s.MPI_TAG = u.tag;
+            s.set_byte_count(u.len as u64);
+            s
+        })
+    }
+
+    /// Removes the first matching message for `Improbe`; returns its handle.
+    pub fn mprobe(&mut self, ctx: u32, src: i32, tag: i32) -> Option<(MPI_Message, MPI_Status)> {
+        let st = self.probe(ctx, src, tag)?;
+        let pos = self.unexpected.iter().position(|u| matches(ctx, src, tag, u.ctx, u.src, u.tag))?;
+        let u = self.unexpected.remove(pos).unwrap();
+        let i = match self.messages.iter().position(Option::is_none) {
+            Some(i) => {
+                self.messages[i] = Some(u);
+                i
+            }
+            None => {
+                self.messages.push(Some(u));
+                self.messages.len() - 1
+            }
+        };
+        Some((make_handle(HANDLE_KIND_DIRECT, OBJ_REQUEST, MSG_BIT | i as u32), st))
+    }
+
+    /// Receives message `m` (from `Mprobe`) into receive request `ri`.
+    pub fn mrecv(&mut self, reqs: &mut ReqTable, ri: u32, m: MPI_Message) -> MpiResult<()> {
+        let i = handle_index(m);
+        let bad = || MpiError::new(MPI_ERR_REQUEST, format!("invalid message handle 0x{:08x}", m as u32));
+        if handle_obj(m) != OBJ_REQUEST || i & MSG_BIT == 0 {
+            return Err(bad());
+        }
+        let u = self.messages.get_mut((i & !MSG_BIT) as usize).and_then(Option::take).ok_or_else(bad)?;
+        self.recv_unexp(reqs, ri, u);
+        Ok(())
+    }
+
+    /// Tries to cancel request `ri`. Receives not yet matched are cancelled at
+    /// once; sends not yet matched are cancelled if the receiver agrees.
+    pub fn cancel(&mut self, reqs: &mut ReqTable, ri: u32) {
+        let id = reqs.proto_id(ri);
+        let r = reqs.get(ri);
+        if r.done {
+            return;
+        }
+        match &mut r.kind {
+            Kind::Recv(_) => {
+                if let Some(p) = self.posted.iter().position(|p| p.req == ri) {
+                    self.posted.remove(p);
+                    r.status.set_cancelled(true);
+                    r.status.set_byte_count(0);
+                    reqs.finish(ri);
+                }
+            }
+            Kind::Send(s) => {
+                if s.cancel_pending {
+                    return;
+                }
+                let dest = s.dest_world;
+                // Still queued here: just drop it.
+                if dest != self.me {
+                    let l = self.local_of_world[dest];
+                    if let Some(p) = self.pending_out[l].iter().position(|o| matches!(o, Out::Msg { sreq, hdr, .. } if *sreq == id && (hdr.kind == kind::RTS || hdr.kind == kind::EAGER))) {
+                        self.pending_out[l].remove(p);
+                        self.n_pending -= 1;
+                        r.status.set_cancelled(true);
+                        reqs.finish(ri);
+                        return;
+                    }
+                }
+                s.cancel_pending = true;
+                let h = MsgHdr { kind: kind::CANCEL_REQ, aux: id, ..Default::default() };
+                self.post(reqs, dest, h, &[], 0);
+            }
+            Kind::Null => {}
+        }
+    }
+
+    pub fn eager_limit(&self) -> usize {
+        self.eager_limit
+    }
+}
+
+/// Copies `len` bytes at `addr` in process `pid` to `dst`.
+fn cma_read(pid: i32, addr: u64, dst: *mut u8, len: usize) -> std::io::Result<()> {
+    let mut done = 0usize;
+    while done < len {
+        let n = (len - done).min(1 << 30);
+        let local = libc::iovec { iov_base: unsafe { dst.add(done) } as *mut libc::c_void, iov_len: n };
+        let remote = libc::iovec { iov_base: (addr as usize + done) as *mut libc::c_void, iov_len: n };
+        // SAFETY: `local` is our receive buffer with room for `len` bytes;
+        // the kernel checks the remote range.
+        let r = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
+        if r < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if r == 0 {
+            return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "process_vm_readv read nothing"));
+        }
+        done += r as usize;
+    }
+    Ok(())
+}

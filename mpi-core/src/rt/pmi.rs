@@ -1,0 +1,270 @@
+//! PMI-1 client (wire protocol in shared/reference/pmi.md): how a rank learns
+//! its rank, the job size and the other ranks' business cards from the
+//! launcher (this project's `mpirun`, MPICH's hydra, or Slurm).
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::FromRawFd;
+use std::os::unix::net::UnixStream;
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum PmiError {
+    #[error("PMI: cannot talk to the launcher: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("PMI: bad environment variable {0}={1}")]
+    Env(&'static str, String),
+    #[error("PMI: unexpected answer to {cmd}: {line}")]
+    Protocol { cmd: String, line: String },
+    #[error("PMI: key {0} not found")]
+    NotFound(String),
+}
+
+/// Connection to the process manager, or a singleton without one.
+pub struct Pmi {
+    conn: Option<Conn>,
+    pub rank: usize,
+    pub size: usize,
+    pub kvsname: String,
+    pub appnum: i32,
+    pub universe_size: usize,
+    /// Local rank information given by the launcher, if any.
+    pub local: Option<(usize, usize)>,
+    singleton_kvs: HashMap<String, String>,
+}
+
+struct Conn {
+    reader: BufReader<UnixStream>,
+    writer: UnixStream,
+}
+
+impl Conn {
+    fn send(&mut self, line: &str) -> Result<(), PmiError> {
+        self.writer.write_all(line.as_bytes())?;
+        Ok(())
+    }
+    fn recv(&mut self, cmd: &str) -> Result<HashMap<String, String>, PmiError> {
+        let mut line = String::new();
+        if self.reader.read_line(&mut line)? == 0 {
+            return Err(PmiError::Io(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "launcher closed the PMI connection",
+            )));
+        }
+        let map = parse(&line);
+        if map.get("cmd").map(String::as_str) != Some(cmd) {
+            return Err(PmiError::Protocol { cmd: cmd.into(), line });
+        }
+        Ok(map)
+    }
+    fn call(&mut self, line: &str, answer: &str) -> Result<HashMap<String, String>, PmiError> {
+        self.send(line)?;
+        self.recv(answer)
+    }
+}
+
+fn parse(line: &str) -> HashMap<String, String> {
+    line.split_whitespace()
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn env_num(name: &'static str) -> Result<Option<usize>, PmiError> {
+    match std::env::var(name) {
+        Ok(v) => v.trim().parse().map(Some).map_err(|_| PmiError::Env(name, v)),
+        Err(_) => Ok(None),
+    }
+}
+
+impl Pmi {
+    /// Connects through `PMI_FD` (or `PMI_PORT`), or starts as a singleton.
+    pub fn init() -> Result<Pmi, PmiError> {
+        let local = match (env_num("MPI_LOCALRANKID")?, env_num("MPI_LOCALNRANKS")?) {
+            (Some(r), Some(n)) if r < n => Some((r, n)),
+            _ => None,
+        };
+        let stream = if let Some(fd) = env_num("PMI_FD")? {
+            // SAFETY: the launcher handed us this connected socket in PMI_FD and
+            // nothing else in the process owns it.
+            Some(unsafe { UnixStream::from_raw_fd(fd as i32) })
+        } else {
+            None
+        };
+        let Some(stream) = stream else {
+            if let Ok(port) = std::env::var("PMI_PORT") {
+                return Self::init_port(&port, local);
+            }
+            return Ok(Pmi {
+                conn: None,
+                rank: 0,
+                size: 1,
+                kvsname: format!("singleton_{}", std::process::id()),
+                appnum: 0,
+                universe_size: 1,
+                local: Some((0, 1)),
+                singleton_kvs: HashMap::new(),
+            });
+        };
+        let writer = stream.try_clone()?;
+        let conn = Conn { reader: BufReader::new(stream), writer };
+        let rank = env_num("PMI_RANK")?.ok_or(PmiError::Env("PMI_RANK", String::new()))?;
+        let size = env_num("PMI_SIZE")?.ok_or(PmiError::Env("PMI_SIZE", String::new()))?;
+        Self::handshake(conn, rank, size, local)
+    }
+
+    fn init_port(port: &str, local: Option<(usize, usize)>) -> Result<Pmi, PmiError> {
+        // PMI_PORT=host:port: a TCP connection. Not used by our launcher; kept
+        // for hydra setups that prefer it.
+        let tcp = std::net::TcpStream::connect(port)?;
+        // Convert into the unix-stream-typed connection via raw fd duplication.
+        use std::os::fd::IntoRawFd;
+        let fd = tcp.into_raw_fd();
+        // SAFETY: `fd` is a connected socket we own; UnixStream only uses
+        // read/write on it, which work on any stream socket.
+        let stream = unsafe { UnixStream::from_raw_fd(fd) };
+        let writer = stream.try_clone()?;
+        let mut conn = Conn { reader: BufReader::new(stream), writer };
+        let id = env_num("PMI_ID")?.unwrap_or(0);
+        conn.send(&format!("cmd=initack pmiid={id}\n"))?;
+        conn.recv("initack")?;
+        let size = conn.recv("set")?.get("size").and_then(|s| s.parse().ok()).unwrap_or(1);
+        let rank = conn.recv("set")?.get("rank").and_then(|s| s.parse().ok()).unwrap_or(0);
+        let _debug = conn.recv("set")?;
+        Self::handshake(conn, rank, size, local)
+    }
+
+    fn handshake(
+        mut conn: Conn,
+        rank: usize,
+        size: usize,
+        local: Option<(usize, usize)>,
+    ) -> Result<Pmi, PmiError> {
+        let r = conn.call("cmd=init pmi_version=1 pmi_subversion=1\n", "response_to_init")?;
+        if r.get("rc").map(String::as_str) != Some("0") {
+            return Err(PmiError::Protocol { cmd: "init".into(), line: format!("{r:?}") });
+        }
+        let kvsname = conn
+            .call("cmd=get_my_kvsname\n", "my_kvsname")?
+            .remove("kvsname")
+            .unwrap_or_default();
+        let appnum = conn
+            .call("cmd=get_appnum\n", "appnum")?
+            .get("appnum")
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        let universe_size = conn
+            .call("cmd=get_universe_size\n", "universe_size")?
+            .get("size")
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(size);
+        Ok(Pmi {
+            conn: Some(conn),
+            rank,
+            size,
+            kvsname,
+            appnum,
+            universe_size,
+            local,
+            singleton_kvs: HashMap::new(),
+        })
+    }
+
+    pub fn is_singleton(&self) -> bool {
+        self.conn.is_none()
+    }
+
+    pub fn put(&mut self, key: &str, value: &str) -> Result<(), PmiError> {
+        match &mut self.conn {
+            None => {
+                self.singleton_kvs.insert(key.into(), value.into());
+                Ok(())
+            }
+            Some(c) => {
+                let line = format!("cmd=put kvsname={} key={key} value={value}\n", self.kvsname);
+                let r = c.call(&line, "put_result")?;
+                if r.get("rc").map(String::as_str) != Some("0") {
+                    return Err(PmiError::Protocol { cmd: "put".into(), line: format!("{r:?}") });
+                }
+                Ok(())
+            }
+        }
+    }
+
+    pub fn get(&mut self, key: &str) -> Result<String, PmiError> {
+        match &mut self.conn {
+            None => self.singleton_kvs.get(key).cloned().ok_or_else(|| PmiError::NotFound(key.into())),
+            Some(c) => {
+                let line = format!("cmd=get kvsname={} key={key}\n", self.kvsname);
+                let mut r = c.call(&line, "get_result")?;
+                if r.get("rc").map(String::as_str) != Some("0") {
+                    return Err(PmiError::NotFound(key.into()));
+                }
+                Ok(r.remove("value").unwrap_or_default())
+            }
+        }
+    }
+
+    pub fn barrier(&mut self) -> Result<(), PmiError> {
+        match &mut self.conn {
+            None => Ok(()),
+            Some(c) => c.call("cmd=barrier_in\n", "barrier_out").map(|_| ()),
+        }
+    }
+
+    pub fn finalize(&mut self) -> Result<(), PmiError> {
+        if let Some(mut c) = self.conn.take() {
+            c.call("cmd=finalize\n", "finalize_ack")?;
+        }
+        Ok(())
+    }
+
+    /// Asks the launcher to end the job. Does not wait for an answer.
+    pub fn abort(&mut self, code: i32, msg: &str) {
+        if let Some(c) = &mut self.conn {
+            let msg: String = msg.chars().map(|ch| if ch.is_whitespace() { '_' } else { ch }).collect();
+            let _ = c.send(&format!("cmd=abort exitcode={code} msg={msg}\n"));
+        }
+    }
+}
+
+/// Parses hydra's `PMI_process_mapping` value `(vector,(start,nnodes,ppn),...)`
+/// into the node index of every rank.
+pub fn parse_process_mapping(value: &str, size: usize) -> Option<Vec<usize>> {
+    let body = value.trim().strip_prefix("(vector,")?.strip_suffix(')')?;
+    let mut nodes = Vec::with_capacity(size);
+    for block in body.split("),") {
+        let nums: Vec<usize> = block
+            .trim_matches(|c| c == '(' || c == ')')
+            .split(',')
+            .map(|s| s.trim().parse().ok())
+            .collect::<Option<_>>()?;
+        let [start, nnodes, ppn] = nums[..] else { return None };
+        for n in 0..nnodes {
+            for _ in 0..ppn {
+                nodes.push(start + n);
+            }
+        }
+    }
+    // The mapping repeats cyclically when it covers fewer ranks than the job.
+    if nodes.is_empty() {
+        return None;
+    }
+    let period = nodes.len();
+    Some((0..size).map(|r| nodes[r % period]).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mapping() {
+        assert_eq!(parse_process_mapping("(vector,(0,1,4))", 4), Some(vec![0, 0, 0, 0]));
+        assert_eq!(parse_process_mapping("(vector,(0,2,2))", 4), Some(vec![0, 0, 1, 1]));
+        assert_eq!(parse_process_mapping("(vector,(0,2,1))", 4), Some(vec![0, 1, 0, 1]));
+        assert_eq!(parse_process_mapping("(vector,(0,1,2),(1,1,1))", 3), Some(vec![0, 0, 1]));
+        assert_eq!(parse_process_mapping("garbage", 2), None);
+    }
+}
