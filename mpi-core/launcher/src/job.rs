@@ -72,6 +72,7 @@ struct Job {
     timeout: Option<Duration>,
     last_exit: Option<Instant>,
     stop_signals: u32,
+    verbose: bool,
 }
 
 /// Names under which this machine is known.
@@ -260,6 +261,7 @@ pub fn run(opts: &Options) -> Result<i32> {
         timeout: opts.timeout,
         last_exit: None,
         stop_signals: 0,
+        verbose: opts.verbose,
     };
 
     let stdin_tty = std::io::stdin().is_terminal();
@@ -678,6 +680,10 @@ impl Job {
         }
         self.output.finish();
         remove_shm_segments(kvsname);
+        if self.verbose {
+            let (user, sys) = sys::own_cpu_time();
+            eprintln!("mpirun: launcher cpu time {user:.3} s user, {sys:.3} s system");
+        }
         match self.outcome {
             None => 0,
             Some(Outcome::RankFailed(ExitKind::Code(c))) => c,

@@ -307,3 +307,15 @@ pub fn random_bytes(n: usize) -> io::Result<Vec<u8>> {
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
+
+/// CPU time used by this process itself (user, system), in seconds.
+pub fn own_cpu_time() -> (f64, f64) {
+    // SAFETY: a zeroed rusage is a valid out-buffer for getrusage.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a valid out-pointer.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return (0.0, 0.0);
+    }
+    let secs = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    (secs(ru.ru_utime), secs(ru.ru_stime))
+}
