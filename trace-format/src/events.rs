@@ -39,6 +39,8 @@ pub struct Event {
     /// Region id, Pcontrol level.
     pub aux: Option<i32>,
     pub recv_bytes: Option<i64>,
+    /// Communicator created by the call (trace-wide id).
+    pub new_comm: Option<u64>,
     /// Record flags ([`crate::record::flags`]).
     pub flags: u8,
 }
@@ -130,7 +132,12 @@ pub fn events_from_journals(rank: i32, side: &Side, journals: &[Journal], clock:
                 missing_slots += usize::from(id.is_none());
                 id
             };
-            out.push(event_from_record(rank, j.header.thread as i32, kind, call, r, comm, &ticks, &clock));
+            let mut e = event_from_record(rank, j.header.thread as i32, kind, call, r, comm, &ticks, &clock);
+            if r.flags() & flags::NEW_COMM != 0 {
+                e.new_comm = slots.get(&(r.aux as u32)).copied();
+                e.aux = None;
+            }
+            out.push(e);
         }
     }
     if missing_slots > 0 {
@@ -165,6 +172,7 @@ fn event_from_record(rank: i32, thread: i32, kind: Kind, call: Arc<str>, r: &Rec
         op: opt32(r.op),
         aux: opt32(r.aux),
         recv_bytes: opt64(r.recv_bytes),
+        new_comm: None,
         flags: r.flags(),
     }
 }

@@ -86,8 +86,8 @@ pub mod layout {
             .flatten()
             .filter_map(|e| {
                 let n = e.file_name().to_string_lossy().into_owned();
-                let (r, rest) = parse(&n)?;
-                rest.ends_with(suffix).then_some(r)
+                let (r, _) = parse(&n)?;
+                n.ends_with(suffix).then_some(r)
             })
             .collect();
         v.sort_unstable();

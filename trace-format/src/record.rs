@@ -59,6 +59,8 @@ pub mod flags {
     pub const UNKNOWN_REQUEST: u8 = 8;
     /// `MPI_STATUS_IGNORE` was passed and the shim substituted its own status.
     pub const OWN_STATUS: u8 = 16;
+    /// The call created a communicator; `aux` is its slot.
+    pub const NEW_COMM: u8 = 32;
 }
 
 /// Value of `comm` when the call has no communicator.

@@ -58,6 +58,7 @@ pub fn events_schema() -> SchemaRef {
         Field::new("op", Int32, true),
         Field::new("aux", Int32, true),
         Field::new("recv_bytes", Int64, true),
+        Field::new("new_comm", UInt64, true),
         Field::new("flags", UInt8, false),
     ]))
 }
@@ -118,6 +119,7 @@ pub fn events_batch(events: &[Event]) -> Result<RecordBatch, Error> {
         prim_col!(events, Int32Builder, |e| e.op),
         prim_col!(events, Int32Builder, |e| e.aux),
         prim_col!(events, Int64Builder, |e| e.recv_bytes),
+        prim_col!(events, UInt64Builder, |e| e.new_comm),
         prim_col!(events, UInt8Builder, |e| Some(e.flags)),
     ];
     RecordBatch::try_new(events_schema(), cols).map_err(|e| Error::Arrow(e.to_string()))
@@ -302,6 +304,7 @@ pub fn read_events(path: &Path) -> Result<(Vec<Event>, Option<RankMeta>), Error>
                 op: c.opt::<Int32Type>("op", i)?,
                 aux: c.opt::<Int32Type>("aux", i)?,
                 recv_bytes: c.opt::<Int64Type>("recv_bytes", i)?,
+                new_comm: c.opt::<UInt64Type>("new_comm", i)?,
                 flags: flags.value(i),
             });
         }

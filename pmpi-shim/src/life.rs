@@ -1,0 +1,303 @@
+//! Start and end of tracing: output directory, process identity, clock
+//! synchronization at `MPI_Init` and `MPI_Finalize`, `meta.json`, and the
+//! conversion of the journals to Parquet.
+
+use std::os::raw::{c_char, c_int};
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+
+use mpi_api::abi;
+use trace_format::layout;
+use trace_format::meta::{Meta, RankMeta};
+use trace_format::record::{flags, head, Kind, Record};
+use trace_format::side::{Module, ProcessInfo, SideEntry, SideWriter, SyncPoint};
+
+use crate::clock;
+use crate::pmpi;
+use crate::rec::{self, mode, MODE, OUT};
+use crate::state::{state, Tracer};
+
+const SYNC_TAG: c_int = 0x7ff1;
+const SYNC_ROUNDS: usize = 20;
+
+/// Tracing starts: called right after `PMPI_Init` returned successfully.
+/// `before` is a calibration point taken before it, `after` the ticks
+/// right after; the Init call itself is recorded with these.
+pub fn start(call: usize, before: (u64, u64), after: u64) {
+    let (mut rank, mut size) = (0, 0);
+    // SAFETY: MPI is initialized; out pointers are live locals.
+    unsafe {
+        pmpi::MPI_Comm_rank(abi::MPI_COMM_WORLD, &mut rank);
+        pmpi::MPI_Comm_size(abi::MPI_COMM_WORLD, &mut size);
+    }
+    let dir = output_dir(rank);
+    let side = std::fs::create_dir_all(dir.join(layout::JOURNAL_DIR))
+        .map_err(|e| format!("{}: {e}", dir.display()))
+        .and_then(|_| SideWriter::open(&layout::side(&dir, rank)).map_err(|e| e.to_string()));
+    let side = match side {
+        Ok(s) => s,
+        Err(e) => {
+            if rank == 0 {
+                eprintln!("mpitrace: cannot write the trace ({e}); the application runs untraced");
+            }
+            MODE.store(mode::DONE, Ordering::Relaxed);
+            return;
+        }
+    };
+    let process = process_info(rank, size);
+    let mut tr = Tracer::new(dir.clone(), rank, size, Some(side), process.clone());
+    tr.side(&SideEntry::Process(process));
+    tr.side(&SideEntry::Clock { ticks: before.0, ns: before.1 });
+    tr.clock_point();
+    let (t1, n1) = (tr.last_point, clock::mono_ns());
+    if n1 > before.1 && t1 > before.0 {
+        // About one calibration point per second of run time.
+        let per_ns = (t1 - before.0) as f64 / (n1 - before.1) as f64;
+        tr.point_interval = (per_ns * 1e9) as u64;
+    }
+    for m in modules() {
+        tr.side(&SideEntry::Module(m));
+    }
+    tr.sync_comms = sync_comms(rank);
+    let p = measure_offset(tr.sync_comms);
+    tr.sync_init = Some(p);
+    tr.side(&SideEntry::Sync { phase: "init".into(), point: p });
+    let _ = OUT.set((dir, rank));
+    *state() = Some(tr);
+    MODE.store(mode::ON, Ordering::Relaxed);
+    let _ = crate::rec::TLS.try_with(|t| {
+        rec::append(&Record {
+            head: head(call as u16, Kind::Call, flags::DONE),
+            t_enter: before.0,
+            t_exit: after,
+            site: t.site.get(),
+            ..Default::default()
+        })
+    });
+}
+
+/// `MPITRACE_DIR`, or `./mpitrace-<UTC time>` named by rank 0 for everyone.
+fn output_dir(rank: c_int) -> PathBuf {
+    if let Some(d) = std::env::var_os("MPITRACE_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(d);
+    }
+    let mut buf = [0u8; 256];
+    if rank == 0 {
+        let name = format!("mpitrace-{}", utc_stamp());
+        buf[..name.len()].copy_from_slice(name.as_bytes());
+    }
+    // SAFETY: every rank passes a 256-byte buffer to the broadcast.
+    unsafe { pmpi::MPI_Bcast(buf.as_mut_ptr() as *mut _, buf.len() as c_int, abi::MPI_CHAR, 0, abi::MPI_COMM_WORLD) };
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    PathBuf::from(String::from_utf8_lossy(&buf[..end]).into_owned())
+}
+
+/// `YYYYmmdd-HHMMSS` in UTC.
+fn utc_stamp() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0) as i64;
+    let (days, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
+    // Civil date from days since 1970-01-01 (proleptic Gregorian).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}{m:02}{d:02}-{:02}{:02}{:02}", rem / 3600, rem / 60 % 60, rem % 60)
+}
+
+fn process_info(rank: c_int, size: c_int) -> ProcessInfo {
+    let mut host = [0 as c_char; 256];
+    // SAFETY: gethostname writes at most len bytes into our buffer.
+    unsafe { libc::gethostname(host.as_mut_ptr(), host.len() - 1) };
+    // SAFETY: NUL-terminated by the zeroed last byte.
+    let host = unsafe { std::ffi::CStr::from_ptr(host.as_ptr()) }.to_string_lossy().into_owned();
+    let argv = std::fs::read("/proc/self/cmdline")
+        .map(|b| b.split(|&c| c == 0).filter(|s| !s.is_empty()).map(|s| String::from_utf8_lossy(s).into_owned()).collect())
+        .unwrap_or_default();
+    let mut lib = vec![0 as c_char; abi::MPI_MAX_LIBRARY_VERSION_STRING as usize + 1];
+    let mut len = 0;
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: buffers as large as the standard requires; live out pointers.
+    let library = unsafe {
+        pmpi::MPI_Get_library_version(lib.as_mut_ptr(), &mut len);
+        pmpi::MPI_Get_version(&mut major, &mut minor);
+        std::ffi::CStr::from_ptr(lib.as_ptr()).to_string_lossy().trim().to_string()
+    };
+    ProcessInfo {
+        rank,
+        size,
+        pid: std::process::id(),
+        host,
+        argv,
+        mpi_library: library,
+        mpi_version: format!("{major}.{minor}"),
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        clock: Some(clock::KIND),
+        started_unix: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0),
+    }
+}
+
+/// Executable file mappings, to symbolize call sites offline.
+fn modules() -> Vec<Module> {
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    maps.lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let range = f.next()?;
+            let perms = f.next()?;
+            let offset = u64::from_str_radix(f.next()?, 16).ok()?;
+            let path = f.nth(2)?;
+            if !perms.contains('x') || !path.starts_with('/') {
+                return None;
+            }
+            let (a, b) = range.split_once('-')?;
+            Some(Module { start: u64::from_str_radix(a, 16).ok()?, end: u64::from_str_radix(b, 16).ok()?, offset, path: path.to_string() })
+        })
+        .collect()
+}
+
+/// The communicators of the clock synchronization: ranks sharing a node
+/// (they share CLOCK_MONOTONIC), and the node leaders. With
+/// `MPITRACE_CLOCK_PER_RANK=1` every rank counts as its own node.
+fn sync_comms(rank: c_int) -> (c_int, c_int) {
+    let mut node = abi::MPI_COMM_NULL;
+    let mut leaders = abi::MPI_COMM_NULL;
+    let per_rank = std::env::var("MPITRACE_CLOCK_PER_RANK").is_ok_and(|v| v == "1");
+    let mut local = 0;
+    // SAFETY: collective calls on MPI_COMM_WORLD with live out pointers.
+    unsafe {
+        if per_rank {
+            pmpi::MPI_Comm_split(abi::MPI_COMM_WORLD, rank, 0, &mut node);
+        } else {
+            pmpi::MPI_Comm_split_type(abi::MPI_COMM_WORLD, abi::MPI_COMM_TYPE_SHARED, rank, abi::MPI_INFO_NULL, &mut node);
+        }
+        pmpi::MPI_Comm_rank(node, &mut local);
+        let color = if local == 0 { 0 } else { abi::MPI_UNDEFINED };
+        pmpi::MPI_Comm_split(abi::MPI_COMM_WORLD, color, rank, &mut leaders);
+    }
+    (node, leaders)
+}
+
+/// Offset of this process's clock against world rank 0: node leaders
+/// ping-pong with the first leader (best of several round trips), then
+/// every leader broadcasts its offset on its node.
+fn measure_offset((node, leaders): (c_int, c_int)) -> SyncPoint {
+    let now = || clock::mono_ns() as i64;
+    let mut result = [0i64; 2];
+    if leaders != abi::MPI_COMM_NULL {
+        let (mut lr, mut ls) = (0, 0);
+        // SAFETY: point-to-point exchanges of one i64 on our private
+        // communicator; buffers are live locals.
+        unsafe {
+            pmpi::MPI_Comm_rank(leaders, &mut lr);
+            pmpi::MPI_Comm_size(leaders, &mut ls);
+            let ignore = abi::MPI_STATUS_IGNORE as *mut abi::MPI_Status;
+            let mut v: i64 = 0;
+            let vp = &mut v as *mut i64;
+            let buf = vp as *mut std::ffi::c_void;
+            if lr == 0 {
+                for peer in 1..ls {
+                    for _ in 0..SYNC_ROUNDS {
+                        pmpi::MPI_Recv(buf, 1, abi::MPI_INT64_T, peer, SYNC_TAG, leaders, ignore);
+                        *vp = now();
+                        pmpi::MPI_Send(buf, 1, abi::MPI_INT64_T, peer, SYNC_TAG, leaders);
+                    }
+                }
+            } else {
+                let mut best = i64::MAX;
+                for _ in 0..SYNC_ROUNDS {
+                    let t1 = now();
+                    *vp = t1;
+                    pmpi::MPI_Send(buf, 1, abi::MPI_INT64_T, 0, SYNC_TAG, leaders);
+                    pmpi::MPI_Recv(buf, 1, abi::MPI_INT64_T, 0, SYNC_TAG, leaders, ignore);
+                    let t2 = now();
+                    if t2 - t1 < best {
+                        best = t2 - t1;
+                        result = [*vp - (t1 + t2) / 2, best];
+                    }
+                }
+            }
+        }
+    }
+    // SAFETY: collective on the node communicator, two i64 per rank.
+    unsafe { pmpi::MPI_Bcast(result.as_mut_ptr() as *mut _, 2, abi::MPI_INT64_T, 0, node) };
+    SyncPoint { local_ns: now(), offset_ns: result[0], rtt_ns: result[1] }
+}
+
+/// Before `PMPI_Finalize`: second clock measurement, and rank 0 writes
+/// `meta.json` from every rank's metadata (gathered).
+pub fn before_finalize() {
+    let (comms, rank, meta) = {
+        let g = state();
+        let Some(tr) = g.as_ref() else { return };
+        (tr.sync_comms, tr.rank, RankMeta { process: tr.process.clone(), sync_init: tr.sync_init, sync_finalize: None, finalized: true })
+    };
+    let p = measure_offset(comms);
+    let mut meta = meta;
+    meta.sync_finalize = Some(p);
+    if let Some(tr) = state().as_mut() {
+        tr.side(&SideEntry::Sync { phase: "finalize".into(), point: p });
+    }
+    let mine = serde_json::to_vec(&meta).unwrap_or_default();
+    let len = mine.len() as c_int;
+    let size = meta.process.size.max(1) as usize;
+    let mut lens = vec![0 as c_int; if rank == 0 { size } else { 1 }];
+    // SAFETY: gather of one int per rank into `lens` (size ints at the root).
+    unsafe { pmpi::MPI_Gather(&len as *const c_int as *const _, 1, abi::MPI_INT, lens.as_mut_ptr() as *mut _, 1, abi::MPI_INT, 0, abi::MPI_COMM_WORLD) };
+    let mut displs = vec![0 as c_int; lens.len()];
+    for i in 1..lens.len() {
+        displs[i] = displs[i - 1] + lens[i - 1];
+    }
+    let total = if rank == 0 { displs.last().copied().unwrap_or(0) + lens.last().copied().unwrap_or(0) } else { 1 };
+    let mut all = vec![0u8; total.max(1) as usize];
+    // SAFETY: counts and displacements describe `all` at the root.
+    unsafe {
+        pmpi::MPI_Gatherv(mine.as_ptr() as *const _, len, abi::MPI_CHAR, all.as_mut_ptr() as *mut _, lens.as_ptr(), displs.as_ptr(), abi::MPI_CHAR, 0, abi::MPI_COMM_WORLD)
+    };
+    let (mut node, mut leaders) = comms;
+    // SAFETY: freeing our own communicators.
+    unsafe {
+        pmpi::MPI_Comm_free(&mut node);
+        if leaders != abi::MPI_COMM_NULL {
+            pmpi::MPI_Comm_free(&mut leaders);
+        }
+    }
+    if rank != 0 {
+        return;
+    }
+    let ranks: Vec<RankMeta> = lens
+        .iter()
+        .zip(&displs)
+        .filter_map(|(&l, &d)| serde_json::from_slice(&all[d as usize..(d + l) as usize]).ok())
+        .collect();
+    let mut m = Meta::from_ranks(ranks, "finalize");
+    m.launch_command = std::env::var("MPITRACE_LAUNCH").ok().and_then(|s| serde_json::from_str(&s).ok()).unwrap_or_default();
+    let dir = OUT.get().map(|(d, _)| d.clone()).unwrap_or_default();
+    if let Err(e) = m.write(&dir.join(layout::META)) {
+        eprintln!("mpitrace: {e}");
+    }
+}
+
+/// After `PMPI_Finalize`: stops tracing and converts this rank's journals.
+pub fn after_finalize() {
+    let prev = MODE.swap(mode::DONE, Ordering::Relaxed);
+    if prev != mode::ON && prev != mode::PAUSED {
+        return;
+    }
+    let Some((dir, rank)) = OUT.get().cloned() else { return };
+    if let Some(tr) = state().as_mut() {
+        tr.clock_point();
+        tr.side(&SideEntry::Finalized);
+        tr.side = None;
+    }
+    if std::env::var("MPITRACE_NO_CONVERT").is_ok_and(|v| v == "1") {
+        return;
+    }
+    if let Err(e) = trace_format::convert_rank(&dir, rank, false) {
+        eprintln!("mpitrace: rank {rank}: converting the journals failed: {e}; `mpitrace record` converts them after the job");
+    }
+}

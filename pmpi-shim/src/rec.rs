@@ -1,0 +1,682 @@
+//! Recording of one call: the logic the generated wrappers feed.
+//!
+//! A wrapper makes a [`Call`] with [`Call::begin`], hands it the arguments
+//! that matter (communicator, peer, tag, counts, datatypes, output
+//! pointers...), calls [`Call::enter`] which resolves them (world ranks,
+//! bytes, sequence numbers) and writes an in-progress record into the
+//! thread's journal, calls the MPI library, then [`Call::exit`] which reads
+//! the outputs (statuses, new requests and communicators) and completes the
+//! record in place. Nothing here may unwind into C: both halves run under
+//! `catch_unwind`, and a panic turns tracing off for the process.
+
+use std::cell::{Cell, RefCell};
+use std::ffi::c_void;
+use std::os::raw::c_int;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
+use std::sync::OnceLock;
+
+use mpi_api::abi::{self, MPI_Status};
+use trace_format::journal::{self, JournalHeader, JournalWriter};
+use trace_format::record::{flags, head, Kind, Record, NONE_I32, NONE_I64, NO_COMM, NO_RANK};
+use trace_format::side::SideEntry;
+
+use crate::clock::ticks;
+use crate::state::{state, type_size, CommState, MsgInfo, ReqInfo, ReqKind, Tracer};
+
+/// Recording categories, chosen per procedure by build.rs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cat {
+    Send,
+    SendInit,
+    Recv,
+    RecvInit,
+    Mrecv,
+    Sendrecv,
+    Probe,
+    Mprobe,
+    Coll,
+    Other,
+}
+
+/// Process tracing mode.
+pub mod mode {
+    /// Before `MPI_Init`: calls pass through unrecorded.
+    pub const OFF: u8 = 0;
+    pub const ON: u8 = 1;
+    /// `MPI_Pcontrol(0)`: bookkeeping goes on, records are not written.
+    pub const PAUSED: u8 = 2;
+    /// After `MPI_Finalize`, or tracing failed: pass through.
+    pub const DONE: u8 = 3;
+}
+
+pub static MODE: AtomicU8 = AtomicU8::new(mode::OFF);
+
+/// Where journals go, set once at `MPI_Init`.
+pub static OUT: OnceLock<(std::path::PathBuf, i32)> = OnceLock::new();
+static NEXT_THREAD: AtomicU32 = AtomicU32::new(0);
+
+/// Per-thread state.
+pub struct Tls {
+    /// Call site of the current call (set by the trampoline).
+    pub site: Cell<u64>,
+    /// Nesting depth of intercepted calls (calls made by the MPI library
+    /// itself through `MPI_X` are not recorded).
+    pub depth: Cell<u32>,
+    pub journal: RefCell<Option<JournalWriter>>,
+    /// Journal creation failed; do not retry.
+    pub broken: Cell<bool>,
+}
+
+thread_local! {
+    pub static TLS: Tls = const {
+        Tls { site: Cell::new(0), depth: Cell::new(0), journal: RefCell::new(None), broken: Cell::new(false) }
+    };
+}
+
+/// Turns tracing off after an internal failure, saying why once.
+pub fn fail(why: &str) {
+    if MODE.swap(mode::DONE, Ordering::Relaxed) != mode::DONE {
+        eprintln!("mpitrace: {why}; tracing stopped, the application continues");
+    }
+}
+
+fn open_journal(t: &Tls) -> Option<()> {
+    if t.broken.get() {
+        return None;
+    }
+    let (dir, rank) = OUT.get()?;
+    let thread = NEXT_THREAD.fetch_add(1, Ordering::Relaxed);
+    let path = trace_format::layout::journal(dir, *rank, thread);
+    let header = JournalHeader {
+        clock: crate::clock::KIND,
+        pid: std::process::id(),
+        thread,
+        rank: *rank,
+        table_len: crate::PNAMES.len() as u32,
+    };
+    match JournalWriter::create(&path, header) {
+        Ok(w) => {
+            *t.journal.borrow_mut() = Some(w);
+            // SAFETY: gettid has no preconditions.
+            let tid = unsafe { libc::gettid() } as i64;
+            if let Some(tr) = state().as_mut() {
+                tr.side(&SideEntry::Thread { thread, tid });
+            }
+            Some(())
+        }
+        Err(e) => {
+            t.broken.set(true);
+            eprintln!("mpitrace: {e}; calls of this thread are not recorded");
+            None
+        }
+    }
+}
+
+/// A free journal slot of this thread (null if none can be had).
+/// Must not be called with [`STATE`](crate::state::STATE) locked.
+pub fn reserve() -> *mut Record {
+    TLS.try_with(|t| {
+        if t.journal.borrow().is_none() {
+            open_journal(t)?;
+        }
+        let mut j = t.journal.borrow_mut();
+        let w = j.as_mut()?;
+        match w.reserve() {
+            Ok(s) => Some(s),
+            Err(e) => {
+                t.broken.set(true);
+                *j = None;
+                eprintln!("mpitrace: {e}; journal full, calls of this thread are no longer recorded");
+                None
+            }
+        }
+    })
+    .ok()
+    .flatten()
+    .unwrap_or(std::ptr::null_mut())
+}
+
+/// Writes `rec` into `slot` (if any).
+pub fn publish(slot: *mut Record, rec: &Record) {
+    if !slot.is_null() {
+        // SAFETY: slots come from this thread's journal, which stays mapped
+        // until the thread exits.
+        unsafe { journal::publish(slot, rec) };
+    }
+}
+
+/// Appends a complete record to this thread's journal.
+pub fn append(rec: &Record) {
+    publish(reserve(), rec);
+}
+
+/// Asks the kernel to write this thread's journal back (Pcontrol level 2).
+pub fn flush() {
+    let _ = TLS.try_with(|t| {
+        if let Some(j) = t.journal.borrow().as_ref() {
+            j.flush_async();
+        }
+    });
+}
+
+/// One call being recorded.
+pub struct Call {
+    on: bool,
+    write: bool,
+    pub cat: Cat,
+    large: bool,
+    pub rec: Record,
+    slot: *mut Record,
+    comm_h: Option<c_int>,
+    win_h: Option<c_int>,
+    peer_raw: Option<c_int>,
+    recv_peer_raw: Option<c_int>,
+    root_raw: Option<c_int>,
+    recv_tag: c_int,
+    recv_count: i64,
+    recv_type: Option<c_int>,
+    pub send_counts: *const c_void,
+    pub recv_counts: *const c_void,
+    pub out_request: *mut c_int,
+    pub out_comm: *mut c_int,
+    pub out_win: *mut c_int,
+    pub out_message: *mut c_int,
+    pub out_flag: *mut c_int,
+    in_message: Option<c_int>,
+    freeing_comm: Option<c_int>,
+    freeing_win: Option<c_int>,
+    status: *mut MPI_Status,
+    comm: Option<CommState>,
+    /// Records written after the call's own (completions).
+    extra: Vec<Record>,
+    /// `begin` incremented the nesting depth.
+    counted: bool,
+}
+
+impl Call {
+    /// Starts recording call `idx`; inactive (a plain pass-through) before
+    /// `MPI_Init`, after `MPI_Finalize` and inside nested calls.
+    #[inline]
+    pub fn begin(idx: usize, cat: Cat, large: bool) -> Call {
+        let m = MODE.load(Ordering::Relaxed);
+        let mut site = 0;
+        let on = (m == mode::ON || m == mode::PAUSED)
+            && TLS
+                .try_with(|t| {
+                    let d = t.depth.get();
+                    t.depth.set(d + 1);
+                    site = t.site.get();
+                    d == 0
+                })
+                .unwrap_or(false);
+        let mut c = Call {
+            on,
+            write: m == mode::ON,
+            cat,
+            large,
+            rec: Record { head: head(idx as u16, Kind::Call, 0), site, ..Default::default() },
+            slot: std::ptr::null_mut(),
+            comm_h: None,
+            win_h: None,
+            peer_raw: None,
+            recv_peer_raw: None,
+            root_raw: None,
+            recv_tag: NONE_I32,
+            recv_count: NONE_I64,
+            recv_type: None,
+            send_counts: std::ptr::null(),
+            recv_counts: std::ptr::null(),
+            out_request: std::ptr::null_mut(),
+            out_comm: std::ptr::null_mut(),
+            out_win: std::ptr::null_mut(),
+            out_message: std::ptr::null_mut(),
+            out_flag: std::ptr::null_mut(),
+            in_message: None,
+            freeing_comm: None,
+            freeing_win: None,
+            status: std::ptr::null_mut(),
+            comm: None,
+            extra: Vec::new(),
+            counted: false,
+        };
+        c.counted = m == mode::ON || m == mode::PAUSED;
+        c
+    }
+
+    /// Whether this call is being recorded.
+    #[inline]
+    pub fn on(&self) -> bool {
+        self.on
+    }
+
+    pub fn id(&self) -> u16 {
+        self.rec.call()
+    }
+
+    pub fn comm(&mut self, h: c_int) {
+        self.comm_h = Some(h);
+    }
+    pub fn win(&mut self, h: c_int) {
+        self.win_h = Some(h);
+    }
+    pub fn peer(&mut self, r: c_int) {
+        self.peer_raw = Some(r);
+    }
+    pub fn recv_peer(&mut self, r: c_int) {
+        self.recv_peer_raw = Some(r);
+    }
+    pub fn root(&mut self, r: c_int) {
+        self.root_raw = Some(r);
+    }
+    pub fn tag(&mut self, t: c_int) {
+        self.rec.tag = t;
+    }
+    pub fn recv_tag(&mut self, t: c_int) {
+        self.recv_tag = t;
+    }
+    pub fn count(&mut self, n: i64) {
+        self.rec.count = n;
+    }
+    pub fn recv_count(&mut self, n: i64) {
+        self.recv_count = n;
+    }
+    pub fn datatype(&mut self, d: c_int) {
+        self.rec.datatype = d;
+    }
+    pub fn recv_type(&mut self, d: c_int) {
+        self.recv_type = Some(d);
+    }
+    pub fn op(&mut self, o: c_int) {
+        self.rec.op = o;
+    }
+    /// A `MPI_Message*` consumed by the call (`MPI_Mrecv`).
+    pub fn in_message(&mut self, m: *mut c_int) {
+        if !m.is_null() {
+            // SAFETY: the application passes a valid MPI_Message pointer.
+            self.in_message = Some(unsafe { *m });
+        }
+    }
+    /// A `MPI_Comm*` the call frees.
+    pub fn freeing_comm(&mut self, p: *mut c_int) {
+        if !p.is_null() {
+            // SAFETY: the application passes a valid MPI_Comm pointer.
+            self.freeing_comm = Some(unsafe { *p });
+        }
+    }
+    /// A `MPI_Win*` the call frees.
+    pub fn freeing_win(&mut self, p: *mut c_int) {
+        if !p.is_null() {
+            // SAFETY: the application passes a valid MPI_Win pointer.
+            self.freeing_win = Some(unsafe { *p });
+        }
+    }
+
+    /// The status pointer to pass to MPI: the caller's, or `own` when the
+    /// caller passed `MPI_STATUS_IGNORE` (so the actual source, tag and
+    /// size can be recorded).
+    pub fn status(&mut self, st: *mut MPI_Status, own: *mut MPI_Status) -> *mut MPI_Status {
+        if !self.on {
+            return st;
+        }
+        if st as usize == abi::MPI_STATUS_IGNORE {
+            self.rec.head |= (flags::OWN_STATUS as u32) << 24;
+            self.status = own;
+            return own;
+        }
+        self.status = st;
+        st
+    }
+
+    /// Sums a counts array of a collective, where it is significant here.
+    fn sum_counts(&self, p: *const c_void, cs: &CommState) -> Option<i64> {
+        if p.is_null() || self.rec.call() as usize >= crate::PNAMES.len() {
+            return None;
+        }
+        let name = crate::PNAMES[self.rec.call() as usize].to_bytes();
+        if name.windows(8).any(|w| w == b"Neighbor") {
+            return None;
+        }
+        // Counts of rooted v-collectives are significant only at the root.
+        let rooted = self.root_raw.is_some();
+        if rooted && self.root_raw != Some(cs.rank) && !cs.inter {
+            return None;
+        }
+        let n = cs.peer_group_size();
+        // SAFETY: the standard makes the array hold one count per process of
+        // the group at every process where it is significant (checked above).
+        let sum = unsafe {
+            if self.large {
+                std::slice::from_raw_parts(p as *const i64, n).iter().sum::<i64>()
+            } else {
+                std::slice::from_raw_parts(p as *const c_int, n).iter().map(|&c| c as i64).sum::<i64>()
+            }
+        };
+        Some(sum)
+    }
+
+    /// Resolves the arguments and writes the in-progress record.
+    pub fn enter(&mut self) {
+        if !self.on {
+            return;
+        }
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            let mut g = state();
+            let Some(tr) = g.as_mut() else { return };
+            self.resolve(tr);
+        }));
+        if r.is_err() {
+            fail("internal error recording a call");
+            self.on = false;
+            return;
+        }
+        if self.write {
+            self.slot = reserve();
+            self.rec.t_enter = ticks();
+            publish(self.slot, &self.rec);
+        } else {
+            self.rec.t_enter = ticks();
+        }
+    }
+
+    fn resolve(&mut self, tr: &mut Tracer) {
+        tr.maybe_clock_point(ticks());
+        if let Some(h) = self.freeing_comm {
+            if let Some(cs) = tr.comm(h) {
+                self.rec.comm = cs.slot;
+            }
+            tr.free_comm(h);
+        }
+        if let Some(w) = self.freeing_win {
+            if let Some(cs) = tr.wins.remove(&w) {
+                self.rec.comm = cs.slot;
+            }
+        }
+        let cs = match (self.comm_h, self.win_h) {
+            (Some(h), _) => tr.comm(h).cloned(),
+            (None, Some(w)) => tr.wins.get(&w).cloned(),
+            _ => None,
+        };
+        let (send_sum, recv_sum) = match (&cs, self.cat) {
+            (Some(cs), Cat::Coll) => (self.sum_counts(self.send_counts, cs), self.sum_counts(self.recv_counts, cs)),
+            _ => (None, None),
+        };
+        let r = &mut self.rec;
+        if let Some(cs) = &cs {
+            r.comm = cs.slot;
+            if let Some(p) = self.peer_raw {
+                r.peer = cs.world(p);
+            }
+            if let Some(p) = self.root_raw {
+                r.root = cs.world(p);
+            }
+        } else if let Some(p) = self.peer_raw {
+            r.peer = p;
+        }
+        let size = if r.datatype != NONE_I32 { type_size(r.datatype) } else { 0 };
+        if r.count != NONE_I64 && r.datatype != NONE_I32 {
+            r.bytes = r.count * size;
+        }
+        match self.cat {
+            Cat::Send if r.peer >= 0 => {
+                if let Some(cs) = &cs {
+                    r.seq = tr.next_send_seq(cs.slot, r.peer, r.tag);
+                }
+            }
+            Cat::Sendrecv => {
+                if let (Some(cs), true) = (&cs, r.peer >= 0) {
+                    r.seq = tr.next_send_seq(cs.slot, r.peer, r.tag);
+                }
+            }
+            Cat::Coll => {
+                if let Some(h) = self.comm_h {
+                    if let Some(c) = tr.comm(h) {
+                        c.coll_seq += 1;
+                        r.seq = c.coll_seq;
+                    }
+                }
+                if let Some(s) = send_sum {
+                    r.count = s;
+                    r.bytes = s * size;
+                }
+                let rsize = self.recv_type.map(type_size).unwrap_or(size);
+                let rcount = recv_sum.or((self.recv_count != NONE_I64).then_some(self.recv_count));
+                if let Some(n) = rcount {
+                    r.recv_bytes = n * rsize;
+                }
+            }
+            Cat::Mrecv => {
+                if let Some(m) = self.in_message.and_then(|m| tr.messages.remove(&m)) {
+                    r.seq = m.seq;
+                    r.peer = m.peer;
+                    r.tag = m.tag;
+                }
+            }
+            _ => {}
+        }
+        self.comm = cs;
+    }
+
+    /// Completes the record with the return code and the call's outputs.
+    pub fn exit(mut self, rc: c_int) {
+        if self.counted {
+            let _ = TLS.try_with(|t| t.depth.set(t.depth.get().saturating_sub(1)));
+        }
+        if !self.on {
+            return;
+        }
+        let t = ticks();
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            self.rec.t_exit = t;
+            self.rec.rc = rc;
+            self.rec.head |= (flags::DONE as u32) << 24;
+            if rc == abi::MPI_SUCCESS {
+                let mut g = state();
+                if let Some(tr) = g.as_mut() {
+                    self.outputs(tr);
+                }
+            }
+        }));
+        if r.is_err() {
+            fail("internal error recording a call");
+            return;
+        }
+        if self.write {
+            if self.slot.is_null() {
+                self.slot = reserve();
+            }
+            publish(self.slot, &self.rec);
+            for e in &mut self.extra {
+                if e.t_exit == 0 {
+                    (e.t_enter, e.t_exit) = (t, t);
+                }
+                append(e);
+            }
+        }
+    }
+
+    /// A completion record for request/receive parts finished by this call.
+    pub fn completion(&self, call: u16) -> Record {
+        Record {
+            head: head(call, Kind::Completion, flags::DONE),
+            t_enter: self.rec.t_exit,
+            t_exit: self.rec.t_exit,
+            site: self.rec.site,
+            ..Default::default()
+        }
+    }
+
+    fn outputs(&mut self, tr: &mut Tracer) {
+        let cs = self.comm.clone();
+        let status = if self.status.is_null() { None } else {
+            // SAFETY: the status pointer was passed to MPI, which filled it.
+            Some(unsafe { *self.status })
+        };
+        // SAFETY: flag pointers come from the application and were filled by MPI.
+        let flag = self.out_flag.is_null() || unsafe { *self.out_flag } != 0;
+        match (self.cat, status) {
+            (Cat::Recv, Some(st)) => {
+                let (p, t, b, s) = tr.received(cs.as_ref(), &st, true);
+                (self.rec.peer, self.rec.tag, self.rec.bytes, self.rec.seq) = (p, t, b, s);
+            }
+            (Cat::Mrecv, Some(st)) => {
+                self.rec.bytes = st.byte_count() as i64;
+            }
+            (Cat::Probe, Some(st)) if flag => {
+                let (p, t, b, _) = tr.received(cs.as_ref(), &st, false);
+                (self.rec.peer, self.rec.tag, self.rec.bytes) = (p, t, b);
+            }
+            (Cat::Mprobe, Some(st)) if flag => {
+                let (p, t, b, s) = tr.received(cs.as_ref(), &st, true);
+                (self.rec.peer, self.rec.tag, self.rec.bytes, self.rec.seq) = (p, t, b, s);
+                if !self.out_message.is_null() {
+                    // SAFETY: MPI wrote the message handle.
+                    let m = unsafe { *self.out_message };
+                    tr.messages.insert(m, MsgInfo { seq: s, peer: p, tag: t });
+                }
+            }
+            (Cat::Sendrecv, Some(st)) => {
+                let (p, t, b, s) = tr.received(cs.as_ref(), &st, true);
+                let mut c = self.completion(self.rec.call());
+                (c.peer, c.tag, c.bytes, c.seq, c.comm) = (p, t, b, s, self.rec.comm);
+                self.extra.push(c);
+            }
+            _ => {}
+        }
+        if !self.out_request.is_null() {
+            // SAFETY: MPI wrote the new request handle.
+            let h = unsafe { *self.out_request };
+            self.rec.request = h;
+            let kind = match self.cat {
+                Cat::Send | Cat::SendInit | Cat::Sendrecv => ReqKind::Send,
+                Cat::Recv | Cat::RecvInit | Cat::Mrecv => ReqKind::Recv,
+                Cat::Coll => ReqKind::Coll,
+                _ => ReqKind::Other,
+            };
+            let persistent = matches!(self.cat, Cat::SendInit | Cat::RecvInit)
+                || (self.cat == Cat::Coll && crate::PNAMES[self.rec.call() as usize].to_bytes().ends_with(b"_init"));
+            let r = &self.rec;
+            tr.requests.insert(
+                h,
+                ReqInfo {
+                    call: r.call(),
+                    kind,
+                    comm: cs.clone(),
+                    peer: r.peer,
+                    tag: r.tag,
+                    bytes: r.bytes,
+                    count: r.count,
+                    datatype: r.datatype,
+                    seq: r.seq,
+                    persistent,
+                    active: !persistent,
+                },
+            );
+        }
+        if !self.out_comm.is_null() {
+            // SAFETY: MPI wrote the new communicator handle.
+            let h = unsafe { *self.out_comm };
+            if h != abi::MPI_COMM_NULL {
+                let name = crate::PNAMES[self.rec.call() as usize].to_str().unwrap_or("?");
+                let parent = cs.as_ref().map(|c| c.id);
+                let new = tr.register_comm(h, parent, &name[1..]);
+                self.rec.aux = new.slot as i32;
+                self.rec.head |= (flags::NEW_COMM as u32) << 24;
+            }
+        }
+        if !self.out_win.is_null() {
+            if let Some(cs) = &cs {
+                // SAFETY: MPI wrote the new window handle.
+                tr.wins.insert(unsafe { *self.out_win }, cs.clone());
+            }
+        }
+    }
+}
+
+/// Records the completion of the requests `saved[i]` for every `(i, status)`
+/// in `done`, as [`Kind::Completion`] records following the call.
+pub fn complete_requests(c: &mut Call, saved: &[c_int], done: &[(usize, Option<MPI_Status>)]) {
+    if !c.on() {
+        return;
+    }
+    let r = catch_unwind(AssertUnwindSafe(|| {
+        let mut g = state();
+        let Some(tr) = g.as_mut() else { return };
+        for &(i, st) in done {
+            let Some(&h) = saved.get(i) else { continue };
+            if h == abi::MPI_REQUEST_NULL {
+                continue;
+            }
+            let mut rec = c.completion(c.id());
+            rec.request = h;
+            let info = match tr.requests.get_mut(&h) {
+                Some(info) if info.persistent && !info.active => continue,
+                Some(info) if info.persistent => {
+                    info.active = false;
+                    Some(info.clone())
+                }
+                Some(_) => tr.requests.remove(&h),
+                None => None,
+            };
+            let cancelled = st.is_some_and(|s| s.cancelled());
+            let Some(info) = info else {
+                rec.head |= (flags::UNKNOWN_REQUEST as u32) << 24;
+                c.extra.push(rec);
+                continue;
+            };
+            let mut fl = 0;
+            if info.persistent {
+                fl |= flags::PERSISTENT;
+            }
+            if cancelled {
+                fl |= flags::CANCELLED;
+            }
+            rec.head = head(info.call, Kind::Completion, flags::DONE | fl);
+            rec.comm = info.comm.as_ref().map(|c| c.slot).unwrap_or(NO_COMM);
+            (rec.peer, rec.tag, rec.bytes, rec.seq, rec.count, rec.datatype) =
+                (info.peer, info.tag, info.bytes, info.seq, info.count, info.datatype);
+            if info.kind == ReqKind::Recv {
+                if let Some(st) = st {
+                    let (p, t, b, s) = tr.received(info.comm.as_ref(), &st, true);
+                    (rec.peer, rec.tag, rec.bytes, rec.seq) = (p, t, b, s);
+                }
+            }
+            c.extra.push(rec);
+        }
+    }));
+    if r.is_err() {
+        fail("internal error recording completions");
+    }
+}
+
+/// Looks a request up (for `MPI_Start`), activating persistent requests
+/// and giving persistent sends and collectives their next sequence number.
+pub fn start_request(h: c_int) -> Option<ReqInfo> {
+    let mut g = state();
+    let tr = g.as_mut()?;
+    let mut info = tr.requests.get(&h).cloned()?;
+    match (info.kind, &info.comm) {
+        (ReqKind::Send, Some(cs)) if info.peer >= 0 => info.seq = tr.next_send_seq(cs.slot, info.peer, info.tag),
+        (ReqKind::Coll, Some(cs)) => {
+            let slot = cs.slot;
+            if let Some(c) = tr.comms.values_mut().find(|c| c.slot == slot) {
+                c.coll_seq += 1;
+                info.seq = c.coll_seq;
+            }
+        }
+        _ => {}
+    }
+    info.active = true;
+    tr.requests.insert(h, info.clone());
+    Some(info)
+}
+
+/// Fills a record from a request's description.
+pub fn describe_request(rec: &mut Record, h: c_int, info: &ReqInfo) {
+    rec.request = h;
+    rec.comm = info.comm.as_ref().map(|c| c.slot).unwrap_or(NO_COMM);
+    (rec.peer, rec.tag, rec.bytes, rec.seq) = (info.peer, info.tag, info.bytes, info.seq);
+    if info.peer == NO_RANK {
+        rec.peer = NO_RANK;
+    }
+}

@@ -1,0 +1,320 @@
+//! Hand-written wrappers: procedures whose recording needs more than their
+//! parameters (build.rs calls `special::MPI_X` for every `pub unsafe fn
+//! MPI_X` defined here): initialization and finalization, `MPI_Abort`,
+//! `MPI_Pcontrol`, the `Wait`/`Test` families and persistent requests.
+#![allow(non_snake_case, clippy::missing_safety_doc)]
+
+use std::os::raw::{c_char, c_int};
+use std::sync::atomic::Ordering;
+
+use mpi_api::abi::{self, MPI_Status};
+use trace_format::side::SideEntry;
+
+use crate::rec::{self, complete_requests, mode, Call, Cat, MODE};
+use crate::state::state;
+use crate::{clock, ids, life, pmpi};
+
+pub unsafe fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
+    let before = clock::point();
+    // SAFETY: same contract as the caller's.
+    let rc = unsafe { pmpi::MPI_Init(argc, argv) };
+    let after = clock::ticks();
+    if rc == abi::MPI_SUCCESS {
+        life::start(ids::MPI_Init, before, after);
+    }
+    rc
+}
+
+pub unsafe fn MPI_Init_thread(argc: *mut c_int, argv: *mut *mut *mut c_char, required: c_int, provided: *mut c_int) -> c_int {
+    let before = clock::point();
+    // SAFETY: same contract as the caller's.
+    let rc = unsafe { pmpi::MPI_Init_thread(argc, argv, required, provided) };
+    let after = clock::ticks();
+    if rc == abi::MPI_SUCCESS {
+        life::start(ids::MPI_Init_thread, before, after);
+    }
+    rc
+}
+
+pub unsafe fn MPI_Finalize() -> c_int {
+    let mut c = Call::begin(ids::MPI_Finalize, Cat::Other, false);
+    let tracing = c.on();
+    if tracing {
+        c.enter();
+        life::before_finalize();
+    }
+    // SAFETY: same contract as the caller's.
+    let rc = unsafe { pmpi::MPI_Finalize() };
+    c.exit(rc);
+    if tracing {
+        life::after_finalize();
+    }
+    rc
+}
+
+pub unsafe fn MPI_Abort(comm: c_int, errorcode: c_int) -> c_int {
+    let mut c = Call::begin(ids::MPI_Abort, Cat::Other, false);
+    if c.on() {
+        c.comm(comm);
+        c.rec.aux = errorcode;
+        c.enter();
+        if let Some(tr) = state().as_mut() {
+            tr.side(&SideEntry::Note { message: format!("MPI_Abort called with error code {errorcode}") });
+        }
+        rec::flush();
+    }
+    // SAFETY: same contract as the caller's.
+    let rc = unsafe { pmpi::MPI_Abort(comm, errorcode) };
+    c.exit(rc);
+    rc
+}
+
+/// Level 0 stops writing records (bookkeeping goes on so that sequence
+/// numbers and communicators stay right), 1 resumes, 2 resumes and asks
+/// the kernel to write the journals back.
+pub unsafe fn MPI_Pcontrol(level: c_int) -> c_int {
+    if level != 0 {
+        let _ = MODE.compare_exchange(mode::PAUSED, mode::ON, Ordering::Relaxed, Ordering::Relaxed);
+    }
+    let mut c = Call::begin(ids::MPI_Pcontrol, Cat::Other, false);
+    if c.on() {
+        c.rec.aux = level;
+        c.enter();
+    }
+    // SAFETY: same contract as the caller's (level is the only argument
+    // MPICH reads; passing it non-variadically is ABI-compatible on x86-64).
+    let rc = unsafe { pmpi::MPI_Pcontrol(level) };
+    c.exit(rc);
+    if level == 0 {
+        let _ = MODE.compare_exchange(mode::ON, mode::PAUSED, Ordering::Relaxed, Ordering::Relaxed);
+    } else if level == 2 {
+        rec::flush();
+    }
+    rc
+}
+
+/// The request handles before the call (completed ones become NULL).
+unsafe fn saved(reqs: *const c_int, n: c_int) -> Vec<c_int> {
+    if reqs.is_null() || n <= 0 {
+        return Vec::new();
+    }
+    // SAFETY: the caller's array holds n requests.
+    unsafe { std::slice::from_raw_parts(reqs, n as usize) }.to_vec()
+}
+
+/// The statuses array to pass to MPI: the caller's, or `own` (resized to
+/// `n`) for `MPI_STATUSES_IGNORE`.
+fn statuses(st: *mut MPI_Status, n: c_int, own: &mut Vec<MPI_Status>) -> *mut MPI_Status {
+    if st as usize != abi::MPI_STATUSES_IGNORE {
+        return st;
+    }
+    own.resize(n.max(1) as usize, MPI_Status::default());
+    own.as_mut_ptr()
+}
+
+/// The status at `i` of an array MPI filled.
+unsafe fn status_at(st: *const MPI_Status, i: usize) -> Option<MPI_Status> {
+    // SAFETY: MPI filled at least i + 1 statuses.
+    (!st.is_null()).then(|| unsafe { *st.add(i) })
+}
+
+/// Starts a Wait/Test call on `n` requests.
+unsafe fn begin_completion(id: usize, reqs: *const c_int, n: c_int) -> (Call, Vec<c_int>) {
+    let mut c = Call::begin(id, Cat::Other, false);
+    let mut s = Vec::new();
+    if c.on() {
+        c.rec.count = n as i64;
+        // SAFETY: forwarded contract of the caller's request array.
+        s = unsafe { saved(reqs, n) };
+        if n == 1 {
+            c.rec.request = s[0];
+        }
+        c.enter();
+    }
+    (c, s)
+}
+
+pub unsafe fn MPI_Wait(request: *mut c_int, status: *mut MPI_Status) -> c_int {
+    let (mut c, s) = unsafe { begin_completion(ids::MPI_Wait, request, 1) };
+    let mut own = MPI_Status::default();
+    let st = c.status(status, &mut own);
+    // SAFETY: same contract as the caller's; `st` is the caller's or `own`.
+    let rc = unsafe { pmpi::MPI_Wait(request, st) };
+    if rc == abi::MPI_SUCCESS {
+        complete_requests(&mut c, &s, &[(0, unsafe { status_at(st, 0) })]);
+    }
+    c.exit(rc);
+    rc
+}
+
+pub unsafe fn MPI_Test(request: *mut c_int, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
+    let (mut c, s) = unsafe { begin_completion(ids::MPI_Test, request, 1) };
+    let mut own = MPI_Status::default();
+    let st = c.status(status, &mut own);
+    // SAFETY: same contract as the caller's.
+    let rc = unsafe { pmpi::MPI_Test(request, flag, st) };
+    if rc == abi::MPI_SUCCESS && unsafe { *flag } != 0 {
+        complete_requests(&mut c, &s, &[(0, unsafe { status_at(st, 0) })]);
+    }
+    c.exit(rc);
+    rc
+}
+
+/// Indices completed by a Waitall/Testall that returned `rc`.
+unsafe fn all_done(rc: c_int, n: c_int, st: *const MPI_Status) -> Vec<(usize, Option<MPI_Status>)> {
+    (0..n.max(0) as usize)
+        .filter_map(|i| {
+            // SAFETY: MPI filled n statuses.
+            let s = unsafe { status_at(st, i) };
+            let done = rc == abi::MPI_SUCCESS
+                || (rc == abi::MPI_ERR_IN_STATUS && s.is_some_and(|s| s.MPI_ERROR != abi::MPI_ERR_PENDING));
+            done.then_some((i, s))
+        })
+        .collect()
+}
+
+pub unsafe fn MPI_Waitall(count: c_int, array_of_requests: *mut c_int, array_of_statuses: *mut MPI_Status) -> c_int {
+    let (mut c, s) = unsafe { begin_completion(ids::MPI_Waitall, array_of_requests, count) };
+    let mut own = Vec::new();
+    let st = if c.on() { statuses(array_of_statuses, count, &mut own) } else { array_of_statuses };
+    // SAFETY: same contract as the caller's.
+    let rc = unsafe { pmpi::MPI_Waitall(count, array_of_requests, st) };
+    if c.on() {
+        complete_requests(&mut c, &s, &unsafe { all_done(rc, count, st) });
+    }
+    c.exit(rc);
+    rc
+}
+
+pub unsafe fn MPI_Testall(count: c_int, array_of_requests: *mut c_int, flag: *mut c_int, array_of_statuses: *mut MPI_Status) -> c_int {
+    let (mut c, s) = unsafe { begin_completion(ids::MPI_Testall, array_of_requests, count) };
+    let mut own = Vec::new();
+    let st = if c.on() { statuses(array_of_statuses, count, &mut own) } else { array_of_statuses };
+    // SAFETY: same contract as the caller's.
+    let rc = unsafe { pmpi::MPI_Testall(count, array_of_requests, flag, st) };
+    if c.on() && (rc != abi::MPI_SUCCESS || unsafe { *flag } != 0) {
+        complete_requests(&mut c, &s, &unsafe { all_done(rc, count, st) });
+    }
+    c.exit(rc);
+    rc
+}
+
+pub unsafe fn MPI_Waitany(count: c_int, array_of_requests: *mut c_int, index: *mut c_int, status: *mut MPI_Status) -> c_int {
+    let (mut c, s) = unsafe { begin_completion(ids::MPI_Waitany, array_of_requests, count) };
+    let mut own = MPI_Status::default();
+    let st = c.status(status, &mut own);
+    // SAFETY: same contract as the caller's.
+    let rc = unsafe { pmpi::MPI_Waitany(count, array_of_requests, index, st) };
+    let i = if index.is_null() { abi::MPI_UNDEFINED } else { unsafe { *index } };
+    if rc == abi::MPI_SUCCESS && i != abi::MPI_UNDEFINED && i >= 0 {
+        complete_requests(&mut c, &s, &[(i as usize, unsafe { status_at(st, 0) })]);
+    }
+    c.exit(rc);
+    rc
+}
+
+pub unsafe fn MPI_Testany(count: c_int, array_of_requests: *mut c_int, index: *mut c_int, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
+    let (mut c, s) = unsafe { begin_completion(ids::MPI_Testany, array_of_requests, count) };
+    let mut own = MPI_Status::default();
+    let st = c.status(status, &mut own);
+    // SAFETY: same contract as the caller's.
+    let rc = unsafe { pmpi::MPI_Testany(count, array_of_requests, index, flag, st) };
+    let i = if index.is_null() { abi::MPI_UNDEFINED } else { unsafe { *index } };
+    if rc == abi::MPI_SUCCESS && unsafe { *flag } != 0 && i != abi::MPI_UNDEFINED && i >= 0 {
+        complete_requests(&mut c, &s, &[(i as usize, unsafe { status_at(st, 0) })]);
+    }
+    c.exit(rc);
+    rc
+}
+
+/// Completions of a Waitsome/Testsome.
+unsafe fn some_done(rc: c_int, outcount: *const c_int, indices: *const c_int, st: *const MPI_Status) -> Vec<(usize, Option<MPI_Status>)> {
+    if !(rc == abi::MPI_SUCCESS || rc == abi::MPI_ERR_IN_STATUS) || outcount.is_null() {
+        return Vec::new();
+    }
+    // SAFETY: MPI wrote outcount, and that many indices and statuses.
+    let n = unsafe { *outcount };
+    if n == abi::MPI_UNDEFINED || n <= 0 {
+        return Vec::new();
+    }
+    (0..n as usize)
+        // SAFETY: as above.
+        .map(|j| unsafe { (*indices.add(j) as usize, status_at(st, j)) })
+        .collect()
+}
+
+pub unsafe fn MPI_Waitsome(incount: c_int, array_of_requests: *mut c_int, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MPI_Status) -> c_int {
+    let (mut c, s) = unsafe { begin_completion(ids::MPI_Waitsome, array_of_requests, incount) };
+    let mut own = Vec::new();
+    let st = if c.on() { statuses(array_of_statuses, incount, &mut own) } else { array_of_statuses };
+    // SAFETY: same contract as the caller's.
+    let rc = unsafe { pmpi::MPI_Waitsome(incount, array_of_requests, outcount, array_of_indices, st) };
+    if c.on() {
+        complete_requests(&mut c, &s, &unsafe { some_done(rc, outcount, array_of_indices, st) });
+    }
+    c.exit(rc);
+    rc
+}
+
+pub unsafe fn MPI_Testsome(incount: c_int, array_of_requests: *mut c_int, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MPI_Status) -> c_int {
+    let (mut c, s) = unsafe { begin_completion(ids::MPI_Testsome, array_of_requests, incount) };
+    let mut own = Vec::new();
+    let st = if c.on() { statuses(array_of_statuses, incount, &mut own) } else { array_of_statuses };
+    // SAFETY: same contract as the caller's.
+    let rc = unsafe { pmpi::MPI_Testsome(incount, array_of_requests, outcount, array_of_indices, st) };
+    if c.on() {
+        complete_requests(&mut c, &s, &unsafe { some_done(rc, outcount, array_of_indices, st) });
+    }
+    c.exit(rc);
+    rc
+}
+
+pub unsafe fn MPI_Start(request: *mut c_int) -> c_int {
+    let mut c = Call::begin(ids::MPI_Start, Cat::Other, false);
+    if c.on() && !request.is_null() {
+        // SAFETY: the caller passes a valid request pointer.
+        let h = unsafe { *request };
+        match rec::start_request(h) {
+            Some(info) => rec::describe_request(&mut c.rec, h, &info),
+            None => c.rec.request = h,
+        }
+        c.enter();
+    }
+    // SAFETY: same contract as the caller's.
+    let rc = unsafe { pmpi::MPI_Start(request) };
+    c.exit(rc);
+    rc
+}
+
+pub unsafe fn MPI_Startall(count: c_int, array_of_requests: *mut c_int) -> c_int {
+    let mut c = Call::begin(ids::MPI_Startall, Cat::Other, false);
+    if c.on() {
+        c.rec.count = count as i64;
+        // SAFETY: the caller's array holds count requests.
+        for h in unsafe { saved(array_of_requests, count) } {
+            rec::start_request(h);
+        }
+        c.enter();
+    }
+    // SAFETY: same contract as the caller's.
+    let rc = unsafe { pmpi::MPI_Startall(count, array_of_requests) };
+    c.exit(rc);
+    rc
+}
+
+pub unsafe fn MPI_Request_free(request: *mut c_int) -> c_int {
+    let mut c = Call::begin(ids::MPI_Request_free, Cat::Other, false);
+    if c.on() && !request.is_null() {
+        // SAFETY: the caller passes a valid request pointer.
+        let h = unsafe { *request };
+        c.rec.request = h;
+        if let Some(tr) = state().as_mut() {
+            tr.requests.remove(&h);
+        }
+        c.enter();
+    }
+    // SAFETY: same contract as the caller's.
+    let rc = unsafe { pmpi::MPI_Request_free(request) };
+    c.exit(rc);
+    rc
+}

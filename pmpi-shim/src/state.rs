@@ -1,0 +1,383 @@
+//! Process-wide tracing state: communicators, windows, requests, matched
+//! probes, message sequence counters and the side file.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::os::raw::c_int;
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard};
+
+use mpi_api::abi::{self, MPI_Status};
+use trace_format::record::{NONE_I64, NO_RANK};
+use trace_format::side::{CommInfo, ProcessInfo, SideEntry, SideWriter, SyncPoint};
+
+use crate::pmpi;
+
+/// A small multiplicative hasher for integer keys (the default SipHash costs
+/// more than the rest of a lookup).
+#[derive(Default, Clone, Copy)]
+pub struct IntHasher(u64);
+
+impl Hasher for IntHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(v as u64)
+    }
+    fn write_i32(&mut self, v: i32) {
+        self.write_u64(v as u32 as u64)
+    }
+}
+
+pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<IntHasher>>;
+
+/// What the shim knows of a communicator handle.
+#[derive(Clone, Debug)]
+pub struct CommState {
+    pub slot: u32,
+    pub id: u64,
+    pub inter: bool,
+    pub members: Vec<i32>,
+    pub remote: Vec<i32>,
+    pub coll_seq: i64,
+    /// This process's rank in the communicator.
+    pub rank: i32,
+}
+
+impl CommState {
+    /// World rank of `r`, a rank of the group that point-to-point peers and
+    /// roots refer to (the remote group of an intercommunicator). Negative
+    /// MPI constants (PROC_NULL, ANY_SOURCE, ROOT) are kept.
+    pub fn world(&self, r: c_int) -> i32 {
+        let group = if self.inter { &self.remote } else { &self.members };
+        if r >= 0 {
+            group.get(r as usize).copied().unwrap_or(r)
+        } else {
+            r
+        }
+    }
+    /// Size of the group that counts arrays of collectives are indexed by.
+    pub fn peer_group_size(&self) -> usize {
+        if self.inter {
+            self.remote.len()
+        } else {
+            self.members.len()
+        }
+    }
+}
+
+/// What kind of operation a request stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReqKind {
+    Send,
+    Recv,
+    Coll,
+    Other,
+}
+
+/// A request the shim saw being created.
+#[derive(Clone, Debug)]
+pub struct ReqInfo {
+    pub call: u16,
+    pub kind: ReqKind,
+    pub comm: Option<CommState>,
+    pub peer: i32,
+    pub tag: i32,
+    pub bytes: i64,
+    pub count: i64,
+    pub datatype: i32,
+    pub seq: i64,
+    pub persistent: bool,
+    pub active: bool,
+}
+
+/// A message matched by `MPI_Mprobe`/`MPI_Improbe`.
+#[derive(Clone, Copy, Debug)]
+pub struct MsgInfo {
+    pub seq: i64,
+    pub peer: i32,
+    pub tag: i32,
+}
+
+/// The tracing state of the process, behind [`STATE`].
+pub struct Tracer {
+    pub dir: PathBuf,
+    pub rank: i32,
+    pub size: i32,
+    pub side: Option<SideWriter>,
+    pub process: ProcessInfo,
+    pub comms: FastMap<c_int, CommState>,
+    next_slot: u32,
+    nth: HashMap<u64, u32>,
+    pub all_comms: Vec<CommInfo>,
+    pub wins: FastMap<c_int, CommState>,
+    pub requests: FastMap<c_int, ReqInfo>,
+    pub messages: FastMap<c_int, MsgInfo>,
+    send_seq: FastMap<(u32, i32, i32), i64>,
+    recv_seq: FastMap<(u32, i32, i32), i64>,
+    pub regions: HashMap<String, i32>,
+    pub world_group: c_int,
+    pub last_point: u64,
+    pub point_interval: u64,
+    pub sync_init: Option<SyncPoint>,
+    pub sync_comms: (c_int, c_int),
+    side_failed: bool,
+}
+
+/// The process-wide state; `None` until `MPI_Init` returned.
+pub static STATE: Mutex<Option<Tracer>> = Mutex::new(None);
+
+/// Locks [`STATE`], ignoring poisoning (the state stays usable).
+pub fn state() -> MutexGuard<'static, Option<Tracer>> {
+    STATE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// 64-bit FNV-1a over integers.
+fn fnv(words: impl IntoIterator<Item = u64>) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for w in words {
+        for b in w.to_le_bytes() {
+            h = (h ^ b as u64).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// Communicator id of MPI_COMM_WORLD.
+pub const WORLD_ID: u64 = 0;
+
+impl Tracer {
+    pub fn new(dir: PathBuf, rank: i32, size: i32, side: Option<SideWriter>, process: ProcessInfo) -> Tracer {
+        let mut t = Tracer {
+            dir,
+            rank,
+            size,
+            side,
+            process,
+            comms: FastMap::default(),
+            next_slot: 0,
+            nth: HashMap::new(),
+            all_comms: Vec::new(),
+            wins: FastMap::default(),
+            requests: FastMap::default(),
+            messages: FastMap::default(),
+            send_seq: FastMap::default(),
+            recv_seq: FastMap::default(),
+            regions: HashMap::new(),
+            world_group: abi::MPI_GROUP_NULL,
+            last_point: 0,
+            point_interval: 1 << 31,
+            sync_init: None,
+            sync_comms: (abi::MPI_COMM_NULL, abi::MPI_COMM_NULL),
+            side_failed: false,
+        };
+        let mut wg = abi::MPI_GROUP_NULL;
+        // SAFETY: MPI is initialized; the out pointer is a live local.
+        unsafe { pmpi::MPI_Comm_group(abi::MPI_COMM_WORLD, &mut wg) };
+        t.world_group = wg;
+        let world: Vec<i32> = (0..size).collect();
+        t.add_comm(abi::MPI_COMM_WORLD, WORLD_ID, None, "predefined", false, world, Vec::new(), rank);
+        let self_id = fnv([0x5e1f, rank as u64]);
+        t.add_comm(abi::MPI_COMM_SELF, self_id, None, "predefined", false, vec![rank], Vec::new(), 0);
+        t
+    }
+
+    /// Appends to the side file; the first failure is reported, then the
+    /// side file is given up (the journals go on).
+    pub fn side(&mut self, e: &SideEntry) {
+        if let Some(s) = self.side.as_mut() {
+            if let Err(err) = s.write(e) {
+                if !self.side_failed {
+                    eprintln!("mpitrace: rank {}: {err}; communicator and region names may be missing", self.rank);
+                    self.side_failed = true;
+                }
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn add_comm(&mut self, h: c_int, id: u64, parent: Option<u64>, call: &str, inter: bool, members: Vec<i32>, remote: Vec<i32>, rank: i32) -> CommState {
+        let slot = self.next_slot;
+        self.next_slot += 1;
+        let info = CommInfo {
+            slot,
+            id,
+            parent,
+            call: call.to_string(),
+            inter,
+            members: members.clone(),
+            remote: remote.clone(),
+            name: None,
+        };
+        self.side(&SideEntry::Comm(info.clone()));
+        self.all_comms.push(info);
+        let cs = CommState { slot, id, inter, members, remote, coll_seq: 0, rank };
+        self.comms.insert(h, cs.clone());
+        cs
+    }
+
+    /// World ranks of the members of a group, in group order.
+    fn group_world_ranks(&self, g: c_int) -> Vec<i32> {
+        let mut n = 0;
+        // SAFETY: valid group handle and live out pointers.
+        unsafe { pmpi::MPI_Group_size(g, &mut n) };
+        let ranks: Vec<c_int> = (0..n).collect();
+        let mut out = vec![abi::MPI_UNDEFINED; n.max(0) as usize];
+        if n > 0 {
+            // SAFETY: both arrays hold n ints.
+            unsafe { pmpi::MPI_Group_translate_ranks(g, n, ranks.as_ptr(), self.world_group, out.as_mut_ptr()) };
+        }
+        out
+    }
+
+    /// Registers a communicator created by `call` from `parent` (a trace id).
+    /// The id is derived from what every member sees alike: the parent id,
+    /// the member lists and how many communicators with the same parent and
+    /// members this process saw created before.
+    pub fn register_comm(&mut self, h: c_int, parent: Option<u64>, call: &str) -> CommState {
+        let mut inter = 0;
+        let mut rank = 0;
+        let mut g = abi::MPI_GROUP_NULL;
+        // SAFETY: `h` is a communicator handle the MPI library just returned
+        // (or the application uses); out pointers are live locals.
+        unsafe {
+            pmpi::MPI_Comm_test_inter(h, &mut inter);
+            pmpi::MPI_Comm_rank(h, &mut rank);
+            pmpi::MPI_Comm_group(h, &mut g);
+        }
+        let members = self.group_world_ranks(g);
+        // SAFETY: freeing the group we obtained above.
+        unsafe { pmpi::MPI_Group_free(&mut g) };
+        let mut remote = Vec::new();
+        if inter != 0 {
+            let mut rg = abi::MPI_GROUP_NULL;
+            // SAFETY: as above, for the remote group.
+            unsafe { pmpi::MPI_Comm_remote_group(h, &mut rg) };
+            remote = self.group_world_ranks(rg);
+            // SAFETY: freeing the group we obtained.
+            unsafe { pmpi::MPI_Group_free(&mut rg) };
+        }
+        // Both sides of an intercommunicator have different parents and
+        // local groups: key it on the two groups in a canonical order.
+        let (key_parent, a, b) = if inter != 0 {
+            let (x, y) = if members <= remote { (&members, &remote) } else { (&remote, &members) };
+            (u64::MAX, x.clone(), y.clone())
+        } else {
+            (parent.unwrap_or(u64::MAX - 1), members.clone(), Vec::new())
+        };
+        let key = fnv(
+            [key_parent, a.len() as u64]
+                .into_iter()
+                .chain(a.iter().map(|&r| r as u64))
+                .chain(b.iter().map(|&r| r as u64)),
+        );
+        let nth = self.nth.entry(key).or_insert(0);
+        *nth += 1;
+        let mut id = fnv([key, *nth as u64]) >> 1;
+        if id == WORLD_ID {
+            id = 1;
+        }
+        self.add_comm(h, id, parent, call, inter != 0, members, remote, rank)
+    }
+
+    /// The state of a communicator handle, registering unknown ones (created
+    /// in nested calls or before tracing started) on the fly.
+    pub fn comm(&mut self, h: c_int) -> Option<&mut CommState> {
+        if h == abi::MPI_COMM_NULL || abi::handle_obj(h) != abi::OBJ_COMM || abi::handle_kind(h) == abi::HANDLE_KIND_INVALID {
+            return None;
+        }
+        if !self.comms.contains_key(&h) {
+            self.register_comm(h, None, "unknown");
+        }
+        self.comms.get_mut(&h)
+    }
+
+    pub fn free_comm(&mut self, h: c_int) {
+        if h != abi::MPI_COMM_WORLD && h != abi::MPI_COMM_SELF {
+            self.comms.remove(&h);
+        }
+    }
+
+    pub fn next_send_seq(&mut self, slot: u32, peer: i32, tag: i32) -> i64 {
+        let c = self.send_seq.entry((slot, peer, tag)).or_insert(0);
+        *c += 1;
+        *c
+    }
+
+    pub fn next_recv_seq(&mut self, slot: u32, peer: i32, tag: i32) -> i64 {
+        let c = self.recv_seq.entry((slot, peer, tag)).or_insert(0);
+        *c += 1;
+        *c
+    }
+
+    /// Interpretation of a receive status on a communicator: (peer as world
+    /// rank, tag, bytes, seq). The sequence number is consumed only for a
+    /// real, uncancelled message.
+    pub fn received(&mut self, comm: Option<&CommState>, st: &MPI_Status, consume_seq: bool) -> (i32, i32, i64, i64) {
+        let bytes = st.byte_count() as i64;
+        let Some(cs) = comm else { return (st.MPI_SOURCE, st.MPI_TAG, bytes, NONE_I64) };
+        let peer = if st.MPI_SOURCE >= 0 { cs.world(st.MPI_SOURCE) } else { st.MPI_SOURCE };
+        let seq = if consume_seq && st.MPI_SOURCE >= 0 && !st.cancelled() {
+            self.next_recv_seq(cs.slot, peer, st.MPI_TAG)
+        } else {
+            NONE_I64
+        };
+        (peer, st.MPI_TAG, bytes, seq)
+    }
+
+    /// Interns a region name, writing it to the side file the first time.
+    pub fn region_id(&mut self, name: &str) -> i32 {
+        if let Some(&id) = self.regions.get(name) {
+            return id;
+        }
+        let id = self.regions.len() as i32 + 1;
+        self.regions.insert(name.to_string(), id);
+        self.side(&SideEntry::Region { id, name: name.to_string() });
+        id
+    }
+
+    /// Writes a clock calibration point when the last one is old.
+    pub fn maybe_clock_point(&mut self, now: u64) {
+        if now.wrapping_sub(self.last_point) > self.point_interval {
+            self.clock_point();
+        }
+    }
+
+    pub fn clock_point(&mut self) {
+        let (ticks, ns) = crate::clock::point();
+        self.last_point = ticks;
+        self.side(&SideEntry::Clock { ticks, ns });
+    }
+}
+
+/// Size in bytes of a datatype (0 if unknown or invalid).
+pub fn type_size(dt: c_int) -> i64 {
+    if let Some(s) = abi::builtin_type_size(dt) {
+        return s as i64;
+    }
+    if abi::handle_obj(dt) != abi::OBJ_DATATYPE || abi::handle_kind(dt) == abi::HANDLE_KIND_INVALID || dt == abi::MPI_DATATYPE_NULL {
+        return 0;
+    }
+    let mut s: abi::MPI_Count = 0;
+    // SAFETY: a valid-looking derived datatype handle and a live out pointer.
+    let rc = unsafe { pmpi::MPI_Type_size_x(dt, &mut s) };
+    if rc == 0 {
+        s
+    } else {
+        0
+    }
+}
+
+/// `NO_RANK` helper for optional ranks.
+pub fn rank_or_none(r: Option<i32>) -> i32 {
+    r.unwrap_or(NO_RANK)
+}
