@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::io::{IsTerminal, Read, Write};
+use std::net::{IpAddr, ToSocketAddrs};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
@@ -75,23 +76,33 @@ struct Job {
     verbose: bool,
 }
 
-/// Names under which this machine is known.
-fn is_local_host(host: &str, me: &str) -> bool {
-    let h = host.trim().to_ascii_lowercase();
+/// Whether `host` names this machine: by its usual names, as a loopback
+/// or interface address, or as a name that resolves to one of those.
+fn is_local_host(host: &str, me: &str, local_addrs: &dyn Fn() -> Vec<IpAddr>) -> bool {
+    let h = host.trim().trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
     let me = me.to_ascii_lowercase();
     let short = me.split('.').next().unwrap_or("");
-    h == "localhost"
-        || h == "localhost.localdomain"
-        || h == "::1"
-        || h.starts_with("127.") && h.split('.').count() == 4
-        || h == me
-        || !short.is_empty() && h == short
+    if h == "localhost" || h == "localhost.localdomain" || h == me || !short.is_empty() && h == short {
+        return true;
+    }
+    let addrs: Vec<IpAddr> = match h.parse::<IpAddr>() {
+        Ok(ip) => vec![ip],
+        Err(_) => match (h.as_str(), 0u16).to_socket_addrs() {
+            Ok(found) => found.map(|a| a.ip()).collect(),
+            Err(_) => return false,
+        },
+    };
+    if addrs.is_empty() {
+        return false;
+    }
+    let mine = local_addrs();
+    addrs.iter().all(|a| a.is_loopback() || mine.contains(a))
 }
 
 /// Fails on the first host that is not this machine.
 pub fn check_hosts(hosts: &[String]) -> Result<()> {
     let me = sys::hostname();
-    match hosts.iter().find(|h| !is_local_host(h, &me)) {
+    match hosts.iter().find(|h| !is_local_host(h, &me, &sys::interface_addresses)) {
         Some(h) => Err(Error::RemoteHost(h.clone())),
         None => Ok(()),
     }
@@ -566,6 +577,25 @@ impl Job {
         }
     }
 
+    /// Ends the job when ranks wait in a PMI barrier that a departed rank
+    /// can never join.
+    fn check_stalled_barrier(&mut self) {
+        if self.outcome.is_some() {
+            return;
+        }
+        if let Some(rank) = self.pmi.stalled_barrier() {
+            let how = match self.ranks[rank].exit {
+                Some(ExitKind::Code(c)) => format!("exited with code {c}"),
+                Some(ExitKind::Signal(s)) => format!("was killed by signal {s}"),
+                None => "closed its PMI connection".to_string(),
+            };
+            self.fail(
+                Outcome::RankFailed(ExitKind::Code(1)),
+                format!("mpirun: rank {rank} {how} while other ranks wait for it in a PMI barrier; terminating the job"),
+            );
+        }
+    }
+
     fn check_timers(&mut self, now: Instant) {
         self.output.flush_due(now);
         if self.deadline.is_some_and(|d| now >= d) {
@@ -667,6 +697,7 @@ impl Job {
             }
             self.handle_pmi_events();
             self.write_pmi();
+            self.check_stalled_barrier();
             self.check_timers(Instant::now());
         }
         self.finish(kvsname)
@@ -704,14 +735,15 @@ mod tests {
 
     #[test]
     fn local_hosts() {
-        for h in ["localhost", "LOCALHOST", "127.0.0.1", "127.0.1.1", "::1", "vm", "vm.example.org"] {
-            assert!(is_local_host(h, "vm.example.org"), "{h}");
+        let addrs = || vec!["192.0.2.2".parse().unwrap()];
+        for h in ["localhost", "LOCALHOST", "127.0.0.1", "127.0.1.1", "::1", "[::1]", "vm", "vm.example.org", "192.0.2.2"] {
+            assert!(is_local_host(h, "vm.example.org", &addrs), "{h}");
         }
-        for h in ["node2", "10.0.0.1", "vmx", "127.0.0"] {
-            assert!(!is_local_host(h, "vm.example.org"), "{h}");
+        for h in ["10.0.0.1", "192.0.2.3", "no-such-host.invalid"] {
+            assert!(!is_local_host(h, "vm.example.org", &addrs), "{h}");
         }
         assert!(check_hosts(&["localhost".into(), sys::hostname()]).is_ok());
-        assert!(matches!(check_hosts(&["no-such-host-x".into()]), Err(Error::RemoteHost(_))));
+        assert!(matches!(check_hosts(&["no-such-host-x.invalid".into()]), Err(Error::RemoteHost(_))));
     }
 
     #[test]

@@ -65,14 +65,11 @@ impl Output {
         let Some(slot) = self.partial.get_mut(rank) else { return };
         let p = &mut slot[stream as usize];
         p.data.extend_from_slice(data);
-        let cut = if p.data.len() > PARTIAL_MAX {
-            p.data.len()
-        } else {
-            match p.data.iter().rposition(|&b| b == b'\n') {
-                Some(nl) => nl + 1,
-                None => 0,
-            }
-        };
+        // Up to the last newline; everything if the unfinished line is huge.
+        let mut cut = p.data.iter().rposition(|&b| b == b'\n').map_or(0, |nl| nl + 1);
+        if p.data.len() - cut > PARTIAL_MAX {
+            cut = p.data.len();
+        }
         if cut > 0 {
             let ready: Vec<u8> = p.data.drain(..cut).collect();
             p.since = None;
@@ -231,5 +228,21 @@ mod tests {
         out.finish();
         assert_eq!(o.text(), "a\nb\n");
         assert_eq!(e.text(), "half\nmpirun: note\n");
+    }
+
+    #[test]
+    fn big_chunks_keep_lines_whole() {
+        let (mut out, o, _e) = make(true);
+        let t = Instant::now();
+        let line = [b'a'; 99].iter().copied().chain([b'\n']).collect::<Vec<u8>>();
+        let data: Vec<u8> = line.iter().copied().cycle().take(100 * 1000 + 50).collect();
+        for chunk in data.chunks(PARTIAL_MAX) {
+            out.feed(0, Stream::Stdout, chunk, t);
+            out.feed(1, Stream::Stdout, b"x\n", t);
+        }
+        assert_eq!(o.text().lines().filter(|l| l.len() != 103 && *l != "[1] x").count(), 0);
+        // A single line longer than the limit goes out in pieces.
+        out.feed(2, Stream::Stdout, &vec![b'b'; PARTIAL_MAX + 10], t);
+        assert!(o.text().ends_with("bbbb"));
     }
 }

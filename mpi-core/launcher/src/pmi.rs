@@ -301,6 +301,18 @@ impl PmiServer {
         self.conns.get_mut(rank).filter(|c| c.open).map(|c| &mut c.output)
     }
 
+    /// A rank that can no longer join the barrier other ranks wait in (its
+    /// process ended or its connection closed): the job is deadlocked.
+    pub fn stalled_barrier(&self) -> Option<usize> {
+        if self.in_barrier == 0 {
+            return None;
+        }
+        (0..self.size()).find(|&r| {
+            let c = &self.conns[r];
+            !matches!(c.wait, Wait::Barrier { .. }) && (!c.open || self.exited.contains(&r))
+        })
+    }
+
     /// How many reply bytes wait for rank `rank`.
     pub fn pending_output_len(&self, rank: usize) -> usize {
         self.conns.get(rank).filter(|c| c.open).map_or(0, |c| c.output.len())
@@ -511,7 +523,7 @@ impl PmiServer {
             }
             "abort" => {
                 let code = msg.get("exitcode").and_then(|c| c.parse().ok()).unwrap_or(1);
-                let message = msg.get("message").map(unescape);
+                let message = msg.get("message").or_else(|| msg.get("msg")).map(unescape);
                 self.events.push(PmiEvent::Abort { rank, code, message });
             }
             "publish_name" => {
@@ -781,6 +793,20 @@ mod tests {
         s.receive(0, b"cmd=barrier_in\n");
         assert_eq!(out(&mut s, 0), "cmd=barrier_out\n");
         assert_eq!(out(&mut s, 1), "cmd=barrier_out\n");
+    }
+
+    #[test]
+    fn barrier_with_a_departed_rank_is_stalled() {
+        let mut s = server(3);
+        s.receive(0, b"cmd=barrier_in\n");
+        assert_eq!(s.stalled_barrier(), None);
+        s.process_exited(2);
+        assert_eq!(s.stalled_barrier(), Some(2));
+        let mut s = server(2);
+        s.close(1);
+        assert_eq!(s.stalled_barrier(), None);
+        s.receive(0, b"cmd=barrier_in\n");
+        assert_eq!(s.stalled_barrier(), Some(1));
     }
 
     #[test]

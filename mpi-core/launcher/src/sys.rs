@@ -319,3 +319,42 @@ pub fn own_cpu_time() -> (f64, f64) {
     let secs = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
     (secs(ru.ru_utime), secs(ru.ru_stime))
 }
+
+/// The IP addresses of this machine's network interfaces.
+pub fn interface_addresses() -> Vec<std::net::IpAddr> {
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: `list` is a valid out-pointer; on success it must be freed
+    // with freeifaddrs, which happens below.
+    if unsafe { libc::getifaddrs(&mut list) } != 0 {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let mut cur = list;
+    while !cur.is_null() {
+        // SAFETY: `cur` is a node of the list getifaddrs returned, which
+        // stays valid until freeifaddrs; ifa_addr is null or points to a
+        // sockaddr whose family tells its real type.
+        unsafe {
+            let ifa = &*cur;
+            let addr = ifa.ifa_addr;
+            if !addr.is_null() {
+                match i32::from((*addr).sa_family) {
+                    libc::AF_INET => {
+                        let sin = &*(addr as *const libc::sockaddr_in);
+                        out.push(IpAddr::V4(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr))));
+                    }
+                    libc::AF_INET6 => {
+                        let sin6 = &*(addr as *const libc::sockaddr_in6);
+                        out.push(IpAddr::V6(Ipv6Addr::from(sin6.sin6_addr.s6_addr)));
+                    }
+                    _ => {}
+                }
+            }
+            cur = ifa.ifa_next;
+        }
+    }
+    // SAFETY: `list` came from a successful getifaddrs and is freed once.
+    unsafe { libc::freeifaddrs(list) };
+    out
+}

@@ -293,6 +293,16 @@ fn failing_rank_sets_exit_code_and_ends_the_others() {
 }
 
 #[test]
+fn rank_leaving_while_others_wait_in_a_barrier() {
+    let script = r#"if [ $PMI_RANK = 1 ]; then exit 0; fi
+        printf 'cmd=init pmi_version=1 pmi_subversion=1\ncmd=barrier_in\n' >&$PMI_FD; exec sleep 30"#;
+    let r = mpirun(&["-n", "3", "bash", "-c", script]);
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(r.stderr.contains("rank 1 exited with code 0 while other ranks wait for it in a PMI barrier"), "{r:#?}");
+    assert!(r.elapsed < Duration::from_secs(8));
+}
+
+#[test]
 fn rank_killed_by_signal() {
     let r = mpirun(&["-n", "2", "bash", "-c", "if [ $PMI_RANK = 1 ]; then kill -SEGV $$; fi; exec sleep 30"]);
     assert_eq!(r.code, Some(128 + 11), "{r:#?}");
@@ -558,8 +568,7 @@ int main(int argc, char **argv) {
     )
     .unwrap();
     let exe = tmp.path().join("ring");
-    let cc = Command::new("mpicc.mpich").arg(&src).arg("-o").arg(&exe).output().unwrap();
-    assert!(cc.status.success(), "{}", String::from_utf8_lossy(&cc.stderr));
+    mpich_compile(&src, &exe);
     for n in [2usize, 4] {
         let r = mpirun_env(&["-n", &n.to_string(), exe.to_str().unwrap()], &[("MPIRUN_NO_LIBPATH", "1")]);
         r.assert_ok();
@@ -570,6 +579,45 @@ int main(int argc, char **argv) {
             (0..n).map(|i| format!("rank {i} of {n} got {} sum {sum}", 100 + (i + n - 1) % n)).collect();
         assert_eq!(lines, want, "{r:#?}");
     }
+}
+
+fn mpich_compile(src: &Path, exe: &Path) {
+    let cc = Command::new("mpicc.mpich").arg(src).arg("-o").arg(exe).output().unwrap();
+    assert!(cc.status.success(), "{}", String::from_utf8_lossy(&cc.stderr));
+}
+
+#[test]
+fn mpich_binaries_load_our_library_through_the_alias() {
+    if Command::new("mpicc.mpich").arg("-show").output().is_err() {
+        eprintln!("note: mpicc.mpich not installed; libmpich.so.12 alias test skipped");
+        return;
+    }
+    assert!(real_library_built(), "mpi-core could not be built");
+    let tmp = TempDir::new("alias");
+    let src = tmp.path().join("which.c");
+    std::fs::write(
+        &src,
+        r#"#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <mpi.h>
+#include <stdio.h>
+int main(void) {
+    Dl_info info;
+    if (!dladdr((void *)MPI_Get_version, &info)) return 1;
+    printf("%s\n", info.dli_fname);
+    return 0;
+}
+"#,
+    )
+    .unwrap();
+    let exe = tmp.path().join("which");
+    mpich_compile(&src, &exe);
+    let r = mpirun(&["-n", "1", exe.to_str().unwrap()]);
+    r.assert_ok();
+    assert_eq!(r.stdout.trim(), exe_dir().join("libmpich.so.12").display().to_string());
+    let r = mpirun_env(&["-n", "1", exe.to_str().unwrap()], &[("MPIRUN_NO_LIBPATH", "1"), ("LD_LIBRARY_PATH", "")]);
+    r.assert_ok();
+    assert!(!r.stdout.contains(&exe_dir().display().to_string()), "{r:#?}");
 }
 
 // ---------------------------------------------------------- mpicc / mpicxx
