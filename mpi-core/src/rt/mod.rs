@@ -126,7 +126,7 @@ struct Backoff {
 
 impl Backoff {
     fn new(oversubscribed: bool) -> Self {
-        let (spin_limit, yield_us) = if oversubscribed { (16, 50) } else { (4000, 2000) };
+        let (spin_limit, yield_us) = if oversubscribed { (16, env_u64("MPICORE_YIELD_US", 50)) } else { (4000, env_u64("MPICORE_YIELD_US", 2000)) };
         Backoff { iter: 0, spin_limit, yield_window: Duration::from_micros(yield_us), since: None }
     }
     fn reset(&mut self) {
@@ -305,4 +305,8 @@ pub fn wtime() -> f64 {
     // SAFETY: clock_gettime into a valid timespec.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }

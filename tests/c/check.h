@@ -1,0 +1,39 @@
+/* Shared helpers of the C test programs: CHECK prints what failed where and
+ * exits non-zero, so the harness sees the failure and the message. */
+#ifndef TEST_CHECK_H
+#define TEST_CHECK_H
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int test_rank(void) {
+    int r = -1, init = 0;
+    MPI_Initialized(&init);
+    if (init) MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    return r;
+}
+
+#define CHECK(cond, ...)                                                        \
+    do {                                                                        \
+        if (!(cond)) {                                                          \
+            fprintf(stderr, "CHECK FAILED rank %d %s:%d: %s: ", test_rank(),   \
+                    __FILE__, __LINE__, #cond);                                 \
+            fprintf(stderr, __VA_ARGS__);                                       \
+            fprintf(stderr, "\n");                                              \
+            exit(3);                                                            \
+        }                                                                       \
+    } while (0)
+
+#define CHECK_RC(call)                                                          \
+    do {                                                                        \
+        int rc_ = (call);                                                       \
+        CHECK(rc_ == MPI_SUCCESS, "%s returned %d", #call, rc_);                \
+    } while (0)
+
+static int error_class(int rc) {
+    int c = -1;
+    MPI_Error_class(rc, &c);
+    return c;
+}
+#endif

@@ -1,0 +1,196 @@
+//! Harness of the end-to-end tests: builds the library and tools once,
+//! compiles C test programs from `tests/c/` with the project's `mpicc` (or
+//! MPICH's), and runs them as real processes under a launcher, each under a
+//! timeout so a hang fails fast.
+
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// The workspace root.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+fn profile() -> &'static str {
+    if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    }
+}
+
+/// `target/<profile>` of this build, where the library and tools are.
+pub fn bin_dir() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root().join("target"));
+    target.join(profile())
+}
+
+/// Builds `mpi-core` and the launcher (same profile as the tests), once.
+pub fn ensure_built() {
+    static BUILT: OnceLock<()> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+        cmd.current_dir(root()).args(["build", "-q", "-p", "mpi-core", "-p", "mpi-launcher"]);
+        if profile() == "release" {
+            cmd.arg("--release");
+        }
+        let st = cmd.status().expect("run cargo build");
+        assert!(st.success(), "cargo build of mpi-core/mpi-launcher failed");
+    });
+}
+
+/// Which compiler builds a test program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compiler {
+    /// The project's `mpicc`.
+    Ours,
+    /// Debian's `mpicc.mpich` (binaries then need `libmpich.so.12`).
+    Mpich,
+}
+
+/// Compiles `tests/c/<name>.c`; returns the executable.
+pub fn compile(name: &str, with: Compiler) -> PathBuf {
+    ensure_built();
+    let out_dir = bin_dir().join("ctests");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let suffix = match with {
+        Compiler::Ours => "",
+        Compiler::Mpich => ".mpich",
+    };
+    let exe = out_dir.join(format!("{name}{suffix}"));
+    let src = root().join("tests/c").join(format!("{name}.c"));
+    let cc = match with {
+        Compiler::Ours => bin_dir().join("mpicc"),
+        Compiler::Mpich => PathBuf::from("mpicc.mpich"),
+    };
+    let out = Command::new(&cc)
+        .args(["-O1", "-g", "-Wall", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .arg("-I")
+        .arg(root().join("tests/c"))
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", cc.display()));
+    assert!(
+        out.status.success(),
+        "compiling {} failed:\n{}",
+        src.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+/// Result of one job.
+#[derive(Debug)]
+pub struct Run {
+    /// Exit code (128 + signal if killed by one), or None on timeout.
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: Duration,
+}
+
+impl Run {
+    pub fn assert_ok(&self, expect: &str) -> &Self {
+        assert_eq!(self.code, Some(0), "job failed: {self}");
+        assert!(self.stdout.contains(expect), "expected `{expect}` in the output: {self}");
+        self
+    }
+}
+
+impl std::fmt::Display for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "exit {:?} after {:.1}s\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.code,
+            self.elapsed.as_secs_f64(),
+            self.stdout,
+            self.stderr
+        )
+    }
+}
+
+/// Which launcher starts a job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Launcher {
+    /// The project's `mpirun`.
+    Ours,
+    /// Debian's `mpiexec.mpich` (hydra), with our library on the library path.
+    Hydra,
+}
+
+/// Runs `exe` on `n` ranks with `launcher`, killing it after `timeout`.
+pub fn run(launcher: Launcher, n: usize, exe: &Path, args: &[&str], env: &[(&str, &str)], timeout: Duration) -> Run {
+    ensure_built();
+    let mut cmd = match launcher {
+        Launcher::Ours => {
+            let mut c = Command::new(bin_dir().join("mpirun"));
+            c.arg("-n").arg(n.to_string());
+            c
+        }
+        Launcher::Hydra => {
+            let mut c = Command::new("mpiexec.mpich");
+            let lib = bin_dir();
+            let path = match std::env::var("LD_LIBRARY_PATH") {
+                Ok(p) if !p.is_empty() => format!("{}:{p}", lib.display()),
+                _ => lib.display().to_string(),
+            };
+            c.arg("-n").arg(n.to_string()).arg("-genv").arg("LD_LIBRARY_PATH").arg(path);
+            c
+        }
+    };
+    cmd.arg(exe).args(args);
+    cmd.env("MPIEXEC_TIMEOUT", (timeout.as_secs() + 5).to_string());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    // Own process group, so a timeout can take down the launcher and ranks.
+    cmd.process_group(0);
+    let start = Instant::now();
+    let mut child = cmd.spawn().expect("start launcher");
+    let pid = child.id() as i32;
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let t_out = std::thread::spawn(move || {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut out, &mut s).ok();
+        s
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut err, &mut s).ok();
+        s
+    });
+    let code = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break Some(st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0)));
+        }
+        if start.elapsed() > timeout {
+            // SAFETY: signalling the process group we created.
+            unsafe { libc::kill(-pid, libc::SIGTERM) };
+            std::thread::sleep(Duration::from_secs(1));
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Run { code, stdout: t_out.join().unwrap(), stderr: t_err.join().unwrap(), elapsed: start.elapsed() }
+}
+
+/// Shared-memory files in /dev/shm that this library created.
+pub fn shm_leftovers() -> Vec<String> {
+    std::fs::read_dir("/dev/shm")
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("mpicore-"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
