@@ -64,6 +64,9 @@ impl Dtype {
     /// `src` must address `count` elements of this type.
     pub unsafe fn pack(&self, src: *const u8, count: usize, dst: &mut [u8]) {
         debug_assert_eq!(dst.len(), self.packed_size(count));
+        if dst.is_empty() {
+            return;
+        }
         if self.contig {
             std::ptr::copy_nonoverlapping(src, dst.as_mut_ptr(), dst.len());
             return;
@@ -84,6 +87,9 @@ impl Dtype {
     /// # Safety
     /// `dst` must address enough elements of this type for `src`.
     pub unsafe fn unpack(&self, src: &[u8], dst: *mut u8) {
+        if src.is_empty() {
+            return;
+        }
         if self.contig {
             std::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len());
             return;

@@ -471,9 +471,10 @@ impl Engine {
                         match tmp {
                             Some(t) => t[off..off + keep].copy_from_slice(&payload[..keep]),
                             // SAFETY: the buffer holds `cap` contiguous bytes.
-                            None => unsafe {
+                            None if keep > 0 => unsafe {
                                 std::ptr::copy_nonoverlapping(payload.as_ptr(), op.buf.add(off), keep)
                             },
+                            None => {}
                         }
                         *got += payload.len();
                         if *got >= *total {
@@ -565,9 +566,11 @@ impl Engine {
                 let contig = op.dt.contig;
                 let read_ok = if u.from == self.me {
                     // SAFETY: our own send buffer, alive until FIN completes the send.
-                    unsafe {
-                        let src = std::slice::from_raw_parts(addr as *const u8, n);
-                        op.dt.unpack(src, op.buf);
+                    if n > 0 {
+                        unsafe {
+                            let src = std::slice::from_raw_parts(addr as *const u8, n);
+                            op.dt.unpack(src, op.buf);
+                        }
                     }
                     true
                 } else if self.cma != Cma::Refused {
@@ -640,7 +643,7 @@ impl Engine {
             }
             if dt.contig {
                 // SAFETY: buf holds `count` contiguous elements.
-                let data = unsafe { std::slice::from_raw_parts(buf, bytes) };
+                let data = if bytes == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(buf, bytes) } };
                 self.post(reqs, dest_world, hdr, data, id);
             } else {
                 let mut tmp = vec![0u8; bytes];
