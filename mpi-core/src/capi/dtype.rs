@@ -39,8 +39,11 @@ fn elements_of(bytes: u64, dt: &Dtype) -> i64 {
     }
     let whole = bytes / dt.size as u64;
     let rest = bytes % dt.size as u64;
-    let first = dt.runs.first().map_or(dt.size, |r| r.1) as u64;
-    let per = dt.runs.len().max(1) as u64;
+    let Some(first) = dt.basic.and_then(crate::rt::datatype::pair_value_size) else {
+        return MPI_UNDEFINED as i64;
+    };
+    let first = first as u64;
+    let per = 2;
     if rest == 0 {
         (whole * per) as i64
     } else if rest == first {

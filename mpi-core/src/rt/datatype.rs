@@ -123,6 +123,11 @@ fn pair_layout(dt: MPI_Datatype) -> Option<(usize, usize, usize, MPI_Datatype)> 
     })
 }
 
+/// Size of the value of a predefined (value, int) pair type.
+pub fn pair_value_size(dt: MPI_Datatype) -> Option<usize> {
+    pair_layout(dt).map(|p| p.0)
+}
+
 /// Table of datatypes created by the program (derived types).
 #[derive(Default)]
 pub struct TypeTable {
