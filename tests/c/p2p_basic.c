@@ -43,6 +43,8 @@ int main(int argc, char **argv) {
         for (int v = 0; v < M; v++) CHECK_RC(MPI_Send(&v, 1, MPI_INT, 0, v % 7, MPI_COMM_WORLD));
     }
 
+    MPI_Barrier(MPI_COMM_WORLD);
+
     /* Tag selection: receive tag 2 before tag 1 from the same sender. */
     if (rank == 1 && size > 1) {
         int a = 11, b = 22;
