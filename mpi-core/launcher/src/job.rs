@@ -32,6 +32,10 @@ const KILL_GRACE: Duration = Duration::from_secs(1);
 /// the ranks may keep the pipes open).
 const DRAIN_GRACE: Duration = Duration::from_secs(1);
 
+/// How many 64 KiB reads of a rank's output pipe happen at once when the
+/// launcher wants what is in it (the rank ended, a partial line is due).
+const DRAIN_READS: usize = 16;
+
 /// Signals passed on to the ranks.
 pub const FORWARDED_SIGNALS: [i32; 6] =
     [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGUSR1, libc::SIGUSR2, libc::SIGQUIT];
@@ -263,7 +267,7 @@ pub fn run(opts: &Options) -> Result<i32> {
         by_pid: HashMap::new(),
         pgid: 0,
         pmi: PmiServer::new(JobInfo { kvsname: kvsname.clone(), appnums }, opts.verbose),
-        output: Output::new(size, opts.tag_output, Box::new(std::io::stdout()), Box::new(std::io::stderr())),
+        output: Output::new(size, opts.tag_output, Box::new(sys::FdWriter(1)), Box::new(sys::FdWriter(2))),
         signals,
         outcome: None,
         terminating_since: None,
@@ -496,10 +500,11 @@ impl Job {
         }
     }
 
-    /// Reads rank output once (or until it would block, with `drain`).
-    fn read_output(&mut self, rank: usize, stream: Stream, drain: bool) {
+    /// Reads rank output: up to `max_reads` times, stopping when the pipe
+    /// is empty (bounded, because children of a rank may write forever).
+    fn read_output(&mut self, rank: usize, stream: Stream, max_reads: usize) {
         let mut buf = vec![0u8; 64 * 1024];
-        loop {
+        for _ in 0..max_reads {
             let slot = match stream {
                 Stream::Stdout => &mut self.ranks[rank].out,
                 Stream::Stderr => &mut self.ranks[rank].err,
@@ -514,9 +519,6 @@ impl Job {
                 Ok(Some(n)) => self.output.feed(rank, stream, &buf[..n], Instant::now()),
                 Ok(None) => return,
             }
-            if !drain {
-                return;
-            }
         }
     }
 
@@ -528,8 +530,8 @@ impl Job {
             // before the verdict on its exit.
             self.read_pmi(rank);
             self.handle_pmi_events();
-            self.read_output(rank, Stream::Stdout, true);
-            self.read_output(rank, Stream::Stderr, true);
+            self.read_output(rank, Stream::Stdout, DRAIN_READS);
+            self.read_output(rank, Stream::Stderr, DRAIN_READS);
             self.output.flush_rank(rank, Stream::Stdout);
             self.output.flush_rank(rank, Stream::Stderr);
             self.ranks[rank].exit = Some(kind);
@@ -597,6 +599,11 @@ impl Job {
     }
 
     fn check_timers(&mut self, now: Instant) {
+        // The rest of a line may be waiting in the pipe while the launcher
+        // was busy (a slow reader of its own output): read before giving up.
+        for (rank, stream) in self.output.due(now) {
+            self.read_output(rank, stream, DRAIN_READS);
+        }
         self.output.flush_due(now);
         if self.deadline.is_some_and(|d| now >= d) {
             self.deadline = None;
@@ -692,7 +699,7 @@ impl Job {
                             self.read_pmi(r);
                         }
                     }
-                    Slot::Out(r, stream) => self.read_output(r, stream, false),
+                    Slot::Out(r, stream) => self.read_output(r, stream, 1),
                 }
             }
             self.handle_pmi_events();

@@ -93,15 +93,23 @@ impl Output {
         self.emit(Owner::Rank(rank), stream, &data);
     }
 
-    /// Writes the partial lines that waited long enough.
-    pub fn flush_due(&mut self, now: Instant) {
-        for rank in 0..self.partial.len() {
+    /// The streams whose partial line waited long enough.
+    pub fn due(&self, now: Instant) -> Vec<(usize, Stream)> {
+        let mut out = Vec::new();
+        for (rank, slot) in self.partial.iter().enumerate() {
             for stream in [Stream::Stdout, Stream::Stderr] {
-                let since = self.partial[rank][stream as usize].since;
-                if since.is_some_and(|t| now.duration_since(t) >= PARTIAL_DELAY) {
-                    self.flush_rank(rank, stream);
+                if slot[stream as usize].since.is_some_and(|t| now.duration_since(t) >= PARTIAL_DELAY) {
+                    out.push((rank, stream));
                 }
             }
+        }
+        out
+    }
+
+    /// Writes the partial lines that waited long enough.
+    pub fn flush_due(&mut self, now: Instant) {
+        for (rank, stream) in self.due(now) {
+            self.flush_rank(rank, stream);
         }
     }
 

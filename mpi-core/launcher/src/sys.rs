@@ -358,3 +358,33 @@ pub fn interface_addresses() -> Vec<std::net::IpAddr> {
     unsafe { libc::freeifaddrs(list) };
     out
 }
+
+/// A writer on a raw descriptor (the launcher's stdout or stderr) that
+/// writes everything even when the descriptor was left non-blocking by
+/// whoever started the launcher: on EAGAIN it waits with poll(2).
+pub struct FdWriter(pub RawFd);
+
+impl std::io::Write for FdWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        loop {
+            // SAFETY: `buf` is valid for reads of `buf.len()` bytes.
+            let n = unsafe { libc::write(self.0, buf.as_ptr().cast(), buf.len()) };
+            if n >= 0 {
+                return Ok(n as usize);
+            }
+            let err = io::Error::last_os_error();
+            match err.kind() {
+                io::ErrorKind::Interrupted => continue,
+                io::ErrorKind::WouldBlock => {
+                    let mut pfd = [libc::pollfd { fd: self.0, events: libc::POLLOUT, revents: 0 }];
+                    poll(&mut pfd, None)?;
+                }
+                _ => return Err(err),
+            }
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
