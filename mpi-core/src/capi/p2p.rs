@@ -487,7 +487,7 @@ pub unsafe fn MPI_Iprobe(source: c_int, tag: c_int, comm: MPI_Comm, flag: *mut c
             return put(flag, 1, "flag");
         }
         let mut found = st.engine.probe(ctx, source, tag);
-        if found.is_none() && st.engine.progress(&mut st.reqs) {
+        if found.is_none() && st.progress() {
             found = st.engine.probe(ctx, source, tag);
         }
         if let Some(s) = &found {
@@ -523,7 +523,7 @@ pub unsafe fn MPI_Improbe(source: c_int, tag: c_int, comm: MPI_Comm, flag: *mut 
             put(message, MPI_MESSAGE_NO_PROC, "message")?;
             return put(flag, 1, "flag");
         }
-        st.engine.progress(&mut st.reqs);
+        st.progress();
         match st.engine.mprobe(ctx, source, tag) {
             Some((m, s)) => {
                 put_status(status, &s);

@@ -135,7 +135,7 @@ pub unsafe fn MPI_Test(request: *mut MPI_Request, flag: *mut c_int, status: *mut
             return put(flag, 1, "flag");
         };
         if !st.reqs.get(i).done {
-            st.engine.progress(&mut st.reqs);
+            st.progress();
         }
         if !st.reqs.get(i).done {
             return put(flag, 0, "flag");
@@ -156,7 +156,7 @@ pub unsafe fn MPI_Request_get_status(request: MPI_Request, flag: *mut c_int, sta
             return put(flag, 1, "flag");
         };
         if !st.reqs.get(i).done {
-            st.engine.progress(&mut st.reqs);
+            st.progress();
         }
         let r = st.reqs.get(i);
         if r.done {
@@ -222,7 +222,7 @@ pub unsafe fn MPI_Testall(count: c_int, array_of_requests: *mut MPI_Request, fla
         let slots = hs.iter().map(|&h| slot(st, h)).collect::<MpiResult<Vec<_>>>()?;
         let all = |st: &mut State| slots.iter().flatten().all(|&i| st.reqs.get(i).done);
         if !all(st) {
-            st.engine.progress(&mut st.reqs);
+            st.progress();
         }
         if !all(st) {
             return put(flag, 0, "flag");
@@ -295,7 +295,7 @@ pub unsafe fn MPI_Testany(count: c_int, array_of_requests: *mut MPI_Request, ind
         }
         let any = |st: &mut State| slots.iter().flatten().any(|&i| st.reqs.get(i).done);
         if !any(st) {
-            st.engine.progress(&mut st.reqs);
+            st.progress();
         }
         if !any(st) {
             put(index, MPI_UNDEFINED, "index")?;
@@ -379,7 +379,7 @@ pub unsafe fn MPI_Testsome(incount: c_int, array_of_requests: *mut MPI_Request, 
         if slots.iter().all(Option::is_none) {
             return put(outcount, MPI_UNDEFINED, "outcount");
         }
-        st.engine.progress(&mut st.reqs);
+        st.progress();
         let (n, err, c) = some_done(st, hs, &slots, array_of_indices, array_of_statuses)?;
         put(outcount, n, "outcount")?;
         if err {

@@ -57,6 +57,17 @@ pub struct BsendBuffer {
     pub pending: Vec<(u32, usize)>,
 }
 
+impl State {
+    /// One round of progress: drain the rings, push queued records, then let
+    /// the nonblocking collectives advance their schedules. True if anything
+    /// happened.
+    pub fn progress(&mut self) -> bool {
+        let mut did = self.engine.progress(&mut self.reqs);
+        did |= crate::coll_progress(self);
+        did
+    }
+}
+
 const UNINIT: u8 = 0;
 const INITIALIZED: u8 = 1;
 const FINALIZED: u8 = 2;
@@ -102,7 +113,7 @@ pub fn wait_until(mut done: impl FnMut(&mut State) -> bool) -> MpiResult<()> {
         {
             let mut g = lock();
             let st = g.as_deref_mut().ok_or_else(|| MpiError::new(MPI_ERR_OTHER, "MPI is not running"))?;
-            let progressed = st.engine.progress(&mut st.reqs);
+            let progressed = st.progress();
             if done(st) {
                 return Ok(());
             }
@@ -157,7 +168,7 @@ impl Backoff {
         shm::sleep(ctl, 200, || {
             let mut g = lock();
             match g.as_deref_mut() {
-                Some(st) => st.engine.progress(&mut st.reqs) || done(st),
+                Some(st) => st.progress() || done(st),
                 None => true,
             }
         });
