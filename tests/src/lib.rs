@@ -67,7 +67,7 @@ pub fn compile(name: &str, with: Compiler) -> PathBuf {
         Compiler::Mpich => PathBuf::from("mpicc.mpich"),
     };
     let out = Command::new(&cc)
-        .args(["-O1", "-g", "-Wall", "-o"])
+        .args(["-O1", "-g", "-Wall", "-pthread", "-o"])
         .arg(&exe)
         .arg(&src)
         .arg("-I")

@@ -90,3 +90,8 @@ fn abort_ends_the_job_and_cleans_up() {
     let left = system_tests::shm_leftovers();
     assert!(left.is_empty(), "left in /dev/shm: {left:?}");
 }
+
+#[test]
+fn thread_multiple() {
+    each_size("threads", &[2, 3], "threads OK");
+}
