@@ -229,7 +229,8 @@ pub fn parse(args: &[String], getenv: &dyn Fn(&str) -> Option<String>) -> Result
         no_libpath: getenv("MPIRUN_NO_LIBPATH").is_some_and(|v| !v.is_empty() && v != "0"),
         verbose: false,
     };
-    if let Some(t) = getenv("MPIEXEC_TIMEOUT").filter(|t| !t.trim().is_empty()) {
+    // As with MPICH, an empty or zero MPIEXEC_TIMEOUT means no limit.
+    if let Some(t) = getenv("MPIEXEC_TIMEOUT").filter(|t| !t.trim().is_empty() && t.trim().parse::<f64>() != Ok(0.0)) {
         opts.timeout = Some(parse_timeout("MPIEXEC_TIMEOUT", &t)?);
     }
     let mut wdir: Option<PathBuf> = None;
@@ -423,6 +424,8 @@ mod tests {
         assert_eq!(o.timeout, Some(Duration::from_secs(7)));
         assert!(o.no_libpath);
         assert!(parse_env("prog", &[("MPIEXEC_TIMEOUT", "soon")]).is_err());
+        let Command::Run(o) = parse_env("prog", &[("MPIEXEC_TIMEOUT", "0")]).unwrap() else { panic!() };
+        assert_eq!(o.timeout, None);
         assert_eq!(run("-timeout 2.5 prog").timeout, Some(Duration::from_millis(2500)));
         assert!(run("--no-libpath prog").no_libpath);
     }

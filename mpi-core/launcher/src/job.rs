@@ -586,6 +586,14 @@ impl Job {
             return;
         }
         if let Some(rank) = self.pmi.stalled_barrier() {
+            if self.ranks[rank].exit.is_none() {
+                // Its socket closed, maybe because it is exiting: say so if
+                // it is gone already.
+                self.reap();
+                if self.outcome.is_some() {
+                    return;
+                }
+            }
             let how = match self.ranks[rank].exit {
                 Some(ExitKind::Code(c)) => format!("exited with code {c}"),
                 Some(ExitKind::Signal(s)) => format!("was killed by signal {s}"),
