@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The project's test command (README, second command; CI calls it through
+# .ci/run). Installs what the tests need on a fresh Debian machine, builds the
+# workspace and runs every test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v mpicc.mpich >/dev/null || need+=(mpich libmpich-dev)
+command -v mpirun.openmpi >/dev/null || need+=(openmpi-bin libopenmpi-dev)
+if [ ${#need[@]} -gt 0 ]; then
+  SUDO=$([ "$(id -u)" = 0 ] && echo "" || echo sudo)
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+cargo build --workspace --all-targets
+# The end-to-end tests start many processes on two cores: run test binaries
+# one at a time, each test under its own timeout (see tests/src/lib.rs).
+cargo test --workspace -- --test-threads=2
