@@ -2,7 +2,6 @@
 //! serves the PMI sockets, forwards output and signals, reaps the ranks,
 //! enforces the timeout and tears the job down when a rank fails.
 
-use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::io::{IsTerminal, Read, Write};
 use std::net::{IpAddr, ToSocketAddrs};
@@ -65,7 +64,6 @@ struct Rank {
 /// A running job.
 struct Job {
     ranks: Vec<Rank>,
-    by_pid: HashMap<i32, usize>,
     pgid: i32,
     pmi: PmiServer,
     output: Output,
@@ -78,6 +76,14 @@ struct Job {
     last_exit: Option<Instant>,
     stop_signals: u32,
     verbose: bool,
+    /// Number of ranks.
+    size: usize,
+    /// `MPICORE_JOB_SECRET` of this job.
+    secret: String,
+    /// The open-files limit the ranks get back (the launcher raises its own).
+    child_nofile: Option<libc::rlimit>,
+    /// The launcher's stdin is a terminal, fed to rank 0 through a pipe.
+    stdin_tty: bool,
 }
 
 /// Whether `host` names this machine: by its usual names, as a loopback
@@ -264,7 +270,6 @@ pub fn run(opts: &Options) -> Result<i32> {
 
     let mut job = Job {
         ranks: Vec::with_capacity(size),
-        by_pid: HashMap::new(),
         pgid: 0,
         pmi: PmiServer::new(JobInfo { kvsname: kvsname.clone(), appnums }, opts.verbose),
         output: Output::new(size, opts.tag_output, Box::new(sys::FdWriter(1)), Box::new(sys::FdWriter(2))),
@@ -277,15 +282,17 @@ pub fn run(opts: &Options) -> Result<i32> {
         last_exit: None,
         stop_signals: 0,
         verbose: opts.verbose,
+        size,
+        secret,
+        child_nofile: old_limit,
+        stdin_tty: std::io::stdin().is_terminal(),
     };
 
-    let stdin_tty = std::io::stdin().is_terminal();
     let mut stdin_pipe = None;
     let mut rank = 0;
     for (app, env, program) in &plans {
         for _ in 0..app.nprocs {
-            let spawn = job.spawn(rank, size, app, env, program, &secret, old_limit, stdin_tty);
-            match spawn {
+            match job.spawn(rank, app, env, program) {
                 Ok(stdin) => {
                     if stdin.is_some() {
                         stdin_pipe = stdin;
@@ -325,18 +332,14 @@ enum Slot {
 impl Job {
     /// Starts rank `rank`; returns the pipe to its stdin when the launcher
     /// must feed it.
-    #[allow(clippy::too_many_arguments)]
     fn spawn(
         &mut self,
         rank: usize,
-        size: usize,
         app: &crate::cli::App,
         env: &[(OsString, OsString)],
         program: &Path,
-        secret: &str,
-        old_limit: Option<libc::rlimit>,
-        stdin_tty: bool,
     ) -> Result<Option<std::process::ChildStdin>> {
+        let size = self.size;
         let (ours, theirs) = UnixStream::pair().map_err(|e| Error::io("cannot create the PMI socket", e))?;
         ours.set_nonblocking(true).map_err(|e| Error::io("cannot set up the PMI socket", e))?;
         let child_fd: RawFd = theirs.as_raw_fd();
@@ -348,11 +351,11 @@ impl Job {
             .env("PMI_SIZE", size.to_string())
             .env("MPI_LOCALNRANKS", size.to_string())
             .env("MPI_LOCALRANKID", rank.to_string())
-            .env("MPICORE_JOB_SECRET", secret);
+            .env("MPICORE_JOB_SECRET", &self.secret);
         if let Some(w) = &app.wdir {
             cmd.current_dir(w);
         }
-        let stdin = match (rank, stdin_tty) {
+        let stdin = match (rank, self.stdin_tty) {
             (0, true) => Stdio::piped(),
             (0, false) => Stdio::inherit(),
             _ => Stdio::null(),
@@ -361,6 +364,7 @@ impl Job {
         cmd.process_group(self.pgid);
         // SAFETY: getpid has no preconditions.
         let launcher = unsafe { libc::getpid() };
+        let old_limit = self.child_nofile;
         // SAFETY: the closure runs in the child between fork and exec and
         // only makes async-signal-safe calls (fcntl, prctl, getppid,
         // setrlimit); it allocates nothing.
@@ -396,7 +400,6 @@ impl Job {
             // drained without waiting; failure here only costs that.
             let _ = sys::set_nonblocking(fd.as_raw_fd(), true);
         }
-        self.by_pid.insert(pid, rank);
         self.ranks.push(Rank { pid, pmi: Some(ours), out, err, exit: None });
         Ok(child.stdin.take())
     }
@@ -522,10 +525,17 @@ impl Job {
         }
     }
 
-    /// Collects ended ranks and reacts to failures.
+    /// Collects ended ranks and reacts to failures. The first rank leads
+    /// the job's process group and stays a zombie until the end, so that the
+    /// group id cannot be reused by an unrelated process while the launcher
+    /// may still signal the group.
     fn reap(&mut self) {
-        while let Some((pid, kind)) = sys::reap_any() {
-            let Some(&rank) = self.by_pid.get(&pid) else { continue };
+        for rank in 0..self.ranks.len() {
+            if self.ranks[rank].exit.is_some() {
+                continue;
+            }
+            let pid = self.ranks[rank].pid;
+            let Some(kind) = sys::check_exit(pid, pid != self.pgid) else { continue };
             // What the rank said last (an abort, a final message) comes
             // before the verdict on its exit.
             self.read_pmi(rank);
@@ -720,9 +730,11 @@ impl Job {
 
     /// Cleans up after the last rank and computes the exit status.
     fn finish(&mut self, kvsname: &str) -> i32 {
-        // Whatever the ranks left behind in their process group goes too.
+        // Whatever the ranks left behind in their process group goes too;
+        // then the group leader, kept as a zombie until now, is collected.
         if self.pgid > 0 {
             sys::kill(-self.pgid, libc::SIGKILL);
+            sys::check_exit(self.pgid, true);
         }
         self.output.finish();
         remove_shm_segments(kvsname);

@@ -12,6 +12,16 @@
 //! - The PMI key `PMI_process_mapping` is `(vector,(0,1,N))`; the KVS name
 //!   (`get_my_kvsname`) is `kvs_<launcher pid>_<8 hex digits>`, and files
 //!   `/dev/shm/mpicore-<kvsname>*` are removed when the job ends.
+//! - Ranks run in one process group of their own and die with the launcher
+//!   (`PR_SET_PDEATHSIG`). stdin goes to rank 0, the others read /dev/null.
+//!
+//! # How the job ends
+//! All ranks exit 0: status 0. A rank exits with code C or is killed by
+//! signal S while others run: a message, the others get SIGTERM and, a
+//! second later, SIGKILL; status C or 128+S. `cmd=abort exitcode=N`: status
+//! N. `MPIEXEC_TIMEOUT` (or `-timeout`) expired: status 124
+//! ([`job::TIMEOUT_EXIT`]). A rank that leaves (exits, closes its PMI
+//! socket) while the others wait in a PMI barrier: status 1.
 
 pub mod cli;
 pub mod error;

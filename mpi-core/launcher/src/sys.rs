@@ -112,27 +112,35 @@ pub enum ExitKind {
     Signal(i32),
 }
 
-/// Reaps one terminated child without blocking.
-pub fn reap_any() -> Option<(i32, ExitKind)> {
+/// Whether child `pid` has ended, without blocking. With `reap` false the
+/// child stays a zombie (its pid, and the process group it leads, cannot be
+/// reused); a later call with `reap` true collects it.
+pub fn check_exit(pid: i32, reap: bool) -> Option<ExitKind> {
+    let mut flags = libc::WEXITED | libc::WNOHANG;
+    if !reap {
+        flags |= libc::WNOWAIT;
+    }
     loop {
-        let mut status: libc::c_int = 0;
-        // SAFETY: `status` is a valid out-pointer; WNOHANG never blocks.
-        let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
-        if pid > 0 {
-            let kind = if libc::WIFEXITED(status) {
-                ExitKind::Code(libc::WEXITSTATUS(status))
-            } else if libc::WIFSIGNALED(status) {
-                ExitKind::Signal(libc::WTERMSIG(status))
-            } else {
-                // Stopped/continued: not an exit, look for the next one.
+        // SAFETY: a zeroed siginfo_t is a valid out-buffer for waitid.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `info` is a valid out-pointer; WNOHANG never blocks.
+        let rc = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags) };
+        if rc != 0 {
+            if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
                 continue;
-            };
-            return Some((pid, kind));
+            }
+            return None;
         }
-        if pid < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
-            continue;
+        // SAFETY: waitid filled `info` for a child state change (or left
+        // si_pid zero when nothing changed), so these fields are valid.
+        let (child, status) = unsafe { (info.si_pid(), info.si_status()) };
+        if child == 0 {
+            return None;
         }
-        return None;
+        return Some(match info.si_code {
+            libc::CLD_EXITED => ExitKind::Code(status),
+            _ => ExitKind::Signal(status),
+        });
     }
 }
 
