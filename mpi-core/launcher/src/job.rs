@@ -525,6 +525,22 @@ impl Job {
         }
     }
 
+    /// When the reader of the launcher's stdout (or stderr) went away, as
+    /// in `mpirun ... | head`, the ranks' pipes for that stream are closed so
+    /// that their next write fails (SIGPIPE), as in a shell pipeline.
+    fn close_broken_outputs(&mut self) {
+        for stream in [Stream::Stdout, Stream::Stderr] {
+            if self.output.is_broken(stream) {
+                for r in &mut self.ranks {
+                    match stream {
+                        Stream::Stdout => r.out = None,
+                        Stream::Stderr => r.err = None,
+                    }
+                }
+            }
+        }
+    }
+
     /// Collects ended ranks and reacts to failures. The first rank leads
     /// the job's process group and stays a zombie until the end, so that the
     /// group id cannot be reused by an unrelated process while the launcher
@@ -549,6 +565,15 @@ impl Job {
             self.last_exit = Some(Instant::now());
             let text = match kind {
                 ExitKind::Code(0) => continue,
+                // The launcher's own stdout was closed (`mpirun ... | head`):
+                // that end is expected, not worth a message.
+                ExitKind::Signal(libc::SIGPIPE) if self.output.is_broken(Stream::Stdout) => {
+                    if self.outcome.is_none() {
+                        self.outcome = Some(Outcome::RankFailed(kind));
+                        self.terminate(libc::SIGTERM);
+                    }
+                    continue;
+                }
                 ExitKind::Code(c) => format!("mpirun: rank {rank} (pid {pid}) exited with code {c}"),
                 ExitKind::Signal(s) => {
                     format!("mpirun: rank {rank} (pid {pid}) killed by signal {s} ({})", sys::signal_name(s))
@@ -722,6 +747,7 @@ impl Job {
             }
             self.handle_pmi_events();
             self.write_pmi();
+            self.close_broken_outputs();
             self.check_stalled_barrier();
             self.check_timers(Instant::now());
         }

@@ -155,6 +155,11 @@ impl Output {
         }
     }
 
+    /// Whether writing to `stream` failed (its reader went away).
+    pub fn is_broken(&self, stream: Stream) -> bool {
+        self.sinks[stream as usize].broken
+    }
+
     /// Ends an unfinished line on both streams (at the end of the job).
     pub fn finish(&mut self) {
         for rank in 0..self.partial.len() {

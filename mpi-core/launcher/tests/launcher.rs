@@ -275,6 +275,30 @@ fn untagged_output_and_stdin_to_rank_0() {
     assert!(lines.contains(&"done-0") && lines.contains(&"done-1"));
 }
 
+#[test]
+fn closed_stdout_ends_the_job_like_a_pipeline() {
+    // `mpirun -n 2 yes | head -n 2`
+    let mut child = Command::new(MPIRUN)
+        .args(["-n", "2", "yes"])
+        .env("MPIEXEC_TIMEOUT", "20")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    for _ in 0..2 {
+        line.clear();
+        reader.read_line(&mut line).unwrap();
+        assert_eq!(line, "y\n");
+    }
+    drop(reader);
+    let r = wait_with_deadline(child, Duration::from_secs(10), "mpirun -n 2 yes");
+    assert_eq!(r.code, Some(128 + libc::SIGPIPE), "{r:#?}");
+    assert_eq!(r.stderr, "");
+}
+
 // ----------------------------------------------------------- job control
 
 #[test]
