@@ -119,6 +119,18 @@ fn mpirun(args: &[&str]) -> Run {
     run_prog(MPIRUN, args, &[], None)
 }
 
+/// Starts mpirun with piped output, for tests that talk to it while it runs.
+fn spawn_mpirun(args: &[&str]) -> Child {
+    Command::new(MPIRUN)
+        .args(args)
+        .env("MPIEXEC_TIMEOUT", "20")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 /// Runs mpirun, expects success and returns the output lines, sorted.
 fn sorted_lines(args: &[&str]) -> Vec<String> {
     let r = mpirun(args);
@@ -278,14 +290,7 @@ fn untagged_output_and_stdin_to_rank_0() {
 #[test]
 fn closed_stdout_ends_the_job_like_a_pipeline() {
     // `mpirun -n 2 yes | head -n 2`
-    let mut child = Command::new(MPIRUN)
-        .args(["-n", "2", "yes"])
-        .env("MPIEXEC_TIMEOUT", "20")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_mpirun(&["-n", "2", "yes"]);
     let mut reader = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
     for _ in 0..2 {
@@ -362,14 +367,7 @@ fn timeout_kills_the_job() {
 
 /// Starts mpirun and returns it once every rank printed "ready".
 fn start_ready(args: &[&str], ranks: usize) -> (Child, mpsc::Receiver<String>) {
-    let mut child = Command::new(MPIRUN)
-        .args(args)
-        .env("MPIEXEC_TIMEOUT", "20")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_mpirun(args);
     let (tx, rx) = mpsc::channel();
     let out = child.stdout.take().unwrap();
     std::thread::spawn(move || {
