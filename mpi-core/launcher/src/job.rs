@@ -443,6 +443,9 @@ impl Job {
     }
 
     fn handle_pmi_events(&mut self) {
+        for line in self.pmi.take_trace() {
+            self.output.message(&line);
+        }
         for ev in self.pmi.take_events() {
             match ev {
                 PmiEvent::Abort { rank, code, message } => {

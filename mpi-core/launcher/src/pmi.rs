@@ -77,6 +77,7 @@ pub struct PmiServer {
     exited: BTreeSet<usize>,
     events: Vec<PmiEvent>,
     trace: bool,
+    trace_lines: Vec<String>,
 }
 
 /// One parsed message: the command name and its key=value pairs.
@@ -248,6 +249,7 @@ impl PmiServer {
             exited: BTreeSet::new(),
             events: Vec::new(),
             trace,
+            trace_lines: Vec::new(),
         }
     }
 
@@ -323,10 +325,21 @@ impl PmiServer {
         std::mem::take(&mut self.events)
     }
 
-    fn send(&mut self, rank: usize, text: &str) {
+    /// Records a trace line (with tracing on); see [`PmiServer::take_trace`].
+    fn note(&mut self, line: impl FnOnce() -> String) {
         if self.trace {
-            eprintln!("[pmi] to rank {rank}: {}", text.trim_end());
+            self.trace_lines.push(line());
         }
+    }
+
+    /// The trace of the PMI traffic since the last call (empty unless the
+    /// server was created with tracing on).
+    pub fn take_trace(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.trace_lines)
+    }
+
+    fn send(&mut self, rank: usize, text: &str) {
+        self.note(|| format!("[pmi] to rank {rank}: {}", text.trim_end()));
         self.conns[rank].output.extend_from_slice(text.as_bytes());
     }
 
@@ -399,9 +412,7 @@ impl PmiServer {
             };
             match frame {
                 Frame::V1(line) => {
-                    if self.trace {
-                        eprintln!("[pmi] from rank {rank}: {line}");
-                    }
+                    self.note(|| format!("[pmi] from rank {rank}: {line}"));
                     let line = line.trim_end_matches('\r');
                     if line.trim().is_empty() {
                         continue;
@@ -412,15 +423,11 @@ impl PmiServer {
                     }
                 }
                 Frame::Mcmd(block) => {
-                    if self.trace {
-                        eprintln!("[pmi] from rank {rank}: {}", block.trim_end());
-                    }
+                    self.note(|| format!("[pmi] from rank {rank}: {}", block.trim_end()));
                     self.handle_spawn_v1(rank, &block);
                 }
                 Frame::V2(body) => {
-                    if self.trace {
-                        eprintln!("[pmi] from rank {rank}: {body}");
-                    }
+                    self.note(|| format!("[pmi] from rank {rank}: {body}"));
                     match parse_v2(&body) {
                         Some(msg) => self.handle_v2(rank, msg),
                         None => self.protocol_error(rank, format!("malformed PMI-2 message {body:?}")),
