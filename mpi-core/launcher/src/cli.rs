@@ -235,6 +235,7 @@ pub fn parse(args: &[String], getenv: &dyn Fn(&str) -> Option<String>) -> Result
     }
     let mut wdir: Option<PathBuf> = None;
     let mut seg = Segment::default();
+    let mut after_colon = false;
     let mut i = 0;
     while i < args.len() {
         let arg = &args[i];
@@ -255,9 +256,7 @@ pub fn parse(args: &[String], getenv: &dyn Fn(&str) -> Option<String>) -> Result
                 wdir: wdir.clone(),
             });
             i = end + 1;
-            if end + 1 == args.len() {
-                return Err(Error::Usage("nothing after the last ':'".into()));
-            }
+            after_colon = end < args.len();
             continue;
         }
         if arg == "--" {
@@ -338,6 +337,9 @@ pub fn parse(args: &[String], getenv: &dyn Fn(&str) -> Option<String>) -> Result
             _ => {}
         }
     }
+    if after_colon {
+        return Err(Error::Usage("no program after the last ':'".into()));
+    }
     if opts.apps.is_empty() {
         return Err(Error::Usage("no program to run (see --help)".into()));
     }
@@ -413,6 +415,7 @@ mod tests {
         assert!(o.apps[1].env.is_empty());
         assert_eq!(o.size(), 5);
         assert!(parse_env("-n 2 a :", &[]).is_err());
+        assert!(parse_env("-n 2 a : -n 1", &[]).is_err());
     }
 
     #[test]
