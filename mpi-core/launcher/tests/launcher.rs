@@ -753,4 +753,11 @@ fn mpicc_and_mpirun_with_the_real_library() {
     for alias in ["libmpi.so.12", "libmpich.so.12"] {
         assert!(exe_dir().join(alias).exists(), "{alias} missing next to libmpi.so");
     }
+    // The same program as C++.
+    let src = tmp.path().join("v.cc");
+    std::fs::write(&src, VERSION_C).unwrap();
+    let r = run_prog(MPICXX, &[src.to_str().unwrap(), "-o", exe.to_str().unwrap()], &[], None);
+    r.assert_ok();
+    let r = mpirun(&["-n", "1", exe.to_str().unwrap()]);
+    assert_eq!(r.lines(), ["MPI 4.0 header 4.0"]);
 }
