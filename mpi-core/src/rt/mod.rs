@@ -128,17 +128,25 @@ pub fn wait_until(mut done: impl FnMut(&mut State) -> bool) -> MpiResult<()> {
 }
 
 /// Spin, then yield, then sleep on the futex until a peer writes to us.
+///
+/// With no more local ranks than CPUs a waiting rank keeps its CPU (busy
+/// polling) for `MPICORE_SPIN_US` (default 2 ms) — giving it away costs a
+/// time slice when the machine is loaded. With more ranks than CPUs it polls
+/// only a few times, then yields so the rank that holds the data can run,
+/// and soon sleeps on its futex, woken by the next record written to it.
 struct Backoff {
     iter: u32,
-    spin_limit: u32,
-    yield_window: Duration,
+    spin: Duration,
+    yield_until: Duration,
     since: Option<Instant>,
 }
 
 impl Backoff {
     fn new(oversubscribed: bool) -> Self {
-        let (spin_limit, yield_us) = if oversubscribed { (16, env_u64("MPICORE_YIELD_US", 50)) } else { (4000, env_u64("MPICORE_YIELD_US", 2000)) };
-        Backoff { iter: 0, spin_limit, yield_window: Duration::from_micros(yield_us), since: None }
+        let (spin_us, yield_us) = if oversubscribed { (0, 50) } else { (2000, 5000) };
+        let spin = env_u64("MPICORE_SPIN_US", spin_us);
+        let yld = env_u64("MPICORE_YIELD_US", yield_us);
+        Backoff { iter: 0, spin: Duration::from_micros(spin), yield_until: Duration::from_micros(spin + yld), since: None }
     }
     fn reset(&mut self) {
         self.iter = 0;
@@ -146,12 +154,22 @@ impl Backoff {
     }
     fn snooze(&mut self, busy_out: bool, done: &mut impl FnMut(&mut State) -> bool) {
         self.iter += 1;
-        if self.iter < self.spin_limit {
+        if self.iter < 16 {
             std::hint::spin_loop();
             return;
         }
         let since = *self.since.get_or_insert_with(Instant::now);
-        if busy_out || since.elapsed() < self.yield_window {
+        // Look at the clock only every 64 rounds while spinning.
+        if self.iter % 64 != 0 && !self.spin.is_zero() {
+            std::hint::spin_loop();
+            return;
+        }
+        let waited = since.elapsed();
+        if waited < self.spin {
+            std::hint::spin_loop();
+            return;
+        }
+        if busy_out || waited < self.yield_until {
             // SAFETY: plain syscall.
             unsafe { libc::sched_yield() };
             return;
