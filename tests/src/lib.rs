@@ -61,6 +61,15 @@ pub fn compile(name: &str, with: Compiler) -> PathBuf {
         Compiler::Mpich => ".mpich",
     };
     let exe = out_dir.join(format!("{name}{suffix}"));
+    // Tests run in parallel and may want the same program: compile once per
+    // test process into a private name, then rename into place (atomic, and
+    // harmless for a copy that is running).
+    static DONE: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+    let mut done = DONE.lock().unwrap_or_else(|e| e.into_inner());
+    if done.contains(&exe) {
+        return exe;
+    }
+    let tmp = out_dir.join(format!(".{name}{suffix}.{}", std::process::id()));
     let src = root().join("tests/c").join(format!("{name}.c"));
     let cc = match with {
         Compiler::Ours => bin_dir().join("mpicc"),
@@ -68,7 +77,7 @@ pub fn compile(name: &str, with: Compiler) -> PathBuf {
     };
     let out = Command::new(&cc)
         .args(["-O1", "-g", "-Wall", "-pthread", "-o"])
-        .arg(&exe)
+        .arg(&tmp)
         .arg(&src)
         .arg("-I")
         .arg(root().join("tests/c"))
@@ -80,6 +89,8 @@ pub fn compile(name: &str, with: Compiler) -> PathBuf {
         src.display(),
         String::from_utf8_lossy(&out.stderr)
     );
+    std::fs::rename(&tmp, &exe).unwrap();
+    done.push(exe.clone());
     exe
 }
 
