@@ -11,6 +11,16 @@ impl PanicValue for std::os::raw::c_int {
         mpi_api::abi::MPI_ERR_INTERN
     }
 }
+impl PanicValue for i64 {
+    fn on_panic() -> Self {
+        0
+    }
+}
+impl PanicValue for *mut std::ffi::c_void {
+    fn on_panic() -> Self {
+        std::ptr::null_mut()
+    }
+}
 impl PanicValue for f64 {
     fn on_panic() -> Self {
         0.0

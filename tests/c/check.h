@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int test_rank(void) {
+__attribute__((unused)) static int test_rank(void) {
     int r = -1, init = 0;
     MPI_Initialized(&init);
     if (init) MPI_Comm_rank(MPI_COMM_WORLD, &r);
@@ -31,7 +31,7 @@ static int test_rank(void) {
         CHECK(rc_ == MPI_SUCCESS, "%s returned %d", #call, rc_);                \
     } while (0)
 
-static int error_class(int rc) {
+__attribute__((unused)) static int error_class(int rc) {
     int c = -1;
     MPI_Error_class(rc, &c);
     return c;

@@ -95,3 +95,8 @@ fn abort_ends_the_job_and_cleans_up() {
 fn thread_multiple() {
     each_size("threads", &[2, 3], "threads OK");
 }
+
+#[test]
+fn mpi4_isendrecv_and_partitioned() {
+    each_size("p2p_mpi4", &[1, 2, 3], "p2p_mpi4 OK");
+}

@@ -10,6 +10,7 @@ mod comm;
 mod dtype;
 mod env;
 mod p2p;
+mod part;
 mod req;
 
 pub use coll::*;
@@ -17,6 +18,7 @@ pub use comm::*;
 pub use dtype::*;
 pub use env::*;
 pub use p2p::*;
+pub use part::*;
 pub use req::*;
 
 use std::os::raw::c_int;

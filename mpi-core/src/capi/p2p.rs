@@ -31,7 +31,9 @@ fn check_peer(rank: c_int, size: i32, recv: bool, what: &str) -> MpiResult<()> {
 }
 
 fn check_buf(buf: *const u8, count: usize, dt: &Dtype) -> MpiResult<()> {
-    if buf.is_null() && count > 0 && dt.size > 0 && dt.basic.is_some() {
+    // A contiguous type starts at the buffer; other (derived) types may
+    // address absolute locations from MPI_BOTTOM (NULL).
+    if buf.is_null() && count > 0 && dt.size > 0 && dt.contig {
         bail!(MPI_ERR_BUFFER, "NULL buffer with count {count}");
     }
     Ok(())
@@ -715,6 +717,18 @@ pub(crate) fn start_persistent(st: &mut State, i: u32) -> MpiResult<()> {
             start_send_dt(st, buf, count, dt, dest, tag, comm, mode, Some(i))
         }
         Persist::Recv { buf, count, dt, src, tag, comm } => start_recv_dt(st, buf, count, dt, src, tag, comm, Some(i)),
+        Persist::Psend { partitions, .. } => {
+            st.reqs.get(i).kind = Kind::Partitioned { ready: vec![false; partitions] };
+            Ok(i)
+        }
+        Persist::Precv { buf, partitions, count, dt, src, tag, comm } => {
+            // The whole buffer arrives as one message once every partition
+            // was marked ready on the sender.
+            start_recv_dt(st, buf, partitions * count, dt, src, tag, comm, None).map(|inner| {
+                st.reqs.make_compound(i, vec![inner], None);
+                i
+            })
+        }
     };
     if res.is_err() {
         let r = st.reqs.get(i);
@@ -778,4 +792,98 @@ pub unsafe fn MPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) -> c
 }
 pub unsafe fn MPI_Buffer_detach_c(buffer_addr: *mut c_void, size: *mut MPI_Count) -> c_int {
     detach_common("MPI_Buffer_detach_c", buffer_addr, size)
+}
+
+// ----- nonblocking send-receive (MPI 4.0) --------------------------------------
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn isendrecv_common(
+    name: &str,
+    sendbuf: *const c_void,
+    sendcount: i64,
+    sendtype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: i64,
+    recvtype: MPI_Datatype,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    keep: Option<Vec<u8>>,
+    request: *mut MPI_Request,
+) -> c_int {
+    let r = rt::with(|st| {
+        if request.is_null() {
+            bail!(MPI_ERR_ARG, "request is a NULL pointer");
+        }
+        let send_from = keep.as_ref().map_or(sendbuf as *const u8, |k| k.as_ptr());
+        let ri = start_recv(st, recvbuf as *mut u8, recvcount, recvtype, source, recvtag, comm, None)?;
+        let si = match start_send(st, send_from, sendcount, sendtype, dest, sendtag, comm, Mode::Standard, None) {
+            Ok(si) => si,
+            Err(e) => {
+                st.engine.cancel(&mut st.reqs, ri);
+                bail!(e.class, "{}", e.msg);
+            }
+        };
+        let i = st.reqs.alloc(Request::new(Kind::Null, comm));
+        // The receive goes last: the compound request reports its status.
+        st.reqs.make_compound(i, vec![si, ri], keep);
+        *request = ReqTable::handle(i);
+        Ok(())
+    });
+    ret(comm, name, r)
+}
+
+pub unsafe fn MPI_Isendrecv(
+    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int,
+    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, source: c_int, recvtag: c_int,
+    comm: MPI_Comm, request: *mut MPI_Request,
+) -> c_int {
+    isendrecv_common("MPI_Isendrecv", sendbuf, sendcount as i64, sendtype, dest, sendtag, recvbuf, recvcount as i64, recvtype, source, recvtag, comm, None, request)
+}
+pub unsafe fn MPI_Isendrecv_c(
+    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int,
+    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, source: c_int, recvtag: c_int,
+    comm: MPI_Comm, request: *mut MPI_Request,
+) -> c_int {
+    isendrecv_common("MPI_Isendrecv_c", sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, None, request)
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn isendrecv_replace_common(
+    name: &str,
+    buf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    let packed = rt::with(|st| {
+        let dt = st.types.get(datatype)?;
+        let n = check_count(count)?;
+        let mut tmp = vec![0u8; dt.packed_size(n)];
+        if n > 0 && !buf.is_null() {
+            dt.pack(buf as *const u8, n, &mut tmp);
+        }
+        Ok(tmp)
+    });
+    match packed {
+        Ok(p) => {
+            let len = p.len() as i64;
+            isendrecv_common(name, std::ptr::null(), len, MPI_BYTE, dest, sendtag, buf, count, datatype, source, recvtag, comm, Some(p), request)
+        }
+        Err(e) => raise(comm, name, e),
+    }
+}
+
+pub unsafe fn MPI_Isendrecv_replace(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    isendrecv_replace_common("MPI_Isendrecv_replace", buf, count as i64, datatype, dest, sendtag, source, recvtag, comm, request)
+}
+pub unsafe fn MPI_Isendrecv_replace_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    isendrecv_replace_common("MPI_Isendrecv_replace_c", buf, count, datatype, dest, sendtag, source, recvtag, comm, request)
 }

@@ -63,6 +63,7 @@ impl State {
     /// happened.
     pub fn progress(&mut self) -> bool {
         let mut did = self.engine.progress(&mut self.reqs);
+        did |= self.reqs.complete_compounds();
         did |= crate::coll_progress(self);
         did
     }

@@ -38,6 +38,10 @@ pub enum Mode {
 pub enum Persist {
     Send { buf: *const u8, count: usize, dt: Arc<Dtype>, dest: i32, tag: i32, comm: MPI_Comm, mode: Mode },
     Recv { buf: *mut u8, count: usize, dt: Arc<Dtype>, src: i32, tag: i32, comm: MPI_Comm },
+    /// Partitioned send (MPI 4.0): `count` elements per partition.
+    Psend { buf: *const u8, partitions: usize, count: usize, dt: Arc<Dtype>, dest: i32, tag: i32, comm: MPI_Comm },
+    /// Partitioned receive.
+    Precv { buf: *mut u8, partitions: usize, count: usize, dt: Arc<Dtype>, src: i32, tag: i32, comm: MPI_Comm },
 }
 
 pub struct SendOp {
@@ -75,6 +79,12 @@ pub enum Kind {
     Null,
     Send(SendOp),
     Recv(RecvOp),
+    /// Done when all `parts` (internal requests) are; the status is that of
+    /// the last part (the receive of `Isendrecv`). `keep` holds data the parts
+    /// read from (the packed send side of `Isendrecv_replace`).
+    Compound { parts: Vec<u32>, keep: Option<Vec<u8>> },
+    /// A started partitioned send waiting for `MPI_Pready` of every partition.
+    Partitioned { ready: Vec<bool> },
 }
 
 pub struct Request {
@@ -132,6 +142,8 @@ struct Slot {
 pub struct ReqTable {
     slots: Vec<Slot>,
     free: Vec<u32>,
+    /// Requests of kind `Compound` not yet complete.
+    compounds: Vec<u32>,
 }
 
 /// Index bit set in message (Mprobe) handles, so they never equal requests.
@@ -195,6 +207,56 @@ impl ReqTable {
             self.release(i);
         }
     }
+    /// Makes request `i` complete when all of `parts` are.
+    pub fn make_compound(&mut self, i: u32, parts: Vec<u32>, keep: Option<Vec<u8>>) {
+        let r = self.get(i);
+        r.kind = Kind::Compound { parts, keep };
+        r.done = false;
+        self.compounds.push(i);
+        self.complete_compounds();
+    }
+
+    /// Completes compound requests whose parts are all done. True if any.
+    pub fn complete_compounds(&mut self) -> bool {
+        if self.compounds.is_empty() {
+            return false;
+        }
+        let mut did = false;
+        let mut k = 0;
+        while k < self.compounds.len() {
+            let i = self.compounds[k];
+            let parts = match &self.get(i).kind {
+                Kind::Compound { parts, .. } => parts.clone(),
+                _ => {
+                    self.compounds.swap_remove(k);
+                    continue;
+                }
+            };
+            if !parts.iter().all(|&p| self.get(p).done) {
+                k += 1;
+                continue;
+            }
+            let mut status = empty_status();
+            let mut err = MPI_SUCCESS;
+            for &p in &parts {
+                let r = self.get(p);
+                status = r.status;
+                if err == MPI_SUCCESS {
+                    err = r.err;
+                }
+                self.release(p);
+            }
+            let r = self.get(i);
+            r.status = status;
+            r.err = err;
+            r.kind = Kind::Null;
+            self.compounds.swap_remove(k);
+            self.finish(i);
+            did = true;
+        }
+        did
+    }
+
     pub fn live(&self) -> usize {
         self.slots.iter().filter(|s| s.req.is_some()).count()
     }
@@ -763,7 +825,8 @@ impl Engine {
                 let h = MsgHdr { kind: kind::CANCEL_REQ, aux: id, ..Default::default() };
                 self.post(reqs, dest, h, &[], 0);
             }
-            Kind::Null => {}
+            // Null, compound and partitioned requests are not cancellable.
+            _ => {}
         }
     }
 
