@@ -65,6 +65,8 @@ pub fn rust_type(p: &Param) -> String {
 pub fn rust_ret(p: &Procedure) -> &'static str {
     match p.ret {
         "double" => "f64",
+        "MPI_Aint" | "MPI_Offset" | "MPI_Count" => "i64",
+        "MPI_File" => "*mut ::std::ffi::c_void",
         _ => "::std::os::raw::c_int",
     }
 }
