@@ -48,6 +48,7 @@ pub struct Ctl {
 
 #[repr(C)]
 struct RingCtl {
+    /// Written by the producer (for inspection only; consumers poll stamps).
     head: AtomicU64,
     _pad0: [u8; 56],
     tail: AtomicU64,
@@ -67,10 +68,17 @@ pub mod kind {
     pub const CANCEL_ACK: u8 = 8;
 }
 
-/// Header of every ring record, followed by `payload` bytes (padded to 8).
+/// Header of every ring record, followed by `payload` bytes; records start
+/// on a cache line (64 bytes).
+///
+/// `stamp` is written last (release) and is `position + 1` of the record in
+/// the ring's byte stream: the consumer polls the stamp of the record at its
+/// tail, so a small message costs it one cache line, and a stale record of
+/// an earlier lap can never look valid.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct MsgHdr {
+    pub stamp: u64,
     pub kind: u8,
     pub flags: u8,
     pub _r: u16,
@@ -88,7 +96,9 @@ pub struct MsgHdr {
 }
 
 pub const HDR: usize = std::mem::size_of::<MsgHdr>();
-const _: () = assert!(HDR == 40);
+const _: () = assert!(HDR == 48);
+/// Alignment of records in a ring.
+const REC_ALIGN: usize = 64;
 
 /// Flags of [`MsgHdr::flags`].
 pub const FLAG_SYNC: u8 = 1;
@@ -256,7 +266,6 @@ impl Segment {
             data: unsafe { base.add(RING_CTL_BYTES) },
             size: self.ring_size,
             tail: unsafe { (*(base as *const RingCtl)).tail.load(Ordering::Relaxed) },
-            head_cache: 0,
         }
     }
 }
@@ -269,9 +278,19 @@ impl Drop for Segment {
     }
 }
 
+/// Bytes a record with `payload` bytes occupies.
 #[inline]
-fn pad8(n: usize) -> usize {
-    (n + 7) & !7
+fn rec_len(payload: usize) -> usize {
+    (HDR + payload + REC_ALIGN - 1) & !(REC_ALIGN - 1)
+}
+
+/// The stamp word at `at` in a ring's data.
+///
+/// # Safety
+/// `data + at` is 8-aligned and inside the ring.
+#[inline]
+unsafe fn stamp_at<'a>(data: *mut u8, at: usize) -> &'a AtomicU64 {
+    &*(data.add(at) as *const AtomicU64)
 }
 
 /// Writer of one ring.
@@ -297,7 +316,7 @@ impl Producer {
     #[inline]
     pub fn try_push_with(&mut self, hdr: &MsgHdr, payload: usize, fill: impl FnOnce(&mut [u8])) -> bool {
         debug_assert!(payload <= self.max_payload());
-        let rec = HDR + pad8(payload);
+        let rec = rec_len(payload);
         let pos = (self.head as usize) & (self.size - 1);
         let to_end = self.size - pos;
         let need = if to_end < rec { to_end + rec } else { rec };
@@ -311,21 +330,30 @@ impl Producer {
         }
         let mut at = pos;
         if to_end < rec {
-            // SAFETY: `pos` is in bounds and 8-aligned, so at least 8 bytes remain.
-            unsafe { *self.data.add(pos) = kind::WRAP };
+            // SAFETY: `pos` is 64-aligned inside the ring, so a whole header
+            // fits before the end; the space is free (checked above).
+            unsafe {
+                *self.data.add(pos + 8) = kind::WRAP;
+                stamp_at(self.data, pos).store(self.head + 1, Ordering::Release);
+            }
             self.head += to_end as u64;
             at = 0;
         }
         let mut h = *hdr;
         h.payload = payload as u32;
         // SAFETY: [at, at+rec) is free space of the ring (checked above) and in
-        // bounds; the consumer does not read it before the head store below.
+        // bounds; the consumer reads it only after seeing the stamp, which is
+        // stored last with release ordering.
         unsafe {
-            std::ptr::copy_nonoverlapping(&h as *const MsgHdr as *const u8, self.data.add(at), HDR);
+            std::ptr::copy_nonoverlapping(
+                (&h as *const MsgHdr as *const u8).add(8),
+                self.data.add(at + 8),
+                HDR - 8,
+            );
             fill(std::slice::from_raw_parts_mut(self.data.add(at + HDR), payload));
+            stamp_at(self.data, at).store(self.head + 1, Ordering::Release);
         }
         self.head += rec as u64;
-        ctl.head.store(self.head, Ordering::Release);
         true
     }
 
@@ -341,43 +369,37 @@ pub struct Consumer {
     data: *mut u8,
     size: usize,
     tail: u64,
-    head_cache: u64,
 }
 
 // SAFETY: a Consumer is owned by one runtime, which serializes its use.
 unsafe impl Send for Consumer {}
 
 impl Consumer {
-    /// True if a record may be waiting (cheap check).
+    /// True if a record is waiting.
     #[inline]
     pub fn has_data(&mut self) -> bool {
-        if self.head_cache != self.tail {
-            return true;
-        }
-        // SAFETY: ctl points into the live mapping.
-        self.head_cache = unsafe { &*self.ctl }.head.load(Ordering::Acquire);
-        self.head_cache != self.tail
+        let pos = (self.tail as usize) & (self.size - 1);
+        // SAFETY: pos is 64-aligned inside the ring.
+        unsafe { stamp_at(self.data, pos) }.load(Ordering::Acquire) == self.tail + 1
     }
 
     /// The next record, if any. It stays valid until [`Consumer::pop`].
     #[inline]
     pub fn peek(&mut self) -> Option<(MsgHdr, &[u8])> {
         loop {
-            if !self.has_data() {
+            let pos = (self.tail as usize) & (self.size - 1);
+            // SAFETY: pos is 64-aligned inside the ring.
+            if unsafe { stamp_at(self.data, pos) }.load(Ordering::Acquire) != self.tail + 1 {
                 return None;
             }
-            let pos = (self.tail as usize) & (self.size - 1);
-            // SAFETY: pos < size, and records never straddle the end.
-            let k = unsafe { *self.data.add(pos) };
-            if k == kind::WRAP {
-                self.tail += (self.size - pos) as u64;
-                // SAFETY: ctl points into the live mapping.
-                unsafe { &*self.ctl }.tail.store(self.tail, Ordering::Release);
-                continue;
-            }
-            // SAFETY: a full record [pos, pos+HDR+payload) was published by the
-            // producer's Release store of head, which we Acquire-loaded.
+            // SAFETY: the stamp (acquire) shows a complete record at `pos`;
+            // records never straddle the end of the ring.
             unsafe {
+                if *self.data.add(pos + 8) == kind::WRAP {
+                    self.tail += (self.size - pos) as u64;
+                    (*self.ctl).tail.store(self.tail, Ordering::Release);
+                    continue;
+                }
                 let mut h = MsgHdr::default();
                 std::ptr::copy_nonoverlapping(self.data.add(pos), &mut h as *mut MsgHdr as *mut u8, HDR);
                 let p = std::slice::from_raw_parts(self.data.add(pos + HDR), h.payload as usize);
@@ -389,7 +411,7 @@ impl Consumer {
     /// Releases the record returned by the last `peek`.
     #[inline]
     pub fn pop(&mut self, hdr: &MsgHdr) {
-        self.tail += (HDR + pad8(hdr.payload as usize)) as u64;
+        self.tail += rec_len(hdr.payload as usize) as u64;
         // SAFETY: ctl points into the live mapping.
         unsafe { &*self.ctl }.tail.store(self.tail, Ordering::Release);
     }
