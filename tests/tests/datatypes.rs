@@ -18,3 +18,13 @@ fn each_size(name: &str, sizes: &[usize], expect: &str) {
 fn constructors_queries_decoding_and_packing() {
     each_size("dt_types", &[1], "dt_types OK");
 }
+
+#[test]
+fn derived_types_in_point_to_point() {
+    each_size("dt_comm", &[1, 2, 3, 4], "dt_comm OK");
+}
+
+#[test]
+fn bad_input_returns_the_right_classes() {
+    each_size("dt_errors", &[1, 2], "dt_errors OK");
+}
