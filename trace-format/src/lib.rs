@@ -23,6 +23,7 @@ pub mod meta;
 pub mod reader;
 pub mod record;
 pub mod side;
+pub mod stream;
 pub mod table;
 
 use std::path::{Path, PathBuf};

@@ -361,3 +361,11 @@ pub fn read_parquet_meta(path: &Path) -> Result<Option<RankMeta>, Error> {
         .and_then(|k| k.value.as_deref())
         .and_then(|v| serde_json::from_str(v).ok()))
 }
+
+/// Number of rows of a Parquet file, from its footer.
+pub fn count_rows(path: &Path) -> Result<i64, Error> {
+    let pq = |e: parquet::errors::ParquetError| Error::Parquet { path: path.to_path_buf(), what: e.to_string() };
+    let file = File::open(path).map_err(|e| Error::Io { path: path.to_path_buf(), source: e })?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(pq)?;
+    Ok(builder.metadata().file_metadata().num_rows())
+}

@@ -1,1 +1,35 @@
-fn main() { eprintln!("mpitrace: not built yet"); std::process::exit(1) }
+//! `mpitrace`: record, report and view traces of MPI programs.
+//!
+//! `mpitrace record [-o DIR] -- LAUNCHER ARGS...` runs an MPI job with
+//! `libmpitrace.so` preloaded into every rank, then completes the trace.
+
+mod record;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "mpitrace", version, about = "Record and analyze traces of MPI programs")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run an MPI job under the tracer: `mpitrace record -- mpiexec -n 4 ./app`.
+    Record(record::RecordArgs),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Record(args) => record::run(args),
+    };
+    match result {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("mpitrace: {e:#}");
+            std::process::exit(2);
+        }
+    }
+}

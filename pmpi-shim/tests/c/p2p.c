@@ -25,16 +25,16 @@ int main(int argc, char **argv) {
     }
     MPITRACE_REGION_END("pingpong");
 
-    /* ANY_SOURCE gather at rank 0: every other rank sends 3 doubles, tag = rank */
+    /* ANY_SOURCE gather at rank 0: every other rank sends 3 doubles, tag 5 */
     if (rank == 0) {
         for (int i = 1; i < size; i++) {
             MPI_Status st;
             double d[3];
-            MPI_Recv(d, 3, MPI_DOUBLE, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
+            MPI_Recv(d, 3, MPI_DOUBLE, MPI_ANY_SOURCE, 5, MPI_COMM_WORLD, &st);
         }
     } else {
         double d[3] = {1, 2, 3};
-        MPI_Send(d, 3, MPI_DOUBLE, 0, rank, MPI_COMM_WORLD);
+        MPI_Send(d, 3, MPI_DOUBLE, 0, 5, MPI_COMM_WORLD);
     }
 
     /* Nonblocking ring: Irecv from left, Isend to right, Waitall */

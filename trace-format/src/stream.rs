@@ -1,0 +1,64 @@
+//! Streaming access to an events file, for analyses of large traces: one
+//! Arrow record batch at a time (row group by row group), only the columns
+//! asked for, so memory stays bounded by the batch size.
+//!
+//! Added for the analyzers (issue 7); [`crate::table::read_events`] remains
+//! the way to get whole [`crate::Event`]s.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use arrow_array::RecordBatch;
+use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::ProjectionMask;
+
+use crate::meta::{RankMeta, RANK_META_KEY};
+use crate::table::SCHEMA_VERSION_KEY;
+use crate::Error;
+
+/// The record batches of one events file.
+pub struct EventBatches {
+    reader: ParquetRecordBatchReader,
+    path: PathBuf,
+    /// Rank metadata from the footer, if present and readable.
+    pub rank_meta: Option<RankMeta>,
+    /// Schema version from the footer, if present.
+    pub schema_version: Option<u32>,
+    /// Number of rows the footer announces.
+    pub rows: i64,
+    failed: bool,
+}
+
+/// Opens `path` for streaming `columns` (names of the events schema; names
+/// absent from the file are simply not returned) in batches of `batch_size`.
+pub fn event_batches(path: &Path, columns: &[&str], batch_size: usize) -> Result<EventBatches, Error> {
+    let pq = |e: parquet::errors::ParquetError| Error::Parquet { path: path.to_path_buf(), what: e.to_string() };
+    let file = File::open(path).map_err(|e| Error::Io { path: path.to_path_buf(), source: e })?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(pq)?;
+    let kv = builder.metadata().file_metadata().key_value_metadata();
+    let get = |key: &str| kv.and_then(|kv| kv.iter().find(|k| k.key == key)).and_then(|k| k.value.clone());
+    let rank_meta = get(RANK_META_KEY).and_then(|v| serde_json::from_str(&v).ok());
+    let schema_version = get(SCHEMA_VERSION_KEY).and_then(|v| v.parse().ok());
+    let rows = builder.metadata().file_metadata().num_rows();
+    let mask = ProjectionMask::columns(builder.parquet_schema(), columns.iter().copied());
+    let reader = builder.with_projection(mask).with_batch_size(batch_size.max(1)).build().map_err(pq)?;
+    Ok(EventBatches { reader, path: path.to_path_buf(), rank_meta, schema_version, rows, failed: false })
+}
+
+impl Iterator for EventBatches {
+    type Item = Result<RecordBatch, Error>;
+
+    /// The next batch; after an error (a damaged row group) the iteration ends.
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        match self.reader.next()? {
+            Ok(b) => Some(Ok(b)),
+            Err(e) => {
+                self.failed = true;
+                Some(Err(Error::Parquet { path: self.path.clone(), what: e.to_string() }))
+            }
+        }
+    }
+}
