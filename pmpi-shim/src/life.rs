@@ -175,6 +175,9 @@ fn sync_comms(rank: c_int) -> (c_int, c_int) {
         } else {
             pmpi::MPI_Comm_split_type(abi::MPI_COMM_WORLD, abi::MPI_COMM_TYPE_SHARED, rank, abi::MPI_INFO_NULL, &mut node);
         }
+        if node == abi::MPI_COMM_NULL {
+            return (node, leaders);
+        }
         pmpi::MPI_Comm_rank(node, &mut local);
         let color = if local == 0 { 0 } else { abi::MPI_UNDEFINED };
         pmpi::MPI_Comm_split(abi::MPI_COMM_WORLD, color, rank, &mut leaders);
@@ -188,6 +191,9 @@ fn sync_comms(rank: c_int) -> (c_int, c_int) {
 fn measure_offset((node, leaders): (c_int, c_int)) -> SyncPoint {
     let now = || clock::mono_ns() as i64;
     let mut result = [0i64; 2];
+    if node == abi::MPI_COMM_NULL {
+        return SyncPoint { local_ns: now(), offset_ns: 0, rtt_ns: -1 };
+    }
     if leaders != abi::MPI_COMM_NULL {
         let (mut lr, mut ls) = (0, 0);
         // SAFETY: point-to-point exchanges of one i64 on our private
@@ -261,7 +267,9 @@ pub fn before_finalize() {
     let (mut node, mut leaders) = comms;
     // SAFETY: freeing our own communicators.
     unsafe {
-        pmpi::MPI_Comm_free(&mut node);
+        if node != abi::MPI_COMM_NULL {
+            pmpi::MPI_Comm_free(&mut node);
+        }
         if leaders != abi::MPI_COMM_NULL {
             pmpi::MPI_Comm_free(&mut leaders);
         }

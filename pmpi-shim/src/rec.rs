@@ -635,7 +635,7 @@ pub fn complete_requests(c: &mut Call, saved: &[c_int], done: &[(usize, Option<M
             rec.comm = info.comm.as_ref().map(|c| c.slot).unwrap_or(NO_COMM);
             (rec.peer, rec.tag, rec.bytes, rec.seq, rec.count, rec.datatype) =
                 (info.peer, info.tag, info.bytes, info.seq, info.count, info.datatype);
-            if info.kind == ReqKind::Recv {
+            if info.kind == ReqKind::Recv && !cancelled {
                 if let Some(st) = st {
                     let (p, t, b, s) = tr.received(info.comm.as_ref(), &st, true);
                     (rec.peer, rec.tag, rec.bytes, rec.seq) = (p, t, b, s);

@@ -1,0 +1,42 @@
+/* Requests: persistent send/receive with Start/Wait, Waitany, Waitsome,
+ * Testall polling, a cancelled receive and MPI_Sendrecv. Two ranks. */
+#include <mpi.h>
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int rank, a[4] = {0}, b[4] = {0};
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    int peer = 1 - rank;
+    MPI_Request p;
+    if (rank == 0) MPI_Send_init(a, 4, MPI_INT, peer, 11, MPI_COMM_WORLD, &p);
+    else MPI_Recv_init(b, 4, MPI_INT, peer, 11, MPI_COMM_WORLD, &p);
+    for (int i = 0; i < 3; i++) { MPI_Start(&p); MPI_Wait(&p, MPI_STATUS_IGNORE); }
+    MPI_Request_free(&p);
+
+    MPI_Request r[3];
+    MPI_Irecv(b, 1, MPI_INT, peer, 12, MPI_COMM_WORLD, &r[0]);
+    MPI_Irecv(b + 1, 2, MPI_INT, peer, 13, MPI_COMM_WORLD, &r[1]);
+    MPI_Isend(a, 1, MPI_INT, peer, 12, MPI_COMM_WORLD, &r[2]);
+    int idx;
+    MPI_Waitany(3, r, &idx, MPI_STATUS_IGNORE);
+    MPI_Send(a, 2, MPI_INT, peer, 13, MPI_COMM_WORLD);
+    int outcount, idxs[3];
+    MPI_Status sts[3];
+    do { MPI_Waitsome(3, r, &outcount, idxs, sts); } while (outcount != MPI_UNDEFINED);
+
+    MPI_Request c;
+    MPI_Irecv(b, 1, MPI_INT, peer, 99, MPI_COMM_WORLD, &c);
+    MPI_Cancel(&c);
+    MPI_Status cst;
+    MPI_Wait(&c, &cst);
+
+    MPI_Request t[2];
+    MPI_Irecv(b, 1, MPI_INT, peer, 14, MPI_COMM_WORLD, &t[0]);
+    MPI_Isend(a, 1, MPI_INT, peer, 14, MPI_COMM_WORLD, &t[1]);
+    int flag = 0;
+    while (!flag) MPI_Testall(2, t, &flag, MPI_STATUSES_IGNORE);
+
+    MPI_Sendrecv(a, 3, MPI_INT, peer, 15, b, 3, MPI_INT, MPI_ANY_SOURCE, 15, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Finalize();
+    return 0;
+}

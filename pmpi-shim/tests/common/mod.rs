@@ -1,0 +1,73 @@
+//! Helpers of the end-to-end tests: build C programs with `mpicc.mpich`,
+//! run them with `mpiexec.mpich` under the shim, with a timeout.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// target/<profile>/ (the test binary lives in target/<profile>/deps/).
+pub fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    exe.parent().unwrap().parent().unwrap().to_path_buf()
+}
+
+/// libmpitrace.so, (re)built first: cargo does not build a cdylib-only
+/// library for the integration tests of its package.
+pub fn shim() -> PathBuf {
+    static BUILT: std::sync::Once = std::sync::Once::new();
+    BUILT.call_once(|| {
+        let release = profile_dir().file_name().is_some_and(|n| n == "release");
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(["build", "-q", "-p", "pmpi-shim"]).current_dir(env!("CARGO_MANIFEST_DIR"));
+        if release {
+            cmd.arg("--release");
+        }
+        assert!(cmd.status().expect("cargo").success(), "building pmpi-shim failed");
+    });
+    let p = profile_dir().join("libmpitrace.so");
+    assert!(p.exists(), "{} not built", p.display());
+    p
+}
+
+/// A fresh scratch directory for one test.
+pub fn scratch(name: &str) -> PathBuf {
+    let d = profile_dir().join("mpitrace-tests").join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Compiles `tests/c/<src>` into `dir`.
+pub fn compile(src: &str, dir: &Path) -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = dir.join(src.trim_end_matches(".c"));
+    let st = Command::new("mpicc.mpich")
+        .env_remove("LD_LIBRARY_PATH")
+        .args(["-O1", "-g", "-Wno-stringop-overflow", "-I"])
+        .arg(manifest.join("include"))
+        .arg(manifest.join("tests/c").join(src))
+        .arg("-o")
+        .arg(&out)
+        .status()
+        .expect("mpicc.mpich");
+    assert!(st.success(), "compiling {src} failed");
+    out
+}
+
+/// Runs `exe args` on `n` ranks under the shim, tracing into `trace`.
+pub fn run(n: usize, exe: &Path, args: &[&str], trace: &Path, extra_env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new("timeout");
+    // cargo puts target/<profile> on LD_LIBRARY_PATH, where mpi-core's
+    // libmpich.so.12 lives: these tests run on Debian's MPICH.
+    cmd.env_remove("LD_LIBRARY_PATH");
+    cmd.args(["-k", "5", "120", "mpiexec.mpich", "-n", &n.to_string(), "env"])
+        .arg(format!("LD_PRELOAD={}", shim().display()))
+        .arg(format!("MPITRACE_DIR={}", trace.display()));
+    for (k, v) in extra_env {
+        cmd.arg(format!("{k}={v}"));
+    }
+    cmd.arg(exe).args(args);
+    let out = cmd.output().expect("mpiexec.mpich");
+    assert_ne!(out.status.code(), Some(124), "timed out: {}", String::from_utf8_lossy(&out.stderr));
+    out
+}
