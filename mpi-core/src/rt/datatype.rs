@@ -170,11 +170,11 @@ impl Node {
     }
 
     /// Calls `f(offset, len)` for every run, in order.
-    fn walk_all<F: FnMut(isize, usize)>(&self, base: isize, f: &mut F) {
+    fn walk_all<S: Sink>(&self, base: isize, f: &mut S) {
         match &self.kind {
             Kind::Runs(r) => {
                 for &(o, l) in r {
-                    f(base.wrapping_add(o), l);
+                    f.run(base.wrapping_add(o), l);
                 }
             }
             Kind::Rep { off, count, stride, child } => {
@@ -183,17 +183,13 @@ impl Node {
                     // The strided fast path: one run per copy.
                     Kind::Runs(r) if r.len() == 1 => {
                         let (o, l) = r[0];
-                        let mut a = b.wrapping_add(o);
-                        for _ in 0..*count {
-                            f(a, l);
-                            a = a.wrapping_add(*stride);
-                        }
+                        f.strided(b.wrapping_add(o), *stride, *count, l);
                     }
                     Kind::Runs(r) => {
                         let mut bi = b;
                         for _ in 0..*count {
                             for &(o, l) in r {
-                                f(bi.wrapping_add(o), l);
+                                f.run(bi.wrapping_add(o), l);
                             }
                             bi = bi.wrapping_add(*stride);
                         }
@@ -217,7 +213,7 @@ impl Node {
 
     /// Like [`Node::walk_all`], for the bytes `[cur.skip, cur.skip + cur.left)`
     /// of the packed form only; advances the cursor.
-    fn walk_part<F: FnMut(isize, usize)>(&self, base: isize, cur: &mut Cursor, f: &mut F) {
+    fn walk_part<S: Sink>(&self, base: isize, cur: &mut Cursor, f: &mut S) {
         if cur.left == 0 {
             return;
         }
@@ -238,7 +234,7 @@ impl Node {
                         continue;
                     }
                     let take = (l - cur.skip).min(cur.left);
-                    f(base.wrapping_add(o).wrapping_add(cur.skip as isize), take);
+                    f.run(base.wrapping_add(o).wrapping_add(cur.skip as isize), take);
                     cur.skip = 0;
                     cur.left -= take;
                     if cur.left == 0 {
@@ -268,6 +264,107 @@ impl Node {
                 }
             }
         }
+    }
+}
+
+/// Receives the runs of a walk, in order.
+trait Sink {
+    /// `len` bytes at `off`.
+    fn run(&mut self, off: isize, len: usize);
+    /// `count` runs of `len` bytes at `off + i * stride`.
+    fn strided(&mut self, off: isize, stride: isize, count: usize, len: usize) {
+        let mut a = off;
+        for _ in 0..count {
+            self.run(a, len);
+            a = a.wrapping_add(stride);
+        }
+    }
+}
+
+impl<F: FnMut(isize, usize)> Sink for F {
+    fn run(&mut self, off: isize, len: usize) {
+        self(off, len)
+    }
+}
+
+/// Packs runs from the user's buffer at `buf` into `out`.
+struct Gather {
+    buf: *const u8,
+    out: *mut u8,
+    pos: usize,
+}
+
+/// Unpacks runs from `inp` into the user's buffer at `buf`.
+struct Scatter {
+    inp: *const u8,
+    buf: *mut u8,
+    pos: usize,
+}
+
+/// The fixed-size strided copy loops: `$ty` is the element of `len` bytes.
+macro_rules! strided_loop {
+    ($src:expr, $sstep:expr, $dst:expr, $dstep:expr, $n:expr, $len:expr) => {{
+        let (mut s, mut d) = ($src, $dst);
+        match $len {
+            8 => {
+                for _ in 0..$n {
+                    (d as *mut u64).write_unaligned((s as *const u64).read_unaligned());
+                    s = s.wrapping_offset($sstep);
+                    d = d.wrapping_offset($dstep);
+                }
+            }
+            4 => {
+                for _ in 0..$n {
+                    (d as *mut u32).write_unaligned((s as *const u32).read_unaligned());
+                    s = s.wrapping_offset($sstep);
+                    d = d.wrapping_offset($dstep);
+                }
+            }
+            16 => {
+                for _ in 0..$n {
+                    (d as *mut u128).write_unaligned((s as *const u128).read_unaligned());
+                    s = s.wrapping_offset($sstep);
+                    d = d.wrapping_offset($dstep);
+                }
+            }
+            l => {
+                for _ in 0..$n {
+                    copy_run(s, d, l);
+                    s = s.wrapping_offset($sstep);
+                    d = d.wrapping_offset($dstep);
+                }
+            }
+        }
+    }};
+}
+
+impl Sink for Gather {
+    #[inline]
+    fn run(&mut self, off: isize, len: usize) {
+        // SAFETY: (pack's caller) the run lies in the user's buffer; the
+        // packed stream fits the output.
+        unsafe { copy_run(self.buf.wrapping_offset(off), self.out.add(self.pos), len) };
+        self.pos += len;
+    }
+    fn strided(&mut self, off: isize, stride: isize, count: usize, len: usize) {
+        // SAFETY: as in `run`, for `count` runs.
+        unsafe { strided_loop!(self.buf.wrapping_offset(off), stride, self.out.add(self.pos), len as isize, count, len) };
+        self.pos += count * len;
+    }
+}
+
+impl Sink for Scatter {
+    #[inline]
+    fn run(&mut self, off: isize, len: usize) {
+        // SAFETY: (unpack's caller) the run lies in the user's buffer; the
+        // walk visits no more bytes than the input holds.
+        unsafe { copy_run(self.inp.add(self.pos), self.buf.wrapping_offset(off), len) };
+        self.pos += len;
+    }
+    fn strided(&mut self, off: isize, stride: isize, count: usize, len: usize) {
+        // SAFETY: as in `run`, for `count` runs.
+        unsafe { strided_loop!(self.inp.add(self.pos), len as isize, self.buf.wrapping_offset(off), stride, count, len) };
+        self.pos += count * len;
     }
 }
 
@@ -730,17 +827,20 @@ impl Dtype {
             std::ptr::copy_nonoverlapping(src.wrapping_offset(o), dst.as_mut_ptr(), dst.len());
             return;
         }
-        let out = dst.as_mut_ptr();
-        let mut pos = 0usize;
-        let mut f = |o: isize, l: usize| {
-            // SAFETY: (caller) the run lies in the user's buffer; the packed
-            // stream has exactly `packed_size` bytes, the size of `dst`.
-            unsafe { copy_run(src.wrapping_offset(o), out.add(pos), l) };
-            pos += l;
-        };
+        let mut g = Gather { buf: src, out: dst.as_mut_ptr(), pos: 0 };
+        self.walk_elements(count, &mut g);
+    }
+
+    /// Visits every run of `count` whole elements.
+    fn walk_elements<S: Sink>(&self, count: usize, f: &mut S) {
+        if let Some((o, l)) = self.node.single_run() {
+            // One run per element: a strided copy over the elements.
+            f.strided(o, self.extent, count, l);
+            return;
+        }
         let mut base = 0isize;
         for _ in 0..count {
-            self.node.walk_all(base, &mut f);
+            self.node.walk_all(base, f);
             base = base.wrapping_add(self.extent);
         }
     }
@@ -752,13 +852,8 @@ impl Dtype {
     /// `src` must address `count` elements of this type; the range lies
     /// within `packed_size(count)`.
     pub unsafe fn pack_range(&self, src: *const u8, count: usize, skip: usize, dst: &mut [u8]) {
-        let out = dst.as_mut_ptr();
-        let mut pos = 0usize;
-        self.walk_range(count, skip, dst.len(), &mut |o, l| {
-            // SAFETY: as in `pack`, for a part of the stream.
-            unsafe { copy_run(src.wrapping_offset(o), out.add(pos), l) };
-            pos += l;
-        });
+        let mut g = Gather { buf: src, out: dst.as_mut_ptr(), pos: 0 };
+        self.walk_range(count, skip, dst.len(), &mut g);
     }
 
     /// Unpacks `src` (a whole number of elements' bytes, or fewer on a
@@ -786,20 +881,18 @@ impl Dtype {
                 return;
             }
         }
-        let inp = src.as_ptr();
-        let mut pos = 0usize;
         let count = (skip + src.len()).div_ceil(self.size);
-        self.walk_range(count, skip, src.len(), &mut |o, l| {
-            // SAFETY: (caller) the run lies in the user's buffer; pos + l
-            // stays within `src` since the walk visits `src.len()` bytes.
-            unsafe { copy_run(inp.add(pos), dst.wrapping_offset(o), l) };
-            pos += l;
-        });
+        let mut sc = Scatter { inp: src.as_ptr(), buf: dst, pos: 0 };
+        if skip == 0 && src.len() == self.packed_size(count) {
+            self.walk_elements(count, &mut sc);
+        } else {
+            self.walk_range(count, skip, src.len(), &mut sc);
+        }
     }
 
     /// Visits the runs of the bytes `[skip, skip + len)` of the packed form
     /// of `count` elements.
-    fn walk_range(&self, count: usize, skip: usize, len: usize, f: &mut impl FnMut(isize, usize)) {
+    fn walk_range<S: Sink>(&self, count: usize, skip: usize, len: usize, f: &mut S) {
         if self.size == 0 || len == 0 {
             return;
         }

@@ -1,0 +1,122 @@
+/* Derived-datatype benchmark: strided messages and packing.
+ * Ranks 0 and 1 take part; other ranks wait in a barrier.
+ * Prints one line per case: "name microseconds_per_operation".
+ *
+ *   halo_col      2-D halo exchange: Sendrecv of one column of a 1024x1026
+ *                 grid of doubles (vector of 1024 doubles, stride 1026)
+ *   strided_2MB   ping-pong of a vector of 262144 doubles with stride 2 into
+ *                 a contiguous receive (half round trip)
+ *   pack_vec      MPI_Pack of a vector of 65536 doubles, stride 4 (512 KiB)
+ *   unpack_vec    MPI_Unpack of the same
+ *   pack_sub      MPI_Pack of a 512x512 subarray of a 1024x1024 double matrix
+ *   unpack_sub    MPI_Unpack of the same
+ *   pack_small    MPI_Pack of a vector of 64 doubles, stride 8 (512 B)
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int rank;
+
+static void report(const char *name, double t, int iters) {
+    if (rank == 0) {
+        printf("%s %.3f\n", name, t / iters * 1e6);
+        fflush(stdout);
+    }
+}
+
+/* Times `iters` calls of `op` (after a warm-up) on rank 0 and 1. */
+#define TIME(name, iters, op)                                    \
+    do {                                                         \
+        MPI_Barrier(MPI_COMM_WORLD);                             \
+        double t0 = 0;                                           \
+        for (int it_ = -(iters) / 10 - 1; it_ < (iters); it_++) { \
+            if (it_ == 0) t0 = MPI_Wtime();                      \
+            if (rank < 2) { op; }                                \
+        }                                                        \
+        report(name, MPI_Wtime() - t0, iters);                   \
+    } while (0)
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    int scale = argc > 1 ? atoi(argv[1]) : 1;
+    int peer = 1 - rank;
+
+    /* Halo column exchange. */
+    enum { R = 1024, LD = 1026 };
+    double *grid = malloc(sizeof(double) * (R + 2) * LD);
+    for (long i = 0; i < (long)(R + 2) * LD; i++) grid[i] = i;
+    MPI_Datatype col;
+    MPI_Type_vector(R, 1, LD, MPI_DOUBLE, &col);
+    MPI_Type_commit(&col);
+    TIME("halo_col", 4000 / scale,
+         MPI_Sendrecv(grid + LD + LD - 2, 1, col, peer, 1, grid + LD, 1, col, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+
+    /* Large strided message into a contiguous buffer. */
+    enum { NS = 262144 };
+    double *big = malloc(sizeof(double) * 2 * NS), *flat = malloc(sizeof(double) * NS);
+    for (long i = 0; i < 2L * NS; i++) big[i] = i;
+    MPI_Datatype str2;
+    MPI_Type_vector(NS, 1, 2, MPI_DOUBLE, &str2);
+    MPI_Type_commit(&str2);
+    TIME("strided_2MB", 400 / scale, {
+        if (rank == 0) {
+            MPI_Send(big, 1, str2, 1, 2, MPI_COMM_WORLD);
+            MPI_Recv(big, 1, str2, 1, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Recv(flat, NS, MPI_DOUBLE, 0, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(flat, NS, MPI_DOUBLE, 0, 2, MPI_COMM_WORLD);
+        }
+    });
+
+    /* Pack / unpack of a vector. */
+    enum { NV = 65536 };
+    double *src = malloc(sizeof(double) * 4 * NV);
+    for (long i = 0; i < 4L * NV; i++) src[i] = i;
+    MPI_Datatype v4;
+    MPI_Type_vector(NV, 1, 4, MPI_DOUBLE, &v4);
+    MPI_Type_commit(&v4);
+    int psize;
+    MPI_Pack_size(1, v4, MPI_COMM_WORLD, &psize);
+    char *pbuf = malloc(psize);
+    int pos;
+    TIME("pack_vec", 2000 / scale, { pos = 0; MPI_Pack(src, 1, v4, pbuf, psize, &pos, MPI_COMM_WORLD); });
+    TIME("unpack_vec", 2000 / scale, { pos = 0; MPI_Unpack(pbuf, psize, &pos, src, 1, v4, MPI_COMM_WORLD); });
+
+    /* Pack / unpack of a subarray. */
+    enum { G = 1024, S = 512 };
+    double *mat = malloc(sizeof(double) * G * G);
+    for (long i = 0; i < (long)G * G; i++) mat[i] = i;
+    int sizes[] = {G, G}, subs[] = {S, S}, starts[] = {100, 200};
+    MPI_Datatype sub;
+    MPI_Type_create_subarray(2, sizes, subs, starts, MPI_ORDER_C, MPI_DOUBLE, &sub);
+    MPI_Type_commit(&sub);
+    int ssize;
+    MPI_Pack_size(1, sub, MPI_COMM_WORLD, &ssize);
+    char *sbuf = malloc(ssize);
+    TIME("pack_sub", 1000 / scale, { pos = 0; MPI_Pack(mat, 1, sub, sbuf, ssize, &pos, MPI_COMM_WORLD); });
+    TIME("unpack_sub", 1000 / scale, { pos = 0; MPI_Unpack(sbuf, ssize, &pos, mat, 1, sub, MPI_COMM_WORLD); });
+
+    /* Small strided pack: per-call overhead. */
+    MPI_Datatype v8;
+    MPI_Type_vector(64, 1, 8, MPI_DOUBLE, &v8);
+    MPI_Type_commit(&v8);
+    TIME("pack_small", 200000 / scale, { pos = 0; MPI_Pack(src, 1, v8, pbuf, psize, &pos, MPI_COMM_WORLD); });
+
+    MPI_Type_free(&col);
+    MPI_Type_free(&str2);
+    MPI_Type_free(&v4);
+    MPI_Type_free(&sub);
+    MPI_Type_free(&v8);
+    free(grid);
+    free(big);
+    free(flat);
+    free(src);
+    free(pbuf);
+    free(mat);
+    free(sbuf);
+    MPI_Finalize();
+    return 0;
+}
