@@ -28,3 +28,9 @@ fn derived_types_in_point_to_point() {
 fn bad_input_returns_the_right_classes() {
     each_size("dt_errors", &[1, 2], "dt_errors OK");
 }
+
+#[test]
+fn derived_types_without_cma_stream_and_unpack_in_pieces() {
+    let exe = compile("dt_comm", Compiler::Ours);
+    run(Launcher::Ours, 2, &exe, &[], &[("MPICORE_NO_CMA", "1")], T).assert_ok("dt_comm OK");
+}

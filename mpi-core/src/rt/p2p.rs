@@ -527,23 +527,19 @@ impl Engine {
             kind::DATA => {
                 if let Some((i, r)) = reqs.by_proto(hdr.aux) {
                     if let Kind::Recv(op) = &mut r.kind {
-                        let (got, total, tmp) = op.stream.as_mut().expect("streaming receive");
+                        let (got, total, _) = op.stream.as_mut().expect("streaming receive");
                         let off = hdr.len as usize;
                         let keep = op.cap.saturating_sub(off).min(payload.len());
-                        match tmp {
-                            Some(t) => t[off..off + keep].copy_from_slice(&payload[..keep]),
-                            // SAFETY: the buffer holds `cap` contiguous bytes.
-                            None if keep > 0 => unsafe {
-                                std::ptr::copy_nonoverlapping(payload.as_ptr(), op.buf.add(off), keep)
-                            },
-                            None => {}
+                        if keep > 0 {
+                            // Each piece goes straight to its place: a
+                            // non-contiguous type unpacks bytes [off, off +
+                            // keep) of its packed form (pipelined with the
+                            // transfer, no whole-message buffer).
+                            // SAFETY: the buffer holds `cap` bytes of the type.
+                            unsafe { op.dt.unpack_range(&payload[..keep], off, op.buf) };
                         }
                         *got += payload.len();
                         if *got >= *total {
-                            if let Some(t) = tmp.take() {
-                                // SAFETY: the buffer holds `cap` bytes of the type.
-                                unsafe { op.dt.unpack(&t, op.buf) };
-                            }
                             op.stream = None;
                             reqs.finish(i);
                         }
@@ -640,11 +636,22 @@ impl Engine {
                     let res = if contig {
                         cma_read(pid, addr, op.buf, n)
                     } else {
-                        let mut tmp = vec![0u8; n];
-                        cma_read(pid, addr, tmp.as_mut_ptr(), n).map(|()| {
-                            // SAFETY: the receive buffer holds `cap` bytes of the type.
-                            unsafe { op.dt.unpack(&tmp, op.buf) }
-                        })
+                        // Read and unpack in cache-sized pieces: each piece
+                        // is unpacked while still in cache, and the bounce
+                        // buffer stays small however large the message.
+                        const PIECE: usize = 128 << 10;
+                        let mut tmp = vec![0u8; n.min(PIECE)];
+                        let mut res = Ok(());
+                        let mut off = 0;
+                        while off < n && res.is_ok() {
+                            let len = (n - off).min(PIECE);
+                            res = cma_read(pid, addr + off as u64, tmp.as_mut_ptr(), len).map(|()| {
+                                // SAFETY: the receive buffer holds `cap` bytes of the type.
+                                unsafe { op.dt.unpack_range(&tmp[..len], off, op.buf) }
+                            });
+                            off += len;
+                        }
+                        res
                     };
                     match res {
                         Ok(()) => {
@@ -667,7 +674,7 @@ impl Engine {
                     self.ack(reqs, u.from, kind::FIN, sreq, 0);
                 } else {
                     // Streaming fallback: ask the sender to push the data.
-                    op.stream = Some((0, u.len, (!contig).then(|| vec![0u8; op.cap.max(u.len)])));
+                    op.stream = Some((0, u.len, None));
                     let h = MsgHdr { kind: kind::CTS, aux: sreq, len: rid, ..Default::default() };
                     self.post(reqs, u.from, h, &[], 0);
                 }
