@@ -1,1 +1,153 @@
-//! Placeholder; see issue 7.
+//! Analyses of mpitrace traces.
+//!
+//! [`load::load`] reads a trace directory (finished or crashed) into a
+//! compact [`model::Model`]; each analysis is a function from the model to
+//! typed, serializable results, independent of any user interface:
+//!
+//! - [`profile`]: time in and outside MPI, per call and call site, message sizes;
+//! - [`matching`]: sends paired with receives, unmatched messages, clock
+//!   violations and their correction;
+//! - [`collectives`]: collective instances across ranks and their costs;
+//! - [`waitstates`]: Late Sender, Late Receiver, Wait at N x N, Wait at
+//!   Barrier, Late Broadcast, Early Reduce;
+//! - [`matrix`]: bytes and messages between every pair of ranks;
+//! - [`critical_path`]: the critical path and who contributes to it;
+//! - [`report`]: all of the above together, as text, Markdown or JSON;
+//! - [`check`]: CI rules and baseline comparison;
+//! - [`export`]: Chrome/Perfetto trace-event JSON.
+
+pub mod check;
+pub mod collectives;
+pub mod critical_path;
+pub mod export;
+pub mod load;
+pub mod matching;
+pub mod matrix;
+pub mod model;
+pub mod profile;
+pub mod report;
+pub mod synth;
+pub mod waitstates;
+
+use std::path::PathBuf;
+
+pub use load::load;
+pub use model::Model;
+
+/// Errors of the analyzers.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Trace(#[from] trace_format::Error),
+    #[error("{0}: not a trace directory (no meta.json, events or journals)")]
+    NotATrace(PathBuf),
+    #[error("{path}: corrupt: {what}")]
+    Corrupt { path: PathBuf, what: String },
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{file}:{line}: {what}")]
+    Rules { file: String, line: usize, what: String },
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+}
+
+/// Formats nanoseconds with a unit that keeps 3 significant digits.
+pub fn fmt_ns(ns: i64) -> String {
+    let a = ns.unsigned_abs() as f64;
+    let s = if ns < 0 { "-" } else { "" };
+    if a < 1e3 {
+        format!("{s}{a:.0} ns")
+    } else if a < 1e6 {
+        format!("{s}{:.3} us", a / 1e3)
+    } else if a < 1e9 {
+        format!("{s}{:.3} ms", a / 1e6)
+    } else {
+        format!("{s}{:.3} s", a / 1e9)
+    }
+}
+
+/// Formats a byte count with a binary unit.
+pub fn fmt_bytes(b: i64) -> String {
+    let a = b as f64;
+    if b < 1024 {
+        format!("{b} B")
+    } else if a < 1024.0 * 1024.0 {
+        format!("{:.1} KiB", a / 1024.0)
+    } else if a < 1024.0 * 1024.0 * 1024.0 {
+        format!("{:.1} MiB", a / 1048576.0)
+    } else {
+        format!("{:.2} GiB", a / 1073741824.0)
+    }
+}
+
+/// Maps `f` over `items` on all cores (items are taken one at a time, so
+/// uneven ranks balance); results come back in order.
+pub fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(items.len());
+    if threads <= 1 {
+        return items.iter().map(f).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut parts: Vec<Vec<(usize, R)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut out = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(x) = items.get(i) else { break };
+                        out.push((i, f(x)));
+                    }
+                    out
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+    });
+    let mut all: Vec<(usize, R)> = parts.iter_mut().flat_map(std::mem::take).collect();
+    all.sort_by_key(|(i, _)| *i);
+    all.into_iter().map(|(_, r)| r).collect()
+}
+
+/// Summary statistics of one value over ranks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Stats {
+    pub min: f64,
+    pub mean: f64,
+    pub max: f64,
+    /// Coefficient of variation (standard deviation / mean), 0 if the mean is 0.
+    pub cv: f64,
+    /// Rank with the maximum.
+    pub max_rank: i32,
+    /// Rank with the minimum.
+    pub min_rank: i32,
+}
+
+impl Stats {
+    /// Statistics of `(rank, value)` pairs.
+    pub fn of(values: impl IntoIterator<Item = (i32, f64)>) -> Stats {
+        let mut n = 0usize;
+        let (mut sum, mut sq) = (0.0, 0.0);
+        let mut s = Stats { min: f64::INFINITY, max: f64::NEG_INFINITY, ..Default::default() };
+        for (r, v) in values {
+            n += 1;
+            sum += v;
+            sq += v * v;
+            if v < s.min {
+                s.min = v;
+                s.min_rank = r;
+            }
+            if v > s.max {
+                s.max = v;
+                s.max_rank = r;
+            }
+        }
+        if n == 0 {
+            return Stats::default();
+        }
+        s.mean = sum / n as f64;
+        let var = (sq / n as f64 - s.mean * s.mean).max(0.0);
+        s.cv = if s.mean != 0.0 { var.sqrt() / s.mean.abs() } else { 0.0 };
+        s
+    }
+}

@@ -3,6 +3,7 @@
 //! `mpitrace record [-o DIR] -- LAUNCHER ARGS...` runs an MPI job with
 //! `libmpitrace.so` preloaded into every rank, then completes the trace.
 
+mod analyze;
 mod record;
 
 use clap::{Parser, Subcommand};
@@ -18,12 +19,15 @@ struct Cli {
 enum Command {
     /// Run an MPI job under the tracer: `mpitrace record -- mpiexec -n 4 ./app`.
     Record(record::RecordArgs),
+    #[command(flatten)]
+    Analyze(analyze::Commands),
 }
 
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Record(args) => record::run(args),
+        Command::Analyze(c) => analyze::run(c),
     };
     match result {
         Ok(code) => std::process::exit(code),

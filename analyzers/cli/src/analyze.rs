@@ -1,0 +1,395 @@
+//! The analysis subcommands: `report`, `check`, `diff`, `export`.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use analyzers::check::{self, Rules};
+use analyzers::report::{self, Analyses, Report, TextOptions};
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand, ValueEnum};
+
+#[derive(Subcommand)]
+pub enum Commands {
+    /// Print the analysis of a trace: profile, wait states, collectives,
+    /// messages, communication matrix, critical path.
+    Report(ReportArgs),
+    /// Check a trace against rules (and a baseline) for CI; exits with 1 if
+    /// a rule fails.
+    Check(Box<CheckArgs>),
+    /// Compare two runs (trace directories or JSON reports).
+    Diff(DiffArgs),
+    /// Export a trace to another tool's format (Chrome/Perfetto JSON).
+    Export(ExportArgs),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Text,
+    #[value(alias = "markdown")]
+    Md,
+    Json,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Color {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Args)]
+pub struct Output {
+    /// Output format.
+    #[arg(long, short = 'f', value_enum, default_value = "text")]
+    format: Format,
+    /// Write to this file instead of standard output.
+    #[arg(long, short = 'o')]
+    output: Option<PathBuf>,
+    /// Terminal width for text (default: the terminal's, or $COLUMNS, or 100).
+    #[arg(long)]
+    width: Option<usize>,
+    /// Colours in text output.
+    #[arg(long, value_enum, default_value = "auto")]
+    color: Color,
+}
+
+#[derive(Args)]
+pub struct ReportArgs {
+    /// Trace directory.
+    dir: PathBuf,
+    #[command(flatten)]
+    out: Output,
+    /// Print load and analysis times and throughput on standard error.
+    #[arg(long)]
+    timing: bool,
+}
+
+#[derive(Args)]
+pub struct CheckArgs {
+    /// Trace directory (or a JSON report).
+    dir: PathBuf,
+    /// Rules file (`key = value` lines; see `analyzers::check`).
+    #[arg(long)]
+    rules: Option<PathBuf>,
+    /// Maximum MPI time / rank time (0.3 or 30%).
+    #[arg(long)]
+    max_mpi_fraction: Option<String>,
+    /// Maximum wait-state time / rank time.
+    #[arg(long)]
+    max_wait_fraction: Option<String>,
+    /// Maximum Late Sender time (5ms, 100us...).
+    #[arg(long)]
+    max_late_sender: Option<String>,
+    /// Maximum waiting / time in collectives.
+    #[arg(long)]
+    max_collective_wait_fraction: Option<String>,
+    /// Maximum coefficient of variation of compute time over ranks.
+    #[arg(long)]
+    max_imbalance: Option<String>,
+    /// Maximum unmatched messages.
+    #[arg(long)]
+    max_unmatched: Option<String>,
+    /// Fail if any rank did not finalize.
+    #[arg(long)]
+    require_complete: bool,
+    /// Baseline run (trace directory or JSON report) for --max-regression.
+    #[arg(long)]
+    baseline: Option<PathBuf>,
+    /// Largest allowed growth of any metric against the baseline (10%).
+    #[arg(long)]
+    max_regression: Option<String>,
+    /// Write JUnit XML here.
+    #[arg(long)]
+    junit: Option<PathBuf>,
+    #[command(flatten)]
+    out: Output,
+}
+
+#[derive(Args)]
+pub struct DiffArgs {
+    /// The earlier run (trace directory or JSON report).
+    before: PathBuf,
+    /// The later run.
+    after: PathBuf,
+    /// Flag changes larger than this (10%); exit 1 if a metric grew by more.
+    #[arg(long, default_value = "10%")]
+    threshold: String,
+    #[command(flatten)]
+    out: Output,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// Chrome/Perfetto trace-event JSON (ui.perfetto.dev, chrome://tracing).
+    #[value(alias = "perfetto")]
+    Chrome,
+}
+
+#[derive(Args)]
+pub struct ExportArgs {
+    /// Trace directory.
+    dir: PathBuf,
+    #[arg(long, short = 'f', value_enum, default_value = "chrome")]
+    format: ExportFormat,
+    /// Output file.
+    #[arg(long, short = 'o')]
+    output: PathBuf,
+}
+
+pub fn run(c: Commands) -> Result<i32> {
+    match c {
+        Commands::Report(a) => run_report(a),
+        Commands::Check(a) => run_check(*a),
+        Commands::Diff(a) => run_diff(a),
+        Commands::Export(a) => run_export(a),
+    }
+}
+
+fn progress(msg: &str) {
+    if std::io::stderr().is_terminal() {
+        eprint!("\r\x1b[2K{msg}");
+        let _ = std::io::stderr().flush();
+    }
+}
+
+fn done_progress() {
+    if std::io::stderr().is_terminal() {
+        eprint!("\r\x1b[2K");
+    }
+}
+
+/// Loads and analyzes a trace directory.
+fn analyze_dir(dir: &Path, timing: bool) -> Result<Analyses> {
+    let t0 = Instant::now();
+    let big = dir_size(dir) > 50 << 20;
+    if big {
+        progress(&format!("mpitrace: loading {} ...", dir.display()));
+    }
+    let model = analyzers::load(dir).with_context(|| format!("cannot read the trace in {}", dir.display()))?;
+    let t1 = Instant::now();
+    if big {
+        progress(&format!("mpitrace: analyzing {} rows ...", model.rows()));
+    }
+    let rows = model.rows();
+    let a = report::analyze(model);
+    let t2 = Instant::now();
+    if big {
+        done_progress();
+    }
+    if timing {
+        let (l, an) = ((t1 - t0).as_secs_f64(), (t2 - t1).as_secs_f64());
+        eprintln!(
+            "mpitrace: {rows} rows: load {l:.2} s, analyses {an:.2} s, {:.2} M rows/s overall",
+            rows as f64 / (l + an) / 1e6
+        );
+    }
+    Ok(a)
+}
+
+fn dir_size(dir: &Path) -> u64 {
+    let mut n = 0;
+    for sub in ["events", "journal"] {
+        for e in std::fs::read_dir(dir.join(sub)).into_iter().flatten().flatten() {
+            n += e.metadata().map(|m| m.len()).unwrap_or(0);
+        }
+    }
+    n
+}
+
+/// A report from a trace directory or a JSON report file.
+fn report_of(path: &Path) -> Result<Report> {
+    if path.is_file() {
+        let text = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let r: Report = serde_json::from_slice(&text).with_context(|| format!("{}: not a JSON report of mpitrace", path.display()))?;
+        if r.schema_version > report::SCHEMA_VERSION {
+            eprintln!("mpitrace: {}: report schema {} is newer than this tool's ({})", path.display(), r.schema_version, report::SCHEMA_VERSION);
+        }
+        return Ok(r);
+    }
+    let mut r = analyze_dir(path, false)?.report();
+    r.trace.dir = path.display().to_string();
+    Ok(r)
+}
+
+fn width(o: &Output) -> usize {
+    if let Some(w) = o.width {
+        return w;
+    }
+    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    // SAFETY: TIOCGWINSZ writes a winsize into the struct we pass.
+    if unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0 && ws.ws_col > 0 {
+        return ws.ws_col as usize;
+    }
+    std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()).unwrap_or(100)
+}
+
+fn emit(o: &Output, text: &str) -> Result<()> {
+    match &o.output {
+        Some(p) => std::fs::write(p, text).with_context(|| format!("cannot write {}", p.display())),
+        None => {
+            let mut out = std::io::stdout().lock();
+            // A closed pipe (`| head`) is not an error worth a message.
+            let _ = out.write_all(text.as_bytes());
+            Ok(())
+        }
+    }
+}
+
+fn text_options(o: &Output) -> TextOptions {
+    let color = match o.color {
+        Color::Always => true,
+        Color::Never => false,
+        Color::Auto => o.output.is_none() && std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+    };
+    TextOptions { width: width(o), color }
+}
+
+fn render(o: &Output, r: &Report) -> Result<String> {
+    Ok(match o.format {
+        Format::Json => serde_json::to_string_pretty(r)? + "\n",
+        Format::Md => report::render_markdown(&report::document(r)),
+        Format::Text => report::render_text(&report::document(r), text_options(o)),
+    })
+}
+
+fn run_report(a: ReportArgs) -> Result<i32> {
+    let an = analyze_dir(&a.dir, a.timing)?;
+    let mut r = an.report();
+    r.trace.dir = a.dir.display().to_string();
+    emit(&a.out, &render(&a.out, &r)?)?;
+    if a.out.format == Format::Text && a.out.output.is_none() {
+        println!(
+            "\nexplore it: mpitrace tui {0}   |   mpitrace gui {0}   |   mpitrace export {0} -o trace.json (ui.perfetto.dev)",
+            a.dir.display()
+        );
+    }
+    Ok(0)
+}
+
+fn run_check(a: CheckArgs) -> Result<i32> {
+    let mut rules = match &a.rules {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
+            Rules::parse(&text, &p.display().to_string())?
+        }
+        None => Rules::default(),
+    };
+    let flags = [
+        ("max_mpi_fraction", &a.max_mpi_fraction),
+        ("max_wait_fraction", &a.max_wait_fraction),
+        ("max_late_sender", &a.max_late_sender),
+        ("max_collective_wait_fraction", &a.max_collective_wait_fraction),
+        ("max_imbalance", &a.max_imbalance),
+        ("max_unmatched", &a.max_unmatched),
+        ("max_regression", &a.max_regression),
+    ];
+    for (k, v) in flags {
+        if let Some(v) = v {
+            rules.set(k, v).map_err(|e| anyhow::anyhow!("--{}: {e}", k.replace('_', "-")))?;
+        }
+    }
+    rules.require_complete |= a.require_complete;
+    if rules.max_regression.is_some() && a.baseline.is_none() {
+        bail!("--max-regression needs --baseline (a trace directory or a JSON report)");
+    }
+    let r = report_of(&a.dir)?;
+    let base = a.baseline.as_deref().map(report_of).transpose()?;
+    let outcomes = check::check(&r, &rules, base.as_ref());
+    if outcomes.is_empty() {
+        bail!("no rules given: pass --rules FILE or limits such as --max-mpi-fraction 30%");
+    }
+    if let Some(p) = &a.junit {
+        std::fs::write(p, check::junit(&a.dir.display().to_string(), &outcomes)).with_context(|| format!("cannot write {}", p.display()))?;
+    }
+    let failed = outcomes.iter().filter(|o| !o.passed).count();
+    let text = match a.out.format {
+        Format::Json => serde_json::to_string_pretty(&outcomes)? + "\n",
+        Format::Md => {
+            let mut s = String::from("| rule | result | detail |\n|:---|:---|:---|\n");
+            for o in &outcomes {
+                s += &format!("| {} | {} | {} |\n", o.rule, if o.passed { "pass" } else { "**FAIL**" }, o.message.replace('|', "\\|"));
+            }
+            s
+        }
+        Format::Text => {
+            let color = text_options(&a.out).color;
+            let mut s = String::new();
+            for o in &outcomes {
+                let tag = match (o.passed, color) {
+                    (true, true) => "\x1b[32mPASS\x1b[0m",
+                    (true, false) => "PASS",
+                    (false, true) => "\x1b[1;31mFAIL\x1b[0m",
+                    (false, false) => "FAIL",
+                };
+                s += &format!("{tag} {}: {}\n", o.rule, o.message);
+            }
+            s += &format!("{} of {} checks failed\n", failed, outcomes.len());
+            s
+        }
+    };
+    emit(&a.out, &text)?;
+    Ok(if failed > 0 { 1 } else { 0 })
+}
+
+fn run_diff(a: DiffArgs) -> Result<i32> {
+    let threshold = check::parse_fraction(&a.threshold).map_err(|e| anyhow::anyhow!("--threshold: {e}"))?;
+    let before = report_of(&a.before)?;
+    let after = report_of(&a.after)?;
+    let changes = check::diff(&before, &after);
+    let worse = changes.iter().filter(|c| c.relative > threshold).count();
+    let text = match a.out.format {
+        Format::Json => serde_json::to_string_pretty(&changes)? + "\n",
+        Format::Md => {
+            let mut s = String::from("| metric | before | after | change |\n|:---|---:|---:|---:|\n");
+            for c in &changes {
+                let d = c.describe();
+                let parts: Vec<&str> = d.splitn(2, ": ").collect();
+                let vals = parts.get(1).copied().unwrap_or("");
+                let (ba, rel) = vals.rsplit_once(" (").unwrap_or((vals, ""));
+                let (b, af) = ba.split_once(" -> ").unwrap_or((ba, ""));
+                let flag = if c.relative > threshold { " **worse**" } else { "" };
+                s += &format!("| {} | {} | {} | {}{} |\n", c.name, b, af, rel.trim_end_matches(')'), flag);
+            }
+            s
+        }
+        Format::Text => {
+            let color = text_options(&a.out).color;
+            let mut s = format!("{} -> {}\n", a.before.display(), a.after.display());
+            for c in &changes {
+                let line = c.describe();
+                s += &if c.relative > threshold && color {
+                    format!("\x1b[1;31m{line}  (worse)\x1b[0m\n")
+                } else if c.relative > threshold {
+                    format!("{line}  (worse)\n")
+                } else if c.relative < -threshold && color {
+                    format!("\x1b[32m{line}  (better)\x1b[0m\n")
+                } else if c.relative < -threshold {
+                    format!("{line}  (better)\n")
+                } else {
+                    format!("{line}\n")
+                };
+            }
+            s += &format!("{worse} metrics grew by more than {:.1}%\n", 100.0 * threshold);
+            s
+        }
+    };
+    emit(&a.out, &text)?;
+    Ok(if worse > 0 { 1 } else { 0 })
+}
+
+fn run_export(a: ExportArgs) -> Result<i32> {
+    let an = analyze_dir(&a.dir, false)?;
+    let ExportFormat::Chrome = a.format;
+    let file = std::fs::File::create(&a.output).with_context(|| format!("cannot create {}", a.output.display()))?;
+    let mut w = std::io::BufWriter::new(file);
+    let n = analyzers::export::write_chrome(&an.model, &an.matching, &mut w).with_context(|| format!("writing {}", a.output.display()))?;
+    w.flush().with_context(|| format!("writing {}", a.output.display()))?;
+    eprintln!(
+        "mpitrace: wrote {} calls and {} messages to {} (open it in ui.perfetto.dev or chrome://tracing)",
+        n.slices,
+        n.messages,
+        a.output.display()
+    );
+    Ok(0)
+}

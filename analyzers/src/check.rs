@@ -1,0 +1,317 @@
+//! CI checks: rules on a report, comparison with a baseline, JUnit XML.
+//!
+//! Rules come from command-line flags or a rules file of `key = value`
+//! lines (a TOML subset: `#` comments, numbers, percentages such as
+//! `"10%"`, durations such as `"5ms"`, booleans; a `[rules]` table header
+//! is accepted and ignored). Keys:
+//!
+//! | key | meaning |
+//! |---|---|
+//! | `max_mpi_fraction` | MPI time / rank time (e.g. `0.3` or `"30%"`) |
+//! | `max_wait_fraction` | all wait states / rank time |
+//! | `max_late_sender` | Late Sender time (duration) |
+//! | `max_late_sender_fraction` | Late Sender time / rank time |
+//! | `max_collective_wait_fraction` | waiting in collectives / time in collectives |
+//! | `max_imbalance` | coefficient of variation of the ranks' compute time |
+//! | `max_unmatched` | unmatched sends plus receives |
+//! | `require_complete` | every rank finalized |
+//! | `max_regression` | largest allowed relative growth of any "lower is better" metric against the baseline (e.g. `"10%"`) |
+
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+use crate::report::Report;
+use crate::waitstates::PatternKind;
+use crate::{fmt_ns, Error};
+
+/// Limits; `None` means not checked.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Rules {
+    pub max_mpi_fraction: Option<f64>,
+    pub max_wait_fraction: Option<f64>,
+    pub max_late_sender_ns: Option<i64>,
+    pub max_late_sender_fraction: Option<f64>,
+    pub max_collective_wait_fraction: Option<f64>,
+    pub max_imbalance: Option<f64>,
+    pub max_unmatched: Option<u64>,
+    pub require_complete: bool,
+    pub max_regression: Option<f64>,
+}
+
+/// Parses a fraction: `0.3`, `30%`.
+pub fn parse_fraction(s: &str) -> Result<f64, String> {
+    let s = s.trim().trim_matches('"');
+    let v = match s.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
+        None => s.parse::<f64>(),
+    };
+    v.map_err(|_| format!("`{s}` is not a fraction (0.25 or 25%)"))
+}
+
+/// Parses a duration: `5ms`, `100us`, `2s`, `300ns`, or plain nanoseconds.
+pub fn parse_duration(s: &str) -> Result<i64, String> {
+    let s = s.trim().trim_matches('"');
+    let (num, mul) = if let Some(n) = s.strip_suffix("ns") {
+        (n, 1.0)
+    } else if let Some(n) = s.strip_suffix("us") {
+        (n, 1e3)
+    } else if let Some(n) = s.strip_suffix("ms") {
+        (n, 1e6)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1e9)
+    } else {
+        (s, 1.0)
+    };
+    num.trim().parse::<f64>().map(|v| (v * mul).round() as i64).map_err(|_| format!("`{s}` is not a duration (5ms, 100us, 2s)"))
+}
+
+impl Rules {
+    /// Sets one rule by key.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        match key {
+            "max_mpi_fraction" => self.max_mpi_fraction = Some(parse_fraction(value)?),
+            "max_wait_fraction" => self.max_wait_fraction = Some(parse_fraction(value)?),
+            "max_late_sender" => self.max_late_sender_ns = Some(parse_duration(value)?),
+            "max_late_sender_fraction" => self.max_late_sender_fraction = Some(parse_fraction(value)?),
+            "max_collective_wait_fraction" => self.max_collective_wait_fraction = Some(parse_fraction(value)?),
+            "max_imbalance" => self.max_imbalance = Some(parse_fraction(value)?),
+            "max_unmatched" => {
+                self.max_unmatched = Some(value.trim().parse().map_err(|_| format!("`{value}` is not a count"))?)
+            }
+            "require_complete" => {
+                self.require_complete = match value.trim() {
+                    "true" => true,
+                    "false" => false,
+                    v => return Err(format!("`{v}` is not true or false")),
+                }
+            }
+            "max_regression" => self.max_regression = Some(parse_fraction(value)?),
+            _ => return Err(format!("unknown rule `{key}`")),
+        }
+        Ok(())
+    }
+
+    /// Parses a rules file; errors name the file and line.
+    pub fn parse(text: &str, file: &str) -> Result<Rules, Error> {
+        let mut r = Rules::default();
+        for (i, raw) in text.lines().enumerate() {
+            let line = match raw.find('#') {
+                Some(p) if !raw[..p].contains('"') => &raw[..p],
+                _ => raw,
+            }
+            .trim();
+            if line.is_empty() || line == "[rules]" {
+                continue;
+            }
+            let err = |what: String| Error::Rules { file: file.to_string(), line: i + 1, what };
+            let (k, v) = line.split_once('=').ok_or_else(|| err(format!("expected `key = value`, found `{line}`")))?;
+            r.set(k.trim(), v.trim()).map_err(err)?;
+        }
+        Ok(r)
+    }
+}
+
+/// The result of one rule.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    pub rule: String,
+    pub passed: bool,
+    pub message: String,
+}
+
+/// A metric of a report where lower is better.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Metric {
+    pub name: String,
+    pub value: f64,
+    /// "ns", "fraction", "count" or "bytes".
+    pub unit: String,
+}
+
+fn metric(name: &str, value: f64, unit: &str) -> Metric {
+    Metric { name: name.into(), value, unit: unit.into() }
+}
+
+/// The metrics compared between runs.
+pub fn metrics(r: &Report) -> Vec<Metric> {
+    let t = &r.profile.totals;
+    let mut v = vec![
+        metric("wall time", t.wall_ns as f64, "ns"),
+        metric("MPI time", t.mpi_ns as f64, "ns"),
+        metric("MPI fraction", t.mpi_fraction, "fraction"),
+        metric("compute imbalance (CV)", t.compute_cv, "fraction"),
+        metric("wait states", r.wait_states.total_ns as f64, "ns"),
+        metric("critical path", r.critical_path.length_ns as f64, "ns"),
+    ];
+    for p in &r.wait_states.patterns {
+        v.push(metric(&p.name, p.time_ns as f64, "ns"));
+    }
+    for c in &r.profile.calls {
+        v.push(metric(&format!("{} time", c.name), c.time_ns as f64, "ns"));
+    }
+    v
+}
+
+/// A metric in two runs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Change {
+    pub name: String,
+    pub unit: String,
+    pub before: f64,
+    pub after: f64,
+    /// Relative change (after / before − 1); infinite when before is 0.
+    pub relative: f64,
+}
+
+impl Change {
+    pub fn describe(&self) -> String {
+        let f = |v: f64| match self.unit.as_str() {
+            "ns" => fmt_ns(v as i64),
+            "fraction" => format!("{:.3}", v),
+            _ => format!("{v}"),
+        };
+        let rel = if self.relative.is_finite() { format!("{:+.1}%", 100.0 * self.relative) } else { "new".into() };
+        format!("{}: {} -> {} ({rel})", self.name, f(self.before), f(self.after))
+    }
+}
+
+/// Differences between two reports, largest relative growth first. Metrics
+/// below `floor` in both runs (ns metrics under 1 µs or 1% of the wall
+/// time of the baseline, fractions under 0.01) are left out as noise.
+pub fn diff(before: &Report, after: &Report) -> Vec<Change> {
+    let a = metrics(before);
+    let b = metrics(after);
+    let wall = before.profile.totals.wall_ns.max(after.profile.totals.wall_ns) as f64;
+    let mut out = Vec::new();
+    for mb in &b {
+        let va = a.iter().find(|m| m.name == mb.name).map(|m| m.value).unwrap_or(0.0);
+        let floor = if mb.unit == "ns" { (wall * 0.01).max(1000.0) } else { 0.01 };
+        if va.abs() < floor && mb.value.abs() < floor {
+            continue;
+        }
+        let relative = if va != 0.0 { mb.value / va - 1.0 } else { f64::INFINITY };
+        out.push(Change { name: mb.name.clone(), unit: mb.unit.clone(), before: va, after: mb.value, relative });
+    }
+    for ma in &a {
+        if !b.iter().any(|m| m.name == ma.name) && ma.value > 0.0 {
+            out.push(Change { name: ma.name.clone(), unit: ma.unit.clone(), before: ma.value, after: 0.0, relative: -1.0 });
+        }
+    }
+    out.sort_by(|x, y| y.relative.total_cmp(&x.relative).then(x.name.cmp(&y.name)));
+    out
+}
+
+fn limit(rule: &str, value: f64, max: f64, show: impl Fn(f64) -> String) -> Outcome {
+    let passed = value <= max;
+    Outcome { rule: rule.into(), passed, message: format!("{} {} limit {}", show(value), if passed { "within" } else { "exceeds" }, show(max)) }
+}
+
+/// Applies the rules to a report (and the baseline comparison, if given).
+pub fn check(r: &Report, rules: &Rules, baseline: Option<&Report>) -> Vec<Outcome> {
+    let t = &r.profile.totals;
+    let rank_ns = t.rank_ns.max(1) as f64;
+    let pc = |v: f64| format!("{:.1}%", 100.0 * v);
+    let mut out = Vec::new();
+    if let Some(m) = rules.max_mpi_fraction {
+        out.push(limit("max_mpi_fraction", t.mpi_fraction, m, pc));
+    }
+    if let Some(m) = rules.max_wait_fraction {
+        out.push(limit("max_wait_fraction", r.wait_states.total_ns as f64 / rank_ns, m, pc));
+    }
+    let ls = r.wait_states.time(PatternKind::LateSender);
+    if let Some(m) = rules.max_late_sender_ns {
+        out.push(limit("max_late_sender", ls as f64, m as f64, |v| fmt_ns(v as i64)));
+    }
+    if let Some(m) = rules.max_late_sender_fraction {
+        out.push(limit("max_late_sender_fraction", ls as f64 / rank_ns, m, pc));
+    }
+    if let Some(m) = rules.max_collective_wait_fraction {
+        let time: i64 = r.collectives.summaries.iter().map(|s| s.time_ns).sum();
+        let wait: i64 = r.collectives.summaries.iter().map(|s| s.wait_ns).sum();
+        out.push(limit("max_collective_wait_fraction", if time > 0 { wait as f64 / time as f64 } else { 0.0 }, m, pc));
+    }
+    if let Some(m) = rules.max_imbalance {
+        out.push(limit("max_imbalance", t.compute_cv, m, |v| format!("{v:.3}")));
+    }
+    if let Some(m) = rules.max_unmatched {
+        let u = r.messages.unmatched_sends + r.messages.unmatched_receives;
+        out.push(limit("max_unmatched", u as f64, m as f64, |v| format!("{v}")));
+    }
+    if rules.require_complete {
+        out.push(Outcome {
+            rule: "require_complete".into(),
+            passed: r.trace.complete,
+            message: if r.trace.complete {
+                "every rank finalized".into()
+            } else {
+                format!("{} ranks did not finish", r.trace.incomplete_ranks.len())
+            },
+        });
+    }
+    if let (Some(max), Some(base)) = (rules.max_regression, baseline) {
+        let changes = diff(base, r);
+        let bad: Vec<&Change> = changes.iter().filter(|c| c.relative > max && c.unit != "count").collect();
+        out.push(Outcome {
+            rule: "max_regression".into(),
+            passed: bad.is_empty(),
+            message: if bad.is_empty() {
+                format!("no metric grew by more than {:.1}% against the baseline", 100.0 * max)
+            } else {
+                format!(
+                    "grew by more than {:.1}%: {}",
+                    100.0 * max,
+                    bad.iter().take(5).map(|c| c.describe()).collect::<Vec<_>>().join("; ")
+                )
+            },
+        });
+    }
+    out
+}
+
+fn xml(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// JUnit XML of the outcomes (one test case per rule).
+pub fn junit(suite: &str, outcomes: &[Outcome]) -> String {
+    let failures = outcomes.iter().filter(|o| !o.passed).count();
+    let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(s, "<testsuites tests=\"{}\" failures=\"{failures}\">", outcomes.len());
+    let _ = writeln!(s, "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\">", xml(suite), outcomes.len());
+    for o in outcomes {
+        let _ = write!(s, "    <testcase classname=\"mpitrace.check\" name=\"{}\"", xml(&o.rule));
+        if o.passed {
+            let _ = writeln!(s, "><system-out>{}</system-out></testcase>", xml(&o.message));
+        } else {
+            let _ = writeln!(s, "><failure message=\"{}\"/></testcase>", xml(&o.message));
+        }
+    }
+    s.push_str("  </testsuite>\n</testsuites>\n");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rules_file() {
+        let r = Rules::parse("[rules]\n# CI limits\nmax_mpi_fraction = \"30%\"\nmax_late_sender = \"5ms\"\nrequire_complete = true\n", "r.toml").unwrap();
+        assert_eq!(r.max_mpi_fraction, Some(0.3));
+        assert_eq!(r.max_late_sender_ns, Some(5_000_000));
+        assert!(r.require_complete);
+        let e = Rules::parse("max_mpi_fraction = 0.3\nmax_late_sender 5\n", "r.toml").unwrap_err().to_string();
+        assert!(e.starts_with("r.toml:2: expected `key = value`"), "{e}");
+        let e = Rules::parse("\n\nmax_bogus = 1\n", "r.toml").unwrap_err().to_string();
+        assert_eq!(e, "r.toml:3: unknown rule `max_bogus`");
+        let e = Rules::parse("max_imbalance = lots\n", "r.toml").unwrap_err().to_string();
+        assert!(e.contains("r.toml:1:"), "{e}");
+    }
+
+    #[test]
+    fn junit_escapes() {
+        let x = junit("t", &[Outcome { rule: "a<b".into(), passed: false, message: "x & y".into() }]);
+        assert!(x.contains("name=\"a&lt;b\"") && x.contains("x &amp; y") && x.contains("failures=\"1\""));
+    }
+}

@@ -1,0 +1,752 @@
+//! Loading a trace into the compact [`Model`].
+//!
+//! Finished ranks are streamed from their Parquet files batch by batch,
+//! reading only the columns the analyses need, straight into the compact
+//! vectors (no per-event allocation). Ranks that left only journals (a
+//! crashed run) are read through `trace_format::read_rank_journals`. Ranks
+//! are loaded in parallel on all cores. Damaged or missing files are listed
+//! in [`Model::problems`]; everything readable is kept.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use arrow_array::types::{Int16Type, Int32Type, Int8Type};
+use arrow_array::{Array, ArrayRef, DictionaryArray, Int32Array, Int64Array, RecordBatch, StringArray, UInt64Array, UInt8Array};
+use trace_format::record::{flags, Kind};
+use trace_format::reader::Completeness;
+use trace_format::{layout, Event, Meta};
+
+use crate::model::{call_flags, classify, CallEv, Class, CollEv, CommDesc, Interner, Model, P2p, Problem, RankData, RegionEv, Site, NONE};
+use crate::Error;
+
+/// One row of the events table, as the builder sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct Row {
+    pub thread: i32,
+    pub kind: Kind,
+    /// Local name id (see [`RankBuilder::name_id`]).
+    pub name: u16,
+    pub t_start: i64,
+    pub t_end: Option<i64>,
+    pub rc: Option<i32>,
+    pub site: Option<u64>,
+    pub comm: Option<u64>,
+    pub peer: Option<i32>,
+    pub tag: Option<i32>,
+    pub bytes: Option<i64>,
+    pub seq: Option<i64>,
+    pub request: Option<i32>,
+    pub root: Option<i32>,
+    pub op: Option<i32>,
+    pub recv_bytes: Option<i64>,
+    pub flags: u8,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ReqKind {
+    Send,
+    Recv,
+    Coll,
+}
+
+/// A request handle of the rank and the operation it stands for now.
+#[derive(Clone, Copy, Debug)]
+struct Req {
+    kind: ReqKind,
+    /// Index into sends/recvs/colls, or NONE for an inactive persistent request.
+    entity: u32,
+}
+
+/// Builds the [`RankData`] of one rank from its rows in file order.
+pub struct RankBuilder {
+    data: RankData,
+    names: Interner,
+    classes: Vec<Class>,
+    site_addrs: Vec<u64>,
+    site_ids: HashMap<u64, u32>,
+    comm_ids: Vec<u64>,
+    comm_map: HashMap<u64, u32>,
+    /// Last call of each thread (completions belong to it).
+    last_call: Vec<u32>,
+    reqs: HashMap<i32, Req>,
+    unfinished: Vec<u32>,
+    t_max: i64,
+    init_site: Option<u64>,
+}
+
+/// What a rank builder produced, with its local tables.
+pub struct BuiltRank {
+    pub data: RankData,
+    names: Vec<std::sync::Arc<str>>,
+    sites: Vec<u64>,
+    comms: Vec<u64>,
+    init_site: Option<u64>,
+}
+
+fn opt_i32(v: Option<i32>) -> i32 {
+    v.unwrap_or(i32::MIN)
+}
+
+impl RankBuilder {
+    pub fn new(rank: i32, completeness: Completeness) -> RankBuilder {
+        RankBuilder {
+            data: RankData::new(rank, completeness),
+            names: Interner::default(),
+            classes: Vec::new(),
+            site_addrs: Vec::new(),
+            site_ids: HashMap::new(),
+            comm_ids: Vec::new(),
+            comm_map: HashMap::new(),
+            last_call: Vec::new(),
+            reqs: HashMap::new(),
+            unfinished: Vec::new(),
+            t_max: i64::MIN,
+            init_site: None,
+        }
+    }
+
+    /// The local id of a call or region name.
+    pub fn name_id(&mut self, name: &str) -> u16 {
+        let id = self.names.id(name);
+        if id as usize == self.classes.len() {
+            self.classes.push(classify(name));
+        }
+        id
+    }
+
+    fn site(&mut self, addr: u64) -> u32 {
+        if let Some(&i) = self.site_ids.get(&addr) {
+            return i;
+        }
+        let i = self.site_addrs.len() as u32;
+        self.site_addrs.push(addr);
+        self.site_ids.insert(addr, i);
+        i
+    }
+
+    fn comm(&mut self, id: Option<u64>) -> u32 {
+        let Some(id) = id else { return NONE };
+        if let Some(&i) = self.comm_map.get(&id) {
+            return i;
+        }
+        let i = self.comm_ids.len() as u32;
+        self.comm_ids.push(id);
+        self.comm_map.insert(id, i);
+        i
+    }
+
+    fn p2p(&mut self, r: &Row, post: u32, done: u32) -> P2p {
+        P2p {
+            comm: self.comm(r.comm),
+            peer: opt_i32(r.peer),
+            tag: opt_i32(r.tag),
+            seq: r.seq.filter(|&s| (0..NONE as i64).contains(&s)).map(|s| s as u32).unwrap_or(NONE),
+            bytes: r.bytes.unwrap_or(-1),
+            post,
+            done,
+        }
+    }
+
+    fn coll(&mut self, r: &Row, post: u32, done: u32) -> CollEv {
+        CollEv {
+            comm: self.comm(r.comm),
+            seq: r.seq.filter(|&s| (0..NONE as i64).contains(&s)).map(|s| s as u32).unwrap_or(NONE),
+            post,
+            done,
+            bytes: r.bytes.unwrap_or(-1),
+            recv_bytes: r.recv_bytes.unwrap_or(-1),
+            root: opt_i32(r.root),
+            op: opt_i32(r.op),
+        }
+    }
+
+    /// Adds one row (rows of one thread must come in the order recorded).
+    pub fn push(&mut self, r: &Row) {
+        self.data.rows += 1;
+        self.t_max = self.t_max.max(r.t_end.unwrap_or(r.t_start)).max(r.t_start);
+        match r.kind {
+            Kind::Call => self.push_call(r),
+            Kind::Completion => self.push_completion(r),
+            Kind::RegionBegin | Kind::RegionEnd => {
+                self.data.regions.push(RegionEv { t: r.t_start, name: r.name, begin: r.kind == Kind::RegionBegin })
+            }
+        }
+    }
+
+    fn push_call(&mut self, r: &Row) {
+        let idx = self.data.calls.len() as u32;
+        let site = self.site(r.site.unwrap_or(0));
+        let class = self.classes.get(r.name as usize).copied().unwrap_or(Class::Other);
+        if self.init_site.is_none() && r.site.is_some() {
+            let n = &self.names.names[r.name as usize];
+            if &**n == "MPI_Init" || &**n == "MPI_Init_thread" {
+                self.init_site = r.site;
+            }
+        }
+        let mut fl = 0;
+        if r.t_end.is_none() {
+            fl |= call_flags::UNFINISHED;
+            self.unfinished.push(idx);
+        }
+        if r.rc.is_some_and(|rc| rc != 0) {
+            fl |= call_flags::FAILED;
+        }
+        self.data.calls.push(CallEv { t_start: r.t_start, t_end: r.t_end.unwrap_or(r.t_start), name: r.name, flags: fl, site });
+        let t = r.thread.max(0) as usize;
+        if t >= self.last_call.len() {
+            self.last_call.resize(t + 1, NONE);
+        }
+        self.last_call[t] = idx;
+        let blocking_done = if r.t_end.is_some() { idx } else { NONE };
+        let register = |b: &mut RankBuilder, kind: ReqKind, entity: u32| {
+            if let Some(q) = r.request {
+                b.reqs.insert(q, Req { kind, entity });
+            }
+        };
+        match class {
+            Class::Send | Class::Sendrecv => {
+                self.start(ReqKind::Send, r, idx, blocking_done);
+            }
+            Class::Isend => {
+                let e = self.start(ReqKind::Send, r, idx, NONE);
+                register(self, ReqKind::Send, e);
+            }
+            Class::Recv => {
+                self.start(ReqKind::Recv, r, idx, blocking_done);
+            }
+            Class::Irecv => {
+                let e = self.start(ReqKind::Recv, r, idx, NONE);
+                register(self, ReqKind::Recv, e);
+            }
+            Class::SendInit => register(self, ReqKind::Send, NONE),
+            Class::RecvInit => register(self, ReqKind::Recv, NONE),
+            Class::Start => {
+                if let Some(req) = r.request.and_then(|q| self.reqs.get(&q).copied()) {
+                    let e = self.start(req.kind, r, idx, NONE);
+                    register(self, req.kind, e);
+                }
+            }
+            Class::Coll { nonblocking, .. } => {
+                if self.names.names[r.name as usize].ends_with("_init") {
+                    register(self, ReqKind::Coll, NONE);
+                } else if nonblocking {
+                    let e = self.start(ReqKind::Coll, r, idx, NONE);
+                    register(self, ReqKind::Coll, e);
+                } else {
+                    self.start(ReqKind::Coll, r, idx, blocking_done);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Records the operation a call started (a send to a real rank, a
+    /// receive not from `MPI_PROC_NULL`, a numbered collective); returns its
+    /// index, or [`NONE`] if there is nothing to record.
+    fn start(&mut self, kind: ReqKind, r: &Row, post: u32, done: u32) -> u32 {
+        match kind {
+            ReqKind::Send if r.peer.is_some_and(|p| p >= 0) => {
+                let s = self.p2p(r, post, done);
+                self.data.sends.push(s);
+                self.data.sends.len() as u32 - 1
+            }
+            ReqKind::Recv if r.peer.is_some_and(|p| p != -1) => {
+                let s = self.p2p(r, post, done);
+                self.data.recvs.push(s);
+                self.data.recvs.len() as u32 - 1
+            }
+            ReqKind::Coll if r.seq.is_some() && r.comm.is_some() => {
+                let c = self.coll(r, post, done);
+                self.data.colls.push(c);
+                self.data.colls.len() as u32 - 1
+            }
+            _ => NONE,
+        }
+    }
+
+    fn push_completion(&mut self, r: &Row) {
+        if r.flags & flags::UNKNOWN_REQUEST != 0 {
+            return;
+        }
+        let t = r.thread.max(0) as usize;
+        let done = self.last_call.get(t).copied().unwrap_or(NONE);
+        if done == NONE {
+            return;
+        }
+        let class = self.classes.get(r.name as usize).copied().unwrap_or(Class::Other);
+        let cancelled = r.flags & flags::CANCELLED != 0;
+        if class == Class::Sendrecv {
+            // The receive half of a Sendrecv, completed by the call itself.
+            if r.peer.is_some_and(|p| p >= 0) && !cancelled {
+                let s = self.p2p(r, done, done);
+                self.data.recvs.push(s);
+            }
+            return;
+        }
+        let Some(q) = r.request else { return };
+        let persistent = r.flags & flags::PERSISTENT != 0;
+        let req = if persistent { self.reqs.get(&q).copied() } else { self.reqs.remove(&q) };
+        let Some(req) = req else { return };
+        if persistent {
+            self.reqs.insert(q, Req { entity: NONE, ..req });
+        }
+        if req.entity == NONE {
+            return;
+        }
+        let e = req.entity as usize;
+        match req.kind {
+            ReqKind::Send => {
+                self.data.sends[e].done = done;
+                if cancelled {
+                    self.data.sends[e].peer = i32::MIN;
+                }
+            }
+            ReqKind::Recv => {
+                let post = self.data.recvs[e].post;
+                let mut s = self.p2p(r, post, done);
+                if cancelled || r.peer.is_none_or(|p| p < 0) {
+                    s.peer = i32::MIN;
+                }
+                self.data.recvs[e] = s;
+            }
+            ReqKind::Coll => self.data.colls[e].done = done,
+        }
+    }
+
+    /// Finishes the rank: ends unfinished calls at the last time known and
+    /// sorts the calls by start time (only needed with several threads).
+    pub fn finish(mut self) -> BuiltRank {
+        let t_max = self.t_max;
+        for &i in &self.unfinished {
+            let c = &mut self.data.calls[i as usize];
+            c.t_end = t_max.max(c.t_start);
+        }
+        let calls = &mut self.data.calls;
+        if !calls.windows(2).all(|w| w[0].t_start <= w[1].t_start) {
+            let mut order: Vec<u32> = (0..calls.len() as u32).collect();
+            order.sort_by_key(|&i| (calls[i as usize].t_start, i));
+            let mut new_index = vec![0u32; calls.len()];
+            for (new, &old) in order.iter().enumerate() {
+                new_index[old as usize] = new as u32;
+            }
+            *calls = order.iter().map(|&i| calls[i as usize]).collect();
+            let map = |i: &mut u32| {
+                if *i != NONE {
+                    *i = new_index[*i as usize]
+                }
+            };
+            for p in self.data.sends.iter_mut().chain(self.data.recvs.iter_mut()) {
+                map(&mut p.post);
+                map(&mut p.done);
+            }
+            for c in &mut self.data.colls {
+                map(&mut c.post);
+                map(&mut c.done);
+            }
+        }
+        self.data.regions.sort_by_key(|r| r.t);
+        BuiltRank { data: self.data, names: self.names.names, sites: self.site_addrs, comms: self.comm_ids, init_site: self.init_site }
+    }
+}
+
+/// Assembles a model from built ranks: interns names, sites and
+/// communicators trace-wide and places ranks at their index.
+pub fn assemble(meta: Meta, built: Vec<BuiltRank>, comm_tables: Vec<trace_format::side::CommInfo>, problems: Vec<Problem>) -> Model {
+    let mut names = Interner::default();
+    let mut model = Model { meta, problems, ..Default::default() };
+    let mut comm_index: HashMap<u64, u32> = HashMap::new();
+    for c in comm_tables {
+        if let std::collections::hash_map::Entry::Vacant(v) = comm_index.entry(c.id) {
+            v.insert(model.comms.len() as u32);
+            model.comms.push(CommDesc { id: c.id, members: c.members, name: c.name, call: c.call });
+        }
+    }
+    let size = built.iter().map(|b| b.data.rank + 1).max().unwrap_or(0).max(model.meta.ranks as i32).max(0) as usize;
+    let mut slots: Vec<Option<RankData>> = (0..size).map(|_| None).collect();
+    for b in built {
+        let name_map: Vec<u16> = b.names.iter().map(|n| names.id(n)).collect();
+        let site_base = model.sites.len() as u32;
+        let init = b.init_site;
+        model.sites.extend(b.sites.iter().map(|&addr| Site {
+            rank: b.data.rank,
+            addr,
+            key: match init {
+                Some(i) => addr.wrapping_sub(i) as i64,
+                None => addr as i64,
+            },
+        }));
+        let comm_map: Vec<u32> = b
+            .comms
+            .iter()
+            .map(|&id| {
+                *comm_index.entry(id).or_insert_with(|| {
+                    model.comms.push(CommDesc { id, members: Vec::new(), name: None, call: "?".into() });
+                    model.comms.len() as u32 - 1
+                })
+            })
+            .collect();
+        let mut d = b.data;
+        for c in &mut d.calls {
+            c.name = name_map[c.name as usize];
+            c.site += site_base;
+        }
+        for r in &mut d.regions {
+            r.name = name_map[r.name as usize];
+        }
+        let remap = |c: &mut u32| {
+            if *c != NONE {
+                *c = comm_map[*c as usize]
+            }
+        };
+        for p in d.sends.iter_mut().chain(d.recvs.iter_mut()) {
+            remap(&mut p.comm);
+        }
+        for c in &mut d.colls {
+            remap(&mut c.comm);
+        }
+        let r = d.rank;
+        if r >= 0 && (r as usize) < size {
+            slots[r as usize] = Some(d);
+        } else {
+            model.problems.push(Problem { file: None, rank: Some(r), what: "rank number out of range; ignored".into() });
+        }
+    }
+    model.ranks = slots
+        .into_iter()
+        .enumerate()
+        .map(|(r, d)| d.unwrap_or_else(|| RankData::new(r as i32, Completeness::Missing)))
+        .collect();
+    model.names = names.names;
+    model.clock_shift = vec![0; model.ranks.len()];
+    if model.meta.ranks == 0 {
+        model.meta.ranks = model.ranks.len() as u32;
+    }
+    model
+}
+
+/// Feeds trace-format events (journals, or a [`trace_format::Trace`]) to a builder.
+pub fn push_events(b: &mut RankBuilder, events: &[Event]) {
+    for e in events {
+        let name = b.name_id(&e.call);
+        b.push(&Row {
+            thread: e.thread,
+            kind: e.kind,
+            name,
+            t_start: e.t_start,
+            t_end: e.t_end,
+            rc: e.rc,
+            site: e.site,
+            comm: e.comm,
+            peer: e.peer,
+            tag: e.tag,
+            bytes: e.bytes,
+            seq: e.seq,
+            request: e.request,
+            root: e.root,
+            op: e.op,
+            recv_bytes: e.recv_bytes,
+            flags: e.flags,
+        });
+    }
+}
+
+/// Builds a model from a trace opened with [`trace_format::Trace::open`]
+/// (convenient for small traces; [`load`] streams instead).
+pub fn from_trace(trace: &trace_format::Trace) -> Model {
+    let built = trace
+        .ranks
+        .values()
+        .map(|r| {
+            let mut b = RankBuilder::new(r.rank, r.completeness.clone());
+            push_events(&mut b, &r.events);
+            b.finish()
+        })
+        .collect();
+    let problems = trace.problems.iter().map(|p| Problem { file: None, rank: None, what: p.clone() }).collect();
+    assemble(trace.meta.clone(), built, trace.comms.values().cloned().collect(), problems)
+}
+
+/// Columns of the events table the loader reads.
+const COLUMNS: &[&str] = &[
+    "thread", "kind", "call", "t_start", "duration", "rc", "site", "comm", "peer", "tag", "bytes", "seq", "request", "root",
+    "op", "recv_bytes", "flags",
+];
+
+/// A string column as (per-row key, key → value); plain strings become
+/// their own dictionary.
+fn dict_column(col: &ArrayRef) -> Option<(Vec<u32>, Vec<String>)> {
+    macro_rules! try_dict {
+        ($k:ty) => {
+            if let Some(d) = col.as_any().downcast_ref::<DictionaryArray<$k>>() {
+                let values = d.values().as_any().downcast_ref::<StringArray>()?;
+                let vals = (0..values.len()).map(|i| values.value(i).to_string()).collect();
+                let keys = d.keys().iter().map(|k| k.map(|k| k as u32).unwrap_or(u32::MAX)).collect();
+                return Some((keys, vals));
+            }
+        };
+    }
+    try_dict!(Int8Type);
+    try_dict!(Int16Type);
+    try_dict!(Int32Type);
+    let s = col.as_any().downcast_ref::<StringArray>()?;
+    let mut map: HashMap<&str, u32> = HashMap::new();
+    let mut vals = Vec::new();
+    let keys = (0..s.len())
+        .map(|i| {
+            if s.is_null(i) {
+                return u32::MAX;
+            }
+            *map.entry(s.value(i)).or_insert_with(|| {
+                vals.push(s.value(i).to_string());
+                vals.len() as u32 - 1
+            })
+        })
+        .collect();
+    Some((keys, vals))
+}
+
+fn kind_of(s: &str) -> Option<Kind> {
+    [Kind::Call, Kind::RegionBegin, Kind::RegionEnd, Kind::Completion].into_iter().find(|k| k.name() == s)
+}
+
+/// Typed column getters that treat absent columns as all-null.
+struct Batch<'a> {
+    b: &'a RecordBatch,
+}
+
+impl<'a> Batch<'a> {
+    fn get<T: 'static>(&self, name: &str) -> Option<&'a T> {
+        self.b.column_by_name(name)?.as_any().downcast_ref::<T>()
+    }
+}
+
+#[inline]
+fn at<T: arrow_array::ArrowPrimitiveType>(a: Option<&arrow_array::PrimitiveArray<T>>, i: usize) -> Option<T::Native> {
+    let a = a?;
+    a.is_valid(i).then(|| a.value(i))
+}
+
+/// Streams one rank's events file into a builder.
+fn load_parquet_rank(path: &Path, rank: i32, problems: &mut Vec<Problem>) -> Result<BuiltRank, Error> {
+    let batches = trace_format::stream::event_batches(path, COLUMNS, 65536)?;
+    let file = Some(path.display().to_string());
+    if let Some(v) = batches.schema_version {
+        if v > trace_format::SCHEMA_VERSION {
+            problems.push(Problem {
+                file: file.clone(),
+                rank: Some(rank),
+                what: format!(
+                    "schema version {v} is newer than this tool's ({}); reading the columns it knows",
+                    trace_format::SCHEMA_VERSION
+                ),
+            });
+        }
+    }
+    let completeness = match &batches.rank_meta {
+        Some(m) if m.finalized => Completeness::Complete,
+        _ => Completeness::Partial { reason: "did not finalize (converted after the job)".into() },
+    };
+    let announced = batches.rows;
+    let mut b = RankBuilder::new(rank, completeness);
+    for batch in batches {
+        let batch = match batch {
+            Ok(x) => x,
+            Err(e) => {
+                problems.push(Problem {
+                    file: file.clone(),
+                    rank: Some(rank),
+                    what: format!("{e}; {} of {announced} rows read", b.data.rows),
+                });
+                break;
+            }
+        };
+        let bt = Batch { b: &batch };
+        let need = |name: &str| Error::Corrupt { path: path.to_path_buf(), what: format!("column `{name}` missing or of a wrong type") };
+        let (kinds, kind_vals) = batch.column_by_name("kind").and_then(dict_column).ok_or_else(|| need("kind"))?;
+        let (calls, call_vals) = batch.column_by_name("call").and_then(dict_column).ok_or_else(|| need("call"))?;
+        let t_start = bt.get::<Int64Array>("t_start").ok_or_else(|| need("t_start"))?;
+        let kind_map: Vec<Option<Kind>> = kind_vals.iter().map(|s| kind_of(s)).collect();
+        let name_map: Vec<u16> = call_vals.iter().map(|s| b.name_id(s)).collect();
+        let (thread, duration, rc, site, comm) = (
+            bt.get::<Int32Array>("thread"),
+            bt.get::<Int64Array>("duration"),
+            bt.get::<Int32Array>("rc"),
+            bt.get::<UInt64Array>("site"),
+            bt.get::<UInt64Array>("comm"),
+        );
+        let (peer, tag, bytes, seq, request) = (
+            bt.get::<Int32Array>("peer"),
+            bt.get::<Int32Array>("tag"),
+            bt.get::<Int64Array>("bytes"),
+            bt.get::<Int64Array>("seq"),
+            bt.get::<Int32Array>("request"),
+        );
+        let (root, op, recv_bytes, fl) =
+            (bt.get::<Int32Array>("root"), bt.get::<Int32Array>("op"), bt.get::<Int64Array>("recv_bytes"), bt.get::<UInt8Array>("flags"));
+        let mut bad_kind = 0usize;
+        for i in 0..batch.num_rows() {
+            let Some(kind) = kind_map.get(kinds[i] as usize).copied().flatten() else {
+                bad_kind += 1;
+                continue;
+            };
+            let t0 = t_start.value(i);
+            let name = name_map.get(calls[i] as usize).copied().unwrap_or_else(|| b.name_id("<unknown call>"));
+            b.push(&Row {
+                thread: at(thread, i).unwrap_or(0),
+                kind,
+                name,
+                t_start: t0,
+                t_end: at(duration, i).map(|d| t0 + d),
+                rc: at(rc, i),
+                site: at(site, i),
+                comm: at(comm, i),
+                peer: at(peer, i),
+                tag: at(tag, i),
+                bytes: at(bytes, i),
+                seq: at(seq, i),
+                request: at(request, i),
+                root: at(root, i),
+                op: at(op, i),
+                recv_bytes: at(recv_bytes, i),
+                flags: at(fl, i).unwrap_or(flags::DONE),
+            });
+        }
+        if bad_kind > 0 {
+            problems.push(Problem { file: file.clone(), rank: Some(rank), what: format!("{bad_kind} rows of unknown kind skipped") });
+        }
+    }
+    Ok(b.finish())
+}
+
+/// Loads the trace in `dir`: every rank's Parquet file, or its journals if
+/// it has none (crashed run). Fails only if `dir` holds no trace at all.
+pub fn load(dir: &Path) -> Result<Model, Error> {
+    load_with_threads(dir, std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1))
+}
+
+/// What the loading threads collect: ranks, communicators, problems, rank metadata.
+type Loaded = (Vec<BuiltRank>, Vec<trace_format::side::CommInfo>, Vec<Problem>, Vec<trace_format::RankMeta>);
+
+enum Job {
+    Parquet(i32),
+    Journal(i32),
+}
+
+/// [`load`] with a given number of threads.
+pub fn load_with_threads(dir: &Path, threads: usize) -> Result<Model, Error> {
+    let meta_path = dir.join(layout::META);
+    let mut problems = Vec::new();
+    let meta = if meta_path.exists() {
+        match Meta::read(&meta_path) {
+            Ok(m) => Some(m),
+            Err(e) => {
+                problems.push(Problem { file: Some(meta_path.display().to_string()), rank: None, what: e.to_string() });
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let parquet = layout::ranks_in(dir, layout::EVENTS_DIR, ".parquet");
+    let journals: Vec<i32> =
+        layout::ranks_in(dir, layout::JOURNAL_DIR, ".journal").into_iter().filter(|r| !parquet.contains(r)).collect();
+    if meta.is_none() && parquet.is_empty() && journals.is_empty() {
+        return Err(Error::NotATrace(dir.to_path_buf()));
+    }
+    if meta.is_none() && meta_path.exists() {
+        // already reported
+    } else if meta.is_none() {
+        problems.push(Problem {
+            file: Some(meta_path.display().to_string()),
+            rank: None,
+            what: "missing; rebuilt from the rank files".into(),
+        });
+    }
+    if let Some(m) = &meta {
+        if m.schema_version > trace_format::SCHEMA_VERSION {
+            problems.push(Problem {
+                file: Some(meta_path.display().to_string()),
+                rank: None,
+                what: format!(
+                    "schema version {} is newer than this tool's ({}); reading what it knows",
+                    m.schema_version,
+                    trace_format::SCHEMA_VERSION
+                ),
+            });
+        }
+    }
+    let jobs: Vec<Job> = parquet.iter().map(|&r| Job::Parquet(r)).chain(journals.iter().map(|&r| Job::Journal(r))).collect();
+    let next = AtomicUsize::new(0);
+    let out: Mutex<Loaded> = Mutex::new((Vec::new(), Vec::new(), Vec::new(), Vec::new()));
+    let work = || loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        let Some(job) = jobs.get(i) else { break };
+        let mut probs = Vec::new();
+        let mut comms = Vec::new();
+        let mut rmeta = None;
+        let built = match *job {
+            Job::Parquet(rank) => {
+                let path = layout::events(dir, rank);
+                let cpath = layout::comms(dir, rank);
+                match trace_format::table::read_comms(&cpath) {
+                    Ok(c) => comms = c,
+                    Err(e) => probs.push(Problem { file: Some(cpath.display().to_string()), rank: Some(rank), what: e.to_string() }),
+                }
+                if let Ok(Some(m)) = trace_format::table::read_parquet_meta(&path) {
+                    rmeta = Some(m);
+                }
+                match load_parquet_rank(&path, rank, &mut probs) {
+                    Ok(b) => Some(b),
+                    Err(e) => {
+                        probs.push(Problem { file: Some(path.display().to_string()), rank: Some(rank), what: e.to_string() });
+                        None
+                    }
+                }
+            }
+            Job::Journal(rank) => match trace_format::read_rank_journals(dir, rank) {
+                Ok(rj) => {
+                    let completeness = if rj.complete {
+                        Completeness::Complete
+                    } else {
+                        Completeness::Partial { reason: rj.problems.last().cloned().unwrap_or_else(|| "journal incomplete".into()) }
+                    };
+                    probs.extend(rj.problems.iter().map(|p| Problem { file: None, rank: Some(rank), what: p.clone() }));
+                    comms = rj.comms;
+                    rmeta = Some(rj.meta);
+                    let mut b = RankBuilder::new(rank, completeness);
+                    push_events(&mut b, &rj.events);
+                    Some(b.finish())
+                }
+                Err(e) => {
+                    probs.push(Problem { file: None, rank: Some(rank), what: e.to_string() });
+                    None
+                }
+            },
+        };
+        let mut o = out.lock().unwrap_or_else(|e| e.into_inner());
+        o.0.extend(built);
+        o.1.extend(comms);
+        o.2.extend(probs);
+        o.3.extend(rmeta);
+    };
+    std::thread::scope(|s| {
+        for _ in 0..threads.clamp(1, jobs.len().max(1)) {
+            s.spawn(work);
+        }
+    });
+    let (mut built, comms, probs, rank_metas) = out.into_inner().unwrap_or_else(|e| e.into_inner());
+    built.sort_by_key(|b| b.data.rank);
+    let mut probs = probs;
+    probs.sort_by_key(|p| p.rank);
+    problems.extend(probs);
+    let meta = meta.unwrap_or_else(|| Meta::from_ranks(rank_metas, "analyzers"));
+    let present: Vec<i32> = built.iter().map(|b| b.data.rank).collect();
+    for r in 0..meta.ranks as i32 {
+        if !present.contains(&r) {
+            problems.push(Problem { file: None, rank: Some(r), what: "no events file and no journal: rank missing".into() });
+        }
+    }
+    Ok(assemble(meta, built, comms, problems))
+}

@@ -1,0 +1,399 @@
+//! The compact in-memory form of a trace that every analysis works on.
+//!
+//! A trace of 10^8 events does not fit in memory as [`trace_format::Event`]s
+//! (about 200 bytes each). The loader ([`crate::load`]) turns each rank's
+//! rows into a few sorted vectors of small fixed-size records:
+//!
+//! - [`CallEv`] (24 bytes): every MPI call, sorted by start time;
+//! - [`P2p`] (32 bytes): every point-to-point send and receive, with the
+//!   call that posted it and the call that completed it (the same call for
+//!   blocking operations; the `Wait*`/`Test*` for nonblocking ones);
+//! - [`CollEv`] (40 bytes): every collective call with its per-communicator
+//!   sequence number;
+//! - [`RegionEv`]: user region marks.
+//!
+//! Completion rows of the trace are folded into the `P2p`/`CollEv` records
+//! and are not stored themselves. Strings (call names, region names) and
+//! communicator ids are interned into small integer ids.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde::Serialize;
+use trace_format::reader::Completeness;
+use trace_format::Meta;
+
+/// "No index" in the `u32` index fields.
+pub const NONE: u32 = u32::MAX;
+
+/// Flags of a [`CallEv`].
+pub mod call_flags {
+    /// The call never returned (the process died inside it); `t_end` is the
+    /// last time known of the rank.
+    pub const UNFINISHED: u16 = 1;
+    /// The call returned an error code.
+    pub const FAILED: u16 = 2;
+}
+
+/// One MPI call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
+pub struct CallEv {
+    pub t_start: i64,
+    pub t_end: i64,
+    /// Index into [`Model::names`].
+    pub name: u16,
+    pub flags: u16,
+    /// Index into [`Model::sites`].
+    pub site: u32,
+}
+
+impl CallEv {
+    pub fn duration(&self) -> i64 {
+        self.t_end - self.t_start
+    }
+}
+
+/// A point-to-point message end (a send or a receive) of one rank.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
+pub struct P2p {
+    /// Index into [`Model::comms`].
+    pub comm: u32,
+    /// The other side as world rank (destination of a send, actual source
+    /// of a receive once completed; negative if unknown or `MPI_PROC_NULL`).
+    pub peer: i32,
+    pub tag: i32,
+    /// Message sequence number of the channel (comm, source, destination,
+    /// tag), or [`NONE`] if not recorded.
+    pub seq: u32,
+    /// Bytes sent or received; negative if unknown.
+    pub bytes: i64,
+    /// Call (index into the rank's `calls`) that posted the operation.
+    pub post: u32,
+    /// Call that completed it, or [`NONE`] if it never completed.
+    pub done: u32,
+}
+
+/// One collective call of a rank.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
+pub struct CollEv {
+    pub comm: u32,
+    /// Per-communicator sequence number: equal on every member for the same
+    /// collective instance.
+    pub seq: u32,
+    pub post: u32,
+    pub done: u32,
+    pub bytes: i64,
+    pub recv_bytes: i64,
+    /// Root as world rank, or `i32::MIN` if the operation has none.
+    pub root: i32,
+    pub op: i32,
+}
+
+/// A user region mark.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RegionEv {
+    pub t: i64,
+    /// Index into [`Model::names`].
+    pub name: u16,
+    pub begin: bool,
+}
+
+/// Everything loaded of one rank.
+#[derive(Clone, Debug)]
+pub struct RankData {
+    pub rank: i32,
+    pub completeness: Completeness,
+    pub calls: Vec<CallEv>,
+    pub sends: Vec<P2p>,
+    pub recvs: Vec<P2p>,
+    pub colls: Vec<CollEv>,
+    pub regions: Vec<RegionEv>,
+    /// Rows of the trace read for this rank (calls, completions, regions).
+    pub rows: u64,
+}
+
+impl RankData {
+    pub fn new(rank: i32, completeness: Completeness) -> RankData {
+        RankData {
+            rank,
+            completeness,
+            calls: Vec::new(),
+            sends: Vec::new(),
+            recvs: Vec::new(),
+            colls: Vec::new(),
+            regions: Vec::new(),
+            rows: 0,
+        }
+    }
+    /// Start of the first and end of the last call, if any.
+    pub fn span(&self) -> Option<(i64, i64)> {
+        let first = self.calls.first()?.t_start;
+        let last = self.calls.iter().map(|c| c.t_end).max()?;
+        Some((first, last))
+    }
+    /// Time the operation was posted, and the start and end of the call that
+    /// completed it (the post call for blocking operations).
+    pub fn times(&self, post: u32, done: u32) -> (i64, Option<(i64, i64)>) {
+        let p = &self.calls[post as usize];
+        let d = (done != NONE).then(|| {
+            let d = &self.calls[done as usize];
+            (d.t_start, d.t_end)
+        });
+        (p.t_start, d)
+    }
+}
+
+/// A communicator.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CommDesc {
+    /// Trace-wide id (0 = MPI_COMM_WORLD).
+    pub id: u64,
+    /// Members as world ranks (empty if the table was not found).
+    pub members: Vec<i32>,
+    pub name: Option<String>,
+    pub call: String,
+}
+
+impl CommDesc {
+    /// A short label: its name, "WORLD", or the creating call and id.
+    pub fn label(&self) -> String {
+        if let Some(n) = &self.name {
+            return n.clone();
+        }
+        match (self.id, self.members.len()) {
+            (0, _) => "WORLD".into(),
+            (_, 1) if self.call == "predefined" => "SELF".into(),
+            _ => format!("{}#{:x}", self.call.trim_start_matches("MPI_"), self.id & 0xffff),
+        }
+    }
+}
+
+/// Where a problem was found and what it is.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    /// The file concerned, if any.
+    pub file: Option<String>,
+    pub rank: Option<i32>,
+    pub what: String,
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (&self.file, self.rank) {
+            (Some(p), _) => write!(f, "{p}: {}", self.what),
+            (None, Some(r)) => write!(f, "rank {r}: {}", self.what),
+            (None, None) => f.write_str(&self.what),
+        }
+    }
+}
+
+/// A call site: the return address in one rank and the key that identifies
+/// the same source location across ranks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Site {
+    pub rank: i32,
+    pub addr: u64,
+    /// Same value on every rank for the same location of the same binary:
+    /// the address relative to the rank's `MPI_Init` call site (addresses
+    /// differ between ranks under ASLR, offsets within a module do not).
+    pub key: i64,
+}
+
+/// A loaded trace.
+#[derive(Clone, Debug, Default)]
+pub struct Model {
+    pub meta: Meta,
+    /// Call and region names.
+    pub names: Vec<Arc<str>>,
+    pub sites: Vec<Site>,
+    pub comms: Vec<CommDesc>,
+    /// Indexed by world rank: `ranks[r].rank == r`.
+    pub ranks: Vec<RankData>,
+    pub problems: Vec<Problem>,
+    /// Clock corrections applied to each rank's times (ns), see
+    /// [`crate::matching::correct_clocks`].
+    pub clock_shift: Vec<i64>,
+}
+
+impl Model {
+    pub fn name(&self, id: u16) -> &str {
+        self.names.get(id as usize).map(|s| &**s).unwrap_or("?")
+    }
+    pub fn class(&self, id: u16) -> Class {
+        classify(self.name(id))
+    }
+    /// Total rows read.
+    pub fn rows(&self) -> u64 {
+        self.ranks.iter().map(|r| r.rows).sum()
+    }
+    /// Start of the earliest and end of the latest call of any rank.
+    pub fn span(&self) -> (i64, i64) {
+        let mut lo = i64::MAX;
+        let mut hi = i64::MIN;
+        for r in &self.ranks {
+            if let Some((a, b)) = r.span() {
+                lo = lo.min(a);
+                hi = hi.max(b);
+            }
+        }
+        if lo > hi {
+            (0, 0)
+        } else {
+            (lo, hi)
+        }
+    }
+    /// A label for a site: `0xADDR` plus the rank if it is not from rank 0.
+    pub fn site_label(&self, site: u32) -> String {
+        match self.sites.get(site as usize) {
+            Some(s) if s.addr == 0 => "?".into(),
+            Some(s) => format!("{:#x}", s.addr),
+            None => "?".into(),
+        }
+    }
+    pub fn comm_label(&self, comm: u32) -> String {
+        self.comms.get(comm as usize).map(|c| c.label()).unwrap_or_else(|| "?".into())
+    }
+    /// Number of ranks of the run (from meta.json, or the ranks found).
+    pub fn size(&self) -> usize {
+        self.ranks.len()
+    }
+}
+
+/// What a call does, as far as the analyses care.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Class {
+    /// Blocking send (`MPI_Send`, `Ssend`, `Bsend`, `Rsend`).
+    Send,
+    /// Nonblocking send (`MPI_Isend`...).
+    Isend,
+    /// Persistent send (`MPI_Send_init`...).
+    SendInit,
+    /// Blocking receive (`MPI_Recv`, `MPI_Mrecv`).
+    Recv,
+    /// Nonblocking receive (`MPI_Irecv`, `MPI_Imrecv`).
+    Irecv,
+    RecvInit,
+    /// `MPI_Sendrecv`, `MPI_Sendrecv_replace`.
+    Sendrecv,
+    /// `MPI_Start`, `MPI_Startall`.
+    Start,
+    /// `MPI_Wait*`, `MPI_Test*`.
+    Wait,
+    /// A collective operation.
+    Coll { kind: CollKind, nonblocking: bool },
+    Other,
+}
+
+impl Class {
+    pub fn is_send(self) -> bool {
+        matches!(self, Class::Send | Class::Isend | Class::SendInit)
+    }
+    pub fn is_recv(self) -> bool {
+        matches!(self, Class::Recv | Class::Irecv | Class::RecvInit)
+    }
+    pub fn is_p2p(self) -> bool {
+        self.is_send() || self.is_recv() || self == Class::Sendrecv
+    }
+}
+
+/// The communication pattern of a collective, for the wait-state patterns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum CollKind {
+    Barrier,
+    /// Every rank needs every rank's data (Allreduce, Allgather, Alltoall,
+    /// Reduce_scatter).
+    NxN,
+    /// The root sends to all (Bcast, Scatter).
+    OneToN,
+    /// All send to the root (Reduce, Gather).
+    NToOne,
+    /// Prefix operations (Scan, Exscan).
+    Scan,
+    /// Neighborhood collectives and others.
+    Other,
+}
+
+/// Classifies an MPI procedure name.
+pub fn classify(name: &str) -> Class {
+    let base = name.strip_suffix("_c").unwrap_or(name);
+    let Some(s) = base.strip_prefix("MPI_") else { return Class::Other };
+    match s {
+        "Send" | "Ssend" | "Bsend" | "Rsend" => return Class::Send,
+        "Isend" | "Issend" | "Ibsend" | "Irsend" => return Class::Isend,
+        "Send_init" | "Ssend_init" | "Bsend_init" | "Rsend_init" => return Class::SendInit,
+        "Recv" | "Mrecv" => return Class::Recv,
+        "Irecv" | "Imrecv" => return Class::Irecv,
+        "Recv_init" => return Class::RecvInit,
+        "Sendrecv" | "Sendrecv_replace" => return Class::Sendrecv,
+        "Start" | "Startall" => return Class::Start,
+        "Wait" | "Waitall" | "Waitany" | "Waitsome" | "Test" | "Testall" | "Testany" | "Testsome" => {
+            return Class::Wait
+        }
+        _ => {}
+    }
+    let persistent = s.ends_with("_init");
+    let core = s.strip_suffix("_init").unwrap_or(s);
+    let (nonblocking, core) = match core.strip_prefix('I') {
+        Some(rest) if rest.starts_with(|c: char| c.is_ascii_lowercase()) && !persistent => (true, rest),
+        _ => (persistent, core),
+    };
+    let core = core.to_ascii_lowercase();
+    let kind = match core.as_str() {
+        "barrier" => CollKind::Barrier,
+        "allreduce" | "allgather" | "allgatherv" | "alltoall" | "alltoallv" | "alltoallw" | "reduce_scatter"
+        | "reduce_scatter_block" => CollKind::NxN,
+        "bcast" | "scatter" | "scatterv" => CollKind::OneToN,
+        "reduce" | "gather" | "gatherv" => CollKind::NToOne,
+        "scan" | "exscan" => CollKind::Scan,
+        c if c.starts_with("neighbor_") => CollKind::Other,
+        _ => return Class::Other,
+    };
+    Class::Coll { kind, nonblocking }
+}
+
+/// Interns strings into `u16` ids.
+#[derive(Clone, Debug, Default)]
+pub struct Interner {
+    pub names: Vec<Arc<str>>,
+    map: HashMap<Arc<str>, u16>,
+}
+
+impl Interner {
+    pub fn id(&mut self, s: &str) -> u16 {
+        if let Some(&i) = self.map.get(s) {
+            return i;
+        }
+        let i = self.names.len().min(u16::MAX as usize) as u16;
+        if (i as usize) < u16::MAX as usize {
+            let a: Arc<str> = Arc::from(s);
+            self.names.push(a.clone());
+            self.map.insert(a, i);
+        }
+        i
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classification() {
+        assert_eq!(classify("MPI_Isend"), Class::Isend);
+        assert_eq!(classify("MPI_Send_c"), Class::Send);
+        assert_eq!(classify("MPI_Waitall"), Class::Wait);
+        assert_eq!(classify("MPI_Allreduce"), Class::Coll { kind: CollKind::NxN, nonblocking: false });
+        assert_eq!(classify("MPI_Iallreduce"), Class::Coll { kind: CollKind::NxN, nonblocking: true });
+        assert_eq!(classify("MPI_Bcast_init"), Class::Coll { kind: CollKind::OneToN, nonblocking: true });
+        assert_eq!(classify("MPI_Ibarrier"), Class::Coll { kind: CollKind::Barrier, nonblocking: true });
+        assert_eq!(classify("MPI_Gatherv"), Class::Coll { kind: CollKind::NToOne, nonblocking: false });
+        assert_eq!(classify("MPI_Init"), Class::Other);
+        assert_eq!(classify("MPI_Comm_rank"), Class::Other);
+        assert_eq!(std::mem::size_of::<CallEv>(), 24);
+        assert_eq!(std::mem::size_of::<P2p>(), 32);
+        assert_eq!(std::mem::size_of::<CollEv>(), 40);
+    }
+}

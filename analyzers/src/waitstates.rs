@@ -1,0 +1,275 @@
+//! Wait states: time lost waiting for another rank, by Scalasca's patterns.
+//!
+//! - **Late Sender**: a receive (blocking, or the `Wait*` completing a
+//!   nonblocking one) started before its matching send was posted; the
+//!   receiver waits from the start of its call until the send started (at
+//!   most until its call ended). A `Waitall` completing several receives
+//!   waits for the latest of their senders.
+//! - **Late Receiver**: a send that could not complete before the receiver
+//!   posted the receive (the sending call, or the `Wait*` of an `Isend`,
+//!   was still running when the receive was posted): it waited from its
+//!   start until the receive was posted. Sends that complete before the
+//!   receive is posted (eager protocol) lose nothing.
+//! - **Wait at N x N**, **Wait at Barrier**, **Late Broadcast**, **Early
+//!   Reduce**: the collective waits of [`crate::collectives`].
+//!
+//! Each pattern reports the total time lost, the victims (ranks that
+//! waited) and call sites where they waited, and the ranks responsible
+//! (the late sender, receiver, last arriver or root).
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::collectives::Collectives;
+use crate::matching::{Matching, MsgRef};
+use crate::model::{CollKind, Model, P2p, RankData, NONE};
+use crate::par_map;
+
+/// The patterns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum PatternKind {
+    LateSender,
+    LateReceiver,
+    WaitAtNxN,
+    WaitAtBarrier,
+    LateBroadcast,
+    EarlyReduce,
+}
+
+impl PatternKind {
+    pub const ALL: [PatternKind; 6] = [
+        PatternKind::LateSender,
+        PatternKind::LateReceiver,
+        PatternKind::WaitAtNxN,
+        PatternKind::WaitAtBarrier,
+        PatternKind::LateBroadcast,
+        PatternKind::EarlyReduce,
+    ];
+    pub fn title(self) -> &'static str {
+        match self {
+            PatternKind::LateSender => "Late Sender",
+            PatternKind::LateReceiver => "Late Receiver",
+            PatternKind::WaitAtNxN => "Wait at N x N",
+            PatternKind::WaitAtBarrier => "Wait at Barrier",
+            PatternKind::LateBroadcast => "Late Broadcast",
+            PatternKind::EarlyReduce => "Early Reduce",
+        }
+    }
+    fn of_coll(k: CollKind) -> Option<PatternKind> {
+        match k {
+            CollKind::NxN => Some(PatternKind::WaitAtNxN),
+            CollKind::Barrier => Some(PatternKind::WaitAtBarrier),
+            CollKind::OneToN => Some(PatternKind::LateBroadcast),
+            CollKind::NToOne => Some(PatternKind::EarlyReduce),
+            _ => None,
+        }
+    }
+}
+
+/// Waiting at one call site.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SiteWait {
+    pub call: String,
+    pub site: String,
+    pub time_ns: i64,
+    pub count: u64,
+    pub ranks: usize,
+}
+
+/// One pattern's findings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Pattern {
+    pub kind: PatternKind,
+    pub name: String,
+    pub time_ns: i64,
+    /// Number of waiting calls.
+    pub count: u64,
+    /// Time lost per rank (the victims), indexed by rank.
+    pub by_rank: Vec<i64>,
+    /// Time others lost waiting for each rank (the ones responsible).
+    pub by_cause: Vec<i64>,
+    /// Call sites where the time was lost, largest first (top [`TOP`]).
+    pub sites: Vec<SiteWait>,
+}
+
+/// How many sites to list per pattern.
+pub const TOP: usize = 10;
+
+/// All patterns.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WaitStates {
+    pub patterns: Vec<Pattern>,
+    pub total_ns: i64,
+}
+
+impl WaitStates {
+    pub fn get(&self, k: PatternKind) -> Option<&Pattern> {
+        self.patterns.iter().find(|p| p.kind == k)
+    }
+    pub fn time(&self, k: PatternKind) -> i64 {
+        self.get(k).map(|p| p.time_ns).unwrap_or(0)
+    }
+}
+
+/// Why a call waited: until `until` (ns) for rank `rank`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cause {
+    pub call: u32,
+    pub rank: u32,
+    pub until: i64,
+}
+
+/// One waiting call.
+#[derive(Clone, Copy, Debug)]
+struct Wait {
+    kind: PatternKind,
+    call: u32,
+    time: i64,
+    cause: u32,
+    until: i64,
+}
+
+/// Wait states and, per rank, the cause of every waiting call (sorted by
+/// call index; used by the critical path).
+#[derive(Clone, Debug, Default)]
+pub struct Analysis {
+    pub states: WaitStates,
+    pub causes: Vec<Vec<Cause>>,
+}
+
+/// Waits of one rank's sends or receives (`ends`, with their `partners`):
+/// per completing call, the latest partner event (`partner_time`) that
+/// came while the call was running; the call waited from its start until
+/// then.
+fn partner_waits(
+    r: &RankData,
+    ends: &[P2p],
+    partners: &[MsgRef],
+    partner_time: impl Fn(MsgRef) -> i64,
+    kind: PatternKind,
+    out: &mut Vec<Wait>,
+) {
+    let mut latest: HashMap<u32, (i64, u32)> = HashMap::new();
+    for (p, &q) in ends.iter().zip(partners) {
+        if p.done == NONE || !q.is_some() {
+            continue;
+        }
+        let t = partner_time(q);
+        if r.calls[p.done as usize].t_end <= t && kind == PatternKind::LateReceiver {
+            // The send completed before the receive was posted (eager).
+            continue;
+        }
+        let e = latest.entry(p.done).or_insert((i64::MIN, NONE));
+        if t > e.0 {
+            *e = (t, q.rank);
+        }
+    }
+    for (call, (t, who)) in latest {
+        let c = &r.calls[call as usize];
+        let w = t.min(c.t_end) - c.t_start;
+        if w > 0 {
+            out.push(Wait { kind, call, time: w, cause: who, until: t });
+        }
+    }
+}
+
+fn p2p_waits(m: &Model, mt: &Matching, rank: usize) -> Vec<Wait> {
+    let r = &m.ranks[rank];
+    let mut out = Vec::new();
+    let post_time = |q: MsgRef, sends: bool| {
+        let pr = &m.ranks[q.rank as usize];
+        let p = if sends { &pr.sends[q.idx as usize] } else { &pr.recvs[q.idx as usize] };
+        pr.calls[p.post as usize].t_start
+    };
+    partner_waits(r, &r.recvs, &mt.recv_to_send[rank], |q| post_time(q, true), PatternKind::LateSender, &mut out);
+    partner_waits(r, &r.sends, &mt.send_to_recv[rank], |q| post_time(q, false), PatternKind::LateReceiver, &mut out);
+    out
+}
+
+/// Per (call, site key): time, count, first site index, ranks seen.
+type SiteAcc = (i64, u64, u32, Vec<u32>);
+
+/// Finds the wait states.
+pub fn wait_states(m: &Model, mt: &Matching, colls: &Collectives) -> Analysis {
+    let n = m.ranks.len();
+    let ranks: Vec<usize> = (0..n).collect();
+    let mut waits: Vec<Vec<Wait>> = par_map(&ranks, |&r| p2p_waits(m, mt, r));
+    for inst in &colls.instances {
+        let Some(kind) = PatternKind::of_coll(inst.kind) else { continue };
+        for mb in &colls.members[inst.first as usize..(inst.first + inst.n) as usize] {
+            if mb.wait <= 0 || mb.cause < 0 {
+                continue;
+            }
+            let c = &m.ranks[mb.rank as usize].colls[mb.idx as usize];
+            let call = if c.done != NONE { c.done } else { c.post };
+            waits[mb.rank as usize].push(Wait {
+                kind,
+                call,
+                time: mb.wait,
+                cause: mb.cause as u32,
+                until: mb.wait_from + mb.wait,
+            });
+        }
+    }
+    let mut out = Analysis { causes: vec![Vec::new(); n], ..Default::default() };
+    struct Acc {
+        time: i64,
+        count: u64,
+        by_rank: Vec<i64>,
+        by_cause: Vec<i64>,
+        sites: HashMap<(u16, i64), SiteAcc>,
+    }
+    let mut acc: Vec<Acc> = PatternKind::ALL
+        .iter()
+        .map(|_| Acc { time: 0, count: 0, by_rank: vec![0; n], by_cause: vec![0; n], sites: HashMap::new() })
+        .collect();
+    for (rank, ws) in waits.iter_mut().enumerate() {
+        let r = &m.ranks[rank];
+        for w in ws.iter() {
+            let a = &mut acc[PatternKind::ALL.iter().position(|k| *k == w.kind).unwrap_or(0)];
+            a.time += w.time;
+            a.count += 1;
+            a.by_rank[rank] += w.time;
+            if let Some(x) = a.by_cause.get_mut(w.cause as usize) {
+                *x += w.time;
+            }
+            let c = &r.calls[w.call as usize];
+            let e = a.sites.entry((c.name, m.sites[c.site as usize].key)).or_insert((0, 0, c.site, Vec::new()));
+            e.0 += w.time;
+            e.1 += 1;
+            if e.3.last() != Some(&(rank as u32)) {
+                e.3.push(rank as u32);
+            }
+        }
+        ws.sort_by_key(|w| (w.call, std::cmp::Reverse(w.until)));
+        ws.dedup_by_key(|w| w.call);
+        out.causes[rank] = ws.iter().map(|w| Cause { call: w.call, rank: w.cause, until: w.until }).collect();
+    }
+    for (kind, a) in PatternKind::ALL.iter().zip(acc) {
+        let mut sites: Vec<SiteWait> = a
+            .sites
+            .iter()
+            .map(|((name, _), (t, cnt, site, ranks))| SiteWait {
+                call: m.name(*name).to_string(),
+                site: m.site_label(*site),
+                time_ns: *t,
+                count: *cnt,
+                ranks: ranks.len(),
+            })
+            .collect();
+        sites.sort_by(|a, b| b.time_ns.cmp(&a.time_ns).then(a.site.cmp(&b.site)));
+        sites.truncate(TOP);
+        out.states.total_ns += a.time;
+        out.states.patterns.push(Pattern {
+            kind: *kind,
+            name: kind.title().to_string(),
+            time_ns: a.time,
+            count: a.count,
+            by_rank: a.by_rank,
+            by_cause: a.by_cause,
+            sites,
+        });
+    }
+    out
+}
