@@ -5,6 +5,7 @@
 //! See ARCHITECTURE.md at the top of the repository for the map.
 
 pub mod capi;
+pub mod coll;
 pub mod rt;
 mod ffi;
 
@@ -14,7 +15,5 @@ pub mod exports {
     include!(concat!(env!("OUT_DIR"), "/exports.rs"));
 }
 
-/// Progress hook of the nonblocking collectives (none pending yet).
-pub(crate) fn coll_progress(_st: &mut rt::State) -> bool {
-    false
-}
+/// Progress hook of the nonblocking collectives.
+pub(crate) use coll::progress as coll_progress;

@@ -1,10 +1,10 @@
-//! Chapter 5 (first part): blocking collectives built on the point-to-point
-//! engine, on the communicator's collective context.
+//! Chapter 6 (MPI 4.1), collective communication: argument checks and the
+//! packed views of user buffers, then the algorithms of `crate::coll`.
 //!
-//! Algorithms: dissemination barrier; binomial-tree broadcast and reduce;
-//! allreduce by recursive doubling (power-of-two sizes) or reduce + bcast,
-//! always combining "lower ranks op higher ranks" so every rank gets the same
-//! bits; allgather of small items by gather + bcast.
+//! Every collective has one implementation here taking a [`Call`] (blocking,
+//! nonblocking `MPI_I*`, persistent `*_init`) and 64-bit counts; the exported
+//! variants at the end of the file only forward to it.
+#![allow(clippy::too_many_arguments)] // the standard's argument lists
 
 use std::ffi::c_void;
 use std::os::raw::c_int;
@@ -12,299 +12,1114 @@ use std::sync::Arc;
 
 use mpi_api::abi::*;
 
-use super::ret;
+use super::{put, ret};
 use crate::bail;
+use crate::coll::algo;
+use crate::coll::sched::{Reducer, Sched, P};
 use crate::rt::datatype::{check_count, Dtype};
 use crate::rt::error::MpiResult;
-use crate::rt::p2p::{Kind, Mode, RecvOp, Request};
-use crate::rt::{self, op, State};
+use crate::rt::op::{self, UserOp};
+use crate::rt::{self, State};
 
-const TAG_BARRIER: i32 = 1;
-const TAG_BCAST: i32 = 2;
-const TAG_REDUCE: i32 = 3;
-const TAG_ALLREDUCE: i32 = 4;
-const TAG_GATHER: i32 = 5;
-
-/// A communicator as the collective algorithms see it.
-pub(crate) struct Cc {
-    ctx: u32,
-    rank: usize,
-    size: usize,
-    group: Arc<Vec<usize>>,
-    bytes: Arc<Dtype>,
+/// How a collective call runs.
+#[derive(Clone, Copy)]
+pub(crate) enum Call {
+    Block,
+    /// `MPI_I*`: a request completing with the operation.
+    Nb(*mut MPI_Request),
+    /// `MPI_*_init`: an inactive persistent request.
+    Init(*mut MPI_Request),
 }
 
-pub(crate) fn cc(comm: MPI_Comm) -> MpiResult<Cc> {
-    rt::with(|st| {
-        let c = st.comms.get(comm)?;
-        let (ctx, rank, size, group) = (c.coll_ctx(), c.rank as usize, c.size() as usize, c.group.clone());
-        Ok(Cc { ctx, rank, size, group, bytes: st.types.get(MPI_BYTE)? })
-    })
-}
-
-impl Cc {
-    fn isend(&self, st: &mut State, data: *const u8, len: usize, to: usize, tag: i32) -> u32 {
-        let i = st.reqs.alloc(Request::new(Kind::Null, MPI_COMM_WORLD));
-        st.engine.start_send(&mut st.reqs, i, data, len, &self.bytes, self.group[to], self.ctx, self.rank as i32, tag, Mode::Standard);
-        i
-    }
-    fn irecv(&self, st: &mut State, buf: *mut u8, len: usize, from: usize, tag: i32) -> u32 {
-        let op = RecvOp { buf, dt: self.bytes.clone(), ctx: self.ctx, src: from as i32, tag, cap: len, stream: None };
-        let i = st.reqs.alloc(Request::new(Kind::Recv(op), MPI_COMM_WORLD));
-        st.engine.start_recv(&mut st.reqs, i);
-        i
-    }
-    /// Sends `len` bytes to `to` and receives `rlen` from `from`.
-    fn sendrecv(&self, s: &[u8], to: usize, r: &mut [u8], from: usize, tag: i32) -> MpiResult<()> {
-        let ids = rt::with(|st| Ok([self.isend(st, s.as_ptr(), s.len(), to, tag), self.irecv(st, r.as_mut_ptr(), r.len(), from, tag)]))?;
-        wait_all(&ids)
-    }
-    fn send(&self, s: &[u8], to: usize, tag: i32) -> MpiResult<()> {
-        let id = rt::with(|st| Ok(self.isend(st, s.as_ptr(), s.len(), to, tag)))?;
-        wait_all(&[id])
-    }
-    fn recv(&self, r: &mut [u8], from: usize, tag: i32) -> MpiResult<()> {
-        let id = rt::with(|st| Ok(self.irecv(st, r.as_mut_ptr(), r.len(), from, tag)))?;
-        wait_all(&[id])
-    }
-}
-
-fn wait_all(ids: &[u32]) -> MpiResult<()> {
-    rt::wait_until(|st| ids.iter().all(|&i| st.reqs.get(i).done))?;
-    rt::with(|st| {
-        let mut err = MPI_SUCCESS;
-        for &i in ids {
-            let e = st.reqs.get(i).err;
-            if e != MPI_SUCCESS {
-                err = e;
+/// Builds the schedule of a collective on `comm` with `build`, then runs it
+/// as `call` says.
+fn run(comm: MPI_Comm, call: Call, build: impl FnOnce(&mut State, &mut Sched) -> MpiResult<()>) -> MpiResult<()> {
+    let blocking = rt::with(|st| {
+        let mut s = Sched::new(st, comm)?;
+        if let Call::Nb(req) | Call::Init(req) = call {
+            if req.is_null() {
+                bail!(MPI_ERR_ARG, "request is a NULL pointer");
             }
-            st.reqs.release(i);
         }
-        if err != MPI_SUCCESS {
-            bail!(err, "collective message mismatch (are all ranks calling the same collective with matching counts?)");
-        }
-        Ok(())
-    })
-}
-
-pub(crate) fn barrier(c: &Cc) -> MpiResult<()> {
-    let mut k = 1;
-    while k < c.size {
-        let to = (c.rank + k) % c.size;
-        let from = (c.rank + c.size - k) % c.size;
-        c.sendrecv(&[], to, &mut [], from, TAG_BARRIER)?;
-        k <<= 1;
-    }
-    Ok(())
-}
-
-/// Binomial broadcast of `data` from `root`.
-pub(crate) fn bcast_bytes(c: &Cc, data: &mut [u8], root: usize) -> MpiResult<()> {
-    let n = c.size;
-    let rel = (c.rank + n - root) % n;
-    let mut mask = 1;
-    while mask < n {
-        if rel & mask != 0 {
-            let src = (rel - mask + root) % n;
-            c.recv(data, src, TAG_BCAST)?;
-            break;
-        }
-        mask <<= 1;
-    }
-    mask >>= 1;
-    while mask > 0 {
-        if rel + mask < n {
-            let dst = (rel + mask + root) % n;
-            c.send(data, dst, TAG_BCAST)?;
-        }
-        mask >>= 1;
-    }
-    Ok(())
-}
-
-/// Binomial reduce into `acc` at `root` (`acc` holds this rank's data and is
-/// the result at the root). Children hold higher relative ranks, so each step
-/// computes `acc op child` (lower ranks on the left).
-pub(crate) fn reduce_bytes(c: &Cc, acc: &mut Vec<u8>, opn: MPI_Op, dt: MPI_Datatype, root: usize) -> MpiResult<()> {
-    let n = c.size;
-    let rel = (c.rank + n - root) % n;
-    let mut tmp = vec![0u8; acc.len()];
-    let mut mask = 1;
-    while mask < n {
-        if rel & mask != 0 {
-            let dst = (rel - mask + root) % n;
-            c.send(acc, dst, TAG_REDUCE)?;
-            break;
-        }
-        if rel + mask < n {
-            let src = (rel + mask + root) % n;
-            c.recv(&mut tmp, src, TAG_REDUCE)?;
-            // tmp = acc op tmp (lower ranks first), then keep it in acc.
-            op::apply(opn, dt, acc, &mut tmp)?;
-            std::mem::swap(acc, &mut tmp);
-        }
-        mask <<= 1;
-    }
-    Ok(())
-}
-
-pub(crate) fn allreduce_bytes(c: &Cc, acc: &mut Vec<u8>, opn: MPI_Op, dt: MPI_Datatype) -> MpiResult<()> {
-    let n = c.size;
-    if n.is_power_of_two() {
-        let mut tmp = vec![0u8; acc.len()];
-        let mut mask = 1;
-        while mask < n {
-            let p = c.rank ^ mask;
-            c.sendrecv(acc, p, &mut tmp, p, TAG_ALLREDUCE)?;
-            if p < c.rank {
-                // acc = tmp op acc
-                op::apply(opn, dt, &tmp, acc)?;
-            } else {
-                // acc = acc op tmp
-                op::apply(opn, dt, acc, &mut tmp)?;
-                std::mem::swap(acc, &mut tmp);
+        build(st, &mut s)?;
+        s.seal(st);
+        match call {
+            Call::Block => {
+                let done = s.advance(st);
+                Ok(Some((s, done)))
             }
-            mask <<= 1;
+            Call::Nb(req) => {
+                let h = crate::coll::start_nonblocking(st, s);
+                // SAFETY: checked non-NULL above; the caller's request.
+                unsafe { put(req, h, "request")? };
+                Ok(None)
+            }
+            Call::Init(req) => {
+                let h = crate::coll::persistent_request(st, s);
+                // SAFETY: as above.
+                unsafe { put(req, h, "request")? };
+                Ok(None)
+            }
         }
-        return Ok(());
-    }
-    reduce_bytes(c, acc, opn, dt, 0)?;
-    bcast_bytes(c, acc, 0)
-}
-
-/// Allreduce of one u32 with MAX (context id agreement).
-pub(crate) fn allreduce_max_u32(comm: MPI_Comm, v: u32) -> MpiResult<u32> {
-    let c = cc(comm)?;
-    let mut acc = (v as u64).to_ne_bytes().to_vec();
-    allreduce_bytes(&c, &mut acc, MPI_MAX, MPI_UNSIGNED_LONG)?;
-    Ok(u64::from_ne_bytes(acc[..8].try_into().unwrap()) as u32)
-}
-
-/// Every rank's pair of ints, by rank (gather to 0 + bcast).
-pub(crate) fn allgather_i32x2(comm: MPI_Comm, v: [i32; 2]) -> MpiResult<Vec<[i32; 2]>> {
-    let c = cc(comm)?;
-    let mut all = vec![0u8; 8 * c.size];
-    let mine: Vec<u8> = v.iter().flat_map(|x| x.to_ne_bytes()).collect();
-    if c.rank == 0 {
-        all[..8].copy_from_slice(&mine);
-        for r in 1..c.size {
-            c.recv(&mut all[8 * r..8 * r + 8], r, TAG_GATHER)?;
+    })?;
+    if let Some((mut s, done)) = blocking {
+        if !done {
+            rt::wait_until(|st| s.advance(st))?;
         }
-    } else {
-        c.send(&mine, 0, TAG_GATHER)?;
+        s.result()?;
     }
-    bcast_bytes(&c, &mut all, 0)?;
-    Ok(all.chunks_exact(8).map(|ch| [i32::from_ne_bytes(ch[..4].try_into().unwrap()), i32::from_ne_bytes(ch[4..].try_into().unwrap())]).collect())
+    Ok(())
 }
 
-fn check_root(root: c_int, c: &Cc) -> MpiResult<usize> {
-    if root < 0 || root as usize >= c.size {
-        bail!(MPI_ERR_ROOT, "invalid root {root} in a communicator of size {}", c.size);
+/// An array argument of counts or displacements (`int` or large-count).
+#[derive(Clone, Copy)]
+pub(crate) enum Arr {
+    I32(*const c_int),
+    I64(*const i64),
+}
+impl From<*const c_int> for Arr {
+    fn from(p: *const c_int) -> Arr {
+        Arr::I32(p)
+    }
+}
+impl From<*const i64> for Arr {
+    fn from(p: *const i64) -> Arr {
+        Arr::I64(p)
+    }
+}
+impl Arr {
+    /// The first `n` values.
+    ///
+    /// # Safety
+    /// The pointer is NULL or addresses `n` values.
+    unsafe fn read(self, n: usize, what: &str) -> MpiResult<Vec<i64>> {
+        match self {
+            Arr::I32(p) if !p.is_null() => Ok((0..n).map(|i| *p.add(i) as i64).collect()),
+            Arr::I64(p) if !p.is_null() => Ok((0..n).map(|i| *p.add(i)).collect()),
+            _ if n == 0 => Ok(Vec::new()),
+            _ => bail!(MPI_ERR_ARG, "{what} is a NULL pointer"),
+        }
+    }
+    /// The first `n` values, each a valid count.
+    unsafe fn counts(self, n: usize, what: &str) -> MpiResult<Vec<usize>> {
+        self.read(n, what)?.into_iter().map(check_count).collect()
+    }
+}
+
+fn in_place(p: *const c_void) -> bool {
+    p as usize == MPI_IN_PLACE
+}
+
+fn check_root(root: c_int, size: usize) -> MpiResult<usize> {
+    if root < 0 || root as usize >= size {
+        bail!(MPI_ERR_ROOT, "invalid root {root} in a communicator of size {size}");
     }
     Ok(root as usize)
 }
 
-/// The predefined element type a reduction works on.
-fn reduce_type(dt: &Dtype, op: MPI_Op) -> MpiResult<MPI_Datatype> {
-    if !op::is_predefined(op) {
-        bail!(MPI_ERR_OP, "user-defined operations are not supported yet (op 0x{:08x})", op as u32);
+fn check_buf(buf: *const c_void, count: usize, dt: &Dtype, what: &str) -> MpiResult<()> {
+    // Derived types may address absolute locations from MPI_BOTTOM (NULL).
+    if in_place(buf) {
+        bail!(MPI_ERR_BUFFER, "MPI_IN_PLACE is not allowed as {what} here");
     }
-    match dt.basic {
-        Some(b) => Ok(b),
-        None => bail!(MPI_ERR_TYPE, "reductions need a predefined datatype (derived types come later)"),
+    if buf.is_null() && count > 0 && dt.size > 0 && dt.contig {
+        bail!(MPI_ERR_BUFFER, "{what} is NULL with count {count}");
     }
+    Ok(())
 }
 
-pub unsafe fn MPI_Barrier(comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Barrier", cc(comm).and_then(|c| barrier(&c)))
+fn no_alias(sendbuf: *const c_void, recvbuf: *const c_void, bytes: usize) -> MpiResult<()> {
+    if sendbuf == recvbuf && bytes > 0 && !sendbuf.is_null() {
+        bail!(MPI_ERR_BUFFER, "sendbuf and recvbuf are the same buffer (use MPI_IN_PLACE)");
+    }
+    Ok(())
 }
 
-unsafe fn bcast_common(name: &str, buffer: *mut c_void, count: i64, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-    let r = cc(comm).and_then(|c| {
-        let root = check_root(root, &c)?;
-        let n = check_count(count)?;
-        let dt = rt::with(|st| st.types.get(datatype))?;
-        let bytes = dt.packed_size(n);
-        if bytes == 0 || c.size == 1 {
+/// Address of element `i` of `dt` at `buf`.
+fn elem(buf: *const c_void, i: usize, dt: &Dtype) -> *mut u8 {
+    (buf as *mut u8).wrapping_offset(i as isize * dt.extent)
+}
+
+/// A buffer argument with its count and type, checked.
+fn typed(st: &mut State, buf: *const c_void, count: i64, datatype: MPI_Datatype, what: &str) -> MpiResult<(usize, Arc<Dtype>)> {
+    let n = check_count(count)?;
+    let dt = st.types.get(datatype)?;
+    check_buf(buf, n, &dt, what)?;
+    Ok((n, dt))
+}
+
+fn signature_match(mine: usize, root: usize) -> MpiResult<()> {
+    if mine != root {
+        bail!(MPI_ERR_TRUNCATE, "the send and receive parts of this rank differ in size ({mine} and {root} bytes)");
+    }
+    Ok(())
+}
+
+/// The user-defined operation behind handle `op`.
+fn user_op(st: &State, op: MPI_Op) -> MpiResult<UserOp> {
+    let i = handle_index(op) as usize;
+    if handle_kind(op) == HANDLE_KIND_DIRECT && handle_obj(op) == OBJ_OP {
+        if let Some(Some(u)) = st.coll.ops.get(i) {
+            return Ok(*u);
+        }
+    }
+    if op == MPI_OP_NULL {
+        bail!(MPI_ERR_OP, "MPI_OP_NULL is not a valid operation");
+    }
+    bail!(MPI_ERR_OP, "invalid operation handle 0x{:08x}", op as u32)
+}
+
+/// How `op` reduces elements of `dt` (handle `datatype`).
+fn reducer(st: &State, op: MPI_Op, datatype: MPI_Datatype, dt: &Arc<Dtype>) -> MpiResult<Reducer> {
+    if op::is_predefined(op) {
+        let Some(basic) = dt.basic else {
+            bail!(MPI_ERR_OP, "predefined operations need a datatype made of a single predefined type");
+        };
+        op::check(op, basic)?;
+        return Ok(Reducer::Builtin { op, basic });
+    }
+    let f = user_op(st, op)?;
+    Ok(Reducer::User { f, handle: datatype, dt: dt.clone() })
+}
+
+// ----- the collectives -------------------------------------------------------------
+
+pub(crate) fn barrier(call: Call, comm: MPI_Comm) -> MpiResult<()> {
+    run(comm, call, |_, s| {
+        algo::barrier(s);
+        Ok(())
+    })
+}
+
+pub(crate) unsafe fn bcast(call: Call, buffer: *mut c_void, count: i64, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> MpiResult<()> {
+    run(comm, call, |st, s| {
+        let root = check_root(root, s.size)?;
+        let (n, dt) = typed(st, buffer, count, datatype, "buffer")?;
+        let buf = if s.rank == root { s.input(buffer as *const u8, n, &dt) } else { s.output(buffer as *mut u8, n, &dt) };
+        algo::bcast(s, &st.coll.tune, buf, dt.packed_size(n), root);
+        Ok(())
+    })
+}
+
+pub(crate) unsafe fn gather(
+    call: Call,
+    sendbuf: *const c_void,
+    sendcount: i64,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: i64,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> MpiResult<()> {
+    run(comm, call, |st, s| {
+        let root = check_root(root, s.size)?;
+        let is_root = s.rank == root;
+        if !is_root {
+            let (sc, sdt) = typed(st, sendbuf, sendcount, sendtype, "sendbuf")?;
+            let mine = s.input(sendbuf as *const u8, sc, &sdt);
+            algo::gather(s, &st.coll.tune, mine, sdt.packed_size(sc), std::ptr::null_mut(), root);
             return Ok(());
         }
-        if dt.contig {
-            let data = std::slice::from_raw_parts_mut(buffer as *mut u8, bytes);
-            bcast_bytes(&c, data, root)
+        let (rc, rdt) = typed(st, recvbuf, recvcount, recvtype, "recvbuf")?;
+        let blk = rdt.packed_size(rc);
+        let out = s.output(recvbuf as *mut u8, rc * s.size, &rdt);
+        let mine = at(out, root * blk);
+        if in_place(sendbuf) {
+            s.pack_to(elem(recvbuf, root * rc, &rdt), rc, &rdt, mine);
+            algo::gather(s, &st.coll.tune, mine, blk, out, root);
         } else {
-            let mut tmp = vec![0u8; bytes];
-            if c.rank == root {
-                dt.pack(buffer as *const u8, n, &mut tmp);
-            }
-            bcast_bytes(&c, &mut tmp, root)?;
-            if c.rank != root {
-                dt.unpack(&tmp, buffer as *mut u8);
-            }
-            Ok(())
+            let (sc, sdt) = typed(st, sendbuf, sendcount, sendtype, "sendbuf")?;
+            signature_match(sdt.packed_size(sc), blk)?;
+            no_alias(sendbuf, recvbuf, blk)?;
+            let mine = s.input(sendbuf as *const u8, sc, &sdt);
+            algo::gather(s, &st.coll.tune, mine, blk, out, root);
         }
-    });
-    ret(comm, name, r)
+        Ok(())
+    })
 }
 
+fn at(p: P, off: usize) -> P {
+    p.wrapping_add(off)
+}
+
+/// Packed views of blocks `counts[i]` elements of `dt` at `buf + displs[i]`
+/// (in units of `disp_unit` bytes, or of the extent when None).
+fn views(
+    s: &mut Sched,
+    buf: *const c_void,
+    counts: &[usize],
+    displs: &[i64],
+    dts: &[Arc<Dtype>],
+    bytes_disp: bool,
+    dir: Dir,
+    skip: Option<usize>,
+) -> Vec<(P, usize)> {
+    (0..counts.len())
+        .map(|i| {
+            let dt = &dts[i.min(dts.len() - 1)];
+            let off = if bytes_disp { displs[i] as isize } else { displs[i] as isize * dt.extent };
+            let p = (buf as *mut u8).wrapping_offset(off);
+            let n = dt.packed_size(counts[i]);
+            if skip == Some(i) {
+                return (std::ptr::null_mut(), n);
+            }
+            let v = match dir {
+                Dir::In => s.input(p, counts[i], dt),
+                Dir::Out => s.output(p, counts[i], dt),
+                Dir::InOut => s.inout(p, counts[i], dt),
+            };
+            (v, n)
+        })
+        .collect()
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Dir {
+    In,
+    Out,
+    InOut,
+}
+
+pub(crate) unsafe fn gatherv(
+    call: Call,
+    sendbuf: *const c_void,
+    sendcount: i64,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: Arr,
+    displs: Arr,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> MpiResult<()> {
+    run(comm, call, |st, s| {
+        let root = check_root(root, s.size)?;
+        if s.rank != root {
+            let (sc, sdt) = typed(st, sendbuf, sendcount, sendtype, "sendbuf")?;
+            let mine = s.input(sendbuf as *const u8, sc, &sdt);
+            algo::gatherv(s, mine, sdt.packed_size(sc), &[], root);
+            return Ok(());
+        }
+        let counts = recvcounts.counts(s.size, "recvcounts")?;
+        let displs = displs.read(s.size, "displs")?;
+        let rdt = st.types.get(recvtype)?;
+        let inp = in_place(sendbuf);
+        let mut v = views(s, recvbuf, &counts, &displs, std::slice::from_ref(&rdt), false, Dir::Out, inp.then_some(root));
+        let mine = if inp {
+            let p = elem(recvbuf, 0, &rdt).wrapping_offset(displs[root] as isize * rdt.extent);
+            v[root].0 = s.inout(p, counts[root], &rdt);
+            v[root].0
+        } else {
+            let (sc, sdt) = typed(st, sendbuf, sendcount, sendtype, "sendbuf")?;
+            signature_match(sdt.packed_size(sc), v[root].1)?;
+            no_alias(sendbuf, recvbuf, v[root].1)?;
+            s.input(sendbuf as *const u8, sc, &sdt)
+        };
+        let n = v[root].1;
+        algo::gatherv(s, mine, n, &v, root);
+        Ok(())
+    })
+}
+
+pub(crate) unsafe fn scatter(
+    call: Call,
+    sendbuf: *const c_void,
+    sendcount: i64,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: i64,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> MpiResult<()> {
+    run(comm, call, |st, s| {
+        let root = check_root(root, s.size)?;
+        if s.rank != root {
+            let (rc, rdt) = typed(st, recvbuf, recvcount, recvtype, "recvbuf")?;
+            let out = s.output(recvbuf as *mut u8, rc, &rdt);
+            algo::scatter(s, &st.coll.tune, std::ptr::null_mut(), rdt.packed_size(rc), out, root);
+            return Ok(());
+        }
+        let (sc, sdt) = typed(st, sendbuf, sendcount, sendtype, "sendbuf")?;
+        let blk = sdt.packed_size(sc);
+        let src = s.input(sendbuf as *const u8, sc * s.size, &sdt);
+        let out = if in_place(recvbuf) {
+            std::ptr::null_mut()
+        } else {
+            let (rc, rdt) = typed(st, recvbuf, recvcount, recvtype, "recvbuf")?;
+            signature_match(rdt.packed_size(rc), blk)?;
+            no_alias(sendbuf, recvbuf, blk)?;
+            s.output(recvbuf as *mut u8, rc, &rdt)
+        };
+        algo::scatter(s, &st.coll.tune, src, blk, out, root);
+        Ok(())
+    })
+}
+
+pub(crate) unsafe fn scatterv(
+    call: Call,
+    sendbuf: *const c_void,
+    sendcounts: Arr,
+    displs: Arr,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: i64,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> MpiResult<()> {
+    run(comm, call, |st, s| {
+        let root = check_root(root, s.size)?;
+        if s.rank != root {
+            let (rc, rdt) = typed(st, recvbuf, recvcount, recvtype, "recvbuf")?;
+            let out = s.output(recvbuf as *mut u8, rc, &rdt);
+            algo::scatterv(s, &[], out, rdt.packed_size(rc), root, false);
+            return Ok(());
+        }
+        let counts = sendcounts.counts(s.size, "sendcounts")?;
+        let displs = displs.read(s.size, "displs")?;
+        let sdt = st.types.get(sendtype)?;
+        let inp = in_place(recvbuf);
+        let v = views(s, sendbuf, &counts, &displs, &[sdt], false, Dir::In, inp.then_some(root));
+        let (out, n) = if inp {
+            (std::ptr::null_mut(), 0)
+        } else {
+            let (rc, rdt) = typed(st, recvbuf, recvcount, recvtype, "recvbuf")?;
+            signature_match(rdt.packed_size(rc), v[root].1)?;
+            (s.output(recvbuf as *mut u8, rc, &rdt), rdt.packed_size(rc))
+        };
+        algo::scatterv(s, &v, out, n, root, inp);
+        Ok(())
+    })
+}
+
+pub(crate) unsafe fn allgather(
+    call: Call,
+    sendbuf: *const c_void,
+    sendcount: i64,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: i64,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> MpiResult<()> {
+    run(comm, call, |st, s| {
+        let (rc, rdt) = typed(st, recvbuf, recvcount, recvtype, "recvbuf")?;
+        let blk = rdt.packed_size(rc);
+        let out = s.output(recvbuf as *mut u8, rc * s.size, &rdt);
+        let mine = at(out, s.rank * blk);
+        if in_place(sendbuf) {
+            s.pack_to(elem(recvbuf, s.rank * rc, &rdt), rc, &rdt, mine);
+            algo::allgather(s, &st.coll.tune, mine, blk, out);
+        } else {
+            let (sc, sdt) = typed(st, sendbuf, sendcount, sendtype, "sendbuf")?;
+            signature_match(sdt.packed_size(sc), blk)?;
+            no_alias(sendbuf, recvbuf, blk)?;
+            let mine = s.input(sendbuf as *const u8, sc, &sdt);
+            algo::allgather(s, &st.coll.tune, mine, blk, out);
+        }
+        Ok(())
+    })
+}
+
+pub(crate) unsafe fn allgatherv(
+    call: Call,
+    sendbuf: *const c_void,
+    sendcount: i64,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: Arr,
+    displs: Arr,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> MpiResult<()> {
+    run(comm, call, |st, s| {
+        let counts = recvcounts.counts(s.size, "recvcounts")?;
+        let displs = displs.read(s.size, "displs")?;
+        let rdt = st.types.get(recvtype)?;
+        let me = s.rank;
+        let inp = in_place(sendbuf);
+        let mut v = views(s, recvbuf, &counts, &displs, std::slice::from_ref(&rdt), false, Dir::Out, Some(me));
+        let p = elem(recvbuf, 0, &rdt).wrapping_offset(displs[me] as isize * rdt.extent);
+        if inp {
+            v[me].0 = s.inout(p, counts[me], &rdt);
+        } else {
+            let (sc, sdt) = typed(st, sendbuf, sendcount, sendtype, "sendbuf")?;
+            signature_match(sdt.packed_size(sc), v[me].1)?;
+            no_alias(sendbuf, recvbuf, v[me].1)?;
+            let mine = s.input(sendbuf as *const u8, sc, &sdt);
+            v[me].0 = s.output(p, counts[me], &rdt);
+            s.copy(mine, v[me].0, v[me].1);
+        }
+        algo::allgather_ring(s, &v);
+        Ok(())
+    })
+}
+
+pub(crate) unsafe fn alltoall(
+    call: Call,
+    sendbuf: *const c_void,
+    sendcount: i64,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: i64,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> MpiResult<()> {
+    run(comm, call, |st, s| {
+        let size = s.size;
+        let (rc, rdt) = typed(st, recvbuf, recvcount, recvtype, "recvbuf")?;
+        let blk = rdt.packed_size(rc);
+        if in_place(sendbuf) {
+            let buf = s.inout(recvbuf as *mut u8, rc * size, &rdt);
+            let v: Vec<(P, usize)> = (0..size).map(|i| (at(buf, i * blk), blk)).collect();
+            algo::alltoall_in_place(s, &v);
+            return Ok(());
+        }
+        let (sc, sdt) = typed(st, sendbuf, sendcount, sendtype, "sendbuf")?;
+        signature_match(sdt.packed_size(sc), blk)?;
+        no_alias(sendbuf, recvbuf, blk * size)?;
+        let src = s.input(sendbuf as *const u8, sc * size, &sdt);
+        let out = s.output(recvbuf as *mut u8, rc * size, &rdt);
+        algo::alltoall(s, &st.coll.tune, src, blk, out);
+        Ok(())
+    })
+}
+
+/// Alltoallv (one type each side, displacements in extents) and Alltoallw
+/// (a type per peer, displacements in bytes).
+unsafe fn alltoall_vw(
+    call: Call,
+    sendbuf: *const c_void,
+    sendcounts: Arr,
+    sdispls: Arr,
+    sendtypes: &[MPI_Datatype],
+    recvbuf: *mut c_void,
+    recvcounts: Arr,
+    rdispls: Arr,
+    recvtypes: &[MPI_Datatype],
+    comm: MPI_Comm,
+    bytes_disp: bool,
+) -> MpiResult<()> {
+    run(comm, call, |st, s| {
+        let size = s.size;
+        let rc = recvcounts.counts(size, "recvcounts")?;
+        let rd = rdispls.read(size, "rdispls")?;
+        let rdts = recvtypes.iter().map(|&t| st.types.get(t)).collect::<MpiResult<Vec<_>>>()?;
+        if in_place(sendbuf) {
+            let v = views(s, recvbuf, &rc, &rd, &rdts, bytes_disp, Dir::InOut, None);
+            algo::alltoall_in_place(s, &v);
+            return Ok(());
+        }
+        let sc = sendcounts.counts(size, "sendcounts")?;
+        let sd = sdispls.read(size, "sdispls")?;
+        let sdts = sendtypes.iter().map(|&t| st.types.get(t)).collect::<MpiResult<Vec<_>>>()?;
+        let sv = views(s, sendbuf, &sc, &sd, &sdts, bytes_disp, Dir::In, None);
+        let rv = views(s, recvbuf, &rc, &rd, &rdts, bytes_disp, Dir::Out, None);
+        if std::ptr::eq(sendbuf, recvbuf) && sv.iter().any(|v| v.1 > 0) {
+            no_alias(sendbuf, recvbuf, 1)?;
+        }
+        signature_match(sv[s.rank].1, rv[s.rank].1)?;
+        algo::alltoallv(s, &sv, &rv, st.coll.tune.alltoall.as_deref() == Some("pairwise"));
+        Ok(())
+    })
+}
+
+pub(crate) unsafe fn alltoallv(
+    call: Call,
+    sendbuf: *const c_void,
+    sendcounts: Arr,
+    sdispls: Arr,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: Arr,
+    rdispls: Arr,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> MpiResult<()> {
+    let st = if in_place(sendbuf) { recvtype } else { sendtype };
+    alltoall_vw(call, sendbuf, sendcounts, sdispls, &[st], recvbuf, recvcounts, rdispls, &[recvtype], comm, false)
+}
+
+pub(crate) unsafe fn alltoallw(
+    call: Call,
+    sendbuf: *const c_void,
+    sendcounts: Arr,
+    sdispls: Arr,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: Arr,
+    rdispls: Arr,
+    recvtypes: *const MPI_Datatype,
+    comm: MPI_Comm,
+) -> MpiResult<()> {
+    let size = rt::with(|st| Ok(st.comms.get(comm)?.size() as usize))?;
+    let types = |p: *const MPI_Datatype| if p.is_null() { vec![MPI_DATATYPE_NULL] } else { std::slice::from_raw_parts(p, size).to_vec() };
+    let rts = types(recvtypes);
+    let sts = if in_place(sendbuf) { rts.clone() } else { types(sendtypes) };
+    alltoall_vw(call, sendbuf, sendcounts, sdispls, &sts, recvbuf, recvcounts, rdispls, &rts, comm, true)
+}
+
+/// Views of a reduction's input and output: (input, output, bytes).
+unsafe fn reduce_views(
+    st: &mut State,
+    s: &mut Sched,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    writes_result: bool,
+) -> MpiResult<(P, P, usize)> {
+    let n = check_count(count)?;
+    let dt = st.types.get(datatype)?;
+    s.red = Some(reducer(st, op, datatype, &dt)?);
+    let bytes = dt.packed_size(n);
+    if in_place(sendbuf) {
+        if !writes_result {
+            bail!(MPI_ERR_BUFFER, "MPI_IN_PLACE is only allowed at the root");
+        }
+        check_buf(recvbuf, n, &dt, "recvbuf")?;
+        let b = s.inout(recvbuf as *mut u8, n, &dt);
+        return Ok((b, b, bytes));
+    }
+    check_buf(sendbuf, n, &dt, "sendbuf")?;
+    let sb = s.input(sendbuf as *const u8, n, &dt);
+    if !writes_result {
+        return Ok((sb, std::ptr::null_mut(), bytes));
+    }
+    check_buf(recvbuf, n, &dt, "recvbuf")?;
+    no_alias(sendbuf, recvbuf, bytes)?;
+    Ok((sb, s.output(recvbuf as *mut u8, n, &dt), bytes))
+}
+
+pub(crate) unsafe fn reduce(
+    call: Call,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    root: c_int,
+    comm: MPI_Comm,
+) -> MpiResult<()> {
+    run(comm, call, |st, s| {
+        let root = check_root(root, s.size)?;
+        let (sb, rb, n) = reduce_views(st, s, sendbuf, recvbuf, count, datatype, op, s.rank == root)?;
+        algo::reduce(s, &st.coll.tune, sb, rb, n, root);
+        Ok(())
+    })
+}
+
+pub(crate) unsafe fn allreduce(
+    call: Call,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> MpiResult<()> {
+    run(comm, call, |st, s| {
+        let (sb, rb, n) = reduce_views(st, s, sendbuf, recvbuf, count, datatype, op, true)?;
+        algo::allreduce(s, &st.coll.tune, sb, rb, n);
+        Ok(())
+    })
+}
+
+pub(crate) unsafe fn scan(
+    call: Call,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    exclusive: bool,
+) -> MpiResult<()> {
+    run(comm, call, |st, s| {
+        // Exscan leaves rank 0's receive buffer alone.
+        let (sb, mut rb, n) = reduce_views(st, s, sendbuf, recvbuf, count, datatype, op, !(exclusive && s.rank == 0) || in_place(sendbuf))?;
+        if rb.is_null() {
+            rb = s.tmp(n);
+        }
+        algo::scan(s, sb, rb, n, exclusive);
+        Ok(())
+    })
+}
+
+/// Reduce_scatter (`counts` per rank) and Reduce_scatter_block (`block`).
+unsafe fn reduce_scatter_any(
+    call: Call,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    counts: Result<Arr, i64>,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> MpiResult<()> {
+    run(comm, call, |st, s| {
+        let counts = match counts {
+            Ok(a) => a.counts(s.size, "recvcounts")?,
+            Err(b) => vec![check_count(b)?; s.size],
+        };
+        let total: usize = counts.iter().sum();
+        let dt = st.types.get(datatype)?;
+        s.red = Some(reducer(st, op, datatype, &dt)?);
+        let mine = counts[s.rank];
+        check_buf(recvbuf, mine, &dt, "recvbuf")?;
+        let input = if in_place(sendbuf) { recvbuf as *const c_void } else { sendbuf };
+        check_buf(input, total, &dt, "sendbuf")?;
+        if !in_place(sendbuf) {
+            no_alias(sendbuf, recvbuf, dt.packed_size(mine))?;
+        }
+        let sb = s.input(input as *const u8, total, &dt);
+        let out = s.output(recvbuf as *mut u8, mine, &dt);
+        let bytes: Vec<usize> = counts.iter().map(|&c| dt.packed_size(c)).collect();
+        algo::reduce_scatter(s, sb, out, &bytes);
+        Ok(())
+    })
+}
+
+pub(crate) unsafe fn reduce_scatter(
+    call: Call,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: Arr,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> MpiResult<()> {
+    reduce_scatter_any(call, sendbuf, recvbuf, Ok(recvcounts), datatype, op, comm)
+}
+
+pub(crate) unsafe fn reduce_scatter_block(
+    call: Call,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: i64,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> MpiResult<()> {
+    reduce_scatter_any(call, sendbuf, recvbuf, Err(recvcount), datatype, op, comm)
+}
+
+unsafe fn reduce_local(name: &str, inbuf: *const c_void, inoutbuf: *mut c_void, count: i64, datatype: MPI_Datatype, op: MPI_Op) -> c_int {
+    let r = rt::with(|st| {
+        let n = check_count(count)?;
+        let dt = st.types.get(datatype)?;
+        let red = reducer(st, op, datatype, &dt)?;
+        check_buf(inbuf, n, &dt, "inbuf")?;
+        check_buf(inoutbuf, n, &dt, "inoutbuf")?;
+        Ok((n, dt, red))
+    })
+    .and_then(|(n, dt, red)| {
+        // Outside the lock: a user function may call MPI.
+        let bytes = dt.packed_size(n);
+        let mut a = vec![0u8; bytes];
+        let mut b = vec![0u8; bytes];
+        dt.pack(inbuf as *const u8, n, &mut a);
+        dt.pack(inoutbuf as *const u8, n, &mut b);
+        red.apply(a.as_mut_ptr(), b.as_mut_ptr(), bytes, false)?;
+        dt.unpack(&b, inoutbuf as *mut u8);
+        Ok(())
+    });
+    ret(MPI_COMM_WORLD, name, r)
+}
+
+// ----- operations ------------------------------------------------------------------
+
+unsafe fn op_create(name: &str, f: *mut c_void, commute: c_int, op: *mut MPI_Op, big: bool) -> c_int {
+    let r = rt::with(|st| {
+        if f.is_null() {
+            bail!(MPI_ERR_ARG, "user_fn is NULL");
+        }
+        let u = Some(UserOp { f: f as usize, commute: commute != 0, big });
+        let ops = &mut st.coll.ops;
+        let i = match ops.iter().position(Option::is_none) {
+            Some(i) => {
+                ops[i] = u;
+                i
+            }
+            None => {
+                ops.push(u);
+                ops.len() - 1
+            }
+        };
+        put(op, make_handle(HANDLE_KIND_DIRECT, OBJ_OP, i as u32), "op")
+    });
+    ret(MPI_COMM_WORLD, name, r)
+}
+
+pub unsafe fn MPI_Op_create(user_fn: *mut c_void, commute: c_int, op: *mut MPI_Op) -> c_int {
+    op_create("MPI_Op_create", user_fn, commute, op, false)
+}
+
+pub unsafe fn MPI_Op_create_c(user_fn: *mut c_void, commute: c_int, op: *mut MPI_Op) -> c_int {
+    op_create("MPI_Op_create_c", user_fn, commute, op, true)
+}
+
+pub unsafe fn MPI_Op_free(op: *mut MPI_Op) -> c_int {
+    let r = rt::with(|st| {
+        if op.is_null() {
+            bail!(MPI_ERR_ARG, "op is a NULL pointer");
+        }
+        if op::is_predefined(*op) {
+            bail!(MPI_ERR_OP, "predefined operations cannot be freed");
+        }
+        user_op(st, *op)?;
+        st.coll.ops[handle_index(*op) as usize] = None;
+        *op = MPI_OP_NULL;
+        Ok(())
+    });
+    ret(MPI_COMM_WORLD, "MPI_Op_free", r)
+}
+
+pub unsafe fn MPI_Op_commutative(op: MPI_Op, commute: *mut c_int) -> c_int {
+    let r = rt::with(|st| {
+        let c = if op::is_predefined(op) { true } else { user_op(st, op)?.commute };
+        put(commute, c as c_int, "commute")
+    });
+    ret(MPI_COMM_WORLD, "MPI_Op_commutative", r)
+}
+
+pub unsafe fn MPI_Op_toint(op: MPI_Op) -> c_int {
+    op
+}
+
+pub unsafe fn MPI_Op_fromint(op: c_int) -> MPI_Op {
+    op
+}
+
+/// Allreduce of one u32 with MAX (context id agreement).
+pub(crate) fn allreduce_max_u32(comm: MPI_Comm, v: u32) -> MpiResult<u32> {
+    let mut x = v;
+    let p = &mut x as *mut u32 as *mut c_void;
+    // SAFETY: `x` lives across the blocking call.
+    unsafe { allreduce(Call::Block, MPI_IN_PLACE as *const c_void, p, 1, MPI_UNSIGNED, MPI_MAX, comm)? };
+    Ok(x)
+}
+
+/// Every rank's pair of ints, by rank.
+pub(crate) fn allgather_i32x2(comm: MPI_Comm, v: [i32; 2]) -> MpiResult<Vec<[i32; 2]>> {
+    let size = rt::with(|st| Ok(st.comms.get(comm)?.size() as usize))?;
+    let mut all = vec![[0i32; 2]; size];
+    // SAFETY: `v` and `all` live across the blocking call and hold 2 and
+    // 2 * size ints.
+    unsafe { allgather(Call::Block, v.as_ptr() as *const c_void, 2, MPI_INT, all.as_mut_ptr() as *mut c_void, 2, MPI_INT, comm)? };
+    Ok(all)
+}
+
+pub unsafe fn MPI_Reduce_local(inbuf: *const c_void, inoutbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) -> c_int {
+    reduce_local("MPI_Reduce_local", inbuf, inoutbuf, cnt(count), datatype, op)
+}
+pub unsafe fn MPI_Reduce_local_c(inbuf: *const c_void, inoutbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op) -> c_int {
+    reduce_local("MPI_Reduce_local_c", inbuf, inoutbuf, cnt(count), datatype, op)
+}
+
+/// A count argument, `int` or `MPI_Count`.
+fn cnt<T: Into<i64>>(c: T) -> i64 {
+    c.into()
+}
+
+// ----- the exported calls (generated from the API table) ---------------------------------
+
+pub unsafe fn MPI_Barrier(comm: MPI_Comm) -> c_int {
+    ret(comm, "MPI_Barrier", barrier(Call::Block, comm))
+}
+pub unsafe fn MPI_Ibarrier(comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Ibarrier", barrier(Call::Nb(request), comm))
+}
+pub unsafe fn MPI_Barrier_init(comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Barrier_init", barrier(Call::Init(request), comm))
+}
 pub unsafe fn MPI_Bcast(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-    bcast_common("MPI_Bcast", buffer, count as i64, datatype, root, comm)
+    ret(comm, "MPI_Bcast", bcast(Call::Block, buffer, cnt(count), datatype, root, comm))
 }
 pub unsafe fn MPI_Bcast_c(buffer: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-    bcast_common("MPI_Bcast_c", buffer, count, datatype, root, comm)
+    ret(comm, "MPI_Bcast_c", bcast(Call::Block, buffer, cnt(count), datatype, root, comm))
 }
-
-/// Packs the send side of a reduction (`MPI_IN_PLACE` reads `recvbuf`).
-unsafe fn reduce_input(sendbuf: *const c_void, recvbuf: *const c_void, n: usize, dt: &Dtype) -> Vec<u8> {
-    let src = if sendbuf as usize == MPI_IN_PLACE { recvbuf } else { sendbuf };
-    let mut acc = vec![0u8; dt.packed_size(n)];
-    if !acc.is_empty() {
-        dt.pack(src as *const u8, n, &mut acc);
-    }
-    acc
+pub unsafe fn MPI_Ibcast(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Ibcast", bcast(Call::Nb(request), buffer, cnt(count), datatype, root, comm))
 }
-
-#[allow(clippy::too_many_arguments)]
-unsafe fn reduce_common(name: &str, sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm) -> c_int {
-    let r = cc(comm).and_then(|c| {
-        let root = check_root(root, &c)?;
-        let n = check_count(count)?;
-        let dt = rt::with(|st| st.types.get(datatype))?;
-        let base = reduce_type(&dt, op)?;
-        let mut acc = reduce_input(sendbuf, recvbuf, n, &dt);
-        reduce_bytes(&c, &mut acc, op, base, root)?;
-        if c.rank == root && !acc.is_empty() {
-            dt.unpack(&acc, recvbuf as *mut u8);
-        }
-        Ok(())
-    });
-    ret(comm, name, r)
+pub unsafe fn MPI_Ibcast_c(buffer: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Ibcast_c", bcast(Call::Nb(request), buffer, cnt(count), datatype, root, comm))
 }
-
+pub unsafe fn MPI_Bcast_init(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Bcast_init", bcast(Call::Init(request), buffer, cnt(count), datatype, root, comm))
+}
+pub unsafe fn MPI_Bcast_init_c(buffer: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Bcast_init_c", bcast(Call::Init(request), buffer, cnt(count), datatype, root, comm))
+}
+pub unsafe fn MPI_Gather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
+    ret(comm, "MPI_Gather", gather(Call::Block, sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
+}
+pub unsafe fn MPI_Gather_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
+    ret(comm, "MPI_Gather_c", gather(Call::Block, sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
+}
+pub unsafe fn MPI_Igather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Igather", gather(Call::Nb(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
+}
+pub unsafe fn MPI_Igather_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Igather_c", gather(Call::Nb(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
+}
+pub unsafe fn MPI_Gather_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Gather_init", gather(Call::Init(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
+}
+pub unsafe fn MPI_Gather_init_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Gather_init_c", gather(Call::Init(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
+}
+pub unsafe fn MPI_Gatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
+    ret(comm, "MPI_Gatherv", gatherv(Call::Block, sendbuf, cnt(sendcount), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(displs), recvtype, root, comm))
+}
+pub unsafe fn MPI_Gatherv_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
+    ret(comm, "MPI_Gatherv_c", gatherv(Call::Block, sendbuf, cnt(sendcount), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(displs), recvtype, root, comm))
+}
+pub unsafe fn MPI_Igatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Igatherv", gatherv(Call::Nb(request), sendbuf, cnt(sendcount), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(displs), recvtype, root, comm))
+}
+pub unsafe fn MPI_Igatherv_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Igatherv_c", gatherv(Call::Nb(request), sendbuf, cnt(sendcount), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(displs), recvtype, root, comm))
+}
+pub unsafe fn MPI_Gatherv_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Gatherv_init", gatherv(Call::Init(request), sendbuf, cnt(sendcount), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(displs), recvtype, root, comm))
+}
+pub unsafe fn MPI_Gatherv_init_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Gatherv_init_c", gatherv(Call::Init(request), sendbuf, cnt(sendcount), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(displs), recvtype, root, comm))
+}
+pub unsafe fn MPI_Scatter(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
+    ret(comm, "MPI_Scatter", scatter(Call::Block, sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
+}
+pub unsafe fn MPI_Scatter_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
+    ret(comm, "MPI_Scatter_c", scatter(Call::Block, sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
+}
+pub unsafe fn MPI_Iscatter(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Iscatter", scatter(Call::Nb(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
+}
+pub unsafe fn MPI_Iscatter_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Iscatter_c", scatter(Call::Nb(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
+}
+pub unsafe fn MPI_Scatter_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Scatter_init", scatter(Call::Init(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
+}
+pub unsafe fn MPI_Scatter_init_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Scatter_init_c", scatter(Call::Init(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
+}
+pub unsafe fn MPI_Scatterv(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
+    ret(comm, "MPI_Scatterv", scatterv(Call::Block, sendbuf, Arr::from(sendcounts), Arr::from(displs), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
+}
+pub unsafe fn MPI_Scatterv_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, displs: *const MPI_Aint, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
+    ret(comm, "MPI_Scatterv_c", scatterv(Call::Block, sendbuf, Arr::from(sendcounts), Arr::from(displs), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
+}
+pub unsafe fn MPI_Iscatterv(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Iscatterv", scatterv(Call::Nb(request), sendbuf, Arr::from(sendcounts), Arr::from(displs), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
+}
+pub unsafe fn MPI_Iscatterv_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, displs: *const MPI_Aint, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Iscatterv_c", scatterv(Call::Nb(request), sendbuf, Arr::from(sendcounts), Arr::from(displs), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
+}
+pub unsafe fn MPI_Scatterv_init(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Scatterv_init", scatterv(Call::Init(request), sendbuf, Arr::from(sendcounts), Arr::from(displs), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
+}
+pub unsafe fn MPI_Scatterv_init_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, displs: *const MPI_Aint, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Scatterv_init_c", scatterv(Call::Init(request), sendbuf, Arr::from(sendcounts), Arr::from(displs), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
+}
+pub unsafe fn MPI_Allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
+    ret(comm, "MPI_Allgather", allgather(Call::Block, sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, comm))
+}
+pub unsafe fn MPI_Allgather_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
+    ret(comm, "MPI_Allgather_c", allgather(Call::Block, sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, comm))
+}
+pub unsafe fn MPI_Iallgather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Iallgather", allgather(Call::Nb(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, comm))
+}
+pub unsafe fn MPI_Iallgather_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Iallgather_c", allgather(Call::Nb(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, comm))
+}
+pub unsafe fn MPI_Allgather_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Allgather_init", allgather(Call::Init(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, comm))
+}
+pub unsafe fn MPI_Allgather_init_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Allgather_init_c", allgather(Call::Init(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, comm))
+}
+pub unsafe fn MPI_Allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
+    ret(comm, "MPI_Allgatherv", allgatherv(Call::Block, sendbuf, cnt(sendcount), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(displs), recvtype, comm))
+}
+pub unsafe fn MPI_Allgatherv_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
+    ret(comm, "MPI_Allgatherv_c", allgatherv(Call::Block, sendbuf, cnt(sendcount), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(displs), recvtype, comm))
+}
+pub unsafe fn MPI_Iallgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Iallgatherv", allgatherv(Call::Nb(request), sendbuf, cnt(sendcount), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(displs), recvtype, comm))
+}
+pub unsafe fn MPI_Iallgatherv_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Iallgatherv_c", allgatherv(Call::Nb(request), sendbuf, cnt(sendcount), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(displs), recvtype, comm))
+}
+pub unsafe fn MPI_Allgatherv_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Allgatherv_init", allgatherv(Call::Init(request), sendbuf, cnt(sendcount), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(displs), recvtype, comm))
+}
+pub unsafe fn MPI_Allgatherv_init_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Allgatherv_init_c", allgatherv(Call::Init(request), sendbuf, cnt(sendcount), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(displs), recvtype, comm))
+}
+pub unsafe fn MPI_Alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
+    ret(comm, "MPI_Alltoall", alltoall(Call::Block, sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, comm))
+}
+pub unsafe fn MPI_Alltoall_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
+    ret(comm, "MPI_Alltoall_c", alltoall(Call::Block, sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, comm))
+}
+pub unsafe fn MPI_Ialltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Ialltoall", alltoall(Call::Nb(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, comm))
+}
+pub unsafe fn MPI_Ialltoall_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Ialltoall_c", alltoall(Call::Nb(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, comm))
+}
+pub unsafe fn MPI_Alltoall_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Alltoall_init", alltoall(Call::Init(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, comm))
+}
+pub unsafe fn MPI_Alltoall_init_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Alltoall_init_c", alltoall(Call::Init(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, comm))
+}
+pub unsafe fn MPI_Alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
+    ret(comm, "MPI_Alltoallv", alltoallv(Call::Block, sendbuf, Arr::from(sendcounts), Arr::from(sdispls), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(rdispls), recvtype, comm))
+}
+pub unsafe fn MPI_Alltoallv_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
+    ret(comm, "MPI_Alltoallv_c", alltoallv(Call::Block, sendbuf, Arr::from(sendcounts), Arr::from(sdispls), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(rdispls), recvtype, comm))
+}
+pub unsafe fn MPI_Ialltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Ialltoallv", alltoallv(Call::Nb(request), sendbuf, Arr::from(sendcounts), Arr::from(sdispls), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(rdispls), recvtype, comm))
+}
+pub unsafe fn MPI_Ialltoallv_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Ialltoallv_c", alltoallv(Call::Nb(request), sendbuf, Arr::from(sendcounts), Arr::from(sdispls), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(rdispls), recvtype, comm))
+}
+pub unsafe fn MPI_Alltoallv_init(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Alltoallv_init", alltoallv(Call::Init(request), sendbuf, Arr::from(sendcounts), Arr::from(sdispls), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(rdispls), recvtype, comm))
+}
+pub unsafe fn MPI_Alltoallv_init_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Alltoallv_init_c", alltoallv(Call::Init(request), sendbuf, Arr::from(sendcounts), Arr::from(sdispls), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(rdispls), recvtype, comm))
+}
+pub unsafe fn MPI_Alltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype, comm: MPI_Comm) -> c_int {
+    ret(comm, "MPI_Alltoallw", alltoallw(Call::Block, sendbuf, Arr::from(sendcounts), Arr::from(sdispls), sendtypes, recvbuf, Arr::from(recvcounts), Arr::from(rdispls), recvtypes, comm))
+}
+pub unsafe fn MPI_Alltoallw_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm) -> c_int {
+    ret(comm, "MPI_Alltoallw_c", alltoallw(Call::Block, sendbuf, Arr::from(sendcounts), Arr::from(sdispls), sendtypes, recvbuf, Arr::from(recvcounts), Arr::from(rdispls), recvtypes, comm))
+}
+pub unsafe fn MPI_Ialltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Ialltoallw", alltoallw(Call::Nb(request), sendbuf, Arr::from(sendcounts), Arr::from(sdispls), sendtypes, recvbuf, Arr::from(recvcounts), Arr::from(rdispls), recvtypes, comm))
+}
+pub unsafe fn MPI_Ialltoallw_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Ialltoallw_c", alltoallw(Call::Nb(request), sendbuf, Arr::from(sendcounts), Arr::from(sdispls), sendtypes, recvbuf, Arr::from(recvcounts), Arr::from(rdispls), recvtypes, comm))
+}
+pub unsafe fn MPI_Alltoallw_init(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Alltoallw_init", alltoallw(Call::Init(request), sendbuf, Arr::from(sendcounts), Arr::from(sdispls), sendtypes, recvbuf, Arr::from(recvcounts), Arr::from(rdispls), recvtypes, comm))
+}
+pub unsafe fn MPI_Alltoallw_init_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Alltoallw_init_c", alltoallw(Call::Init(request), sendbuf, Arr::from(sendcounts), Arr::from(sdispls), sendtypes, recvbuf, Arr::from(recvcounts), Arr::from(rdispls), recvtypes, comm))
+}
 pub unsafe fn MPI_Reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm) -> c_int {
-    reduce_common("MPI_Reduce", sendbuf, recvbuf, count as i64, datatype, op, root, comm)
+    ret(comm, "MPI_Reduce", reduce(Call::Block, sendbuf, recvbuf, cnt(count), datatype, op, root, comm))
 }
 pub unsafe fn MPI_Reduce_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm) -> c_int {
-    reduce_common("MPI_Reduce_c", sendbuf, recvbuf, count, datatype, op, root, comm)
+    ret(comm, "MPI_Reduce_c", reduce(Call::Block, sendbuf, recvbuf, cnt(count), datatype, op, root, comm))
 }
-
-unsafe fn allreduce_common(name: &str, sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-    let r = cc(comm).and_then(|c| {
-        let n = check_count(count)?;
-        let dt = rt::with(|st| st.types.get(datatype))?;
-        let base = reduce_type(&dt, op)?;
-        let mut acc = reduce_input(sendbuf, recvbuf, n, &dt);
-        allreduce_bytes(&c, &mut acc, op, base)?;
-        if !acc.is_empty() {
-            dt.unpack(&acc, recvbuf as *mut u8);
-        }
-        Ok(())
-    });
-    ret(comm, name, r)
+pub unsafe fn MPI_Ireduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Ireduce", reduce(Call::Nb(request), sendbuf, recvbuf, cnt(count), datatype, op, root, comm))
 }
-
+pub unsafe fn MPI_Ireduce_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Ireduce_c", reduce(Call::Nb(request), sendbuf, recvbuf, cnt(count), datatype, op, root, comm))
+}
+pub unsafe fn MPI_Reduce_init(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Reduce_init", reduce(Call::Init(request), sendbuf, recvbuf, cnt(count), datatype, op, root, comm))
+}
+pub unsafe fn MPI_Reduce_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Reduce_init_c", reduce(Call::Init(request), sendbuf, recvbuf, cnt(count), datatype, op, root, comm))
+}
 pub unsafe fn MPI_Allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-    allreduce_common("MPI_Allreduce", sendbuf, recvbuf, count as i64, datatype, op, comm)
+    ret(comm, "MPI_Allreduce", allreduce(Call::Block, sendbuf, recvbuf, cnt(count), datatype, op, comm))
 }
 pub unsafe fn MPI_Allreduce_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-    allreduce_common("MPI_Allreduce_c", sendbuf, recvbuf, count, datatype, op, comm)
+    ret(comm, "MPI_Allreduce_c", allreduce(Call::Block, sendbuf, recvbuf, cnt(count), datatype, op, comm))
+}
+pub unsafe fn MPI_Iallreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Iallreduce", allreduce(Call::Nb(request), sendbuf, recvbuf, cnt(count), datatype, op, comm))
+}
+pub unsafe fn MPI_Iallreduce_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Iallreduce_c", allreduce(Call::Nb(request), sendbuf, recvbuf, cnt(count), datatype, op, comm))
+}
+pub unsafe fn MPI_Allreduce_init(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Allreduce_init", allreduce(Call::Init(request), sendbuf, recvbuf, cnt(count), datatype, op, comm))
+}
+pub unsafe fn MPI_Allreduce_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Allreduce_init_c", allreduce(Call::Init(request), sendbuf, recvbuf, cnt(count), datatype, op, comm))
+}
+pub unsafe fn MPI_Reduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
+    ret(comm, "MPI_Reduce_scatter", reduce_scatter(Call::Block, sendbuf, recvbuf, Arr::from(recvcounts), datatype, op, comm))
+}
+pub unsafe fn MPI_Reduce_scatter_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
+    ret(comm, "MPI_Reduce_scatter_c", reduce_scatter(Call::Block, sendbuf, recvbuf, Arr::from(recvcounts), datatype, op, comm))
+}
+pub unsafe fn MPI_Ireduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Ireduce_scatter", reduce_scatter(Call::Nb(request), sendbuf, recvbuf, Arr::from(recvcounts), datatype, op, comm))
+}
+pub unsafe fn MPI_Ireduce_scatter_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Ireduce_scatter_c", reduce_scatter(Call::Nb(request), sendbuf, recvbuf, Arr::from(recvcounts), datatype, op, comm))
+}
+pub unsafe fn MPI_Reduce_scatter_init(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Reduce_scatter_init", reduce_scatter(Call::Init(request), sendbuf, recvbuf, Arr::from(recvcounts), datatype, op, comm))
+}
+pub unsafe fn MPI_Reduce_scatter_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Reduce_scatter_init_c", reduce_scatter(Call::Init(request), sendbuf, recvbuf, Arr::from(recvcounts), datatype, op, comm))
+}
+pub unsafe fn MPI_Reduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
+    ret(comm, "MPI_Reduce_scatter_block", reduce_scatter_block(Call::Block, sendbuf, recvbuf, cnt(recvcount), datatype, op, comm))
+}
+pub unsafe fn MPI_Reduce_scatter_block_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
+    ret(comm, "MPI_Reduce_scatter_block_c", reduce_scatter_block(Call::Block, sendbuf, recvbuf, cnt(recvcount), datatype, op, comm))
+}
+pub unsafe fn MPI_Ireduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Ireduce_scatter_block", reduce_scatter_block(Call::Nb(request), sendbuf, recvbuf, cnt(recvcount), datatype, op, comm))
+}
+pub unsafe fn MPI_Ireduce_scatter_block_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Ireduce_scatter_block_c", reduce_scatter_block(Call::Nb(request), sendbuf, recvbuf, cnt(recvcount), datatype, op, comm))
+}
+pub unsafe fn MPI_Reduce_scatter_block_init(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Reduce_scatter_block_init", reduce_scatter_block(Call::Init(request), sendbuf, recvbuf, cnt(recvcount), datatype, op, comm))
+}
+pub unsafe fn MPI_Reduce_scatter_block_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Reduce_scatter_block_init_c", reduce_scatter_block(Call::Init(request), sendbuf, recvbuf, cnt(recvcount), datatype, op, comm))
+}
+pub unsafe fn MPI_Scan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
+    ret(comm, "MPI_Scan", scan(Call::Block, sendbuf, recvbuf, cnt(count), datatype, op, comm, false))
+}
+pub unsafe fn MPI_Scan_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
+    ret(comm, "MPI_Scan_c", scan(Call::Block, sendbuf, recvbuf, cnt(count), datatype, op, comm, false))
+}
+pub unsafe fn MPI_Iscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Iscan", scan(Call::Nb(request), sendbuf, recvbuf, cnt(count), datatype, op, comm, false))
+}
+pub unsafe fn MPI_Iscan_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Iscan_c", scan(Call::Nb(request), sendbuf, recvbuf, cnt(count), datatype, op, comm, false))
+}
+pub unsafe fn MPI_Scan_init(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Scan_init", scan(Call::Init(request), sendbuf, recvbuf, cnt(count), datatype, op, comm, false))
+}
+pub unsafe fn MPI_Scan_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Scan_init_c", scan(Call::Init(request), sendbuf, recvbuf, cnt(count), datatype, op, comm, false))
+}
+pub unsafe fn MPI_Exscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
+    ret(comm, "MPI_Exscan", scan(Call::Block, sendbuf, recvbuf, cnt(count), datatype, op, comm, true))
+}
+pub unsafe fn MPI_Exscan_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
+    ret(comm, "MPI_Exscan_c", scan(Call::Block, sendbuf, recvbuf, cnt(count), datatype, op, comm, true))
+}
+pub unsafe fn MPI_Iexscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Iexscan", scan(Call::Nb(request), sendbuf, recvbuf, cnt(count), datatype, op, comm, true))
+}
+pub unsafe fn MPI_Iexscan_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Iexscan_c", scan(Call::Nb(request), sendbuf, recvbuf, cnt(count), datatype, op, comm, true))
+}
+pub unsafe fn MPI_Exscan_init(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Exscan_init", scan(Call::Init(request), sendbuf, recvbuf, cnt(count), datatype, op, comm, true))
+}
+pub unsafe fn MPI_Exscan_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Exscan_init_c", scan(Call::Init(request), sendbuf, recvbuf, cnt(count), datatype, op, comm, true))
 }

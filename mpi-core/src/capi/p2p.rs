@@ -729,6 +729,7 @@ pub(crate) fn start_persistent(st: &mut State, i: u32) -> MpiResult<()> {
                 i
             })
         }
+        Persist::Coll(s) => crate::coll::start_persistent(st, i, s).map(|()| i),
     };
     if res.is_err() {
         let r = st.reqs.get(i);

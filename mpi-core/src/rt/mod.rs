@@ -45,6 +45,8 @@ pub struct State {
     pub errhandlers: Vec<Option<usize>>,
     /// Buffered-send accounting (`MPI_Buffer_attach`).
     pub bsend: BsendBuffer,
+    /// Collectives: tags, active nonblocking operations, user ops, tuning.
+    pub coll: crate::coll::Colls,
 }
 
 /// The buffer attached for buffered sends. Data of a buffered send is copied
@@ -265,6 +267,7 @@ pub fn init(required: c_int) -> MpiResult<c_int> {
         oversubscribed,
         errhandlers: Vec::new(),
         bsend: BsendBuffer::default(),
+        coll: crate::coll::Colls::default(),
     });
     MY_CTL.store(st.engine.my_ctl_ptr(), Ordering::Release);
     st.engine.enable_cma_probe();

@@ -42,6 +42,8 @@ pub enum Persist {
     Psend { buf: *const u8, partitions: usize, count: usize, dt: Arc<Dtype>, dest: i32, tag: i32, comm: MPI_Comm },
     /// Partitioned receive.
     Precv { buf: *mut u8, partitions: usize, count: usize, dt: Arc<Dtype>, src: i32, tag: i32, comm: MPI_Comm },
+    /// A persistent collective: its schedule, run again by each start.
+    Coll(crate::coll::SharedSched),
 }
 
 pub struct SendOp {
@@ -85,6 +87,9 @@ pub enum Kind {
     Compound { parts: Vec<u32>, keep: Option<Vec<u8>> },
     /// A started partitioned send waiting for `MPI_Pready` of every partition.
     Partitioned { ready: Vec<bool> },
+    /// A nonblocking or persistent collective: `crate::coll` drives its
+    /// schedule and completes the request with `ReqTable::finish`.
+    Coll,
 }
 
 pub struct Request {

@@ -1,0 +1,172 @@
+//! Collective operations (chapter 6 of MPI 4.1, "Collective Communication").
+//!
+//! Every collective call builds a [`sched::Sched`] with an algorithm of
+//! [`algo`] chosen for the communicator size and message size, then runs it:
+//! to completion for a blocking call, in the background (driven by every
+//! progress call of the library) for a nonblocking one, from the top at each
+//! `MPI_Start` for a persistent one. The messages of a collective travel on
+//! the communicator's collective context with a tag unique to the operation
+//! (calls are numbered per communicator, and every rank makes the same calls
+//! in the same order), so any number may be outstanding at once.
+//!
+//! Tuning (environment variables, read at `MPI_Init`; see COLLECTIVES.md):
+//! `MPICORE_COLL_<NAME>=<algorithm>` forces an algorithm, and
+//! `MPICORE_COLL_<NAME>_SHORT` etc. move the size thresholds.
+
+pub mod algo;
+pub mod sched;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use mpi_api::abi::*;
+
+use crate::rt::error::MpiResult;
+use crate::rt::op::UserOp;
+use crate::rt::State;
+use sched::Sched;
+
+pub(crate) use algo::Tune;
+
+/// A persistent collective's schedule, shared by its request and, while it
+/// runs, by the list of active operations.
+pub type SharedSched = Arc<Mutex<Sched>>;
+
+enum Running {
+    Owned(Box<Sched>),
+    Shared(SharedSched),
+}
+
+struct Active {
+    req: u32,
+    id: u64,
+    sched: Running,
+}
+
+/// State of the collectives in the runtime (`State::coll`).
+#[derive(Default)]
+pub struct Colls {
+    /// Next tag of each collective context.
+    tags: HashMap<u32, i32>,
+    /// Nonblocking and started persistent operations.
+    active: Vec<Active>,
+    /// Temporary buffers for reuse (their pages stay mapped).
+    pub(crate) pool: Vec<Vec<u8>>,
+    /// User-defined operations by handle index.
+    pub(crate) ops: Vec<Option<UserOp>>,
+    pub(crate) tune: Tune,
+}
+
+/// At most this many bytes of idle temporary buffers are kept.
+const POOL_BYTES: usize = 64 << 20;
+
+impl Colls {
+    pub(crate) fn next_tag(&mut self, ctx: u32) -> i32 {
+        let t = self.tags.entry(ctx).or_insert(0);
+        let tag = *t;
+        *t = (*t + 1) & 0x3fff_ffff;
+        tag
+    }
+
+    pub(crate) fn give_back(&mut self, mut bufs: Vec<Vec<u8>>) {
+        self.pool.append(&mut bufs);
+        let mut total: usize = self.pool.iter().map(Vec::len).sum();
+        // Keep the largest buffers, up to the limit.
+        self.pool.sort_by_key(|v| std::cmp::Reverse(v.len()));
+        while total > POOL_BYTES || self.pool.len() > 16 {
+            match self.pool.pop() {
+                Some(v) => total -= v.len(),
+                None => break,
+            }
+        }
+    }
+
+    pub fn has_active(&self) -> bool {
+        !self.active.is_empty()
+    }
+}
+
+/// Progress of the nonblocking collectives: advances every active schedule
+/// and completes the requests of finished ones. True if one completed.
+pub(crate) fn progress(st: &mut State) -> bool {
+    if st.coll.active.is_empty() {
+        return false;
+    }
+    let mut active = std::mem::take(&mut st.coll.active);
+    let mut did = false;
+    active.retain_mut(|a| {
+        // A request freed and reused meanwhile cannot happen (a freed active
+        // request is released only by `finish` below), but be safe.
+        if st.reqs.try_get(a.req).is_none() || st.reqs.proto_id(a.req) != a.id {
+            return false;
+        }
+        let (done, res) = match &mut a.sched {
+            Running::Owned(s) => {
+                let d = s.advance(st);
+                (d, s.result())
+            }
+            Running::Shared(s) => {
+                let mut s = s.lock().unwrap_or_else(|e| e.into_inner());
+                let d = s.advance(st);
+                (d, s.result())
+            }
+        };
+        if done {
+            complete(st, a.req, res);
+            did = true;
+        }
+        !done
+    });
+    // Operations started meanwhile (none today) go after the older ones.
+    active.append(&mut st.coll.active);
+    st.coll.active = active;
+    did
+}
+
+fn complete(st: &mut State, i: u32, res: MpiResult<()>) {
+    let r = st.reqs.get(i);
+    if let Err(e) = res {
+        r.err = e.class;
+    }
+    st.reqs.finish(i);
+}
+
+/// Starts a nonblocking collective: a request completing with schedule `s`.
+pub(crate) fn start_nonblocking(st: &mut State, mut s: Sched) -> MPI_Request {
+    let i = st.reqs.alloc(crate::rt::p2p::Request::new(crate::rt::p2p::Kind::Coll, s.comm));
+    if s.advance(st) {
+        complete(st, i, s.result());
+    } else {
+        let id = st.reqs.proto_id(i);
+        st.coll.active.push(Active { req: i, id, sched: Running::Owned(Box::new(s)) });
+    }
+    crate::rt::p2p::ReqTable::handle(i)
+}
+
+/// A persistent collective request (inactive) around schedule `s`.
+pub(crate) fn persistent_request(st: &mut State, mut s: Sched) -> MPI_Request {
+    s.persistent = true;
+    let mut r = crate::rt::p2p::Request::new(crate::rt::p2p::Kind::Coll, s.comm);
+    r.persist = Some(crate::rt::p2p::Persist::Coll(Arc::new(Mutex::new(s))));
+    r.active = false;
+    r.done = true;
+    crate::rt::p2p::ReqTable::handle(st.reqs.alloc(r))
+}
+
+/// `MPI_Start` of persistent collective request `i` (already marked active).
+pub(crate) fn start_persistent(st: &mut State, i: u32, s: SharedSched) -> MpiResult<()> {
+    st.reqs.get(i).kind = crate::rt::p2p::Kind::Coll;
+    let (done, res) = {
+        let mut g = s.lock().unwrap_or_else(|e| e.into_inner());
+        g.restart();
+        let d = g.advance(st);
+        (d, g.result())
+    };
+    if done {
+        complete(st, i, res);
+    } else {
+        let id = st.reqs.proto_id(i);
+        st.coll.active.push(Active { req: i, id, sched: Running::Shared(s) });
+    }
+    Ok(())
+}

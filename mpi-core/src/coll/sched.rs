@@ -1,0 +1,349 @@
+//! Schedules: a collective operation as a list of actions run by one rank.
+//!
+//! An algorithm appends sends, receives and local steps (copy, reduce, pack,
+//! unpack) to a [`Sched`]; a [`Act::Fence`] makes the actions after it wait
+//! until every send and receive posted before it has completed. The same
+//! schedule runs a blocking call (driven by the caller's wait loop), a
+//! nonblocking one (driven by every progress call of the library) and a
+//! persistent one (run again from the top by each `MPI_Start`).
+//!
+//! All data in a schedule is packed bytes. Pointers are raw: user buffers
+//! (valid for the duration of the operation, as the standard requires) and
+//! temporary buffers owned by the schedule, whose heap blocks never move.
+
+use std::sync::Arc;
+
+use mpi_api::abi::*;
+
+use crate::rt::datatype::Dtype;
+use crate::rt::error::{MpiError, MpiResult};
+use crate::rt::op::{self, UserOp};
+use crate::rt::p2p::{Kind, Mode, RecvOp, Request};
+use crate::rt::State;
+
+/// A pointer to packed bytes in a schedule.
+pub type P = *mut u8;
+
+/// How a reduction combines two packed buffers.
+#[derive(Clone)]
+pub enum Reducer {
+    /// A predefined operation on the predefined type the data is made of.
+    Builtin { op: MPI_Op, basic: MPI_Datatype },
+    /// A user function, called on elements of the user's datatype.
+    User { f: UserOp, handle: MPI_Datatype, dt: Arc<Dtype> },
+}
+
+impl Reducer {
+    pub fn commutative(&self) -> bool {
+        match self {
+            Reducer::Builtin { .. } => true,
+            Reducer::User { f, .. } => f.commute,
+        }
+    }
+
+    /// Bytes of the smallest piece a reduction may be split into.
+    pub fn unit(&self) -> usize {
+        match self {
+            Reducer::Builtin { basic, .. } => op::unit_size(*basic),
+            Reducer::User { dt, .. } => dt.size.max(1),
+        }
+    }
+
+    /// `dst = src op dst`, or `dst = dst op src` when `rev`.
+    ///
+    /// # Safety
+    /// `src` and `dst` address `n` packed bytes each and do not overlap.
+    pub unsafe fn apply(&self, src: P, dst: P, n: usize, rev: bool) -> MpiResult<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        match self {
+            Reducer::Builtin { op, basic } => {
+                let a = std::slice::from_raw_parts(src as *const u8, n);
+                let b = std::slice::from_raw_parts_mut(dst, n);
+                op::apply_dir(*op, *basic, a, b, rev)
+            }
+            Reducer::User { f, handle, dt } => {
+                let count = n / dt.size.max(1);
+                if dt.contig {
+                    if rev {
+                        let mut tmp = std::slice::from_raw_parts(src as *const u8, n).to_vec();
+                        f.call(dst, tmp.as_mut_ptr(), count, *handle, dt.extent);
+                        std::ptr::copy_nonoverlapping(tmp.as_ptr(), dst, n);
+                    } else {
+                        f.call(src, dst, count, *handle, dt.extent);
+                    }
+                    return Ok(());
+                }
+                // The function sees elements laid out as the type describes.
+                let span = if count == 0 { 0 } else { (count as isize - 1) * dt.extent.max(0) + dt.true_extent.max(0) } as usize;
+                let mut la = vec![0u8; span];
+                let mut lb = vec![0u8; span];
+                let base = |v: &mut Vec<u8>| v.as_mut_ptr().wrapping_offset(-dt.true_lb);
+                let (pa, pb) = (base(&mut la), base(&mut lb));
+                dt.unpack(std::slice::from_raw_parts(src as *const u8, n), pa);
+                dt.unpack(std::slice::from_raw_parts(dst as *const u8, n), pb);
+                let (inv, inout) = if rev { (pb, pa) } else { (pa, pb) };
+                f.call(inv, inout, count, *handle, dt.extent);
+                dt.pack(inout, count, std::slice::from_raw_parts_mut(dst, n));
+                Ok(())
+            }
+        }
+    }
+}
+
+/// One step of a schedule.
+pub enum Act {
+    Send { p: P, n: usize, to: usize },
+    Recv { p: P, n: usize, from: usize },
+    /// Wait for every send and receive posted so far.
+    Fence,
+    Copy { src: P, dst: P, n: usize },
+    /// `dst = src op dst` (`dst op src` when `rev`), `n` bytes.
+    Reduce { src: P, dst: P, n: usize, rev: bool },
+    /// Packs `count` elements of `dt` at user address `src` into `dst`.
+    Pack { src: P, count: usize, dt: Arc<Dtype>, dst: P },
+    /// Unpacks `n` bytes at `src` to user address `dst`.
+    Unpack { src: P, n: usize, dt: Arc<Dtype>, dst: P },
+}
+
+/// A collective operation of one rank.
+pub struct Sched {
+    acts: Vec<Act>,
+    /// Actions appended by `seal` after a final fence (unpacking results).
+    tail: Vec<Act>,
+    pc: usize,
+    /// Posted sends and receives: (request, bytes expected, is a receive).
+    pending: Vec<(u32, usize, bool)>,
+    tmps: Vec<Vec<u8>>,
+    pool: Vec<Vec<u8>>,
+    pub rank: usize,
+    pub size: usize,
+    pub comm: MPI_Comm,
+    /// More ranks than cores on this node (favours algorithms that move
+    /// fewer bytes in total over those with shorter critical paths).
+    pub oversub: bool,
+    ctx: u32,
+    tag: i32,
+    group: Arc<Vec<usize>>,
+    bytes: Arc<Dtype>,
+    pub red: Option<Reducer>,
+    err: Option<MpiError>,
+    /// Kept for `MPI_Start`: temporaries are never returned to the pool.
+    pub persistent: bool,
+}
+
+// SAFETY: the raw pointers are user buffers lent for the operation and the
+// schedule's own temporaries; a schedule is only used under the runtime lock.
+unsafe impl Send for Sched {}
+
+impl Sched {
+    /// An empty schedule on communicator `comm`, with the message tag of
+    /// this operation (the communicator's next). The tag is taken even if
+    /// the call then fails its checks on this rank only (a bad root-only
+    /// argument), so the ranks stay in step for the next collective.
+    pub fn new(st: &mut State, comm: MPI_Comm) -> MpiResult<Sched> {
+        let c = st.comms.get(comm)?;
+        let (ctx, rank, size, group) = (c.coll_ctx(), c.rank as usize, c.size() as usize, c.group.clone());
+        let bytes = st.types.get(MPI_BYTE)?;
+        Ok(Sched {
+            acts: Vec::with_capacity(16),
+            tail: Vec::new(),
+            pc: 0,
+            pending: Vec::with_capacity(8),
+            tmps: Vec::new(),
+            pool: std::mem::take(&mut st.coll.pool),
+            rank,
+            size,
+            comm,
+            oversub: st.oversubscribed,
+            ctx,
+            tag: st.coll.next_tag(ctx),
+            group,
+            bytes,
+            red: None,
+            err: None,
+            persistent: false,
+        })
+    }
+
+    // ----- building ---------------------------------------------------------
+
+    pub fn send(&mut self, p: P, n: usize, to: usize) {
+        self.acts.push(Act::Send { p, n, to });
+    }
+    pub fn recv(&mut self, p: P, n: usize, from: usize) {
+        self.acts.push(Act::Recv { p, n, from });
+    }
+    pub fn fence(&mut self) {
+        if !matches!(self.acts.last(), None | Some(Act::Fence)) {
+            self.acts.push(Act::Fence);
+        }
+    }
+    pub fn copy(&mut self, src: P, dst: P, n: usize) {
+        if n > 0 && src != dst {
+            self.acts.push(Act::Copy { src, dst, n });
+        }
+    }
+    /// `dst = src op dst`, or `dst = dst op src` when `rev`.
+    pub fn reduce(&mut self, src: P, dst: P, n: usize, rev: bool) {
+        if n > 0 {
+            self.acts.push(Act::Reduce { src, dst, n, rev });
+        }
+    }
+
+    /// A temporary buffer of `n` bytes, alive as long as the schedule.
+    pub fn tmp(&mut self, n: usize) -> P {
+        let pos = self.pool.iter().enumerate().filter(|(_, v)| v.len() >= n).min_by_key(|(_, v)| v.len()).map(|(i, _)| i);
+        let mut v = match pos {
+            Some(i) => self.pool.swap_remove(i),
+            None => vec![0u8; n.max(64)],
+        };
+        let p = v.as_mut_ptr();
+        self.tmps.push(v);
+        p
+    }
+
+    /// Packed view of `count` elements of `dt` at user address `buf`, read
+    /// by the operation (packed at the start if not contiguous).
+    pub fn input(&mut self, buf: *const u8, count: usize, dt: &Arc<Dtype>) -> P {
+        if dt.contig {
+            return buf as P;
+        }
+        let n = dt.packed_size(count);
+        let t = self.tmp(n);
+        if n > 0 {
+            self.acts.push(Act::Pack { src: buf as P, count, dt: dt.clone(), dst: t });
+        }
+        t
+    }
+
+    /// Packed view of `count` elements of `dt` at user address `buf`, written
+    /// by the operation (unpacked at the end if not contiguous).
+    pub fn output(&mut self, buf: *mut u8, count: usize, dt: &Arc<Dtype>) -> P {
+        if dt.contig {
+            return buf;
+        }
+        let n = dt.packed_size(count);
+        let t = self.tmp(n);
+        if n > 0 {
+            self.tail.push(Act::Unpack { src: t, n, dt: dt.clone(), dst: buf });
+        }
+        t
+    }
+
+    /// Packs `count` elements of `dt` at user address `buf` into `dst` at
+    /// the start (nothing to do for a contiguous type, whose packed view is
+    /// the buffer itself).
+    pub fn pack_to(&mut self, buf: *const u8, count: usize, dt: &Arc<Dtype>, dst: P) {
+        if !dt.contig && count > 0 {
+            self.acts.push(Act::Pack { src: buf as P, count, dt: dt.clone(), dst });
+        }
+    }
+
+    /// Both: read at the start, written back at the end.
+    pub fn inout(&mut self, buf: *mut u8, count: usize, dt: &Arc<Dtype>) -> P {
+        let p = self.input(buf, count, dt);
+        if !dt.contig && count > 0 {
+            self.tail.push(Act::Unpack { src: p, n: dt.packed_size(count), dt: dt.clone(), dst: buf });
+        }
+        p
+    }
+
+    /// Ends building: gives unused buffers back.
+    pub fn seal(&mut self, st: &mut State) {
+        if !self.tail.is_empty() {
+            self.acts.push(Act::Fence);
+            self.acts.append(&mut self.tail);
+        }
+        st.coll.give_back(std::mem::take(&mut self.pool));
+    }
+
+    /// Makes a completed persistent schedule ready to run again.
+    pub fn restart(&mut self) {
+        self.pc = 0;
+        self.err = None;
+    }
+
+    // ----- running ------------------------------------------------------------
+
+    /// Runs what can run now. True when the operation is complete.
+    pub fn advance(&mut self, st: &mut State) -> bool {
+        loop {
+            if self.pending.iter().any(|&(i, _, _)| !st.reqs.get(i).done) {
+                return false;
+            }
+            for (i, n, is_recv) in self.pending.drain(..) {
+                let r = st.reqs.get(i);
+                if self.err.is_none() {
+                    let got = r.status.byte_count() as usize;
+                    if r.err != MPI_SUCCESS || (is_recv && got != n) {
+                        let what = if r.err == MPI_ERR_TRUNCATE || got > n { "more" } else { "less" };
+                        self.err = Some(MpiError::new(
+                            MPI_ERR_TRUNCATE,
+                            format!(
+                                "rank {} of the collective sent {what} data than this rank expects ({n} bytes): counts, types or roots differ between ranks",
+                                r.status.MPI_SOURCE
+                            ),
+                        ));
+                    }
+                }
+                st.reqs.release(i);
+            }
+            if self.pc == self.acts.len() {
+                if !self.persistent {
+                    st.coll.give_back(std::mem::take(&mut self.tmps));
+                }
+                return true;
+            }
+            while self.pc < self.acts.len() {
+                let pc = self.pc;
+                self.pc += 1;
+                match &self.acts[pc] {
+                    Act::Fence => break,
+                    &Act::Send { p, n, to } => {
+                        let i = st.reqs.alloc(Request::new(Kind::Null, MPI_COMM_WORLD));
+                        let dest = self.group[to];
+                        st.engine.start_send(&mut st.reqs, i, p, n, &self.bytes, dest, self.ctx, self.rank as i32, self.tag, Mode::Standard);
+                        self.pending.push((i, n, false));
+                    }
+                    &Act::Recv { p, n, from } => {
+                        let op = RecvOp { buf: p, dt: self.bytes.clone(), ctx: self.ctx, src: from as i32, tag: self.tag, cap: n, stream: None };
+                        let i = st.reqs.alloc(Request::new(Kind::Recv(op), MPI_COMM_WORLD));
+                        st.engine.start_recv(&mut st.reqs, i);
+                        self.pending.push((i, n, true));
+                    }
+                    // SAFETY (all local steps): the schedule was built with
+                    // pointers to `n` valid bytes (user buffers lent for the
+                    // operation or our temporaries), and a fence orders every
+                    // local step after the transfers into its buffers.
+                    &Act::Copy { src, dst, n } => unsafe { std::ptr::copy(src, dst, n) },
+                    &Act::Reduce { src, dst, n, rev } => {
+                        let red = self.red.as_ref().expect("reduction schedule has an operation");
+                        // SAFETY: as above; src and dst never overlap.
+                        if let Err(e) = unsafe { red.apply(src, dst, n, rev) } {
+                            self.err.get_or_insert(e);
+                        }
+                    }
+                    Act::Pack { src, count, dt, dst } => {
+                        let n = dt.packed_size(*count);
+                        // SAFETY: as above.
+                        unsafe { dt.pack(*src, *count, std::slice::from_raw_parts_mut(*dst, n)) }
+                    }
+                    Act::Unpack { src, n, dt, dst } => {
+                        // SAFETY: as above.
+                        unsafe { dt.unpack(std::slice::from_raw_parts(*src, *n), *dst) }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The outcome of a completed schedule.
+    pub fn result(&self) -> MpiResult<()> {
+        match &self.err {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+}

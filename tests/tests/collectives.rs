@@ -1,0 +1,87 @@
+//! Collectives end to end: C programs on 1, 2, 3, 4, 7 and 8 ranks
+//! (oversubscribed on 2 cores), under the project's mpirun; every algorithm
+//! is also forced through the environment (COLLECTIVES.md).
+
+use std::time::Duration;
+
+use system_tests::{compile, run, Compiler, Launcher};
+
+const T: Duration = Duration::from_secs(180);
+
+fn each_size(name: &str, sizes: &[usize], args: &[&str], env: &[(&str, &str)], expect: &str) {
+    let exe = compile(name, Compiler::Ours);
+    for &n in sizes {
+        let r = run(Launcher::Ours, n, &exe, args, env, T);
+        assert_eq!(r.code, Some(0), "{name} {args:?} on {n} ranks (env {env:?}): {r}");
+        r.assert_ok(expect);
+    }
+}
+
+const SIZES: &[usize] = &[1, 2, 3, 4, 7, 8];
+
+#[test]
+fn every_collective_every_root_in_place() {
+    each_size("coll_basic", SIZES, &[], &[], "coll_basic OK");
+}
+
+#[test]
+fn large_messages() {
+    each_size("coll_basic", &[2, 3, 4], &["big"], &[], "coll_basic OK");
+}
+
+/// Each algorithm forced, on sizes that are powers of two and not.
+#[test]
+fn every_algorithm() {
+    let variants: &[&[(&str, &str)]] = &[
+        &[
+            ("MPICORE_COLL_ALLREDUCE", "ring"),
+            ("MPICORE_COLL_BCAST", "scatter_allgather"),
+            ("MPICORE_COLL_REDUCE", "reduce_scatter_gather"),
+            ("MPICORE_COLL_ALLGATHER", "bruck"),
+            ("MPICORE_COLL_ALLTOALL", "bruck"),
+            ("MPICORE_COLL_GATHER_SHORT", "100000000"),
+        ],
+        &[
+            ("MPICORE_COLL_ALLREDUCE", "rabenseifner"),
+            ("MPICORE_COLL_ALLGATHER", "ring"),
+            ("MPICORE_COLL_ALLTOALL", "pairwise"),
+            ("MPICORE_COLL_REDUCE", "binomial"),
+        ],
+        &[
+            ("MPICORE_COLL_ALLREDUCE", "reduce_bcast"),
+            ("MPICORE_COLL_ALLGATHER", "recursive_doubling"),
+            ("MPICORE_COLL_ALLTOALL", "linear"),
+            ("MPICORE_COLL_GATHER_SHORT", "0"),
+            ("MPICORE_COLL_BCAST", "binomial"),
+        ],
+        &[("MPICORE_COLL_ALLREDUCE", "recursive_doubling")],
+    ];
+    for env in variants {
+        each_size("coll_basic", &[2, 3, 5, 8], &["big"], env, "coll_basic OK");
+        each_size("coll_ops", &[3, 4], &[], env, "coll_ops OK");
+    }
+}
+
+#[test]
+fn every_op_on_every_type_user_ops_bit_identical() {
+    each_size("coll_ops", SIZES, &[], &[], "coll_ops OK");
+}
+
+#[test]
+fn nonblocking_and_persistent_overlapped() {
+    each_size("coll_nb", SIZES, &[], &[], "coll_nb OK");
+}
+
+#[test]
+fn bad_arguments_return_the_right_class() {
+    each_size("coll_errors", SIZES, &[], &[], "coll_errors OK");
+}
+
+#[test]
+fn invalid_root_is_fatal_by_default() {
+    let exe = compile("coll_errors", Compiler::Ours);
+    let r = run(Launcher::Ours, 3, &exe, &["fatal"], &[], T);
+    assert!(r.code.is_some_and(|c| c != 0), "job did not fail: {r}");
+    assert!(r.stderr.contains("MPI_Bcast") && r.stderr.contains("Invalid root"), "message: {r}");
+    assert!(!r.stdout.contains("UNREACHABLE"), "{r}");
+}
