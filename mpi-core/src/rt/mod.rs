@@ -5,13 +5,18 @@
 //! loop "lock, progress, test, unlock, back off" in [`wait_until`], so other
 //! threads and the progress of other requests go on while one waits.
 
+pub mod attr;
 pub mod comm;
 pub mod datatype;
+pub mod errh;
 pub mod error;
+pub mod group;
+pub mod info;
 pub mod op;
 pub mod p2p;
 pub mod pmi;
 pub mod shm;
+pub mod topo;
 
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
@@ -146,9 +151,13 @@ struct Backoff {
 
 impl Backoff {
     fn new(oversubscribed: bool) -> Self {
-        let (spin_us, yield_us) = if oversubscribed { (0, 50) } else { (2000, 5000) };
-        let spin = env_u64("MPICORE_SPIN_US", spin_us);
-        let yld = env_u64("MPICORE_YIELD_US", yield_us);
+        // (spin, yield) in microseconds, read from the environment once.
+        static POLICY: std::sync::OnceLock<[(u64, u64); 2]> = std::sync::OnceLock::new();
+        let p = POLICY.get_or_init(|| {
+            let pick = |spin: u64, yld: u64| (env_u64("MPICORE_SPIN_US", spin), env_u64("MPICORE_YIELD_US", yld));
+            [pick(2000, 5000), pick(0, 50)]
+        });
+        let (spin, yld) = p[oversubscribed as usize];
         Backoff { iter: 0, spin: Duration::from_micros(spin), yield_until: Duration::from_micros(spin + yld), since: None }
     }
     fn reset(&mut self) {
@@ -251,6 +260,9 @@ pub fn init(required: c_int) -> MpiResult<c_int> {
     let ncpu = available_cpus();
     let oversubscribed = nlocal > ncpu;
     OVERSUB.store(oversubscribed as u8, Ordering::Relaxed);
+    if !oversubscribed {
+        bind_to_cpu(my_local);
+    }
     let engine = Engine::new(rank, seg, local_world, my_local);
     let provided = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_MULTIPLE);
     let mut st = Box::new(State {
@@ -316,6 +328,28 @@ fn hostname() -> String {
 
 fn sanitize(s: &str) -> String {
     s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect()
+}
+
+/// Pins this rank to the `local`-th CPU it may run on (as Open MPI does for
+/// small jobs): two ranks that talk must not share one CPU while the other
+/// idles. Off with `MPICORE_BIND=none` (or `0`/`no`).
+fn bind_to_cpu(local: usize) {
+    if matches!(std::env::var("MPICORE_BIND").as_deref(), Ok("none" | "0" | "no" | "off")) {
+        return;
+    }
+    // SAFETY: sched_getaffinity/setaffinity on this process with a
+    // zero-initialized cpu_set_t.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return;
+        }
+        let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect();
+        let Some(&cpu) = cpus.get(local) else { return };
+        let mut one: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut one);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one);
+    }
 }
 
 fn available_cpus() -> usize {
