@@ -45,3 +45,26 @@ fn singleton_without_launcher() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("abi_check OK on 1 ranks"));
 }
+
+#[test]
+fn profiling_interface_sees_only_the_applications_calls() {
+    let app = compile("pmpi_app", Compiler::Ours);
+    let dir = app.parent().unwrap().to_path_buf();
+    let tool = dir.join("libpmpi_tool.so");
+    let out = std::process::Command::new(system_tests::bin_dir().join("mpicc"))
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&tool)
+        .arg(system_tests::root().join("tests/c/pmpi_tool.c"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let preload = tool.display().to_string();
+    let r = run(Launcher::Ours, 3, &app, &[], &[("LD_PRELOAD", &preload)], T);
+    assert_eq!(r.code, Some(0), "{r}");
+    for rank in 0..3 {
+        assert!(
+            r.stdout.contains(&format!("tool: rank {rank} saw 3 MPI_Send and 2 MPI_Barrier")),
+            "profiling counts wrong: {r}"
+        );
+    }
+}
