@@ -19,7 +19,7 @@ use trace_format::reader::Completeness;
 use trace_format::{layout, Event, Meta};
 
 use crate::model::{call_flags, classify, CallEv, Class, CollEv, CommDesc, Interner, Model, P2p, Problem, RankData, RegionEv, Site, NONE};
-use crate::Error;
+use crate::{Error, FastMap};
 
 /// One row of the events table, as the builder sees it.
 #[derive(Clone, Copy, Debug)]
@@ -65,12 +65,12 @@ pub struct RankBuilder {
     names: Interner,
     classes: Vec<Class>,
     site_addrs: Vec<u64>,
-    site_ids: HashMap<u64, u32>,
+    site_ids: FastMap<u64, u32>,
     comm_ids: Vec<u64>,
-    comm_map: HashMap<u64, u32>,
+    comm_map: FastMap<u64, u32>,
     /// Last call of each thread (completions belong to it).
     last_call: Vec<u32>,
-    reqs: HashMap<i32, Req>,
+    reqs: FastMap<i32, Req>,
     unfinished: Vec<u32>,
     t_max: i64,
     init_site: Option<u64>,
@@ -96,15 +96,24 @@ impl RankBuilder {
             names: Interner::default(),
             classes: Vec::new(),
             site_addrs: Vec::new(),
-            site_ids: HashMap::new(),
+            site_ids: FastMap::default(),
             comm_ids: Vec::new(),
-            comm_map: HashMap::new(),
+            comm_map: FastMap::default(),
             last_call: Vec::new(),
-            reqs: HashMap::new(),
+            reqs: FastMap::default(),
             unfinished: Vec::new(),
             t_max: i64::MIN,
             init_site: None,
         }
+    }
+
+    /// Reserves room for `rows` rows. Pages of the vectors are only touched
+    /// as they fill, so over-reserving costs address space, not memory, and
+    /// saves the copies of growing.
+    pub fn reserve(&mut self, rows: usize) {
+        self.data.calls.reserve(rows);
+        self.data.sends.reserve(rows / 2);
+        self.data.recvs.reserve(rows / 2);
     }
 
     /// The local id of a call or region name.
@@ -128,6 +137,9 @@ impl RankBuilder {
 
     fn comm(&mut self, id: Option<u64>) -> u32 {
         let Some(id) = id else { return NONE };
+        if self.comm_ids.first() == Some(&id) {
+            return 0;
+        }
         if let Some(&i) = self.comm_map.get(&id) {
             return i;
         }
@@ -550,6 +562,7 @@ fn load_parquet_rank(path: &Path, rank: i32, problems: &mut Vec<Problem>) -> Res
     };
     let announced = batches.rows;
     let mut b = RankBuilder::new(rank, completeness);
+    b.reserve(announced.max(0) as usize);
     for batch in batches {
         let batch = match batch {
             Ok(x) => x,

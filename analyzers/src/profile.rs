@@ -192,6 +192,21 @@ fn rank_profile(m: &Model, r: &RankData) -> RankAcc {
         regions: HashMap::new(),
     };
     let Some((lo, hi)) = window(m, r) else { return acc };
+    // A rank's site indices are contiguous: accumulate per site densely
+    // (per call name, as address 0 stands for every unknown site).
+    let site_lo = r.calls.iter().map(|c| c.site).min().unwrap_or(0);
+    let site_hi = r.calls.iter().map(|c| c.site).max().unwrap_or(0);
+    let mut per_site: Vec<Vec<(u16, Acc)>> = vec![Vec::new(); (site_hi - site_lo) as usize + 1];
+    fn site_acc(v: &mut Vec<(u16, Acc)>, name: u16) -> &mut Acc {
+        let i = match v.iter().position(|e| e.0 == name) {
+            Some(i) => i,
+            None => {
+                v.push((name, Acc::default()));
+                v.len() - 1
+            }
+        };
+        &mut v[i].1
+    }
     let mut mpi = 0i64;
     for c in &r.calls {
         let d = (c.t_end.min(hi) - c.t_start.max(lo)).max(0);
@@ -199,20 +214,17 @@ fn rank_profile(m: &Model, r: &RankData) -> RankAcc {
         let a = &mut acc.calls[c.name as usize];
         a.count += 1;
         a.time += d;
-        let key = (c.name, m.sites[c.site as usize].key);
-        let e = acc.sites.entry(key).or_insert((Acc::default(), c.site));
-        e.0.count += 1;
-        e.0.time += d;
+        let e = site_acc(&mut per_site[(c.site - site_lo) as usize], c.name);
+        e.count += 1;
+        e.time += d;
     }
-    let add_bytes = |post: u32, bytes: i64, acc: &mut RankAcc| {
+    let mut add_bytes = |post: u32, bytes: i64, acc: &mut RankAcc| {
         if bytes <= 0 || post == NONE {
             return;
         }
         let c = &r.calls[post as usize];
         acc.calls[c.name as usize].bytes += bytes;
-        if let Some(e) = acc.sites.get_mut(&(c.name, m.sites[c.site as usize].key)) {
-            e.0.bytes += bytes;
-        }
+        site_acc(&mut per_site[(c.site - site_lo) as usize], c.name).bytes += bytes;
     };
     for s in &r.sends {
         add_bytes(s.post, s.bytes, &mut acc);
@@ -231,6 +243,15 @@ fn rank_profile(m: &Model, r: &RankData) -> RankAcc {
         let b = &mut h[bucket(bytes)];
         b.0 += 1;
         b.1 += bytes.max(0);
+    }
+    for (i, v) in per_site.into_iter().enumerate() {
+        let site = site_lo + i as u32;
+        for (name, a) in v {
+            let e = acc.sites.entry((name, m.sites[site as usize].key)).or_insert((Acc::default(), site));
+            e.0.count += a.count;
+            e.0.time += a.time;
+            e.0.bytes += a.bytes;
+        }
     }
     let mut open: HashMap<u16, Vec<i64>> = HashMap::new();
     for e in &r.regions {

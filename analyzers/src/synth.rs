@@ -149,7 +149,7 @@ impl SynthTrace {
     }
 
     /// A collective on comm 0 (sequence numbers counted per rank).
-    pub fn coll(&mut self, rank: i32, name: &str, t0: i64, t1: i64, offset: u64, bytes: i64, root: Option<i32>) {
+    pub fn coll(&mut self, rank: i32, name: &str, t0: i64, t1: i64, offset: u64, bytes: i64, root: Option<i32>) -> &mut Event {
         let s = self.coll_seq.entry(rank).or_insert(0);
         *s += 1;
         let seq = *s;
@@ -158,6 +158,7 @@ impl SynthTrace {
         if matches!(name, "MPI_Allreduce" | "MPI_Reduce") {
             e.recv_bytes = Some(bytes);
         }
+        e
     }
 
     /// `MPI_Finalize` over [t0, t0 + 1000) on every rank that did not crash.

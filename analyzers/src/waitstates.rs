@@ -17,14 +17,13 @@
 //! waited) and call sites where they waited, and the ranks responsible
 //! (the late sender, receiver, last arriver or root).
 
-use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
 use crate::collectives::Collectives;
 use crate::matching::{Matching, MsgRef};
 use crate::model::{CollKind, Model, P2p, RankData, NONE};
-use crate::par_map;
+use crate::{par_map, FastMap};
 
 /// The patterns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -150,7 +149,9 @@ fn partner_waits(
     kind: PatternKind,
     out: &mut Vec<Wait>,
 ) {
-    let mut latest: HashMap<u32, (i64, u32)> = HashMap::new();
+    // Per completing call: the latest partner time and rank (dense: a
+    // rank's calls are few enough, and hashing each end costs more).
+    let mut latest: Vec<(i64, u32)> = vec![(i64::MIN, NONE); r.calls.len()];
     for (p, &q) in ends.iter().zip(partners) {
         if p.done == NONE || !q.is_some() {
             continue;
@@ -160,12 +161,16 @@ fn partner_waits(
             // The send completed before the receive was posted (eager).
             continue;
         }
-        let e = latest.entry(p.done).or_insert((i64::MIN, NONE));
+        let e = &mut latest[p.done as usize];
         if t > e.0 {
             *e = (t, q.rank);
         }
     }
-    for (call, (t, who)) in latest {
+    for (call, &(t, who)) in latest.iter().enumerate() {
+        if who == NONE {
+            continue;
+        }
+        let call = call as u32;
         let c = &r.calls[call as usize];
         let w = t.min(c.t_end) - c.t_start;
         if w > 0 {
@@ -218,11 +223,11 @@ pub fn wait_states(m: &Model, mt: &Matching, colls: &Collectives) -> Analysis {
         count: u64,
         by_rank: Vec<i64>,
         by_cause: Vec<i64>,
-        sites: HashMap<(u16, i64), SiteAcc>,
+        sites: FastMap<(u16, i64), SiteAcc>,
     }
     let mut acc: Vec<Acc> = PatternKind::ALL
         .iter()
-        .map(|_| Acc { time: 0, count: 0, by_rank: vec![0; n], by_cause: vec![0; n], sites: HashMap::new() })
+        .map(|_| Acc { time: 0, count: 0, by_rank: vec![0; n], by_cause: vec![0; n], sites: FastMap::default() })
         .collect();
     for (rank, ws) in waits.iter_mut().enumerate() {
         let r = &m.ranks[rank];

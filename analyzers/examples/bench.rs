@@ -1,0 +1,56 @@
+//! Benchmark of the full report on a large synthetic trace.
+//!
+//! `cargo run --release -p analyzers --example bench -- DIR [EVENTS] [RANKS]`
+//! writes a synthetic stencil trace of about EVENTS rows (default 10^7) over
+//! RANKS ranks (default 64) into DIR unless it already holds one, then
+//! loads it, runs every analysis, builds the report, and prints the times,
+//! the throughput and the peak memory per event.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use analyzers::report::{analyze, document, render_text, TextOptions};
+use analyzers::synth::{write_stencil, StencilParams};
+
+fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+        .unwrap_or(0)
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let dir = PathBuf::from(args.next().unwrap_or_else(|| "/tmp/mpitrace-bench".into()));
+    let events: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(10_000_000);
+    let ranks: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(64);
+    if !dir.join("meta.json").exists() {
+        std::fs::create_dir_all(&dir).expect("create the trace directory");
+        let p = StencilParams::for_events(ranks, events);
+        let t = Instant::now();
+        let rows = write_stencil(&dir, &p).expect("write the synthetic trace");
+        eprintln!("wrote {rows} rows ({} ranks x {} steps) in {:.1} s", p.ranks, p.steps, t.elapsed().as_secs_f64());
+    }
+    let rss0 = peak_rss_kib();
+    let t0 = Instant::now();
+    let model = analyzers::load(&dir).expect("load");
+    let t1 = Instant::now();
+    let rows = model.rows();
+    let rss_model = peak_rss_kib();
+    let a = analyze(model);
+    let t2 = Instant::now();
+    let text = render_text(&document(&a.report()), TextOptions { width: 100, color: false });
+    let t3 = Instant::now();
+    let rss = peak_rss_kib();
+    let secs = |a: Instant, b: Instant| (b - a).as_secs_f64();
+    let total = secs(t0, t3);
+    println!("rows                 {rows}");
+    println!("ranks                {}", a.model.ranks.len());
+    println!("load                 {:.2} s  ({:.1} M rows/s)", secs(t0, t1), rows as f64 / secs(t0, t1) / 1e6);
+    println!("analyses             {:.2} s  ({:.1} M rows/s)", secs(t1, t2), rows as f64 / secs(t1, t2) / 1e6);
+    println!("report               {:.3} s", secs(t2, t3));
+    println!("total                {total:.2} s  ({:.1} M rows/s)", rows as f64 / total / 1e6);
+    println!("peak RSS             {:.0} MiB ({:.1} bytes/row; model alone {:.1} bytes/row)", rss as f64 / 1024.0, (rss - rss0) as f64 * 1024.0 / rows as f64, (rss_model - rss0) as f64 * 1024.0 / rows as f64);
+    println!("threads              {}", std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
+    eprintln!("{}", text.lines().take(12).collect::<Vec<_>>().join("\n"));
+}

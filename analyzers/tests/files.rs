@@ -1,0 +1,104 @@
+//! Traces on disk: Parquet round trip, damaged and missing files.
+
+use std::path::PathBuf;
+
+use analyzers::profile::profile;
+use analyzers::report::analyze;
+use analyzers::synth::{write_stencil, StencilParams, SynthTrace};
+
+const MS: i64 = 1_000_000;
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("analyzers-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn small() -> SynthTrace {
+    let mut t = SynthTrace::new(3);
+    t.send(0, 1, 7, 800, 10 * MS, 10 * MS + 10_000, 0x100);
+    t.recv(1, 0, 7, 800, 5 * MS, 10 * MS + 20_000, 0x200);
+    for r in 0..3 {
+        t.coll(r, "MPI_Allreduce", (r as i64 + 11) * MS, 14 * MS, 0x300, 8, None);
+    }
+    t.finalize(20 * MS);
+    t
+}
+
+#[test]
+fn parquet_round_trip_gives_the_same_analysis() {
+    let dir = tmp("roundtrip");
+    let t = small();
+    t.write(&dir).unwrap();
+    let m = analyzers::load(&dir).unwrap();
+    assert!(m.problems.is_empty(), "{:?}", m.problems);
+    assert_eq!(m.rows(), t.ranks.iter().map(|r| r.len() as u64).sum::<u64>());
+    let a = analyze(m).report();
+    let b = analyze(t.model()).report();
+    assert_eq!(a.profile, b.profile);
+    assert_eq!(a.wait_states, b.wait_states);
+    assert_eq!(a.collectives, b.collectives);
+    assert_eq!(a.critical_path, b.critical_path);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn truncated_and_missing_files_are_reported_and_the_rest_analyzed() {
+    let dir = tmp("damaged");
+    small().write(&dir).unwrap();
+    let ev1 = trace_format::layout::events(&dir, 1);
+    let bytes = std::fs::read(&ev1).unwrap();
+    std::fs::write(&ev1, &bytes[..bytes.len() / 2]).unwrap();
+    std::fs::remove_file(trace_format::layout::events(&dir, 2)).unwrap();
+    let m = analyzers::load(&dir).unwrap();
+    let problems: Vec<String> = m.problems.iter().map(|p| p.to_string()).collect();
+    assert!(problems.iter().any(|p| p.contains("rank-00001.parquet")), "{problems:?}");
+    assert!(problems.iter().any(|p| p.starts_with("rank 2:") && p.contains("missing")), "{problems:?}");
+    assert_eq!(m.ranks.len(), 3);
+    assert_eq!(m.ranks[0].calls.len(), 4);
+    assert!(m.ranks[2].calls.is_empty());
+    let r = analyze(m).report();
+    assert!(!r.trace.complete);
+    assert_eq!(r.profile.ranks[0].calls, 4);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_meta_and_empty_directories() {
+    let dir = tmp("meta");
+    small().write(&dir).unwrap();
+    std::fs::write(dir.join("meta.json"), b"{ not json").unwrap();
+    let m = analyzers::load(&dir).unwrap();
+    assert!(m.problems.iter().any(|p| p.to_string().contains("meta.json")), "{:?}", m.problems);
+    assert_eq!(m.ranks.len(), 3);
+    std::fs::remove_file(dir.join("meta.json")).unwrap();
+    let m = analyzers::load(&dir).unwrap();
+    assert!(m.problems.iter().any(|p| p.to_string().contains("meta.json: missing")), "{:?}", m.problems);
+    let empty = tmp("empty");
+    let e = analyzers::load(&empty).unwrap_err().to_string();
+    assert!(e.contains("not a trace directory"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&empty);
+}
+
+#[test]
+fn synthetic_stencil_has_the_designed_wait_states() {
+    let dir = tmp("stencil");
+    let p = StencilParams { ranks: 8, steps: 50, allreduce_every: 10, bytes: 4096 };
+    let rows = write_stencil(&dir, &p).unwrap();
+    let m = analyzers::load(&dir).unwrap();
+    assert_eq!(m.rows(), rows);
+    let a = analyze(m);
+    let r = a.report();
+    assert_eq!(r.messages.matched, 8 * 50 * 2);
+    assert_eq!(r.messages.unmatched_sends + r.messages.unmatched_receives, 0);
+    let ls = r.wait_states.get(analyzers::waitstates::PatternKind::LateSender).unwrap();
+    // Rank 0 posts late: its neighbours 1 and 7 wait for it most.
+    assert!(ls.by_cause[0] > ls.by_cause[3] * 3, "{:?}", ls.by_cause);
+    // The last rank computes longest: it arrives last at every allreduce.
+    assert_eq!(r.collectives.summaries[0].last_rank, 7);
+    assert_eq!(r.collectives.summaries[0].instances, 5);
+    assert!(profile(&a.model).totals.compute_cv > 0.0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
