@@ -54,10 +54,7 @@ pub(crate) fn status_error(err: c_int, s: &MPI_Status) -> MpiResult<()> {
 
 /// Waits for request `i` (not yet done), then reports like `MPI_Wait`.
 pub(crate) fn complete_blocking(comm: MPI_Comm, name: &str, i: u32, status: *mut MPI_Status) -> c_int {
-    if let Err(e) = rt::wait_until(|st| st.reqs.get(i).done) {
-        return raise(comm, name, e);
-    }
-    let (s, err) = match rt::with(|st| Ok(finish_req(st, i))) {
+    let (s, err) = match rt::block_on(|st| st.reqs.get(i).done.then(|| finish_req(st, i))) {
         Ok(x) => x,
         Err(e) => return raise(comm, name, e),
     };
@@ -108,20 +105,34 @@ pub unsafe fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_
     if request.is_null() {
         return raise(MPI_COMM_WORLD, "MPI_Wait", MpiError::new(MPI_ERR_ARG, "request is a NULL pointer"));
     }
-    let i = match rt::with(|st| slot(st, *request)) {
-        Err(e) => return raise(MPI_COMM_WORLD, "MPI_Wait", e),
-        Ok(None) => {
+    // One pass under the lock: find the slot; if it is already complete,
+    // finish it at once, else wait and finish under the same lock.
+    let mut slot_of = None;
+    let r = rt::block_on(|st| {
+        let i = match slot_of {
+            Some(i) => i,
+            None => match slot(st, *request) {
+                Err(e) => return Some(Err(e)),
+                Ok(None) => return Some(Ok(None)),
+                Ok(Some(i)) => {
+                    slot_of = Some(i);
+                    i
+                }
+            },
+        };
+        st.reqs.get(i).done.then(|| Ok(Some(finish_handle(st, &mut *request, i))))
+    });
+    match r {
+        Err(e) | Ok(Err(e)) => raise(MPI_COMM_WORLD, "MPI_Wait", e),
+        Ok(Ok(None)) => {
             put_status(status, &empty_status());
-            return MPI_SUCCESS;
+            MPI_SUCCESS
         }
-        Ok(Some(i)) => i,
-    };
-    if let Err(e) = rt::wait_until(|st| st.reqs.get(i).done) {
-        return raise(MPI_COMM_WORLD, "MPI_Wait", e);
+        Ok(Ok(Some((s, err, comm)))) => {
+            put_status(status, &s);
+            ret(comm, "MPI_Wait", status_error(err, &s))
+        }
     }
-    let (s, err, comm) = rt::with(|st| Ok(finish_handle(st, &mut *request, i))).expect("running");
-    put_status(status, &s);
-    ret(comm, "MPI_Wait", status_error(err, &s))
 }
 
 pub unsafe fn MPI_Test(request: *mut MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> c_int {

@@ -115,15 +115,30 @@ pub fn try_with<R>(f: impl FnOnce(&mut State) -> R) -> Option<R> {
 
 /// Blocks until `done` returns true, driving progress meanwhile.
 pub fn wait_until(mut done: impl FnMut(&mut State) -> bool) -> MpiResult<()> {
+    block_on(|st| done(st).then_some(()))
+}
+
+/// Blocks until `f` returns `Some`, driving progress meanwhile; `f` runs under
+/// the lock, so it can also take the result (one lock round trip less than
+/// waiting and then locking again).
+pub fn block_on<R>(mut f: impl FnMut(&mut State) -> Option<R>) -> MpiResult<R> {
     let mut backoff = Backoff::new(OVERSUB.load(Ordering::Relaxed) != 0);
+    let mut first = true;
     loop {
         let busy_out;
         {
             let mut g = lock();
             let st = g.as_deref_mut().ok_or_else(|| MpiError::new(MPI_ERR_OTHER, "MPI is not running"))?;
+            if first {
+                // Often already complete: no progress round needed.
+                first = false;
+                if let Some(r) = f(st) {
+                    return Ok(r);
+                }
+            }
             let progressed = st.progress();
-            if done(st) {
-                return Ok(());
+            if let Some(r) = f(st) {
+                return Ok(r);
             }
             if progressed {
                 backoff.reset();
@@ -131,8 +146,13 @@ pub fn wait_until(mut done: impl FnMut(&mut State) -> bool) -> MpiResult<()> {
             }
             busy_out = st.engine.has_pending_out();
         }
-        backoff.snooze(busy_out, &mut done);
+        backoff.snooze(busy_out, &mut |st: &mut State| f_ready(st));
     }
+}
+
+/// Whether a sleeping waiter should wake: anything arrived.
+fn f_ready(st: &mut State) -> bool {
+    st.progress()
 }
 
 /// Spin, then yield, then sleep on the futex until a peer writes to us.
@@ -164,7 +184,7 @@ impl Backoff {
         self.iter = 0;
         self.since = None;
     }
-    fn snooze(&mut self, busy_out: bool, done: &mut impl FnMut(&mut State) -> bool) {
+    fn snooze(&mut self, busy_out: bool, ready: &mut impl FnMut(&mut State) -> bool) {
         self.iter += 1;
         if self.iter < 16 {
             std::hint::spin_loop();
@@ -198,7 +218,7 @@ impl Backoff {
         shm::sleep(ctl, 200, || {
             let mut g = lock();
             match g.as_deref_mut() {
-                Some(st) => st.progress() || done(st),
+                Some(st) => ready(st),
                 None => true,
             }
         });

@@ -200,7 +200,10 @@ impl ReqTable {
         s.req.as_mut().map(|r| (i, r))
     }
     pub fn release(&mut self, i: u32) {
-        if self.slots[i as usize].req.take().is_some() {
+        let slot = &mut self.slots[i as usize].req;
+        if slot.is_some() {
+            // Dropped in place: a request is large, moving it out costs.
+            *slot = None;
             self.free.push(i);
         }
     }
@@ -844,6 +847,14 @@ impl Engine {
 
     pub fn eager_limit(&self) -> usize {
         self.eager_limit
+    }
+
+    /// Wakes world rank `w` (on this node) if it sleeps waiting for
+    /// progress: shared-memory collectives publish data without records.
+    pub fn wake(&self, w: usize) {
+        if w != self.me {
+            shm::notify(self.seg.ctl(self.local_of_world[w]));
+        }
     }
 }
 
