@@ -62,8 +62,15 @@ pub fn start(call: usize, before: (u64, u64), after: u64) {
     let p = measure_offset(tr.sync_comms);
     tr.sync_init = Some(p);
     tr.side(&SideEntry::Sync { phase: "init".into(), point: p });
+    let aux = SideWriter::open(&layout::side(&dir, rank)).ok();
+    *crate::state::AUX.lock().unwrap_or_else(|p| p.into_inner()) = aux.map(|side| crate::state::Aux { side, regions: Default::default() });
+    let mut level = 0;
+    // SAFETY: MPI is initialized; live out pointer.
+    unsafe { pmpi::MPI_Query_thread(&mut level) };
+    let lock = level == abi::MPI_THREAD_MULTIPLE || std::env::var("MPITRACE_LOCK").is_ok_and(|v| v == "1");
     let _ = OUT.set((dir, rank));
     *state() = Some(tr);
+    crate::state::LOCKING.store(lock, Ordering::Relaxed);
     MODE.store(mode::ON, Ordering::Relaxed);
     let _ = crate::rec::TLS.try_with(|t| {
         rec::append(&Record {
@@ -302,6 +309,7 @@ pub fn after_finalize() {
         tr.side(&SideEntry::Finalized);
         tr.side = None;
     }
+    *crate::state::AUX.lock().unwrap_or_else(|p| p.into_inner()) = None;
     if std::env::var("MPITRACE_NO_CONVERT").is_ok_and(|v| v == "1") {
         return;
     }

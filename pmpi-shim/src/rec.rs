@@ -100,9 +100,7 @@ fn open_journal(t: &Tls) -> Option<()> {
             *t.journal.borrow_mut() = Some(w);
             // SAFETY: gettid has no preconditions.
             let tid = unsafe { libc::gettid() } as i64;
-            if let Some(tr) = state().as_mut() {
-                tr.side(&SideEntry::Thread { thread, tid });
-            }
+            crate::state::with_aux(|a| a.side.write(&SideEntry::Thread { thread, tid }));
             Some(())
         }
         Err(e) => {
@@ -187,7 +185,6 @@ pub struct Call {
     freeing_comm: Option<c_int>,
     freeing_win: Option<c_int>,
     status: *mut MPI_Status,
-    comm: Option<CommState>,
     /// Records written after the call's own (completions).
     extra: Vec<Record>,
     /// `begin` incremented the nesting depth.
@@ -236,7 +233,6 @@ impl Call {
             freeing_comm: None,
             freeing_win: None,
             status: std::ptr::null_mut(),
-            comm: None,
             extra: Vec::new(),
             counted: false,
         };
@@ -328,33 +324,6 @@ impl Call {
         st
     }
 
-    /// Sums a counts array of a collective, where it is significant here.
-    fn sum_counts(&self, p: *const c_void, cs: &CommState) -> Option<i64> {
-        if p.is_null() || self.rec.call() as usize >= crate::PNAMES.len() {
-            return None;
-        }
-        let name = crate::PNAMES[self.rec.call() as usize].to_bytes();
-        if name.windows(8).any(|w| w == b"Neighbor") {
-            return None;
-        }
-        // Counts of rooted v-collectives are significant only at the root.
-        let rooted = self.root_raw.is_some();
-        if rooted && self.root_raw != Some(cs.rank) && !cs.inter {
-            return None;
-        }
-        let n = cs.peer_group_size();
-        // SAFETY: the standard makes the array hold one count per process of
-        // the group at every process where it is significant (checked above).
-        let sum = unsafe {
-            if self.large {
-                std::slice::from_raw_parts(p as *const i64, n).iter().sum::<i64>()
-            } else {
-                std::slice::from_raw_parts(p as *const c_int, n).iter().map(|&c| c as i64).sum::<i64>()
-            }
-        };
-        Some(sum)
-    }
-
     /// Resolves the arguments and writes the in-progress record.
     pub fn enter(&mut self) {
         if !self.on {
@@ -380,7 +349,10 @@ impl Call {
     }
 
     fn resolve(&mut self, tr: &mut Tracer) {
-        tr.maybe_clock_point(ticks());
+        tr.calls += 1;
+        if tr.calls % 256 == 0 {
+            tr.maybe_clock_point(ticks());
+        }
         if let Some(h) = self.freeing_comm {
             if let Some(cs) = tr.comm(h) {
                 self.rec.comm = cs.slot;
@@ -392,23 +364,31 @@ impl Call {
                 self.rec.comm = cs.slot;
             }
         }
+        let coll = self.cat == Cat::Coll;
+        let (mut have_comm, mut send_sum, mut recv_sum) = (false, None, None);
+        let r = &mut self.rec;
         let cs = match (self.comm_h, self.win_h) {
-            (Some(h), _) => tr.comm(h).cloned(),
-            (None, Some(w)) => tr.wins.get(&w).cloned(),
+            (Some(h), _) => tr.comm(h),
+            (None, Some(w)) => tr.wins.get_mut(&w),
             _ => None,
         };
-        let (send_sum, recv_sum) = match (&cs, self.cat) {
-            (Some(cs), Cat::Coll) => (self.sum_counts(self.send_counts, cs), self.sum_counts(self.recv_counts, cs)),
-            _ => (None, None),
-        };
-        let r = &mut self.rec;
-        if let Some(cs) = &cs {
+        if let Some(cs) = cs {
+            have_comm = true;
             r.comm = cs.slot;
             if let Some(p) = self.peer_raw {
                 r.peer = cs.world(p);
             }
             if let Some(p) = self.root_raw {
                 r.root = cs.world(p);
+            }
+            if coll {
+                let call = r.call();
+                send_sum = sum_counts(call, self.root_raw, self.large, self.send_counts, cs);
+                recv_sum = sum_counts(call, self.root_raw, self.large, self.recv_counts, cs);
+                if self.comm_h.is_some() {
+                    cs.coll_seq += 1;
+                    r.seq = cs.coll_seq;
+                }
             }
         } else if let Some(p) = self.peer_raw {
             r.peer = p;
@@ -418,23 +398,10 @@ impl Call {
             r.bytes = r.count * size;
         }
         match self.cat {
-            Cat::Send if r.peer >= 0 => {
-                if let Some(cs) = &cs {
-                    r.seq = tr.next_send_seq(cs.slot, r.peer, r.tag);
-                }
-            }
-            Cat::Sendrecv => {
-                if let (Some(cs), true) = (&cs, r.peer >= 0) {
-                    r.seq = tr.next_send_seq(cs.slot, r.peer, r.tag);
-                }
+            Cat::Send | Cat::Sendrecv if r.peer >= 0 && have_comm => {
+                r.seq = tr.next_send_seq(r.comm, r.peer, r.tag);
             }
             Cat::Coll => {
-                if let Some(h) = self.comm_h {
-                    if let Some(c) = tr.comm(h) {
-                        c.coll_seq += 1;
-                        r.seq = c.coll_seq;
-                    }
-                }
                 if let Some(s) = send_sum {
                     r.count = s;
                     r.bytes = s * size;
@@ -454,7 +421,6 @@ impl Call {
             }
             _ => {}
         }
-        self.comm = cs;
     }
 
     /// Completes the record with the return code and the call's outputs.
@@ -470,7 +436,12 @@ impl Call {
             self.rec.t_exit = t;
             self.rec.rc = rc;
             self.rec.head |= (flags::DONE as u32) << 24;
-            if rc == abi::MPI_SUCCESS {
+            let outputs = !self.status.is_null()
+                || !self.out_request.is_null()
+                || !self.out_comm.is_null()
+                || !self.out_win.is_null()
+                || !self.out_message.is_null();
+            if rc == abi::MPI_SUCCESS && outputs {
                 let mut g = state();
                 if let Some(tr) = g.as_mut() {
                     self.outputs(tr);
@@ -507,7 +478,7 @@ impl Call {
     }
 
     fn outputs(&mut self, tr: &mut Tracer) {
-        let cs = self.comm.clone();
+        let key = (self.comm_h, self.win_h);
         let status = if self.status.is_null() { None } else {
             // SAFETY: the status pointer was passed to MPI, which filled it.
             Some(unsafe { *self.status })
@@ -516,18 +487,18 @@ impl Call {
         let flag = self.out_flag.is_null() || unsafe { *self.out_flag } != 0;
         match (self.cat, status) {
             (Cat::Recv, Some(st)) => {
-                let (p, t, b, s) = tr.received(cs.as_ref(), &st, true);
+                let (p, t, b, s) = tr.received_on(key, &st, true);
                 (self.rec.peer, self.rec.tag, self.rec.bytes, self.rec.seq) = (p, t, b, s);
             }
             (Cat::Mrecv, Some(st)) => {
                 self.rec.bytes = st.byte_count() as i64;
             }
             (Cat::Probe, Some(st)) if flag => {
-                let (p, t, b, _) = tr.received(cs.as_ref(), &st, false);
+                let (p, t, b, _) = tr.received_on(key, &st, false);
                 (self.rec.peer, self.rec.tag, self.rec.bytes) = (p, t, b);
             }
             (Cat::Mprobe, Some(st)) if flag => {
-                let (p, t, b, s) = tr.received(cs.as_ref(), &st, true);
+                let (p, t, b, s) = tr.received_on(key, &st, true);
                 (self.rec.peer, self.rec.tag, self.rec.bytes, self.rec.seq) = (p, t, b, s);
                 if !self.out_message.is_null() {
                     // SAFETY: MPI wrote the message handle.
@@ -536,13 +507,15 @@ impl Call {
                 }
             }
             (Cat::Sendrecv, Some(st)) => {
-                let (p, t, b, s) = tr.received(cs.as_ref(), &st, true);
+                let (p, t, b, s) = tr.received_on(key, &st, true);
                 let mut c = self.completion(self.rec.call());
                 (c.peer, c.tag, c.bytes, c.seq, c.comm) = (p, t, b, s, self.rec.comm);
                 self.extra.push(c);
             }
             _ => {}
         }
+        let needs_comm = !self.out_request.is_null() || !self.out_comm.is_null() || !self.out_win.is_null();
+        let cs = if needs_comm { tr.lookup(key).cloned() } else { None };
         if !self.out_request.is_null() {
             // SAFETY: MPI wrote the new request handle.
             let h = unsafe { *self.out_request };
@@ -591,6 +564,32 @@ impl Call {
             }
         }
     }
+}
+
+/// Sums a counts array of collective `call`, where it is significant here.
+fn sum_counts(call: u16, root: Option<c_int>, large: bool, p: *const c_void, cs: &CommState) -> Option<i64> {
+    if p.is_null() || call as usize >= crate::PNAMES.len() {
+        return None;
+    }
+    let name = crate::PNAMES[call as usize].to_bytes();
+    if name.windows(8).any(|w| w == b"Neighbor") {
+        return None;
+    }
+    // Counts of rooted v-collectives are significant only at the root.
+    if root.is_some() && root != Some(cs.rank) && !cs.inter {
+        return None;
+    }
+    let n = cs.peer_group_size();
+    // SAFETY: the standard makes the array hold one count per process of
+    // the group at every process where it is significant (checked above).
+    let sum = unsafe {
+        if large {
+            std::slice::from_raw_parts(p as *const i64, n).iter().sum::<i64>()
+        } else {
+            std::slice::from_raw_parts(p as *const c_int, n).iter().map(|&c| c as i64).sum::<i64>()
+        }
+    };
+    Some(sum)
 }
 
 /// Records the completion of the requests `saved[i]` for every `(i, status)`

@@ -5,7 +5,10 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::os::raw::c_int;
 use std::path::PathBuf;
-use std::sync::{Mutex, MutexGuard};
+use std::cell::UnsafeCell;
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use mpi_api::abi::{self, MPI_Status};
 use trace_format::record::{NONE_I64, NO_RANK};
@@ -46,8 +49,9 @@ pub struct CommState {
     pub slot: u32,
     pub id: u64,
     pub inter: bool,
-    pub members: Vec<i32>,
-    pub remote: Vec<i32>,
+    /// Shared so that requests and windows can keep a cheap copy.
+    pub members: Arc<[i32]>,
+    pub remote: Arc<[i32]>,
     pub coll_seq: i64,
     /// This process's rank in the communicator.
     pub rank: i32,
@@ -124,21 +128,88 @@ pub struct Tracer {
     pub messages: FastMap<c_int, MsgInfo>,
     send_seq: FastMap<(u32, i32, i32), i64>,
     recv_seq: FastMap<(u32, i32, i32), i64>,
-    pub regions: HashMap<String, i32>,
     pub world_group: c_int,
     pub last_point: u64,
     pub point_interval: u64,
+    /// Calls recorded (clock calibration is checked every 256).
+    pub calls: u64,
     pub sync_init: Option<SyncPoint>,
     pub sync_comms: (c_int, c_int),
     side_failed: bool,
 }
 
-/// The process-wide state; `None` until `MPI_Init` returned.
-pub static STATE: Mutex<Option<Tracer>> = Mutex::new(None);
+/// The process-wide state, touched only by threads inside an MPI call.
+pub struct StateCell {
+    lock: Mutex<()>,
+    cell: UnsafeCell<Option<Tracer>>,
+}
 
-/// Locks [`STATE`], ignoring poisoning (the state stays usable).
-pub fn state() -> MutexGuard<'static, Option<Tracer>> {
-    STATE.lock().unwrap_or_else(|p| p.into_inner())
+// SAFETY: the cell is only reached through `state()`, which takes the lock
+// whenever MPI may be called by several threads at once (THREAD_MULTIPLE).
+// Below that thread level the MPI standard forbids concurrent MPI calls and
+// the application orders them, so calls into the shim are serialized too.
+unsafe impl Sync for StateCell {}
+
+/// `None` until `MPI_Init` returned.
+pub static STATE: StateCell = StateCell { lock: Mutex::new(()), cell: UnsafeCell::new(None) };
+
+/// Whether [`state`] must lock (MPI_THREAD_MULTIPLE, or MPITRACE_LOCK=1).
+/// An uncontended lock costs two atomic instructions per call, which on
+/// the machines measured is most of the shim's overhead.
+pub static LOCKING: AtomicBool = AtomicBool::new(true);
+
+/// Exclusive access to [`STATE`]; never held across another `state()`.
+pub struct StateGuard {
+    _lock: Option<MutexGuard<'static, ()>>,
+}
+
+impl Deref for StateGuard {
+    type Target = Option<Tracer>;
+    fn deref(&self) -> &Option<Tracer> {
+        // SAFETY: exclusive by the contract of `StateCell` (see above).
+        unsafe { &*STATE.cell.get() }
+    }
+}
+
+impl DerefMut for StateGuard {
+    fn deref_mut(&mut self) -> &mut Option<Tracer> {
+        // SAFETY: exclusive by the contract of `StateCell` (see above).
+        unsafe { &mut *STATE.cell.get() }
+    }
+}
+
+/// Access to the process-wide state (see [`StateCell`]).
+pub fn state() -> StateGuard {
+    let lock = LOCKING.load(Ordering::Relaxed).then(|| STATE.lock.lock().unwrap_or_else(|p| p.into_inner()));
+    StateGuard { _lock: lock }
+}
+
+/// Side-file writes that any thread may make at any time (region names,
+/// new threads), behind their own lock.
+pub struct Aux {
+    pub side: SideWriter,
+    pub regions: HashMap<String, i32>,
+}
+
+pub static AUX: Mutex<Option<Aux>> = Mutex::new(None);
+
+/// Runs `f` on the auxiliary side writer, if tracing.
+pub fn with_aux<R>(f: impl FnOnce(&mut Aux) -> R) -> Option<R> {
+    let mut g = AUX.lock().unwrap_or_else(|p| p.into_inner());
+    g.as_mut().map(f)
+}
+
+impl Aux {
+    /// Interns a region name, writing it to the side file the first time.
+    pub fn region_id(&mut self, name: &str) -> i32 {
+        if let Some(&id) = self.regions.get(name) {
+            return id;
+        }
+        let id = self.regions.len() as i32 + 1;
+        self.regions.insert(name.to_string(), id);
+        let _ = self.side.write(&SideEntry::Region { id, name: name.to_string() });
+        id
+    }
 }
 
 /// 64-bit FNV-1a over integers.
@@ -172,10 +243,10 @@ impl Tracer {
             messages: FastMap::default(),
             send_seq: FastMap::default(),
             recv_seq: FastMap::default(),
-            regions: HashMap::new(),
             world_group: abi::MPI_GROUP_NULL,
             last_point: 0,
             point_interval: 1 << 31,
+            calls: 0,
             sync_init: None,
             sync_comms: (abi::MPI_COMM_NULL, abi::MPI_COMM_NULL),
             side_failed: false,
@@ -220,7 +291,7 @@ impl Tracer {
         };
         self.side(&SideEntry::Comm(info.clone()));
         self.all_comms.push(info);
-        let cs = CommState { slot, id, inter, members, remote, coll_seq: 0, rank };
+        let cs = CommState { slot, id, inter, members: members.into(), remote: remote.into(), coll_seq: 0, rank };
         self.comms.insert(h, cs.clone());
         cs
     }
@@ -319,6 +390,28 @@ impl Tracer {
         *c
     }
 
+    /// The communicator of a call given by handle (or the window's).
+    pub fn lookup(&mut self, (comm, win): (Option<c_int>, Option<c_int>)) -> Option<&mut CommState> {
+        match (comm, win) {
+            (Some(h), _) => self.comm(h),
+            (None, Some(w)) => self.wins.get_mut(&w),
+            _ => None,
+        }
+    }
+
+    /// [`Tracer::received`] on the communicator of a call, without copying it.
+    pub fn received_on(&mut self, key: (Option<c_int>, Option<c_int>), st: &MPI_Status, consume_seq: bool) -> (i32, i32, i64, i64) {
+        let bytes = st.byte_count() as i64;
+        let Some(cs) = self.lookup(key) else { return (st.MPI_SOURCE, st.MPI_TAG, bytes, NONE_I64) };
+        let (slot, peer) = (cs.slot, if st.MPI_SOURCE >= 0 { cs.world(st.MPI_SOURCE) } else { st.MPI_SOURCE });
+        let seq = if consume_seq && st.MPI_SOURCE >= 0 && !st.cancelled() {
+            self.next_recv_seq(slot, peer, st.MPI_TAG)
+        } else {
+            NONE_I64
+        };
+        (peer, st.MPI_TAG, bytes, seq)
+    }
+
     /// Interpretation of a receive status on a communicator: (peer as world
     /// rank, tag, bytes, seq). The sequence number is consumed only for a
     /// real, uncancelled message.
@@ -332,17 +425,6 @@ impl Tracer {
             NONE_I64
         };
         (peer, st.MPI_TAG, bytes, seq)
-    }
-
-    /// Interns a region name, writing it to the side file the first time.
-    pub fn region_id(&mut self, name: &str) -> i32 {
-        if let Some(&id) = self.regions.get(name) {
-            return id;
-        }
-        let id = self.regions.len() as i32 + 1;
-        self.regions.insert(name.to_string(), id);
-        self.side(&SideEntry::Region { id, name: name.to_string() });
-        id
     }
 
     /// Writes a clock calibration point when the last one is old.
