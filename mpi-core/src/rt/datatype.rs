@@ -1002,10 +1002,13 @@ pub fn hindexed(blocks: &[(usize, isize)], old: &Dtype) -> MpiResult<Dtype> {
     combine(&places, false)
 }
 
-/// `MPI_Type_create_struct`: blocks `(length, displacement, type)`.
+/// `MPI_Type_create_struct`: blocks `(length, displacement, type)`. The
+/// extent is padded to the members' alignment unless every block has the
+/// same type (as MPICH does: such a struct is an hindexed in disguise).
 pub fn structure(blocks: &[(usize, isize, Arc<Dtype>)]) -> MpiResult<Dtype> {
     let places: Vec<Place> = blocks.iter().map(|(n, d, t)| Place::block(t, *d, *n)).collect();
-    combine(&places, true)
+    let same = blocks.windows(2).all(|w| Arc::ptr_eq(&w[0].2, &w[1].2));
+    combine(&places, !same)
 }
 
 fn check_order(order: c_int) -> MpiResult<bool> {
