@@ -68,3 +68,36 @@ fn profiling_interface_sees_only_the_applications_calls() {
         );
     }
 }
+
+#[test]
+fn install_to_a_prefix_works() {
+    system_tests::ensure_built();
+    let prefix = std::env::temp_dir().join(format!("mpicore-prefix-{}", std::process::id()));
+    let out = std::process::Command::new(system_tests::root().join("mpi-core/install.sh"))
+        .arg(&prefix)
+        .env("MPICORE_INSTALL_PROFILE", if cfg!(debug_assertions) { "debug" } else { "release" })
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for f in ["bin/mpicc", "bin/mpirun", "lib/libmpi.so.12", "lib/libmpich.so.12", "include/mpi.h"] {
+        assert!(prefix.join(f).exists(), "{f} not installed");
+    }
+    let exe = prefix.join("ring");
+    let st = std::process::Command::new(prefix.join("bin/mpicc"))
+        .arg("-o")
+        .arg(&exe)
+        .arg(system_tests::root().join("tests/bench/ring.c"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let out = std::process::Command::new(prefix.join("bin/mpirun"))
+        .args(["-n", "3"])
+        .arg(&exe)
+        .arg("10")
+        .env("MPIEXEC_TIMEOUT", "60")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("ring 3 ranks"));
+    let _ = std::fs::remove_dir_all(&prefix);
+}
