@@ -51,18 +51,26 @@ pub enum Error {
     Json(#[from] serde_json::Error),
 }
 
-/// Formats nanoseconds with a unit that keeps 3 significant digits.
+/// Formats nanoseconds with a unit and 3 significant digits (`102 ms`,
+/// `12.5 us`, `1.23 s`).
 pub fn fmt_ns(ns: i64) -> String {
     let a = ns.unsigned_abs() as f64;
     let s = if ns < 0 { "-" } else { "" };
-    if a < 1e3 {
-        format!("{s}{a:.0} ns")
+    let (v, unit) = if a < 1e3 {
+        return format!("{s}{a:.0} ns");
     } else if a < 1e6 {
-        format!("{s}{:.3} us", a / 1e3)
+        (a / 1e3, "us")
     } else if a < 1e9 {
-        format!("{s}{:.3} ms", a / 1e6)
+        (a / 1e6, "ms")
     } else {
-        format!("{s}{:.3} s", a / 1e9)
+        (a / 1e9, "s")
+    };
+    if v >= 99.95 {
+        format!("{s}{v:.0} {unit}")
+    } else if v >= 9.995 {
+        format!("{s}{v:.1} {unit}")
+    } else {
+        format!("{s}{v:.2} {unit}")
     }
 }
 

@@ -102,7 +102,7 @@ impl Analyses {
             command: m.meta.command.clone(),
             ranks: m.ranks.len(),
             hosts: m.meta.hosts.clone(),
-            mpi_library: m.meta.mpi_library.lines().next().unwrap_or("").trim().to_string(),
+            mpi_library: m.meta.mpi_library.lines().next().unwrap_or("").split_whitespace().collect::<Vec<_>>().join(" "),
             tool_version: m.meta.tool_version.clone(),
             rows: m.rows(),
             complete: m.ranks.iter().all(|r| r.completeness == trace_format::Completeness::Complete),
@@ -378,10 +378,10 @@ pub fn document(r: &Report) -> Vec<Block> {
     let mut tb = Table::new(&[
         ("pattern", Align::Left),
         ("time", Align::Right),
-        ("% time", Align::Right),
+        ("%", Align::Right),
         ("calls", Align::Right),
-        ("most waiting", Align::Left),
-        ("most waited for", Align::Left),
+        ("waiting", Align::Left),
+        ("waited for", Align::Left),
         ("worst site", Align::Left),
     ]);
     let top_rank = |v: &[i64]| {

@@ -259,10 +259,8 @@ fn run_report(a: ReportArgs) -> Result<i32> {
     r.trace.dir = a.dir.display().to_string();
     emit(&a.out, &render(&a.out, &r)?)?;
     if a.out.format == Format::Text && a.out.output.is_none() {
-        println!(
-            "\nexplore it: mpitrace tui {0}   |   mpitrace gui {0}   |   mpitrace export {0} -o trace.json (ui.perfetto.dev)",
-            a.dir.display()
-        );
+        let d = a.dir.display();
+        println!("\nexplore it:\n  mpitrace tui {d}\n  mpitrace gui {d}\n  mpitrace export {d} -o trace.json   (open in ui.perfetto.dev)");
     }
     Ok(0)
 }

@@ -1,0 +1,277 @@
+//! End-to-end: C programs with known behaviour recorded with `mpitrace
+//! record` under Debian's MPICH (`mpiexec.mpich`) and under this project's
+//! `mpirun`, then analyzed with `mpitrace report/check/diff/export`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use analyzers::report::Report;
+use analyzers::waitstates::PatternKind;
+
+const MS: i64 = 1_000_000;
+
+fn mpitrace() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_mpitrace"))
+}
+
+/// target/<profile>/, where mpitrace, libmpitrace.so, mpicc and mpirun are.
+fn bin_dir() -> PathBuf {
+    mpitrace().parent().unwrap().to_path_buf()
+}
+
+/// Builds the shim and this project's MPI (same profile), once.
+fn build_tools() {
+    static BUILT: OnceLock<()> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(["build", "-q", "-p", "pmpi-shim", "-p", "mpi-core", "-p", "mpi-launcher"]).current_dir(env!("CARGO_MANIFEST_DIR"));
+        if bin_dir().ends_with("release") {
+            cmd.arg("--release");
+        }
+        assert!(cmd.status().expect("cargo").success(), "building the shim and the MPI library failed");
+    });
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Mpi {
+    /// Debian's MPICH: mpicc.mpich and mpiexec.mpich.
+    Mpich,
+    /// This project's mpicc and mpirun.
+    Ours,
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = bin_dir().join("mpitrace-analyzer-tests").join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// patterns.c compiled for `mpi`, once per MPI.
+fn program(mpi: Mpi) -> PathBuf {
+    static BUILT: [OnceLock<PathBuf>; 2] = [OnceLock::new(), OnceLock::new()];
+    BUILT[mpi as usize]
+        .get_or_init(|| {
+            build_tools();
+            let dir = bin_dir().join("mpitrace-analyzer-tests").join(format!("bin-{mpi:?}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            let out = dir.join("patterns");
+            let tmp = dir.join(format!("patterns.{}", std::process::id()));
+            let cc = match mpi {
+                Mpi::Mpich => PathBuf::from("mpicc.mpich"),
+                Mpi::Ours => bin_dir().join("mpicc"),
+            };
+            let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/patterns.c");
+            let st = Command::new(cc).env_remove("LD_LIBRARY_PATH").args(["-O1", "-g"]).arg(&src).arg("-o").arg(&tmp).status().expect("mpicc");
+            assert!(st.success(), "compiling patterns.c for {mpi:?} failed");
+            std::fs::rename(&tmp, &out).unwrap();
+            out
+        })
+        .clone()
+}
+
+/// Records `patterns ARGS` on `n` ranks into `dir/trace`.
+fn record(mpi: Mpi, n: usize, args: &[&str], dir: &Path) -> (PathBuf, Output) {
+    let exe = program(mpi);
+    let trace = dir.join("trace");
+    let mut cmd = Command::new(mpitrace());
+    cmd.arg("record").arg("-o").arg(&trace).arg("--");
+    match mpi {
+        Mpi::Mpich => {
+            // cargo puts target/<profile> (our libmpich.so.12) on the path.
+            cmd.env_remove("LD_LIBRARY_PATH");
+            cmd.args(["timeout", "-k", "5", "120", "mpiexec.mpich", "-n", &n.to_string()]);
+        }
+        Mpi::Ours => {
+            cmd.env("MPIEXEC_TIMEOUT", "120");
+            cmd.arg(bin_dir().join("mpirun")).args(["-n", &n.to_string()]);
+        }
+    }
+    cmd.arg(&exe).args(args);
+    let out = cmd.output().expect("mpitrace record");
+    assert_ne!(out.status.code(), Some(124), "timed out: {}", String::from_utf8_lossy(&out.stderr));
+    (trace, out)
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(mpitrace()).args(args).output().expect("mpitrace")
+}
+
+fn report(trace: &Path) -> Report {
+    let out = run(&["report", trace.to_str().unwrap(), "--format", "json"]);
+    assert!(out.status.success(), "report failed: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("JSON report")
+}
+
+fn ok(out: &Output) {
+    assert!(out.status.success(), "failed: {}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+}
+
+fn late_sender(mpi: Mpi) {
+    let dir = scratch(&format!("late-{mpi:?}"));
+    let (trace, out) = record(mpi, 2, &["late", "100"], &dir);
+    ok(&out);
+    let r = report(&trace);
+    assert!(r.trace.complete, "{:?}", r.trace.problems);
+    assert_eq!(r.messages.matched, 1);
+    let ls = r.wait_states.get(PatternKind::LateSender).unwrap();
+    assert!((95 * MS..250 * MS).contains(&ls.time_ns), "late sender {} ns", ls.time_ns);
+    assert_eq!(ls.by_rank[0], 0);
+    assert_eq!(ls.by_rank[1], ls.time_ns);
+    assert_eq!(ls.by_cause[0], ls.time_ns);
+    assert_eq!(ls.sites[0].call, "MPI_Recv");
+    // The text report names it.
+    let text = run(&["report", trace.to_str().unwrap(), "--width", "100"]);
+    ok(&text);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("Late Sender") && text.contains("MPI_Recv at 0x"), "{text}");
+    let dir_name = trace.to_str().unwrap();
+    assert!(text.lines().filter(|l| !l.contains(dir_name)).all(|l| l.chars().count() <= 100), "{text}");
+}
+
+#[test]
+fn mpich_late_sender_of_100ms() {
+    late_sender(Mpi::Mpich);
+}
+
+#[test]
+fn ours_late_sender_of_100ms() {
+    late_sender(Mpi::Ours);
+}
+
+#[test]
+fn mpich_imbalanced_allreduce_last_rank_arrives_last() {
+    let dir = scratch("imbalance");
+    let (trace, out) = record(Mpi::Mpich, 4, &["imbalance", "50"], &dir);
+    ok(&out);
+    let r = report(&trace);
+    let s = r.collectives.summaries.iter().find(|s| s.call == "MPI_Allreduce").expect("allreduce summary");
+    assert_eq!((s.instances, s.ranks, s.last_rank), (3, 4, 3));
+    assert_eq!(s.last_rank_share, 1.0);
+    assert!(s.mean_spread_ns >= 40 * MS, "spread {}", s.mean_spread_ns);
+    let nxn = r.wait_states.get(PatternKind::WaitAtNxN).unwrap();
+    // Three ranks wait about 50 ms at each of three allreduces.
+    assert!(nxn.time_ns >= 9 * 25 * MS, "{}", nxn.time_ns);
+    assert!(nxn.by_cause[3] >= nxn.time_ns * 9 / 10, "{:?}", nxn.by_cause);
+    assert!(nxn.by_rank[3] < 5 * MS, "{:?}", nxn.by_rank);
+}
+
+fn ring(mpi: Mpi) {
+    let dir = scratch(&format!("ring-{mpi:?}"));
+    let (trace, out) = record(mpi, 4, &["ring"], &dir);
+    ok(&out);
+    let r = report(&trace);
+    assert!(r.trace.complete, "{:?}", r.trace.problems);
+    assert_eq!((r.messages.sends, r.messages.receives, r.messages.matched), (8, 8, 8), "{:?}", r.messages);
+    let m = r.matrix.full.as_ref().expect("full matrix for 4 ranks");
+    for s in 0..4 {
+        for d in 0..4 {
+            let expect = if d == (s + 1) % 4 {
+                (s as i64 + 1) * 1000
+            } else if d == (s + 3) % 4 {
+                100
+            } else {
+                0
+            };
+            assert_eq!(m.bytes(s, d), expect, "{s} -> {d}");
+        }
+    }
+    let calls = |name: &str| r.profile.calls.iter().find(|c| c.name == name).map(|c| (c.count, c.bytes));
+    assert_eq!(calls("MPI_Sendrecv").map(|c| c.0), Some(4));
+    assert_eq!(calls("MPI_Irecv"), Some((4, 400)));
+    assert_eq!(calls("MPI_Isend"), Some((4, 400)));
+    assert_eq!(r.profile.p2p_sizes.count(), 8);
+    // Chrome/Perfetto export, read back by an independent parser.
+    let json = dir.join("trace.json");
+    ok(&run(&["export", trace.to_str().unwrap(), "-o", json.to_str().unwrap()]));
+    let py = Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import json,sys; t=json.load(open(sys.argv[1]))['traceEvents']; \
+             print(sum(e['ph']=='X' for e in t), sum(e['ph']=='s' for e in t), sum(e['ph']=='f' for e in t), \
+             len({e['pid'] for e in t}))",
+        )
+        .arg(&json)
+        .output();
+    let counts = match py {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).trim().to_string(),
+        _ => {
+            let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+            let t = v["traceEvents"].as_array().unwrap();
+            let n = |ph: &str| t.iter().filter(|e| e["ph"] == ph).count();
+            let pids: std::collections::BTreeSet<i64> = t.iter().filter_map(|e| e["pid"].as_i64()).collect();
+            format!("{} {} {} {}", n("X"), n("s"), n("f"), pids.len())
+        }
+    };
+    let c: Vec<usize> = counts.split_whitespace().map(|x| x.parse().unwrap()).collect();
+    assert!(c[0] >= 4 * 7, "{counts}");
+    assert_eq!((c[1], c[2], c[3]), (8, 8, 4), "{counts}");
+}
+
+#[test]
+fn mpich_ring_matrix_and_any_source() {
+    ring(Mpi::Mpich);
+}
+
+#[test]
+fn ours_ring_matrix_and_any_source() {
+    ring(Mpi::Ours);
+}
+
+#[test]
+fn mpich_abort_still_reports() {
+    let dir = scratch("abort");
+    let (trace, out) = record(Mpi::Mpich, 3, &["abort"], &dir);
+    assert!(!out.status.success(), "the job should fail");
+    let r = report(&trace);
+    assert!(!r.trace.complete);
+    assert!(!r.trace.incomplete_ranks.is_empty());
+    assert_eq!(r.messages.matched, 1, "{:?}", r.messages);
+    assert!(r.profile.calls.iter().any(|c| c.name == "MPI_Recv"));
+    let text = run(&["report", trace.to_str().unwrap(), "--format", "md"]);
+    ok(&text);
+    let md = String::from_utf8_lossy(&text.stdout);
+    assert!(md.contains("INCOMPLETE TRACE"), "{md}");
+}
+
+#[test]
+fn check_and_diff_flag_the_bad_run() {
+    let good_dir = scratch("check-good");
+    let (good, out) = record(Mpi::Mpich, 2, &["late", "0"], &good_dir);
+    ok(&out);
+    let bad_dir = scratch("check-bad");
+    let (bad, out) = record(Mpi::Mpich, 2, &["late", "100"], &bad_dir);
+    ok(&out);
+    let junit = bad_dir.join("junit.xml");
+    let fail = run(&["check", bad.to_str().unwrap(), "--max-late-sender", "50ms", "--junit", junit.to_str().unwrap()]);
+    assert_eq!(fail.status.code(), Some(1), "{}", String::from_utf8_lossy(&fail.stdout));
+    assert!(String::from_utf8_lossy(&fail.stdout).contains("FAIL max_late_sender"));
+    let x = std::fs::read_to_string(&junit).unwrap();
+    assert!(x.contains("failures=\"1\"") && x.contains("<failure message="), "{x}");
+    let pass = run(&["check", good.to_str().unwrap(), "--max-late-sender", "50ms", "--require-complete"]);
+    assert_eq!(pass.status.code(), Some(0), "{}", String::from_utf8_lossy(&pass.stdout));
+    // A rules file with an error names the line.
+    let rules = good_dir.join("rules.toml");
+    std::fs::write(&rules, "max_mpi_fraction = 0.9\nmax_late_sender = soon\n").unwrap();
+    let e = run(&["check", good.to_str().unwrap(), "--rules", rules.to_str().unwrap()]);
+    assert_eq!(e.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&e.stderr).contains("rules.toml:2:"), "{}", String::from_utf8_lossy(&e.stderr));
+    // Baseline as a JSON report, regression check and diff.
+    let base = good_dir.join("base.json");
+    ok(&run(&["report", good.to_str().unwrap(), "--format", "json", "-o", base.to_str().unwrap()]));
+    let reg = run(&["check", bad.to_str().unwrap(), "--baseline", base.to_str().unwrap(), "--max-regression", "10%"]);
+    assert_eq!(reg.status.code(), Some(1), "{}", String::from_utf8_lossy(&reg.stdout));
+    let d = run(&["diff", base.to_str().unwrap(), bad.to_str().unwrap()]);
+    assert_eq!(d.status.code(), Some(1));
+    let d = String::from_utf8_lossy(&d.stdout);
+    assert!(d.lines().any(|l| l.starts_with("Late Sender") && l.contains("(worse)")), "{d}");
+}
+
+#[test]
+fn bad_input_is_a_clear_error() {
+    let dir = scratch("not-a-trace");
+    let out = run(&["report", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a trace directory"));
+}
