@@ -181,15 +181,15 @@ fn generic_body(idx: usize, p: &Procedure) -> String {
                 set(&mut pre, format!("c.comm({v})"));
             }
             ("COMMUNICATOR", Dir::Out, false) => set(&mut post, format!("c.out_comm = {v}")),
-            ("COMMUNICATOR", Dir::InOut, false) => set(&mut pre, format!("c.freeing_comm({v})")),
+            ("COMMUNICATOR", Dir::InOut, false) => set(&mut pre, format!("// SAFETY: the application passes a valid handle pointer.\n        unsafe {{ c.freeing_comm({v}) }}")),
             ("WINDOW", Dir::In, false) => set(&mut pre, format!("c.win({v})")),
             ("WINDOW", Dir::Out, false) => set(&mut post, format!("c.out_win = {v}")),
-            ("WINDOW", Dir::InOut, false) => set(&mut pre, format!("c.freeing_win({v})")),
+            ("WINDOW", Dir::InOut, false) => set(&mut pre, format!("// SAFETY: the application passes a valid handle pointer.\n        unsafe {{ c.freeing_win({v}) }}")),
             ("LOGICAL", Dir::Out, false) if q.name == "flag" => set(&mut post, format!("c.out_flag = {v}")),
             ("OPERATION", Dir::In, false) => set(&mut pre, format!("c.op({v})")),
             ("REQUEST", Dir::Out, false) => set(&mut post, format!("c.out_request = {v}")),
             ("MESSAGE", Dir::Out, false) => set(&mut post, format!("c.out_message = {v}")),
-            ("MESSAGE", Dir::InOut, false) => set(&mut pre, format!("c.in_message({v})")),
+            ("MESSAGE", Dir::InOut, false) => set(&mut pre, format!("// SAFETY: the application passes a valid handle pointer.\n        unsafe {{ c.in_message({v}) }}")),
             ("STATUS", Dir::Out, false) => {
                 let _ = writeln!(subst, "    let {v} = c.status({v}, own_status.as_mut_ptr());");
             }

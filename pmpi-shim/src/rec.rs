@@ -136,7 +136,7 @@ pub fn reserve() -> *mut Record {
 }
 
 /// Writes `rec` into `slot` (if any).
-pub fn publish(slot: *mut Record, rec: &Record) {
+pub(crate) fn publish(slot: *mut Record, rec: &Record) {
     if !slot.is_null() {
         // SAFETY: slots come from this thread's journal, which stays mapped
         // until the thread exits.
@@ -287,21 +287,30 @@ impl Call {
         self.rec.op = o;
     }
     /// A `MPI_Message*` consumed by the call (`MPI_Mrecv`).
-    pub fn in_message(&mut self, m: *mut c_int) {
+    ///
+    /// # Safety
+    /// The pointer must be null or point to a valid `MPI_Message`.
+    pub unsafe fn in_message(&mut self, m: *mut c_int) {
         if !m.is_null() {
             // SAFETY: the application passes a valid MPI_Message pointer.
             self.in_message = Some(unsafe { *m });
         }
     }
     /// A `MPI_Comm*` the call frees.
-    pub fn freeing_comm(&mut self, p: *mut c_int) {
+    ///
+    /// # Safety
+    /// The pointer must be null or point to a valid `MPI_Comm`.
+    pub unsafe fn freeing_comm(&mut self, p: *mut c_int) {
         if !p.is_null() {
             // SAFETY: the application passes a valid MPI_Comm pointer.
             self.freeing_comm = Some(unsafe { *p });
         }
     }
     /// A `MPI_Win*` the call frees.
-    pub fn freeing_win(&mut self, p: *mut c_int) {
+    ///
+    /// # Safety
+    /// The pointer must be null or point to a valid `MPI_Win`.
+    pub unsafe fn freeing_win(&mut self, p: *mut c_int) {
         if !p.is_null() {
             // SAFETY: the application passes a valid MPI_Win pointer.
             self.freeing_win = Some(unsafe { *p });
@@ -350,7 +359,7 @@ impl Call {
 
     fn resolve(&mut self, tr: &mut Tracer) {
         tr.calls += 1;
-        if tr.calls % 256 == 0 {
+        if tr.calls.is_multiple_of(256) {
             tr.maybe_clock_point(ticks());
         }
         if let Some(h) = self.freeing_comm {

@@ -98,12 +98,28 @@ fn opt64(v: i64) -> Option<i64> {
 /// Turns the journals of one rank into events. Problems (unknown call ids,
 /// communicator slots or regions) are appended to `problems`.
 pub fn events_from_journals(rank: i32, side: &Side, journals: &[Journal], clock: ClockMap, problems: &mut Vec<String>) -> Vec<Event> {
+    let mut all = Vec::new();
+    stream_events(rank, side, journals, clock, problems, usize::MAX, &mut |chunk| all.append(chunk));
+    all
+}
+
+/// Like [`events_from_journals`], handing the events to `emit` in chunks of
+/// at most `chunk` rows (the chunk is emptied by `emit` or afterwards).
+pub fn stream_events(
+    rank: i32,
+    side: &Side,
+    journals: &[Journal],
+    clock: ClockMap,
+    problems: &mut Vec<String>,
+    chunk: usize,
+    emit: &mut dyn FnMut(&mut Vec<Event>),
+) {
     let names = call_names();
     let mut name_cache: HashMap<(u8, u16, i32), Arc<str>> = HashMap::new();
     let slots: HashMap<u32, u64> = side.comms().map(|c| (c.slot, c.id)).collect();
     let regions: HashMap<i32, &str> = side.regions().collect();
     let points = side.clock_points();
-    let mut out = Vec::with_capacity(journals.iter().map(|j| j.records.len()).sum());
+    let mut out = Vec::with_capacity(journals.iter().map(|j| j.records.len()).sum::<usize>().min(chunk));
     let mut missing_slots = 0usize;
     for j in journals {
         let ticks = TickMap::new(j.header.clock, &points);
@@ -138,12 +154,18 @@ pub fn events_from_journals(rank: i32, side: &Side, journals: &[Journal], clock:
                 e.aux = None;
             }
             out.push(e);
+            if out.len() >= chunk {
+                emit(&mut out);
+                out.clear();
+            }
         }
     }
     if missing_slots > 0 {
         problems.push(format!("rank {rank}: {missing_slots} records name communicators missing from the side file"));
     }
-    out
+    if !out.is_empty() {
+        emit(&mut out);
+    }
 }
 
 #[allow(clippy::too_many_arguments)]

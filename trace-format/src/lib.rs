@@ -142,8 +142,17 @@ pub struct RankJournals {
     pub problems: Vec<String>,
 }
 
-/// Reads the journals of `rank` in `dir` (without writing anything).
-pub fn read_rank_journals(dir: &Path, rank: i32) -> Result<RankJournals, Error> {
+/// The raw journals and side file of a rank.
+struct LoadedRank {
+    side: side::Side,
+    journals: Vec<journal::Journal>,
+    meta: RankMeta,
+    clock: meta::ClockMap,
+    complete: bool,
+    problems: Vec<String>,
+}
+
+fn load_rank(dir: &Path, rank: i32) -> Result<LoadedRank, Error> {
     let side_path = layout::side(dir, rank);
     let side = if side_path.exists() { side::read_side(&side_path)? } else { side::Side::default() };
     let mut problems = side.bad_lines.clone();
@@ -170,32 +179,62 @@ pub fn read_rank_journals(dir: &Path, rank: i32) -> Result<RankJournals, Error> 
     let process = side.process().cloned().unwrap_or(side::ProcessInfo { rank, ..Default::default() });
     let meta = RankMeta { process, sync_init: side.sync("init"), sync_finalize: side.sync("finalize"), finalized: side.finalized() };
     let clock = meta::ClockMap::new(meta.sync_init, meta.sync_finalize);
-    let events = events::events_from_journals(rank, &side, &journals, clock, &mut problems);
-    if !side.finalized() {
+    Ok(LoadedRank { side, journals, meta, clock, complete, problems })
+}
+
+/// Says how a rank that did not finalize ended, from its last call.
+fn death_note(rank: i32, last: Option<&Event>, n: usize) -> String {
+    let what = match last {
+        Some(e) if e.t_end.is_none() => format!("died inside {}", e.call),
+        Some(e) => format!("died after {}", e.call),
+        None => "died before any call".to_string(),
+    };
+    format!("rank {rank}: did not finalize ({what}); {n} events recorded")
+}
+
+/// Reads the journals of `rank` in `dir` (without writing anything).
+pub fn read_rank_journals(dir: &Path, rank: i32) -> Result<RankJournals, Error> {
+    let mut l = load_rank(dir, rank)?;
+    let events = events::events_from_journals(rank, &l.side, &l.journals, l.clock, &mut l.problems);
+    if !l.side.finalized() {
         let last = events.iter().rev().find(|e| e.kind == record::Kind::Call);
-        let what = match last {
-            Some(e) if e.t_end.is_none() => format!("died inside {}", e.call),
-            Some(e) => format!("died after {}", e.call),
-            None => "died before any call".to_string(),
-        };
-        problems.push(format!("rank {rank}: did not finalize ({what}); {} events recorded", events.len()));
+        l.problems.push(death_note(rank, last, events.len()));
     }
-    let comms = side.comms().cloned().collect();
-    Ok(RankJournals { meta, events, comms, complete, problems })
+    let comms = l.side.comms().cloned().collect();
+    Ok(RankJournals { meta: l.meta, events, comms, complete: l.complete, problems: l.problems })
 }
 
 /// Converts the journals of `rank` into its events and comms Parquet files,
 /// then removes the journals (unless `keep_journals`).
 pub fn convert_rank(dir: &Path, rank: i32, keep_journals: bool) -> Result<Converted, Error> {
-    let rj = read_rank_journals(dir, rank)?;
+    let mut l = load_rank(dir, rank)?;
     for sub in [layout::EVENTS_DIR, layout::COMMS_DIR] {
         let d = dir.join(sub);
         std::fs::create_dir_all(&d).map_err(|e| Error::Io { path: d, source: e })?;
     }
     let ev_path = layout::events(dir, rank);
     let comm_path = layout::comms(dir, rank);
-    table::write_events(&ev_path, &rj.events, &rj.meta)?;
-    table::write_comms(&comm_path, &rj.comms)?;
+    let mut writer = table::EventsWriter::create(&ev_path, &l.meta)?;
+    let (mut n, mut last, mut failed) = (0usize, None, None);
+    events::stream_events(rank, &l.side, &l.journals, l.clock, &mut l.problems, 1 << 16, &mut |chunk| {
+        n += chunk.len();
+        if let Some(e) = chunk.iter().rev().find(|e| e.kind == record::Kind::Call) {
+            last = Some(e.clone());
+        }
+        if failed.is_none() {
+            failed = writer.write(chunk).err();
+        }
+    });
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    writer.finish()?;
+    if !l.side.finalized() {
+        l.problems.push(death_note(rank, last.as_ref(), n));
+    }
+    let comms: Vec<side::CommInfo> = l.side.comms().cloned().collect();
+    table::write_comms(&comm_path, &comms)?;
+    drop(l.journals);
     let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
     if !keep_journals {
         for p in layout::journals_of(dir, rank) {
@@ -203,13 +242,7 @@ pub fn convert_rank(dir: &Path, rank: i32, keep_journals: bool) -> Result<Conver
         }
         let _ = std::fs::remove_file(layout::side(dir, rank));
     }
-    Ok(Converted {
-        rank,
-        events: rj.events.len(),
-        finalized: rj.meta.finalized,
-        bytes: size(&ev_path) + size(&comm_path),
-        problems: rj.problems,
-    })
+    Ok(Converted { rank, events: n, finalized: l.meta.finalized, bytes: size(&ev_path) + size(&comm_path), problems: l.problems })
 }
 
 /// What [`finish_dir`] found and did.

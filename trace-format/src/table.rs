@@ -177,12 +177,42 @@ fn write_batch(path: &Path, batch: &RecordBatch, props: WriterProperties) -> Res
 
 /// Writes the events of one rank with its metadata in the footer.
 pub fn write_events(path: &Path, events: &[Event], rank: &RankMeta) -> Result<(), Error> {
-    let meta = vec![
-        KeyValue::new(RANK_META_KEY.to_string(), serde_json::to_string(rank).unwrap_or_default()),
-        KeyValue::new(SCHEMA_VERSION_KEY.to_string(), crate::SCHEMA_VERSION.to_string()),
-    ];
-    let props = writer_props(&["t_start", "duration", "t_local", "seq"], meta);
-    write_batch(path, &events_batch(events)?, props)
+    let mut w = EventsWriter::create(path, rank)?;
+    w.write(events)?;
+    w.finish()
+}
+
+/// Writes an events file batch by batch (bounded memory for long traces);
+/// the file appears under its name only when [`EventsWriter::finish`]ed.
+pub struct EventsWriter {
+    writer: ArrowWriter<File>,
+    path: std::path::PathBuf,
+    tmp: std::path::PathBuf,
+}
+
+impl EventsWriter {
+    pub fn create(path: &Path, rank: &RankMeta) -> Result<Self, Error> {
+        let meta = vec![
+            KeyValue::new(RANK_META_KEY.to_string(), serde_json::to_string(rank).unwrap_or_default()),
+            KeyValue::new(SCHEMA_VERSION_KEY.to_string(), crate::SCHEMA_VERSION.to_string()),
+        ];
+        let props = writer_props(&["t_start", "duration", "t_local", "seq"], meta);
+        let tmp = path.with_extension("parquet.tmp");
+        let file = File::create(&tmp).map_err(|e| Error::Io { path: tmp.clone(), source: e })?;
+        let writer = ArrowWriter::try_new(file, events_schema(), Some(props))
+            .map_err(|e| Error::Parquet { path: path.to_path_buf(), what: e.to_string() })?;
+        Ok(EventsWriter { writer, path: path.to_path_buf(), tmp })
+    }
+
+    pub fn write(&mut self, events: &[Event]) -> Result<(), Error> {
+        let batch = events_batch(events)?;
+        self.writer.write(&batch).map_err(|e| Error::Parquet { path: self.path.clone(), what: e.to_string() })
+    }
+
+    pub fn finish(self) -> Result<(), Error> {
+        self.writer.close().map_err(|e| Error::Parquet { path: self.path.clone(), what: e.to_string() })?;
+        std::fs::rename(&self.tmp, &self.path).map_err(|e| Error::Io { path: self.path.clone(), source: e })
+    }
 }
 
 /// Writes the communicators a rank belongs to.
