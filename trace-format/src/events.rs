@@ -3,7 +3,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
-use crate::journal::{ClockKind, Journal};
+use std::path::PathBuf;
+
+use crate::journal::{ChunkReader, ClockKind, JournalEnd};
 use crate::meta::ClockMap;
 use crate::record::{flags, Kind, Record, NONE_I32, NONE_I64, NO_COMM, NO_RANK};
 use crate::side::Side;
@@ -57,12 +59,20 @@ impl Event {
 /// Names of the API table's procedures, indexed by call id.
 pub fn call_names() -> &'static [&'static str] {
     static NAMES: OnceLock<Vec<&'static str>> = OnceLock::new();
-    NAMES.get_or_init(|| mpi_api::table::procedures().into_iter().map(|p| p.name).collect())
+    NAMES.get_or_init(|| {
+        mpi_api::table::procedures()
+            .into_iter()
+            .map(|p| p.name)
+            .collect()
+    })
 }
 
 /// Call id of a procedure name.
 pub fn call_id(name: &str) -> Option<u16> {
-    call_names().iter().position(|n| *n == name).map(|i| i as u16)
+    call_names()
+        .iter()
+        .position(|n| *n == name)
+        .map(|i| i as u16)
 }
 
 /// Maps journal clock ticks to CLOCK_MONOTONIC ns with the calibration points
@@ -77,10 +87,16 @@ pub struct TickMap {
 impl TickMap {
     pub fn new(clock: ClockKind, points: &[(u64, u64)]) -> TickMap {
         match (clock, points.first(), points.last()) {
-            (ClockKind::Tsc, Some(&(t0, n0)), Some(&(t1, n1))) if t1 > t0 => {
-                TickMap { t0, n0, ns_per_tick: (n1 as f64 - n0 as f64) / (t1 - t0) as f64 }
-            }
-            _ => TickMap { t0: 0, n0: 0, ns_per_tick: 1.0 },
+            (ClockKind::Tsc, Some(&(t0, n0)), Some(&(t1, n1))) if t1 > t0 => TickMap {
+                t0,
+                n0,
+                ns_per_tick: (n1 as f64 - n0 as f64) / (t1 - t0) as f64,
+            },
+            _ => TickMap {
+                t0: 0,
+                n0: 0,
+                ns_per_tick: 1.0,
+            },
         }
     }
     pub fn ns(&self, ticks: u64) -> i64 {
@@ -95,12 +111,27 @@ fn opt64(v: i64) -> Option<i64> {
     (v != NONE_I64).then_some(v)
 }
 
-/// Turns the journals of one rank into events. Problems (unknown call ids,
-/// communicator slots or regions) are appended to `problems`.
-pub fn events_from_journals(rank: i32, side: &Side, journals: &[Journal], clock: ClockMap, problems: &mut Vec<String>) -> Vec<Event> {
+/// Turns the journals of one rank into events. Problems (damaged journals,
+/// unknown call ids, communicator slots or regions) are appended to
+/// `problems`; the flag says whether every journal was read whole.
+pub fn events_from_journals(
+    rank: i32,
+    side: &Side,
+    journals: &[PathBuf],
+    clock: ClockMap,
+    problems: &mut Vec<String>,
+) -> (Vec<Event>, bool) {
     let mut all = Vec::new();
-    stream_events(rank, side, journals, clock, problems, usize::MAX, &mut |chunk| all.append(chunk));
-    all
+    let whole = stream_events(
+        rank,
+        side,
+        journals,
+        clock,
+        problems,
+        1 << 16,
+        &mut |chunk| all.append(chunk),
+    );
+    (all, whole)
 }
 
 /// Like [`events_from_journals`], handing the events to `emit` in chunks of
@@ -108,68 +139,124 @@ pub fn events_from_journals(rank: i32, side: &Side, journals: &[Journal], clock:
 pub fn stream_events(
     rank: i32,
     side: &Side,
-    journals: &[Journal],
+    journals: &[PathBuf],
     clock: ClockMap,
     problems: &mut Vec<String>,
     chunk: usize,
     emit: &mut dyn FnMut(&mut Vec<Event>),
-) {
+) -> bool {
     let names = call_names();
     let mut name_cache: HashMap<(u8, u16, i32), Arc<str>> = HashMap::new();
     let slots: HashMap<u32, u64> = side.comms().map(|c| (c.slot, c.id)).collect();
     let regions: HashMap<i32, &str> = side.regions().collect();
     let points = side.clock_points();
-    let mut out = Vec::with_capacity(journals.iter().map(|j| j.records.len()).sum::<usize>().min(chunk));
+    let mut out = Vec::new();
     let mut missing_slots = 0usize;
-    for j in journals {
+    let mut whole = true;
+    for path in journals {
+        let mut j = match ChunkReader::open(path) {
+            Ok(j) => j,
+            Err(e) => {
+                problems.push(e.to_string());
+                whole = false;
+                continue;
+            }
+        };
         let ticks = TickMap::new(j.header.clock, &points);
         if j.header.clock == ClockKind::Tsc && points.len() < 2 {
-            problems.push(format!("{}: fewer than two clock calibration points; times are raw ticks", j.path.display()));
+            problems.push(format!(
+                "{}: fewer than two clock calibration points; times are raw ticks",
+                j.path.display()
+            ));
         }
-        for r in &j.records {
-            let Some(kind) = r.kind() else {
-                problems.push(format!("{}: record with unknown kind {:#x}", j.path.display(), r.head));
-                continue;
-            };
-            let region_id = matches!(kind, Kind::RegionBegin | Kind::RegionEnd).then_some(r.aux).unwrap_or(0);
-            let call = name_cache
-                .entry((kind as u8, r.call(), region_id))
-                .or_insert_with(|| match kind {
-                    Kind::RegionBegin | Kind::RegionEnd => {
-                        Arc::from(regions.get(&r.aux).copied().unwrap_or("<unknown region>"))
-                    }
-                    _ => Arc::from(names.get(r.call() as usize).copied().unwrap_or("<unknown call>")),
-                })
-                .clone();
-            let comm = if r.comm == NO_COMM {
-                None
-            } else {
-                let id = slots.get(&r.comm).copied();
-                missing_slots += usize::from(id.is_none());
-                id
-            };
-            let mut e = event_from_record(rank, j.header.thread as i32, kind, call, r, comm, &ticks, &clock);
-            if r.flags() & flags::NEW_COMM != 0 {
-                e.new_comm = slots.get(&(r.aux as u32)).copied();
-                e.aux = None;
+        let mut n = 0usize;
+        loop {
+            let records = j.next_chunk(chunk.min(1 << 16));
+            if records.is_empty() {
+                break;
             }
-            out.push(e);
-            if out.len() >= chunk {
-                emit(&mut out);
-                out.clear();
+            n += records.len();
+            for r in &records {
+                let Some(kind) = r.kind() else {
+                    problems.push(format!(
+                        "{}: record with unknown kind {:#x}",
+                        j.path.display(),
+                        r.head
+                    ));
+                    continue;
+                };
+                let region_id = matches!(kind, Kind::RegionBegin | Kind::RegionEnd)
+                    .then_some(r.aux)
+                    .unwrap_or(0);
+                let call = name_cache
+                    .entry((kind as u8, r.call(), region_id))
+                    .or_insert_with(|| match kind {
+                        Kind::RegionBegin | Kind::RegionEnd => {
+                            Arc::from(regions.get(&r.aux).copied().unwrap_or("<unknown region>"))
+                        }
+                        _ => Arc::from(
+                            names
+                                .get(r.call() as usize)
+                                .copied()
+                                .unwrap_or("<unknown call>"),
+                        ),
+                    })
+                    .clone();
+                let comm = if r.comm == NO_COMM {
+                    None
+                } else {
+                    let id = slots.get(&r.comm).copied();
+                    missing_slots += usize::from(id.is_none());
+                    id
+                };
+                let mut e = event_from_record(
+                    rank,
+                    j.header.thread as i32,
+                    kind,
+                    call,
+                    r,
+                    comm,
+                    &ticks,
+                    &clock,
+                );
+                if r.flags() & flags::NEW_COMM != 0 {
+                    e.new_comm = slots.get(&(r.aux as u32)).copied();
+                    e.aux = None;
+                }
+                out.push(e);
+                if out.len() >= chunk {
+                    emit(&mut out);
+                    out.clear();
+                }
             }
+        }
+        if let Some(end) = j.end().filter(|e| **e != JournalEnd::Clean) {
+            problems.push(format!("{}: {end:?}; {n} records read", j.path.display()));
+            whole = false;
         }
     }
     if missing_slots > 0 {
-        problems.push(format!("rank {rank}: {missing_slots} records name communicators missing from the side file"));
+        problems.push(format!(
+            "rank {rank}: {missing_slots} records name communicators missing from the side file"
+        ));
     }
     if !out.is_empty() {
         emit(&mut out);
     }
+    whole
 }
 
 #[allow(clippy::too_many_arguments)]
-fn event_from_record(rank: i32, thread: i32, kind: Kind, call: Arc<str>, r: &Record, comm: Option<u64>, ticks: &TickMap, clock: &ClockMap) -> Event {
+fn event_from_record(
+    rank: i32,
+    thread: i32,
+    kind: Kind,
+    call: Arc<str>,
+    r: &Record,
+    comm: Option<u64>,
+    ticks: &TickMap,
+    clock: &ClockMap,
+) -> Event {
     let local = ticks.ns(r.t_enter);
     let done = r.is_done();
     Event {

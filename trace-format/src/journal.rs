@@ -79,19 +79,33 @@ impl JournalHeader {
     }
 
     fn from_bytes(path: &Path, b: &[u8]) -> Result<Self, Error> {
-        let bad = |what: String| Error::Corrupt { path: path.to_path_buf(), what };
+        let bad = |what: String| Error::Corrupt {
+            path: path.to_path_buf(),
+            what,
+        };
         if b.len() < RECORD_SIZE {
-            return Err(bad(format!("{} bytes, shorter than the journal header", b.len())));
+            return Err(bad(format!(
+                "{} bytes, shorter than the journal header",
+                b.len()
+            )));
         }
         if b[0..8] != MAGIC {
             return Err(bad("not an mpitrace journal (bad magic)".into()));
         }
         let w = |i: usize| u32::from_le_bytes(b[8 + 4 * i..12 + 4 * i].try_into().unwrap());
         if w(0) != JOURNAL_VERSION || w(1) as usize != RECORD_SIZE {
-            return Err(bad(format!("journal version {} record size {} not supported", w(0), w(1))));
+            return Err(bad(format!(
+                "journal version {} record size {} not supported",
+                w(0),
+                w(1)
+            )));
         }
         Ok(JournalHeader {
-            clock: if w(2) == 1 { ClockKind::Tsc } else { ClockKind::MonotonicNs },
+            clock: if w(2) == 1 {
+                ClockKind::Tsc
+            } else {
+                ClockKind::MonotonicNs
+            },
             pid: w(3),
             thread: w(4),
             rank: w(5) as i32,
@@ -116,12 +130,28 @@ unsafe impl Send for JournalWriter {}
 impl JournalWriter {
     /// Creates (truncating) the journal at `path` and writes its header.
     pub fn create(path: &Path, header: JournalHeader) -> Result<Self, Error> {
-        let io = |e| Error::Io { path: path.to_path_buf(), source: e };
-        let file = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(path).map_err(io)?;
-        let mut w = JournalWriter { file, path: path.to_path_buf(), chunks: Vec::new(), next: 1 };
+        let io = |e| Error::Io {
+            path: path.to_path_buf(),
+            source: e,
+        };
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .map_err(io)?;
+        let mut w = JournalWriter {
+            file,
+            path: path.to_path_buf(),
+            chunks: Vec::new(),
+            next: 1,
+        };
         w.grow()?;
         // SAFETY: chunk 0 is mapped, writable and at least one slot long.
-        unsafe { std::ptr::copy_nonoverlapping(header.to_bytes().as_ptr(), w.chunks[0], RECORD_SIZE) };
+        unsafe {
+            std::ptr::copy_nonoverlapping(header.to_bytes().as_ptr(), w.chunks[0], RECORD_SIZE)
+        };
         Ok(w)
     }
 
@@ -139,11 +169,15 @@ impl JournalWriter {
     }
 
     fn grow(&mut self) -> Result<(), Error> {
-        let io = |e| Error::Io { path: self.path.clone(), source: e };
+        let io = |e| Error::Io {
+            path: self.path.clone(),
+            source: e,
+        };
         let offset = self.chunks.len() * CHUNK_BYTES;
         let fd = self.file.as_raw_fd();
         // SAFETY: plain syscalls on a file descriptor we own.
-        let rc = unsafe { libc::posix_fallocate(fd, offset as libc::off_t, CHUNK_BYTES as libc::off_t) };
+        let rc =
+            unsafe { libc::posix_fallocate(fd, offset as libc::off_t, CHUNK_BYTES as libc::off_t) };
         if rc != 0 {
             return Err(io(std::io::Error::from_raw_os_error(rc)));
         }
@@ -258,34 +292,112 @@ pub struct Journal {
     pub end: JournalEnd,
 }
 
-/// Reads a journal. Errors only if the header is unreadable; damage after
-/// the header is reported in [`Journal::end`] and what precedes it returned.
-pub fn read_journal(path: &Path) -> Result<Journal, Error> {
-    let bytes = std::fs::read(path).map_err(|e| Error::Io { path: path.to_path_buf(), source: e })?;
-    let header = JournalHeader::from_bytes(path, &bytes)?;
-    let mut records = Vec::new();
-    let mut end = JournalEnd::Clean;
-    let slots = bytes.chunks(RECORD_SIZE).skip(1);
-    let mut stopped_at = None;
-    for (i, s) in slots.enumerate() {
-        let Ok(arr) = <&[u8; RECORD_SIZE]>::try_from(s) else {
-            if s.iter().any(|&b| b != 0) && stopped_at.is_none() {
-                end = JournalEnd::Truncated { trailing_bytes: s.len() };
-            }
-            break;
+/// Reads a journal chunk by chunk (bounded memory for long journals).
+pub struct ChunkReader {
+    file: std::io::BufReader<File>,
+    pub path: PathBuf,
+    pub header: JournalHeader,
+    slot: usize,
+    end: Option<JournalEnd>,
+}
+
+impl ChunkReader {
+    /// Opens a journal; errors only if the header is unreadable.
+    pub fn open(path: &Path) -> Result<Self, Error> {
+        use std::io::Read;
+        let io = |e| Error::Io {
+            path: path.to_path_buf(),
+            source: e,
         };
-        let r = Record::from_bytes(arr);
-        match stopped_at {
-            None if r.head == 0 => stopped_at = Some(i + 1),
-            None => records.push(r),
-            Some(_) if r.head != 0 => {
-                end = JournalEnd::Hole { at_slot: i + 1 };
+        let file = File::open(path).map_err(io)?;
+        let mut file = std::io::BufReader::with_capacity(1 << 20, file);
+        let mut head = Vec::with_capacity(RECORD_SIZE);
+        (&mut file)
+            .take(RECORD_SIZE as u64)
+            .read_to_end(&mut head)
+            .map_err(io)?;
+        let header = JournalHeader::from_bytes(path, &head)?;
+        Ok(ChunkReader {
+            file,
+            path: path.to_path_buf(),
+            header,
+            slot: 1,
+            end: None,
+        })
+    }
+
+    /// Up to `max` further records; empty once the journal is over.
+    pub fn next_chunk(&mut self, max: usize) -> Vec<Record> {
+        use std::io::Read;
+        let mut out = Vec::new();
+        if self.end.is_some() {
+            return out;
+        }
+        let mut buf = [0u8; RECORD_SIZE];
+        while out.len() < max {
+            let n = read_full(&mut self.file, &mut buf);
+            if n < RECORD_SIZE {
+                let trailing = buf[..n].iter().any(|&b| b != 0);
+                self.end = Some(if trailing {
+                    JournalEnd::Truncated { trailing_bytes: n }
+                } else {
+                    JournalEnd::Clean
+                });
                 break;
             }
-            Some(_) => {}
+            let r = Record::from_bytes(&buf);
+            self.slot += 1;
+            if r.head != 0 {
+                out.push(r);
+                continue;
+            }
+            // A free slot: the journal ends here, unless records follow.
+            let mut end = JournalEnd::Clean;
+            let mut slot = self.slot;
+            while read_full(&mut self.file, &mut buf) == RECORD_SIZE {
+                if buf[..4] != [0, 0, 0, 0] {
+                    end = JournalEnd::Hole { at_slot: slot };
+                    break;
+                }
+                slot += 1;
+            }
+            let _ = self.file.by_ref().bytes().count();
+            self.end = Some(end);
+            break;
+        }
+        out
+    }
+
+    /// How the journal ended (known once `next_chunk` returned empty).
+    pub fn end(&self) -> Option<&JournalEnd> {
+        self.end.as_ref()
+    }
+}
+
+/// Reads as many bytes as available up to `buf.len()`.
+fn read_full(r: &mut impl std::io::Read, buf: &mut [u8]) -> usize {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) | Err(_) => break,
+            Ok(k) => n += k,
         }
     }
-    Ok(Journal { path: path.to_path_buf(), header, records, end })
+    n
+}
+
+/// Reads a whole journal. Errors only if the header is unreadable; damage
+/// after the header is reported in [`Journal::end`] and what precedes it returned.
+pub fn read_journal(path: &Path) -> Result<Journal, Error> {
+    let mut r = ChunkReader::open(path)?;
+    let records = r.next_chunk(usize::MAX);
+    let end = r.end().cloned().unwrap_or(JournalEnd::Clean);
+    Ok(Journal {
+        path: path.to_path_buf(),
+        header: r.header,
+        records,
+        end,
+    })
 }
 
 #[cfg(test)]
@@ -294,7 +406,13 @@ mod tests {
     use crate::record::{head, Kind};
 
     fn header() -> JournalHeader {
-        JournalHeader { clock: ClockKind::Tsc, pid: 42, thread: 1, rank: 3, table_len: 700 }
+        JournalHeader {
+            clock: ClockKind::Tsc,
+            pid: 42,
+            thread: 1,
+            rank: 3,
+            table_len: 700,
+        }
     }
 
     #[test]
@@ -304,7 +422,11 @@ mod tests {
         let mut w = JournalWriter::create(&path, header()).unwrap();
         let n = SLOTS_PER_CHUNK * 2 + 17;
         for i in 0..n {
-            let r = Record { head: head(i as u16, Kind::Call, 1), t_enter: i as u64, ..Default::default() };
+            let r = Record {
+                head: head(i as u16, Kind::Call, 1),
+                t_enter: i as u64,
+                ..Default::default()
+            };
             w.append(&r).unwrap();
         }
         // A reserved but unpublished slot ends the journal.
@@ -326,7 +448,11 @@ mod tests {
     }
 
     fn tempdir() -> PathBuf {
-        let d = std::env::temp_dir().join(format!("tf-journal-{}-{:?}", std::process::id(), std::thread::current().id()));
+        let d = std::env::temp_dir().join(format!(
+            "tf-journal-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         d

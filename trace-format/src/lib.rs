@@ -39,7 +39,10 @@ pub const SCHEMA_VERSION: u32 = 1;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{path}: corrupt: {what}")]
     Corrupt { path: PathBuf, what: String },
     #[error("{path}: parquet: {what}")]
@@ -60,10 +63,12 @@ pub mod layout {
     pub const COMMS_DIR: &str = "comms";
 
     pub fn journal(dir: &Path, rank: i32, thread: u32) -> PathBuf {
-        dir.join(JOURNAL_DIR).join(format!("rank-{rank:05}.t{thread}.journal"))
+        dir.join(JOURNAL_DIR)
+            .join(format!("rank-{rank:05}.t{thread}.journal"))
     }
     pub fn side(dir: &Path, rank: i32) -> PathBuf {
-        dir.join(JOURNAL_DIR).join(format!("rank-{rank:05}.side.jsonl"))
+        dir.join(JOURNAL_DIR)
+            .join(format!("rank-{rank:05}.side.jsonl"))
     }
     pub fn events(dir: &Path, rank: i32) -> PathBuf {
         dir.join(EVENTS_DIR).join(format!("rank-{rank:05}.parquet"))
@@ -105,7 +110,11 @@ pub mod layout {
             .filter_map(|e| {
                 let n = e.file_name().to_string_lossy().into_owned();
                 let (r, rest) = parse(&n)?;
-                let t: u32 = rest.strip_prefix('t')?.strip_suffix(".journal")?.parse().ok()?;
+                let t: u32 = rest
+                    .strip_prefix('t')?
+                    .strip_suffix(".journal")?
+                    .parse()
+                    .ok()?;
                 (r == rank).then(|| (t, e.path()))
             })
             .collect();
@@ -117,8 +126,14 @@ pub mod layout {
 /// Writes a file atomically (temporary file, then rename).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, bytes).map_err(|e| Error::Io { path: tmp.clone(), source: e })?;
-    std::fs::rename(&tmp, path).map_err(|e| Error::Io { path: path.to_path_buf(), source: e })
+    std::fs::write(&tmp, bytes).map_err(|e| Error::Io {
+        path: tmp.clone(),
+        source: e,
+    })?;
+    std::fs::rename(&tmp, path).map_err(|e| Error::Io {
+        path: path.to_path_buf(),
+        source: e,
+    })
 }
 
 /// What [`convert_rank`] did.
@@ -145,7 +160,7 @@ pub struct RankJournals {
 /// The raw journals and side file of a rank.
 struct LoadedRank {
     side: side::Side,
-    journals: Vec<journal::Journal>,
+    journals: Vec<PathBuf>,
     meta: RankMeta,
     clock: meta::ClockMap,
     complete: bool,
@@ -154,32 +169,39 @@ struct LoadedRank {
 
 fn load_rank(dir: &Path, rank: i32) -> Result<LoadedRank, Error> {
     let side_path = layout::side(dir, rank);
-    let side = if side_path.exists() { side::read_side(&side_path)? } else { side::Side::default() };
+    let side = if side_path.exists() {
+        side::read_side(&side_path)?
+    } else {
+        side::Side::default()
+    };
     let mut problems = side.bad_lines.clone();
     if !side_path.exists() {
-        problems.push(format!("{}: missing; communicators and clocks unknown", side_path.display()));
+        problems.push(format!(
+            "{}: missing; communicators and clocks unknown",
+            side_path.display()
+        ));
     }
-    let mut journals = Vec::new();
-    let mut complete = side.finalized();
-    for p in layout::journals_of(dir, rank) {
-        match journal::read_journal(&p) {
-            Ok(j) => {
-                if j.end != journal::JournalEnd::Clean {
-                    problems.push(format!("{}: {:?}; {} records read", p.display(), j.end, j.records.len()));
-                    complete = false;
-                }
-                journals.push(j);
-            }
-            Err(e) => {
-                problems.push(e.to_string());
-                complete = false;
-            }
-        }
-    }
-    let process = side.process().cloned().unwrap_or(side::ProcessInfo { rank, ..Default::default() });
-    let meta = RankMeta { process, sync_init: side.sync("init"), sync_finalize: side.sync("finalize"), finalized: side.finalized() };
+    let journals = layout::journals_of(dir, rank);
+    let complete = side.finalized();
+    let process = side.process().cloned().unwrap_or(side::ProcessInfo {
+        rank,
+        ..Default::default()
+    });
+    let meta = RankMeta {
+        process,
+        sync_init: side.sync("init"),
+        sync_finalize: side.sync("finalize"),
+        finalized: side.finalized(),
+    };
     let clock = meta::ClockMap::new(meta.sync_init, meta.sync_finalize);
-    Ok(LoadedRank { side, journals, meta, clock, complete, problems })
+    Ok(LoadedRank {
+        side,
+        journals,
+        meta,
+        clock,
+        complete,
+        problems,
+    })
 }
 
 /// Says how a rank that did not finalize ended, from its last call.
@@ -195,13 +217,21 @@ fn death_note(rank: i32, last: Option<&Event>, n: usize) -> String {
 /// Reads the journals of `rank` in `dir` (without writing anything).
 pub fn read_rank_journals(dir: &Path, rank: i32) -> Result<RankJournals, Error> {
     let mut l = load_rank(dir, rank)?;
-    let events = events::events_from_journals(rank, &l.side, &l.journals, l.clock, &mut l.problems);
+    let (events, whole) =
+        events::events_from_journals(rank, &l.side, &l.journals, l.clock, &mut l.problems);
+    l.complete &= whole;
     if !l.side.finalized() {
         let last = events.iter().rev().find(|e| e.kind == record::Kind::Call);
         l.problems.push(death_note(rank, last, events.len()));
     }
     let comms = l.side.comms().cloned().collect();
-    Ok(RankJournals { meta: l.meta, events, comms, complete: l.complete, problems: l.problems })
+    Ok(RankJournals {
+        meta: l.meta,
+        events,
+        comms,
+        complete: l.complete,
+        problems: l.problems,
+    })
 }
 
 /// Converts the journals of `rank` into its events and comms Parquet files,
@@ -216,15 +246,23 @@ pub fn convert_rank(dir: &Path, rank: i32, keep_journals: bool) -> Result<Conver
     let comm_path = layout::comms(dir, rank);
     let mut writer = table::EventsWriter::create(&ev_path, &l.meta)?;
     let (mut n, mut last, mut failed) = (0usize, None, None);
-    events::stream_events(rank, &l.side, &l.journals, l.clock, &mut l.problems, 1 << 16, &mut |chunk| {
-        n += chunk.len();
-        if let Some(e) = chunk.iter().rev().find(|e| e.kind == record::Kind::Call) {
-            last = Some(e.clone());
-        }
-        if failed.is_none() {
-            failed = writer.write(chunk).err();
-        }
-    });
+    let _whole = events::stream_events(
+        rank,
+        &l.side,
+        &l.journals,
+        l.clock,
+        &mut l.problems,
+        1 << 16,
+        &mut |chunk| {
+            n += chunk.len();
+            if let Some(e) = chunk.iter().rev().find(|e| e.kind == record::Kind::Call) {
+                last = Some(e.clone());
+            }
+            if failed.is_none() {
+                failed = writer.write(chunk).err();
+            }
+        },
+    );
     if let Some(e) = failed {
         return Err(e);
     }
@@ -234,7 +272,6 @@ pub fn convert_rank(dir: &Path, rank: i32, keep_journals: bool) -> Result<Conver
     }
     let comms: Vec<side::CommInfo> = l.side.comms().cloned().collect();
     table::write_comms(&comm_path, &comms)?;
-    drop(l.journals);
     let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
     if !keep_journals {
         for p in layout::journals_of(dir, rank) {
@@ -242,7 +279,13 @@ pub fn convert_rank(dir: &Path, rank: i32, keep_journals: bool) -> Result<Conver
         }
         let _ = std::fs::remove_file(layout::side(dir, rank));
     }
-    Ok(Converted { rank, events: n, finalized: l.meta.finalized, bytes: size(&ev_path) + size(&comm_path), problems: l.problems })
+    Ok(Converted {
+        rank,
+        events: n,
+        finalized: l.meta.finalized,
+        bytes: size(&ev_path) + size(&comm_path),
+        problems: l.problems,
+    })
 }
 
 /// What [`finish_dir`] found and did.
@@ -264,7 +307,9 @@ pub fn finish_dir(dir: &Path, launch_command: &[String]) -> Result<Finished, Err
                 fin.problems.extend(c.problems.iter().cloned());
                 fin.converted.push(c);
             }
-            Err(e) => fin.problems.push(format!("rank {rank}: not converted: {e}")),
+            Err(e) => fin
+                .problems
+                .push(format!("rank {rank}: not converted: {e}")),
         }
     }
     let mut ranks = Vec::new();
@@ -272,7 +317,9 @@ pub fn finish_dir(dir: &Path, launch_command: &[String]) -> Result<Finished, Err
         let path = layout::events(dir, rank);
         match table::read_parquet_meta(&path) {
             Ok(Some(m)) => ranks.push(m),
-            Ok(None) => fin.problems.push(format!("{}: no rank metadata in footer", path.display())),
+            Ok(None) => fin
+                .problems
+                .push(format!("{}: no rank metadata in footer", path.display())),
             Err(e) => fin.problems.push(e.to_string()),
         }
     }
