@@ -279,6 +279,33 @@ static void test_derived(MPI_Comm comm) {
     MPI_Type_free(&vec);
 }
 
+/* Many small collectives back to back with changing roots and sizes: the
+ * shared-memory path reuses its buffers every other call. */
+static void stress_small(MPI_Comm comm, int iters) {
+    int r, p;
+    MPI_Comm_rank(comm, &r);
+    MPI_Comm_size(comm, &p);
+    int b[4], x[3], y[3], all[3 * 64];
+    for (int it = 0; it < iters; it++) {
+        int n = it % 4, root = (it * 7) % p;
+        for (int i = 0; i < n; i++) b[i] = r == root ? val(it, i) : -1;
+        CHECK_RC(MPI_Bcast(b, n, MPI_INT, root, comm));
+        for (int i = 0; i < n; i++) CHECK(b[i] == val(it, i), "stress bcast it=%d", it);
+        for (int i = 0; i < 3; i++) x[i] = val(r, it + i);
+        CHECK_RC(MPI_Allreduce(x, y, 3, MPI_INT, MPI_MAX, comm));
+        for (int i = 0; i < 3; i++) CHECK(y[i] == val(p - 1, it + i), "stress allreduce it=%d", it);
+        CHECK_RC(MPI_Reduce(x, y, 3, MPI_INT, MPI_MIN, root, comm));
+        if (r == root)
+            for (int i = 0; i < 3; i++) CHECK(y[i] == val(0, it + i), "stress reduce it=%d", it);
+        if (it % 5 == 0) CHECK_RC(MPI_Barrier(comm));
+        if (p <= 64 && it % 3 == 0) {
+            CHECK_RC(MPI_Allgather(x, 3, MPI_INT, all, 3, MPI_INT, comm));
+            for (int k = 0; k < p; k++)
+                for (int i = 0; i < 3; i++) CHECK(all[3 * k + i] == val(k, it + i), "stress allgather it=%d", it);
+        }
+    }
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -302,6 +329,7 @@ int main(int argc, char **argv) {
         test_alltoall(MPI_COMM_WORLD, gs[k]);
     }
     test_derived(MPI_COMM_WORLD);
+    stress_small(MPI_COMM_WORLD, 3000);
 
     /* The same on a split communicator (odd and even ranks, reversed). */
     MPI_Comm half;
@@ -311,6 +339,7 @@ int main(int argc, char **argv) {
     test_reduce_scatter(half, 10);
     test_gathers(half, 10);
     test_alltoall(half, 10);
+    stress_small(half, 500);
     MPI_Comm_free(&half);
 
     MPI_Barrier(MPI_COMM_WORLD);

@@ -1,6 +1,7 @@
 //! Collectives end to end: C programs on 1, 2, 3, 4, 7 and 8 ranks
 //! (oversubscribed on 2 cores), under the project's mpirun; every algorithm
-//! is also forced through the environment (COLLECTIVES.md).
+//! is also forced through the environment (COLLECTIVES.md), with and without
+//! the shared-memory path of small blocking collectives.
 
 use std::time::Duration;
 
@@ -40,12 +41,14 @@ fn every_algorithm() {
             ("MPICORE_COLL_ALLGATHER", "bruck"),
             ("MPICORE_COLL_ALLTOALL", "bruck"),
             ("MPICORE_COLL_GATHER_SHORT", "100000000"),
+            ("MPICORE_COLL_SHM_MAX", "0"),
         ],
         &[
             ("MPICORE_COLL_ALLREDUCE", "rabenseifner"),
             ("MPICORE_COLL_ALLGATHER", "ring"),
             ("MPICORE_COLL_ALLTOALL", "pairwise"),
             ("MPICORE_COLL_REDUCE", "binomial"),
+            ("MPICORE_COLL_SHM_MAX", "0"),
         ],
         &[
             ("MPICORE_COLL_ALLREDUCE", "reduce_bcast"),
@@ -54,7 +57,8 @@ fn every_algorithm() {
             ("MPICORE_COLL_GATHER_SHORT", "0"),
             ("MPICORE_COLL_BCAST", "binomial"),
         ],
-        &[("MPICORE_COLL_ALLREDUCE", "recursive_doubling")],
+        &[("MPICORE_COLL_ALLREDUCE", "recursive_doubling"), ("MPICORE_COLL_SHM_MAX", "0")],
+        &[("MPICORE_COLL_SHM_MAX", "100")],
     ];
     for env in variants {
         each_size("coll_basic", &[2, 3, 5, 8], &["big"], env, "coll_basic OK");

@@ -15,6 +15,7 @@ use mpi_api::abi::*;
 use super::{put, ret};
 use crate::bail;
 use crate::coll::algo;
+use crate::coll::flat::{self, Flat, Lookup};
 use crate::coll::sched::{Reducer, Sched, P};
 use crate::rt::datatype::{check_count, Dtype};
 use crate::rt::error::MpiResult;
@@ -25,6 +26,8 @@ use crate::rt::{self, State};
 #[derive(Clone, Copy)]
 pub(crate) enum Call {
     Block,
+    /// Blocking, with messages only (never in shared memory).
+    Msg,
     /// `MPI_I*`: a request completing with the operation.
     Nb(*mut MPI_Request),
     /// `MPI_*_init`: an inactive persistent request.
@@ -44,7 +47,7 @@ fn run(comm: MPI_Comm, call: Call, build: impl FnOnce(&mut State, &mut Sched) ->
         build(st, &mut s)?;
         s.seal(st);
         match call {
-            Call::Block => {
+            Call::Block | Call::Msg => {
                 let done = s.advance(st);
                 Ok(Some((s, done)))
             }
@@ -182,9 +185,203 @@ fn reducer(st: &State, op: MPI_Op, datatype: MPI_Datatype, dt: &Arc<Dtype>) -> M
     Ok(Reducer::User { f, handle: datatype, dt: dt.clone() })
 }
 
+// ----- small messages in shared memory (blocking calls) ------------------------------
+
+/// The next shared-memory operation on `comm` for `bytes` per rank, making
+/// the communicator's segment first if needed (a collective step).
+fn flat_begin(comm: MPI_Comm, bytes: usize) -> MpiResult<Option<Flat>> {
+    loop {
+        let (ctx, rank, size, room) = match rt::with(|st| flat::lookup(st, comm, bytes))? {
+            Lookup::Ready(f) => return Ok(Some(f)),
+            Lookup::No => return Ok(None),
+            Lookup::Setup { ctx, rank, size, room } => (ctx, rank, size, room),
+        };
+        // Rank 0 makes the segment and says so, with its process id (part
+        // of the name); the others map it; all agree it worked.
+        let len = flat::seg_len(size);
+        let mut map = None;
+        let mut hello = [0 as c_int; 2];
+        if rank == 0 {
+            let name = rt::with(|st| Ok(flat::name(st, ctx, std::process::id())))?;
+            if room {
+                map = flat::create(&name, len);
+            }
+            hello = [map.is_some() as c_int, std::process::id() as c_int];
+        }
+        // SAFETY: `hello` and `all` live across the blocking calls.
+        unsafe { bcast(Call::Msg, hello.as_mut_ptr() as *mut c_void, 2, MPI_INT, 0, comm)? };
+        let name = rt::with(|st| Ok(flat::name(st, ctx, hello[1] as u32)))?;
+        if rank != 0 && hello[0] != 0 && room {
+            map = flat::open(&name, len);
+        }
+        let mut all = [map.is_some() as c_int];
+        // SAFETY: as above.
+        unsafe { allreduce(Call::Msg, MPI_IN_PLACE as *const c_void, all.as_mut_ptr() as *mut c_void, 1, MPI_INT, MPI_MIN, comm)? };
+        if rank == 0 && hello[0] != 0 {
+            flat::unlink(&name);
+        }
+        rt::with(|st| {
+            flat::install(st, ctx, map, all[0] == 1);
+            Ok(())
+        })?;
+    }
+}
+
+/// Runs `body` as flat operation `f`, or None when `f` is None (messages).
+fn flat_run(f: MpiResult<Option<Flat>>, body: impl FnOnce(&Flat) -> MpiResult<()>) -> Option<MpiResult<()>> {
+    match f {
+        Ok(Some(f)) => Some(body(&f)),
+        Ok(None) => None,
+        Err(e) => Some(Err(e)),
+    }
+}
+
+fn flat_barrier(comm: MPI_Comm) -> Option<MpiResult<()>> {
+    flat_run(flat_begin(comm, 0), |f| {
+        f.publish(None)?;
+        f.wait_for(0..f.size)
+    })
+}
+
+unsafe fn flat_bcast(buffer: *mut c_void, count: i64, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> Option<MpiResult<()>> {
+    // Arguments every rank has alike decide; errors go the message way.
+    let (n, dt, size) = rt::with(|st| Ok((check_count(count)?, st.types.get(datatype)?, st.comms.get(comm)?.size() as usize))).ok()?;
+    let root = check_root(root, size).ok()?;
+    let bytes = dt.packed_size(n);
+    flat_run(flat_begin(comm, bytes), |f| {
+        let bad = check_buf(buffer, n, &dt, "buffer").err();
+        if f.rank == root {
+            f.wait_free()?;
+            if bad.is_none() {
+                dt.pack(buffer as *const u8, n, std::slice::from_raw_parts_mut(f.buf(root), bytes));
+            }
+            f.publish(Some(bytes))?;
+        } else {
+            f.publish(None)?;
+            f.wait_for(root..root + 1)?;
+            f.check_len(root..root + 1, bytes)?;
+            if bad.is_none() {
+                dt.unpack(std::slice::from_raw_parts(f.buf(root), bytes), buffer as *mut u8);
+            }
+        }
+        bad.map_or(Ok(()), Err)
+    })
+}
+
+/// Allreduce (`root` None) or Reduce in shared memory: every rank writes
+/// its data, the readers combine all slots in rank order.
+unsafe fn flat_reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: MPI_Datatype, op: MPI_Op, root: Option<c_int>, comm: MPI_Comm) -> Option<MpiResult<()>> {
+    let (n, dt, red, size) = rt::with(|st| {
+        let n = check_count(count)?;
+        let dt = st.types.get(datatype)?;
+        let red = reducer(st, op, datatype, &dt)?;
+        Ok((n, dt, red, st.comms.get(comm)?.size() as usize))
+    })
+    .ok()?;
+    let root = match root {
+        Some(r) => Some(check_root(r, size).ok()?),
+        None => None,
+    };
+    let bytes = dt.packed_size(n);
+    if bytes == 0 {
+        return None;
+    }
+    flat_run(flat_begin(comm, bytes), |f| {
+        let reads = root.is_none_or(|r| r == f.rank);
+        let inp = in_place(sendbuf);
+        let input = if inp { recvbuf as *const c_void } else { sendbuf };
+        let bad = (|| {
+            if inp && !reads {
+                bail!(MPI_ERR_BUFFER, "MPI_IN_PLACE is only allowed at the root");
+            }
+            check_buf(input, n, &dt, "sendbuf")?;
+            if reads {
+                check_buf(recvbuf, n, &dt, "recvbuf")?;
+                if !inp {
+                    no_alias(sendbuf, recvbuf, bytes)?;
+                }
+            }
+            Ok(())
+        })()
+        .err();
+        f.wait_free()?;
+        if bad.is_none() {
+            dt.pack(input as *const u8, n, std::slice::from_raw_parts_mut(f.buf(f.rank), bytes));
+        }
+        f.publish(Some(bytes))?;
+        if !reads {
+            return bad.map_or(Ok(()), Err);
+        }
+        f.wait_for(0..f.size)?;
+        if let Some(e) = bad {
+            return Err(e);
+        }
+        f.check_len(0..f.size, bytes)?;
+        // Combine in rank order (outside the lock: a user function may
+        // call MPI).
+        let mut tmp = Vec::new();
+        let out: P = if dt.contig {
+            recvbuf as P
+        } else {
+            tmp.resize(bytes, 0u8);
+            tmp.as_mut_ptr()
+        };
+        std::ptr::copy_nonoverlapping(f.buf(0), out, bytes);
+        for r in 1..f.size {
+            red.apply(f.buf(r), out, bytes, true)?;
+        }
+        if !dt.contig {
+            dt.unpack(&tmp, recvbuf as *mut u8);
+        }
+        Ok(())
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn flat_allgather(sendbuf: *const c_void, sendcount: i64, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: i64, recvtype: MPI_Datatype, comm: MPI_Comm) -> Option<MpiResult<()>> {
+    let (rc, rdt) = rt::with(|st| Ok((check_count(recvcount)?, st.types.get(recvtype)?))).ok()?;
+    let blk = rdt.packed_size(rc);
+    if blk == 0 {
+        return None;
+    }
+    flat_run(flat_begin(comm, blk), |f| {
+        let me = f.rank;
+        let inp = in_place(sendbuf);
+        let src = (|| {
+            check_buf(recvbuf, rc, &rdt, "recvbuf")?;
+            if inp {
+                return Ok((elem(recvbuf, me * rc, &rdt) as *const c_void, rc, rdt.clone()));
+            }
+            let (sc, sdt) = rt::with(|st| typed(st, sendbuf, sendcount, sendtype, "sendbuf"))?;
+            signature_match(sdt.packed_size(sc), blk)?;
+            no_alias(sendbuf, recvbuf, blk)?;
+            Ok((sendbuf, sc, sdt))
+        })();
+        f.wait_free()?;
+        if let Ok((p, c, t)) = &src {
+            t.pack(*p as *const u8, *c, std::slice::from_raw_parts_mut(f.buf(me), blk));
+        }
+        f.publish(Some(blk))?;
+        f.wait_for(0..f.size)?;
+        src?;
+        f.check_len(0..f.size, blk)?;
+        for r in 0..f.size {
+            if !(inp && r == me) {
+                rdt.unpack(std::slice::from_raw_parts(f.buf(r), blk), elem(recvbuf, r * rc, &rdt));
+            }
+        }
+        Ok(())
+    })
+}
+
 // ----- the collectives -------------------------------------------------------------
 
 pub(crate) fn barrier(call: Call, comm: MPI_Comm) -> MpiResult<()> {
+    if let Call::Block = call {
+        if let Some(r) = flat_barrier(comm) {
+            return r;
+        }
+    }
     run(comm, call, |_, s| {
         algo::barrier(s);
         Ok(())
@@ -192,6 +389,11 @@ pub(crate) fn barrier(call: Call, comm: MPI_Comm) -> MpiResult<()> {
 }
 
 pub(crate) unsafe fn bcast(call: Call, buffer: *mut c_void, count: i64, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> MpiResult<()> {
+    if let Call::Block = call {
+        if let Some(r) = flat_bcast(buffer, count, datatype, root, comm) {
+            return r;
+        }
+    }
     run(comm, call, |st, s| {
         let root = check_root(root, s.size)?;
         let (n, dt) = typed(st, buffer, count, datatype, "buffer")?;
@@ -404,6 +606,11 @@ pub(crate) unsafe fn allgather(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
+    if let Call::Block = call {
+        if let Some(r) = flat_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) {
+            return r;
+        }
+    }
     run(comm, call, |st, s| {
         let (rc, rdt) = typed(st, recvbuf, recvcount, recvtype, "recvbuf")?;
         let blk = rdt.packed_size(rc);
@@ -604,6 +811,11 @@ pub(crate) unsafe fn reduce(
     root: c_int,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
+    if let Call::Block = call {
+        if let Some(r) = flat_reduce(sendbuf, recvbuf, count, datatype, op, Some(root), comm) {
+            return r;
+        }
+    }
     run(comm, call, |st, s| {
         let root = check_root(root, s.size)?;
         let (sb, rb, n) = reduce_views(st, s, sendbuf, recvbuf, count, datatype, op, s.rank == root)?;
@@ -621,6 +833,11 @@ pub(crate) unsafe fn allreduce(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
+    if let Call::Block = call {
+        if let Some(r) = flat_reduce(sendbuf, recvbuf, count, datatype, op, None, comm) {
+            return r;
+        }
+    }
     run(comm, call, |st, s| {
         let (sb, rb, n) = reduce_views(st, s, sendbuf, recvbuf, count, datatype, op, true)?;
         algo::allreduce(s, &st.coll.tune, sb, rb, n);

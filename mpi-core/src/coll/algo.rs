@@ -30,6 +30,9 @@ pub struct Tune {
     pub alltoall_short: usize,
     pub alltoall_medium: usize,
     pub gather_short: usize,
+    /// Largest message per rank of blocking collectives done in shared
+    /// memory (see `flat`).
+    pub shm_max: usize,
 }
 
 fn env_size(name: &str, default: usize) -> usize {
@@ -56,6 +59,7 @@ impl Default for Tune {
             alltoall_short: env_size("MPICORE_COLL_ALLTOALL_SHORT", 256),
             alltoall_medium: env_size("MPICORE_COLL_ALLTOALL_MEDIUM", 32 << 10),
             gather_short: env_size("MPICORE_COLL_GATHER_SHORT", 16 << 10),
+            shm_max: env_size("MPICORE_COLL_SHM_MAX", super::flat::SLOT),
         }
     }
 }
@@ -301,11 +305,14 @@ impl Blocks {
     }
 }
 
+/// One step of [`halving`]: its mask and the blocks held before it.
+type Step = (usize, usize, usize);
+
 /// Reduce-scatter by recursive halving among the ranks left by [`fold`]
 /// (new rank `nr`): data starts at `cur`, partial results go to `acc`.
 /// Returns the blocks this rank ends with and the steps (mask, blocks
 /// before the step), for the allgather or gather that follows.
-fn halving(s: &mut Sched, nr: usize, b: &Blocks, cur: P, acc: P, tmp: P) -> ((usize, usize), Vec<(usize, usize, usize)>) {
+fn halving(s: &mut Sched, nr: usize, b: &Blocks, cur: P, acc: P, tmp: P) -> ((usize, usize), Vec<Step>) {
     let mut cur = cur;
     let (mut lo, mut hi) = (0, b.parts);
     let mut steps = Vec::new();

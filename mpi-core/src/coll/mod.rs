@@ -14,6 +14,7 @@
 //! `MPICORE_COLL_<NAME>_SHORT` etc. move the size thresholds.
 
 pub mod algo;
+pub mod flat;
 pub mod sched;
 
 use std::collections::HashMap;
@@ -55,6 +56,9 @@ pub struct Colls {
     /// User-defined operations by handle index.
     pub(crate) ops: Vec<Option<UserOp>>,
     pub(crate) tune: Tune,
+    /// Shared-memory segments of communicators, by collective context
+    /// (None: the communicator uses messages only).
+    pub(crate) flat: HashMap<u32, Option<flat::Seg>>,
 }
 
 /// At most this many bytes of idle temporary buffers are kept.

@@ -856,6 +856,14 @@ impl Engine {
             shm::notify(self.seg.ctl(self.local_of_world[w]));
         }
     }
+
+    /// Wakes world rank `w` (on this node) if it sleeps waiting for
+    /// progress: shared-memory collectives publish data without records.
+    pub fn wake(&self, w: usize) {
+        if w != self.me {
+            shm::notify(self.seg.ctl(self.local_of_world[w]));
+        }
+    }
 }
 
 /// Copies `len` bytes at `addr` in process `pid` to `dst`.

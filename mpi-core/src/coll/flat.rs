@@ -1,0 +1,246 @@
+//! Shared-memory ("flat") collectives for small messages in blocking calls.
+//!
+//! Every rank of a communicator shares one segment with a slot per rank: a
+//! sequence word and two data buffers. In operation `k` (blocking shared-
+//! memory collectives are numbered per communicator, and every rank makes
+//! the same calls), a rank writes its data to buffer `k % 2` of its slot and
+//! publishes `seq = k + 1`; the others wait for that and read the data in
+//! place. A rank overwrites buffer `k % 2` only when every rank has reached
+//! operation `k - 1` (so has finished reading operation `k - 2`). One round
+//! of memory writes and reads replaces `log2(size)` rounds of messages, and
+//! with more ranks than cores each rank needs to be scheduled only once or
+//! twice per operation. Reductions combine the slots in rank order on every
+//! rank, so the results are identical everywhere and right for
+//! non-commutative operations.
+//!
+//! The segment of a communicator is made at its first eligible call (a
+//! collective step itself: rank 0 creates it, the others map it, all agree
+//! it worked, rank 0 unlinks its name). Nonblocking collectives use
+//! messages. `MPICORE_COLL_SHM_MAX` (bytes per rank, default 16 KiB, at most
+//! that) sets the largest message done this way; 0 turns this off.
+
+use std::os::raw::c_int;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use mpi_api::abi::*;
+
+use crate::bail;
+use crate::rt::error::MpiResult;
+use crate::rt::{self, State};
+
+
+/// Bytes of one data buffer.
+pub const SLOT: usize = 16 << 10;
+/// Bytes of a slot's header (the sequence word, alone on its cache line).
+const HDR: usize = 128;
+/// Segments one process keeps at most (one per communicator).
+const MAX_SEGS: usize = 32;
+
+/// The mapped segment of a communicator.
+pub struct Seg {
+    base: *mut u8,
+    len: usize,
+    /// Number of the next operation.
+    next: u64,
+}
+
+// SAFETY: the mapping is used only under the runtime lock or by the thread
+// in a blocking call that took its operation number under the lock.
+unsafe impl Send for Seg {}
+
+impl Drop for Seg {
+    fn drop(&mut self) {
+        // SAFETY: base/len is our mapping.
+        unsafe { libc::munmap(self.base as *mut libc::c_void, self.len) };
+    }
+}
+
+fn stride() -> usize {
+    HDR + 2 * SLOT
+}
+
+/// One flat operation in progress: operation number `k` on a segment.
+pub struct Flat {
+    base: *mut u8,
+    k: u64,
+    pub rank: usize,
+    pub size: usize,
+    group: Arc<Vec<usize>>,
+}
+
+impl Flat {
+    fn seq(&self, r: usize) -> &AtomicU64 {
+        // SAFETY: slot r's header lies in the mapping, 8-aligned (page-
+        // aligned base, stride a multiple of 64), shared between processes.
+        unsafe { &*(self.base.add(r * stride()) as *const AtomicU64) }
+    }
+
+    /// Buffer of rank `r` for this operation.
+    pub fn buf(&self, r: usize) -> *mut u8 {
+        // SAFETY (of the arithmetic): within the mapping.
+        unsafe { self.base.add(r * stride() + HDR + (self.k % 2) as usize * SLOT) }
+    }
+
+    /// Waits until every rank has entered the previous operation, so this
+    /// rank may overwrite its buffer.
+    pub fn wait_free(&self) -> MpiResult<()> {
+        let k = self.k;
+        if (0..self.size).all(|r| self.seq(r).load(Ordering::Acquire) >= k) {
+            return Ok(());
+        }
+        rt::wait_until(|_| (0..self.size).all(|r| self.seq(r).load(Ordering::Acquire) >= k))
+    }
+
+    /// Offset of the length word of rank `r`'s buffer of this operation
+    /// (one per buffer: a writer may run one operation ahead).
+    fn len_off(&self, r: usize) -> usize {
+        r * stride() + 8 + 8 * (self.k % 2) as usize
+    }
+
+    /// Bytes rank `r` published for this operation (after [`Flat::wait_for`]).
+    fn len_of(&self, r: usize) -> usize {
+        // SAFETY: the word after the sequence word, as in `seq`.
+        unsafe { (*(self.base.add(self.len_off(r)) as *const AtomicU64)).load(Ordering::Relaxed) as usize }
+    }
+
+    /// Fails unless ranks `ranks` published `bytes` bytes each (the counts
+    /// and types of the ranks do not match otherwise).
+    pub fn check_len(&self, ranks: std::ops::Range<usize>, bytes: usize) -> MpiResult<()> {
+        for r in ranks {
+            let l = self.len_of(r);
+            if l != bytes {
+                bail!(
+                    MPI_ERR_TRUNCATE,
+                    "rank {r} of the collective gave {l} bytes where this rank expects {bytes}: counts or types differ between ranks"
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Announces this rank's data of `bytes` bytes (after [`Flat::wait_free`]
+    /// and writing it), or with None only its arrival: then the length word
+    /// is not touched, as its buffer may still be read by a slower rank.
+    pub fn publish(&self, bytes: Option<usize>) -> MpiResult<()> {
+        if let Some(b) = bytes {
+            // SAFETY: as in `len_of`; written before the release of `seq`.
+            unsafe { (*(self.base.add(self.len_off(self.rank)) as *const AtomicU64)).store(b as u64, Ordering::Relaxed) };
+        }
+        self.seq(self.rank).store(self.k + 1, Ordering::Release);
+        rt::with(|st| {
+            for (r, &w) in self.group.iter().enumerate() {
+                if r != self.rank {
+                    st.engine.wake(w);
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Waits until ranks `ranks` have published this operation.
+    pub fn wait_for(&self, ranks: std::ops::Range<usize>) -> MpiResult<()> {
+        let k = self.k + 1;
+        if ranks.clone().all(|r| self.seq(r).load(Ordering::Acquire) >= k) {
+            return Ok(());
+        }
+        rt::wait_until(|_| ranks.clone().all(|r| self.seq(r).load(Ordering::Acquire) >= k))
+    }
+}
+
+/// What [`lookup`] found for a communicator.
+pub enum Lookup {
+    /// The next operation on its segment.
+    Ready(Flat),
+    /// Use messages (one rank, message too large, no segment).
+    No,
+    /// No segment yet: make one (collectively) with [`create`], [`open`]
+    /// and [`install`], then look again.
+    Setup { ctx: u32, rank: usize, size: usize, room: bool },
+}
+
+/// Takes the next operation of `comm`'s segment for a message of `bytes`
+/// per rank.
+pub fn lookup(st: &mut State, comm: MPI_Comm, bytes: usize) -> MpiResult<Lookup> {
+    let c = st.comms.get(comm)?;
+    let (ctx, rank, size, group) = (c.coll_ctx(), c.rank as usize, c.size() as usize, c.group.clone());
+    // Shared memory only joins ranks of one node (TCP peers use messages).
+    if size < 2 || bytes > st.coll.tune.shm_max.min(SLOT) || group.iter().any(|&w| st.engine.is_remote(w)) {
+        return Ok(Lookup::No);
+    }
+    let room = st.coll.flat.values().filter(|s| s.is_some()).count() < MAX_SEGS;
+    Ok(match st.coll.flat.get_mut(&ctx) {
+        Some(Some(seg)) => {
+            let k = seg.next;
+            seg.next += 1;
+            Lookup::Ready(Flat { base: seg.base, k, rank, size, group })
+        }
+        Some(None) => Lookup::No,
+        None => Lookup::Setup { ctx, rank, size, room },
+    })
+}
+
+/// The name of a segment: job, context and the creator's process.
+pub fn name(st: &State, ctx: u32, creator: u32) -> std::ffi::CString {
+    let kvs: String = st.pmi.kvsname.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+    std::ffi::CString::new(format!("/mpicore-coll-{kvs}-{ctx}-{creator}")).expect("no NUL in a segment name")
+}
+
+/// Bytes of the segment of a communicator of `size` ranks.
+pub fn seg_len(size: usize) -> usize {
+    size * stride()
+}
+
+/// Records the outcome of a setup: the mapping if every rank has one.
+pub fn install(st: &mut State, ctx: u32, map: Option<(*mut u8, usize)>, all_ok: bool) {
+    let seg = map.map(|(base, len)| Seg { base, len, next: 0 });
+    st.coll.flat.insert(ctx, if all_ok { seg } else { None });
+}
+
+/// Removes a segment name (after every rank mapped it).
+pub fn unlink(name: &std::ffi::CStr) {
+    // SAFETY: a NUL-terminated name.
+    unsafe { libc::shm_unlink(name.as_ptr()) };
+}
+
+pub fn create(name: &std::ffi::CStr, len: usize) -> Option<(*mut u8, usize)> {
+    // SAFETY: plain shm_open/ftruncate on a new object of ours.
+    let fd = unsafe { libc::shm_open(name.as_ptr(), libc::O_CREAT | libc::O_EXCL | libc::O_RDWR, 0o600) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: as above.
+    if unsafe { libc::ftruncate(fd, len as libc::off_t) } != 0 {
+        // SAFETY: our fd and name.
+        unsafe {
+            libc::close(fd);
+            libc::shm_unlink(name.as_ptr());
+        }
+        return None;
+    }
+    map_fd(fd, len)
+}
+
+pub fn open(name: &std::ffi::CStr, len: usize) -> Option<(*mut u8, usize)> {
+    // SAFETY: plain shm_open of an existing object.
+    let fd = unsafe { libc::shm_open(name.as_ptr(), libc::O_RDWR, 0) };
+    if fd < 0 {
+        return None;
+    }
+    map_fd(fd, len)
+}
+
+fn map_fd(fd: c_int, len: usize) -> Option<(*mut u8, usize)> {
+    // SAFETY: mapping `len` bytes of an object at least that long; the fd
+    // is not needed once mapped.
+    let p = unsafe {
+        let p = libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0);
+        libc::close(fd);
+        p
+    };
+    if p == libc::MAP_FAILED {
+        return None;
+    }
+    Some((p as *mut u8, len))
+}
+
