@@ -1,15 +1,20 @@
-//! Chapters 6 and 8 (part): communicators and their error handlers.
+//! Chapter 6: communicators — accessors, constructors (dup, split, create),
+//! destruction, comparison, names and info hints.
 
 use std::os::raw::{c_char, c_int};
 use std::sync::Arc;
 
 use mpi_api::abi::*;
 
-use super::coll::allreduce_max_u32;
-use super::{put, put_str, raise, ret};
+use super::agree::{bytes_to_ints, ints_to_bytes, View};
+use super::attr::{copy_attrs, delete_attrs};
+use super::{put, put_str, ret};
 use crate::bail;
-use crate::rt::comm::Comm;
-use crate::rt::error::{MpiError, MpiResult};
+use crate::rt::attr::ObjKind;
+use crate::rt::comm::{Comm, CTX_SPAN_INTER, CTX_SPAN_INTRA};
+use crate::rt::error::MpiResult;
+use crate::rt::group;
+use crate::rt::p2p::{Kind, ReqTable, Request};
 use crate::rt::{self};
 
 pub unsafe fn MPI_Comm_rank(comm: MPI_Comm, rank: *mut c_int) -> c_int {
@@ -23,88 +28,21 @@ pub unsafe fn MPI_Comm_rank(comm: MPI_Comm, rank: *mut c_int) -> c_int {
 pub unsafe fn MPI_Comm_size(comm: MPI_Comm, size: *mut c_int) -> c_int {
     let r = rt::with(|st| {
         let c = st.comms.get(comm)?;
-        put(size, c.size(), "size")
+        put(size, c.local_size(), "size")
     });
     ret(comm, "MPI_Comm_size", r)
 }
 
-fn check_errhandler(st: &rt::State, h: MPI_Errhandler) -> MpiResult<()> {
-    match h {
-        MPI_ERRORS_ARE_FATAL | MPI_ERRORS_RETURN | MPI_ERRORS_ABORT => Ok(()),
-        _ if handle_kind(h) == HANDLE_KIND_DIRECT
-            && handle_obj(h) == OBJ_ERRHANDLER
-            && st.errhandlers.get(handle_index(h) as usize).is_some_and(Option::is_some) =>
-        {
-            Ok(())
+pub unsafe fn MPI_Comm_group(comm: MPI_Comm, group: *mut MPI_Group) -> c_int {
+    let r = rt::with(|st| {
+        let m = st.comms.get(comm)?.local_group().clone();
+        if group.is_null() {
+            bail!(MPI_ERR_ARG, "group is a NULL pointer");
         }
-        _ => bail!(MPI_ERR_ARG, "invalid error handler 0x{:08x}", h as u32),
-    }
-}
-
-pub unsafe fn MPI_Comm_set_errhandler(comm: MPI_Comm, errhandler: MPI_Errhandler) -> c_int {
-    let r = rt::with(|st| {
-        check_errhandler(st, errhandler)?;
-        st.comms.get_mut(comm)?.errhandler = errhandler;
-        Ok(())
+        let h = st.comms.groups.insert(m);
+        put(group, h, "group")
     });
-    ret(comm, "MPI_Comm_set_errhandler", r)
-}
-
-pub unsafe fn MPI_Comm_get_errhandler(comm: MPI_Comm, errhandler: *mut MPI_Errhandler) -> c_int {
-    let r = rt::with(|st| {
-        let h = st.comms.get(comm)?.errhandler;
-        put(errhandler, h, "errhandler")
-    });
-    ret(comm, "MPI_Comm_get_errhandler", r)
-}
-
-pub unsafe fn MPI_Errhandler_set(comm: MPI_Comm, errhandler: MPI_Errhandler) -> c_int {
-    MPI_Comm_set_errhandler(comm, errhandler)
-}
-
-pub unsafe fn MPI_Errhandler_get(comm: MPI_Comm, errhandler: *mut MPI_Errhandler) -> c_int {
-    MPI_Comm_get_errhandler(comm, errhandler)
-}
-
-pub unsafe fn MPI_Comm_create_errhandler(
-    comm_errhandler_fn: *mut std::ffi::c_void,
-    errhandler: *mut MPI_Errhandler,
-) -> c_int {
-    let r = rt::with(|st| {
-        if comm_errhandler_fn.is_null() {
-            bail!(MPI_ERR_ARG, "comm_errhandler_fn is NULL");
-        }
-        st.errhandlers.push(Some(comm_errhandler_fn as usize));
-        let h = make_handle(HANDLE_KIND_DIRECT, OBJ_ERRHANDLER, (st.errhandlers.len() - 1) as u32);
-        put(errhandler, h, "errhandler")
-    });
-    ret(MPI_COMM_WORLD, "MPI_Comm_create_errhandler", r)
-}
-
-pub unsafe fn MPI_Errhandler_create(function: *mut std::ffi::c_void, errhandler: *mut MPI_Errhandler) -> c_int {
-    MPI_Comm_create_errhandler(function, errhandler)
-}
-
-pub unsafe fn MPI_Errhandler_free(errhandler: *mut MPI_Errhandler) -> c_int {
-    let r = rt::with(|st| {
-        if errhandler.is_null() {
-            bail!(MPI_ERR_ARG, "errhandler is a NULL pointer");
-        }
-        check_errhandler(st, *errhandler)?;
-        // User handlers stay registered while communicators may use them
-        // (the standard frees them only when no object refers to them).
-        *errhandler = MPI_ERRHANDLER_NULL;
-        Ok(())
-    });
-    ret(MPI_COMM_WORLD, "MPI_Errhandler_free", r)
-}
-
-pub unsafe fn MPI_Comm_call_errhandler(comm: MPI_Comm, errorcode: c_int) -> c_int {
-    if let Err(e) = rt::with(|st| st.comms.get(comm).map(|_| ())) {
-        return raise(comm, "MPI_Comm_call_errhandler", e);
-    }
-    raise(comm, "MPI_Comm_call_errhandler", MpiError::new(errorcode, "error raised by the application"));
-    MPI_SUCCESS
+    ret(comm, "MPI_Comm_group", r)
 }
 
 pub unsafe fn MPI_Comm_set_name(comm: MPI_Comm, comm_name: *const c_char) -> c_int {
@@ -131,64 +69,245 @@ pub unsafe fn MPI_Comm_get_name(comm: MPI_Comm, comm_name: *mut c_char, resultle
     ret(comm, "MPI_Comm_get_name", r)
 }
 
-/// Agrees on a fresh context id over `comm` (collective).
-fn new_context(comm: MPI_Comm) -> MpiResult<u32> {
-    let mine = rt::with(|st| Ok(st.comms.next_ctx))?;
-    let ctx = allreduce_max_u32(comm, mine)?;
+/// A copy of communicator `comm`.
+pub(crate) fn comm_of(comm: MPI_Comm) -> MpiResult<Comm> {
+    rt::with(|st| st.comms.get(comm).cloned())
+}
+
+fn intra_of(comm: MPI_Comm, what: &str) -> MpiResult<Comm> {
+    let c = comm_of(comm)?;
+    if c.is_inter() {
+        bail!(MPI_ERR_COMM, "{what} needs an intracommunicator, and this is an intercommunicator");
+    }
+    Ok(c)
+}
+
+/// Agrees on a fresh context id over all processes of `comm` (both groups
+/// of an intercommunicator) and reserves `span` ids from it (collective).
+pub(crate) fn new_context(comm: MPI_Comm, span: u32) -> MpiResult<u32> {
+    let (local, remote, mine) = rt::with(|st| {
+        let c = st.comms.get(comm)?.clone();
+        let local = View::local(st, &c)?;
+        let remote = if c.is_inter() { Some(View::remote(st, &c)?) } else { None };
+        Ok((local, remote, st.comms.next_ctx))
+    })?;
+    let ctx = match remote {
+        None => local.allreduce_max(mine)?,
+        Some(remote) => {
+            let mut m = local.reduce_u32(mine, u32::max)?;
+            if local.rank == 0 {
+                let theirs = remote.sendrecv_vec(&m.to_ne_bytes(), 0, super::agree::TAG_EXCHANGE)?;
+                m = m.max(u32::from_ne_bytes(theirs[..4].try_into().unwrap()));
+            }
+            local.bcast_u32(m, 0)?
+        }
+    };
     rt::with(|st| {
-        st.comms.next_ctx = ctx + 2;
+        st.comms.take_ctx(ctx, span);
         Ok(ctx)
     })
 }
 
+/// Inserts a new communicator and writes its handle.
+pub(crate) unsafe fn publish(c: Comm, newcomm: *mut MPI_Comm) -> MpiResult<()> {
+    rt::with(|st| {
+        for &(k, _) in &c.attrs {
+            st.comms.keyvals.hold(k);
+        }
+        let h = st.comms.insert(c);
+        put(newcomm, h, "newcomm")
+    })
+}
+
+unsafe fn dup_common(comm: MPI_Comm, info: Option<MPI_Info>, newcomm: *mut MPI_Comm) -> MpiResult<()> {
+    if newcomm.is_null() {
+        bail!(MPI_ERR_ARG, "newcomm is a NULL pointer");
+    }
+    let parent = comm_of(comm)?;
+    let hints = match info {
+        Some(i) => rt::with(|st| st.comms.infos.get_or_null(i))?,
+        None => parent.hints.clone(),
+    };
+    let span = if parent.is_inter() { CTX_SPAN_INTER } else { CTX_SPAN_INTRA };
+    let ctx = new_context(comm, span)?;
+    let attrs = copy_attrs(ObjKind::Comm, comm, &parent.attrs)?;
+    publish(Comm { ctx, attrs, hints, name: String::new(), ..parent }, newcomm)
+}
+
 pub unsafe fn MPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
-    let r = rt::with(|st| st.comms.get(comm).cloned()).and_then(|parent| {
-        let ctx = new_context(comm)?;
-        rt::with(|st| {
-            let c = Comm { ctx, name: String::new(), ..parent };
-            let h = st.comms.insert(c);
-            put(newcomm, h, "newcomm")
-        })
-    });
-    ret(comm, "MPI_Comm_dup", r)
+    ret(comm, "MPI_Comm_dup", dup_common(comm, None, newcomm))
+}
+
+pub unsafe fn MPI_Comm_dup_with_info(comm: MPI_Comm, info: MPI_Info, newcomm: *mut MPI_Comm) -> c_int {
+    ret(comm, "MPI_Comm_dup_with_info", dup_common(comm, Some(info), newcomm))
+}
+
+/// A request that is already complete (for operations done at once).
+pub(crate) fn completed_request(comm: MPI_Comm) -> MpiResult<MPI_Request> {
+    rt::with(|st| {
+        let i = st.reqs.alloc(Request::new(Kind::Null, comm));
+        st.reqs.finish(i);
+        Ok(ReqTable::handle(i))
+    })
+}
+
+/// `MPI_Comm_idup` completes at once: the duplicate is made (collectively)
+/// before it returns, and the request is already complete.
+unsafe fn idup_common(comm: MPI_Comm, info: Option<MPI_Info>, newcomm: *mut MPI_Comm, request: *mut MPI_Request) -> MpiResult<()> {
+    if request.is_null() {
+        bail!(MPI_ERR_ARG, "request is a NULL pointer");
+    }
+    dup_common(comm, info, newcomm)?;
+    put(request, completed_request(comm)?, "request")
+}
+
+pub unsafe fn MPI_Comm_idup(comm: MPI_Comm, newcomm: *mut MPI_Comm, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Comm_idup", idup_common(comm, None, newcomm, request))
+}
+
+pub unsafe fn MPI_Comm_idup_with_info(comm: MPI_Comm, info: MPI_Info, newcomm: *mut MPI_Comm, request: *mut MPI_Request) -> c_int {
+    ret(comm, "MPI_Comm_idup_with_info", idup_common(comm, Some(info), newcomm, request))
 }
 
 pub unsafe fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
     let c = if comm.is_null() { MPI_COMM_NULL } else { *comm };
-    let r = rt::with(|st| {
+    let r = (|| {
         if comm.is_null() {
             bail!(MPI_ERR_ARG, "comm is a NULL pointer");
         }
-        st.comms.remove(*comm)?;
+        if c == MPI_COMM_WORLD || c == MPI_COMM_SELF {
+            bail!(MPI_ERR_COMM, "predefined communicators cannot be freed");
+        }
+        let attrs = rt::with(|st| Ok(st.comms.get(c)?.attrs.clone()))?;
+        delete_attrs(ObjKind::Comm, c, attrs)?;
+        rt::with(|st| st.comms.remove(c))?;
         *comm = MPI_COMM_NULL;
         Ok(())
-    });
+    })();
     ret(c, "MPI_Comm_free", r)
 }
 
+/// A new intracommunicator of the processes of `members` (world ranks, in
+/// rank order) with context `ctx`, inheriting `parent`'s error handler;
+/// `MPI_COMM_NULL` if this process is not a member.
+unsafe fn make_intra(parent: &Comm, ctx: u32, members: Vec<usize>, newcomm: *mut MPI_Comm) -> MpiResult<()> {
+    let me = rt::with(|st| Ok(st.world_rank))?;
+    match group::rank_of(&members, me) {
+        None => put(newcomm, MPI_COMM_NULL, "newcomm"),
+        Some(rank) => publish(Comm::intra(ctx, Arc::new(members), rank as c_int, parent.errhandler), newcomm),
+    }
+}
+
+/// `MPI_Comm_split` of intracommunicator `comm`: every rank's (color, key)
+/// is gathered, and the members of this rank's color are ordered by key,
+/// then by rank in `comm`.
+pub(crate) fn split(comm: MPI_Comm, color: c_int, key: c_int) -> MpiResult<(Comm, u32, Vec<usize>)> {
+    let parent = intra_of(comm, "MPI_Comm_split")?;
+    if color < 0 && color != MPI_UNDEFINED {
+        bail!(MPI_ERR_ARG, "invalid color {color} (must be >= 0 or MPI_UNDEFINED)");
+    }
+    let view = rt::with(|st| View::local(st, &parent))?;
+    let all = view.allgather_vec(&ints_to_bytes(&[color, key]))?;
+    let ctx = new_context(comm, CTX_SPAN_INTRA)?;
+    let mut members: Vec<(c_int, usize)> = Vec::new();
+    if color != MPI_UNDEFINED {
+        for (r, ck) in all.iter().enumerate() {
+            let ck = bytes_to_ints(ck);
+            if ck[0] == color {
+                members.push((ck[1], r));
+            }
+        }
+    }
+    members.sort();
+    let world: Vec<usize> = members.iter().map(|&(_, r)| parent.group[r]).collect();
+    Ok((parent, ctx, world))
+}
+
 pub unsafe fn MPI_Comm_split(comm: MPI_Comm, color: c_int, key: c_int, newcomm: *mut MPI_Comm) -> c_int {
-    let r = rt::with(|st| st.comms.get(comm).cloned()).and_then(|parent| {
-        if color < 0 && color != MPI_UNDEFINED {
-            bail!(MPI_ERR_ARG, "invalid color {color} (must be >= 0 or MPI_UNDEFINED)");
+    let r = (|| {
+        if newcomm.is_null() {
+            bail!(MPI_ERR_ARG, "newcomm is a NULL pointer");
         }
-        // Everyone learns every member's (color, key).
-        let all = super::coll::allgather_i32x2(comm, [color, key])?;
-        let ctx = new_context(comm)?;
-        if color == MPI_UNDEFINED {
-            return put(newcomm, MPI_COMM_NULL, "newcomm");
-        }
-        let mut members: Vec<(c_int, usize)> =
-            all.iter().enumerate().filter(|(_, ck)| ck[0] == color).map(|(r, ck)| (ck[1], r)).collect();
-        members.sort();
-        let group: Vec<usize> = members.iter().map(|&(_, r)| parent.group[r]).collect();
-        let rank = members.iter().position(|&(_, r)| r as i32 == parent.rank).unwrap() as i32;
-        rt::with(|st| {
-            let c = Comm { ctx, group: Arc::new(group), rank, errhandler: parent.errhandler, name: String::new() };
-            let h = st.comms.insert(c);
-            put(newcomm, h, "newcomm")
-        })
-    });
+        let (parent, ctx, members) = split(comm, color, key)?;
+        make_intra(&parent, ctx, members, newcomm)
+    })();
     ret(comm, "MPI_Comm_split", r)
+}
+
+pub unsafe fn MPI_Comm_split_type(comm: MPI_Comm, split_type: c_int, key: c_int, info: MPI_Info, newcomm: *mut MPI_Comm) -> c_int {
+    let r = (|| {
+        if newcomm.is_null() {
+            bail!(MPI_ERR_ARG, "newcomm is a NULL pointer");
+        }
+        let hints = rt::with(|st| st.comms.infos.get_or_null(info))?;
+        let shared = match split_type {
+            MPI_UNDEFINED => false,
+            MPI_COMM_TYPE_SHARED => true,
+            // Guided by a resource type: shared memory is the only one known.
+            MPI_COMM_TYPE_HW_GUIDED => {
+                crate::rt::info::get(&hints, "mpi_hw_resource_type") == Some("mpi_shared_memory")
+            }
+            // A strict subset of a shared-memory domain: there is none finer.
+            MPI_COMM_TYPE_HW_UNGUIDED => false,
+            t => bail!(MPI_ERR_ARG, "invalid split_type {t}"),
+        };
+        // Color: the lowest rank in `comm` on the same host.
+        let (parent, host) = rt::with(|st| Ok((st.comms.get(comm)?.clone(), st.processor_name.clone())))?;
+        if parent.is_inter() {
+            bail!(MPI_ERR_COMM, "MPI_Comm_split_type needs an intracommunicator");
+        }
+        let view = rt::with(|st| View::local(st, &parent))?;
+        let hosts = view.allgather_vec(host.as_bytes())?;
+        let color = if shared { hosts.iter().position(|h| h == host.as_bytes()).unwrap() as c_int } else { MPI_UNDEFINED };
+        let (parent, ctx, members) = split(comm, color, key)?;
+        make_intra(&parent, ctx, members, newcomm)
+    })();
+    ret(comm, "MPI_Comm_split_type", r)
+}
+
+pub unsafe fn MPI_Comm_create(comm: MPI_Comm, group: MPI_Group, newcomm: *mut MPI_Comm) -> c_int {
+    let r = (|| {
+        if newcomm.is_null() {
+            bail!(MPI_ERR_ARG, "newcomm is a NULL pointer");
+        }
+        let parent = intra_of(comm, "MPI_Comm_create")?;
+        let members = rt::with(|st| st.comms.groups.get(group))?;
+        if let Some(w) = members.iter().find(|w| !parent.group.contains(w)) {
+            bail!(MPI_ERR_GROUP, "the group is not a subgroup of the communicator's group (world rank {w} is not a member)");
+        }
+        let ctx = new_context(comm, CTX_SPAN_INTRA)?;
+        make_intra(&parent, ctx, members.to_vec(), newcomm)
+    })();
+    ret(comm, "MPI_Comm_create", r)
+}
+
+pub unsafe fn MPI_Comm_create_group(comm: MPI_Comm, group: MPI_Group, tag: c_int, newcomm: *mut MPI_Comm) -> c_int {
+    let r = (|| {
+        if newcomm.is_null() {
+            bail!(MPI_ERR_ARG, "newcomm is a NULL pointer");
+        }
+        if tag < 0 {
+            bail!(MPI_ERR_TAG, "invalid tag {tag} (MPI_Comm_create_group needs a tag >= 0)");
+        }
+        let parent = intra_of(comm, "MPI_Comm_create_group")?;
+        let (members, me, mine) = rt::with(|st| Ok((st.comms.groups.get(group)?, st.world_rank, st.comms.next_ctx)))?;
+        if let Some(w) = members.iter().find(|w| !parent.group.contains(w)) {
+            bail!(MPI_ERR_GROUP, "the group is not a subgroup of the communicator's group (world rank {w} is not a member)");
+        }
+        let Some(rank) = group::rank_of(&members, me) else {
+            return put(newcomm, MPI_COMM_NULL, "newcomm");
+        };
+        // Only the members take part: agree among them on the parent's
+        // collective context, with tags derived from the user's tag.
+        let view = rt::with(|st| View::new(st, parent.coll_ctx(), rank, members.clone()))?.with_user_tag(tag);
+        let ctx = view.allreduce_max(mine)?;
+        rt::with(|st| {
+            st.comms.take_ctx(ctx, CTX_SPAN_INTRA);
+            Ok(())
+        })?;
+        publish(Comm::intra(ctx, members, rank as c_int, parent.errhandler), newcomm)
+    })();
+    ret(comm, "MPI_Comm_create_group", r)
 }
 
 pub unsafe fn MPI_Comm_compare(comm1: MPI_Comm, comm2: MPI_Comm, result: *mut c_int) -> c_int {
@@ -197,20 +316,47 @@ pub unsafe fn MPI_Comm_compare(comm1: MPI_Comm, comm2: MPI_Comm, result: *mut c_
         let b = st.comms.get(comm2)?;
         let v = if comm1 == comm2 {
             MPI_IDENT
-        } else if a.group == b.group {
-            MPI_CONGRUENT
+        } else if a.is_inter() != b.is_inter() {
+            MPI_UNEQUAL
         } else {
-            let mut x = a.group.to_vec();
-            let mut y = b.group.to_vec();
-            x.sort();
-            y.sort();
-            if x == y {
-                MPI_SIMILAR
-            } else {
-                MPI_UNEQUAL
+            let l = group::compare(a.local_group(), b.local_group());
+            let g = if a.is_inter() { group::compare(&a.group, &b.group) } else { l };
+            match l.max(g) {
+                MPI_IDENT => MPI_CONGRUENT,
+                v => v,
             }
         };
         put(result, v, "result")
     });
     ret(comm1, "MPI_Comm_compare", r)
+}
+
+pub unsafe fn MPI_Comm_set_info(comm: MPI_Comm, info: MPI_Info) -> c_int {
+    let r = rt::with(|st| {
+        let pairs = st.comms.infos.get_or_null(info)?;
+        let c = st.comms.get_mut(comm)?;
+        for (k, v) in pairs {
+            crate::rt::info::set(&mut c.hints, &k, &v);
+        }
+        Ok(())
+    });
+    ret(comm, "MPI_Comm_set_info", r)
+}
+
+pub unsafe fn MPI_Comm_get_info(comm: MPI_Comm, info_used: *mut MPI_Info) -> c_int {
+    let r = rt::with(|st| {
+        let hints = st.comms.get(comm)?.hints.clone();
+        if info_used.is_null() {
+            bail!(MPI_ERR_ARG, "info_used is a NULL pointer");
+        }
+        let h = st.comms.infos.insert(hints);
+        put(info_used, h, "info_used")
+    });
+    ret(comm, "MPI_Comm_get_info", r)
+}
+
+/// No process of this job was spawned: there is no parent.
+pub unsafe fn MPI_Comm_get_parent(parent: *mut MPI_Comm) -> c_int {
+    let r = rt::with(|_| put(parent, MPI_COMM_NULL, "parent"));
+    ret(MPI_COMM_WORLD, "MPI_Comm_get_parent", r)
 }

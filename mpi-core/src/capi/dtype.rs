@@ -578,8 +578,10 @@ pub unsafe fn MPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) ->
         let h = st.types.insert_arc(Arc::new(t), committed);
         // SAFETY: checked non-NULL.
         unsafe { newtype.write(h) };
-        Ok(())
+        Ok(h)
     });
+    // Attribute copy callbacks run without the lock.
+    let r = r.and_then(|h| super::attr::type_attrs_dup(oldtype, h));
     ret(WORLD, "MPI_Type_dup", r)
 }
 
@@ -595,6 +597,12 @@ pub unsafe fn MPI_Type_commit(datatype: *mut MPI_Datatype) -> c_int {
 }
 
 pub unsafe fn MPI_Type_free(datatype: *mut MPI_Datatype) -> c_int {
+    // Attribute delete callbacks run first, without the lock.
+    if !datatype.is_null() {
+        if let Err(e) = super::attr::type_attrs_free(*datatype) {
+            return ret(WORLD, "MPI_Type_free", Err(e));
+        }
+    }
     let r = rt::with(|st| {
         if datatype.is_null() {
             bail!(MPI_ERR_ARG, "datatype is a NULL pointer");

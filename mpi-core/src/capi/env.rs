@@ -5,7 +5,7 @@ use std::os::raw::{c_char, c_int};
 use mpi_api::abi::*;
 
 use super::{put, put_str, raise, ret};
-use crate::rt::{self, error::class_string, error::MpiError};
+use crate::rt::{self, error::MpiError};
 
 unsafe fn init_common(name: &str, required: c_int, provided: *mut c_int) -> c_int {
     match rt::init(required) {
@@ -43,6 +43,11 @@ pub unsafe fn MPI_Init_thread(
 }
 
 pub unsafe fn MPI_Finalize() -> c_int {
+    // Attributes on MPI_COMM_SELF are deleted first (their callbacks may
+    // still call MPI), as the standard asks.
+    if let Err(e) = super::attr::finalize_attrs() {
+        return raise(MPI_COMM_WORLD, "MPI_Finalize", e);
+    }
     ret(MPI_COMM_WORLD, "MPI_Finalize", rt::finalize())
 }
 
@@ -120,11 +125,7 @@ pub unsafe fn MPI_Get_library_version(version: *mut c_char, resultlen: *mut c_in
 }
 
 pub unsafe fn MPI_Error_class(errorcode: c_int, errorclass: *mut c_int) -> c_int {
-    let r = if !(0..=MPI_ERR_LASTCODE).contains(&errorcode) {
-        Err(MpiError::new(MPI_ERR_ARG, format!("{errorcode} is not an error code")))
-    } else {
-        put(errorclass, errorcode, "errorclass")
-    };
+    let r = super::errh::class_of_code(errorcode).and_then(|c| put(errorclass, c, "errorclass"));
     ret(MPI_COMM_WORLD, "MPI_Error_class", r)
 }
 
@@ -132,8 +133,8 @@ pub unsafe fn MPI_Error_string(errorcode: c_int, string: *mut c_char, resultlen:
     let r = if string.is_null() {
         Err(MpiError::new(MPI_ERR_ARG, "string is a NULL pointer"))
     } else {
-        let s = class_string(errorcode);
-        let n = put_str(string, MPI_MAX_ERROR_STRING as usize, s);
+        let s = super::errh::string_of_code(errorcode);
+        let n = put_str(string, MPI_MAX_ERROR_STRING as usize, &s);
         put(resultlen, n, "resultlen")
     };
     ret(MPI_COMM_WORLD, "MPI_Error_string", r)

@@ -5,21 +5,36 @@
 //! handler.
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
+mod agree;
+mod attr;
 mod coll;
 mod comm;
 mod dtype;
 mod env;
+mod errh;
+mod group;
+mod info;
+mod inter;
+mod neighbor;
 mod p2p;
 mod part;
 mod req;
+mod topo;
 
+pub use attr::*;
 pub use coll::*;
 pub use comm::*;
 pub use dtype::*;
 pub use env::*;
+pub use errh::*;
+pub use group::*;
+pub use info::*;
+pub use inter::*;
+pub use neighbor::*;
 pub use p2p::*;
 pub use part::*;
 pub use req::*;
+pub use topo::*;
 
 use std::os::raw::c_int;
 
@@ -93,6 +108,24 @@ pub(crate) unsafe fn put<T>(p: *mut T, v: T, what: &str) -> MpiResult<()> {
     }
     p.write(v);
     Ok(())
+}
+
+/// The `n` values of a C array argument; NULL is an error only if n > 0,
+/// and a negative `n` is `MPI_ERR_ARG`.
+///
+/// # Safety
+/// `p` is NULL or points to at least `n` readable values.
+pub(crate) unsafe fn c_array<'a, T>(p: *const T, n: c_int, what: &str) -> MpiResult<&'a [T]> {
+    if n < 0 {
+        return Err(MpiError::new(MPI_ERR_ARG, format!("{what}: count {n} is negative")));
+    }
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(MpiError::new(MPI_ERR_ARG, format!("{what} is a NULL pointer")));
+    }
+    Ok(std::slice::from_raw_parts(p, n as usize))
 }
 
 /// Copies a Rust string into a C buffer of `cap` bytes (NUL-terminated),

@@ -16,6 +16,7 @@ pub mod op;
 pub mod p2p;
 pub mod pmi;
 pub mod shm;
+pub mod slots;
 pub mod topo;
 
 use std::os::raw::c_int;

@@ -1,0 +1,229 @@
+//! Chapter 8 (error handling): user error handlers on communicators (and the
+//! default handler of files, `MPI_FILE_NULL`), and error classes, codes and
+//! strings added by the program.
+
+use std::ffi::c_void;
+use std::os::raw::{c_char, c_int};
+
+use mpi_api::abi::*;
+
+use super::{put, raise, ret};
+use crate::bail;
+use crate::rt::errh::HandlerKind;
+use crate::rt::error::{MpiError, MpiResult};
+use crate::rt::{self};
+
+/// Checks that `h` is a predefined handler or a live user handler made for
+/// objects of `kind`.
+fn check_errhandler(st: &rt::State, h: MPI_Errhandler, kind: HandlerKind) -> MpiResult<()> {
+    match h {
+        MPI_ERRORS_ARE_FATAL | MPI_ERRORS_RETURN | MPI_ERRORS_ABORT => Ok(()),
+        _ if handle_kind(h) == HANDLE_KIND_DIRECT
+            && handle_obj(h) == OBJ_ERRHANDLER
+            && st.errhandlers.get(handle_index(h) as usize).is_some_and(Option::is_some) =>
+        {
+            match st.comms.errors.kinds.get(&handle_index(h)) {
+                Some(&k) if k != kind => {
+                    bail!(MPI_ERR_ARG, "error handler 0x{:08x} was created for {k:?} objects, not {kind:?} ones", h as u32)
+                }
+                _ => Ok(()),
+            }
+        }
+        MPI_ERRHANDLER_NULL => bail!(MPI_ERR_ARG, "MPI_ERRHANDLER_NULL is not an error handler"),
+        _ => bail!(MPI_ERR_ARG, "invalid error handler 0x{:08x}", h as u32),
+    }
+}
+
+pub unsafe fn MPI_Comm_set_errhandler(comm: MPI_Comm, errhandler: MPI_Errhandler) -> c_int {
+    let r = rt::with(|st| {
+        st.comms.get(comm)?;
+        check_errhandler(st, errhandler, HandlerKind::Comm)?;
+        st.comms.get_mut(comm)?.errhandler = errhandler;
+        Ok(())
+    });
+    ret(comm, "MPI_Comm_set_errhandler", r)
+}
+
+pub unsafe fn MPI_Comm_get_errhandler(comm: MPI_Comm, errhandler: *mut MPI_Errhandler) -> c_int {
+    let r = rt::with(|st| {
+        let h = st.comms.get(comm)?.errhandler;
+        put(errhandler, h, "errhandler")
+    });
+    ret(comm, "MPI_Comm_get_errhandler", r)
+}
+
+pub unsafe fn MPI_Errhandler_set(comm: MPI_Comm, errhandler: MPI_Errhandler) -> c_int {
+    MPI_Comm_set_errhandler(comm, errhandler)
+}
+
+pub unsafe fn MPI_Errhandler_get(comm: MPI_Comm, errhandler: *mut MPI_Errhandler) -> c_int {
+    MPI_Comm_get_errhandler(comm, errhandler)
+}
+
+unsafe fn create_errhandler(name: &str, f: *mut c_void, kind: HandlerKind, errhandler: *mut MPI_Errhandler) -> c_int {
+    let r = rt::with(|st| {
+        if f.is_null() {
+            bail!(MPI_ERR_ARG, "the error handler function is NULL");
+        }
+        if errhandler.is_null() {
+            bail!(MPI_ERR_ARG, "errhandler is a NULL pointer");
+        }
+        st.errhandlers.push(Some(f as usize));
+        let idx = (st.errhandlers.len() - 1) as u32;
+        st.comms.errors.kinds.insert(idx, kind);
+        put(errhandler, make_handle(HANDLE_KIND_DIRECT, OBJ_ERRHANDLER, idx), "errhandler")
+    });
+    ret(MPI_COMM_WORLD, name, r)
+}
+
+pub unsafe fn MPI_Comm_create_errhandler(comm_errhandler_fn: *mut c_void, errhandler: *mut MPI_Errhandler) -> c_int {
+    create_errhandler("MPI_Comm_create_errhandler", comm_errhandler_fn, HandlerKind::Comm, errhandler)
+}
+
+pub unsafe fn MPI_Errhandler_create(function: *mut c_void, errhandler: *mut MPI_Errhandler) -> c_int {
+    create_errhandler("MPI_Errhandler_create", function, HandlerKind::Comm, errhandler)
+}
+
+pub unsafe fn MPI_Win_create_errhandler(win_errhandler_fn: *mut c_void, errhandler: *mut MPI_Errhandler) -> c_int {
+    create_errhandler("MPI_Win_create_errhandler", win_errhandler_fn, HandlerKind::Win, errhandler)
+}
+
+pub unsafe fn MPI_File_create_errhandler(file_errhandler_fn: *mut c_void, errhandler: *mut MPI_Errhandler) -> c_int {
+    create_errhandler("MPI_File_create_errhandler", file_errhandler_fn, HandlerKind::File, errhandler)
+}
+
+pub unsafe fn MPI_Session_create_errhandler(session_errhandler_fn: *mut c_void, errhandler: *mut MPI_Errhandler) -> c_int {
+    create_errhandler("MPI_Session_create_errhandler", session_errhandler_fn, HandlerKind::Session, errhandler)
+}
+
+pub unsafe fn MPI_Errhandler_free(errhandler: *mut MPI_Errhandler) -> c_int {
+    let r = rt::with(|st| {
+        if errhandler.is_null() {
+            bail!(MPI_ERR_ARG, "errhandler is a NULL pointer");
+        }
+        let h = *errhandler;
+        let kind = st.comms.errors.kinds.get(&handle_index(h)).copied().unwrap_or(HandlerKind::Comm);
+        check_errhandler(st, h, kind)?;
+        // User handlers stay registered while objects may use them (the
+        // standard frees them only when no object refers to them).
+        *errhandler = MPI_ERRHANDLER_NULL;
+        Ok(())
+    });
+    ret(MPI_COMM_WORLD, "MPI_Errhandler_free", r)
+}
+
+pub unsafe fn MPI_Comm_call_errhandler(comm: MPI_Comm, errorcode: c_int) -> c_int {
+    if let Err(e) = rt::with(|st| st.comms.get(comm).map(|_| ())) {
+        return raise(comm, "MPI_Comm_call_errhandler", e);
+    }
+    raise(comm, "MPI_Comm_call_errhandler", MpiError::new(errorcode, "error raised by the application"));
+    MPI_SUCCESS
+}
+
+/// C type of a file error handler (`MPI_File_errhandler_function`).
+type FileErrFn = unsafe extern "C" fn(*mut MPI_File, *mut c_int, ...);
+
+/// Only `MPI_FILE_NULL` exists here (no file is ever opened): its handler
+/// is the default of files opened later.
+fn check_file_null(file: *mut c_void) -> MpiResult<()> {
+    if !file.is_null() {
+        bail!(MPI_ERR_FILE, "invalid file handle {file:p}");
+    }
+    Ok(())
+}
+
+pub unsafe fn MPI_File_set_errhandler(file: *mut c_void, errhandler: MPI_Errhandler) -> c_int {
+    let r = rt::with(|st| {
+        check_file_null(file)?;
+        check_errhandler(st, errhandler, HandlerKind::File)?;
+        st.comms.errors.file_default = errhandler;
+        Ok(())
+    });
+    ret(MPI_COMM_WORLD, "MPI_File_set_errhandler", r)
+}
+
+pub unsafe fn MPI_File_get_errhandler(file: *mut c_void, errhandler: *mut MPI_Errhandler) -> c_int {
+    let r = rt::with(|st| {
+        check_file_null(file)?;
+        put(errhandler, st.comms.errors.file_default, "errhandler")
+    });
+    ret(MPI_COMM_WORLD, "MPI_File_get_errhandler", r)
+}
+
+pub unsafe fn MPI_File_call_errhandler(fh: *mut c_void, errorcode: c_int) -> c_int {
+    let h = match rt::with(|st| {
+        check_file_null(fh)?;
+        let h = st.comms.errors.file_default;
+        let f = if handle_kind(h) == HANDLE_KIND_DIRECT { st.errhandlers.get(handle_index(h) as usize).copied().flatten() } else { None };
+        Ok((h, f, st.world_rank))
+    }) {
+        Ok(h) => h,
+        Err(e) => return raise(MPI_COMM_WORLD, "MPI_File_call_errhandler", e),
+    };
+    match h {
+        (MPI_ERRORS_RETURN, _, _) => {}
+        (_, Some(f), _) => {
+            // SAFETY: `f` was registered by MPI_File_create_errhandler as an
+            // `MPI_File_errhandler_function`; the lock is not held.
+            let f: FileErrFn = std::mem::transmute::<usize, FileErrFn>(f);
+            let mut file: MPI_File = fh;
+            let mut code = errorcode;
+            f(&mut file, &mut code);
+        }
+        (_, None, rank) => {
+            eprintln!("Fatal error on MPI_FILE_NULL (rank {rank}): error code {errorcode}");
+            rt::abort(errorcode, "MPI_File_call_errhandler with a fatal error handler")
+        }
+    }
+    MPI_SUCCESS
+}
+
+pub unsafe fn MPI_Add_error_class(errorclass: *mut c_int) -> c_int {
+    let r = rt::with(|st| {
+        if errorclass.is_null() {
+            bail!(MPI_ERR_ARG, "errorclass is a NULL pointer");
+        }
+        let c = st.comms.errors.add_class()?;
+        put(errorclass, c, "errorclass")
+    });
+    ret(MPI_COMM_WORLD, "MPI_Add_error_class", r)
+}
+
+pub unsafe fn MPI_Add_error_code(errorclass: c_int, errorcode: *mut c_int) -> c_int {
+    let r = rt::with(|st| {
+        if errorcode.is_null() {
+            bail!(MPI_ERR_ARG, "errorcode is a NULL pointer");
+        }
+        let c = st.comms.errors.add_code(errorclass)?;
+        put(errorcode, c, "errorcode")
+    });
+    ret(MPI_COMM_WORLD, "MPI_Add_error_code", r)
+}
+
+pub unsafe fn MPI_Add_error_string(errorcode: c_int, string: *const c_char) -> c_int {
+    let r = rt::with(|st| {
+        if string.is_null() {
+            bail!(MPI_ERR_ARG, "string is a NULL pointer");
+        }
+        let s = std::ffi::CStr::from_ptr(string).to_string_lossy();
+        st.comms.errors.set_string(errorcode, &s)
+    });
+    ret(MPI_COMM_WORLD, "MPI_Add_error_string", r)
+}
+
+/// Class of an error code, for `MPI_Error_class` (user codes included).
+pub(crate) fn class_of_code(code: c_int) -> MpiResult<c_int> {
+    let user = rt::try_with(|st| st.comms.errors.class(code)).flatten();
+    match user {
+        Some(c) => Ok(c),
+        None if (0..=crate::rt::errh::LAST_PREDEFINED_CLASS).contains(&code) => Ok(code),
+        None => Err(MpiError::new(MPI_ERR_ARG, format!("{code} is not an error code"))),
+    }
+}
+
+/// String of an error code, for `MPI_Error_string` (user strings included).
+pub(crate) fn string_of_code(code: c_int) -> String {
+    rt::try_with(|st| st.comms.errors.string(code).map(str::to_string))
+        .flatten()
+        .unwrap_or_else(|| crate::rt::error::class_string(code).to_string())
+}

@@ -1,0 +1,162 @@
+//! Chapter 6.6: intercommunicators — creation from two intracommunicators
+//! joined by their leaders, merging, and the queries.
+//!
+//! An intercommunicator keeps the remote group in `Comm::group` and the
+//! local group in `Comm::local` (see rt/comm.rs), so point-to-point works on
+//! it unchanged. Its context id is fresh for both groups: each group agrees
+//! on the maximum of its members' counters, the leaders exchange theirs.
+
+use std::os::raw::c_int;
+use std::sync::Arc;
+
+use mpi_api::abi::*;
+
+use super::agree::{bytes_to_ranks, ranks_to_bytes, View, TAG_EXCHANGE};
+use super::comm::{comm_of, new_context, publish};
+use super::{put, ret};
+use crate::bail;
+use crate::rt::comm::{Comm, CTX_SPAN_INTER, CTX_SPAN_INTRA};
+use crate::rt::error::{MpiError, MpiResult};
+use crate::rt::{self};
+
+fn inter_of(comm: MPI_Comm, what: &str) -> MpiResult<Comm> {
+    let c = comm_of(comm)?;
+    if !c.is_inter() {
+        bail!(MPI_ERR_COMM, "{what} needs an intercommunicator");
+    }
+    Ok(c)
+}
+
+pub unsafe fn MPI_Comm_test_inter(comm: MPI_Comm, flag: *mut c_int) -> c_int {
+    let r = rt::with(|st| {
+        let inter = st.comms.get(comm)?.is_inter();
+        put(flag, inter as c_int, "flag")
+    });
+    ret(comm, "MPI_Comm_test_inter", r)
+}
+
+pub unsafe fn MPI_Comm_remote_size(comm: MPI_Comm, size: *mut c_int) -> c_int {
+    let r = inter_of(comm, "MPI_Comm_remote_size").and_then(|c| put(size, c.size(), "size"));
+    ret(comm, "MPI_Comm_remote_size", r)
+}
+
+pub unsafe fn MPI_Comm_remote_group(comm: MPI_Comm, group: *mut MPI_Group) -> c_int {
+    let r = inter_of(comm, "MPI_Comm_remote_group").and_then(|c| {
+        if group.is_null() {
+            bail!(MPI_ERR_ARG, "group is a NULL pointer");
+        }
+        let h = rt::with(|st| Ok(st.comms.groups.insert(c.group.clone())))?;
+        put(group, h, "group")
+    });
+    ret(comm, "MPI_Comm_remote_group", r)
+}
+
+/// What a leader tells its group after talking to the other leader.
+fn encode_outcome(ok: bool, ctx: u32, remote: &[usize]) -> Vec<u8> {
+    let mut v = vec![ok as u8];
+    v.extend_from_slice(&ctx.to_ne_bytes());
+    v.extend_from_slice(&ranks_to_bytes(remote));
+    v
+}
+
+pub unsafe fn MPI_Intercomm_create(
+    local_comm: MPI_Comm,
+    local_leader: c_int,
+    peer_comm: MPI_Comm,
+    remote_leader: c_int,
+    tag: c_int,
+    newintercomm: *mut MPI_Comm,
+) -> c_int {
+    let r = (|| {
+        if newintercomm.is_null() {
+            bail!(MPI_ERR_ARG, "newintercomm is a NULL pointer");
+        }
+        let local = comm_of(local_comm)?;
+        if local.is_inter() {
+            bail!(MPI_ERR_COMM, "local_comm must be an intracommunicator");
+        }
+        if local_leader < 0 || local_leader >= local.size() {
+            bail!(MPI_ERR_RANK, "local_leader {local_leader} is not a rank of local_comm (size {})", local.size());
+        }
+        if tag < 0 {
+            bail!(MPI_ERR_TAG, "invalid tag {tag}");
+        }
+        let (view, mine) = rt::with(|st| Ok((View::local(st, &local)?, st.comms.next_ctx)))?;
+        let m = view.allreduce_max(mine)?;
+        let leader = local_leader as usize;
+        let mut outcome = Vec::new();
+        if local.rank == local_leader {
+            // The leaders swap (their group's maximum id, their group).
+            let res = (|| {
+                let peer = comm_of(peer_comm)?;
+                if remote_leader < 0 || remote_leader >= peer.size() {
+                    bail!(MPI_ERR_RANK, "remote_leader {remote_leader} is not a rank of peer_comm (size {})", peer.size());
+                }
+                let pv = rt::with(|st| View::new(st, peer.coll_ctx(), peer.rank as usize, peer.group.clone()))?.with_user_tag(tag);
+                let mut msg = m.to_ne_bytes().to_vec();
+                msg.extend_from_slice(&ranks_to_bytes(&local.group));
+                let theirs = pv.sendrecv_vec(&msg, remote_leader as usize, TAG_EXCHANGE)?;
+                if theirs.len() < 4 {
+                    bail!(MPI_ERR_INTERN, "short reply from the remote leader");
+                }
+                let ctx = m.max(u32::from_ne_bytes(theirs[..4].try_into().unwrap()));
+                Ok((ctx, bytes_to_ranks(&theirs[4..])))
+            })();
+            outcome = match &res {
+                Ok((ctx, remote)) => {
+                    let disjoint = remote.iter().all(|w| !local.group.contains(w));
+                    encode_outcome(disjoint, *ctx, remote)
+                }
+                Err(_) => encode_outcome(false, 0, &[]),
+            };
+            // Tell the group before reporting a leader's error, so that
+            // nobody waits forever.
+            let out = view.bcast_vec(outcome, leader)?;
+            res?;
+            outcome = out;
+        } else {
+            outcome = view.bcast_vec(outcome, leader)?;
+        }
+        if outcome.first() != Some(&1) {
+            bail!(MPI_ERR_ARG, "intercommunicator creation failed: the leaders could not agree, or the two groups overlap");
+        }
+        let ctx = u32::from_ne_bytes(outcome[1..5].try_into().unwrap());
+        let remote = bytes_to_ranks(&outcome[5..]);
+        rt::with(|st| {
+            st.comms.take_ctx(ctx, CTX_SPAN_INTER);
+            Ok(())
+        })?;
+        let mut c = Comm::intra(ctx, Arc::new(remote), local.rank, local.errhandler);
+        c.local = Some(local.group.clone());
+        publish(c, newintercomm)
+    })();
+    ret(local_comm, "MPI_Intercomm_create", r)
+}
+
+pub unsafe fn MPI_Intercomm_merge(intercomm: MPI_Comm, high: c_int, newintracomm: *mut MPI_Comm) -> c_int {
+    let r = (|| {
+        if newintracomm.is_null() {
+            bail!(MPI_ERR_ARG, "newintracomm is a NULL pointer");
+        }
+        let c = inter_of(intercomm, "MPI_Intercomm_merge")?;
+        let ctx = new_context(intercomm, CTX_SPAN_INTRA)?;
+        let (local, remote, me) = rt::with(|st| Ok((View::local(st, &c)?, View::remote(st, &c)?, st.world_rank)))?;
+        // The leaders decide which group comes first: the one that said
+        // high = false; on a tie, the one whose leader has the lower world rank.
+        let mut first = 0u32;
+        if local.rank == 0 {
+            let mine = [(high != 0) as u8];
+            let theirs = remote.sendrecv_vec(&mine, 0, TAG_EXCHANGE)?;
+            let their_high = theirs.first().copied().unwrap_or(0) != 0;
+            let local_first = if (high != 0) != their_high { high == 0 } else { local.group[0] < c.group[0] };
+            first = local_first as u32;
+        }
+        let local_first = local.bcast_u32(first, 0)? != 0;
+        let l = c.local_group();
+        let members: Vec<usize> =
+            if local_first { l.iter().chain(c.group.iter()).copied().collect() } else { c.group.iter().chain(l.iter()).copied().collect() };
+        let rank = members.iter().position(|&w| w == me).ok_or_else(|| MpiError::new(MPI_ERR_INTERN, "not in the merged group"))?;
+        publish(Comm::intra(ctx, Arc::new(members), rank as c_int, c.errhandler), newintracomm)
+    })();
+    ret(intercomm, "MPI_Intercomm_merge", r)
+}

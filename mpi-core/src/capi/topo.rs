@@ -1,0 +1,504 @@
+//! Chapter 7: process topologies — Cartesian, graph and distributed graph
+//! communicators and their queries. Ranks are never reordered (`reorder`
+//! is allowed to be ignored): rank i of the new communicator is rank i of
+//! the old one.
+#![allow(clippy::too_many_arguments)]
+
+use std::os::raw::c_int;
+use std::sync::Arc;
+
+use mpi_api::abi::*;
+
+use super::agree::{bytes_to_ints, ints_to_bytes, View};
+use super::comm::{comm_of, new_context, publish, split};
+use super::{c_array, put, ret};
+use crate::bail;
+use crate::rt::comm::{Comm, CTX_SPAN_INTRA};
+use crate::rt::error::{MpiError, MpiResult};
+use crate::rt::topo::{self, Topo};
+use crate::rt::{self};
+
+/// The address `MPI_UNWEIGHTED`/`MPI_WEIGHTS_EMPTY` point to: a constant
+/// pointer the program compares weight arguments against.
+#[repr(transparent)]
+pub struct SentinelPtr(*const c_int);
+// SAFETY: the pointer is never written or dereferenced; it only identifies
+// a static.
+unsafe impl Sync for SentinelPtr {}
+
+static UNWEIGHTED_TARGET: c_int = 0x5157;
+static WEIGHTS_EMPTY_TARGET: c_int = 0x5158;
+
+/// `extern int * const MPI_UNWEIGHTED` of the MPICH ABI.
+#[no_mangle]
+pub static MPI_UNWEIGHTED: SentinelPtr = SentinelPtr(&UNWEIGHTED_TARGET);
+/// `extern int * const MPI_WEIGHTS_EMPTY` of the MPICH ABI.
+#[no_mangle]
+pub static MPI_WEIGHTS_EMPTY: SentinelPtr = SentinelPtr(&WEIGHTS_EMPTY_TARGET);
+
+fn is_unweighted(p: *const c_int) -> bool {
+    std::ptr::eq(p, MPI_UNWEIGHTED.0)
+}
+
+
+/// Copies `v` to `out` (at most `max` values).
+unsafe fn write_ints(out: *mut c_int, max: c_int, v: &[c_int], what: &str) -> MpiResult<()> {
+    let n = v.len().min(max.max(0) as usize);
+    if n == 0 {
+        return Ok(());
+    }
+    if out.is_null() {
+        bail!(MPI_ERR_ARG, "{what} is a NULL pointer");
+    }
+    std::ptr::copy_nonoverlapping(v.as_ptr(), out, n);
+    Ok(())
+}
+
+/// The topology of `comm` (`MPI_ERR_TOPOLOGY` if it has none).
+fn topo_of(comm: MPI_Comm) -> MpiResult<(Comm, Arc<Topo>)> {
+    let c = comm_of(comm)?;
+    match c.topo.clone() {
+        Some(t) => Ok((c, t)),
+        None => bail!(MPI_ERR_TOPOLOGY, "the communicator has no process topology"),
+    }
+}
+
+fn cart_of(comm: MPI_Comm) -> MpiResult<(Comm, Vec<c_int>, Vec<bool>)> {
+    let (c, t) = topo_of(comm)?;
+    match &*t {
+        Topo::Cart { dims, periods } => Ok((c, dims.clone(), periods.clone())),
+        _ => bail!(MPI_ERR_TOPOLOGY, "the communicator does not have a Cartesian topology"),
+    }
+}
+
+fn graph_of(comm: MPI_Comm) -> MpiResult<(Comm, Vec<c_int>, Vec<c_int>)> {
+    let (c, t) = topo_of(comm)?;
+    match &*t {
+        Topo::Graph { index, edges } => Ok((c, index.clone(), edges.clone())),
+        _ => bail!(MPI_ERR_TOPOLOGY, "the communicator does not have a graph topology"),
+    }
+}
+
+/// Creates the communicator of the first `n` ranks of intracommunicator
+/// `comm_old` with topology `t` (collective over `comm_old`); the others
+/// get `MPI_COMM_NULL`.
+unsafe fn topo_comm(comm_old: MPI_Comm, n: usize, t: Topo, out: *mut MPI_Comm) -> MpiResult<()> {
+    let parent = comm_of(comm_old)?;
+    let ctx = new_context(comm_old, CTX_SPAN_INTRA)?;
+    if parent.rank as usize >= n {
+        return put(out, MPI_COMM_NULL, "newcomm");
+    }
+    let mut c = Comm::intra(ctx, Arc::new(parent.group[..n].to_vec()), parent.rank, parent.errhandler);
+    c.topo = Some(Arc::new(t));
+    publish(c, out)
+}
+
+fn intra(comm: MPI_Comm, what: &str) -> MpiResult<Comm> {
+    let c = comm_of(comm)?;
+    if c.is_inter() {
+        bail!(MPI_ERR_COMM, "{what} needs an intracommunicator");
+    }
+    Ok(c)
+}
+
+/// Validates the arguments of a Cartesian grid: (dims, periods, processes).
+unsafe fn grid_args(ndims: c_int, dims: *const c_int, periods: *const c_int) -> MpiResult<(Vec<c_int>, Vec<bool>, usize)> {
+    if ndims < 0 {
+        bail!(MPI_ERR_DIMS, "ndims = {ndims} is negative");
+    }
+    let d = c_array(dims, ndims, "dims")?.to_vec();
+    let p: Vec<bool> = c_array(periods, ndims, "periods")?.iter().map(|&x| x != 0).collect();
+    let n = topo::grid_size(&d)?;
+    Ok((d, p, n))
+}
+
+pub unsafe fn MPI_Cart_create(comm_old: MPI_Comm, ndims: c_int, dims: *const c_int, periods: *const c_int, _reorder: c_int, comm_cart: *mut MPI_Comm) -> c_int {
+    let r = (|| {
+        if comm_cart.is_null() {
+            bail!(MPI_ERR_ARG, "comm_cart is a NULL pointer");
+        }
+        *comm_cart = MPI_COMM_NULL;
+        let c = intra(comm_old, "MPI_Cart_create")?;
+        let (d, p, n) = grid_args(ndims, dims, periods)?;
+        if n > c.size() as usize {
+            bail!(MPI_ERR_TOPOLOGY, "the grid has {n} processes, more than the {} of the communicator", c.size());
+        }
+        topo_comm(comm_old, n, Topo::Cart { dims: d, periods: p }, comm_cart)
+    })();
+    ret(comm_old, "MPI_Cart_create", r)
+}
+
+pub unsafe fn MPI_Dims_create(nnodes: c_int, ndims: c_int, dims: *mut c_int) -> c_int {
+    let r = (|| {
+        if ndims < 0 {
+            bail!(MPI_ERR_DIMS, "ndims = {ndims} is negative");
+        }
+        if ndims == 0 {
+            if nnodes != 1 {
+                bail!(MPI_ERR_DIMS, "{nnodes} processes cannot form a grid of 0 dimensions");
+            }
+            return Ok(());
+        }
+        if dims.is_null() {
+            bail!(MPI_ERR_ARG, "dims is a NULL pointer");
+        }
+        let d = std::slice::from_raw_parts_mut(dims, ndims as usize);
+        let mut work = d.to_vec();
+        topo::dims_create(nnodes, &mut work)?;
+        d.copy_from_slice(&work);
+        Ok(())
+    })();
+    ret(MPI_COMM_WORLD, "MPI_Dims_create", r)
+}
+
+pub unsafe fn MPI_Cartdim_get(comm: MPI_Comm, ndims: *mut c_int) -> c_int {
+    let r = cart_of(comm).and_then(|(_, d, _)| put(ndims, d.len() as c_int, "ndims"));
+    ret(comm, "MPI_Cartdim_get", r)
+}
+
+pub unsafe fn MPI_Cart_get(comm: MPI_Comm, maxdims: c_int, dims: *mut c_int, periods: *mut c_int, coords: *mut c_int) -> c_int {
+    let r = cart_of(comm).and_then(|(c, d, p)| {
+        let pi: Vec<c_int> = p.iter().map(|&x| x as c_int).collect();
+        write_ints(dims, maxdims, &d, "dims")?;
+        write_ints(periods, maxdims, &pi, "periods")?;
+        write_ints(coords, maxdims, &topo::cart_coords(&d, c.rank), "coords")
+    });
+    ret(comm, "MPI_Cart_get", r)
+}
+
+pub unsafe fn MPI_Cart_rank(comm: MPI_Comm, coords: *const c_int, rank: *mut c_int) -> c_int {
+    let r = cart_of(comm).and_then(|(_, d, p)| {
+        let co = c_array(coords, d.len() as c_int, "coords")?;
+        put(rank, topo::cart_rank(&d, &p, co)?, "rank")
+    });
+    ret(comm, "MPI_Cart_rank", r)
+}
+
+pub unsafe fn MPI_Cart_coords(comm: MPI_Comm, rank: c_int, maxdims: c_int, coords: *mut c_int) -> c_int {
+    let r = cart_of(comm).and_then(|(c, d, _)| {
+        if rank < 0 || rank >= c.size() {
+            bail!(MPI_ERR_RANK, "rank {rank} is not in the communicator (size {})", c.size());
+        }
+        if maxdims < d.len() as c_int {
+            bail!(MPI_ERR_ARG, "maxdims = {maxdims} is less than the {} dimensions", d.len());
+        }
+        write_ints(coords, maxdims, &topo::cart_coords(&d, rank), "coords")
+    });
+    ret(comm, "MPI_Cart_coords", r)
+}
+
+pub unsafe fn MPI_Cart_shift(comm: MPI_Comm, direction: c_int, disp: c_int, rank_source: *mut c_int, rank_dest: *mut c_int) -> c_int {
+    let r = cart_of(comm).and_then(|(c, d, p)| {
+        if direction < 0 || direction as usize >= d.len() {
+            bail!(MPI_ERR_DIMS, "direction {direction} is not a dimension of the grid (0..{})", d.len());
+        }
+        let (s, t) = topo::cart_shift(&d, &p, c.rank, direction as usize, disp);
+        put(rank_source, s, "rank_source")?;
+        put(rank_dest, t, "rank_dest")
+    });
+    ret(comm, "MPI_Cart_shift", r)
+}
+
+pub unsafe fn MPI_Cart_sub(comm: MPI_Comm, remain_dims: *const c_int, newcomm: *mut MPI_Comm) -> c_int {
+    let r = (|| {
+        if newcomm.is_null() {
+            bail!(MPI_ERR_ARG, "newcomm is a NULL pointer");
+        }
+        let (c, d, p) = cart_of(comm)?;
+        let keep: Vec<bool> = c_array(remain_dims, d.len() as c_int, "remain_dims")?.iter().map(|&x| x != 0).collect();
+        // Processes that agree on the dropped coordinates form one subgrid;
+        // the key (old rank) orders it by the kept coordinates.
+        let coords = topo::cart_coords(&d, c.rank);
+        let mut color: i64 = 0;
+        for i in 0..d.len() {
+            if !keep[i] {
+                color = color * d[i] as i64 + coords[i] as i64;
+            }
+        }
+        let (parent, ctx, members) = split(comm, color as c_int, c.rank)?;
+        let sub = Topo::Cart {
+            dims: (0..d.len()).filter(|&i| keep[i]).map(|i| d[i]).collect(),
+            periods: (0..d.len()).filter(|&i| keep[i]).map(|i| p[i]).collect(),
+        };
+        let me = rt::with(|st| Ok(st.world_rank))?;
+        let rank = members.iter().position(|&w| w == me).unwrap() as c_int;
+        let mut nc = Comm::intra(ctx, Arc::new(members), rank, parent.errhandler);
+        nc.topo = Some(Arc::new(sub));
+        publish(nc, newcomm)
+    })();
+    ret(comm, "MPI_Cart_sub", r)
+}
+
+pub unsafe fn MPI_Cart_map(comm: MPI_Comm, ndims: c_int, dims: *const c_int, periods: *const c_int, newrank: *mut c_int) -> c_int {
+    let r = (|| {
+        let c = intra(comm, "MPI_Cart_map")?;
+        let (_, _, n) = grid_args(ndims, dims, periods)?;
+        if n > c.size() as usize {
+            bail!(MPI_ERR_TOPOLOGY, "the grid has {n} processes, more than the {} of the communicator", c.size());
+        }
+        put(newrank, if (c.rank as usize) < n { c.rank } else { MPI_UNDEFINED }, "newrank")
+    })();
+    ret(comm, "MPI_Cart_map", r)
+}
+
+/// Validates `index`/`edges` of a graph of `nnodes` nodes.
+unsafe fn graph_args(nnodes: c_int, index: *const c_int, edges: *const c_int) -> MpiResult<(Vec<c_int>, Vec<c_int>)> {
+    if nnodes < 0 {
+        bail!(MPI_ERR_ARG, "nnodes = {nnodes} is negative");
+    }
+    let idx = c_array(index, nnodes, "index")?.to_vec();
+    let mut prev = 0;
+    for (i, &x) in idx.iter().enumerate() {
+        if x < prev {
+            bail!(MPI_ERR_ARG, "index[{i}] = {x} is less than index[{}] = {prev}", i.saturating_sub(1));
+        }
+        prev = x;
+    }
+    let e = c_array(edges, prev, "edges")?.to_vec();
+    if let Some((i, &x)) = e.iter().enumerate().find(|(_, &x)| x < 0 || x >= nnodes) {
+        bail!(MPI_ERR_TOPOLOGY, "edges[{i}] = {x} is not a node of the graph (0..{nnodes})");
+    }
+    Ok((idx, e))
+}
+
+pub unsafe fn MPI_Graph_create(comm_old: MPI_Comm, nnodes: c_int, index: *const c_int, edges: *const c_int, _reorder: c_int, comm_graph: *mut MPI_Comm) -> c_int {
+    let r = (|| {
+        if comm_graph.is_null() {
+            bail!(MPI_ERR_ARG, "comm_graph is a NULL pointer");
+        }
+        *comm_graph = MPI_COMM_NULL;
+        let c = intra(comm_old, "MPI_Graph_create")?;
+        let (idx, e) = graph_args(nnodes, index, edges)?;
+        if nnodes > c.size() {
+            bail!(MPI_ERR_TOPOLOGY, "the graph has {nnodes} nodes, more than the {} processes of the communicator", c.size());
+        }
+        topo_comm(comm_old, nnodes as usize, Topo::Graph { index: idx, edges: e }, comm_graph)
+    })();
+    ret(comm_old, "MPI_Graph_create", r)
+}
+
+pub unsafe fn MPI_Graphdims_get(comm: MPI_Comm, nnodes: *mut c_int, nedges: *mut c_int) -> c_int {
+    let r = graph_of(comm).and_then(|(_, idx, e)| {
+        put(nnodes, idx.len() as c_int, "nnodes")?;
+        put(nedges, e.len() as c_int, "nedges")
+    });
+    ret(comm, "MPI_Graphdims_get", r)
+}
+
+pub unsafe fn MPI_Graph_get(comm: MPI_Comm, maxindex: c_int, maxedges: c_int, index: *mut c_int, edges: *mut c_int) -> c_int {
+    let r = graph_of(comm).and_then(|(_, idx, e)| {
+        write_ints(index, maxindex, &idx, "index")?;
+        write_ints(edges, maxedges, &e, "edges")
+    });
+    ret(comm, "MPI_Graph_get", r)
+}
+
+fn graph_rank(c: &Comm, rank: c_int) -> MpiResult<()> {
+    if rank < 0 || rank >= c.size() {
+        bail!(MPI_ERR_RANK, "rank {rank} is not in the communicator (size {})", c.size());
+    }
+    Ok(())
+}
+
+pub unsafe fn MPI_Graph_neighbors_count(comm: MPI_Comm, rank: c_int, nneighbors: *mut c_int) -> c_int {
+    let r = graph_of(comm).and_then(|(c, idx, e)| {
+        graph_rank(&c, rank)?;
+        put(nneighbors, topo::graph_neighbors(&idx, &e, rank).len() as c_int, "nneighbors")
+    });
+    ret(comm, "MPI_Graph_neighbors_count", r)
+}
+
+pub unsafe fn MPI_Graph_neighbors(comm: MPI_Comm, rank: c_int, maxneighbors: c_int, neighbors: *mut c_int) -> c_int {
+    let r = graph_of(comm).and_then(|(c, idx, e)| {
+        graph_rank(&c, rank)?;
+        write_ints(neighbors, maxneighbors, topo::graph_neighbors(&idx, &e, rank), "neighbors")
+    });
+    ret(comm, "MPI_Graph_neighbors", r)
+}
+
+pub unsafe fn MPI_Graph_map(comm: MPI_Comm, nnodes: c_int, index: *const c_int, edges: *const c_int, newrank: *mut c_int) -> c_int {
+    let r = (|| {
+        let c = intra(comm, "MPI_Graph_map")?;
+        graph_args(nnodes, index, edges)?;
+        if nnodes > c.size() {
+            bail!(MPI_ERR_TOPOLOGY, "the graph has {nnodes} nodes, more than the {} processes of the communicator", c.size());
+        }
+        put(newrank, if c.rank < nnodes { c.rank } else { MPI_UNDEFINED }, "newrank")
+    })();
+    ret(comm, "MPI_Graph_map", r)
+}
+
+pub unsafe fn MPI_Topo_test(comm: MPI_Comm, status: *mut c_int) -> c_int {
+    let r = comm_of(comm).and_then(|c| put(status, c.topo.as_ref().map_or(MPI_UNDEFINED, |t| t.kind()), "status"));
+    ret(comm, "MPI_Topo_test", r)
+}
+
+/// Checks ranks of a distributed graph against the communicator size.
+fn check_nodes(v: &[c_int], size: c_int, what: &str) -> MpiResult<()> {
+    if let Some((i, &x)) = v.iter().enumerate().find(|(_, &x)| x < 0 || x >= size) {
+        bail!(MPI_ERR_RANK, "{what}[{i}] = {x} is not a rank of the communicator (size {size})");
+    }
+    Ok(())
+}
+
+/// Weights at `w` for `n` edges: `None` when unweighted.
+unsafe fn weights(w: *const c_int, n: c_int, what: &str) -> MpiResult<Option<Vec<c_int>>> {
+    if is_unweighted(w) {
+        return Ok(None);
+    }
+    if n == 0 {
+        return Ok(Some(Vec::new()));
+    }
+    Ok(Some(c_array(w, n, what)?.to_vec()))
+}
+
+/// Common checks of the distributed graph constructors; clears the output.
+unsafe fn dist_prologue(comm_old: MPI_Comm, info: MPI_Info, out: *mut MPI_Comm, what: &str) -> MpiResult<Comm> {
+    if out.is_null() {
+        bail!(MPI_ERR_ARG, "comm_dist_graph is a NULL pointer");
+    }
+    *out = MPI_COMM_NULL;
+    rt::with(|st| st.comms.infos.get_or_null(info))?;
+    intra(comm_old, what)
+}
+
+pub unsafe fn MPI_Dist_graph_create_adjacent(
+    comm_old: MPI_Comm,
+    indegree: c_int,
+    sources: *const c_int,
+    sourceweights: *const c_int,
+    outdegree: c_int,
+    destinations: *const c_int,
+    destweights: *const c_int,
+    info: MPI_Info,
+    _reorder: c_int,
+    comm_dist_graph: *mut MPI_Comm,
+) -> c_int {
+    let r = (|| {
+        let c = dist_prologue(comm_old, info, comm_dist_graph, "MPI_Dist_graph_create_adjacent")?;
+        let s = c_array(sources, indegree, "sources")?.to_vec();
+        let d = c_array(destinations, outdegree, "destinations")?.to_vec();
+        check_nodes(&s, c.size(), "sources")?;
+        check_nodes(&d, c.size(), "destinations")?;
+        let sw = weights(sourceweights, indegree, "sourceweights")?;
+        let dw = weights(destweights, outdegree, "destweights")?;
+        if sw.is_some() != dw.is_some() {
+            bail!(MPI_ERR_ARG, "sourceweights and destweights must both be MPI_UNWEIGHTED or neither");
+        }
+        let weighted = sw.is_some();
+        let t = Topo::Dist { sources: s, sweights: sw.unwrap_or_default(), dests: d, dweights: dw.unwrap_or_default(), weighted };
+        topo_comm(comm_old, c.size() as usize, t, comm_dist_graph)
+    })();
+    ret(comm_old, "MPI_Dist_graph_create_adjacent", r)
+}
+
+pub unsafe fn MPI_Dist_graph_create(
+    comm_old: MPI_Comm,
+    n: c_int,
+    sources: *const c_int,
+    degrees: *const c_int,
+    destinations: *const c_int,
+    weights_: *const c_int,
+    info: MPI_Info,
+    _reorder: c_int,
+    comm_dist_graph: *mut MPI_Comm,
+) -> c_int {
+    let r = (|| {
+        let c = dist_prologue(comm_old, info, comm_dist_graph, "MPI_Dist_graph_create")?;
+        let src = c_array(sources, n, "sources")?;
+        let deg = c_array(degrees, n, "degrees")?;
+        check_nodes(src, c.size(), "sources")?;
+        if let Some(i) = deg.iter().position(|&x| x < 0) {
+            bail!(MPI_ERR_ARG, "degrees[{i}] = {} is negative", deg[i]);
+        }
+        let total: c_int = deg.iter().sum();
+        let dst = c_array(destinations, total, "destinations")?;
+        check_nodes(dst, c.size(), "destinations")?;
+        let w = weights(weights_, total, "weights")?;
+        let weighted = w.is_some();
+        // Each edge s -> d (weight x) goes to s as an out-edge and to d as an
+        // in-edge: records (0 = out / 1 = in, other end, weight).
+        let size = c.size() as usize;
+        let mut out: Vec<Vec<c_int>> = vec![Vec::new(); size];
+        let mut k = 0;
+        for (i, &s) in src.iter().enumerate() {
+            for _ in 0..deg[i] {
+                let d = dst[k];
+                let x = w.as_ref().map_or(1, |w| w[k]);
+                out[s as usize].extend_from_slice(&[0, d, x]);
+                out[d as usize].extend_from_slice(&[1, s, x]);
+                k += 1;
+            }
+        }
+        let view = rt::with(|st| View::local(st, &c))?;
+        let got = view.alltoall_vec(&out.iter().map(|v| ints_to_bytes(v)).collect::<Vec<_>>())?;
+        // Edges in order of the rank that declared them, then declaration order.
+        let (mut s, mut sw, mut d, mut dw) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for b in &got {
+            for rec in bytes_to_ints(b).chunks_exact(3) {
+                if rec[0] == 0 {
+                    d.push(rec[1]);
+                    dw.push(rec[2]);
+                } else {
+                    s.push(rec[1]);
+                    sw.push(rec[2]);
+                }
+            }
+        }
+        if !weighted {
+            sw.clear();
+            dw.clear();
+        }
+        let t = Topo::Dist { sources: s, sweights: sw, dests: d, dweights: dw, weighted };
+        topo_comm(comm_old, size, t, comm_dist_graph)
+    })();
+    ret(comm_old, "MPI_Dist_graph_create", r)
+}
+
+fn dist_of(comm: MPI_Comm) -> MpiResult<Arc<Topo>> {
+    let (_, t) = topo_of(comm)?;
+    if !matches!(&*t, Topo::Dist { .. }) {
+        bail!(MPI_ERR_TOPOLOGY, "the communicator does not have a distributed graph topology");
+    }
+    Ok(t)
+}
+
+pub unsafe fn MPI_Dist_graph_neighbors_count(comm: MPI_Comm, indegree: *mut c_int, outdegree: *mut c_int, weighted: *mut c_int) -> c_int {
+    let r = dist_of(comm).and_then(|t| match &*t {
+        Topo::Dist { sources, dests, weighted: w, .. } => {
+            put(indegree, sources.len() as c_int, "indegree")?;
+            put(outdegree, dests.len() as c_int, "outdegree")?;
+            put(weighted, *w as c_int, "weighted")
+        }
+        _ => Err(MpiError::new(MPI_ERR_TOPOLOGY, "not a distributed graph")),
+    });
+    ret(comm, "MPI_Dist_graph_neighbors_count", r)
+}
+
+pub unsafe fn MPI_Dist_graph_neighbors(
+    comm: MPI_Comm,
+    maxindegree: c_int,
+    sources: *mut c_int,
+    sourceweights: *mut c_int,
+    maxoutdegree: c_int,
+    destinations: *mut c_int,
+    destweights: *mut c_int,
+) -> c_int {
+    let r = dist_of(comm).and_then(|t| match &*t {
+        Topo::Dist { sources: s, sweights, dests, dweights, weighted } => {
+            write_ints(sources, maxindegree, s, "sources")?;
+            write_ints(destinations, maxoutdegree, dests, "destinations")?;
+            if *weighted {
+                if !is_unweighted(sourceweights) {
+                    write_ints(sourceweights, maxindegree, sweights, "sourceweights")?;
+                }
+                if !is_unweighted(destweights) {
+                    write_ints(destweights, maxoutdegree, dweights, "destweights")?;
+                }
+            }
+            Ok(())
+        }
+        _ => Err(MpiError::new(MPI_ERR_TOPOLOGY, "not a distributed graph")),
+    });
+    ret(comm, "MPI_Dist_graph_neighbors", r)
+}

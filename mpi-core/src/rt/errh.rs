@@ -1,0 +1,106 @@
+//! Error classes, codes and strings added by the program
+//! (`MPI_Add_error_class/code/string`), and what kind of object each user
+//! error handler was created for.
+
+use std::collections::HashMap;
+use std::os::raw::c_int;
+use std::sync::atomic::{AtomicI32, Ordering};
+
+use mpi_api::abi::*;
+
+use super::error::MpiResult;
+use crate::bail;
+
+/// The last predefined error class.
+pub const LAST_PREDEFINED_CLASS: c_int = MPI_T_ERR_NOT_SUPPORTED;
+/// First value handed out by `MPI_Add_error_class/code` (above MPICH's
+/// MPIX classes, 101-105).
+pub const FIRST_USER_CODE: c_int = 128;
+
+/// Value of the `MPI_LASTUSEDCODE` attribute; its address is what
+/// `MPI_Comm_get_attr` hands out, so it lives in a static.
+pub static LAST_USED_CODE: AtomicI32 = AtomicI32::new(LAST_PREDEFINED_CLASS);
+
+/// Object kind a user error handler was created for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HandlerKind {
+    Comm,
+    Win,
+    File,
+    Session,
+}
+
+pub struct ErrorRegistry {
+    /// Class of each user code (a user class is also a code of itself).
+    class_of: HashMap<c_int, c_int>,
+    strings: HashMap<c_int, String>,
+    next: c_int,
+    /// Kind of each user error handler, by handle index.
+    pub kinds: HashMap<u32, HandlerKind>,
+    /// Error handler of `MPI_FILE_NULL` (the default for files opened later).
+    pub file_default: MPI_Errhandler,
+}
+
+impl Default for ErrorRegistry {
+    fn default() -> Self {
+        ErrorRegistry {
+            class_of: HashMap::new(),
+            strings: HashMap::new(),
+            next: FIRST_USER_CODE,
+            kinds: HashMap::new(),
+            file_default: MPI_ERRORS_RETURN,
+        }
+    }
+}
+
+impl ErrorRegistry {
+    fn alloc(&mut self, class: Option<c_int>) -> MpiResult<c_int> {
+        if self.next >= MPI_ERR_LASTCODE {
+            bail!(MPI_ERR_OTHER, "no more error codes can be added");
+        }
+        let c = self.next;
+        self.next += 1;
+        self.class_of.insert(c, class.unwrap_or(c));
+        LAST_USED_CODE.store(c, Ordering::Release);
+        Ok(c)
+    }
+
+    pub fn add_class(&mut self) -> MpiResult<c_int> {
+        self.alloc(None)
+    }
+
+    pub fn add_code(&mut self, class: c_int) -> MpiResult<c_int> {
+        let is_class = (0..=LAST_PREDEFINED_CLASS).contains(&class) || self.class_of.get(&class) == Some(&class);
+        if !is_class {
+            bail!(MPI_ERR_ARG, "{class} is not an error class");
+        }
+        self.alloc(Some(class))
+    }
+
+    pub fn set_string(&mut self, code: c_int, s: &str) -> MpiResult<()> {
+        if !self.class_of.contains_key(&code) {
+            bail!(MPI_ERR_ARG, "error code {code} was not added with MPI_Add_error_class/code (predefined strings cannot be changed)");
+        }
+        if s.len() >= MPI_MAX_ERROR_STRING as usize {
+            bail!(MPI_ERR_ARG, "error string of {} characters is longer than MPI_MAX_ERROR_STRING - 1", s.len());
+        }
+        self.strings.insert(code, s.to_string());
+        Ok(())
+    }
+
+    /// Class of `code`: predefined classes are their own code.
+    pub fn class(&self, code: c_int) -> Option<c_int> {
+        if (0..=LAST_PREDEFINED_CLASS).contains(&code) {
+            return Some(code);
+        }
+        self.class_of.get(&code).copied()
+    }
+
+    /// String of a user code or class (empty if none was set).
+    pub fn string(&self, code: c_int) -> Option<&str> {
+        if !self.class_of.contains_key(&code) {
+            return None;
+        }
+        Some(self.strings.get(&code).map_or("", |s| s.as_str()))
+    }
+}

@@ -1,0 +1,133 @@
+//! Info objects (chapter 9 of MPI 3.1, "The Info Object"): ordered
+//! key/value string lists behind `MPI_Info` handles, and `MPI_INFO_ENV`.
+
+use mpi_api::abi::*;
+
+use super::error::{MpiError, MpiResult};
+use super::slots::Slots;
+use crate::bail;
+
+/// Key/value pairs in the order keys were first set.
+pub type Pairs = Vec<(String, String)>;
+
+#[derive(Default)]
+pub struct InfoTable {
+    slots: Slots<Pairs>,
+    /// Contents of `MPI_INFO_ENV` (read-only).
+    pub env: Pairs,
+}
+
+impl InfoTable {
+    pub fn get(&self, h: MPI_Info) -> MpiResult<&Pairs> {
+        if h == MPI_INFO_ENV {
+            return Ok(&self.env);
+        }
+        let i = self.index(h)?;
+        Ok(self.slots.get(i).unwrap())
+    }
+
+    /// A writable info object (`MPI_INFO_ENV` is read-only).
+    pub fn get_mut(&mut self, h: MPI_Info) -> MpiResult<&mut Pairs> {
+        if h == MPI_INFO_ENV {
+            bail!(MPI_ERR_INFO, "MPI_INFO_ENV cannot be modified");
+        }
+        let i = self.index(h)?;
+        Ok(self.slots.get_mut(i).unwrap())
+    }
+
+    /// Contents of `h`, or nothing for `MPI_INFO_NULL`.
+    pub fn get_or_null(&self, h: MPI_Info) -> MpiResult<Pairs> {
+        if h == MPI_INFO_NULL {
+            return Ok(Vec::new());
+        }
+        self.get(h).cloned()
+    }
+
+    fn index(&self, h: MPI_Info) -> MpiResult<u32> {
+        if h == MPI_INFO_NULL {
+            bail!(MPI_ERR_INFO, "MPI_INFO_NULL is not a valid info object here");
+        }
+        let i = handle_index(h);
+        if handle_kind(h) == HANDLE_KIND_DIRECT && handle_obj(h) == OBJ_INFO && self.slots.get(i).is_some() {
+            Ok(i)
+        } else {
+            Err(MpiError::new(MPI_ERR_INFO, format!("invalid info handle 0x{:08x} (freed or never created)", h as u32)))
+        }
+    }
+
+    pub fn insert(&mut self, p: Pairs) -> MPI_Info {
+        make_handle(HANDLE_KIND_DIRECT, OBJ_INFO, self.slots.insert(p))
+    }
+
+    pub fn remove(&mut self, h: MPI_Info) -> MpiResult<()> {
+        if h == MPI_INFO_ENV {
+            bail!(MPI_ERR_INFO, "MPI_INFO_ENV cannot be freed");
+        }
+        let i = self.index(h)?;
+        self.slots.remove(i);
+        Ok(())
+    }
+
+    /// Number of live info objects (for leak checks).
+    pub fn live(&self) -> usize {
+        self.slots.live()
+    }
+}
+
+/// Sets `key` to `value` (replacing an existing value in place).
+pub fn set(p: &mut Pairs, key: &str, value: &str) {
+    match p.iter_mut().find(|(k, _)| k == key) {
+        Some(kv) => kv.1 = value.to_string(),
+        None => p.push((key.to_string(), value.to_string())),
+    }
+}
+
+pub fn get<'a>(p: &'a Pairs, key: &str) -> Option<&'a str> {
+    p.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+}
+
+/// Checks a key: not empty and at most `MPI_MAX_INFO_KEY` characters.
+pub fn check_key(key: &str) -> MpiResult<&str> {
+    if key.is_empty() {
+        bail!(MPI_ERR_INFO_KEY, "an info key cannot be empty");
+    }
+    if key.len() > MPI_MAX_INFO_KEY as usize {
+        bail!(MPI_ERR_INFO_KEY, "info key of {} characters is longer than MPI_MAX_INFO_KEY ({})", key.len(), MPI_MAX_INFO_KEY);
+    }
+    Ok(key)
+}
+
+/// Checks a value: at most `MPI_MAX_INFO_VAL` characters.
+pub fn check_value(value: &str) -> MpiResult<&str> {
+    if value.len() > MPI_MAX_INFO_VAL as usize {
+        bail!(MPI_ERR_INFO_VALUE, "info value of {} characters is longer than MPI_MAX_INFO_VAL ({})", value.len(), MPI_MAX_INFO_VAL);
+    }
+    Ok(value)
+}
+
+/// The contents of `MPI_INFO_ENV` for this process.
+pub fn env_pairs(world_size: usize, host: &str, thread_level: i32) -> Pairs {
+    let mut p = Pairs::new();
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(cmd) = args.first() {
+        p.push(("command".into(), cmd.clone()));
+    }
+    if args.len() > 1 {
+        p.push(("argv".into(), args[1..].join(" ")));
+    }
+    p.push(("maxprocs".into(), world_size.to_string()));
+    p.push(("soft".into(), world_size.to_string()));
+    p.push(("host".into(), host.to_string()));
+    p.push(("arch".into(), std::env::consts::ARCH.to_string()));
+    if let Ok(d) = std::env::current_dir() {
+        p.push(("wdir".into(), d.display().to_string()));
+    }
+    let level = match thread_level {
+        MPI_THREAD_SINGLE => "MPI_THREAD_SINGLE",
+        MPI_THREAD_FUNNELED => "MPI_THREAD_FUNNELED",
+        MPI_THREAD_SERIALIZED => "MPI_THREAD_SERIALIZED",
+        _ => "MPI_THREAD_MULTIPLE",
+    };
+    p.push(("thread_level".into(), level.into()));
+    p
+}

@@ -1,0 +1,80 @@
+//! Groups, communicators, intercommunicators, topologies, caching, info
+//! objects and error handling (chapters 6-8): C programs on 1..9 ranks
+//! (odd sizes included), under the project's mpirun.
+
+use std::time::Duration;
+
+use system_tests::{compile, run, Compiler, Launcher};
+
+const T: Duration = Duration::from_secs(120);
+
+fn each_size(name: &str, sizes: &[usize], expect: &str) {
+    let exe = compile(name, Compiler::Ours);
+    for &n in sizes {
+        run(Launcher::Ours, n, &exe, &[], &[], T).assert_ok(expect);
+    }
+}
+
+#[test]
+fn group_algebra_and_translate_ranks() {
+    each_size("group_ops", &[1, 2, 3, 5, 8], "group_ops OK");
+}
+
+#[test]
+fn dup_split_create_isolation_and_info() {
+    each_size("comm_basic", &[1, 2, 3, 4, 7, 8], "comm_basic OK");
+}
+
+#[test]
+fn intercommunicators_ping_pong_and_merge() {
+    each_size("comm_inter", &[2, 3, 4, 7], "comm_inter OK");
+}
+
+#[test]
+fn cartesian_topologies_and_neighborhood_collectives() {
+    each_size("topo_cart", &[1, 2, 3, 4, 6, 9], "topo_cart OK");
+}
+
+#[test]
+fn graph_and_distributed_graph_topologies() {
+    each_size("topo_graph", &[1, 2, 3, 5, 8], "topo_graph OK");
+}
+
+#[test]
+fn attribute_callbacks_and_predefined_attributes() {
+    let exe = compile("attr_cache", Compiler::Ours);
+    for n in [1, 2, 4] {
+        let r = run(Launcher::Ours, n, &exe, &[], &[], T);
+        r.assert_ok("attr_cache OK");
+        assert!(r.stdout.contains("self attribute 42 deleted at finalize"), "MPI_COMM_SELF attribute not deleted at finalize: {r}");
+    }
+}
+
+#[test]
+fn info_objects() {
+    each_size("info_basic", &[1, 3], "info_basic OK");
+}
+
+#[test]
+fn user_error_handlers_and_error_classes() {
+    each_size("errh_user", &[1, 2, 3], "errh_user OK");
+}
+
+#[test]
+fn create_and_free_100000_communicators() {
+    let exe = compile("comm_many", Compiler::Ours);
+    run(Launcher::Ours, 2, &exe, &[], &[], Duration::from_secs(300)).assert_ok("comm_many OK: 100000 communicators");
+    run(Launcher::Ours, 5, &exe, &["4000"], &[], T).assert_ok("comm_many OK: 4000 communicators");
+}
+
+/// MPICH-built programs use `MPIR_Dup_fn` (behind `MPI_COMM_DUP_FN` and
+/// `MPI_DUP_FN`), `MPI_UNWEIGHTED` and `MPI_WEIGHTS_EMPTY` from the library.
+#[test]
+fn mpich_built_programs_find_dup_fn_and_unweighted() {
+    let exe = compile("attr_cache", Compiler::Mpich);
+    let r = run(Launcher::Ours, 2, &exe, &[], &[], T);
+    r.assert_ok("attr_cache OK");
+    assert!(r.stdout.contains("self attribute 42 deleted at finalize"), "{r}");
+    let exe = compile("topo_graph", Compiler::Mpich);
+    run(Launcher::Ours, 3, &exe, &[], &[], T).assert_ok("topo_graph OK");
+}
