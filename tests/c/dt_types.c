@@ -281,6 +281,30 @@ int main(int argc, char **argv) {
     CHECK(lcv[0] == 4 && lcv[1] == 2 && lcv[2] == 3 && lct == MPI_DOUBLE, "vector_c contents");
     check_ext(lc, 0, (3 * 3 + 2) * 8, 0, 88, 64, "vector_c");
 
+    /* Fortran 90 parameterized types: one predefined handle per (p, r). */
+    {
+        MPI_Datatype f1, f2, fc, fi;
+        CHECK_RC(MPI_Type_create_f90_real(10, MPI_UNDEFINED, &f1));
+        CHECK_RC(MPI_Type_create_f90_real(10, MPI_UNDEFINED, &f2));
+        CHECK(f1 == f2, "same (p, r), same handle");
+        int s, ni, na, nd, c, iv[2];
+        CHECK_RC(MPI_Type_size(f1, &s));
+        CHECK(s == 8, "f90 real size %d", s);
+        CHECK_RC(MPI_Type_get_envelope(f1, &ni, &na, &nd, &c));
+        CHECK(c == MPI_COMBINER_F90_REAL && ni == 2 && na == 0 && nd == 0, "f90 real envelope");
+        CHECK_RC(MPI_Type_get_contents(f1, 2, 0, 0, iv, NULL, NULL));
+        CHECK(iv[0] == 10 && iv[1] == MPI_UNDEFINED, "f90 real contents");
+        CHECK_RC(MPI_Type_create_f90_complex(MPI_UNDEFINED, 30, &fc));
+        CHECK_RC(MPI_Type_size(fc, &s));
+        CHECK(s == 8, "f90 complex size %d", s);
+        CHECK_RC(MPI_Type_create_f90_integer(9, &fi));
+        CHECK_RC(MPI_Type_size(fi, &s));
+        CHECK(s == 4, "f90 integer size %d", s);
+        CHECK(error_class(MPI_Type_free(&fi)) == MPI_ERR_TYPE, "f90 types cannot be freed");
+        CHECK(error_class(MPI_Type_create_f90_real(40, 5000, &f1)) == MPI_ERR_ARG, "no such real kind");
+        CHECK(error_class(MPI_Type_create_f90_integer(40, &fi)) == MPI_ERR_ARG, "no such integer kind");
+    }
+
     /* Addresses. */
     double arr[10];
     MPI_Aint a0, a5, a5b;

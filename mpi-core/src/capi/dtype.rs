@@ -982,6 +982,30 @@ pub unsafe fn MPI_Type_get_value_index(value_type: MPI_Datatype, index_type: MPI
     ret(WORLD, "MPI_Type_get_value_index", r)
 }
 
+/// The `MPI_Type_create_f90_*` calls.
+///
+/// # Safety
+/// `newtype` is NULL or writable.
+unsafe fn f90_impl(combiner: c_int, p: c_int, r: c_int, newtype: *mut MPI_Datatype, name: &str) -> c_int {
+    let r = rt::with(|st| {
+        let h = st.types.f90(combiner, p, r)?;
+        put(newtype, h, "newtype")
+    });
+    ret(WORLD, name, r)
+}
+
+pub unsafe fn MPI_Type_create_f90_real(p: c_int, r: c_int, newtype: *mut MPI_Datatype) -> c_int {
+    f90_impl(MPI_COMBINER_F90_REAL, p, r, newtype, "MPI_Type_create_f90_real")
+}
+
+pub unsafe fn MPI_Type_create_f90_complex(p: c_int, r: c_int, newtype: *mut MPI_Datatype) -> c_int {
+    f90_impl(MPI_COMBINER_F90_COMPLEX, p, r, newtype, "MPI_Type_create_f90_complex")
+}
+
+pub unsafe fn MPI_Type_create_f90_integer(r: c_int, newtype: *mut MPI_Datatype) -> c_int {
+    f90_impl(MPI_COMBINER_F90_INTEGER, MPI_UNDEFINED, r, newtype, "MPI_Type_create_f90_integer")
+}
+
 pub unsafe fn MPI_Type_toint(datatype: MPI_Datatype) -> c_int {
     datatype
 }

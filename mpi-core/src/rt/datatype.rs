@@ -301,41 +301,76 @@ struct Scatter {
     pos: usize,
 }
 
-/// The fixed-size strided copy loops: `$ty` is the element of `len` bytes.
-macro_rules! strided_loop {
-    ($src:expr, $sstep:expr, $dst:expr, $dstep:expr, $n:expr, $len:expr) => {{
-        let (mut s, mut d) = ($src, $dst);
-        match $len {
-            8 => {
-                for _ in 0..$n {
-                    (d as *mut u64).write_unaligned((s as *const u64).read_unaligned());
-                    s = s.wrapping_offset($sstep);
-                    d = d.wrapping_offset($dstep);
-                }
+/// Gathers `n` values of type `T` found `stride` bytes apart at `src`
+/// into consecutive places at `dst`.
+///
+/// # Safety
+/// The ranges are valid and do not overlap.
+#[inline(always)]
+unsafe fn gather_n<T: Copy>(src: *const u8, stride: isize, n: usize, dst: *mut u8) {
+    let d = dst as *mut T;
+    let mut s = src;
+    for i in 0..n {
+        d.add(i).write_unaligned((s as *const T).read_unaligned());
+        s = s.wrapping_offset(stride);
+    }
+}
+
+/// Scatters `n` consecutive values of type `T` at `src` to places
+/// `stride` bytes apart at `dst`.
+///
+/// # Safety
+/// The ranges are valid and do not overlap.
+#[inline(always)]
+unsafe fn scatter_n<T: Copy>(src: *const u8, n: usize, dst: *mut u8, stride: isize) {
+    let s = src as *const T;
+    let mut d = dst;
+    for i in 0..n {
+        (d as *mut T).write_unaligned(s.add(i).read_unaligned());
+        d = d.wrapping_offset(stride);
+    }
+}
+
+/// Copies `n` runs of `len` bytes between a strided side (`stride` apart)
+/// and a packed side; `gather`: from the strided side to the packed one.
+/// The element size is dispatched once, outside the loop.
+///
+/// # Safety
+/// The ranges are valid and do not overlap.
+unsafe fn strided_copy(gather: bool, strided: *mut u8, stride: isize, n: usize, len: usize, packed: *mut u8) {
+    if stride == len as isize {
+        let (s, d) = if gather { (strided as *const u8, packed) } else { (packed as *const u8, strided) };
+        std::ptr::copy_nonoverlapping(s, d, n * len);
+        return;
+    }
+    macro_rules! kernel {
+        ($t:ty) => {
+            if gather {
+                gather_n::<$t>(strided, stride, n, packed)
+            } else {
+                scatter_n::<$t>(packed, n, strided, stride)
             }
-            4 => {
-                for _ in 0..$n {
-                    (d as *mut u32).write_unaligned((s as *const u32).read_unaligned());
-                    s = s.wrapping_offset($sstep);
-                    d = d.wrapping_offset($dstep);
+        };
+    }
+    match len {
+        8 => kernel!(u64),
+        4 => kernel!(u32),
+        16 => kernel!(u128),
+        2 => kernel!(u16),
+        1 => kernel!(u8),
+        _ => {
+            let mut a = strided;
+            for i in 0..n {
+                let p = packed.add(i * len);
+                if gather {
+                    std::ptr::copy_nonoverlapping(a as *const u8, p, len);
+                } else {
+                    std::ptr::copy_nonoverlapping(p as *const u8, a, len);
                 }
-            }
-            16 => {
-                for _ in 0..$n {
-                    (d as *mut u128).write_unaligned((s as *const u128).read_unaligned());
-                    s = s.wrapping_offset($sstep);
-                    d = d.wrapping_offset($dstep);
-                }
-            }
-            l => {
-                for _ in 0..$n {
-                    copy_run(s, d, l);
-                    s = s.wrapping_offset($sstep);
-                    d = d.wrapping_offset($dstep);
-                }
+                a = a.wrapping_offset(stride);
             }
         }
-    }};
+    }
 }
 
 impl Sink for Gather {
@@ -348,7 +383,7 @@ impl Sink for Gather {
     }
     fn strided(&mut self, off: isize, stride: isize, count: usize, len: usize) {
         // SAFETY: as in `run`, for `count` runs.
-        unsafe { strided_loop!(self.buf.wrapping_offset(off), stride, self.out.add(self.pos), len as isize, count, len) };
+        unsafe { strided_copy(true, self.buf.wrapping_offset(off) as *mut u8, stride, count, len, self.out.add(self.pos)) };
         self.pos += count * len;
     }
 }
@@ -363,7 +398,7 @@ impl Sink for Scatter {
     }
     fn strided(&mut self, off: isize, stride: isize, count: usize, len: usize) {
         // SAFETY: as in `run`, for `count` runs.
-        unsafe { strided_loop!(self.inp.add(self.pos), len as isize, self.buf.wrapping_offset(off), stride, count, len) };
+        unsafe { strided_copy(false, self.buf.wrapping_offset(off), stride, count, len, self.inp.add(self.pos) as *mut u8) };
         self.pos += count * len;
     }
 }
@@ -1398,6 +1433,9 @@ pub struct TypeTable {
     pairs: Vec<Option<Arc<Dtype>>>,
     /// Names set with `MPI_Type_set_name` (predefined types included).
     names: std::collections::HashMap<MPI_Datatype, String>,
+    /// The "unnamed predefined" types of `MPI_Type_create_f90_*`, by
+    /// (combiner, p, r): one handle each, never freed.
+    f90: std::collections::HashMap<(c_int, c_int, c_int), MPI_Datatype>,
 }
 
 const DERIVED_BASE: u32 = 0x100;
@@ -1413,7 +1451,7 @@ impl Default for TypeTable {
                 _ => pairs[(h & 0x7) as usize] = t,
             }
         }
-        TypeTable { derived: Vec::new(), free_slots: Vec::new(), builtin, pairs, names: Default::default() }
+        TypeTable { derived: Vec::new(), free_slots: Vec::new(), builtin, pairs, names: Default::default(), f90: Default::default() }
     }
 }
 
@@ -1516,6 +1554,9 @@ impl TypeTable {
         if self.entry(dt).is_none() {
             return Err(invalid(dt));
         }
+        if self.f90.values().any(|&h| h == dt) {
+            bail!(MPI_ERR_TYPE, "types from MPI_Type_create_f90_* are predefined and cannot be freed");
+        }
         let i = handle_index(dt).wrapping_sub(DERIVED_BASE) as usize;
         self.derived[i] = None;
         self.free_slots.push(i);
@@ -1537,6 +1578,44 @@ impl TypeTable {
         self.lookup(dt)?;
         self.names.insert(dt, name);
         Ok(())
+    }
+
+    /// `MPI_Type_create_f90_real/complex/integer`: the type of
+    /// `selected_real_kind(p, r)` (or `selected_int_kind(r)`), as gfortran
+    /// on x86-64 chooses it; `MPI_UNDEFINED` leaves `p` or `r` free.
+    pub fn f90(&mut self, combiner: c_int, p: c_int, r: c_int) -> MpiResult<MPI_Datatype> {
+        let (p_, r_) = (if p == MPI_UNDEFINED { 0 } else { p }, if r == MPI_UNDEFINED { 0 } else { r });
+        if p_ < 0 || r_ < 0 || (p == MPI_UNDEFINED && r == MPI_UNDEFINED && combiner != MPI_COMBINER_F90_INTEGER) {
+            bail!(MPI_ERR_ARG, "invalid precision {p} / range {r}");
+        }
+        let base = match combiner {
+            MPI_COMBINER_F90_INTEGER => match r_ {
+                0..=2 => MPI_INTEGER1,
+                3..=4 => MPI_INTEGER2,
+                5..=9 => MPI_INTEGER4,
+                10..=18 => MPI_INTEGER8,
+                _ => bail!(MPI_ERR_ARG, "no integer kind has a range of {r} digits"),
+            },
+            _ => {
+                let k = match (p_, r_) {
+                    (0..=6, 0..=37) => 0,
+                    (0..=15, 0..=307) => 1,
+                    (0..=33, 0..=4931) => 2,
+                    _ => bail!(MPI_ERR_ARG, "no real kind has precision {p} and range {r}"),
+                };
+                let reals = [MPI_REAL4, MPI_REAL8, MPI_REAL16];
+                let complexes = [MPI_COMPLEX8, MPI_COMPLEX16, MPI_COMPLEX32];
+                if combiner == MPI_COMBINER_F90_REAL { reals[k] } else { complexes[k] }
+            }
+        };
+        if let Some(&h) = self.f90.get(&(combiner, p, r)) {
+            return Ok(h);
+        }
+        let ints = if combiner == MPI_COMBINER_F90_INTEGER { vec![r as i64] } else { vec![p as i64, r as i64] };
+        let t = self.lookup(base)?.dup().with_contents(Contents::new(combiner, ints, vec![], vec![], false));
+        let h = self.insert_arc(Arc::new(t), true);
+        self.f90.insert((combiner, p, r), h);
+        Ok(h)
     }
 
     /// A handle for a type returned by `MPI_Type_get_contents`: the
