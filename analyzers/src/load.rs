@@ -723,9 +723,11 @@ pub fn load_with_threads(dir: &Path, threads: usize) -> Result<Model, Error> {
                     let completeness = if rj.complete {
                         Completeness::Complete
                     } else {
-                        Completeness::Partial { reason: rj.problems.last().cloned().unwrap_or_else(|| "journal incomplete".into()) }
+                        let last = rj.problems.last().map(|p| p.trim_start_matches(&format!("rank {rank}: ")).to_string());
+                        Completeness::Partial { reason: last.unwrap_or_else(|| "journal incomplete".into()) }
                     };
-                    probs.extend(rj.problems.iter().map(|p| Problem { file: None, rank: Some(rank), what: p.clone() }));
+                    // These lines name their rank or file already.
+                    probs.extend(rj.problems.iter().map(|p| Problem { file: None, rank: None, what: p.clone() }));
                     comms = rj.comms;
                     rmeta = Some(rj.meta);
                     let mut b = RankBuilder::new(rank, completeness);
@@ -752,7 +754,7 @@ pub fn load_with_threads(dir: &Path, threads: usize) -> Result<Model, Error> {
     let (mut built, comms, probs, rank_metas) = out.into_inner().unwrap_or_else(|e| e.into_inner());
     built.sort_by_key(|b| b.data.rank);
     let mut probs = probs;
-    probs.sort_by_key(|p| p.rank);
+    probs.sort_by(|a, b| (a.rank, &a.what).cmp(&(b.rank, &b.what)));
     problems.extend(probs);
     let meta = meta.unwrap_or_else(|| Meta::from_ranks(rank_metas, "analyzers"));
     let present: Vec<i32> = built.iter().map(|b| b.data.rank).collect();

@@ -283,7 +283,7 @@ pub fn document(r: &Report) -> Vec<Block> {
                         fmt_ns(rp.mpi_ns),
                         pct(rp.mpi_fraction),
                         fmt_ns(rp.compute_ns),
-                        if rp.state == "complete" { String::new() } else { format!(" [{}]", rp.state) }
+                        if rp.state == "complete" { String::new() } else { format!(" [{}]", rp.state.split(':').next().unwrap_or("")) }
                     ),
                 )
             })
@@ -638,6 +638,7 @@ pub fn render_text(doc: &[Block], o: TextOptions) -> String {
                 for (label, f, text) in bars {
                     let n = ((f.clamp(0.0, 1.0) * bw as f64).round() as usize).min(bw);
                     let bar = format!("{}{}", "#".repeat(n), ".".repeat(bw - n));
+                    let text = cut(text, width.saturating_sub(lw + bw + 2).max(8));
                     let line = format!("{} {} {}", pad(&cut(label, lw), lw, Align::Left), paint(&bar, Tone::Good, o.color), text);
                     out.push_str(&line);
                     out.push('\n');

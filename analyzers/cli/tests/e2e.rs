@@ -275,3 +275,28 @@ fn bad_input_is_a_clear_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a trace directory"));
 }
+
+#[test]
+fn mpich_abort_journals_without_record_still_report() {
+    // The job is run without `mpitrace record`, so nothing converts the
+    // journals: the analyzers read them directly.
+    let dir = scratch("abort-journals");
+    let exe = program(Mpi::Mpich);
+    let trace = dir.join("trace");
+    let out = Command::new("timeout")
+        .env_remove("LD_LIBRARY_PATH")
+        .args(["-k", "5", "120", "mpiexec.mpich", "-n", "3", "env"])
+        .arg(format!("LD_PRELOAD={}", bin_dir().join("libmpitrace.so").display()))
+        .arg(format!("MPITRACE_DIR={}", trace.display()))
+        .arg(&exe)
+        .arg("abort")
+        .output()
+        .expect("mpiexec.mpich");
+    assert_ne!(out.status.code(), Some(124), "timed out");
+    assert!(trace.join("journal").exists());
+    let r = report(&trace);
+    assert_eq!(r.trace.incomplete_ranks.len(), 3, "{:?}", r.trace.incomplete_ranks);
+    assert!(r.trace.incomplete_ranks.iter().any(|(rank, why)| *rank == 1 && why.contains("MPI_Abort")), "{:?}", r.trace.incomplete_ranks);
+    assert_eq!(r.messages.matched, 1);
+    assert!(r.trace.problems.iter().any(|p| p.contains("meta.json")));
+}
