@@ -31,6 +31,12 @@ fn intercommunicators_ping_pong_and_merge() {
 }
 
 #[test]
+#[ignore = "needs capi/coll.rs to dispatch intercommunicators to capi/intercoll.rs"]
+fn intercommunicator_collectives() {
+    each_size("comm_intercoll", &[2, 3, 5, 8], "comm_intercoll OK");
+}
+
+#[test]
 fn cartesian_topologies_and_neighborhood_collectives() {
     each_size("topo_cart", &[1, 2, 3, 4, 6, 9], "topo_cart OK");
 }

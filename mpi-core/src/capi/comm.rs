@@ -108,11 +108,17 @@ pub(crate) fn new_context(comm: MPI_Comm, span: u32) -> MpiResult<u32> {
     })
 }
 
-/// Inserts a new communicator and writes its handle.
-pub(crate) unsafe fn publish(c: Comm, newcomm: *mut MPI_Comm) -> MpiResult<()> {
+/// Inserts a new communicator (with the hidden local communicator of an
+/// intercommunicator) and writes its handle.
+pub(crate) unsafe fn publish(mut c: Comm, newcomm: *mut MPI_Comm) -> MpiResult<()> {
     rt::with(|st| {
         for &(k, _) in &c.attrs {
             st.comms.keyvals.hold(k);
+        }
+        if c.is_inter() {
+            let mut l = Comm::intra(c.ctx + 2, c.local_group().clone(), c.rank, MPI_ERRORS_RETURN);
+            l.name = "local group of an intercommunicator".into();
+            c.local_comm = st.comms.insert(l);
         }
         let h = st.comms.insert(c);
         put(newcomm, h, "newcomm")
@@ -180,7 +186,13 @@ pub unsafe fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
         }
         let attrs = rt::with(|st| Ok(st.comms.get(c)?.attrs.clone()))?;
         delete_attrs(ObjKind::Comm, c, attrs)?;
-        rt::with(|st| st.comms.remove(c))?;
+        rt::with(|st| {
+            let gone = st.comms.remove(c)?;
+            if gone.is_inter() {
+                st.comms.remove(gone.local_comm)?;
+            }
+            Ok(())
+        })?;
         *comm = MPI_COMM_NULL;
         Ok(())
     })();

@@ -15,6 +15,7 @@ mod errh;
 mod group;
 mod info;
 mod inter;
+mod intercoll;
 mod neighbor;
 mod p2p;
 mod part;

@@ -31,17 +31,23 @@ use crate::rt::{self, State};
 const TAG_NEIGHBOR: i32 = TAG_BASE + 0x100;
 
 /// One block: user address, count and datatype.
-struct Block {
-    p: *mut u8,
-    count: usize,
-    dt: Arc<Dtype>,
+pub(crate) struct Block {
+    pub p: *mut u8,
+    pub count: usize,
+    pub dt: Arc<Dtype>,
+}
+
+/// Where typed blocks travel: a context, this process's rank (the source
+/// of its messages) and the group that peers' ranks index.
+pub(crate) struct Route {
+    pub ctx: u32,
+    pub rank: i32,
+    pub group: Arc<Vec<usize>>,
 }
 
 /// Who this process exchanges with.
 struct Plan {
-    ctx: u32,
-    rank: i32,
-    group: Arc<Vec<usize>>,
+    route: Route,
     ins: Vec<c_int>,
     outs: Vec<c_int>,
     cart: bool,
@@ -53,35 +59,42 @@ fn plan(st: &State, comm: MPI_Comm) -> MpiResult<Plan> {
         bail!(MPI_ERR_TOPOLOGY, "neighborhood collectives need a communicator with a process topology");
     };
     let (ins, outs) = t.neighbors(c.rank);
-    Ok(Plan { ctx: c.coll_ctx(), rank: c.rank, group: c.group.clone(), ins, outs, cart: matches!(&*t, Topo::Cart { .. }) })
+    let route = Route { ctx: c.coll_ctx(), rank: c.rank, group: c.group.clone() };
+    Ok(Plan { route, ins, outs, cart: matches!(&*t, Topo::Cart { .. }) })
 }
 
-/// Posts every receive, then every send; returns the requests.
-fn post(st: &mut State, comm: MPI_Comm, pl: &Plan, sends: Vec<Block>, recvs: Vec<Block>) -> Vec<u32> {
+/// Posts the receives `(peer, tag, block)`, then the sends; returns the
+/// requests (peers `MPI_PROC_NULL` are skipped).
+pub(crate) fn post(st: &mut State, comm: MPI_Comm, r: &Route, recvs: Vec<(c_int, i32, Block)>, sends: Vec<(c_int, i32, Block)>) -> Vec<u32> {
     let mut ids = Vec::with_capacity(sends.len() + recvs.len());
-    for (j, b) in recvs.into_iter().enumerate() {
-        let src = pl.ins[j];
+    for (src, tag, b) in recvs {
         if src == MPI_PROC_NULL {
             continue;
         }
-        let tag = if pl.cart { TAG_NEIGHBOR + (j as i32 ^ 1) } else { TAG_NEIGHBOR };
         let cap = b.dt.packed_size(b.count);
-        let op = RecvOp { buf: b.p, dt: b.dt, ctx: pl.ctx, src, tag, cap, stream: None };
+        let op = RecvOp { buf: b.p, dt: b.dt, ctx: r.ctx, src, tag, cap, stream: None };
         let i = st.reqs.alloc(Request::new(Kind::Recv(op), comm));
         st.engine.start_recv(&mut st.reqs, i);
         ids.push(i);
     }
-    for (k, b) in sends.into_iter().enumerate() {
-        let dst = pl.outs[k];
+    for (dst, tag, b) in sends {
         if dst == MPI_PROC_NULL {
             continue;
         }
-        let tag = if pl.cart { TAG_NEIGHBOR + k as i32 } else { TAG_NEIGHBOR };
         let i = st.reqs.alloc(Request::new(Kind::Null, comm));
-        st.engine.start_send(&mut st.reqs, i, b.p, b.count, &b.dt, pl.group[dst as usize], pl.ctx, pl.rank, tag, Mode::Standard);
+        st.engine.start_send(&mut st.reqs, i, b.p, b.count, &b.dt, r.group[dst as usize], r.ctx, r.rank, tag, Mode::Standard);
         ids.push(i);
     }
     ids
+}
+
+/// The neighborhood transfers: block j from in-neighbor j, block k to
+/// out-neighbor k, tagged as the module doc says.
+fn post_plan(st: &mut State, comm: MPI_Comm, pl: &Plan, sends: Vec<Block>, recvs: Vec<Block>) -> Vec<u32> {
+    let tag = |i: usize| if pl.cart { TAG_NEIGHBOR + i as i32 } else { TAG_NEIGHBOR };
+    let recvs = recvs.into_iter().enumerate().map(|(j, b)| (pl.ins[j], tag(j ^ 1), b)).collect();
+    let sends = sends.into_iter().enumerate().map(|(k, b)| (pl.outs[k], tag(k), b)).collect();
+    post(st, comm, &pl.route, recvs, sends)
 }
 
 /// Builds the blocks with `f` (from the plan and the state) and runs them:
@@ -101,7 +114,7 @@ unsafe fn run(
         let ids = rt::with(|st| {
             let pl = plan(st, comm)?;
             let (sends, recvs) = f(st, &pl)?;
-            let ids = post(st, comm, &pl, sends, recvs);
+            let ids = post_plan(st, comm, &pl, sends, recvs);
             match request {
                 None => Ok(ids),
                 Some(rq) => {
@@ -117,7 +130,7 @@ unsafe fn run(
     ret(comm, name, r)
 }
 
-fn dtype(st: &mut State, dt: MPI_Datatype) -> MpiResult<Arc<Dtype>> {
+pub(crate) fn dtype(st: &mut State, dt: MPI_Datatype) -> MpiResult<Arc<Dtype>> {
     st.types.get(dt)
 }
 

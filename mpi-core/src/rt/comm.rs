@@ -41,6 +41,10 @@ pub struct Comm {
     pub rank: i32,
     /// The local group of an intercommunicator; `None` for an intracommunicator.
     pub local: Option<Arc<Vec<usize>>>,
+    /// An intercommunicator's hidden intracommunicator over its local group
+    /// (context `ctx + 2`), on which its collectives do their local part;
+    /// `MPI_COMM_NULL` for an intracommunicator.
+    pub local_comm: MPI_Comm,
     pub errhandler: MPI_Errhandler,
     pub name: String,
     pub topo: Option<Arc<Topo>>,
@@ -58,6 +62,7 @@ impl Comm {
             group,
             rank,
             local: None,
+            local_comm: MPI_COMM_NULL,
             errhandler,
             name: String::new(),
             topo: None,
