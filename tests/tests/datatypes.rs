@@ -76,3 +76,8 @@ fn random_types_pack_like_mpich() {
         }
     }
 }
+
+#[test]
+fn derived_types_in_collectives() {
+    each_size("dt_coll", &[1, 2, 5], "dt_coll OK");
+}
