@@ -433,7 +433,7 @@ impl Call {
     }
 
     /// Completes the record with the return code and the call's outputs.
-    pub fn exit(mut self, rc: c_int) {
+    pub fn exit(&mut self, rc: c_int) {
         if self.counted {
             let _ = TLS.try_with(|t| t.depth.set(t.depth.get().saturating_sub(1)));
         }
