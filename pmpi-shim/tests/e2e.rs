@@ -225,3 +225,58 @@ fn crash_segfault() {
 fn crash_sigkill() {
     crash_case("kill");
 }
+
+#[test]
+fn thread_multiple_journals_per_thread() {
+    let dir = common::scratch("threads");
+    let exe = common::compile("threads.c", &dir);
+    let tdir = dir.join("trace");
+    let out = common::run(2, &exe, &[], &tdir, &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let t = Trace::open(&tdir).unwrap();
+    assert!(t.problems.is_empty(), "{:?}", t.problems);
+    assert_eq!(check_matching(&t), 100);
+    for r in 0..2 {
+        let ev = t.rank_events(r);
+        let name = if r == 0 { "MPI_Send" } else { "MPI_Recv" };
+        // Main thread (0) does Init/dup/free/Finalize; workers 1 and 2.
+        let mut by_thread: BTreeMap<i32, usize> = BTreeMap::new();
+        for e in calls(ev, name) {
+            *by_thread.entry(e.thread).or_default() += 1;
+        }
+        assert_eq!(by_thread.values().copied().collect::<Vec<_>>(), vec![50, 50], "rank {r}: {by_thread:?}");
+        // Each worker used its own communicator, a distinct dup of world.
+        let dups: Vec<u64> = calls(ev, "MPI_Comm_dup").iter().map(|e| e.new_comm.unwrap()).collect();
+        assert_eq!(dups.len(), 2);
+        assert_ne!(dups[0], dups[1]);
+        for (&th, _) in &by_thread {
+            let comms: std::collections::BTreeSet<u64> =
+                ev.iter().filter(|e| e.thread == th && e.is_call(name)).map(|e| e.comm.unwrap()).collect();
+            assert_eq!(comms.len(), 1);
+            assert!(dups.contains(comms.iter().next().unwrap()));
+        }
+        let regions = ev.iter().filter(|e| e.kind == Kind::RegionBegin).count();
+        assert_eq!(regions, 2);
+    }
+}
+
+#[test]
+fn clock_sync_ping_pong() {
+    let dir = common::scratch("clock");
+    let exe = common::compile("p2p.c", &dir);
+    let tdir = dir.join("trace");
+    let out = common::run(2, &exe, &[], &tdir, &[("MPITRACE_CLOCK_PER_RANK", "1")]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let t = Trace::open(&tdir).unwrap();
+    let m1 = &t.meta.rank_meta[1];
+    for p in [m1.sync_init.unwrap(), m1.sync_finalize.unwrap()] {
+        // Same machine: the true offset is 0, the estimate within the round trip.
+        assert!(p.rtt_ns > 0, "{p:?}");
+        assert!(p.offset_ns.abs() <= p.rtt_ns, "{p:?}");
+    }
+    // A message is never received before it was sent, on the reference clock.
+    for s in t.rank_events(0).iter().filter(|e| e.is_call("MPI_Send") && e.tag == Some(7)) {
+        let r = t.rank_events(1).iter().find(|e| e.is_call("MPI_Recv") && e.tag == Some(7) && e.seq == s.seq).unwrap();
+        assert!(r.t_end.unwrap() >= s.t_start, "{s:?} {r:?}");
+    }
+}

@@ -43,7 +43,7 @@ pub fn compile(src: &str, dir: &Path) -> PathBuf {
     let out = dir.join(src.trim_end_matches(".c"));
     let st = Command::new("mpicc.mpich")
         .env_remove("LD_LIBRARY_PATH")
-        .args(["-O1", "-g", "-Wno-stringop-overflow", "-I"])
+        .args(["-O1", "-g", "-pthread", "-Wno-stringop-overflow", "-I"])
         .arg(manifest.join("include"))
         .arg(manifest.join("tests/c").join(src))
         .arg("-o")
