@@ -114,7 +114,12 @@ fn open_journal(t: &Tls) -> Option<()> {
 /// A free journal slot of this thread (null if none can be had).
 /// Must not be called with [`STATE`](crate::state::STATE) locked.
 pub fn reserve() -> *mut Record {
-    TLS.try_with(|t| {
+    TLS.try_with(reserve_in).unwrap_or(std::ptr::null_mut())
+}
+
+/// [`reserve`] with this thread's [`Tls`] at hand.
+fn reserve_in(t: &Tls) -> *mut Record {
+    let slot = (|| {
         if t.journal.borrow().is_none() {
             open_journal(t)?;
         }
@@ -129,10 +134,8 @@ pub fn reserve() -> *mut Record {
                 None
             }
         }
-    })
-    .ok()
-    .flatten()
-    .unwrap_or(std::ptr::null_mut())
+    })();
+    slot.unwrap_or(std::ptr::null_mut())
 }
 
 /// Writes `rec` into `slot` (if any).
@@ -189,6 +192,8 @@ pub struct Call {
     extra: Vec<Record>,
     /// `begin` incremented the nesting depth.
     counted: bool,
+    /// This thread's state (valid for the whole call; null if unavailable).
+    tls: *const Tls,
 }
 
 impl Call {
@@ -198,12 +203,14 @@ impl Call {
     pub fn begin(idx: usize, cat: Cat, large: bool) -> Call {
         let m = MODE.load(Ordering::Relaxed);
         let mut site = 0;
+        let mut tls: *const Tls = std::ptr::null();
         let on = (m == mode::ON || m == mode::PAUSED)
             && TLS
                 .try_with(|t| {
                     let d = t.depth.get();
                     t.depth.set(d + 1);
                     site = t.site.get();
+                    tls = t;
                     d == 0
                 })
                 .unwrap_or(false);
@@ -235,8 +242,9 @@ impl Call {
             status: std::ptr::null_mut(),
             extra: Vec::new(),
             counted: false,
+            tls,
         };
-        c.counted = m == mode::ON || m == mode::PAUSED;
+        c.counted = !tls.is_null();
         c
     }
 
@@ -349,7 +357,8 @@ impl Call {
             return;
         }
         if self.write {
-            self.slot = reserve();
+            // SAFETY: `tls` is this thread's Tls (the call is on).
+            self.slot = reserve_in(unsafe { &*self.tls });
             self.rec.t_enter = ticks();
             publish(self.slot, &self.rec);
         } else {
@@ -435,21 +444,23 @@ impl Call {
     /// Completes the record with the return code and the call's outputs.
     pub fn exit(&mut self, rc: c_int) {
         if self.counted {
-            let _ = TLS.try_with(|t| t.depth.set(t.depth.get().saturating_sub(1)));
+            // SAFETY: `tls` points to this thread's Tls, alive while the thread runs.
+            let t = unsafe { &*self.tls };
+            t.depth.set(t.depth.get().saturating_sub(1));
         }
         if !self.on {
             return;
         }
         let t = ticks();
+        let outputs = !self.status.is_null()
+            || !self.out_request.is_null()
+            || !self.out_comm.is_null()
+            || !self.out_win.is_null()
+            || !self.out_message.is_null();
         let r = catch_unwind(AssertUnwindSafe(|| {
             self.rec.t_exit = t;
             self.rec.rc = rc;
             self.rec.head |= (flags::DONE as u32) << 24;
-            let outputs = !self.status.is_null()
-                || !self.out_request.is_null()
-                || !self.out_comm.is_null()
-                || !self.out_win.is_null()
-                || !self.out_message.is_null();
             if rc == abi::MPI_SUCCESS && outputs {
                 let mut g = state();
                 if let Some(tr) = g.as_mut() {
@@ -464,8 +475,18 @@ impl Call {
         if self.write {
             if self.slot.is_null() {
                 self.slot = reserve();
+                publish(self.slot, &self.rec);
+            } else if outputs {
+                publish(self.slot, &self.rec);
+            } else {
+                // Only the exit time, return code and flags changed.
+                // SAFETY: the slot was reserved by this call in enter.
+                unsafe {
+                    std::ptr::addr_of_mut!((*self.slot).t_exit).write_volatile(t);
+                    std::ptr::addr_of_mut!((*self.slot).rc).write_volatile(rc);
+                    journal::set_head(self.slot, self.rec.head);
+                }
             }
-            publish(self.slot, &self.rec);
             for e in &mut self.extra {
                 if e.t_exit == 0 {
                     (e.t_enter, e.t_exit) = (t, t);

@@ -249,7 +249,7 @@ fn thread_multiple_journals_per_thread() {
         let dups: Vec<u64> = calls(ev, "MPI_Comm_dup").iter().map(|e| e.new_comm.unwrap()).collect();
         assert_eq!(dups.len(), 2);
         assert_ne!(dups[0], dups[1]);
-        for (&th, _) in &by_thread {
+        for &th in by_thread.keys() {
             let comms: std::collections::BTreeSet<u64> =
                 ev.iter().filter(|e| e.thread == th && e.is_call(name)).map(|e| e.comm.unwrap()).collect();
             assert_eq!(comms.len(), 1);
