@@ -247,7 +247,7 @@ pub fn before_finalize() {
     let (comms, rank, meta) = {
         let g = state();
         let Some(tr) = g.as_ref() else { return };
-        (tr.sync_comms, tr.rank, RankMeta { process: tr.process.clone(), sync_init: tr.sync_init, sync_finalize: None, finalized: true })
+        (tr.sync_comms, tr.rank, RankMeta { process: tr.process.clone(), sync_init: tr.sync_init, sync_finalize: None, finalized: true, modules: modules() })
     };
     let p = measure_offset(comms);
     let mut meta = meta;

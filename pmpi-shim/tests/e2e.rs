@@ -129,6 +129,13 @@ fn p2p_collectives_comms_regions_pcontrol() {
     let seqs: Vec<i64> = calls(t.rank_events(0), "MPI_Send").iter().filter(|e| e.tag == Some(7)).map(|e| e.seq.unwrap()).collect();
     assert_eq!(seqs, vec![1, 2, 3, 4, 5]);
     assert_eq!(check_matching(&t), 5 + 5 + 2 + 3);
+    // Call sites symbolize to the source line of the call.
+    let send = calls(t.rank_events(0), "MPI_Send")[0];
+    let (path, addr) = t.ranks[&0].meta.as_ref().unwrap().locate(send.site.unwrap()).unwrap();
+    assert!(path.ends_with("/p2p"), "{path}");
+    let out = std::process::Command::new("addr2line").args(["-e", path]).arg(format!("{:#x}", addr - 1)).output().unwrap();
+    let line = String::from_utf8_lossy(&out.stdout);
+    assert!(line.contains("p2p.c:19"), "{line}");
     check_collectives(&t);
     // Communicators: world, 3 selves, two halves of the split.
     let splits: Vec<_> = t.comms.values().filter(|c| c.call == "MPI_Comm_split").collect();
@@ -279,4 +286,14 @@ fn clock_sync_ping_pong() {
         let r = t.rank_events(1).iter().find(|e| e.is_call("MPI_Recv") && e.tag == Some(7) && e.seq == s.seq).unwrap();
         assert!(r.t_end.unwrap() >= s.t_start, "{s:?} {r:?}");
     }
+}
+
+#[test]
+fn unwritable_trace_dir_leaves_the_program_running() {
+    let dir = common::scratch("unwritable");
+    let exe = common::compile("p2p.c", &dir);
+    let out = common::run(2, &exe, &[], std::path::Path::new("/proc/mpitrace-no-such-dir"), &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot write the trace") && err.contains("runs untraced"), "{err}");
 }

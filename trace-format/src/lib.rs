@@ -192,6 +192,7 @@ fn load_rank(dir: &Path, rank: i32) -> Result<LoadedRank, Error> {
         sync_init: side.sync("init"),
         sync_finalize: side.sync("finalize"),
         finalized: side.finalized(),
+        modules: side.modules().cloned().collect(),
     };
     let clock = meta::ClockMap::new(meta.sync_init, meta.sync_finalize);
     Ok(LoadedRank {

@@ -5,6 +5,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::side::{ProcessInfo, SyncPoint};
+
 use crate::Error;
 
 /// Everything known of one rank, also stored in the key-value metadata of
@@ -16,6 +17,9 @@ pub struct RankMeta {
     pub sync_finalize: Option<SyncPoint>,
     /// Whether the rank returned from `MPI_Finalize`.
     pub finalized: bool,
+    /// Executable mappings, to symbolize the `site` column.
+    #[serde(default)]
+    pub modules: Vec<crate::side::Module>,
 }
 
 /// Key of the rank metadata (JSON of [`RankMeta`]) in a Parquet footer.
@@ -155,5 +159,17 @@ mod tests {
         assert_eq!(m.to_reference(2000), 2020);
         assert_eq!(m.to_reference(5000), 5050);
         assert_eq!(ClockMap::default().to_reference(7), 7);
+    }
+}
+
+impl RankMeta {
+    /// The module containing call site `site` and the site's address within
+    /// that file (what `addr2line -e PATH ADDR` takes for a PIE or shared
+    /// object whose segments map at their file offsets).
+    pub fn locate(&self, site: u64) -> Option<(&str, u64)> {
+        self.modules
+            .iter()
+            .find(|m| (m.start..m.end).contains(&site))
+            .map(|m| (m.path.as_str(), site - m.start + m.offset))
     }
 }
