@@ -11,7 +11,7 @@ cd "$(dirname "$0")/../.."
 REPS=${REPS:-3}
 SCALE=$([ -n "${QUICK:-}" ] && echo 10 || echo 1)
 cargo build --release -q -p mpi-core -p mpi-launcher
-B=$PWD/target/release
+B=${CARGO_TARGET_DIR:-$PWD/target}/release
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 "$B/mpicc" -O2 -o "$W/ours" tests/bench/dt_pack.c
