@@ -313,7 +313,8 @@ pub fn after_finalize() {
     if std::env::var("MPITRACE_NO_CONVERT").is_ok_and(|v| v == "1") {
         return;
     }
-    if let Err(e) = trace_format::convert_rank(&dir, rank, false) {
+    let keep = std::env::var("MPITRACE_KEEP_JOURNALS").is_ok_and(|v| v == "1");
+    if let Err(e) = trace_format::convert_rank(&dir, rank, keep) {
         eprintln!("mpitrace: rank {rank}: converting the journals failed: {e}; `mpitrace record` converts them after the job");
     }
 }

@@ -198,7 +198,7 @@ fn crash_case(mode: &str) -> Trace {
     assert_eq!(sends.len(), 3, "{mode}: {:?}", raw.problems);
     assert!(matches!(raw.ranks[&1].completeness, Completeness::Partial { .. }));
     // After `finish_dir` (what `mpitrace record` does): Parquet files.
-    let fin = trace_format::finish_dir(&tdir, &[]).unwrap();
+    let fin = trace_format::finish_dir(&tdir, &[], false).unwrap();
     assert_eq!(fin.converted.len(), 2);
     let t = Trace::open(&tdir).unwrap();
     assert_eq!(t.meta.ranks, 2);

@@ -298,12 +298,19 @@ pub struct Finished {
     pub problems: Vec<String>,
 }
 
-/// After a job: converts every rank's leftover journals and (re)writes
-/// `meta.json` from the metadata of all ranks' events files.
-pub fn finish_dir(dir: &Path, launch_command: &[String]) -> Result<Finished, Error> {
+/// After a job: converts every rank's leftover journals (those not older
+/// than the rank's events file) and (re)writes `meta.json` from the
+/// metadata of all ranks' events files.
+pub fn finish_dir(dir: &Path, launch_command: &[String], keep_journals: bool) -> Result<Finished, Error> {
     let mut fin = Finished::default();
+    let mtime = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
     for rank in layout::ranks_in(dir, layout::JOURNAL_DIR, ".journal") {
-        match convert_rank(dir, rank, false) {
+        let converted = mtime(&layout::events(dir, rank));
+        let newest = layout::journals_of(dir, rank).iter().filter_map(|p| mtime(p)).max();
+        if converted.is_some() && converted >= newest {
+            continue;
+        }
+        match convert_rank(dir, rank, keep_journals) {
             Ok(c) => {
                 fin.problems.extend(c.problems.iter().cloned());
                 fin.converted.push(c);

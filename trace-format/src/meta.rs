@@ -137,6 +137,18 @@ impl ClockMap {
     }
 }
 
+impl RankMeta {
+    /// The module containing call site `site` and the site's address within
+    /// that file (what `addr2line -e PATH ADDR` takes for a PIE or shared
+    /// object whose segments map at their file offsets).
+    pub fn locate(&self, site: u64) -> Option<(&str, u64)> {
+        self.modules
+            .iter()
+            .find(|m| (m.start..m.end).contains(&site))
+            .map(|m| (m.path.as_str(), site - m.start + m.offset))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -159,17 +171,5 @@ mod tests {
         assert_eq!(m.to_reference(2000), 2020);
         assert_eq!(m.to_reference(5000), 5050);
         assert_eq!(ClockMap::default().to_reference(7), 7);
-    }
-}
-
-impl RankMeta {
-    /// The module containing call site `site` and the site's address within
-    /// that file (what `addr2line -e PATH ADDR` takes for a PIE or shared
-    /// object whose segments map at their file offsets).
-    pub fn locate(&self, site: u64) -> Option<(&str, u64)> {
-        self.modules
-            .iter()
-            .find(|m| (m.start..m.end).contains(&site))
-            .map(|m| (m.path.as_str(), site - m.start + m.offset))
     }
 }

@@ -58,7 +58,7 @@ fn convert_and_read_back() {
     assert_eq!(t.rank_events(0).len(), 100_000);
     assert_eq!(t.ranks[&0].completeness, Completeness::Complete);
     assert!(matches!(t.ranks[&1].completeness, Completeness::Partial { .. }));
-    let fin = trace_format::finish_dir(&d, &["mpirun".to_string()]).unwrap();
+    let fin = trace_format::finish_dir(&d, &["mpirun".to_string()], false).unwrap();
     assert_eq!(fin.converted.len(), 2);
     assert_eq!(fin.meta.ranks, 2);
     let t = Trace::open(&d).unwrap();
@@ -81,7 +81,7 @@ fn damaged_files_are_reported_and_the_rest_read() {
     let d = dir("damaged");
     write_rank(&d, 0, 50, true);
     write_rank(&d, 1, 50, true);
-    trace_format::finish_dir(&d, &[]).unwrap();
+    trace_format::finish_dir(&d, &[], false).unwrap();
     // Cut rank 1's events file in half.
     let p = layout::events(&d, 1);
     let bytes = std::fs::read(&p).unwrap();

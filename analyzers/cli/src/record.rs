@@ -5,7 +5,7 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use trace_format::{layout, table, Completeness};
+use trace_format::{layout, table};
 
 #[derive(Args)]
 pub struct RecordArgs {
@@ -67,6 +67,9 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         .env("LD_PRELOAD", preload)
         .env("MPITRACE_DIR", &dir)
         .env("MPITRACE_LAUNCH", serde_json::to_string(&args.command)?);
+    if args.keep_journals {
+        cmd.env("MPITRACE_KEEP_JOURNALS", "1");
+    }
     let mut child = cmd.spawn().with_context(|| format!("cannot run `{}`", args.command[0]))?;
     // Ctrl-C goes to the whole job; mpitrace stays to finish the trace.
     // SAFETY: changing the disposition of SIGINT in this process only (the
@@ -82,8 +85,7 @@ pub fn run(args: RecordArgs) -> Result<i32> {
 }
 
 fn summarize(dir: &Path, launch: &[String], keep: bool) -> Result<()> {
-    let _ = keep;
-    let fin = match trace_format::finish_dir(dir, launch) {
+    let fin = match trace_format::finish_dir(dir, launch, keep) {
         Ok(f) => f,
         Err(trace_format::Error::NotATrace(_)) => {
             eprintln!("mpitrace: no trace in {}: the program did not call MPI_Init (is it dynamically linked against MPI?)", dir.display());
@@ -113,7 +115,6 @@ fn summarize(dir: &Path, launch: &[String], keep: bool) -> Result<()> {
     if !missing.is_empty() {
         state += &format!("; no trace from ranks {missing:?}");
     }
-    let _ = Completeness::Complete;
     eprintln!(
         "mpitrace: {} ranks of `{}` traced: {} events, {} in {} files ({:.1} bytes/event) in {}{}",
         ranks.len(),
