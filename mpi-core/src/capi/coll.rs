@@ -377,6 +377,10 @@ unsafe fn flat_allgather(sendbuf: *const c_void, sendcount: i64, sendtype: MPI_D
 // ----- the collectives -------------------------------------------------------------
 
 pub(crate) fn barrier(call: Call, comm: MPI_Comm) -> MpiResult<()> {
+    // Intercommunicators: their own algorithms.
+    if let Some(r) = super::intercoll::barrier(call, comm) {
+        return r;
+    }
     if let Call::Block = call {
         if let Some(r) = flat_barrier(comm) {
             return r;
@@ -389,6 +393,10 @@ pub(crate) fn barrier(call: Call, comm: MPI_Comm) -> MpiResult<()> {
 }
 
 pub(crate) unsafe fn bcast(call: Call, buffer: *mut c_void, count: i64, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> MpiResult<()> {
+    // Intercommunicators: their own algorithms.
+    if let Some(r) = super::intercoll::bcast(call, buffer, count, datatype, root, comm) {
+        return r;
+    }
     if let Call::Block = call {
         if let Some(r) = flat_bcast(buffer, count, datatype, root, comm) {
             return r;
@@ -414,6 +422,10 @@ pub(crate) unsafe fn gather(
     root: c_int,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
+    // Intercommunicators: their own algorithms.
+    if let Some(r) = super::intercoll::gather(call, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) {
+        return r;
+    }
     run(comm, call, |st, s| {
         let root = check_root(root, s.size)?;
         let is_root = s.rank == root;
@@ -535,6 +547,10 @@ pub(crate) unsafe fn scatter(
     root: c_int,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
+    // Intercommunicators: their own algorithms.
+    if let Some(r) = super::intercoll::scatter(call, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) {
+        return r;
+    }
     run(comm, call, |st, s| {
         let root = check_root(root, s.size)?;
         if s.rank != root {
@@ -606,6 +622,10 @@ pub(crate) unsafe fn allgather(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
+    // Intercommunicators: their own algorithms.
+    if let Some(r) = super::intercoll::allgather(call, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) {
+        return r;
+    }
     if let Call::Block = call {
         if let Some(r) = flat_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) {
             return r;
@@ -674,6 +694,10 @@ pub(crate) unsafe fn alltoall(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
+    // Intercommunicators: their own algorithms.
+    if let Some(r) = super::intercoll::alltoall(call, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) {
+        return r;
+    }
     run(comm, call, |st, s| {
         let size = s.size;
         let (rc, rdt) = typed(st, recvbuf, recvcount, recvtype, "recvbuf")?;
@@ -811,6 +835,10 @@ pub(crate) unsafe fn reduce(
     root: c_int,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
+    // Intercommunicators: their own algorithms.
+    if let Some(r) = super::intercoll::reduce(call, sendbuf, recvbuf, count, datatype, op, root, comm) {
+        return r;
+    }
     if let Call::Block = call {
         if let Some(r) = flat_reduce(sendbuf, recvbuf, count, datatype, op, Some(root), comm) {
             return r;
@@ -833,6 +861,10 @@ pub(crate) unsafe fn allreduce(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
+    // Intercommunicators: their own algorithms.
+    if let Some(r) = super::intercoll::allreduce(call, sendbuf, recvbuf, count, datatype, op, comm) {
+        return r;
+    }
     if let Call::Block = call {
         if let Some(r) = flat_reduce(sendbuf, recvbuf, count, datatype, op, None, comm) {
             return r;
@@ -1008,25 +1040,6 @@ pub unsafe fn MPI_Op_toint(op: MPI_Op) -> c_int {
 
 pub unsafe fn MPI_Op_fromint(op: c_int) -> MPI_Op {
     op
-}
-
-/// Allreduce of one u32 with MAX (context id agreement).
-pub(crate) fn allreduce_max_u32(comm: MPI_Comm, v: u32) -> MpiResult<u32> {
-    let mut x = v;
-    let p = &mut x as *mut u32 as *mut c_void;
-    // SAFETY: `x` lives across the blocking call.
-    unsafe { allreduce(Call::Block, MPI_IN_PLACE as *const c_void, p, 1, MPI_UNSIGNED, MPI_MAX, comm)? };
-    Ok(x)
-}
-
-/// Every rank's pair of ints, by rank.
-pub(crate) fn allgather_i32x2(comm: MPI_Comm, v: [i32; 2]) -> MpiResult<Vec<[i32; 2]>> {
-    let size = rt::with(|st| Ok(st.comms.get(comm)?.size() as usize))?;
-    let mut all = vec![[0i32; 2]; size];
-    // SAFETY: `v` and `all` live across the blocking call and hold 2 and
-    // 2 * size ints.
-    unsafe { allgather(Call::Block, v.as_ptr() as *const c_void, 2, MPI_INT, all.as_mut_ptr() as *mut c_void, 2, MPI_INT, comm)? };
-    Ok(all)
 }
 
 pub unsafe fn MPI_Reduce_local(inbuf: *const c_void, inoutbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) -> c_int {

@@ -3,10 +3,11 @@
 //! Every rank of a communicator shares one segment with a slot per rank: a
 //! sequence word and two data buffers. In operation `k` (blocking shared-
 //! memory collectives are numbered per communicator, and every rank makes
-//! the same calls), a rank writes its data to buffer `k % 2` of its slot and
-//! publishes `seq = k + 1`; the others wait for that and read the data in
-//! place. A rank overwrites buffer `k % 2` only when every rank has reached
-//! operation `k - 1` (so has finished reading operation `k - 2`). One round
+//! the same calls), a rank writes its data to buffer `k % NBUF` of its slot
+//! and publishes `seq = k + 1`; the others wait for that and read the data
+//! in place. A rank overwrites that buffer only when every rank has finished
+//! operation `k - NBUF` (has entered operation `k - NBUF + 1`), so a root
+//! may run several broadcasts ahead of slow readers. One round
 //! of memory writes and reads replaces `log2(size)` rounds of messages, and
 //! with more ranks than cores each rank needs to be scheduled only once or
 //! twice per operation. Reductions combine the slots in rank order on every
@@ -16,7 +17,7 @@
 //! The segment of a communicator is made at its first eligible call (a
 //! collective step itself: rank 0 creates it, the others map it, all agree
 //! it worked, rank 0 unlinks its name). Nonblocking collectives use
-//! messages. `MPICORE_COLL_SHM_MAX` (bytes per rank, default 16 KiB, at most
+//! messages. `MPICORE_COLL_SHM_MAX` (bytes per rank, default 8 KiB, at most
 //! that) sets the largest message done this way; 0 turns this off.
 
 use std::os::raw::c_int;
@@ -31,7 +32,9 @@ use crate::rt::{self, State};
 
 
 /// Bytes of one data buffer.
-pub const SLOT: usize = 16 << 10;
+pub const SLOT: usize = 8 << 10;
+/// Data buffers per rank, used in turn.
+const NBUF: u64 = 8;
 /// Bytes of a slot's header (the sequence word, alone on its cache line).
 const HDR: usize = 128;
 /// Segments one process keeps at most (one per communicator).
@@ -57,7 +60,7 @@ impl Drop for Seg {
 }
 
 fn stride() -> usize {
-    HDR + 2 * SLOT
+    HDR + NBUF as usize * SLOT
 }
 
 /// One flat operation in progress: operation number `k` on a segment.
@@ -67,6 +70,8 @@ pub struct Flat {
     pub rank: usize,
     pub size: usize,
     group: Arc<Vec<usize>>,
+    /// More ranks than cores: never poll without yielding.
+    oversub: bool,
 }
 
 impl Flat {
@@ -79,23 +84,38 @@ impl Flat {
     /// Buffer of rank `r` for this operation.
     pub fn buf(&self, r: usize) -> *mut u8 {
         // SAFETY (of the arithmetic): within the mapping.
-        unsafe { self.base.add(r * stride() + HDR + (self.k % 2) as usize * SLOT) }
+        unsafe { self.base.add(r * stride() + HDR + (self.k % NBUF) as usize * SLOT) }
     }
 
-    /// Waits until every rank has entered the previous operation, so this
-    /// rank may overwrite its buffer.
-    pub fn wait_free(&self) -> MpiResult<()> {
-        let k = self.k;
-        if (0..self.size).all(|r| self.seq(r).load(Ordering::Acquire) >= k) {
+    /// Waits until ranks `ranks` have published operation `seq - 1`: a
+    /// short poll of the shared words, then the library's wait loop (which
+    /// drives other traffic, yields and sleeps as the node is loaded).
+    fn wait(&self, ranks: std::ops::Range<usize>, seq: u64) -> MpiResult<()> {
+        let ready = || ranks.clone().all(|r| self.seq(r).load(Ordering::Acquire) >= seq);
+        if ready() {
             return Ok(());
         }
-        rt::wait_until(|_| (0..self.size).all(|r| self.seq(r).load(Ordering::Acquire) >= k))
+        if !self.oversub {
+            for _ in 0..2000 {
+                std::hint::spin_loop();
+                if ready() {
+                    return Ok(());
+                }
+            }
+        }
+        rt::wait_until(|_| ready())
+    }
+
+    /// Waits until every rank has finished operation `k - NBUF`, so this
+    /// rank may overwrite its buffer.
+    pub fn wait_free(&self) -> MpiResult<()> {
+        self.wait(0..self.size, (self.k + 1).saturating_sub(NBUF - 1))
     }
 
     /// Offset of the length word of rank `r`'s buffer of this operation
     /// (one per buffer: a writer may run one operation ahead).
     fn len_off(&self, r: usize) -> usize {
-        r * stride() + 8 + 8 * (self.k % 2) as usize
+        r * stride() + 8 + 8 * (self.k % NBUF) as usize
     }
 
     /// Bytes rank `r` published for this operation (after [`Flat::wait_for`]).
@@ -140,11 +160,7 @@ impl Flat {
 
     /// Waits until ranks `ranks` have published this operation.
     pub fn wait_for(&self, ranks: std::ops::Range<usize>) -> MpiResult<()> {
-        let k = self.k + 1;
-        if ranks.clone().all(|r| self.seq(r).load(Ordering::Acquire) >= k) {
-            return Ok(());
-        }
-        rt::wait_until(|_| ranks.clone().all(|r| self.seq(r).load(Ordering::Acquire) >= k))
+        self.wait(ranks, self.k + 1)
     }
 }
 
@@ -173,7 +189,7 @@ pub fn lookup(st: &mut State, comm: MPI_Comm, bytes: usize) -> MpiResult<Lookup>
         Some(Some(seg)) => {
             let k = seg.next;
             seg.next += 1;
-            Lookup::Ready(Flat { base: seg.base, k, rank, size, group })
+            Lookup::Ready(Flat { base: seg.base, k, rank, size, group, oversub: st.oversubscribed })
         }
         Some(None) => Lookup::No,
         None => Lookup::Setup { ctx, rank, size, room },

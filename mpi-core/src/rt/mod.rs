@@ -16,6 +16,7 @@ pub mod op;
 pub mod p2p;
 pub mod pmi;
 pub mod shm;
+pub mod tcp;
 pub mod slots;
 pub mod topo;
 
@@ -86,6 +87,8 @@ static STATE: Mutex<Option<Box<State>>> = Mutex::new(None);
 /// This rank's control block in the node segment (for sleeping without the lock).
 static MY_CTL: AtomicPtr<Ctl> = AtomicPtr::new(std::ptr::null_mut());
 static OVERSUB: AtomicU8 = AtomicU8::new(0);
+/// Some peers are on other hosts: a sleeping rank must also look at sockets.
+static TCP_ACTIVE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 pub fn is_initialized() -> bool {
     PHASE.load(Ordering::Acquire) != UNINIT
@@ -216,7 +219,9 @@ impl Backoff {
         // finalize clears MY_CTL (and finalize cannot run while we wait, as
         // waiting is part of an MPI call).
         let ctl = unsafe { &*ctl };
-        shm::sleep(ctl, 200, || {
+        // Records over TCP do not ring our futex: sleep briefly then.
+        let timeout_ms = if TCP_ACTIVE.load(Ordering::Relaxed) { 1 } else { 200 };
+        shm::sleep(ctl, timeout_ms, || {
             let mut g = lock();
             match g.as_deref_mut() {
                 Some(st) => ready(st),
@@ -234,32 +239,47 @@ pub fn init(required: c_int) -> MpiResult<c_int> {
     }
     let mut pmi = Pmi::init().map_err(|e| MpiError::new(MPI_ERR_OTHER, e.to_string()))?;
     let (rank, size) = (pmi.rank, pmi.size);
-    let host = hostname();
+    let mut host = hostname();
+    // Testing aid: split the ranks of one machine into k "hosts" (blocks of
+    // consecutive ranks) that talk over TCP instead of shared memory.
+    if let Some(k) = std::env::var("MPICORE_FAKE_HOSTS").ok().and_then(|v| v.parse::<usize>().ok()).filter(|&k| k > 0) {
+        host = format!("{host}~{}", rank * k / size);
+    }
     let pmierr = |e: pmi::PmiError| MpiError::new(MPI_ERR_OTHER, e.to_string());
+    let secret_env = std::env::var("MPICORE_JOB_SECRET").ok().filter(|s| !s.is_empty());
 
     // Business cards: the host of every rank decides who shares memory.
     pmi.put(&format!("mpicore-host-{rank}"), &host).map_err(pmierr)?;
+    if rank == 0 && secret_env.is_none() && size > 1 {
+        // Launched by a process manager that hands out no job secret (hydra,
+        // Slurm): rank 0 makes one; the key-value space is private to the job.
+        let s: [u8; 32] = tcp::random_bytes();
+        pmi.put("mpicore-secret", &s.iter().map(|b| format!("{b:02x}")).collect::<String>()).map_err(pmierr)?;
+    }
     pmi.barrier().map_err(pmierr)?;
     let mut hosts = Vec::with_capacity(size);
     for r in 0..size {
         hosts.push(if r == rank { host.clone() } else { pmi.get(&format!("mpicore-host-{r}")).map_err(pmierr)? });
     }
     let local_world: Vec<usize> = (0..size).filter(|&r| hosts[r] == host).collect();
-    if local_world.len() != size {
-        return Err(MpiError::new(
-            MPI_ERR_OTHER,
-            format!(
-                "ranks run on {} hosts, but this build only has the shared-memory transport (ranks on {host}: {})",
-                {
-                    let mut h = hosts.clone();
-                    h.sort();
-                    h.dedup();
-                    h.len()
-                },
-                local_world.len()
-            ),
-        ));
-    }
+    let tcp = if local_world.len() != size {
+        let secret = match &secret_env {
+            Some(s) => s.clone(),
+            None => pmi.get("mpicore-secret").map_err(pmierr)?,
+        };
+        let (listener, card) = tcp::Tcp::listen()
+            .map_err(|e| MpiError::new(MPI_ERR_OTHER, format!("cannot open a TCP port for the job: {e}")))?;
+        pmi.put(&format!("mpicore-addr-{rank}"), &card).map_err(pmierr)?;
+        pmi.barrier().map_err(pmierr)?;
+        let mut addrs = vec![None; size];
+        for r in (0..size).filter(|&r| hosts[r] != host) {
+            addrs[r] = Some(pmi.get(&format!("mpicore-addr-{r}")).map_err(pmierr)?);
+        }
+        TCP_ACTIVE.store(true, Ordering::Relaxed);
+        Some(tcp::Tcp::new(rank, secret.into_bytes(), listener, addrs, hosts.clone()))
+    } else {
+        None
+    };
     let my_local = local_world.iter().position(|&r| r == rank).unwrap();
     let nlocal = local_world.len();
     let segname = format!("/mpicore-{}-{}", sanitize(&pmi.kvsname), sanitize(&host));
@@ -284,7 +304,7 @@ pub fn init(required: c_int) -> MpiResult<c_int> {
     if !oversubscribed {
         bind_to_cpu(my_local);
     }
-    let engine = Engine::new(rank, seg, local_world, my_local);
+    let engine = Engine::new(rank, size, seg, local_world, my_local, tcp);
     let provided = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_MULTIPLE);
     let mut st = Box::new(State {
         world_rank: rank,
@@ -317,6 +337,9 @@ pub fn finalize() -> MpiResult<()> {
     // read rendezvous data from them.
     let mut g = lock();
     let st = g.as_deref_mut().ok_or_else(|| MpiError::new(MPI_ERR_OTHER, "MPI is not running"))?;
+    if let Some(t) = &mut st.engine.tcp {
+        t.finalizing = true;
+    }
     let _ = st.pmi.barrier();
     let _ = st.pmi.finalize();
     MY_CTL.store(std::ptr::null_mut(), Ordering::Release);

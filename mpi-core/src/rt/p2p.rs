@@ -23,6 +23,7 @@ use mpi_api::abi::*;
 use super::datatype::Dtype;
 use super::error::{MpiError, MpiResult};
 use super::shm::{self, kind, Consumer, Ctl, MsgHdr, Producer, Segment, FLAG_SYNC};
+use super::tcp::Tcp;
 
 /// Send modes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -320,7 +321,12 @@ pub struct Engine {
     cma: Cma,
     /// Messages taken by `MPI_Mprobe`, waiting for `MPI_Mrecv`.
     messages: Vec<Option<Unexp>>,
+    /// Transport to ranks on other hosts, if the job spans hosts.
+    pub tcp: Option<Tcp>,
 }
+
+/// `local_of_world` entry of a rank on another host.
+const REMOTE: usize = usize::MAX;
 
 // SAFETY: as for `Request`: queued stream pointers are user send buffers
 // owned by a pending request, used only under the runtime lock.
@@ -336,9 +342,9 @@ fn env_usize(name: &str) -> Option<usize> {
 }
 
 impl Engine {
-    pub fn new(me: usize, seg: Segment, local_world: Vec<usize>, my_local: usize) -> Self {
+    pub fn new(me: usize, world_size: usize, seg: Segment, local_world: Vec<usize>, my_local: usize, tcp: Option<Tcp>) -> Self {
         let n = local_world.len();
-        let mut local_of_world = vec![usize::MAX; local_world.iter().max().map_or(0, |m| m + 1)];
+        let mut local_of_world = vec![REMOTE; world_size];
         for (l, &w) in local_world.iter().enumerate() {
             local_of_world[w] = l;
         }
@@ -362,7 +368,13 @@ impl Engine {
             eager_limit,
             cma,
             messages: Vec::new(),
+            tcp,
         }
+    }
+
+    /// True if world rank `world` is on another host (reached over TCP).
+    pub fn is_remote(&self, world: usize) -> bool {
+        self.local_of_world[world] == REMOTE
     }
 
     pub fn my_ctl_ptr(&self) -> *mut Ctl {
@@ -377,7 +389,7 @@ impl Engine {
     }
 
     pub fn has_pending_out(&self) -> bool {
-        self.n_pending != 0
+        self.n_pending != 0 || self.tcp.as_ref().is_some_and(Tcp::has_pending)
     }
 
     pub fn world_rank(&self) -> usize {
@@ -393,6 +405,10 @@ impl Engine {
             return;
         }
         let l = self.local_of_world[to];
+        if l == REMOTE {
+            self.tcp.as_mut().expect("TCP transport for a remote rank").send(to, &hdr, payload);
+            return;
+        }
         if self.pending_out[l].is_empty() {
             let p = self.producers[l].as_mut().expect("producer");
             if p.try_push(&hdr, payload) {
@@ -473,6 +489,19 @@ impl Engine {
                 did = true;
             }
         }
+        if let Some(t) = &mut self.tcp {
+            let (frames, streamed) = t.poll();
+            for id in streamed {
+                if let Some((i, _)) = reqs.by_proto(id) {
+                    reqs.finish(i);
+                }
+                did = true;
+            }
+            for (from, hdr, payload) in frames {
+                self.incoming(reqs, from, &hdr, &payload);
+                did = true;
+            }
+        }
         did
     }
 
@@ -527,8 +556,12 @@ impl Engine {
                         let (ptr, len) = (rdv.addr, rdv.len);
                         let h = MsgHdr { kind: kind::DATA, aux: hdr.len, ..Default::default() };
                         let l = self.local_of_world[from];
-                        self.pending_out[l].push_back(Out::Stream { hdr: h, ptr, len, off: 0, sreq: hdr.aux });
-                        self.n_pending += 1;
+                        if l == REMOTE {
+                            self.tcp.as_mut().expect("TCP transport").stream(from, h, ptr, len, hdr.aux);
+                        } else {
+                            self.pending_out[l].push_back(Out::Stream { hdr: h, ptr, len, off: 0, sreq: hdr.aux });
+                            self.n_pending += 1;
+                        }
                     }
                 }
             }
@@ -639,7 +672,7 @@ impl Engine {
                         }
                     }
                     true
-                } else if self.cma != Cma::Refused {
+                } else if self.cma != Cma::Refused && !self.is_remote(u.from) {
                     let pid = self.seg.ctl(self.local_of_world[u.from]).pid.load(std::sync::atomic::Ordering::Acquire);
                     let res = if contig {
                         cma_read(pid, addr, op.buf, n)
@@ -826,7 +859,7 @@ impl Engine {
                 }
                 let dest = s.dest_world;
                 // Still queued here: just drop it.
-                if dest != self.me {
+                if dest != self.me && !self.is_remote(dest) {
                     let l = self.local_of_world[dest];
                     if let Some(p) = self.pending_out[l].iter().position(|o| matches!(o, Out::Msg { sreq, hdr, .. } if *sreq == id && (hdr.kind == kind::RTS || hdr.kind == kind::EAGER))) {
                         self.pending_out[l].remove(p);
@@ -852,15 +885,7 @@ impl Engine {
     /// Wakes world rank `w` (on this node) if it sleeps waiting for
     /// progress: shared-memory collectives publish data without records.
     pub fn wake(&self, w: usize) {
-        if w != self.me {
-            shm::notify(self.seg.ctl(self.local_of_world[w]));
-        }
-    }
-
-    /// Wakes world rank `w` (on this node) if it sleeps waiting for
-    /// progress: shared-memory collectives publish data without records.
-    pub fn wake(&self, w: usize) {
-        if w != self.me {
+        if w != self.me && !self.is_remote(w) {
             shm::notify(self.seg.ctl(self.local_of_world[w]));
         }
     }

@@ -1,0 +1,414 @@
+//! TCP transport between ranks on different hosts (shared memory stays the
+//! path within a host).
+//!
+//! * Every rank of a multi-host job listens on an ephemeral port and
+//!   publishes `addr1,addr2,...:port` (its non-loopback IPv4 addresses) in
+//!   the PMI key-value space.
+//! * Connections are made lazily, on the first record to a remote rank. A
+//!   connection carries records in one direction only: rank A sends to B on
+//!   the connection A opened, and receives from B on the one B opened. So the
+//!   order of records between two ranks is the order of the sends, and no
+//!   tie-breaking between simultaneous connects is needed. At most two
+//!   sockets per pair of ranks that actually talk; no threads.
+//! * Authentication: the accepting rank sends a 16-byte random nonce; the
+//!   connecting rank answers with its rank and
+//!   `HMAC-SHA256(job secret, "mpicore-auth" || nonce || rank)`. Records are
+//!   accepted only after the answer checks out; a connection that fails is
+//!   logged on stderr and dropped, and the job goes on.
+//! * Framing: the 48-byte record header of the shared-memory rings, then its
+//!   payload. Large messages are streamed as `DATA` records written straight
+//!   from the user's buffer (`writev`), never copied whole.
+//! * A connection that breaks while the job runs means a rank or host died:
+//!   the rank reports which one and ends the job.
+
+use std::collections::VecDeque;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+
+use super::shm::{MsgHdr, HDR};
+
+const MAGIC: &[u8; 8] = b"mpicore1";
+const AUTH_LEN: usize = 8 + 4 + 32;
+/// Largest DATA record payload on a connection.
+const CHUNK: usize = 256 << 10;
+
+/// A frame that arrived: sender's world rank, header, payload.
+pub type Frame = (usize, MsgHdr, Vec<u8>);
+
+enum Item {
+    Bytes { buf: Vec<u8>, off: usize },
+    /// `len` bytes at `ptr` as DATA records; `hdr` is the template.
+    Stream { hdr: MsgHdr, ptr: *const u8, len: usize, off: usize, in_frame: usize, sreq: u64 },
+}
+
+struct OutConn {
+    sock: TcpStream,
+    queue: VecDeque<Item>,
+}
+
+struct InConn {
+    sock: TcpStream,
+    addr: SocketAddr,
+    /// World rank once authenticated.
+    peer: Option<usize>,
+    nonce: [u8; 16],
+    since: Instant,
+    rbuf: Vec<u8>,
+    rlen: usize,
+}
+
+pub struct Tcp {
+    me: usize,
+    secret: Vec<u8>,
+    listener: TcpListener,
+    /// Listener addresses of every rank (`None` for ranks on our host).
+    addrs: Vec<Option<String>>,
+    hosts: Vec<String>,
+    out: Vec<Option<OutConn>>,
+    inc: Vec<InConn>,
+    /// Set once this rank finalizes: peers closing is then expected.
+    pub finalizing: bool,
+    /// Streams fully written since the last `poll` (their send request ids).
+    streamed: Vec<u64>,
+}
+
+// SAFETY: stream items point into user send buffers kept alive by pending
+// requests; the transport is only used under the runtime lock.
+unsafe impl Send for Tcp {}
+
+type HmacSha256 = Hmac<Sha256>;
+
+fn mac(secret: &[u8], nonce: &[u8; 16], rank: u32) -> [u8; 32] {
+    let mut m = HmacSha256::new_from_slice(secret).expect("HMAC takes any key length");
+    m.update(b"mpicore-auth");
+    m.update(nonce);
+    m.update(&rank.to_le_bytes());
+    m.finalize().into_bytes().into()
+}
+
+/// Random bytes from the kernel.
+pub fn random_bytes<const N: usize>() -> [u8; N] {
+    let mut b = [0u8; N];
+    let mut got = 0;
+    while got < N {
+        // SAFETY: getrandom writes at most N - got bytes into our buffer.
+        let r = unsafe { libc::getrandom(b[got..].as_mut_ptr() as *mut libc::c_void, N - got, 0) };
+        if r <= 0 {
+            // Fall back to something unpredictable enough to continue.
+            let t = Instant::now().elapsed().as_nanos() as u64 ^ std::process::id() as u64;
+            for (i, x) in b.iter_mut().enumerate().skip(got) {
+                *x = (t >> (i % 8 * 8)) as u8 ^ i as u8;
+            }
+            break;
+        }
+        got += r as usize;
+    }
+    b
+}
+
+/// Non-loopback IPv4 addresses of this host (loopback if there are none).
+fn local_addresses() -> Vec<String> {
+    let mut out = Vec::new();
+    // SAFETY: getifaddrs allocates a list we walk read-only and free below.
+    unsafe {
+        let mut ifa: *mut libc::ifaddrs = std::ptr::null_mut();
+        if libc::getifaddrs(&mut ifa) == 0 {
+            let mut p = ifa;
+            while !p.is_null() {
+                let a = (*p).ifa_addr;
+                if !a.is_null() && (*a).sa_family as i32 == libc::AF_INET {
+                    let sin = &*(a as *const libc::sockaddr_in);
+                    let ip = std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr));
+                    if !ip.is_loopback() {
+                        out.push(ip.to_string());
+                    }
+                }
+                p = (*p).ifa_next;
+            }
+            libc::freeifaddrs(ifa);
+        }
+    }
+    if out.is_empty() {
+        out.push("127.0.0.1".into());
+    }
+    out
+}
+
+fn fatal(msg: String) -> ! {
+    eprintln!("{msg}");
+    super::abort(1, &msg)
+}
+
+impl Tcp {
+    /// Opens the listener; returns it with the business card to publish.
+    pub fn listen() -> std::io::Result<(TcpListener, String)> {
+        let l = TcpListener::bind("0.0.0.0:0")?;
+        l.set_nonblocking(true)?;
+        let port = l.local_addr()?.port();
+        Ok((l, format!("{}:{port}", local_addresses().join(","))))
+    }
+
+    pub fn new(me: usize, secret: Vec<u8>, listener: TcpListener, addrs: Vec<Option<String>>, hosts: Vec<String>) -> Tcp {
+        let n = addrs.len();
+        Tcp { me, secret, listener, addrs, hosts, out: (0..n).map(|_| None).collect(), inc: Vec::new(), finalizing: false, streamed: Vec::new() }
+    }
+
+    pub fn has_pending(&self) -> bool {
+        self.out.iter().flatten().any(|c| !c.queue.is_empty())
+    }
+
+    fn connect(&mut self, to: usize) -> &mut OutConn {
+        if self.out[to].is_none() {
+            let card = self.addrs[to].clone().unwrap_or_default();
+            let (ips, port) = card.rsplit_once(':').unwrap_or(("", ""));
+            let mut last = String::from("no address published");
+            let mut sock = None;
+            for ip in ips.split(',').filter(|s| !s.is_empty()) {
+                let addr: SocketAddr = match format!("{ip}:{port}").parse() {
+                    Ok(a) => a,
+                    Err(_) => continue,
+                };
+                match self.handshake(addr) {
+                    Ok(s) => {
+                        sock = Some(s);
+                        break;
+                    }
+                    Err(e) => last = format!("{addr}: {e}"),
+                }
+            }
+            let Some(sock) = sock else {
+                fatal(format!(
+                    "mpi-core: rank {} cannot connect to rank {to} on host {} ({last})",
+                    self.me, self.hosts[to]
+                ))
+            };
+            self.out[to] = Some(OutConn { sock, queue: VecDeque::new() });
+        }
+        self.out[to].as_mut().unwrap()
+    }
+
+    fn handshake(&self, addr: SocketAddr) -> std::io::Result<TcpStream> {
+        let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
+        s.set_nodelay(true)?;
+        s.set_read_timeout(Some(Duration::from_secs(10)))?;
+        let mut nonce = [0u8; 16];
+        s.read_exact(&mut nonce)?;
+        let mut auth = Vec::with_capacity(AUTH_LEN);
+        auth.extend_from_slice(MAGIC);
+        auth.extend_from_slice(&(self.me as u32).to_le_bytes());
+        auth.extend_from_slice(&mac(&self.secret, &nonce, self.me as u32));
+        s.write_all(&auth)?;
+        s.set_nonblocking(true)?;
+        Ok(s)
+    }
+
+    /// Queues one record to world rank `to` and tries to write it.
+    pub fn send(&mut self, to: usize, hdr: &MsgHdr, payload: &[u8]) {
+        let mut h = *hdr;
+        h.payload = payload.len() as u32;
+        let mut buf = Vec::with_capacity(HDR + payload.len());
+        // SAFETY: MsgHdr is plain old data.
+        buf.extend_from_slice(unsafe { std::slice::from_raw_parts(&h as *const MsgHdr as *const u8, HDR) });
+        buf.extend_from_slice(payload);
+        let me = self.me;
+        let c = self.connect(to);
+        c.queue.push_back(Item::Bytes { buf, off: 0 });
+        if c.queue.len() == 1 {
+            let done = Self::flush(me, to, c);
+            self.streamed.extend(done);
+        }
+    }
+
+    /// Streams `len` bytes at `ptr` to `to` as DATA records (answer to CTS);
+    /// `sreq` is reported by `poll` once everything is written.
+    pub fn stream(&mut self, to: usize, hdr: MsgHdr, ptr: *const u8, len: usize, sreq: u64) {
+        let me = self.me;
+        let c = self.connect(to);
+        c.queue.push_back(Item::Stream { hdr, ptr, len, off: 0, in_frame: 0, sreq });
+        if c.queue.len() == 1 {
+            let done = Self::flush(me, to, c);
+            self.streamed.extend(done);
+        }
+    }
+
+    /// Writes what the socket takes; returns finished stream ids.
+    fn flush(me: usize, to: usize, c: &mut OutConn) -> Vec<u64> {
+        let mut done = Vec::new();
+        while let Some(item) = c.queue.front_mut() {
+            let fd = c.sock.as_raw_fd();
+            match item {
+                Item::Bytes { buf, off } => match c.sock.write(&buf[*off..]) {
+                    Ok(n) => {
+                        *off += n;
+                        if *off < buf.len() {
+                            continue;
+                        }
+                    }
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => return done,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                    Err(e) => fatal(format!("mpi-core: rank {me}: sending to rank {to} failed: {e} (did it die?)")),
+                },
+                Item::Stream { hdr, ptr, len, off, in_frame, sreq } => {
+                    let n = (*len - *off).min(CHUNK);
+                    let mut h = *hdr;
+                    h.len = *off as u64;
+                    h.payload = n as u32;
+                    // SAFETY: the header is plain old data; the chunk is part of
+                    // the send buffer kept alive by the send request.
+                    let hb = unsafe { std::slice::from_raw_parts(&h as *const MsgHdr as *const u8, HDR) };
+                    let data = unsafe { std::slice::from_raw_parts(ptr.add(*off), n) };
+                    let frame = HDR + n;
+                    let (a, b) = if *in_frame < HDR {
+                        (&hb[*in_frame..], data)
+                    } else {
+                        (&data[*in_frame - HDR..], &[][..])
+                    };
+                    let iov = [
+                        libc::iovec { iov_base: a.as_ptr() as *mut libc::c_void, iov_len: a.len() },
+                        libc::iovec { iov_base: b.as_ptr() as *mut libc::c_void, iov_len: b.len() },
+                    ];
+                    // SAFETY: both iovecs describe live slices.
+                    let r = unsafe { libc::writev(fd, iov.as_ptr(), 2) };
+                    if r < 0 {
+                        let e = std::io::Error::last_os_error();
+                        match e.kind() {
+                            ErrorKind::WouldBlock => return done,
+                            ErrorKind::Interrupted => continue,
+                            _ => fatal(format!("mpi-core: rank {me}: sending to rank {to} failed: {e} (did it die?)")),
+                        }
+                    }
+                    *in_frame += r as usize;
+                    if *in_frame < frame {
+                        continue;
+                    }
+                    *in_frame = 0;
+                    *off += n;
+                    if *off < *len {
+                        continue;
+                    }
+                    done.push(*sreq);
+                }
+            }
+            c.queue.pop_front();
+        }
+        done
+    }
+
+    /// Accepts, authenticates, reads and writes. Returns frames that arrived
+    /// and send requests whose streams are fully written.
+    pub fn poll(&mut self) -> (Vec<Frame>, Vec<u64>) {
+        let mut frames = Vec::new();
+        let mut done = std::mem::take(&mut self.streamed);
+        for (to, c) in self.out.iter_mut().enumerate() {
+            if let Some(c) = c {
+                if !c.queue.is_empty() {
+                    done.extend(Self::flush(self.me, to, c));
+                }
+            }
+        }
+        loop {
+            match self.listener.accept() {
+                Ok((s, addr)) => {
+                    let nonce: [u8; 16] = random_bytes();
+                    let ok = s.set_nodelay(true).is_ok()
+                        && s.set_write_timeout(Some(Duration::from_secs(2))).is_ok()
+                        && (&s).write_all(&nonce).is_ok()
+                        && s.set_nonblocking(true).is_ok();
+                    if ok {
+                        self.inc.push(InConn { sock: s, addr, peer: None, nonce, since: Instant::now(), rbuf: vec![0; 64 << 10], rlen: 0 });
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(_) => break,
+            }
+        }
+        let mut k = 0;
+        while k < self.inc.len() {
+            match self.read_conn(k, &mut frames) {
+                Ok(()) => k += 1,
+                Err(why) => {
+                    let c = self.inc.swap_remove(k);
+                    match (c.peer, self.finalizing) {
+                        (None, _) => eprintln!(
+                            "mpi-core: rank {}: rejected a connection from {}: {why}",
+                            self.me, c.addr
+                        ),
+                        (Some(_), true) => {}
+                        (Some(p), false) => fatal(format!(
+                            "mpi-core: rank {}: lost the connection from rank {p} on host {} ({why}); ending the job",
+                            self.me, self.hosts[p]
+                        )),
+                    }
+                }
+            }
+        }
+        (frames, done)
+    }
+
+    /// Reads from incoming connection `k`; Err(reason) closes it.
+    fn read_conn(&mut self, k: usize, frames: &mut Vec<Frame>) -> Result<(), String> {
+        let n_ranks = self.addrs.len();
+        let secret = &self.secret;
+        let c = &mut self.inc[k];
+        loop {
+            if c.rlen == c.rbuf.len() {
+                let grow = c.rbuf.len();
+                c.rbuf.resize(grow * 2, 0);
+            }
+            match c.sock.read(&mut c.rbuf[c.rlen..]) {
+                Ok(0) => return Err("connection closed".into()),
+                Ok(n) => c.rlen += n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e.to_string()),
+            }
+            if c.rlen < c.rbuf.len() {
+                break;
+            }
+        }
+        let mut pos = 0;
+        if c.peer.is_none() {
+            if c.rlen < AUTH_LEN {
+                if c.since.elapsed() > Duration::from_secs(10) {
+                    return Err("no authentication within 10 s".into());
+                }
+                return Ok(());
+            }
+            let rank = u32::from_le_bytes(c.rbuf[8..12].try_into().unwrap());
+            let good = &c.rbuf[..8] == MAGIC
+                && (rank as usize) < n_ranks
+                && c.rbuf[12..AUTH_LEN] == mac(secret, &c.nonce, rank);
+            if !good {
+                return Err("failed authentication (wrong job secret)".into());
+            }
+            c.peer = Some(rank as usize);
+            pos = AUTH_LEN;
+        }
+        let from = c.peer.unwrap();
+        while c.rlen - pos >= HDR {
+            let mut h = MsgHdr::default();
+            // SAFETY: HDR bytes are available at pos; MsgHdr is plain old data.
+            unsafe { std::ptr::copy_nonoverlapping(c.rbuf[pos..].as_ptr(), &mut h as *mut MsgHdr as *mut u8, HDR) };
+            let n = h.payload as usize;
+            if n > CHUNK {
+                return Err(format!("corrupt record from rank {from} (payload {n})"));
+            }
+            if c.rlen - pos < HDR + n {
+                if c.rbuf.len() < HDR + n {
+                    c.rbuf.resize((HDR + n).next_power_of_two(), 0);
+                }
+                break;
+            }
+            frames.push((from, h, c.rbuf[pos + HDR..pos + HDR + n].to_vec()));
+            pos += HDR + n;
+        }
+        c.rbuf.copy_within(pos..c.rlen, 0);
+        c.rlen -= pos;
+        Ok(())
+    }
+}
