@@ -60,7 +60,11 @@ fn main() {
             rest = &name[4..],
             missing = missing_value(p),
         );
-        let target = if is_passthrough(name) { format!("crate::pmpi::{name}") } else { format!("crate::imp::{name}") };
+        let target = if is_passthrough(name) {
+            format!("crate::pmpi::{name}")
+        } else {
+            format!("crate::imp::{name}")
+        };
         // The exported symbol.
         if is_passthrough(name) {
             let _ = writeln!(
@@ -88,8 +92,14 @@ fn main() {
             "#[allow(unused_mut, unused_variables, clippy::unnecessary_cast)]\npub unsafe extern \"C\" fn {name}({params}) -> {ret} {{\n{body}\n}}"
         );
     }
-    let unknown: Vec<_> = specials.iter().filter(|n| !procs.iter().any(|p| &p.name == n)).collect();
-    assert!(unknown.is_empty(), "src/special.rs defines procedures missing from the table: {unknown:?}");
+    let unknown: Vec<_> = specials
+        .iter()
+        .filter(|n| !procs.iter().any(|p| &p.name == n))
+        .collect();
+    assert!(
+        unknown.is_empty(),
+        "src/special.rs defines procedures missing from the table: {unknown:?}"
+    );
 
     let mut rs = String::new();
     let _ = writeln!(rs, "/// `PMPI_X` names of the table, indexed by call id.\npub static PNAMES: [&std::ffi::CStr; {}] = [\n{names}];", procs.len());
@@ -124,8 +134,14 @@ fn missing_value(p: &Procedure) -> String {
 
 /// Conversion and clock helpers: wrapped, never recorded.
 fn is_passthrough(name: &str) -> bool {
-    matches!(name, "MPI_Wtime" | "MPI_Wtick" | "MPI_Aint_add" | "MPI_Aint_diff")
-        || ["_c2f", "_f2c", "_toint", "_fromint", "_f2f08", "_f082f", "_c2f08", "_f082c"].iter().any(|s| name.ends_with(s))
+    matches!(
+        name,
+        "MPI_Wtime" | "MPI_Wtick" | "MPI_Aint_add" | "MPI_Aint_diff"
+    ) || [
+        "_c2f", "_f2c", "_toint", "_fromint", "_f2f08", "_f082f", "_c2f08", "_f082c",
+    ]
+    .iter()
+    .any(|s| name.ends_with(s))
 }
 
 /// The recording category of a procedure (`rec::Cat`).
@@ -133,7 +149,9 @@ fn category(name: &str) -> &'static str {
     let base = name.trim_start_matches("MPI_");
     let base = base.strip_suffix("_c").unwrap_or(base);
     match base {
-        "Send" | "Bsend" | "Ssend" | "Rsend" | "Isend" | "Ibsend" | "Issend" | "Irsend" => return "Send",
+        "Send" | "Bsend" | "Ssend" | "Rsend" | "Isend" | "Ibsend" | "Issend" | "Irsend" => {
+            return "Send"
+        }
         "Send_init" | "Bsend_init" | "Ssend_init" | "Rsend_init" => return "SendInit",
         "Recv" | "Irecv" => return "Recv",
         "Recv_init" => return "RecvInit",
@@ -146,9 +164,28 @@ fn category(name: &str) -> &'static str {
     let lower = base.to_ascii_lowercase();
     let lower = lower.strip_suffix("_init").unwrap_or(&lower);
     const COLL: &[&str] = &[
-        "barrier", "bcast", "gather", "gatherv", "scatter", "scatterv", "allgather", "allgatherv", "alltoall",
-        "alltoallv", "alltoallw", "reduce", "allreduce", "reduce_scatter", "reduce_scatter_block", "scan", "exscan",
-        "neighbor_allgather", "neighbor_allgatherv", "neighbor_alltoall", "neighbor_alltoallv", "neighbor_alltoallw",
+        "barrier",
+        "bcast",
+        "gather",
+        "gatherv",
+        "scatter",
+        "scatterv",
+        "allgather",
+        "allgatherv",
+        "alltoall",
+        "alltoallv",
+        "alltoallw",
+        "reduce",
+        "allreduce",
+        "reduce_scatter",
+        "reduce_scatter_block",
+        "scan",
+        "exscan",
+        "neighbor_allgather",
+        "neighbor_allgatherv",
+        "neighbor_alltoall",
+        "neighbor_alltoallv",
+        "neighbor_alltoallw",
     ];
     let is_coll = |s: &str| COLL.contains(&s);
     if is_coll(lower) || lower.strip_prefix('i').is_some_and(is_coll) {
@@ -238,7 +275,14 @@ fn scan_specials(path: &Path) -> BTreeSet<String> {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     text.lines()
         .filter_map(|l| l.trim_start().strip_prefix("pub unsafe fn MPI_"))
-        .map(|rest| format!("MPI_{}", rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect::<String>()))
+        .map(|rest| {
+            format!(
+                "MPI_{}",
+                rest.chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect::<String>()
+            )
+        })
         .collect()
 }
 

@@ -39,9 +39,17 @@ fn region(name: *const c_char, kind: Kind) {
             // SAFETY: the caller passes a NUL-terminated string.
             unsafe { CStr::from_ptr(name) }.to_string_lossy()
         };
-        let Some(id) = state::with_aux(|a| a.region_id(&name)) else { return };
+        let Some(id) = state::with_aux(|a| a.region_id(&name)) else {
+            return;
+        };
         let t = clock::ticks();
-        rec::append(&Record { head: head(0, kind, flags::DONE), t_enter: t, t_exit: t, aux: id, ..Default::default() });
+        rec::append(&Record {
+            head: head(0, kind, flags::DONE),
+            t_enter: t,
+            t_exit: t,
+            aux: id,
+            ..Default::default()
+        });
     }));
     if r.is_err() {
         rec::fail("internal error recording a region");

@@ -47,7 +47,10 @@ pub fn start(call: usize, before: (u64, u64), after: u64) {
     let process = process_info(rank, size);
     let mut tr = Tracer::new(dir.clone(), rank, size, Some(side), process.clone());
     tr.side(&SideEntry::Process(process));
-    tr.side(&SideEntry::Clock { ticks: before.0, ns: before.1 });
+    tr.side(&SideEntry::Clock {
+        ticks: before.0,
+        ns: before.1,
+    });
     tr.clock_point();
     let (t1, n1) = (tr.last_point, clock::mono_ns());
     if n1 > before.1 && t1 > before.0 {
@@ -61,13 +64,21 @@ pub fn start(call: usize, before: (u64, u64), after: u64) {
     tr.sync_comms = sync_comms(rank);
     let p = measure_offset(tr.sync_comms);
     tr.sync_init = Some(p);
-    tr.side(&SideEntry::Sync { phase: "init".into(), point: p });
+    tr.side(&SideEntry::Sync {
+        phase: "init".into(),
+        point: p,
+    });
     let aux = SideWriter::open(&layout::side(&dir, rank)).ok();
-    *crate::state::AUX.lock().unwrap_or_else(|p| p.into_inner()) = aux.map(|side| crate::state::Aux { side, regions: Default::default() });
+    *crate::state::AUX.lock().unwrap_or_else(|p| p.into_inner()) =
+        aux.map(|side| crate::state::Aux {
+            side,
+            regions: Default::default(),
+        });
     let mut level = 0;
     // SAFETY: MPI is initialized; live out pointer.
     unsafe { pmpi::MPI_Query_thread(&mut level) };
-    let lock = level == abi::MPI_THREAD_MULTIPLE || std::env::var("MPITRACE_LOCK").is_ok_and(|v| v == "1");
+    let lock =
+        level == abi::MPI_THREAD_MULTIPLE || std::env::var("MPITRACE_LOCK").is_ok_and(|v| v == "1");
     let _ = OUT.set((dir, rank));
     *state() = Some(tr);
     crate::state::LOCKING.store(lock, Ordering::Relaxed);
@@ -94,14 +105,25 @@ fn output_dir(rank: c_int) -> PathBuf {
         buf[..name.len()].copy_from_slice(name.as_bytes());
     }
     // SAFETY: every rank passes a 256-byte buffer to the broadcast.
-    unsafe { pmpi::MPI_Bcast(buf.as_mut_ptr() as *mut _, buf.len() as c_int, abi::MPI_CHAR, 0, abi::MPI_COMM_WORLD) };
+    unsafe {
+        pmpi::MPI_Bcast(
+            buf.as_mut_ptr() as *mut _,
+            buf.len() as c_int,
+            abi::MPI_CHAR,
+            0,
+            abi::MPI_COMM_WORLD,
+        )
+    };
     let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
     PathBuf::from(String::from_utf8_lossy(&buf[..end]).into_owned())
 }
 
 /// `YYYYmmdd-HHMMSS` in UTC.
 fn utc_stamp() -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0) as i64;
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0) as i64;
     let (days, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
     // Civil date from days since 1970-01-01 (proleptic Gregorian).
     let z = days + 719_468;
@@ -113,7 +135,12 @@ fn utc_stamp() -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}{m:02}{d:02}-{:02}{:02}{:02}", rem / 3600, rem / 60 % 60, rem % 60)
+    format!(
+        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
 }
 
 fn process_info(rank: c_int, size: c_int) -> ProcessInfo {
@@ -121,9 +148,16 @@ fn process_info(rank: c_int, size: c_int) -> ProcessInfo {
     // SAFETY: gethostname writes at most len bytes into our buffer.
     unsafe { libc::gethostname(host.as_mut_ptr(), host.len() - 1) };
     // SAFETY: NUL-terminated by the zeroed last byte.
-    let host = unsafe { std::ffi::CStr::from_ptr(host.as_ptr()) }.to_string_lossy().into_owned();
+    let host = unsafe { std::ffi::CStr::from_ptr(host.as_ptr()) }
+        .to_string_lossy()
+        .into_owned();
     let argv = std::fs::read("/proc/self/cmdline")
-        .map(|b| b.split(|&c| c == 0).filter(|s| !s.is_empty()).map(|s| String::from_utf8_lossy(s).into_owned()).collect())
+        .map(|b| {
+            b.split(|&c| c == 0)
+                .filter(|s| !s.is_empty())
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .collect()
+        })
         .unwrap_or_default();
     let mut lib = vec![0 as c_char; abi::MPI_MAX_LIBRARY_VERSION_STRING as usize + 1];
     let mut len = 0;
@@ -132,7 +166,10 @@ fn process_info(rank: c_int, size: c_int) -> ProcessInfo {
     let library = unsafe {
         pmpi::MPI_Get_library_version(lib.as_mut_ptr(), &mut len);
         pmpi::MPI_Get_version(&mut major, &mut minor);
-        std::ffi::CStr::from_ptr(lib.as_ptr()).to_string_lossy().trim().to_string()
+        std::ffi::CStr::from_ptr(lib.as_ptr())
+            .to_string_lossy()
+            .trim()
+            .to_string()
     };
     ProcessInfo {
         rank,
@@ -144,7 +181,10 @@ fn process_info(rank: c_int, size: c_int) -> ProcessInfo {
         mpi_version: format!("{major}.{minor}"),
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         clock: Some(clock::KIND),
-        started_unix: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0),
+        started_unix: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(0.0),
     }
 }
 
@@ -162,7 +202,12 @@ fn modules() -> Vec<Module> {
                 return None;
             }
             let (a, b) = range.split_once('-')?;
-            Some(Module { start: u64::from_str_radix(a, 16).ok()?, end: u64::from_str_radix(b, 16).ok()?, offset, path: path.to_string() })
+            Some(Module {
+                start: u64::from_str_radix(a, 16).ok()?,
+                end: u64::from_str_radix(b, 16).ok()?,
+                offset,
+                path: path.to_string(),
+            })
         })
         .collect()
 }
@@ -180,7 +225,13 @@ fn sync_comms(rank: c_int) -> (c_int, c_int) {
         if per_rank {
             pmpi::MPI_Comm_split(abi::MPI_COMM_WORLD, rank, 0, &mut node);
         } else {
-            pmpi::MPI_Comm_split_type(abi::MPI_COMM_WORLD, abi::MPI_COMM_TYPE_SHARED, rank, abi::MPI_INFO_NULL, &mut node);
+            pmpi::MPI_Comm_split_type(
+                abi::MPI_COMM_WORLD,
+                abi::MPI_COMM_TYPE_SHARED,
+                rank,
+                abi::MPI_INFO_NULL,
+                &mut node,
+            );
         }
         if node == abi::MPI_COMM_NULL {
             return (node, leaders);
@@ -199,7 +250,11 @@ fn measure_offset((node, leaders): (c_int, c_int)) -> SyncPoint {
     let now = || clock::mono_ns() as i64;
     let mut result = [0i64; 2];
     if node == abi::MPI_COMM_NULL {
-        return SyncPoint { local_ns: now(), offset_ns: 0, rtt_ns: -1 };
+        return SyncPoint {
+            local_ns: now(),
+            offset_ns: 0,
+            rtt_ns: -1,
+        };
     }
     if leaders != abi::MPI_COMM_NULL {
         let (mut lr, mut ls) = (0, 0);
@@ -238,7 +293,11 @@ fn measure_offset((node, leaders): (c_int, c_int)) -> SyncPoint {
     }
     // SAFETY: collective on the node communicator, two i64 per rank.
     unsafe { pmpi::MPI_Bcast(result.as_mut_ptr() as *mut _, 2, abi::MPI_INT64_T, 0, node) };
-    SyncPoint { local_ns: now(), offset_ns: result[0], rtt_ns: result[1] }
+    SyncPoint {
+        local_ns: now(),
+        offset_ns: result[0],
+        rtt_ns: result[1],
+    }
 }
 
 /// Before `PMPI_Finalize`: second clock measurement, and rank 0 writes
@@ -247,29 +306,67 @@ pub fn before_finalize() {
     let (comms, rank, meta) = {
         let g = state();
         let Some(tr) = g.as_ref() else { return };
-        (tr.sync_comms, tr.rank, RankMeta { process: tr.process.clone(), sync_init: tr.sync_init, sync_finalize: None, finalized: true, modules: modules() })
+        (
+            tr.sync_comms,
+            tr.rank,
+            RankMeta {
+                process: tr.process.clone(),
+                sync_init: tr.sync_init,
+                sync_finalize: None,
+                finalized: true,
+                modules: modules(),
+            },
+        )
     };
     let p = measure_offset(comms);
     let mut meta = meta;
     meta.sync_finalize = Some(p);
     if let Some(tr) = state().as_mut() {
-        tr.side(&SideEntry::Sync { phase: "finalize".into(), point: p });
+        tr.side(&SideEntry::Sync {
+            phase: "finalize".into(),
+            point: p,
+        });
     }
     let mine = serde_json::to_vec(&meta).unwrap_or_default();
     let len = mine.len() as c_int;
     let size = meta.process.size.max(1) as usize;
     let mut lens = vec![0 as c_int; if rank == 0 { size } else { 1 }];
     // SAFETY: gather of one int per rank into `lens` (size ints at the root).
-    unsafe { pmpi::MPI_Gather(&len as *const c_int as *const _, 1, abi::MPI_INT, lens.as_mut_ptr() as *mut _, 1, abi::MPI_INT, 0, abi::MPI_COMM_WORLD) };
+    unsafe {
+        pmpi::MPI_Gather(
+            &len as *const c_int as *const _,
+            1,
+            abi::MPI_INT,
+            lens.as_mut_ptr() as *mut _,
+            1,
+            abi::MPI_INT,
+            0,
+            abi::MPI_COMM_WORLD,
+        )
+    };
     let mut displs = vec![0 as c_int; lens.len()];
     for i in 1..lens.len() {
         displs[i] = displs[i - 1] + lens[i - 1];
     }
-    let total = if rank == 0 { displs.last().copied().unwrap_or(0) + lens.last().copied().unwrap_or(0) } else { 1 };
+    let total = if rank == 0 {
+        displs.last().copied().unwrap_or(0) + lens.last().copied().unwrap_or(0)
+    } else {
+        1
+    };
     let mut all = vec![0u8; total.max(1) as usize];
     // SAFETY: counts and displacements describe `all` at the root.
     unsafe {
-        pmpi::MPI_Gatherv(mine.as_ptr() as *const _, len, abi::MPI_CHAR, all.as_mut_ptr() as *mut _, lens.as_ptr(), displs.as_ptr(), abi::MPI_CHAR, 0, abi::MPI_COMM_WORLD)
+        pmpi::MPI_Gatherv(
+            mine.as_ptr() as *const _,
+            len,
+            abi::MPI_CHAR,
+            all.as_mut_ptr() as *mut _,
+            lens.as_ptr(),
+            displs.as_ptr(),
+            abi::MPI_CHAR,
+            0,
+            abi::MPI_COMM_WORLD,
+        )
     };
     let (mut node, mut leaders) = comms;
     // SAFETY: freeing our own communicators.
@@ -290,7 +387,10 @@ pub fn before_finalize() {
         .filter_map(|(&l, &d)| serde_json::from_slice(&all[d as usize..(d + l) as usize]).ok())
         .collect();
     let mut m = Meta::from_ranks(ranks, "finalize");
-    m.launch_command = std::env::var("MPITRACE_LAUNCH").ok().and_then(|s| serde_json::from_str(&s).ok()).unwrap_or_default();
+    m.launch_command = std::env::var("MPITRACE_LAUNCH")
+        .ok()
+        .and_then(|s| serde_json::from_str(&s).ok())
+        .unwrap_or_default();
     let dir = OUT.get().map(|(d, _)| d.clone()).unwrap_or_default();
     if let Err(e) = m.write(&dir.join(layout::META)) {
         eprintln!("mpitrace: {e}");
@@ -303,7 +403,9 @@ pub fn after_finalize() {
     if prev != mode::ON && prev != mode::PAUSED {
         return;
     }
-    let Some((dir, rank)) = OUT.get().cloned() else { return };
+    let Some((dir, rank)) = OUT.get().cloned() else {
+        return;
+    };
     if let Some(tr) = state().as_mut() {
         tr.clock_point();
         tr.side(&SideEntry::Finalized);

@@ -130,7 +130,9 @@ fn reserve_in(t: &Tls) -> *mut Record {
             Err(e) => {
                 t.broken.set(true);
                 *j = None;
-                eprintln!("mpitrace: {e}; journal full, calls of this thread are no longer recorded");
+                eprintln!(
+                    "mpitrace: {e}; journal full, calls of this thread are no longer recorded"
+                );
                 None
             }
         }
@@ -219,7 +221,11 @@ impl Call {
             write: m == mode::ON,
             cat,
             large,
-            rec: Record { head: head(idx as u16, Kind::Call, 0), site, ..Default::default() },
+            rec: Record {
+                head: head(idx as u16, Kind::Call, 0),
+                site,
+                ..Default::default()
+            },
             slot: std::ptr::null_mut(),
             comm_h: None,
             win_h: None,
@@ -411,7 +417,11 @@ impl Call {
         } else if let Some(p) = self.peer_raw {
             r.peer = p;
         }
-        let size = if r.datatype != NONE_I32 { type_size(r.datatype) } else { 0 };
+        let size = if r.datatype != NONE_I32 {
+            type_size(r.datatype)
+        } else {
+            0
+        };
         if r.count != NONE_I64 && r.datatype != NONE_I32 {
             r.bytes = r.count * size;
         }
@@ -509,7 +519,9 @@ impl Call {
 
     fn outputs(&mut self, tr: &mut Tracer) {
         let key = (self.comm_h, self.win_h);
-        let status = if self.status.is_null() { None } else {
+        let status = if self.status.is_null() {
+            None
+        } else {
             // SAFETY: the status pointer was passed to MPI, which filled it.
             Some(unsafe { *self.status })
         };
@@ -533,7 +545,14 @@ impl Call {
                 if !self.out_message.is_null() {
                     // SAFETY: MPI wrote the message handle.
                     let m = unsafe { *self.out_message };
-                    tr.messages.insert(m, MsgInfo { seq: s, peer: p, tag: t });
+                    tr.messages.insert(
+                        m,
+                        MsgInfo {
+                            seq: s,
+                            peer: p,
+                            tag: t,
+                        },
+                    );
                 }
             }
             (Cat::Sendrecv, Some(st)) => {
@@ -544,8 +563,13 @@ impl Call {
             }
             _ => {}
         }
-        let needs_comm = !self.out_request.is_null() || !self.out_comm.is_null() || !self.out_win.is_null();
-        let cs = if needs_comm { tr.lookup(key).cloned() } else { None };
+        let needs_comm =
+            !self.out_request.is_null() || !self.out_comm.is_null() || !self.out_win.is_null();
+        let cs = if needs_comm {
+            tr.lookup(key).cloned()
+        } else {
+            None
+        };
         if !self.out_request.is_null() {
             // SAFETY: MPI wrote the new request handle.
             let h = unsafe { *self.out_request };
@@ -557,7 +581,10 @@ impl Call {
                 _ => ReqKind::Other,
             };
             let persistent = matches!(self.cat, Cat::SendInit | Cat::RecvInit)
-                || (self.cat == Cat::Coll && crate::PNAMES[self.rec.call() as usize].to_bytes().ends_with(b"_init"));
+                || (self.cat == Cat::Coll
+                    && crate::PNAMES[self.rec.call() as usize]
+                        .to_bytes()
+                        .ends_with(b"_init"));
             let r = &self.rec;
             tr.requests.insert(
                 h,
@@ -580,7 +607,9 @@ impl Call {
             // SAFETY: MPI wrote the new communicator handle.
             let h = unsafe { *self.out_comm };
             if h != abi::MPI_COMM_NULL {
-                let name = crate::PNAMES[self.rec.call() as usize].to_str().unwrap_or("?");
+                let name = crate::PNAMES[self.rec.call() as usize]
+                    .to_str()
+                    .unwrap_or("?");
                 let parent = cs.as_ref().map(|c| c.id);
                 let new = tr.register_comm(h, parent, &name[1..]);
                 self.rec.aux = new.slot as i32;
@@ -597,7 +626,13 @@ impl Call {
 }
 
 /// Sums a counts array of collective `call`, where it is significant here.
-fn sum_counts(call: u16, root: Option<c_int>, large: bool, p: *const c_void, cs: &CommState) -> Option<i64> {
+fn sum_counts(
+    call: u16,
+    root: Option<c_int>,
+    large: bool,
+    p: *const c_void,
+    cs: &CommState,
+) -> Option<i64> {
     if p.is_null() || call as usize >= crate::PNAMES.len() {
         return None;
     }
@@ -614,9 +649,14 @@ fn sum_counts(call: u16, root: Option<c_int>, large: bool, p: *const c_void, cs:
     // the group at every process where it is significant (checked above).
     let sum = unsafe {
         if large {
-            std::slice::from_raw_parts(p as *const i64, n).iter().sum::<i64>()
+            std::slice::from_raw_parts(p as *const i64, n)
+                .iter()
+                .sum::<i64>()
         } else {
-            std::slice::from_raw_parts(p as *const c_int, n).iter().map(|&c| c as i64).sum::<i64>()
+            std::slice::from_raw_parts(p as *const c_int, n)
+                .iter()
+                .map(|&c| c as i64)
+                .sum::<i64>()
         }
     };
     Some(sum)
@@ -662,8 +702,21 @@ pub fn complete_requests(c: &mut Call, saved: &[c_int], done: &[(usize, Option<M
             }
             rec.head = head(info.call, Kind::Completion, flags::DONE | fl);
             rec.comm = info.comm.as_ref().map(|c| c.slot).unwrap_or(NO_COMM);
-            (rec.peer, rec.tag, rec.bytes, rec.seq, rec.count, rec.datatype) =
-                (info.peer, info.tag, info.bytes, info.seq, info.count, info.datatype);
+            (
+                rec.peer,
+                rec.tag,
+                rec.bytes,
+                rec.seq,
+                rec.count,
+                rec.datatype,
+            ) = (
+                info.peer,
+                info.tag,
+                info.bytes,
+                info.seq,
+                info.count,
+                info.datatype,
+            );
             if info.kind == ReqKind::Recv && !cancelled {
                 if let Some(st) = st {
                     let (p, t, b, s) = tr.received(info.comm.as_ref(), &st, true);
@@ -685,7 +738,9 @@ pub fn start_request(h: c_int) -> Option<ReqInfo> {
     let tr = g.as_mut()?;
     let mut info = tr.requests.get(&h).cloned()?;
     match (info.kind, &info.comm) {
-        (ReqKind::Send, Some(cs)) if info.peer >= 0 => info.seq = tr.next_send_seq(cs.slot, info.peer, info.tag),
+        (ReqKind::Send, Some(cs)) if info.peer >= 0 => {
+            info.seq = tr.next_send_seq(cs.slot, info.peer, info.tag)
+        }
         (ReqKind::Coll, Some(cs)) => {
             let slot = cs.slot;
             if let Some(c) = tr.comms.values_mut().find(|c| c.slot == slot) {

@@ -25,7 +25,12 @@ pub unsafe fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
     rc
 }
 
-pub unsafe fn MPI_Init_thread(argc: *mut c_int, argv: *mut *mut *mut c_char, required: c_int, provided: *mut c_int) -> c_int {
+pub unsafe fn MPI_Init_thread(
+    argc: *mut c_int,
+    argv: *mut *mut *mut c_char,
+    required: c_int,
+    provided: *mut c_int,
+) -> c_int {
     let before = clock::point();
     // SAFETY: same contract as the caller's.
     let rc = unsafe { pmpi::MPI_Init_thread(argc, argv, required, provided) };
@@ -59,7 +64,9 @@ pub unsafe fn MPI_Abort(comm: c_int, errorcode: c_int) -> c_int {
         c.rec.aux = errorcode;
         c.enter();
         if let Some(tr) = state().as_mut() {
-            tr.side(&SideEntry::Note { message: format!("MPI_Abort called with error code {errorcode}") });
+            tr.side(&SideEntry::Note {
+                message: format!("MPI_Abort called with error code {errorcode}"),
+            });
         }
         rec::flush();
     }
@@ -167,16 +174,25 @@ unsafe fn all_done(rc: c_int, n: c_int, st: *const MPI_Status) -> Vec<(usize, Op
             // SAFETY: MPI filled n statuses.
             let s = unsafe { status_at(st, i) };
             let done = rc == abi::MPI_SUCCESS
-                || (rc == abi::MPI_ERR_IN_STATUS && s.is_some_and(|s| s.MPI_ERROR != abi::MPI_ERR_PENDING));
+                || (rc == abi::MPI_ERR_IN_STATUS
+                    && s.is_some_and(|s| s.MPI_ERROR != abi::MPI_ERR_PENDING));
             done.then_some((i, s))
         })
         .collect()
 }
 
-pub unsafe fn MPI_Waitall(count: c_int, array_of_requests: *mut c_int, array_of_statuses: *mut MPI_Status) -> c_int {
+pub unsafe fn MPI_Waitall(
+    count: c_int,
+    array_of_requests: *mut c_int,
+    array_of_statuses: *mut MPI_Status,
+) -> c_int {
     let (mut c, s) = unsafe { begin_completion(ids::MPI_Waitall, array_of_requests, count) };
     let mut own = Vec::new();
-    let st = if c.on() { statuses(array_of_statuses, count, &mut own) } else { array_of_statuses };
+    let st = if c.on() {
+        statuses(array_of_statuses, count, &mut own)
+    } else {
+        array_of_statuses
+    };
     // SAFETY: same contract as the caller's.
     let rc = unsafe { pmpi::MPI_Waitall(count, array_of_requests, st) };
     if c.on() {
@@ -186,10 +202,19 @@ pub unsafe fn MPI_Waitall(count: c_int, array_of_requests: *mut c_int, array_of_
     rc
 }
 
-pub unsafe fn MPI_Testall(count: c_int, array_of_requests: *mut c_int, flag: *mut c_int, array_of_statuses: *mut MPI_Status) -> c_int {
+pub unsafe fn MPI_Testall(
+    count: c_int,
+    array_of_requests: *mut c_int,
+    flag: *mut c_int,
+    array_of_statuses: *mut MPI_Status,
+) -> c_int {
     let (mut c, s) = unsafe { begin_completion(ids::MPI_Testall, array_of_requests, count) };
     let mut own = Vec::new();
-    let st = if c.on() { statuses(array_of_statuses, count, &mut own) } else { array_of_statuses };
+    let st = if c.on() {
+        statuses(array_of_statuses, count, &mut own)
+    } else {
+        array_of_statuses
+    };
     // SAFETY: same contract as the caller's.
     let rc = unsafe { pmpi::MPI_Testall(count, array_of_requests, flag, st) };
     if c.on() && (rc != abi::MPI_SUCCESS || unsafe { *flag } != 0) {
@@ -199,13 +224,22 @@ pub unsafe fn MPI_Testall(count: c_int, array_of_requests: *mut c_int, flag: *mu
     rc
 }
 
-pub unsafe fn MPI_Waitany(count: c_int, array_of_requests: *mut c_int, index: *mut c_int, status: *mut MPI_Status) -> c_int {
+pub unsafe fn MPI_Waitany(
+    count: c_int,
+    array_of_requests: *mut c_int,
+    index: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
     let (mut c, s) = unsafe { begin_completion(ids::MPI_Waitany, array_of_requests, count) };
     let mut own = MPI_Status::default();
     let st = c.status(status, &mut own);
     // SAFETY: same contract as the caller's.
     let rc = unsafe { pmpi::MPI_Waitany(count, array_of_requests, index, st) };
-    let i = if index.is_null() { abi::MPI_UNDEFINED } else { unsafe { *index } };
+    let i = if index.is_null() {
+        abi::MPI_UNDEFINED
+    } else {
+        unsafe { *index }
+    };
     if rc == abi::MPI_SUCCESS && i != abi::MPI_UNDEFINED && i >= 0 {
         complete_requests(&mut c, &s, &[(i as usize, unsafe { status_at(st, 0) })]);
     }
@@ -213,13 +247,23 @@ pub unsafe fn MPI_Waitany(count: c_int, array_of_requests: *mut c_int, index: *m
     rc
 }
 
-pub unsafe fn MPI_Testany(count: c_int, array_of_requests: *mut c_int, index: *mut c_int, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
+pub unsafe fn MPI_Testany(
+    count: c_int,
+    array_of_requests: *mut c_int,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
     let (mut c, s) = unsafe { begin_completion(ids::MPI_Testany, array_of_requests, count) };
     let mut own = MPI_Status::default();
     let st = c.status(status, &mut own);
     // SAFETY: same contract as the caller's.
     let rc = unsafe { pmpi::MPI_Testany(count, array_of_requests, index, flag, st) };
-    let i = if index.is_null() { abi::MPI_UNDEFINED } else { unsafe { *index } };
+    let i = if index.is_null() {
+        abi::MPI_UNDEFINED
+    } else {
+        unsafe { *index }
+    };
     if rc == abi::MPI_SUCCESS && unsafe { *flag } != 0 && i != abi::MPI_UNDEFINED && i >= 0 {
         complete_requests(&mut c, &s, &[(i as usize, unsafe { status_at(st, 0) })]);
     }
@@ -228,7 +272,12 @@ pub unsafe fn MPI_Testany(count: c_int, array_of_requests: *mut c_int, index: *m
 }
 
 /// Completions of a Waitsome/Testsome.
-unsafe fn some_done(rc: c_int, outcount: *const c_int, indices: *const c_int, st: *const MPI_Status) -> Vec<(usize, Option<MPI_Status>)> {
+unsafe fn some_done(
+    rc: c_int,
+    outcount: *const c_int,
+    indices: *const c_int,
+    st: *const MPI_Status,
+) -> Vec<(usize, Option<MPI_Status>)> {
     if !(rc == abi::MPI_SUCCESS || rc == abi::MPI_ERR_IN_STATUS) || outcount.is_null() {
         return Vec::new();
     }
@@ -243,27 +292,53 @@ unsafe fn some_done(rc: c_int, outcount: *const c_int, indices: *const c_int, st
         .collect()
 }
 
-pub unsafe fn MPI_Waitsome(incount: c_int, array_of_requests: *mut c_int, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MPI_Status) -> c_int {
+pub unsafe fn MPI_Waitsome(
+    incount: c_int,
+    array_of_requests: *mut c_int,
+    outcount: *mut c_int,
+    array_of_indices: *mut c_int,
+    array_of_statuses: *mut MPI_Status,
+) -> c_int {
     let (mut c, s) = unsafe { begin_completion(ids::MPI_Waitsome, array_of_requests, incount) };
     let mut own = Vec::new();
-    let st = if c.on() { statuses(array_of_statuses, incount, &mut own) } else { array_of_statuses };
+    let st = if c.on() {
+        statuses(array_of_statuses, incount, &mut own)
+    } else {
+        array_of_statuses
+    };
     // SAFETY: same contract as the caller's.
-    let rc = unsafe { pmpi::MPI_Waitsome(incount, array_of_requests, outcount, array_of_indices, st) };
+    let rc =
+        unsafe { pmpi::MPI_Waitsome(incount, array_of_requests, outcount, array_of_indices, st) };
     if c.on() {
-        complete_requests(&mut c, &s, &unsafe { some_done(rc, outcount, array_of_indices, st) });
+        complete_requests(&mut c, &s, &unsafe {
+            some_done(rc, outcount, array_of_indices, st)
+        });
     }
     c.exit(rc);
     rc
 }
 
-pub unsafe fn MPI_Testsome(incount: c_int, array_of_requests: *mut c_int, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MPI_Status) -> c_int {
+pub unsafe fn MPI_Testsome(
+    incount: c_int,
+    array_of_requests: *mut c_int,
+    outcount: *mut c_int,
+    array_of_indices: *mut c_int,
+    array_of_statuses: *mut MPI_Status,
+) -> c_int {
     let (mut c, s) = unsafe { begin_completion(ids::MPI_Testsome, array_of_requests, incount) };
     let mut own = Vec::new();
-    let st = if c.on() { statuses(array_of_statuses, incount, &mut own) } else { array_of_statuses };
+    let st = if c.on() {
+        statuses(array_of_statuses, incount, &mut own)
+    } else {
+        array_of_statuses
+    };
     // SAFETY: same contract as the caller's.
-    let rc = unsafe { pmpi::MPI_Testsome(incount, array_of_requests, outcount, array_of_indices, st) };
+    let rc =
+        unsafe { pmpi::MPI_Testsome(incount, array_of_requests, outcount, array_of_indices, st) };
     if c.on() {
-        complete_requests(&mut c, &s, &unsafe { some_done(rc, outcount, array_of_indices, st) });
+        complete_requests(&mut c, &s, &unsafe {
+            some_done(rc, outcount, array_of_indices, st)
+        });
     }
     c.exit(rc);
     rc

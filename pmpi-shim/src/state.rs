@@ -1,12 +1,12 @@
 //! Process-wide tracing state: communicators, windows, requests, matched
 //! probes, message sequence counters and the side file.
 
+use std::cell::UnsafeCell;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::ops::{Deref, DerefMut};
 use std::os::raw::c_int;
 use std::path::PathBuf;
-use std::cell::UnsafeCell;
-use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -62,7 +62,11 @@ impl CommState {
     /// roots refer to (the remote group of an intercommunicator). Negative
     /// MPI constants (PROC_NULL, ANY_SOURCE, ROOT) are kept.
     pub fn world(&self, r: c_int) -> i32 {
-        let group = if self.inter { &self.remote } else { &self.members };
+        let group = if self.inter {
+            &self.remote
+        } else {
+            &self.members
+        };
         if r >= 0 {
             group.get(r as usize).copied().unwrap_or(r)
         } else {
@@ -151,7 +155,10 @@ pub struct StateCell {
 unsafe impl Sync for StateCell {}
 
 /// `None` until `MPI_Init` returned.
-pub static STATE: StateCell = StateCell { lock: Mutex::new(()), cell: UnsafeCell::new(None) };
+pub static STATE: StateCell = StateCell {
+    lock: Mutex::new(()),
+    cell: UnsafeCell::new(None),
+};
 
 /// Whether [`state`] must lock (MPI_THREAD_MULTIPLE, or MPITRACE_LOCK=1).
 /// An uncontended lock costs two atomic instructions per call, which on
@@ -180,7 +187,9 @@ impl DerefMut for StateGuard {
 
 /// Access to the process-wide state (see [`StateCell`]).
 pub fn state() -> StateGuard {
-    let lock = LOCKING.load(Ordering::Relaxed).then(|| STATE.lock.lock().unwrap_or_else(|p| p.into_inner()));
+    let lock = LOCKING
+        .load(Ordering::Relaxed)
+        .then(|| STATE.lock.lock().unwrap_or_else(|p| p.into_inner()));
     StateGuard { _lock: lock }
 }
 
@@ -207,7 +216,10 @@ impl Aux {
         }
         let id = self.regions.len() as i32 + 1;
         self.regions.insert(name.to_string(), id);
-        let _ = self.side.write(&SideEntry::Region { id, name: name.to_string() });
+        let _ = self.side.write(&SideEntry::Region {
+            id,
+            name: name.to_string(),
+        });
         id
     }
 }
@@ -227,7 +239,13 @@ fn fnv(words: impl IntoIterator<Item = u64>) -> u64 {
 pub const WORLD_ID: u64 = 0;
 
 impl Tracer {
-    pub fn new(dir: PathBuf, rank: i32, size: i32, side: Option<SideWriter>, process: ProcessInfo) -> Tracer {
+    pub fn new(
+        dir: PathBuf,
+        rank: i32,
+        size: i32,
+        side: Option<SideWriter>,
+        process: ProcessInfo,
+    ) -> Tracer {
         let mut t = Tracer {
             dir,
             rank,
@@ -256,9 +274,27 @@ impl Tracer {
         unsafe { pmpi::MPI_Comm_group(abi::MPI_COMM_WORLD, &mut wg) };
         t.world_group = wg;
         let world: Vec<i32> = (0..size).collect();
-        t.add_comm(abi::MPI_COMM_WORLD, WORLD_ID, None, "predefined", false, world, Vec::new(), rank);
+        t.add_comm(
+            abi::MPI_COMM_WORLD,
+            WORLD_ID,
+            None,
+            "predefined",
+            false,
+            world,
+            Vec::new(),
+            rank,
+        );
         let self_id = fnv([0x5e1f, rank as u64]);
-        t.add_comm(abi::MPI_COMM_SELF, self_id, None, "predefined", false, vec![rank], Vec::new(), 0);
+        t.add_comm(
+            abi::MPI_COMM_SELF,
+            self_id,
+            None,
+            "predefined",
+            false,
+            vec![rank],
+            Vec::new(),
+            0,
+        );
         t
     }
 
@@ -268,7 +304,10 @@ impl Tracer {
         if let Some(s) = self.side.as_mut() {
             if let Err(err) = s.write(e) {
                 if !self.side_failed {
-                    eprintln!("mpitrace: rank {}: {err}; communicator and region names may be missing", self.rank);
+                    eprintln!(
+                        "mpitrace: rank {}: {err}; communicator and region names may be missing",
+                        self.rank
+                    );
                     self.side_failed = true;
                 }
             }
@@ -276,7 +315,17 @@ impl Tracer {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn add_comm(&mut self, h: c_int, id: u64, parent: Option<u64>, call: &str, inter: bool, members: Vec<i32>, remote: Vec<i32>, rank: i32) -> CommState {
+    fn add_comm(
+        &mut self,
+        h: c_int,
+        id: u64,
+        parent: Option<u64>,
+        call: &str,
+        inter: bool,
+        members: Vec<i32>,
+        remote: Vec<i32>,
+        rank: i32,
+    ) -> CommState {
         let slot = self.next_slot;
         self.next_slot += 1;
         let info = CommInfo {
@@ -291,7 +340,15 @@ impl Tracer {
         };
         self.side(&SideEntry::Comm(info.clone()));
         self.all_comms.push(info);
-        let cs = CommState { slot, id, inter, members: members.into(), remote: remote.into(), coll_seq: 0, rank };
+        let cs = CommState {
+            slot,
+            id,
+            inter,
+            members: members.into(),
+            remote: remote.into(),
+            coll_seq: 0,
+            rank,
+        };
         self.comms.insert(h, cs.clone());
         cs
     }
@@ -305,7 +362,15 @@ impl Tracer {
         let mut out = vec![abi::MPI_UNDEFINED; n.max(0) as usize];
         if n > 0 {
             // SAFETY: both arrays hold n ints.
-            unsafe { pmpi::MPI_Group_translate_ranks(g, n, ranks.as_ptr(), self.world_group, out.as_mut_ptr()) };
+            unsafe {
+                pmpi::MPI_Group_translate_ranks(
+                    g,
+                    n,
+                    ranks.as_ptr(),
+                    self.world_group,
+                    out.as_mut_ptr(),
+                )
+            };
         }
         out
     }
@@ -340,17 +405,19 @@ impl Tracer {
         // Both sides of an intercommunicator have different parents and
         // local groups: key it on the two groups in a canonical order.
         let (key_parent, a, b) = if inter != 0 {
-            let (x, y) = if members <= remote { (&members, &remote) } else { (&remote, &members) };
+            let (x, y) = if members <= remote {
+                (&members, &remote)
+            } else {
+                (&remote, &members)
+            };
             (u64::MAX, x.clone(), y.clone())
         } else {
             (parent.unwrap_or(u64::MAX - 1), members.clone(), Vec::new())
         };
-        let key = fnv(
-            [key_parent, a.len() as u64]
-                .into_iter()
-                .chain(a.iter().map(|&r| r as u64))
-                .chain(b.iter().map(|&r| r as u64)),
-        );
+        let key = fnv([key_parent, a.len() as u64]
+            .into_iter()
+            .chain(a.iter().map(|&r| r as u64))
+            .chain(b.iter().map(|&r| r as u64)));
         let nth = self.nth.entry(key).or_insert(0);
         *nth += 1;
         let mut id = fnv([key, *nth as u64]) >> 1;
@@ -363,7 +430,10 @@ impl Tracer {
     /// The state of a communicator handle, registering unknown ones (created
     /// in nested calls or before tracing started) on the fly.
     pub fn comm(&mut self, h: c_int) -> Option<&mut CommState> {
-        if h == abi::MPI_COMM_NULL || abi::handle_obj(h) != abi::OBJ_COMM || abi::handle_kind(h) == abi::HANDLE_KIND_INVALID {
+        if h == abi::MPI_COMM_NULL
+            || abi::handle_obj(h) != abi::OBJ_COMM
+            || abi::handle_kind(h) == abi::HANDLE_KIND_INVALID
+        {
             return None;
         }
         if !self.comms.contains_key(&h) {
@@ -391,7 +461,10 @@ impl Tracer {
     }
 
     /// The communicator of a call given by handle (or the window's).
-    pub fn lookup(&mut self, (comm, win): (Option<c_int>, Option<c_int>)) -> Option<&mut CommState> {
+    pub fn lookup(
+        &mut self,
+        (comm, win): (Option<c_int>, Option<c_int>),
+    ) -> Option<&mut CommState> {
         match (comm, win) {
             (Some(h), _) => self.comm(h),
             (None, Some(w)) => self.wins.get_mut(&w),
@@ -400,10 +473,24 @@ impl Tracer {
     }
 
     /// [`Tracer::received`] on the communicator of a call, without copying it.
-    pub fn received_on(&mut self, key: (Option<c_int>, Option<c_int>), st: &MPI_Status, consume_seq: bool) -> (i32, i32, i64, i64) {
+    pub fn received_on(
+        &mut self,
+        key: (Option<c_int>, Option<c_int>),
+        st: &MPI_Status,
+        consume_seq: bool,
+    ) -> (i32, i32, i64, i64) {
         let bytes = st.byte_count() as i64;
-        let Some(cs) = self.lookup(key) else { return (st.MPI_SOURCE, st.MPI_TAG, bytes, NONE_I64) };
-        let (slot, peer) = (cs.slot, if st.MPI_SOURCE >= 0 { cs.world(st.MPI_SOURCE) } else { st.MPI_SOURCE });
+        let Some(cs) = self.lookup(key) else {
+            return (st.MPI_SOURCE, st.MPI_TAG, bytes, NONE_I64);
+        };
+        let (slot, peer) = (
+            cs.slot,
+            if st.MPI_SOURCE >= 0 {
+                cs.world(st.MPI_SOURCE)
+            } else {
+                st.MPI_SOURCE
+            },
+        );
         let seq = if consume_seq && st.MPI_SOURCE >= 0 && !st.cancelled() {
             self.next_recv_seq(slot, peer, st.MPI_TAG)
         } else {
@@ -415,10 +502,21 @@ impl Tracer {
     /// Interpretation of a receive status on a communicator: (peer as world
     /// rank, tag, bytes, seq). The sequence number is consumed only for a
     /// real, uncancelled message.
-    pub fn received(&mut self, comm: Option<&CommState>, st: &MPI_Status, consume_seq: bool) -> (i32, i32, i64, i64) {
+    pub fn received(
+        &mut self,
+        comm: Option<&CommState>,
+        st: &MPI_Status,
+        consume_seq: bool,
+    ) -> (i32, i32, i64, i64) {
         let bytes = st.byte_count() as i64;
-        let Some(cs) = comm else { return (st.MPI_SOURCE, st.MPI_TAG, bytes, NONE_I64) };
-        let peer = if st.MPI_SOURCE >= 0 { cs.world(st.MPI_SOURCE) } else { st.MPI_SOURCE };
+        let Some(cs) = comm else {
+            return (st.MPI_SOURCE, st.MPI_TAG, bytes, NONE_I64);
+        };
+        let peer = if st.MPI_SOURCE >= 0 {
+            cs.world(st.MPI_SOURCE)
+        } else {
+            st.MPI_SOURCE
+        };
         let seq = if consume_seq && st.MPI_SOURCE >= 0 && !st.cancelled() {
             self.next_recv_seq(cs.slot, peer, st.MPI_TAG)
         } else {
@@ -446,7 +544,10 @@ pub fn type_size(dt: c_int) -> i64 {
     if let Some(s) = abi::builtin_type_size(dt) {
         return s as i64;
     }
-    if abi::handle_obj(dt) != abi::OBJ_DATATYPE || abi::handle_kind(dt) == abi::HANDLE_KIND_INVALID || dt == abi::MPI_DATATYPE_NULL {
+    if abi::handle_obj(dt) != abi::OBJ_DATATYPE
+        || abi::handle_kind(dt) == abi::HANDLE_KIND_INVALID
+        || dt == abi::MPI_DATATYPE_NULL
+    {
         return 0;
     }
     let mut s: abi::MPI_Count = 0;

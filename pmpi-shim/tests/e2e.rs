@@ -21,12 +21,15 @@ fn count(evs: &[Event], name: &str) -> usize {
 /// the other way round.
 fn check_matching(trace: &Trace) -> usize {
     let is_send = |e: &Event| {
-        matches!(&*e.call, "MPI_Send" | "MPI_Isend" | "MPI_Ssend" | "MPI_Bsend" | "MPI_Rsend" | "MPI_Sendrecv")
-            && e.kind == Kind::Call
+        matches!(
+            &*e.call,
+            "MPI_Send" | "MPI_Isend" | "MPI_Ssend" | "MPI_Bsend" | "MPI_Rsend" | "MPI_Sendrecv"
+        ) && e.kind == Kind::Call
     };
     let is_recv = |e: &Event| {
         (e.kind == Kind::Call && &*e.call == "MPI_Recv")
-            || (e.kind == Kind::Completion && matches!(&*e.call, "MPI_Irecv" | "MPI_Recv_init" | "MPI_Sendrecv"))
+            || (e.kind == Kind::Completion
+                && matches!(&*e.call, "MPI_Irecv" | "MPI_Recv_init" | "MPI_Sendrecv"))
     };
     let mut sends: HashMap<(u64, i32, i32, i32, i64), i64> = HashMap::new();
     let mut recvs: HashMap<(u64, i32, i32, i32, i64), i64> = HashMap::new();
@@ -34,12 +37,32 @@ fn check_matching(trace: &Trace) -> usize {
         if e.cancelled() || e.seq.is_none() {
             continue;
         }
-        if is_send(e) || (e.kind == Kind::Completion && e.call.to_lowercase().ends_with("send_init")) {
-            let k = (e.comm.unwrap(), e.rank, e.peer.unwrap(), e.tag.unwrap(), e.seq.unwrap());
-            assert!(sends.insert(k, e.bytes.unwrap()).is_none(), "duplicate send {k:?}");
+        if is_send(e)
+            || (e.kind == Kind::Completion && e.call.to_lowercase().ends_with("send_init"))
+        {
+            let k = (
+                e.comm.unwrap(),
+                e.rank,
+                e.peer.unwrap(),
+                e.tag.unwrap(),
+                e.seq.unwrap(),
+            );
+            assert!(
+                sends.insert(k, e.bytes.unwrap()).is_none(),
+                "duplicate send {k:?}"
+            );
         } else if is_recv(e) {
-            let k = (e.comm.unwrap(), e.peer.unwrap(), e.rank, e.tag.unwrap(), e.seq.unwrap());
-            assert!(recvs.insert(k, e.bytes.unwrap()).is_none(), "duplicate receive {k:?}");
+            let k = (
+                e.comm.unwrap(),
+                e.peer.unwrap(),
+                e.rank,
+                e.tag.unwrap(),
+                e.seq.unwrap(),
+            );
+            assert!(
+                recvs.insert(k, e.bytes.unwrap()).is_none(),
+                "duplicate receive {k:?}"
+            );
         }
     }
     assert_eq!(sends, recvs, "sends and receives do not match one to one");
@@ -51,16 +74,33 @@ fn check_matching(trace: &Trace) -> usize {
 fn check_collectives(trace: &Trace) {
     let coll = |e: &Event| {
         e.kind == Kind::Call
-            && matches!(&*e.call, "MPI_Allreduce" | "MPI_Bcast" | "MPI_Barrier" | "MPI_Reduce" | "MPI_Allgather" | "MPI_Gather")
+            && matches!(
+                &*e.call,
+                "MPI_Allreduce"
+                    | "MPI_Bcast"
+                    | "MPI_Barrier"
+                    | "MPI_Reduce"
+                    | "MPI_Allgather"
+                    | "MPI_Gather"
+            )
     };
     let mut per: BTreeMap<(u64, i32), Vec<(i64, String)>> = BTreeMap::new();
     for e in trace.events().filter(|e| coll(e)) {
-        per.entry((e.comm.unwrap(), e.rank)).or_default().push((e.seq.unwrap(), e.call.to_string()));
+        per.entry((e.comm.unwrap(), e.rank))
+            .or_default()
+            .push((e.seq.unwrap(), e.call.to_string()));
     }
     for (id, c) in &trace.comms {
-        let seqs: Vec<_> = c.members.iter().map(|r| per.get(&(*id, *r)).cloned().unwrap_or_default()).collect();
+        let seqs: Vec<_> = c
+            .members
+            .iter()
+            .map(|r| per.get(&(*id, *r)).cloned().unwrap_or_default())
+            .collect();
         for s in &seqs {
-            assert_eq!(s, &seqs[0], "collectives on comm {id:x} differ between members");
+            assert_eq!(
+                s, &seqs[0],
+                "collectives on comm {id:x} differ between members"
+            );
             let numbers: Vec<i64> = s.iter().map(|x| x.0).collect();
             assert_eq!(numbers, (1..=s.len() as i64).collect::<Vec<_>>());
         }
@@ -73,13 +113,21 @@ fn p2p_collectives_comms_regions_pcontrol() {
     let exe = common::compile("p2p.c", &dir);
     let tdir = dir.join("trace");
     let out = common::run(3, &exe, &[], &tdir, &[]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let t = Trace::open(&tdir).unwrap();
     assert!(t.problems.is_empty(), "{:?}", t.problems);
     assert!(t.is_complete());
     assert_eq!(t.meta.ranks, 3);
     assert_eq!(t.meta.written_by, "finalize");
-    assert!(t.meta.mpi_library.contains("MPICH"), "{}", t.meta.mpi_library);
+    assert!(
+        t.meta.mpi_library.contains("MPICH"),
+        "{}",
+        t.meta.mpi_library
+    );
     assert_eq!(t.meta.rank_meta.len(), 3);
     for r in 0..3 {
         let ev = t.rank_events(r);
@@ -87,7 +135,11 @@ fn p2p_collectives_comms_regions_pcontrol() {
         assert_eq!(count(ev, "MPI_Init"), 1);
         assert_eq!(count(ev, "MPI_Finalize"), 1);
         assert_eq!(count(ev, "MPI_Send"), pp + usize::from(r != 0), "rank {r}");
-        assert_eq!(count(ev, "MPI_Recv"), pp + if r == 0 { 2 } else { 0 }, "rank {r}");
+        assert_eq!(
+            count(ev, "MPI_Recv"),
+            pp + if r == 0 { 2 } else { 0 },
+            "rank {r}"
+        );
         assert_eq!(count(ev, "MPI_Irecv"), 1);
         assert_eq!(count(ev, "MPI_Isend"), 1);
         assert_eq!(count(ev, "MPI_Waitall"), 1);
@@ -103,49 +155,96 @@ fn p2p_collectives_comms_regions_pcontrol() {
         let w = ev.iter().position(|e| e.is_call("MPI_Waitall")).unwrap();
         let done: Vec<&str> = ev[w + 1..w + 3].iter().map(|e| &*e.call).collect();
         assert!(ev[w + 1..w + 3].iter().all(|e| e.kind == Kind::Completion));
-        assert!(done.contains(&"MPI_Irecv") && done.contains(&"MPI_Isend"), "{done:?}");
+        assert!(
+            done.contains(&"MPI_Irecv") && done.contains(&"MPI_Isend"),
+            "{done:?}"
+        );
         let irecv = calls(ev, "MPI_Irecv")[0];
-        let comp = ev[w + 1..w + 3].iter().find(|e| &*e.call == "MPI_Irecv").unwrap();
+        let comp = ev[w + 1..w + 3]
+            .iter()
+            .find(|e| &*e.call == "MPI_Irecv")
+            .unwrap();
         assert_eq!(comp.request, irecv.request);
         assert_eq!(comp.peer, Some((r + 2) % 3));
         assert_eq!(comp.bytes, Some(10));
         // User regions.
-        let regions: Vec<(Kind, &str)> = ev.iter().filter(|e| e.kind != Kind::Call && e.kind != Kind::Completion).map(|e| (e.kind, &*e.call)).collect();
-        assert_eq!(regions, vec![(Kind::RegionBegin, "pingpong"), (Kind::RegionEnd, "pingpong")]);
+        let regions: Vec<(Kind, &str)> = ev
+            .iter()
+            .filter(|e| e.kind != Kind::Call && e.kind != Kind::Completion)
+            .map(|e| (e.kind, &*e.call))
+            .collect();
+        assert_eq!(
+            regions,
+            vec![
+                (Kind::RegionBegin, "pingpong"),
+                (Kind::RegionEnd, "pingpong")
+            ]
+        );
         // Receives with MPI_STATUS_IGNORE got the shim's own status.
-        for e in calls(ev, "MPI_Recv").iter().filter(|e| e.tag == Some(7) || e.tag == Some(8)) {
+        for e in calls(ev, "MPI_Recv")
+            .iter()
+            .filter(|e| e.tag == Some(7) || e.tag == Some(8))
+        {
             assert!(e.flags & flags::OWN_STATUS != 0);
             assert_eq!(e.bytes, Some(16));
         }
-        assert!(ev.iter().filter(|e| e.kind == Kind::Call).all(|e| e.site.is_some() && e.t_end.is_some() && e.rc == Some(0)));
+        assert!(ev
+            .iter()
+            .filter(|e| e.kind == Kind::Call)
+            .all(|e| e.site.is_some() && e.t_end.is_some() && e.rc == Some(0)));
     }
     // ANY_SOURCE receives resolved to the real sources.
-    let any: Vec<&Event> = calls(t.rank_events(0), "MPI_Recv").into_iter().filter(|e| e.tag == Some(5)).collect();
+    let any: Vec<&Event> = calls(t.rank_events(0), "MPI_Recv")
+        .into_iter()
+        .filter(|e| e.tag == Some(5))
+        .collect();
     let mut srcs: Vec<i32> = any.iter().map(|e| e.peer.unwrap()).collect();
     srcs.sort();
     assert_eq!(srcs, vec![1, 2]);
     assert!(any.iter().all(|e| e.bytes == Some(24) && e.seq == Some(1)));
     // Ping-pong sends carry seq 1..5.
-    let seqs: Vec<i64> = calls(t.rank_events(0), "MPI_Send").iter().filter(|e| e.tag == Some(7)).map(|e| e.seq.unwrap()).collect();
+    let seqs: Vec<i64> = calls(t.rank_events(0), "MPI_Send")
+        .iter()
+        .filter(|e| e.tag == Some(7))
+        .map(|e| e.seq.unwrap())
+        .collect();
     assert_eq!(seqs, vec![1, 2, 3, 4, 5]);
     assert_eq!(check_matching(&t), 5 + 5 + 2 + 3);
     // Call sites symbolize to the source line of the call.
     let send = calls(t.rank_events(0), "MPI_Send")[0];
-    let (path, addr) = t.ranks[&0].meta.as_ref().unwrap().locate(send.site.unwrap()).unwrap();
+    let (path, addr) = t.ranks[&0]
+        .meta
+        .as_ref()
+        .unwrap()
+        .locate(send.site.unwrap())
+        .unwrap();
     assert!(path.ends_with("/p2p"), "{path}");
-    let out = std::process::Command::new("addr2line").args(["-e", path]).arg(format!("{:#x}", addr - 1)).output().unwrap();
+    let out = std::process::Command::new("addr2line")
+        .args(["-e", path])
+        .arg(format!("{:#x}", addr - 1))
+        .output()
+        .unwrap();
     let line = String::from_utf8_lossy(&out.stdout);
     assert!(line.contains("p2p.c:19"), "{line}");
     check_collectives(&t);
     // Communicators: world, 3 selves, two halves of the split.
-    let splits: Vec<_> = t.comms.values().filter(|c| c.call == "MPI_Comm_split").collect();
+    let splits: Vec<_> = t
+        .comms
+        .values()
+        .filter(|c| c.call == "MPI_Comm_split")
+        .collect();
     let mut members: Vec<Vec<i32>> = splits.iter().map(|c| c.members.clone()).collect();
     members.sort();
     assert_eq!(members, vec![vec![0, 2], vec![1]]);
     assert!(splits.iter().all(|c| c.parent == Some(0)));
     assert_eq!(t.comms[&0].members, vec![0, 1, 2]);
     for r in 0..3 {
-        let half = t.comms.iter().find(|(_, c)| c.call == "MPI_Comm_split" && c.members.contains(&r)).unwrap().0;
+        let half = t
+            .comms
+            .iter()
+            .find(|(_, c)| c.call == "MPI_Comm_split" && c.members.contains(&r))
+            .unwrap()
+            .0;
         let ar = calls(t.rank_events(r), "MPI_Allreduce");
         assert_eq!(ar[1].comm, Some(*half));
         let split = calls(t.rank_events(r), "MPI_Comm_split")[0];
@@ -159,25 +258,46 @@ fn requests_persistent_any_some_cancel_sendrecv() {
     let exe = common::compile("requests.c", &dir);
     let tdir = dir.join("trace");
     let out = common::run(2, &exe, &[], &tdir, &[]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let t = Trace::open(&tdir).unwrap();
     assert!(t.problems.is_empty(), "{:?}", t.problems);
     for r in 0..2 {
         let ev = t.rank_events(r);
         assert_eq!(count(ev, "MPI_Start"), 3);
         assert_eq!(count(ev, "MPI_Wait"), 4);
-        let pers: Vec<&Event> = ev.iter().filter(|e| e.kind == Kind::Completion && e.call.ends_with("_init")).collect();
+        let pers: Vec<&Event> = ev
+            .iter()
+            .filter(|e| e.kind == Kind::Completion && e.call.ends_with("_init"))
+            .collect();
         assert_eq!(pers.len(), 3, "rank {r}");
         assert!(pers.iter().all(|e| e.flags & flags::PERSISTENT != 0));
-        assert_eq!(pers.iter().map(|e| e.seq.unwrap()).collect::<Vec<_>>(), vec![1, 2, 3]);
+        assert_eq!(
+            pers.iter().map(|e| e.seq.unwrap()).collect::<Vec<_>>(),
+            vec![1, 2, 3]
+        );
         // Waitany + Waitsome complete the two receives and the send.
-        let nb: Vec<&Event> = ev.iter().filter(|e| e.kind == Kind::Completion && (e.tag == Some(12) || e.tag == Some(13))).collect();
+        let nb: Vec<&Event> = ev
+            .iter()
+            .filter(|e| e.kind == Kind::Completion && (e.tag == Some(12) || e.tag == Some(13)))
+            .collect();
         assert_eq!(nb.len(), 3, "rank {r}: {nb:?}");
         let cancelled: Vec<&Event> = ev.iter().filter(|e| e.cancelled()).collect();
         assert_eq!(cancelled.len(), 1);
         assert_eq!((cancelled[0].tag, cancelled[0].seq), (Some(99), None));
-        assert_eq!(ev.iter().filter(|e| e.kind == Kind::Completion && e.tag == Some(14)).count(), 2);
-        let sr = ev.iter().filter(|e| e.kind == Kind::Completion && &*e.call == "MPI_Sendrecv").collect::<Vec<_>>();
+        assert_eq!(
+            ev.iter()
+                .filter(|e| e.kind == Kind::Completion && e.tag == Some(14))
+                .count(),
+            2
+        );
+        let sr = ev
+            .iter()
+            .filter(|e| e.kind == Kind::Completion && &*e.call == "MPI_Sendrecv")
+            .collect::<Vec<_>>();
         assert_eq!(sr.len(), 1);
         assert_eq!((sr[0].peer, sr[0].bytes), (Some(1 - r), Some(12)));
     }
@@ -196,7 +316,10 @@ fn crash_case(mode: &str) -> Trace {
     let raw = Trace::open(&tdir).unwrap();
     let sends = calls(raw.rank_events(1), "MPI_Send");
     assert_eq!(sends.len(), 3, "{mode}: {:?}", raw.problems);
-    assert!(matches!(raw.ranks[&1].completeness, Completeness::Partial { .. }));
+    assert!(matches!(
+        raw.ranks[&1].completeness,
+        Completeness::Partial { .. }
+    ));
     // After `finish_dir` (what `mpitrace record` does): Parquet files.
     let fin = trace_format::finish_dir(&tdir, &[], false).unwrap();
     assert_eq!(fin.converted.len(), 2);
@@ -208,7 +331,9 @@ fn crash_case(mode: &str) -> Trace {
     let recvs = calls(t.rank_events(0), "MPI_Recv");
     assert!((1..=4).contains(&recvs.len()), "{mode}: {recvs:?}");
     let (last, done) = recvs.split_last().unwrap();
-    assert!(done.iter().all(|e| e.t_end.is_some() && e.peer == Some(1) && e.tag == Some(9)));
+    assert!(done
+        .iter()
+        .all(|e| e.t_end.is_some() && e.peer == Some(1) && e.tag == Some(9)));
     assert_eq!(last.t_end, None, "the last receive never returned");
     t
 }
@@ -216,7 +341,12 @@ fn crash_case(mode: &str) -> Trace {
 #[test]
 fn crash_mpi_abort() {
     let t = crash_case("abort");
-    let last = t.rank_events(1).iter().rev().find(|e| e.kind == Kind::Call).unwrap();
+    let last = t
+        .rank_events(1)
+        .iter()
+        .rev()
+        .find(|e| e.kind == Kind::Call)
+        .unwrap();
     assert_eq!(&*last.call, "MPI_Abort");
     assert_eq!((last.aux, last.t_end), (Some(42), None));
 }
@@ -224,7 +354,12 @@ fn crash_mpi_abort() {
 #[test]
 fn crash_segfault() {
     let t = crash_case("segv");
-    let last = t.rank_events(1).iter().rev().find(|e| e.kind == Kind::Call).unwrap();
+    let last = t
+        .rank_events(1)
+        .iter()
+        .rev()
+        .find(|e| e.kind == Kind::Call)
+        .unwrap();
     assert_eq!(&*last.call, "MPI_Send");
 }
 
@@ -239,7 +374,11 @@ fn thread_multiple_journals_per_thread() {
     let exe = common::compile("threads.c", &dir);
     let tdir = dir.join("trace");
     let out = common::run(2, &exe, &[], &tdir, &[]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let t = Trace::open(&tdir).unwrap();
     assert!(t.problems.is_empty(), "{:?}", t.problems);
     assert_eq!(check_matching(&t), 100);
@@ -251,14 +390,24 @@ fn thread_multiple_journals_per_thread() {
         for e in calls(ev, name) {
             *by_thread.entry(e.thread).or_default() += 1;
         }
-        assert_eq!(by_thread.values().copied().collect::<Vec<_>>(), vec![50, 50], "rank {r}: {by_thread:?}");
+        assert_eq!(
+            by_thread.values().copied().collect::<Vec<_>>(),
+            vec![50, 50],
+            "rank {r}: {by_thread:?}"
+        );
         // Each worker used its own communicator, a distinct dup of world.
-        let dups: Vec<u64> = calls(ev, "MPI_Comm_dup").iter().map(|e| e.new_comm.unwrap()).collect();
+        let dups: Vec<u64> = calls(ev, "MPI_Comm_dup")
+            .iter()
+            .map(|e| e.new_comm.unwrap())
+            .collect();
         assert_eq!(dups.len(), 2);
         assert_ne!(dups[0], dups[1]);
         for &th in by_thread.keys() {
-            let comms: std::collections::BTreeSet<u64> =
-                ev.iter().filter(|e| e.thread == th && e.is_call(name)).map(|e| e.comm.unwrap()).collect();
+            let comms: std::collections::BTreeSet<u64> = ev
+                .iter()
+                .filter(|e| e.thread == th && e.is_call(name))
+                .map(|e| e.comm.unwrap())
+                .collect();
             assert_eq!(comms.len(), 1);
             assert!(dups.contains(comms.iter().next().unwrap()));
         }
@@ -273,7 +422,11 @@ fn clock_sync_ping_pong() {
     let exe = common::compile("p2p.c", &dir);
     let tdir = dir.join("trace");
     let out = common::run(2, &exe, &[], &tdir, &[("MPITRACE_CLOCK_PER_RANK", "1")]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let t = Trace::open(&tdir).unwrap();
     let m1 = &t.meta.rank_meta[1];
     for p in [m1.sync_init.unwrap(), m1.sync_finalize.unwrap()] {
@@ -282,8 +435,16 @@ fn clock_sync_ping_pong() {
         assert!(p.offset_ns.abs() <= p.rtt_ns, "{p:?}");
     }
     // A message is never received before it was sent, on the reference clock.
-    for s in t.rank_events(0).iter().filter(|e| e.is_call("MPI_Send") && e.tag == Some(7)) {
-        let r = t.rank_events(1).iter().find(|e| e.is_call("MPI_Recv") && e.tag == Some(7) && e.seq == s.seq).unwrap();
+    for s in t
+        .rank_events(0)
+        .iter()
+        .filter(|e| e.is_call("MPI_Send") && e.tag == Some(7))
+    {
+        let r = t
+            .rank_events(1)
+            .iter()
+            .find(|e| e.is_call("MPI_Recv") && e.tag == Some(7) && e.seq == s.seq)
+            .unwrap();
         assert!(r.t_end.unwrap() >= s.t_start, "{s:?} {r:?}");
     }
 }
@@ -292,8 +453,21 @@ fn clock_sync_ping_pong() {
 fn unwritable_trace_dir_leaves_the_program_running() {
     let dir = common::scratch("unwritable");
     let exe = common::compile("p2p.c", &dir);
-    let out = common::run(2, &exe, &[], std::path::Path::new("/proc/mpitrace-no-such-dir"), &[]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = common::run(
+        2,
+        &exe,
+        &[],
+        std::path::Path::new("/proc/mpitrace-no-such-dir"),
+        &[],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("cannot write the trace") && err.contains("runs untraced"), "{err}");
+    assert!(
+        err.contains("cannot write the trace") && err.contains("runs untraced"),
+        "{err}"
+    );
 }

@@ -13,15 +13,34 @@ fn main() {
             std::process::exit(1);
         }
     };
-    println!("{} ranks, mpi {:?}, written by {}", trace.meta.ranks, trace.meta.mpi_library.lines().next(), trace.meta.written_by);
+    println!(
+        "{} ranks, mpi {:?}, written by {}",
+        trace.meta.ranks,
+        trace.meta.mpi_library.lines().next(),
+        trace.meta.written_by
+    );
     for p in &trace.problems {
         println!("problem: {p}");
     }
     for c in trace.comms.values() {
-        println!("comm {:x} parent {:?} {} inter={} members={:?} remote={:?}", c.id, c.parent.map(|p| format!("{p:x}")), c.call, c.inter, c.members, c.remote);
+        println!(
+            "comm {:x} parent {:?} {} inter={} members={:?} remote={:?}",
+            c.id,
+            c.parent.map(|p| format!("{p:x}")),
+            c.call,
+            c.inter,
+            c.members,
+            c.remote
+        );
     }
     for r in trace.ranks.values() {
-        println!("rank {} {:?} {:?} {} events", r.rank, r.completeness, r.source, r.events.len());
+        println!(
+            "rank {} {:?} {:?} {} events",
+            r.rank,
+            r.completeness,
+            r.source,
+            r.events.len()
+        );
         for e in &r.events {
             println!(
                 "  {:>2} {:<12} {:<22} t={} dur={} rc={} comm={} peer={} tag={} count={} bytes={} seq={} req={} root={} op={} aux={} rb={} fl={} site={}",

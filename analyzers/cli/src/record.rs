@@ -34,17 +34,27 @@ fn find_lib(arg: Option<PathBuf>) -> Result<PathBuf> {
             let dir = exe.parent().context("mpitrace binary has no directory")?;
             let here = dir.join("libmpitrace.so");
             // Test binaries live in target/<profile>/deps.
-            if !here.exists() && dir.ends_with("deps") { dir.parent().unwrap_or(dir).join("libmpitrace.so") } else { here }
+            if !here.exists() && dir.ends_with("deps") {
+                dir.parent().unwrap_or(dir).join("libmpitrace.so")
+            } else {
+                here
+            }
         }
     };
     if !candidate.exists() {
-        bail!("{}: not found; build it with `cargo build -p pmpi-shim` or pass --lib", candidate.display());
+        bail!(
+            "{}: not found; build it with `cargo build -p pmpi-shim` or pass --lib",
+            candidate.display()
+        );
     }
     Ok(std::fs::canonicalize(&candidate)?)
 }
 
 fn default_dir() -> PathBuf {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
     PathBuf::from(format!("mpitrace-{secs}"))
 }
 
@@ -52,10 +62,12 @@ fn default_dir() -> PathBuf {
 pub fn run(args: RecordArgs) -> Result<i32> {
     let lib = find_lib(args.lib)?;
     let dir = args.output.unwrap_or_else(default_dir);
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create the trace directory {}", dir.display()))?;
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("cannot create the trace directory {}", dir.display()))?;
     let dir = std::fs::canonicalize(&dir)?;
     let probe = dir.join(".mpitrace-write-test");
-    std::fs::write(&probe, b"").with_context(|| format!("the trace directory {} is not writable", dir.display()))?;
+    std::fs::write(&probe, b"")
+        .with_context(|| format!("the trace directory {} is not writable", dir.display()))?;
     let _ = std::fs::remove_file(&probe);
 
     let preload = match std::env::var("LD_PRELOAD") {
@@ -70,7 +82,9 @@ pub fn run(args: RecordArgs) -> Result<i32> {
     if args.keep_journals {
         cmd.env("MPITRACE_KEEP_JOURNALS", "1");
     }
-    let mut child = cmd.spawn().with_context(|| format!("cannot run `{}`", args.command[0]))?;
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("cannot run `{}`", args.command[0]))?;
     // Ctrl-C goes to the whole job; mpitrace stays to finish the trace.
     // SAFETY: changing the disposition of SIGINT in this process only (the
     // child was spawned before).
@@ -106,11 +120,23 @@ fn summarize(dir: &Path, launch: &[String], keep: bool) -> Result<()> {
         files += 1;
         bytes += std::fs::metadata(&entry).map(|m| m.len()).unwrap_or(0);
     }
-    let partial: Vec<i32> = fin.meta.rank_meta.iter().filter(|r| !r.finalized).map(|r| r.process.rank).collect();
-    let missing: Vec<i32> = (0..fin.meta.ranks as i32).filter(|r| !ranks.contains(r)).collect();
+    let partial: Vec<i32> = fin
+        .meta
+        .rank_meta
+        .iter()
+        .filter(|r| !r.finalized)
+        .map(|r| r.process.rank)
+        .collect();
+    let missing: Vec<i32> = (0..fin.meta.ranks as i32)
+        .filter(|r| !ranks.contains(r))
+        .collect();
     let mut state = String::new();
     if !partial.is_empty() {
-        state += &format!("; {} ranks did not finalize (partial traces: {:?})", partial.len(), partial);
+        state += &format!(
+            "; {} ranks did not finalize (partial traces: {:?})",
+            partial.len(),
+            partial
+        );
     }
     if !missing.is_empty() {
         state += &format!("; no trace from ranks {missing:?}");
@@ -122,7 +148,11 @@ fn summarize(dir: &Path, launch: &[String], keep: bool) -> Result<()> {
         events,
         human(bytes),
         files,
-        if events > 0 { bytes as f64 / events as f64 } else { 0.0 },
+        if events > 0 {
+            bytes as f64 / events as f64
+        } else {
+            0.0
+        },
         dir.display(),
         state
     );
