@@ -100,13 +100,38 @@ pub unsafe fn MPI_Pcontrol(level: c_int) -> c_int {
     rc
 }
 
-/// The request handles before the call (completed ones become NULL).
-unsafe fn saved(reqs: *const c_int, n: c_int) -> Vec<c_int> {
-    if reqs.is_null() || n <= 0 {
-        return Vec::new();
+/// Request handles copied before a call: up to 8 without allocating.
+struct Handles {
+    inline: [c_int; 8],
+    heap: Vec<c_int>,
+    n: usize,
+}
+
+impl Handles {
+    fn as_slice(&self) -> &[c_int] {
+        if self.n <= self.inline.len() {
+            &self.inline[..self.n]
+        } else {
+            &self.heap
+        }
     }
+}
+
+/// The request handles before the call (completed ones become NULL).
+unsafe fn saved(reqs: *const c_int, n: c_int) -> Handles {
+    let mut h = Handles { inline: [0; 8], heap: Vec::new(), n: 0 };
+    if reqs.is_null() || n <= 0 {
+        return h;
+    }
+    h.n = n as usize;
     // SAFETY: the caller's array holds n requests.
-    unsafe { std::slice::from_raw_parts(reqs, n as usize) }.to_vec()
+    let src = unsafe { std::slice::from_raw_parts(reqs, h.n) };
+    if h.n <= h.inline.len() {
+        h.inline[..h.n].copy_from_slice(src);
+    } else {
+        h.heap = src.to_vec();
+    }
+    h
 }
 
 /// The statuses array to pass to MPI: the caller's, or `own` (resized to
@@ -126,15 +151,14 @@ unsafe fn status_at(st: *const MPI_Status, i: usize) -> Option<MPI_Status> {
 }
 
 /// Starts a Wait/Test call on `n` requests.
-unsafe fn begin_completion(id: usize, reqs: *const c_int, n: c_int) -> (Call, Vec<c_int>) {
+unsafe fn begin_completion(id: usize, reqs: *const c_int, n: c_int) -> (Call, Handles) {
     let mut c = Call::begin(id, Cat::Other, false);
-    let mut s = Vec::new();
+    // SAFETY: forwarded contract of the caller's request array.
+    let s = if c.on() { unsafe { saved(reqs, n) } } else { unsafe { saved(reqs, 0) } };
     if c.on() {
         c.rec.count = n as i64;
-        // SAFETY: forwarded contract of the caller's request array.
-        s = unsafe { saved(reqs, n) };
-        if n == 1 {
-            c.rec.request = s[0];
+        if let [one] = s.as_slice() {
+            c.rec.request = *one;
         }
         c.enter();
     }
@@ -148,7 +172,7 @@ pub unsafe fn MPI_Wait(request: *mut c_int, status: *mut MPI_Status) -> c_int {
     // SAFETY: same contract as the caller's; `st` is the caller's or `own`.
     let rc = unsafe { pmpi::MPI_Wait(request, st) };
     if rc == abi::MPI_SUCCESS {
-        complete_requests(&mut c, &s, &[(0, unsafe { status_at(st, 0) })]);
+        complete_requests(&mut c, s.as_slice(), &[(0, unsafe { status_at(st, 0) })]);
     }
     c.exit(rc);
     rc
@@ -161,7 +185,7 @@ pub unsafe fn MPI_Test(request: *mut c_int, flag: *mut c_int, status: *mut MPI_S
     // SAFETY: same contract as the caller's.
     let rc = unsafe { pmpi::MPI_Test(request, flag, st) };
     if rc == abi::MPI_SUCCESS && unsafe { *flag } != 0 {
-        complete_requests(&mut c, &s, &[(0, unsafe { status_at(st, 0) })]);
+        complete_requests(&mut c, s.as_slice(), &[(0, unsafe { status_at(st, 0) })]);
     }
     c.exit(rc);
     rc
@@ -196,7 +220,7 @@ pub unsafe fn MPI_Waitall(
     // SAFETY: same contract as the caller's.
     let rc = unsafe { pmpi::MPI_Waitall(count, array_of_requests, st) };
     if c.on() {
-        complete_requests(&mut c, &s, &unsafe { all_done(rc, count, st) });
+        complete_requests(&mut c, s.as_slice(), &unsafe { all_done(rc, count, st) });
     }
     c.exit(rc);
     rc
@@ -218,7 +242,7 @@ pub unsafe fn MPI_Testall(
     // SAFETY: same contract as the caller's.
     let rc = unsafe { pmpi::MPI_Testall(count, array_of_requests, flag, st) };
     if c.on() && (rc != abi::MPI_SUCCESS || unsafe { *flag } != 0) {
-        complete_requests(&mut c, &s, &unsafe { all_done(rc, count, st) });
+        complete_requests(&mut c, s.as_slice(), &unsafe { all_done(rc, count, st) });
     }
     c.exit(rc);
     rc
@@ -241,7 +265,7 @@ pub unsafe fn MPI_Waitany(
         unsafe { *index }
     };
     if rc == abi::MPI_SUCCESS && i != abi::MPI_UNDEFINED && i >= 0 {
-        complete_requests(&mut c, &s, &[(i as usize, unsafe { status_at(st, 0) })]);
+        complete_requests(&mut c, s.as_slice(), &[(i as usize, unsafe { status_at(st, 0) })]);
     }
     c.exit(rc);
     rc
@@ -265,7 +289,7 @@ pub unsafe fn MPI_Testany(
         unsafe { *index }
     };
     if rc == abi::MPI_SUCCESS && unsafe { *flag } != 0 && i != abi::MPI_UNDEFINED && i >= 0 {
-        complete_requests(&mut c, &s, &[(i as usize, unsafe { status_at(st, 0) })]);
+        complete_requests(&mut c, s.as_slice(), &[(i as usize, unsafe { status_at(st, 0) })]);
     }
     c.exit(rc);
     rc
@@ -310,7 +334,7 @@ pub unsafe fn MPI_Waitsome(
     let rc =
         unsafe { pmpi::MPI_Waitsome(incount, array_of_requests, outcount, array_of_indices, st) };
     if c.on() {
-        complete_requests(&mut c, &s, &unsafe {
+        complete_requests(&mut c, s.as_slice(), &unsafe {
             some_done(rc, outcount, array_of_indices, st)
         });
     }
@@ -336,7 +360,7 @@ pub unsafe fn MPI_Testsome(
     let rc =
         unsafe { pmpi::MPI_Testsome(incount, array_of_requests, outcount, array_of_indices, st) };
     if c.on() {
-        complete_requests(&mut c, &s, &unsafe {
+        complete_requests(&mut c, s.as_slice(), &unsafe {
             some_done(rc, outcount, array_of_indices, st)
         });
     }
@@ -366,7 +390,7 @@ pub unsafe fn MPI_Startall(count: c_int, array_of_requests: *mut c_int) -> c_int
     if c.on() {
         c.rec.count = count as i64;
         // SAFETY: the caller's array holds count requests.
-        for h in unsafe { saved(array_of_requests, count) } {
+        for &h in unsafe { saved(array_of_requests, count) }.as_slice() {
             rec::start_request(h);
         }
         c.enter();

@@ -163,6 +163,14 @@ pub fn stream_events(
             }
         };
         let ticks = TickMap::new(j.header.clock, &points);
+        if j.header.table_len != 0 && j.header.table_len as usize != names.len() {
+            problems.push(format!(
+                "{}: written with an API table of {} procedures, read with {}; call names may be wrong",
+                j.path.display(),
+                j.header.table_len,
+                names.len()
+            ));
+        }
         if j.header.clock == ClockKind::Tsc && points.len() < 2 {
             problems.push(format!(
                 "{}: fewer than two clock calibration points; times are raw ticks",
