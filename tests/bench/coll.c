@@ -1,0 +1,69 @@
+/* Collectives across message sizes: Allreduce (doubles, SUM, in place),
+ * Bcast, Allgather, Alltoall (bytes per rank or per pair) and Barrier.
+ * Iterations adapt to a time budget (argument 1, seconds per case); the
+ * time reported is the slowest rank's mean. Prints one line per case:
+ * "name bytes microseconds_per_call". */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int rank, size;
+static char *a, *b;
+
+static void run(const char *name, int bytes, int iters) {
+    int n = bytes / 8 > 0 ? bytes / 8 : 1;
+    for (int i = 0; i < iters; i++) {
+        if (!strcmp(name, "allreduce")) MPI_Allreduce(MPI_IN_PLACE, a, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        else if (!strcmp(name, "bcast")) MPI_Bcast(a, bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+        else if (!strcmp(name, "allgather")) MPI_Allgather(a, bytes, MPI_BYTE, b, bytes, MPI_BYTE, MPI_COMM_WORLD);
+        else if (!strcmp(name, "alltoall")) MPI_Alltoall(a, bytes, MPI_BYTE, b, bytes, MPI_BYTE, MPI_COMM_WORLD);
+        else MPI_Barrier(MPI_COMM_WORLD);
+    }
+}
+
+static double timed(const char *name, int bytes, int iters) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    run(name, bytes, iters);
+    double t = (MPI_Wtime() - t0) / iters, worst;
+    MPI_Allreduce(&t, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return worst;
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    double budget = argc > 1 ? atof(argv[1]) : 0.3;
+    const char *only = argc > 2 ? argv[2] : NULL;
+    size_t max = (size_t)1 << 20;
+    a = malloc(max * size);
+    b = malloc(max * size);
+    memset(a, 0, max * size);
+    memset(b, 0, max * size);
+    const char *names[] = {"barrier", "allreduce", "bcast", "allgather", "alltoall"};
+    int sizes[] = {8, 1024, 65536, 524288};
+    for (int k = 0; k < 5; k++) {
+        if (only && strcmp(only, names[k])) continue;
+        for (int s = 0; s < 4; s++) {
+            if (k == 0 && s > 0) break;
+            int bytes = sizes[s];
+            if ((k == 3 || k == 4) && bytes > 65536) continue;
+            double est = timed(names[k], bytes, 3);
+            int iters = (int)(budget / est);
+            if (iters > 100000) iters = 100000;
+            if (iters < 3) iters = 3;
+            timed(names[k], bytes, iters / 10 + 1);
+            double t = timed(names[k], bytes, iters);
+            if (rank == 0) {
+                printf("%s %d %.3f\n", names[k], k == 0 ? 0 : bytes, t * 1e6);
+                fflush(stdout);
+            }
+        }
+    }
+    free(a);
+    free(b);
+    MPI_Finalize();
+    return 0;
+}
