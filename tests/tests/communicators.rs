@@ -31,7 +31,6 @@ fn intercommunicators_ping_pong_and_merge() {
 }
 
 #[test]
-#[ignore = "needs capi/coll.rs to dispatch intercommunicators to capi/intercoll.rs"]
 fn intercommunicator_collectives() {
     each_size("comm_intercoll", &[2, 3, 5, 8], "comm_intercoll OK");
 }
