@@ -113,12 +113,49 @@ fn p2p_collectives_comms_regions_pcontrol() {
     let exe = common::compile("p2p.c", &dir);
     let tdir = dir.join("trace");
     let out = common::run(3, &exe, &[], &tdir, &[]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let t = Trace::open(&tdir).unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    check_p2p(&tdir, "MPICH");
+}
+
+/// The same program on this project's MPI (mpi-core), when its launcher and
+/// compiler wrapper are built next to the shim; skipped otherwise.
+#[test]
+fn p2p_on_the_project_mpi() {
+    let bin = common::profile_dir();
+    let (mpicc, mpirun) = (bin.join("mpicc"), bin.join("mpirun"));
+    if !mpicc.exists() || !mpirun.exists() {
+        eprintln!("mpi-core's mpicc/mpirun not built: skipped (cargo build -p mpi-core -p mpi-launcher)");
+        return;
+    }
+    let dir = common::scratch("p2p-own");
+    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let exe = dir.join("p2p");
+    let st = std::process::Command::new(&mpicc)
+        .args(["-O1", "-g", "-I"])
+        .arg(manifest.join("include"))
+        .arg("-Wno-stringop-overflow")
+        .arg(manifest.join("tests/c/p2p.c"))
+        .arg("-o")
+        .arg(&exe)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let tdir = dir.join("trace");
+    let out = std::process::Command::new("timeout")
+        .args(["-k", "5", "120"])
+        .arg(&mpirun)
+        .args(["-n", "3", "env"])
+        .arg(format!("LD_PRELOAD={}", common::shim().display()))
+        .arg(format!("MPITRACE_DIR={}", tdir.display()))
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    check_p2p(&tdir, "mpi-core");
+}
+
+fn check_p2p(tdir: &std::path::Path, library: &str) {
+    let t = Trace::open(tdir).unwrap();
     assert!(t.problems.is_empty(), "{:?}", t.problems);
     assert!(t.is_complete());
     assert_eq!(t.meta.ranks, 3);
