@@ -161,7 +161,7 @@ fn check_p2p(tdir: &std::path::Path, library: &str) {
     assert_eq!(t.meta.ranks, 3);
     assert_eq!(t.meta.written_by, "finalize");
     assert!(
-        t.meta.mpi_library.contains("MPICH"),
+        t.meta.mpi_library.contains(library),
         "{}",
         t.meta.mpi_library
     );
