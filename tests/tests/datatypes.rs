@@ -81,3 +81,16 @@ fn random_types_pack_like_mpich() {
 fn derived_types_in_collectives() {
     each_size("dt_coll", &[1, 2, 5], "dt_coll OK");
 }
+
+/// The same programs built with MPICH's mpicc run on our library (ABI).
+#[test]
+fn mpich_built_datatype_programs_run_on_our_library() {
+    if std::process::Command::new("mpicc.mpich").arg("-v").output().is_err() {
+        eprintln!("mpicc.mpich not installed: skipping");
+        return;
+    }
+    for (name, expect) in [("dt_comm", "dt_comm OK"), ("dt_more", "dt_more OK"), ("dt_errors", "dt_errors OK")] {
+        let exe = compile(name, Compiler::Mpich);
+        run(Launcher::Hydra, 3, &exe, &[], &[], T).assert_ok(expect);
+    }
+}
