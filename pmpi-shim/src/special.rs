@@ -417,3 +417,22 @@ pub unsafe fn MPI_Request_free(request: *mut c_int) -> c_int {
     c.exit(rc);
     rc
 }
+
+pub unsafe fn MPI_Comm_set_name(comm: c_int, comm_name: *const c_char) -> c_int {
+    let mut c = Call::begin(ids::MPI_Comm_set_name, Cat::Other, false);
+    if c.on() {
+        c.comm(comm);
+        c.enter();
+    }
+    // SAFETY: same contract as the caller's.
+    let rc = unsafe { pmpi::MPI_Comm_set_name(comm, comm_name) };
+    if c.on() && rc == abi::MPI_SUCCESS && !comm_name.is_null() {
+        // SAFETY: the caller passes a NUL-terminated name.
+        let name = unsafe { std::ffi::CStr::from_ptr(comm_name) }.to_string_lossy().into_owned();
+        if let Some(tr) = state().as_mut() {
+            tr.name_comm(comm, name);
+        }
+    }
+    c.exit(rc);
+    rc
+}

@@ -442,6 +442,16 @@ impl Tracer {
         self.comms.get_mut(&h)
     }
 
+    /// Records the name of a communicator (a new side entry for its slot).
+    pub fn name_comm(&mut self, h: c_int, name: String) {
+        let Some(slot) = self.comm(h).map(|c| c.slot) else { return };
+        if let Some(info) = self.all_comms.iter_mut().find(|c| c.slot == slot) {
+            info.name = Some(name);
+            let e = SideEntry::Comm(info.clone());
+            self.side(&e);
+        }
+    }
+
     pub fn free_comm(&mut self, h: c_int) {
         if h != abi::MPI_COMM_WORLD && h != abi::MPI_COMM_SELF {
             self.comms.remove(&h);

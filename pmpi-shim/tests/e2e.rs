@@ -274,6 +274,9 @@ fn check_p2p(tdir: &std::path::Path, library: &str) {
     members.sort();
     assert_eq!(members, vec![vec![0, 2], vec![1]]);
     assert!(splits.iter().all(|c| c.parent == Some(0)));
+    let mut names: Vec<(Vec<i32>, Option<String>)> = splits.iter().map(|c| (c.members.clone(), c.name.clone())).collect();
+    names.sort();
+    assert_eq!(names, vec![(vec![0, 2], Some("even".into())), (vec![1], Some("odd".into()))]);
     assert_eq!(t.comms[&0].members, vec![0, 1, 2]);
     for r in 0..3 {
         let half = t

@@ -163,11 +163,16 @@ impl Side {
             _ => None,
         })
     }
+    /// Communicators by slot; a later entry for a slot (a name set with
+    /// `MPI_Comm_set_name`) replaces the earlier one.
     pub fn comms(&self) -> impl Iterator<Item = &CommInfo> {
-        self.entries.iter().filter_map(|e| match e {
-            SideEntry::Comm(c) => Some(c),
-            _ => None,
-        })
+        let mut by_slot: std::collections::BTreeMap<u32, &CommInfo> = std::collections::BTreeMap::new();
+        for e in &self.entries {
+            if let SideEntry::Comm(c) = e {
+                by_slot.insert(c.slot, c);
+            }
+        }
+        by_slot.into_values()
     }
     pub fn clock_points(&self) -> Vec<(u64, u64)> {
         self.entries

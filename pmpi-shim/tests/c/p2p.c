@@ -56,6 +56,7 @@ int main(int argc, char **argv) {
     /* Split: even and odd ranks */
     MPI_Comm half;
     MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
+    MPI_Comm_set_name(half, rank % 2 ? "odd" : "even");
     MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, half);
     MPI_Comm_free(&half);
 
