@@ -119,7 +119,11 @@ impl Handles {
 
 /// The request handles before the call (completed ones become NULL).
 unsafe fn saved(reqs: *const c_int, n: c_int) -> Handles {
-    let mut h = Handles { inline: [0; 8], heap: Vec::new(), n: 0 };
+    let mut h = Handles {
+        inline: [0; 8],
+        heap: Vec::new(),
+        n: 0,
+    };
     if reqs.is_null() || n <= 0 {
         return h;
     }
@@ -154,7 +158,11 @@ unsafe fn status_at(st: *const MPI_Status, i: usize) -> Option<MPI_Status> {
 unsafe fn begin_completion(id: usize, reqs: *const c_int, n: c_int) -> (Call, Handles) {
     let mut c = Call::begin(id, Cat::Other, false);
     // SAFETY: forwarded contract of the caller's request array.
-    let s = if c.on() { unsafe { saved(reqs, n) } } else { unsafe { saved(reqs, 0) } };
+    let s = if c.on() {
+        unsafe { saved(reqs, n) }
+    } else {
+        unsafe { saved(reqs, 0) }
+    };
     if c.on() {
         c.rec.count = n as i64;
         if let [one] = s.as_slice() {
@@ -265,7 +273,11 @@ pub unsafe fn MPI_Waitany(
         unsafe { *index }
     };
     if rc == abi::MPI_SUCCESS && i != abi::MPI_UNDEFINED && i >= 0 {
-        complete_requests(&mut c, s.as_slice(), &[(i as usize, unsafe { status_at(st, 0) })]);
+        complete_requests(
+            &mut c,
+            s.as_slice(),
+            &[(i as usize, unsafe { status_at(st, 0) })],
+        );
     }
     c.exit(rc);
     rc
@@ -289,7 +301,11 @@ pub unsafe fn MPI_Testany(
         unsafe { *index }
     };
     if rc == abi::MPI_SUCCESS && unsafe { *flag } != 0 && i != abi::MPI_UNDEFINED && i >= 0 {
-        complete_requests(&mut c, s.as_slice(), &[(i as usize, unsafe { status_at(st, 0) })]);
+        complete_requests(
+            &mut c,
+            s.as_slice(),
+            &[(i as usize, unsafe { status_at(st, 0) })],
+        );
     }
     c.exit(rc);
     rc
@@ -428,7 +444,9 @@ pub unsafe fn MPI_Comm_set_name(comm: c_int, comm_name: *const c_char) -> c_int 
     let rc = unsafe { pmpi::MPI_Comm_set_name(comm, comm_name) };
     if c.on() && rc == abi::MPI_SUCCESS && !comm_name.is_null() {
         // SAFETY: the caller passes a NUL-terminated name.
-        let name = unsafe { std::ffi::CStr::from_ptr(comm_name) }.to_string_lossy().into_owned();
+        let name = unsafe { std::ffi::CStr::from_ptr(comm_name) }
+            .to_string_lossy()
+            .into_owned();
         if let Some(tr) = state().as_mut() {
             tr.name_comm(comm, name);
         }

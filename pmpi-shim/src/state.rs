@@ -444,7 +444,9 @@ impl Tracer {
 
     /// Records the name of a communicator (a new side entry for its slot).
     pub fn name_comm(&mut self, h: c_int, name: String) {
-        let Some(slot) = self.comm(h).map(|c| c.slot) else { return };
+        let Some(slot) = self.comm(h).map(|c| c.slot) else {
+            return;
+        };
         if let Some(info) = self.all_comms.iter_mut().find(|c| c.slot == slot) {
             info.name = Some(name);
             let e = SideEntry::Comm(info.clone());

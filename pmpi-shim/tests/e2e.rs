@@ -82,6 +82,9 @@ fn check_collectives(trace: &Trace) {
                     | "MPI_Reduce"
                     | "MPI_Allgather"
                     | "MPI_Gather"
+                    | "MPI_Gatherv"
+                    | "MPI_Alltoallv"
+                    | "MPI_Iallreduce"
             )
     };
     let mut per: BTreeMap<(u64, i32), Vec<(i64, String)>> = BTreeMap::new();
@@ -113,7 +116,11 @@ fn p2p_collectives_comms_regions_pcontrol() {
     let exe = common::compile("p2p.c", &dir);
     let tdir = dir.join("trace");
     let out = common::run(3, &exe, &[], &tdir, &[]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     check_p2p(&tdir, "MPICH");
 }
 
@@ -124,7 +131,9 @@ fn p2p_on_the_project_mpi() {
     let bin = common::profile_dir();
     let (mpicc, mpirun) = (bin.join("mpicc"), bin.join("mpirun"));
     if !mpicc.exists() || !mpirun.exists() {
-        eprintln!("mpi-core's mpicc/mpirun not built: skipped (cargo build -p mpi-core -p mpi-launcher)");
+        eprintln!(
+            "mpi-core's mpicc/mpirun not built: skipped (cargo build -p mpi-core -p mpi-launcher)"
+        );
         return;
     }
     let dir = common::scratch("p2p-own");
@@ -150,7 +159,11 @@ fn p2p_on_the_project_mpi() {
         .arg(&exe)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     check_p2p(&tdir, "mpi-core");
 }
 
@@ -274,9 +287,18 @@ fn check_p2p(tdir: &std::path::Path, library: &str) {
     members.sort();
     assert_eq!(members, vec![vec![0, 2], vec![1]]);
     assert!(splits.iter().all(|c| c.parent == Some(0)));
-    let mut names: Vec<(Vec<i32>, Option<String>)> = splits.iter().map(|c| (c.members.clone(), c.name.clone())).collect();
+    let mut names: Vec<(Vec<i32>, Option<String>)> = splits
+        .iter()
+        .map(|c| (c.members.clone(), c.name.clone()))
+        .collect();
     names.sort();
-    assert_eq!(names, vec![(vec![0, 2], Some("even".into())), (vec![1], Some("odd".into()))]);
+    assert_eq!(
+        names,
+        vec![
+            (vec![0, 2], Some("even".into())),
+            (vec![1], Some("odd".into()))
+        ]
+    );
     assert_eq!(t.comms[&0].members, vec![0, 1, 2]);
     for r in 0..3 {
         let half = t
@@ -510,4 +532,93 @@ fn unwritable_trace_dir_leaves_the_program_running() {
         err.contains("cannot write the trace") && err.contains("runs untraced"),
         "{err}"
     );
+}
+
+#[test]
+fn collectives_and_communicators_on_four_ranks() {
+    let dir = common::scratch("coll");
+    let exe = common::compile("coll.c", &dir);
+    let tdir = dir.join("trace");
+    let out = common::run(4, &exe, &[], &tdir, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let t = Trace::open(&tdir).unwrap();
+    assert!(t.problems.is_empty(), "{:?}", t.problems);
+    check_collectives(&t);
+    assert_eq!(check_matching(&t), 1);
+    for r in 0..4 {
+        let ev = t.rank_events(r);
+        let g = calls(ev, "MPI_Gatherv")[0];
+        assert_eq!(
+            (g.root, g.bytes, g.seq),
+            (Some(2), Some(4 * (r as i64 + 1)), Some(1))
+        );
+        // Only the root's receive counts are significant: 1+2+3+4 ints.
+        assert_eq!(g.recv_bytes, if r == 2 { Some(40) } else { None });
+        let a = calls(ev, "MPI_Alltoallv")[0];
+        assert_eq!(
+            (a.count, a.bytes, a.recv_bytes),
+            (Some(10), Some(40), Some(16 * (r as i64 + 1)))
+        );
+        let red = calls(ev, "MPI_Reduce")[0];
+        assert_eq!(
+            (red.root, red.op, red.seq),
+            (Some(0), Some(0x5800_0001), Some(3))
+        );
+        // The nonblocking allreduce is the 4th collective on world; its
+        // completion carries the same sequence number.
+        let ia = calls(ev, "MPI_Iallreduce")[0];
+        assert_eq!(ia.seq, Some(4));
+        let done = ev
+            .iter()
+            .find(|e| e.kind == Kind::Completion && &*e.call == "MPI_Iallreduce")
+            .unwrap();
+        assert_eq!((done.seq, done.request), (Some(4), ia.request));
+        let dups: Vec<u64> = calls(ev, "MPI_Comm_dup")
+            .iter()
+            .map(|e| e.new_comm.unwrap())
+            .collect();
+        assert_ne!(dups[0], dups[1]);
+        assert_eq!(calls(ev, "MPI_Barrier")[0].comm, Some(dups[1]));
+        let cart = calls(ev, "MPI_Cart_create")[0];
+        assert_eq!(cart.comm, Some(dups[0]));
+        assert_eq!(calls(ev, "MPI_Bcast")[0].comm, cart.new_comm);
+        assert_eq!(calls(ev, "MPI_Bcast")[0].root, Some(1));
+    }
+    // Ids agree across ranks: every rank names the same dups, cart, inter, merged.
+    let ids = |name: &str| -> Vec<Vec<u64>> {
+        (0..4)
+            .map(|r| {
+                calls(t.rank_events(r), name)
+                    .iter()
+                    .map(|e| e.new_comm.unwrap())
+                    .collect()
+            })
+            .collect()
+    };
+    for name in [
+        "MPI_Comm_dup",
+        "MPI_Cart_create",
+        "MPI_Intercomm_create",
+        "MPI_Intercomm_merge",
+    ] {
+        let v = ids(name);
+        assert!(v.iter().all(|x| x == &v[0]), "{name}: {v:?}");
+    }
+    let inter = &t.comms[&ids("MPI_Intercomm_create")[0][0]];
+    assert!(inter.inter);
+    let mut groups = vec![inter.members.clone(), inter.remote.clone()];
+    groups.sort();
+    assert_eq!(groups, vec![vec![0, 2], vec![1, 3]]);
+    let merged = &t.comms[&ids("MPI_Intercomm_merge")[0][0]];
+    assert_eq!(merged.parent, Some(inter.id));
+    assert_eq!(merged.members, vec![0, 2, 1, 3]);
+    // The message across the intercommunicator: world rank 0 to world rank 1.
+    let s = calls(t.rank_events(0), "MPI_Send")[0];
+    assert_eq!((s.peer, s.comm), (Some(1), Some(inter.id)));
+    let r = calls(t.rank_events(1), "MPI_Recv")[0];
+    assert_eq!((r.peer, r.seq), (Some(0), Some(1)));
 }
