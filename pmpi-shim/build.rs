@@ -217,7 +217,9 @@ fn generic_body(idx: usize, p: &Procedure) -> String {
                 seen_comm = true;
                 set(&mut pre, format!("c.comm({v})"));
             }
-            ("COMMUNICATOR", Dir::Out, false) => set(&mut post, format!("c.out_comm = {v}")),
+            // The communicator of MPI_Comm_idup is not usable before the
+            // request completes: it is registered when first used.
+            ("COMMUNICATOR", Dir::Out, false) if !p.name.contains("_idup") => set(&mut post, format!("c.out_comm = {v}")),
             ("COMMUNICATOR", Dir::InOut, false) => set(&mut pre, format!("// SAFETY: the application passes a valid handle pointer.\n        unsafe {{ c.freeing_comm({v}) }}")),
             ("WINDOW", Dir::In, false) => set(&mut pre, format!("c.win({v})")),
             ("WINDOW", Dir::Out, false) => set(&mut post, format!("c.out_win = {v}")),

@@ -46,6 +46,12 @@ int main(int argc, char **argv) {
     MPI_Intercomm_merge(inter, rank % 2, &merged);
     MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, merged);
 
+    MPI_Comm idup;
+    MPI_Comm_idup(MPI_COMM_WORLD, &idup, &r);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+    MPI_Barrier(idup);
+    MPI_Comm_free(&idup);
+
     MPI_Comm_free(&merged);
     MPI_Comm_free(&inter);
     MPI_Comm_free(&half);
