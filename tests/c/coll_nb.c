@@ -4,6 +4,13 @@
  * point-to-point traffic; progress of a collective while its rank waits on
  * something else; persistent collectives started many times. */
 #include "check.h"
+#include <time.h>
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 static int rank, size;
 
@@ -175,6 +182,34 @@ static void progress_while_waiting(int n) {
     free(y);
 }
 
+/* Rank 0 starts an Iallreduce and computes for 400 ms without calling
+ * MPI; the others wait for theirs. Rank 0's part must progress meanwhile
+ * (the library's progress thread), so the others finish long before. */
+static void progress_while_computing(int n) {
+    if (size < 2) return;
+    double *x = malloc(n * sizeof(double)), *y = malloc(n * sizeof(double));
+    for (int i = 0; i < n; i++) x[i] = rank;
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Request q;
+    double t0 = now();
+    CHECK_RC(MPI_Iallreduce(x, y, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &q));
+    double waited = 0;
+    if (rank == 0) {
+        volatile double sink = 0;
+        while (now() - t0 < 0.4) sink += 1e-9;
+    } else {
+        CHECK_RC(MPI_Wait(&q, MPI_STATUS_IGNORE));
+        waited = now() - t0;
+    }
+    if (rank == 0) CHECK_RC(MPI_Wait(&q, MPI_STATUS_IGNORE));
+    for (int i = 0; i < n; i++) CHECK(y[i] == (double)size * (size - 1) / 2, "allreduce result %g", y[i]);
+    double worst = 0;
+    MPI_Reduce(&waited, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    if (rank == 0) CHECK(worst < 0.3, "the others waited %.3f s for rank 0, which was computing", worst);
+    free(x);
+    free(y);
+}
+
 /* Many outstanding on two communicators at once. */
 static void many_outstanding(void) {
     MPI_Comm dup;
@@ -256,6 +291,8 @@ int main(int argc, char **argv) {
     progress_while_waiting(200000);
     many_outstanding();
     persistent();
+    progress_while_computing(10);
+    progress_while_computing(100000);
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0) printf("coll_nb OK\n");
     MPI_Finalize();

@@ -9,6 +9,10 @@
 //! (calls are numbered per communicator, and every rank makes the same calls
 //! in the same order), so any number may be outstanding at once.
 //!
+//! While nonblocking collectives are active, a progress thread advances
+//! them every few tens of microseconds, so they move on while the program
+//! computes outside MPI (`MPICORE_ASYNC_PROGRESS=0` turns it off).
+//!
 //! Tuning (environment variables, read at `MPI_Init`; see COLLECTIVES.md):
 //! `MPICORE_COLL_<NAME>=<algorithm>` forces an algorithm, and
 //! `MPICORE_COLL_<NAME>_SHORT` etc. move the size thresholds.
@@ -143,6 +147,7 @@ pub(crate) fn start_nonblocking(st: &mut State, mut s: Sched) -> MPI_Request {
     } else {
         let id = st.reqs.proto_id(i);
         st.coll.active.push(Active { req: i, id, sched: Running::Owned(Box::new(s)) });
+        kick(st);
     }
     crate::rt::p2p::ReqTable::handle(i)
 }
@@ -171,6 +176,49 @@ pub(crate) fn start_persistent(st: &mut State, i: u32, s: SharedSched) -> MpiRes
     } else {
         let id = st.reqs.proto_id(i);
         st.coll.active.push(Active { req: i, id, sched: Running::Shared(s) });
+        kick(st);
     }
     Ok(())
+}
+
+/// The progress thread, once started.
+static PROGRESS: std::sync::OnceLock<Option<std::thread::Thread>> = std::sync::OnceLock::new();
+
+/// Wakes (starting it the first time) the thread that advances active
+/// nonblocking collectives while the program computes.
+fn kick(st: &State) {
+    let oversub = st.oversubscribed;
+    let t = PROGRESS.get_or_init(|| {
+        if matches!(std::env::var("MPICORE_ASYNC_PROGRESS").as_deref(), Ok("0" | "no" | "off" | "none")) {
+            return None;
+        }
+        std::thread::Builder::new().name("mpi-coll-progress".into()).spawn(move || progress_thread(oversub)).ok().map(|h| h.thread().clone())
+    });
+    if let Some(t) = t {
+        t.unpark();
+    }
+}
+
+/// Advances the active collectives now and then; sleeps (parked) while
+/// there are none; ends when MPI is finalized.
+fn progress_thread(oversub: bool) {
+    // With more ranks than cores the thread steals time from ranks that
+    // compute: look less often.
+    let pause = std::time::Duration::from_micros(if oversub { 500 } else { 20 });
+    loop {
+        let busy = match crate::rt::lock().as_deref_mut() {
+            None => return,
+            Some(st) => {
+                if st.coll.has_active() {
+                    st.progress();
+                }
+                st.coll.has_active()
+            }
+        };
+        if busy {
+            std::thread::sleep(pause);
+        } else {
+            std::thread::park();
+        }
+    }
 }
