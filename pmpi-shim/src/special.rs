@@ -173,34 +173,152 @@ unsafe fn begin_completion(id: usize, reqs: *const c_int, n: c_int) -> (Call, Ha
     (c, s)
 }
 
-pub unsafe fn MPI_Wait(request: *mut c_int, status: *mut MPI_Status) -> c_int {
-    let (mut c, s) = unsafe { begin_completion(ids::MPI_Wait, request, 1) };
+/// Completed requests: (index in the request array, status).
+type Done = Vec<(usize, Option<MPI_Status>)>;
+
+/// A Wait/Test call with one status: `call` runs the MPI procedure with the
+/// status pointer to use (the caller's or the shim's own), `done` says which
+/// request completed from the return code and that status.
+unsafe fn one_status(
+    id: usize,
+    reqs: *const c_int,
+    n: c_int,
+    status: *mut MPI_Status,
+    call: impl FnOnce(*mut MPI_Status) -> c_int,
+    done: impl FnOnce(c_int, Option<MPI_Status>) -> Option<usize>,
+) -> c_int {
+    // SAFETY: forwarded contract of the caller's request array.
+    let (mut c, s) = unsafe { begin_completion(id, reqs, n) };
     let mut own = MPI_Status::default();
     let st = c.status(status, &mut own);
-    // SAFETY: same contract as the caller's; `st` is the caller's or `own`.
-    let rc = unsafe { pmpi::MPI_Wait(request, st) };
-    if rc == abi::MPI_SUCCESS {
-        complete_requests(&mut c, s.as_slice(), &[(0, unsafe { status_at(st, 0) })]);
+    let rc = call(st);
+    if c.on() {
+        // SAFETY: MPI filled the status if it completed a request.
+        let status = unsafe { status_at(st, 0) };
+        if let Some(i) = done(rc, status) {
+            complete_requests(&mut c, s.as_slice(), &[(i, status)]);
+        }
     }
     c.exit(rc);
     rc
+}
+
+/// A Wait/Test call with an array of statuses (see [`one_status`]).
+unsafe fn many_statuses(
+    id: usize,
+    reqs: *const c_int,
+    n: c_int,
+    statuses_arg: *mut MPI_Status,
+    call: impl FnOnce(*mut MPI_Status) -> c_int,
+    done: impl FnOnce(c_int, *const MPI_Status) -> Done,
+) -> c_int {
+    // SAFETY: forwarded contract of the caller's request array.
+    let (mut c, s) = unsafe { begin_completion(id, reqs, n) };
+    let mut own = Vec::new();
+    let st = if c.on() {
+        statuses(statuses_arg, n, &mut own)
+    } else {
+        statuses_arg
+    };
+    let rc = call(st);
+    if c.on() {
+        complete_requests(&mut c, s.as_slice(), &done(rc, st));
+    }
+    c.exit(rc);
+    rc
+}
+
+/// The index MPI wrote (MPI_UNDEFINED when none).
+unsafe fn index_of(index: *const c_int) -> c_int {
+    // SAFETY: MPI wrote the index if the pointer is valid.
+    if index.is_null() {
+        abi::MPI_UNDEFINED
+    } else {
+        unsafe { *index }
+    }
+}
+
+/// Whether a flag MPI wrote is set.
+unsafe fn flag_set(flag: *const c_int) -> bool {
+    // SAFETY: MPI wrote the flag if the pointer is valid.
+    !flag.is_null() && unsafe { *flag } != 0
+}
+
+pub unsafe fn MPI_Wait(request: *mut c_int, status: *mut MPI_Status) -> c_int {
+    // SAFETY: same contract as the caller's.
+    unsafe {
+        one_status(
+            ids::MPI_Wait,
+            request,
+            1,
+            status,
+            |st| pmpi::MPI_Wait(request, st),
+            |rc, _| (rc == abi::MPI_SUCCESS).then_some(0),
+        )
+    }
 }
 
 pub unsafe fn MPI_Test(request: *mut c_int, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
-    let (mut c, s) = unsafe { begin_completion(ids::MPI_Test, request, 1) };
-    let mut own = MPI_Status::default();
-    let st = c.status(status, &mut own);
     // SAFETY: same contract as the caller's.
-    let rc = unsafe { pmpi::MPI_Test(request, flag, st) };
-    if rc == abi::MPI_SUCCESS && unsafe { *flag } != 0 {
-        complete_requests(&mut c, s.as_slice(), &[(0, unsafe { status_at(st, 0) })]);
+    unsafe {
+        one_status(
+            ids::MPI_Test,
+            request,
+            1,
+            status,
+            |st| pmpi::MPI_Test(request, flag, st),
+            |rc, _| (rc == abi::MPI_SUCCESS && flag_set(flag)).then_some(0),
+        )
     }
-    c.exit(rc);
-    rc
+}
+
+pub unsafe fn MPI_Waitany(
+    count: c_int,
+    array_of_requests: *mut c_int,
+    index: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: same contract as the caller's.
+    unsafe {
+        one_status(
+            ids::MPI_Waitany,
+            array_of_requests,
+            count,
+            status,
+            |st| pmpi::MPI_Waitany(count, array_of_requests, index, st),
+            |rc, _| {
+                let i = index_of(index);
+                (rc == abi::MPI_SUCCESS && i >= 0).then_some(i as usize)
+            },
+        )
+    }
+}
+
+pub unsafe fn MPI_Testany(
+    count: c_int,
+    array_of_requests: *mut c_int,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: same contract as the caller's.
+    unsafe {
+        one_status(
+            ids::MPI_Testany,
+            array_of_requests,
+            count,
+            status,
+            |st| pmpi::MPI_Testany(count, array_of_requests, index, flag, st),
+            |rc, _| {
+                let i = index_of(index);
+                (rc == abi::MPI_SUCCESS && flag_set(flag) && i >= 0).then_some(i as usize)
+            },
+        )
+    }
 }
 
 /// Indices completed by a Waitall/Testall that returned `rc`.
-unsafe fn all_done(rc: c_int, n: c_int, st: *const MPI_Status) -> Vec<(usize, Option<MPI_Status>)> {
+unsafe fn all_done(rc: c_int, n: c_int, st: *const MPI_Status) -> Done {
     (0..n.max(0) as usize)
         .filter_map(|i| {
             // SAFETY: MPI filled n statuses.
@@ -218,20 +336,17 @@ pub unsafe fn MPI_Waitall(
     array_of_requests: *mut c_int,
     array_of_statuses: *mut MPI_Status,
 ) -> c_int {
-    let (mut c, s) = unsafe { begin_completion(ids::MPI_Waitall, array_of_requests, count) };
-    let mut own = Vec::new();
-    let st = if c.on() {
-        statuses(array_of_statuses, count, &mut own)
-    } else {
-        array_of_statuses
-    };
     // SAFETY: same contract as the caller's.
-    let rc = unsafe { pmpi::MPI_Waitall(count, array_of_requests, st) };
-    if c.on() {
-        complete_requests(&mut c, s.as_slice(), &unsafe { all_done(rc, count, st) });
+    unsafe {
+        many_statuses(
+            ids::MPI_Waitall,
+            array_of_requests,
+            count,
+            array_of_statuses,
+            |st| pmpi::MPI_Waitall(count, array_of_requests, st),
+            |rc, st| all_done(rc, count, st),
+        )
     }
-    c.exit(rc);
-    rc
 }
 
 pub unsafe fn MPI_Testall(
@@ -240,75 +355,23 @@ pub unsafe fn MPI_Testall(
     flag: *mut c_int,
     array_of_statuses: *mut MPI_Status,
 ) -> c_int {
-    let (mut c, s) = unsafe { begin_completion(ids::MPI_Testall, array_of_requests, count) };
-    let mut own = Vec::new();
-    let st = if c.on() {
-        statuses(array_of_statuses, count, &mut own)
-    } else {
-        array_of_statuses
-    };
     // SAFETY: same contract as the caller's.
-    let rc = unsafe { pmpi::MPI_Testall(count, array_of_requests, flag, st) };
-    if c.on() && (rc != abi::MPI_SUCCESS || unsafe { *flag } != 0) {
-        complete_requests(&mut c, s.as_slice(), &unsafe { all_done(rc, count, st) });
+    unsafe {
+        many_statuses(
+            ids::MPI_Testall,
+            array_of_requests,
+            count,
+            array_of_statuses,
+            |st| pmpi::MPI_Testall(count, array_of_requests, flag, st),
+            |rc, st| {
+                if rc != abi::MPI_SUCCESS || flag_set(flag) {
+                    all_done(rc, count, st)
+                } else {
+                    Vec::new()
+                }
+            },
+        )
     }
-    c.exit(rc);
-    rc
-}
-
-pub unsafe fn MPI_Waitany(
-    count: c_int,
-    array_of_requests: *mut c_int,
-    index: *mut c_int,
-    status: *mut MPI_Status,
-) -> c_int {
-    let (mut c, s) = unsafe { begin_completion(ids::MPI_Waitany, array_of_requests, count) };
-    let mut own = MPI_Status::default();
-    let st = c.status(status, &mut own);
-    // SAFETY: same contract as the caller's.
-    let rc = unsafe { pmpi::MPI_Waitany(count, array_of_requests, index, st) };
-    let i = if index.is_null() {
-        abi::MPI_UNDEFINED
-    } else {
-        unsafe { *index }
-    };
-    if rc == abi::MPI_SUCCESS && i != abi::MPI_UNDEFINED && i >= 0 {
-        complete_requests(
-            &mut c,
-            s.as_slice(),
-            &[(i as usize, unsafe { status_at(st, 0) })],
-        );
-    }
-    c.exit(rc);
-    rc
-}
-
-pub unsafe fn MPI_Testany(
-    count: c_int,
-    array_of_requests: *mut c_int,
-    index: *mut c_int,
-    flag: *mut c_int,
-    status: *mut MPI_Status,
-) -> c_int {
-    let (mut c, s) = unsafe { begin_completion(ids::MPI_Testany, array_of_requests, count) };
-    let mut own = MPI_Status::default();
-    let st = c.status(status, &mut own);
-    // SAFETY: same contract as the caller's.
-    let rc = unsafe { pmpi::MPI_Testany(count, array_of_requests, index, flag, st) };
-    let i = if index.is_null() {
-        abi::MPI_UNDEFINED
-    } else {
-        unsafe { *index }
-    };
-    if rc == abi::MPI_SUCCESS && unsafe { *flag } != 0 && i != abi::MPI_UNDEFINED && i >= 0 {
-        complete_requests(
-            &mut c,
-            s.as_slice(),
-            &[(i as usize, unsafe { status_at(st, 0) })],
-        );
-    }
-    c.exit(rc);
-    rc
 }
 
 /// Completions of a Waitsome/Testsome.
@@ -317,7 +380,7 @@ unsafe fn some_done(
     outcount: *const c_int,
     indices: *const c_int,
     st: *const MPI_Status,
-) -> Vec<(usize, Option<MPI_Status>)> {
+) -> Done {
     if !(rc == abi::MPI_SUCCESS || rc == abi::MPI_ERR_IN_STATUS) || outcount.is_null() {
         return Vec::new();
     }
@@ -332,6 +395,31 @@ unsafe fn some_done(
         .collect()
 }
 
+/// `MPI_Waitsome` and `MPI_Testsome` (same signature).
+type SomeFn = unsafe fn(c_int, *mut c_int, *mut c_int, *mut c_int, *mut MPI_Status) -> c_int;
+
+unsafe fn some(
+    id: usize,
+    f: SomeFn,
+    n: c_int,
+    reqs: *mut c_int,
+    out: *mut c_int,
+    idx: *mut c_int,
+    st: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: same contract as the caller's.
+    unsafe {
+        many_statuses(
+            id,
+            reqs,
+            n,
+            st,
+            |st| f(n, reqs, out, idx, st),
+            |rc, st| some_done(rc, out, idx, st),
+        )
+    }
+}
+
 pub unsafe fn MPI_Waitsome(
     incount: c_int,
     array_of_requests: *mut c_int,
@@ -339,23 +427,18 @@ pub unsafe fn MPI_Waitsome(
     array_of_indices: *mut c_int,
     array_of_statuses: *mut MPI_Status,
 ) -> c_int {
-    let (mut c, s) = unsafe { begin_completion(ids::MPI_Waitsome, array_of_requests, incount) };
-    let mut own = Vec::new();
-    let st = if c.on() {
-        statuses(array_of_statuses, incount, &mut own)
-    } else {
-        array_of_statuses
-    };
     // SAFETY: same contract as the caller's.
-    let rc =
-        unsafe { pmpi::MPI_Waitsome(incount, array_of_requests, outcount, array_of_indices, st) };
-    if c.on() {
-        complete_requests(&mut c, s.as_slice(), &unsafe {
-            some_done(rc, outcount, array_of_indices, st)
-        });
+    unsafe {
+        some(
+            ids::MPI_Waitsome,
+            pmpi::MPI_Waitsome,
+            incount,
+            array_of_requests,
+            outcount,
+            array_of_indices,
+            array_of_statuses,
+        )
     }
-    c.exit(rc);
-    rc
 }
 
 pub unsafe fn MPI_Testsome(
@@ -365,23 +448,18 @@ pub unsafe fn MPI_Testsome(
     array_of_indices: *mut c_int,
     array_of_statuses: *mut MPI_Status,
 ) -> c_int {
-    let (mut c, s) = unsafe { begin_completion(ids::MPI_Testsome, array_of_requests, incount) };
-    let mut own = Vec::new();
-    let st = if c.on() {
-        statuses(array_of_statuses, incount, &mut own)
-    } else {
-        array_of_statuses
-    };
     // SAFETY: same contract as the caller's.
-    let rc =
-        unsafe { pmpi::MPI_Testsome(incount, array_of_requests, outcount, array_of_indices, st) };
-    if c.on() {
-        complete_requests(&mut c, s.as_slice(), &unsafe {
-            some_done(rc, outcount, array_of_indices, st)
-        });
+    unsafe {
+        some(
+            ids::MPI_Testsome,
+            pmpi::MPI_Testsome,
+            incount,
+            array_of_requests,
+            outcount,
+            array_of_indices,
+            array_of_statuses,
+        )
     }
-    c.exit(rc);
-    rc
 }
 
 pub unsafe fn MPI_Start(request: *mut c_int) -> c_int {

@@ -618,8 +618,13 @@ fn collectives_and_communicators_on_four_ranks() {
     assert_eq!(merged.members, vec![0, 2, 1, 3]);
     // The communicator of MPI_Comm_idup is registered at its first use, with
     // the same id everywhere.
-    let idup: Vec<Option<u64>> = (0..4).map(|r| calls(t.rank_events(r), "MPI_Barrier")[1].comm).collect();
-    assert!(idup.iter().all(|c| c.is_some() && *c == idup[0]), "{idup:?}");
+    let idup: Vec<Option<u64>> = (0..4)
+        .map(|r| calls(t.rank_events(r), "MPI_Barrier")[1].comm)
+        .collect();
+    assert!(
+        idup.iter().all(|c| c.is_some() && *c == idup[0]),
+        "{idup:?}"
+    );
     assert_eq!(t.comms[&idup[0].unwrap()].members, vec![0, 1, 2, 3]);
     // The message across the intercommunicator: world rank 0 to world rank 1.
     let s = calls(t.rank_events(0), "MPI_Send")[0];

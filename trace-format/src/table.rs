@@ -268,17 +268,21 @@ pub fn write_comms(path: &Path, comms: &[CommInfo]) -> Result<(), Error> {
     write_batch(path, &comms_batch(comms)?, writer_props(&[], meta))
 }
 
-/// Reads every batch of a Parquet file and its key-value metadata.
-fn read_batches(path: &Path) -> Result<(Vec<RecordBatch>, HashMap<String, String>), Error> {
-    let pq = |e: parquet::errors::ParquetError| Error::Parquet {
-        path: path.to_path_buf(),
-        what: e.to_string(),
-    };
+/// Opens a Parquet file for reading, errors naming the file.
+pub fn open_parquet(path: &Path) -> Result<ParquetRecordBatchReaderBuilder<File>, Error> {
     let file = File::open(path).map_err(|e| Error::Io {
         path: path.to_path_buf(),
         source: e,
     })?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(pq)?;
+    ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| Error::Parquet {
+        path: path.to_path_buf(),
+        what: e.to_string(),
+    })
+}
+
+/// Reads every batch of a Parquet file and its key-value metadata.
+fn read_batches(path: &Path) -> Result<(Vec<RecordBatch>, HashMap<String, String>), Error> {
+    let builder = open_parquet(path)?;
     let kv = builder
         .metadata()
         .file_metadata()
@@ -289,7 +293,10 @@ fn read_batches(path: &Path) -> Result<(Vec<RecordBatch>, HashMap<String, String
                 .collect()
         })
         .unwrap_or_default();
-    let reader = builder.with_batch_size(65536).build().map_err(pq)?;
+    let reader = builder.with_batch_size(65536).build().map_err(|e| Error::Parquet {
+        path: path.to_path_buf(),
+        what: e.to_string(),
+    })?;
     let mut batches = Vec::new();
     for b in reader {
         batches.push(b.map_err(|e| Error::Parquet {
@@ -503,15 +510,7 @@ pub fn read_comms(path: &Path) -> Result<Vec<CommInfo>, Error> {
 
 /// The rank metadata in the footer of an events file, without reading rows.
 pub fn read_parquet_meta(path: &Path) -> Result<Option<RankMeta>, Error> {
-    let pq = |e: parquet::errors::ParquetError| Error::Parquet {
-        path: path.to_path_buf(),
-        what: e.to_string(),
-    };
-    let file = File::open(path).map_err(|e| Error::Io {
-        path: path.to_path_buf(),
-        source: e,
-    })?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(pq)?;
+    let builder = open_parquet(path)?;
     let kv = builder.metadata().file_metadata().key_value_metadata();
     Ok(kv
         .and_then(|kv| kv.iter().find(|k| k.key == RANK_META_KEY))
@@ -521,14 +520,6 @@ pub fn read_parquet_meta(path: &Path) -> Result<Option<RankMeta>, Error> {
 
 /// Number of rows of a Parquet file, from its footer.
 pub fn count_rows(path: &Path) -> Result<i64, Error> {
-    let pq = |e: parquet::errors::ParquetError| Error::Parquet {
-        path: path.to_path_buf(),
-        what: e.to_string(),
-    };
-    let file = File::open(path).map_err(|e| Error::Io {
-        path: path.to_path_buf(),
-        source: e,
-    })?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(pq)?;
+    let builder = open_parquet(path)?;
     Ok(builder.metadata().file_metadata().num_rows())
 }
