@@ -38,7 +38,7 @@ pub use rank::{Call, Cell, RankLod, Store};
 pub use source::{Names, RankState};
 
 /// Version of the cache files; a cache of another version is rebuilt.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 /// Subdirectory of the trace holding the cache.
 pub const CACHE_DIR: &str = "lod";
 

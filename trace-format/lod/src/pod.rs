@@ -40,7 +40,7 @@ pub struct Long {
     pub dur: i64,
 }
 
-/// One bucket of the zoom pyramid (32 bytes): the calls of a rank that
+/// One bucket of the zoom pyramid (40 bytes): the calls of a rank that
 /// *start* in `[origin + key * width, origin + (key + 1) * width)`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(C)]
@@ -50,6 +50,8 @@ pub struct Bucket {
     pub busy: i64,
     /// Sum of their bytes (sent or received).
     pub bytes: i64,
+    /// Latest end of those calls, ns.
+    pub max_end: i64,
     pub count: u32,
     /// The call with the most time (ties: more calls, then lower id).
     pub dominant: u16,
@@ -63,7 +65,7 @@ pub struct Bucket {
 /// Implementors are `repr(C)`, contain only integers, have no padding and
 /// an alignment of at most 8.
 pub unsafe trait Pod: Copy + 'static {}
-// SAFETY: repr(C), integer fields only, 16/16/32 bytes without padding.
+// SAFETY: repr(C), integer fields only, 16/16/40 bytes without padding.
 unsafe impl Pod for Ev {}
 unsafe impl Pod for Long {}
 unsafe impl Pod for Bucket {}
@@ -71,7 +73,7 @@ unsafe impl Pod for u64 {}
 
 const _: () = assert!(std::mem::size_of::<Ev>() == 16);
 const _: () = assert!(std::mem::size_of::<Long>() == 16);
-const _: () = assert!(std::mem::size_of::<Bucket>() == 32);
+const _: () = assert!(std::mem::size_of::<Bucket>() == 40);
 
 /// The bytes of a slice of records.
 pub fn as_bytes<T: Pod>(s: &[T]) -> &[u8] {

@@ -3,9 +3,9 @@
 //!
 //! Level `k` of the pyramid has buckets of `2^(shift0 + 2k)` ns (each level
 //! 4 times coarser than the one below); only non-empty buckets are stored,
-//! sorted by key, so a level never has more buckets than the rank has
-//! calls. `shift0` is chosen from the median gap between consecutive calls
-//! so that a finest bucket holds about 8 of them. All levels are built in
+//! sorted by key, so a level never has more buckets than the level below.
+//! `shift0` is chosen so that the finest level has at most one bucket per 8
+//! calls (finer detail is drawn call by call). All levels are built in
 //! one pass over the calls: a bucket that is complete is merged into its
 //! parent (per-call histograms included, so the dominant call of every
 //! bucket is exact).
@@ -62,16 +62,23 @@ pub struct Image {
     pub levels: Vec<Vec<Bucket>>,
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 struct Acc {
     live: bool,
     key: i64,
     count: u32,
     busy: i64,
     bytes: i64,
+    max_end: i64,
     flags: u16,
     /// (call, time, count).
     hist: Vec<(u16, i64, u32)>,
+}
+
+impl Default for Acc {
+    fn default() -> Acc {
+        Acc { live: false, key: 0, count: 0, busy: 0, bytes: 0, max_end: i64::MIN, flags: 0, hist: Vec::new() }
+    }
 }
 
 impl Acc {
@@ -92,6 +99,7 @@ impl Acc {
         self.count = self.count.saturating_add(o.count);
         self.busy = self.busy.saturating_add(o.busy);
         self.bytes = self.bytes.saturating_add(o.bytes);
+        self.max_end = self.max_end.max(o.max_end);
         self.flags |= o.flags;
         for &(n, b, c) in &o.hist {
             self.add(n, b, c);
@@ -102,6 +110,7 @@ impl Acc {
             key: self.key,
             busy: self.busy,
             bytes: self.bytes,
+            max_end: self.max_end,
             count: self.count,
             dominant: dominant(self.hist.iter().copied()),
             flags: self.flags,
@@ -112,6 +121,7 @@ impl Acc {
         self.count = 0;
         self.busy = 0;
         self.bytes = 0;
+        self.max_end = i64::MIN;
         self.flags = 0;
         self.hist.clear();
     }
@@ -139,18 +149,33 @@ fn flush(accs: &mut [Acc], levels: &mut [Vec<Bucket>], k: usize) {
     accs[k].clear();
 }
 
-/// Width exponent of the finest level: about 8 calls per bucket at the
-/// median gap between consecutive calls.
+/// Width exponent of the finest level: the narrowest buckets (a power of
+/// two ns) such that the level has at most one bucket per 8 calls, so the
+/// pyramid takes at most about 7 bytes per call whatever the pattern.
 fn choose_shift(calls: &[RawCall]) -> u32 {
-    if calls.len() < 2 {
-        return 10;
+    let target = (calls.len() / 8).max(1);
+    let buckets = |shift: u32| {
+        let mut n = 0usize;
+        let mut last = None;
+        for c in calls {
+            let k = (c.t_start - calls[0].t_start) >> shift;
+            if last != Some(k) {
+                n += 1;
+                last = Some(k);
+            }
+        }
+        n
+    };
+    let (mut lo, mut hi) = (0u32, 62u32);
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if buckets(mid) <= target {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
     }
-    let stride = (calls.len() / 65536).max(1);
-    let mut gaps: Vec<i64> = (stride..calls.len()).step_by(stride).map(|i| calls[i].t_start - calls[i - 1].t_start).collect();
-    let mid = gaps.len() / 2;
-    let g = *gaps.select_nth_unstable(mid).1;
-    let w = (g.max(1) as u64).saturating_mul(8);
-    (64 - (w - 1).leading_zeros()).min(40)
+    lo
 }
 
 /// Sorts the calls of a rank by start and builds its pyramid.
@@ -192,6 +217,7 @@ pub fn build(rank: i32, mut calls: Vec<RawCall>) -> Image {
         a.count += 1;
         a.busy = a.busy.saturating_add(d);
         a.bytes = a.bytes.saturating_add(c.bytes.max(0));
+        a.max_end = a.max_end.max(c.t_start + d);
         a.flags |= c.flags;
         a.add(c.name, d, 1);
     }
@@ -249,6 +275,6 @@ impl Image {
 
     /// Size of the image in bytes.
     pub fn size(&self) -> usize {
-        72 + 8 * self.levels.len() + 16 * (self.events.len() + self.long.len()) + 32 * self.levels.iter().map(Vec::len).sum::<usize>()
+        72 + 8 * self.levels.len() + 16 * (self.events.len() + self.long.len()) + 40 * self.levels.iter().map(Vec::len).sum::<usize>()
     }
 }

@@ -55,7 +55,7 @@ pub struct Cell {
 /// Calls per cell up to which cells are computed call by call (exactly).
 pub const EXACT_PER_CELL: usize = 4;
 /// Same, when the finest pyramid level is coarser than a cell.
-pub const EXACT_PER_CELL_FINE: usize = 64;
+pub const EXACT_PER_CELL_FINE: usize = 16;
 
 /// The calls and zoom pyramid of one rank.
 pub struct RankLod {
@@ -95,7 +95,7 @@ impl RankLod {
         for &l in lens {
             let l = usize::try_from(l).map_err(|_| "bad level size")?;
             levels.push((off, l));
-            off = off.checked_add(32 * l).ok_or("bad level size")?;
+            off = off.checked_add(40 * l).ok_or("bad level size")?;
         }
         if off != b.len() {
             return Err(format!("{} bytes, expected {off}", b.len()));
@@ -262,35 +262,49 @@ impl RankLod {
 
     fn cells_binned(&self, win: &Window, k: usize, out: &mut [Cell]) {
         let mut best = vec![-1i64; win.n];
-        for b in self.buckets_in(k, win.t0, win.t1) {
-            let c = win.cell_of(self.bucket_start(k, b.key).max(win.t0));
-            let cell = &mut out[c];
-            cell.count += b.count;
-            cell.busy += b.busy;
-            cell.flags |= b.flags;
-            if b.busy > best[c] {
-                best[c] = b.busy;
-                cell.dominant = Some(b.dominant);
-            }
-        }
-        let evs = self.events();
-        let mut lo = 0usize;
+        // The latest end of calls started before each column: the bucket
+        // before the window first, then the buckets of the columns so far.
+        let l = self.level(k);
+        let inside = self.buckets_in(k, win.t0, win.t1);
+        let first = inside.as_ptr() as usize;
+        let base = (first - l.as_ptr() as usize) / std::mem::size_of::<Bucket>();
+        let mut reach = if base > 0 { l[base - 1].max_end } else { i64::MIN };
+        let mut next = 0usize;
+        let mut covering: Option<(usize, Call)> = None;
         for (c, cell) in out.iter_mut().enumerate() {
             let (a, z) = (win.bound(c), win.bound(c + 1));
-            lo += evs[lo..].partition_point(|e| e.t_start <= a);
-            if let Some(i) = lo.checked_sub(1) {
-                let call = self.call(i);
-                if call.t_end > a {
-                    let tail = call.t_end.min(z) - a;
-                    cell.busy += tail;
-                    cell.flags |= call.flags;
-                    if call.t_end >= z {
+            if reach > a {
+                // A call started before the column runs into it.
+                let tail = reach.min(z) - a;
+                if reach >= z {
+                    let call = match covering {
+                        Some((i, x)) if x.t_start <= a && x.t_end >= z => Some((i, x)),
+                        _ => self.call_at(a).map(|i| (i, self.call(i))).filter(|(_, x)| x.t_end >= z),
+                    };
+                    if let Some((i, x)) = call {
+                        covering = Some((i, x));
                         cell.event = Some(i);
-                        cell.dominant = Some(call.name);
-                    } else if tail > best[c] {
-                        cell.dominant = Some(call.name);
+                        cell.dominant = Some(x.name);
+                        cell.flags |= x.flags;
+                        best[c] = i64::MAX;
                     }
                 }
+                cell.busy += tail;
+            }
+            while let Some(b) = inside.get(next) {
+                let start = self.bucket_start(k, b.key).max(win.t0);
+                if start >= z {
+                    break;
+                }
+                cell.count += b.count;
+                cell.busy += b.busy;
+                cell.flags |= b.flags;
+                if b.busy > best[c] {
+                    best[c] = b.busy;
+                    cell.dominant = Some(b.dominant);
+                }
+                reach = reach.max(b.max_end);
+                next += 1;
             }
             cell.busy = cell.busy.min(z - a);
         }

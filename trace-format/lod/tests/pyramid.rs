@@ -74,6 +74,7 @@ fn buckets_equal_brute_force() {
                 assert_eq!(b.busy, cs.iter().map(|c| c.t_end - c.t_start).sum::<i64>());
                 assert_eq!(b.bytes, cs.iter().map(|c| c.bytes.max(0)).sum::<i64>());
                 assert_eq!(b.flags, cs.iter().fold(0, |f, c| f | c.flags));
+                assert_eq!(b.max_end, cs.iter().map(|c| c.t_end).max().unwrap());
                 let mut hist: Vec<(u16, i64, u32)> = Vec::new();
                 for c in cs {
                     match hist.iter_mut().find(|h| h.0 == c.name) {
@@ -222,4 +223,37 @@ fn empty_rank() {
     assert_eq!(out.len(), 10);
     assert!(out.iter().all(|c| c.count == 0 && c.dominant.is_none()));
     assert_eq!(lod.call_at(5), None);
+}
+
+#[test]
+fn binned_cells_show_calls_wider_than_a_column() {
+    // One thread (no overlaps), with some calls of seconds among short ones.
+    let mut calls = random_calls(21, 50_000);
+    let mut t = 0;
+    for c in &mut calls {
+        let d = c.t_end - c.t_start;
+        c.t_start = c.t_start.max(t);
+        c.t_end = c.t_start + d;
+        t = c.t_end;
+    }
+    let lod = built(&calls);
+    let (lo, hi) = lod.span().unwrap();
+    let mut out = Vec::new();
+    let mut covered = 0;
+    for n in [80usize, 333, 1920] {
+        lod.cells(lo, hi, n, &mut out);
+        assert!(lod.starting_in(lo, hi).len() > 4 * n, "binned");
+        let bound = |c: usize| lo + ((hi - lo) as i128 * c as i128 / n as i128) as i64;
+        for (c, cell) in out.iter().enumerate() {
+            let (a, z) = (bound(c), bound(c + 1));
+            let want = calls.iter().position(|x| x.t_start <= a && x.t_end >= z && x.t_end > a);
+            if want.is_some() {
+                covered += 1;
+                assert_eq!(cell.event, want, "column {c} of {n}");
+                assert_eq!(cell.busy, z - a);
+                assert_eq!(cell.dominant, Some(calls[want.unwrap()].name));
+            }
+        }
+    }
+    assert!(covered > 20, "{covered}");
 }
