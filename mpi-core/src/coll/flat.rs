@@ -88,8 +88,9 @@ impl Flat {
     }
 
     /// Waits until ranks `ranks` have published operation `seq - 1`: a
-    /// short poll of the shared words, then the library's wait loop (which
-    /// drives other traffic, yields and sleeps as the node is loaded).
+    /// short poll of the shared words (with more ranks than cores: 50 us of
+    /// yielding), then the library's wait loop (which drives other traffic,
+    /// and sleeps until woken when the wait is long).
     fn wait(&self, ranks: std::ops::Range<usize>, seq: u64) -> MpiResult<()> {
         let ready = || ranks.clone().all(|r| self.seq(r).load(Ordering::Acquire) >= seq);
         if ready() {
@@ -98,6 +99,17 @@ impl Flat {
         if !self.oversub {
             for _ in 0..2000 {
                 std::hint::spin_loop();
+                if ready() {
+                    return Ok(());
+                }
+            }
+        } else {
+            // Give the core to a rank that has work, straight away (polling
+            // first, or through the wait loop, costs a rank a time slice).
+            let t0 = std::time::Instant::now();
+            while t0.elapsed() < std::time::Duration::from_micros(50) {
+                // SAFETY: plain syscall.
+                unsafe { libc::sched_yield() };
                 if ready() {
                     return Ok(());
                 }
