@@ -42,6 +42,19 @@ fn random_calls(seed: u64, n: usize) -> Vec<RawCall> {
         .collect()
 }
 
+/// The calls moved so that none overlaps the next (one thread): then the
+/// call running into a window is the one before its first.
+fn one_thread(mut calls: Vec<RawCall>) -> Vec<RawCall> {
+    let mut t = 0;
+    for c in &mut calls {
+        let d = c.t_end - c.t_start;
+        c.t_start = c.t_start.max(t);
+        c.t_end = c.t_start + d;
+        t = c.t_end;
+    }
+    calls
+}
+
 fn built(calls: &[RawCall]) -> RankLod {
     let lod = Lod::from_calls((0..7).map(|i| format!("MPI_{i}")).collect(), vec![(0, calls.to_vec())]);
     lod.ranks.into_iter().next().unwrap().data
@@ -123,16 +136,7 @@ fn brute_cells(calls: &[RawCall], t0: i64, t1: i64, n: usize) -> Vec<(u32, i64, 
 
 #[test]
 fn exact_cells_equal_brute_force() {
-    let mut calls = random_calls(5, 3000);
-    // One thread only: no overlaps, so the call running into the window is
-    // the one before its first.
-    let mut t = 0;
-    for c in &mut calls {
-        let d = c.t_end - c.t_start;
-        c.t_start = c.t_start.max(t);
-        c.t_end = c.t_start + d;
-        t = c.t_end;
-    }
+    let calls = one_thread(random_calls(5, 3000));
     let lod = built(&calls);
     let mut r = Rng(3);
     let mut out = Vec::new();
@@ -227,15 +231,8 @@ fn empty_rank() {
 
 #[test]
 fn binned_cells_show_calls_wider_than_a_column() {
-    // One thread (no overlaps), with some calls of seconds among short ones.
-    let mut calls = random_calls(21, 50_000);
-    let mut t = 0;
-    for c in &mut calls {
-        let d = c.t_end - c.t_start;
-        c.t_start = c.t_start.max(t);
-        c.t_end = c.t_start + d;
-        t = c.t_end;
-    }
+    // Some calls of seconds among short ones.
+    let calls = one_thread(random_calls(21, 50_000));
     let lod = built(&calls);
     let (lo, hi) = lod.span().unwrap();
     let mut out = Vec::new();
@@ -247,11 +244,11 @@ fn binned_cells_show_calls_wider_than_a_column() {
         for (c, cell) in out.iter().enumerate() {
             let (a, z) = (bound(c), bound(c + 1));
             let want = calls.iter().position(|x| x.t_start <= a && x.t_end >= z && x.t_end > a);
-            if want.is_some() {
+            if let Some(w) = want {
                 covered += 1;
                 assert_eq!(cell.event, want, "column {c} of {n}");
                 assert_eq!(cell.busy, z - a);
-                assert_eq!(cell.dominant, Some(calls[want.unwrap()].name));
+                assert_eq!(cell.dominant, Some(calls[w].name));
             }
         }
     }
