@@ -389,7 +389,7 @@ impl Call {
             }
         }
         let coll = self.cat == Cat::Coll;
-        let (mut have_comm, mut send_sum, mut recv_sum) = (false, None, None);
+        let (mut have_comm, mut send_sum, mut recv_sum, mut leaf) = (false, None, None, false);
         let r = &mut self.rec;
         let cs = match (self.comm_h, self.win_h) {
             (Some(h), _) => tr.comm(h),
@@ -406,6 +406,7 @@ impl Call {
                 r.root = cs.world(p);
             }
             if coll {
+                leaf = is_leaf(self.root_raw, cs);
                 let call = r.call();
                 send_sum = sum_counts(call, self.root_raw, self.large, self.send_counts, cs);
                 recv_sum = sum_counts(call, self.root_raw, self.large, self.recv_counts, cs);
@@ -438,6 +439,18 @@ impl Call {
                 let rcount = recv_sum.or((self.recv_count != NONE_I64).then_some(self.recv_count));
                 if let Some(n) = rcount {
                     r.recv_bytes = n * rsize;
+                }
+                // At the leaves of rooted collectives the root's side of the
+                // arguments is not significant (and may be garbage).
+                if leaf {
+                    let name = crate::PNAMES.get(r.call() as usize).map(|n| n.to_bytes()).unwrap_or(b"");
+                    let has = |w: &[u8]| name.windows(w.len()).any(|x| x == w);
+                    if has(b"catter") {
+                        (r.count, r.bytes) = (NONE_I64, NONE_I64);
+                    }
+                    if has(b"ather") {
+                        r.recv_bytes = NONE_I64;
+                    }
                 }
             }
             Cat::Mrecv => {
@@ -625,6 +638,16 @@ impl Call {
     }
 }
 
+/// Whether this process is a non-root process of a rooted collective (root
+/// `root`, a rank of `cs`; `MPI_ROOT` marks the root of an intercommunicator).
+fn is_leaf(root: Option<c_int>, cs: &CommState) -> bool {
+    match root {
+        None => false,
+        Some(r) if cs.inter => r != abi::MPI_ROOT,
+        Some(r) => r != cs.rank,
+    }
+}
+
 /// Sums a counts array of collective `call`, where it is significant here.
 fn sum_counts(
     call: u16,
@@ -640,8 +663,8 @@ fn sum_counts(
     if name.windows(8).any(|w| w == b"Neighbor") {
         return None;
     }
-    // Counts of rooted v-collectives are significant only at the root.
-    if root.is_some() && root != Some(cs.rank) && !cs.inter {
+    // Counts arrays of rooted v-collectives are significant only at the root.
+    if is_leaf(root, cs) {
         return None;
     }
     let n = cs.peer_group_size();

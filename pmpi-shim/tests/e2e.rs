@@ -85,6 +85,7 @@ fn check_collectives(trace: &Trace) {
                     | "MPI_Gatherv"
                     | "MPI_Alltoallv"
                     | "MPI_Iallreduce"
+                    | "MPI_Scatter"
             )
     };
     let mut per: BTreeMap<(u64, i32), Vec<(i64, String)>> = BTreeMap::new();
@@ -458,6 +459,10 @@ fn thread_multiple_journals_per_thread() {
             "rank {r}: {by_thread:?}"
         );
         // Each worker used its own communicator, a distinct dup of world.
+        // Scatter: the send side counts only at the root.
+        let sc = calls(ev, "MPI_Scatter")[0];
+        let expect = if r == 3 { Some(8) } else { None };
+        assert_eq!((sc.bytes, sc.recv_bytes, sc.root, sc.seq), (expect, Some(8), Some(3), Some(5)));
         let dups: Vec<u64> = calls(ev, "MPI_Comm_dup")
             .iter()
             .map(|e| e.new_comm.unwrap())
@@ -577,6 +582,10 @@ fn collectives_and_communicators_on_four_ranks() {
             .find(|e| e.kind == Kind::Completion && &*e.call == "MPI_Iallreduce")
             .unwrap();
         assert_eq!((done.seq, done.request), (Some(4), ia.request));
+        // Scatter: the send side counts only at the root.
+        let sc = calls(ev, "MPI_Scatter")[0];
+        let expect = if r == 3 { Some(8) } else { None };
+        assert_eq!((sc.bytes, sc.recv_bytes, sc.root, sc.seq), (expect, Some(8), Some(3), Some(5)));
         let dups: Vec<u64> = calls(ev, "MPI_Comm_dup")
             .iter()
             .map(|e| e.new_comm.unwrap())

@@ -46,6 +46,8 @@ int main(int argc, char **argv) {
     MPI_Intercomm_merge(inter, rank % 2, &merged);
     MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, merged);
 
+    MPI_Scatter(send, 2, MPI_INT, recv, 2, MPI_INT, 3, MPI_COMM_WORLD);
+
     MPI_Comm idup;
     MPI_Comm_idup(MPI_COMM_WORLD, &idup, &r);
     MPI_Wait(&r, MPI_STATUS_IGNORE);
