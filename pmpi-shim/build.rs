@@ -263,7 +263,7 @@ fn generic_body(idx: usize, p: &Procedure) -> String {
     let args = codegen::rust_args(p);
     format!(
         "    let mut c = crate::rec::Call::begin({idx}, crate::rec::Cat::{cat}, {large});\n    \
-         let mut own_status = std::mem::MaybeUninit::<mpi_api::abi::MPI_Status>::uninit();\n    \
+         let mut own_status = std::mem::MaybeUninit::<mpi_api::abi::MPI_Status>::zeroed();\n    \
          if c.on() {{\n{pre}{post}        c.enter();\n    }}\n{subst}    \
          // SAFETY: same contract as the caller's; substituted statuses point to live locals.\n    \
          let rc = unsafe {{ crate::pmpi::{name}({args}) }};\n    \

@@ -443,7 +443,10 @@ impl Call {
                 // At the leaves of rooted collectives the root's side of the
                 // arguments is not significant (and may be garbage).
                 if leaf {
-                    let name = crate::PNAMES.get(r.call() as usize).map(|n| n.to_bytes()).unwrap_or(b"");
+                    let name = crate::PNAMES
+                        .get(r.call() as usize)
+                        .map(|n| n.to_bytes())
+                        .unwrap_or(b"");
                     let has = |w: &[u8]| name.windows(w.len()).any(|x| x == w);
                     if has(b"catter") {
                         (r.count, r.bytes) = (NONE_I64, NONE_I64);
@@ -456,6 +459,7 @@ impl Call {
             Cat::Mrecv => {
                 if let Some(m) = self.in_message.and_then(|m| tr.messages.remove(&m)) {
                     r.seq = m.seq;
+                    r.comm = m.slot;
                     r.peer = m.peer;
                     r.tag = m.tag;
                 }
@@ -538,6 +542,15 @@ impl Call {
             // SAFETY: the status pointer was passed to MPI, which filled it.
             Some(unsafe { *self.status })
         };
+        // A probe's status has no meaningful cancelled bit (MPICH leaves it
+        // as the caller's memory had it).
+        let status = match self.cat {
+            Cat::Probe | Cat::Mprobe => status.map(|mut st| {
+                st.set_cancelled(false);
+                st
+            }),
+            _ => status,
+        };
         // SAFETY: flag pointers come from the application and were filled by MPI.
         let flag = self.out_flag.is_null() || unsafe { *self.out_flag } != 0;
         match (self.cat, status) {
@@ -561,6 +574,7 @@ impl Call {
                     tr.messages.insert(
                         m,
                         MsgInfo {
+                            slot: self.rec.comm,
                             seq: s,
                             peer: p,
                             tag: t,

@@ -111,6 +111,8 @@ pub struct ReqInfo {
 /// A message matched by `MPI_Mprobe`/`MPI_Improbe`.
 #[derive(Clone, Copy, Debug)]
 pub struct MsgInfo {
+    /// Communicator slot the message was probed on.
+    pub slot: u32,
     pub seq: i64,
     pub peer: i32,
     pub tag: i32,

@@ -27,7 +27,7 @@ fn check_matching(trace: &Trace) -> usize {
         ) && e.kind == Kind::Call
     };
     let is_recv = |e: &Event| {
-        (e.kind == Kind::Call && &*e.call == "MPI_Recv")
+        (e.kind == Kind::Call && matches!(&*e.call, "MPI_Recv" | "MPI_Mrecv"))
             || (e.kind == Kind::Completion
                 && matches!(&*e.call, "MPI_Irecv" | "MPI_Recv_init" | "MPI_Sendrecv"))
     };
@@ -364,8 +364,22 @@ fn requests_persistent_any_some_cancel_sendrecv() {
         assert_eq!(sr.len(), 1);
         assert_eq!((sr[0].peer, sr[0].bytes), (Some(1 - r), Some(12)));
     }
-    // Persistent 0->1 three times; tags 12, 13, 14 and 15 both ways.
-    assert_eq!(check_matching(&t), 3 + 2 * 4);
+    // Persistent 0->1 three times; tags 12, 13, 14 and 15 both ways; the
+    // matched-probe message.
+    assert_eq!(check_matching(&t), 3 + 2 * 4 + 1);
+    let ev = t.rank_events(1);
+    let probe = calls(ev, "MPI_Iprobe").into_iter().last().unwrap();
+    assert_eq!(
+        (probe.peer, probe.tag, probe.bytes, probe.seq),
+        (Some(0), Some(16), Some(8), None)
+    );
+    let mp = calls(ev, "MPI_Mprobe")[0];
+    let mr = calls(ev, "MPI_Mrecv")[0];
+    assert_eq!((mp.peer, mp.seq), (Some(0), Some(1)));
+    assert_eq!(
+        (mr.peer, mr.tag, mr.bytes, mr.seq),
+        (Some(0), Some(16), Some(8), Some(1))
+    );
 }
 
 /// Rank 1 dies after three sends; the trace of everything before is readable.
@@ -459,10 +473,6 @@ fn thread_multiple_journals_per_thread() {
             "rank {r}: {by_thread:?}"
         );
         // Each worker used its own communicator, a distinct dup of world.
-        // Scatter: the send side counts only at the root.
-        let sc = calls(ev, "MPI_Scatter")[0];
-        let expect = if r == 3 { Some(8) } else { None };
-        assert_eq!((sc.bytes, sc.recv_bytes, sc.root, sc.seq), (expect, Some(8), Some(3), Some(5)));
         let dups: Vec<u64> = calls(ev, "MPI_Comm_dup")
             .iter()
             .map(|e| e.new_comm.unwrap())
@@ -585,7 +595,10 @@ fn collectives_and_communicators_on_four_ranks() {
         // Scatter: the send side counts only at the root.
         let sc = calls(ev, "MPI_Scatter")[0];
         let expect = if r == 3 { Some(8) } else { None };
-        assert_eq!((sc.bytes, sc.recv_bytes, sc.root, sc.seq), (expect, Some(8), Some(3), Some(5)));
+        assert_eq!(
+            (sc.bytes, sc.recv_bytes, sc.root, sc.seq),
+            (expect, Some(8), Some(3), Some(5))
+        );
         let dups: Vec<u64> = calls(ev, "MPI_Comm_dup")
             .iter()
             .map(|e| e.new_comm.unwrap())

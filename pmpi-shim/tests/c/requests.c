@@ -37,6 +37,16 @@ int main(int argc, char **argv) {
     while (!flag) MPI_Testall(2, t, &flag, MPI_STATUSES_IGNORE);
 
     MPI_Sendrecv(a, 3, MPI_INT, peer, 15, b, 3, MPI_INT, MPI_ANY_SOURCE, 15, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    /* Matched probe: rank 0 sends, rank 1 probes any source, then receives. */
+    if (rank == 0) MPI_Send(a, 2, MPI_INT, 1, 16, MPI_COMM_WORLD);
+    else {
+        MPI_Message m;
+        MPI_Status ps;
+        int pflag = 0;
+        while (!pflag) MPI_Iprobe(MPI_ANY_SOURCE, 16, MPI_COMM_WORLD, &pflag, &ps);
+        MPI_Mprobe(MPI_ANY_SOURCE, 16, MPI_COMM_WORLD, &m, &ps);
+        MPI_Mrecv(b, 2, MPI_INT, &m, MPI_STATUS_IGNORE);
+    }
     MPI_Finalize();
     return 0;
 }
