@@ -62,6 +62,15 @@ fn default_dir() -> PathBuf {
 pub fn run(args: RecordArgs) -> Result<i32> {
     let lib = find_lib(args.lib)?;
     let dir = args.output.unwrap_or_else(default_dir);
+    if dir.join(layout::META).exists()
+        || dir.join(layout::EVENTS_DIR).exists()
+        || dir.join(layout::JOURNAL_DIR).exists()
+    {
+        bail!(
+            "{} already holds a trace; choose another directory with -o",
+            dir.display()
+        );
+    }
     std::fs::create_dir_all(&dir)
         .with_context(|| format!("cannot create the trace directory {}", dir.display()))?;
     let dir = std::fs::canonicalize(&dir)?;

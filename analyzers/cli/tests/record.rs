@@ -132,6 +132,10 @@ fn record_killed_rank_and_exit_code() {
         "the job's failure is passed through: {err}"
     );
     assert!(err.contains("did not finalize"), "{err}");
+    // Recording again into the same directory is refused.
+    let again = record(&trace, 2, &exe, &["kill"]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already holds a trace"));
     let t = Trace::open(&trace).unwrap();
     assert_eq!(t.meta.ranks, 2);
     assert_eq!(
