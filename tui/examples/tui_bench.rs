@@ -1,0 +1,132 @@
+//! Benchmark of the level of detail and of the viewer's frames.
+//!
+//! `cargo run --release -p tui --example tui_bench -- DIR [--fresh] [--analyses]`
+//!
+//! DIR is a trace (write a large synthetic one with the `gen_trace`
+//! example). Prints: the time to build the level of detail and the peak
+//! memory, the size of the cache, the time to open it from the cache and
+//! to draw the first frame, then the time per frame at several zoom levels
+//! for terminal sizes, and the time of the level-of-detail query alone
+//! for 1920 columns (what the desktop viewer asks for).
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+use trace_lod::{Lod, Progress};
+use tui::view::View;
+use tui::App;
+
+fn peak_rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok()))
+        .unwrap_or(0.0)
+        / 1024.0
+}
+
+fn dir_size(p: &std::path::Path) -> u64 {
+    std::fs::read_dir(p).into_iter().flatten().flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum()
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(dir) = args.iter().find(|a| !a.starts_with("--")).map(PathBuf::from) else {
+        eprintln!("usage: tui_bench DIR [--fresh] [--analyses]");
+        std::process::exit(2);
+    };
+    if args.iter().any(|a| a == "--fresh") {
+        let _ = std::fs::remove_dir_all(dir.join(trace_lod::CACHE_DIR));
+    }
+    let t = Instant::now();
+    let lod = match Lod::open(&dir, &Progress::default()) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(1);
+        }
+    };
+    let first = t.elapsed();
+    println!(
+        "open #1 ({}): {:.2} s, {} ranks, {} calls, peak RSS {:.0} MiB",
+        if lod.cached { "from cache" } else { "built" },
+        first.as_secs_f64(),
+        lod.ranks.len(),
+        lod.calls(),
+        peak_rss_mib()
+    );
+    println!(
+        "cache: {:.1} MiB ({:.1} bytes per call) in {}; trace events: {:.1} MiB",
+        dir_size(&dir.join(trace_lod::CACHE_DIR)) as f64 / 1048576.0,
+        dir_size(&dir.join(trace_lod::CACHE_DIR)) as f64 / lod.calls().max(1) as f64,
+        dir.join(trace_lod::CACHE_DIR).display(),
+        dir_size(&dir.join("events")) as f64 / 1048576.0
+    );
+    if let Some(n) = &lod.cache_note {
+        println!("cache note: {n}");
+    }
+    drop(lod);
+
+    // Start to first frame with the pyramid cached.
+    let t = Instant::now();
+    let lod = Lod::open(&dir, &Progress::default()).expect("second open");
+    let opened = t.elapsed();
+    let mut app = App::with(lod, None);
+    app.size = (200, 60);
+    let mut term = Terminal::new(TestBackend::new(200, 60)).expect("test backend");
+    term.draw(|f| tui::ui::draw(f, &app)).expect("draw");
+    println!(
+        "open #2 (cached: {}): {:.1} ms; first frame (200x60) drawn at {:.1} ms",
+        app.lod.as_ref().is_some_and(|l| l.cached),
+        opened.as_secs_f64() * 1e3,
+        t.elapsed().as_secs_f64() * 1e3
+    );
+
+    if args.iter().any(|a| a == "--analyses") {
+        let t = Instant::now();
+        match analyzers::load(&dir) {
+            Ok(m) => {
+                let an = tui::data::Analysed::new(analyzers::report::analyze(m), t.elapsed());
+                println!("analyses: {:.1} s, peak RSS {:.0} MiB", t.elapsed().as_secs_f64(), peak_rss_mib());
+                app.an = Some(Box::new(an));
+            }
+            Err(e) => println!("analyses failed: {e}"),
+        }
+    }
+
+    let (lo, hi) = app.lod.as_ref().map(|l| l.span()).unwrap_or((0, 1));
+    let mid = lo + (hi - lo) / 2;
+    let zooms: Vec<i64> = [1i64, 10, 100, 1_000, 10_000, 100_000, 1_000_000].iter().map(|z| ((hi - lo) / z).max(200)).collect();
+    println!("\nframe time by visible span (mean of 20 frames, panning; release build):");
+    println!("{:>12} {:>12} {:>12} {:>16}", "span", "80x24 ms", "200x60 ms", "lod 1920px ms");
+    for &span in &zooms {
+        let mut row = Vec::new();
+        for (w, h) in [(80u16, 24u16), (200, 60)] {
+            app.size = (w, h);
+            let mut term = Terminal::new(TestBackend::new(w, h)).expect("test backend");
+            let frames = 20;
+            let t = Instant::now();
+            for k in 0..frames {
+                app.view = View::new(mid + k * span / 50, mid + k * span / 50 + span);
+                app.cursor_t = app.view.t0 + span / 3;
+                term.draw(|f| tui::ui::draw(f, &app)).expect("draw");
+            }
+            row.push(t.elapsed().as_secs_f64() * 1e3 / frames as f64);
+        }
+        // The level-of-detail query alone, every rank, 1920 columns.
+        let lod = app.lod.as_ref().expect("lod");
+        let mut cells = Vec::new();
+        let t = Instant::now();
+        let frames = 5;
+        for k in 0..frames {
+            let v = View::new(mid + k * span / 50, mid + k * span / 50 + span);
+            for r in &lod.ranks {
+                r.data.cells(v.t0, v.t1, 1920, &mut cells);
+            }
+        }
+        let gui = t.elapsed().as_secs_f64() * 1e3 / frames as f64;
+        println!("{:>12} {:>12.2} {:>12.2} {:>16.2}", tui::view::fmt_dur(span), row[0], row[1], gui);
+    }
+    println!("\npeak RSS {:.0} MiB", peak_rss_mib());
+}

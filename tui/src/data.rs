@@ -1,0 +1,234 @@
+//! What the viewer shows, loaded in the background: first the level of
+//! detail (the timeline can be drawn as soon as it is there), then the
+//! analyses (panels, message lines, collective instances, jumps).
+//!
+//! All times in the viewer are the trace's own (those of the level of
+//! detail). The analyses may shift whole ranks to remove clock violations
+//! ([`analyzers::Model::clock_shift`]); [`Analysed::raw`] maps their times
+//! back.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{channel, Receiver};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use analyzers::matching::MsgRef;
+use analyzers::model::{Class, P2p, NONE};
+use analyzers::report::{analyze, Analyses};
+use trace_lod::messages::{MessageIndex, Msg};
+use trace_lod::{Lod, Progress};
+
+/// A receive that started before its matching send was posted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LateSender {
+    pub rank: i32,
+    /// Start of the receiving (completing) call, trace time.
+    pub t: i64,
+    /// Time lost, ns.
+    pub wait: i64,
+    pub sender: i32,
+    /// When the send was posted, trace time.
+    pub t_send: i64,
+    /// The receiving call (index into the model's calls of `rank`).
+    pub call: u32,
+}
+
+/// The analyses and what the viewer derives from them.
+pub struct Analysed {
+    pub an: Analyses,
+    /// Matched messages in trace time; `Msg::id` indexes `msg_refs`.
+    pub messages: MessageIndex,
+    /// (send, receive) of each message.
+    pub msg_refs: Vec<(MsgRef, MsgRef)>,
+    /// Sorted by time.
+    pub late_senders: Vec<LateSender>,
+    /// Collective instances with an arrival spread of at least
+    /// `slow_threshold`, sorted by first arrival.
+    pub slow_colls: Vec<u32>,
+    pub slow_threshold: i64,
+    /// Per rank, per collective call of the model: its instance.
+    pub coll_instance: Vec<Vec<u32>>,
+    pub elapsed: Duration,
+}
+
+impl Analysed {
+    /// Derives the viewer's indexes from the analyses.
+    pub fn new(an: Analyses, elapsed: Duration) -> Analysed {
+        let m = &an.model;
+        let shift = |r: usize| m.clock_shift.get(r).copied().unwrap_or(0);
+        let mut msgs = Vec::new();
+        let mut msg_refs = Vec::new();
+        for msg in an.matching.messages(m) {
+            let (s, d) = (msg.send.rank as usize, msg.recv.rank as usize);
+            let Some(t_recv) = msg.recv_end else { continue };
+            let send = &m.ranks[s].sends[msg.send.idx as usize];
+            msgs.push(Msg {
+                src: s as i32,
+                dst: d as i32,
+                t_send: msg.send_start - shift(s),
+                t_recv: t_recv - shift(d),
+                bytes: send.bytes,
+                tag: send.tag,
+                id: msg_refs.len() as u64,
+            });
+            msg_refs.push((msg.send, msg.recv));
+        }
+        let mut late_senders = Vec::new();
+        for (d, refs) in an.matching.recv_to_send.iter().enumerate() {
+            let rd = &m.ranks[d];
+            let mut best: std::collections::HashMap<u32, LateSender> = Default::default();
+            for (i, s) in refs.iter().enumerate() {
+                let recv = &rd.recvs[i];
+                if !s.is_some() || recv.done == NONE {
+                    continue;
+                }
+                let sr = &m.ranks[s.rank as usize];
+                let t_send = sr.calls[sr.sends[s.idx as usize].post as usize].t_start;
+                let c = &rd.calls[recv.done as usize];
+                let wait = t_send.min(c.t_end) - c.t_start;
+                if wait <= 0 {
+                    continue;
+                }
+                let ls = LateSender {
+                    rank: d as i32,
+                    t: c.t_start - shift(d),
+                    wait,
+                    sender: s.rank as i32,
+                    t_send: t_send - shift(s.rank as usize),
+                    call: recv.done,
+                };
+                let e = best.entry(recv.done).or_insert(ls);
+                if ls.wait > e.wait {
+                    *e = ls;
+                }
+            }
+            late_senders.extend(best.into_values());
+        }
+        late_senders.sort_by_key(|l| (l.t, l.rank));
+        let colls = &an.collectives;
+        let mut spreads: Vec<i64> = colls.instances.iter().map(|i| i.spread()).collect();
+        spreads.sort_unstable();
+        let slow_threshold = spreads.get(spreads.len() * 9 / 10).copied().unwrap_or(0).max(1);
+        let mut slow: Vec<u32> =
+            (0..colls.instances.len() as u32).filter(|&i| colls.instances[i as usize].spread() >= slow_threshold).collect();
+        let first_raw = |i: u32| {
+            let inst = &colls.instances[i as usize];
+            let mb = &colls.members[inst.first as usize..(inst.first + inst.n) as usize];
+            mb.iter().map(|x| x.arrival - shift(x.rank as usize)).min().unwrap_or(0)
+        };
+        slow.sort_by_key(|&i| first_raw(i));
+        let mut coll_instance: Vec<Vec<u32>> = m.ranks.iter().map(|r| vec![NONE; r.colls.len()]).collect();
+        for (i, inst) in colls.instances.iter().enumerate() {
+            for mb in &colls.members[inst.first as usize..(inst.first + inst.n) as usize] {
+                if let Some(x) = coll_instance.get_mut(mb.rank as usize).and_then(|v| v.get_mut(mb.idx as usize)) {
+                    *x = i as u32;
+                }
+            }
+        }
+        Analysed {
+            messages: MessageIndex::new(msgs),
+            msg_refs,
+            late_senders,
+            slow_colls: slow,
+            slow_threshold,
+            coll_instance,
+            an,
+            elapsed,
+        }
+    }
+
+    /// Clock shift of `rank` (model time = trace time + shift).
+    pub fn shift(&self, rank: i32) -> i64 {
+        self.an.model.clock_shift.get(rank as usize).copied().unwrap_or(0)
+    }
+    /// A model time of `rank` in trace time.
+    pub fn raw(&self, rank: i32, t: i64) -> i64 {
+        t - self.shift(rank)
+    }
+
+    /// The model's call of `rank` that starts at trace time `t` with name
+    /// `name` (the call the level of detail shows there).
+    pub fn model_call(&self, rank: i32, t: i64, name: &str) -> Option<u32> {
+        let r = self.an.model.ranks.get(rank as usize)?;
+        let target = t + self.shift(rank);
+        let i = r.calls.partition_point(|c| c.t_start < target);
+        (i..r.calls.len())
+            .take_while(|&j| r.calls[j].t_start == target)
+            .find(|&j| self.an.model.name(r.calls[j].name) == name)
+            .map(|j| j as u32)
+    }
+
+    /// Point-to-point ends (sends or receives) of `rank` posted or
+    /// completed by call `call`, as indexes into `ends`.
+    pub fn p2p_of(ends: &[P2p], call: u32) -> Vec<usize> {
+        let hi = ends.partition_point(|p| p.post <= call);
+        let mut out: Vec<usize> = (ends.partition_point(|p| p.post < call)..hi).collect();
+        // Completions by a Wait* come after their posts, usually shortly.
+        out.extend((hi.saturating_sub(4096)..hi).filter(|&i| ends[i].done == call && ends[i].post != call));
+        out
+    }
+
+    /// Collective calls (indexes into the model's `colls` of `rank`) posted
+    /// or completed by `call`.
+    pub fn colls_of(&self, rank: i32, call: u32) -> Vec<usize> {
+        let Some(r) = self.an.model.ranks.get(rank as usize) else { return Vec::new() };
+        let hi = r.colls.partition_point(|c| c.post <= call);
+        let lo = hi.saturating_sub(256);
+        (lo..hi).filter(|&i| r.colls[i].post == call || r.colls[i].done == call).collect()
+    }
+
+    /// Whether `name` is a point-to-point or collective operation.
+    pub fn is_comm(&self, name: &str) -> bool {
+        let c = analyzers::model::classify(name);
+        c.is_p2p() || matches!(c, Class::Coll { .. } | Class::Wait)
+    }
+}
+
+/// Something the background loader finished.
+pub enum Loaded {
+    Lod(Result<Box<Lod>, String>, Duration),
+    Analyses(Result<Box<Analysed>, String>),
+}
+
+/// The background loader.
+pub struct Loader {
+    pub rx: Receiver<Loaded>,
+    pub progress: Arc<Progress>,
+    pub started: Instant,
+}
+
+fn catch<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(p) => Err(format!(
+            "internal error: {}",
+            p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned()).unwrap_or_default()
+        )),
+    }
+}
+
+impl Loader {
+    /// Starts loading `dir`: the level of detail, then the analyses.
+    pub fn start(dir: &Path) -> Loader {
+        let (tx, rx) = channel();
+        let progress = Arc::new(Progress::default());
+        let p = progress.clone();
+        let dir: PathBuf = dir.to_path_buf();
+        let started = Instant::now();
+        std::thread::spawn(move || {
+            let t = Instant::now();
+            let lod = catch(|| Lod::open(&dir, &p).map(Box::new).map_err(|e| e.to_string()));
+            let ok = lod.is_ok();
+            if tx.send(Loaded::Lod(lod, t.elapsed())).is_err() || !ok {
+                return;
+            }
+            let t = Instant::now();
+            let an = catch(|| {
+                let model = analyzers::load(&dir).map_err(|e| e.to_string())?;
+                Ok(Box::new(Analysed::new(analyze(model), t.elapsed())))
+            });
+            let _ = tx.send(Loaded::Analyses(an));
+        });
+        Loader { rx, progress, started }
+    }
+}

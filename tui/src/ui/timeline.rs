@@ -1,0 +1,251 @@
+//! The timeline: time axis, one row per rank (or folded group), message
+//! lines, the collective instance under the cursor, the cursor.
+
+use ratatui::buffer::Buffer;
+use ratatui::style::{Color, Modifier, Style};
+use trace_lod::{flags, Cell, Lod};
+
+use super::{call_color, colors, put};
+use crate::app::{App, Geometry, Row};
+use crate::view::{fmt_time, tick_step, View};
+
+/// Most message lines drawn; with more in view, none are.
+pub const MAX_LINES: usize = 64;
+
+/// Characters for a column's share of time in MPI.
+fn shade(frac: f64) -> char {
+    if frac >= 0.75 {
+        '█'
+    } else if frac >= 0.5 {
+        '▓'
+    } else if frac >= 0.25 {
+        '▒'
+    } else {
+        '░'
+    }
+}
+
+pub fn draw(buf: &mut Buffer, g: &Geometry, app: &App, lod: &Lod) {
+    let n = g.timeline.width as usize;
+    let v = app.view;
+    axis(buf, g, app, lod);
+    let rows = app.rows();
+    let shown: Vec<(usize, Row)> = rows.iter().copied().enumerate().skip(app.scroll).take(g.timeline.height as usize).collect();
+    let name_ok: Vec<bool> = lod.names.iter().map(|s| app.filter.name_matches(s)).collect();
+    let colors: Vec<Color> = lod.names.iter().map(|s| call_color(s)).collect();
+    let mut cells = Vec::new();
+    let col_w = v.span() as f64 / n as f64;
+    for (y, (ri, row)) in shown.iter().enumerate() {
+        let y = g.timeline.y + y as u16;
+        let (label, label_style) = row_label(app, lod, *row);
+        let ls = if *ri == app.cursor_row { label_style.add_modifier(Modifier::REVERSED) } else { label_style };
+        put(buf, g.labels.x, y, &format!("{:<w$}", label, w = g.labels.width as usize - 1), g.labels.width - 1, ls);
+        put(buf, g.labels.x + g.labels.width - 1, y, "│", 1, Style::default().add_modifier(Modifier::DIM));
+        match row {
+            Row::Rank(i) => lod.ranks[*i].data.cells(v.t0, v.t1, n, &mut cells),
+            Row::Group(gi) => merged_cells(lod, &app.groups[*gi].members, v, n, &mut cells),
+        }
+        let members = match row {
+            Row::Group(gi) => app.groups[*gi].members.len().max(1),
+            _ => 1,
+        } as f64;
+        for (x, c) in cells.iter().enumerate() {
+            let Some(d) = c.dominant else { continue };
+            let frac = c.busy as f64 / col_w / members;
+            let mut style = Style::default().fg(colors.get(d as usize).copied().unwrap_or(colors::OTHER));
+            let mut ch = shade(frac);
+            if !app.filter.calls.is_empty() && !name_ok.get(d as usize).copied().unwrap_or(false) {
+                style = Style::default().fg(colors::FILTERED);
+                ch = '░';
+            }
+            if c.flags & (flags::FAILED | flags::UNFINISHED) != 0 {
+                style = style.add_modifier(Modifier::ITALIC);
+            }
+            buf[(g.timeline.x + x as u16, y)].set_char(ch).set_style(style);
+        }
+        if let Row::Rank(_) = row {
+            labels(buf, g.timeline.x, y, &cells, lod, &name_ok, app);
+        }
+    }
+    collective(buf, g, app, &shown);
+    message_lines(buf, g, app, &shown);
+    // The cursor and the selection.
+    let cc = app.cursor_col();
+    if cc >= 0 && (cc as usize) < n {
+        if let Some(y) = shown.iter().position(|(ri, _)| *ri == app.cursor_row) {
+            let cell = &mut buf[(g.timeline.x + cc as u16, g.timeline.y + y as u16)];
+            if cell.symbol() == " " {
+                cell.set_char('┃');
+            }
+            cell.modifier.insert(Modifier::REVERSED);
+        }
+    }
+}
+
+/// The label of a row and its style (incomplete ranks stand out).
+fn row_label(app: &App, lod: &Lod, row: Row) -> (String, Style) {
+    match row {
+        Row::Rank(i) => {
+            let r = &lod.ranks[i];
+            match &r.state {
+                trace_lod::RankState::Complete => (format!("r{}", r.rank), Style::default()),
+                trace_lod::RankState::Partial(_) => (format!("r{}!", r.rank), Style::default().fg(colors::WAIT)),
+                trace_lod::RankState::Missing => (format!("r{}?", r.rank), Style::default().fg(colors::WAIT)),
+            }
+        }
+        Row::Group(g) => (format!("▸{}", app.groups[g].name), Style::default().add_modifier(Modifier::BOLD)),
+    }
+}
+
+/// Cells of a folded group: the members' cells added up; the dominant
+/// call is the one of the member with the most time in MPI there.
+fn merged_cells(lod: &Lod, members: &[usize], v: View, n: usize, out: &mut Vec<Cell>) {
+    out.clear();
+    out.resize(n, Cell::default());
+    let mut best = vec![-1i64; n];
+    let mut tmp = Vec::new();
+    for &m in members {
+        lod.ranks[m].data.cells(v.t0, v.t1, n, &mut tmp);
+        for (k, c) in tmp.iter().enumerate() {
+            let o = &mut out[k];
+            o.count += c.count;
+            o.busy += c.busy;
+            o.flags |= c.flags;
+            if c.dominant.is_some() && c.busy > best[k] {
+                best[k] = c.busy;
+                o.dominant = c.dominant;
+            }
+        }
+    }
+}
+
+/// Names on runs of columns covered by one call, where they fit.
+fn labels(buf: &mut Buffer, x0: u16, y: u16, cells: &[Cell], lod: &Lod, name_ok: &[bool], app: &App) {
+    let mut x = 0;
+    while x < cells.len() {
+        let Some(e) = cells[x].event else {
+            x += 1;
+            continue;
+        };
+        let end = x + cells[x..].iter().take_while(|c| c.event == Some(e)).count();
+        let name = cells[x].dominant.map(|d| lod.name(d)).unwrap_or("");
+        let short = name.strip_prefix("MPI_").unwrap_or(name);
+        let len = short.chars().count();
+        if end - x >= len + 2 && (app.filter.calls.is_empty() || cells[x].dominant.is_some_and(|d| name_ok[d as usize])) {
+            let at = x + (end - x - len) / 2;
+            let style = Style::default().fg(call_color(name)).add_modifier(Modifier::REVERSED);
+            for k in x..end {
+                buf[(x0 + k as u16, y)].set_char(' ').set_style(style);
+            }
+            put(buf, x0 + at as u16, y, short, len as u16, style);
+        }
+        x = end;
+    }
+}
+
+fn axis(buf: &mut Buffer, g: &Geometry, app: &App, lod: &Lod) {
+    let n = g.axis.width as usize;
+    let v = app.view;
+    let origin = lod.span().0;
+    let step = tick_step(v.span() as f64 / (n as f64 / 12.0));
+    let dim = Style::default().add_modifier(Modifier::DIM);
+    let mut t = (v.t0 - origin).div_euclid(step) * step;
+    let mut free_from = 0i64;
+    while origin + t < v.t1 {
+        let x = v.col_of(origin + t, n);
+        let label = fmt_time(t, step);
+        let len = label.chars().count() as i64;
+        if x >= free_from && x >= 0 && x + len <= n as i64 {
+            put(buf, g.axis.x + x as u16, g.axis.y, &label, len as u16, Style::default());
+            free_from = x + len + 1;
+        } else if x >= 0 && x < n as i64 && x >= free_from {
+            put(buf, g.axis.x + x as u16, g.axis.y, "╷", 1, dim);
+        }
+        t += step;
+    }
+    put(buf, g.labels.x, g.axis.y, "rank", g.labels.width - 1, dim);
+    let cc = app.cursor_col();
+    if let Some(m) = app.mark {
+        let (a, b) = (v.col_of(m, n).min(cc), v.col_of(m, n).max(cc));
+        for x in a.max(0)..=b.min(n as i64 - 1) {
+            buf[(g.axis.x + x as u16, g.axis.y)].modifier.insert(Modifier::REVERSED);
+        }
+    }
+    if cc >= 0 && (cc as usize) < n {
+        let cell = &mut buf[(g.axis.x + cc as u16, g.axis.y)];
+        if cell.symbol() == " " {
+            cell.set_char('▼');
+        }
+        cell.modifier.insert(Modifier::BOLD);
+    }
+}
+
+/// Screen row of a lod rank among the rows shown.
+fn screen_row(shown: &[(usize, Row)], i: usize) -> Option<usize> {
+    shown.iter().position(|(_, r)| *r == Row::Rank(i))
+}
+
+/// Underlines the members of the collective instance under the cursor.
+fn collective(buf: &mut Buffer, g: &Geometry, app: &App, shown: &[(usize, Row)]) {
+    let (Some(an), Some(lod)) = (app.an.as_deref(), app.lod.as_ref()) else { return };
+    let Some((i, j)) = app.cursor_call() else { return };
+    let rank = lod.ranks[i].rank;
+    let c = lod.ranks[i].data.call(j);
+    let Some(idx) = an.model_call(rank, c.t_start, lod.name(c.name)) else { return };
+    let Some(&k) = an.colls_of(rank, idx).first() else { return };
+    let Some(&inst) = an.coll_instance.get(rank as usize).and_then(|v| v.get(k)) else { return };
+    let Some(inst) = an.an.collectives.instances.get(inst as usize) else { return };
+    let n = g.timeline.width as i64;
+    for mb in &an.an.collectives.members[inst.first as usize..(inst.first + inst.n) as usize] {
+        let Some(li) = lod.ranks.binary_search_by_key(&(mb.rank as i32), |r| r.rank).ok() else { continue };
+        let Some(y) = screen_row(shown, li) else { continue };
+        let (a, b) = (an.raw(mb.rank as i32, mb.arrival), an.raw(mb.rank as i32, mb.end));
+        let (xa, xb) = (app.view.col_of(a, n as usize), app.view.col_of((b - 1).max(a), n as usize));
+        for x in xa.max(0)..=xb.min(n - 1) {
+            let cell = &mut buf[(g.timeline.x + x as u16, g.timeline.y + y as u16)];
+            cell.modifier.insert(Modifier::UNDERLINED | Modifier::BOLD);
+        }
+    }
+}
+
+/// Lines from send to receive of the matched messages in view, when few
+/// enough are there to be told apart.
+fn message_lines(buf: &mut Buffer, g: &Geometry, app: &App, shown: &[(usize, Row)]) {
+    let (Some(an), Some(lod)) = (app.an.as_deref(), app.lod.as_ref()) else { return };
+    let v = app.view;
+    if an.messages.count_starting(v.t0, v.t1) > 100 * MAX_LINES {
+        return;
+    }
+    let row_of = |rank: i32| lod.ranks.binary_search_by_key(&rank, |r| r.rank).ok().and_then(|i| screen_row(shown, i));
+    let mut lines = Vec::new();
+    for m in an.messages.overlapping(v.t0, v.t1) {
+        if let (Some(ys), Some(yr)) = (row_of(m.src), row_of(m.dst)) {
+            lines.push((ys, yr, m.t_send, m.t_recv));
+            if lines.len() > MAX_LINES {
+                return;
+            }
+        }
+    }
+    let n = g.timeline.width as i64;
+    let style = Style::default().fg(Color::Reset).add_modifier(Modifier::BOLD);
+    let mut set = |x: i64, y: usize, ch: char| {
+        if x >= 0 && x < n {
+            buf[(g.timeline.x + x as u16, g.timeline.y + y as u16)].set_char(ch).set_style(style);
+        }
+    };
+    for (ys, yr, ts, tr) in lines {
+        let (xs, xr) = (v.col_of(ts, n as usize), v.col_of(tr, n as usize));
+        let dy = yr as i64 - ys as i64;
+        for k in 1..dy.abs() {
+            let x = xs + (xr - xs) * k / dy.abs();
+            let ch = match ((xr - xs).signum(), dy.signum()) {
+                (0, _) => '│',
+                (a, b) if a == b => '╲',
+                _ => '╱',
+            };
+            set(x, (ys as i64 + k * dy.signum()) as usize, ch);
+        }
+        set(xs, ys, '•');
+        set(xr, yr, if xr >= xs { '▸' } else { '◂' });
+    }
+}

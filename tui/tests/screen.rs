@@ -1,0 +1,393 @@
+//! The viewer driven through ratatui's TestBackend: what the screen shows.
+
+mod common;
+use common::*;
+
+use ratatui::crossterm::event::{KeyCode, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+use ratatui::style::Modifier;
+use tui::ui::colors;
+use tui::view::View;
+
+/// Column of the first `ch` in a line (in characters).
+fn col(line: &str, ch: char) -> Option<usize> {
+    line.chars().position(|c| c == ch)
+}
+
+#[test]
+fn opens_a_small_trace() {
+    let dir = tmpdir("small");
+    small_trace(&dir);
+    let mut app = open(&dir, 80, 24);
+    let buf = render(&mut app);
+    let lines = text(&buf);
+    println!("{}", lines.join("\n"));
+    assert!(lines[0].contains("4 ranks, 16 calls"), "{}", lines[0]);
+    // Axis with units.
+    for l in ["0µs", "20µs", "40µs", "60µs", "80µs"] {
+        assert!(lines[1].contains(l), "axis: {}", lines[1]);
+    }
+    let (r0, r1, r2, r3) = (row_of(&lines, "r0"), row_of(&lines, "r1"), row_of(&lines, "r2"), row_of(&lines, "r3"));
+    assert_eq!((r1, r2, r3), (r0 + 1, r0 + 2, r0 + 3));
+    for r in [r0, r1, r2] {
+        assert!(lines[r].contains("Allreduce"), "{}", lines[r]);
+    }
+    assert!(lines[r2].contains("Recv"));
+    // The Allreduce label is drawn in the collective colour, reversed.
+    let x = lines[r0].find("Allreduce").map(|b| lines[r0][..b].chars().count()).unwrap() as u16;
+    let cell = &buf[(x, r0 as u16)];
+    assert_eq!(cell.fg, colors::COLLECTIVE);
+    assert!(cell.modifier.contains(Modifier::REVERSED));
+    // The status line says what is in view.
+    assert!(lines[23].starts_with("-1µs – 102µs (103µs) │ r0 @ 0µs"), "{}", lines[23]);
+    assert!(lines[23].ends_with("? help"));
+    // Details of the call under the cursor (MPI_Init of rank 0).
+    assert!(lines.iter().any(|l| l.contains("MPI_Init  rank 0  at 0µs  for 1.00µs")));
+}
+
+#[test]
+fn message_lines_join_sender_and_receiver() {
+    let dir = tmpdir("lines");
+    small_trace(&dir);
+    let mut app = open(&dir, 80, 24);
+    app.view = View::new(0, 25_000);
+    let lines = screen(&mut app);
+    let (r0, r1, r2, r3) = (row_of(&lines, "r0"), row_of(&lines, "r1"), row_of(&lines, "r2"), row_of(&lines, "r3"));
+    let lw = app.label_width() as usize;
+    let n = 80 - lw;
+    // Send posted at 10 µs on rank 0, received at 20 µs on rank 2.
+    let (xs, xr) = (lw + 10_000 * n / 25_000, lw + 20_000 * n / 25_000);
+    assert_eq!(col(&lines[r0], '•'), Some(xs), "{}", lines[r0]);
+    assert_eq!(col(&lines[r2], '▸'), Some(xr), "{}", lines[r2]);
+    let mid = col(&lines[r1], '╲').expect("the line crosses rank 1");
+    assert!(mid > xs && mid < xr);
+    assert!(!lines[r3].contains(['•', '▸', '╲']));
+    // Zoomed out to the whole run both messages are drawn.
+    key(&mut app, '0');
+    let lines = screen(&mut app);
+    assert!(lines[r1].contains('•') && lines[r3].contains('▸'));
+}
+
+#[test]
+fn zoom_and_pan_change_the_range_and_axis() {
+    let dir = tmpdir("zoom");
+    small_trace(&dir);
+    let mut app = open(&dir, 80, 24);
+    app.cursor_t = 50_000;
+    key(&mut app, '+');
+    key(&mut app, '+');
+    let v = app.view;
+    assert!((v.span() - 103_060 / 4).abs() < 20, "{v:?}");
+    assert!(v.t0 < 50_000 && v.t1 > 50_000);
+    let lines = screen(&mut app);
+    assert!(lines[23].starts_with("37.2µs – 63.0µs (25.8µs) │ r0 @ 50.0µs"), "{}", lines[23]);
+    assert!(lines[1].contains("40µs") && lines[1].contains("60µs") && !lines[1].contains("20µs"), "{}", lines[1]);
+    // Pan right by a quarter screen.
+    key(&mut app, 'L');
+    assert!((app.view.t0 - (v.t0 + v.span() / 4)).abs() < 2);
+    let lines = screen(&mut app);
+    assert!(lines[23].starts_with("43.7µs – 69.4µs"), "{}", lines[23]);
+    // Finer zoom: labels in smaller steps.
+    for _ in 0..6 {
+        key(&mut app, 'i');
+    }
+    let lines = screen(&mut app);
+    assert!(lines[1].contains(".") && lines[1].contains("µs"), "{}", lines[1]);
+    // Fit brings everything back.
+    key(&mut app, 'f');
+    assert!(screen(&mut app)[23].starts_with("-1µs – 102µs"));
+    // Mark, move, zoom to the selection.
+    app.cursor_t = 10_000;
+    key(&mut app, 'm');
+    for _ in 0..10 {
+        code(&mut app, KeyCode::Right);
+    }
+    key(&mut app, 'z');
+    assert!(app.view.t0 >= 9_000 && app.view.t0 <= 10_001 && app.view.span() < 20_000, "{:?}", app.view);
+}
+
+#[test]
+fn mouse_zooms_pans_and_selects() {
+    let dir = tmpdir("mouse");
+    small_trace(&dir);
+    let mut app = open(&dir, 80, 24);
+    render(&mut app);
+    let ev = |kind, column, row| MouseEvent { kind, column, row, modifiers: KeyModifiers::NONE };
+    let before = app.view;
+    app.on_mouse(ev(MouseEventKind::ScrollUp, 40, 3));
+    assert!(app.view.span() < before.span());
+    let zoomed = app.view;
+    app.on_mouse(ev(MouseEventKind::Down(MouseButton::Left), 40, 3));
+    app.on_mouse(ev(MouseEventKind::Drag(MouseButton::Left), 30, 3));
+    app.on_mouse(ev(MouseEventKind::Up(MouseButton::Left), 30, 3));
+    assert!(app.view.t0 > zoomed.t0, "dragging left shows later times");
+    assert_eq!(app.view.span(), zoomed.span());
+    key(&mut app, '0');
+    app.on_mouse(ev(MouseEventKind::Down(MouseButton::Right), 20, 4));
+    app.on_mouse(ev(MouseEventKind::Drag(MouseButton::Right), 40, 4));
+    app.on_mouse(ev(MouseEventKind::Up(MouseButton::Right), 40, 4));
+    assert!(app.view.span() < 40_000, "zoomed to the selection: {:?}", app.view);
+    assert_eq!(app.cursor_row, 2, "clicked on rank 2 (screen row 4)");
+}
+
+#[test]
+fn panels_show_the_analyses() {
+    let dir = tmpdir("panels");
+    small_trace(&dir);
+    let mut app = open(&dir, 100, 30);
+    key(&mut app, '2');
+    let lines = screen(&mut app);
+    let all = lines.join("\n");
+    assert!(all.contains("sorted by time ▼"));
+    let ar = lines.iter().find(|l| l.starts_with("MPI_Allreduce")).expect("profile row");
+    assert!(ar.split_whitespace().nth(1) == Some("4"), "{ar}");
+    // Sort by calls, then by name.
+    key(&mut app, 's');
+    assert!(screen(&mut app).join("\n").contains("sorted by calls ▼"));
+    key(&mut app, 's');
+    key(&mut app, 's');
+    let lines = screen(&mut app);
+    let first = lines.iter().position(|l| l.starts_with("MPI_Allreduce")).unwrap();
+    let last = lines.iter().position(|l| l.starts_with("MPI_Send")).unwrap();
+    assert!(first < last, "by name ascending");
+
+    key(&mut app, '3');
+    let all = screen(&mut app).join("\n");
+    assert!(all.contains("1 instances"), "{all}");
+    let row = all.lines().find(|l| l.starts_with("MPI_Allreduce")).expect("collective row");
+    assert!(row.contains("WORLD") && row.contains("30.0µs") && row.contains("r3 100%"), "{row}");
+
+    key(&mut app, '4');
+    let all = screen(&mut app).join("\n");
+    let ls = all.lines().find(|l| l.starts_with("Late Sender")).expect("late sender row");
+    assert!(ls.contains("5.00µs") && ls.contains("r2 5.00µs") && ls.contains("r0 5.00µs"), "{ls}");
+    assert!(all.contains("1 late senders"));
+
+    key(&mut app, '5');
+    let all = screen(&mut app).join("\n");
+    assert!(all.contains("0→2  8.0 KiB  1 msg") && all.contains("1→3  4.0 KiB  1 msg"), "{all}");
+    let r0 = all.lines().find(|l| l.starts_with("r0 ·")).unwrap();
+    assert!(r0.starts_with("r0 · · ██·"), "{r0}");
+
+    key(&mut app, '6');
+    let all = screen(&mut app).join("\n");
+    assert!(all.contains("16 calls over") && all.contains("level of detail: built"), "{all}");
+}
+
+#[test]
+fn details_show_the_matched_message() {
+    let dir = tmpdir("details");
+    small_trace(&dir);
+    let mut app = open(&dir, 100, 30);
+    code(&mut app, KeyCode::Down);
+    code(&mut app, KeyCode::Down);
+    app.cursor_t = 15_000;
+    let all = screen(&mut app).join("\n");
+    assert!(all.contains("MPI_Recv  rank 2  at 5"), "{all}");
+    assert!(all.contains("recv from 0 tag 5 8.0 KiB comm WORLD seq 1 ← sent by rank 0 in MPI_Send"), "{all}");
+    assert!(all.contains("late sender: waited 5.00µs for rank 0"));
+    // g goes to the sender.
+    key(&mut app, 'g');
+    assert_eq!(app.cursor_row, 0);
+    assert_eq!(app.cursor_t, 10_000);
+    let all = screen(&mut app).join("\n");
+    assert!(all.contains("send to 2 tag 5 8.0 KiB comm WORLD seq 1 → received by rank 2 in MPI_Recv"), "{all}");
+    // On the Allreduce: the instance, and its members underlined on every rank.
+    app.cursor_t = 60_000;
+    let buf = render(&mut app);
+    let lines = text(&buf);
+    let all = lines.join("\n");
+    assert!(all.contains("MPI_Allreduce #1 on WORLD: 4/4 ranks, 8 B each, arrival spread 30.0µs, rank 3 last"), "{all}");
+    assert!(all.contains("this rank waited 30.0µs for rank 3"), "{all}");
+    let r3 = row_of(&lines, "r3") as u16;
+    let lw = app.label_width();
+    let x = lw + ((80_500 - app.view.t0) * (100 - lw as i64) / app.view.span()) as u16;
+    assert!(buf[(x, r3)].modifier.contains(Modifier::UNDERLINED), "rank 3's part of the instance");
+}
+
+#[test]
+fn search_finds_calls() {
+    let dir = tmpdir("search");
+    small_trace(&dir);
+    let mut app = open(&dir, 80, 24);
+    key(&mut app, '/');
+    typed(&mut app, "send");
+    assert!(screen(&mut app)[23].starts_with("/send"));
+    code(&mut app, KeyCode::Enter);
+    assert_eq!((app.cursor_row, app.cursor_t), (0, 10_000));
+    assert!(screen(&mut app)[0].contains("MPI_Send on rank 0 at 10"), "title");
+    key(&mut app, 'n');
+    assert_eq!((app.cursor_row, app.cursor_t), (1, 40_000));
+    key(&mut app, 'n');
+    assert!(app.message.as_deref().unwrap_or("").contains("no later match"));
+    key(&mut app, 'N');
+    assert_eq!((app.cursor_row, app.cursor_t), (0, 10_000));
+    // Rank range and duration; filtered rows are hidden.
+    key(&mut app, '/');
+    for _ in 0..4 {
+        code(&mut app, KeyCode::Backspace);
+    }
+    typed(&mut app, "allreduce rank=2-3 dur>10us");
+    code(&mut app, KeyCode::Enter);
+    let lines = screen(&mut app);
+    assert!(!lines.iter().any(|l| l.starts_with("r0 ")), "rank 0 hidden");
+    assert_eq!(app.rows().len(), 2);
+    assert!(lines[0].contains("MPI_Allreduce on rank 2 at 50"), "{}", lines[0]);
+    // Communicator and tag (through the analyses).
+    key(&mut app, '/');
+    for _ in 0..40 {
+        code(&mut app, KeyCode::Backspace);
+    }
+    app.cursor_t = 0;
+    typed(&mut app, "comm=world tag=9");
+    code(&mut app, KeyCode::Enter);
+    assert!(app.message.as_deref().unwrap_or("").contains("MPI_Send on rank 1"), "{:?}", app.message);
+    // A bad term says why.
+    key(&mut app, '/');
+    typed(&mut app, " foo=1");
+    code(&mut app, KeyCode::Enter);
+    assert!(app.message.as_deref().unwrap_or("").contains("foo=1"));
+    code(&mut app, KeyCode::Esc);
+    assert!(app.filter.is_empty() && app.rows().len() == 4);
+}
+
+#[test]
+fn jumps_to_late_senders_and_slow_collectives() {
+    let dir = tmpdir("jumps");
+    small_trace(&dir);
+    let mut app = open(&dir, 80, 24);
+    key(&mut app, 'w');
+    assert_eq!((app.cursor_row, app.cursor_t), (2, 5_000));
+    assert!(screen(&mut app)[0].contains("late sender: rank 2 waited 5.00µs in MPI_Recv for rank 0"));
+    key(&mut app, 'w');
+    assert!(app.message.as_deref().unwrap_or("").contains("no later late sender"));
+    key(&mut app, 'c');
+    assert_eq!((app.cursor_row, app.cursor_t), (3, 80_000));
+    let status = screen(&mut app)[0].clone();
+    assert!(status.contains("Allreduce #1 on WORLD: arrivals spread over 30.0µs, rank 3 last (1 slow of 1)"), "{status}");
+    key(&mut app, 'C');
+    assert!(app.message.as_deref().unwrap_or("").contains("no earlier slow collective"));
+}
+
+#[test]
+fn help_lists_every_key() {
+    let dir = tmpdir("help");
+    small_trace(&dir);
+    let mut app = open(&dir, 160, 60);
+    key(&mut app, '?');
+    let all = screen(&mut app).join("\n");
+    for b in tui::keys::BINDINGS {
+        assert!(all.contains(b.label) && all.contains(b.help), "help lacks {} {}", b.label, b.help);
+    }
+    for (k, _) in tui::keys::MOUSE.iter().chain(tui::keys::SEARCH) {
+        assert!(all.contains(k), "help lacks {k}");
+    }
+    // Any key closes it; at 80x24 it scrolls.
+    key(&mut app, 'x');
+    assert!(!app.help);
+    app.size = (80, 24);
+    key(&mut app, '?');
+    let first = screen(&mut app);
+    assert!(first.join("\n").contains("q  Ctrl-C"));
+    for _ in 0..4 {
+        code(&mut app, KeyCode::PageDown);
+    }
+    let later = screen(&mut app).join("\n");
+    assert!(app.help && later.contains("Esc") && !later.contains("q  Ctrl-C"), "{later}");
+}
+
+#[test]
+fn too_small_terminal_says_so() {
+    let dir = tmpdir("small-term");
+    small_trace(&dir);
+    let mut app = open(&dir, 40, 10);
+    let all = screen(&mut app).join("\n");
+    assert!(all.contains("Terminal too small") && all.contains("40x10: need at least 60x16"), "{all}");
+    app.size = (60, 16);
+    assert!(screen(&mut app).join("\n").contains("r3"));
+}
+
+#[test]
+fn corrupt_rank_file_opens_the_rest_and_says_what_is_missing() {
+    let dir = tmpdir("corrupt");
+    small_trace(&dir);
+    std::fs::write(trace_format::layout::events(&dir, 1), b"PAR1 this is not parquet").unwrap();
+    let mut app = open(&dir, 100, 30);
+    let lines = screen(&mut app);
+    let all = lines.join("\n");
+    assert!(lines[0].contains("1 incomplete") && lines[0].contains("problems (6)"), "{}", lines[0]);
+    assert!(lines.iter().any(|l| l.starts_with("r1?")), "rank 1 marked missing");
+    assert!(lines[row_of(&lines, "r0")].contains("Allreduce"));
+    assert!(all.contains("rank 1: missing") && all.contains("rank-00001.parquet"), "info panel: {all}");
+}
+
+#[test]
+fn not_a_trace_says_so() {
+    let dir = tmpdir("nothing");
+    let mut app = open(&dir, 80, 24);
+    let all = screen(&mut app).join("\n");
+    assert!(all.contains("Cannot open the trace") && all.contains("not a trace directory"), "{all}");
+    key(&mut app, 'q');
+    assert!(app.quit);
+}
+
+#[test]
+fn crashed_run_journals_open() {
+    use trace_format::journal::{ClockKind, JournalHeader, JournalWriter};
+    use trace_format::record::{flags, head, Kind, Record};
+    let dir = tmpdir("crashed");
+    std::fs::create_dir_all(dir.join("journal")).unwrap();
+    let names = trace_format::events::call_names();
+    let id = |n: &str| names.iter().position(|x| *x == n).unwrap() as u16;
+    for rank in 0..2 {
+        let hdr = JournalHeader { clock: ClockKind::MonotonicNs, pid: 1, thread: 0, rank, table_len: names.len() as u32 };
+        let mut w = JournalWriter::create(&trace_format::layout::journal(&dir, rank, 0), hdr).unwrap();
+        let rec = |call: &str, t0: u64, t1: u64, done: bool| Record {
+            head: head(id(call), Kind::Call, if done { flags::DONE } else { 0 }),
+            t_enter: t0,
+            t_exit: t1,
+            ..Default::default()
+        };
+        w.append(&rec("MPI_Init", 1000, 2000, true)).unwrap();
+        w.append(&rec("MPI_Barrier", 3000, 40_000, true)).unwrap();
+        w.append(&rec("MPI_Recv", 50_000, 0, rank == 1)).unwrap();
+    }
+    let mut app = open(&dir, 100, 30);
+    let lines = screen(&mut app);
+    let all = lines.join("\n");
+    assert!(lines.iter().any(|l| l.starts_with("r0!")) && lines.iter().any(|l| l.starts_with("r1!")), "{all}");
+    assert!(all.contains("Barrier"), "{all}");
+    assert!(all.contains("did not finalize"), "{all}");
+}
+
+#[test]
+fn many_ranks_scroll_and_fold() {
+    let dir = tmpdir("fold");
+    let mut t = analyzers::synth::SynthTrace::new(40);
+    for r in 0..40 {
+        t.coll(r, "MPI_Barrier", 2_000 + r as i64 * 100, 10_000, 0x60, 0, None);
+    }
+    t.finalize(20_000);
+    t.write(&dir).unwrap();
+    let mut app = open(&dir, 80, 24);
+    assert_eq!(app.groups.len(), 3, "blocks of 16");
+    let lines = screen(&mut app);
+    assert!(lines.iter().any(|l| l.starts_with("r0 ")) && !lines.iter().any(|l| l.starts_with("r39")));
+    code(&mut app, KeyCode::PageDown);
+    code(&mut app, KeyCode::PageDown);
+    code(&mut app, KeyCode::PageDown);
+    let lines = screen(&mut app);
+    assert!(lines.iter().any(|l| l.starts_with("r39")), "scrolled to the end");
+    code(&mut app, KeyCode::Enter);
+    let lines = screen(&mut app);
+    assert!(lines.iter().any(|l| l.starts_with("▸32-39")), "{}", lines.join("\n"));
+    key(&mut app, 'F');
+    let lines = screen(&mut app);
+    for g in ["▸0-15", "▸16-31", "▸32-39"] {
+        assert!(lines.iter().any(|l| l.starts_with(g)), "{g}");
+    }
+    assert_eq!(app.rows().len(), 3);
+    let r = row_of(&lines, "▸0-15");
+    assert!(lines[r].contains("Barrier") || lines[r].contains('█'), "{}", lines[r]);
+    key(&mut app, 'F');
+    assert_eq!(app.rows().len(), 40);
+}
