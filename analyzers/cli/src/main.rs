@@ -21,6 +21,11 @@ enum Command {
     Record(record::RecordArgs),
     #[command(flatten)]
     Analyze(analyze::Commands),
+    /// Browse a trace in the terminal: timeline, messages, analyses (`?` lists the keys).
+    Tui {
+        /// The trace directory (finished, or the journals of a crashed run).
+        dir: std::path::PathBuf,
+    },
 }
 
 fn main() {
@@ -28,6 +33,8 @@ fn main() {
     let result = match cli.command {
         Command::Record(args) => record::run(args),
         Command::Analyze(c) => analyze::run(c),
+        Command::Tui { dir } if !dir.is_dir() => Err(anyhow::anyhow!("{}: no such directory", dir.display())),
+        Command::Tui { dir } => tui::run(&dir).map(|()| 0).map_err(anyhow::Error::from),
     };
     match result {
         Ok(code) => std::process::exit(code),
