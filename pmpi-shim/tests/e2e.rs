@@ -654,3 +654,32 @@ fn collectives_and_communicators_on_four_ranks() {
     let r = calls(t.rank_events(1), "MPI_Recv")[0];
     assert_eq!((r.peer, r.seq), (Some(0), Some(1)));
 }
+
+#[test]
+fn rma_targets_as_world_ranks() {
+    let dir = common::scratch("rma");
+    let exe = common::compile("rma.c", &dir);
+    let tdir = dir.join("trace");
+    let out = common::run(3, &exe, &[], &tdir, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let t = Trace::open(&tdir).unwrap();
+    assert!(t.problems.is_empty(), "{:?}", t.problems);
+    let puts = calls(t.rank_events(0), "MPI_Put");
+    assert_eq!(
+        puts.iter()
+            .map(|e| (e.peer, e.bytes, e.comm))
+            .collect::<Vec<_>>(),
+        vec![(Some(1), Some(12), Some(0)), (Some(2), Some(12), Some(0))]
+    );
+    for r in 0..3 {
+        let ev = t.rank_events(r);
+        assert_eq!(count(ev, "MPI_Win_fence"), 3);
+        let g = calls(ev, "MPI_Get")[0];
+        assert_eq!((g.peer, g.bytes, g.comm), (Some(0), Some(4), Some(0)));
+        assert_eq!(calls(ev, "MPI_Win_free")[0].comm, Some(0));
+    }
+}
