@@ -167,3 +167,54 @@ fn unwritable_output_is_a_clear_error() {
         "{err}"
     );
 }
+
+/// The same through this project's MPI (mpi-core's mpicc and mpirun), when
+/// they are built next to mpitrace; skipped otherwise.
+#[test]
+fn record_on_the_project_mpi() {
+    let bin = Path::new(env!("CARGO_BIN_EXE_mpitrace"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let (mpicc, mpirun) = (bin.join("mpicc"), bin.join("mpirun"));
+    if !mpicc.exists() || !mpirun.exists() {
+        eprintln!("mpi-core's mpicc/mpirun not built: skipped");
+        return;
+    }
+    let dir = scratch("record-own");
+    let c = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../pmpi-shim");
+    let exe = dir.join("p2p");
+    let st = Command::new(&mpicc)
+        .args(["-O1", "-g", "-Wno-stringop-overflow", "-I"])
+        .arg(c.join("include"))
+        .arg(c.join("tests/c/p2p.c"))
+        .arg("-o")
+        .arg(&exe)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    build_shim();
+    let trace = dir.join("trace");
+    let out = Command::new("timeout")
+        .args(["-k", "5", "120"])
+        .arg(env!("CARGO_BIN_EXE_mpitrace"))
+        .args(["record", "-o"])
+        .arg(&trace)
+        .arg("--")
+        .arg(&mpirun)
+        .args(["-n", "2"])
+        .arg(&exe)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let t = Trace::open(&trace).unwrap();
+    assert!(t.is_complete() && t.problems.is_empty(), "{:?}", t.problems);
+    assert!(
+        t.meta.mpi_library.contains("mpi-core"),
+        "{}",
+        t.meta.mpi_library
+    );
+    let sends = t.events().filter(|e| e.is_call("MPI_Send")).count();
+    assert_eq!(sends, 5 + 5 + 1);
+}
