@@ -271,8 +271,10 @@ impl RankLod {
         let mut reach = if base > 0 { l[base - 1].max_end } else { i64::MIN };
         let mut next = 0usize;
         let mut covering: Option<(usize, Call)> = None;
+        let mut carry = 0i64;
         for (c, cell) in out.iter_mut().enumerate() {
             let (a, z) = (win.bound(c), win.bound(c + 1));
+            cell.busy += std::mem::take(&mut carry);
             if reach > a {
                 // A call started before the column runs into it.
                 let tail = reach.min(z) - a;
@@ -297,7 +299,12 @@ impl RankLod {
                     break;
                 }
                 cell.count += b.count;
-                cell.busy += b.busy;
+                // A bucket narrower than a column may straddle its end: the
+                // time goes to both columns by overlap (no aliasing stripes).
+                let end = self.bucket_start(k, b.key).saturating_add(self.level_width(k));
+                let spill = if end > z && c + 1 < win.n { (b.busy as i128 * (end - z) as i128 / (end - start).max(1) as i128) as i64 } else { 0 };
+                cell.busy += b.busy - spill;
+                carry += spill;
                 cell.flags |= b.flags;
                 if b.busy > best[c] {
                     best[c] = b.busy;
