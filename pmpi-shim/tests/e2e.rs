@@ -683,3 +683,51 @@ fn rma_targets_as_world_ranks() {
         assert_eq!(calls(ev, "MPI_Win_free")[0].comm, Some(0));
     }
 }
+
+/// Unmounts the small file system of `full_trace_dir_...` however the test ends.
+struct Mount(std::path::PathBuf);
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// A trace directory on a 6 MiB tmpfs fills up: the program runs to its
+/// end, the shim says so, and what fit is still readable. Skipped where
+/// mounting is not allowed.
+#[test]
+fn full_trace_dir_leaves_the_program_running() {
+    let dir = common::scratch("full");
+    let exe = common::compile("bench.c", &dir);
+    let mnt = dir.join("small");
+    std::fs::create_dir_all(&mnt).unwrap();
+    let ok = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=6m", "tmpfs"])
+        .arg(&mnt)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("cannot mount a tmpfs here: skipped");
+        return;
+    }
+    let _guard = Mount(mnt.clone());
+    let tdir = mnt.join("trace");
+    // 200000 calls need ~19 MB of journal: the first 4 MB chunk fits.
+    let out = common::run(1, &exe, &["200000", "0"], &tdir, &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("call_ns"));
+    assert!(err.contains("No space left on device"), "{err}");
+    // The journal that fit is readable; no temporary files are left.
+    let t = Trace::open(&tdir).unwrap();
+    let n = count(t.rank_events(0), "MPI_Comm_rank");
+    assert!(n > 30_000 && n < 200_000, "{n}");
+    let leftovers: Vec<_> = std::fs::read_dir(&tdir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}

@@ -126,10 +126,10 @@ pub mod layout {
 /// Writes a file atomically (temporary file, then rename).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, bytes).map_err(|e| Error::Io {
-        path: tmp.clone(),
-        source: e,
-    })?;
+    if let Err(e) = std::fs::write(&tmp, bytes) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(Error::Io { path: tmp, source: e });
+    }
     std::fs::rename(&tmp, path).map_err(|e| Error::Io {
         path: path.to_path_buf(),
         source: e,
@@ -265,6 +265,8 @@ pub fn convert_rank(dir: &Path, rank: i32, keep_journals: bool) -> Result<Conver
         },
     );
     if let Some(e) = failed {
+        drop(writer);
+        let _ = std::fs::remove_file(ev_path.with_extension("parquet.tmp"));
         return Err(e);
     }
     writer.finish()?;

@@ -184,9 +184,14 @@ fn write_batch(path: &Path, batch: &RecordBatch, props: WriterProperties) -> Res
         path: path.to_path_buf(),
         what: e.to_string(),
     };
-    let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props)).map_err(pq)?;
-    w.write(batch).map_err(pq)?;
-    w.close().map_err(pq)?;
+    let written = ArrowWriter::try_new(file, batch.schema(), Some(props)).and_then(|mut w| {
+        w.write(batch)?;
+        w.close().map(|_| ())
+    });
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(pq(e));
+    }
     std::fs::rename(&tmp, path).map_err(|e| Error::Io {
         path: path.to_path_buf(),
         source: e,
@@ -247,11 +252,12 @@ impl EventsWriter {
         })
     }
 
+    /// Closes the file and moves it into place (on failure it is removed).
     pub fn finish(self) -> Result<(), Error> {
-        self.writer.close().map_err(|e| Error::Parquet {
-            path: self.path.clone(),
-            what: e.to_string(),
-        })?;
+        if let Err(e) = self.writer.close() {
+            let _ = std::fs::remove_file(&self.tmp);
+            return Err(Error::Parquet { path: self.path.clone(), what: e.to_string() });
+        }
         std::fs::rename(&self.tmp, &self.path).map_err(|e| Error::Io {
             path: self.path.clone(),
             source: e,
