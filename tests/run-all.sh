@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 need=()
 command -v mpicc.mpich >/dev/null || need+=(mpich libmpich-dev)
 command -v mpirun.openmpi >/dev/null || need+=(openmpi-bin libopenmpi-dev)
+command -v tmux >/dev/null || need+=(tmux)  # mpitrace tui end-to-end test
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=$([ "$(id -u)" = 0 ] && echo "" || echo sudo)
   $SUDO apt-get update -qq
