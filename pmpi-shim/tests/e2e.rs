@@ -8,6 +8,24 @@ use std::collections::{BTreeMap, HashMap};
 use trace_format::record::{flags, Kind};
 use trace_format::{Completeness, Event, Trace};
 
+/// Compiles `tests/c/<src>`, runs it on `n` ranks under the shim with the
+/// extra environment `env`, checks that it succeeded and returns its trace,
+/// which must have no problems.
+fn traced(name: &str, src: &str, n: usize, env: &[(&str, &str)]) -> Trace {
+    let dir = common::scratch(name);
+    let exe = common::compile(src, &dir);
+    let tdir = dir.join("trace");
+    let out = common::run(n, &exe, &[], &tdir, env);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let t = Trace::open(&tdir).unwrap();
+    assert!(t.problems.is_empty(), "{:?}", t.problems);
+    t
+}
+
 fn calls<'a>(evs: &'a [Event], name: &str) -> Vec<&'a Event> {
     evs.iter().filter(|e| e.is_call(name)).collect()
 }
@@ -113,16 +131,7 @@ fn check_collectives(trace: &Trace) {
 
 #[test]
 fn p2p_collectives_comms_regions_pcontrol() {
-    let dir = common::scratch("p2p");
-    let exe = common::compile("p2p.c", &dir);
-    let tdir = dir.join("trace");
-    let out = common::run(3, &exe, &[], &tdir, &[]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    check_p2p(&tdir, "MPICH");
+    check_p2p(&traced("p2p", "p2p.c", 3, &[]), "MPICH");
 }
 
 /// The same program on this project's MPI (mpi-core), when its launcher and
@@ -165,11 +174,10 @@ fn p2p_on_the_project_mpi() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    check_p2p(&tdir, "mpi-core");
+    check_p2p(&Trace::open(&tdir).unwrap(), "mpi-core");
 }
 
-fn check_p2p(tdir: &std::path::Path, library: &str) {
-    let t = Trace::open(tdir).unwrap();
+fn check_p2p(t: &Trace, library: &str) {
     assert!(t.problems.is_empty(), "{:?}", t.problems);
     assert!(t.is_complete());
     assert_eq!(t.meta.ranks, 3);
@@ -260,7 +268,7 @@ fn check_p2p(tdir: &std::path::Path, library: &str) {
         .map(|e| e.seq.unwrap())
         .collect();
     assert_eq!(seqs, vec![1, 2, 3, 4, 5]);
-    assert_eq!(check_matching(&t), 5 + 5 + 2 + 3);
+    assert_eq!(check_matching(t), 5 + 5 + 2 + 3);
     // Call sites symbolize to the source line of the call.
     let send = calls(t.rank_events(0), "MPI_Send")[0];
     let (path, addr) = t.ranks[&0]
@@ -277,7 +285,7 @@ fn check_p2p(tdir: &std::path::Path, library: &str) {
         .unwrap();
     let line = String::from_utf8_lossy(&out.stdout);
     assert!(line.contains("p2p.c:19"), "{line}");
-    check_collectives(&t);
+    check_collectives(t);
     // Communicators: world, 3 selves, two halves of the split.
     let splits: Vec<_> = t
         .comms
@@ -317,17 +325,7 @@ fn check_p2p(tdir: &std::path::Path, library: &str) {
 
 #[test]
 fn requests_persistent_any_some_cancel_sendrecv() {
-    let dir = common::scratch("requests");
-    let exe = common::compile("requests.c", &dir);
-    let tdir = dir.join("trace");
-    let out = common::run(2, &exe, &[], &tdir, &[]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let t = Trace::open(&tdir).unwrap();
-    assert!(t.problems.is_empty(), "{:?}", t.problems);
+    let t = traced("requests", "requests.c", 2, &[]);
     for r in 0..2 {
         let ev = t.rank_events(r);
         assert_eq!(count(ev, "MPI_Start"), 3);
@@ -447,17 +445,7 @@ fn crash_sigkill() {
 
 #[test]
 fn thread_multiple_journals_per_thread() {
-    let dir = common::scratch("threads");
-    let exe = common::compile("threads.c", &dir);
-    let tdir = dir.join("trace");
-    let out = common::run(2, &exe, &[], &tdir, &[]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let t = Trace::open(&tdir).unwrap();
-    assert!(t.problems.is_empty(), "{:?}", t.problems);
+    let t = traced("threads", "threads.c", 2, &[]);
     assert_eq!(check_matching(&t), 100);
     for r in 0..2 {
         let ev = t.rank_events(r);
@@ -495,16 +483,7 @@ fn thread_multiple_journals_per_thread() {
 
 #[test]
 fn clock_sync_ping_pong() {
-    let dir = common::scratch("clock");
-    let exe = common::compile("p2p.c", &dir);
-    let tdir = dir.join("trace");
-    let out = common::run(2, &exe, &[], &tdir, &[("MPITRACE_CLOCK_PER_RANK", "1")]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let t = Trace::open(&tdir).unwrap();
+    let t = traced("clock", "p2p.c", 2, &[("MPITRACE_CLOCK_PER_RANK", "1")]);
     let m1 = &t.meta.rank_meta[1];
     for p in [m1.sync_init.unwrap(), m1.sync_finalize.unwrap()] {
         // Same machine: the true offset is 0, the estimate within the round trip.
@@ -551,17 +530,7 @@ fn unwritable_trace_dir_leaves_the_program_running() {
 
 #[test]
 fn collectives_and_communicators_on_four_ranks() {
-    let dir = common::scratch("coll");
-    let exe = common::compile("coll.c", &dir);
-    let tdir = dir.join("trace");
-    let out = common::run(4, &exe, &[], &tdir, &[]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let t = Trace::open(&tdir).unwrap();
-    assert!(t.problems.is_empty(), "{:?}", t.problems);
+    let t = traced("coll", "coll.c", 4, &[]);
     check_collectives(&t);
     assert_eq!(check_matching(&t), 1);
     for r in 0..4 {
@@ -657,17 +626,7 @@ fn collectives_and_communicators_on_four_ranks() {
 
 #[test]
 fn rma_targets_as_world_ranks() {
-    let dir = common::scratch("rma");
-    let exe = common::compile("rma.c", &dir);
-    let tdir = dir.join("trace");
-    let out = common::run(3, &exe, &[], &tdir, &[]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let t = Trace::open(&tdir).unwrap();
-    assert!(t.problems.is_empty(), "{:?}", t.problems);
+    let t = traced("rma", "rma.c", 3, &[]);
     let puts = calls(t.rank_events(0), "MPI_Put");
     assert_eq!(
         puts.iter()
