@@ -187,15 +187,36 @@ fn reducer(st: &State, op: MPI_Op, datatype: MPI_Datatype, dt: &Arc<Dtype>) -> M
 
 // ----- small messages in shared memory (blocking calls) ------------------------------
 
-/// The next shared-memory operation on `comm` for `bytes` per rank, making
-/// the communicator's segment first if needed (a collective step).
-fn flat_begin(comm: MPI_Comm, bytes: usize) -> MpiResult<Option<Flat>> {
+/// The next shared-memory operation on `comm`, making the communicator's
+/// segment first if needed (a collective step). `prep` looks at the
+/// arguments every rank has alike (under the same lock) and gives what the
+/// operation needs and its bytes per rank, or None: use messages (which
+/// also report bad arguments).
+fn flat_begin<T>(comm: MPI_Comm, mut prep: impl FnMut(&mut State, usize) -> Option<(T, usize)>) -> Option<MpiResult<(Flat, T)>> {
     loop {
-        let (ctx, rank, size, room) = match rt::with(|st| flat::lookup(st, comm, bytes))? {
-            Lookup::Ready(f) => return Ok(Some(f)),
-            Lookup::No => return Ok(None),
-            Lookup::Setup { ctx, rank, size, room } => (ctx, rank, size, room),
+        let found = rt::with(|st| {
+            let size = st.comms.get(comm)?.size() as usize;
+            let Some((t, bytes)) = prep(st, size) else { return Ok(Err(None)) };
+            Ok(match flat::lookup(st, comm, bytes)? {
+                Lookup::Ready(f) => Ok((f, t)),
+                Lookup::No => Err(None),
+                Lookup::Setup { ctx, rank, size, room } => Err(Some((ctx, rank, size, room))),
+            })
+        });
+        let (ctx, rank, size, room) = match found {
+            Ok(Ok(x)) => return Some(Ok(x)),
+            Ok(Err(None)) | Err(_) => return None,
+            Ok(Err(Some(s))) => s,
         };
+        if let Err(e) = flat_setup(comm, ctx, rank, size, room) {
+            return Some(Err(e));
+        }
+    }
+}
+
+/// Makes the shared-memory segment of a communicator.
+fn flat_setup(comm: MPI_Comm, ctx: u32, rank: usize, size: usize, room: bool) -> MpiResult<()> {
+    {
         // Rank 0 makes the segment and says so, with its process id (part
         // of the name); the others map it; all agree it worked.
         let len = flat::seg_len(size);
@@ -221,43 +242,43 @@ fn flat_begin(comm: MPI_Comm, bytes: usize) -> MpiResult<Option<Flat>> {
             flat::unlink(&name);
         }
         rt::with(|st| {
-            flat::install(st, ctx, map, all[0] == 1);
+            flat::install(st, comm, ctx, map, all[0] == 1);
             Ok(())
-        })?;
+        })
     }
 }
 
-/// Runs `body` as flat operation `f`, or None when `f` is None (messages).
-fn flat_run(f: MpiResult<Option<Flat>>, body: impl FnOnce(&Flat) -> MpiResult<()>) -> Option<MpiResult<()>> {
-    match f {
-        Ok(Some(f)) => Some(body(&f)),
-        Ok(None) => None,
-        Err(e) => Some(Err(e)),
-    }
+/// Runs `body` on what [`flat_begin`] found, or None (messages).
+fn flat_run<T>(f: Option<MpiResult<(Flat, T)>>, body: impl FnOnce(&Flat, T) -> MpiResult<()>) -> Option<MpiResult<()>> {
+    Some(f?.and_then(|(f, t)| body(&f, t)))
 }
 
 fn flat_barrier(comm: MPI_Comm) -> Option<MpiResult<()>> {
-    flat_run(flat_begin(comm, 0), |f| {
-        f.publish(None)?;
+    flat_run(flat_begin(comm, |_, _| Some(((), 0))), |f, ()| {
+        f.publish(None);
         f.wait_for(0..f.size)
     })
 }
 
 unsafe fn flat_bcast(buffer: *mut c_void, count: i64, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> Option<MpiResult<()>> {
     // Arguments every rank has alike decide; errors go the message way.
-    let (n, dt, size) = rt::with(|st| Ok((check_count(count)?, st.types.get(datatype)?, st.comms.get(comm)?.size() as usize))).ok()?;
-    let root = check_root(root, size).ok()?;
-    let bytes = dt.packed_size(n);
-    flat_run(flat_begin(comm, bytes), |f| {
+    let prep = |st: &mut State, size: usize| {
+        let (n, dt) = (check_count(count).ok()?, st.types.get(datatype).ok()?);
+        let root = check_root(root, size).ok()?;
+        let bytes = dt.packed_size(n);
+        Some(((n, dt, root), bytes))
+    };
+    flat_run(flat_begin(comm, prep), |f, (n, dt, root)| {
+        let bytes = dt.packed_size(n);
         let bad = check_buf(buffer, n, &dt, "buffer").err();
         if f.rank == root {
             f.wait_free()?;
             if bad.is_none() {
                 dt.pack(buffer as *const u8, n, std::slice::from_raw_parts_mut(f.buf(root), bytes));
             }
-            f.publish(Some(bytes))?;
+            f.publish(Some(bytes));
         } else {
-            f.publish(None)?;
+            f.publish(None);
             f.wait_for(root..root + 1)?;
             f.check_len(root..root + 1, bytes)?;
             if bad.is_none() {
@@ -271,22 +292,19 @@ unsafe fn flat_bcast(buffer: *mut c_void, count: i64, datatype: MPI_Datatype, ro
 /// Allreduce (`root` None) or Reduce in shared memory: every rank writes
 /// its data, the readers combine all slots in rank order.
 unsafe fn flat_reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: MPI_Datatype, op: MPI_Op, root: Option<c_int>, comm: MPI_Comm) -> Option<MpiResult<()>> {
-    let (n, dt, red, size) = rt::with(|st| {
-        let n = check_count(count)?;
-        let dt = st.types.get(datatype)?;
-        let red = reducer(st, op, datatype, &dt)?;
-        Ok((n, dt, red, st.comms.get(comm)?.size() as usize))
-    })
-    .ok()?;
-    let root = match root {
-        Some(r) => Some(check_root(r, size).ok()?),
-        None => None,
+    let prep = |st: &mut State, size: usize| {
+        let n = check_count(count).ok()?;
+        let dt = st.types.get(datatype).ok()?;
+        let red = reducer(st, op, datatype, &dt).ok()?;
+        let root = match root {
+            Some(r) => Some(check_root(r, size).ok()?),
+            None => None,
+        };
+        let bytes = dt.packed_size(n);
+        (bytes > 0).then_some(((n, dt, red, root), bytes))
     };
-    let bytes = dt.packed_size(n);
-    if bytes == 0 {
-        return None;
-    }
-    flat_run(flat_begin(comm, bytes), |f| {
+    flat_run(flat_begin(comm, prep), |f, (n, dt, red, root)| {
+        let bytes = dt.packed_size(n);
         let reads = root.is_none_or(|r| r == f.rank);
         let inp = in_place(sendbuf);
         let input = if inp { recvbuf as *const c_void } else { sendbuf };
@@ -308,7 +326,7 @@ unsafe fn flat_reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, 
         if bad.is_none() {
             dt.pack(input as *const u8, n, std::slice::from_raw_parts_mut(f.buf(f.rank), bytes));
         }
-        f.publish(Some(bytes))?;
+        f.publish(Some(bytes));
         if !reads {
             return bad.map_or(Ok(()), Err);
         }
@@ -339,12 +357,13 @@ unsafe fn flat_reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, 
 
 #[allow(clippy::too_many_arguments)]
 unsafe fn flat_allgather(sendbuf: *const c_void, sendcount: i64, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: i64, recvtype: MPI_Datatype, comm: MPI_Comm) -> Option<MpiResult<()>> {
-    let (rc, rdt) = rt::with(|st| Ok((check_count(recvcount)?, st.types.get(recvtype)?))).ok()?;
-    let blk = rdt.packed_size(rc);
-    if blk == 0 {
-        return None;
-    }
-    flat_run(flat_begin(comm, blk), |f| {
+    let prep = |st: &mut State, _| {
+        let (rc, rdt) = (check_count(recvcount).ok()?, st.types.get(recvtype).ok()?);
+        let blk = rdt.packed_size(rc);
+        (blk > 0).then_some(((rc, rdt), blk))
+    };
+    flat_run(flat_begin(comm, prep), |f, (rc, rdt)| {
+        let blk = rdt.packed_size(rc);
         let me = f.rank;
         let inp = in_place(sendbuf);
         let src = (|| {
@@ -361,7 +380,7 @@ unsafe fn flat_allgather(sendbuf: *const c_void, sendcount: i64, sendtype: MPI_D
         if let Ok((p, c, t)) = &src {
             t.pack(*p as *const u8, *c, std::slice::from_raw_parts_mut(f.buf(me), blk));
         }
-        f.publish(Some(blk))?;
+        f.publish(Some(blk));
         f.wait_for(0..f.size)?;
         src?;
         f.check_len(0..f.size, blk)?;
@@ -377,14 +396,14 @@ unsafe fn flat_allgather(sendbuf: *const c_void, sendcount: i64, sendtype: MPI_D
 // ----- the collectives -------------------------------------------------------------
 
 pub(crate) fn barrier(call: Call, comm: MPI_Comm) -> MpiResult<()> {
-    // Intercommunicators: their own algorithms.
-    if let Some(r) = super::intercoll::barrier(call, comm) {
-        return r;
-    }
     if let Call::Block = call {
         if let Some(r) = flat_barrier(comm) {
             return r;
         }
+    }
+    // Intercommunicators: their own algorithms.
+    if let Some(r) = super::intercoll::barrier(call, comm) {
+        return r;
     }
     run(comm, call, |_, s| {
         algo::barrier(s);
@@ -393,14 +412,14 @@ pub(crate) fn barrier(call: Call, comm: MPI_Comm) -> MpiResult<()> {
 }
 
 pub(crate) unsafe fn bcast(call: Call, buffer: *mut c_void, count: i64, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> MpiResult<()> {
-    // Intercommunicators: their own algorithms.
-    if let Some(r) = super::intercoll::bcast(call, buffer, count, datatype, root, comm) {
-        return r;
-    }
     if let Call::Block = call {
         if let Some(r) = flat_bcast(buffer, count, datatype, root, comm) {
             return r;
         }
+    }
+    // Intercommunicators: their own algorithms.
+    if let Some(r) = super::intercoll::bcast(call, buffer, count, datatype, root, comm) {
+        return r;
     }
     run(comm, call, |st, s| {
         let root = check_root(root, s.size)?;
@@ -622,14 +641,14 @@ pub(crate) unsafe fn allgather(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
-    // Intercommunicators: their own algorithms.
-    if let Some(r) = super::intercoll::allgather(call, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) {
-        return r;
-    }
     if let Call::Block = call {
         if let Some(r) = flat_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) {
             return r;
         }
+    }
+    // Intercommunicators: their own algorithms.
+    if let Some(r) = super::intercoll::allgather(call, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) {
+        return r;
     }
     run(comm, call, |st, s| {
         let (rc, rdt) = typed(st, recvbuf, recvcount, recvtype, "recvbuf")?;
@@ -861,14 +880,14 @@ pub(crate) unsafe fn allreduce(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
-    // Intercommunicators: their own algorithms.
-    if let Some(r) = super::intercoll::allreduce(call, sendbuf, recvbuf, count, datatype, op, comm) {
-        return r;
-    }
     if let Call::Block = call {
         if let Some(r) = flat_reduce(sendbuf, recvbuf, count, datatype, op, None, comm) {
             return r;
         }
+    }
+    // Intercommunicators: their own algorithms.
+    if let Some(r) = super::intercoll::allreduce(call, sendbuf, recvbuf, count, datatype, op, comm) {
+        return r;
     }
     run(comm, call, |st, s| {
         let (sb, rb, n) = reduce_views(st, s, sendbuf, recvbuf, count, datatype, op, true)?;

@@ -28,6 +28,7 @@ use mpi_api::abi::*;
 
 use crate::bail;
 use crate::rt::error::MpiResult;
+use crate::rt::shm::Ctl;
 use crate::rt::{self, State};
 
 
@@ -46,6 +47,8 @@ pub struct Seg {
     len: usize,
     /// Number of the next operation.
     next: u64,
+    /// Control blocks of the other ranks (for waking them).
+    wake: Arc<Vec<CtlPtr>>,
 }
 
 // SAFETY: the mapping is used only under the runtime lock or by the thread
@@ -59,6 +62,15 @@ impl Drop for Seg {
     }
 }
 
+/// The control block of another rank of the node (in the node segment).
+pub struct CtlPtr(*const Ctl);
+
+// SAFETY: a pointer into the node segment, shared by design between
+// processes; used only to wake that rank.
+unsafe impl Send for CtlPtr {}
+// SAFETY: as above.
+unsafe impl Sync for CtlPtr {}
+
 fn stride() -> usize {
     HDR + NBUF as usize * SLOT
 }
@@ -69,7 +81,8 @@ pub struct Flat {
     k: u64,
     pub rank: usize,
     pub size: usize,
-    group: Arc<Vec<usize>>,
+    /// Control blocks of the other ranks, to wake them if they sleep.
+    wake: Arc<Vec<CtlPtr>>,
     /// More ranks than cores: never poll without yielding.
     oversub: bool,
 }
@@ -97,10 +110,18 @@ impl Flat {
             return Ok(());
         }
         if !self.oversub {
-            for _ in 0..2000 {
-                std::hint::spin_loop();
-                if ready() {
-                    return Ok(());
+            // Poll for up to 50 us; the library's loop polls with the lock
+            // and its progress in each round, which reacts later.
+            let t0 = std::time::Instant::now();
+            loop {
+                for _ in 0..256 {
+                    std::hint::spin_loop();
+                    if ready() {
+                        return Ok(());
+                    }
+                }
+                if t0.elapsed() > std::time::Duration::from_micros(50) {
+                    break;
                 }
             }
         } else {
@@ -154,20 +175,17 @@ impl Flat {
     /// Announces this rank's data of `bytes` bytes (after [`Flat::wait_free`]
     /// and writing it), or with None only its arrival: then the length word
     /// is not touched, as its buffer may still be read by a slower rank.
-    pub fn publish(&self, bytes: Option<usize>) -> MpiResult<()> {
+    pub fn publish(&self, bytes: Option<usize>) {
         if let Some(b) = bytes {
             // SAFETY: as in `len_of`; written before the release of `seq`.
             unsafe { (*(self.base.add(self.len_off(self.rank)) as *const AtomicU64)).store(b as u64, Ordering::Relaxed) };
         }
         self.seq(self.rank).store(self.k + 1, Ordering::Release);
-        rt::with(|st| {
-            for (r, &w) in self.group.iter().enumerate() {
-                if r != self.rank {
-                    st.engine.wake(w);
-                }
-            }
-            Ok(())
-        })
+        for c in self.wake.iter() {
+            // SAFETY: control blocks of the node segment, mapped until
+            // finalize (which cannot run during this call).
+            crate::rt::shm::notify(unsafe { &*c.0 });
+        }
     }
 
     /// Waits until ranks `ranks` have published this operation.
@@ -191,20 +209,26 @@ pub enum Lookup {
 /// per rank.
 pub fn lookup(st: &mut State, comm: MPI_Comm, bytes: usize) -> MpiResult<Lookup> {
     let c = st.comms.get(comm)?;
-    let (ctx, rank, size, group) = (c.coll_ctx(), c.rank as usize, c.size() as usize, c.group.clone());
-    // Shared memory only joins ranks of one node (TCP peers use messages).
-    if size < 2 || bytes > st.coll.tune.shm_max.min(SLOT) || group.iter().any(|&w| st.engine.is_remote(w)) {
+    if c.is_inter() {
         return Ok(Lookup::No);
     }
-    let room = st.coll.flat.values().filter(|s| s.is_some()).count() < MAX_SEGS;
+    let (ctx, rank, size) = (c.coll_ctx(), c.rank as usize, c.size() as usize);
+    if size < 2 || bytes > st.coll.tune.shm_max.min(SLOT) {
+        return Ok(Lookup::No);
+    }
+    if !st.coll.flat.contains_key(&ctx) && c.group.iter().any(|&w| st.engine.is_remote(w)) {
+        // Shared memory only joins ranks of one node (every member sees
+        // the same): this communicator uses messages.
+        st.coll.flat.insert(ctx, None);
+    }
     Ok(match st.coll.flat.get_mut(&ctx) {
         Some(Some(seg)) => {
             let k = seg.next;
             seg.next += 1;
-            Lookup::Ready(Flat { base: seg.base, k, rank, size, group, oversub: st.oversubscribed })
+            Lookup::Ready(Flat { base: seg.base, k, rank, size, wake: seg.wake.clone(), oversub: st.oversubscribed })
         }
         Some(None) => Lookup::No,
-        None => Lookup::Setup { ctx, rank, size, room },
+        None => Lookup::Setup { ctx, rank, size, room: st.coll.flat.values().filter(|s| s.is_some()).count() < MAX_SEGS },
     })
 }
 
@@ -220,8 +244,13 @@ pub fn seg_len(size: usize) -> usize {
 }
 
 /// Records the outcome of a setup: the mapping if every rank has one.
-pub fn install(st: &mut State, ctx: u32, map: Option<(*mut u8, usize)>, all_ok: bool) {
-    let seg = map.map(|(base, len)| Seg { base, len, next: 0 });
+pub fn install(st: &mut State, comm: MPI_Comm, ctx: u32, map: Option<(*mut u8, usize)>, all_ok: bool) {
+    let wake: Vec<CtlPtr> = match st.comms.get(comm) {
+        Ok(c) => c.group.iter().filter_map(|&w| st.engine.ctl_of(w)).map(CtlPtr).collect(),
+        Err(_) => Vec::new(),
+    };
+    let wake = Arc::new(wake);
+    let seg = map.map(|(base, len)| Seg { base, len, next: 0, wake });
     st.coll.flat.insert(ctx, if all_ok { seg } else { None });
 }
 

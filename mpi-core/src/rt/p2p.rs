@@ -885,9 +885,16 @@ impl Engine {
     /// Wakes world rank `w` (on this node) if it sleeps waiting for
     /// progress: shared-memory collectives publish data without records.
     pub fn wake(&self, w: usize) {
-        if w != self.me && !self.is_remote(w) {
-            shm::notify(self.seg.ctl(self.local_of_world[w]));
+        if let Some(c) = self.ctl_of(w) {
+            // SAFETY: a control block of our segment.
+            shm::notify(unsafe { &*c });
         }
+    }
+
+    /// The control block of world rank `w` for waking it (None for this
+    /// rank and ranks on other hosts); valid while the engine lives.
+    pub fn ctl_of(&self, w: usize) -> Option<*const Ctl> {
+        (w != self.me && !self.is_remote(w)).then(|| self.seg.ctl(self.local_of_world[w]) as *const Ctl)
     }
 }
 
