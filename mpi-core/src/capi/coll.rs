@@ -393,6 +393,49 @@ unsafe fn flat_allgather(sendbuf: *const c_void, sendcount: i64, sendtype: MPI_D
     })
 }
 
+#[allow(clippy::too_many_arguments)]
+unsafe fn flat_alltoall(sendbuf: *const c_void, sendcount: i64, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: i64, recvtype: MPI_Datatype, comm: MPI_Comm) -> Option<MpiResult<()>> {
+    let prep = |st: &mut State, size: usize| {
+        let (rc, rdt) = (check_count(recvcount).ok()?, st.types.get(recvtype).ok()?);
+        let blk = rdt.packed_size(rc);
+        (blk > 0).then_some(((rc, rdt), blk * size))
+    };
+    flat_run(flat_begin(comm, prep), |f, (rc, rdt)| {
+        let (me, size) = (f.rank, f.size);
+        let blk = rdt.packed_size(rc);
+        // Each rank publishes its whole send buffer; each takes its block
+        // from every slot.
+        let src = (|| {
+            check_buf(recvbuf, rc * size, &rdt, "recvbuf")?;
+            if in_place(sendbuf) {
+                return Ok((recvbuf as *const c_void, rc * size, rdt.clone()));
+            }
+            let (sc, sdt) = rt::with(|st| typed(st, sendbuf, sendcount, sendtype, "sendbuf"))?;
+            signature_match(sdt.packed_size(sc), blk)?;
+            no_alias(sendbuf, recvbuf, blk * size)?;
+            Ok((sendbuf, sc * size, sdt))
+        })();
+        f.wait_free()?;
+        if let Ok((p, c, t)) = &src {
+            t.pack(*p as *const u8, *c, std::slice::from_raw_parts_mut(f.buf(me), blk * size));
+        }
+        f.publish(Some(blk * size));
+        f.wait_for(0..size)?;
+        src?;
+        f.check_len(0..size, blk * size)?;
+        for r in 0..size {
+            rdt.unpack(std::slice::from_raw_parts(f.buf(r).add(me * blk), blk), elem(recvbuf, r * rc, &rdt));
+        }
+        Ok(())
+    })
+}
+
+/// Whether `comm` is an intercommunicator (false if it is not valid: the
+/// collective reports that).
+fn is_inter(comm: MPI_Comm) -> bool {
+    rt::with(|st| Ok(st.comms.get(comm)?.is_inter())).unwrap_or(false)
+}
+
 // ----- the collectives -------------------------------------------------------------
 
 pub(crate) fn barrier(call: Call, comm: MPI_Comm) -> MpiResult<()> {
@@ -402,8 +445,10 @@ pub(crate) fn barrier(call: Call, comm: MPI_Comm) -> MpiResult<()> {
         }
     }
     // Intercommunicators: their own algorithms.
-    if let Some(r) = super::intercoll::barrier(call, comm) {
-        return r;
+    if is_inter(comm) {
+        if let Some(r) = super::intercoll::barrier(call, comm) {
+            return r;
+        }
     }
     run(comm, call, |_, s| {
         algo::barrier(s);
@@ -418,8 +463,10 @@ pub(crate) unsafe fn bcast(call: Call, buffer: *mut c_void, count: i64, datatype
         }
     }
     // Intercommunicators: their own algorithms.
-    if let Some(r) = super::intercoll::bcast(call, buffer, count, datatype, root, comm) {
-        return r;
+    if is_inter(comm) {
+        if let Some(r) = super::intercoll::bcast(call, buffer, count, datatype, root, comm) {
+            return r;
+        }
     }
     run(comm, call, |st, s| {
         let root = check_root(root, s.size)?;
@@ -442,8 +489,10 @@ pub(crate) unsafe fn gather(
     comm: MPI_Comm,
 ) -> MpiResult<()> {
     // Intercommunicators: their own algorithms.
-    if let Some(r) = super::intercoll::gather(call, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) {
-        return r;
+    if is_inter(comm) {
+        if let Some(r) = super::intercoll::gather(call, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) {
+            return r;
+        }
     }
     run(comm, call, |st, s| {
         let root = check_root(root, s.size)?;
@@ -567,8 +616,10 @@ pub(crate) unsafe fn scatter(
     comm: MPI_Comm,
 ) -> MpiResult<()> {
     // Intercommunicators: their own algorithms.
-    if let Some(r) = super::intercoll::scatter(call, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) {
-        return r;
+    if is_inter(comm) {
+        if let Some(r) = super::intercoll::scatter(call, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) {
+            return r;
+        }
     }
     run(comm, call, |st, s| {
         let root = check_root(root, s.size)?;
@@ -647,8 +698,10 @@ pub(crate) unsafe fn allgather(
         }
     }
     // Intercommunicators: their own algorithms.
-    if let Some(r) = super::intercoll::allgather(call, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) {
-        return r;
+    if is_inter(comm) {
+        if let Some(r) = super::intercoll::allgather(call, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) {
+            return r;
+        }
     }
     run(comm, call, |st, s| {
         let (rc, rdt) = typed(st, recvbuf, recvcount, recvtype, "recvbuf")?;
@@ -713,9 +766,16 @@ pub(crate) unsafe fn alltoall(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
+    if let Call::Block = call {
+        if let Some(r) = flat_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) {
+            return r;
+        }
+    }
     // Intercommunicators: their own algorithms.
-    if let Some(r) = super::intercoll::alltoall(call, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) {
-        return r;
+    if is_inter(comm) {
+        if let Some(r) = super::intercoll::alltoall(call, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) {
+            return r;
+        }
     }
     run(comm, call, |st, s| {
         let size = s.size;
@@ -855,8 +915,10 @@ pub(crate) unsafe fn reduce(
     comm: MPI_Comm,
 ) -> MpiResult<()> {
     // Intercommunicators: their own algorithms.
-    if let Some(r) = super::intercoll::reduce(call, sendbuf, recvbuf, count, datatype, op, root, comm) {
-        return r;
+    if is_inter(comm) {
+        if let Some(r) = super::intercoll::reduce(call, sendbuf, recvbuf, count, datatype, op, root, comm) {
+            return r;
+        }
     }
     if let Call::Block = call {
         if let Some(r) = flat_reduce(sendbuf, recvbuf, count, datatype, op, Some(root), comm) {
@@ -886,8 +948,10 @@ pub(crate) unsafe fn allreduce(
         }
     }
     // Intercommunicators: their own algorithms.
-    if let Some(r) = super::intercoll::allreduce(call, sendbuf, recvbuf, count, datatype, op, comm) {
-        return r;
+    if is_inter(comm) {
+        if let Some(r) = super::intercoll::allreduce(call, sendbuf, recvbuf, count, datatype, op, comm) {
+            return r;
+        }
     }
     run(comm, call, |st, s| {
         let (sb, rb, n) = reduce_views(st, s, sendbuf, recvbuf, count, datatype, op, true)?;
