@@ -269,6 +269,9 @@ pub fn init(required: c_int) -> MpiResult<c_int> {
         };
         let (listener, card) = tcp::Tcp::listen()
             .map_err(|e| MpiError::new(MPI_ERR_OTHER, format!("cannot open a TCP port for the job: {e}")))?;
+        if std::env::var_os("MPICORE_TCP_VERBOSE").is_some() {
+            eprintln!("mpi-core: rank {rank} on {host} listens on {card}");
+        }
         pmi.put(&format!("mpicore-addr-{rank}"), &card).map_err(pmierr)?;
         pmi.barrier().map_err(pmierr)?;
         let mut addrs = vec![None; size];
@@ -299,9 +302,12 @@ pub fn init(required: c_int) -> MpiResult<c_int> {
         Segment::unlink(&segname);
     }
     let ncpu = available_cpus();
-    let oversubscribed = nlocal > ncpu;
+    // Fake hosts all run on this machine: count every rank against its CPUs.
+    let on_machine = if std::env::var_os("MPICORE_FAKE_HOSTS").is_some() { size } else { nlocal };
+    let oversubscribed = on_machine > ncpu;
     OVERSUB.store(oversubscribed as u8, Ordering::Relaxed);
-    if !oversubscribed {
+    // (Fake hosts share one machine: their local ranks would collide.)
+    if !oversubscribed && std::env::var_os("MPICORE_FAKE_HOSTS").is_none() {
         bind_to_cpu(my_local);
     }
     let engine = Engine::new(rank, size, seg, local_world, my_local, tcp);

@@ -49,6 +49,11 @@ enum Item {
 struct OutConn {
     sock: TcpStream,
     queue: VecDeque<Item>,
+    /// The acceptor's nonce, read without blocking; records wait behind the
+    /// answer, which goes out first once the nonce is in.
+    nonce: [u8; 16],
+    nonce_len: usize,
+    authed: bool,
 }
 
 struct InConn {
@@ -173,7 +178,7 @@ impl Tcp {
                     Ok(a) => a,
                     Err(_) => continue,
                 };
-                match self.handshake(addr) {
+                match Self::dial(addr) {
                     Ok(s) => {
                         sock = Some(s);
                         break;
@@ -187,24 +192,43 @@ impl Tcp {
                     self.me, self.hosts[to]
                 ))
             };
-            self.out[to] = Some(OutConn { sock, queue: VecDeque::new() });
+            self.out[to] = Some(OutConn { sock, queue: VecDeque::new(), nonce: [0; 16], nonce_len: 0, authed: false });
         }
         self.out[to].as_mut().unwrap()
     }
 
-    fn handshake(&self, addr: SocketAddr) -> std::io::Result<TcpStream> {
-        let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
+    /// Connects (the kernel completes it from the listen backlog, so this
+    /// never waits for the peer's program); authentication happens later,
+    /// without blocking, in `flush`.
+    fn dial(addr: SocketAddr) -> std::io::Result<TcpStream> {
+        let s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
         s.set_nodelay(true)?;
-        s.set_read_timeout(Some(Duration::from_secs(10)))?;
-        let mut nonce = [0u8; 16];
-        s.read_exact(&mut nonce)?;
-        let mut auth = Vec::with_capacity(AUTH_LEN);
-        auth.extend_from_slice(MAGIC);
-        auth.extend_from_slice(&(self.me as u32).to_le_bytes());
-        auth.extend_from_slice(&mac(&self.secret, &nonce, self.me as u32));
-        s.write_all(&auth)?;
         s.set_nonblocking(true)?;
         Ok(s)
+    }
+
+    /// Reads the acceptor's nonce if it is there; once complete, puts the
+    /// authentication answer in front of the queue. False while waiting.
+    fn authenticate(me: usize, secret: &[u8], to: usize, c: &mut OutConn) -> bool {
+        if c.authed {
+            return true;
+        }
+        while c.nonce_len < 16 {
+            match c.sock.read(&mut c.nonce[c.nonce_len..]) {
+                Ok(0) => fatal(format!("mpi-core: rank {me}: rank {to} closed the connection during authentication")),
+                Ok(n) => c.nonce_len += n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return false,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => fatal(format!("mpi-core: rank {me}: authenticating to rank {to} failed: {e}")),
+            }
+        }
+        let mut auth = Vec::with_capacity(AUTH_LEN);
+        auth.extend_from_slice(MAGIC);
+        auth.extend_from_slice(&(me as u32).to_le_bytes());
+        auth.extend_from_slice(&mac(secret, &c.nonce, me as u32));
+        c.queue.push_front(Item::Bytes { buf: auth, off: 0 });
+        c.authed = true;
+        true
     }
 
     /// Queues one record to world rank `to` and tries to write it.
@@ -216,29 +240,36 @@ impl Tcp {
         buf.extend_from_slice(unsafe { std::slice::from_raw_parts(&h as *const MsgHdr as *const u8, HDR) });
         buf.extend_from_slice(payload);
         let me = self.me;
+        let secret = std::mem::take(&mut self.secret);
         let c = self.connect(to);
         c.queue.push_back(Item::Bytes { buf, off: 0 });
         if c.queue.len() == 1 {
-            let done = Self::flush(me, to, c);
+            let done = Self::flush(me, &secret, to, c);
             self.streamed.extend(done);
         }
+        self.secret = secret;
     }
 
     /// Streams `len` bytes at `ptr` to `to` as DATA records (answer to CTS);
     /// `sreq` is reported by `poll` once everything is written.
     pub fn stream(&mut self, to: usize, hdr: MsgHdr, ptr: *const u8, len: usize, sreq: u64) {
         let me = self.me;
+        let secret = std::mem::take(&mut self.secret);
         let c = self.connect(to);
         c.queue.push_back(Item::Stream { hdr, ptr, len, off: 0, in_frame: 0, sreq });
         if c.queue.len() == 1 {
-            let done = Self::flush(me, to, c);
+            let done = Self::flush(me, &secret, to, c);
             self.streamed.extend(done);
         }
+        self.secret = secret;
     }
 
     /// Writes what the socket takes; returns finished stream ids.
-    fn flush(me: usize, to: usize, c: &mut OutConn) -> Vec<u64> {
+    fn flush(me: usize, secret: &[u8], to: usize, c: &mut OutConn) -> Vec<u64> {
         let mut done = Vec::new();
+        if !Self::authenticate(me, secret, to, c) {
+            return done;
+        }
         while let Some(item) = c.queue.front_mut() {
             let fd = c.sock.as_raw_fd();
             match item {
@@ -307,7 +338,7 @@ impl Tcp {
         for (to, c) in self.out.iter_mut().enumerate() {
             if let Some(c) = c {
                 if !c.queue.is_empty() {
-                    done.extend(Self::flush(self.me, to, c));
+                    done.extend(Self::flush(self.me, &self.secret, to, c));
                 }
             }
         }

@@ -1,0 +1,115 @@
+//! The TCP transport, on one machine: `MPICORE_FAKE_HOSTS=k` splits the ranks
+//! into k "hosts" that talk over TCP (loopback and the machine's addresses)
+//! instead of shared memory. (Real multi-host runs use network namespaces;
+//! see `multihost.rs`.)
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use system_tests::{bin_dir, compile, run, Compiler, Launcher};
+
+const T: Duration = Duration::from_secs(120);
+
+fn over_tcp(name: &str, sizes: &[usize], expect: &str) {
+    let exe = compile(name, Compiler::Ours);
+    for &n in sizes {
+        for hosts in ["2", "3"] {
+            run(Launcher::Ours, n, &exe, &[], &[("MPICORE_FAKE_HOSTS", hosts)], T).assert_ok(expect);
+        }
+    }
+}
+
+#[test]
+fn point_to_point_over_tcp() {
+    over_tcp("p2p_basic", &[3, 4], "p2p_basic OK");
+    over_tcp("modes", &[4], "modes OK");
+    over_tcp("probe", &[3], "probe OK");
+    over_tcp("cancel", &[3], "cancel OK");
+    over_tcp("waitsome", &[4], "waitsome OK");
+    over_tcp("p2p_mpi4", &[3], "p2p_mpi4 OK");
+}
+
+#[test]
+fn large_messages_stream_over_tcp() {
+    over_tcp("large", &[2], "large OK");
+    over_tcp("persistent", &[3], "persistent OK");
+}
+
+#[test]
+fn collectives_over_tcp() {
+    over_tcp("coll_basic", &[3, 5], "coll_basic OK");
+    over_tcp("coll_nb", &[4], "coll_nb OK");
+}
+
+#[test]
+fn threads_over_tcp() {
+    over_tcp("threads", &[2], "threads OK");
+}
+
+/// A process outside the job connects to a rank's port and sends forged
+/// records: the rank drops the connection (and says so), the job's results
+/// are unchanged.
+#[test]
+fn forged_connections_are_rejected() {
+    let exe = compile("tcp_guard", Compiler::Ours);
+    let mut child = Command::new(bin_dir().join("mpirun"))
+        .args(["-n", "4"])
+        .arg(&exe)
+        .env("MPICORE_FAKE_HOSTS", "2")
+        .env("MPICORE_TCP_VERBOSE", "1")
+        .env("MPIEXEC_TIMEOUT", "60")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line.clone());
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    // Find rank 2's listener (host 1 of 2).
+    let start = Instant::now();
+    let card = loop {
+        let line = rx.recv_timeout(Duration::from_secs(30)).expect("no listener line from rank 2");
+        if let Some(rest) = line.strip_prefix("mpi-core: rank 2 on ") {
+            break rest.split(" listens on ").nth(1).unwrap().to_string();
+        }
+        assert!(start.elapsed() < Duration::from_secs(30));
+    };
+    let (ips, port) = card.rsplit_once(':').unwrap();
+    let ip = ips.split(',').next().unwrap();
+    // Forged authentication claiming to be rank 1, then an eager record of
+    // tag 5 with a bogus value, then garbage.
+    let mut s = std::net::TcpStream::connect(format!("{ip}:{port}")).unwrap();
+    let mut auth = b"mpicore1".to_vec();
+    auth.extend_from_slice(&1u32.to_le_bytes());
+    auth.extend_from_slice(&[0x42; 32]);
+    let mut hdr = [0u8; 48];
+    hdr[8] = 1; // EAGER
+    hdr[12..16].copy_from_slice(&4u32.to_le_bytes()); // payload
+    hdr[16..20].copy_from_slice(&1i32.to_le_bytes()); // src
+    hdr[20..24].copy_from_slice(&5i32.to_le_bytes()); // tag
+    auth.extend_from_slice(&hdr);
+    auth.extend_from_slice(&666i32.to_le_bytes());
+    auth.extend_from_slice(&[0xff; 200]);
+    s.write_all(&auth).unwrap();
+    // A second one that says nothing sensible at all.
+    let mut g = std::net::TcpStream::connect(format!("{ip}:{port}")).unwrap();
+    let _ = g.write_all(b"GET / HTTP/1.0\r\n\r\n....................................................");
+    let out = child.wait_with_output().unwrap();
+    let err = reader.join().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "job failed:\n{stdout}\n{err}");
+    assert!(stdout.contains("tcp_guard OK on 4 ranks"), "{stdout}\n{err}");
+    assert!(
+        err.matches("rejected a connection").count() >= 2 && err.contains("failed authentication"),
+        "rejections not reported:\n{err}"
+    );
+}
