@@ -35,9 +35,10 @@ use crate::rt::{self, State};
 /// Bytes of one data buffer.
 pub const SLOT: usize = 8 << 10;
 /// Data buffers per rank, used in turn.
-const NBUF: u64 = 8;
-/// Bytes of a slot's header (the sequence word, alone on its cache line).
-const HDR: usize = 128;
+const NBUF: u64 = 32;
+/// Bytes of a slot's header: the sequence word and a length word per
+/// buffer, rounded up to whole cache lines.
+const HDR: usize = (8 + 8 * NBUF as usize).div_ceil(64) * 64;
 /// Segments one process keeps at most (one per communicator).
 const MAX_SEGS: usize = 32;
 
