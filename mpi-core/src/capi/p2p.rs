@@ -70,11 +70,7 @@ pub(crate) fn start_send_dt(
     mode: Mode,
     reuse: Option<u32>,
 ) -> MpiResult<u32> {
-    let c = st.comms.get(comm)?;
-    let (size, ctx, src) = (c.size(), c.ctx, c.rank);
-    check_tag(tag, false)?;
-    check_peer(dest, size, false, "destination")?;
-    check_buf(buf, count, &dt)?;
+    let (ctx, src) = check_send(st, buf, count, &dt, dest, tag, comm)?;
     let ri = match reuse {
         Some(i) => i,
         None => st.reqs.alloc(Request::new(Kind::Null, comm)),
@@ -96,6 +92,36 @@ pub(crate) fn start_send_dt(
     r.status = MPI_Status::default();
     st.engine.start_send(&mut st.reqs, ri, buf, count, &dt, dest_world, ctx, src, tag, mode);
     Ok(ri)
+}
+
+/// Validates the arguments of a send; returns (context, source rank).
+#[allow(clippy::too_many_arguments)]
+fn check_send(st: &State, buf: *const u8, count: usize, dt: &Dtype, dest: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult<(u32, i32)> {
+    let c = st.comms.get(comm)?;
+    check_tag(tag, false)?;
+    check_peer(dest, c.size(), false, "destination")?;
+    check_buf(buf, count, dt)?;
+    Ok((c.ctx, c.rank))
+}
+
+/// The fast path of a blocking standard or ready send: a small contiguous
+/// message goes out (or into the per-destination queue) at once and needs
+/// no request. Returns false if the send must take the general path.
+#[allow(clippy::too_many_arguments)]
+fn send_now(st: &mut State, buf: *const u8, count: i64, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, mode: Mode) -> MpiResult<bool> {
+    if !matches!(mode, Mode::Standard | Mode::Ready) || dest == MPI_PROC_NULL {
+        return Ok(false);
+    }
+    let count = check_count(count)?;
+    let dt = st.types.get(datatype)?;
+    let bytes = dt.packed_size(count);
+    if !dt.contig || bytes > st.engine.eager_limit() {
+        return Ok(false);
+    }
+    let (ctx, src) = check_send(st, buf, count, &dt, dest, tag, comm)?;
+    let dest_world = st.comms.get(comm)?.group[dest as usize];
+    st.engine.send_eager_now(&mut st.reqs, buf, bytes, dest_world, ctx, src, tag);
+    Ok(true)
 }
 
 /// Buffered send: the data is copied into library memory charged against
@@ -229,6 +255,9 @@ unsafe fn send_common(
     mode: Mode,
 ) -> c_int {
     let r = rt::with(|st| {
+        if send_now(st, buf as *const u8, count, datatype, dest, tag, comm, mode)? {
+            return Ok(Err((MPI_Status::default(), MPI_SUCCESS)));
+        }
         let i = start_send(st, buf as *const u8, count, datatype, dest, tag, comm, mode, None)?;
         Ok(if st.reqs.get(i).done { Err(finish_req(st, i)) } else { Ok(i) })
     });

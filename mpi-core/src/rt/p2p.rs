@@ -781,6 +781,18 @@ impl Engine {
         self.post(reqs, dest_world, hdr, &(addr as u64).to_ne_bytes(), id);
     }
 
+    /// Sends a small contiguous message eagerly, without a request (the
+    /// fast path of a blocking standard send): the data is in the ring, or
+    /// copied into the destination's queue, when this returns.
+    #[allow(clippy::too_many_arguments)]
+    pub fn send_eager_now(&mut self, reqs: &mut ReqTable, buf: *const u8, bytes: usize, dest_world: usize, ctx: u32, src: i32, tag: i32) {
+        debug_assert!(bytes <= self.eager_limit);
+        let hdr = MsgHdr { kind: kind::EAGER, src, tag, ctx, len: bytes as u64, ..Default::default() };
+        // SAFETY: buf holds `bytes` contiguous bytes (checked by the caller).
+        let data = if bytes == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(buf, bytes) } };
+        self.post(reqs, dest_world, hdr, data, 0);
+    }
+
     /// Starts receive `ri` (already allocated as a `Kind::Recv`).
     pub fn start_recv(&mut self, reqs: &mut ReqTable, ri: u32) {
         let (ctx, src, tag) = match &reqs.get(ri).kind {
