@@ -116,7 +116,9 @@ fn late_sender(mpi: Mpi) {
     assert!(r.trace.complete, "{:?}", r.trace.problems);
     assert_eq!(r.messages.matched, 1);
     let ls = r.wait_states.get(PatternKind::LateSender).unwrap();
-    assert!((95 * MS..250 * MS).contains(&ls.time_ns), "late sender {} ns", ls.time_ns);
+    // The receiver waits about 100 ms; ranks leave the barrier up to some ms
+    // apart on a loaded machine, so only the order of magnitude is asserted.
+    assert!((50 * MS..250 * MS).contains(&ls.time_ns), "late sender {} ns", ls.time_ns);
     assert_eq!(ls.by_rank[0], 0);
     assert_eq!(ls.by_rank[1], ls.time_ns);
     assert_eq!(ls.by_cause[0], ls.time_ns);
