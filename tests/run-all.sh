@@ -9,6 +9,8 @@ need=()
 command -v mpicc.mpich >/dev/null || need+=(mpich libmpich-dev)
 command -v mpirun.openmpi >/dev/null || need+=(openmpi-bin libopenmpi-dev)
 command -v tmux >/dev/null || need+=(tmux)  # mpitrace tui end-to-end test
+command -v ip >/dev/null || need+=(iproute2)  # multi-host tests in network namespaces (tests/netns)
+ls /usr/share/vulkan/icd.d/lvp_icd.* >/dev/null 2>&1 || need+=(mesa-vulkan-drivers libvulkan1)  # gui snapshots (lavapipe)
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=$([ "$(id -u)" = 0 ] && echo "" || echo sudo)
   $SUDO apt-get update -qq
@@ -18,4 +20,4 @@ fi
 cargo build --workspace --all-targets
 # The end-to-end tests start many processes on two cores: run test binaries
 # one at a time, each test under its own timeout (see tests/src/lib.rs).
-cargo test --workspace -- --test-threads=2
+cargo test --workspace --no-fail-fast -- --test-threads=2
