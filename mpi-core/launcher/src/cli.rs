@@ -49,6 +49,12 @@ pub struct Options {
     pub no_libpath: bool,
     /// Print the PMI traffic and launch details on stderr.
     pub verbose: bool,
+    /// Ranks per host (`-ppn`), instead of the slots of the host list.
+    pub ppn: Option<usize>,
+    /// How remote proxies are started: `ssh`, `rsh` or `fork` (`-launcher`).
+    pub launcher: Option<String>,
+    /// The launch agent program (`-launcher-exec`), run as `AGENT HOST COMMAND...`.
+    pub launcher_exec: Option<String>,
 }
 
 impl Options {
@@ -72,15 +78,20 @@ pub fn usage(prog: &str) -> String {
         "\
 Usage: {prog} [options] program [args...] [: [options] program [args...]]...
 
-Starts the ranks of an MPI job on this machine and serves them PMI-1 (and PMI-2).
+Starts the ranks of an MPI job, on this machine or on other hosts, and serves them
+PMI-1 (and PMI-2).
 
 Process count and placement:
   -n N, -np N, -c N, --n N, --np N   number of ranks (default 1, or the number of host slots)
   -host H1,H2, -hosts H1,H2, --host H1,H2, -H H1,H2
-                                     hosts to run on; only this machine (localhost,
-                                     127.0.0.1, its host name) is supported for now
+                                     hosts to run on ('host:slots' gives a host several
+                                     consecutive ranks; the list is used round robin)
   -hostfile F, -f F, -machinefile F  read hosts from a file (one per line, 'host:slots')
-  -ppn N, -npernode N                ranks per node (accepted; all ranks are local)
+  -ppn N, -npernode N                N consecutive ranks per host
+  -launcher ssh|rsh|fork, -bootstrap X
+                                     how proxies start on other hosts (default ssh)
+  -launcher-exec P, -bootstrap-exec P
+                                     the launch agent, run as 'P HOST COMMAND ARGS...'
   --oversubscribe                    accepted (more ranks than cores is always allowed)
   --bind-to X, -bind-to X, --map-by X, --rank-by X
                                      accepted and ignored
@@ -128,7 +139,7 @@ fn arity(name: &str) -> Option<Arity> {
     Some(match name {
         "-n" | "-np" | "-c" | "-host" | "-hosts" | "-H" | "-hostfile" | "-f" | "-machinefile" | "-ppn"
         | "-npernode" | "-bind-to" | "-map-by" | "-rank-by" | "-x" | "-genvlist" | "-wdir" | "-wd" | "-gwdir"
-        | "-timeout" | "-launcher" | "-bootstrap" => One,
+        | "-timeout" | "-launcher" | "-bootstrap" | "-launcher-exec" | "-bootstrap-exec" => One,
         "-genv" | "-env" | "-mca" | "-gmca" => Two,
         "-oversubscribe" | "-allow-run-as-root" | "-genvall" | "-genvnone" | "-envall" | "-envnone" | "-l"
         | "-prepend-rank" | "-tag-output" | "-no-libpath" | "-v" | "-verbose" | "-h" | "-help" | "-version"
@@ -228,6 +239,9 @@ pub fn parse(args: &[String], getenv: &dyn Fn(&str) -> Option<String>) -> Result
         timeout: None,
         no_libpath: getenv("MPIRUN_NO_LIBPATH").is_some_and(|v| !v.is_empty() && v != "0"),
         verbose: false,
+        ppn: None,
+        launcher: None,
+        launcher_exec: None,
     };
     // As with MPICH, an empty or zero MPIEXEC_TIMEOUT means no limit.
     if let Some(t) = getenv("MPIEXEC_TIMEOUT").filter(|t| !t.trim().is_empty() && t.trim().parse::<f64>() != Ok(0.0)) {
@@ -296,9 +310,12 @@ pub fn parse(args: &[String], getenv: &dyn Fn(&str) -> Option<String>) -> Result
             "-n" | "-np" | "-c" => seg.nprocs = Some(parse_count(arg, v0)?),
             "-host" | "-hosts" | "-H" => seg.hosts.extend(parse_hosts(v0)?),
             "-hostfile" | "-f" | "-machinefile" => seg.hosts.extend(parse_hostfile(v0)?),
-            "-ppn" | "-npernode" => {
-                parse_count(arg, v0)?;
-            }
+            "-ppn" | "-npernode" => opts.ppn = Some(parse_count(arg, v0)?),
+            "-launcher" | "-bootstrap" => match v0 {
+                "ssh" | "rsh" | "fork" => opts.launcher = Some(v0.to_string()),
+                _ => return Err(Error::Usage(format!("{arg}: unknown launcher '{v0}' (ssh, rsh or fork)"))),
+            },
+            "-launcher-exec" | "-bootstrap-exec" => opts.launcher_exec = Some(v0.to_string()),
             "-genv" | "-env" => {
                 let (k, v) = match split_kv(v0) {
                     Some(kv) if vals.len() == 1 => kv,

@@ -11,8 +11,6 @@ pub enum Error {
     Usage(String),
     /// The program to run could not be found or is not executable.
     ProgramNotFound(String),
-    /// A host that is not this machine; remote launching needs ssh.
-    RemoteHost(String),
     /// A system call or file operation failed.
     Io { context: String, source: io::Error },
 }
@@ -28,7 +26,7 @@ impl Error {
         match self {
             Error::Usage(_) => 2,
             Error::ProgramNotFound(_) => 127,
-            Error::RemoteHost(_) | Error::Io { .. } => 1,
+            Error::Io { .. } => 1,
         }
     }
 }
@@ -38,10 +36,6 @@ impl fmt::Display for Error {
         match self {
             Error::Usage(msg) => write!(f, "{msg}"),
             Error::ProgramNotFound(msg) => write!(f, "{msg}"),
-            Error::RemoteHost(host) => write!(
-                f,
-                "host '{host}' is not this machine: remote hosts need ssh launching, not supported yet"
-            ),
             Error::Io { context, source } => write!(f, "{context}: {source}"),
         }
     }

@@ -19,7 +19,12 @@ use crate::error::{Error, Result};
 use crate::output::{Output, Stream};
 use crate::paths;
 use crate::pmi::{JobInfo, PmiEvent, PmiServer};
+use crate::remote;
 use crate::sys::{self, ExitKind};
+
+#[path = "job_remote.rs"]
+mod job_remote;
+use job_remote::Remote;
 
 /// Exit status of the launcher when the job ran past its time limit.
 pub const TIMEOUT_EXIT: i32 = 124;
@@ -52,9 +57,14 @@ enum Outcome {
     Interrupted(i32),
 }
 
-/// One started rank.
+/// One rank of the job.
 struct Rank {
+    /// Its pid on this machine (0: not started here).
     pid: i32,
+    /// The proxy that runs it, for a rank on another host.
+    proxy: Option<usize>,
+    /// Its pid on its host, as the proxy reported it.
+    remote_pid: i32,
     pmi: Option<UnixStream>,
     out: Option<OwnedFd>,
     err: Option<OwnedFd>,
@@ -84,6 +94,10 @@ struct Job {
     child_nofile: Option<libc::rlimit>,
     /// The launcher's stdin is a terminal, fed to rank 0 through a pipe.
     stdin_tty: bool,
+    /// Host of every rank ("" for this machine).
+    hosts: Vec<String>,
+    /// Proxies on other hosts, and the connections not yet authenticated.
+    remote: Remote,
 }
 
 /// Whether `host` names this machine: by its usual names, as a loopback
@@ -109,13 +123,31 @@ fn is_local_host(host: &str, me: &str, local_addrs: &dyn Fn() -> Vec<IpAddr>) ->
     addrs.iter().all(|a| a.is_loopback() || mine.contains(a))
 }
 
-/// Fails on the first host that is not this machine.
-pub fn check_hosts(hosts: &[String]) -> Result<()> {
+/// The host of every rank, "" for this machine (see [`remote::place`]).
+pub fn rank_hosts(hosts: &[String], ppn: Option<usize>, size: usize) -> Vec<String> {
     let me = sys::hostname();
-    match hosts.iter().find(|h| !is_local_host(h, &me, &sys::interface_addresses)) {
-        Some(h) => Err(Error::RemoteHost(h.clone())),
-        None => Ok(()),
-    }
+    let mut known: Vec<(String, bool)> = Vec::new();
+    remote::place(hosts, ppn, size)
+        .into_iter()
+        .map(|h| {
+            if h.is_empty() {
+                return h;
+            }
+            let local = match known.iter().find(|(k, _)| *k == h) {
+                Some((_, l)) => *l,
+                None => {
+                    let l = is_local_host(&h, &me, &sys::interface_addresses);
+                    known.push((h.clone(), l));
+                    l
+                }
+            };
+            if local {
+                String::new()
+            } else {
+                h
+            }
+        })
+        .collect()
 }
 
 fn is_executable_file(p: &Path) -> bool {
@@ -233,7 +265,6 @@ fn forward_stdin(mut to: std::process::ChildStdin) {
 
 /// Runs a job to its end and returns the launcher's exit status.
 pub fn run(opts: &Options) -> Result<i32> {
-    check_hosts(&opts.hosts)?;
     let lib_dir = if opts.no_libpath { None } else { prepare_lib_dir(opts.verbose) };
 
     // Everything that can be wrong with the command line is found before
@@ -256,6 +287,18 @@ pub fn run(opts: &Options) -> Result<i32> {
     let secret = sys::hex(&random(16)?);
     let appnums: Vec<usize> =
         opts.apps.iter().enumerate().flat_map(|(i, a)| std::iter::repeat_n(i, a.nprocs)).collect();
+    let hosts = rank_hosts(&opts.hosts, opts.ppn, size);
+    let mut node_names: Vec<&str> = Vec::new();
+    let nodes: Vec<usize> = hosts
+        .iter()
+        .map(|h| {
+            node_names.iter().position(|n| n == h).unwrap_or_else(|| {
+                node_names.push(h);
+                node_names.len() - 1
+            })
+        })
+        .collect();
+    let mapping = remote::process_mapping(&nodes);
     if opts.verbose {
         eprintln!(
             "mpirun: {size} rank(s), kvs {kvsname}, library dir {}",
@@ -269,9 +312,11 @@ pub fn run(opts: &Options) -> Result<i32> {
     let signals = sys::SignalPipe::install(&wanted).map_err(|e| Error::io("cannot install signal handlers", e))?;
 
     let mut job = Job {
-        ranks: Vec::with_capacity(size),
+        ranks: (0..size)
+            .map(|_| Rank { pid: 0, proxy: None, remote_pid: 0, pmi: None, out: None, err: None, exit: None })
+            .collect(),
         pgid: 0,
-        pmi: PmiServer::new(JobInfo { kvsname: kvsname.clone(), appnums }, opts.verbose),
+        pmi: PmiServer::new(JobInfo { kvsname: kvsname.clone(), appnums: appnums.clone(), mapping }, opts.verbose),
         output: Output::new(size, opts.tag_output, Box::new(sys::FdWriter(1)), Box::new(sys::FdWriter(2))),
         signals,
         outcome: None,
@@ -286,28 +331,35 @@ pub fn run(opts: &Options) -> Result<i32> {
         secret,
         child_nofile: old_limit,
         stdin_tty: std::io::stdin().is_terminal(),
+        hosts,
+        remote: Remote::default(),
     };
 
+    let rank_plans: Vec<RankPlan> = appnums.iter().map(|&a| (plans[a].0, &plans[a].1, &plans[a].2)).collect();
+    // Remote hosts first: their agents take longest to start.
+    job.start_proxies(opts, &rank_plans)?;
     let mut stdin_pipe = None;
-    let mut rank = 0;
-    for (app, env, program) in &plans {
-        for _ in 0..app.nprocs {
-            match job.spawn(rank, app, env, program) {
-                Ok(stdin) => {
-                    if stdin.is_some() {
-                        stdin_pipe = stdin;
-                    }
-                }
-                Err(e) => {
-                    job.output.message(&format!("mpirun: {e}"));
-                    job.outcome = Some(Outcome::RankFailed(ExitKind::Code(e.exit_code())));
-                    job.terminate(libc::SIGKILL);
-                    job.killed = true;
-                    let code = job.event_loop(&kvsname);
-                    return Ok(if code == 0 { e.exit_code() } else { code });
+    for (rank, (app, env, program)) in rank_plans.iter().enumerate() {
+        if !job.hosts[rank].is_empty() || job.outcome.is_some() {
+            continue;
+        }
+        match job.spawn(rank, app, env, program) {
+            Ok(stdin) => {
+                if stdin.is_some() {
+                    stdin_pipe = stdin;
                 }
             }
-            rank += 1;
+            Err(e) => {
+                job.output.message(&format!("mpirun: {e}"));
+                job.outcome = Some(Outcome::RankFailed(ExitKind::Code(e.exit_code())));
+                for r in job.ranks.iter_mut().filter(|r| r.pid == 0 && r.proxy.is_none()) {
+                    r.exit = Some(ExitKind::Code(e.exit_code()));
+                }
+                job.terminate(libc::SIGKILL);
+                job.killed = true;
+                let code = job.event_loop(&kvsname);
+                return Ok(if code == 0 { e.exit_code() } else { code });
+            }
         }
     }
     if let Some(stdin) = stdin_pipe {
@@ -316,6 +368,10 @@ pub fn run(opts: &Options) -> Result<i32> {
     job.deadline = opts.timeout.map(|t| Instant::now() + t);
     Ok(job.event_loop(&kvsname))
 }
+
+/// What starts one rank: its program segment, environment and resolved
+/// program.
+type RankPlan<'a> = (&'a crate::cli::App, &'a Vec<(OsString, OsString)>, &'a PathBuf);
 
 fn random(n: usize) -> Result<Vec<u8>> {
     sys::random_bytes(n).map_err(|e| Error::io("cannot read random bytes", e))
@@ -327,11 +383,87 @@ enum Slot {
     Signals,
     Pmi(usize),
     Out(usize, Stream),
+    /// The listener proxies connect to.
+    Listener,
+    /// A connection not yet authenticated.
+    Pending(usize),
+    /// The connection of a proxy.
+    Proxy(usize),
+}
+
+/// A process started by [`start_process`].
+pub(crate) struct Started {
+    pub pid: i32,
+    /// The launcher's end of the PMI socketpair (non-blocking).
+    pub pmi: UnixStream,
+    pub out: Option<OwnedFd>,
+    pub err: Option<OwnedFd>,
+    pub stdin: Option<std::process::ChildStdin>,
+}
+
+/// Starts one rank: `program` with `argv` (argv[0] first) and exactly the
+/// environment `env` plus `PMI_FD`, in process group `pgid` (0: a new group
+/// led by the rank), stdout and stderr piped (non-blocking), dying with the
+/// calling process.
+pub(crate) fn start_process(
+    program: &Path,
+    argv: &[OsString],
+    env: &[(OsString, OsString)],
+    wdir: Option<&Path>,
+    stdin: Stdio,
+    pgid: i32,
+    nofile: Option<libc::rlimit>,
+) -> std::io::Result<Started> {
+    let (ours, theirs) = UnixStream::pair()?;
+    ours.set_nonblocking(true)?;
+    let child_fd: RawFd = theirs.as_raw_fd();
+    let mut cmd = Command::new(program);
+    if let Some((first, rest)) = argv.split_first() {
+        cmd.arg0(first).args(rest);
+    }
+    cmd.env_clear().envs(env.iter().map(|(k, v)| (k, v))).env("PMI_FD", child_fd.to_string());
+    if let Some(w) = wdir {
+        cmd.current_dir(w);
+    }
+    cmd.stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.process_group(pgid);
+    // SAFETY: getpid has no preconditions.
+    let launcher = unsafe { libc::getpid() };
+    // SAFETY: the closure runs in the child between fork and exec and
+    // only makes async-signal-safe calls (fcntl, prctl, getppid,
+    // setrlimit); it allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            let flags = libc::fcntl(child_fd, libc::F_GETFD);
+            if flags < 0 || libc::fcntl(child_fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // Die with the launcher, even if it is killed with SIGKILL.
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
+            if libc::getppid() != launcher {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            if let Some(lim) = nofile {
+                libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn()?;
+    drop(theirs);
+    let out = child.stdout.take().map(OwnedFd::from);
+    let err = child.stderr.take().map(OwnedFd::from);
+    for fd in out.iter().chain(err.iter()) {
+        // Reads happen only after poll says so, but a rank that ended is
+        // drained without waiting; failure here only costs that.
+        let _ = sys::set_nonblocking(fd.as_raw_fd(), true);
+    }
+    Ok(Started { pid: child.id() as i32, pmi: ours, out, err, stdin: child.stdin.take() })
 }
 
 impl Job {
-    /// Starts rank `rank`; returns the pipe to its stdin when the launcher
-    /// must feed it.
+    /// Starts rank `rank` on this machine; returns the pipe to its stdin
+    /// when the launcher must feed it.
     fn spawn(
         &mut self,
         rank: usize,
@@ -339,69 +471,41 @@ impl Job {
         env: &[(OsString, OsString)],
         program: &Path,
     ) -> Result<Option<std::process::ChildStdin>> {
-        let size = self.size;
-        let (ours, theirs) = UnixStream::pair().map_err(|e| Error::io("cannot create the PMI socket", e))?;
-        ours.set_nonblocking(true).map_err(|e| Error::io("cannot set up the PMI socket", e))?;
-        let child_fd: RawFd = theirs.as_raw_fd();
-
-        let mut cmd = Command::new(program);
-        cmd.arg0(&app.argv[0]).args(&app.argv[1..]).env_clear().envs(env.iter().map(|(k, v)| (k, v)));
-        cmd.env("PMI_FD", child_fd.to_string())
-            .env("PMI_RANK", rank.to_string())
-            .env("PMI_SIZE", size.to_string())
-            .env("MPI_LOCALNRANKS", size.to_string())
-            .env("MPI_LOCALRANKID", rank.to_string())
-            .env("MPICORE_JOB_SECRET", &self.secret);
-        if let Some(w) = &app.wdir {
-            cmd.current_dir(w);
-        }
         let stdin = match (rank, self.stdin_tty) {
             (0, true) => Stdio::piped(),
             (0, false) => Stdio::inherit(),
             _ => Stdio::null(),
         };
-        cmd.stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::piped());
-        cmd.process_group(self.pgid);
-        // SAFETY: getpid has no preconditions.
-        let launcher = unsafe { libc::getpid() };
-        let old_limit = self.child_nofile;
-        // SAFETY: the closure runs in the child between fork and exec and
-        // only makes async-signal-safe calls (fcntl, prctl, getppid,
-        // setrlimit); it allocates nothing.
-        unsafe {
-            cmd.pre_exec(move || {
-                let flags = libc::fcntl(child_fd, libc::F_GETFD);
-                if flags < 0 || libc::fcntl(child_fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                // Die with the launcher, even if it is killed with SIGKILL.
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
-                if libc::getppid() != launcher {
-                    return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
-                }
-                if let Some(lim) = old_limit {
-                    libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
-                }
-                Ok(())
-            });
-        }
-        let mut child = cmd
-            .spawn()
+        let mut env = env.to_vec();
+        env.extend(self.rank_env(rank));
+        let argv: Vec<OsString> = app.argv.iter().map(OsString::from).collect();
+        let st = start_process(program, &argv, &env, app.wdir.as_deref(), stdin, self.pgid, self.child_nofile)
             .map_err(|e| Error::io(format!("cannot start rank {rank} ({})", program.display()), e))?;
-        drop(theirs);
-        let pid = child.id() as i32;
         if self.pgid == 0 {
-            self.pgid = pid;
+            self.pgid = st.pid;
         }
-        let out = child.stdout.take().map(OwnedFd::from);
-        let err = child.stderr.take().map(OwnedFd::from);
-        for fd in out.iter().chain(err.iter()) {
-            // Reads happen only after poll says so, but a rank that ended is
-            // drained without waiting; failure here only costs that.
-            let _ = sys::set_nonblocking(fd.as_raw_fd(), true);
-        }
-        self.ranks.push(Rank { pid, pmi: Some(ours), out, err, exit: None });
-        Ok(child.stdin.take())
+        self.ranks[rank].pid = st.pid;
+        self.ranks[rank].pmi = Some(st.pmi);
+        self.ranks[rank].out = st.out;
+        self.ranks[rank].err = st.err;
+        Ok(st.stdin)
+    }
+
+    /// The variables that differ between ranks (and the job secret).
+    fn rank_env(&self, rank: usize) -> Vec<(OsString, OsString)> {
+        let host = &self.hosts[rank];
+        let local: Vec<usize> = (0..self.size).filter(|&r| self.hosts[r] == *host).collect();
+        let local_id = local.iter().position(|&r| r == rank).unwrap_or(0);
+        [
+            ("PMI_RANK", rank.to_string()),
+            ("PMI_SIZE", self.size.to_string()),
+            ("MPI_LOCALNRANKS", local.len().to_string()),
+            ("MPI_LOCALRANKID", local_id.to_string()),
+            ("MPICORE_JOB_SECRET", self.secret.clone()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect()
     }
 
     fn running(&self) -> impl Iterator<Item = &Rank> {
@@ -411,15 +515,16 @@ impl Job {
     /// Sends `sig` to every rank still running: to the process group (so
     /// that children of a rank get it too) and directly to ranks that left
     /// the group.
-    fn signal_all(&self, sig: i32) {
+    fn signal_all(&mut self, sig: i32) {
         if self.pgid > 0 {
             sys::kill(-self.pgid, sig);
         }
-        for r in self.running() {
+        for r in self.running().filter(|r| r.pid > 0) {
             if sys::getpgid(r.pid) != Some(self.pgid) {
                 sys::kill(r.pid, sig);
             }
         }
+        self.signal_proxies(sig);
     }
 
     /// Starts tearing the job down with `sig` (SIGTERM, then SIGKILL).
@@ -458,6 +563,7 @@ impl Job {
                 PmiEvent::ProtocolError { rank, message } => {
                     self.output.message(&format!("mpirun: rank {rank}: PMI protocol error: {message}; connection closed"));
                     self.ranks[rank].pmi = None;
+                    self.close_remote_pmi(rank);
                 }
             }
         }
@@ -465,24 +571,19 @@ impl Job {
 
     /// Reads what rank `rank` sent on its PMI socket.
     fn read_pmi(&mut self, rank: usize) {
-        let mut buf = [0u8; 16 * 1024];
-        loop {
-            let Some(sock) = &self.ranks[rank].pmi else { return };
-            match sys::read_some(sock.as_raw_fd(), &mut buf) {
-                Ok(Some(0)) | Err(_) => {
-                    self.ranks[rank].pmi = None;
-                    self.pmi.close(rank);
-                    return;
-                }
-                Ok(Some(n)) => self.pmi.receive(rank, &buf[..n]),
-                Ok(None) => return,
-            }
+        let pmi = &mut self.pmi;
+        if sys::drain(&mut self.ranks[rank].pmi, usize::MAX, |data| pmi.receive(rank, data)) {
+            self.pmi.close(rank);
         }
     }
 
     /// Writes pending PMI replies to every rank that has some.
     fn write_pmi(&mut self) {
         for rank in 0..self.ranks.len() {
+            if let Some(p) = self.ranks[rank].proxy {
+                self.relay_pmi(p, rank);
+                continue;
+            }
             let Some(sock) = &self.ranks[rank].pmi else { continue };
             let fd = sock.as_raw_fd();
             let Some(pending) = self.pmi.pending_output(rank) else { continue };
@@ -509,22 +610,13 @@ impl Job {
     /// Reads rank output: up to `max_reads` times, stopping when the pipe
     /// is empty (bounded, because children of a rank may write forever).
     fn read_output(&mut self, rank: usize, stream: Stream, max_reads: usize) {
-        let mut buf = vec![0u8; 64 * 1024];
-        for _ in 0..max_reads {
-            let slot = match stream {
-                Stream::Stdout => &mut self.ranks[rank].out,
-                Stream::Stderr => &mut self.ranks[rank].err,
-            };
-            let Some(fd) = slot else { return };
-            match sys::read_some(fd.as_raw_fd(), &mut buf) {
-                Ok(Some(0)) | Err(_) => {
-                    *slot = None;
-                    self.output.flush_rank(rank, stream);
-                    return;
-                }
-                Ok(Some(n)) => self.output.feed(rank, stream, &buf[..n], Instant::now()),
-                Ok(None) => return,
-            }
+        let slot = match stream {
+            Stream::Stdout => &mut self.ranks[rank].out,
+            Stream::Stderr => &mut self.ranks[rank].err,
+        };
+        let output = &mut self.output;
+        if sys::drain(slot, max_reads, |data| output.feed(rank, stream, data, Instant::now())) {
+            self.output.flush_rank(rank, stream);
         }
     }
 
@@ -550,7 +642,7 @@ impl Job {
     /// may still signal the group.
     fn reap(&mut self) {
         for rank in 0..self.ranks.len() {
-            if self.ranks[rank].exit.is_some() {
+            if self.ranks[rank].exit.is_some() || self.ranks[rank].pid <= 0 {
                 continue;
             }
             let pid = self.ranks[rank].pid;
@@ -561,13 +653,27 @@ impl Job {
             self.handle_pmi_events();
             self.read_output(rank, Stream::Stdout, DRAIN_READS);
             self.read_output(rank, Stream::Stderr, DRAIN_READS);
+            self.rank_ended(rank, kind);
+        }
+        self.reap_agents();
+    }
+
+    /// Rank `rank` ended (here, or on its host as its proxy reports): the
+    /// job goes on or ends, with a message naming the rank and its host.
+    fn rank_ended(&mut self, rank: usize, kind: ExitKind) {
+        {
             self.output.flush_rank(rank, Stream::Stdout);
             self.output.flush_rank(rank, Stream::Stderr);
             self.ranks[rank].exit = Some(kind);
             self.pmi.process_exited(rank);
             self.last_exit = Some(Instant::now());
+            let r = &self.ranks[rank];
+            let (pid, on) = match r.proxy {
+                Some(_) => (r.remote_pid, format!(" on host {}", self.hosts[rank])),
+                None => (r.pid, String::new()),
+            };
             let text = match kind {
-                ExitKind::Code(0) => continue,
+                ExitKind::Code(0) => return,
                 // The launcher's own stdout was closed (`mpirun ... | head`):
                 // that end is expected, not worth a message.
                 ExitKind::Signal(libc::SIGPIPE) if self.output.is_broken(Stream::Stdout) => {
@@ -575,11 +681,11 @@ impl Job {
                         self.outcome = Some(Outcome::RankFailed(kind));
                         self.terminate(libc::SIGTERM);
                     }
-                    continue;
+                    return;
                 }
-                ExitKind::Code(c) => format!("mpirun: rank {rank} (pid {pid}) exited with code {c}"),
+                ExitKind::Code(c) => format!("mpirun: rank {rank} (pid {pid}){on} exited with code {c}"),
                 ExitKind::Signal(s) => {
-                    format!("mpirun: rank {rank} (pid {pid}) killed by signal {s} ({})", sys::signal_name(s))
+                    format!("mpirun: rank {rank} (pid {pid}){on} killed by signal {s} ({})", sys::signal_name(s))
                 }
             };
             self.fail(Outcome::RankFailed(kind), text);
@@ -610,9 +716,10 @@ impl Job {
             } else {
                 // User signals (checkpoint requests...) go to the ranks
                 // themselves, not to helpers they started.
-                for r in self.running() {
+                for r in self.running().filter(|r| r.pid > 0) {
                     sys::kill(r.pid, sig);
                 }
+                self.signal_proxies(sig);
             }
         }
     }
@@ -681,6 +788,7 @@ impl Job {
         if self.running().next().is_none() {
             consider(self.last_exit.map(|t| t + DRAIN_GRACE));
         }
+        consider(self.remote.next_check(now));
         next.map(|t| t.saturating_duration_since(now))
     }
 
@@ -690,6 +798,7 @@ impl Job {
         self.reap();
         let mut fds: Vec<libc::pollfd> = Vec::new();
         let mut slots: Vec<Slot> = Vec::new();
+        let mut ready_pending: Vec<usize> = Vec::new();
         loop {
             let now = Instant::now();
             if self.running().next().is_none() {
@@ -721,6 +830,7 @@ impl Job {
                     add(fd.as_raw_fd(), libc::POLLIN, Slot::Out(i, Stream::Stderr));
                 }
             }
+            self.remote.poll_fds(&mut add);
             let timeout = self.next_timeout(now);
             if let Err(e) = sys::poll(&mut fds, timeout) {
                 self.output.message(&format!("mpirun: poll failed: {e}; killing the job"));
@@ -746,19 +856,29 @@ impl Job {
                         }
                     }
                     Slot::Out(r, stream) => self.read_output(r, stream, 1),
+                    Slot::Listener => self.accept_proxies(),
+                    Slot::Pending(i) => ready_pending.push(i),
+                    Slot::Proxy(p) => self.read_proxy(p),
                 }
+            }
+            // Highest index first: authenticating removes the entry.
+            while let Some(i) = ready_pending.pop() {
+                self.read_pending(i);
             }
             self.handle_pmi_events();
             self.write_pmi();
             self.close_broken_outputs();
+            self.flush_proxies();
             self.check_stalled_barrier();
             self.check_timers(Instant::now());
+            self.check_remote_timers(Instant::now());
         }
         self.finish(kvsname)
     }
 
     /// Cleans up after the last rank and computes the exit status.
     fn finish(&mut self, kvsname: &str) -> i32 {
+        self.stop_proxies();
         // Whatever the ranks left behind in their process group goes too;
         // then the group leader, kept as a zombie until now, is collected.
         if self.pgid > 0 {
@@ -798,8 +918,8 @@ mod tests {
         for h in ["10.0.0.1", "192.0.2.3", "no-such-host.invalid"] {
             assert!(!is_local_host(h, "vm.example.org", &addrs), "{h}");
         }
-        assert!(check_hosts(&["localhost".into(), sys::hostname()]).is_ok());
-        assert!(matches!(check_hosts(&["no-such-host-x.invalid".into()]), Err(Error::RemoteHost(_))));
+        let hosts = ["localhost".to_string(), sys::hostname(), "no-such-host-x.invalid".into()];
+        assert_eq!(rank_hosts(&hosts, None, 4), ["", "", "no-such-host-x.invalid", ""]);
     }
 
     #[test]

@@ -6,14 +6,23 @@
 //! - `PMI_FD`: an inherited, connected `AF_UNIX` stream socket speaking PMI-1
 //!   (`cmd=init pmi_version=1 pmi_subversion=1` ...), or PMI-2 after
 //!   `cmd=init pmi_version=2 pmi_subversion=0`.
-//! - `PMI_RANK`, `PMI_SIZE`, `MPI_LOCALNRANKS`, `MPI_LOCALRANKID` (all ranks
-//!   run on this machine), `MPICORE_JOB_SECRET` (32 hex digits, per job).
+//! - `PMI_RANK`, `PMI_SIZE`, `MPI_LOCALNRANKS`, `MPI_LOCALRANKID` (ranks on
+//!   the rank's host), `MPICORE_JOB_SECRET` (32 hex digits, per job).
 //! - `LD_LIBRARY_PATH` starting with the directory of `libmpi.so`.
-//! - The PMI key `PMI_process_mapping` is `(vector,(0,1,N))`; the KVS name
+//! - The PMI key `PMI_process_mapping` gives the real placement
+//!   (`(vector,(0,1,N))` on one machine, `(vector,(0,2,1))` for `-host a,b`
+//!   round robin...); the KVS name
 //!   (`get_my_kvsname`) is `kvs_<launcher pid>_<8 hex digits>`, and files
 //!   `/dev/shm/mpicore-<kvsname>*` are removed when the job ends.
 //! - Ranks run in one process group of their own and die with the launcher
 //!   (`PR_SET_PDEATHSIG`). stdin goes to rank 0, the others read /dev/null.
+//!
+//! # Other hosts
+//! `-host`/`-hosts`/`-hostfile`/`-ppn` place ranks on hosts (round robin over
+//! the host list, `host:slots` and `-ppn` give consecutive ranks); ranks on
+//! hosts that are not this machine run under a proxy (`mpirun --proxy`)
+//! started by the launch agent (`-launcher ssh|rsh|fork`, `-launcher-exec`);
+//! see [`remote`] for the design and how failures end the job.
 //!
 //! # How the job ends
 //! All ranks exit 0: status 0. A rank exits with code C or is killed by
@@ -29,6 +38,8 @@ pub mod job;
 pub mod output;
 pub mod paths;
 pub mod pmi;
+pub mod proxy;
+pub mod remote;
 pub mod sys;
 pub mod wrapper;
 
@@ -51,6 +62,9 @@ pub fn launcher_main() -> i32 {
                 return 2;
             }
         }
+    }
+    if args.first().is_some_and(|a| a == "--proxy") {
+        return proxy::main(&args[1..]);
     }
     let command = match cli::parse(&args, &|k| std::env::var(k).ok()) {
         Ok(c) => c,

@@ -63,6 +63,8 @@ pub struct JobInfo {
     pub kvsname: String,
     /// The application number of each rank (MPMD index), one entry per rank.
     pub appnums: Vec<usize>,
+    /// `PMI_process_mapping` (see [`process_mapping`] for one node).
+    pub mapping: String,
 }
 
 /// The PMI server state of one job.
@@ -440,7 +442,7 @@ impl PmiServer {
     /// The value of a key for `get`: reserved keys first, then the KVS.
     fn lookup(&self, key: &str) -> Option<String> {
         match key {
-            "PMI_process_mapping" => Some(process_mapping(self.size())),
+            "PMI_process_mapping" => Some(self.info.mapping.clone()),
             "PMI_dead_processes" => Some(rank_ranges(&self.exited)),
             "universeSize" => Some(self.size().to_string()),
             _ => self.kvs.get(key).cloned(),
@@ -741,7 +743,7 @@ mod tests {
     use super::*;
 
     fn server(n: usize) -> PmiServer {
-        PmiServer::new(JobInfo { kvsname: "kvs_test".into(), appnums: vec![0; n] }, false)
+        PmiServer::new(JobInfo { kvsname: "kvs_test".into(), appnums: vec![0; n], mapping: process_mapping(n) }, false)
     }
 
     fn out(s: &mut PmiServer, rank: usize) -> String {

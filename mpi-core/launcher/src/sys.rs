@@ -367,6 +367,26 @@ pub fn interface_addresses() -> Vec<std::net::IpAddr> {
     out
 }
 
+/// Reads a non-blocking descriptor (a pipe, a socket) in `slot` up to
+/// `max_reads` times, passing the data to `sink`, until it is empty. At end
+/// of file or on an error the descriptor is closed (`slot` becomes None)
+/// and true is returned.
+pub fn drain<F: AsRawFd>(slot: &mut Option<F>, max_reads: usize, mut sink: impl FnMut(&[u8])) -> bool {
+    let mut buf = vec![0u8; 64 * 1024];
+    for _ in 0..max_reads {
+        let Some(fd) = slot.as_ref() else { return false };
+        match read_some(fd.as_raw_fd(), &mut buf) {
+            Ok(Some(0)) | Err(_) => {
+                *slot = None;
+                return true;
+            }
+            Ok(Some(n)) => sink(&buf[..n]),
+            Ok(None) => return false,
+        }
+    }
+    false
+}
+
 /// A writer on a raw descriptor (the launcher's stdout or stderr) that
 /// writes everything even when the descriptor was left non-blocking by
 /// whoever started the launcher: on EAGAIN it waits with poll(2).

@@ -428,6 +428,87 @@ fn no_rank_outlives_a_killed_launcher() {
     assert_all_gone(&pids);
 }
 
+// ------------------------------------------------- proxies ("remote" hosts)
+//
+// `-launcher fork` starts the proxies of hosts that are not this machine on
+// this machine: the whole remote path (agent, proxy, relayed PMI, output and
+// exits) without ssh or namespaces (tests/tests/multihost.rs has those).
+
+#[test]
+fn ranks_through_proxies_share_the_kvs_and_the_output() {
+    let script = pmi_rank();
+    let lines = sorted_lines(&["-launcher", "fork", "-host", "hosta,hostb", "-n", "4", "-l", "python3", &script, "kvs"]);
+    let seen = "saw val-0-0,val-1-1,val-2-4,val-3-9";
+    assert_eq!(lines, (0..4).map(|r| format!("[{r}] rank {r} {seen}")).collect::<Vec<_>>());
+    // Mixed: this machine and a "remote" host, hosts with slots, -ppn.
+    let r = mpirun(&["-launcher", "fork", "-host", "localhost,hostb:2", "-n", "5", "python3", &script, "info"]);
+    r.assert_ok();
+    assert!(r.stdout.contains("rank 4 appnum 0 universe 5 mapping (vector,(0,1,1),(1,1,2))"), "{r:#?}");
+    let r = mpirun(&["-launcher", "fork", "-host", "hosta,hostb", "-ppn", "2", "-n", "4", "python3", &script, "info"]);
+    assert!(r.stdout.contains("mapping (vector,(0,2,2))"), "{r:#?}");
+    // Each rank knows how many ranks share its host, and gets the job secret.
+    let r = mpirun(&["-launcher", "fork", "-host", "hosta:3,hostb", "-n", "4", "-l", "bash", "-c",
+        "echo $MPI_LOCALRANKID/$MPI_LOCALNRANKS ${#MPICORE_JOB_SECRET}"]);
+    let mut lines = r.lines();
+    lines.sort();
+    assert_eq!(lines, ["[0] 0/3 32", "[1] 1/3 32", "[2] 2/3 32", "[3] 0/1 32"], "{r:#?}");
+}
+
+#[test]
+fn remote_rank_failures_end_the_job() {
+    let fork = ["-launcher", "fork", "-host", "localhost,hostb"];
+    let r = mpirun(&[&fork[..], &["-n", "4", "python3", &pmi_rank(), "abort", "3", "7"]].concat());
+    assert_eq!(r.code, Some(7), "{r:#?}");
+    assert!(r.stderr.contains("mpirun: rank 3 called MPI_Abort (error code 7); terminating the job"), "{r:#?}");
+    assert_all_gone(&pids_in(&r.stdout));
+
+    let script = r#"echo "rank $PMI_RANK pid $$"; if [ $PMI_RANK = 1 ]; then sleep 0.5; kill -9 $$; fi; exec sleep 30"#;
+    let r = mpirun(&[&fork[..], &["-n", "4", "bash", "-c", script]].concat());
+    assert_eq!(r.code, Some(128 + 9), "{r:#?}");
+    assert!(r.stderr.contains("mpirun: rank 1 (pid ") && r.stderr.contains(") on host hostb killed by signal 9 (SIGKILL)"),
+        "{r:#?}");
+    assert!(r.elapsed < Duration::from_secs(8), "{r:#?}");
+    let pids = pids_in(&r.stdout);
+    assert_eq!(pids.len(), 4, "{r:#?}");
+    assert_all_gone(&pids);
+}
+
+#[test]
+fn a_lost_proxy_ends_the_job_and_leaves_nothing() {
+    let (child, rx) =
+        start_ready(&["-launcher", "fork", "-host", "hosta,hostb", "-n", "4", "bash", "-c", "echo ready pid $$; exec sleep 30"], 4);
+    let _ = rx;
+    // The proxies are the launcher's children (fork launcher); their ranks
+    // are theirs.
+    let children = |parent: i32| -> Vec<i32> {
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+            let after = stat.rsplit_once(')').map(|(_, a)| a).unwrap_or("");
+            if after.split_whitespace().nth(1).and_then(|p| p.parse::<i32>().ok()) == Some(parent) {
+                out.push(pid);
+            }
+        }
+        out
+    };
+    let proxies = children(child.id() as i32);
+    assert_eq!(proxies.len(), 2, "{proxies:?}");
+    let ranks: Vec<i32> = proxies.iter().flat_map(|&p| children(p)).collect();
+    assert_eq!(ranks.len(), 4, "{ranks:?}");
+    let cmdline = std::fs::read_to_string(format!("/proc/{}/cmdline", proxies[1])).unwrap();
+    let host = cmdline.split('\0').rfind(|w| !w.is_empty()).unwrap().to_string();
+    // SAFETY: kill only sends a signal to the proxy this test started.
+    unsafe { libc::kill(proxies[1], libc::SIGKILL) };
+    let r = wait_with_deadline(child, Duration::from_secs(10), "mpirun with a killed proxy");
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(r.stderr.contains(&format!("mpirun: lost the connection to host {host} (")), "{r:#?}");
+    assert!(r.stderr.contains("terminating the job"), "{r:#?}");
+    let mut all = proxies.clone();
+    all.extend(ranks);
+    assert_all_gone(&all);
+}
+
 // ------------------------------------------------------------- environment
 
 fn env_report() -> &'static str {
@@ -545,9 +626,12 @@ fn command_line_handling() {
     assert_eq!(r.code, Some(127));
     assert!(r.stderr.contains("no-such-program-xyz"), "{r:#?}");
 
-    let r = mpirun(&["-host", "faraway.example.org", "-n", "1", "true"]);
+    // A launch agent that cannot start the proxy.
+    let r = mpirun(&["-launcher-exec", "false", "-host", "faraway.example.org", "-n", "1", "true"]);
     assert_eq!(r.code, Some(1));
-    assert!(r.stderr.contains("remote hosts need ssh launching, not supported yet"), "{r:#?}");
+    assert!(r.stderr.contains("the launch agent for host faraway.example.org exited with code 1"), "{r:#?}");
+    let r = mpirun(&["-launcher", "telnet", "-host", "a", "true"]);
+    assert_eq!(r.code, Some(2));
 
     // This machine under all its names; options other launchers use.
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap().trim().to_string();
