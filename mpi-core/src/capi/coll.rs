@@ -430,6 +430,85 @@ unsafe fn flat_alltoall(sendbuf: *const c_void, sendcount: i64, sendtype: MPI_Da
     })
 }
 
+/// Gather (`scatter` false) or Scatter in shared memory: for a gather each
+/// rank writes its block and the root reads them all; for a scatter the
+/// root writes every block and each rank reads its own.
+#[allow(clippy::too_many_arguments)]
+unsafe fn flat_rooted(
+    scatter: bool,
+    sendbuf: *const c_void,
+    sendcount: i64,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: i64,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> Option<MpiResult<()>> {
+    let prep = |st: &mut State, size: usize| {
+        let root = check_root(root, size).ok()?;
+        let me = st.comms.get(comm).ok()?.rank as usize;
+        // The block size as this rank knows it (the root: its receive side
+        // for a gather, its send side for a scatter).
+        let (c, t) = if (me == root) == scatter { (sendcount, sendtype) } else { (recvcount, recvtype) };
+        let (c, dt) = (check_count(c).ok()?, st.types.get(t).ok()?);
+        let blk = dt.packed_size(c);
+        (blk > 0).then_some(((root, blk), if scatter { blk * size } else { blk }))
+    };
+    flat_run(flat_begin(comm, prep), |f, (root, blk)| {
+        let (me, size) = (f.rank, f.size);
+        let typed_blk = |buf: *const c_void, count: i64, t: MPI_Datatype, what: &str| {
+            let (c, dt) = rt::with(|st| typed(st, buf, count, t, what))?;
+            signature_match(dt.packed_size(c), blk)?;
+            Ok::<_, crate::rt::error::MpiError>((c, dt))
+        };
+        if !scatter {
+            let mine = if me == root && in_place(sendbuf) { Ok(None) } else { typed_blk(sendbuf, sendcount, sendtype, "sendbuf").map(Some) };
+            f.wait_free()?;
+            if let Ok(Some((c, dt))) = &mine {
+                dt.pack(sendbuf as *const u8, *c, std::slice::from_raw_parts_mut(f.buf(me), blk));
+            }
+            f.publish(Some(blk));
+            let mine = mine?;
+            if me != root {
+                return Ok(());
+            }
+            let (rc, rdt) = typed_blk(recvbuf, recvcount, recvtype, "recvbuf")?;
+            if mine.is_some() {
+                no_alias(sendbuf, recvbuf, blk)?;
+            }
+            f.wait_for(0..size)?;
+            f.check_len(0..size, blk)?;
+            for r in (0..size).filter(|&r| r != me || mine.is_some()) {
+                rdt.unpack(std::slice::from_raw_parts(f.buf(r), blk), elem(recvbuf, r * rc, &rdt));
+            }
+            return Ok(());
+        }
+        if me == root {
+            let all = typed_blk(sendbuf, sendcount, sendtype, "sendbuf");
+            f.wait_free()?;
+            if let Ok((c, dt)) = &all {
+                dt.pack(sendbuf as *const u8, *c * size, std::slice::from_raw_parts_mut(f.buf(me), blk * size));
+            }
+            f.publish(Some(blk * size));
+            all?;
+            if !in_place(recvbuf) {
+                let (_, rdt) = typed_blk(recvbuf, recvcount, recvtype, "recvbuf")?;
+                no_alias(sendbuf, recvbuf, blk)?;
+                rdt.unpack(std::slice::from_raw_parts(f.buf(me).add(me * blk), blk), recvbuf as *mut u8);
+            }
+            return Ok(());
+        }
+        f.publish(None);
+        let out = typed_blk(recvbuf, recvcount, recvtype, "recvbuf");
+        f.wait_for(root..root + 1)?;
+        let (_, rdt) = out?;
+        f.check_len(root..root + 1, blk * size)?;
+        rdt.unpack(std::slice::from_raw_parts(f.buf(root).add(me * blk), blk), recvbuf as *mut u8);
+        Ok(())
+    })
+}
+
 /// Whether `comm` is an intercommunicator (false if it is not valid: the
 /// collective reports that).
 fn is_inter(comm: MPI_Comm) -> bool {
@@ -488,6 +567,11 @@ pub(crate) unsafe fn gather(
     root: c_int,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
+    if let Call::Block = call {
+        if let Some(r) = flat_rooted(false, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) {
+            return r;
+        }
+    }
     // Intercommunicators: their own algorithms.
     if is_inter(comm) {
         if let Some(r) = super::intercoll::gather(call, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) {
@@ -615,6 +699,11 @@ pub(crate) unsafe fn scatter(
     root: c_int,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
+    if let Call::Block = call {
+        if let Some(r) = flat_rooted(true, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) {
+            return r;
+        }
+    }
     // Intercommunicators: their own algorithms.
     if is_inter(comm) {
         if let Some(r) = super::intercoll::scatter(call, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) {
