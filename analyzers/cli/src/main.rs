@@ -26,6 +26,11 @@ enum Command {
         /// The trace directory (finished, or the journals of a crashed run).
         dir: std::path::PathBuf,
     },
+    /// Open a trace in the desktop timeline analyzer (window; X11).
+    Gui {
+        /// The trace directory (finished, or the journals of a crashed run).
+        dir: std::path::PathBuf,
+    },
 }
 
 fn main() {
@@ -35,6 +40,7 @@ fn main() {
         Command::Analyze(c) => analyze::run(c),
         Command::Tui { dir } if !dir.is_dir() => Err(anyhow::anyhow!("{}: no such directory", dir.display())),
         Command::Tui { dir } => tui::run(&dir).map(|()| 0).map_err(anyhow::Error::from),
+        Command::Gui { dir } => gui::run(&dir).map(|()| 0).map_err(anyhow::Error::from),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -1,0 +1,511 @@
+//! The viewer's state and what it does, apart from drawing: loading,
+//! zoom and pan, selection, filters, search, picking, jumps. The drawing
+//! ([`crate::ui`]) reads this state and calls these methods.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use egui::Color32;
+use trace_lod::Cell;
+
+use crate::data::{Loaded, Loader, Trace};
+use crate::filter::Filter;
+use crate::lanes::Lanes;
+use crate::stats::{self, ProfileCol, RangeStats};
+use crate::timeline::{palette, Geometry};
+use crate::view::TimeView;
+
+/// The side views.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tab {
+    Profile,
+    Collectives,
+    Waits,
+    Matrix,
+    Histograms,
+    Details,
+    Problems,
+}
+
+impl Tab {
+    pub const ALL: [Tab; 7] = [Tab::Profile, Tab::Collectives, Tab::Waits, Tab::Matrix, Tab::Histograms, Tab::Details, Tab::Problems];
+    pub fn title(self) -> &'static str {
+        match self {
+            Tab::Profile => "Profile",
+            Tab::Collectives => "Collectives",
+            Tab::Waits => "Wait states",
+            Tab::Matrix => "Matrix",
+            Tab::Histograms => "Histograms",
+            Tab::Details => "Details",
+            Tab::Problems => "Problems",
+        }
+    }
+}
+
+/// Something picked on the timeline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pick {
+    /// A call: index into `Lod::ranks`, index of the call.
+    Call { rank: usize, call: usize },
+    /// A matched message (its id).
+    Message(u64),
+}
+
+/// A search result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Found {
+    pub rank: usize,
+    pub call: usize,
+    pub t: i64,
+}
+
+/// Most search results kept.
+pub const MAX_FOUND: usize = 10_000;
+
+/// The whole viewer.
+pub struct GuiApp {
+    pub dir: PathBuf,
+    pub loader: Option<Loader>,
+    pub trace: Option<Trace>,
+    /// Why the trace could not be opened at all.
+    pub open_error: Option<String>,
+    pub view: TimeView,
+    /// Where the view is heading (zoom and pan animate towards it).
+    pub target: TimeView,
+    pub smooth: bool,
+    pub scroll: f32,
+    pub lane_h: f32,
+    pub folded: BTreeSet<String>,
+    pub lanes: Lanes,
+    lanes_dirty: bool,
+    pub selection: Option<(i64, i64)>,
+    /// A measured interval (times, not ordered).
+    pub measure: Option<(f64, f64)>,
+    pub filter_text: String,
+    pub filter: Filter,
+    pub filter_error: Option<String>,
+    pub find_text: String,
+    pub found: Vec<Found>,
+    pub found_pos: usize,
+    pub picked: Option<Pick>,
+    pub hovered: Option<Pick>,
+    pub highlight: Option<(i32, i32)>,
+    pub tab: Tab,
+    pub sort: (ProfileCol, bool),
+    pub matrix_bytes: bool,
+    stats: Option<RangeStats>,
+    stats_key: Option<(i64, i64, Filter)>,
+    pub geometry: Geometry,
+    pub cells: Vec<Cell>,
+    pub palette: Vec<Color32>,
+    /// Milliseconds to build the last frame's geometry.
+    pub build_ms: f32,
+    /// A panic caught while drawing.
+    pub crashed: Option<String>,
+}
+
+impl GuiApp {
+    fn blank(dir: &Path) -> GuiApp {
+        GuiApp {
+            dir: dir.to_path_buf(),
+            loader: None,
+            trace: None,
+            open_error: None,
+            view: TimeView::new(0.0, 1.0),
+            target: TimeView::new(0.0, 1.0),
+            smooth: true,
+            scroll: 0.0,
+            lane_h: 20.0,
+            folded: BTreeSet::new(),
+            lanes: Lanes::default(),
+            lanes_dirty: true,
+            selection: None,
+            measure: None,
+            filter_text: String::new(),
+            filter: Filter::default(),
+            filter_error: None,
+            find_text: String::new(),
+            found: Vec::new(),
+            found_pos: 0,
+            picked: None,
+            hovered: None,
+            highlight: None,
+            tab: Tab::Profile,
+            sort: (ProfileCol::Time, true),
+            matrix_bytes: true,
+            stats: None,
+            stats_key: None,
+            geometry: Geometry::default(),
+            cells: Vec::new(),
+            palette: Vec::new(),
+            build_ms: 0.0,
+            crashed: None,
+        }
+    }
+
+    /// Starts loading `dir` in the background.
+    pub fn open(dir: &Path) -> GuiApp {
+        let mut app = GuiApp::blank(dir);
+        app.loader = Some(Loader::start(dir));
+        app
+    }
+
+    /// A viewer of a trace already loaded (tests, benchmarks).
+    pub fn with_trace(trace: Trace) -> GuiApp {
+        let mut app = GuiApp::blank(&trace.dir.clone());
+        app.set_trace(trace);
+        app
+    }
+
+    fn set_trace(&mut self, trace: Trace) {
+        self.palette = palette(&trace.lod);
+        let (a, b) = trace.lod.span();
+        self.view = TimeView::new(a as f64, b as f64).clamp(a, b);
+        self.target = self.view;
+        self.trace = Some(trace);
+        self.lanes_dirty = true;
+        self.stats_key = None;
+        if !self.trace.as_ref().is_some_and(|t| t.problems().is_empty()) {
+            self.tab = Tab::Problems;
+        }
+    }
+
+    /// Takes what the loader finished; true if anything changed.
+    pub fn poll(&mut self) -> bool {
+        let Some(l) = &self.loader else { return false };
+        let Some(x) = l.poll() else { return false };
+        self.receive(x);
+        true
+    }
+
+    /// Waits for the loader to finish (tests).
+    pub fn wait_loaded(&mut self, timeout: std::time::Duration) {
+        while let Some(x) = self.loader.as_ref().and_then(|l| l.wait(timeout)) {
+            self.receive(x);
+        }
+    }
+
+    fn receive(&mut self, x: Loaded) {
+        match x {
+            Loaded::Lod(Ok(lod)) => self.set_trace(Trace::new(*lod)),
+            Loaded::Lod(Err(e)) => {
+                self.open_error = Some(e);
+                self.loader = None;
+            }
+            Loaded::Analyses(r) => {
+                if let Some(t) = &mut self.trace {
+                    match r {
+                        Ok(a) => t.analysed = Some(*a),
+                        Err(e) => t.analysis_error = Some(e),
+                    }
+                }
+                self.stats_key = None;
+                self.loader = None;
+                if !self.trace.as_ref().is_some_and(|t| t.problems().is_empty()) {
+                    self.tab = Tab::Problems;
+                }
+            }
+        }
+    }
+
+    /// Whether the analyses are still loading.
+    pub fn loading(&self) -> bool {
+        self.loader.is_some()
+    }
+
+    /// The lanes, laid out again if the filter or folds changed.
+    pub fn layout(&mut self) {
+        if !self.lanes_dirty {
+            return;
+        }
+        if let Some(t) = &self.trace {
+            self.lanes = Lanes::new(&t.lod, &self.filter, &self.folded, self.lane_h);
+        }
+        self.lanes_dirty = false;
+    }
+
+    fn span(&self) -> (i64, i64) {
+        self.trace.as_ref().map(|t| t.lod.span()).unwrap_or((0, 1))
+    }
+
+    fn go(&mut self, v: TimeView) {
+        let (a, b) = self.span();
+        self.target = v.clamp(a, b);
+        if !self.smooth {
+            self.view = self.target;
+        }
+    }
+
+    /// Zooms by `factor` (< 1 zooms in) about time `at`.
+    pub fn zoom(&mut self, factor: f64, at: f64) {
+        self.go(self.target.zoom(factor, at));
+    }
+
+    /// Pans by `dx` pixels of a timeline `w` pixels wide.
+    pub fn pan(&mut self, dx: f32, w: f32) {
+        self.go(self.target.pan_px(dx, w));
+    }
+
+    /// Shows the whole trace.
+    pub fn reset_view(&mut self) {
+        let (a, b) = self.span();
+        self.go(TimeView::new(a as f64, b as f64));
+    }
+
+    /// Shows `[t0, t1)`.
+    pub fn show_range(&mut self, t0: i64, t1: i64) {
+        self.go(TimeView::new(t0 as f64, t1 as f64));
+    }
+
+    /// Moves the view a step towards its target; true while moving.
+    pub fn animate(&mut self, dt: f32) -> bool {
+        if self.view == self.target {
+            return false;
+        }
+        let k = (1.0 - (-dt as f64 * 18.0).exp()).clamp(0.0, 1.0);
+        let (a, b) = (self.view.t0 + (self.target.t0 - self.view.t0) * k, self.view.t1 + (self.target.t1 - self.view.t1) * k);
+        let close = ((a - self.target.t0).abs() + (b - self.target.t1).abs()) < self.target.span() * 1e-4;
+        self.view = if close { self.target } else { TimeView::new(a, b) };
+        !close
+    }
+
+    /// Scrolls the lanes by `dy` px within a window `h` px high.
+    pub fn scroll_by(&mut self, dy: f32, h: f32) {
+        self.scroll = (self.scroll + dy).clamp(0.0, (self.lanes.height() - h).max(0.0));
+    }
+
+    /// Selects `[t0, t1)` (in either order); the side views follow it.
+    pub fn select(&mut self, t0: i64, t1: i64) {
+        let (a, b) = (t0.min(t1), t0.max(t1));
+        self.selection = (b > a).then_some((a, b));
+    }
+
+    /// The range the side views show: the selection, or the whole trace.
+    pub fn range(&self) -> (i64, i64) {
+        self.selection.unwrap_or_else(|| {
+            let (a, b) = self.span();
+            (a, b + 1)
+        })
+    }
+
+    /// Sets the filter text; an unparsable one keeps the previous filter.
+    pub fn set_filter(&mut self, text: &str) {
+        self.filter_text = text.to_string();
+        match Filter::parse(text) {
+            Ok(f) => {
+                if f != self.filter {
+                    self.filter = f;
+                    self.lanes_dirty = true;
+                }
+                self.filter_error = None;
+            }
+            Err(e) => self.filter_error = Some(e.to_string()),
+        }
+    }
+
+    /// Names kept by the filter, per name id.
+    pub fn kept(&self) -> Vec<bool> {
+        self.trace.as_ref().map(|t| self.filter.name_mask(&t.lod.names)).unwrap_or_default()
+    }
+
+    /// Finds the calls matching `text` (filter syntax) in the whole trace
+    /// and goes to the first; returns how many were found.
+    pub fn find(&mut self, text: &str) -> Result<usize, String> {
+        self.find_text = text.to_string();
+        let f = Filter::parse(text).map_err(|e| e.to_string())?;
+        self.found.clear();
+        self.found_pos = 0;
+        let Some(t) = &self.trace else { return Ok(0) };
+        let mask = f.name_mask(&t.lod.names);
+        let ids: Vec<u16> = (0..mask.len()).filter(|&i| mask[i]).map(|i| i as u16).collect();
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let comm_calls = f.comm.and_then(|c| t.analysed.as_ref().map(|a| (c, a)));
+        'ranks: for (ri, r) in t.lod.ranks.iter().enumerate().filter(|(_, r)| f.keeps_rank(r.rank)) {
+            for (i, e) in r.data.events().iter().enumerate() {
+                if !ids.contains(&e.name) {
+                    continue;
+                }
+                let c = r.data.call(i);
+                if c.duration() < f.min_dur {
+                    continue;
+                }
+                if let Some((comm, a)) = comm_calls {
+                    if !on_comm(a, r.rank, &c, t.lod.name(c.name), comm) {
+                        continue;
+                    }
+                }
+                self.found.push(Found { rank: ri, call: i, t: c.t_start });
+                if self.found.len() >= MAX_FOUND {
+                    break 'ranks;
+                }
+            }
+        }
+        self.found.sort_by_key(|x| (x.t, x.rank));
+        if !self.found.is_empty() {
+            self.go_found(0);
+        }
+        Ok(self.found.len())
+    }
+
+    /// Goes to search result `k` (wrapping).
+    pub fn go_found(&mut self, k: usize) {
+        if self.found.is_empty() {
+            return;
+        }
+        self.found_pos = k % self.found.len();
+        let f = self.found[self.found_pos].clone();
+        self.pick_call(f.rank, f.call);
+        self.reveal_call(f.rank, f.call);
+    }
+
+    fn reveal_call(&mut self, rank: usize, call: usize) {
+        let Some(t) = &self.trace else { return };
+        let Some(r) = t.lod.ranks.get(rank) else { return };
+        let c = r.data.call(call);
+        let world = r.rank;
+        let mut v = self.target;
+        if c.duration() as f64 > v.span() * 0.8 {
+            v = TimeView::new(c.t_start as f64, c.t_start as f64 + c.duration() as f64 * 1.5);
+        }
+        let mid = (c.t_start as f64 + c.t_end as f64) / 2.0;
+        self.go(v.centre(mid));
+        self.layout();
+        if let Some(y) = self.lanes.centre_of(world) {
+            self.scroll = (y - 100.0).max(0.0);
+        }
+    }
+
+    pub fn pick_call(&mut self, rank: usize, call: usize) {
+        self.picked = Some(Pick::Call { rank, call });
+        self.tab = Tab::Details;
+    }
+
+    pub fn pick_message(&mut self, id: u64) {
+        self.picked = Some(Pick::Message(id));
+        self.tab = Tab::Details;
+    }
+
+    /// Goes to the other end of the picked message, or of the first
+    /// message of the picked call; true if there was one.
+    pub fn jump_to_partner(&mut self) -> bool {
+        let Some(t) = &self.trace else { return false };
+        let Some(a) = &t.analysed else { return false };
+        let (id, from_send) = match self.picked {
+            Some(Pick::Message(id)) => (id as usize, true),
+            Some(Pick::Call { rank, call }) => {
+                let r = &t.lod.ranks[rank];
+                let c = r.data.call(call);
+                let Some(mc) = a.model_call(r.rank, c.t_start, t.lod.name(c.name)) else { return false };
+                let Some(&id) = a.messages_of(r.rank, mc).first() else { return false };
+                (id, a.ends[id].0.rank as i32 == r.rank)
+            }
+            None => return false,
+        };
+        let Some((rank, ts, name)) = a.partner_call(id, from_send) else { return false };
+        let Some(ri) = t.lod.ranks.iter().position(|r| r.rank == rank) else { return false };
+        let d = &t.lod.ranks[ri].data;
+        let first = d.first_at(ts);
+        let Some(ci) = (first..d.len()).take_while(|&i| d.call(i).t_start == ts).find(|&i| t.lod.name(d.call(i).name) == name) else {
+            return false;
+        };
+        self.pick_call(ri, ci);
+        self.reveal_call(ri, ci);
+        true
+    }
+
+    /// Highlights the messages from `src` to `dst` (again: clears it).
+    pub fn click_matrix(&mut self, src: i32, dst: i32) {
+        self.highlight = if self.highlight == Some((src, dst)) { None } else { Some((src, dst)) };
+    }
+
+    pub fn toggle_fold(&mut self, host: &str) {
+        if !self.folded.remove(host) {
+            self.folded.insert(host.to_string());
+        }
+        self.lanes_dirty = true;
+    }
+
+    /// The side views' numbers for the current range and filter.
+    pub fn stats(&mut self) -> Option<&RangeStats> {
+        let (a, b) = self.range();
+        let key = (a, b, self.filter.clone());
+        if self.stats_key.as_ref() != Some(&key) {
+            let t = self.trace.as_ref()?;
+            let mut s = stats::compute(t, a, b, &self.filter);
+            stats::sort_profile(&mut s.profile, self.sort.0, self.sort.1);
+            self.stats = Some(s);
+            self.stats_key = Some(key);
+        }
+        self.stats.as_ref()
+    }
+
+    /// Sorts the profile by `col` (again: reverses the order).
+    pub fn sort_by(&mut self, col: ProfileCol) {
+        self.sort = if self.sort.0 == col { (col, !self.sort.1) } else { (col, col != ProfileCol::Name) };
+        if let Some(s) = &mut self.stats {
+            stats::sort_profile(&mut s.profile, self.sort.0, self.sort.1);
+        }
+    }
+
+    /// Lines describing the picked (or else hovered) item.
+    pub fn details(&self, which: Option<Pick>) -> Vec<(String, String)> {
+        let (Some(t), Some(p)) = (&self.trace, which) else { return Vec::new() };
+        let mut out = Vec::new();
+        match p {
+            Pick::Call { rank, call } => {
+                let r = &t.lod.ranks[rank];
+                let c = r.data.call(call);
+                let name = t.lod.name(c.name);
+                out.push(("call".into(), name.to_string()));
+                out.push(("rank".into(), r.rank.to_string()));
+                out.push(("start".into(), analyzers::fmt_ns(c.t_start)));
+                out.push(("duration".into(), analyzers::fmt_ns(c.duration())));
+                if c.flags & trace_lod::flags::UNFINISHED != 0 {
+                    out.push(("state".into(), "never returned".into()));
+                }
+                if c.flags & trace_lod::flags::FAILED != 0 {
+                    out.push(("state".into(), "returned an error".into()));
+                }
+                if let Some(a) = &t.analysed {
+                    if let Some(mc) = a.model_call(r.rank, c.t_start, name) {
+                        let m = &a.an.model;
+                        let mcall = &m.ranks[r.rank as usize].calls[mc as usize];
+                        out.push(("call site".into(), m.site_label(mcall.site)));
+                        for id in a.messages_of(r.rank, mc).into_iter().take(8) {
+                            if let Some(msg) = a.message(id) {
+                                out.extend(message_lines(&msg));
+                            }
+                        }
+                    }
+                }
+            }
+            Pick::Message(id) => {
+                if let Some(msg) = t.analysed.as_ref().and_then(|a| a.message(id as usize)) {
+                    out.extend(message_lines(&msg));
+                    out.push(("sent at".into(), analyzers::fmt_ns(msg.t_send)));
+                    out.push(("received by".into(), analyzers::fmt_ns(msg.t_recv)));
+                }
+            }
+        }
+        out
+    }
+}
+
+fn message_lines(m: &trace_lod::messages::Msg) -> Vec<(String, String)> {
+    vec![
+        ("message".into(), format!("{} -> {}", m.src, m.dst)),
+        ("tag".into(), m.tag.to_string()),
+        ("bytes".into(), analyzers::fmt_bytes(m.bytes)),
+        ("in flight".into(), analyzers::fmt_ns(m.t_recv - m.t_send)),
+    ]
+}
+
+/// Whether call `c` of `rank` (trace time) is on communicator `comm`.
+fn on_comm(a: &crate::data::Analysed, rank: i32, c: &trace_lod::Call, name: &str, comm: u32) -> bool {
+    let Some(mc) = a.model_call(rank, c.t_start, name) else { return false };
+    let Some(r) = a.an.model.ranks.get(rank as usize) else { return false };
+    let posted = |ends: &[analyzers::model::P2p]| ends[ends.partition_point(|p| p.post < mc)..].iter().take_while(|p| p.post == mc).any(|p| p.comm == comm);
+    posted(&r.sends) || posted(&r.recvs) || r.colls[r.colls.partition_point(|x| x.post < mc)..].iter().take_while(|x| x.post == mc).any(|x| x.comm == comm)
+}

@@ -1,0 +1,266 @@
+//! The trace as the viewer holds it, and its background loading.
+//!
+//! The level of detail ([`trace_lod::Lod`]) comes first: the timeline is
+//! drawn as soon as it is there. The analyses ([`analyzers::report`]) come
+//! second and add message arrows, collective instances, details and the
+//! side views. Both are loaded on one background thread; a panic in it
+//! becomes an error message.
+//!
+//! Times in the viewer are the trace's own (those of the level of detail);
+//! the analyses may shift whole ranks to correct clock violations, and
+//! [`Analysed::to_trace`] maps their times back.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{channel, Receiver};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use analyzers::matching::MsgRef;
+use analyzers::model::NONE;
+use analyzers::report::{analyze, Analyses};
+use trace_lod::messages::{MessageIndex, Msg};
+use trace_lod::{Lod, Progress};
+
+/// A collective instance as drawn: its members' arrivals and ends in trace
+/// time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CollSpan {
+    /// Index into the analyses' collective instances.
+    pub instance: u32,
+    pub name: u16,
+    /// Earliest arrival and latest end over the members, trace time.
+    pub t0: i64,
+    pub t1: i64,
+    /// (rank, arrival, end), trace time, sorted by rank.
+    pub members: Vec<(i32, i64, i64)>,
+}
+
+/// The analyses and the indexes the viewer needs from them.
+pub struct Analysed {
+    pub an: Analyses,
+    /// Matched messages in trace time; `Msg::id` indexes [`Analysed::ends`].
+    pub messages: MessageIndex,
+    /// The send and receive of each message.
+    pub ends: Vec<(MsgRef, MsgRef)>,
+    /// Collective instances sorted by `t0`.
+    pub colls: Vec<CollSpan>,
+    /// Longest `t1 - t0` of `colls`.
+    longest_coll: i64,
+    pub elapsed: Duration,
+}
+
+impl Analysed {
+    pub fn new(an: Analyses, elapsed: Duration) -> Analysed {
+        let m = &an.model;
+        let shift = |r: u32| m.clock_shift.get(r as usize).copied().unwrap_or(0);
+        let mut msgs = Vec::new();
+        let mut ends = Vec::new();
+        for x in an.matching.messages(m) {
+            let Some(done) = x.recv_end else { continue };
+            let p = &m.ranks[x.send.rank as usize].sends[x.send.idx as usize];
+            msgs.push(Msg {
+                src: x.send.rank as i32,
+                dst: x.recv.rank as i32,
+                t_send: x.send_start - shift(x.send.rank),
+                t_recv: done - shift(x.recv.rank),
+                bytes: p.bytes,
+                tag: p.tag,
+                id: ends.len() as u64,
+            });
+            ends.push((x.send, x.recv));
+        }
+        let c = &an.collectives;
+        let mut colls: Vec<CollSpan> = c
+            .instances
+            .iter()
+            .enumerate()
+            .map(|(i, inst)| {
+                let mut members: Vec<(i32, i64, i64)> = c.members[inst.first as usize..(inst.first + inst.n) as usize]
+                    .iter()
+                    .map(|mb| (mb.rank as i32, mb.arrival - shift(mb.rank), mb.end - shift(mb.rank)))
+                    .collect();
+                members.sort_unstable();
+                let t0 = members.iter().map(|x| x.1).min().unwrap_or(0);
+                let t1 = members.iter().map(|x| x.2).max().unwrap_or(t0);
+                CollSpan { instance: i as u32, name: inst.name, t0, t1, members }
+            })
+            .collect();
+        colls.sort_by_key(|s| (s.t0, s.instance));
+        let longest_coll = colls.iter().map(|s| s.t1 - s.t0).max().unwrap_or(0);
+        Analysed { messages: MessageIndex::new(msgs), ends, colls, longest_coll, an, elapsed }
+    }
+
+    /// Clock shift of `rank` (model time = trace time + shift).
+    pub fn shift(&self, rank: i32) -> i64 {
+        self.an.model.clock_shift.get(rank as usize).copied().unwrap_or(0)
+    }
+
+    /// A model time of `rank` in trace time.
+    pub fn to_trace(&self, rank: i32, t: i64) -> i64 {
+        t - self.shift(rank)
+    }
+
+    /// The collective instances overlapping `[t0, t1)`.
+    pub fn colls_in(&self, t0: i64, t1: i64) -> impl Iterator<Item = &CollSpan> + '_ {
+        let a = self.colls.partition_point(|s| s.t0 < t0.saturating_sub(self.longest_coll));
+        self.colls[a..].iter().take_while(move |s| s.t0 < t1).filter(move |s| s.t1 >= t0)
+    }
+
+    /// The model's call of `rank` starting at trace time `t` named `name`.
+    pub fn model_call(&self, rank: i32, t: i64, name: &str) -> Option<u32> {
+        let r = self.an.model.ranks.get(usize::try_from(rank).ok()?)?;
+        let want = t + self.shift(rank);
+        let first = r.calls.partition_point(|c| c.t_start < want);
+        r.calls[first..]
+            .iter()
+            .take_while(|c| c.t_start == want)
+            .position(|c| self.an.model.name(c.name) == name)
+            .map(|k| (first + k) as u32)
+    }
+
+    /// The messages (indexes into [`Analysed::ends`]) sent or received by
+    /// call `call` of `rank` (posted or completed by it).
+    pub fn messages_of(&self, rank: i32, call: u32) -> Vec<usize> {
+        let Some(r) = self.an.model.ranks.get(rank as usize) else { return Vec::new() };
+        let mt = &self.an.matching;
+        let mut refs = Vec::new();
+        for (ends, partners, send) in [(&r.sends, mt.send_to_recv.get(rank as usize), true), (&r.recvs, mt.recv_to_send.get(rank as usize), false)] {
+            let Some(partners) = partners else { continue };
+            for (i, p) in ends.iter().enumerate() {
+                if (p.post == call || p.done == call) && partners.get(i).is_some_and(|q| q.is_some()) {
+                    refs.push((send, MsgRef { rank: rank as u32, idx: i as u32 }));
+                }
+            }
+        }
+        if refs.is_empty() {
+            return Vec::new();
+        }
+        self.ends
+            .iter()
+            .enumerate()
+            .filter(|(_, (s, d))| refs.iter().any(|&(send, x)| if send { *s == x } else { *d == x }))
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    /// The message with id `id` as drawn.
+    pub fn message(&self, id: usize) -> Option<Msg> {
+        self.messages.iter().find(|m| m.id == id as u64).copied()
+    }
+
+    /// Start (trace time) and name of the call that completed the receive
+    /// or posted the send of message `id`: `(rank, t_start, name)`.
+    pub fn partner_call(&self, id: usize, of_send: bool) -> Option<(i32, i64, String)> {
+        let (s, d) = *self.ends.get(id)?;
+        let m = &self.an.model;
+        let (q, call) = if of_send {
+            let r = &m.ranks[d.rank as usize];
+            let p = &r.recvs[d.idx as usize];
+            (d, if p.done != NONE { p.done } else { p.post })
+        } else {
+            (s, m.ranks[s.rank as usize].sends[s.idx as usize].post)
+        };
+        let c = m.ranks[q.rank as usize].calls.get(call as usize)?;
+        Some((q.rank as i32, self.to_trace(q.rank as i32, c.t_start), m.name(c.name).to_string()))
+    }
+}
+
+/// An open trace.
+pub struct Trace {
+    pub dir: PathBuf,
+    pub lod: Lod,
+    pub analysed: Option<Analysed>,
+    /// Why the analyses failed, if they did.
+    pub analysis_error: Option<String>,
+}
+
+impl Trace {
+    /// A trace of level of detail `lod`, analyses to come.
+    pub fn new(lod: Lod) -> Trace {
+        Trace { dir: lod.dir.clone(), lod, analysed: None, analysis_error: None }
+    }
+
+    /// Opens `dir` synchronously (tests, benchmarks).
+    pub fn open(dir: &Path) -> Result<Trace, String> {
+        let lod = Lod::open(dir, &Progress::default()).map_err(|e| e.to_string())?;
+        let mut t = Trace::new(lod);
+        match analyse(dir) {
+            Ok(a) => t.analysed = Some(*a),
+            Err(e) => t.analysis_error = Some(e),
+        }
+        Ok(t)
+    }
+
+    /// Everything that was missing or damaged, one line each.
+    pub fn problems(&self) -> Vec<String> {
+        let mut out = self.lod.problems.clone();
+        if let Some(n) = &self.lod.cache_note {
+            out.push(n.clone());
+        }
+        if let Some(e) = &self.analysis_error {
+            out.push(format!("analyses: {e}"));
+        }
+        if let Some(a) = &self.analysed {
+            out.extend(a.an.model.problems.iter().map(|p| p.what.clone()));
+        }
+        out
+    }
+}
+
+fn analyse(dir: &Path) -> Result<Box<Analysed>, String> {
+    let t = Instant::now();
+    let model = analyzers::load(dir).map_err(|e| e.to_string())?;
+    Ok(Box::new(Analysed::new(analyze(model), t.elapsed())))
+}
+
+/// Something the loader finished.
+pub enum Loaded {
+    Lod(Result<Box<Lod>, String>),
+    Analyses(Result<Box<Analysed>, String>),
+}
+
+/// Runs `f`, turning a panic into an error.
+pub fn guarded<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        let what = p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned());
+        Err(format!("internal error: {}", what.unwrap_or_default()))
+    })
+}
+
+/// The background loader of one trace.
+pub struct Loader {
+    rx: Receiver<Loaded>,
+    pub progress: Arc<Progress>,
+    pub started: Instant,
+    pub dir: PathBuf,
+}
+
+impl Loader {
+    /// Starts loading `dir`: the level of detail, then the analyses.
+    pub fn start(dir: &Path) -> Loader {
+        let (tx, rx) = channel();
+        let progress = Arc::new(Progress::default());
+        let p = progress.clone();
+        let d = dir.to_path_buf();
+        std::thread::spawn(move || {
+            let lod = guarded(|| Lod::open(&d, &p).map(Box::new).map_err(|e| e.to_string()));
+            let ok = lod.is_ok();
+            if tx.send(Loaded::Lod(lod)).is_err() || !ok {
+                return;
+            }
+            let _ = tx.send(Loaded::Analyses(guarded(|| analyse(&d))));
+        });
+        Loader { rx, progress, started: Instant::now(), dir: dir.to_path_buf() }
+    }
+
+    /// What has arrived since the last call; `None` when nothing new (or
+    /// the loader is done).
+    pub fn poll(&self) -> Option<Loaded> {
+        self.rx.try_recv().ok()
+    }
+
+    /// Waits for the next result (tests).
+    pub fn wait(&self, timeout: Duration) -> Option<Loaded> {
+        self.rx.recv_timeout(timeout).ok()
+    }
+}

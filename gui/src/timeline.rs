@@ -1,0 +1,291 @@
+//! The timeline's geometry for one frame, built from the level-of-detail
+//! core as a few batched meshes (a pure function of the trace and the
+//! view, so it is tested and benchmarked without a window).
+//!
+//! Per visible lane, [`trace_lod::RankLod::cells`] answers what each pixel
+//! column shows; runs of equal columns become one rectangle, coloured by
+//! the kind of the dominant call and shaded by the time in MPI. Names are
+//! written on runs wide enough for them. Message arrows and collective
+//! instances come from the analyses when few enough are in view.
+
+use egui::epaint::{Color32, Mesh, Pos2, Rect, Vec2};
+use trace_lod::{Cell, Lod};
+
+use analyzers::model::{classify, Class, CollKind};
+
+use crate::data::Trace;
+use crate::lanes::{Lanes, Row};
+use crate::view::TimeView;
+
+/// Most message arrows drawn in one frame; more are counted, not drawn.
+pub const MAX_ARROWS: usize = 20_000;
+/// Most collective instances joined in one frame.
+pub const MAX_COLLS: usize = 2_000;
+/// Width of a character of the timeline's labels, px (for fitting).
+pub const CHAR_W: f32 = 7.0;
+
+/// What the frame is drawn for.
+pub struct Scene<'a> {
+    pub trace: &'a Trace,
+    pub lanes: &'a Lanes,
+    pub view: TimeView,
+    /// The area of the lanes on screen (below the ruler, right of the names).
+    pub rect: Rect,
+    /// Vertical scroll of the lanes, px.
+    pub scroll: f32,
+    /// Per call name id: kept by the filter.
+    pub kept: &'a [bool],
+    pub min_dur: i64,
+    /// The (sender, receiver) pair whose messages stand out.
+    pub highlight: Option<(i32, i32)>,
+    /// The message that stands out (picked).
+    pub picked_msg: Option<u64>,
+    pub dark: bool,
+}
+
+/// A label to write.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Label {
+    pub pos: Pos2,
+    pub text: String,
+}
+
+/// The geometry of one frame.
+#[derive(Default)]
+pub struct Geometry {
+    pub bars: Mesh,
+    pub lines: Mesh,
+    pub labels: Vec<Label>,
+    /// Arrows drawn, for hovering: (from, to, message id).
+    pub arrows: Vec<(Pos2, Pos2, u64)>,
+    /// Messages in view that were not drawn (too many).
+    pub arrows_skipped: usize,
+    pub colls_drawn: usize,
+    pub colls_skipped: usize,
+    /// Rectangles of the bars (for tests and statistics).
+    pub rects: usize,
+}
+
+/// Colour of a call name by its kind.
+pub fn kind_colour(name: &str) -> Color32 {
+    match classify(name) {
+        Class::Send | Class::Isend | Class::SendInit => Color32::from_rgb(66, 133, 244),
+        Class::Recv | Class::Irecv | Class::RecvInit => Color32::from_rgb(52, 168, 83),
+        Class::Sendrecv | Class::Start => Color32::from_rgb(0, 172, 193),
+        Class::Wait => Color32::from_rgb(219, 68, 55),
+        Class::Coll { kind, .. } => match kind {
+            CollKind::Barrier => Color32::from_rgb(141, 110, 99),
+            CollKind::NxN => Color32::from_rgb(244, 160, 0),
+            CollKind::OneToN => Color32::from_rgb(205, 220, 57),
+            CollKind::NToOne => Color32::from_rgb(171, 71, 188),
+            CollKind::Scan | CollKind::Other => Color32::from_rgb(255, 112, 67),
+        },
+        Class::Other => Color32::from_rgb(144, 164, 174),
+    }
+}
+
+/// Colours of all call names of `lod`.
+pub fn palette(lod: &Lod) -> Vec<Color32> {
+    lod.names.iter().map(|n| kind_colour(n)).collect()
+}
+
+/// What a run of columns shows (equal keys are merged).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Key {
+    name: u16,
+    event: Option<usize>,
+    shade: u8,
+    dim: bool,
+}
+
+fn key_of(c: &Cell, col_ns: f64, scene: &Scene, lod_rank: &trace_lod::RankLod) -> Option<Key> {
+    let name = c.dominant?;
+    if c.busy <= 0 && c.count == 0 {
+        return None;
+    }
+    let frac = (c.busy as f64 / col_ns).clamp(0.0, 1.0);
+    let shade = if c.event.is_some() && frac > 0.0 { 4 } else { (frac * 4.0).ceil().clamp(1.0, 4.0) as u8 };
+    let mut dim = !scene.kept.get(name as usize).copied().unwrap_or(true);
+    if scene.min_dur > 0 {
+        if let Some(i) = c.event {
+            dim |= lod_rank.call(i).duration() < scene.min_dur;
+        }
+    }
+    Some(Key { name, event: c.event, shade, dim })
+}
+
+fn shaded(base: Color32, shade: u8, dim: bool, dark: bool) -> Color32 {
+    let bg = if dark { Color32::from_gray(30) } else { Color32::from_gray(245) };
+    if dim {
+        return if dark { Color32::from_gray(60) } else { Color32::from_gray(215) };
+    }
+    let t = shade as f32 / 4.0;
+    let mix = |a: u8, b: u8| (a as f32 + (b as f32 - a as f32) * t).round() as u8;
+    Color32::from_rgb(mix(bg.r(), base.r()), mix(bg.g(), base.g()), mix(bg.b(), base.b()))
+}
+
+/// Adds a line of width `w` from `a` to `b` to `mesh`.
+pub fn add_line(mesh: &mut Mesh, a: Pos2, b: Pos2, w: f32, c: Color32) {
+    let d = b - a;
+    let len = d.length();
+    if len < 1e-3 {
+        return;
+    }
+    let n = Vec2::new(-d.y, d.x) / len * (w / 2.0);
+    let i = mesh.vertices.len() as u32;
+    for p in [a + n, a - n, b - n, b + n] {
+        mesh.colored_vertex(p, c);
+    }
+    mesh.add_triangle(i, i + 1, i + 2);
+    mesh.add_triangle(i, i + 2, i + 3);
+}
+
+fn add_arrow(mesh: &mut Mesh, a: Pos2, b: Pos2, w: f32, c: Color32) {
+    add_line(mesh, a, b, w, c);
+    let d = b - a;
+    let len = d.length();
+    if len < 8.0 {
+        return;
+    }
+    let u = d / len;
+    let n = Vec2::new(-u.y, u.x);
+    let i = mesh.vertices.len() as u32;
+    for p in [b, b - u * 7.0 + n * 3.5, b - u * 7.0 - n * 3.5] {
+        mesh.colored_vertex(p, c);
+    }
+    mesh.add_triangle(i, i + 1, i + 2);
+}
+
+/// Builds the frame's geometry. `cells` is scratch space reused between
+/// frames.
+pub fn build(scene: &Scene, palette: &[Color32], cells: &mut Vec<Cell>) -> Geometry {
+    let mut g = Geometry::default();
+    let r = scene.rect;
+    let w = r.width().max(1.0);
+    let n = w.round().max(1.0) as usize;
+    let (t0, t1) = scene.view.range();
+    let col_ns = (t1 - t0) as f64 / n as f64;
+    let lod = &scene.trace.lod;
+    let rows = scene.lanes.visible(scene.scroll, r.height());
+    for k in rows {
+        let Row::Rank(i) = scene.lanes.rows[k] else { continue };
+        let rank = &lod.ranks[i].data;
+        let y0 = r.top() + scene.lanes.tops[k] - scene.scroll;
+        let y1 = y0 + scene.lanes.lane_h;
+        let (ya, yb) = (y0 + 1.0, (y1 - 1.0).max(y0 + 1.0));
+        rank.cells(t0, t1, n, cells);
+        let mut c = 0;
+        while c < n {
+            let Some(key) = key_of(&cells[c], col_ns, scene, rank) else {
+                c += 1;
+                continue;
+            };
+            let mut e = c + 1;
+            while e < n && key_of(&cells[e], col_ns, scene, rank) == Some(key) {
+                e += 1;
+            }
+            let colour = palette.get(key.name as usize).copied().unwrap_or(Color32::GRAY);
+            let (xa, xb) = (r.left() + c as f32 * w / n as f32, r.left() + e as f32 * w / n as f32);
+            g.bars.add_colored_rect(Rect::from_min_max(Pos2::new(xa, ya), Pos2::new(xb, yb)), shaded(colour, key.shade, key.dim, scene.dark));
+            g.rects += 1;
+            if key.event.is_some() && yb - ya >= 10.0 {
+                let name = lod.name(key.name);
+                let short = name.strip_prefix("MPI_").unwrap_or(name);
+                if (xb - xa) >= short.len() as f32 * CHAR_W + 6.0 {
+                    g.labels.push(Label { pos: Pos2::new(xa + 3.0, (ya + yb) / 2.0), text: short.to_string() });
+                }
+            }
+            c = e;
+        }
+    }
+    if let Some(a) = &scene.trace.analysed {
+        arrows(scene, a, &mut g);
+        collectives(scene, a, palette, &mut g);
+    }
+    g
+}
+
+fn lane_y(scene: &Scene, rank: i32) -> Option<f32> {
+    scene.lanes.centre_of(rank).map(|y| scene.rect.top() + y - scene.scroll)
+}
+
+fn arrows(scene: &Scene, a: &crate::data::Analysed, g: &mut Geometry) {
+    let (t0, t1) = scene.view.range();
+    let w = scene.rect.width();
+    let (top, bottom) = (scene.rect.top(), scene.rect.bottom());
+    let base = if scene.dark { Color32::from_gray(220) } else { Color32::from_gray(20) };
+    for m in a.messages.overlapping(t0, t1) {
+        let (Some(ys), Some(yd)) = (lane_y(scene, m.src), lane_y(scene, m.dst)) else { continue };
+        if (ys < top && yd < top) || (ys > bottom && yd > bottom) {
+            continue;
+        }
+        if g.arrows.len() >= MAX_ARROWS {
+            g.arrows_skipped += 1;
+            continue;
+        }
+        let pa = Pos2::new(scene.rect.left() + scene.view.x_of(m.t_send as f64, w), ys);
+        let pb = Pos2::new(scene.rect.left() + scene.view.x_of(m.t_recv as f64, w), yd);
+        let hi = scene.highlight == Some((m.src, m.dst)) || scene.picked_msg == Some(m.id);
+        let (col, width) = if hi {
+            (Color32::from_rgb(255, 0, 160), 2.5)
+        } else if scene.highlight.is_some() {
+            (base.gamma_multiply(0.25), 1.0)
+        } else {
+            (base.gamma_multiply(0.8), 1.0)
+        };
+        add_arrow(&mut g.lines, pa, pb, width, col);
+        g.arrows.push((pa, pb, m.id));
+    }
+}
+
+fn collectives(scene: &Scene, a: &crate::data::Analysed, palette: &[Color32], g: &mut Geometry) {
+    let (t0, t1) = scene.view.range();
+    let w = scene.rect.width();
+    for s in a.colls_in(t0, t1) {
+        if g.colls_drawn >= MAX_COLLS {
+            g.colls_skipped += 1;
+            continue;
+        }
+        let col = palette.get(s.name as usize).copied().unwrap_or(Color32::GRAY).gamma_multiply(0.9);
+        let pts: Vec<Pos2> = s
+            .members
+            .iter()
+            .filter_map(|&(rank, arrival, _)| lane_y(scene, rank).map(|y| Pos2::new(scene.rect.left() + scene.view.x_of(arrival as f64, w), y)))
+            .collect();
+        for p in pts.windows(2) {
+            add_line(&mut g.lines, p[0], p[1], 1.5, col);
+        }
+        g.colls_drawn += 1;
+    }
+}
+
+/// The message arrow within `tol` px of `p`, if any (the nearest).
+pub fn arrow_at(g: &Geometry, p: Pos2, tol: f32) -> Option<u64> {
+    let dist = |a: Pos2, b: Pos2| {
+        let d = b - a;
+        let l2 = d.length_sq().max(1e-6);
+        let t = ((p - a).dot(d) / l2).clamp(0.0, 1.0);
+        (a + d * t - p).length()
+    };
+    g.arrows
+        .iter()
+        .map(|&(a, b, id)| (dist(a, b), id))
+        .filter(|(d, _)| *d <= tol)
+        .min_by(|x, y| x.0.total_cmp(&y.0))
+        .map(|(_, id)| id)
+}
+
+/// The call of the lane at `p` under the pointer (or within `tol` px):
+/// (index into `Lod::ranks`, index of the call).
+pub fn call_at(trace: &Trace, lanes: &Lanes, view: &TimeView, rect: Rect, scroll: f32, p: Pos2, tol: f32) -> Option<(usize, usize)> {
+    let k = lanes.row_at(p.y - rect.top() + scroll)?;
+    let Row::Rank(i) = lanes.rows[k] else { return None };
+    let data = &trace.lod.ranks[i].data;
+    let t = view.t_of(p.x - rect.left(), rect.width());
+    if let Some(c) = data.call_at(t.floor() as i64) {
+        return Some((i, c));
+    }
+    let d = tol as f64 * view.span() / rect.width().max(1.0) as f64;
+    let near = data.starting_in((t - d).floor() as i64, (t + d).ceil() as i64);
+    near.min_by_key(|&c| (data.call(c).t_start as f64 - t).abs() as i64).map(|c| (i, c))
+}

@@ -1,0 +1,82 @@
+//! The timeline's geometry and the side views' numbers of a small known
+//! trace, without a window.
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use egui::{Pos2, Rect};
+use gui::data::Trace;
+use gui::filter::Filter;
+use gui::lanes::Lanes;
+use gui::stats;
+use gui::timeline::{self, Scene};
+use gui::view::TimeView;
+
+fn scene_geometry(trace: &Trace, view: TimeView, filter: &Filter, highlight: Option<(i32, i32)>) -> timeline::Geometry {
+    let lanes = Lanes::new(&trace.lod, filter, &BTreeSet::new(), 20.0);
+    let kept = filter.name_mask(&trace.lod.names);
+    let scene = Scene {
+        trace,
+        lanes: &lanes,
+        view,
+        rect: Rect::from_min_max(Pos2::new(100.0, 30.0), Pos2::new(1100.0, 530.0)),
+        scroll: 0.0,
+        kept: &kept,
+        min_dur: filter.min_dur,
+        highlight,
+        picked_msg: None,
+        dark: false,
+    };
+    timeline::build(&scene, &timeline::palette(&trace.lod), &mut Vec::new())
+}
+
+#[test]
+fn arrows_collectives_and_labels_of_a_small_trace() {
+    let dir = common::small_dir("geometry");
+    let trace = Trace::open(&dir).expect("open");
+    let g = scene_geometry(&trace, TimeView::new(0.0, 10_000.0), &Filter::default(), None);
+    assert_eq!(g.arrows.len(), 2);
+    assert_eq!(g.colls_drawn, 1);
+    assert!(g.labels.iter().any(|l| l.text == "Allreduce"), "{:?}", g.labels);
+    assert!(g.labels.iter().any(|l| l.text == "Send"));
+    // Init, Send/Recv, Allreduce, Finalize on every rank: one run each.
+    assert_eq!(g.rects, 16);
+    // The arrow of rank 0 -> 1 goes from the send's start to the receive's end.
+    let (a, b, id) = g.arrows.iter().find(|x| x.0.y < x.1.y && x.1.y < 30.0 + 40.0).copied().expect("0 -> 1");
+    assert!((a.x - (100.0 + 200.0)).abs() < 1.0 && (b.x - (100.0 + 350.0)).abs() < 1.0, "{a:?} {b:?}");
+    assert_eq!(timeline::arrow_at(&g, a.lerp(b, 0.5), 3.0), Some(id));
+    // Zoomed into the Allreduce: no message in view.
+    let z = scene_geometry(&trace, TimeView::new(5_000.0, 7_000.0), &Filter::default(), None);
+    assert_eq!(z.arrows.len(), 0);
+    assert_eq!(z.colls_drawn, 1);
+    // A rank filter drops the lanes and the arrows to them.
+    let f = scene_geometry(&trace, TimeView::new(0.0, 10_000.0), &Filter::parse("rank=0-1").expect("filter"), None);
+    assert_eq!(f.arrows.len(), 1);
+    assert_eq!(f.rects, 8);
+}
+
+#[test]
+fn range_statistics_of_a_small_trace() {
+    let dir = common::small_dir("stats");
+    let trace = Trace::open(&dir).expect("open");
+    let all = stats::compute(&trace, 0, 10_001, &Filter::default());
+    let row = |s: &stats::RangeStats, n: &str| s.profile.iter().find(|r| r.name == n).cloned();
+    assert_eq!(row(&all, "MPI_Allreduce").map(|r| (r.count, r.ranks)), Some((4, 4)));
+    assert_eq!(all.colls.len(), 1);
+    assert_eq!(all.colls[0].instances, 1);
+    assert_eq!(all.colls[0].max_spread, 1_500);
+    assert_eq!(all.messages, 2);
+    // Rank 1 waited in its receive for rank 0 (500 ns), and the Allreduce's
+    // early arrivals for rank 3.
+    assert!(all.waits.iter().any(|w| w.call == "MPI_Recv" && w.cause == 0 && w.time == 500), "{:?}", all.waits);
+    assert!(all.waits.iter().any(|w| w.call == "MPI_Allreduce" && w.cause == 3));
+    // Half of the receive on rank 1 is in [2500, 4000).
+    let part = stats::compute(&trace, 2_500, 4_000, &Filter::default());
+    assert_eq!(row(&part, "MPI_Recv").map(|r| r.time), Some(1_000 + 600));
+    assert!(row(&part, "MPI_Allreduce").is_none());
+    assert_eq!(part.messages, 1);
+    let mut p = part.profile.clone();
+    stats::sort_profile(&mut p, stats::ProfileCol::Name, false);
+    assert!(p.windows(2).all(|w| w[0].name <= w[1].name));
+}

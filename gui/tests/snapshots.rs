@@ -1,0 +1,50 @@
+//! Image snapshots of the viewer, rendered on the CPU by wgpu (Mesa's
+//! lavapipe: Debian's `mesa-vulkan-drivers`, installed by
+//! `tests/run-all.sh`). The images are in `tests/snapshots/`; after an
+//! intended change of the drawing, `UPDATE_SNAPSHOTS=1 cargo test -p gui
+//! --test snapshots` writes new ones (look at them before committing).
+
+mod common;
+
+use std::time::Duration;
+
+use egui_kittest::{Harness, SnapshotOptions};
+use gui::GuiApp;
+
+fn app(name: &str) -> GuiApp {
+    let dir = common::small_dir(name);
+    let mut app = GuiApp::open(&dir);
+    app.wait_loaded(Duration::from_secs(60));
+    app.smooth = false;
+    // The directory's name changes from run to run; the toolbar shows it.
+    app.dir = "small-trace".into();
+    app
+}
+
+fn snapshot(app: GuiApp, name: &str, setup: impl FnOnce(&mut Harness<'_, GuiApp>)) {
+    let mut h = Harness::builder()
+        .with_size(egui::vec2(1100.0, 420.0))
+        .wgpu()
+        .build_ui_state(|ui, app: &mut GuiApp| app.show(ui), app);
+    h.run();
+    setup(&mut h);
+    // The frame time shown in the toolbar varies: hide it.
+    h.state_mut().build_ms = 0.0;
+    h.run();
+    h.snapshot_options(name, &SnapshotOptions::new().threshold(1.0).max_failed_pixels(200));
+}
+
+#[test]
+fn timeline_of_a_small_trace_with_its_messages() {
+    snapshot(app("snap-whole"), "timeline_small", |_| {});
+}
+
+#[test]
+fn highlighted_pair_and_selection() {
+    snapshot(app("snap-highlight"), "timeline_highlight", |h| {
+        let s = h.state_mut();
+        s.click_matrix(0, 1);
+        s.select(1_800, 3_600);
+        s.tab = gui::app::Tab::Matrix;
+    });
+}

@@ -1,0 +1,198 @@
+//! The viewer driven headless through egui_kittest: widgets are found in
+//! the accessibility tree, input goes in as events.
+
+mod common;
+
+use std::time::Duration;
+
+use egui::{Event, Modifiers, PointerButton, Pos2};
+use egui_kittest::kittest::Queryable;
+use egui_kittest::Harness;
+use gui::app::{Pick, Tab};
+use gui::ui::GUTTER_W;
+use gui::GuiApp;
+
+fn loaded(name: &str) -> GuiApp {
+    let dir = common::small_dir(name);
+    let mut app = GuiApp::open(&dir);
+    app.wait_loaded(Duration::from_secs(60));
+    app.smooth = false;
+    app
+}
+
+fn harness(app: GuiApp) -> Harness<'static, GuiApp> {
+    let mut h = Harness::builder().with_size(egui::vec2(1200.0, 700.0)).build_ui_state(|ui, app: &mut GuiApp| app.show(ui), app);
+    h.run();
+    h
+}
+
+/// Screen x of time `t` on the timeline of `h`.
+fn x_of(h: &Harness<'_, GuiApp>, t: f64) -> f32 {
+    let r = h.get_by_label("timeline").rect();
+    let w = r.width() - GUTTER_W;
+    r.left() + GUTTER_W + h.state().view.x_of(t, w)
+}
+
+#[test]
+fn opens_a_known_trace() {
+    let app = loaded("open");
+    let t = app.trace.as_ref().expect("trace");
+    assert_eq!(t.lod.ranks.len(), 4);
+    let a = t.analysed.as_ref().expect("analyses");
+    assert_eq!(a.messages.len(), 2);
+    assert_eq!(a.colls.len(), 1);
+    let h = harness(app);
+    h.get_by_label("timeline");
+    h.get_by_label("MPI_Send");
+    h.get_by_label("MPI_Allreduce");
+    assert!(h.query_by_label_contains("Whole trace").is_some());
+}
+
+#[test]
+fn shift_drag_selects_a_range_and_the_views_follow() {
+    let mut h = harness(loaded("select"));
+    let y = h.get_by_label("timeline").rect().center().y;
+    let (xa, xb) = (x_of(&h, 1_800.0), x_of(&h, 3_600.0));
+    h.event(Event::ModifiersChanged(Modifiers::SHIFT));
+    h.event(Event::PointerMoved(Pos2::new(xa, y)));
+    h.event(Event::PointerButton { pos: Pos2::new(xa, y), button: PointerButton::Primary, pressed: true, modifiers: Modifiers::SHIFT });
+    h.step();
+    for k in 1..=5 {
+        h.event(Event::PointerMoved(Pos2::new(xa + (xb - xa) * k as f32 / 5.0, y)));
+        h.step();
+    }
+    h.event(Event::PointerButton { pos: Pos2::new(xb, y), button: PointerButton::Primary, pressed: false, modifiers: Modifiers::SHIFT });
+    h.event(Event::ModifiersChanged(Modifiers::NONE));
+    h.run();
+    let (a, b) = h.state().selection.expect("a selection");
+    assert!((a - 1_800).abs() < 100 && (b - 3_600).abs() < 100, "selected {a}..{b}");
+    assert!(h.query_by_label_contains("Selection:").is_some());
+    // The profile follows: the Allreduce (from 5 us) is out of the range.
+    assert!(h.query_by_label("MPI_Send").is_some());
+    assert!(h.query_by_label("MPI_Allreduce").is_none());
+}
+
+#[test]
+fn clicking_a_matrix_cell_highlights_its_messages() {
+    let mut h = harness(loaded("matrix"));
+    h.get_by_label("Matrix").click();
+    h.run();
+    assert_eq!(h.state().tab, Tab::Matrix);
+    h.get_by_label("0 -> 1").click();
+    h.run();
+    assert_eq!(h.state().highlight, Some((0, 1)));
+    assert!(h.query_by_label_contains("highlighted: 0 -> 1").is_some());
+    let s = h.state_mut().stats().expect("stats").clone();
+    assert_eq!(s.cell(0, 1), (1024, 1));
+    assert_eq!(s.cell(2, 3), (64, 1));
+    assert_eq!(s.cell(1, 0), (0, 0));
+}
+
+#[test]
+fn search_finds_calls_and_goes_to_them() {
+    let mut h = harness(loaded("search"));
+    let find = h.get_by_label("Find");
+    find.focus();
+    find.type_text("allreduce");
+    h.run();
+    h.key_press(egui::Key::Enter);
+    h.run();
+    assert_eq!(h.state().found.len(), 4);
+    assert!(h.query_by_label("1/4 found").is_some());
+    assert!(matches!(h.state().picked, Some(Pick::Call { .. })));
+    h.get_by_label("Next").click();
+    h.run();
+    assert_eq!(h.state().found_pos, 1);
+}
+
+#[test]
+fn filter_hides_ranks_and_dims_calls() {
+    let mut h = harness(loaded("filter"));
+    let f = h.get_by_label("Filter");
+    f.focus();
+    f.type_text("rank=2-3");
+    h.run();
+    assert_eq!(h.state().lanes.rows.len(), 2);
+    assert_eq!(h.state_mut().stats().expect("stats").profile.iter().find(|r| r.name == "MPI_Send").map(|r| r.count), Some(1));
+}
+
+#[test]
+fn picking_a_send_and_jumping_to_its_receive() {
+    let mut app = loaded("jump");
+    let t = app.trace.as_ref().expect("trace");
+    let r0 = &t.lod.ranks[0].data;
+    let send = (0..r0.len()).find(|&i| t.lod.name(r0.call(i).name) == "MPI_Send").expect("a send");
+    app.pick_call(0, send);
+    let details = app.details(app.picked);
+    assert!(details.iter().any(|(k, v)| k == "message" && v == "0 -> 1"), "{details:?}");
+    assert!(details.iter().any(|(k, v)| k == "bytes" && v == "1.0 KiB"));
+    assert!(app.jump_to_partner());
+    let Some(Pick::Call { rank, call }) = app.picked else { panic!("no pick") };
+    let t = app.trace.as_ref().expect("trace");
+    assert_eq!(t.lod.ranks[rank].rank, 1);
+    assert_eq!(t.lod.name(t.lod.ranks[rank].data.call(call).name), "MPI_Recv");
+    let mut h = harness(app);
+    h.run();
+    assert!(h.query_by_label("Jump to partner (J)").is_some());
+}
+
+#[test]
+fn clicking_a_call_on_the_timeline_shows_its_details() {
+    let mut h = harness(loaded("click"));
+    let r = h.get_by_label("timeline").rect();
+    // Lane of rank 1 (second lane; no host groups in a one-host trace).
+    let y = r.top() + gui::ui::RULER_H + h.state().lane_h * 1.5;
+    let x = x_of(&h, 2_500.0);
+    h.hover_at(Pos2::new(x, y));
+    h.run();
+    h.event(Event::PointerButton { pos: Pos2::new(x, y), button: PointerButton::Primary, pressed: true, modifiers: Modifiers::NONE });
+    h.event(Event::PointerButton { pos: Pos2::new(x, y), button: PointerButton::Primary, pressed: false, modifiers: Modifiers::NONE });
+    h.run();
+    assert_eq!(h.state().tab, Tab::Details);
+    assert!(h.query_by_label("MPI_Recv").is_some());
+}
+
+#[test]
+fn wheel_zooms_and_keys_pan() {
+    let mut h = harness(loaded("zoom"));
+    let before = h.state().view;
+    let r = h.get_by_label("timeline").rect();
+    let p = Pos2::new(x_of(&h, 5_000.0), r.center().y);
+    h.hover_at(p);
+    h.event(Event::MouseWheel { unit: egui::MouseWheelUnit::Point, delta: egui::vec2(0.0, 200.0), modifiers: Modifiers::NONE, phase: egui::TouchPhase::Move, source: egui::MouseWheelSource::Wheel });
+    h.run();
+    let after = h.state().view;
+    assert!(after.span() < before.span() * 0.7, "{before:?} -> {after:?}");
+    assert!((after.t_of(p.x - r.left() - GUTTER_W, r.width() - GUTTER_W) - 5_000.0).abs() < 50.0);
+    h.key_press(egui::Key::D);
+    h.run();
+    assert!(h.state().view.t0 > after.t0);
+    h.key_press(egui::Key::Home);
+    h.run();
+    assert!(h.state().view.span() >= before.span() * 0.99);
+}
+
+#[test]
+fn a_missing_directory_opens_a_window_that_says_so() {
+    let mut app = GuiApp::open(std::path::Path::new("/nonexistent/trace"));
+    app.wait_loaded(Duration::from_secs(10));
+    let h = harness(app);
+    assert!(h.query_by_label("Could not open the trace").is_some());
+    assert!(h.query_by_label_contains("no such directory").is_some());
+}
+
+#[test]
+fn a_damaged_trace_shows_what_is_wrong_and_what_was_read() {
+    let dir = common::small_dir("damaged");
+    std::fs::write(dir.join("meta.json"), b"{ not json").expect("write");
+    let ev = std::fs::read_dir(dir.join("events")).expect("events").flatten().map(|e| e.path()).min().expect("a file");
+    std::fs::write(&ev, b"PAR1 garbage").expect("write");
+    let mut app = GuiApp::open(&dir);
+    app.wait_loaded(Duration::from_secs(60));
+    app.smooth = false;
+    let h = harness(app);
+    assert_eq!(h.state().tab, Tab::Problems);
+    assert!(h.state().crashed.is_none());
+    assert!(h.query_all_by_label_contains("meta.json").next().is_some());
+    assert!(h.query_by_label_contains("calls read").is_some());
+}
