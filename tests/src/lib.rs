@@ -159,6 +159,12 @@ pub fn run(launcher: Launcher, n: usize, exe: &Path, args: &[&str], env: &[(&str
     for (k, v) in env {
         cmd.env(k, v);
     }
+    run_command(cmd, timeout)
+}
+
+/// Runs a launcher command line (stdin from /dev/null, output collected),
+/// killing it and everything in its process group after `timeout`.
+pub fn run_command(mut cmd: Command, timeout: Duration) -> Run {
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     // Own process group, so a timeout can take down the launcher and ranks.
     cmd.process_group(0);
@@ -185,6 +191,7 @@ pub fn run(launcher: Launcher, n: usize, exe: &Path, args: &[&str], env: &[(&str
             // SAFETY: signalling the process group we created.
             unsafe { libc::kill(-pid, libc::SIGTERM) };
             std::thread::sleep(Duration::from_secs(1));
+            // SAFETY: as above.
             unsafe { libc::kill(-pid, libc::SIGKILL) };
             let _ = child.wait();
             break None;

@@ -1,0 +1,199 @@
+//! Several hosts on one machine: network namespaces `mpins1..3` joined by a
+//! bridge (10.77.0.1 in the root namespace, 10.77.0.11-13 in the
+//! namespaces), each with a host name of its own (`tests/netns/setup.sh`,
+//! `tests/netns/agent.sh`). Ranks in different namespaces talk over TCP,
+//! ranks in one namespace over shared memory.
+//!
+//! Needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) and iproute2: without them
+//! the tests fail and say so. The namespaces and the bridge are left in
+//! place (setup is idempotent); `tests/netns/setup.sh --remove` deletes them.
+//!
+//! The namespaces share this machine's cores, so the ranks get
+//! `MPICORE_FAKE_HOSTS=1`: the library then counts every rank of the job
+//! against this machine's CPUs (no pinning, no busy polling when they are
+//! oversubscribed) while host names still differ per namespace.
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use system_tests::{bin_dir, compile, root, run_command, Compiler, Run};
+
+const T: Duration = Duration::from_secs(120);
+
+/// Creates the namespaces once; returns the launch agent.
+fn agent() -> PathBuf {
+    static READY: OnceLock<Result<(), String>> = OnceLock::new();
+    let ready = READY.get_or_init(|| {
+        let script = root().join("tests/netns/setup.sh");
+        match Command::new("sh").arg(&script).arg("3").output() {
+            Ok(o) if o.status.success() => Ok(()),
+            Ok(o) => Err(String::from_utf8_lossy(&o.stderr).into_owned()),
+            Err(e) => Err(format!("cannot run {}: {e}", script.display())),
+        }
+    });
+    if let Err(e) = ready {
+        panic!(
+            "the multi-host tests need network namespaces: run them as root (CAP_NET_ADMIN, CAP_SYS_ADMIN) \
+             with iproute2 installed (apt-get install iproute2); tests/netns/setup.sh said:\n{e}"
+        );
+    }
+    root().join("tests/netns/agent.sh")
+}
+
+/// Our mpirun across `hosts` (comma-separated namespaces).
+fn mpirun(hosts: &str, n: usize, extra: &[&str], prog: &str, args: &[&str]) -> Command {
+    let mut cmd = Command::new(bin_dir().join("mpirun"));
+    cmd.arg("-launcher-exec").arg(agent()).args(["-host", hosts, "-n", &n.to_string()]);
+    cmd.args(["-genv", "MPICORE_FAKE_HOSTS", "1"]).args(extra).arg(compile(prog, Compiler::Ours)).args(args);
+    cmd.env("MPIEXEC_TIMEOUT", T.as_secs().to_string());
+    cmd
+}
+
+/// Debian's hydra across `hosts`; its proxies reach it on the bridge.
+fn hydra(hosts: &str, n: usize, prog: &str) -> Command {
+    let mut cmd = Command::new("mpiexec.mpich");
+    cmd.args(["-launcher", "ssh", "-launcher-exec"]).arg(agent());
+    cmd.args(["-iface", "mpibr0", "-hosts", hosts, "-n", &n.to_string()]);
+    cmd.arg("-genv").arg("LD_LIBRARY_PATH").arg(bin_dir());
+    cmd.args(["-genv", "MPICORE_FAKE_HOSTS", "1"]).arg(compile(prog, Compiler::Ours));
+    cmd.env("MPIEXEC_TIMEOUT", T.as_secs().to_string());
+    cmd
+}
+
+/// The p2p and collective programs, the ranks spread over the namespaces.
+const PROGRAMS: [(&str, usize, &str); 6] = [
+    ("p2p_basic", 4, "p2p_basic OK"),
+    ("modes", 4, "modes OK"),
+    ("large", 2, "large OK"),
+    ("coll_basic", 4, "coll_basic OK"),
+    ("coll_nb", 4, "coll_nb OK"),
+    ("coll_basic", 3, "coll_basic OK"),
+];
+
+#[test]
+fn programs_across_namespaces_with_our_mpirun() {
+    for (prog, n, expect) in PROGRAMS {
+        let hosts = if n == 3 { "mpins1,mpins2,mpins3" } else { "mpins1,mpins2" };
+        run_command(mpirun(hosts, n, &[], prog, &[]), T).assert_ok(expect);
+    }
+    // Blocks of ranks per host, and one rank on each of three hosts.
+    run_command(mpirun("mpins1,mpins2", 4, &["-ppn", "2"], "p2p_basic", &[]), T).assert_ok("p2p_basic OK");
+}
+
+#[test]
+fn programs_across_namespaces_under_hydra() {
+    for (prog, n, expect) in PROGRAMS {
+        let hosts = if n == 3 { "mpins1,mpins2,mpins3" } else { "mpins1,mpins2" };
+        run_command(hydra(hosts, n, prog), T).assert_ok(expect);
+    }
+}
+
+/// Pids printed by `die` as "rank R pid P ppid Q on HOST": (pid, ppid, host).
+fn ranks_in(text: &str) -> Vec<(i32, i32, String)> {
+    text.lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            let at = w.iter().position(|&x| x == "rank")?;
+            match &w[at..] {
+                ["rank", _, "pid", p, "ppid", q, "on", h, ..] => Some((p.parse().ok()?, q.parse().ok()?, h.to_string())),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+fn exists(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    unsafe { libc::kill(pid, 0) == 0 }
+}
+
+fn assert_all_gone(pids: &[i32]) {
+    let start = Instant::now();
+    while pids.iter().any(|&p| exists(p)) {
+        assert!(start.elapsed() < Duration::from_secs(5), "processes left behind: {pids:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Rank 2 is alone on mpins3 and kills itself: the job ends with its
+/// signal, and mpirun names the rank and the host.
+#[test]
+fn a_rank_killed_on_a_remote_host_ends_the_job() {
+    let r = run_command(mpirun("mpins1,mpins2,mpins3", 4, &[], "die", &["2"]), T);
+    assert_eq!(r.code, Some(128 + 9), "{r}");
+    assert!(r.stderr.contains("mpirun: rank 2 (pid "), "{r}");
+    assert!(r.stderr.contains(") on host mpins3 killed by signal 9 (SIGKILL)"), "{r}");
+    assert!(r.elapsed < Duration::from_secs(20), "{r}");
+    let ranks = ranks_in(&r.stdout);
+    assert_eq!(ranks.len(), 4, "{r}");
+    assert_eq!(ranks.iter().filter(|(_, _, h)| h == "mpins3").count(), 1, "{r}");
+    let mut pids: Vec<i32> = ranks.iter().map(|(p, _, _)| *p).collect();
+    pids.extend(ranks.iter().map(|(_, q, _)| *q));
+    assert_all_gone(&pids);
+}
+
+/// The proxy on mpins3 is killed (its host "disappears"): mpirun names the
+/// host and the rank that ran there, ends the job with status 1, and no
+/// rank is left on any host.
+#[test]
+fn a_lost_host_ends_the_job() {
+    let mut cmd = mpirun("mpins1,mpins2,mpins3", 4, &[], "die", &[]);
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+    let start = Instant::now();
+    let mut child = cmd.spawn().expect("start mpirun");
+    let out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let err_text = std::thread::spawn(move || {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut err, &mut s).ok();
+        s
+    });
+    let mut lines = Vec::new();
+    while ranks_in(&lines.join("\n")).len() < 4 {
+        match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(l) => lines.push(l),
+            Err(_) => {
+                // SAFETY: the process group this test created.
+                unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+                panic!("the ranks did not start: {lines:?}");
+            }
+        }
+    }
+    let ranks = ranks_in(&lines.join("\n"));
+    let (_, proxy, _) = ranks.iter().find(|(_, _, h)| h == "mpins3").cloned().expect("a rank on mpins3");
+    let killed_at = Instant::now();
+    // SAFETY: the proxy this test's mpirun started on mpins3.
+    unsafe { libc::kill(proxy, libc::SIGKILL) };
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if start.elapsed() > T {
+            // SAFETY: as above.
+            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+            panic!("mpirun still running after the proxy was killed");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let r = Run { code: status.code(), stdout: lines.join("\n"), stderr: err_text.join().unwrap(), elapsed: start.elapsed() };
+    assert_eq!(r.code, Some(1), "{r}");
+    assert!(r.stderr.contains("mpirun: lost the connection to host mpins3 ("), "{r}");
+    assert!(r.stderr.contains("while rank(s) 2 ran there; terminating the job"), "{r}");
+    assert!(killed_at.elapsed() < Duration::from_secs(10), "{r}");
+    let mut pids: Vec<i32> = ranks.iter().map(|(p, _, _)| *p).collect();
+    pids.extend(ranks.iter().map(|(_, q, _)| *q));
+    assert_all_gone(&pids);
+}
