@@ -11,6 +11,7 @@ command -v mpirun.openmpi >/dev/null || need+=(openmpi-bin libopenmpi-dev)
 command -v tmux >/dev/null || need+=(tmux)  # mpitrace tui end-to-end test
 command -v ip >/dev/null || need+=(iproute2)  # multi-host tests in network namespaces (tests/netns)
 ls /usr/share/vulkan/icd.d/lvp_icd.* >/dev/null 2>&1 || need+=(mesa-vulkan-drivers libvulkan1)  # gui snapshots (lavapipe)
+command -v Xvfb >/dev/null && command -v xwd >/dev/null || need+=(xvfb x11-apps)  # gui smoke test (real window)
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=$([ "$(id -u)" = 0 ] && echo "" || echo sudo)
   $SUDO apt-get update -qq
