@@ -509,6 +509,20 @@ unsafe fn flat_rooted(
     })
 }
 
+/// The paths before the message schedules: shared memory for blocking
+/// calls, if `flat` takes the call; intercommunicators' own algorithms.
+fn special(call: Call, comm: MPI_Comm, flat: impl FnOnce() -> Option<MpiResult<()>>, inter: impl FnOnce() -> Option<MpiResult<()>>) -> Option<MpiResult<()>> {
+    if let Call::Block = call {
+        if let Some(r) = flat() {
+            return Some(r);
+        }
+    }
+    if is_inter(comm) {
+        return inter();
+    }
+    None
+}
+
 /// Whether `comm` is an intercommunicator (false if it is not valid: the
 /// collective reports that).
 fn is_inter(comm: MPI_Comm) -> bool {
@@ -518,16 +532,8 @@ fn is_inter(comm: MPI_Comm) -> bool {
 // ----- the collectives -------------------------------------------------------------
 
 pub(crate) fn barrier(call: Call, comm: MPI_Comm) -> MpiResult<()> {
-    if let Call::Block = call {
-        if let Some(r) = flat_barrier(comm) {
-            return r;
-        }
-    }
-    // Intercommunicators: their own algorithms.
-    if is_inter(comm) {
-        if let Some(r) = super::intercoll::barrier(call, comm) {
-            return r;
-        }
+    if let Some(r) = special(call, comm, || flat_barrier(comm), || super::intercoll::barrier(call, comm)) {
+        return r;
     }
     run(comm, call, |_, s| {
         algo::barrier(s);
@@ -536,16 +542,8 @@ pub(crate) fn barrier(call: Call, comm: MPI_Comm) -> MpiResult<()> {
 }
 
 pub(crate) unsafe fn bcast(call: Call, buffer: *mut c_void, count: i64, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> MpiResult<()> {
-    if let Call::Block = call {
-        if let Some(r) = flat_bcast(buffer, count, datatype, root, comm) {
-            return r;
-        }
-    }
-    // Intercommunicators: their own algorithms.
-    if is_inter(comm) {
-        if let Some(r) = super::intercoll::bcast(call, buffer, count, datatype, root, comm) {
-            return r;
-        }
+    if let Some(r) = special(call, comm, || flat_bcast(buffer, count, datatype, root, comm), || super::intercoll::bcast(call, buffer, count, datatype, root, comm)) {
+        return r;
     }
     run(comm, call, |st, s| {
         let root = check_root(root, s.size)?;
@@ -567,16 +565,8 @@ pub(crate) unsafe fn gather(
     root: c_int,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
-    if let Call::Block = call {
-        if let Some(r) = flat_rooted(false, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) {
-            return r;
-        }
-    }
-    // Intercommunicators: their own algorithms.
-    if is_inter(comm) {
-        if let Some(r) = super::intercoll::gather(call, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) {
-            return r;
-        }
+    if let Some(r) = special(call, comm, || flat_rooted(false, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm), || super::intercoll::gather(call, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)) {
+        return r;
     }
     run(comm, call, |st, s| {
         let root = check_root(root, s.size)?;
@@ -699,16 +689,8 @@ pub(crate) unsafe fn scatter(
     root: c_int,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
-    if let Call::Block = call {
-        if let Some(r) = flat_rooted(true, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) {
-            return r;
-        }
-    }
-    // Intercommunicators: their own algorithms.
-    if is_inter(comm) {
-        if let Some(r) = super::intercoll::scatter(call, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) {
-            return r;
-        }
+    if let Some(r) = special(call, comm, || flat_rooted(true, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm), || super::intercoll::scatter(call, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)) {
+        return r;
     }
     run(comm, call, |st, s| {
         let root = check_root(root, s.size)?;
@@ -781,16 +763,8 @@ pub(crate) unsafe fn allgather(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
-    if let Call::Block = call {
-        if let Some(r) = flat_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) {
-            return r;
-        }
-    }
-    // Intercommunicators: their own algorithms.
-    if is_inter(comm) {
-        if let Some(r) = super::intercoll::allgather(call, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) {
-            return r;
-        }
+    if let Some(r) = special(call, comm, || flat_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm), || super::intercoll::allgather(call, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)) {
+        return r;
     }
     run(comm, call, |st, s| {
         let (rc, rdt) = typed(st, recvbuf, recvcount, recvtype, "recvbuf")?;
@@ -855,16 +829,8 @@ pub(crate) unsafe fn alltoall(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
-    if let Call::Block = call {
-        if let Some(r) = flat_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) {
-            return r;
-        }
-    }
-    // Intercommunicators: their own algorithms.
-    if is_inter(comm) {
-        if let Some(r) = super::intercoll::alltoall(call, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) {
-            return r;
-        }
+    if let Some(r) = special(call, comm, || flat_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm), || super::intercoll::alltoall(call, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)) {
+        return r;
     }
     run(comm, call, |st, s| {
         let size = s.size;
@@ -1003,16 +969,8 @@ pub(crate) unsafe fn reduce(
     root: c_int,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
-    // Intercommunicators: their own algorithms.
-    if is_inter(comm) {
-        if let Some(r) = super::intercoll::reduce(call, sendbuf, recvbuf, count, datatype, op, root, comm) {
-            return r;
-        }
-    }
-    if let Call::Block = call {
-        if let Some(r) = flat_reduce(sendbuf, recvbuf, count, datatype, op, Some(root), comm) {
-            return r;
-        }
+    if let Some(r) = special(call, comm, || flat_reduce(sendbuf, recvbuf, count, datatype, op, Some(root), comm), || super::intercoll::reduce(call, sendbuf, recvbuf, count, datatype, op, root, comm)) {
+        return r;
     }
     run(comm, call, |st, s| {
         let root = check_root(root, s.size)?;
@@ -1031,16 +989,8 @@ pub(crate) unsafe fn allreduce(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
-    if let Call::Block = call {
-        if let Some(r) = flat_reduce(sendbuf, recvbuf, count, datatype, op, None, comm) {
-            return r;
-        }
-    }
-    // Intercommunicators: their own algorithms.
-    if is_inter(comm) {
-        if let Some(r) = super::intercoll::allreduce(call, sendbuf, recvbuf, count, datatype, op, comm) {
-            return r;
-        }
+    if let Some(r) = special(call, comm, || flat_reduce(sendbuf, recvbuf, count, datatype, op, None, comm), || super::intercoll::allreduce(call, sendbuf, recvbuf, count, datatype, op, comm)) {
+        return r;
     }
     run(comm, call, |st, s| {
         let (sb, rb, n) = reduce_views(st, s, sendbuf, recvbuf, count, datatype, op, true)?;
