@@ -59,6 +59,12 @@ pub struct Found {
     pub t: i64,
 }
 
+/// What the side views' numbers were computed for: range and filter.
+type StatsKey = (i64, i64, Filter);
+
+/// Default of [`GuiApp::sync_stats_calls`].
+pub const SYNC_STATS_CALLS: usize = 1_000_000;
+
 /// Most search results kept.
 pub const MAX_FOUND: usize = 10_000;
 
@@ -94,7 +100,12 @@ pub struct GuiApp {
     pub sort: (ProfileCol, bool),
     pub matrix_bytes: bool,
     stats: Option<RangeStats>,
-    stats_key: Option<(i64, i64, Filter)>,
+    stats_key: Option<StatsKey>,
+    /// Ranges with more calls than this get their statistics computed in
+    /// the background (the window shows the previous ones meanwhile).
+    pub sync_stats_calls: usize,
+    /// Statistics being computed in the background, and for what.
+    stats_job: Option<(StatsKey, std::sync::mpsc::Receiver<RangeStats>)>,
     pub geometry: Geometry,
     pub cells: Vec<Cell>,
     pub palette: Vec<Color32>,
@@ -135,6 +146,8 @@ impl GuiApp {
             matrix_bytes: true,
             stats: None,
             stats_key: None,
+            stats_job: None,
+            sync_stats_calls: SYNC_STATS_CALLS,
             geometry: Geometry::default(),
             cells: Vec::new(),
             palette: Vec::new(),
@@ -195,7 +208,7 @@ impl GuiApp {
             Loaded::Analyses(r) => {
                 if let Some(t) = &mut self.trace {
                     match r {
-                        Ok(a) => t.analysed = Some(*a),
+                        Ok(a) => t.analysed = Some(std::sync::Arc::from(a)),
                         Err(e) => t.analysis_error = Some(e),
                     }
                 }
@@ -420,6 +433,12 @@ impl GuiApp {
         self.highlight = if self.highlight == Some((src, dst)) { None } else { Some((src, dst)) };
     }
 
+    /// Sets the height of a lane, px (2 to 60).
+    pub fn set_lane_height(&mut self, h: f32) {
+        self.lane_h = h.clamp(2.0, 60.0);
+        self.lanes_dirty = true;
+    }
+
     pub fn toggle_fold(&mut self, host: &str) {
         if !self.folded.remove(host) {
             self.folded.insert(host.to_string());
@@ -427,18 +446,59 @@ impl GuiApp {
         self.lanes_dirty = true;
     }
 
-    /// The side views' numbers for the current range and filter.
+    /// The side views' numbers for the current range and filter (those
+    /// of a previous range while a large one is computed: see
+    /// [`GuiApp::stats_pending`]).
     pub fn stats(&mut self) -> Option<&RangeStats> {
         let (a, b) = self.range();
         let key = (a, b, self.filter.clone());
-        if self.stats_key.as_ref() != Some(&key) {
+        if let Some((k, rx)) = &self.stats_job {
+            if let Ok(mut s) = rx.try_recv() {
+                stats::sort_profile(&mut s.profile, self.sort.0, self.sort.1);
+                self.stats_key = Some(k.clone());
+                self.stats = Some(s);
+                self.stats_job = None;
+            } else if *k != key {
+                self.stats_job = None;
+            }
+        }
+        let pending = self.stats_job.as_ref().is_some_and(|(k, _)| *k == key);
+        if self.stats_key.as_ref() != Some(&key) && !pending {
             let t = self.trace.as_ref()?;
-            let mut s = stats::compute(t, a, b, &self.filter);
-            stats::sort_profile(&mut s.profile, self.sort.0, self.sort.1);
-            self.stats = Some(s);
-            self.stats_key = Some(key);
+            let calls: usize = t.lod.ranks.iter().map(|r| r.data.starting_in(a, b).len()).sum();
+            if calls <= self.sync_stats_calls {
+                let mut s = stats::compute(t, a, b, &self.filter);
+                stats::sort_profile(&mut s.profile, self.sort.0, self.sort.1);
+                self.stats = Some(s);
+                self.stats_key = Some(key);
+            } else {
+                let (tx, rx) = std::sync::mpsc::channel();
+                let (t, f) = (t.clone(), self.filter.clone());
+                std::thread::spawn(move || {
+                    if let Ok(s) = crate::data::guarded(|| Ok(stats::compute(&t, a, b, &f))) {
+                        let _ = tx.send(s);
+                    }
+                });
+                self.stats_job = Some((key, rx));
+            }
         }
         self.stats.as_ref()
+    }
+
+    /// Whether statistics for the current range are being computed.
+    pub fn stats_pending(&self) -> bool {
+        self.stats_job.is_some()
+    }
+
+    /// Waits for statistics being computed (tests, benchmarks).
+    pub fn wait_stats(&mut self) {
+        if let Some((k, rx)) = self.stats_job.take() {
+            if let Ok(s) = rx.recv() {
+                self.stats_key = Some(k);
+                self.stats = Some(s);
+            }
+        }
+        self.stats();
     }
 
     /// Sorts the profile by `col` (again: reverses the order).

@@ -165,11 +165,12 @@ impl Analysed {
     }
 }
 
-/// An open trace.
+/// An open trace (cheap to clone: the data is shared).
+#[derive(Clone)]
 pub struct Trace {
     pub dir: PathBuf,
-    pub lod: Lod,
-    pub analysed: Option<Analysed>,
+    pub lod: Arc<Lod>,
+    pub analysed: Option<Arc<Analysed>>,
     /// Why the analyses failed, if they did.
     pub analysis_error: Option<String>,
 }
@@ -177,7 +178,7 @@ pub struct Trace {
 impl Trace {
     /// A trace of level of detail `lod`, analyses to come.
     pub fn new(lod: Lod) -> Trace {
-        Trace { dir: lod.dir.clone(), lod, analysed: None, analysis_error: None }
+        Trace { dir: lod.dir.clone(), lod: Arc::new(lod), analysed: None, analysis_error: None }
     }
 
     /// Opens `dir` synchronously (tests, benchmarks).
@@ -185,7 +186,7 @@ impl Trace {
         let lod = Lod::open(dir, &Progress::default()).map_err(|e| e.to_string())?;
         let mut t = Trace::new(lod);
         match analyse(dir) {
-            Ok(a) => t.analysed = Some(*a),
+            Ok(a) => t.analysed = Some(Arc::from(a)),
             Err(e) => t.analysis_error = Some(e),
         }
         Ok(t)

@@ -4,7 +4,7 @@
 //! (or Shift+wheel) pans, drag pans (time and lanes), Shift+drag selects
 //! a time range (the side views follow it), right-drag measures, click
 //! picks a call or a message arrow. Keys (when no text field has focus):
-//! W/S or +/- zoom, A/D or ←/-> pan, ↑/down scroll the lanes, Home shows all,
+//! W/S or +/- zoom, [ and ] make the lanes thinner or thicker, A/D or ←/-> pan, ↑/down scroll the lanes, Home shows all,
 //! Z zooms to the selection, J jumps to the partner of the picked message,
 //! N/Shift+N go through search results, Esc clears selection and highlight.
 
@@ -358,6 +358,12 @@ impl GuiApp {
         if pressed(Key::PageDown) {
             self.scroll_by(h * 0.9, h);
         }
+        if pressed(Key::OpenBracket) {
+            self.set_lane_height(self.lane_h / 1.25);
+        }
+        if pressed(Key::CloseBracket) {
+            self.set_lane_height(self.lane_h * 1.25);
+        }
         if pressed(Key::Home) {
             self.reset_view();
         }
@@ -400,6 +406,14 @@ impl GuiApp {
                 ui.spinner();
                 ui.label("analysing: messages, collectives and wait states follow");
             });
+        }
+        self.stats();
+        if self.stats_pending() {
+            ui.horizontal(|ui| {
+                ui.spinner();
+                ui.label("computing the numbers of this range (those shown are of the previous one)");
+            });
+            ui.ctx().request_repaint_after(std::time::Duration::from_millis(50));
         }
         ui.separator();
         egui::ScrollArea::both().auto_shrink([false, false]).show(ui, |ui| match self.tab {

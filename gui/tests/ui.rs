@@ -196,3 +196,28 @@ fn a_damaged_trace_shows_what_is_wrong_and_what_was_read() {
     assert!(h.query_all_by_label_contains("meta.json").next().is_some());
     assert!(h.query_by_label_contains("calls read").is_some());
 }
+
+#[test]
+fn large_ranges_are_computed_in_the_background() {
+    let mut app = loaded("background");
+    let sync = app.stats().expect("stats").clone();
+    app.sync_stats_calls = 0;
+    app.select(0, 9_999);
+    app.stats();
+    assert!(app.stats_pending());
+    app.wait_stats();
+    assert!(!app.stats_pending());
+    let s = app.stats().expect("stats");
+    assert_eq!((s.t0, s.t1), (0, 9_999));
+    assert_eq!(s.messages, sync.messages);
+    assert_eq!(s.profile.len(), sync.profile.len());
+}
+
+#[test]
+fn brackets_change_the_lane_height() {
+    let mut h = harness(loaded("lanes"));
+    let before = h.state().lanes.height();
+    h.key_press(egui::Key::CloseBracket);
+    h.run();
+    assert!(h.state().lanes.height() > before);
+}
