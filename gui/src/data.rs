@@ -35,6 +35,37 @@ pub struct CollSpan {
     pub members: Vec<(i32, i64, i64)>,
 }
 
+/// A user region of one rank, trace time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Region {
+    pub t0: i64,
+    pub t1: i64,
+    /// Index into the model's names.
+    pub name: u16,
+    /// Nesting depth (0: outermost).
+    pub depth: u16,
+}
+
+/// The regions of a rank from its begin and end marks, sorted by start;
+/// a region never ended lasts until `end`.
+pub fn regions_of(marks: &[analyzers::model::RegionEv], shift: i64, end: i64) -> Vec<Region> {
+    let mut open: Vec<(u16, i64)> = Vec::new();
+    let mut out = Vec::new();
+    for m in marks {
+        if m.begin {
+            open.push((m.name, m.t));
+        } else if let Some(k) = open.iter().rposition(|o| o.0 == m.name) {
+            let (name, t) = open.remove(k);
+            out.push(Region { t0: t - shift, t1: m.t - shift, name, depth: k as u16 });
+        }
+    }
+    for (k, (name, t)) in open.into_iter().enumerate() {
+        out.push(Region { t0: t - shift, t1: (end - shift).max(t - shift), name, depth: k as u16 });
+    }
+    out.sort_by_key(|r| (r.t0, r.depth));
+    out
+}
+
 /// The analyses and the indexes the viewer needs from them.
 pub struct Analysed {
     pub an: Analyses,
@@ -46,6 +77,8 @@ pub struct Analysed {
     pub colls: Vec<CollSpan>,
     /// Longest `t1 - t0` of `colls`.
     longest_coll: i64,
+    /// Per world rank: its user regions, sorted by start.
+    pub regions: Vec<Vec<Region>>,
     pub elapsed: Duration,
 }
 
@@ -87,7 +120,13 @@ impl Analysed {
             .collect();
         colls.sort_by_key(|s| (s.t0, s.instance));
         let longest_coll = colls.iter().map(|s| s.t1 - s.t0).max().unwrap_or(0);
-        Analysed { messages: MessageIndex::new(msgs), ends, colls, longest_coll, an, elapsed }
+        let regions = m
+            .ranks
+            .iter()
+            .enumerate()
+            .map(|(r, d)| regions_of(&d.regions, shift(r as u32), d.span().map(|s| s.1).unwrap_or(0)))
+            .collect();
+        Analysed { messages: MessageIndex::new(msgs), ends, colls, longest_coll, regions, an, elapsed }
     }
 
     /// Clock shift of `rank` (model time = trace time + shift).

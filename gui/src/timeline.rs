@@ -199,10 +199,57 @@ pub fn build(scene: &Scene, palette: &[Color32], cells: &mut Vec<Cell>) -> Geome
         }
     }
     if let Some(a) = &scene.trace.analysed {
+        regions(scene, a, &mut g);
         arrows(scene, a, &mut g);
         collectives(scene, a, palette, &mut g);
     }
     g
+}
+
+/// Colour of a user region by its name.
+pub fn region_colour(name: u16) -> Color32 {
+    let h = (name as u32).wrapping_mul(2_654_435_761) >> 24;
+    egui::ecolor::Hsva::new(h as f32 / 256.0, 0.55, 0.85, 1.0).into()
+}
+
+/// User regions: a band of 3 px per nesting level at the top of the
+/// lane; at most about one region per pixel column (the ones starting
+/// inside a region's last pixel are skipped).
+fn regions(scene: &Scene, a: &crate::data::Analysed, g: &mut Geometry) {
+    let (t0, t1) = scene.view.range();
+    let r = scene.rect;
+    let w = r.width().max(1.0);
+    for k in scene.lanes.visible(scene.scroll, r.height()) {
+        let Row::Rank(i) = scene.lanes.rows[k] else { continue };
+        let Some(regs) = usize::try_from(scene.trace.lod.ranks[i].rank).ok().and_then(|x| a.regions.get(x)) else { continue };
+        if regs.is_empty() || scene.lanes.lane_h < 8.0 {
+            continue;
+        }
+        let y0 = r.top() + scene.lanes.tops[k] - scene.scroll + 1.0;
+        for depth in 0..3u16 {
+            // The region of this depth running into the view, if any, else
+            // the first one starting in it.
+            let start = regs.partition_point(|q| q.t0 < t0);
+            let mut j = (start.saturating_sub(64)..start).rev().find(|&q| regs[q].depth == depth && regs[q].t1 >= t0).unwrap_or(start);
+            let mut from = i64::MIN;
+            while j < regs.len() {
+                let x = &regs[j];
+                if x.depth != depth || x.t1 < t0.max(from) {
+                    j += 1;
+                    continue;
+                }
+                if x.t0 >= t1 {
+                    break;
+                }
+                let (xa, xb) = (scene.view.x_of(x.t0 as f64, w).max(0.0), scene.view.x_of(x.t1 as f64, w).min(w));
+                let ya = y0 + 3.0 * depth as f32;
+                g.bars.add_colored_rect(Rect::from_min_max(Pos2::new(r.left() + xa, ya), Pos2::new(r.left() + xb.max(xa + 1.0), ya + 2.5)), region_colour(x.name));
+                // Skip to the first region starting after this one's last pixel.
+                from = scene.view.t_of(xb.max(xa + 1.0), w).ceil() as i64;
+                j = j.max(regs.partition_point(|q| q.t0 < from)).max(j + 1);
+            }
+        }
+    }
 }
 
 fn lane_y(scene: &Scene, rank: i32) -> Option<f32> {

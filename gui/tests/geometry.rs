@@ -42,6 +42,10 @@ fn arrows_collectives_and_labels_of_a_small_trace() {
     assert!(g.labels.iter().any(|l| l.text == "Send"));
     // Init, Send/Recv, Allreduce, Finalize on every rank: one run each.
     assert_eq!(g.rects, 16);
+    // Plus the two user regions of rank 0 (bands at the top of its lane).
+    assert_eq!(g.bars.vertices.len(), (16 + 2) * 4);
+    let regions = &trace.analysed.as_ref().expect("analyses").regions[0];
+    assert_eq!(regions.iter().map(|r| (r.t0, r.t1, r.depth)).collect::<Vec<_>>(), vec![(1_500, 4_000, 0), (2_000, 2_500, 1)]);
     // The arrow of rank 0 -> 1 goes from the send's start to the receive's end.
     let (a, b, id) = g.arrows.iter().find(|x| x.0.y < x.1.y && x.1.y < 30.0 + 40.0).copied().expect("0 -> 1");
     assert!((a.x - (100.0 + 200.0)).abs() < 1.0 && (b.x - (100.0 + 350.0)).abs() < 1.0, "{a:?} {b:?}");

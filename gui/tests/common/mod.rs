@@ -2,7 +2,8 @@
 
 use std::path::PathBuf;
 
-use analyzers::synth::SynthTrace;
+use analyzers::synth::{event, SynthTrace};
+use trace_format::record::Kind;
 
 /// A fresh directory under the system's temporary directory.
 pub fn temp_dir(name: &str) -> PathBuf {
@@ -25,6 +26,11 @@ pub fn small() -> SynthTrace {
         t.coll(r, "MPI_Allreduce", a, 7_000, 0x200, 8, None);
     }
     t.finalize(9_000);
+    // Rank 0 marks a user region "solve" over the exchange, with "inner" nested in it.
+    for (kind, name, at) in [(Kind::RegionBegin, "solve", 1_500), (Kind::RegionBegin, "inner", 2_000), (Kind::RegionEnd, "inner", 2_500), (Kind::RegionEnd, "solve", 4_000)] {
+        t.ranks[0].push(event(0, kind, name, at, at));
+    }
+    t.ranks[0].sort_by_key(|e| e.t_start);
     t
 }
 
