@@ -120,9 +120,8 @@ pub struct RangeStats {
     pub waits: Vec<WaitRow>,
     /// Ranks of the matrix (max rank + 1).
     pub n: usize,
-    /// Row-major (sender, receiver).
-    pub bytes: Vec<i64>,
-    pub counts: Vec<u64>,
+    /// (sender, receiver) -> (bytes, messages), the pairs that communicated.
+    pub pairs: HashMap<(usize, usize), (i64, u64)>,
     pub messages: u64,
     pub msg_sizes: Log2Hist,
     pub call_durations: Log2Hist,
@@ -130,8 +129,7 @@ pub struct RangeStats {
 
 impl RangeStats {
     pub fn cell(&self, src: usize, dst: usize) -> (i64, u64) {
-        let i = src * self.n + dst;
-        (self.bytes.get(i).copied().unwrap_or(0), self.counts.get(i).copied().unwrap_or(0))
+        self.pairs.get(&(src, dst)).copied().unwrap_or((0, 0))
     }
 }
 
@@ -188,17 +186,14 @@ fn analysed(trace: &Trace, a: &crate::data::Analysed, filter: &Filter, st: &mut 
     let (t0, t1) = (st.t0, st.t1);
     let m = &a.an.model;
     st.n = trace.lod.ranks.iter().map(|r| r.rank.max(0) as usize + 1).max().unwrap_or(0);
-    st.bytes = vec![0; st.n * st.n];
-    st.counts = vec![0; st.n * st.n];
     for msg in a.messages.overlapping(t0, t1) {
         if msg.t_send < t0 || msg.t_send >= t1 || !filter.keeps_rank(msg.src) && !filter.keeps_rank(msg.dst) {
             continue;
         }
         let (s, d) = (msg.src as usize, msg.dst as usize);
-        if s < st.n && d < st.n {
-            st.bytes[s * st.n + d] += msg.bytes.max(0);
-            st.counts[s * st.n + d] += 1;
-        }
+        let e = st.pairs.entry((s, d)).or_insert((0, 0));
+        e.0 += msg.bytes.max(0);
+        e.1 += 1;
         st.messages += 1;
         st.msg_sizes.add(msg.bytes);
     }

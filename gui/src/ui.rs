@@ -529,15 +529,9 @@ impl GuiApp {
             return;
         }
         let n = s.n;
-        let val = |i: usize, j: usize| {
-            let (b, c) = s.cell(i, j);
-            if bytes {
-                b as f64
-            } else {
-                c as f64
-            }
-        };
-        let max = (0..n * n).map(|k| val(k / n, k % n)).fold(0.0, f64::max).max(1.0);
+        let pick = |(b, c): (i64, u64)| if bytes { b as f64 } else { c as f64 };
+        let val = |i: usize, j: usize| pick(s.cell(i, j));
+        let max = s.pairs.values().map(|&x| pick(x)).fold(0.0, f64::max).max(1.0);
         let side = (ui.available_width() - 40.0).clamp(100.0, 600.0);
         let cell = (side / n as f32).clamp(1.0, 28.0);
         ui.label(format!("{} messages; rows: sender, columns: receiver", s.messages));
@@ -576,17 +570,15 @@ impl GuiApp {
             let k = n.div_ceil(side as usize).max(1);
             let blocks = n.div_ceil(k);
             let bw = side / blocks as f32;
-            for bi in 0..blocks {
-                for bj in 0..blocks {
-                    let mut v = 0.0;
-                    for i in bi * k..((bi + 1) * k).min(n) {
-                        for j in bj * k..((bj + 1) * k).min(n) {
-                            v += val(i, j);
-                        }
-                    }
-                    let min = rect.min + Vec2::new(bj as f32 * bw, bi as f32 * bw);
-                    mesh.add_colored_rect(Rect::from_min_size(min, Vec2::splat(bw)), colour(v / (k * k) as f64));
+            let mut sums = vec![0.0; blocks * blocks];
+            for (&(i, j), &x) in &s.pairs {
+                if let Some(v) = sums.get_mut((i / k) * blocks + j / k) {
+                    *v += pick(x);
                 }
+            }
+            for (b, v) in sums.iter().enumerate() {
+                let min = rect.min + Vec2::new((b % blocks) as f32 * bw, (b / blocks) as f32 * bw);
+                mesh.add_colored_rect(Rect::from_min_size(min, Vec2::splat(bw)), colour(v / (k * k) as f64));
             }
             ui.painter().add(Shape::mesh(mesh));
             if r.clicked() && k == 1 {
