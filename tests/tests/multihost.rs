@@ -1,8 +1,9 @@
-//! Several hosts on one machine: network namespaces `mpins1..3` joined by a
-//! bridge (10.77.0.1 in the root namespace, 10.77.0.11-13 in the
+//! Several hosts on one machine: network namespaces `mpins1..4` joined by a
+//! bridge (10.77.0.1 in the root namespace, 10.77.0.11-14 in the
 //! namespaces), each with a host name of its own (`tests/netns/setup.sh`,
 //! `tests/netns/agent.sh`). Ranks in different namespaces talk over TCP,
-//! ranks in one namespace over shared memory.
+//! ranks in one namespace over shared memory. `mpins4` is the one whose link
+//! a test takes down (and up again), so the others stay usable meanwhile.
 //!
 //! Needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) and iproute2: without them
 //! the tests fail and say so. The namespaces and the bridge are left in
@@ -30,7 +31,7 @@ fn agent() -> PathBuf {
     static READY: OnceLock<Result<(), String>> = OnceLock::new();
     let ready = READY.get_or_init(|| {
         let script = root().join("tests/netns/setup.sh");
-        match Command::new("sh").arg(&script).arg("3").output() {
+        match Command::new("sh").arg(&script).arg("4").output() {
             Ok(o) if o.status.success() => Ok(()),
             Ok(o) => Err(String::from_utf8_lossy(&o.stderr).into_owned()),
             Err(e) => Err(format!("cannot run {}: {e}", script.display())),
@@ -137,15 +138,15 @@ fn a_rank_killed_on_a_remote_host_ends_the_job() {
     assert_all_gone(&pids);
 }
 
-/// The proxy on mpins3 is killed (its host "disappears"): mpirun names the
-/// host and the rank that ran there, ends the job with status 1, and no
-/// rank is left on any host.
-#[test]
-fn a_lost_host_ends_the_job() {
-    let mut cmd = mpirun("mpins1,mpins2,mpins3", 4, &[], "die", &[]);
+/// Runs `die` (nobody dies by itself) on `hosts`, calls `cut` with the
+/// ranks once all have started, and waits for mpirun: returns its run, the
+/// time from the cut to its end, and the pids of the ranks and proxies.
+fn cut_a_host(hosts: &str, cut: impl FnOnce(&[(i32, i32, String)])) -> (Run, Duration, Vec<i32>) {
+    let mut cmd = mpirun(hosts, 4, &[], "die", &[]);
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
     let start = Instant::now();
     let mut child = cmd.spawn().expect("start mpirun");
+    let group = child.id() as i32;
     let out = child.stdout.take().unwrap();
     let mut err = child.stderr.take().unwrap();
     let (tx, rx) = mpsc::channel();
@@ -167,33 +168,63 @@ fn a_lost_host_ends_the_job() {
             Ok(l) => lines.push(l),
             Err(_) => {
                 // SAFETY: the process group this test created.
-                unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+                unsafe { libc::kill(-group, libc::SIGKILL) };
                 panic!("the ranks did not start: {lines:?}");
             }
         }
     }
     let ranks = ranks_in(&lines.join("\n"));
-    let (_, proxy, _) = ranks.iter().find(|(_, _, h)| h == "mpins3").cloned().expect("a rank on mpins3");
-    let killed_at = Instant::now();
-    // SAFETY: the proxy this test's mpirun started on mpins3.
-    unsafe { libc::kill(proxy, libc::SIGKILL) };
+    let cut_at = Instant::now();
+    cut(&ranks);
     let status = loop {
         if let Some(st) = child.try_wait().unwrap() {
             break st;
         }
         if start.elapsed() > T {
             // SAFETY: as above.
-            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
-            panic!("mpirun still running after the proxy was killed");
+            unsafe { libc::kill(-group, libc::SIGKILL) };
+            panic!("mpirun still running after the host was cut off");
         }
         std::thread::sleep(Duration::from_millis(20));
     };
+    let took = cut_at.elapsed();
     let r = Run { code: status.code(), stdout: lines.join("\n"), stderr: err_text.join().unwrap(), elapsed: start.elapsed() };
+    let mut pids: Vec<i32> = ranks.iter().map(|(p, _, _)| *p).collect();
+    pids.extend(ranks.iter().map(|(_, q, _)| *q));
+    (r, took, pids)
+}
+
+/// The proxy on mpins3 is killed: mpirun names the host and the rank that
+/// ran there, ends the job with status 1, and no rank is left on any host.
+#[test]
+fn a_lost_proxy_ends_the_job() {
+    let (r, took, pids) = cut_a_host("mpins1,mpins2,mpins3", |ranks| {
+        let (_, proxy, _) = ranks.iter().find(|(_, _, h)| h == "mpins3").cloned().expect("a rank on mpins3");
+        // SAFETY: the proxy this test's mpirun started on mpins3.
+        unsafe { libc::kill(proxy, libc::SIGKILL) };
+    });
     assert_eq!(r.code, Some(1), "{r}");
     assert!(r.stderr.contains("mpirun: lost the connection to host mpins3 ("), "{r}");
     assert!(r.stderr.contains("while rank(s) 2 ran there; terminating the job"), "{r}");
-    assert!(killed_at.elapsed() < Duration::from_secs(10), "{r}");
-    let mut pids: Vec<i32> = ranks.iter().map(|(p, _, _)| *p).collect();
-    pids.extend(ranks.iter().map(|(_, q, _)| *q));
+    assert!(took < Duration::from_secs(10), "{r}");
+    assert_all_gone(&pids);
+}
+
+/// Host mpins4 goes silent (its link goes down): TCP keep-alive notices,
+/// mpirun names the host and ends the job within seconds.
+#[test]
+fn a_host_that_goes_silent_ends_the_job() {
+    let ip = |state: &str| {
+        let st = Command::new("ip").args(["-n", "mpins4", "link", "set", "eth0", state]).status();
+        assert!(st.is_ok_and(|s| s.success()), "ip -n mpins4 link set eth0 {state} failed");
+    };
+    agent();
+    ip("up");
+    let (r, took, pids) = cut_a_host("mpins1,mpins2,mpins4", |_| ip("down"));
+    ip("up");
+    assert_eq!(r.code, Some(1), "{r}");
+    assert!(r.stderr.contains("mpirun: lost the connection to host mpins4 ("), "{r}");
+    assert!(r.stderr.contains("while rank(s) 2 ran there; terminating the job"), "{r}");
+    assert!(took < Duration::from_secs(30), "{r}");
     assert_all_gone(&pids);
 }

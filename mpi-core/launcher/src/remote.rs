@@ -21,11 +21,12 @@
 //!
 //! # Failure
 //! A remote rank that fails is reported by its proxy like a local one (with
-//! its host). A proxy connection that breaks (host gone, proxy killed; TCP
-//! keep-alive notices a silent host within about 10 s) ends the job naming
-//! the host and its ranks, status 1. A proxy that loses `mpirun` kills its
-//! ranks (SIGKILL to their process group) and exits; its ranks also die
-//! with it (`PR_SET_PDEATHSIG`).
+//! its host). A proxy connection that breaks (host gone, proxy killed) ends
+//! the job naming the host and its ranks, status 1; TCP keep-alive and a
+//! 10 s limit on unacknowledged data notice a host that went silent in
+//! about 11 s. A proxy that loses `mpirun` kills its ranks (SIGKILL to
+//! their process group) and exits; its ranks also die with it
+//! (`PR_SET_PDEATHSIG`).
 //!
 //! # Frames
 //! `[kind: u8][rank or value: u32 BE][length: u32 BE][payload]`.
@@ -195,7 +196,8 @@ impl Conn {
     }
 }
 
-/// TCP keep-alive: first probe after 5 s idle, then every 2 s, 3 probes.
+/// TCP keep-alive: first probe after 5 s idle, then every 2 s, 3 probes;
+/// and data not acknowledged within 10 s breaks the connection too.
 fn keepalive(sock: &TcpStream) {
     let fd = sock.as_raw_fd();
     for (level, opt, val) in [
@@ -203,6 +205,7 @@ fn keepalive(sock: &TcpStream) {
         (libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, 5),
         (libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, 2),
         (libc::IPPROTO_TCP, libc::TCP_KEEPCNT, 3),
+        (libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT, 10_000),
     ] {
         let v: libc::c_int = val;
         // SAFETY: `fd` is an open socket; the option value is a c_int that
