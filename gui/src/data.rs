@@ -73,6 +73,11 @@ pub struct Analysed {
     pub messages: MessageIndex,
     /// The send and receive of each message.
     pub ends: Vec<(MsgRef, MsgRef)>,
+    /// Each message as drawn, by id.
+    pub msgs: Vec<Msg>,
+    /// Per rank, per receive: the id of its message (`NONE` if unmatched
+    /// or never completed).
+    msg_of_recv: Vec<Vec<u32>>,
     /// Collective instances sorted by `t0`.
     pub colls: Vec<CollSpan>,
     /// Longest `t1 - t0` of `colls`.
@@ -102,6 +107,12 @@ impl Analysed {
             });
             ends.push((x.send, x.recv));
         }
+        let mut msg_of_recv: Vec<Vec<u32>> = m.ranks.iter().map(|r| vec![NONE; r.recvs.len()]).collect();
+        for (id, (_, d)) in ends.iter().enumerate() {
+            if let Some(x) = msg_of_recv.get_mut(d.rank as usize).and_then(|v| v.get_mut(d.idx as usize)) {
+                *x = id as u32;
+            }
+        }
         let c = &an.collectives;
         let mut colls: Vec<CollSpan> = c
             .instances
@@ -126,7 +137,7 @@ impl Analysed {
             .enumerate()
             .map(|(r, d)| regions_of(&d.regions, shift(r as u32), d.span().map(|s| s.1).unwrap_or(0)))
             .collect();
-        Analysed { messages: MessageIndex::new(msgs), ends, colls, longest_coll, regions, an, elapsed }
+        Analysed { messages: MessageIndex::new(msgs.iter().copied()), msgs, ends, msg_of_recv, colls, longest_coll, regions, an, elapsed }
     }
 
     /// Clock shift of `rank` (model time = trace time + shift).
@@ -143,6 +154,11 @@ impl Analysed {
     pub fn colls_in(&self, t0: i64, t1: i64) -> impl Iterator<Item = &CollSpan> + '_ {
         let a = self.colls.partition_point(|s| s.t0 < t0.saturating_sub(self.longest_coll));
         self.colls[a..].iter().take_while(move |s| s.t0 < t1).filter(move |s| s.t1 >= t0)
+    }
+
+    /// Number of collective instances starting in `[t0, t1)`.
+    pub fn count_colls(&self, t0: i64, t1: i64) -> usize {
+        self.colls.partition_point(|s| s.t0 < t1).saturating_sub(self.colls.partition_point(|s| s.t0 < t0))
     }
 
     /// The model's call of `rank` starting at trace time `t` named `name`.
@@ -162,29 +178,28 @@ impl Analysed {
     pub fn messages_of(&self, rank: i32, call: u32) -> Vec<usize> {
         let Some(r) = self.an.model.ranks.get(rank as usize) else { return Vec::new() };
         let mt = &self.an.matching;
-        let mut refs = Vec::new();
-        for (ends, partners, send) in [(&r.sends, mt.send_to_recv.get(rank as usize), true), (&r.recvs, mt.recv_to_send.get(rank as usize), false)] {
-            let Some(partners) = partners else { continue };
-            for (i, p) in ends.iter().enumerate() {
-                if (p.post == call || p.done == call) && partners.get(i).is_some_and(|q| q.is_some()) {
-                    refs.push((send, MsgRef { rank: rank as u32, idx: i as u32 }));
-                }
-            }
+        // Ends posted by the call, and (for a Wait*) completed by it: those
+        // come after their posts, usually shortly.
+        let of = |ends: &[analyzers::model::P2p]| -> Vec<usize> {
+            let hi = ends.partition_point(|p| p.post <= call);
+            let mut v: Vec<usize> = (ends.partition_point(|p| p.post < call)..hi).collect();
+            v.extend((hi.saturating_sub(4096)..hi).filter(|&i| ends[i].done == call && ends[i].post != call));
+            v
+        };
+        let mut out = Vec::new();
+        for i in of(&r.sends) {
+            let Some(d) = mt.send_to_recv.get(rank as usize).and_then(|v| v.get(i)).filter(|d| d.is_some()) else { continue };
+            out.extend(self.msg_of_recv.get(d.rank as usize).and_then(|v| v.get(d.idx as usize)).filter(|&&id| id != NONE).map(|&id| id as usize));
         }
-        if refs.is_empty() {
-            return Vec::new();
+        for i in of(&r.recvs) {
+            out.extend(self.msg_of_recv.get(rank as usize).and_then(|v| v.get(i)).filter(|&&id| id != NONE).map(|&id| id as usize));
         }
-        self.ends
-            .iter()
-            .enumerate()
-            .filter(|(_, (s, d))| refs.iter().any(|&(send, x)| if send { *s == x } else { *d == x }))
-            .map(|(i, _)| i)
-            .collect()
+        out
     }
 
     /// The message with id `id` as drawn.
     pub fn message(&self, id: usize) -> Option<Msg> {
-        self.messages.iter().find(|m| m.id == id as u64).copied()
+        self.msgs.get(id).copied()
     }
 
     /// Start (trace time) and name of the call that completed the receive

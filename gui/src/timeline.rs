@@ -261,6 +261,12 @@ fn arrows(scene: &Scene, a: &crate::data::Analysed, g: &mut Geometry) {
     let w = scene.rect.width();
     let (top, bottom) = (scene.rect.top(), scene.rect.bottom());
     let base = if scene.dark { Color32::from_gray(220) } else { Color32::from_gray(20) };
+    // Too many in view: count them (two binary searches per length group), draw none.
+    let starting = a.messages.count_starting(t0, t1);
+    if starting > MAX_ARROWS {
+        g.arrows_skipped = starting;
+        return;
+    }
     for m in a.messages.overlapping(t0, t1) {
         let (Some(ys), Some(yd)) = (lane_y(scene, m.src), lane_y(scene, m.dst)) else { continue };
         if (ys < top && yd < top) || (ys > bottom && yd > bottom) {
@@ -288,6 +294,11 @@ fn arrows(scene: &Scene, a: &crate::data::Analysed, g: &mut Geometry) {
 fn collectives(scene: &Scene, a: &crate::data::Analysed, palette: &[Color32], g: &mut Geometry) {
     let (t0, t1) = scene.view.range();
     let w = scene.rect.width();
+    let starting = a.count_colls(t0, t1);
+    if starting > MAX_COLLS {
+        g.colls_skipped = starting;
+        return;
+    }
     for s in a.colls_in(t0, t1) {
         if g.colls_drawn >= MAX_COLLS {
             g.colls_skipped += 1;
