@@ -221,3 +221,28 @@ fn brackets_change_the_lane_height() {
     h.run();
     assert!(h.state().lanes.height() > before);
 }
+
+#[test]
+fn host_groups_fold_from_the_lane_names() {
+    let mut app = loaded("fold");
+    {
+        let t = app.trace.as_mut().expect("trace");
+        let lod = std::sync::Arc::get_mut(&mut t.lod).expect("not shared yet");
+        for r in &mut lod.ranks {
+            r.host = Some(format!("node{}", r.rank / 2));
+        }
+    }
+    app.set_lane_height(20.0);
+    let mut h = harness(app);
+    // node0 header, ranks 0-1, node1 header, ranks 2-3.
+    assert_eq!(h.state().lanes.rows.len(), 6);
+    let r = h.get_by_label("timeline").rect();
+    let header = Pos2::new(r.left() + 10.0, r.top() + gui::ui::RULER_H + gui::lanes::HEADER_H / 2.0);
+    h.hover_at(header);
+    h.run();
+    h.event(Event::PointerButton { pos: header, button: PointerButton::Primary, pressed: true, modifiers: Modifiers::NONE });
+    h.event(Event::PointerButton { pos: header, button: PointerButton::Primary, pressed: false, modifiers: Modifiers::NONE });
+    h.run();
+    assert!(h.state().folded.contains("node0"));
+    assert_eq!(h.state().lanes.rows.len(), 4);
+}
