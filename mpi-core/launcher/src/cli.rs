@@ -118,6 +118,10 @@ Job control:
   -h, -help, --help                  print this text
   --version, -version, -V            print the version
 
+Remote hosts: a proxy ('mpirun --proxy', started by the launch agent) runs the ranks of
+each host and connects back to one of this machine's addresses (MPIRUN_LAUNCHER_ADDR=a,b
+chooses them); it proves itself with a one-time token written on the agent's stdin.
+
 Each rank gets PMI_FD, PMI_RANK, PMI_SIZE, MPI_LOCALNRANKS, MPI_LOCALRANKID and
 MPICORE_JOB_SECRET. Exit status: 0 when every rank exits 0; the exit code of the first
 rank that fails (128+N if killed by signal N); the code given to MPI_Abort; 124 after a

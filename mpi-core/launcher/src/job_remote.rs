@@ -365,16 +365,18 @@ impl Job {
                         c.send(Kind::Signal, sig as u32, b"");
                     }
                 }
-                State::Starting => {
+                // The job ends before this proxy even started: its agent
+                // goes. (Other signals have no rank to reach there yet.)
+                State::Starting
+                    if matches!(sig, libc::SIGINT | libc::SIGTERM | libc::SIGHUP | libc::SIGQUIT | libc::SIGKILL) =>
+                {
                     if proxy.agent > 0 {
                         sys::kill(-proxy.agent, libc::SIGKILL);
                     }
-                    let stop = matches!(sig, libc::SIGINT | libc::SIGTERM | libc::SIGHUP | libc::SIGQUIT | libc::SIGKILL);
-                    if stop {
-                        let host = proxy.host.clone();
-                        self.proxy_failed(p, format!("mpirun: the job ends before the proxy on host {host} started"));
-                    }
+                    let host = proxy.host.clone();
+                    self.proxy_failed(p, format!("mpirun: the job ends before the proxy on host {host} started"));
                 }
+                State::Starting => {}
                 State::Done => {}
             }
         }
