@@ -77,7 +77,7 @@ impl GuiApp {
             ui.separator();
             let l = ui.label("Filter");
             let mut text = self.filter_text.clone();
-            let r = ui.add(egui::TextEdit::singleline(&mut text).hint_text("send rank=0-3 dur>1ms").desired_width(180.0)).labelled_by(l.id);
+            let r = ui.add(egui::TextEdit::singleline(&mut text).hint_text("send kind=coll rank=0-3 dur>1ms").desired_width(180.0)).labelled_by(l.id);
             if r.changed() {
                 self.set_filter(&text);
             }
