@@ -46,10 +46,14 @@ fn agent() -> PathBuf {
     root().join("tests/netns/agent.sh")
 }
 
-/// Our mpirun across `hosts` (comma-separated namespaces).
+/// Our mpirun across `hosts` (comma-separated namespaces; empty: the hosts
+/// come from `extra`).
 fn mpirun(hosts: &str, n: usize, extra: &[&str], prog: &str, args: &[&str]) -> Command {
     let mut cmd = Command::new(bin_dir().join("mpirun"));
-    cmd.arg("-launcher-exec").arg(agent()).args(["-host", hosts, "-n", &n.to_string()]);
+    cmd.arg("-launcher-exec").arg(agent()).args(["-n", &n.to_string()]);
+    if !hosts.is_empty() {
+        cmd.args(["-host", hosts]);
+    }
     cmd.args(["-genv", "MPICORE_FAKE_HOSTS", "1"]).args(extra).arg(compile(prog, Compiler::Ours)).args(args);
     cmd.env("MPIEXEC_TIMEOUT", T.as_secs().to_string());
     cmd
@@ -82,8 +86,13 @@ fn programs_across_namespaces_with_our_mpirun() {
         let hosts = if n == 3 { "mpins1,mpins2,mpins3" } else { "mpins1,mpins2" };
         run_command(mpirun(hosts, n, &[], prog, &[]), T).assert_ok(expect);
     }
-    // Blocks of ranks per host, and one rank on each of three hosts.
+    // Blocks of ranks per host: -ppn, and a host file.
     run_command(mpirun("mpins1,mpins2", 4, &["-ppn", "2"], "p2p_basic", &[]), T).assert_ok("p2p_basic OK");
+    let file = bin_dir().join(format!("multihost-{}.hosts", std::process::id()));
+    std::fs::write(&file, "mpins1:2\nmpins3 slots=2\n").unwrap();
+    let r = run_command(mpirun("", 4, &["-hostfile", file.to_str().unwrap()], "coll_nb", &[]), T);
+    let _ = std::fs::remove_file(&file);
+    r.assert_ok("coll_nb OK");
 }
 
 #[test]

@@ -446,6 +446,12 @@ fn ranks_through_proxies_share_the_kvs_and_the_output() {
     assert!(r.stdout.contains("rank 4 appnum 0 universe 5 mapping (vector,(0,1,1),(1,1,2))"), "{r:#?}");
     let r = mpirun(&["-launcher", "fork", "-host", "hosta,hostb", "-ppn", "2", "-n", "4", "python3", &script, "info"]);
     assert!(r.stdout.contains("mapping (vector,(0,2,2))"), "{r:#?}");
+    // A host file: 'host:slots', 'host slots=N', comments.
+    let dir = TempDir::new("hostfile");
+    let file = dir.path().join("hosts");
+    std::fs::write(&file, "# two hosts\nhosta:2\nhostb slots=3 # more\n").unwrap();
+    let r = mpirun(&["-launcher", "fork", "-hostfile", file.to_str().unwrap(), "python3", &script, "info"]);
+    assert!(r.stdout.contains("universe 5 mapping (vector,(0,1,2),(1,1,3))"), "{r:#?}");
     // Each rank knows how many ranks share its host, and gets the job secret.
     let r = mpirun(&["-launcher", "fork", "-host", "hosta:3,hostb", "-n", "4", "-l", "bash", "-c",
         "echo $MPI_LOCALRANKID/$MPI_LOCALNRANKS ${#MPICORE_JOB_SECRET}"]);
