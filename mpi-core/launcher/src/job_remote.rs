@@ -17,7 +17,7 @@ use crate::cli::Options;
 use crate::error::{Error, Result};
 use crate::output::Stream;
 use crate::proxy::parse_exit;
-use crate::remote::{encode_spawn, shell_word, Conn, Kind, SpawnSpec};
+use crate::remote::{encode_spawn, same_secret, shell_word, Conn, Kind, SpawnSpec};
 use crate::sys::{self, ExitKind};
 
 /// How long a proxy may take to connect back (ssh can be slow).
@@ -225,27 +225,26 @@ impl Job {
         let eof = !matches!(conn.fill(), Ok(true));
         let frame = conn.next_frame();
         let frame = match frame {
-            Ok(Some(f)) => f,
+            Ok(Some(f)) => Some(f),
             Ok(None) if !eof => return,
-            _ => {
+            Ok(None) => {
                 self.remote.pending.remove(i);
-                self.output.message(&format!("mpirun: connection from {addr} dropped before it said who it is"));
+                self.output.message(&format!("mpirun: connection from {addr} closed before it said who it is"));
                 return;
             }
+            Err(_) => None,
         };
         let (conn, _, _) = self.remote.pending.remove(i);
-        let p = frame.value as usize;
-        let ok = frame.kind == Kind::Hello
-            && self
-                .remote
-                .proxies
-                .get(p)
-                .is_some_and(|px| px.state == State::Starting && px.token.as_bytes() == frame.data.as_slice());
-        if !ok {
+        let Some(frame) = frame.filter(|f| {
+            f.kind == Kind::Hello
+                && self.remote.proxies.get(f.value as usize).is_some_and(|px| {
+                    px.state == State::Starting && same_secret(px.token.as_bytes(), &f.data)
+                })
+        }) else {
             self.output.message(&format!("mpirun: rejected a connection from {addr}: not a proxy of this job"));
             return;
-        }
-        let proxy = &mut self.remote.proxies[p];
+        };
+        let proxy = &mut self.remote.proxies[frame.value as usize];
         let mut conn = conn;
         for (r, payload) in std::mem::take(&mut proxy.spawns) {
             conn.send(Kind::Spawn, r as u32, &payload);

@@ -330,6 +330,11 @@ pub fn process_mapping(nodes: &[usize]) -> String {
     format!("(vector,{})", body.join(","))
 }
 
+/// Compares a secret in time that does not depend on where it differs.
+pub fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
 /// Quotes a word for a remote shell when it needs it.
 pub fn shell_word(w: &str) -> String {
     if !w.is_empty() && w.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-,:=+@%".contains(&b)) {
@@ -397,6 +402,7 @@ mod tests {
         }
         assert_eq!(got[0], Frame { kind: Kind::Pmi, value: 7, data: b"cmd=init\n".to_vec() });
         assert_eq!(got[1].kind, Kind::Go);
+        assert!(same_secret(b"abc", b"abc") && !same_secret(b"abc", b"abd") && !same_secret(b"abc", b"ab"));
         assert_eq!(shell_word("/a/b-c"), "/a/b-c");
         assert_eq!(shell_word("a b"), "'a b'");
         assert_eq!(shell_word("it's"), "'it'\\''s'");

@@ -479,6 +479,41 @@ fn remote_rank_failures_end_the_job() {
     assert_all_gone(&pids);
 }
 
+/// Connections to the port proxies use that are not proxies of the job
+/// (no token, a wrong one) are dropped; the job goes on.
+#[test]
+fn strangers_on_the_proxy_port_are_turned_away() {
+    let mut child = spawn_mpirun(&["-v", "-launcher", "fork", "-host", "hosta", "-n", "1", "bash", "-c",
+        "sleep 1.5; echo done"]);
+    let err = child.stderr.take().unwrap();
+    let mut lines = BufReader::new(err).lines().map_while(Result::ok);
+    // "mpirun: proxy 0 on host hosta: /path/mpirun --proxy A,B:PORT 0 hosta"
+    let port: u16 = lines
+        .find_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            let at = w.iter().position(|&x| x == "--proxy")?;
+            w.get(at + 1)?.rsplit_once(':')?.1.parse().ok()
+        })
+        .expect("verbose mpirun names the proxy command");
+    let rest = std::thread::spawn(move || lines.collect::<Vec<_>>().join("\n"));
+    // A forged hello (kind 1, proxy 0, token "nope"), then plain garbage.
+    let mut hello = vec![1u8, 0, 0, 0, 0, 0, 0, 0, 4];
+    hello.extend_from_slice(b"nope");
+    for msg in [hello, b"GET / HTTP/1.0\r\n\r\n".to_vec()] {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.write_all(&msg).unwrap();
+        let mut buf = Vec::new();
+        // mpirun hangs up.
+        let _ = s.read_to_end(&mut buf);
+    }
+    let r = wait_with_deadline(child, LIMIT, "mpirun with strangers");
+    let stderr = rest.join().unwrap();
+    assert_eq!(r.code, Some(0), "{r:#?}\n{stderr}");
+    assert_eq!(r.stdout, "done\n");
+    assert!(stderr.contains("mpirun: rejected a connection from 127.0.0.1:"), "{stderr}");
+    assert_eq!(stderr.matches("rejected a connection").count(), 2, "{stderr}");
+}
+
 #[test]
 fn a_lost_proxy_ends_the_job_and_leaves_nothing() {
     let (child, rx) =
