@@ -24,6 +24,11 @@ use crate::sys::{self, ExitKind};
 /// keep the pipes open).
 const DRAIN_GRACE: Duration = Duration::from_secs(1);
 
+/// Output read from the ranks but not yet sent to mpirun beyond which the
+/// proxy stops reading their pipes (the ranks then block on write, as with
+/// a slow terminal).
+const OUTPUT_BACKLOG: usize = 4 << 20;
+
 struct PRank {
     rank: u32,
     pid: i32,
@@ -158,10 +163,16 @@ impl Proxy {
             }
             add(self.conn.sock.as_raw_fd(), ev, Slot::Conn);
             add(signals.fd(), libc::POLLIN, Slot::Signals);
+            let backlog = self.conn.backlog();
             for (i, r) in self.ranks.iter().enumerate() {
                 if let Some(s) = &r.pmi {
                     let ev = if r.pmi_out.is_empty() { libc::POLLIN } else { libc::POLLIN | libc::POLLOUT };
                     add(s.as_raw_fd(), ev, Slot::Pmi(i));
+                }
+                // Output waits in the pipes while mpirun has not taken
+                // what was read already.
+                if backlog > OUTPUT_BACKLOG {
+                    continue;
                 }
                 if let Some(fd) = &r.out {
                     add(fd.as_raw_fd(), libc::POLLIN, Slot::Out(i, Stream::Stdout));

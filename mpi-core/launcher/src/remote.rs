@@ -126,6 +126,11 @@ impl Conn {
         !self.output.is_empty()
     }
 
+    /// Bytes waiting to be written.
+    pub fn backlog(&self) -> usize {
+        self.output.len()
+    }
+
     /// Writes what the socket takes now. Err when the connection broke.
     pub fn flush(&mut self) -> io::Result<()> {
         while !self.output.is_empty() {
