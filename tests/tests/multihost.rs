@@ -148,9 +148,10 @@ fn a_rank_killed_on_a_remote_host_ends_the_job() {
 }
 
 /// Runs `die` (nobody dies by itself) on `hosts`, calls `cut` with the
-/// ranks once all have started, and waits for mpirun: returns its run, the
+/// ranks and mpirun's pid once all have started, and waits for mpirun:
+/// returns its run, the
 /// time from the cut to its end, and the pids of the ranks and proxies.
-fn cut_a_host(hosts: &str, cut: impl FnOnce(&[(i32, i32, String)])) -> (Run, Duration, Vec<i32>) {
+fn cut_a_host(hosts: &str, cut: impl FnOnce(&[(i32, i32, String)], i32)) -> (Run, Duration, Vec<i32>) {
     let mut cmd = mpirun(hosts, 4, &[], "die", &[]);
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
     let start = Instant::now();
@@ -184,7 +185,7 @@ fn cut_a_host(hosts: &str, cut: impl FnOnce(&[(i32, i32, String)])) -> (Run, Dur
     }
     let ranks = ranks_in(&lines.join("\n"));
     let cut_at = Instant::now();
-    cut(&ranks);
+    cut(&ranks, group);
     let status = loop {
         if let Some(st) = child.try_wait().unwrap() {
             break st;
@@ -207,7 +208,7 @@ fn cut_a_host(hosts: &str, cut: impl FnOnce(&[(i32, i32, String)])) -> (Run, Dur
 /// ran there, ends the job with status 1, and no rank is left on any host.
 #[test]
 fn a_lost_proxy_ends_the_job() {
-    let (r, took, pids) = cut_a_host("mpins1,mpins2,mpins3", |ranks| {
+    let (r, took, pids) = cut_a_host("mpins1,mpins2,mpins3", |ranks, _| {
         let (_, proxy, _) = ranks.iter().find(|(_, _, h)| h == "mpins3").cloned().expect("a rank on mpins3");
         // SAFETY: the proxy this test's mpirun started on mpins3.
         unsafe { libc::kill(proxy, libc::SIGKILL) };
@@ -229,11 +230,23 @@ fn a_host_that_goes_silent_ends_the_job() {
     };
     agent();
     ip("up");
-    let (r, took, pids) = cut_a_host("mpins1,mpins2,mpins4", |_| ip("down"));
+    let (r, took, pids) = cut_a_host("mpins1,mpins2,mpins4", |_, _| ip("down"));
     ip("up");
     assert_eq!(r.code, Some(1), "{r}");
     assert!(r.stderr.contains("mpirun: lost the connection to host mpins4 ("), "{r}");
     assert!(r.stderr.contains("while rank(s) 2 ran there; terminating the job"), "{r}");
     assert!(took < Duration::from_secs(30), "{r}");
+    assert_all_gone(&pids);
+}
+
+/// mpirun itself is killed (SIGKILL): the proxies and the ranks on every
+/// host go too.
+#[test]
+fn a_killed_mpirun_leaves_nothing_on_any_host() {
+    let (r, _, pids) = cut_a_host("mpins1,mpins2", |_, mpirun| {
+        // SAFETY: the mpirun this test started.
+        unsafe { libc::kill(mpirun, libc::SIGKILL) };
+    });
+    assert_eq!(r.code, None, "{r}");
     assert_all_gone(&pids);
 }
