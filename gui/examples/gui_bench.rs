@@ -66,22 +66,32 @@ fn main() {
         }
         println!("analyses loaded in {:.1} s", t.elapsed().as_secs_f64());
     }
-    println!("| span | frames | mean ms | max ms | rects | labels | arrows | arrows skipped |");
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
+    println!("| span | frames | mean ms | max ms | LOD query only, mean ms | rects | labels | arrows | arrows skipped |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    let rows = lanes.visible(0.0, rect.height());
     let mut span = (b - a) as f64;
     while span >= 2_000.0 {
         let mut times = Vec::new();
+        let mut query = 0.0;
         let mut last = timeline::Geometry::default();
         for k in 0..20 {
             let t0 = a as f64 + ((b - a) as f64 - span) * (0.3 + k as f64 * 0.01);
             let t = Instant::now();
             last = frame(&trace, TimeView::new(t0, t0 + span), &mut cells);
             times.push(t.elapsed().as_secs_f64() * 1e3);
+            let (q0, q1) = TimeView::new(t0, t0 + span).range();
+            let t = Instant::now();
+            for row in rows.clone() {
+                if let gui::lanes::Row::Rank(i) = lanes.rows[row] {
+                    trace.lod.ranks[i].data.cells(q0, q1, 1920, &mut cells);
+                }
+            }
+            query += t.elapsed().as_secs_f64() * 1e3 / 20.0;
         }
         let mean = times.iter().sum::<f64>() / times.len() as f64;
         let max = times.iter().copied().fold(0.0, f64::max);
         println!(
-            "| {} | {} | {mean:.2} | {max:.2} | {} | {} | {} | {} |",
+            "| {} | {} | {mean:.2} | {max:.2} | {query:.2} | {} | {} | {} | {} |",
             analyzers::fmt_ns(span as i64),
             times.len(),
             last.rects,

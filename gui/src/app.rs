@@ -42,6 +42,20 @@ impl Tab {
     }
 }
 
+/// Everything the timeline's geometry depends on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GeometryKey {
+    pub view: TimeView,
+    pub rect: egui::Rect,
+    pub scroll: f32,
+    pub filter: Filter,
+    pub lanes_gen: u64,
+    pub highlight: Option<(i32, i32)>,
+    pub picked_msg: Option<u64>,
+    pub dark: bool,
+    pub analysed: bool,
+}
+
 /// Something picked on the timeline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pick {
@@ -107,6 +121,12 @@ pub struct GuiApp {
     /// Statistics being computed in the background, and for what.
     stats_job: Option<(StatsKey, std::sync::mpsc::Receiver<RangeStats>)>,
     pub geometry: Geometry,
+    /// What [`GuiApp::geometry`] was built for (rebuilt only when it changes).
+    pub geometry_key: Option<GeometryKey>,
+    /// The meshes of the geometry, shared with the painter (bars, lines).
+    pub meshes: (std::sync::Arc<egui::Mesh>, std::sync::Arc<egui::Mesh>),
+    /// Counts layouts of the lanes.
+    pub lanes_gen: u64,
     pub cells: Vec<Cell>,
     pub palette: Vec<Color32>,
     /// Milliseconds to build the last frame's geometry.
@@ -149,6 +169,9 @@ impl GuiApp {
             stats_job: None,
             sync_stats_calls: SYNC_STATS_CALLS,
             geometry: Geometry::default(),
+            geometry_key: None,
+            lanes_gen: 0,
+            meshes: Default::default(),
             cells: Vec::new(),
             palette: Vec::new(),
             build_ms: 0.0,
@@ -234,6 +257,7 @@ impl GuiApp {
         if let Some(t) = &self.trace {
             self.lanes = Lanes::new(&t.lod, &self.filter, &self.folded, self.lane_h);
         }
+        self.lanes_gen += 1;
         self.lanes_dirty = false;
     }
 

@@ -156,46 +156,38 @@ fn add_arrow(mesh: &mut Mesh, a: Pos2, b: Pos2, w: f32, c: Color32) {
     mesh.add_triangle(i, i + 1, i + 2);
 }
 
+/// Lanes from which the bars are built on several threads.
+pub const PARALLEL_LANES: usize = 16;
+
 /// Builds the frame's geometry. `cells` is scratch space reused between
-/// frames.
+/// frames. The lanes' bars are built on all cores when many are visible.
 pub fn build(scene: &Scene, palette: &[Color32], cells: &mut Vec<Cell>) -> Geometry {
     let mut g = Geometry::default();
-    let r = scene.rect;
-    let w = r.width().max(1.0);
-    let n = w.round().max(1.0) as usize;
-    let (t0, t1) = scene.view.range();
-    let col_ns = (t1 - t0) as f64 / n as f64;
-    let lod = &scene.trace.lod;
-    let rows = scene.lanes.visible(scene.scroll, r.height());
-    for k in rows {
-        let Row::Rank(i) = scene.lanes.rows[k] else { continue };
-        let rank = &lod.ranks[i].data;
-        let y0 = r.top() + scene.lanes.tops[k] - scene.scroll;
-        let y1 = y0 + scene.lanes.lane_h;
-        let (ya, yb) = (y0 + 1.0, (y1 - 1.0).max(y0 + 1.0));
-        rank.cells(t0, t1, n, cells);
-        let mut c = 0;
-        while c < n {
-            let Some(key) = key_of(&cells[c], col_ns, scene, rank) else {
-                c += 1;
-                continue;
-            };
-            let mut e = c + 1;
-            while e < n && key_of(&cells[e], col_ns, scene, rank) == Some(key) {
-                e += 1;
-            }
-            let colour = palette.get(key.name as usize).copied().unwrap_or(Color32::GRAY);
-            let (xa, xb) = (r.left() + c as f32 * w / n as f32, r.left() + e as f32 * w / n as f32);
-            g.bars.add_colored_rect(Rect::from_min_max(Pos2::new(xa, ya), Pos2::new(xb, yb)), shaded(colour, key.shade, key.dim, scene.dark));
-            g.rects += 1;
-            if key.event.is_some() && yb - ya >= 10.0 {
-                let name = lod.name(key.name);
-                let short = name.strip_prefix("MPI_").unwrap_or(name);
-                if (xb - xa) >= short.len() as f32 * CHAR_W + 6.0 {
-                    g.labels.push(Label { pos: Pos2::new(xa + 3.0, (ya + yb) / 2.0), text: short.to_string() });
-                }
-            }
-            c = e;
+    let rows: Vec<usize> = scene.lanes.visible(scene.scroll, scene.rect.height()).collect();
+    // Threads only where there are cores to spare (on two busy cores they cost more than they save).
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let threads = if cores >= 4 { cores.min(rows.len() / (PARALLEL_LANES / 2).max(1)) } else { 1 };
+    if threads <= 1 || rows.len() < PARALLEL_LANES {
+        bars(scene, palette, &rows, cells, &mut g);
+    } else {
+        let chunk = rows.len().div_ceil(threads);
+        let parts: Vec<Geometry> = std::thread::scope(|s| {
+            let hs: Vec<_> = rows
+                .chunks(chunk)
+                .map(|part| {
+                    s.spawn(move || {
+                        let mut g = Geometry::default();
+                        bars(scene, palette, part, &mut Vec::new(), &mut g);
+                        g
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+        });
+        for p in parts {
+            g.bars.append(p.bars);
+            g.labels.extend(p.labels);
+            g.rects += p.rects;
         }
     }
     if let Some(a) = &scene.trace.analysed {
@@ -248,6 +240,47 @@ fn regions(scene: &Scene, a: &crate::data::Analysed, g: &mut Geometry) {
                 from = scene.view.t_of(xb.max(xa + 1.0), w).ceil() as i64;
                 j = j.max(regs.partition_point(|q| q.t0 < from)).max(j + 1);
             }
+        }
+    }
+}
+
+/// The bars and labels of rows `rows` (indexes into the lanes' rows).
+fn bars(scene: &Scene, palette: &[Color32], rows: &[usize], cells: &mut Vec<Cell>, g: &mut Geometry) {
+    let r = scene.rect;
+    let w = r.width().max(1.0);
+    let n = w.round().max(1.0) as usize;
+    let (t0, t1) = scene.view.range();
+    let col_ns = (t1 - t0) as f64 / n as f64;
+    let lod = &scene.trace.lod;
+    for &k in rows {
+        let Row::Rank(i) = scene.lanes.rows[k] else { continue };
+        let rank = &lod.ranks[i].data;
+        let y0 = r.top() + scene.lanes.tops[k] - scene.scroll;
+        let y1 = y0 + scene.lanes.lane_h;
+        let (ya, yb) = (y0 + 1.0, (y1 - 1.0).max(y0 + 1.0));
+        rank.cells(t0, t1, n, cells);
+        let mut c = 0;
+        while c < n {
+            let Some(key) = key_of(&cells[c], col_ns, scene, rank) else {
+                c += 1;
+                continue;
+            };
+            let mut e = c + 1;
+            while e < n && key_of(&cells[e], col_ns, scene, rank) == Some(key) {
+                e += 1;
+            }
+            let colour = palette.get(key.name as usize).copied().unwrap_or(Color32::GRAY);
+            let (xa, xb) = (r.left() + c as f32 * w / n as f32, r.left() + e as f32 * w / n as f32);
+            g.bars.add_colored_rect(Rect::from_min_max(Pos2::new(xa, ya), Pos2::new(xb, yb)), shaded(colour, key.shade, key.dim, scene.dark));
+            g.rects += 1;
+            if key.event.is_some() && yb - ya >= 10.0 {
+                let name = lod.name(key.name);
+                let short = name.strip_prefix("MPI_").unwrap_or(name);
+                if (xb - xa) >= short.len() as f32 * CHAR_W + 6.0 {
+                    g.labels.push(Label { pos: Pos2::new(xa + 3.0, (ya + yb) / 2.0), text: short.to_string() });
+                }
+            }
+            c = e;
         }
     }
 }

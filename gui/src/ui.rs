@@ -10,7 +10,7 @@
 
 use egui::{Color32, Event, Key, Modifiers, MouseWheelUnit, PointerButton, Pos2, Rect, Role, Sense, Shape, Stroke, Ui, Vec2, WidgetInfo};
 
-use crate::app::{GuiApp, Pick, Tab};
+use crate::app::{GeometryKey, GuiApp, Pick, Tab};
 use crate::lanes::Row;
 use crate::stats::{Log2Hist, ProfileCol};
 use crate::timeline::{self, Scene};
@@ -143,10 +143,25 @@ impl GuiApp {
         self.scroll_by(0.0, lanes_rect.height());
         self.timeline_input(ui, &resp, lanes_rect, gutter);
         let w = lanes_rect.width();
-        // Geometry from the level-of-detail core.
-        let kept = self.kept();
-        let started = std::time::Instant::now();
-        let g = {
+        // Geometry from the level-of-detail core, rebuilt only when what it shows changed.
+        let picked_msg = match self.picked {
+            Some(Pick::Message(id)) => Some(id),
+            _ => None,
+        };
+        let key = GeometryKey {
+            view: self.view,
+            rect: lanes_rect,
+            scroll: self.scroll,
+            filter: self.filter.clone(),
+            lanes_gen: self.lanes_gen,
+            highlight: self.highlight,
+            picked_msg,
+            dark,
+            analysed: self.trace.as_ref().is_some_and(|t| t.analysed.is_some()),
+        };
+        if self.geometry_key.as_ref() != Some(&key) {
+            let kept = self.kept();
+            let started = std::time::Instant::now();
             let Some(trace) = &self.trace else { return };
             let scene = Scene {
                 trace,
@@ -157,15 +172,17 @@ impl GuiApp {
                 kept: &kept,
                 min_dur: self.filter.min_dur,
                 highlight: self.highlight,
-                picked_msg: match self.picked {
-                    Some(Pick::Message(id)) => Some(id),
-                    _ => None,
-                },
+                picked_msg,
                 dark,
             };
-            timeline::build(&scene, &self.palette, &mut self.cells)
-        };
-        self.build_ms = started.elapsed().as_secs_f32() * 1000.0;
+            self.geometry = timeline::build(&scene, &self.palette, &mut self.cells);
+            let bars = std::mem::take(&mut self.geometry.bars);
+            let lines = std::mem::take(&mut self.geometry.lines);
+            self.meshes = (bars.into(), lines.into());
+            self.geometry_key = Some(key);
+            self.build_ms = started.elapsed().as_secs_f32() * 1000.0;
+        }
+        let g = &self.geometry;
         let bg = if dark { Color32::from_gray(30) } else { Color32::from_gray(245) };
         painter.rect_filled(full, 0.0, bg);
         let clip = painter.with_clip_rect(lanes_rect);
@@ -192,12 +209,12 @@ impl GuiApp {
                 names.text(Pos2::new(gutter.left() + 4.0, (y0 + y1) / 2.0), egui::Align2::LEFT_CENTER, label, font.clone(), text_col);
             }
         }
-        clip.add(Shape::mesh(g.bars.clone()));
+        clip.add(Shape::mesh(self.meshes.0.clone()));
         let label_col = Color32::from_gray(15);
         for l in &g.labels {
             clip.text(l.pos, egui::Align2::LEFT_CENTER, &l.text, font.clone(), label_col);
         }
-        clip.add(Shape::mesh(g.lines.clone()));
+        clip.add(Shape::mesh(self.meshes.1.clone()));
         // Ruler.
         painter.rect_filled(ruler_rect, 0.0, text_col.gamma_multiply(0.06));
         let ruler = painter.with_clip_rect(ruler_rect);
@@ -237,7 +254,6 @@ impl GuiApp {
                 });
             }
         }
-        self.geometry = g;
     }
 
     fn timeline_input(&mut self, ui: &Ui, resp: &egui::Response, lanes_rect: Rect, gutter: Rect) {
