@@ -126,7 +126,7 @@ pub fn wait_until(mut done: impl FnMut(&mut State) -> bool) -> MpiResult<()> {
 /// the lock, so it can also take the result (one lock round trip less than
 /// waiting and then locking again).
 pub fn block_on<R>(mut f: impl FnMut(&mut State) -> Option<R>) -> MpiResult<R> {
-    let mut backoff = Backoff::new(OVERSUB.load(Ordering::Relaxed) != 0 || contended());
+    let mut backoff = Backoff::new(OVERSUB.load(Ordering::Relaxed) != 0);
     let mut first = true;
     loop {
         let busy_out;
@@ -167,8 +167,6 @@ fn f_ready(st: &mut State) -> bool {
 /// only a few times, then yields so the rank that holds the data can run,
 /// and soon sleeps on its futex, woken by the next record written to it.
 struct Backoff {
-    /// Thread CPU time when the spin phase began (to detect contention).
-    cpu_at_start: Option<Duration>,
     iter: u32,
     spin: Duration,
     yield_until: Duration,
@@ -185,7 +183,6 @@ impl Backoff {
         });
         let (spin, yld) = p[oversubscribed as usize];
         Backoff {
-            cpu_at_start: None,
             iter: 0,
             spin: Duration::from_micros(spin),
             yield_until: Duration::from_micros(spin + yld),
@@ -203,9 +200,6 @@ impl Backoff {
             return;
         }
         let since = *self.since.get_or_insert_with(Instant::now);
-        if self.cpu_at_start.is_none() && !self.spin.is_zero() {
-            self.cpu_at_start = Some(thread_cpu_time());
-        }
         // Look at the clock only every 64 rounds while spinning.
         if self.iter % 64 != 0 && !self.spin.is_zero() {
             std::hint::spin_loop();
@@ -216,14 +210,9 @@ impl Backoff {
             std::hint::spin_loop();
             return;
         }
-        if let Some(cpu0) = self.cpu_at_start.take() {
-            // The spin is over. If we got much less CPU than wall time, other
-            // processes want this CPU (more ranks than cores, perhaps on
-            // "hosts" sharing a machine): spin less for a while.
-            if (thread_cpu_time().saturating_sub(cpu0)).as_secs_f64() < 0.7 * waited.as_secs_f64() {
-                note_contention();
-            }
-        }
+        // (Only our own ranks outnumbering the cores switches to the
+        // yielding policy, see `init`: reacting to load from other programs,
+        // such as compilers, by yielding makes every wait a time slice.)
         if busy_out || waited < self.yield_until {
             // SAFETY: plain syscall.
             unsafe { libc::sched_yield() };
@@ -248,31 +237,6 @@ impl Backoff {
             }
         });
     }
-}
-
-/// Until when (ms since `EPOCH`) waits use the oversubscribed policy because
-/// spinning was seen to lose the CPU to other processes.
-static CONTENDED_UNTIL_MS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-
-fn now_ms() -> u64 {
-    EPOCH.get_or_init(Instant::now).elapsed().as_millis() as u64
-}
-
-fn contended() -> bool {
-    let until = CONTENDED_UNTIL_MS.load(Ordering::Relaxed);
-    until != 0 && now_ms() < until
-}
-
-fn note_contention() {
-    CONTENDED_UNTIL_MS.store(now_ms() + 2000, Ordering::Relaxed);
-}
-
-fn thread_cpu_time() -> Duration {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime into a valid timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 /// `MPI_Init` / `MPI_Init_thread`.
