@@ -1,6 +1,6 @@
 //! Collectives end to end: C programs on 1, 2, 3, 4, 7 and 8 ranks
 //! (oversubscribed on 2 cores), under the project's mpirun; every algorithm
-//! is also forced through the environment (COLLECTIVES.md), with and without
+//! is also forced through the environment (mpi-core/COLLECTIVES.md), with and without
 //! the shared-memory path of small blocking collectives.
 
 use std::time::Duration;

@@ -13,7 +13,7 @@
 //! them every few tens of microseconds, so they move on while the program
 //! computes outside MPI (`MPICORE_ASYNC_PROGRESS=0` turns it off).
 //!
-//! Tuning (environment variables, read at `MPI_Init`; see COLLECTIVES.md):
+//! Tuning (environment variables, read at `MPI_Init`; see mpi-core/COLLECTIVES.md):
 //! `MPICORE_COLL_<NAME>=<algorithm>` forces an algorithm, and
 //! `MPICORE_COLL_<NAME>_SHORT` etc. move the size thresholds.
 
