@@ -156,6 +156,11 @@ fn add_arrow(mesh: &mut Mesh, a: Pos2, b: Pos2, w: f32, c: Color32) {
     mesh.add_triangle(i, i + 1, i + 2);
 }
 
+/// Calls per pixel column (from, to) where columns are [`COARSE_PX`] wide.
+pub const COARSE_BAND: (usize, usize) = (trace_lod::rank::EXACT_PER_CELL, 64);
+/// Width of a column in that band, px.
+pub const COARSE_PX: usize = 3;
+
 /// Lanes from which the bars are built on several threads.
 pub const PARALLEL_LANES: usize = 16;
 
@@ -248,13 +253,17 @@ fn regions(scene: &Scene, a: &crate::data::Analysed, g: &mut Geometry) {
 fn bars(scene: &Scene, palette: &[Color32], rows: &[usize], cells: &mut Vec<Cell>, g: &mut Geometry) {
     let r = scene.rect;
     let w = r.width().max(1.0);
-    let n = w.round().max(1.0) as usize;
+    let px = w.round().max(1.0) as usize;
     let (t0, t1) = scene.view.range();
-    let col_ns = (t1 - t0) as f64 / n as f64;
     let lod = &scene.trace.lod;
     for &k in rows {
         let Row::Rank(i) = scene.lanes.rows[k] else { continue };
         let rank = &lod.ranks[i].data;
+        // Between a few and a few dozen calls per pixel the query is at its
+        // slowest: there, columns of COARSE_PX pixels.
+        let per_px = rank.starting_in(t0, t1).len() / px;
+        let n = if (COARSE_BAND.0..COARSE_BAND.1).contains(&per_px) { (px / COARSE_PX).max(1) } else { px };
+        let col_ns = (t1 - t0) as f64 / n as f64;
         let y0 = r.top() + scene.lanes.tops[k] - scene.scroll;
         let y1 = y0 + scene.lanes.lane_h;
         let (ya, yb) = (y0 + 1.0, (y1 - 1.0).max(y0 + 1.0));

@@ -84,3 +84,21 @@ fn range_statistics_of_a_small_trace() {
     stats::sort_profile(&mut p, stats::ProfileCol::Name, false);
     assert!(p.windows(2).all(|w| w[0].name <= w[1].name));
 }
+
+#[test]
+fn dense_views_use_wider_columns() {
+    use trace_lod::{Lod, RawCall};
+    let calls: Vec<RawCall> = (0..10_000).map(|i| RawCall { t_start: i * 10, t_end: i * 10 + 5, name: (i % 2) as u16, flags: 0, bytes: 0 }).collect();
+    let lod = Lod::from_calls(vec!["MPI_Send".into(), "MPI_Recv".into()], vec![(0, calls)]);
+    let trace = Trace::new(lod);
+    // 10 calls per pixel over 1000 px: columns of COARSE_PX pixels.
+    let g = scene_geometry(&trace, TimeView::new(0.0, 100_000.0), &Filter::default(), None);
+    assert!(g.rects <= 1000 / timeline::COARSE_PX + 1, "{} rects", g.rects);
+    assert!(g.rects > 0);
+    let xs: Vec<f32> = g.bars.vertices.iter().map(|v| v.pos.x).collect();
+    let (lo, hi) = xs.iter().fold((f32::MAX, f32::MIN), |(a, b), &x| (a.min(x), b.max(x)));
+    assert!(lo <= 101.0 && hi >= 1099.0, "bars span {lo}..{hi}");
+    // One call per pixel: full resolution, call by call.
+    let z = scene_geometry(&trace, TimeView::new(0.0, 10_000.0), &Filter::default(), None);
+    assert!(z.rects >= 900, "{} rects", z.rects);
+}
