@@ -108,9 +108,12 @@ impl GuiApp {
                 self.reset_view();
             }
             if let Some(l) = &self.loader {
-                let f = l.progress.fraction() as f32;
-                let what = if self.trace.is_none() { "reading" } else { "analysing" };
-                ui.add(egui::ProgressBar::new(f).desired_width(120.0).text(format!("{what} {:.0}%", f * 100.0)));
+                if self.trace.is_none() {
+                    let f = l.progress.fraction() as f32;
+                    ui.add(egui::ProgressBar::new(f).desired_width(120.0).text(format!("reading {:.0}%", f * 100.0)));
+                } else {
+                    ui.label(format!("analysing ({:.0} s)", l.started.elapsed().as_secs_f32()));
+                }
                 ui.spinner();
             }
             ui.label(format!("frame {:.1} ms", self.build_ms));
