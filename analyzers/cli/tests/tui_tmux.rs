@@ -41,13 +41,13 @@ impl Drop for Session {
     }
 }
 
-#[test]
-fn browse_a_trace_in_tmux() {
-    if Command::new("tmux").arg("-V").output().map(|o| !o.status.success()).unwrap_or(true) {
-        eprintln!("tmux not installed: skipped");
-        return;
-    }
-    let dir = std::env::temp_dir().join(format!("mpitrace-tui-tmux-{}", std::process::id()));
+fn tmux_missing() -> bool {
+    Command::new("tmux").arg("-V").output().map(|o| !o.status.success()).unwrap_or(true)
+}
+
+/// Writes the small known trace into a fresh directory named after `tag`.
+fn small_trace(tag: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("mpitrace-tui-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let mut t = SynthTrace::new(4);
@@ -58,7 +58,16 @@ fn browse_a_trace_in_tmux() {
     }
     t.finalize(100_000);
     t.write(&dir).unwrap();
+    dir
+}
 
+#[test]
+fn browse_a_trace_in_tmux() {
+    if tmux_missing() {
+        eprintln!("tmux not installed: skipped");
+        return;
+    }
+    let dir = small_trace("tmux");
     let s = Session(format!("mpitrace-tui-{}", std::process::id()));
     let cmd = format!("{} tui {}; echo mpitrace-exited-$?; sleep 30", env!("CARGO_BIN_EXE_mpitrace"), dir.display());
     let out = Command::new("tmux").args(["new-session", "-d", "-s", &s.0, "-x", "100", "-y", "30", &cmd]).output().unwrap();
@@ -82,5 +91,24 @@ fn browse_a_trace_in_tmux() {
     s.keys(&["q"]);
     let after = s.wait_for("mpitrace-exited-0");
     assert!(!after.contains("Allreduce"), "the terminal is restored:\n{after}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Ctrl-C ends the viewer and leaves the terminal as it was.
+#[test]
+fn ctrl_c_restores_the_terminal() {
+    if tmux_missing() {
+        eprintln!("tmux not installed: skipped");
+        return;
+    }
+    let dir = small_trace("ctrlc");
+    let s = Session(format!("mpitrace-tui-ctrlc-{}", std::process::id()));
+    let cmd = format!("{} tui {}; echo mpitrace-exited-$?; sleep 30", env!("CARGO_BIN_EXE_mpitrace"), dir.display());
+    let out = Command::new("tmux").args(["new-session", "-d", "-s", &s.0, "-x", "100", "-y", "30", &cmd]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    s.wait_for("r3");
+    s.keys(&["C-c"]);
+    let after = s.wait_for("mpitrace-exited-");
+    assert!(!after.contains("Allreduce") && !after.contains("r3"), "the terminal is restored:\n{after}");
     let _ = std::fs::remove_dir_all(&dir);
 }
