@@ -201,7 +201,7 @@ impl Backoff {
         }
         let since = *self.since.get_or_insert_with(Instant::now);
         // Look at the clock only every 64 rounds while spinning.
-        if self.iter % 64 != 0 && !self.spin.is_zero() {
+        if !self.iter.is_multiple_of(64) && !self.spin.is_zero() {
             std::hint::spin_loop();
             return;
         }

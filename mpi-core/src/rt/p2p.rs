@@ -475,11 +475,7 @@ impl Engine {
     pub fn progress(&mut self, reqs: &mut ReqTable) -> bool {
         let mut did = self.flush_out(reqs);
         for i in 0..self.consumers.len() {
-            loop {
-                let (hdr, ptr, n) = match self.consumers[i].1.peek() {
-                    Some((h, p)) => (h, p.as_ptr(), p.len()),
-                    None => break,
-                };
+            while let Some((hdr, ptr, n)) = self.consumers[i].1.peek().map(|(h, p)| (h, p.as_ptr(), p.len())) {
                 // SAFETY: the record stays in the ring until the pop below;
                 // `incoming` never consumes from this ring.
                 let payload = unsafe { std::slice::from_raw_parts(ptr, n) };
@@ -727,7 +723,13 @@ impl Engine {
 
     /// Starts a send of `count` elements of `dt` at `buf` to world rank
     /// `dest_world` on context `ctx`, as request `ri` (already allocated).
-    #[allow(clippy::too_many_arguments)]
+    ///
+    /// `buf` must address `count` elements of `dt` that stay valid until the
+    /// request completes: callers are the C boundary, which received the
+    /// pointer from the program with that promise, and internal schedules
+    /// that own their buffers. (Not an `unsafe fn` so the engine's callers
+    /// stay readable; the contract is the MPI one.)
+    #[allow(clippy::too_many_arguments, clippy::not_unsafe_ptr_arg_deref)]
     pub fn start_send(
         &mut self,
         reqs: &mut ReqTable,
@@ -784,7 +786,7 @@ impl Engine {
     /// Sends a small contiguous message eagerly, without a request (the
     /// fast path of a blocking standard send): the data is in the ring, or
     /// copied into the destination's queue, when this returns.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments, clippy::not_unsafe_ptr_arg_deref)]
     pub fn send_eager_now(&mut self, reqs: &mut ReqTable, buf: *const u8, bytes: usize, dest_world: usize, ctx: u32, src: i32, tag: i32) {
         debug_assert!(bytes <= self.eager_limit);
         let hdr = MsgHdr { kind: kind::EAGER, src, tag, ctx, len: bytes as u64, ..Default::default() };

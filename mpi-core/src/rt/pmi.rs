@@ -85,13 +85,9 @@ impl Pmi {
             (Some(r), Some(n)) if r < n => Some((r, n)),
             _ => None,
         };
-        let stream = if let Some(fd) = env_num("PMI_FD")? {
-            // SAFETY: the launcher handed us this connected socket in PMI_FD and
-            // nothing else in the process owns it.
-            Some(unsafe { UnixStream::from_raw_fd(fd as i32) })
-        } else {
-            None
-        };
+        // SAFETY: the launcher handed us this connected socket in PMI_FD and
+        // nothing else in the process owns it.
+        let stream = env_num("PMI_FD")?.map(|fd| unsafe { UnixStream::from_raw_fd(fd as i32) });
         let Some(stream) = stream else {
             if let Ok(port) = std::env::var("PMI_PORT") {
                 return Self::init_port(&port, local);
