@@ -1809,7 +1809,7 @@ mod tests {
 
     /// Global indices (row-major, C order) of the elements a darray covers.
     fn darray_elems(t: &Dtype) -> Vec<usize> {
-        t.runs().iter().flat_map(|&(o, l)| (o as usize / 4..(o as usize + l) / 4)).collect()
+        t.runs().iter().flat_map(|&(o, l)| o as usize / 4..(o as usize + l) / 4).collect()
     }
 
     #[test]
