@@ -90,6 +90,16 @@ unsafe fn handles<'a>(count: c_int, reqs: *mut MPI_Request) -> MpiResult<&'a mut
     Ok(std::slice::from_raw_parts_mut(reqs, count as usize))
 }
 
+/// Slots of the request handles `hs` (see [`slot`]).
+fn slots(st: &mut State, hs: &[MPI_Request]) -> MpiResult<Vec<Option<u32>>> {
+    hs.iter().map(|&h| slot(st, h)).collect()
+}
+
+/// Slots of the `count` handles at `reqs`, for the Wait family.
+unsafe fn wait_slots(count: c_int, reqs: *mut MPI_Request) -> MpiResult<Vec<Option<u32>>> {
+    rt::with(|st| slots(st, handles(count, reqs)?))
+}
+
 /// Finishes slot `i` held in `*h`: status out, handle nulled if released.
 fn finish_handle(st: &mut State, h: &mut MPI_Request, i: u32) -> (MPI_Status, c_int, MPI_Comm) {
     let comm = st.reqs.get(i).comm;
@@ -204,11 +214,7 @@ unsafe fn finish_all_done(st: &mut State, hs: &mut [MPI_Request], slots: &[Optio
 }
 
 pub unsafe fn MPI_Waitall(count: c_int, array_of_requests: *mut MPI_Request, array_of_statuses: *mut MPI_Status) -> c_int {
-    let slots = rt::with(|st| {
-        let hs = handles(count, array_of_requests)?;
-        hs.iter().map(|&h| slot(st, h)).collect::<MpiResult<Vec<_>>>()
-    });
-    let slots = match slots {
+    let slots = match wait_slots(count, array_of_requests) {
         Ok(s) => s,
         Err(e) => return raise(MPI_COMM_WORLD, "MPI_Waitall", e),
     };
@@ -230,7 +236,7 @@ pub unsafe fn MPI_Testall(count: c_int, array_of_requests: *mut MPI_Request, fla
     let mut comm = MPI_COMM_WORLD;
     let r = rt::with(|st| {
         let hs = handles(count, array_of_requests)?;
-        let slots = hs.iter().map(|&h| slot(st, h)).collect::<MpiResult<Vec<_>>>()?;
+        let slots = slots(st, hs)?;
         let all = |st: &mut State| slots.iter().flatten().all(|&i| st.reqs.get(i).done);
         if !all(st) {
             st.progress();
@@ -269,11 +275,7 @@ unsafe fn any_done(st: &mut State, hs: &mut [MPI_Request], slots: &[Option<u32>]
 }
 
 pub unsafe fn MPI_Waitany(count: c_int, array_of_requests: *mut MPI_Request, index: *mut c_int, status: *mut MPI_Status) -> c_int {
-    let slots = rt::with(|st| {
-        let hs = handles(count, array_of_requests)?;
-        hs.iter().map(|&h| slot(st, h)).collect::<MpiResult<Vec<_>>>()
-    });
-    let slots = match slots {
+    let slots = match wait_slots(count, array_of_requests) {
         Ok(s) => s,
         Err(e) => return raise(MPI_COMM_WORLD, "MPI_Waitany", e),
     };
@@ -298,7 +300,7 @@ pub unsafe fn MPI_Testany(count: c_int, array_of_requests: *mut MPI_Request, ind
     let mut comm = MPI_COMM_WORLD;
     let r = rt::with(|st| {
         let hs = handles(count, array_of_requests)?;
-        let slots = hs.iter().map(|&h| slot(st, h)).collect::<MpiResult<Vec<_>>>()?;
+        let slots = slots(st, hs)?;
         if slots.iter().all(Option::is_none) {
             put_status(status, &empty_status());
             put(index, MPI_UNDEFINED, "index")?;
@@ -354,11 +356,7 @@ unsafe fn some_done(
 }
 
 pub unsafe fn MPI_Waitsome(incount: c_int, array_of_requests: *mut MPI_Request, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MPI_Status) -> c_int {
-    let slots = rt::with(|st| {
-        let hs = handles(incount, array_of_requests)?;
-        hs.iter().map(|&h| slot(st, h)).collect::<MpiResult<Vec<_>>>()
-    });
-    let slots = match slots {
+    let slots = match wait_slots(incount, array_of_requests) {
         Ok(s) => s,
         Err(e) => return raise(MPI_COMM_WORLD, "MPI_Waitsome", e),
     };
@@ -386,7 +384,7 @@ pub unsafe fn MPI_Testsome(incount: c_int, array_of_requests: *mut MPI_Request, 
     let mut comm = MPI_COMM_WORLD;
     let r = rt::with(|st| {
         let hs = handles(incount, array_of_requests)?;
-        let slots = hs.iter().map(|&h| slot(st, h)).collect::<MpiResult<Vec<_>>>()?;
+        let slots = slots(st, hs)?;
         if slots.iter().all(Option::is_none) {
             return put(outcount, MPI_UNDEFINED, "outcount");
         }
