@@ -18,6 +18,9 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 
+# The trace test reads the Parquet files with an independent reader.
+python3 -c "import pyarrow" 2>/dev/null || python3 -m pip install -q pyarrow
+
 cargo build --workspace --all-targets
 # The end-to-end tests start many processes on two cores: run test binaries
 # one at a time, each test under its own timeout (see tests/src/lib.rs).
