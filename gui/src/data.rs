@@ -35,36 +35,7 @@ pub struct CollSpan {
     pub members: Vec<(i32, i64, i64)>,
 }
 
-/// A user region of one rank, trace time.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Region {
-    pub t0: i64,
-    pub t1: i64,
-    /// Index into the model's names.
-    pub name: u16,
-    /// Nesting depth (0: outermost).
-    pub depth: u16,
-}
-
-/// The regions of a rank from its begin and end marks, sorted by start;
-/// a region never ended lasts until `end`.
-pub fn regions_of(marks: &[analyzers::model::RegionEv], shift: i64, end: i64) -> Vec<Region> {
-    let mut open: Vec<(u16, i64)> = Vec::new();
-    let mut out = Vec::new();
-    for m in marks {
-        if m.begin {
-            open.push((m.name, m.t));
-        } else if let Some(k) = open.iter().rposition(|o| o.0 == m.name) {
-            let (name, t) = open.remove(k);
-            out.push(Region { t0: t - shift, t1: m.t - shift, name, depth: k as u16 });
-        }
-    }
-    for (k, (name, t)) in open.into_iter().enumerate() {
-        out.push(Region { t0: t - shift, t1: (end - shift).max(t - shift), name, depth: k as u16 });
-    }
-    out.sort_by_key(|r| (r.t0, r.depth));
-    out
-}
+pub use analyzers::model::{regions_of, Region};
 
 /// The analyses and the indexes the viewer needs from them.
 pub struct Analysed {
