@@ -367,6 +367,7 @@ impl RankBuilder {
 /// communicators trace-wide and places ranks at their index.
 pub fn assemble(meta: Meta, built: Vec<BuiltRank>, comm_tables: Vec<trace_format::side::CommInfo>, problems: Vec<Problem>) -> Model {
     let mut names = Interner::default();
+    let mut module_ids = Interner::default();
     let mut model = Model { meta, problems, ..Default::default() };
     let mut comm_index: HashMap<u64, u32> = HashMap::new();
     for c in comm_tables {
@@ -381,14 +382,24 @@ pub fn assemble(meta: Meta, built: Vec<BuiltRank>, comm_tables: Vec<trace_format
         let name_map: Vec<u16> = b.names.iter().map(|n| names.id(n)).collect();
         let site_base = model.sites.len() as u32;
         let init = b.init_site;
-        model.sites.extend(b.sites.iter().map(|&addr| Site {
-            rank: b.data.rank,
-            addr,
-            key: match init {
-                Some(i) => addr.wrapping_sub(i) as i64,
-                None => addr as i64,
-            },
-        }));
+        let rank_meta = model.meta.rank_meta.iter().find(|m| m.process.rank == b.data.rank);
+        for &addr in &b.sites {
+            let located = rank_meta.and_then(|m| m.locate(addr)).filter(|_| addr != 0);
+            let (module, offset) = match located {
+                Some((path, off)) => (module_ids.id(path) as u32, off),
+                None => (NONE, 0),
+            };
+            let key = if module != NONE && offset < 1 << 44 {
+                // Disjoint from the fallback keys, exact for one module's offsets.
+                i64::MIN | ((module as i64) << 44) | offset as i64
+            } else {
+                match init {
+                    Some(i) => addr.wrapping_sub(i) as i64,
+                    None => addr as i64,
+                }
+            };
+            model.sites.push(Site { rank: b.data.rank, addr, key, module, offset });
+        }
         let comm_map: Vec<u32> = b
             .comms
             .iter()
@@ -431,6 +442,7 @@ pub fn assemble(meta: Meta, built: Vec<BuiltRank>, comm_tables: Vec<trace_format
         .map(|(r, d)| d.unwrap_or_else(|| RankData::new(r as i32, Completeness::Missing)))
         .collect();
     model.names = names.names;
+    model.modules = module_ids.names;
     model.clock_shift = vec![0; model.ranks.len()];
     if model.meta.ranks == 0 {
         model.meta.ranks = model.ranks.len() as u32;

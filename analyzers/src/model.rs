@@ -197,9 +197,35 @@ pub struct Site {
     pub rank: i32,
     pub addr: u64,
     /// Same value on every rank for the same location of the same binary:
-    /// the address relative to the rank's `MPI_Init` call site (addresses
-    /// differ between ranks under ASLR, offsets within a module do not).
+    /// the module and the offset within it when the rank's module map is
+    /// known, else the address relative to the rank's `MPI_Init` call site
+    /// (addresses differ between ranks under ASLR, offsets within a module
+    /// do not).
     pub key: i64,
+    /// Index into [`Model::modules`], or [`NONE`] if the address is in no
+    /// recorded module.
+    pub module: u32,
+    /// Offset of the return address in the module's file (what
+    /// `addr2line -e MODULE` takes for PIE executables and shared objects).
+    pub offset: u64,
+}
+
+/// Where a site is in the source, from a symbolizer (see [`Model::symbolize`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Location {
+    /// Function name, if known.
+    pub function: Option<String>,
+    /// Source file (as recorded in the debug information).
+    pub file: String,
+    pub line: u32,
+}
+
+impl Location {
+    /// `file.c:42` with the file's last path component only.
+    pub fn short(&self) -> String {
+        let f = self.file.rsplit('/').next().unwrap_or(&self.file);
+        format!("{f}:{}", self.line)
+    }
 }
 
 /// A loaded trace.
@@ -209,6 +235,10 @@ pub struct Model {
     /// Call and region names.
     pub names: Vec<Arc<str>>,
     pub sites: Vec<Site>,
+    /// Paths of the executable modules call sites are in.
+    pub modules: Vec<Arc<str>>,
+    /// Source locations of (module, offset) pairs, filled by [`Model::symbolize`].
+    pub locations: HashMap<(u32, u64), Location>,
     pub comms: Vec<CommDesc>,
     /// Indexed by world rank: `ranks[r].rank == r`.
     pub ranks: Vec<RankData>,
@@ -245,13 +275,52 @@ impl Model {
             (lo, hi)
         }
     }
-    /// A label for a site: `0xADDR` plus the rank if it is not from rank 0.
+    /// A label for a site: `file.c:42` when symbolized, else
+    /// `module+0xOFFSET` when the module is known, else `0xADDR`.
     pub fn site_label(&self, site: u32) -> String {
-        match self.sites.get(site as usize) {
-            Some(s) if s.addr == 0 => "?".into(),
-            Some(s) => format!("{:#x}", s.addr),
-            None => "?".into(),
+        let Some(s) = self.sites.get(site as usize) else { return "?".into() };
+        if s.addr == 0 {
+            return "?".into();
         }
+        if let Some(l) = self.site_location(site) {
+            return l.short();
+        }
+        self.site_module_label(site).unwrap_or_else(|| format!("{:#x}", s.addr))
+    }
+
+    /// `module+0xOFFSET` (the module's file name only), if the site's module is known.
+    pub fn site_module_label(&self, site: u32) -> Option<String> {
+        let s = self.sites.get(site as usize)?;
+        let path = self.modules.get(s.module as usize)?;
+        Some(format!("{}+{:#x}", path.rsplit('/').next().unwrap_or(path), s.offset))
+    }
+
+    /// The source location of a site, if symbolized.
+    pub fn site_location(&self, site: u32) -> Option<&Location> {
+        let s = self.sites.get(site as usize)?;
+        self.locations.get(&(s.module, s.offset))
+    }
+
+    /// Symbolizes every distinct (module, offset) of the call sites with
+    /// `resolve(module path, offset of the return address)`; returns how
+    /// many were resolved. The offset is that of the return address: a
+    /// symbolizer should look up `offset - 1` to land inside the call.
+    pub fn symbolize(&mut self, mut resolve: impl FnMut(&str, u64) -> Option<Location>) -> usize {
+        let mut keys: Vec<(u32, u64)> =
+            self.sites.iter().filter(|s| s.module != NONE && s.addr != 0).map(|s| (s.module, s.offset)).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        let mut n = 0;
+        for k in keys {
+            if self.locations.contains_key(&k) {
+                continue;
+            }
+            if let Some(l) = resolve(&self.modules[k.0 as usize], k.1) {
+                self.locations.insert(k, l);
+                n += 1;
+            }
+        }
+        n
     }
     pub fn comm_label(&self, comm: u32) -> String {
         self.comms.get(comm as usize).map(|c| c.label()).unwrap_or_else(|| "?".into())

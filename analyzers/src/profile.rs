@@ -12,7 +12,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{Model, RankData, NONE};
+use crate::model::{Location, Model, RankData, NONE};
 use crate::{par_map, Stats};
 
 /// Time of one rank.
@@ -68,8 +68,15 @@ pub struct CallProfile {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SiteProfile {
     pub call: String,
-    /// Address on the lowest rank that used the site.
+    /// Best label: `file.c:42`, `module+0xOFFSET`, or the address on the
+    /// lowest rank that used the site.
     pub site: String,
+    /// `module+0xOFFSET`, if the module is known.
+    #[serde(default)]
+    pub module: Option<String>,
+    /// Source location, if symbolized.
+    #[serde(default)]
+    pub location: Option<Location>,
     pub count: u64,
     pub time_ns: i64,
     pub bytes: i64,
@@ -362,6 +369,8 @@ pub fn profile(m: &Model) -> Profile {
         .map(|((name, _), (a, site, ranks))| SiteProfile {
             call: m.name(*name).to_string(),
             site: m.site_label(*site),
+            module: m.site_module_label(*site),
+            location: m.site_location(*site).cloned(),
             count: a.count,
             time_ns: a.time,
             bytes: a.bytes,

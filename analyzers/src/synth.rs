@@ -53,6 +53,14 @@ pub fn site(rank: i32, offset: u64) -> u64 {
     0x5555_0000_0000 + (rank as u64) * 0x10_0000 + offset
 }
 
+/// Path of the one executable module of synthetic traces with modules.
+pub const MODULE: &str = "/synthetic/bin/app";
+
+/// The module map of rank `rank`: site offset `o` is at file offset `o`.
+pub fn module(rank: i32) -> trace_format::side::Module {
+    trace_format::side::Module { start: site(rank, 0), end: site(rank, 0x10_0000), offset: 0, path: MODULE.into() }
+}
+
 /// Builds a small trace call by call (all on `MPI_COMM_WORLD` = comm 0).
 #[derive(Clone, Debug, Default)]
 pub struct SynthTrace {
@@ -64,6 +72,8 @@ pub struct SynthTrace {
     pending: HashMap<(i32, i32), Event>,
     /// Ranks that did not finalize.
     pub crashed: Vec<i32>,
+    /// Record the module map (every site in [`MODULE`] at its offset).
+    pub with_modules: bool,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -181,6 +191,7 @@ impl SynthTrace {
                 ..Default::default()
             },
             finalized: !self.crashed.contains(&rank),
+            modules: if self.with_modules { vec![module(rank)] } else { Vec::new() },
             ..Default::default()
         }
     }
@@ -345,6 +356,7 @@ pub fn write_stencil(dir: &Path, p: &StencilParams) -> Result<u64, Error> {
             ..Default::default()
         },
         finalized: true,
+        modules: vec![module(r as i32)],
         ..Default::default()
     };
     let results = crate::par_map(&ranks, |&r| -> Result<u64, Error> {

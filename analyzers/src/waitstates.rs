@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::collectives::Collectives;
 use crate::matching::{Matching, MsgRef};
-use crate::model::{CollKind, Model, P2p, RankData, NONE};
+use crate::model::{CollKind, Location, Model, P2p, RankData, NONE};
 use crate::{par_map, FastMap};
 
 /// The patterns.
@@ -70,7 +70,14 @@ impl PatternKind {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SiteWait {
     pub call: String,
+    /// Best label: `file.c:42`, `module+0xOFFSET` or `0xADDR` (see [`Model::site_label`]).
     pub site: String,
+    /// `module+0xOFFSET`, if the module is known.
+    #[serde(default)]
+    pub module: Option<String>,
+    /// Source location, if symbolized.
+    #[serde(default)]
+    pub location: Option<Location>,
     pub time_ns: i64,
     pub count: u64,
     pub ranks: usize,
@@ -258,6 +265,8 @@ pub fn wait_states(m: &Model, mt: &Matching, colls: &Collectives) -> Analysis {
             .map(|((name, _), (t, cnt, site, ranks))| SiteWait {
                 call: m.name(*name).to_string(),
                 site: m.site_label(*site),
+                module: m.site_module_label(*site),
+                location: m.site_location(*site).cloned(),
                 time_ns: *t,
                 count: *cnt,
                 ranks: ranks.len(),

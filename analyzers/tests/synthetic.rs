@@ -300,3 +300,45 @@ fn report_renders_in_every_format_and_fits_the_width() {
     assert_eq!(back, r);
     assert_eq!(back.schema_version, analyzers::report::SCHEMA_VERSION);
 }
+
+#[test]
+fn call_sites_are_named_by_module_and_offset_then_by_source_line() {
+    let mut t = SynthTrace::new(3);
+    t.with_modules = true;
+    // Ranks 1 and 2 wait for rank 0 at the same source location (offset
+    // 0x200), loaded at different addresses.
+    t.send(0, 1, 7, 800, 10 * MS, 10 * MS + 10 * US, 0x100);
+    t.send(0, 2, 7, 800, 10 * MS, 10 * MS + 10 * US, 0x100);
+    t.recv(1, 0, 7, 800, 5 * MS, 10 * MS + 20 * US, 0x200);
+    t.recv(2, 0, 7, 800, 6 * MS, 10 * MS + 20 * US, 0x200);
+    t.finalize(20 * MS);
+    let a = run(&t);
+    let ls = a.waits.states.get(PatternKind::LateSender).unwrap();
+    assert_eq!(ls.sites.len(), 1, "{:?}", ls.sites);
+    assert_eq!((ls.sites[0].ranks, ls.sites[0].count), (2, 2));
+    assert_eq!(ls.sites[0].site, "app+0x200");
+    assert_eq!(ls.sites[0].module.as_deref(), Some("app+0x200"));
+    assert_eq!(ls.sites[0].location, None);
+    let recv_site = a.profile.sites_by_time.iter().find(|s| s.call == "MPI_Recv").unwrap();
+    assert_eq!((recv_site.ranks, recv_site.count, recv_site.site.as_str()), (2, 2, "app+0x200"));
+
+    // A symbolizer maps (module, offset) to a source line; the labels follow.
+    let mut model = t.model();
+    let mut asked = Vec::new();
+    let n = model.symbolize(|path, off| {
+        asked.push((path.to_string(), off));
+        (off == 0x200).then(|| analyzers::model::Location { function: Some("exchange".into()), file: "/src/stencil.c".into(), line: 42 })
+    });
+    assert_eq!(n, 1);
+    asked.sort();
+    // Every distinct offset once (Init 0x10, Send 0x100, Recv 0x200, Finalize 0x20), not once per rank.
+    assert_eq!(asked.iter().map(|a| a.1).collect::<Vec<_>>(), vec![0x10, 0x20, 0x100, 0x200]);
+    assert!(asked.iter().all(|a| a.0 == analyzers::synth::MODULE));
+    let a = analyze(model);
+    let ls = a.waits.states.get(PatternKind::LateSender).unwrap();
+    assert_eq!(ls.sites[0].site, "stencil.c:42");
+    assert_eq!(ls.sites[0].module.as_deref(), Some("app+0x200"));
+    assert_eq!(ls.sites[0].location.as_ref().map(|l| l.line), Some(42));
+    let send_site = a.profile.sites_by_time.iter().find(|s| s.call == "MPI_Send").unwrap();
+    assert_eq!(send_site.site, "app+0x100");
+}
