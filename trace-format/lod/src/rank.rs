@@ -54,8 +54,6 @@ pub struct Cell {
 
 /// Calls per cell up to which cells are computed call by call (exactly).
 pub const EXACT_PER_CELL: usize = 4;
-/// Same, when the finest pyramid level is coarser than a cell.
-pub const EXACT_PER_CELL_FINE: usize = 16;
 
 /// The calls and zoom pyramid of one rank.
 pub struct RankLod {
@@ -208,131 +206,237 @@ impl RankLod {
     /// What each of `n` equal columns of `[t0, t1)` shows, in `out`.
     ///
     /// When few calls are in view (at most [`EXACT_PER_CELL`] per column on
-    /// average, or [`EXACT_PER_CELL_FINE`] when the finest pyramid level is
-    /// coarser than a column) the cells are computed call by call and are
-    /// exact. Otherwise they come from the pyramid level with buckets at
-    /// most one column wide (each bucket adds to the column where it
-    /// starts), plus, per column, the call that runs into it from the
-    /// left; the cost is O(n log calls) whatever the number of calls.
+    /// average) the cells are computed call by call and are exact, at a
+    /// cost of O(n + calls). Otherwise they come from the pyramid level
+    /// with buckets at most one column wide (or the finest level, whose
+    /// buckets then spread their time over the columns they span), plus,
+    /// per column, the call that covers it when one started earlier; the
+    /// cost is O(n) plus a short search per column a call covers, whatever
+    /// the number of calls. No division per column or call: the column
+    /// bounds are computed once, incrementally.
     pub fn cells(&self, t0: i64, t1: i64, n: usize, out: &mut Vec<Cell>) {
         out.clear();
         out.resize(n, Cell::default());
         if n == 0 || t1 <= t0 || self.is_empty() {
             return;
         }
-        let win = Window { t0, t1, n };
+        let win = Window::new(t0, t1, n);
         let r = self.starting_in(t0, t1);
-        let w = (t1 - t0) as f64 / n as f64;
-        let fine = (self.level_width(0) as f64) > w;
-        let limit = n.saturating_mul(if fine { EXACT_PER_CELL_FINE } else { EXACT_PER_CELL });
-        if r.len() <= limit {
+        if r.len() <= n.saturating_mul(EXACT_PER_CELL) {
             self.cells_exact(&win, r, out);
         } else {
-            self.cells_binned(&win, self.level_for(w), out);
+            let w = (t1 - t0) as f64 / n as f64;
+            self.cells_binned(&win, self.level_for(w), r.start, out);
         }
     }
 
     fn cells_exact(&self, win: &Window, r: Range<usize>, out: &mut [Cell]) {
-        let mut best = vec![-1i64; win.n];
-        let first = r.start.saturating_sub(1);
-        for i in first..r.end {
-            let c = self.call(i);
-            if c.t_start < win.t0 && c.t_end <= win.t0 {
+        let evs = self.events();
+        let n = win.n;
+        let b = &win.bounds;
+        let mut best = vec![-1i64; n];
+        // Starts only grow (the calls are sorted), so the column of each
+        // call is found by walking on from the previous one.
+        let mut k = 0usize;
+        for (i, e) in evs.iter().enumerate().take(r.end).skip(r.start.saturating_sub(1)) {
+            let t_end = e.t_start.saturating_add(self.dur(i, e));
+            if e.t_start < win.t0 && t_end <= win.t0 {
                 continue;
             }
-            if c.t_start >= win.t0 {
-                let k = win.cell_of(c.t_start);
+            let s = e.t_start.max(win.t0);
+            let end = t_end.min(win.t1);
+            while k + 1 < n && b[k + 1] <= s {
+                k += 1;
+            }
+            if e.t_start >= win.t0 {
                 out[k].count += 1;
             }
-            let s = c.t_start.max(win.t0);
-            let e = c.t_end.min(win.t1);
-            let (ka, kb) = (win.cell_of(s), if e > s { win.cell_of(e - 1) } else { win.cell_of(s) });
-            for (k, cell) in out.iter_mut().enumerate().take(kb + 1).skip(ka) {
-                let overlap = (e.min(win.bound(k + 1)) - s.max(win.bound(k))).max(0);
+            let mut c = k;
+            loop {
+                let overlap = (end.min(b[c + 1]) - s.max(b[c])).max(0);
+                let cell = &mut out[c];
                 cell.busy += overlap;
-                cell.flags |= c.flags;
-                if overlap > best[k] {
-                    best[k] = overlap;
-                    cell.dominant = Some(c.name);
+                cell.flags |= e.flags;
+                if overlap > best[c] {
+                    best[c] = overlap;
+                    cell.dominant = Some(e.name);
                     cell.event = Some(i);
+                }
+                c += 1;
+                if c >= n || b[c] >= end {
+                    break;
                 }
             }
         }
     }
 
-    fn cells_binned(&self, win: &Window, k: usize, out: &mut [Cell]) {
-        let mut best = vec![-1i64; win.n];
-        // The latest end of calls started before each column: the bucket
-        // before the window first, then the buckets of the columns so far.
+    /// Binned cells from level `k`; `first` is the index of the first call
+    /// starting in the window.
+    fn cells_binned(&self, win: &Window, k: usize, first: usize, out: &mut [Cell]) {
+        let n = win.n;
+        let b = &win.bounds;
+        let mut best = vec![-1i64; n];
+        let evs = self.events();
         let l = self.level(k);
         let inside = self.buckets_in(k, win.t0, win.t1);
-        let first = inside.as_ptr() as usize;
-        let base = (first - l.as_ptr() as usize) / std::mem::size_of::<Bucket>();
+        let base = (inside.as_ptr() as usize - l.as_ptr() as usize) / std::mem::size_of::<Bucket>();
+        // The latest end of calls started before each column: the bucket
+        // before the window first, then the buckets of the columns so far.
         let mut reach = if base > 0 { l[base - 1].max_end } else { i64::MIN };
+        // The call running at the window's start may be in a bucket that
+        // straddles it (then seen only after the first column).
+        if let Some(i) = gallop_le(evs, first, win.t0).checked_sub(1) {
+            reach = reach.max(self.call(i).t_end);
+        }
+        // Calls in the buckets seen so far end at index `seen` (a guess
+        // for finding the call running into a column).
+        let mut seen = match inside.first() {
+            Some(x) if self.bucket_start(k, x.key) < win.t0 => self.first_at(self.bucket_start(k, x.key)),
+            _ => first,
+        };
+        let width = self.level_width(k);
         let mut next = 0usize;
         let mut covering: Option<(usize, Call)> = None;
-        let mut carry = 0i64;
-        for (c, cell) in out.iter_mut().enumerate() {
-            let (a, z) = (win.bound(c), win.bound(c + 1));
-            cell.busy += std::mem::take(&mut carry);
+        for c in 0..n {
+            let (a, z) = (b[c], b[c + 1]);
             if reach > a {
                 // A call started before the column runs into it.
-                let tail = reach.min(z) - a;
                 if reach >= z {
                     let call = match covering {
                         Some((i, x)) if x.t_start <= a && x.t_end >= z => Some((i, x)),
-                        _ => self.call_at(a).map(|i| (i, self.call(i))).filter(|(_, x)| x.t_end >= z),
+                        _ => gallop_le(evs, seen, a).checked_sub(1).map(|i| (i, self.call(i))).filter(|(_, x)| x.t_end >= z),
                     };
                     if let Some((i, x)) = call {
                         covering = Some((i, x));
+                        let cell = &mut out[c];
                         cell.event = Some(i);
                         cell.dominant = Some(x.name);
                         cell.flags |= x.flags;
                         best[c] = i64::MAX;
                     }
                 }
-                cell.busy += tail;
+                out[c].busy += reach.min(z) - a;
             }
-            while let Some(b) = inside.get(next) {
-                let start = self.bucket_start(k, b.key).max(win.t0);
+            while let Some(bk) = inside.get(next) {
+                let bs = self.bucket_start(k, bk.key);
+                let start = bs.max(win.t0);
                 if start >= z {
                     break;
                 }
-                cell.count += b.count;
-                // A bucket narrower than a column may straddle its end: the
-                // time goes to both columns by overlap (no aliasing stripes).
-                let end = self.bucket_start(k, b.key).saturating_add(self.level_width(k));
-                let spill = if end > z && c + 1 < win.n { (b.busy as i128 * (end - z) as i128 / (end - start).max(1) as i128) as i64 } else { 0 };
-                cell.busy += b.busy - spill;
-                carry += spill;
-                cell.flags |= b.flags;
-                if b.busy > best[c] {
-                    best[c] = b.busy;
-                    cell.dominant = Some(b.dominant);
+                out[c].count += bk.count;
+                // A bucket that runs past the column's end gives its time to
+                // the columns it spans by overlap (no aliasing stripes).
+                let end = bs.saturating_add(width).min(win.t1);
+                let total = (end - start).max(1) as f64;
+                let mut cc = c;
+                let mut given = 0i64;
+                loop {
+                    let last = cc + 1 >= n || b[cc + 1] >= end;
+                    let part = if last { bk.busy - given } else { (bk.busy as f64 * (b[cc + 1] - start.max(b[cc])) as f64 / total) as i64 };
+                    given += part;
+                    let cell = &mut out[cc];
+                    cell.busy += part;
+                    cell.flags |= bk.flags;
+                    if part > best[cc] {
+                        best[cc] = part;
+                        cell.dominant = Some(bk.dominant);
+                    }
+                    if last {
+                        break;
+                    }
+                    cc += 1;
                 }
-                reach = reach.max(b.max_end);
+                reach = reach.max(bk.max_end);
+                seen += bk.count as usize;
                 next += 1;
             }
-            cell.busy = cell.busy.min(z - a);
+        }
+        for (c, cell) in out.iter_mut().enumerate() {
+            cell.busy = cell.busy.min(b[c + 1] - b[c]);
         }
     }
 }
 
-/// `n` equal columns of `[t0, t1)`.
+/// The number of calls of `evs` starting at or before `t`, searched
+/// outwards from `guess` (cheap when the answer is near it).
+fn gallop_le(evs: &[Ev], guess: usize, t: i64) -> usize {
+    let le = |i: usize| evs[i].t_start <= t;
+    let g = guess.min(evs.len());
+    if g < evs.len() && le(g) {
+        // Forward: the answer is after g.
+        let mut step = 1;
+        while g + step < evs.len() && le(g + step) {
+            step *= 2;
+        }
+        let (lo, hi) = (g + step / 2 + 1, (g + step).min(evs.len()));
+        lo + evs[lo..hi].partition_point(|e| e.t_start <= t)
+    } else {
+        // Backward: the answer is at or before g.
+        let mut step = 1;
+        while step <= g && !le(g - step) {
+            step *= 2;
+        }
+        let lo = g.saturating_sub(step);
+        let hi = g - step / 2;
+        lo + evs[lo..hi].partition_point(|e| e.t_start <= t)
+    }
+}
+
+/// `n` equal columns of `[t0, t1)` and their bounds (`bounds[c]` is the
+/// start of column `c`, `bounds[n] == t1`).
 struct Window {
     t0: i64,
     t1: i64,
     n: usize,
+    bounds: Vec<i64>,
 }
 
 impl Window {
-    /// Start of column `c` (`bound(n) == t1`).
-    fn bound(&self, c: usize) -> i64 {
-        self.t0 + ((self.t1 - self.t0) as i128 * c as i128 / self.n as i128) as i64
+    /// Column `c` starts at `t0 + floor((t1 - t0) * c / n)`, computed
+    /// without overflow or division per column.
+    fn new(t0: i64, t1: i64, n: usize) -> Window {
+        let span = t1 - t0;
+        let ni = n as i64;
+        let (q, rem) = (span / ni, span % ni);
+        let mut bounds = Vec::with_capacity(n + 1);
+        let (mut acc, mut extra) = (0i64, 0i64);
+        for c in 0..=ni {
+            bounds.push(t0 + q * c + extra);
+            acc += rem;
+            if acc >= ni {
+                acc -= ni;
+                extra += 1;
+            }
+        }
+        Window { t0, t1, n, bounds }
     }
-    /// Column of `t` in `[t0, t1)`.
-    fn cell_of(&self, t: i64) -> usize {
-        let c = ((t - self.t0) as i128 * self.n as i128 / (self.t1 - self.t0) as i128) as usize;
-        c.min(self.n - 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn window_bounds_equal_the_formula() {
+        for (t0, t1, n) in [(0i64, 1920i64, 1920usize), (5, 6, 7), (-100, 1_000_003, 1920), (i64::MIN / 2, i64::MAX / 2, 1920), (10, 10_000_000_007, 333)] {
+            let w = Window::new(t0, t1, n);
+            assert_eq!(w.bounds.len(), n + 1);
+            for (c, &b) in w.bounds.iter().enumerate() {
+                assert_eq!(b as i128, t0 as i128 + (t1 as i128 - t0 as i128) * c as i128 / n as i128, "column {c} of {n} over [{t0}, {t1})");
+            }
+        }
+    }
+
+    #[test]
+    fn gallop_equals_partition_point() {
+        let starts = [1i64, 3, 3, 3, 7, 9, 9, 20, 21, 22, 40, 41, 100];
+        let evs: Vec<Ev> = starts.iter().map(|&t| Ev { t_start: t, ..Ev::default() }).collect();
+        for t in -1..110 {
+            let want = evs.partition_point(|e| e.t_start <= t);
+            for guess in 0..=evs.len() + 2 {
+                assert_eq!(gallop_le(&evs, guess, t), want, "t {t} guess {guess}");
+            }
+        }
+        assert_eq!(gallop_le(&[], 0, 5), 0);
     }
 }

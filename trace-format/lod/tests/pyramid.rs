@@ -253,4 +253,94 @@ fn binned_cells_show_calls_wider_than_a_column() {
         }
     }
     assert!(covered > 20, "{covered}");
+    // Windows anywhere (the search for the covering call starts from a
+    // guess, forwards or backwards).
+    let mut r = Rng(8);
+    let mut checked = 0;
+    for _ in 0..200 {
+        let n = 1 + r.next(400) as usize;
+        let t0 = lo + r.next((hi - lo) as u64) as i64;
+        let t1 = t0 + 1 + r.next(((hi - t0) as u64).max(1)) as i64;
+        lod.cells(t0, t1, n, &mut out);
+        if lod.starting_in(t0, t1).len() <= 4 * n {
+            continue;
+        }
+        checked += 1;
+        let bound = |c: usize| t0 + ((t1 - t0) as i128 * c as i128 / n as i128) as i64;
+        for (c, cell) in out.iter().enumerate() {
+            let (a, z) = (bound(c), bound(c + 1));
+            let latest = calls.iter().rposition(|x| x.t_start <= a);
+            let want = latest.filter(|&i| calls[i].t_end >= z);
+            if want.is_some() {
+                assert_eq!(cell.event, want, "column {c} of {n} over [{t0}, {t1})");
+                assert_eq!(cell.busy, z - a);
+            }
+        }
+    }
+    assert!(checked > 50, "{checked}");
+}
+
+/// Binned cells at any window: every call of the buckets in view is
+/// counted once, in the column where its bucket starts; time never exceeds
+/// a column.
+#[test]
+fn binned_cells_count_every_call_once() {
+    let calls = random_calls(31, 40_000);
+    let lod = built(&calls);
+    let (lo, hi) = lod.span().unwrap();
+    let mut r = Rng(5);
+    let mut out = Vec::new();
+    let mut checked = 0;
+    for _ in 0..300 {
+        let n = 1 + r.next(2000) as usize;
+        let t0 = lo - 1000 + r.next((hi - lo) as u64) as i64;
+        let t1 = t0 + 1 + r.next((hi - lo) as u64) as i64;
+        lod.cells(t0, t1, n, &mut out);
+        let in_view = lod.starting_in(t0, t1).len();
+        if in_view <= 4 * n {
+            continue;
+        }
+        checked += 1;
+        // The level the query uses, and the calls of its buckets in view.
+        let k = lod.level_for((t1 - t0) as f64 / n as f64);
+        let b = lod.buckets_in(k, t0, t1);
+        let (a, z) = (lod.bucket_start(k, b[0].key), lod.bucket_start(k, b[b.len() - 1].key) + lod.level_width(k));
+        let total: u64 = out.iter().map(|c| c.count as u64).sum();
+        assert_eq!(total as usize, lod.starting_in(a, z).len(), "{n} columns over [{t0}, {t1})");
+        let bound = |c: usize| t0 + ((t1 - t0) as i128 * c as i128 / n as i128) as i64;
+        for (c, cell) in out.iter().enumerate() {
+            assert!(cell.busy >= 0 && cell.busy <= bound(c + 1) - bound(c), "column {c}: {cell:?}");
+            assert!(cell.busy == 0 || cell.dominant.is_some(), "column {c}: {cell:?}");
+        }
+    }
+    assert!(checked > 100, "{checked}");
+}
+
+/// Between 4 and 8 calls per column the finest level is coarser than a
+/// column: its buckets share their time with every column they span, so
+/// a rank busy all the time shows no empty columns (no stripes).
+#[test]
+fn dense_calls_leave_no_empty_columns_when_binned() {
+    // A call of 100 ns every 120 ns.
+    let calls: Vec<RawCall> = (0..200_000i64).map(|i| RawCall { t_start: i * 120, t_end: i * 120 + 100, name: (i % 3) as u16, flags: 0, bytes: 0 }).collect();
+    let lod = built(&calls);
+    assert!(lod.level_width(0) >= 8 * 120, "finest level {} ns", lod.level_width(0));
+    let mut out = Vec::new();
+    for per_col in [5i64, 6, 7] {
+        let n = 1920;
+        let (t0, t1) = (1_000_000, 1_000_000 + per_col * 120 * n as i64);
+        lod.cells(t0, t1, n, &mut out);
+        assert!(lod.starting_in(t0, t1).len() > 4 * n, "binned");
+        assert!(lod.level_width(0) as f64 > (t1 - t0) as f64 / n as f64, "finest level coarser than a column");
+        for (c, cell) in out.iter().enumerate() {
+            let w = (per_col * 120) as f64;
+            // About 100/120 of each column is in MPI; spreading is exact
+            // up to rounding at bucket edges.
+            let frac = cell.busy as f64 / w;
+            assert!((0.6..=1.0).contains(&frac), "{per_col} calls per column: column {c} busy {frac:.2}");
+            assert!(cell.dominant.is_some());
+        }
+        let total: u64 = out.iter().map(|c| c.count as u64).sum();
+        assert!(total as usize >= lod.starting_in(t0, t1).len());
+    }
 }
