@@ -88,6 +88,9 @@ impl CommState {
 pub enum ReqKind {
     Send,
     Recv,
+    /// `MPI_Isendrecv(_replace)`: the call row holds the send half, the
+    /// completion the receive half.
+    Sendrecv,
     Coll,
     Other,
 }
@@ -106,6 +109,10 @@ pub struct ReqInfo {
     pub seq: i64,
     pub persistent: bool,
     pub active: bool,
+    /// `Sendrecv` requests: the source asked for (world rank, or
+    /// `MPI_ANY_SOURCE`/`MPI_PROC_NULL`) and the receive tag (or `MPI_ANY_TAG`).
+    pub recv_peer: i32,
+    pub recv_tag: i32,
 }
 
 /// A message matched by `MPI_Mprobe`/`MPI_Improbe`.
@@ -141,6 +148,9 @@ pub struct Tracer {
     pub calls: u64,
     pub sync_init: Option<SyncPoint>,
     pub sync_comms: (c_int, c_int),
+    /// Whether the library fills the status of a completed `MPI_Isendrecv`
+    /// (MPICH 4.0 does not; see `life::isendrecv_fills_status`).
+    pub isendrecv_status: bool,
     side_failed: bool,
 }
 
@@ -269,6 +279,7 @@ impl Tracer {
             calls: 0,
             sync_init: None,
             sync_comms: (abi::MPI_COMM_NULL, abi::MPI_COMM_NULL),
+            isendrecv_status: true,
             side_failed: false,
         };
         let mut wg = abi::MPI_GROUP_NULL;

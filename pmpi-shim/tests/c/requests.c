@@ -1,5 +1,6 @@
 /* Requests: persistent send/receive with Start/Wait, Waitany, Waitsome,
- * Testall polling, a cancelled receive and MPI_Sendrecv. Two ranks. */
+ * Testall polling, a cancelled receive, MPI_Sendrecv and MPI_Isendrecv(_replace).
+ * Two ranks. */
 #include <mpi.h>
 
 int main(int argc, char **argv) {
@@ -37,6 +38,15 @@ int main(int argc, char **argv) {
     while (!flag) MPI_Testall(2, t, &flag, MPI_STATUSES_IGNORE);
 
     MPI_Sendrecv(a, 3, MPI_INT, peer, 15, b, 3, MPI_INT, MPI_ANY_SOURCE, 15, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    /* Nonblocking send-receive, completed by Wait (ignored status) and
+     * Waitall (real statuses); one receive half with a wildcard. */
+    MPI_Request q[2];
+    MPI_Isendrecv(a, 2, MPI_INT, peer, 17, b, 4, MPI_INT, peer, 17, MPI_COMM_WORLD, &q[0]);
+    MPI_Wait(&q[0], MPI_STATUS_IGNORE);
+    MPI_Isendrecv_replace(a, 3, MPI_INT, peer, 18, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &q[0]);
+    MPI_Isendrecv(a, 1, MPI_INT, peer, 19, b, 1, MPI_INT, peer, 19, MPI_COMM_WORLD, &q[1]);
+    MPI_Status qs[2];
+    MPI_Waitall(2, q, qs);
     /* Matched probe: rank 0 sends, rank 1 probes any source, then receives. */
     if (rank == 0) MPI_Send(a, 2, MPI_INT, 1, 16, MPI_COMM_WORLD);
     else {
