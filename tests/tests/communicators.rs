@@ -65,6 +65,18 @@ fn user_error_handlers_and_error_classes() {
     each_size("errh_user", &[1, 2, 3], "errh_user OK");
 }
 
+/// Four threads per rank create communicators from parents of their own at
+/// the same time (dup, split, create, create_group, Cart_create, dup of an
+/// intercommunicator); a context id given to two live communicators of one
+/// process would cross their messages, which the program checks.
+#[test]
+fn concurrent_communicator_creation_in_threads() {
+    let exe = compile("comm_threads", Compiler::Ours);
+    for n in [1, 2, 3, 4, 5] {
+        run(Launcher::Ours, n, &exe, &["60"], &[], T).assert_ok(&format!("comm_threads OK on {n} ranks, 60 iterations"));
+    }
+}
+
 #[test]
 fn create_and_free_100000_communicators() {
     let exe = compile("comm_many", Compiler::Ours);

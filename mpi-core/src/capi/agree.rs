@@ -183,9 +183,9 @@ impl View {
         Ok(u32::from_ne_bytes(b[..4].try_into().unwrap()))
     }
 
-    /// Maximum of `v` over the view.
-    pub fn allreduce_max(&self, v: u32) -> MpiResult<u32> {
-        let m = self.reduce_u32(v, u32::max)?;
+    /// `v` combined with `f` over the view, at every member.
+    pub fn allreduce_u32(&self, v: u32, f: impl Fn(u32, u32) -> u32) -> MpiResult<u32> {
+        let m = self.reduce_u32(v, f)?;
         self.bcast_u32(m, 0)
     }
 

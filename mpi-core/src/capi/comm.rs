@@ -6,12 +6,12 @@ use std::sync::Arc;
 
 use mpi_api::abi::*;
 
-use super::agree::{bytes_to_ints, ints_to_bytes, View};
+use super::agree::{bytes_to_ints, ints_to_bytes, View, TAG_EXCHANGE};
 use super::attr::{copy_attrs, delete_attrs};
 use super::{put, put_str, ret};
 use crate::bail;
 use crate::rt::attr::ObjKind;
-use crate::rt::comm::{Comm, CTX_SPAN_INTER, CTX_SPAN_INTRA};
+use crate::rt::comm::{combine_offers, ctx_key, Comm, CtxKey, CTX_BUSY, CTX_SPAN_INTER, CTX_SPAN_INTRA};
 use crate::rt::error::MpiResult;
 use crate::rt::group;
 use crate::rt::p2p::{Kind, ReqTable, Request};
@@ -82,30 +82,90 @@ fn intra_of(comm: MPI_Comm, what: &str) -> MpiResult<Comm> {
     Ok(c)
 }
 
-/// Agrees on a fresh context id over all processes of `comm` (both groups
-/// of an intercommunicator) and reserves `span` ids from it (collective).
-pub(crate) fn new_context(comm: MPI_Comm, span: u32) -> MpiResult<u32> {
-    let (local, remote, mine) = rt::with(|st| {
-        let c = st.comms.get(comm)?.clone();
-        let local = View::local(st, &c)?;
-        let remote = if c.is_inter() { Some(View::remote(st, &c)?) } else { None };
-        Ok((local, remote, st.comms.next_ctx))
-    })?;
-    let ctx = match remote {
-        None => local.allreduce_max(mine)?,
-        Some(remote) => {
-            let mut m = local.reduce_u32(mine, u32::max)?;
-            if local.rank == 0 {
-                let theirs = remote.sendrecv_vec(&m.to_ne_bytes(), 0, super::agree::TAG_EXCHANGE)?;
-                m = m.max(u32::from_ne_bytes(theirs[..4].try_into().unwrap()));
+/// The processes of one context-id agreement: this process's group and,
+/// for an intercommunicator, the link between the two groups' leaders.
+pub(crate) struct Agreement {
+    pub local: View,
+    /// The rank in `local` that talks to the other group.
+    pub leader: usize,
+    /// At the leader of an intercommunicator's group: the view on which it
+    /// reaches the other leader, and that leader's rank in it.
+    pub peer: Option<(View, usize)>,
+    /// Whether there is another group (only the leader has `peer`).
+    pub inter: bool,
+}
+
+impl Agreement {
+    /// Combines every member's offer (see rt/comm.rs).
+    fn round(&self, offer: u32) -> MpiResult<u32> {
+        let l = &self.local;
+        if !self.inter {
+            return l.allreduce_u32(offer, combine_offers);
+        }
+        let mut m = if self.leader == 0 { l.reduce_u32(offer, combine_offers)? } else { l.allreduce_u32(offer, combine_offers)? };
+        if l.rank == self.leader {
+            let Some((pv, remote_leader)) = &self.peer else {
+                bail!(MPI_ERR_INTERN, "the leader of an intercommunicator agreement has no link to the other group");
+            };
+            let theirs = pv.sendrecv_vec(&m.to_ne_bytes(), *remote_leader, TAG_EXCHANGE)?;
+            if theirs.len() < 4 {
+                bail!(MPI_ERR_INTERN, "short reply from the remote leader");
             }
-            local.bcast_u32(m, 0)?
+            m = combine_offers(m, u32::from_ne_bytes(theirs[..4].try_into().unwrap()));
+        }
+        l.bcast_u32(m, self.leader)
+    }
+}
+
+/// Agrees on a fresh context id with the processes of `a` and reserves
+/// `span` ids from it, in rounds as rt/comm.rs explains. `ready` says every
+/// member has already entered the operation (a full exchange preceded);
+/// otherwise, in a process that may run agreements on several threads, a
+/// first round only checks that all are there before this agreement claims
+/// the token (a member held up elsewhere, perhaps waiting for what another
+/// agreement of this process leads to, must not keep the token from it).
+pub(crate) fn agree_ctx(key: CtxKey, span: u32, a: &Agreement, ready: bool) -> MpiResult<u32> {
+    let multi = rt::with(|st| Ok(st.thread_level == MPI_THREAD_MULTIPLE))?;
+    if multi && !ready {
+        // Everybody offers busy: this only waits for all members. The
+        // agreement is not registered yet, so it keeps no other agreement
+        // of this process from the token meanwhile.
+        a.round(CTX_BUSY)?;
+    }
+    rt::with(|st| {
+        st.comms.agreements.register(key);
+        Ok(())
+    })?;
+    let r = loop {
+        let settled = rt::with(|st| st.comms.offer(key, span))
+            .and_then(|o| a.round(o))
+            .and_then(|m| rt::with(|st| Ok(st.comms.settle(key, m, span))));
+        match settled {
+            Ok(Some(ctx)) => break Ok(ctx),
+            Ok(None) => std::thread::yield_now(),
+            Err(e) => break Err(e),
         }
     };
-    rt::with(|st| {
-        st.comms.take_ctx(ctx, span);
-        Ok(ctx)
-    })
+    if r.is_err() {
+        let _ = rt::with(|st| {
+            st.comms.agreements.unregister(key);
+            Ok(())
+        });
+    }
+    r
+}
+
+/// Agrees on a fresh context id over all processes of `comm` (both groups
+/// of an intercommunicator) and reserves `span` ids from it (collective).
+/// `ready`: as for [`agree_ctx`].
+pub(crate) fn new_context(comm: MPI_Comm, span: u32, ready: bool) -> MpiResult<u32> {
+    let (a, key) = rt::with(|st| {
+        let c = st.comms.get(comm)?.clone();
+        let local = View::local(st, &c)?;
+        let peer = if c.is_inter() && c.rank == 0 { Some((View::remote(st, &c)?, 0)) } else { None };
+        Ok((Agreement { local, leader: 0, peer, inter: c.is_inter() }, ctx_key(&c, 0)))
+    })?;
+    agree_ctx(key, span, &a, ready)
 }
 
 /// Inserts a new communicator (with the hidden local communicator of an
@@ -135,7 +195,7 @@ unsafe fn dup_common(comm: MPI_Comm, info: Option<MPI_Info>, newcomm: *mut MPI_C
         None => parent.hints.clone(),
     };
     let span = if parent.is_inter() { CTX_SPAN_INTER } else { CTX_SPAN_INTRA };
-    let ctx = new_context(comm, span)?;
+    let ctx = new_context(comm, span, false)?;
     let attrs = copy_attrs(ObjKind::Comm, comm, &parent.attrs)?;
     publish(Comm { ctx, attrs, hints, name: String::new(), ..parent }, newcomm)
 }
@@ -220,7 +280,8 @@ pub(crate) fn split(comm: MPI_Comm, color: c_int, key: c_int) -> MpiResult<(Comm
     }
     let view = rt::with(|st| View::local(st, &parent))?;
     let all = view.allgather_vec(&ints_to_bytes(&[color, key]))?;
-    let ctx = new_context(comm, CTX_SPAN_INTRA)?;
+    // The exchange above brought every member here.
+    let ctx = new_context(comm, CTX_SPAN_INTRA, true)?;
     let mut members: Vec<(c_int, usize)> = Vec::new();
     if color != MPI_UNDEFINED {
         for (r, ck) in all.iter().enumerate() {
@@ -287,11 +348,15 @@ pub unsafe fn MPI_Comm_create(comm: MPI_Comm, group: MPI_Group, newcomm: *mut MP
         if let Some(w) = members.iter().find(|w| !parent.group.contains(w)) {
             bail!(MPI_ERR_GROUP, "the group is not a subgroup of the communicator's group (world rank {w} is not a member)");
         }
-        let ctx = new_context(comm, CTX_SPAN_INTRA)?;
+        let ctx = new_context(comm, CTX_SPAN_INTRA, false)?;
         make_intra(&parent, ctx, members.to_vec(), newcomm)
     })();
     ret(comm, "MPI_Comm_create", r)
 }
+
+/// Kinds of agreement keys beside the plain one (0), ORed with a user tag.
+pub(crate) const KEY_CREATE_GROUP: u64 = 1 << 32;
+pub(crate) const KEY_INTERCOMM_CREATE: u64 = 2 << 32;
 
 pub unsafe fn MPI_Comm_create_group(comm: MPI_Comm, group: MPI_Group, tag: c_int, newcomm: *mut MPI_Comm) -> c_int {
     let r = (|| {
@@ -302,7 +367,7 @@ pub unsafe fn MPI_Comm_create_group(comm: MPI_Comm, group: MPI_Group, tag: c_int
             bail!(MPI_ERR_TAG, "invalid tag {tag} (MPI_Comm_create_group needs a tag >= 0)");
         }
         let parent = intra_of(comm, "MPI_Comm_create_group")?;
-        let (members, me, mine) = rt::with(|st| Ok((st.comms.groups.get(group)?, st.world_rank, st.comms.next_ctx)))?;
+        let (members, me) = rt::with(|st| Ok((st.comms.groups.get(group)?, st.world_rank)))?;
         if let Some(w) = members.iter().find(|w| !parent.group.contains(w)) {
             bail!(MPI_ERR_GROUP, "the group is not a subgroup of the communicator's group (world rank {w} is not a member)");
         }
@@ -311,12 +376,9 @@ pub unsafe fn MPI_Comm_create_group(comm: MPI_Comm, group: MPI_Group, tag: c_int
         };
         // Only the members take part: agree among them on the parent's
         // collective context, with tags derived from the user's tag.
-        let view = rt::with(|st| View::new(st, parent.coll_ctx(), rank, members.clone()))?.with_user_tag(tag);
-        let ctx = view.allreduce_max(mine)?;
-        rt::with(|st| {
-            st.comms.take_ctx(ctx, CTX_SPAN_INTRA);
-            Ok(())
-        })?;
+        let local = rt::with(|st| View::new(st, parent.coll_ctx(), rank, members.clone()))?.with_user_tag(tag);
+        let a = Agreement { local, leader: 0, peer: None, inter: false };
+        let ctx = agree_ctx(ctx_key(&parent, KEY_CREATE_GROUP | tag as u64), CTX_SPAN_INTRA, &a, false)?;
         publish(Comm::intra(ctx, members, rank as c_int, parent.errhandler), newcomm)
     })();
     ret(comm, "MPI_Comm_create_group", r)

@@ -3,8 +3,9 @@
 //!
 //! An intercommunicator keeps the remote group in `Comm::group` and the
 //! local group in `Comm::local` (see rt/comm.rs), so point-to-point works on
-//! it unchanged. Its context id is fresh for both groups: each group agrees
-//! on the maximum of its members' counters, the leaders exchange theirs.
+//! it unchanged. Its context id is fresh for both groups: each group combines
+//! its members' offers, the leaders exchange theirs (rounds as in
+//! rt/comm.rs).
 
 use std::os::raw::c_int;
 use std::sync::Arc;
@@ -12,10 +13,10 @@ use std::sync::Arc;
 use mpi_api::abi::*;
 
 use super::agree::{bytes_to_ranks, ranks_to_bytes, View, TAG_EXCHANGE};
-use super::comm::{comm_of, new_context, publish};
+use super::comm::{agree_ctx, comm_of, new_context, publish, Agreement, KEY_INTERCOMM_CREATE};
 use super::{put, ret};
 use crate::bail;
-use crate::rt::comm::{Comm, CTX_SPAN_INTER, CTX_SPAN_INTRA};
+use crate::rt::comm::{ctx_key, Comm, CTX_SPAN_INTER, CTX_SPAN_INTRA};
 use crate::rt::error::{MpiError, MpiResult};
 use crate::rt::{self};
 
@@ -51,10 +52,12 @@ pub unsafe fn MPI_Comm_remote_group(comm: MPI_Comm, group: *mut MPI_Group) -> c_
     ret(comm, "MPI_Comm_remote_group", r)
 }
 
-/// What a leader tells its group after talking to the other leader.
-fn encode_outcome(ok: bool, ctx: u32, remote: &[usize]) -> Vec<u8> {
+/// What a leader tells its group after talking to the other leader: whether
+/// to go on, the name of the agreement, the remote group.
+fn encode_outcome(ok: bool, name: (u32, u32), remote: &[usize]) -> Vec<u8> {
     let mut v = vec![ok as u8];
-    v.extend_from_slice(&ctx.to_ne_bytes());
+    v.extend_from_slice(&name.0.to_ne_bytes());
+    v.extend_from_slice(&name.1.to_ne_bytes());
     v.extend_from_slice(&ranks_to_bytes(remote));
     v
 }
@@ -81,51 +84,53 @@ pub unsafe fn MPI_Intercomm_create(
         if tag < 0 {
             bail!(MPI_ERR_TAG, "invalid tag {tag}");
         }
-        let (view, mine) = rt::with(|st| Ok((View::local(st, &local)?, st.comms.next_ctx)))?;
-        let m = view.allreduce_max(mine)?;
+        let view = rt::with(|st| View::local(st, &local))?;
         let leader = local_leader as usize;
+        // The leaders swap (their group's name as a parent, their group);
+        // the smaller name keys the context-id agreement in both groups.
+        let mine = ctx_key(&local, 0);
         let mut outcome = Vec::new();
+        let mut peer = None;
         if local.rank == local_leader {
-            // The leaders swap (their group's maximum id, their group).
             let res = (|| {
-                let peer = comm_of(peer_comm)?;
-                if remote_leader < 0 || remote_leader >= peer.size() {
-                    bail!(MPI_ERR_RANK, "remote_leader {remote_leader} is not a rank of peer_comm (size {})", peer.size());
+                let p = comm_of(peer_comm)?;
+                if remote_leader < 0 || remote_leader >= p.size() {
+                    bail!(MPI_ERR_RANK, "remote_leader {remote_leader} is not a rank of peer_comm (size {})", p.size());
                 }
-                let pv = rt::with(|st| View::new(st, peer.coll_ctx(), peer.rank as usize, peer.group.clone()))?.with_user_tag(tag);
-                let mut msg = m.to_ne_bytes().to_vec();
+                let pv = rt::with(|st| View::new(st, p.coll_ctx(), p.rank as usize, p.group.clone()))?.with_user_tag(tag);
+                let mut msg = [mine.0, mine.1].iter().flat_map(|x| x.to_ne_bytes()).collect::<Vec<u8>>();
                 msg.extend_from_slice(&ranks_to_bytes(&local.group));
                 let theirs = pv.sendrecv_vec(&msg, remote_leader as usize, TAG_EXCHANGE)?;
-                if theirs.len() < 4 {
+                if theirs.len() < 8 {
                     bail!(MPI_ERR_INTERN, "short reply from the remote leader");
                 }
-                let ctx = m.max(u32::from_ne_bytes(theirs[..4].try_into().unwrap()));
-                Ok((ctx, bytes_to_ranks(&theirs[4..])))
+                let name = |i: usize| u32::from_ne_bytes(theirs[i..i + 4].try_into().unwrap());
+                let key = (mine.0, mine.1).min((name(0), name(4)));
+                Ok((key, bytes_to_ranks(&theirs[8..]), pv))
             })();
             outcome = match &res {
-                Ok((ctx, remote)) => {
+                Ok((key, remote, _)) => {
                     let disjoint = remote.iter().all(|w| !local.group.contains(w));
-                    encode_outcome(disjoint, *ctx, remote)
+                    encode_outcome(disjoint, *key, remote)
                 }
-                Err(_) => encode_outcome(false, 0, &[]),
+                Err(_) => encode_outcome(false, (0, 0), &[]),
             };
             // Tell the group before reporting a leader's error, so that
             // nobody waits forever.
             let out = view.bcast_vec(outcome, leader)?;
-            res?;
+            peer = Some((res?.2, remote_leader as usize));
             outcome = out;
         } else {
             outcome = view.bcast_vec(outcome, leader)?;
         }
-        if outcome.first() != Some(&1) {
+        if outcome.len() < 9 || outcome[0] != 1 {
             bail!(MPI_ERR_ARG, "intercommunicator creation failed: the leaders could not agree, or the two groups overlap");
         }
-        let ctx = u32::from_ne_bytes(outcome[1..5].try_into().unwrap());
-        let remote = bytes_to_ranks(&outcome[5..]);
-        rt::with(|st| {
-            st.comms.take_ctx(ctx, CTX_SPAN_INTER);
-            Ok(())
-        })?;
+        let name = |i: usize| u32::from_ne_bytes(outcome[i..i + 4].try_into().unwrap());
+        let key = (name(1), name(5), KEY_INTERCOMM_CREATE | tag as u64);
+        let remote = bytes_to_ranks(&outcome[9..]);
+        let a = Agreement { local: view, leader, peer, inter: true };
+        let ctx = agree_ctx(key, CTX_SPAN_INTER, &a, false)?;
         let mut c = Comm::intra(ctx, Arc::new(remote), local.rank, local.errhandler);
         c.local = Some(local.group.clone());
         publish(c, newintercomm)
@@ -139,7 +144,7 @@ pub unsafe fn MPI_Intercomm_merge(intercomm: MPI_Comm, high: c_int, newintracomm
             bail!(MPI_ERR_ARG, "newintracomm is a NULL pointer");
         }
         let c = inter_of(intercomm, "MPI_Intercomm_merge")?;
-        let ctx = new_context(intercomm, CTX_SPAN_INTRA)?;
+        let ctx = new_context(intercomm, CTX_SPAN_INTRA, false)?;
         let (local, remote, me) = rt::with(|st| Ok((View::local(st, &c)?, View::remote(st, &c)?, st.world_rank)))?;
         // The leaders decide which group comes first: the one that said
         // high = false; on a tie, the one whose leader has the lower world rank.

@@ -84,7 +84,7 @@ fn graph_of(comm: MPI_Comm) -> MpiResult<(Comm, Vec<c_int>, Vec<c_int>)> {
 /// get `MPI_COMM_NULL`.
 unsafe fn topo_comm(comm_old: MPI_Comm, n: usize, t: Topo, out: *mut MPI_Comm) -> MpiResult<()> {
     let parent = comm_of(comm_old)?;
-    let ctx = new_context(comm_old, CTX_SPAN_INTRA)?;
+    let ctx = new_context(comm_old, CTX_SPAN_INTRA, false)?;
     if parent.rank as usize >= n {
         return put(out, MPI_COMM_NULL, "newcomm");
     }

@@ -13,6 +13,24 @@
 //! Point-to-point traffic uses `ctx`, collectives `ctx + 1`, and an
 //! intercommunicator's internal traffic inside its local group `ctx + 2`.
 //!
+//! Threads (`MPI_THREAD_MULTIPLE`) may create communicators from different
+//! parents at the same time, and two such agreements in one process must
+//! not both settle on the same id. An agreement therefore runs in rounds
+//! (see [`CtxAgreements`]): in a round, a process offers its counter only if
+//! it holds the process's single token, otherwise it offers "busy"; the
+//! round succeeds when nobody was busy, and the id is then above every id
+//! this process took (the token kept all other agreements from taking one
+//! meanwhile). The token goes to the waiting agreement with the smallest
+//! key (its parent communicator, the same in every member), so the agreement
+//! with the smallest key among those in progress anywhere gets the token in
+//! all its members and finishes: no livelock. An agreement competes for the
+//! token only once all its members are known to be in it (after an exchange
+//! that needs all of them), so a member held up elsewhere — perhaps waiting
+//! for what another agreement leads to — never blocks others: no deadlock.
+//! Below `MPI_THREAD_MULTIPLE` no two agreements of one process overlap and
+//! every agreement succeeds in its first round (one reduction and one
+//! broadcast).
+//!
 //! An intercommunicator keeps the REMOTE group in `group` and this process's
 //! rank in the LOCAL group in `rank`, so point-to-point (which sends to
 //! `group[dest]` with source `rank`) works unchanged; the local group is in
@@ -113,12 +131,63 @@ pub const CTX_SPAN_INTRA: u32 = 2;
 /// rounded up.
 pub const CTX_SPAN_INTER: u32 = 4;
 
+/// Identifies an agreement on a context id among those one process may run
+/// at the same time: the parent communicator (its context id and the
+/// smallest world rank in it, which together name one communicator across
+/// the job, since a process never sees two live communicators with the same
+/// id) and what is made of it (0, or a tag of `MPI_Comm_create_group` or
+/// `MPI_Intercomm_create`). The same in every member of the agreement.
+pub type CtxKey = (u32, u32, u64);
+
+/// Marks a round's offer (and the combined result) as "somebody was busy".
+pub const CTX_BUSY: u32 = 1 << 31;
+
+/// How two offers of a round combine: busy if either is, else the maximum.
+pub fn combine_offers(a: u32, b: u32) -> u32 {
+    ((a | b) & CTX_BUSY) | (a & !CTX_BUSY).max(b & !CTX_BUSY)
+}
+
+/// This process's agreements in progress and who holds the token.
+#[derive(Debug, Default)]
+pub struct CtxAgreements {
+    waiting: Vec<CtxKey>,
+    token: Option<CtxKey>,
+}
+
+impl CtxAgreements {
+    pub fn register(&mut self, key: CtxKey) {
+        self.waiting.push(key);
+    }
+    /// Drops agreement `key` (finished or failed), releasing the token.
+    pub fn unregister(&mut self, key: CtxKey) {
+        self.waiting.retain(|&k| k != key);
+        self.release(key);
+    }
+    /// Takes the token for a round if it is free and `key` is the smallest
+    /// agreement waiting.
+    pub fn try_acquire(&mut self, key: CtxKey) -> bool {
+        if self.token.is_none() && self.waiting.iter().min() == Some(&key) {
+            self.token = Some(key);
+        }
+        self.token == Some(key)
+    }
+    pub fn release(&mut self, key: CtxKey) {
+        if self.token == Some(key) {
+            self.token = None;
+        }
+    }
+    pub fn in_progress(&self) -> usize {
+        self.waiting.len()
+    }
+}
+
 pub struct CommTable {
     world: Comm,
     self_: Comm,
     user: Slots<Comm>,
     /// Next context id this process has not used.
     pub next_ctx: u32,
+    pub agreements: CtxAgreements,
     pub groups: GroupTable,
     pub keyvals: Keyvals,
     pub infos: InfoTable,
@@ -139,6 +208,7 @@ impl CommTable {
             self_,
             user: Slots::default(),
             next_ctx: 4,
+            agreements: CtxAgreements::default(),
             groups: GroupTable::default(),
             keyvals: Keyvals::default(),
             infos: InfoTable::default(),
@@ -198,8 +268,95 @@ impl CommTable {
     pub fn take_ctx(&mut self, ctx: u32, span: u32) {
         self.next_ctx = self.next_ctx.max(ctx + span);
     }
+
+    /// This process's offer for a round of agreement `key`: its counter if
+    /// it holds the token, else busy. Fails once ids run out.
+    pub fn offer(&mut self, key: CtxKey, span: u32) -> MpiResult<u32> {
+        if self.next_ctx + span >= CTX_BUSY {
+            return Err(MpiError::new(MPI_ERR_INTERN, "context ids exhausted (2^31 used)"));
+        }
+        Ok(if self.agreements.try_acquire(key) { self.next_ctx } else { CTX_BUSY })
+    }
+
+    /// Ends a round of agreement `key` with the combined offers: the new
+    /// context id if nobody was busy (the agreement is over), else `None`
+    /// (another round follows).
+    pub fn settle(&mut self, key: CtxKey, combined: u32, span: u32) -> Option<u32> {
+        self.agreements.release(key);
+        if combined & CTX_BUSY != 0 {
+            return None;
+        }
+        self.take_ctx(combined, span);
+        self.agreements.unregister(key);
+        Some(combined)
+    }
+}
+
+/// The key of agreements whose parent is communicator `c` (see [`CtxKey`]).
+pub fn ctx_key(c: &Comm, what: u64) -> CtxKey {
+    let lowest = c.group.iter().chain(c.local.iter().flat_map(|l| l.iter())).min().copied().unwrap_or(0);
+    (c.ctx, lowest as u32, what)
 }
 
 fn invalid(c: c_int) -> MpiError {
     MpiError::new(MPI_ERR_COMM, format!("invalid communicator handle 0x{:08x}", c as u32))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offers_combine_to_the_maximum_unless_someone_is_busy() {
+        assert_eq!(combine_offers(4, 10), 10);
+        assert_eq!(combine_offers(10, 4), 10);
+        assert_eq!(combine_offers(CTX_BUSY, 10) & CTX_BUSY, CTX_BUSY);
+        assert_eq!(combine_offers(12, CTX_BUSY | 3), CTX_BUSY | 12);
+    }
+
+    #[test]
+    fn one_token_per_process_and_the_smallest_key_gets_it() {
+        let mut t = CommTable::new(0, 2);
+        let (a, b) = ((6, 0, 0), (8, 0, 0));
+        t.agreements.register(b);
+        // b alone: it offers its counter.
+        assert_eq!(t.offer(b, 2).unwrap(), 4);
+        // a arrives while b holds the token: busy, though its key is smaller.
+        t.agreements.register(a);
+        assert_eq!(t.offer(a, 2).unwrap(), CTX_BUSY);
+        // b's round fails (someone elsewhere was busy): no id taken.
+        assert_eq!(t.settle(b, CTX_BUSY | 4, 2), None);
+        assert_eq!(t.next_ctx, 4);
+        // Now the smaller key wins the token; b is busy.
+        assert_eq!(t.offer(b, 2).unwrap(), CTX_BUSY);
+        assert_eq!(t.offer(a, 2).unwrap(), 4);
+        // a settles on 10 (another member's counter): ids up to 12 taken.
+        assert_eq!(t.settle(a, 10, 2), Some(10));
+        assert_eq!(t.next_ctx, 12);
+        assert_eq!(t.settle(b, CTX_BUSY, 2), None);
+        // b now offers above everything a took.
+        assert_eq!(t.offer(b, 4).unwrap(), 12);
+        assert_eq!(t.settle(b, 12, 4), Some(12));
+        assert_eq!((t.next_ctx, t.agreements.in_progress()), (16, 0));
+    }
+
+    #[test]
+    fn failed_agreement_releases_the_token() {
+        let mut t = CommTable::new(0, 1);
+        let (a, b) = ((6, 0, 0), (8, 0, 0));
+        t.agreements.register(a);
+        t.agreements.register(b);
+        assert_eq!(t.offer(a, 2).unwrap(), 4);
+        t.agreements.unregister(a);
+        assert_eq!(t.offer(b, 2).unwrap(), 4);
+    }
+
+    #[test]
+    fn keys_name_the_parent_by_context_and_lowest_member() {
+        let c = Comm::intra(8, Arc::new(vec![5, 3, 7]), 0, MPI_ERRORS_RETURN);
+        assert_eq!(ctx_key(&c, 2), (8, 3, 2));
+        let mut i = Comm::intra(12, Arc::new(vec![5, 7]), 0, MPI_ERRORS_RETURN);
+        i.local = Some(Arc::new(vec![1, 2]));
+        assert_eq!(ctx_key(&i, 0), (12, 1, 0));
+    }
 }
