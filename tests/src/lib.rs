@@ -102,6 +102,9 @@ pub struct Run {
     pub stdout: String,
     pub stderr: String,
     pub elapsed: Duration,
+    /// Process id of the launcher (this project's `mpirun` names its job's
+    /// key-value space, and so its shared-memory files, after it).
+    pub pid: u32,
 }
 
 impl Run {
@@ -198,7 +201,14 @@ pub fn run_command(mut cmd: Command, timeout: Duration) -> Run {
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    Run { code, stdout: t_out.join().unwrap(), stderr: t_err.join().unwrap(), elapsed: start.elapsed() }
+    Run { code, stdout: t_out.join().unwrap(), stderr: t_err.join().unwrap(), elapsed: start.elapsed(), pid: pid as u32 }
+}
+
+/// Shared-memory files in /dev/shm left by the job of `run` (started by this
+/// project's `mpirun`, whose job names contain `kvs_<launcher pid>_`).
+pub fn shm_leftovers_of(run: &Run) -> Vec<String> {
+    let tag = format!("kvs_{}_", run.pid);
+    shm_leftovers().into_iter().filter(|n| n.contains(&tag)).collect()
 }
 
 /// Shared-memory files in /dev/shm that this library created.

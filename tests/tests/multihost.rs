@@ -198,7 +198,7 @@ fn cut_a_host(hosts: &str, cut: impl FnOnce(&[(i32, i32, String)], i32)) -> (Run
         std::thread::sleep(Duration::from_millis(20));
     };
     let took = cut_at.elapsed();
-    let r = Run { code: status.code(), stdout: lines.join("\n"), stderr: err_text.join().unwrap(), elapsed: start.elapsed() };
+    let r = Run { code: status.code(), stdout: lines.join("\n"), stderr: err_text.join().unwrap(), elapsed: start.elapsed(), pid: child.id() };
     let mut pids: Vec<i32> = ranks.iter().map(|(p, _, _)| *p).collect();
     pids.extend(ranks.iter().map(|(_, q, _)| *q));
     (r, took, pids)

@@ -87,7 +87,7 @@ fn abort_ends_the_job_and_cleans_up() {
     assert!(r.stderr.contains("MPI_Abort"), "message: {r}");
     assert!(!r.stdout.contains("UNREACHABLE"), "{r}");
     assert!(r.elapsed < Duration::from_secs(30), "took too long: {r}");
-    let left = system_tests::shm_leftovers();
+    let left = system_tests::shm_leftovers_of(&r);
     assert!(left.is_empty(), "left in /dev/shm: {left:?}");
 }
 

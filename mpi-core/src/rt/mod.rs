@@ -294,21 +294,36 @@ pub fn init(required: c_int) -> MpiResult<c_int> {
     let my_local = local_world.iter().position(|&r| r == rank).unwrap();
     let nlocal = local_world.len();
     let segname = format!("/mpicore-{}-{}", sanitize(&pmi.kvsname), sanitize(&host));
+    // The first local rank creates the node segment; the others attach as
+    // soon as it is complete, and the creator unlinks its name once every
+    // local rank has announced itself in it. This needs no PMI barrier, so
+    // it also holds where a launcher's fence does not wait for processes
+    // that have not connected yet (hydra's PMI-2).
+    let shm_err = |e: shm::ShmError| MpiError::new(MPI_ERR_OTHER, e.to_string());
+    let deadline = Instant::now() + Duration::from_secs(60);
     let seg = if my_local == 0 {
-        Segment::create(&segname, nlocal).map_err(|e| MpiError::new(MPI_ERR_OTHER, e.to_string()))?
+        Segment::create(&segname, nlocal).map_err(shm_err)?
     } else {
-        // wait for the creator (barrier below orders creation before attach)
-        pmi.barrier().map_err(pmierr)?;
-        Segment::attach(&segname).map_err(|e| MpiError::new(MPI_ERR_OTHER, e.to_string()))?
+        loop {
+            match Segment::attach(&segname) {
+                Ok(seg) => break seg,
+                Err(e) if Instant::now() > deadline => return Err(shm_err(e)),
+                Err(_) => std::thread::sleep(Duration::from_millis(1)),
+            }
+        }
     };
-    if my_local == 0 {
-        pmi.barrier().map_err(pmierr)?;
-    }
     seg.ctl(my_local).pid.store(std::process::id() as i32, Ordering::Release);
-    pmi.barrier().map_err(pmierr)?;
     if my_local == 0 {
+        while (1..nlocal).any(|l| seg.ctl(l).pid.load(Ordering::Acquire) == 0) {
+            if Instant::now() > deadline {
+                Segment::unlink(&segname);
+                return Err(MpiError::new(MPI_ERR_OTHER, "local ranks did not attach to the node segment within 60 s"));
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
         Segment::unlink(&segname);
     }
+    pmi.barrier().map_err(pmierr)?;
     let ncpu = available_cpus();
     // Fake hosts all run on this machine: count every rank against its CPUs.
     let on_machine = if std::env::var_os("MPICORE_FAKE_HOSTS").is_some() { size } else { nlocal };

@@ -1,9 +1,13 @@
-//! PMI-1 client (wire protocol in shared/reference/pmi.md): how a rank learns
-//! its rank, the job size and the other ranks' business cards from the
-//! launcher (this project's `mpirun`, MPICH's hydra, or Slurm).
+//! PMI client (PMI-1 and PMI-2 wire protocols, shared/reference/pmi.md): how
+//! a rank learns its rank, the job size and the other ranks' business cards
+//! from the launcher (this project's `mpirun`, MPICH's hydra, or Slurm).
+//!
+//! PMI-1 is spoken by default. PMI-2 is chosen with `MPICORE_PMI=2`, or
+//! automatically under `srun --mpi=pmi2` (Slurm sets `SLURM_MPI_TYPE=pmi2`);
+//! `MPICORE_PMI=1` forces PMI-1.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::FromRawFd;
 use std::os::unix::net::UnixStream;
 
@@ -37,9 +41,89 @@ pub struct Pmi {
 struct Conn {
     reader: BufReader<UnixStream>,
     writer: UnixStream,
+    /// Speaks PMI-2 (length-prefixed `cmd=..;key=value;` messages) after the
+    /// PMI-1 style `init` line.
+    v2: bool,
+}
+
+/// Which wire protocol to speak, from the environment.
+fn wants_v2() -> bool {
+    match std::env::var("MPICORE_PMI").as_deref().map(str::trim) {
+        Ok("2") | Ok("pmi2") => return true,
+        Ok("1") | Ok("pmi1") => return false,
+        _ => {}
+    }
+    std::env::var("SLURM_MPI_TYPE").is_ok_and(|t| t.starts_with("pmi2"))
+}
+
+/// Escapes a PMI-2 value: a `;` inside a value is written twice.
+fn v2_escape(v: &str) -> String {
+    v.replace(';', ";;")
+}
+
+/// Splits a PMI-2 message body `cmd=x;k=v;...;` into its fields (`;;` is a
+/// literal semicolon inside a value).
+fn parse_v2(body: &str) -> HashMap<String, String> {
+    let mut fields = Vec::new();
+    let mut cur = String::new();
+    let mut chars = body.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == ';' {
+            if chars.peek() == Some(&';') {
+                chars.next();
+                cur.push(';');
+            } else {
+                fields.push(std::mem::take(&mut cur));
+            }
+        } else {
+            cur.push(c);
+        }
+    }
+    if !cur.is_empty() {
+        fields.push(cur);
+    }
+    fields
+        .iter()
+        .filter_map(|f| f.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
 }
 
 impl Conn {
+    /// Sends one PMI-2 message: `cmd` and its arguments, length-prefixed.
+    fn send_v2(&mut self, cmd: &str, args: &[(&str, &str)]) -> Result<(), PmiError> {
+        let mut body = format!("cmd={cmd};");
+        for (k, v) in args {
+            body.push_str(k);
+            body.push('=');
+            body.push_str(&v2_escape(v));
+            body.push(';');
+        }
+        let msg = format!("{:<6}{body}", body.len());
+        self.writer.write_all(msg.as_bytes())?;
+        Ok(())
+    }
+    /// Reads one PMI-2 message and checks that it answers `cmd` with `rc=0`.
+    fn recv_v2(&mut self, cmd: &str) -> Result<HashMap<String, String>, PmiError> {
+        let mut len = [0u8; 6];
+        self.reader.read_exact(&mut len)?;
+        let text = String::from_utf8_lossy(&len);
+        let n: usize = text.trim().parse().map_err(|_| PmiError::Protocol { cmd: cmd.into(), line: text.to_string() })?;
+        let mut body = vec![0u8; n];
+        self.reader.read_exact(&mut body)?;
+        let line = String::from_utf8_lossy(&body).into_owned();
+        let map = parse_v2(&line);
+        let want = format!("{cmd}-response");
+        let rc_ok = !matches!(map.get("rc"), Some(rc) if rc != "0");
+        if map.get("cmd") != Some(&want) || !rc_ok {
+            return Err(PmiError::Protocol { cmd: cmd.into(), line });
+        }
+        Ok(map)
+    }
+    fn call_v2(&mut self, cmd: &str, args: &[(&str, &str)]) -> Result<HashMap<String, String>, PmiError> {
+        self.send_v2(cmd, args)?;
+        self.recv_v2(cmd)
+    }
     fn send(&mut self, line: &str) -> Result<(), PmiError> {
         self.writer.write_all(line.as_bytes())?;
         Ok(())
@@ -104,8 +188,11 @@ impl Pmi {
             });
         };
         let writer = stream.try_clone()?;
-        let conn = Conn { reader: BufReader::new(stream), writer };
+        let conn = Conn { reader: BufReader::new(stream), writer, v2: false };
         let rank = env_num("PMI_RANK")?.ok_or(PmiError::Env("PMI_RANK", String::new()))?;
+        if wants_v2() {
+            return Self::handshake_v2(conn, rank, local);
+        }
         let size = env_num("PMI_SIZE")?.ok_or(PmiError::Env("PMI_SIZE", String::new()))?;
         Self::handshake(conn, rank, size, local)
     }
@@ -121,7 +208,7 @@ impl Pmi {
         // read/write on it, which work on any stream socket.
         let stream = unsafe { UnixStream::from_raw_fd(fd) };
         let writer = stream.try_clone()?;
-        let mut conn = Conn { reader: BufReader::new(stream), writer };
+        let mut conn = Conn { reader: BufReader::new(stream), writer, v2: false };
         let id = env_num("PMI_ID")?.unwrap_or(0);
         conn.send(&format!("cmd=initack pmiid={id}\n"))?;
         conn.recv("initack")?;
@@ -167,6 +254,29 @@ impl Pmi {
         })
     }
 
+    /// PMI-2: the `init` line, then `fullinit` (rank, size, appnum) and
+    /// `job-getid` (the key-value space's name).
+    fn handshake_v2(mut conn: Conn, rank: usize, local: Option<(usize, usize)>) -> Result<Pmi, PmiError> {
+        let r = conn.call("cmd=init pmi_version=2 pmi_subversion=0\n", "response_to_init")?;
+        if r.get("rc").map(String::as_str) != Some("0") || r.get("pmi_version").map(String::as_str) != Some("2") {
+            return Err(PmiError::Protocol { cmd: "init".into(), line: format!("{r:?}") });
+        }
+        conn.v2 = true;
+        let r = conn.call_v2("fullinit", &[("pmirank", &rank.to_string()), ("threaded", "FALSE")])?;
+        let num = |k: &str| r.get(k).and_then(|s| s.parse::<usize>().ok());
+        let size = num("size").ok_or_else(|| PmiError::Protocol { cmd: "fullinit".into(), line: format!("{r:?}") })?;
+        let rank = num("rank").unwrap_or(rank);
+        let appnum = num("appnum").unwrap_or(0) as i32;
+        let kvsname = conn.call_v2("job-getid", &[])?.remove("jobid").unwrap_or_default();
+        let universe_size = match conn.call_v2("info-getjobattr", &[("key", "universeSize")]) {
+            Ok(m) if m.get("found").map(String::as_str) == Some("TRUE") => {
+                m.get("value").and_then(|v| v.parse().ok()).unwrap_or(size)
+            }
+            _ => size,
+        };
+        Ok(Pmi { conn: Some(conn), rank, size, kvsname, appnum, universe_size, local, singleton_kvs: HashMap::new() })
+    }
+
     pub fn is_singleton(&self) -> bool {
         self.conn.is_none()
     }
@@ -177,6 +287,7 @@ impl Pmi {
                 self.singleton_kvs.insert(key.into(), value.into());
                 Ok(())
             }
+            Some(c) if c.v2 => c.call_v2("kvs-put", &[("key", key), ("value", value)]).map(|_| ()),
             Some(c) => {
                 let line = format!("cmd=put kvsname={} key={key} value={value}\n", self.kvsname);
                 let r = c.call(&line, "put_result")?;
@@ -191,6 +302,13 @@ impl Pmi {
     pub fn get(&mut self, key: &str) -> Result<String, PmiError> {
         match &mut self.conn {
             None => self.singleton_kvs.get(key).cloned().ok_or_else(|| PmiError::NotFound(key.into())),
+            Some(c) if c.v2 => {
+                let mut r = c.call_v2("kvs-get", &[("key", key)])?;
+                if r.get("found").map(String::as_str) != Some("TRUE") {
+                    return Err(PmiError::NotFound(key.into()));
+                }
+                Ok(r.remove("value").unwrap_or_default())
+            }
             Some(c) => {
                 let line = format!("cmd=get kvsname={} key={key}\n", self.kvsname);
                 let mut r = c.call(&line, "get_result")?;
@@ -205,13 +323,20 @@ impl Pmi {
     pub fn barrier(&mut self) -> Result<(), PmiError> {
         match &mut self.conn {
             None => Ok(()),
+            Some(c) if c.v2 => c.call_v2("kvs-fence", &[]).map(|_| ()),
             Some(c) => c.call("cmd=barrier_in\n", "barrier_out").map(|_| ()),
         }
     }
 
     pub fn finalize(&mut self) -> Result<(), PmiError> {
-        if let Some(mut c) = self.conn.take() {
-            c.call("cmd=finalize\n", "finalize_ack")?;
+        match self.conn.take() {
+            Some(mut c) if c.v2 => {
+                c.call_v2("finalize", &[])?;
+            }
+            Some(mut c) => {
+                c.call("cmd=finalize\n", "finalize_ack")?;
+            }
+            None => {}
         }
         Ok(())
     }
@@ -220,7 +345,12 @@ impl Pmi {
     pub fn abort(&mut self, code: i32, msg: &str) {
         if let Some(c) = &mut self.conn {
             let msg: String = msg.chars().map(|ch| if ch.is_whitespace() { '_' } else { ch }).collect();
-            let _ = c.send(&format!("cmd=abort exitcode={code} msg={msg}\n"));
+            if c.v2 {
+                let code = code.to_string();
+                let _ = c.send_v2("abort", &[("isworldabort", "TRUE"), ("exitcode", &code), ("msg", &msg)]);
+            } else {
+                let _ = c.send(&format!("cmd=abort exitcode={code} msg={msg}\n"));
+            }
         }
     }
 }
@@ -254,6 +384,15 @@ pub fn parse_process_mapping(value: &str, size: usize) -> Option<Vec<usize>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn v2_fields() {
+        let m = parse_v2("cmd=kvs-get-response;found=TRUE;value=a;;b=c;rc=0;");
+        assert_eq!(m["cmd"], "kvs-get-response");
+        assert_eq!(m["value"], "a;b=c");
+        assert_eq!(m["rc"], "0");
+        assert_eq!(v2_escape("x;y"), "x;;y");
+    }
 
     #[test]
     fn mapping() {
