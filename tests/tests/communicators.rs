@@ -31,6 +31,11 @@ fn intercommunicators_ping_pong_and_merge() {
 }
 
 #[test]
+fn split_and_create_on_intercommunicators() {
+    each_size("comm_inter_split", &[2, 3, 4, 5, 8, 9], "comm_inter_split OK");
+}
+
+#[test]
 fn intercommunicator_collectives() {
     each_size("comm_intercoll", &[2, 3, 5, 8], "comm_intercoll OK");
 }

@@ -301,6 +301,10 @@ pub unsafe fn MPI_Comm_split(comm: MPI_Comm, color: c_int, key: c_int, newcomm: 
         if newcomm.is_null() {
             bail!(MPI_ERR_ARG, "newcomm is a NULL pointer");
         }
+        let parent = comm_of(comm)?;
+        if parent.is_inter() {
+            return super::inter::inter_split(comm, &parent, color, key, newcomm);
+        }
         let (parent, ctx, members) = split(comm, color, key)?;
         make_intra(&parent, ctx, members, newcomm)
     })();
@@ -343,10 +347,17 @@ pub unsafe fn MPI_Comm_create(comm: MPI_Comm, group: MPI_Group, newcomm: *mut MP
         if newcomm.is_null() {
             bail!(MPI_ERR_ARG, "newcomm is a NULL pointer");
         }
-        let parent = intra_of(comm, "MPI_Comm_create")?;
-        let members = rt::with(|st| st.comms.groups.get(group))?;
-        if let Some(w) = members.iter().find(|w| !parent.group.contains(w)) {
-            bail!(MPI_ERR_GROUP, "the group is not a subgroup of the communicator's group (world rank {w} is not a member)");
+        let parent = comm_of(comm)?;
+        let (members, me) = rt::with(|st| Ok((st.comms.groups.get(group)?, st.world_rank)))?;
+        if let Some(w) = members.iter().find(|w| !parent.local_group().contains(w)) {
+            bail!(MPI_ERR_GROUP, "the group is not a subgroup of the communicator's (local) group (world rank {w} is not a member)");
+        }
+        if parent.is_inter() {
+            let (color, key) = match group::rank_of(&members, me) {
+                Some(r) => (0, r as c_int),
+                None => (MPI_UNDEFINED, 0),
+            };
+            return super::inter::inter_split(comm, &parent, color, key, newcomm);
         }
         let ctx = new_context(comm, CTX_SPAN_INTRA, false)?;
         make_intra(&parent, ctx, members.to_vec(), newcomm)

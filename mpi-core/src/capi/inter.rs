@@ -12,15 +12,16 @@ use std::sync::Arc;
 
 use mpi_api::abi::*;
 
-use super::agree::{bytes_to_ranks, ranks_to_bytes, View, TAG_EXCHANGE};
+use super::agree::{bytes_to_ints, bytes_to_ranks, ints_to_bytes, ranks_to_bytes, View, TAG_EXCHANGE};
 use super::comm::{agree_ctx, comm_of, new_context, publish, Agreement, KEY_INTERCOMM_CREATE};
 use super::{put, ret};
 use crate::bail;
 use crate::rt::comm::{ctx_key, Comm, CTX_SPAN_INTER, CTX_SPAN_INTRA};
 use crate::rt::error::{MpiError, MpiResult};
+use crate::rt::group;
 use crate::rt::{self};
 
-fn inter_of(comm: MPI_Comm, what: &str) -> MpiResult<Comm> {
+pub(crate) fn inter_of(comm: MPI_Comm, what: &str) -> MpiResult<Comm> {
     let c = comm_of(comm)?;
     if !c.is_inter() {
         bail!(MPI_ERR_COMM, "{what} needs an intercommunicator");
@@ -164,4 +165,50 @@ pub unsafe fn MPI_Intercomm_merge(intercomm: MPI_Comm, high: c_int, newintracomm
         publish(Comm::intra(ctx, Arc::new(members), rank as c_int, c.errhandler), newintracomm)
     })();
     ret(intercomm, "MPI_Intercomm_merge", r)
+}
+
+/// `MPI_Comm_split` of intercommunicator `comm` (`c`): the processes of
+/// each side with the same color form a new intercommunicator, ordered by
+/// key then by rank on each side; a color found on one side only, or
+/// `MPI_UNDEFINED`, gives `MPI_COMM_NULL`. `MPI_Comm_create` on an
+/// intercommunicator is the split with color 0 for the members of the
+/// group (keyed by their rank in it).
+pub(crate) unsafe fn inter_split(comm: MPI_Comm, c: &Comm, color: c_int, key: c_int, newcomm: *mut MPI_Comm) -> MpiResult<()> {
+    if color < 0 && color != MPI_UNDEFINED {
+        bail!(MPI_ERR_ARG, "invalid color {color} (must be >= 0 or MPI_UNDEFINED)");
+    }
+    let (local, remote) = rt::with(|st| Ok((View::local(st, c)?, View::remote(st, c)?)))?;
+    // Both sides' (color, key) tables, everywhere: gathered in each group,
+    // swapped by the leaders, broadcast.
+    let mine = local.allgather_vec(&ints_to_bytes(&[color, key]))?.concat();
+    let mut theirs = Vec::new();
+    if local.rank == 0 {
+        theirs = remote.sendrecv_vec(&mine, 0, TAG_EXCHANGE)?;
+    }
+    let theirs = local.bcast_vec(theirs, 0)?;
+    // Every process of both groups has entered the split by now.
+    let ctx = new_context(comm, CTX_SPAN_INTER, true)?;
+    let side = |table: &[u8], group: &[usize]| -> Vec<usize> {
+        let mut m: Vec<(c_int, usize)> = bytes_to_ints(table)
+            .chunks_exact(2)
+            .enumerate()
+            .filter(|(_, ck)| ck[0] == color)
+            .map(|(r, ck)| (ck[1], r))
+            .collect();
+        m.sort();
+        m.iter().map(|&(_, r)| group[r]).collect()
+    };
+    if color == MPI_UNDEFINED {
+        return put(newcomm, MPI_COMM_NULL, "newcomm");
+    }
+    let (l, r) = (side(&mine, c.local_group()), side(&theirs, &c.group));
+    let me = rt::with(|st| Ok(st.world_rank))?;
+    match group::rank_of(&l, me) {
+        Some(rank) if !r.is_empty() => {
+            let mut n = Comm::intra(ctx, Arc::new(r), rank as c_int, c.errhandler);
+            n.local = Some(Arc::new(l));
+            publish(n, newcomm)
+        }
+        _ => put(newcomm, MPI_COMM_NULL, "newcomm"),
+    }
 }
