@@ -1,23 +1,45 @@
-//! End to end: `mpitrace tui` in a real terminal (tmux): keys in, screen out.
+//! End to end: `mpitrace tui` in a real terminal (tmux): keys in, screen
+//! out, and how the viewer ends (quit, Ctrl-C, signals, the terminal going
+//! away, a panic) with the terminal left clean.
 //! Skipped (with a note) where tmux is not installed.
 
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use analyzers::synth::SynthTrace;
 
-struct Session(String);
+/// A tmux session running one command, killed on drop; with the viewer's
+/// process id when the command records it (see [`viewer`]).
+struct Session {
+    name: String,
+    pid_file: PathBuf,
+}
 
 impl Session {
+    /// Starts `cmd` in a new 100x30 tmux session named after `tag`.
+    fn start(tag: &str, cmd: &str) -> Session {
+        let name = format!("mpitrace-tui-{tag}-{}", std::process::id());
+        let pid_file = std::env::temp_dir().join(format!("{name}.pid"));
+        let _ = std::fs::remove_file(&pid_file);
+        let cmd = cmd.replace("PIDFILE", &pid_file.display().to_string());
+        let out = Command::new("tmux").args(["new-session", "-d", "-s", &name, "-x", "100", "-y", "30", &cmd]).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        Session { name, pid_file }
+    }
     fn tmux(&self, args: &[&str]) -> String {
         let out = Command::new("tmux").args(args).output().expect("run tmux");
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
     fn screen(&self) -> String {
-        self.tmux(&["capture-pane", "-p", "-t", &self.0])
+        self.tmux(&["capture-pane", "-p", "-t", &self.name])
+    }
+    /// A tmux format of the pane (e.g. `#{alternate_on}`).
+    fn pane(&self, format: &str) -> String {
+        self.tmux(&["display", "-p", "-t", &self.name, format]).trim().to_string()
     }
     fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", &self.0];
+        let mut args = vec!["send-keys", "-t", &self.name];
         args.extend_from_slice(keys);
         self.tmux(&args);
     }
@@ -33,12 +55,58 @@ impl Session {
             std::thread::sleep(Duration::from_millis(100));
         }
     }
+    /// The viewer's process id, written by the command into PIDFILE.
+    fn pid(&self) -> u32 {
+        let t = Instant::now();
+        loop {
+            if let Some(p) = std::fs::read_to_string(&self.pid_file).ok().and_then(|s| s.trim().parse().ok()) {
+                return p;
+            }
+            assert!(t.elapsed() < Duration::from_secs(30), "the viewer never wrote {}", self.pid_file.display());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    fn kill(&self) {
+        let _ = Command::new("tmux").args(["kill-session", "-t", &self.name]).output();
+    }
 }
 
 impl Drop for Session {
     fn drop(&mut self) {
-        let _ = Command::new("tmux").args(["kill-session", "-t", &self.0]).output();
+        self.kill();
+        // A viewer that outlived its terminal (the bug these tests catch)
+        // must not stay behind.
+        if let Some(p) = std::fs::read_to_string(&self.pid_file).ok().and_then(|s| s.trim().parse::<u32>().ok()) {
+            if !ended(p) {
+                let _ = Command::new("kill").args(["-KILL", &p.to_string()]).output();
+            }
+        }
+        let _ = std::fs::remove_file(&self.pid_file);
     }
+}
+
+/// Whether process `pid` has ended (gone, or a zombie not yet reaped).
+fn ended(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(s) => s.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// Waits up to `limit` for `pid` to end; returns how long it took.
+fn wait_ended(pid: u32, limit: Duration) -> Duration {
+    let t = Instant::now();
+    while !ended(pid) {
+        assert!(t.elapsed() < limit, "mpitrace tui (pid {pid}) still runs {limit:?} later");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    t.elapsed()
+}
+
+/// A shell command that runs the viewer on `dir`, recording its process id
+/// in PIDFILE (the `sh` execs the viewer, so its pid is the viewer's).
+fn viewer(dir: &std::path::Path) -> String {
+    format!("sh -c 'echo $$ > PIDFILE; exec {} tui {}'", env!("CARGO_BIN_EXE_mpitrace"), dir.display())
 }
 
 fn tmux_missing() -> bool {
@@ -46,7 +114,7 @@ fn tmux_missing() -> bool {
 }
 
 /// Writes the small known trace into a fresh directory named after `tag`.
-fn small_trace(tag: &str) -> std::path::PathBuf {
+fn small_trace(tag: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("mpitrace-tui-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -61,6 +129,13 @@ fn small_trace(tag: &str) -> std::path::PathBuf {
     dir
 }
 
+/// The pane is back to normal: main screen, cursor shown, no mouse
+/// reporting.
+fn assert_pane_restored(s: &Session) {
+    let f = "#{alternate_on} #{cursor_flag} #{mouse_any_flag} #{mouse_button_flag} #{mouse_sgr_flag}";
+    assert_eq!(s.pane(f), "0 1 0 0 0", "alternate screen, cursor, mouse flags of the pane ({f})");
+}
+
 #[test]
 fn browse_a_trace_in_tmux() {
     if tmux_missing() {
@@ -68,14 +143,13 @@ fn browse_a_trace_in_tmux() {
         return;
     }
     let dir = small_trace("tmux");
-    let s = Session(format!("mpitrace-tui-{}", std::process::id()));
     let cmd = format!("{} tui {}; echo mpitrace-exited-$?; sleep 30", env!("CARGO_BIN_EXE_mpitrace"), dir.display());
-    let out = Command::new("tmux").args(["new-session", "-d", "-s", &s.0, "-x", "100", "-y", "30", &cmd]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let s = Session::start("browse", &cmd);
 
     let screen = s.wait_for("r3");
     assert!(screen.contains("4 ranks, 14 calls") && screen.contains("Allreduce"), "{screen}");
     assert!(screen.contains("-1µs – 102µs"), "{screen}");
+    assert_eq!(s.pane("#{alternate_on}"), "1", "the viewer draws on the alternate screen");
     s.keys(&["2"]);
     s.wait_for("sorted by time");
     s.keys(&["/", "allreduce", "Enter"]);
@@ -91,6 +165,20 @@ fn browse_a_trace_in_tmux() {
     s.keys(&["q"]);
     let after = s.wait_for("mpitrace-exited-0");
     assert!(!after.contains("Allreduce"), "the terminal is restored:\n{after}");
+    assert_pane_restored(&s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Runs the viewer, ends it with `end` and checks that the shell sees
+/// exit status `status` and the terminal is restored.
+fn end_and_check_the_terminal(tag: &str, end: impl Fn(&Session), status: u32) {
+    let dir = small_trace(tag);
+    let s = Session::start(tag, &format!("{}; echo mpitrace-exited-$?; sleep 30", viewer(&dir)));
+    s.wait_for("r3");
+    end(&s);
+    let after = s.wait_for(&format!("mpitrace-exited-{status}"));
+    assert!(!after.contains("Allreduce") && !after.contains("r3"), "the terminal is restored:\n{after}");
+    assert_pane_restored(&s);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -101,14 +189,101 @@ fn ctrl_c_restores_the_terminal() {
         eprintln!("tmux not installed: skipped");
         return;
     }
-    let dir = small_trace("ctrlc");
-    let s = Session(format!("mpitrace-tui-ctrlc-{}", std::process::id()));
-    let cmd = format!("{} tui {}; echo mpitrace-exited-$?; sleep 30", env!("CARGO_BIN_EXE_mpitrace"), dir.display());
-    let out = Command::new("tmux").args(["new-session", "-d", "-s", &s.0, "-x", "100", "-y", "30", &cmd]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    end_and_check_the_terminal("ctrlc", |s| s.keys(&["C-c"]), 0);
+}
+
+/// SIGTERM ends the viewer at once; the terminal is restored and the
+/// shell sees a death by SIGTERM (status 143).
+#[test]
+fn sigterm_ends_the_viewer_and_restores_the_terminal() {
+    if tmux_missing() {
+        eprintln!("tmux not installed: skipped");
+        return;
+    }
+    let end = |s: &Session| {
+        let pid = s.pid();
+        let out = Command::new("kill").args(["-TERM", &pid.to_string()]).output().unwrap();
+        assert!(out.status.success());
+        let took = wait_ended(pid, Duration::from_secs(3));
+        eprintln!("ended {took:?} after SIGTERM");
+    };
+    end_and_check_the_terminal("term", end, 143);
+}
+
+/// Runs the viewer through `prefix` (a command it runs under, may be
+/// empty), kills the tmux session and returns how long the viewer took to
+/// end (at most `limit`, or the test fails).
+fn end_by_killing_the_terminal(tag: &str, prefix: &str, check: impl Fn(u32)) -> Duration {
+    let dir = small_trace(tag);
+    let s = Session::start(tag, &format!("{prefix}{}; sleep 30", viewer(&dir)));
     s.wait_for("r3");
-    s.keys(&["C-c"]);
-    let after = s.wait_for("mpitrace-exited-");
-    assert!(!after.contains("Allreduce") && !after.contains("r3"), "the terminal is restored:\n{after}");
+    let pid = s.pid();
+    check(pid);
+    s.kill();
+    let took = wait_ended(pid, Duration::from_secs(4));
+    let _ = std::fs::remove_dir_all(&dir);
+    took
+}
+
+/// Killing the tmux session (the terminal goes away and the viewer gets
+/// SIGHUP) ends the viewer within a few seconds.
+#[test]
+fn killing_the_terminal_ends_the_viewer() {
+    if tmux_missing() {
+        eprintln!("tmux not installed: skipped");
+        return;
+    }
+    let took = end_by_killing_the_terminal("kill", "", |_| {});
+    eprintln!("ended {took:?} after the session was killed");
+}
+
+/// A viewer in another session than its terminal's gets no SIGHUP when
+/// the terminal goes away, only a hung-up terminal (EOF/EIO on input): it
+/// ends within a few seconds all the same.
+#[test]
+fn a_hung_up_terminal_ends_the_viewer_without_sighup() {
+    if tmux_missing() {
+        eprintln!("tmux not installed: skipped");
+        return;
+    }
+    let took = end_by_killing_the_terminal("hangup", "setsid ", |pid| {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let fields: Vec<&str> = stat.rsplit(')').next().unwrap().split_whitespace().collect();
+        assert_eq!(fields[3], pid.to_string(), "the viewer leads its own session (no SIGHUP reaches it): {stat}");
+    });
+    eprintln!("ended {took:?} after the terminal hung up");
+}
+
+/// A panic in the viewer (forced by a test hook) leaves the terminal
+/// usable: normal screen, cursor shown, no mouse reporting, cooked mode
+/// with echo (a command typed afterwards runs and shows), and the panic's
+/// message printed on the normal screen.
+#[test]
+fn a_panic_restores_the_terminal_and_prints_its_message() {
+    if tmux_missing() {
+        eprintln!("tmux not installed: skipped");
+        return;
+    }
+    let dir = small_trace("panic");
+    let cmd = format!(
+        "RUST_BACKTRACE=0 MPITRACE_TUI_TEST_PANIC=1 {} tui {}; echo mpitrace-exited-$?; exec sh",
+        env!("CARGO_BIN_EXE_mpitrace"),
+        dir.display()
+    );
+    let s = Session::start("panic", &cmd);
+    let after = s.wait_for("mpitrace-exited-2");
+    let lines: Vec<&str> = after.lines().collect();
+    let at = |what: &str| lines.iter().position(|l| l.contains(what)).unwrap_or_else(|| panic!("no {what:?} on the screen:\n{after}"));
+    // Printed after the restore: on the normal screen, starting at the left
+    // edge (in raw mode a newline does not return the carriage).
+    assert!(lines[at("panicked at")].starts_with("thread 'main'"), "{after}");
+    assert!(lines[at("the viewer panics after its first frame")].starts_with("MPITRACE_TUI_TEST_PANIC is set"), "{after}");
+    assert!(lines[at("mpitrace: internal error")].starts_with("mpitrace: internal error: MPITRACE_TUI_TEST_PANIC"), "{after}");
+    assert!(!after.contains("Allreduce"), "the viewer's screen is gone:\n{after}");
+    assert_pane_restored(&s);
+    // Cooked mode with echo: the typed line shows and runs on Enter.
+    s.keys(&["stty -a | tr ' ' '\\n' | grep -c -x -e icanon -e echo -e icrnl -e opost | sed s/^/cooked-/", "Enter"]);
+    let typed = s.wait_for("cooked-4");
+    assert!(typed.contains("grep -c -x -e icanon"), "the typed command was echoed:\n{typed}");
     let _ = std::fs::remove_dir_all(&dir);
 }
