@@ -42,7 +42,22 @@ pub struct CriticalPath {
     pub by_call: Vec<CallShare>,
     /// How often the path moved to another rank.
     pub rank_switches: u64,
+    /// The path as stretches on one rank each, in time order (not in the
+    /// JSON report; at most [`MAX_SEGMENTS`], the earliest dropped).
+    #[serde(skip)]
+    pub segments: Vec<Segment>,
 }
+
+/// A stretch of the critical path on one rank.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Segment {
+    pub rank: u32,
+    pub start: i64,
+    pub end: i64,
+}
+
+/// Largest number of segments kept.
+pub const MAX_SEGMENTS: usize = 1 << 20;
 
 /// Walks the critical path; `causes` comes from [`crate::waitstates::wait_states`].
 pub fn critical_path(m: &Model, causes: &[Vec<Cause>]) -> CriticalPath {
@@ -56,6 +71,7 @@ pub fn critical_path(m: &Model, causes: &[Vec<Cause>]) -> CriticalPath {
     let mut by_call = vec![0i64; m.names.len()];
     let mut t = end;
     out.end = end;
+    let mut seg_end = end;
     let mut idx = m.ranks[cur].calls.partition_point(|c| c.t_start < t) as isize - 1;
     let limit = 4 * m.ranks.iter().map(|r| r.calls.len()).sum::<usize>() + 16;
     for _ in 0..limit {
@@ -90,6 +106,10 @@ pub fn critical_path(m: &Model, causes: &[Vec<Cause>]) -> CriticalPath {
                 out.mpi_ns += d;
                 out.by_rank[cur] += d;
                 t = k.until;
+                if out.segments.len() < MAX_SEGMENTS {
+                    out.segments.push(Segment { rank: cur as u32, start: t, end: seg_end });
+                }
+                seg_end = t;
                 cur = k.rank as usize;
                 out.rank_switches += 1;
                 idx = m.ranks[cur].calls.partition_point(|c| c.t_start < t) as isize - 1;
@@ -104,6 +124,10 @@ pub fn critical_path(m: &Model, causes: &[Vec<Cause>]) -> CriticalPath {
             }
         }
     }
+    if out.segments.len() < MAX_SEGMENTS && seg_end > t {
+        out.segments.push(Segment { rank: cur as u32, start: t, end: seg_end });
+    }
+    out.segments.reverse();
     out.start = t;
     out.length_ns = end - t;
     let total = out.length_ns.max(1) as f64;

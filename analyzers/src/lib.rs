@@ -13,6 +13,7 @@
 //! - [`matrix`]: bytes and messages between every pair of ranks;
 //! - [`critical_path`]: the critical path and who contributes to it;
 //! - [`report`]: all of the above together, as text, Markdown or JSON;
+//! - [`html`]: the same as one self-contained HTML page with plots;
 //! - [`check`]: CI rules and baseline comparison;
 //! - [`export`]: Chrome/Perfetto trace-event JSON.
 
@@ -20,6 +21,7 @@ pub mod check;
 pub mod collectives;
 pub mod critical_path;
 pub mod export;
+pub mod html;
 pub mod load;
 pub mod matching;
 pub mod matrix;

@@ -131,7 +131,8 @@ impl Analyses {
                 top_pairs: mx.top(10),
                 full: (mx.ranks <= FULL_MATRIX).then(|| mx.clone()),
             },
-            critical_path: self.critical_path.clone(),
+            // The segments are for plots (see [`crate::html::overview`]), not the JSON.
+            critical_path: CriticalPath { segments: Vec::new(), ..self.critical_path.clone() },
         }
     }
 }
@@ -178,6 +179,17 @@ pub enum Block {
     Table(Table),
     /// Labelled horizontal bars: (label, fraction 0..1 of the bar, value text).
     Bars(Vec<(String, f64, String)>),
+    /// A plot only the HTML report draws (the text and Markdown renderers skip it).
+    Figure(Figure),
+}
+
+/// The plots of the HTML report, placed by [`document`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Figure {
+    /// Per rank over time: share of time in MPI, with the critical path.
+    Timeline,
+    /// Communication matrix heatmap.
+    Matrix,
 }
 
 fn plain(s: impl Into<String>) -> (String, Tone) {
@@ -265,6 +277,7 @@ pub fn document(r: &Report) -> Vec<Block> {
         ),
         tone_frac(tt.mpi_fraction, 0.3, 0.5),
     ));
+    d.push(Block::Figure(Figure::Timeline));
     let mut ranks: Vec<&crate::profile::RankProfile> = p.ranks.iter().collect();
     if ranks.len() > ROWS {
         ranks.sort_by(|a, b| b.mpi_fraction.total_cmp(&a.mpi_fraction));
@@ -317,23 +330,32 @@ pub fn document(r: &Report) -> Vec<Block> {
     d.push(Block::Table(tb));
     if !p.sites_by_time.is_empty() {
         d.push(Block::Heading("Call sites by time".into()));
-        let mut tb = Table::new(&[
+        let mut cols = vec![
             ("call", Align::Left),
             ("site (lowest rank)", Align::Left),
             ("ranks", Align::Right),
             ("count", Align::Right),
             ("time", Align::Right),
             ("bytes", Align::Right),
-        ]);
+        ];
+        let located = p.sites_by_time.iter().take(ROWS / 2).any(|s| s.location.is_some());
+        if located {
+            cols.push(("module", Align::Left));
+        }
+        let mut tb = Table::new(&cols);
         for s in p.sites_by_time.iter().take(ROWS / 2) {
-            tb.row(vec![
+            let mut row = vec![
                 plain(&s.call),
                 plain(&s.site),
                 plain(s.ranks.to_string()),
                 plain(s.count.to_string()),
                 plain(fmt_ns(s.time_ns)),
                 plain(if s.bytes > 0 { fmt_bytes(s.bytes) } else { "-".into() }),
-            ]);
+            ];
+            if located {
+                row.push(plain(s.module.clone().unwrap_or_else(|| "-".into())));
+            }
+            tb.row(row);
         }
         d.push(Block::Table(tb));
     }
@@ -489,6 +511,7 @@ pub fn document(r: &Report) -> Vec<Block> {
     if mx.messages > 0 {
         d.push(Block::Heading("Communication matrix (point-to-point, sender rows)".into()));
         d.push(Block::Para(format!("{} in {} messages", fmt_bytes(mx.bytes), mx.messages), Tone::Plain));
+        d.push(Block::Figure(Figure::Matrix));
         match &mx.full {
             Some(full) if full.ranks <= 16 => {
                 let mut cols = vec![("from\\to".to_string(), Align::Left)];
@@ -631,6 +654,7 @@ pub fn render_text(doc: &[Block], o: TextOptions) -> String {
                 }
             }
             Block::Table(t) => out.push_str(&table_text(t, width, o.color)),
+            Block::Figure(_) => {}
             Block::Bars(bars) => {
                 let lw = bars.iter().map(|b| b.0.chars().count()).max().unwrap_or(0).min(24);
                 let tw = bars.iter().map(|b| b.2.chars().count()).max().unwrap_or(0);
@@ -727,6 +751,7 @@ pub fn render_markdown(doc: &[Block]) -> String {
                 }
                 out.push('\n');
             }
+            Block::Figure(_) => {}
             Block::Bars(bars) => {
                 out.push_str("| | | |\n|:---|:---|---:|\n");
                 for (label, f, text) in bars {

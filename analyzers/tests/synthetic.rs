@@ -258,6 +258,9 @@ fn critical_path_follows_the_late_sender() {
     assert_eq!(cp.compute_ns, 21 * MS - US - 200 * US);
     assert_eq!(cp.rank_switches, 1);
     assert_eq!(cp.by_call[0].call, "MPI_Recv");
+    // As stretches: rank 0 up to the send's start, then rank 1 to the end.
+    use analyzers::critical_path::Segment;
+    assert_eq!(cp.segments, vec![Segment { rank: 0, start: US, end: 10 * MS }, Segment { rank: 1, start: 10 * MS, end: 21 * MS }]);
 }
 
 #[test]

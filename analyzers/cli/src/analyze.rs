@@ -29,6 +29,8 @@ pub enum Format {
     #[value(alias = "markdown")]
     Md,
     Json,
+    /// One self-contained HTML page with plots (`report` only).
+    Html,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -245,8 +247,9 @@ fn text_options(o: &Output) -> TextOptions {
     TextOptions { width: width(o), color }
 }
 
-fn render(o: &Output, r: &Report) -> Result<String> {
+fn render(o: &Output, r: &Report, ov: Option<&analyzers::html::Overview>) -> Result<String> {
     Ok(match o.format {
+        Format::Html => analyzers::html::render(r, ov),
         Format::Json => serde_json::to_string_pretty(r)? + "\n",
         Format::Md => report::render_markdown(&report::document(r)),
         Format::Text => report::render_text(&report::document(r), text_options(o)),
@@ -257,7 +260,8 @@ fn run_report(a: ReportArgs) -> Result<i32> {
     let an = analyze_dir(&a.dir, a.timing)?;
     let mut r = an.report();
     r.trace.dir = a.dir.display().to_string();
-    emit(&a.out, &render(&a.out, &r)?)?;
+    let ov = (a.out.format == Format::Html).then(|| analyzers::html::overview(&an));
+    emit(&a.out, &render(&a.out, &r, ov.as_ref())?)?;
     if a.out.format == Format::Text && a.out.output.is_none() {
         let d = a.dir.display();
         println!("\nexplore it:\n  mpitrace tui {d}\n  mpitrace gui {d}\n  mpitrace export {d} -o trace.json   (open in ui.perfetto.dev)");
@@ -288,6 +292,9 @@ fn run_check(a: CheckArgs) -> Result<i32> {
         }
     }
     rules.require_complete |= a.require_complete;
+    if a.out.format == Format::Html {
+        bail!("--format html is for `mpitrace report`; check writes text, md or json (and --junit XML)");
+    }
     if rules.max_regression.is_some() && a.baseline.is_none() {
         bail!("--max-regression needs --baseline (a trace directory or a JSON report)");
     }
@@ -310,7 +317,7 @@ fn run_check(a: CheckArgs) -> Result<i32> {
             }
             s
         }
-        Format::Text => {
+        Format::Text | Format::Html => {
             let color = text_options(&a.out).color;
             let mut s = String::new();
             for o in &outcomes {
@@ -332,6 +339,9 @@ fn run_check(a: CheckArgs) -> Result<i32> {
 
 fn run_diff(a: DiffArgs) -> Result<i32> {
     let threshold = check::parse_fraction(&a.threshold).map_err(|e| anyhow::anyhow!("--threshold: {e}"))?;
+    if a.out.format == Format::Html {
+        bail!("--format html is for `mpitrace report`; diff writes text, md or json");
+    }
     let before = report_of(&a.before)?;
     let after = report_of(&a.after)?;
     let changes = check::diff(&before, &after);
@@ -351,7 +361,7 @@ fn run_diff(a: DiffArgs) -> Result<i32> {
             }
             s
         }
-        Format::Text => {
+        Format::Text | Format::Html => {
             let color = text_options(&a.out).color;
             let mut s = format!("{} -> {}\n", a.before.display(), a.after.display());
             for c in &changes {

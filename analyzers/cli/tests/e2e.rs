@@ -184,6 +184,15 @@ fn ring(mpi: Mpi) {
     assert_eq!(calls("MPI_Irecv"), Some((4, 400)));
     assert_eq!(calls("MPI_Isend"), Some((4, 400)));
     assert_eq!(r.profile.p2p_sizes.count(), 8);
+    // The HTML report: one page whose heatmap has the ring's bytes.
+    let html = dir.join("report.html");
+    ok(&run(&["report", trace.to_str().unwrap(), "--format", "html", "-o", html.to_str().unwrap()]));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>") && page.trim_end().ends_with("</html>"));
+    assert!(!page.contains("<script") && !page.contains("src="), "self-contained");
+    assert!(page.contains("<title>0 \u{2192} 1: 1000 B in 1 messages</title>"), "heatmap cell 0->1");
+    assert!(page.contains("<title>3 \u{2192} 0: 3.9 KiB in 1 messages</title>"), "heatmap cell 3->0");
+    assert!(page.contains("<title>critical path</title>"));
     // Chrome/Perfetto export, read back by an independent parser.
     let json = dir.join("trace.json");
     ok(&run(&["export", trace.to_str().unwrap(), "-o", json.to_str().unwrap()]));
