@@ -302,21 +302,27 @@ impl Model {
     }
 
     /// Symbolizes every distinct (module, offset) of the call sites with
-    /// `resolve(module path, offset of the return address)`; returns how
-    /// many were resolved. The offset is that of the return address: a
-    /// symbolizer should look up `offset - 1` to land inside the call.
-    pub fn symbolize(&mut self, mut resolve: impl FnMut(&str, u64) -> Option<Location>) -> usize {
-        let mut keys: Vec<(u32, u64)> =
-            self.sites.iter().filter(|s| s.module != NONE && s.addr != 0).map(|s| (s.module, s.offset)).collect();
-        keys.sort_unstable();
-        keys.dedup();
+    /// `resolve(site, module path)`, asked once per distinct location with
+    /// one of the sites there (its rank and address select the rank's
+    /// module map); returns how many were resolved. The address is the
+    /// return address: a symbolizer should look up the byte before it.
+    pub fn symbolize(&mut self, mut resolve: impl FnMut(&Site, &str) -> Option<Location>) -> usize {
+        let mut firsts: Vec<(u32, u64, u32)> = self
+            .sites
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.module != NONE && s.addr != 0)
+            .map(|(i, s)| (s.module, s.offset, i as u32))
+            .collect();
+        firsts.sort_unstable();
+        firsts.dedup_by_key(|f| (f.0, f.1));
         let mut n = 0;
-        for k in keys {
-            if self.locations.contains_key(&k) {
+        for (module, offset, i) in firsts {
+            if self.locations.contains_key(&(module, offset)) {
                 continue;
             }
-            if let Some(l) = resolve(&self.modules[k.0 as usize], k.1) {
-                self.locations.insert(k, l);
+            if let Some(l) = resolve(&self.sites[i as usize], &self.modules[module as usize]) {
+                self.locations.insert((module, offset), l);
                 n += 1;
             }
         }

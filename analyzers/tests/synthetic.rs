@@ -328,9 +328,10 @@ fn call_sites_are_named_by_module_and_offset_then_by_source_line() {
     // A symbolizer maps (module, offset) to a source line; the labels follow.
     let mut model = t.model();
     let mut asked = Vec::new();
-    let n = model.symbolize(|path, off| {
-        asked.push((path.to_string(), off));
-        (off == 0x200).then(|| analyzers::model::Location { function: Some("exchange".into()), file: "/src/stencil.c".into(), line: 42 })
+    let n = model.symbolize(|s, path| {
+        asked.push((path.to_string(), s.offset));
+        assert_eq!(s.addr, site(s.rank, s.offset));
+        (s.offset == 0x200).then(|| analyzers::model::Location { function: Some("exchange".into()), file: "/src/stencil.c".into(), line: 42 })
     });
     assert_eq!(n, 1);
     asked.sort();
