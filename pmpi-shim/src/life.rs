@@ -58,7 +58,11 @@ pub fn start(call: usize, before: (u64, u64), after: u64) {
         let per_ns = (t1 - before.0) as f64 / (n1 - before.1) as f64;
         tr.point_interval = (per_ns * 1e9) as u64;
     }
-    for m in modules() {
+    let (modules, ids) = module_map();
+    for (path, build_id) in ids {
+        tr.side(&SideEntry::BuildId { path, build_id });
+    }
+    for m in modules {
         tr.side(&SideEntry::Module(m));
     }
     tr.isendrecv_status = isendrecv_fills_status();
@@ -257,6 +261,85 @@ fn modules() -> Vec<Module> {
         .collect()
 }
 
+/// The executable mappings and the build ids of their files, by path.
+fn module_map() -> (Vec<Module>, std::collections::BTreeMap<String, String>) {
+    let modules = modules();
+    let ranges = build_ids();
+    let ids = modules
+        .iter()
+        .filter_map(|m| {
+            let (_, _, id) = ranges.iter().find(|(lo, hi, _)| (*lo..*hi).contains(&m.start))?;
+            Some((m.path.clone(), id.clone()))
+        })
+        .collect();
+    (modules, ids)
+}
+
+/// GNU build ids of the loaded objects, with the address range of each of
+/// their loadable segments: (start, end, id in lower-case hex).
+fn build_ids() -> Vec<(u64, u64, String)> {
+    unsafe extern "C" fn each(
+        info: *mut libc::dl_phdr_info,
+        _size: usize,
+        data: *mut std::ffi::c_void,
+    ) -> c_int {
+        // SAFETY: `data` is the vector passed below; the loader passes a
+        // valid `dl_phdr_info` whose program headers and note segments are
+        // mapped at `dlpi_addr + p_vaddr` while the callback runs.
+        unsafe {
+            let out = &mut *data.cast::<Vec<(u64, u64, String)>>();
+            let info = &*info;
+            if info.dlpi_phdr.is_null() {
+                return 0;
+            }
+            let phdrs = std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize);
+            let base = info.dlpi_addr;
+            let id = phdrs
+                .iter()
+                .filter(|p| p.p_type == libc::PT_NOTE && p.p_memsz > 0)
+                .find_map(|p| {
+                    let notes = std::slice::from_raw_parts(
+                        (base + p.p_vaddr) as *const u8,
+                        p.p_memsz as usize,
+                    );
+                    gnu_build_id(notes, if p.p_align == 8 { 8 } else { 4 })
+                });
+            if let Some(id) = id {
+                for p in phdrs.iter().filter(|p| p.p_type == libc::PT_LOAD) {
+                    let lo = base + p.p_vaddr;
+                    out.push((lo, lo + p.p_memsz, id.clone()));
+                }
+            }
+        }
+        0
+    }
+    let mut out: Vec<(u64, u64, String)> = Vec::new();
+    // SAFETY: the callback only reads what the loader hands it and appends
+    // to `out`, which outlives the call.
+    unsafe { libc::dl_iterate_phdr(Some(each), (&mut out as *mut Vec<(u64, u64, String)>).cast()) };
+    out
+}
+
+/// The GNU build id in a note segment whose entries are padded to `align`.
+fn gnu_build_id(mut notes: &[u8], align: usize) -> Option<String> {
+    const NT_GNU_BUILD_ID: u32 = 3;
+    let pad = |n: usize| n.div_ceil(align) * align;
+    let word = |b: &[u8], i: usize| -> Option<u32> {
+        Some(u32::from_ne_bytes(b.get(i..i + 4)?.try_into().ok()?))
+    };
+    while notes.len() >= 12 {
+        let (namesz, descsz, kind) = (word(notes, 0)? as usize, word(notes, 4)? as usize, word(notes, 8)?);
+        let name = notes.get(12..12 + namesz)?;
+        let desc_at = 12 + pad(namesz);
+        let desc = notes.get(desc_at..desc_at + descsz)?;
+        if kind == NT_GNU_BUILD_ID && name == b"GNU\0" {
+            return Some(desc.iter().map(|b| format!("{b:02x}")).collect());
+        }
+        notes = notes.get(desc_at + pad(descsz)..)?;
+    }
+    None
+}
+
 /// The communicators of the clock synchronization: ranks sharing a node
 /// (they share CLOCK_MONOTONIC), and the node leaders. With
 /// `MPITRACE_CLOCK_PER_RANK=1` every rank counts as its own node.
@@ -348,6 +431,7 @@ fn measure_offset((node, leaders): (c_int, c_int)) -> SyncPoint {
 /// Before `PMPI_Finalize`: second clock measurement, and rank 0 writes
 /// `meta.json` from every rank's metadata (gathered).
 pub fn before_finalize() {
+    let (modules, build_ids) = module_map();
     let (comms, rank, meta) = {
         let g = state();
         let Some(tr) = g.as_ref() else { return };
@@ -359,7 +443,8 @@ pub fn before_finalize() {
                 sync_init: tr.sync_init,
                 sync_finalize: None,
                 finalized: true,
-                modules: modules(),
+                modules,
+                build_ids,
             },
         )
     };

@@ -293,22 +293,28 @@ fn check_p2p(t: &Trace, library: &str) {
         .collect();
     assert_eq!(seqs, vec![1, 2, 3, 4, 5]);
     assert_eq!(check_matching(t), 5 + 5 + 2 + 3);
-    // Call sites symbolize to the source line of the call.
+    // Call sites symbolize to the source line of the call, with the build
+    // id of the executable that ran.
+    let meta = t.ranks[&0].meta.as_ref().unwrap();
     let send = calls(t.rank_events(0), "MPI_Send")[0];
-    let (path, addr) = t.ranks[&0]
-        .meta
-        .as_ref()
-        .unwrap()
-        .locate(send.site.unwrap())
-        .unwrap();
-    assert!(path.ends_with("/p2p"), "{path}");
-    let out = std::process::Command::new("addr2line")
-        .args(["-e", path])
-        .arg(format!("{:#x}", addr - 1))
-        .output()
-        .unwrap();
-    let line = String::from_utf8_lossy(&out.stdout);
-    assert!(line.contains("p2p.c:19"), "{line}");
+    let mut sym = trace_format::Symbolizer::with_debug_dir(None);
+    let site = sym.site(meta, send.site.unwrap());
+    assert!(site.module.ends_with("/p2p"), "{site:?}");
+    assert_eq!(
+        (site.function.as_deref(), site.line, &site.problem),
+        (Some("main"), Some(19), &None),
+        "{site:?}"
+    );
+    assert!(site.file.as_deref().unwrap().ends_with("tests/c/p2p.c"), "{site:?}");
+    assert_eq!(site.to_string(), format!("main ({}:19)", site.file.as_deref().unwrap()));
+    let exe_id = trace_format::symbolize::build_id_of(std::path::Path::new(&site.module));
+    assert!(exe_id.is_some());
+    assert_eq!(meta.build_ids.get(&site.module), exe_id.as_ref());
+    // Every recorded call of the program has a site in p2p.c.
+    for e in t.rank_events(1).iter().filter(|e| e.kind == Kind::Call) {
+        let s = sym.site(t.ranks[&1].meta.as_ref().unwrap(), e.site.unwrap());
+        assert!(s.file.as_deref().is_some_and(|f| f.ends_with("p2p.c")), "{}: {s:?}", e.call);
+    }
     check_collectives(t);
     // Communicators: world, 3 selves, two halves of the split.
     let splits: Vec<_> = t

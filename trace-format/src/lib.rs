@@ -24,6 +24,7 @@ pub mod reader;
 pub mod record;
 pub mod side;
 pub mod stream;
+pub mod symbolize;
 pub mod table;
 
 use std::path::{Path, PathBuf};
@@ -31,6 +32,7 @@ use std::path::{Path, PathBuf};
 pub use events::Event;
 pub use meta::{Meta, RankMeta};
 pub use reader::{Completeness, RankTrace, Trace};
+pub use symbolize::{Site, Symbolizer};
 
 /// Version of the trace schema (events and comms tables, meta.json).
 pub const SCHEMA_VERSION: u32 = 1;
@@ -193,6 +195,7 @@ fn load_rank(dir: &Path, rank: i32) -> Result<LoadedRank, Error> {
         sync_finalize: side.sync("finalize"),
         finalized: side.finalized(),
         modules: side.modules().cloned().collect(),
+        build_ids: side.build_ids(),
     };
     let clock = meta::ClockMap::new(meta.sync_init, meta.sync_finalize);
     Ok(LoadedRank {

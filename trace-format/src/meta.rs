@@ -20,6 +20,9 @@ pub struct RankMeta {
     /// Executable mappings, to symbolize the `site` column.
     #[serde(default)]
     pub modules: Vec<crate::side::Module>,
+    /// GNU build ids of the mapped files (lower-case hex), by path.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub build_ids: std::collections::BTreeMap<String, String>,
 }
 
 /// Key of the rank metadata (JSON of [`RankMeta`]) in a Parquet footer.
@@ -138,9 +141,10 @@ impl ClockMap {
 }
 
 impl RankMeta {
-    /// The module containing call site `site` and the site's address within
+    /// The module containing call site `site` and the site's offset within
     /// that file (what `addr2line -e PATH ADDR` takes for a PIE or shared
-    /// object whose segments map at their file offsets).
+    /// object whose segments map at their file offsets; [`crate::Symbolizer`]
+    /// does not assume that).
     pub fn locate(&self, site: u64) -> Option<(&str, u64)> {
         self.modules
             .iter()

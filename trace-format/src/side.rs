@@ -100,6 +100,12 @@ pub enum SideEntry {
         name: String,
     },
     Module(Module),
+    /// GNU build id (lower-case hex) of a mapped file, to find its separate
+    /// debug file and to notice a file rebuilt since the run.
+    BuildId {
+        path: String,
+        build_id: String,
+    },
     /// Something the shim wants the user to know (disk full, unknown handle...).
     Note {
         message: String,
@@ -200,6 +206,16 @@ impl Side {
             SideEntry::Module(m) => Some(m),
             _ => None,
         })
+    }
+    /// Build ids of the mapped files, by path.
+    pub fn build_ids(&self) -> std::collections::BTreeMap<String, String> {
+        self.entries
+            .iter()
+            .filter_map(|e| match e {
+                SideEntry::BuildId { path, build_id } => Some((path.clone(), build_id.clone())),
+                _ => None,
+            })
+            .collect()
     }
     pub fn finalized(&self) -> bool {
         self.entries
