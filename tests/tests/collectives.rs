@@ -76,6 +76,16 @@ fn nonblocking_and_persistent_overlapped() {
     each_size("coll_nb", SIZES, &[], &[], "coll_nb OK");
 }
 
+/// Intercommunicators (even and odd ranks of the world): every nonblocking
+/// collective at once, the v/w and reduce-scatter forms, persistent ones, a
+/// non-commutative op in rank order, a derived type, the errors.
+#[test]
+fn intercommunicator_nonblocking_persistent_v_w() {
+    each_size("coll_inter", &[2, 3, 5, 7, 8], &[], &[], "coll_inter OK");
+    let forced: &[(&str, &str)] = &[("MPICORE_COLL_REDUCE", "reduce_scatter_gather"), ("MPICORE_COLL_BCAST", "scatter_allgather"), ("MPICORE_COLL_GATHER_SHORT", "0")];
+    each_size("coll_inter", &[5, 8], &[], forced, "coll_inter OK");
+}
+
 #[test]
 fn bad_arguments_return_the_right_class() {
     each_size("coll_errors", SIZES, &[], &[], "coll_errors OK");

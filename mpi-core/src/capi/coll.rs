@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use mpi_api::abi::*;
 
-use super::{put, ret};
+use super::{intercoll, put, ret};
 use crate::bail;
 use crate::coll::algo;
 use crate::coll::flat::{self, Flat, Lookup};
@@ -36,7 +36,7 @@ pub(crate) enum Call {
 
 /// Builds the schedule of a collective on `comm` with `build`, then runs it
 /// as `call` says.
-fn run(comm: MPI_Comm, call: Call, build: impl FnOnce(&mut State, &mut Sched) -> MpiResult<()>) -> MpiResult<()> {
+pub(super) fn run(comm: MPI_Comm, call: Call, build: impl FnOnce(&mut State, &mut Sched) -> MpiResult<()>) -> MpiResult<()> {
     let blocking = rt::with(|st| {
         let mut s = Sched::new(st, comm)?;
         if let Call::Nb(req) | Call::Init(req) = call {
@@ -95,7 +95,7 @@ impl Arr {
     ///
     /// # Safety
     /// The pointer is NULL or addresses `n` values.
-    unsafe fn read(self, n: usize, what: &str) -> MpiResult<Vec<i64>> {
+    pub(super) unsafe fn read(self, n: usize, what: &str) -> MpiResult<Vec<i64>> {
         match self {
             Arr::I32(p) if !p.is_null() => Ok((0..n).map(|i| *p.add(i) as i64).collect()),
             Arr::I64(p) if !p.is_null() => Ok((0..n).map(|i| *p.add(i)).collect()),
@@ -104,7 +104,7 @@ impl Arr {
         }
     }
     /// The first `n` values, each a valid count.
-    unsafe fn counts(self, n: usize, what: &str) -> MpiResult<Vec<usize>> {
+    pub(super) unsafe fn counts(self, n: usize, what: &str) -> MpiResult<Vec<usize>> {
         self.read(n, what)?.into_iter().map(check_count).collect()
     }
 }
@@ -139,12 +139,12 @@ fn no_alias(sendbuf: *const c_void, recvbuf: *const c_void, bytes: usize) -> Mpi
 }
 
 /// Address of element `i` of `dt` at `buf`.
-fn elem(buf: *const c_void, i: usize, dt: &Dtype) -> *mut u8 {
+pub(super) fn elem(buf: *const c_void, i: usize, dt: &Dtype) -> *mut u8 {
     (buf as *mut u8).wrapping_offset(i as isize * dt.extent)
 }
 
 /// A buffer argument with its count and type, checked.
-fn typed(st: &mut State, buf: *const c_void, count: i64, datatype: MPI_Datatype, what: &str) -> MpiResult<(usize, Arc<Dtype>)> {
+pub(super) fn typed(st: &mut State, buf: *const c_void, count: i64, datatype: MPI_Datatype, what: &str) -> MpiResult<(usize, Arc<Dtype>)> {
     let n = check_count(count)?;
     let dt = st.types.get(datatype)?;
     check_buf(buf, n, &dt, what)?;
@@ -173,7 +173,7 @@ fn user_op(st: &State, op: MPI_Op) -> MpiResult<UserOp> {
 }
 
 /// How `op` reduces elements of `dt` (handle `datatype`).
-fn reducer(st: &State, op: MPI_Op, datatype: MPI_Datatype, dt: &Arc<Dtype>) -> MpiResult<Reducer> {
+pub(super) fn reducer(st: &State, op: MPI_Op, datatype: MPI_Datatype, dt: &Arc<Dtype>) -> MpiResult<Reducer> {
     if op::is_predefined(op) {
         let Some(basic) = dt.basic else {
             bail!(MPI_ERR_OP, "predefined operations need a datatype made of a single predefined type");
@@ -509,43 +509,36 @@ unsafe fn flat_rooted(
     })
 }
 
-/// The paths before the message schedules: shared memory for blocking
-/// calls, if `flat` takes the call; intercommunicators' own algorithms.
-fn special(call: Call, comm: MPI_Comm, flat: impl FnOnce() -> Option<MpiResult<()>>, inter: impl FnOnce() -> Option<MpiResult<()>>) -> Option<MpiResult<()>> {
-    if let Call::Block = call {
-        if let Some(r) = flat() {
-            return Some(r);
-        }
-    }
-    if is_inter(comm) {
-        return inter();
-    }
-    None
-}
-
-/// Whether `comm` is an intercommunicator (false if it is not valid: the
-/// collective reports that).
-fn is_inter(comm: MPI_Comm) -> bool {
-    rt::with(|st| Ok(st.comms.get(comm)?.is_inter())).unwrap_or(false)
-}
-
 // ----- the collectives -------------------------------------------------------------
 
+/// Blocking calls may take the shared-memory path (which declines
+/// intercommunicators).
+fn blocking(call: Call) -> bool {
+    matches!(call, Call::Block)
+}
+
 pub(crate) fn barrier(call: Call, comm: MPI_Comm) -> MpiResult<()> {
-    if let Some(r) = special(call, comm, || flat_barrier(comm), || super::intercoll::barrier(call, comm)) {
+    if let Some(r) = blocking(call).then(|| flat_barrier(comm)).flatten() {
         return r;
     }
-    run(comm, call, |_, s| {
+    run(comm, call, |st, s| {
+        if s.is_inter() {
+            intercoll::barrier(st, s);
+            return Ok(());
+        }
         algo::barrier(s);
         Ok(())
     })
 }
 
 pub(crate) unsafe fn bcast(call: Call, buffer: *mut c_void, count: i64, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> MpiResult<()> {
-    if let Some(r) = special(call, comm, || flat_bcast(buffer, count, datatype, root, comm), || super::intercoll::bcast(call, buffer, count, datatype, root, comm)) {
+    if let Some(r) = blocking(call).then(|| flat_bcast(buffer, count, datatype, root, comm)).flatten() {
         return r;
     }
     run(comm, call, |st, s| {
+        if s.is_inter() {
+            return intercoll::bcast(st, s, buffer, count, datatype, root);
+        }
         let root = check_root(root, s.size)?;
         let (n, dt) = typed(st, buffer, count, datatype, "buffer")?;
         let buf = if s.rank == root { s.input(buffer as *const u8, n, &dt) } else { s.output(buffer as *mut u8, n, &dt) };
@@ -565,10 +558,13 @@ pub(crate) unsafe fn gather(
     root: c_int,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
-    if let Some(r) = special(call, comm, || flat_rooted(false, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm), || super::intercoll::gather(call, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)) {
+    if let Some(r) = blocking(call).then(|| flat_rooted(false, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)).flatten() {
         return r;
     }
     run(comm, call, |st, s| {
+        if s.is_inter() {
+            return intercoll::gather(st, s, sendbuf, sendcount, sendtype, recvbuf, recvcount, None, recvtype, root);
+        }
         let root = check_root(root, s.size)?;
         let is_root = s.rank == root;
         if !is_root {
@@ -595,13 +591,13 @@ pub(crate) unsafe fn gather(
     })
 }
 
-fn at(p: P, off: usize) -> P {
+pub(super) fn at(p: P, off: usize) -> P {
     p.wrapping_add(off)
 }
 
 /// Packed views of blocks `counts[i]` elements of `dt` at `buf + displs[i]`
 /// (in units of `disp_unit` bytes, or of the extent when None).
-fn views(
+pub(super) fn views(
     s: &mut Sched,
     buf: *const c_void,
     counts: &[usize],
@@ -631,7 +627,7 @@ fn views(
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Dir {
+pub(super) enum Dir {
     In,
     Out,
     InOut,
@@ -650,6 +646,9 @@ pub(crate) unsafe fn gatherv(
     comm: MPI_Comm,
 ) -> MpiResult<()> {
     run(comm, call, |st, s| {
+        if s.is_inter() {
+            return intercoll::gather(st, s, sendbuf, sendcount, sendtype, recvbuf, 0, Some((recvcounts, displs)), recvtype, root);
+        }
         let root = check_root(root, s.size)?;
         if s.rank != root {
             let (sc, sdt) = typed(st, sendbuf, sendcount, sendtype, "sendbuf")?;
@@ -689,10 +688,13 @@ pub(crate) unsafe fn scatter(
     root: c_int,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
-    if let Some(r) = special(call, comm, || flat_rooted(true, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm), || super::intercoll::scatter(call, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)) {
+    if let Some(r) = blocking(call).then(|| flat_rooted(true, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)).flatten() {
         return r;
     }
     run(comm, call, |st, s| {
+        if s.is_inter() {
+            return intercoll::scatter(st, s, sendbuf, sendcount, None, sendtype, recvbuf, recvcount, recvtype, root);
+        }
         let root = check_root(root, s.size)?;
         if s.rank != root {
             let (rc, rdt) = typed(st, recvbuf, recvcount, recvtype, "recvbuf")?;
@@ -729,6 +731,9 @@ pub(crate) unsafe fn scatterv(
     comm: MPI_Comm,
 ) -> MpiResult<()> {
     run(comm, call, |st, s| {
+        if s.is_inter() {
+            return intercoll::scatter(st, s, sendbuf, 0, Some((sendcounts, displs)), sendtype, recvbuf, recvcount, recvtype, root);
+        }
         let root = check_root(root, s.size)?;
         if s.rank != root {
             let (rc, rdt) = typed(st, recvbuf, recvcount, recvtype, "recvbuf")?;
@@ -763,10 +768,13 @@ pub(crate) unsafe fn allgather(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
-    if let Some(r) = special(call, comm, || flat_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm), || super::intercoll::allgather(call, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)) {
+    if let Some(r) = blocking(call).then(|| flat_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)).flatten() {
         return r;
     }
     run(comm, call, |st, s| {
+        if s.is_inter() {
+            return intercoll::allgather(st, s, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype);
+        }
         let (rc, rdt) = typed(st, recvbuf, recvcount, recvtype, "recvbuf")?;
         let blk = rdt.packed_size(rc);
         let out = s.output(recvbuf as *mut u8, rc * s.size, &rdt);
@@ -797,6 +805,9 @@ pub(crate) unsafe fn allgatherv(
     comm: MPI_Comm,
 ) -> MpiResult<()> {
     run(comm, call, |st, s| {
+        if s.is_inter() {
+            return intercoll::allgatherv(st, s, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype);
+        }
         let counts = recvcounts.counts(s.size, "recvcounts")?;
         let displs = displs.read(s.size, "displs")?;
         let rdt = st.types.get(recvtype)?;
@@ -829,10 +840,13 @@ pub(crate) unsafe fn alltoall(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
-    if let Some(r) = special(call, comm, || flat_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm), || super::intercoll::alltoall(call, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)) {
+    if let Some(r) = blocking(call).then(|| flat_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)).flatten() {
         return r;
     }
     run(comm, call, |st, s| {
+        if s.is_inter() {
+            return intercoll::alltoall(st, s, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype);
+        }
         let size = s.size;
         let (rc, rdt) = typed(st, recvbuf, recvcount, recvtype, "recvbuf")?;
         let blk = rdt.packed_size(rc);
@@ -868,6 +882,9 @@ unsafe fn alltoall_vw(
     bytes_disp: bool,
 ) -> MpiResult<()> {
     run(comm, call, |st, s| {
+        if s.is_inter() {
+            return intercoll::alltoall_vw(st, s, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, bytes_disp);
+        }
         let size = s.size;
         let rc = recvcounts.counts(size, "recvcounts")?;
         let rd = rdispls.read(size, "rdispls")?;
@@ -969,10 +986,13 @@ pub(crate) unsafe fn reduce(
     root: c_int,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
-    if let Some(r) = special(call, comm, || flat_reduce(sendbuf, recvbuf, count, datatype, op, Some(root), comm), || super::intercoll::reduce(call, sendbuf, recvbuf, count, datatype, op, root, comm)) {
+    if let Some(r) = blocking(call).then(|| flat_reduce(sendbuf, recvbuf, count, datatype, op, Some(root), comm)).flatten() {
         return r;
     }
     run(comm, call, |st, s| {
+        if s.is_inter() {
+            return intercoll::reduce(st, s, sendbuf, recvbuf, count, datatype, op, root);
+        }
         let root = check_root(root, s.size)?;
         let (sb, rb, n) = reduce_views(st, s, sendbuf, recvbuf, count, datatype, op, s.rank == root)?;
         algo::reduce(s, &st.coll.tune, sb, rb, n, root);
@@ -989,10 +1009,13 @@ pub(crate) unsafe fn allreduce(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
-    if let Some(r) = special(call, comm, || flat_reduce(sendbuf, recvbuf, count, datatype, op, None, comm), || super::intercoll::allreduce(call, sendbuf, recvbuf, count, datatype, op, comm)) {
+    if let Some(r) = blocking(call).then(|| flat_reduce(sendbuf, recvbuf, count, datatype, op, None, comm)).flatten() {
         return r;
     }
     run(comm, call, |st, s| {
+        if s.is_inter() {
+            return intercoll::allreduce(st, s, sendbuf, recvbuf, count, datatype, op);
+        }
         let (sb, rb, n) = reduce_views(st, s, sendbuf, recvbuf, count, datatype, op, true)?;
         algo::allreduce(s, &st.coll.tune, sb, rb, n);
         Ok(())
@@ -1010,6 +1033,9 @@ pub(crate) unsafe fn scan(
     exclusive: bool,
 ) -> MpiResult<()> {
     run(comm, call, |st, s| {
+        if s.is_inter() {
+            bail!(MPI_ERR_COMM, "Scan and Exscan are not defined on intercommunicators");
+        }
         // Exscan leaves rank 0's receive buffer alone.
         let (sb, mut rb, n) = reduce_views(st, s, sendbuf, recvbuf, count, datatype, op, !(exclusive && s.rank == 0) || in_place(sendbuf))?;
         if rb.is_null() {
@@ -1031,6 +1057,9 @@ unsafe fn reduce_scatter_any(
     comm: MPI_Comm,
 ) -> MpiResult<()> {
     run(comm, call, |st, s| {
+        if s.is_inter() {
+            return intercoll::reduce_scatter(st, s, sendbuf, recvbuf, counts, datatype, op);
+        }
         let counts = match counts {
             Ok(a) => a.counts(s.size, "recvcounts")?,
             Err(b) => vec![check_count(b)?; s.size],

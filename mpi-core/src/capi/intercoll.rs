@@ -1,82 +1,41 @@
-//! Collectives on intercommunicators (chapter 5's "inter" semantics): the
-//! data of one group goes to the other. Each function here returns `None`
-//! for an intracommunicator, so the collective entry points of capi/coll.rs
-//! can begin with `if let Some(r) = intercoll::x(...) { return r; }`.
+//! Collectives on intercommunicators (the "inter" semantics of chapter 6):
+//! the data of one group goes to the other.
 //!
-//! The local part runs as an ordinary intracommunicator collective on the
-//! intercommunicator's hidden local communicator (`Comm::local_comm`); the
-//! groups meet through their leaders (local rank 0) or, for rooted and
-//! all-to-all operations, directly, with typed messages on the
-//! intercommunicator's collective context. Nonblocking and persistent forms
-//! are refused with `MPI_ERR_COMM` rather than run blocking.
+//! Each function appends this rank's part to a schedule (`coll::sched`) on
+//! the intercommunicator, so the blocking, nonblocking (`MPI_I*`) and
+//! persistent (`*_init`) forms share one implementation, as on
+//! intracommunicators. A schedule on an intercommunicator has two routes:
+//! the remote group (ranks are remote ranks) and, after `Sched::local`, the
+//! local group (the intercommunicator's hidden local communicator), where
+//! the intracommunicator algorithms of `coll::algo` run unchanged.
+//!
+//! * Barrier, Bcast, Reduce, Allreduce, Allgather, Reduce_scatter(_block):
+//!   the local part runs inside each group (fan-in to, or fan-out from,
+//!   local rank 0) and the two leaders exchange the data.
+//! * Gather(v), Scatter(v), Allgatherv, Alltoall(v, w): direct messages
+//!   between the members of the two groups.
 //!
 //! Roots follow the standard: `MPI_ROOT` at the root, `MPI_PROC_NULL` at the
 //! other members of its group, the root's rank in the remote group at the
-//! members of the other group.
-// Used once capi/coll.rs dispatches here (the lines are ready: one `if let`
-// at the top of its barrier/bcast/reduce/allreduce/allgather/gather/
-// scatter/alltoall).
-#![allow(dead_code)]
+//! members of the other group. `MPI_IN_PLACE` is not allowed (the standard
+//! defines no in-place intercommunicator collective); Scan and Exscan are
+//! not defined on intercommunicators (`MPI_ERR_COMM`).
+#![allow(clippy::too_many_arguments)] // the standard's argument lists
 
 use std::ffi::c_void;
 use std::os::raw::c_int;
+use std::ptr::null_mut;
 use std::sync::Arc;
 
 use mpi_api::abi::*;
 
-use super::agree::{wait_all, View, TAG_BASE};
-use super::coll::{self, Call};
-use super::neighbor::{dtype, post, Block, Route};
+use super::coll::{at, reducer, typed, views, Arr, Dir};
 use crate::bail;
-use crate::rt::comm::Comm;
+use crate::coll::algo;
+use crate::coll::sched::{Sched, P};
 use crate::rt::datatype::{check_count, Dtype};
 use crate::rt::error::MpiResult;
-use crate::rt::{self};
-
-const TAG_BARRIER: i32 = TAG_BASE + 0x200;
-const TAG_BCAST: i32 = TAG_BASE + 0x201;
-const TAG_REDUCE: i32 = TAG_BASE + 0x202;
-const TAG_ALLREDUCE: i32 = TAG_BASE + 0x203;
-const TAG_ALLGATHER: i32 = TAG_BASE + 0x204;
-const TAG_GATHER: i32 = TAG_BASE + 0x205;
-const TAG_SCATTER: i32 = TAG_BASE + 0x206;
-const TAG_ALLTOALL: i32 = TAG_BASE + 0x207;
-
-/// The intercommunicator `comm`, or None (an intracommunicator, or not a
-/// communicator at all: the caller reports that).
-fn inter(comm: MPI_Comm) -> Option<Comm> {
-    rt::with(|st| Ok(st.comms.get(comm)?.clone())).ok().filter(Comm::is_inter)
-}
-
-/// Runs `f` on intercommunicator `comm` if it is one.
-fn on_inter(comm: MPI_Comm, call: Call, f: impl FnOnce(&Comm) -> MpiResult<()>) -> Option<MpiResult<()>> {
-    let c = inter(comm)?;
-    if !matches!(call, Call::Block | Call::Msg) {
-        return Some(Err(crate::rt::error::MpiError::new(
-            MPI_ERR_COMM,
-            "nonblocking and persistent collectives on intercommunicators are not supported",
-        )));
-    }
-    Some(f(&c))
-}
-
-/// Typed messages with the remote group: receives, then sends, then wait.
-fn exchange(comm: MPI_Comm, c: &Comm, recvs: Vec<(c_int, i32, Block)>, sends: Vec<(c_int, i32, Block)>) -> MpiResult<()> {
-    let ids = rt::with(|st| {
-        let route = Route { ctx: c.coll_ctx(), rank: c.rank, group: c.group.clone() };
-        Ok(post(st, comm, &route, recvs, sends))
-    })?;
-    wait_all(&ids)
-}
-
-fn typed(dt: MPI_Datatype, count: i64) -> MpiResult<(Arc<Dtype>, usize)> {
-    let n = check_count(count)?;
-    Ok((rt::with(|st| dtype(st, dt))?, n))
-}
-
-fn block(p: *const c_void, n: usize, dt: &Arc<Dtype>) -> Block {
-    Block { p: p as *mut u8, count: n, dt: dt.clone() }
-}
+use crate::rt::State;
 
 /// What a root argument means here.
 enum Root {
@@ -85,235 +44,348 @@ enum Root {
     /// Another member of the root's group: nothing to do.
     Idle,
     /// A member of the other group; the root is remote rank r.
-    Remote(c_int),
+    Remote(usize),
 }
 
-fn root_of(c: &Comm, root: c_int) -> MpiResult<Root> {
+fn root_of(s: &Sched, root: c_int) -> MpiResult<Root> {
+    let size = s.remote_size();
     match root {
         MPI_ROOT => Ok(Root::Me),
         MPI_PROC_NULL => Ok(Root::Idle),
-        r if r >= 0 && r < c.size() => Ok(Root::Remote(r)),
-        r => bail!(MPI_ERR_ROOT, "invalid root {r} on an intercommunicator (MPI_ROOT, MPI_PROC_NULL or a rank of the remote group of size {})", c.size()),
+        r if r >= 0 && (r as usize) < size => Ok(Root::Remote(r as usize)),
+        r => bail!(MPI_ERR_ROOT, "invalid root {r} on an intercommunicator (MPI_ROOT, MPI_PROC_NULL or a rank of the remote group of size {size})"),
     }
 }
 
-/// A buffer that holds `n` elements of `dt` (true extent), and the address
-/// to pass as the buffer.
-fn scratch(dt: &Dtype, n: usize) -> (Vec<u8>, *mut c_void) {
-    let span = if n == 0 { 0 } else { (n as isize - 1) * dt.extent.max(0) + dt.true_extent.max(0) } as usize;
-    let mut v = vec![0u8; span.max(1)];
-    let p = v.as_mut_ptr().wrapping_offset(-dt.true_lb) as *mut c_void;
-    (v, p)
+fn no_in_place(p: *const c_void, what: &str) -> MpiResult<()> {
+    if p as usize == MPI_IN_PLACE {
+        bail!(MPI_ERR_BUFFER, "MPI_IN_PLACE is not allowed as {what} on an intercommunicator");
+    }
+    Ok(())
 }
 
-pub(crate) fn barrier(call: Call, comm: MPI_Comm) -> Option<MpiResult<()>> {
-    on_inter(comm, call, |c| {
-        coll::barrier(Call::Block, c.local_comm)?;
-        if c.rank == 0 {
-            let remote = rt::with(|st| View::remote(st, c))?;
-            remote.sendrecv_vec(&[], 0, TAG_BARRIER)?;
-        }
-        coll::barrier(Call::Block, c.local_comm)
-    })
+/// Packed views of `size` consecutive blocks of `count` elements of `dt`.
+fn blocks(s: &mut Sched, buf: *const c_void, count: usize, dt: &Arc<Dtype>, size: usize, dir: Dir) -> Vec<(P, usize)> {
+    let counts = vec![count; size];
+    let displs: Vec<i64> = (0..size).map(|i| (i * count) as i64).collect();
+    views(s, buf, &counts, &displs, std::slice::from_ref(dt), false, dir, None)
+}
+
+/// The leaders (local rank 0) swap `send` for `recv` (each group's data of
+/// the whole operation), after the local steps before.
+fn leaders_swap(s: &mut Sched, send: P, sn: usize, recv: P, rn: usize) {
+    s.fence();
+    s.remote();
+    if s.rank == 0 {
+        s.send(send, sn, 0);
+        s.recv(recv, rn, 0);
+        s.fence();
+    }
+    s.local();
+}
+
+pub(super) fn barrier(st: &mut State, s: &mut Sched) {
+    // Every member of this group has arrived at local rank 0, the leaders
+    // meet, each leader lets its group go.
+    s.local();
+    algo::gather(s, &st.coll.tune, null_mut(), 0, null_mut(), 0);
+    leaders_swap(s, null_mut(), 0, null_mut(), 0);
+    algo::bcast(s, &st.coll.tune, null_mut(), 0, 0);
 }
 
 /// # Safety
 /// As `MPI_Bcast`.
-pub(crate) unsafe fn bcast(call: Call, buffer: *mut c_void, count: i64, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> Option<MpiResult<()>> {
-    on_inter(comm, call, |c| {
-        let (dt, n) = typed(datatype, count)?;
-        match root_of(c, root)? {
-            Root::Idle => Ok(()),
-            Root::Me => exchange(comm, c, vec![], vec![(0, TAG_BCAST, block(buffer, n, &dt))]),
-            Root::Remote(r) => {
-                if c.rank == 0 {
-                    exchange(comm, c, vec![(r, TAG_BCAST, block(buffer, n, &dt))], vec![])?;
-                }
-                coll::bcast(Call::Block, buffer, count, datatype, 0, c.local_comm)
-            }
+pub(super) unsafe fn bcast(st: &mut State, s: &mut Sched, buffer: *mut c_void, count: i64, datatype: MPI_Datatype, root: c_int) -> MpiResult<()> {
+    match root_of(s, root)? {
+        Root::Idle => {}
+        Root::Me => {
+            let (n, dt) = typed(st, buffer, count, datatype, "buffer")?;
+            let p = s.input(buffer as *const u8, n, &dt);
+            s.send(p, dt.packed_size(n), 0);
         }
-    })
+        Root::Remote(r) => {
+            let (n, dt) = typed(st, buffer, count, datatype, "buffer")?;
+            let bytes = dt.packed_size(n);
+            let p = s.output(buffer as *mut u8, n, &dt);
+            if s.rank == 0 {
+                s.recv(p, bytes, r);
+                s.fence();
+            }
+            s.local();
+            algo::bcast(s, &st.coll.tune, p, bytes, 0);
+        }
+    }
+    Ok(())
+}
+
+/// This group's reduction at local rank 0 (in a temporary; null at the
+/// other ranks): (where, bytes).
+unsafe fn reduce_local(st: &mut State, s: &mut Sched, sendbuf: *const c_void, count: i64, datatype: MPI_Datatype, op: MPI_Op) -> MpiResult<(P, usize)> {
+    no_in_place(sendbuf, "sendbuf")?;
+    let (n, dt) = typed(st, sendbuf, count, datatype, "sendbuf")?;
+    s.red = Some(reducer(st, op, datatype, &dt)?);
+    let bytes = dt.packed_size(n);
+    let sb = s.input(sendbuf as *const u8, n, &dt);
+    s.local();
+    let acc = if s.rank == 0 { s.tmp(bytes) } else { null_mut() };
+    algo::reduce(s, &st.coll.tune, sb, acc, bytes, 0);
+    Ok((acc, bytes))
 }
 
 /// # Safety
 /// As `MPI_Reduce`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn reduce(
-    call: Call,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: i64,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    root: c_int,
-    comm: MPI_Comm,
-) -> Option<MpiResult<()>> {
-    on_inter(comm, call, |c| {
-        let (dt, n) = typed(datatype, count)?;
-        match root_of(c, root)? {
-            Root::Idle => Ok(()),
-            Root::Me => exchange(comm, c, vec![(0, TAG_REDUCE, block(recvbuf, n, &dt))], vec![]),
-            Root::Remote(r) => {
-                let (_keep, tmp) = scratch(&dt, n);
-                coll::reduce(Call::Block, sendbuf, tmp, count, datatype, op, 0, c.local_comm)?;
-                if c.rank == 0 {
-                    exchange(comm, c, vec![], vec![(r, TAG_REDUCE, block(tmp, n, &dt))])?;
-                }
-                Ok(())
+pub(super) unsafe fn reduce(st: &mut State, s: &mut Sched, sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: MPI_Datatype, op: MPI_Op, root: c_int) -> MpiResult<()> {
+    match root_of(s, root)? {
+        Root::Idle => {}
+        Root::Me => {
+            no_in_place(recvbuf, "recvbuf")?;
+            let (n, dt) = typed(st, recvbuf, count, datatype, "recvbuf")?;
+            reducer(st, op, datatype, &dt)?;
+            let p = s.output(recvbuf as *mut u8, n, &dt);
+            s.recv(p, dt.packed_size(n), 0);
+        }
+        Root::Remote(r) => {
+            let (acc, bytes) = reduce_local(st, s, sendbuf, count, datatype, op)?;
+            if s.rank == 0 {
+                s.fence();
+                s.remote();
+                s.send(acc, bytes, r);
             }
         }
-    })
+    }
+    Ok(())
 }
 
 /// # Safety
 /// As `MPI_Allreduce`.
-pub(crate) unsafe fn allreduce(
-    call: Call,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: i64,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-) -> Option<MpiResult<()>> {
-    on_inter(comm, call, |c| {
-        if sendbuf as usize == MPI_IN_PLACE {
-            bail!(MPI_ERR_BUFFER, "MPI_IN_PLACE is not allowed on an intercommunicator");
-        }
-        let (dt, n) = typed(datatype, count)?;
-        // The reduction of this group's data goes to the other group.
-        let (_keep, tmp) = scratch(&dt, n);
-        coll::reduce(Call::Block, sendbuf, tmp, count, datatype, op, 0, c.local_comm)?;
-        if c.rank == 0 {
-            exchange(comm, c, vec![(0, TAG_ALLREDUCE, block(recvbuf, n, &dt))], vec![(0, TAG_ALLREDUCE, block(tmp, n, &dt))])?;
-        }
-        coll::bcast(Call::Block, recvbuf, count, datatype, 0, c.local_comm)
-    })
+pub(super) unsafe fn allreduce(st: &mut State, s: &mut Sched, sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: MPI_Datatype, op: MPI_Op) -> MpiResult<()> {
+    no_in_place(recvbuf, "recvbuf")?;
+    let (n, dt) = typed(st, recvbuf, count, datatype, "recvbuf")?;
+    let rb = s.output(recvbuf as *mut u8, n, &dt);
+    // This group's result goes to the other group, and the other way.
+    let (acc, bytes) = reduce_local(st, s, sendbuf, count, datatype, op)?;
+    leaders_swap(s, acc, bytes, rb, bytes);
+    algo::bcast(s, &st.coll.tune, rb, bytes, 0);
+    Ok(())
+}
+
+/// Reduce_scatter (`counts` per rank of the local group) and
+/// Reduce_scatter_block (`Err(count)`): each group's reduction of vectors
+/// of the sum of the counts is scattered over the other group.
+///
+/// # Safety
+/// As `MPI_Reduce_scatter`.
+pub(super) unsafe fn reduce_scatter(st: &mut State, s: &mut Sched, sendbuf: *const c_void, recvbuf: *mut c_void, counts: Result<Arr, i64>, datatype: MPI_Datatype, op: MPI_Op) -> MpiResult<()> {
+    let lsize = s.local_size();
+    let counts = match counts {
+        Ok(a) => a.counts(lsize, "recvcounts")?,
+        Err(b) => vec![check_count(b)?; lsize],
+    };
+    no_in_place(recvbuf, "recvbuf")?;
+    let total: usize = counts.iter().sum();
+    let (mine, dt) = typed(st, recvbuf, counts[s.rank] as i64, datatype, "recvbuf")?;
+    let out = s.output(recvbuf as *mut u8, mine, &dt);
+    let (acc, bytes) = reduce_local(st, s, sendbuf, total as i64, datatype, op)?;
+    let theirs = if s.rank == 0 { s.tmp(bytes) } else { null_mut() };
+    leaders_swap(s, acc, bytes, theirs, bytes);
+    let blocks: Vec<(P, usize)> = counts
+        .iter()
+        .scan(0, |o, &c| {
+            let b = dt.packed_size(c);
+            *o += b;
+            Some((at(theirs, *o - b), b))
+        })
+        .collect();
+    algo::scatterv(s, &blocks, out, dt.packed_size(mine), 0, false);
+    Ok(())
 }
 
 /// # Safety
 /// As `MPI_Allgather`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn allgather(
-    call: Call,
+pub(super) unsafe fn allgather(st: &mut State, s: &mut Sched, sendbuf: *const c_void, sendcount: i64, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: i64, recvtype: MPI_Datatype) -> MpiResult<()> {
+    no_in_place(sendbuf, "sendbuf")?;
+    let (sc, sdt) = typed(st, sendbuf, sendcount, sendtype, "sendbuf")?;
+    let (rc, rdt) = typed(st, recvbuf, recvcount, recvtype, "recvbuf")?;
+    let (sblk, rall) = (sdt.packed_size(sc), rdt.packed_size(rc) * s.remote_size());
+    let out = s.output(recvbuf as *mut u8, rc * s.remote_size(), &rdt);
+    let mine = s.input(sendbuf as *const u8, sc, &sdt);
+    // This group's blocks in rank order at local rank 0, swapped for the
+    // other group's, then broadcast.
+    s.local();
+    let ours = if s.rank == 0 { s.tmp(sblk * s.size) } else { null_mut() };
+    let total = sblk * s.size;
+    algo::gather(s, &st.coll.tune, mine, sblk, ours, 0);
+    leaders_swap(s, ours, total, out, rall);
+    algo::bcast(s, &st.coll.tune, out, rall, 0);
+    Ok(())
+}
+
+/// Each member's block straight to every member of the other group.
+///
+/// # Safety
+/// As `MPI_Allgatherv`.
+pub(super) unsafe fn allgatherv(st: &mut State, s: &mut Sched, sendbuf: *const c_void, sendcount: i64, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: Arr, displs: Arr, recvtype: MPI_Datatype) -> MpiResult<()> {
+    no_in_place(sendbuf, "sendbuf")?;
+    let size = s.remote_size();
+    let (sc, sdt) = typed(st, sendbuf, sendcount, sendtype, "sendbuf")?;
+    let counts = recvcounts.counts(size, "recvcounts")?;
+    let displs = displs.read(size, "displs")?;
+    let rdt = st.types.get(recvtype)?;
+    let rv = views(s, recvbuf, &counts, &displs, std::slice::from_ref(&rdt), false, Dir::Out, None);
+    let mine = s.input(sendbuf as *const u8, sc, &sdt);
+    let n = sdt.packed_size(sc);
+    for (r, &(p, l)) in rv.iter().enumerate() {
+        s.recv(p, l, r);
+        s.send(mine, n, r);
+    }
+    Ok(())
+}
+
+/// Gather (`counts` None: `recvcount` each, in consecutive blocks) or
+/// Gatherv: the root receives a block from every member of the other group.
+///
+/// # Safety
+/// As `MPI_Gatherv`.
+pub(super) unsafe fn gather(
+    st: &mut State,
+    s: &mut Sched,
     sendbuf: *const c_void,
     sendcount: i64,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
     recvcount: i64,
+    counts: Option<(Arr, Arr)>,
     recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> Option<MpiResult<()>> {
-    on_inter(comm, call, |c| {
-        if sendbuf as usize == MPI_IN_PLACE {
-            bail!(MPI_ERR_BUFFER, "MPI_IN_PLACE is not allowed on an intercommunicator");
+    root: c_int,
+) -> MpiResult<()> {
+    match root_of(s, root)? {
+        Root::Idle => {}
+        Root::Me => {
+            no_in_place(recvbuf, "recvbuf")?;
+            let size = s.remote_size();
+            let rv = match counts {
+                None => {
+                    let (rc, rdt) = typed(st, recvbuf, recvcount, recvtype, "recvbuf")?;
+                    blocks(s, recvbuf, rc, &rdt, size, Dir::Out)
+                }
+                Some((c, d)) => {
+                    let (c, d) = (c.counts(size, "recvcounts")?, d.read(size, "displs")?);
+                    let rdt = st.types.get(recvtype)?;
+                    views(s, recvbuf, &c, &d, std::slice::from_ref(&rdt), false, Dir::Out, None)
+                }
+            };
+            for (r, &(p, l)) in rv.iter().enumerate() {
+                s.recv(p, l, r);
+            }
         }
-        let (st_, sn) = typed(sendtype, sendcount)?;
-        let (rt_, rn) = typed(recvtype, recvcount)?;
-        // Packed data of this group, in rank order, to the leader; the
-        // leaders swap; each group learns the other's.
-        let mut mine = vec![0u8; st_.packed_size(sn)];
-        st_.pack(sendbuf as *const u8, sn, &mut mine);
-        let (local, remote) = rt::with(|st| Ok((View::local(st, c)?, View::remote(st, c)?)))?;
-        let ours = local.allgather_vec(&mine)?.concat();
-        let mut theirs = Vec::new();
-        if c.rank == 0 {
-            theirs = remote.sendrecv_vec(&ours, 0, TAG_ALLGATHER)?;
+        Root::Remote(r) => {
+            no_in_place(sendbuf, "sendbuf")?;
+            let (sc, sdt) = typed(st, sendbuf, sendcount, sendtype, "sendbuf")?;
+            let p = s.input(sendbuf as *const u8, sc, &sdt);
+            s.send(p, sdt.packed_size(sc), r);
         }
-        let theirs = local.bcast_vec(theirs, 0)?;
-        let want = rt_.packed_size(rn) * c.size() as usize;
-        if theirs.len() != want {
-            bail!(MPI_ERR_TRUNCATE, "the other group sent {} bytes, the receive buffer takes {want}", theirs.len());
-        }
-        if want > 0 {
-            rt_.unpack(&theirs, recvbuf as *mut u8);
-        }
-        Ok(())
-    })
+    }
+    Ok(())
 }
 
-/// The `i`th block of `n` elements of `dt` at `buf`.
-fn nth(buf: *const c_void, i: usize, n: usize, dt: &Arc<Dtype>) -> Block {
-    block((buf as *const u8).wrapping_offset(i as isize * n as isize * dt.extent) as *const c_void, n, dt)
-}
-
+/// Scatter (`counts` None) or Scatterv: the root sends a block to every
+/// member of the other group.
+///
 /// # Safety
-/// As `MPI_Gather`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn gather(
-    call: Call,
+/// As `MPI_Scatterv`.
+pub(super) unsafe fn scatter(
+    st: &mut State,
+    s: &mut Sched,
     sendbuf: *const c_void,
     sendcount: i64,
+    counts: Option<(Arr, Arr)>,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
     recvcount: i64,
     recvtype: MPI_Datatype,
     root: c_int,
-    comm: MPI_Comm,
-) -> Option<MpiResult<()>> {
-    on_inter(comm, call, |c| match root_of(c, root)? {
-        Root::Idle => Ok(()),
+) -> MpiResult<()> {
+    match root_of(s, root)? {
+        Root::Idle => {}
         Root::Me => {
-            let (dt, n) = typed(recvtype, recvcount)?;
-            let recvs = (0..c.size()).map(|r| (r, TAG_GATHER, nth(recvbuf, r as usize, n, &dt))).collect();
-            exchange(comm, c, recvs, vec![])
+            no_in_place(sendbuf, "sendbuf")?;
+            let size = s.remote_size();
+            let sv = match counts {
+                None => {
+                    let (sc, sdt) = typed(st, sendbuf, sendcount, sendtype, "sendbuf")?;
+                    blocks(s, sendbuf, sc, &sdt, size, Dir::In)
+                }
+                Some((c, d)) => {
+                    let (c, d) = (c.counts(size, "sendcounts")?, d.read(size, "displs")?);
+                    let sdt = st.types.get(sendtype)?;
+                    views(s, sendbuf, &c, &d, std::slice::from_ref(&sdt), false, Dir::In, None)
+                }
+            };
+            for (r, &(p, l)) in sv.iter().enumerate() {
+                s.send(p, l, r);
+            }
         }
         Root::Remote(r) => {
-            let (dt, n) = typed(sendtype, sendcount)?;
-            exchange(comm, c, vec![], vec![(r, TAG_GATHER, block(sendbuf, n, &dt))])
+            no_in_place(recvbuf, "recvbuf")?;
+            let (rc, rdt) = typed(st, recvbuf, recvcount, recvtype, "recvbuf")?;
+            let p = s.output(recvbuf as *mut u8, rc, &rdt);
+            s.recv(p, rdt.packed_size(rc), r);
         }
-    })
+    }
+    Ok(())
 }
 
-/// # Safety
-/// As `MPI_Scatter`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn scatter(
-    call: Call,
-    sendbuf: *const c_void,
-    sendcount: i64,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: i64,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> Option<MpiResult<()>> {
-    on_inter(comm, call, |c| match root_of(c, root)? {
-        Root::Idle => Ok(()),
-        Root::Me => {
-            let (dt, n) = typed(sendtype, sendcount)?;
-            let sends = (0..c.size()).map(|r| (r, TAG_SCATTER, nth(sendbuf, r as usize, n, &dt))).collect();
-            exchange(comm, c, vec![], sends)
-        }
-        Root::Remote(r) => {
-            let (dt, n) = typed(recvtype, recvcount)?;
-            exchange(comm, c, vec![(r, TAG_SCATTER, block(recvbuf, n, &dt))], vec![])
-        }
-    })
-}
-
+/// Alltoall: block r of the send buffer to remote rank r, block r of the
+/// receive buffer from it.
+///
 /// # Safety
 /// As `MPI_Alltoall`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn alltoall(
-    call: Call,
-    sendbuf: *const c_void,
-    sendcount: i64,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: i64,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> Option<MpiResult<()>> {
-    on_inter(comm, call, |c| {
-        if sendbuf as usize == MPI_IN_PLACE {
-            bail!(MPI_ERR_BUFFER, "MPI_IN_PLACE is not allowed on an intercommunicator");
-        }
-        let (sdt, sn) = typed(sendtype, sendcount)?;
-        let (rdt, rn) = typed(recvtype, recvcount)?;
-        let recvs = (0..c.size()).map(|r| (r, TAG_ALLTOALL, nth(recvbuf, r as usize, rn, &rdt))).collect();
-        let sends = (0..c.size()).map(|r| (r, TAG_ALLTOALL, nth(sendbuf, r as usize, sn, &sdt))).collect();
-        exchange(comm, c, recvs, sends)
-    })
+pub(super) unsafe fn alltoall(st: &mut State, s: &mut Sched, sendbuf: *const c_void, sendcount: i64, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: i64, recvtype: MPI_Datatype) -> MpiResult<()> {
+    no_in_place(sendbuf, "sendbuf")?;
+    let size = s.remote_size();
+    let (sc, sdt) = typed(st, sendbuf, sendcount, sendtype, "sendbuf")?;
+    let (rc, rdt) = typed(st, recvbuf, recvcount, recvtype, "recvbuf")?;
+    let sv = blocks(s, sendbuf, sc, &sdt, size, Dir::In);
+    let rv = blocks(s, recvbuf, rc, &rdt, size, Dir::Out);
+    exchange(s, &sv, &rv);
+    Ok(())
 }
+
+/// Alltoallv (`bytes_disp` false, one type each side) and Alltoallw (a type
+/// per peer, displacements in bytes).
+///
+/// # Safety
+/// As `MPI_Alltoallw`.
+pub(super) unsafe fn alltoall_vw(
+    st: &mut State,
+    s: &mut Sched,
+    sendbuf: *const c_void,
+    sendcounts: Arr,
+    sdispls: Arr,
+    sendtypes: &[MPI_Datatype],
+    recvbuf: *mut c_void,
+    recvcounts: Arr,
+    rdispls: Arr,
+    recvtypes: &[MPI_Datatype],
+    bytes_disp: bool,
+) -> MpiResult<()> {
+    no_in_place(sendbuf, "sendbuf")?;
+    let size = s.remote_size();
+    let (sc, sd) = (sendcounts.counts(size, "sendcounts")?, sdispls.read(size, "sdispls")?);
+    let (rc, rd) = (recvcounts.counts(size, "recvcounts")?, rdispls.read(size, "rdispls")?);
+    let sdts = sendtypes.iter().map(|&t| st.types.get(t)).collect::<MpiResult<Vec<_>>>()?;
+    let rdts = recvtypes.iter().map(|&t| st.types.get(t)).collect::<MpiResult<Vec<_>>>()?;
+    let sv = views(s, sendbuf, &sc, &sd, &sdts, bytes_disp, Dir::In, None);
+    let rv = views(s, recvbuf, &rc, &rd, &rdts, bytes_disp, Dir::Out, None);
+    exchange(s, &sv, &rv);
+    Ok(())
+}
+
+/// Block r of `sv` to remote rank r, block r of `rv` from it, all at once.
+fn exchange(s: &mut Sched, sv: &[(P, usize)], rv: &[(P, usize)]) {
+    for (r, (&(sp, sl), &(rp, rl))) in sv.iter().zip(rv).enumerate() {
+        s.recv(rp, rl, r);
+        s.send(sp, sl, r);
+    }
+}
+

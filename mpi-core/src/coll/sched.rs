@@ -94,8 +94,9 @@ impl Reducer {
 
 /// One step of a schedule.
 pub enum Act {
-    Send { p: P, n: usize, to: usize },
-    Recv { p: P, n: usize, from: usize },
+    /// To rank `to` of route `via` (see [`Sched::local`]).
+    Send { p: P, n: usize, to: usize, via: u8 },
+    Recv { p: P, n: usize, from: usize, via: u8 },
     /// Wait for every send and receive posted so far.
     Fence,
     Copy { src: P, dst: P, n: usize },
@@ -123,14 +124,26 @@ pub struct Sched {
     /// More ranks than cores on this node (favours algorithms that move
     /// fewer bytes in total over those with shorter critical paths).
     pub oversub: bool,
-    ctx: u32,
-    tag: i32,
-    group: Arc<Vec<usize>>,
+    /// Where messages go: 0 the communicator (for an intercommunicator:
+    /// the remote group), 1 an intercommunicator's local group.
+    routes: Vec<Route>,
+    /// The route new sends and receives take.
+    via: u8,
     bytes: Arc<Dtype>,
     pub red: Option<Reducer>,
     err: Option<MpiError>,
     /// Kept for `MPI_Start`: temporaries are never returned to the pool.
     pub persistent: bool,
+}
+
+/// A group messages of a schedule address: its collective context, the tag
+/// of this operation on it, the members' world ranks, this rank's rank
+/// (its rank in the local group, for an intercommunicator's remote group).
+struct Route {
+    ctx: u32,
+    tag: i32,
+    group: Arc<Vec<usize>>,
+    rank: usize,
 }
 
 // SAFETY: the raw pointers are user buffers lent for the operation and the
@@ -142,10 +155,25 @@ impl Sched {
     /// this operation (the communicator's next). The tag is taken even if
     /// the call then fails its checks on this rank only (a bad root-only
     /// argument), so the ranks stay in step for the next collective.
+    ///
+    /// On an intercommunicator `rank` is this rank in the local group and
+    /// `size` the size of the remote group; [`Sched::local`] switches to the
+    /// local group (a second route, whose tag is also taken here, on every
+    /// rank, so both stay in step).
     pub fn new(st: &mut State, comm: MPI_Comm) -> MpiResult<Sched> {
         let c = st.comms.get(comm)?;
         let (ctx, rank, size, group) = (c.coll_ctx(), c.rank as usize, c.size() as usize, c.group.clone());
+        let local = if c.is_inter() {
+            let l = st.comms.get(c.local_comm)?;
+            Some((l.coll_ctx(), l.group.clone()))
+        } else {
+            None
+        };
         let bytes = st.types.get(MPI_BYTE)?;
+        let mut routes = vec![Route { ctx, tag: st.coll.next_tag(ctx), group, rank }];
+        if let Some((lctx, lgroup)) = local {
+            routes.push(Route { ctx: lctx, tag: st.coll.next_tag(lctx), group: lgroup, rank });
+        }
         Ok(Sched {
             acts: Vec::with_capacity(16),
             tail: Vec::new(),
@@ -157,9 +185,8 @@ impl Sched {
             size,
             comm,
             oversub: st.oversubscribed,
-            ctx,
-            tag: st.coll.next_tag(ctx),
-            group,
+            routes,
+            via: 0,
             bytes,
             red: None,
             err: None,
@@ -169,11 +196,40 @@ impl Sched {
 
     // ----- building ---------------------------------------------------------
 
+    /// Whether this is a schedule on an intercommunicator.
+    pub fn is_inter(&self) -> bool {
+        self.routes.len() > 1
+    }
+
+    /// Size of the local group of an intercommunicator.
+    pub fn local_size(&self) -> usize {
+        self.routes.last().map_or(self.size, |r| r.group.len())
+    }
+
+    /// Size of the remote group of an intercommunicator.
+    pub fn remote_size(&self) -> usize {
+        self.routes[0].group.len()
+    }
+
+    /// Sends and receives from here on go to the local group of an
+    /// intercommunicator (`size` becomes its size), until [`Sched::remote`].
+    pub fn local(&mut self) {
+        assert!(self.is_inter(), "a local group is only on an intercommunicator");
+        self.via = 1;
+        self.size = self.routes[1].group.len();
+    }
+
+    /// Back to the remote group of an intercommunicator.
+    pub fn remote(&mut self) {
+        self.via = 0;
+        self.size = self.routes[0].group.len();
+    }
+
     pub fn send(&mut self, p: P, n: usize, to: usize) {
-        self.acts.push(Act::Send { p, n, to });
+        self.acts.push(Act::Send { p, n, to, via: self.via });
     }
     pub fn recv(&mut self, p: P, n: usize, from: usize) {
-        self.acts.push(Act::Recv { p, n, from });
+        self.acts.push(Act::Recv { p, n, from, via: self.via });
     }
     pub fn fence(&mut self) {
         if !matches!(self.acts.last(), None | Some(Act::Fence)) {
@@ -301,14 +357,16 @@ impl Sched {
                 self.pc += 1;
                 match &self.acts[pc] {
                     Act::Fence => break,
-                    &Act::Send { p, n, to } => {
+                    &Act::Send { p, n, to, via } => {
                         let i = st.reqs.alloc(Request::new(Kind::Null, MPI_COMM_WORLD));
-                        let dest = self.group[to];
-                        st.engine.start_send(&mut st.reqs, i, p, n, &self.bytes, dest, self.ctx, self.rank as i32, self.tag, Mode::Standard);
+                        let r = &self.routes[via as usize];
+                        let dest = r.group[to];
+                        st.engine.start_send(&mut st.reqs, i, p, n, &self.bytes, dest, r.ctx, r.rank as i32, r.tag, Mode::Standard);
                         self.pending.push((i, n, false));
                     }
-                    &Act::Recv { p, n, from } => {
-                        let op = RecvOp { buf: p, dt: self.bytes.clone(), ctx: self.ctx, src: from as i32, tag: self.tag, cap: n, stream: None };
+                    &Act::Recv { p, n, from, via } => {
+                        let r = &self.routes[via as usize];
+                        let op = RecvOp { buf: p, dt: self.bytes.clone(), ctx: r.ctx, src: from as i32, tag: r.tag, cap: n, stream: None };
                         let i = st.reqs.alloc(Request::new(Kind::Recv(op), MPI_COMM_WORLD));
                         st.engine.start_recv(&mut st.reqs, i);
                         self.pending.push((i, n, true));
