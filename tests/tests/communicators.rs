@@ -45,6 +45,13 @@ fn cartesian_topologies_and_neighborhood_collectives() {
     each_size("topo_cart", &[1, 2, 3, 4, 6, 9], "topo_cart OK");
 }
 
+/// `MPI_Neighbor_*_init` started again with new values, the `_c` forms,
+/// strided and per-block types, several edges between two processes.
+#[test]
+fn persistent_and_large_count_neighborhood_collectives() {
+    each_size("topo_neighbor", &[1, 2, 3, 4, 6, 9], "topo_neighbor OK");
+}
+
 #[test]
 fn graph_and_distributed_graph_topologies() {
     each_size("topo_graph", &[1, 2, 3, 5, 8], "topo_graph OK");
