@@ -86,6 +86,14 @@ fn intercommunicator_nonblocking_persistent_v_w() {
     each_size("coll_inter", &[5, 8], &[], forced, "coll_inter OK");
 }
 
+/// Communicators made and freed in a loop keep only the live ones'
+/// shared-memory segments mapped, and new ones still get one.
+#[test]
+fn shared_memory_segments_freed_with_their_communicators() {
+    each_size("coll_shm", &[1, 2, 3, 8], &[], &[], "coll_shm OK");
+    each_size("coll_shm", &[3], &[], &[("MPICORE_COLL_SHM_MAX", "0")], "coll_shm OK");
+}
+
 #[test]
 fn bad_arguments_return_the_right_class() {
     each_size("coll_errors", SIZES, &[], &[], "coll_errors OK");

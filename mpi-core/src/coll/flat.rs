@@ -42,6 +42,14 @@ const HDR: usize = (8 + 8 * NBUF as usize).div_ceil(64) * 64;
 /// Segments one process keeps at most (one per communicator).
 const MAX_SEGS: usize = 32;
 
+/// What a communicator has for shared-memory collectives.
+pub struct Entry {
+    /// The communicator (to notice when it is freed).
+    comm: MPI_Comm,
+    /// Its segment; None: the communicator uses messages only.
+    seg: Option<Seg>,
+}
+
 /// The mapped segment of a communicator.
 pub struct Seg {
     base: *mut u8,
@@ -220,17 +228,32 @@ pub fn lookup(st: &mut State, comm: MPI_Comm, bytes: usize) -> MpiResult<Lookup>
     if !st.coll.flat.contains_key(&ctx) && c.group.iter().any(|&w| st.engine.is_remote(w)) {
         // Shared memory only joins ranks of one node (every member sees
         // the same): this communicator uses messages.
-        st.coll.flat.insert(ctx, None);
+        st.coll.flat.insert(ctx, Entry { comm, seg: None });
     }
-    Ok(match st.coll.flat.get_mut(&ctx) {
+    Ok(match st.coll.flat.get_mut(&ctx).map(|e| &mut e.seg) {
         Some(Some(seg)) => {
             let k = seg.next;
             seg.next += 1;
             Lookup::Ready(Flat { base: seg.base, k, rank, size, wake: seg.wake.clone(), oversub: st.oversubscribed })
         }
         Some(None) => Lookup::No,
-        None => Lookup::Setup { ctx, rank, size, room: st.coll.flat.values().filter(|s| s.is_some()).count() < MAX_SEGS },
+        None => {
+            forget_freed(st);
+            Lookup::Setup { ctx, rank, size, room: st.coll.flat.values().filter(|e| e.seg.is_some()).count() < MAX_SEGS }
+        }
     })
+}
+
+/// Unmaps the segments of communicators freed since (a handle that no
+/// longer names a communicator with that context: context ids are never
+/// reused). Called when a segment is about to be made, so a program that
+/// makes and frees communicators keeps at most the live ones mapped.
+/// Unmapping is safe while other ranks still use the segment: each has its
+/// own mapping, and none reads this rank's slot after the communicator is
+/// freed (every collective on it has completed).
+fn forget_freed(st: &mut State) {
+    let comms = &st.comms;
+    st.coll.flat.retain(|&ctx, e| comms.get(e.comm).is_ok_and(|c| c.coll_ctx() == ctx));
 }
 
 /// The name of a segment: job, context and the creator's process.
@@ -252,7 +275,7 @@ pub fn install(st: &mut State, comm: MPI_Comm, ctx: u32, map: Option<(*mut u8, u
     };
     let wake = Arc::new(wake);
     let seg = map.map(|(base, len)| Seg { base, len, next: 0, wake });
-    st.coll.flat.insert(ctx, if all_ok { seg } else { None });
+    st.coll.flat.insert(ctx, Entry { comm, seg: if all_ok { seg } else { None } });
 }
 
 /// Removes a segment name (after every rank mapped it).

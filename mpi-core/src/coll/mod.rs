@@ -60,9 +60,8 @@ pub struct Colls {
     /// User-defined operations by handle index.
     pub(crate) ops: Vec<Option<UserOp>>,
     pub(crate) tune: Tune,
-    /// Shared-memory segments of communicators, by collective context
-    /// (None: the communicator uses messages only).
-    pub(crate) flat: HashMap<u32, Option<flat::Seg>>,
+    /// Shared-memory segments of communicators, by collective context.
+    pub(crate) flat: HashMap<u32, flat::Entry>,
 }
 
 /// At most this many bytes of idle temporary buffers are kept.
