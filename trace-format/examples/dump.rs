@@ -33,6 +33,7 @@ fn main() {
             c.remote
         );
     }
+    let mut sym = trace_format::Symbolizer::new();
     for r in trace.ranks.values() {
         println!(
             "rank {} {:?} {:?} {} events",
@@ -47,7 +48,10 @@ fn main() {
                 e.thread, e.kind.name(), e.call, e.t_start, opt(e.t_end.map(|t| t - e.t_start)), opt(e.rc),
                 opt(e.comm.map(|c| format!("{c:x}"))), opt(e.peer), opt(e.tag), opt(e.count), opt(e.bytes), opt(e.seq),
                 opt(e.request.map(|r| format!("{r:x}"))), opt(e.root), opt(e.op.map(|r| format!("{r:x}"))), opt(e.aux), opt(e.recv_bytes), e.flags,
-                opt(e.site.map(|s| format!("{s:x}")))
+                opt(e.site.map(|s| match &r.meta {
+                    Some(m) => sym.site(m, s).to_string(),
+                    None => format!("{s:#x}"),
+                }))
             );
         }
     }
