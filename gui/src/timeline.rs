@@ -98,13 +98,20 @@ struct Key {
     dim: bool,
 }
 
-fn key_of(c: &Cell, col_ns: f64, scene: &Scene, lod_rank: &trace_lod::RankLod) -> Option<Key> {
+fn key_of(c: &Cell, shade_per_ns: f64, scene: &Scene, lod_rank: &trace_lod::RankLod) -> Option<Key> {
     let name = c.dominant?;
     if c.busy <= 0 && c.count == 0 {
         return None;
     }
-    let frac = (c.busy as f64 / col_ns).clamp(0.0, 1.0);
-    let shade = if c.event.is_some() && frac > 0.0 { 4 } else { (frac * 4.0).ceil().clamp(1.0, 4.0) as u8 };
+    // Quarters of the column in MPI, rounded up (1 to 4); a call covering
+    // the column is full.
+    let shade = if c.event.is_some() && c.busy > 0 {
+        4
+    } else {
+        let q = (c.busy.max(0) as f64 * shade_per_ns).min(4.0);
+        let whole = q as u8;
+        (whole + u8::from((whole as f64) < q)).clamp(1, 4)
+    };
     let mut dim = !scene.kept.get(name as usize).copied().unwrap_or(true);
     if scene.min_dur > 0 {
         if let Some(i) = c.event {
@@ -122,6 +129,12 @@ fn shaded(base: Color32, shade: u8, dim: bool, dark: bool) -> Color32 {
     let t = shade as f32 / 4.0;
     let mix = |a: u8, b: u8| (a as f32 + (b as f32 - a as f32) * t).round() as u8;
     Color32::from_rgb(mix(bg.r(), base.r()), mix(bg.g(), base.g()), mix(bg.b(), base.b()))
+}
+
+/// The colours of the bars per call name id and shade (0 to 4), computed
+/// once per frame; index 5 is the dimmed colour.
+fn shade_table(palette: &[Color32], dark: bool) -> Vec<[Color32; 6]> {
+    palette.iter().map(|&c| std::array::from_fn(|k| if k == 5 { shaded(c, 0, true, dark) } else { shaded(c, k as u8, false, dark) })).collect()
 }
 
 /// Adds a line of width `w` from `a` to `b` to `mesh`.
@@ -155,11 +168,6 @@ fn add_arrow(mesh: &mut Mesh, a: Pos2, b: Pos2, w: f32, c: Color32) {
     }
     mesh.add_triangle(i, i + 1, i + 2);
 }
-
-/// Calls per pixel column (from, to) where columns are [`COARSE_PX`] wide.
-pub const COARSE_BAND: (usize, usize) = (trace_lod::rank::EXACT_PER_CELL, 64);
-/// Width of a column in that band, px.
-pub const COARSE_PX: usize = 3;
 
 /// Lanes from which the bars are built on several threads.
 pub const PARALLEL_LANES: usize = 16;
@@ -256,31 +264,30 @@ fn bars(scene: &Scene, palette: &[Color32], rows: &[usize], cells: &mut Vec<Cell
     let px = w.round().max(1.0) as usize;
     let (t0, t1) = scene.view.range();
     let lod = &scene.trace.lod;
+    let shades = shade_table(palette, scene.dark);
+    let grey = shade_table(&[Color32::GRAY], scene.dark)[0];
     for &k in rows {
         let Row::Rank(i) = scene.lanes.rows[k] else { continue };
         let rank = &lod.ranks[i].data;
-        // Between a few and a few dozen calls per pixel the query is at its
-        // slowest: there, columns of COARSE_PX pixels.
-        let per_px = rank.starting_in(t0, t1).len() / px;
-        let n = if (COARSE_BAND.0..COARSE_BAND.1).contains(&per_px) { (px / COARSE_PX).max(1) } else { px };
-        let col_ns = (t1 - t0) as f64 / n as f64;
+        let n = px;
+        let shade_per_ns = 4.0 * n as f64 / (t1 - t0) as f64;
         let y0 = r.top() + scene.lanes.tops[k] - scene.scroll;
         let y1 = y0 + scene.lanes.lane_h;
         let (ya, yb) = (y0 + 1.0, (y1 - 1.0).max(y0 + 1.0));
         rank.cells(t0, t1, n, cells);
         let mut c = 0;
         while c < n {
-            let Some(key) = key_of(&cells[c], col_ns, scene, rank) else {
+            let Some(key) = key_of(&cells[c], shade_per_ns, scene, rank) else {
                 c += 1;
                 continue;
             };
             let mut e = c + 1;
-            while e < n && key_of(&cells[e], col_ns, scene, rank) == Some(key) {
+            while e < n && key_of(&cells[e], shade_per_ns, scene, rank) == Some(key) {
                 e += 1;
             }
-            let colour = palette.get(key.name as usize).copied().unwrap_or(Color32::GRAY);
+            let colours = shades.get(key.name as usize).unwrap_or(&grey);
             let (xa, xb) = (r.left() + c as f32 * w / n as f32, r.left() + e as f32 * w / n as f32);
-            g.bars.add_colored_rect(Rect::from_min_max(Pos2::new(xa, ya), Pos2::new(xb, yb)), shaded(colour, key.shade, key.dim, scene.dark));
+            g.bars.add_colored_rect(Rect::from_min_max(Pos2::new(xa, ya), Pos2::new(xb, yb)), colours[if key.dim { 5 } else { key.shade as usize }]);
             g.rects += 1;
             if key.event.is_some() && yb - ya >= 10.0 {
                 let name = lod.name(key.name);

@@ -86,19 +86,35 @@ fn range_statistics_of_a_small_trace() {
 }
 
 #[test]
-fn dense_views_use_wider_columns() {
+fn dense_views_are_drawn_at_pixel_resolution_without_gaps() {
     use trace_lod::{Lod, RawCall};
-    let calls: Vec<RawCall> = (0..10_000).map(|i| RawCall { t_start: i * 10, t_end: i * 10 + 5, name: (i % 2) as u16, flags: 0, bytes: 0 }).collect();
+    // A call of 5 ns every 10 ns: busy half of the time, everywhere.
+    let calls: Vec<RawCall> = (0..100_000).map(|i| RawCall { t_start: i * 10, t_end: i * 10 + 5, name: (i % 2) as u16, flags: 0, bytes: 0 }).collect();
     let lod = Lod::from_calls(vec!["MPI_Send".into(), "MPI_Recv".into()], vec![(0, calls)]);
     let trace = Trace::new(lod);
-    // 10 calls per pixel over 1000 px: columns of COARSE_PX pixels.
-    let g = scene_geometry(&trace, TimeView::new(0.0, 100_000.0), &Filter::default(), None);
-    assert!(g.rects <= 1000 / timeline::COARSE_PX + 1, "{} rects", g.rects);
-    assert!(g.rects > 0);
-    let xs: Vec<f32> = g.bars.vertices.iter().map(|v| v.pos.x).collect();
-    let (lo, hi) = xs.iter().fold((f32::MAX, f32::MIN), |(a, b), &x| (a.min(x), b.max(x)));
-    assert!(lo <= 101.0 && hi >= 1099.0, "bars span {lo}..{hi}");
-    // One call per pixel: full resolution, call by call.
-    let z = scene_geometry(&trace, TimeView::new(0.0, 10_000.0), &Filter::default(), None);
-    assert!(z.rects >= 900, "{} rects", z.rects);
+    // The bars' x extents (4 vertices per rectangle), merged.
+    let covered = |g: &timeline::Geometry| {
+        let mut spans: Vec<(f32, f32)> = g.bars.vertices.chunks(4).map(|q| q.iter().fold((f32::MAX, f32::MIN), |(a, b), v| (a.min(v.pos.x), b.max(v.pos.x)))).collect();
+        spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut gaps = 0;
+        let mut end = spans.first().map(|s| s.0).unwrap_or(0.0);
+        for &(a, b) in &spans {
+            if a > end + 0.01 {
+                gaps += 1;
+            }
+            end = end.max(b);
+        }
+        (spans.first().map(|s| s.0).unwrap_or(0.0), end, gaps)
+    };
+    // From 1 to 64 calls per pixel over 1000 px: every pixel shows MPI.
+    for per_px in [1.0, 4.5, 6.0, 10.0, 32.0, 64.0] {
+        let g = scene_geometry(&trace, TimeView::new(0.0, 10.0 * per_px * 1000.0), &Filter::default(), None);
+        let (lo, hi, gaps) = covered(&g);
+        assert!(lo <= 101.0 && hi >= 1099.0, "{per_px} calls per px: bars span {lo}..{hi}");
+        assert_eq!(gaps, 0, "{per_px} calls per px: gaps between the bars");
+    }
+    // Zoomed in, calls are drawn one by one with the gaps between them.
+    let z = scene_geometry(&trace, TimeView::new(0.0, 2_000.0), &Filter::default(), None);
+    assert!(z.rects >= 190, "{} rects", z.rects);
+    assert!(covered(&z).2 >= 190, "gaps between calls");
 }

@@ -1,4 +1,5 @@
 //! A small known trace for the viewer's tests.
+#![allow(dead_code)] // each test binary uses part of it
 
 use std::path::PathBuf;
 
