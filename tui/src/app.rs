@@ -114,6 +114,8 @@ pub struct App {
     pub prompt: Option<String>,
     pub help: bool,
     pub help_scroll: usize,
+    /// Whether user regions are drawn (a band above each rank's calls).
+    pub show_regions: bool,
     /// A message for the status line.
     pub message: Option<String>,
     pub quit: bool,
@@ -154,6 +156,7 @@ impl App {
             prompt: None,
             help: false,
             help_scroll: 0,
+            show_regions: true,
             message: None,
             quit: false,
             size: (80, 24),
@@ -208,7 +211,11 @@ impl App {
                 self.set_lod(*lod);
             }
             Loaded::Lod(Err(e), _) => self.lod_error = Some(e),
-            Loaded::Analyses(Ok(a)) => self.an = Some(a),
+            Loaded::Analyses(Ok(a)) => {
+                self.an = Some(a);
+                // Rows may take two lines now (user regions).
+                self.set_row(self.cursor_row);
+            }
             Loaded::Analyses(Err(e)) => self.an_error = Some(e),
         }
     }
@@ -283,9 +290,19 @@ impl App {
         (self.geo().timeline.width as usize).max(1)
     }
 
+    /// Screen lines per timeline row: 2 while user regions are drawn (the
+    /// band above the calls), else 1.
+    pub fn row_lines(&self) -> usize {
+        if self.show_regions && self.an.as_ref().is_some_and(|a| a.has_regions) {
+            2
+        } else {
+            1
+        }
+    }
+
     /// Number of timeline rows on the screen.
     pub fn page(&self) -> usize {
-        (self.geo().timeline.height as usize).max(1)
+        (self.geo().timeline.height as usize / self.row_lines()).max(1)
     }
 
     fn span(&self) -> (i64, i64) {
@@ -515,6 +532,17 @@ impl App {
             Action::PrevPanel => self.show_panel((self.panel + PANELS.len() - 1) % PANELS.len()),
             Action::Panel(p) => self.show_panel(p as usize),
             Action::TogglePanel => self.panel_visible = !self.panel_visible,
+            Action::Regions => {
+                if self.an.as_ref().is_some_and(|a| a.has_regions) {
+                    self.show_regions = !self.show_regions;
+                    self.set_row(self.cursor_row);
+                } else {
+                    self.message = Some(match &self.an {
+                        Some(_) => "no user regions in this trace (mpitrace_region_begin/end)".into(),
+                        None => "the regions come with the analyses, which are still loading".into(),
+                    });
+                }
+            }
             Action::Sort => {
                 self.sort = self.sort.next();
                 self.sort_desc = self.sort != SortKey::Name;
@@ -852,7 +880,7 @@ impl App {
                 }
             }
             MouseEventKind::Down(b) if inside(g.timeline) || inside(g.labels) => {
-                let row = self.scroll + (m.row - g.timeline.y) as usize;
+                let row = self.scroll + (m.row - g.timeline.y) as usize / self.row_lines();
                 if row < self.rows().len() {
                     self.set_row(row);
                 }

@@ -13,10 +13,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use analyzers::matching::MsgRef;
-use analyzers::model::{Class, P2p, NONE};
+use analyzers::model::{regions_of, Class, P2p, Region, NONE};
 use analyzers::report::{analyze, Analyses};
 use trace_lod::messages::{MessageIndex, Msg};
 use trace_lod::{Lod, Progress};
+
+use crate::view::View;
 
 /// A receive that started before its matching send was posted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,7 +50,85 @@ pub struct Analysed {
     pub slow_threshold: i64,
     /// Per rank, per collective call of the model: its instance.
     pub coll_instance: Vec<Vec<u32>>,
+    /// Per world rank: its user regions, trace time.
+    pub regions: Vec<RankRegions>,
+    /// Whether any rank has user regions.
+    pub has_regions: bool,
     pub elapsed: Duration,
+}
+
+/// Deepest nesting level of user regions the timeline looks at (bounds
+/// the cost of a frame; deeper regions show as their ancestor).
+pub const MAX_REGION_DEPTH: usize = 8;
+
+/// The user regions of one rank (`mpitrace_region_begin`/`end`), in trace
+/// time, by nesting depth. Within a depth the regions are sorted by start
+/// and, since regions nest, do not overlap, so their ends are sorted too:
+/// what lies in a time range is found by binary search.
+#[derive(Clone, Debug, Default)]
+pub struct RankRegions {
+    pub depths: Vec<Vec<Region>>,
+}
+
+impl RankRegions {
+    pub fn new(regions: Vec<Region>) -> RankRegions {
+        let mut depths: Vec<Vec<Region>> = Vec::new();
+        for r in regions {
+            let d = r.depth as usize;
+            if depths.len() <= d {
+                depths.resize_with(d + 1, Vec::new);
+            }
+            depths[d].push(r);
+        }
+        for d in &mut depths {
+            d.sort_by_key(|r| (r.t0, r.t1));
+        }
+        RankRegions { depths }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.depths.iter().all(|d| d.is_empty())
+    }
+
+    /// The region `(depth, index)`.
+    pub fn get(&self, (depth, i): (u16, u32)) -> &Region {
+        &self.depths[depth as usize][i as usize]
+    }
+
+    /// For each of `n` columns of view `v`, the innermost region that
+    /// overlaps it, as `(depth, index)`. Costs about `n` binary searches
+    /// per depth, whatever the number of regions.
+    pub fn columns(&self, v: View, n: usize, out: &mut Vec<Option<(u16, u32)>>) {
+        out.clear();
+        out.resize(n, None);
+        for (depth, regs) in self.depths.iter().enumerate().take(MAX_REGION_DEPTH) {
+            let mut j = regs.partition_point(|r| r.t1 < v.t0);
+            for (c, slot) in out.iter_mut().enumerate() {
+                let (a, b) = (v.col_start(c, n), v.col_start(c + 1, n).max(v.col_start(c, n) + 1));
+                if j < regs.len() && regs[j].t1 < a {
+                    j += regs[j..].partition_point(|r| r.t1 < a);
+                }
+                match regs.get(j) {
+                    Some(r) if r.t0 < b => *slot = Some((depth as u16, j as u32)),
+                    Some(_) => {}
+                    None => break,
+                }
+            }
+        }
+    }
+
+    /// The regions running at `t`, outermost first.
+    pub fn at(&self, t: i64) -> Vec<&Region> {
+        let mut out = Vec::new();
+        for regs in &self.depths {
+            let j = regs.partition_point(|r| r.t1 < t);
+            match regs.get(j) {
+                Some(r) if r.t0 <= t => out.push(r),
+                _ => {}
+            }
+        }
+        out
+    }
 }
 
 impl Analysed {
@@ -125,13 +205,21 @@ impl Analysed {
                 }
             }
         }
+        let regions = m
+            .ranks
+            .iter()
+            .enumerate()
+            .map(|(r, d)| RankRegions::new(regions_of(&d.regions, shift(r), d.span().map_or(0, |s| s.1))))
+            .collect::<Vec<RankRegions>>();
         Analysed {
+            has_regions: regions.iter().any(|r| !r.is_empty()),
             messages: MessageIndex::new(msgs),
             msg_refs,
             late_senders,
             slow_colls: slow,
             slow_threshold,
             coll_instance,
+            regions,
             an,
             elapsed,
         }
@@ -175,6 +263,11 @@ impl Analysed {
         let hi = r.colls.partition_point(|c| c.post <= call);
         let lo = hi.saturating_sub(256);
         (lo..hi).filter(|&i| r.colls[i].post == call || r.colls[i].done == call).collect()
+    }
+
+    /// The user regions of world rank `rank`, if it has any.
+    pub fn regions_of(&self, rank: i32) -> Option<&RankRegions> {
+        usize::try_from(rank).ok().and_then(|r| self.regions.get(r)).filter(|x| !x.is_empty())
     }
 
     /// Whether `name` is a point-to-point or collective operation.
@@ -230,5 +323,60 @@ impl Loader {
             let _ = tx.send(Loaded::Analyses(an));
         });
         Loader { rx, progress, started }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn region(t0: i64, t1: i64, name: u16, depth: u16) -> Region {
+        Region { t0, t1, name, depth }
+    }
+
+    /// The innermost region overlapping each column, found by looking at
+    /// every region.
+    fn brute(regs: &RankRegions, v: View, n: usize) -> Vec<Option<(u16, u32)>> {
+        (0..n)
+            .map(|c| {
+                let (a, b) = (v.col_start(c, n), v.col_start(c + 1, n).max(v.col_start(c, n) + 1));
+                let mut best = None;
+                for (d, rs) in regs.depths.iter().enumerate() {
+                    if let Some(j) = rs.iter().position(|r| r.t1 >= a && r.t0 < b) {
+                        best = Some((d as u16, j as u32));
+                    }
+                }
+                best
+            })
+            .collect()
+    }
+
+    #[test]
+    fn columns_show_the_innermost_region() {
+        // An outer region over everything, 20 000 short ones nested in it
+        // (10 ns every 50 ns), and within every 100th of those a third level.
+        let mut all = vec![region(0, 1_000_000, 0, 0)];
+        for i in 0..20_000 {
+            all.push(region(i * 50, i * 50 + 10, 1, 1));
+            if i % 100 == 0 {
+                all.push(region(i * 50 + 2, i * 50 + 5, 2, 2));
+            }
+        }
+        all.push(region(1_000_100, 1_000_200, 3, 0));
+        let regs = RankRegions::new(all);
+        assert_eq!(regs.depths.iter().map(Vec::len).collect::<Vec<_>>(), vec![2, 20_000, 200]);
+        let mut out = Vec::new();
+        for (v, n) in [(View::new(-500, 1_100_000), 77), (View::new(0, 1000), 100), (View::new(4_990, 5_010), 20), (View::new(999_000, 1_000_300), 13)] {
+            regs.columns(v, n, &mut out);
+            assert_eq!(out, brute(&regs, v, n), "{v:?} over {n}");
+        }
+        // Zoomed into one short region: it, then the outer one around it.
+        regs.columns(View::new(100, 200), 10, &mut out);
+        assert_eq!(out[0], Some((1, 2)));
+        assert_eq!(out[3], Some((0, 0)));
+        // At a time: outermost first.
+        let names: Vec<u16> = regs.at(5_003).iter().map(|r| r.name).collect();
+        assert_eq!(names, vec![0, 1, 2]);
+        assert!(regs.at(1_000_050).is_empty());
     }
 }

@@ -391,3 +391,82 @@ fn many_ranks_scroll_and_fold() {
     key(&mut app, 'F');
     assert_eq!(app.rows().len(), 40);
 }
+
+/// User regions: a band above each rank's calls, the innermost region per
+/// column in its colour with its name where it fits; `r` hides it; the
+/// details say which regions the call under the cursor runs in.
+#[test]
+fn user_regions_band_above_the_calls() {
+    let dir = tmpdir("regions");
+    regions_trace(&dir);
+    let mut app = open(&dir, 80, 30);
+    app.view = View::new(0, 100_000);
+    let buf = render(&mut app);
+    let lines = text(&buf);
+    println!("{}", lines.join("\n"));
+    let (r0, r1, r2, r3) = (row_of(&lines, "r0"), row_of(&lines, "r1"), row_of(&lines, "r2"), row_of(&lines, "r3"));
+    assert_eq!((r1, r2, r3), (r0 + 2, r0 + 4, r0 + 6), "two lines per rank: the band, then the calls");
+    let lw = app.label_width() as usize;
+    let n = 80 - lw;
+    let col = |t: i64| app.view.col_of(t, n) as usize;
+    let band = |row: usize| -> Vec<(char, ratatui::style::Color, bool)> {
+        (0..n)
+            .map(|x| {
+                let c = &buf[((lw + x) as u16, (row - 1) as u16)];
+                (c.symbol().chars().next().unwrap(), c.fg, c.modifier.contains(Modifier::REVERSED))
+            })
+            .collect()
+    };
+    // Rank 0: `halo` (innermost) over its columns, `solve` around it.
+    let b0 = band(r0);
+    let (solve, halo) = (tui::ui::region_color("solve"), tui::ui::region_color("halo"));
+    assert_ne!(solve, halo);
+    let covered: Vec<usize> = (0..n).filter(|&x| b0[x].0 != ' ' || b0[x].2).collect();
+    assert_eq!((covered[0], *covered.last().unwrap()), (col(8_000), col(60_000)), "solve spans 8–60 µs");
+    assert!(b0[col(9_000) + 1..col(21_000)].iter().all(|c| c.1 == halo), "{}", lines[r0 - 1]);
+    assert!(b0[col(21_000) + 1..col(60_000)].iter().all(|c| c.1 == solve), "{}", lines[r0 - 1]);
+    let text0 = &lines[r0 - 1];
+    assert!(text0.contains("halo") && text0.contains("solve"), "{text0}");
+    let at = |s: &str| text0[..text0.find(s).unwrap()].chars().count();
+    assert!(at("halo") > col(9_000) && at("halo") < col(21_000), "{text0}");
+    assert!(b0[at("solve") - lw].2, "names are drawn reversed in the region's colour");
+    // Rank 1: `io` from 90 µs, never closed: to the end of the rank.
+    let b1 = band(r1);
+    let io = tui::ui::region_color("io");
+    // (Message lines may cross the band; no region is drawn there.)
+    assert!((0..col(90_000)).all(|x| b1[x].0 != '▄' && !b1[x].2 && b1[x].1 != io), "{}", lines[r1 - 1]);
+    assert!((col(90_000)..=col(99_999)).all(|x| b1[x].1 == io), "{}", lines[r1 - 1]);
+    // Ranks without regions have an empty band.
+    assert!(band(r2).iter().all(|c| c.0 != '▄' && !c.2), "{}", lines[r2 - 1]);
+    // The details of the Send at 10 µs on rank 0 name its regions.
+    app.cursor_t = 10_500;
+    app.set_row(0);
+    let s = screen(&mut app);
+    assert!(s.iter().any(|l| l.contains("in region solve › halo")), "details name the regions");
+    // A click on rank 1's band selects rank 1.
+    let ev = MouseEvent { kind: MouseEventKind::Down(MouseButton::Left), column: (lw + 5) as u16, row: (r1 - 1) as u16, modifiers: KeyModifiers::NONE };
+    app.on_mouse(ev);
+    assert_eq!(app.cursor_row, 1);
+    // `r` hides the band: one line per rank again.
+    key(&mut app, 'r');
+    let s = screen(&mut app);
+    let (q0, q1) = (row_of(&s, "r0"), row_of(&s, "r1"));
+    assert_eq!(q1, q0 + 1);
+    assert!(!s[q0 - 1].contains("solve") && !s[q0].contains("solve"), "{}", s[q0]);
+    key(&mut app, 'r');
+    assert_eq!(app.row_lines(), 2);
+}
+
+/// A trace without regions keeps one line per rank, and `r` says why
+/// nothing changes.
+#[test]
+fn no_regions_no_band() {
+    let dir = tmpdir("noregions");
+    small_trace(&dir);
+    let mut app = open(&dir, 80, 24);
+    assert_eq!(app.row_lines(), 1);
+    key(&mut app, 'r');
+    assert_eq!(app.row_lines(), 1);
+    let s = screen(&mut app);
+    assert!(s[0].contains("no user regions in this trace"), "{}", s[0]);
+}

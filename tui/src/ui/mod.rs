@@ -42,6 +42,16 @@ pub fn call_color(name: &str) -> Color {
     }
 }
 
+/// Colours of user regions: muted medium tones of the 256-colour palette,
+/// apart from the call colours, readable on dark and light backgrounds.
+const REGION_COLORS: [u8; 12] = [65, 67, 71, 96, 98, 107, 131, 133, 137, 139, 143, 30];
+
+/// The colour of a user region, by its name (the same in every trace).
+pub fn region_color(name: &str) -> Color {
+    let h = name.bytes().fold(0x811c_9dc5u32, |h, b| (h ^ b as u32).wrapping_mul(0x0100_0193));
+    Color::Indexed(REGION_COLORS[(h % REGION_COLORS.len() as u32) as usize])
+}
+
 /// The legend: (kind, colour).
 pub const LEGEND: [(&str, Color); 7] = [
     ("send", colors::SEND),

@@ -9,7 +9,7 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Widget};
 
-use super::{call_color, colors};
+use super::{call_color, colors, region_color};
 use crate::app::{App, Row, SortKey, PANELS};
 use crate::data::Analysed;
 use crate::view::fmt_dur;
@@ -106,6 +106,19 @@ fn details(app: &App) -> Vec<Line<'static>> {
     let r = &m.ranks[rank as usize];
     let site = r.calls[idx as usize].site;
     out.push(Line::from(vec![Span::raw(format!("call site {}", m.site_label(site))), dim("   (g: go to the other end of a message)")]));
+    if let Some(regs) = an.regions_of(rank) {
+        let mut spans = vec![Span::raw("in region ")];
+        for (k, x) in regs.at(c.t_start).into_iter().enumerate() {
+            let name = m.name(x.name);
+            if k > 0 {
+                spans.push(Span::raw(" › "));
+            }
+            spans.push(Span::styled(name.to_string(), Style::default().fg(region_color(name)).add_modifier(Modifier::BOLD)));
+        }
+        if spans.len() > 1 {
+            out.push(Line::from(spans));
+        }
+    }
     for (k, send) in [(Analysed::p2p_of(&r.sends, idx), true), (Analysed::p2p_of(&r.recvs, idx), false)]
         .into_iter()
         .flat_map(|(v, s)| v.into_iter().map(move |k| (k, s)))

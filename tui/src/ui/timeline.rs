@@ -5,7 +5,7 @@ use ratatui::buffer::Buffer;
 use ratatui::style::{Color, Modifier, Style};
 use trace_lod::{flags, Cell, Lod};
 
-use super::{call_color, colors, put};
+use super::{call_color, colors, put, region_color};
 use crate::app::{App, Geometry, Row};
 use crate::view::{fmt_time, tick_step, View};
 
@@ -25,22 +25,48 @@ fn shade(frac: f64) -> char {
     }
 }
 
+/// The rows on screen and where they are.
+struct Shown {
+    /// (index into `App::rows`, row), top to bottom.
+    rows: Vec<(usize, Row)>,
+    /// Screen lines per row (2 with the band of user regions).
+    lines: usize,
+}
+
+impl Shown {
+    /// Line (from the top of the timeline) of the calls of the `k`-th row shown.
+    fn line(&self, k: usize) -> usize {
+        k * self.lines + self.lines - 1
+    }
+    /// Line of the calls of lod rank `i`, if it is on screen.
+    fn line_of_rank(&self, i: usize) -> Option<usize> {
+        self.rows.iter().position(|(_, r)| *r == Row::Rank(i)).map(|k| self.line(k))
+    }
+}
+
 pub fn draw(buf: &mut Buffer, g: &Geometry, app: &App, lod: &Lod) {
     let n = g.timeline.width as usize;
     let v = app.view;
     axis(buf, g, app, lod);
+    let lines = app.row_lines();
     let rows = app.rows();
-    let shown: Vec<(usize, Row)> = rows.iter().copied().enumerate().skip(app.scroll).take(g.timeline.height as usize).collect();
+    let shown = Shown {
+        rows: rows.iter().copied().enumerate().skip(app.scroll).take(g.timeline.height as usize / lines).collect(),
+        lines,
+    };
     let name_ok: Vec<bool> = lod.names.iter().map(|s| app.filter.name_matches(s)).collect();
     let colors: Vec<Color> = lod.names.iter().map(|s| call_color(s)).collect();
     let mut cells = Vec::new();
+    let mut band = Vec::new();
     let col_w = v.span() as f64 / n as f64;
-    for (y, (ri, row)) in shown.iter().enumerate() {
-        let y = g.timeline.y + y as u16;
+    for (k, (ri, row)) in shown.rows.iter().enumerate() {
+        let y = g.timeline.y + shown.line(k) as u16;
         let (label, label_style) = row_label(app, lod, *row);
         let ls = if *ri == app.cursor_row { label_style.add_modifier(Modifier::REVERSED) } else { label_style };
         put(buf, g.labels.x, y, &format!("{:<w$}", label, w = g.labels.width as usize - 1), g.labels.width - 1, ls);
-        put(buf, g.labels.x + g.labels.width - 1, y, "│", 1, Style::default().add_modifier(Modifier::DIM));
+        for line in y + 1 - lines as u16..=y {
+            put(buf, g.labels.x + g.labels.width - 1, line, "│", 1, Style::default().add_modifier(Modifier::DIM));
+        }
         match row {
             Row::Rank(i) => lod.ranks[*i].data.cells(v.t0, v.t1, n, &mut cells),
             Row::Group(gi) => merged_cells(lod, &app.groups[*gi].members, v, n, &mut cells),
@@ -63,8 +89,11 @@ pub fn draw(buf: &mut Buffer, g: &Geometry, app: &App, lod: &Lod) {
             }
             buf[(g.timeline.x + x as u16, y)].set_char(ch).set_style(style);
         }
-        if let Row::Rank(_) = row {
+        if let Row::Rank(i) = row {
             labels(buf, g.timeline.x, y, &cells, lod, &name_ok, app);
+            if lines == 2 {
+                regions(buf, g.timeline.x, y - 1, app, lod.ranks[*i].rank, n, &mut band);
+            }
         }
     }
     collective(buf, g, app, &shown);
@@ -72,13 +101,45 @@ pub fn draw(buf: &mut Buffer, g: &Geometry, app: &App, lod: &Lod) {
     // The cursor and the selection.
     let cc = app.cursor_col();
     if cc >= 0 && (cc as usize) < n {
-        if let Some(y) = shown.iter().position(|(ri, _)| *ri == app.cursor_row) {
-            let cell = &mut buf[(g.timeline.x + cc as u16, g.timeline.y + y as u16)];
+        if let Some(k) = shown.rows.iter().position(|(ri, _)| *ri == app.cursor_row) {
+            let cell = &mut buf[(g.timeline.x + cc as u16, g.timeline.y + shown.line(k) as u16)];
             if cell.symbol() == " " {
                 cell.set_char('┃');
             }
             cell.modifier.insert(Modifier::REVERSED);
         }
+    }
+}
+
+/// The band of user regions of world rank `rank` on line `y`: per column
+/// the innermost region there, as `▄` in the region's colour, with its
+/// name (reversed) where it fits.
+fn regions(buf: &mut Buffer, x0: u16, y: u16, app: &App, rank: i32, n: usize, cols: &mut Vec<Option<(u16, u32)>>) {
+    let Some(an) = app.an.as_deref() else { return };
+    let Some(regs) = an.regions_of(rank) else { return };
+    regs.columns(app.view, n, cols);
+    let mut x = 0;
+    while x < n {
+        let Some(id) = cols[x] else {
+            x += 1;
+            continue;
+        };
+        let end = x + cols[x..].iter().take_while(|c| **c == Some(id)).count();
+        let name = an.an.model.name(regs.get(id).name);
+        let color = region_color(name);
+        let len = name.chars().count();
+        if end - x >= len + 2 {
+            let style = Style::default().fg(color).add_modifier(Modifier::REVERSED);
+            for k in x..end {
+                buf[(x0 + k as u16, y)].set_char(' ').set_style(style);
+            }
+            put(buf, x0 + (x + (end - x - len) / 2) as u16, y, name, len as u16, style);
+        } else {
+            for k in x..end {
+                buf[(x0 + k as u16, y)].set_char('▄').set_style(Style::default().fg(color));
+            }
+        }
+        x = end;
     }
 }
 
@@ -180,13 +241,8 @@ fn axis(buf: &mut Buffer, g: &Geometry, app: &App, lod: &Lod) {
     }
 }
 
-/// Screen row of a lod rank among the rows shown.
-fn screen_row(shown: &[(usize, Row)], i: usize) -> Option<usize> {
-    shown.iter().position(|(_, r)| *r == Row::Rank(i))
-}
-
 /// Underlines the members of the collective instance under the cursor.
-fn collective(buf: &mut Buffer, g: &Geometry, app: &App, shown: &[(usize, Row)]) {
+fn collective(buf: &mut Buffer, g: &Geometry, app: &App, shown: &Shown) {
     let (Some(an), Some(lod)) = (app.an.as_deref(), app.lod.as_ref()) else { return };
     let Some((i, j)) = app.cursor_call() else { return };
     let rank = lod.ranks[i].rank;
@@ -198,7 +254,7 @@ fn collective(buf: &mut Buffer, g: &Geometry, app: &App, shown: &[(usize, Row)])
     let n = g.timeline.width as i64;
     for mb in &an.an.collectives.members[inst.first as usize..(inst.first + inst.n) as usize] {
         let Some(li) = lod.ranks.binary_search_by_key(&(mb.rank as i32), |r| r.rank).ok() else { continue };
-        let Some(y) = screen_row(shown, li) else { continue };
+        let Some(y) = shown.line_of_rank(li) else { continue };
         let (a, b) = (an.raw(mb.rank as i32, mb.arrival), an.raw(mb.rank as i32, mb.end));
         let (xa, xb) = (app.view.col_of(a, n as usize), app.view.col_of((b - 1).max(a), n as usize));
         for x in xa.max(0)..=xb.min(n - 1) {
@@ -210,13 +266,13 @@ fn collective(buf: &mut Buffer, g: &Geometry, app: &App, shown: &[(usize, Row)])
 
 /// Lines from send to receive of the matched messages in view, when few
 /// enough are there to be told apart.
-fn message_lines(buf: &mut Buffer, g: &Geometry, app: &App, shown: &[(usize, Row)]) {
+fn message_lines(buf: &mut Buffer, g: &Geometry, app: &App, shown: &Shown) {
     let (Some(an), Some(lod)) = (app.an.as_deref(), app.lod.as_ref()) else { return };
     let v = app.view;
     if an.messages.count_starting(v.t0, v.t1) > 100 * MAX_LINES {
         return;
     }
-    let row_of = |rank: i32| lod.ranks.binary_search_by_key(&rank, |r| r.rank).ok().and_then(|i| screen_row(shown, i));
+    let row_of = |rank: i32| lod.ranks.binary_search_by_key(&rank, |r| r.rank).ok().and_then(|i| shown.line_of_rank(i));
     let mut lines = Vec::new();
     for m in an.messages.overlapping(v.t0, v.t1) {
         if let (Some(ys), Some(yr)) = (row_of(m.src), row_of(m.dst)) {

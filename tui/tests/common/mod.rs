@@ -4,7 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use analyzers::synth::SynthTrace;
+use analyzers::synth::{event, SynthTrace};
+use trace_format::record::Kind;
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -29,6 +30,26 @@ pub fn tmpdir(name: &str) -> PathBuf {
 ///   all leave at 82 µs;
 /// - `MPI_Finalize` at 100 µs.
 pub fn small_trace(dir: &Path) {
+    small_synth().write(dir).unwrap();
+}
+
+/// [`small_trace`] with user regions: rank 0 runs `solve` over
+/// [8 µs, 60 µs] with `halo` nested over [9 µs, 21 µs]; rank 1 opens `io`
+/// at 90 µs and never closes it (it lasts to the rank's end, 100 µs).
+pub fn regions_trace(dir: &Path) {
+    let mut t = small_synth();
+    let marks = [(0, Kind::RegionBegin, "solve", 8_000), (0, Kind::RegionBegin, "halo", 9_000), (0, Kind::RegionEnd, "halo", 21_000)];
+    let marks = marks.into_iter().chain([(0, Kind::RegionEnd, "solve", 60_000), (1, Kind::RegionBegin, "io", 90_000)]);
+    for (rank, kind, name, at) in marks {
+        t.ranks[rank as usize].push(event(rank, kind, name, at, at));
+    }
+    for r in &mut t.ranks {
+        r.sort_by_key(|e| e.t_start);
+    }
+    t.write(dir).unwrap();
+}
+
+fn small_synth() -> SynthTrace {
     let mut t = SynthTrace::new(4);
     t.send(0, 2, 5, 8192, 10_000, 12_000, 0x40);
     t.recv(2, 0, 5, 8192, 5_000, 20_000, 0x50);
@@ -39,7 +60,7 @@ pub fn small_trace(dir: &Path) {
         t.coll(r, "MPI_Allreduce", arrive, 82_000, 0x60, 8, None);
     }
     t.finalize(100_000);
-    t.write(dir).unwrap();
+    t
 }
 
 /// Opens `dir` and waits for everything to load.
