@@ -262,7 +262,18 @@ impl Pmi {
             return Err(PmiError::Protocol { cmd: "init".into(), line: format!("{r:?}") });
         }
         conn.v2 = true;
-        let r = conn.call_v2("fullinit", &[("pmirank", &rank.to_string()), ("threaded", "FALSE")])?;
+        // Slurm answers a fullinit without `pmijobid` with rc=3 ("pmijobid
+        // missing in fullinit command"); like MPICH's client, pass its
+        // PMI_JOBID on when the launcher set one.
+        let rank_s = rank.to_string();
+        let jobid = std::env::var("PMI_JOBID").ok();
+        let mut args = Vec::with_capacity(3);
+        if let Some(j) = &jobid {
+            args.push(("pmijobid", j.as_str()));
+        }
+        args.push(("pmirank", rank_s.as_str()));
+        args.push(("threaded", "FALSE"));
+        let r = conn.call_v2("fullinit", &args)?;
         let num = |k: &str| r.get(k).and_then(|s| s.parse::<usize>().ok());
         let size = num("size").ok_or_else(|| PmiError::Protocol { cmd: "fullinit".into(), line: format!("{r:?}") })?;
         let rank = num("rank").unwrap_or(rank);
@@ -347,7 +358,10 @@ impl Pmi {
             let msg: String = msg.chars().map(|ch| if ch.is_whitespace() { '_' } else { ch }).collect();
             if c.v2 {
                 let code = code.to_string();
-                let _ = c.send_v2("abort", &[("isworldabort", "TRUE"), ("exitcode", &code), ("msg", &msg)]);
+                // `isworld` is the PMI-2 key (Slurm cancels the step only
+                // when it is TRUE); `exitcode` is not PMI-2, only some
+                // launchers use it.
+                let _ = c.send_v2("abort", &[("isworld", "TRUE"), ("exitcode", &code), ("msg", &msg)]);
             } else {
                 let _ = c.send(&format!("cmd=abort exitcode={code} msg={msg}\n"));
             }
