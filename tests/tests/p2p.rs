@@ -20,6 +20,14 @@ fn basic_values_ordering_and_self() {
 }
 
 #[test]
+fn blocking_receive_fast_path() {
+    each_size("p2p_direct", &[2, 3, 4], "p2p_direct OK");
+    let exe = compile("p2p_direct", Compiler::Ours);
+    run(Launcher::Ours, 2, &exe, &[], &[("MPICORE_BIND", "none"), ("MPICORE_OVERSUBSCRIBED", "1")], T)
+        .assert_ok("p2p_direct OK");
+}
+
+#[test]
 fn send_modes() {
     each_size("modes", &[2, 4], "modes OK");
 }

@@ -90,6 +90,11 @@ static OVERSUB: AtomicU8 = AtomicU8::new(0);
 /// Some peers are on other hosts: a sleeping rank must also look at sockets.
 static TCP_ACTIVE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// Whether this host runs more of the job's ranks than it has CPUs.
+pub fn oversubscribed() -> bool {
+    OVERSUB.load(Ordering::Relaxed) != 0
+}
+
 pub fn is_initialized() -> bool {
     PHASE.load(Ordering::Acquire) != UNINIT
 }

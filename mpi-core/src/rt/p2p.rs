@@ -795,6 +795,75 @@ impl Engine {
         self.post(reqs, dest_world, hdr, data, 0);
     }
 
+    /// Fast path of a blocking receive of contiguous data from one peer on
+    /// this host: polls that peer's ring directly, up to `polls` times, and
+    /// copies a matching small eager message straight into `buf` — no
+    /// request, no posted-queue entry. Other records met on the way are
+    /// handled as usual (in ring order). Returns `Some((tag, bytes))` when the
+    /// message was received, `None` when the caller must take the general
+    /// path (nothing arrived in time, or the message needs more than a copy:
+    /// rendezvous, synchronous mode, truncation).
+    ///
+    /// Only valid while no receive is posted and no unexpected message
+    /// matches (the caller checks [`Engine::direct_recv_ok`]), so that
+    /// matching order is the ring's order.
+    ///
+    /// # Safety
+    /// `buf` must be valid for writing `cap` bytes.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn recv_direct(
+        &mut self,
+        reqs: &mut ReqTable,
+        src_world: usize,
+        ctx: u32,
+        src: i32,
+        tag: i32,
+        buf: *mut u8,
+        cap: usize,
+        polls: u32,
+    ) -> Option<(i32, usize)> {
+        let l = self.local_of_world[src_world];
+        if l == REMOTE || src_world == self.me {
+            return None;
+        }
+        // Consumers are kept for every local peer but this rank, in order.
+        let ci = if l < self.my_local { l } else { l - 1 };
+        for _ in 0..polls {
+            let Some((hdr, ptr, n)) = self.consumers[ci].1.peek().map(|(h, p)| (h, p.as_ptr(), p.len())) else {
+                std::hint::spin_loop();
+                continue;
+            };
+            if matches(ctx, src, tag, hdr.ctx, hdr.src, hdr.tag) {
+                if hdr.kind != kind::EAGER || hdr.flags & FLAG_SYNC != 0 || n > cap {
+                    return None;
+                }
+                if n > 0 {
+                    // SAFETY: the record's payload stays in the ring until the
+                    // pop below; `buf` holds `cap >= n` bytes (caller's contract).
+                    unsafe { std::ptr::copy_nonoverlapping(ptr, buf, n) };
+                }
+                self.consumers[ci].1.pop(&hdr);
+                return Some((hdr.tag, n));
+            }
+            // SAFETY: as in `progress`: the record stays until the pop.
+            let payload = unsafe { std::slice::from_raw_parts(ptr, n) };
+            self.incoming(reqs, src_world, &hdr, payload);
+            self.consumers[ci].1.pop(&hdr);
+            if !self.direct_recv_ok(ctx, src, tag) {
+                return None;
+            }
+        }
+        None
+    }
+
+    /// Whether [`Engine::recv_direct`] may run: nothing posted, nothing
+    /// queued to send, and no unexpected message for this envelope.
+    pub fn direct_recv_ok(&self, ctx: u32, src: i32, tag: i32) -> bool {
+        self.posted.is_empty()
+            && self.n_pending == 0
+            && !self.unexpected.iter().any(|u| matches(ctx, src, tag, u.ctx, u.src, u.tag))
+    }
+
     /// Starts receive `ri` (already allocated as a `Kind::Recv`).
     pub fn start_recv(&mut self, reqs: &mut ReqTable, ri: u32) {
         let (ctx, src, tag) = match &reqs.get(ri).kind {
