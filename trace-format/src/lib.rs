@@ -35,7 +35,9 @@ pub use reader::{Completeness, RankTrace, Trace};
 pub use symbolize::{Site, Symbolizer};
 
 /// Version of the trace schema (events and comms tables, meta.json).
-pub const SCHEMA_VERSION: u32 = 1;
+/// 2: `clock_offset` (`t_start - t_local`) replaces `t_local`, durations
+/// dictionary-encoded (half the bytes per event of 1). Readers read both.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Errors of reading and writing traces; each names the file concerned.
 #[derive(Debug, thiserror::Error)]

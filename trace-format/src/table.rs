@@ -50,7 +50,7 @@ pub fn events_schema() -> SchemaRef {
         dict("call", Int16),
         Field::new("t_start", Int64, false),
         Field::new("duration", Int64, true),
-        Field::new("t_local", Int64, false),
+        Field::new("clock_offset", Int64, false),
         Field::new("rc", Int32, true),
         Field::new("site", UInt64, true),
         Field::new("comm", UInt64, true),
@@ -111,7 +111,7 @@ pub fn events_batch(events: &[Event]) -> Result<RecordBatch, Error> {
         Arc::new(call.finish()),
         prim_col!(events, Int64Builder, |e| Some(e.t_start)),
         prim_col!(events, Int64Builder, |e| e.t_end.map(|t| t - e.t_start)),
-        prim_col!(events, Int64Builder, |e| Some(e.t_local)),
+        prim_col!(events, Int64Builder, |e| Some(e.t_start - e.t_local)),
         prim_col!(events, Int32Builder, |e| e.rc),
         prim_col!(events, UInt64Builder, |e| e.site),
         prim_col!(events, UInt64Builder, |e| e.comm),
@@ -225,7 +225,10 @@ impl EventsWriter {
                 crate::SCHEMA_VERSION.to_string(),
             ),
         ];
-        let props = writer_props(&["t_start", "duration", "t_local", "seq"], meta);
+        // Start times grow along each thread: delta-encoded. Durations jump
+        // up and down (deltas would double their range) and clock offsets
+        // hardly change: both dictionary/RLE encoded, like the rest.
+        let props = writer_props(&["t_start", "seq"], meta);
         let tmp = path.with_extension("parquet.tmp");
         let file = File::create(&tmp).map_err(|e| Error::Io {
             path: tmp.clone(),
@@ -416,13 +419,17 @@ pub fn read_events(path: &Path) -> Result<(Vec<Event>, Option<RankMeta>), Error>
         let c = Cols { batch, path };
         let kinds = c.strings("kind")?;
         let calls = c.strings("call")?;
-        let (rank, thread, t_start, t_local, flags) = (
+        let (rank, thread, t_start, flags) = (
             c.prim::<Int32Type>("rank")?,
             c.prim::<Int32Type>("thread")?,
             c.prim::<Int64Type>("t_start")?,
-            c.prim::<Int64Type>("t_local")?,
             c.prim::<UInt8Type>("flags")?,
         );
+        // Schema 2 stores the clock correction, schema 1 the local time.
+        let (local, is_offset) = match c.prim::<Int64Type>("clock_offset") {
+            Ok(off) => (off, true),
+            Err(_) => (c.prim::<Int64Type>("t_local")?, false),
+        };
         for i in 0..batch.num_rows() {
             let kind = kinds[i]
                 .as_deref()
@@ -439,7 +446,7 @@ pub fn read_events(path: &Path) -> Result<(Vec<Event>, Option<RankMeta>), Error>
                 call: calls[i].clone().unwrap_or_else(|| Arc::from("")),
                 t_start: t0,
                 t_end: c.opt::<Int64Type>("duration", i)?.map(|d| t0 + d),
-                t_local: t_local.value(i),
+                t_local: if is_offset { t0 - local.value(i) } else { local.value(i) },
                 rc: c.opt::<Int32Type>("rc", i)?,
                 site: c.opt::<UInt64Type>("site", i)?,
                 comm: c.opt::<UInt64Type>("comm", i)?,

@@ -108,3 +108,33 @@ fn damaged_files_are_reported_and_the_rest_read() {
     assert!(t.problems.iter().any(|p| p.contains("rank-00000.t0.journal") && p.contains("Hole")), "{:?}", t.problems);
     assert!(t.problems.iter().any(|p| p.contains("rank-00001.t0.journal") && p.contains("Truncated")), "{:?}", t.problems);
 }
+
+/// Events files of schema 1 (a `t_local` column instead of `clock_offset`)
+/// still read back the same events.
+#[test]
+fn schema_1_files_read_back() {
+    use std::sync::Arc;
+    use arrow_array::{Int64Array, RecordBatch};
+    use arrow_schema::{Field, Schema};
+    let d = dir("schema1");
+    write_rank(&d, 1, 30, true);
+    trace_format::finish_dir(&d, &[], false).unwrap();
+    let path = layout::events(&d, 1);
+    let (events, meta) = trace_format::table::read_events(&path).unwrap();
+    assert_eq!(events[0].t_start - events[0].t_local, 100);
+    // Rewrite the file as schema 1 wrote it.
+    let batch = trace_format::table::events_batch(&events).unwrap();
+    let i = batch.schema().index_of("clock_offset").unwrap();
+    let mut fields: Vec<Field> = batch.schema().fields().iter().map(|f| f.as_ref().clone()).collect();
+    fields[i] = Field::new("t_local", fields[i].data_type().clone(), false);
+    let mut cols = batch.columns().to_vec();
+    cols[i] = Arc::new(Int64Array::from_iter_values(events.iter().map(|e| e.t_local)));
+    let old = RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).unwrap();
+    let file = std::fs::File::create(&path).unwrap();
+    let mut w = parquet::arrow::ArrowWriter::try_new(file, old.schema(), None).unwrap();
+    w.write(&old).unwrap();
+    w.close().unwrap();
+    let (again, _) = trace_format::table::read_events(&path).unwrap();
+    assert_eq!(again, events);
+    assert!(meta.is_some());
+}
