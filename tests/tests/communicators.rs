@@ -89,6 +89,13 @@ fn concurrent_communicator_creation_in_threads() {
     }
 }
 
+/// `MPI_Comm_idup` does not wait for the other processes: a rank that joins
+/// only after a message sent after the others' idup still completes it.
+#[test]
+fn nonblocking_comm_idup() {
+    each_size("comm_idup", &[1, 2, 3, 4, 7], "comm_idup OK");
+}
+
 #[test]
 fn create_and_free_100000_communicators() {
     let exe = compile("comm_many", Compiler::Ours);

@@ -125,7 +125,8 @@ impl Agreement {
 /// the token (a member held up elsewhere, perhaps waiting for what another
 /// agreement of this process leads to, must not keep the token from it).
 pub(crate) fn agree_ctx(key: CtxKey, span: u32, a: &Agreement, ready: bool) -> MpiResult<u32> {
-    let multi = rt::with(|st| Ok(st.thread_level == MPI_THREAD_MULTIPLE))?;
+    // Idups run on threads of their own, whatever the thread level.
+    let multi = rt::with(|st| Ok(st.thread_level == MPI_THREAD_MULTIPLE || st.comms.idups_running()))?;
     if multi && !ready {
         // Everybody offers busy: this only waits for all members. The
         // agreement is not registered yet, so it keeps no other agreement
@@ -159,13 +160,28 @@ pub(crate) fn agree_ctx(key: CtxKey, span: u32, a: &Agreement, ready: bool) -> M
 /// of an intercommunicator) and reserves `span` ids from it (collective).
 /// `ready`: as for [`agree_ctx`].
 pub(crate) fn new_context(comm: MPI_Comm, span: u32, ready: bool) -> MpiResult<u32> {
-    let (a, key) = rt::with(|st| {
-        let c = st.comms.get(comm)?.clone();
-        let local = View::local(st, &c)?;
-        let peer = if c.is_inter() && c.rank == 0 { Some((View::remote(st, &c)?, 0)) } else { None };
-        Ok((Agreement { local, leader: 0, peer, inter: c.is_inter() }, ctx_key(&c, 0)))
-    })?;
+    let (a, key) = rt::with(|st| agreement_of(st, comm))?;
     agree_ctx(key, span, &a, ready)
+}
+
+/// The agreement over all processes of `comm` and its key.
+fn agreement_of(st: &mut rt::State, comm: MPI_Comm) -> MpiResult<(Agreement, CtxKey)> {
+    let c = st.comms.get(comm)?.clone();
+    let local = View::local(st, &c)?;
+    let peer = if c.is_inter() && c.rank == 0 { Some((View::remote(st, &c)?, 0)) } else { None };
+    Ok((Agreement { local, leader: 0, peer, inter: c.is_inter() }, ctx_key(&c, 0)))
+}
+
+/// Waits until the `MPI_Comm_idup`s of `comm` that this process started
+/// have finished: a communicator constructor on `comm` comes after them
+/// in every process, and must not mix its internal messages with theirs.
+/// (Only constructors wait: they are collective, so every process has
+/// started those idups too and they finish on their own threads.)
+pub(crate) fn quiet(comm: MPI_Comm) -> MpiResult<()> {
+    let Some(ctx) = rt::with(|st| Ok(st.comms.get(comm).ok().map(|c| c.ctx)))? else {
+        return Ok(());
+    };
+    rt::wait_until(|st| !st.comms.idup_pending(ctx))
 }
 
 /// Inserts a new communicator (with the hidden local communicator of an
@@ -189,6 +205,7 @@ unsafe fn dup_common(comm: MPI_Comm, info: Option<MPI_Info>, newcomm: *mut MPI_C
     if newcomm.is_null() {
         bail!(MPI_ERR_ARG, "newcomm is a NULL pointer");
     }
+    quiet(comm)?;
     let parent = comm_of(comm)?;
     let hints = match info {
         Some(i) => rt::with(|st| st.comms.infos.get_or_null(i))?,
@@ -208,23 +225,64 @@ pub unsafe fn MPI_Comm_dup_with_info(comm: MPI_Comm, info: MPI_Info, newcomm: *m
     ret(comm, "MPI_Comm_dup_with_info", dup_common(comm, Some(info), newcomm))
 }
 
-/// A request that is already complete (for operations done at once).
-pub(crate) fn completed_request(comm: MPI_Comm) -> MpiResult<MPI_Request> {
-    rt::with(|st| {
-        let i = st.reqs.alloc(Request::new(Kind::Null, comm));
-        st.reqs.finish(i);
-        Ok(ReqTable::handle(i))
-    })
-}
+/// A raw pointer handed to an idup's thread.
+struct SendPtr(*mut MPI_Comm);
+// SAFETY: the program keeps `newcomm` valid until the idup's request
+// completes (the standard's rule for nonblocking calls' output arguments);
+// only the idup's thread writes through it, before completing the request.
+unsafe impl Send for SendPtr {}
 
-/// `MPI_Comm_idup` completes at once: the duplicate is made (collectively)
-/// before it returns, and the request is already complete.
+/// `MPI_Comm_idup(_with_info)`: the copy callbacks run now, in the calling
+/// thread; the context id is agreed on a thread of its own (after the
+/// earlier idups of the same parent), which then writes `newcomm` and
+/// completes the request. A constructor called later on the same parent
+/// waits for it ([`quiet`]).
 unsafe fn idup_common(comm: MPI_Comm, info: Option<MPI_Info>, newcomm: *mut MPI_Comm, request: *mut MPI_Request) -> MpiResult<()> {
     if request.is_null() {
         bail!(MPI_ERR_ARG, "request is a NULL pointer");
     }
-    dup_common(comm, info, newcomm)?;
-    put(request, completed_request(comm)?, "request")
+    if newcomm.is_null() {
+        bail!(MPI_ERR_ARG, "newcomm is a NULL pointer");
+    }
+    let parent = comm_of(comm)?;
+    let hints = match info {
+        Some(i) => rt::with(|st| st.comms.infos.get_or_null(i))?,
+        None => parent.hints.clone(),
+    };
+    let attrs = copy_attrs(ObjKind::Comm, comm, &parent.attrs)?;
+    let pctx = parent.ctx;
+    let (a, key, ticket, req) = rt::with(|st| {
+        let (a, key) = agreement_of(st, comm)?;
+        let req = st.reqs.alloc(Request::new(Kind::Null, comm));
+        Ok((a, key, st.comms.idup_start(pctx), req))
+    })?;
+    put(request, ReqTable::handle(req), "request")?;
+    let out = SendPtr(newcomm);
+    let job = move || {
+        let out = out;
+        let span = parent.ctx_span();
+        let r = rt::wait_until(|st| st.comms.idup_turn(pctx, ticket))
+            .and_then(|()| agree_ctx(key, span, &a, false))
+            // SAFETY: see `SendPtr`.
+            .and_then(|ctx| unsafe { publish(Comm { ctx, attrs, hints, name: String::new(), ..parent }, out.0) });
+        let _ = rt::with(|st| {
+            st.comms.idup_end(pctx);
+            if let Err(e) = &r {
+                st.reqs.get(req).err = e.class;
+            }
+            st.reqs.finish(req);
+            Ok(())
+        });
+    };
+    if let Err(e) = std::thread::Builder::new().name("mpi-comm-idup".into()).spawn(job) {
+        rt::with(|st| {
+            st.comms.idup_end(pctx);
+            st.reqs.release(req);
+            Ok(())
+        })?;
+        bail!(MPI_ERR_INTERN, "cannot start the thread of MPI_Comm_idup: {e}");
+    }
+    Ok(())
 }
 
 pub unsafe fn MPI_Comm_idup(comm: MPI_Comm, newcomm: *mut MPI_Comm, request: *mut MPI_Request) -> c_int {
@@ -274,6 +332,7 @@ unsafe fn make_intra(parent: &Comm, ctx: u32, members: Vec<usize>, newcomm: *mut
 /// is gathered, and the members of this rank's color are ordered by key,
 /// then by rank in `comm`.
 pub(crate) fn split(comm: MPI_Comm, color: c_int, key: c_int) -> MpiResult<(Comm, u32, Vec<usize>)> {
+    quiet(comm)?;
     let parent = intra_of(comm, "MPI_Comm_split")?;
     if color < 0 && color != MPI_UNDEFINED {
         bail!(MPI_ERR_ARG, "invalid color {color} (must be >= 0 or MPI_UNDEFINED)");
@@ -301,6 +360,7 @@ pub unsafe fn MPI_Comm_split(comm: MPI_Comm, color: c_int, key: c_int, newcomm: 
         if newcomm.is_null() {
             bail!(MPI_ERR_ARG, "newcomm is a NULL pointer");
         }
+        quiet(comm)?;
         let parent = comm_of(comm)?;
         if parent.is_inter() {
             return super::inter::inter_split(comm, &parent, color, key, newcomm);
@@ -316,6 +376,7 @@ pub unsafe fn MPI_Comm_split_type(comm: MPI_Comm, split_type: c_int, key: c_int,
         if newcomm.is_null() {
             bail!(MPI_ERR_ARG, "newcomm is a NULL pointer");
         }
+        quiet(comm)?;
         let hints = rt::with(|st| st.comms.infos.get_or_null(info))?;
         let shared = match split_type {
             MPI_UNDEFINED => false,
@@ -347,6 +408,7 @@ pub unsafe fn MPI_Comm_create(comm: MPI_Comm, group: MPI_Group, newcomm: *mut MP
         if newcomm.is_null() {
             bail!(MPI_ERR_ARG, "newcomm is a NULL pointer");
         }
+        quiet(comm)?;
         let parent = comm_of(comm)?;
         let (members, me) = rt::with(|st| Ok((st.comms.groups.get(group)?, st.world_rank)))?;
         if let Some(w) = members.iter().find(|w| !parent.local_group().contains(w)) {
@@ -377,6 +439,7 @@ pub unsafe fn MPI_Comm_create_group(comm: MPI_Comm, group: MPI_Group, tag: c_int
         if tag < 0 {
             bail!(MPI_ERR_TAG, "invalid tag {tag} (MPI_Comm_create_group needs a tag >= 0)");
         }
+        quiet(comm)?;
         let parent = intra_of(comm, "MPI_Comm_create_group")?;
         let (members, me) = rt::with(|st| Ok((st.comms.groups.get(group)?, st.world_rank)))?;
         if let Some(w) = members.iter().find(|w| !parent.group.contains(w)) {

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use mpi_api::abi::*;
 
 use super::agree::{bytes_to_ints, bytes_to_ranks, ints_to_bytes, ranks_to_bytes, View, TAG_EXCHANGE};
-use super::comm::{agree_ctx, comm_of, new_context, publish, Agreement, KEY_INTERCOMM_CREATE};
+use super::comm::{agree_ctx, comm_of, new_context, publish, quiet, Agreement, KEY_INTERCOMM_CREATE};
 use super::{put, ret};
 use crate::bail;
 use crate::rt::comm::{ctx_key, Comm, CTX_SPAN_INTER, CTX_SPAN_INTRA};
@@ -75,6 +75,7 @@ pub unsafe fn MPI_Intercomm_create(
         if newintercomm.is_null() {
             bail!(MPI_ERR_ARG, "newintercomm is a NULL pointer");
         }
+        quiet(local_comm)?;
         let local = comm_of(local_comm)?;
         if local.is_inter() {
             bail!(MPI_ERR_COMM, "local_comm must be an intracommunicator");
@@ -144,6 +145,7 @@ pub unsafe fn MPI_Intercomm_merge(intercomm: MPI_Comm, high: c_int, newintracomm
         if newintracomm.is_null() {
             bail!(MPI_ERR_ARG, "newintracomm is a NULL pointer");
         }
+        quiet(intercomm)?;
         let c = inter_of(intercomm, "MPI_Intercomm_merge")?;
         let ctx = new_context(intercomm, CTX_SPAN_INTRA, false)?;
         let (local, remote, me) = rt::with(|st| Ok((View::local(st, &c)?, View::remote(st, &c)?, st.world_rank)))?;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use mpi_api::abi::*;
 
 use super::agree::{bytes_to_ints, ints_to_bytes, View};
-use super::comm::{comm_of, new_context, publish, split};
+use super::comm::{comm_of, new_context, publish, quiet, split};
 use super::{c_array, put, ret};
 use crate::bail;
 use crate::rt::comm::{Comm, CTX_SPAN_INTRA};
@@ -83,6 +83,7 @@ fn graph_of(comm: MPI_Comm) -> MpiResult<(Comm, Vec<c_int>, Vec<c_int>)> {
 /// `comm_old` with topology `t` (collective over `comm_old`); the others
 /// get `MPI_COMM_NULL`.
 unsafe fn topo_comm(comm_old: MPI_Comm, n: usize, t: Topo, out: *mut MPI_Comm) -> MpiResult<()> {
+    quiet(comm_old)?;
     let parent = comm_of(comm_old)?;
     let ctx = new_context(comm_old, CTX_SPAN_INTRA, false)?;
     if parent.rank as usize >= n {
@@ -430,6 +431,7 @@ pub unsafe fn MPI_Dist_graph_create(
                 k += 1;
             }
         }
+        quiet(comm_old)?;
         let view = rt::with(|st| View::local(st, &c))?;
         let got = view.alltoall_vec(&out.iter().map(|v| ints_to_bytes(v)).collect::<Vec<_>>())?;
         // Edges in order of the rank that declared them, then declaration order.

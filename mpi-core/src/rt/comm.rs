@@ -36,6 +36,7 @@
 //! `group[dest]` with source `rank`) works unchanged; the local group is in
 //! `local`.
 
+use std::collections::HashMap;
 use std::os::raw::c_int;
 use std::sync::Arc;
 
@@ -188,6 +189,10 @@ pub struct CommTable {
     /// Next context id this process has not used.
     pub next_ctx: u32,
     pub agreements: CtxAgreements,
+    /// `MPI_Comm_idup`s in progress, by parent (its context id): how many
+    /// were started and how many have finished. They run one after the
+    /// other per parent, in the order they were called.
+    idups: HashMap<u32, (u64, u64)>,
     pub groups: GroupTable,
     pub keyvals: Keyvals,
     pub infos: InfoTable,
@@ -209,6 +214,7 @@ impl CommTable {
             user: Slots::default(),
             next_ctx: 4,
             agreements: CtxAgreements::default(),
+            idups: HashMap::new(),
             groups: GroupTable::default(),
             keyvals: Keyvals::default(),
             infos: InfoTable::default(),
@@ -267,6 +273,35 @@ impl CommTable {
     /// Marks context ids up to `ctx + span` as used by this process.
     pub fn take_ctx(&mut self, ctx: u32, span: u32) {
         self.next_ctx = self.next_ctx.max(ctx + span);
+    }
+
+    /// Registers an `MPI_Comm_idup` of the parent with context `ctx`; its
+    /// ticket says when its turn comes ([`CommTable::idup_turn`]).
+    pub fn idup_start(&mut self, ctx: u32) -> u64 {
+        let e = self.idups.entry(ctx).or_default();
+        e.0 += 1;
+        e.0 - 1
+    }
+    /// Whether the idup with `ticket` on parent `ctx` may run (all those
+    /// called before it on that parent have finished).
+    pub fn idup_turn(&self, ctx: u32, ticket: u64) -> bool {
+        !matches!(self.idups.get(&ctx), Some(&(_, done)) if done != ticket)
+    }
+    pub fn idup_end(&mut self, ctx: u32) {
+        if let Some(e) = self.idups.get_mut(&ctx) {
+            e.1 += 1;
+            if e.1 == e.0 {
+                self.idups.remove(&ctx);
+            }
+        }
+    }
+    /// Whether an idup of parent `ctx` is in progress.
+    pub fn idup_pending(&self, ctx: u32) -> bool {
+        self.idups.contains_key(&ctx)
+    }
+    /// Whether any idup is in progress (on its own thread).
+    pub fn idups_running(&self) -> bool {
+        !self.idups.is_empty()
     }
 
     /// This process's offer for a round of agreement `key`: its counter if
@@ -349,6 +384,20 @@ mod tests {
         assert_eq!(t.offer(a, 2).unwrap(), 4);
         t.agreements.unregister(a);
         assert_eq!(t.offer(b, 2).unwrap(), 4);
+    }
+
+    #[test]
+    fn idups_of_one_parent_take_turns() {
+        let mut t = CommTable::new(0, 1);
+        assert!(!t.idups_running());
+        let (a, b) = (t.idup_start(4), t.idup_start(4));
+        let c = t.idup_start(8);
+        assert!(t.idup_turn(4, a) && !t.idup_turn(4, b) && t.idup_turn(8, c));
+        t.idup_end(4);
+        assert!(t.idup_turn(4, b) && t.idup_pending(4));
+        t.idup_end(4);
+        t.idup_end(8);
+        assert!(!t.idup_pending(4) && !t.idups_running());
     }
 
     #[test]
