@@ -59,12 +59,7 @@ pub fn start(call: usize, before: (u64, u64), after: u64) {
         tr.point_interval = (per_ns * 1e9) as u64;
     }
     let (modules, ids) = module_map();
-    for (path, build_id) in ids {
-        tr.side(&SideEntry::BuildId { path, build_id });
-    }
-    for m in modules {
-        tr.side(&SideEntry::Module(m));
-    }
+    record_modules(&mut tr, modules, &ids);
     tr.isendrecv_status = isendrecv_fills_status();
     if !tr.isendrecv_status {
         tr.side(&SideEntry::Note {
@@ -261,6 +256,26 @@ fn modules() -> Vec<Module> {
         .collect()
 }
 
+/// Writes the mappings of `modules` not written before (with the build ids
+/// of their files) to the side file.
+fn record_modules(tr: &mut Tracer, modules: Vec<Module>, ids: &std::collections::BTreeMap<String, String>) {
+    for m in modules {
+        if tr.modules.contains(&m) {
+            continue;
+        }
+        if !tr.modules.iter().any(|o| o.path == m.path) {
+            if let Some(id) = ids.get(&m.path) {
+                tr.side(&SideEntry::BuildId {
+                    path: m.path.clone(),
+                    build_id: id.clone(),
+                });
+            }
+        }
+        tr.side(&SideEntry::Module(m.clone()));
+        tr.modules.push(m);
+    }
+}
+
 /// The executable mappings and the build ids of their files, by path.
 fn module_map() -> (Vec<Module>, std::collections::BTreeMap<String, String>) {
     let modules = modules();
@@ -452,6 +467,8 @@ pub fn before_finalize() {
     let mut meta = meta;
     meta.sync_finalize = Some(p);
     if let Some(tr) = state().as_mut() {
+        // Libraries loaded since MPI_Init (dlopen), for the conversion.
+        record_modules(tr, meta.modules.clone(), &meta.build_ids);
         tr.side(&SideEntry::Sync {
             phase: "finalize".into(),
             point: p,

@@ -151,6 +151,8 @@ pub struct Tracer {
     /// Whether the library fills the status of a completed `MPI_Isendrecv`
     /// (MPICH 4.0 does not; see `life::isendrecv_fills_status`).
     pub isendrecv_status: bool,
+    /// Executable mappings written to the side file.
+    pub modules: Vec<trace_format::side::Module>,
     side_failed: bool,
 }
 
@@ -280,6 +282,7 @@ impl Tracer {
             sync_init: None,
             sync_comms: (abi::MPI_COMM_NULL, abi::MPI_COMM_NULL),
             isendrecv_status: true,
+            modules: Vec::new(),
             side_failed: false,
         };
         let mut wg = abi::MPI_GROUP_NULL;

@@ -456,6 +456,40 @@ fn check_requests(t: &Trace, mpich: bool) {
     );
 }
 
+/// Call sites in a shared library loaded with `dlopen` after `MPI_Init`
+/// symbolize to its source (the module map is completed at Finalize).
+#[test]
+fn sites_in_a_library_loaded_after_init() {
+    let dir = common::scratch("dlopen");
+    let lib = common::compile_with("dlopen_lib.c", &dir, &["-shared", "-fPIC"], "libplugin.so");
+    let exe = common::compile("dlopen.c", &dir);
+    let tdir = dir.join("trace");
+    let out = common::run(2, &exe, &[lib.to_str().unwrap()], &tdir, &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let t = Trace::open(&tdir).unwrap();
+    assert!(t.problems.is_empty(), "{:?}", t.problems);
+    let lib_id = trace_format::symbolize::build_id_of(&lib);
+    assert!(lib_id.is_some());
+    let mut sym = trace_format::Symbolizer::with_debug_dir(None);
+    for r in 0..2 {
+        let meta = t.ranks[&r].meta.as_ref().unwrap();
+        let ar = calls(t.rank_events(r), "MPI_Allreduce");
+        assert_eq!(ar.len(), 1, "rank {r}");
+        let s = sym.site(meta, ar[0].site.unwrap());
+        assert_eq!(
+            (s.module_name(), s.function.as_deref(), s.line, &s.problem),
+            ("libplugin.so", Some("plugin_exchange"), Some(7), &None),
+            "{s:?}"
+        );
+        assert!(s.file.as_deref().unwrap().ends_with("dlopen_lib.c"), "{s:?}");
+        assert_eq!(meta.build_ids.get(&s.module), lib_id.as_ref());
+        // The program's own calls resolve to dlopen.c.
+        let fin = calls(t.rank_events(r), "MPI_Finalize")[0];
+        let s = sym.site(meta, fin.site.unwrap());
+        assert_eq!((s.function.as_deref(), s.line), (Some("main"), Some(16)), "{s:?}");
+    }
+}
+
 /// Rank 1 dies after three sends; the trace of everything before is readable.
 fn crash_case(mode: &str) -> Trace {
     let dir = common::scratch(&format!("crash-{mode}"));

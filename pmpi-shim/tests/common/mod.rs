@@ -43,11 +43,18 @@ pub fn scratch(name: &str) -> PathBuf {
 
 /// Compiles `tests/c/<src>` into `dir`.
 pub fn compile(src: &str, dir: &Path) -> PathBuf {
+    compile_with(src, dir, &[], src.trim_end_matches(".c"))
+}
+
+/// Compiles `tests/c/<src>` into `dir/<out>` with the `extra` flags.
+pub fn compile_with(src: &str, dir: &Path, extra: &[&str], out: &str) -> PathBuf {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out = dir.join(src.trim_end_matches(".c"));
+    let out = dir.join(out);
     let st = Command::new("mpicc.mpich")
         .env_remove("LD_LIBRARY_PATH")
-        .args(["-O1", "-g", "-pthread", "-Wno-stringop-overflow", "-I"])
+        .args(["-O1", "-g", "-pthread", "-Wno-stringop-overflow"])
+        .args(extra)
+        .arg("-I")
         .arg(manifest.join("include"))
         .arg(manifest.join("tests/c").join(src))
         .arg("-o")
