@@ -25,10 +25,12 @@ pub enum Tab {
     Histograms,
     Details,
     Problems,
+    /// Two traces side by side: their profiles over the coupled range.
+    Compare,
 }
 
 impl Tab {
-    pub const ALL: [Tab; 7] = [Tab::Profile, Tab::Collectives, Tab::Waits, Tab::Matrix, Tab::Histograms, Tab::Details, Tab::Problems];
+    pub const ALL: [Tab; 8] = [Tab::Profile, Tab::Collectives, Tab::Waits, Tab::Matrix, Tab::Histograms, Tab::Details, Tab::Problems, Tab::Compare];
     pub fn title(self) -> &'static str {
         match self {
             Tab::Profile => "Profile",
@@ -38,6 +40,7 @@ impl Tab {
             Tab::Histograms => "Histograms",
             Tab::Details => "Details",
             Tab::Problems => "Problems",
+            Tab::Compare => "Compare",
         }
     }
 }
@@ -133,7 +136,36 @@ pub struct GuiApp {
     pub build_ms: f32,
     /// A panic caught while drawing.
     pub crashed: Option<String>,
+    /// The second trace shown below this one, zoomed, panned and selected
+    /// together with it (times aligned at the starts of the two runs).
+    pub compare: Option<Box<GuiApp>>,
+    /// Accessibility label of the timeline ("timeline", or "timeline B"
+    /// for the compared trace).
+    pub label: &'static str,
+    /// Whether the keyboard drives this timeline (not the compared one).
+    pub keys: bool,
 }
+
+/// A row of the comparison of two profiles.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompareRow {
+    pub name: String,
+    pub a_count: u64,
+    pub a_time: i64,
+    pub b_count: u64,
+    pub b_time: i64,
+}
+
+impl CompareRow {
+    /// Time of B minus time of A.
+    pub fn delta(&self) -> i64 {
+        self.b_time - self.a_time
+    }
+}
+
+/// The views of the two traces before a frame's input, to tell which one
+/// moved.
+pub type Views = (TimeView, TimeView, Option<(i64, i64)>);
 
 impl GuiApp {
     fn blank(dir: &Path) -> GuiApp {
@@ -176,7 +208,94 @@ impl GuiApp {
             palette: Vec::new(),
             build_ms: 0.0,
             crashed: None,
+            compare: None,
+            label: "timeline",
+            keys: true,
         }
+    }
+
+    /// Starts loading `a` and `b` in the background, to be shown one above
+    /// the other with coupled zoom.
+    pub fn open_compare(a: &Path, b: &Path) -> GuiApp {
+        let mut app = GuiApp::open(a);
+        app.set_compare(GuiApp::open(b));
+        app
+    }
+
+    /// Shows `other` below this trace, coupled to it.
+    pub fn set_compare(&mut self, mut other: GuiApp) {
+        other.label = "timeline B";
+        other.keys = false;
+        other.smooth = self.smooth;
+        self.compare = Some(Box::new(other));
+        self.couple_from_a();
+    }
+
+    /// Offset from this trace's times to the compared trace's: the
+    /// difference of their starts (0 until both are loaded).
+    pub fn compare_offset(&self) -> f64 {
+        match (&self.trace, self.compare.as_ref().and_then(|c| c.trace.as_ref())) {
+            (Some(a), Some(b)) => (b.lod.span().0 - a.lod.span().0) as f64,
+            _ => 0.0,
+        }
+    }
+
+    /// The views of both traces (to pass to [`GuiApp::couple`]).
+    pub fn views(&self) -> (Views, Option<Views>) {
+        let v = |a: &GuiApp| (a.view, a.target, a.selection);
+        (v(self), self.compare.as_deref().map(v))
+    }
+
+    /// Makes the compared trace show what this one shows.
+    pub fn couple_from_a(&mut self) {
+        let off = self.compare_offset();
+        let (view, target, sel) = (self.view, self.target, self.selection);
+        if let Some(b) = &mut self.compare {
+            if b.filter_text != self.filter_text {
+                b.set_filter(&self.filter_text);
+            }
+            b.view = view.shifted(off);
+            b.target = target.shifted(off);
+            b.selection = sel.map(|(x, y)| (x + off as i64, y + off as i64));
+        }
+    }
+
+    /// After input moved either trace (zoom, pan, selection), moves the
+    /// other the same way; `before` is [`GuiApp::views`] from before it.
+    pub fn couple(&mut self, before: (Views, Option<Views>)) {
+        let off = self.compare_offset();
+        let Some(b) = &self.compare else { return };
+        if (self.view, self.target, self.selection) != before.0 {
+            self.couple_from_a();
+        } else if before.1.is_some_and(|x| x != (b.view, b.target, b.selection)) {
+            let (view, target, sel) = (b.view, b.target, b.selection);
+            self.view = view.shifted(-off);
+            self.target = target.shifted(-off);
+            self.selection = sel.map(|(x, y)| (x - off as i64, y - off as i64));
+        }
+    }
+
+    /// The profiles of both traces over their (coupled) ranges, by call
+    /// name, largest difference of time first; `None` until both have
+    /// their numbers.
+    pub fn compare_rows(&mut self) -> Option<Vec<CompareRow>> {
+        let a = self.stats()?.profile.clone();
+        let b = self.compare.as_mut()?.stats()?.profile.clone();
+        let mut rows: Vec<CompareRow> = a
+            .iter()
+            .map(|r| CompareRow { name: r.name.clone(), a_count: r.count, a_time: r.time, b_count: 0, b_time: 0 })
+            .collect();
+        for r in &b {
+            match rows.iter_mut().find(|x| x.name == r.name) {
+                Some(x) => {
+                    x.b_count = r.count;
+                    x.b_time = r.time;
+                }
+                None => rows.push(CompareRow { name: r.name.clone(), a_count: 0, a_time: 0, b_count: r.count, b_time: r.time }),
+            }
+        }
+        rows.sort_by(|x, y| y.delta().abs().cmp(&x.delta().abs()).then_with(|| x.name.cmp(&y.name)));
+        Some(rows)
     }
 
     /// Starts loading `dir` in the background.
@@ -208,9 +327,14 @@ impl GuiApp {
 
     /// Takes what the loader finished; true if anything changed.
     pub fn poll(&mut self) -> bool {
-        let Some(l) = &self.loader else { return false };
-        let Some(x) = l.poll() else { return false };
+        let other = self.compare.as_mut().is_some_and(|c| c.poll());
+        if other {
+            self.couple_from_a();
+        }
+        let Some(l) = &self.loader else { return other };
+        let Some(x) = l.poll() else { return other };
         self.receive(x);
+        self.couple_from_a();
         true
     }
 
@@ -219,6 +343,10 @@ impl GuiApp {
         while let Some(x) = self.loader.as_ref().and_then(|l| l.wait(timeout)) {
             self.receive(x);
         }
+        if let Some(c) = &mut self.compare {
+            c.wait_loaded(timeout);
+        }
+        self.couple_from_a();
     }
 
     fn receive(&mut self, x: Loaded) {
@@ -246,7 +374,7 @@ impl GuiApp {
 
     /// Whether the analyses are still loading.
     pub fn loading(&self) -> bool {
-        self.loader.is_some()
+        self.loader.is_some() || self.compare.as_ref().is_some_and(|c| c.loading())
     }
 
     /// The lanes, laid out again if the filter or folds changed.

@@ -43,9 +43,18 @@ impl eframe::App for Native {
 /// Opens a window on the trace in `dir` (loaded in the background) and
 /// returns when it is closed.
 pub fn run(dir: &Path) -> Result<(), Error> {
-    let app = GuiApp::open(dir);
+    run_app(GuiApp::open(dir), format!("mpitrace gui — {}", dir.display()))
+}
+
+/// Opens a window on the traces in `a` and `b`, one above the other with
+/// coupled zoom, pan and selection, and returns when it is closed.
+pub fn run_compare(a: &Path, b: &Path) -> Result<(), Error> {
+    run_app(GuiApp::open_compare(a, b), format!("mpitrace gui — {} vs {}", a.display(), b.display()))
+}
+
+fn run_app(app: GuiApp, title: String) -> Result<(), Error> {
     let options = eframe::NativeOptions {
-        viewport: egui::ViewportBuilder::default().with_title(format!("mpitrace gui — {}", dir.display())).with_inner_size([1400.0, 850.0]),
+        viewport: egui::ViewportBuilder::default().with_title(title).with_inner_size([1400.0, 850.0]),
         ..Default::default()
     };
     eframe::run_native("mpitrace gui", options, Box::new(|_cc| Ok(Box::new(Native(app))))).map_err(|e| Error::Window(e.to_string()))

@@ -61,13 +61,48 @@ impl GuiApp {
         if self.animate(dt) {
             ui.ctx().request_repaint();
         }
+        // The compared trace follows this one's animation; then whichever
+        // the input moves, the other follows.
+        self.couple_from_a();
+        let before = self.views();
         egui::Panel::top("toolbar").show(ui, |ui| self.toolbar(ui));
         if self.trace.is_none() {
             egui::CentralPanel::default_margins().show(ui, |ui| self.not_loaded(ui));
             return;
         }
         egui::Panel::right("side").default_size(380.0).show(ui, |ui| self.side(ui));
-        egui::CentralPanel::no_frame().show(ui, |ui| self.timeline(ui));
+        egui::CentralPanel::no_frame().show(ui, |ui| {
+            if self.compare.is_some() {
+                self.timelines_compared(ui);
+            } else {
+                self.timeline(ui);
+            }
+        });
+        self.couple(before);
+    }
+
+    /// This trace above, the compared one below, each with its name.
+    fn timelines_compared(&mut self, ui: &mut Ui) {
+        let full = ui.available_rect_before_wrap();
+        let mid = full.center().y;
+        let top = Rect::from_min_max(full.min, Pos2::new(full.right(), mid - 2.0));
+        let bottom = Rect::from_min_max(Pos2::new(full.left(), mid + 2.0), full.max);
+        ui.scope_builder(egui::UiBuilder::new().max_rect(top), |ui| {
+            ui.label(format!("A: {}", self.dir.display()));
+            self.timeline(ui);
+        });
+        ui.painter().hline(full.x_range(), mid, Stroke::new(2.0, ui.visuals().widgets.noninteractive.bg_stroke.color));
+        let Some(mut b) = self.compare.take() else { return };
+        ui.scope_builder(egui::UiBuilder::new().max_rect(bottom), |ui| {
+            let off = b.trace.as_ref().zip(self.trace.as_ref()).map(|(x, y)| x.lod.span().0 - y.lod.span().0).unwrap_or(0);
+            ui.label(format!("B: {} (times aligned at the start: B = A {} {})", b.dir.display(), if off < 0 { "-" } else { "+" }, analyzers::fmt_ns(off.abs())));
+            if b.trace.is_some() {
+                b.timeline(ui);
+            } else {
+                b.not_loaded(ui);
+            }
+        });
+        self.compare = Some(b);
     }
 
     fn toolbar(&mut self, ui: &mut Ui) {
@@ -138,7 +173,8 @@ impl GuiApp {
         self.layout();
         let full = ui.available_rect_before_wrap();
         let (resp, painter) = ui.allocate_painter(full.size(), Sense::click_and_drag());
-        resp.widget_info(|| WidgetInfo::labeled(Role::Canvas, true, "timeline"));
+        let label = self.label;
+        resp.widget_info(|| WidgetInfo::labeled(Role::Canvas, true, label));
         let dark = ui.visuals().dark_mode;
         let lanes_rect = Rect::from_min_max(Pos2::new(full.left() + GUTTER_W, full.top() + RULER_H), full.max);
         let ruler_rect = Rect::from_min_max(Pos2::new(lanes_rect.left(), full.top()), Pos2::new(full.right(), lanes_rect.top()));
@@ -329,7 +365,7 @@ impl GuiApp {
             }
         }
         ui.data_mut(|d| d.insert_temp(resp.id, drag));
-        if !ui.ctx().egui_wants_keyboard_input() {
+        if self.keys && !ui.ctx().egui_wants_keyboard_input() {
             self.keys(ui, w, lanes_rect.height());
         }
     }
@@ -409,7 +445,9 @@ impl GuiApp {
     fn side(&mut self, ui: &mut Ui) {
         ui.horizontal_wrapped(|ui| {
             for t in Tab::ALL {
-                ui.selectable_value(&mut self.tab, t, t.title());
+                if t != Tab::Compare || self.compare.is_some() {
+                    ui.selectable_value(&mut self.tab, t, t.title());
+                }
             }
         });
         let (a, b) = self.range();
@@ -443,6 +481,7 @@ impl GuiApp {
             Tab::Histograms => self.hist_view(ui),
             Tab::Details => self.details_view(ui),
             Tab::Problems => self.problems_view(ui),
+            Tab::Compare => self.compare_view(ui),
         });
     }
 
@@ -639,6 +678,43 @@ impl GuiApp {
         if has_msg && ui.button("Jump to partner (J)").clicked() {
             self.jump_to_partner();
         }
+    }
+
+    fn compare_view(&mut self, ui: &mut Ui) {
+        let Some(b) = &self.compare else {
+            ui.label("Open a second trace to compare: mpitrace gui DIR --compare OTHER");
+            return;
+        };
+        let bdir = b.dir.display().to_string();
+        ui.label(format!("A: {}", self.dir.display()));
+        ui.label(format!("B: {bdir}"));
+        let Some(rows) = self.compare_rows() else {
+            ui.horizontal(|ui| {
+                ui.spinner();
+                ui.label("computing the numbers of both traces");
+            });
+            ui.ctx().request_repaint_after(std::time::Duration::from_millis(50));
+            return;
+        };
+        let total = |f: fn(&crate::app::CompareRow) -> i64| rows.iter().map(f).sum::<i64>();
+        let (ta, tb) = (total(|r| r.a_time), total(|r| r.b_time));
+        ui.label(format!("time in MPI: A {}, B {} ({}{})", analyzers::fmt_ns(ta), analyzers::fmt_ns(tb), if tb >= ta { "+" } else { "-" }, analyzers::fmt_ns((tb - ta).abs())));
+        egui::Grid::new("compare").striped(true).show(ui, |ui| {
+            for h in ["Call", "A time", "B time", "B - A", "A calls", "B calls"] {
+                ui.strong(h);
+            }
+            ui.end_row();
+            for r in rows.iter().take(200) {
+                ui.label(&r.name);
+                ui.label(analyzers::fmt_ns(r.a_time));
+                ui.label(analyzers::fmt_ns(r.b_time));
+                let d = r.delta();
+                ui.label(format!("{}{}", if d >= 0 { "+" } else { "-" }, analyzers::fmt_ns(d.abs())));
+                ui.label(r.a_count.to_string());
+                ui.label(r.b_count.to_string());
+                ui.end_row();
+            }
+        });
     }
 
     fn problems_view(&mut self, ui: &mut Ui) {

@@ -51,6 +51,10 @@ impl TimeView {
         let t0 = self.t0.clamp(lo, hi - span);
         TimeView::new(t0, t0 + span)
     }
+    /// The same span moved by `d` ns.
+    pub fn shifted(&self, d: f64) -> TimeView {
+        TimeView { t0: self.t0 + d, t1: self.t1 + d }
+    }
     /// Centres the view on `t`, keeping the span.
     pub fn centre(&self, t: f64) -> TimeView {
         let h = self.span() / 2.0;

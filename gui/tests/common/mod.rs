@@ -18,20 +18,32 @@ pub fn temp_dir(name: &str) -> PathBuf {
 /// for it), rank 2 sends 64 B to rank 3, then all four call
 /// `MPI_Allreduce` (rank 3 arrives last) and finalize.
 pub fn small() -> SynthTrace {
+    small_variant(0, 0)
+}
+
+/// [`small`] with every time `shift` ns later and each `MPI_Allreduce`
+/// (and what follows it) `slower` ns longer.
+pub fn small_variant(shift: i64, slower: i64) -> SynthTrace {
+    let s = shift;
     let mut t = SynthTrace::new(4);
-    t.send(0, 1, 7, 1024, 2_000, 3_000, 0x100);
-    t.recv(1, 0, 7, 1024, 1_500, 3_500, 0x110);
-    t.send(2, 3, 9, 64, 2_500, 2_800, 0x120);
-    t.recv(3, 2, 9, 64, 2_600, 3_200, 0x130);
+    t.send(0, 1, 7, 1024, s + 2_000, s + 3_000, 0x100);
+    t.recv(1, 0, 7, 1024, s + 1_500, s + 3_500, 0x110);
+    t.send(2, 3, 9, 64, s + 2_500, s + 2_800, 0x120);
+    t.recv(3, 2, 9, 64, s + 2_600, s + 3_200, 0x130);
     for (r, a) in [(0, 5_000), (1, 5_200), (2, 5_500), (3, 6_500)] {
-        t.coll(r, "MPI_Allreduce", a, 7_000, 0x200, 8, None);
+        t.coll(r, "MPI_Allreduce", s + a, s + 7_000 + slower, 0x200, 8, None);
     }
-    t.finalize(9_000);
+    t.finalize(s + 9_000 + slower);
     // Rank 0 marks a user region "solve" over the exchange, with "inner" nested in it.
     for (kind, name, at) in [(Kind::RegionBegin, "solve", 1_500), (Kind::RegionBegin, "inner", 2_000), (Kind::RegionEnd, "inner", 2_500), (Kind::RegionEnd, "solve", 4_000)] {
-        t.ranks[0].push(event(0, kind, name, at, at));
+        t.ranks[0].push(event(0, kind, name, s + at, s + at));
     }
     t.ranks[0].sort_by_key(|e| e.t_start);
+    // MPI_Init (at 0) too.
+    for e in t.ranks.iter_mut().flatten().filter(|e| e.t_start < s) {
+        e.t_start += s;
+        e.t_end = e.t_end.map(|x| x + s);
+    }
     t
 }
 
