@@ -68,6 +68,11 @@ fn attribute_callbacks_and_predefined_attributes() {
 }
 
 #[test]
+fn alloc_mem_and_free_mem() {
+    each_size("comm_alloc_mem", &[1, 3], "comm_alloc_mem OK");
+}
+
+#[test]
 fn info_objects() {
     each_size("info_basic", &[1, 3], "info_basic OK");
 }

@@ -146,3 +146,39 @@ pub unsafe fn MPI_Error_string(errorcode: c_int, string: *mut c_char, resultlen:
 pub unsafe fn MPI_Pcontrol(_level: c_int) -> c_int {
     MPI_SUCCESS
 }
+
+/// `MPI_Alloc_mem`: memory from the C allocator (no special memory is
+/// needed: one-sided and shared-memory transfers work on any address).
+/// The info hints are checked but none is used.
+pub unsafe fn MPI_Alloc_mem(size: MPI_Aint, info: MPI_Info, baseptr: *mut std::ffi::c_void) -> c_int {
+    let r = (|| {
+        if size < 0 {
+            return Err(MpiError::new(MPI_ERR_SIZE, format!("size {size} is negative")));
+        }
+        if baseptr.is_null() {
+            return Err(MpiError::new(MPI_ERR_ARG, "baseptr is a NULL pointer"));
+        }
+        rt::with(|st| st.comms.infos.get_or_null(info).map(|_| ()))?;
+        // SAFETY: plain allocation; at least one byte so that the result is
+        // a valid, unique pointer even for size 0.
+        let p = unsafe { libc::malloc((size as usize).max(1)) };
+        if p.is_null() {
+            return Err(MpiError::new(MPI_ERR_NO_MEM, format!("cannot allocate {size} bytes")));
+        }
+        // SAFETY: `baseptr` is the address of the caller's pointer (checked non-NULL).
+        unsafe { *(baseptr as *mut *mut std::ffi::c_void) = p };
+        Ok(())
+    })();
+    ret(MPI_COMM_WORLD, "MPI_Alloc_mem", r)
+}
+
+/// `MPI_Free_mem` of memory from [`MPI_Alloc_mem`].
+pub unsafe fn MPI_Free_mem(base: *mut std::ffi::c_void) -> c_int {
+    let r = rt::with(|_| Ok(()));
+    if r.is_ok() {
+        // SAFETY: the standard allows only addresses MPI_Alloc_mem returned
+        // (or NULL), which come from malloc.
+        unsafe { libc::free(base) };
+    }
+    ret(MPI_COMM_WORLD, "MPI_Free_mem", r)
+}
