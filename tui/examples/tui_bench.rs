@@ -128,5 +128,23 @@ fn main() {
         let gui = t.elapsed().as_secs_f64() * 1e3 / frames as f64;
         println!("{:>12} {:>12.2} {:>12.2} {:>16.2}", tui::view::fmt_dur(span), row[0], row[1], gui);
     }
+
+    // Search from the start of the trace: the first search builds the
+    // index; a scan of every call (what a search without the index costs
+    // when nothing matches) for comparison.
+    let lod = app.lod.as_ref().expect("lod");
+    let t = Instant::now();
+    let hits = lod.ranks.iter().map(|r| r.data.events().iter().filter(|e| lod.name(e.name).contains("nosuchcall")).count()).sum::<usize>();
+    println!("\nscan of every call (no index): {:.0} ms ({hits} hits)", t.elapsed().as_secs_f64() * 1e3);
+    println!("search from the start of the trace:");
+    for q in ["finalize", "finalize", "allreduce", "dur>1ms", "waitall dur>100us", "nosuchcall"] {
+        app.filter = tui::search::Filter::parse(q).expect("filter");
+        app.cursor_t = lo;
+        app.set_row(0);
+        let t = Instant::now();
+        app.search(true);
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        println!("{q:>20}: {ms:>8.2} ms  {}", app.message.as_deref().unwrap_or(""));
+    }
     println!("\npeak RSS {:.0} MiB", peak_rss_mib());
 }

@@ -10,7 +10,7 @@ use trace_lod::{Call, Lod};
 
 use crate::data::{Analysed, Loaded, Loader};
 use crate::keys::{self, Action};
-use crate::search::Filter;
+use crate::search::{Filter, SearchIndex, BLOCK};
 use crate::view::{fmt_dur, fmt_time, View};
 
 /// The panels, in tab order.
@@ -116,6 +116,8 @@ pub struct App {
     pub help_scroll: usize,
     /// Whether user regions are drawn (a band above each rank's calls).
     pub show_regions: bool,
+    /// Built on the first search.
+    search_index: Option<SearchIndex>,
     /// A message for the status line.
     pub message: Option<String>,
     pub quit: bool,
@@ -157,6 +159,7 @@ impl App {
             help: false,
             help_scroll: 0,
             show_regions: true,
+            search_index: None,
             message: None,
             quit: false,
             size: (80, 24),
@@ -631,7 +634,10 @@ impl App {
     }
 
     /// Finds the next (or previous) call matching the filter after (or
-    /// before) the cursor, over all ranks in time order.
+    /// before) the cursor, over all ranks in time order. Blocks of calls
+    /// without a matching name (or long enough call) are skipped through
+    /// the [`SearchIndex`], built on the first search; a rank's scan stops
+    /// at the best hit found on the ranks before it.
     pub fn search(&mut self, forward: bool) {
         let Some(lod) = &self.lod else { return };
         if self.filter.is_empty() {
@@ -642,6 +648,12 @@ impl App {
             self.message = Some("comm= and tag= need the analyses, which are still loading".into());
             return;
         }
+        if self.search_index.is_none() {
+            self.search_index = Some(SearchIndex::build(lod));
+        }
+        let Some(index) = &self.search_index else { return };
+        let mask = index.mask(lod, &self.filter);
+        let min_dur = self.filter.min_dur;
         let ok: Vec<bool> = lod.names.iter().map(|n| self.filter.name_matches(n)).collect();
         let here = (self.cursor_t, self.cursor_rank().map(|i| lod.ranks[i].rank).unwrap_or(-1));
         let mut best: Option<((i64, i32), usize, usize)> = None;
@@ -653,16 +665,39 @@ impl App {
             let good = |j: usize| {
                 let c = d.call(j);
                 ok.get(c.name as usize).copied().unwrap_or(false)
-                    && self.filter.min_dur.is_none_or(|m| c.duration() >= m)
+                    && min_dur.is_none_or(|m| c.duration() >= m)
                     && self.model_matches(r.rank, &c, lod)
             };
-            let hit = if forward {
-                let start = d.first_at(here.0 + i64::from(r.rank <= here.1));
-                (start..d.len()).find(|&j| good(j))
-            } else {
-                let end = d.first_at(here.0 + i64::from(r.rank < here.1));
-                (0..end).rev().find(|&j| good(j))
+            // Past the best hit so far: nothing better on this rank.
+            let past = |j: usize| {
+                best.is_some_and(|(b, _, _)| if forward { d.call(j).t_start > b.0 } else { d.call(j).t_start < b.0 })
             };
+            let mut hit = None;
+            if forward {
+                let mut j = d.first_at(here.0 + i64::from(r.rank <= here.1));
+                while j < d.len() && !past(j) {
+                    let end = ((j / BLOCK + 1) * BLOCK).min(d.len());
+                    if index.may_match(i, j / BLOCK, &mask, min_dur) {
+                        hit = (j..end).find(|&k| good(k));
+                        if hit.is_some() {
+                            break;
+                        }
+                    }
+                    j = end;
+                }
+            } else {
+                let mut end = d.first_at(here.0 + i64::from(r.rank < here.1));
+                while end > 0 && !past(end - 1) {
+                    let start = (end - 1) / BLOCK * BLOCK;
+                    if index.may_match(i, start / BLOCK, &mask, min_dur) {
+                        hit = (start..end).rev().find(|&k| good(k));
+                        if hit.is_some() {
+                            break;
+                        }
+                    }
+                    end = start;
+                }
+            }
             if let Some(j) = hit {
                 let key = (d.call(j).t_start, r.rank);
                 if best.is_none_or(|(b, _, _)| if forward { key < b } else { key > b }) {

@@ -250,6 +250,59 @@ fn search_finds_calls() {
     assert!(app.filter.is_empty() && app.rows().len() == 4);
 }
 
+/// Search over many blocks of calls: rare calls far from the cursor are
+/// found in time order across ranks, forwards and backwards, and the index
+/// rules out the blocks without them.
+#[test]
+fn search_skips_blocks_without_a_match() {
+    use trace_lod::{Lod, RawCall};
+    use tui::search::{Filter, SearchIndex, BLOCK};
+    let n = 50_000;
+    let names = ["MPI_Send", "MPI_Barrier", "MPI_Recv"].map(String::from).to_vec();
+    let rank = |r: i32, special: &[(usize, u16, i64)]| {
+        let calls = (0..n)
+            .map(|k| {
+                let (name, dur) = special.iter().find(|s| s.0 == k).map_or((0, 50), |s| (s.1, s.2));
+                RawCall { t_start: k as i64 * 100, t_end: k as i64 * 100 + dur, name, flags: 0, bytes: 8 }
+            })
+            .collect();
+        (r, calls)
+    };
+    let ranks = vec![rank(0, &[(45_000, 1, 50)]), rank(1, &[(40_000, 1, 50)]), rank(2, &[(10_000, 2, 5_000)])];
+    let lod = Lod::from_calls(names, ranks);
+    let index = SearchIndex::build(&lod);
+    let barrier = Filter::parse("barrier").unwrap();
+    let mask = index.mask(&lod, &barrier);
+    let blocks = n.div_ceil(BLOCK);
+    let may: usize = (0..3).map(|i| (0..blocks).filter(|&b| index.may_match(i, b, &mask, None)).count()).sum();
+    assert_eq!(may, 2, "only the blocks holding a barrier");
+    let long: usize = (0..3).map(|i| (0..blocks).filter(|&b| index.may_match(i, b, &index.mask(&lod, &Filter::default()), Some(1_000))).count()).sum();
+    assert_eq!(long, 1, "only the block of the long call");
+
+    let mut app = tui::App::with(lod, None);
+    app.size = (100, 30);
+    key(&mut app, '/');
+    typed(&mut app, "barrier");
+    code(&mut app, KeyCode::Enter);
+    assert_eq!((app.cursor_row, app.cursor_t), (1, 4_000_000), "{:?}", app.message);
+    key(&mut app, 'n');
+    assert_eq!((app.cursor_row, app.cursor_t), (0, 4_500_000), "{:?}", app.message);
+    key(&mut app, 'n');
+    assert!(app.message.as_deref().unwrap_or("").contains("no later match"), "{:?}", app.message);
+    key(&mut app, 'N');
+    assert_eq!((app.cursor_row, app.cursor_t), (1, 4_000_000), "{:?}", app.message);
+    key(&mut app, 'N');
+    assert!(app.message.as_deref().unwrap_or("").contains("no earlier match"), "{:?}", app.message);
+    key(&mut app, '/');
+    for _ in 0..7 {
+        code(&mut app, KeyCode::Backspace);
+    }
+    typed(&mut app, "dur>1us");
+    app.cursor_t = 0;
+    code(&mut app, KeyCode::Enter);
+    assert_eq!((app.cursor_row, app.cursor_t), (2, 1_000_000), "{:?}", app.message);
+}
+
 #[test]
 fn jumps_to_late_senders_and_slow_collectives() {
     let dir = tmpdir("jumps");
