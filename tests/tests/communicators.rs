@@ -25,6 +25,12 @@ fn dup_split_create_isolation_and_info() {
     each_size("comm_basic", &[1, 2, 3, 4, 7, 8], "comm_basic OK");
 }
 
+/// One rank's bad color or split type fails the split everywhere, at once.
+#[test]
+fn inconsistent_split_arguments_fail_everywhere() {
+    each_size("comm_bad_args", &[1, 2, 3, 5], "comm_bad_args OK");
+}
+
 #[test]
 fn intercommunicators_ping_pong_and_merge() {
     each_size("comm_inter", &[2, 3, 4, 7], "comm_inter OK");

@@ -12,7 +12,7 @@ use super::{put, put_str, ret};
 use crate::bail;
 use crate::rt::attr::ObjKind;
 use crate::rt::comm::{combine_offers, ctx_key, Comm, CtxKey, CTX_BUSY, CTX_SPAN_INTER, CTX_SPAN_INTRA};
-use crate::rt::error::MpiResult;
+use crate::rt::error::{MpiError, MpiResult};
 use crate::rt::group;
 use crate::rt::p2p::{Kind, ReqTable, Request};
 use crate::rt::{self};
@@ -331,14 +331,33 @@ unsafe fn make_intra(parent: &Comm, ctx: u32, members: Vec<usize>, newcomm: *mut
 /// `MPI_Comm_split` of intracommunicator `comm`: every rank's (color, key)
 /// is gathered, and the members of this rank's color are ordered by key,
 /// then by rank in `comm`.
+/// The color a process gives `split` when its own arguments are wrong, so
+/// that it still takes part in the exchange (and nobody waits for it).
+pub(crate) const BAD_COLOR: c_int = c_int::MIN;
+
+/// After the exchange of colors: an invalid color anywhere fails the call
+/// in every process (the ones that gave a valid color learn who did not).
+pub(crate) fn check_colors(mine: c_int, all: impl Iterator<Item = c_int>) -> MpiResult<()> {
+    let bad = |c: c_int| c < 0 && c != MPI_UNDEFINED;
+    if mine == BAD_COLOR {
+        bail!(MPI_ERR_ARG, "invalid arguments");
+    }
+    if bad(mine) {
+        bail!(MPI_ERR_ARG, "invalid color {mine} (must be >= 0 or MPI_UNDEFINED)");
+    }
+    if let Some((r, c)) = all.enumerate().find(|&(_, c)| bad(c)) {
+        let what = if c == BAD_COLOR { "an invalid split type".to_string() } else { format!("the invalid color {c}") };
+        bail!(MPI_ERR_ARG, "rank {r} gave {what}, so the split fails in every process");
+    }
+    Ok(())
+}
+
 pub(crate) fn split(comm: MPI_Comm, color: c_int, key: c_int) -> MpiResult<(Comm, u32, Vec<usize>)> {
     quiet(comm)?;
     let parent = intra_of(comm, "MPI_Comm_split")?;
-    if color < 0 && color != MPI_UNDEFINED {
-        bail!(MPI_ERR_ARG, "invalid color {color} (must be >= 0 or MPI_UNDEFINED)");
-    }
     let view = rt::with(|st| View::local(st, &parent))?;
     let all = view.allgather_vec(&ints_to_bytes(&[color, key]))?;
+    check_colors(color, all.iter().map(|ck| bytes_to_ints(ck)[0]))?;
     // The exchange above brought every member here.
     let ctx = new_context(comm, CTX_SPAN_INTRA, true)?;
     let mut members: Vec<(c_int, usize)> = Vec::new();
@@ -378,16 +397,18 @@ pub unsafe fn MPI_Comm_split_type(comm: MPI_Comm, split_type: c_int, key: c_int,
         }
         quiet(comm)?;
         let hints = rt::with(|st| st.comms.infos.get_or_null(info))?;
+        // None: an invalid type, which still takes part in the exchanges
+        // (see `check_colors`).
         let shared = match split_type {
-            MPI_UNDEFINED => false,
-            MPI_COMM_TYPE_SHARED => true,
+            MPI_UNDEFINED => Some(false),
+            MPI_COMM_TYPE_SHARED => Some(true),
             // Guided by a resource type: shared memory is the only one known.
             MPI_COMM_TYPE_HW_GUIDED => {
-                crate::rt::info::get(&hints, "mpi_hw_resource_type") == Some("mpi_shared_memory")
+                Some(crate::rt::info::get(&hints, "mpi_hw_resource_type") == Some("mpi_shared_memory"))
             }
             // A strict subset of a shared-memory domain: there is none finer.
-            MPI_COMM_TYPE_HW_UNGUIDED => false,
-            t => bail!(MPI_ERR_ARG, "invalid split_type {t}"),
+            MPI_COMM_TYPE_HW_UNGUIDED => Some(false),
+            _ => None,
         };
         // Color: the lowest rank in `comm` on the same host.
         let (parent, host) = rt::with(|st| Ok((st.comms.get(comm)?.clone(), st.processor_name.clone())))?;
@@ -396,8 +417,15 @@ pub unsafe fn MPI_Comm_split_type(comm: MPI_Comm, split_type: c_int, key: c_int,
         }
         let view = rt::with(|st| View::local(st, &parent))?;
         let hosts = view.allgather_vec(host.as_bytes())?;
-        let color = if shared { hosts.iter().position(|h| h == host.as_bytes()).unwrap() as c_int } else { MPI_UNDEFINED };
-        let (parent, ctx, members) = split(comm, color, key)?;
+        let color = match shared {
+            Some(true) => hosts.iter().position(|h| h == host.as_bytes()).unwrap() as c_int,
+            Some(false) => MPI_UNDEFINED,
+            None => BAD_COLOR,
+        };
+        let (parent, ctx, members) = split(comm, color, key).map_err(|e| match shared {
+            None => MpiError::new(MPI_ERR_ARG, format!("invalid split_type {split_type}")),
+            Some(_) => e,
+        })?;
         make_intra(&parent, ctx, members, newcomm)
     })();
     ret(comm, "MPI_Comm_split_type", r)

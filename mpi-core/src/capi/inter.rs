@@ -13,7 +13,7 @@ use std::sync::Arc;
 use mpi_api::abi::*;
 
 use super::agree::{bytes_to_ints, bytes_to_ranks, ints_to_bytes, ranks_to_bytes, View, TAG_EXCHANGE};
-use super::comm::{agree_ctx, comm_of, new_context, publish, quiet, Agreement, KEY_INTERCOMM_CREATE};
+use super::comm::{agree_ctx, check_colors, comm_of, new_context, publish, quiet, Agreement, KEY_INTERCOMM_CREATE};
 use super::{put, ret};
 use crate::bail;
 use crate::rt::comm::{ctx_key, Comm, CTX_SPAN_INTER, CTX_SPAN_INTRA};
@@ -176,9 +176,6 @@ pub unsafe fn MPI_Intercomm_merge(intercomm: MPI_Comm, high: c_int, newintracomm
 /// intercommunicator is the split with color 0 for the members of the
 /// group (keyed by their rank in it).
 pub(crate) unsafe fn inter_split(comm: MPI_Comm, c: &Comm, color: c_int, key: c_int, newcomm: *mut MPI_Comm) -> MpiResult<()> {
-    if color < 0 && color != MPI_UNDEFINED {
-        bail!(MPI_ERR_ARG, "invalid color {color} (must be >= 0 or MPI_UNDEFINED)");
-    }
     let (local, remote) = rt::with(|st| Ok((View::local(st, c)?, View::remote(st, c)?)))?;
     // Both sides' (color, key) tables, everywhere: gathered in each group,
     // swapped by the leaders, broadcast.
@@ -188,6 +185,9 @@ pub(crate) unsafe fn inter_split(comm: MPI_Comm, c: &Comm, color: c_int, key: c_
         theirs = remote.sendrecv_vec(&mine, 0, TAG_EXCHANGE)?;
     }
     let theirs = local.bcast_vec(theirs, 0)?;
+    // A bad color on either side fails the split on both.
+    let colors = |t: &[u8]| bytes_to_ints(t).chunks_exact(2).map(|ck| ck[0]).collect::<Vec<_>>();
+    check_colors(color, colors(&mine).into_iter().chain(colors(&theirs)))?;
     // Every process of both groups has entered the split by now.
     let ctx = new_context(comm, CTX_SPAN_INTER, true)?;
     let side = |table: &[u8], group: &[usize]| -> Vec<usize> {
