@@ -4,7 +4,7 @@
 
 use std::os::raw::{c_char, c_int};
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicI32, Ordering};
 
 use mpi_api::abi;
 use trace_format::layout;
@@ -20,15 +20,98 @@ use crate::state::{state, Tracer};
 const SYNC_TAG: c_int = 0x7ff1;
 const SYNC_ROUNDS: usize = 20;
 
+/// The communicator of all processes of the job for the shim's own use:
+/// `MPI_COMM_WORLD`, or, when tracing started in `MPI_Session_init`, a
+/// communicator the shim made from the session's `mpi://WORLD` process set.
+static WORLD: AtomicI32 = AtomicI32::new(abi::MPI_COMM_WORLD);
+/// The session whose `MPI_Session_init` started tracing (its finalization
+/// ends it), or `MPI_SESSION_NULL` when `MPI_Init` started it.
+static SESSION: AtomicI32 = AtomicI32::new(abi::MPI_SESSION_NULL);
+
+/// See [`WORLD`].
+pub fn world() -> c_int {
+    WORLD.load(Ordering::Relaxed)
+}
+
+/// Whether tracing was started by `MPI_Init`/`MPI_Init_thread` (and ends in
+/// `MPI_Finalize`) rather than by a session.
+pub fn started_by_init() -> bool {
+    SESSION.load(Ordering::Relaxed) == abi::MPI_SESSION_NULL
+}
+
+/// The session that started tracing, if a session did.
+pub fn tracing_session() -> Option<c_int> {
+    Some(SESSION.load(Ordering::Relaxed)).filter(|&s| s != abi::MPI_SESSION_NULL)
+}
+
+/// Tracing starts in `MPI_Session_init` of `session` (when the process
+/// is not traced yet): the shim makes its own communicator of all
+/// processes from the `mpi://WORLD` process set (collective over them, as
+/// every process of a job initializes a session), then starts as
+/// [`start`] does. Returns false (untraced) if that communicator cannot be
+/// had.
+pub fn start_session(session: c_int, call: usize, before: (u64, u64), after: u64) -> bool {
+    if MODE.load(Ordering::Relaxed) != mode::OFF {
+        return false;
+    }
+    let (mut group, mut comm) = (abi::MPI_GROUP_NULL, abi::MPI_COMM_NULL);
+    // SAFETY: the session was just initialized; NUL-terminated names; live
+    // out pointers.
+    let ok = unsafe {
+        pmpi::MPI_Group_from_session_pset(session, c"mpi://WORLD".as_ptr(), &mut group)
+            == abi::MPI_SUCCESS
+            && pmpi::MPI_Comm_create_from_group(
+                group,
+                c"org.mpitrace.world".as_ptr(),
+                abi::MPI_INFO_NULL,
+                abi::MPI_ERRORS_RETURN,
+                &mut comm,
+            ) == abi::MPI_SUCCESS
+    };
+    if group != abi::MPI_GROUP_NULL {
+        // SAFETY: our own group handle.
+        unsafe { pmpi::MPI_Group_free(&mut group) };
+    }
+    if !ok || comm == abi::MPI_COMM_NULL {
+        eprintln!("mpitrace: no communicator from the session's mpi://WORLD; the application runs untraced");
+        MODE.store(mode::DONE, Ordering::Relaxed);
+        return false;
+    }
+    WORLD.store(comm, Ordering::Relaxed);
+    SESSION.store(session, Ordering::Relaxed);
+    start(call, before, after);
+    true
+}
+
+/// Frees the shim's communicator of a session-started trace (before the
+/// session is finalized).
+pub fn release_session_world() {
+    if let Some(tr) = state().as_mut() {
+        if tr.world_group != abi::MPI_GROUP_NULL {
+            // SAFETY: our own group handle, not used after this.
+            unsafe { pmpi::MPI_Group_free(&mut tr.world_group) };
+        }
+    }
+    let mut c = WORLD.swap(abi::MPI_COMM_WORLD, Ordering::Relaxed);
+    if c != abi::MPI_COMM_WORLD && c != abi::MPI_COMM_NULL {
+        // SAFETY: our own communicator, no operation pending on it.
+        unsafe { pmpi::MPI_Comm_free(&mut c) };
+    }
+}
+
 /// Tracing starts: called right after `PMPI_Init` returned successfully.
 /// `before` is a calibration point taken before it, `after` the ticks
 /// right after; the Init call itself is recorded with these.
 pub fn start(call: usize, before: (u64, u64), after: u64) {
+    if MODE.load(Ordering::Relaxed) != mode::OFF {
+        // Already traced (a session started it before MPI_Init).
+        return;
+    }
     let (mut rank, mut size) = (0, 0);
     // SAFETY: MPI is initialized; out pointers are live locals.
     unsafe {
-        pmpi::MPI_Comm_rank(abi::MPI_COMM_WORLD, &mut rank);
-        pmpi::MPI_Comm_size(abi::MPI_COMM_WORLD, &mut size);
+        pmpi::MPI_Comm_rank(world(), &mut rank);
+        pmpi::MPI_Comm_size(world(), &mut size);
     }
     let dir = output_dir(rank);
     let side = std::fs::create_dir_all(dir.join(layout::JOURNAL_DIR))
@@ -60,7 +143,7 @@ pub fn start(call: usize, before: (u64, u64), after: u64) {
     }
     let (modules, ids) = module_map();
     record_modules(&mut tr, modules, &ids);
-    tr.isendrecv_status = isendrecv_fills_status();
+    tr.isendrecv_status = isendrecv_fills_status(rank);
     if !tr.isendrecv_status {
         tr.side(&SideEntry::Note {
             message: "the MPI library does not fill the status of MPI_Isendrecv: receive halves \
@@ -81,9 +164,12 @@ pub fn start(call: usize, before: (u64, u64), after: u64) {
             side,
             regions: Default::default(),
         });
-    let mut level = 0;
-    // SAFETY: MPI is initialized; live out pointer.
-    unsafe { pmpi::MPI_Query_thread(&mut level) };
+    let mut level = abi::MPI_THREAD_MULTIPLE;
+    if started_by_init() {
+        // SAFETY: MPI is initialized; live out pointer.
+        unsafe { pmpi::MPI_Query_thread(&mut level) };
+    }
+    // Sessions choose their thread level each: the state is always locked.
     let lock =
         level == abi::MPI_THREAD_MULTIPLE || std::env::var("MPITRACE_LOCK").is_ok_and(|v| v == "1");
     let _ = OUT.set((dir, rank));
@@ -118,7 +204,7 @@ fn output_dir(rank: c_int) -> PathBuf {
             buf.len() as c_int,
             abi::MPI_CHAR,
             0,
-            abi::MPI_COMM_WORLD,
+            world(),
         )
     };
     let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
@@ -196,18 +282,24 @@ fn process_info(rank: c_int, size: c_int) -> ProcessInfo {
 }
 
 /// Whether the library fills the status of a completed `MPI_Isendrecv`:
-/// one to this process on `MPI_COMM_SELF` with a tag never used before,
-/// received with wildcards. MPICH 4.0 leaves zeros or an older request's
-/// status there. True when the library has no `MPI_Isendrecv`.
-fn isendrecv_fills_status() -> bool {
+/// one to this process on a communicator of its own (split from the
+/// shim's world) with wildcards. MPICH 4.0 leaves zeros or an older
+/// request's status there. True when the library has no `MPI_Isendrecv`.
+fn isendrecv_fills_status(rank: c_int) -> bool {
     if crate::next::get(crate::ids::MPI_Isendrecv).is_none() {
+        return true;
+    }
+    let mut me = abi::MPI_COMM_NULL;
+    // SAFETY: collective split of the shim's world; live out pointer.
+    unsafe { pmpi::MPI_Comm_split(world(), rank, 0, &mut me) };
+    if me == abi::MPI_COMM_NULL {
         return true;
     }
     let (out, mut back) = ([1 as c_int, 2, 3], [0 as c_int; 4]);
     let mut req = abi::MPI_REQUEST_NULL;
     let mut st = abi::MPI_Status::default();
     // SAFETY: buffers and out pointers are live locals for the whole
-    // operation (it completes in MPI_Wait below); MPI_COMM_SELF is valid.
+    // operation (it completes in MPI_Wait below); `me` is our communicator.
     let rc = unsafe {
         let rc = pmpi::MPI_Isendrecv(
             out.as_ptr().cast(),
@@ -220,14 +312,16 @@ fn isendrecv_fills_status() -> bool {
             abi::MPI_INT,
             abi::MPI_ANY_SOURCE,
             abi::MPI_ANY_TAG,
-            abi::MPI_COMM_SELF,
+            me,
             &mut req,
         );
-        if rc == abi::MPI_SUCCESS {
+        let rc = if rc == abi::MPI_SUCCESS {
             pmpi::MPI_Wait(&mut req, &mut st)
         } else {
             rc
-        }
+        };
+        pmpi::MPI_Comm_free(&mut me);
+        rc
     };
     rc != abi::MPI_SUCCESS || (st.MPI_SOURCE == 0 && st.MPI_TAG == SYNC_TAG + 1 && st.byte_count() == 12)
 }
@@ -363,13 +457,13 @@ fn sync_comms(rank: c_int) -> (c_int, c_int) {
     let mut leaders = abi::MPI_COMM_NULL;
     let per_rank = std::env::var("MPITRACE_CLOCK_PER_RANK").is_ok_and(|v| v == "1");
     let mut local = 0;
-    // SAFETY: collective calls on MPI_COMM_WORLD with live out pointers.
+    // SAFETY: collective calls on the shim's world with live out pointers.
     unsafe {
         if per_rank {
-            pmpi::MPI_Comm_split(abi::MPI_COMM_WORLD, rank, 0, &mut node);
+            pmpi::MPI_Comm_split(world(), rank, 0, &mut node);
         } else {
             pmpi::MPI_Comm_split_type(
-                abi::MPI_COMM_WORLD,
+                world(),
                 abi::MPI_COMM_TYPE_SHARED,
                 rank,
                 abi::MPI_INFO_NULL,
@@ -381,7 +475,7 @@ fn sync_comms(rank: c_int) -> (c_int, c_int) {
         }
         pmpi::MPI_Comm_rank(node, &mut local);
         let color = if local == 0 { 0 } else { abi::MPI_UNDEFINED };
-        pmpi::MPI_Comm_split(abi::MPI_COMM_WORLD, color, rank, &mut leaders);
+        pmpi::MPI_Comm_split(world(), color, rank, &mut leaders);
     }
     (node, leaders)
 }
@@ -488,7 +582,7 @@ pub fn before_finalize() {
             1,
             abi::MPI_INT,
             0,
-            abi::MPI_COMM_WORLD,
+            world(),
         )
     };
     let mut displs = vec![0 as c_int; lens.len()];
@@ -512,7 +606,7 @@ pub fn before_finalize() {
             displs.as_ptr(),
             abi::MPI_CHAR,
             0,
-            abi::MPI_COMM_WORLD,
+            world(),
         )
     };
     let (mut node, mut leaders) = comms;

@@ -43,13 +43,53 @@ pub unsafe fn MPI_Init_thread(
 
 pub unsafe fn MPI_Finalize() -> c_int {
     let mut c = Call::begin(ids::MPI_Finalize, Cat::Other, false);
-    let tracing = c.on();
+    // A trace started by a session ends with that session.
+    let tracing = c.on() && life::started_by_init();
     if tracing {
         c.enter();
         life::before_finalize();
     }
     // SAFETY: same contract as the caller's.
     let rc = unsafe { pmpi::MPI_Finalize() };
+    c.exit(rc);
+    if tracing {
+        life::after_finalize();
+    }
+    rc
+}
+
+/// The first session of a process that did not call `MPI_Init` starts
+/// tracing (see `life::start_session`).
+pub unsafe fn MPI_Session_init(info: c_int, errhandler: c_int, session: *mut c_int) -> c_int {
+    let before = clock::point();
+    // SAFETY: same contract as the caller's.
+    let rc = unsafe { pmpi::MPI_Session_init(info, errhandler, session) };
+    let after = clock::ticks();
+    if rc == abi::MPI_SUCCESS && !session.is_null() && MODE.load(Ordering::Relaxed) == mode::OFF {
+        // SAFETY: MPI wrote the new session handle.
+        let s = unsafe { *session };
+        life::start_session(s, ids::MPI_Session_init, before, after);
+    }
+    rc
+}
+
+/// Finalizing the session that started tracing ends it, as `MPI_Finalize`
+/// does for `MPI_Init`.
+pub unsafe fn MPI_Session_finalize(session: *mut c_int) -> c_int {
+    let mut c = Call::begin(ids::MPI_Session_finalize, Cat::Other, false);
+    // SAFETY: the caller passes a valid session pointer (or null, which
+    // the library rejects).
+    let ours = !session.is_null() && life::tracing_session() == Some(unsafe { *session });
+    let tracing = c.on() && ours;
+    if tracing {
+        c.enter();
+        life::before_finalize();
+    }
+    if ours {
+        life::release_session_world();
+    }
+    // SAFETY: same contract as the caller's.
+    let rc = unsafe { pmpi::MPI_Session_finalize(session) };
     c.exit(rc);
     if tracing {
         life::after_finalize();

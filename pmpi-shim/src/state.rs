@@ -287,11 +287,11 @@ impl Tracer {
         };
         let mut wg = abi::MPI_GROUP_NULL;
         // SAFETY: MPI is initialized; the out pointer is a live local.
-        unsafe { pmpi::MPI_Comm_group(abi::MPI_COMM_WORLD, &mut wg) };
+        unsafe { pmpi::MPI_Comm_group(crate::life::world(), &mut wg) };
         t.world_group = wg;
         let world: Vec<i32> = (0..size).collect();
         t.add_comm(
-            abi::MPI_COMM_WORLD,
+            crate::life::world(),
             WORLD_ID,
             None,
             "predefined",

@@ -490,6 +490,36 @@ fn sites_in_a_library_loaded_after_init() {
     }
 }
 
+/// A program that uses MPI sessions and never calls `MPI_Init` is traced
+/// from `MPI_Session_init` to `MPI_Session_finalize`.
+#[test]
+fn sessions_without_mpi_init() {
+    let t = traced("sessions", "sessions.c", 2, &[]);
+    assert!(t.is_complete());
+    assert_eq!((t.meta.ranks, t.meta.written_by.as_str()), (2, "finalize"));
+    let user: Vec<_> = t.comms.values().filter(|c| c.call == "MPI_Comm_create_from_group").collect();
+    assert_eq!(user.len(), 1, "{:?}", t.comms);
+    assert_eq!((user[0].members.clone(), user[0].parent), (vec![0, 1], None));
+    let id = user[0].id;
+    for r in 0..2 {
+        let ev = t.rank_events(r);
+        let names: Vec<&str> = ev.iter().filter(|e| e.kind == Kind::Call).map(|e| &*e.call).collect();
+        assert_eq!(names.first(), Some(&"MPI_Session_init"), "rank {r}: {names:?}");
+        assert_eq!(names.last(), Some(&"MPI_Session_finalize"), "rank {r}: {names:?}");
+        for name in ["MPI_Group_from_session_pset", "MPI_Comm_create_from_group", "MPI_Comm_free", "MPI_Group_free"] {
+            assert_eq!(count(ev, name), 1, "rank {r}: {name}");
+        }
+        let ar = calls(ev, "MPI_Allreduce");
+        assert_eq!((ar.len(), ar[0].comm, ar[0].seq), (1, Some(id), Some(1)));
+        assert_eq!(calls(ev, "MPI_Comm_create_from_group")[0].new_comm, Some(id));
+    }
+    let send = calls(t.rank_events(0), "MPI_Send")[0];
+    let recv = calls(t.rank_events(1), "MPI_Recv")[0];
+    assert_eq!((send.comm, send.peer, send.tag, send.seq), (Some(id), Some(1), Some(3), Some(1)));
+    assert_eq!((recv.comm, recv.peer, recv.tag, recv.seq, recv.bytes), (Some(id), Some(0), Some(3), Some(1), Some(4)));
+    assert_eq!(check_matching(&t), 1);
+}
+
 /// Rank 1 dies after three sends; the trace of everything before is readable.
 fn crash_case(mode: &str) -> Trace {
     let dir = common::scratch(&format!("crash-{mode}"));
