@@ -45,7 +45,7 @@ fn main() {
     let mut cells = Vec::new();
     let (a, b) = trace.lod.span();
     let frame = |trace: &Trace, view: TimeView, cells: &mut Vec<trace_lod::Cell>| {
-        let scene = Scene { trace, lanes: &lanes, view, rect, scroll: 0.0, kept: &kept, min_dur: 0, highlight: None, picked_msg: None, dark: false };
+        let scene = Scene { trace, lanes: &lanes, view, rect, scroll: 0.0, kept: &kept, min_dur: 0, only: None, highlight: None, picked_msg: None, dark: false };
         timeline::build(&scene, &palette, cells)
     };
     let g = frame(&trace, TimeView::new(a as f64, b as f64), &mut cells);

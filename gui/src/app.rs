@@ -8,8 +8,11 @@ use std::path::{Path, PathBuf};
 use egui::Color32;
 use trace_lod::Cell;
 
+use std::sync::mpsc::Receiver;
+use std::sync::Arc;
+
 use crate::data::{Loaded, Loader, Trace};
-use crate::filter::Filter;
+use crate::filter::{CallSet, Filter, On};
 use crate::lanes::Lanes;
 use crate::stats::{self, ProfileCol, RangeStats};
 use crate::timeline::{palette, Geometry};
@@ -57,6 +60,8 @@ pub struct GeometryKey {
     pub picked_msg: Option<u64>,
     pub dark: bool,
     pub analysed: bool,
+    /// Whether the calls kept by `comm=`/`tag=` were known.
+    pub call_set: bool,
 }
 
 /// Something picked on the timeline.
@@ -110,6 +115,12 @@ pub struct GuiApp {
     pub find_text: String,
     pub found: Vec<Found>,
     pub found_pos: usize,
+    /// A search running in the background (large traces).
+    find_job: Option<Receiver<Vec<Found>>>,
+    /// The calls kept by the filter's `comm=`/`tag=`.
+    call_set: Option<Arc<CallSet>>,
+    /// Those being found in the background, and for what.
+    call_set_job: Option<(On, Receiver<CallSet>)>,
     pub picked: Option<Pick>,
     pub hovered: Option<Pick>,
     pub highlight: Option<(i32, i32)>,
@@ -190,6 +201,9 @@ impl GuiApp {
             find_text: String::new(),
             found: Vec::new(),
             found_pos: 0,
+            find_job: None,
+            call_set: None,
+            call_set_job: None,
             picked: None,
             hovered: None,
             highlight: None,
@@ -474,44 +488,125 @@ impl GuiApp {
     }
 
     /// Finds the calls matching `text` (filter syntax) in the whole trace
-    /// and goes to the first; returns how many were found.
-    pub fn find(&mut self, text: &str) -> Result<usize, String> {
+    /// and goes to the first: `Some(count)` when done at once, `None` when
+    /// the trace is large and the search runs in the background (see
+    /// [`GuiApp::poll_find`]).
+    pub fn find(&mut self, text: &str) -> Result<Option<usize>, String> {
         self.find_text = text.to_string();
         let f = Filter::parse(text).map_err(|e| e.to_string())?;
         self.found.clear();
         self.found_pos = 0;
-        let Some(t) = &self.trace else { return Ok(0) };
-        let mask = f.name_mask(&t.lod.names);
-        let ids: Vec<u16> = (0..mask.len()).filter(|&i| mask[i]).map(|i| i as u16).collect();
-        if ids.is_empty() {
-            return Ok(0);
+        self.find_job = None;
+        let Some(t) = &self.trace else { return Ok(Some(0)) };
+        if f.on().any() && t.analysed.is_none() {
+            return Err("comm= and tag= need the analyses: still loading".into());
         }
-        let comm_calls = f.comm.and_then(|c| t.analysed.as_ref().map(|a| (c, a)));
-        'ranks: for (ri, r) in t.lod.ranks.iter().enumerate().filter(|(_, r)| f.keeps_rank(r.rank)) {
-            for (i, e) in r.data.events().iter().enumerate() {
-                if !ids.contains(&e.name) {
-                    continue;
-                }
-                let c = r.data.call(i);
-                if c.duration() < f.min_dur {
-                    continue;
-                }
-                if let Some((comm, a)) = comm_calls {
-                    if !on_comm(a, r.rank, &c, t.lod.name(c.name), comm) {
-                        continue;
-                    }
-                }
-                self.found.push(Found { rank: ri, call: i, t: c.t_start });
-                if self.found.len() >= MAX_FOUND {
-                    break 'ranks;
-                }
+        let calls = t.lod.calls();
+        if calls as usize <= self.sync_stats_calls {
+            self.found = search(t, &f);
+            self.go_found(0);
+            return Ok(Some(self.found.len()));
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let t = t.clone();
+        std::thread::spawn(move || {
+            if let Ok(found) = crate::data::guarded(|| Ok(search(&t, &f))) {
+                let _ = tx.send(found);
+            }
+        });
+        self.find_job = Some(rx);
+        Ok(None)
+    }
+
+    /// Takes the results of a background search if it finished (and goes
+    /// to the first); true if it did.
+    pub fn poll_find(&mut self) -> bool {
+        let Some(rx) = &self.find_job else { return false };
+        match rx.try_recv() {
+            Ok(found) => {
+                self.found = found;
+                self.find_job = None;
+                self.go_found(0);
+                true
+            }
+            Err(std::sync::mpsc::TryRecvError::Empty) => false,
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                self.find_job = None;
+                false
             }
         }
-        self.found.sort_by_key(|x| (x.t, x.rank));
-        if !self.found.is_empty() {
-            self.go_found(0);
+    }
+
+    /// Whether a search runs in the background.
+    pub fn find_pending(&self) -> bool {
+        self.find_job.is_some()
+    }
+
+    /// Waits for a background search (tests).
+    pub fn wait_found(&mut self) {
+        if let Some(rx) = self.find_job.take() {
+            if let Ok(found) = rx.recv() {
+                self.found = found;
+                self.go_found(0);
+            }
         }
-        Ok(self.found.len())
+    }
+
+    /// The calls kept by the filter's `comm=`/`tag=`: `None` when it has
+    /// neither, or while they are being found (after the analyses; in the
+    /// background for large traces, see [`GuiApp::call_set_pending`]).
+    pub fn call_set(&mut self) -> Option<Arc<CallSet>> {
+        let on = self.filter.on();
+        if !on.any() {
+            return None;
+        }
+        if let Some((k, rx)) = &self.call_set_job {
+            if let Ok(s) = rx.try_recv() {
+                self.call_set = Some(Arc::new(s));
+                self.call_set_job = None;
+            } else if *k != on {
+                self.call_set_job = None;
+            }
+        }
+        if self.call_set.as_ref().is_some_and(|s| s.on == on) {
+            return self.call_set.clone();
+        }
+        let t = self.trace.as_ref()?;
+        let a = t.analysed.as_ref()?;
+        if self.call_set_job.is_some() {
+            return None;
+        }
+        let ends: usize = a.an.model.ranks.iter().map(|r| r.sends.len() + r.recvs.len() + r.colls.len()).sum();
+        if ends <= self.sync_stats_calls {
+            self.call_set = Some(Arc::new(CallSet::of(t, on)));
+            return self.call_set.clone();
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let t = t.clone();
+        std::thread::spawn(move || {
+            if let Ok(s) = crate::data::guarded(|| Ok(CallSet::of(&t, on))) {
+                let _ = tx.send(s);
+            }
+        });
+        self.call_set_job = Some((on, rx));
+        None
+    }
+
+    /// Whether the filter has `comm=`/`tag=` and the calls they keep are
+    /// not known yet (the timeline and side views then wait for them).
+    pub fn call_set_pending(&self) -> bool {
+        let on = self.filter.on();
+        on.any() && !self.call_set.as_ref().is_some_and(|s| s.on == on)
+    }
+
+    /// Waits for the calls kept by `comm=`/`tag=` (tests).
+    pub fn wait_call_set(&mut self) -> Option<Arc<CallSet>> {
+        if let Some((_, rx)) = self.call_set_job.take() {
+            if let Ok(s) = rx.recv() {
+                self.call_set = Some(Arc::new(s));
+            }
+        }
+        self.call_set()
     }
 
     /// Goes to search result `k` (wrapping).
@@ -602,6 +697,10 @@ impl GuiApp {
     /// of a previous range while a large one is computed: see
     /// [`GuiApp::stats_pending`]).
     pub fn stats(&mut self) -> Option<&RangeStats> {
+        let only = self.call_set();
+        if self.filter.on().any() && only.is_none() {
+            return self.stats.as_ref();
+        }
         let (a, b) = self.range();
         let key = (a, b, self.filter.clone());
         if let Some((k, rx)) = &self.stats_job {
@@ -619,7 +718,7 @@ impl GuiApp {
             let t = self.trace.as_ref()?;
             let calls: usize = t.lod.ranks.iter().map(|r| r.data.starting_in(a, b).len()).sum();
             if calls <= self.sync_stats_calls {
-                let mut s = stats::compute(t, a, b, &self.filter);
+                let mut s = stats::compute(t, a, b, &self.filter, only.as_deref());
                 stats::sort_profile(&mut s.profile, self.sort.0, self.sort.1);
                 self.stats = Some(s);
                 self.stats_key = Some(key);
@@ -627,7 +726,7 @@ impl GuiApp {
                 let (tx, rx) = std::sync::mpsc::channel();
                 let (t, f) = (t.clone(), self.filter.clone());
                 std::thread::spawn(move || {
-                    if let Ok(s) = crate::data::guarded(|| Ok(stats::compute(&t, a, b, &f))) {
+                    if let Ok(s) = crate::data::guarded(|| Ok(stats::compute(&t, a, b, &f, only.as_deref()))) {
                         let _ = tx.send(s);
                     }
                 });
@@ -714,10 +813,28 @@ fn message_lines(m: &trace_lod::messages::Msg) -> Vec<(String, String)> {
     ]
 }
 
-/// Whether call `c` of `rank` (trace time) is on communicator `comm`.
-fn on_comm(a: &crate::data::Analysed, rank: i32, c: &trace_lod::Call, name: &str, comm: u32) -> bool {
-    let Some(mc) = a.model_call(rank, c.t_start, name) else { return false };
-    let Some(r) = a.an.model.ranks.get(rank as usize) else { return false };
-    let posted = |ends: &[analyzers::model::P2p]| ends[ends.partition_point(|p| p.post < mc)..].iter().take_while(|p| p.post == mc).any(|p| p.comm == comm);
-    posted(&r.sends) || posted(&r.recvs) || r.colls[r.colls.partition_point(|x| x.post < mc)..].iter().take_while(|x| x.post == mc).any(|x| x.comm == comm)
+/// The calls of `trace` matching `f`, by time (at most [`MAX_FOUND`]).
+pub fn search(trace: &Trace, f: &Filter) -> Vec<Found> {
+    let lod = &trace.lod;
+    let mask = f.name_mask(&lod.names);
+    let only = f.on().any().then(|| CallSet::of(trace, f.on()));
+    let mut found = Vec::new();
+    for (ri, r) in lod.ranks.iter().enumerate().filter(|(_, r)| f.keeps_rank(r.rank)) {
+        let d = &r.data;
+        let mut hit = |i: usize| {
+            let c = d.call(i);
+            if found.len() < MAX_FOUND && mask.get(c.name as usize).copied().unwrap_or(false) && c.duration() >= f.min_dur {
+                found.push(Found { rank: ri, call: i, t: c.t_start });
+            }
+        };
+        match &only {
+            Some(set) => set.per_rank.get(ri).into_iter().flatten().for_each(|k| hit(k.call as usize)),
+            None => (0..d.len()).for_each(&mut hit),
+        }
+        if found.len() >= MAX_FOUND {
+            break;
+        }
+    }
+    found.sort_by_key(|x| (x.t, x.rank));
+    found
 }

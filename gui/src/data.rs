@@ -168,6 +168,22 @@ impl Analysed {
         out
     }
 
+    /// Whether message `id` is on the communicator and has the tag `on`
+    /// asks for (every message when it asks for neither).
+    pub fn message_kept(&self, id: usize, on: crate::filter::On) -> bool {
+        if !on.any() {
+            return true;
+        }
+        let Some((s, _)) = self.ends.get(id) else { return false };
+        let p = self.an.model.ranks.get(s.rank as usize).and_then(|r| r.sends.get(s.idx as usize));
+        p.is_some_and(|p| on.keeps_p2p(p.comm, p.tag))
+    }
+
+    /// Whether collective instance `instance` is kept by `on`.
+    pub fn coll_kept(&self, instance: u32, on: crate::filter::On) -> bool {
+        !on.any() || self.an.collectives.instances.get(instance as usize).is_some_and(|i| on.keeps_coll(i.comm))
+    }
+
     /// The message with id `id` as drawn.
     pub fn message(&self, id: usize) -> Option<Msg> {
         self.msgs.get(id).copied()

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use crate::data::Trace;
-use crate::filter::Filter;
+use crate::filter::{CallSet, Filter};
 
 /// One row of the profile table.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -134,17 +134,29 @@ impl RangeStats {
 }
 
 /// Computes the side views' numbers for `[t0, t1)`, for the ranks and
-/// call names `filter` keeps.
-pub fn compute(trace: &Trace, t0: i64, t1: i64, filter: &Filter) -> RangeStats {
+/// call names `filter` keeps; with `only`, for the calls it keeps (the
+/// filter's `comm=`/`tag=`).
+pub fn compute(trace: &Trace, t0: i64, t1: i64, filter: &Filter, only: Option<&CallSet>) -> RangeStats {
     let lod = &trace.lod;
     let mut st = RangeStats { t0, t1, ..Default::default() };
     let kept = filter.name_mask(&lod.names);
     let mut per_name: Vec<(ProfileRow, i32)> = vec![(ProfileRow::default(), -1); lod.names.len()];
-    for r in lod.ranks.iter().filter(|r| filter.keeps_rank(r.rank)) {
+    for (ri, r) in lod.ranks.iter().enumerate().filter(|(_, r)| filter.keeps_rank(r.rank)) {
         let d = &r.data;
         let range = d.starting_in(t0, t1);
         let first = range.start.saturating_sub(1);
+        // The kept calls of the rank from `first` on (indexes ascend with starts).
+        let mut set = only.map(|s| {
+            let v = s.per_rank.get(ri).map(Vec::as_slice).unwrap_or(&[]);
+            v[v.partition_point(|k| (k.call as usize) < first)..].iter().map(|k| k.call as usize).peekable()
+        });
         for i in first..range.end {
+            if let Some(set) = &mut set {
+                while set.next_if(|&k| k < i).is_some() {}
+                if set.peek() != Some(&i) {
+                    continue;
+                }
+            }
             let c = d.call(i);
             if c.t_end <= t0 && c.t_start < t0 || !kept.get(c.name as usize).copied().unwrap_or(true) {
                 continue;
@@ -177,17 +189,18 @@ pub fn compute(trace: &Trace, t0: i64, t1: i64, filter: &Filter) -> RangeStats {
         .collect();
     sort_profile(&mut st.profile, ProfileCol::Time, true);
     if let Some(a) = &trace.analysed {
-        analysed(trace, a, filter, &mut st);
+        analysed(trace, a, filter, only, &mut st);
     }
     st
 }
 
-fn analysed(trace: &Trace, a: &crate::data::Analysed, filter: &Filter, st: &mut RangeStats) {
+fn analysed(trace: &Trace, a: &crate::data::Analysed, filter: &Filter, only: Option<&CallSet>, st: &mut RangeStats) {
+    let on = filter.on();
     let (t0, t1) = (st.t0, st.t1);
     let m = &a.an.model;
     st.n = trace.lod.ranks.iter().map(|r| r.rank.max(0) as usize + 1).max().unwrap_or(0);
     for msg in a.messages.overlapping(t0, t1) {
-        if msg.t_send < t0 || msg.t_send >= t1 || !filter.keeps_rank(msg.src) && !filter.keeps_rank(msg.dst) {
+        if msg.t_send < t0 || msg.t_send >= t1 || !filter.keeps_rank(msg.src) && !filter.keeps_rank(msg.dst) || !a.message_kept(msg.id as usize, on) {
             continue;
         }
         let (s, d) = (msg.src as usize, msg.dst as usize);
@@ -202,7 +215,7 @@ fn analysed(trace: &Trace, a: &crate::data::Analysed, filter: &Filter, st: &mut 
     for s in a.colls_in(t0, t1).filter(|s| s.t0 >= t0) {
         let inst = &colls.instances[s.instance as usize];
         let name = m.name(inst.name);
-        if !filter.keeps_name(name) {
+        if !filter.keeps_name(name) || !on.keeps_coll(inst.comm) {
             continue;
         }
         let e = by_op.entry(inst.name).or_insert_with(|| (CollRow { name: name.to_string(), ..Default::default() }, 0));
@@ -238,6 +251,17 @@ fn analysed(trace: &Trace, a: &crate::data::Analysed, filter: &Filter, st: &mut 
             let wait = cause.until.min(c.t_end) - c.t_start;
             if wait <= 0 || !filter.keeps_name(m.name(c.name)) {
                 continue;
+            }
+            if let Some(set) = only {
+                // The waiting call must be one of those kept (by its start and name).
+                let ri = trace.lod.ranks.binary_search_by_key(&(rank as i32), |r| r.rank).ok();
+                let kept = ri.and_then(|ri| set.per_rank.get(ri).map(|v| (ri, v))).is_some_and(|(ri, v)| {
+                    let d = &trace.lod.ranks[ri].data;
+                    v[v.partition_point(|k| k.t0 < t)..].iter().take_while(|k| k.t0 == t).any(|k| trace.lod.name(d.call(k.call as usize).name) == m.name(c.name))
+                });
+                if !kept {
+                    continue;
+                }
             }
             let e = waits.entry((c.name, c.site, cause.rank)).or_insert_with(|| WaitRow {
                 call: m.name(c.name).to_string(),

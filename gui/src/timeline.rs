@@ -14,6 +14,7 @@ use trace_lod::{Cell, Lod};
 use analyzers::model::{classify, Class, CollKind};
 
 use crate::data::Trace;
+use crate::filter::CallSet;
 use crate::lanes::{Lanes, Row};
 use crate::view::TimeView;
 
@@ -36,6 +37,9 @@ pub struct Scene<'a> {
     /// Per call name id: kept by the filter.
     pub kept: &'a [bool],
     pub min_dur: i64,
+    /// The calls, messages and collectives kept by `comm=`/`tag=`, if the
+    /// filter has them (others are dimmed or not drawn).
+    pub only: Option<&'a CallSet>,
     /// The (sender, receiver) pair whose messages stand out.
     pub highlight: Option<(i32, i32)>,
     /// The message that stands out (picked).
@@ -98,7 +102,7 @@ struct Key {
     dim: bool,
 }
 
-fn key_of(c: &Cell, shade_per_ns: f64, scene: &Scene, lod_rank: &trace_lod::RankLod) -> Option<Key> {
+fn key_of(c: &Cell, shade_per_ns: f64, scene: &Scene, lod_rank: &trace_lod::RankLod, kept_col: bool) -> Option<Key> {
     let name = c.dominant?;
     if c.busy <= 0 && c.count == 0 {
         return None;
@@ -112,7 +116,7 @@ fn key_of(c: &Cell, shade_per_ns: f64, scene: &Scene, lod_rank: &trace_lod::Rank
         let whole = q as u8;
         (whole + u8::from((whole as f64) < q)).clamp(1, 4)
     };
-    let mut dim = !scene.kept.get(name as usize).copied().unwrap_or(true);
+    let mut dim = !kept_col || !scene.kept.get(name as usize).copied().unwrap_or(true);
     if scene.min_dur > 0 {
         if let Some(i) = c.event {
             dim |= lod_rank.call(i).duration() < scene.min_dur;
@@ -265,6 +269,7 @@ fn bars(scene: &Scene, palette: &[Color32], rows: &[usize], cells: &mut Vec<Cell
     let (t0, t1) = scene.view.range();
     let lod = &scene.trace.lod;
     let shades = shade_table(palette, scene.dark);
+    let (mut bounds, mut kept_cols) = (Vec::new(), Vec::new());
     let grey = shade_table(&[Color32::GRAY], scene.dark)[0];
     for &k in rows {
         let Row::Rank(i) = scene.lanes.rows[k] else { continue };
@@ -275,14 +280,20 @@ fn bars(scene: &Scene, palette: &[Color32], rows: &[usize], cells: &mut Vec<Cell
         let y1 = y0 + scene.lanes.lane_h;
         let (ya, yb) = (y0 + 1.0, (y1 - 1.0).max(y0 + 1.0));
         rank.cells(t0, t1, n, cells);
+        // Columns where a call kept by comm=/tag= runs.
+        if let Some(set) = scene.only {
+            trace_lod::column_bounds(t0, t1, n, &mut bounds);
+            set.columns(i, &bounds, &mut kept_cols);
+        }
+        let kept_col = |c: usize| scene.only.is_none() || kept_cols.get(c).copied().unwrap_or(false);
         let mut c = 0;
         while c < n {
-            let Some(key) = key_of(&cells[c], shade_per_ns, scene, rank) else {
+            let Some(key) = key_of(&cells[c], shade_per_ns, scene, rank, kept_col(c)) else {
                 c += 1;
                 continue;
             };
             let mut e = c + 1;
-            while e < n && key_of(&cells[e], shade_per_ns, scene, rank) == Some(key) {
+            while e < n && key_of(&cells[e], shade_per_ns, scene, rank, kept_col(e)) == Some(key) {
                 e += 1;
             }
             let colours = shades.get(key.name as usize).unwrap_or(&grey);
@@ -316,7 +327,11 @@ fn arrows(scene: &Scene, a: &crate::data::Analysed, g: &mut Geometry) {
         g.arrows_skipped = starting;
         return;
     }
+    let on = scene.only.map(|s| s.on).unwrap_or_default();
     for m in a.messages.overlapping(t0, t1) {
+        if !a.message_kept(m.id as usize, on) {
+            continue;
+        }
         let (Some(ys), Some(yd)) = (lane_y(scene, m.src), lane_y(scene, m.dst)) else { continue };
         if (ys < top && yd < top) || (ys > bottom && yd > bottom) {
             continue;
@@ -348,7 +363,8 @@ fn collectives(scene: &Scene, a: &crate::data::Analysed, palette: &[Color32], g:
         g.colls_skipped = starting;
         return;
     }
-    for s in a.colls_in(t0, t1) {
+    let on = scene.only.map(|s| s.on).unwrap_or_default();
+    for s in a.colls_in(t0, t1).filter(|s| a.coll_kept(s.instance, on)) {
         if g.colls_drawn >= MAX_COLLS {
             g.colls_skipped += 1;
             continue;

@@ -112,12 +112,16 @@ impl GuiApp {
             ui.separator();
             let l = ui.label("Filter");
             let mut text = self.filter_text.clone();
-            let r = ui.add(egui::TextEdit::singleline(&mut text).hint_text("send kind=coll rank=0-3 dur>1ms").desired_width(180.0)).labelled_by(l.id);
+            let r = ui.add(egui::TextEdit::singleline(&mut text).hint_text("send kind=coll rank=0-3 comm=0 tag=7 dur>1ms").desired_width(180.0)).labelled_by(l.id);
             if r.changed() {
                 self.set_filter(&text);
             }
             if let Some(e) = &self.filter_error {
                 ui.colored_label(Color32::RED, e);
+            } else if self.call_set_pending() {
+                ui.spinner();
+                ui.label("finding the calls of comm=/tag=");
+                ui.ctx().request_repaint_after(std::time::Duration::from_millis(50));
             }
             let l = ui.label("Find");
             let mut text = self.find_text.clone();
@@ -130,7 +134,14 @@ impl GuiApp {
                     self.filter_error = Some(e);
                 }
             }
-            if !self.found.is_empty() {
+            if self.poll_find() {
+                ui.ctx().request_repaint();
+            }
+            if self.find_pending() {
+                ui.spinner();
+                ui.label("searching");
+                ui.ctx().request_repaint_after(std::time::Duration::from_millis(50));
+            } else if !self.found.is_empty() {
                 ui.label(format!("{}/{} found", self.found_pos + 1, self.found.len()));
                 if ui.button("Next").clicked() {
                     self.go_found(self.found_pos + 1);
@@ -197,9 +208,11 @@ impl GuiApp {
             picked_msg,
             dark,
             analysed: self.trace.as_ref().is_some_and(|t| t.analysed.is_some()),
+            call_set: !self.call_set_pending(),
         };
         if self.geometry_key.as_ref() != Some(&key) {
             let kept = self.kept();
+            let only = self.call_set();
             let started = std::time::Instant::now();
             let Some(trace) = &self.trace else { return };
             let scene = Scene {
@@ -210,6 +223,7 @@ impl GuiApp {
                 scroll: self.scroll,
                 kept: &kept,
                 min_dur: self.filter.min_dur,
+                only: only.as_deref(),
                 highlight: self.highlight,
                 picked_msg,
                 dark,

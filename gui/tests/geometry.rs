@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use egui::{Pos2, Rect};
 use gui::data::Trace;
-use gui::filter::Filter;
+use gui::filter::{CallSet, Filter};
 use gui::lanes::Lanes;
 use gui::stats;
 use gui::timeline::{self, Scene};
@@ -16,6 +16,7 @@ use gui::view::TimeView;
 fn scene_geometry(trace: &Trace, view: TimeView, filter: &Filter, highlight: Option<(i32, i32)>) -> timeline::Geometry {
     let lanes = Lanes::new(&trace.lod, filter, &BTreeSet::new(), 20.0);
     let kept = filter.name_mask(&trace.lod.names);
+    let only = filter.on().any().then(|| CallSet::of(trace, filter.on()));
     let scene = Scene {
         trace,
         lanes: &lanes,
@@ -24,6 +25,7 @@ fn scene_geometry(trace: &Trace, view: TimeView, filter: &Filter, highlight: Opt
         scroll: 0.0,
         kept: &kept,
         min_dur: filter.min_dur,
+        only: only.as_ref(),
         highlight,
         picked_msg: None,
         dark: false,
@@ -64,7 +66,7 @@ fn arrows_collectives_and_labels_of_a_small_trace() {
 fn range_statistics_of_a_small_trace() {
     let dir = common::small_dir("stats");
     let trace = Trace::open(&dir).expect("open");
-    let all = stats::compute(&trace, 0, 10_001, &Filter::default());
+    let all = stats::compute(&trace, 0, 10_001, &Filter::default(), None);
     let row = |s: &stats::RangeStats, n: &str| s.profile.iter().find(|r| r.name == n).cloned();
     assert_eq!(row(&all, "MPI_Allreduce").map(|r| (r.count, r.ranks)), Some((4, 4)));
     assert_eq!(all.colls.len(), 1);
@@ -76,7 +78,7 @@ fn range_statistics_of_a_small_trace() {
     assert!(all.waits.iter().any(|w| w.call == "MPI_Recv" && w.cause == 0 && w.time == 500), "{:?}", all.waits);
     assert!(all.waits.iter().any(|w| w.call == "MPI_Allreduce" && w.cause == 3));
     // Half of the receive on rank 1 is in [2500, 4000).
-    let part = stats::compute(&trace, 2_500, 4_000, &Filter::default());
+    let part = stats::compute(&trace, 2_500, 4_000, &Filter::default(), None);
     assert_eq!(row(&part, "MPI_Recv").map(|r| r.time), Some(1_000 + 600));
     assert!(row(&part, "MPI_Allreduce").is_none());
     assert_eq!(part.messages, 1);
@@ -117,4 +119,53 @@ fn dense_views_are_drawn_at_pixel_resolution_without_gaps() {
     let z = scene_geometry(&trace, TimeView::new(0.0, 2_000.0), &Filter::default(), None);
     assert!(z.rects >= 190, "{} rects", z.rects);
     assert!(covered(&z).2 >= 190, "gaps between calls");
+}
+
+/// `tag=` and `comm=` keep the calls, messages and collectives of that
+/// tag or communicator: the others are dimmed or not drawn, and the side
+/// views count only those.
+#[test]
+fn tag_and_comm_filters_on_the_timeline_and_in_the_numbers() {
+    let dir = common::small_dir("tagfilter");
+    let trace = Trace::open(&dir).expect("open");
+    let f = Filter::parse("tag=9").expect("filter");
+    let set = CallSet::of(&trace, f.on());
+    // Rank 2's send and rank 3's receive (lanes 2 and 3) and nothing else.
+    let kept: Vec<(i32, String)> = set
+        .per_rank
+        .iter()
+        .enumerate()
+        .flat_map(|(ri, v)| v.iter().map(move |k| (ri, k.call)))
+        .map(|(ri, c)| (trace.lod.ranks[ri].rank, trace.lod.name(trace.lod.ranks[ri].data.call(c as usize).name).to_string()))
+        .collect();
+    assert_eq!(kept, vec![(2, "MPI_Send".to_string()), (3, "MPI_Recv".to_string())]);
+    let g = scene_geometry(&trace, TimeView::new(0.0, 10_000.0), &f, None);
+    assert_eq!(g.arrows.len(), 1, "only the message with tag 9");
+    assert!(g.arrows[0].0.y > 30.0 + 40.0, "the arrow of rank 2 -> 3");
+    assert_eq!(g.colls_drawn, 0, "collectives have no tag");
+    // The bars of ranks 0 and 1 are all dimmed; rank 2's send is not.
+    let dim = egui::Color32::from_gray(215);
+    let lane = |k: f32| g.bars.vertices.chunks(4).filter(move |q| q[0].pos.y >= 30.0 + 20.0 * k && q[2].pos.y <= 30.0 + 20.0 * (k + 1.0) && q[2].pos.y - q[0].pos.y > 5.0);
+    assert!(lane(0.0).count() >= 3 && lane(0.0).all(|q| q[0].color == dim));
+    assert!(lane(1.0).all(|q| q[0].color == dim));
+    assert!(lane(2.0).any(|q| q[0].color != dim), "rank 2's send stands out");
+    // The numbers count only the calls and messages with tag 9.
+    let s = stats::compute(&trace, 0, 10_001, &f, Some(&set));
+    let names: Vec<(&str, u64)> = s.profile.iter().map(|r| (r.name.as_str(), r.count)).collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert!(names.contains(&("MPI_Send", 1)) && names.contains(&("MPI_Recv", 1)));
+    assert_eq!((s.messages, s.cell(2, 3), s.cell(0, 1)), (1, (64, 1), (0, 0)));
+    assert!(s.colls.is_empty());
+    // comm=0 (the world) keeps everything that has a communicator.
+    let w = Filter::parse("comm=0").expect("filter");
+    let g = scene_geometry(&trace, TimeView::new(0.0, 10_000.0), &w, None);
+    assert_eq!((g.arrows.len(), g.colls_drawn), (2, 1));
+    let s = stats::compute(&trace, 0, 10_001, &w, Some(&CallSet::of(&trace, w.on())));
+    assert!(s.profile.iter().any(|r| r.name == "MPI_Allreduce" && r.count == 4));
+    assert!(!s.profile.iter().any(|r| r.name == "MPI_Init"), "MPI_Init has no communicator");
+    // Another communicator keeps nothing.
+    let none = Filter::parse("comm=5").expect("filter");
+    let g = scene_geometry(&trace, TimeView::new(0.0, 10_000.0), &none, None);
+    assert_eq!((g.arrows.len(), g.colls_drawn), (0, 0));
+    assert!(g.bars.vertices.chunks(4).filter(|q| q[2].pos.y - q[0].pos.y > 5.0).all(|q| q[0].color == dim));
 }

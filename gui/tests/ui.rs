@@ -103,6 +103,54 @@ fn search_finds_calls_and_goes_to_them() {
     h.get_by_label("Next").click();
     h.run();
     assert_eq!(h.state().found_pos, 1);
+    // By tag: the send and the receive of the message with tag 7.
+    assert_eq!(h.state_mut().find("tag=7"), Ok(Some(2)));
+    let t = h.state().trace.clone().expect("trace");
+    let found: Vec<(i32, String)> = h.state().found.iter().map(|f| (t.lod.ranks[f.rank].rank, t.lod.name(t.lod.ranks[f.rank].data.call(f.call).name).to_string())).collect();
+    assert_eq!(found, vec![(1, "MPI_Recv".to_string()), (0, "MPI_Send".to_string())]);
+}
+
+#[test]
+fn search_of_a_large_trace_runs_in_the_background() {
+    let mut app = loaded("search-bg");
+    app.sync_stats_calls = 0;
+    assert_eq!(app.find("allreduce"), Ok(None));
+    assert!(app.find_pending());
+    app.wait_found();
+    assert!(!app.find_pending());
+    assert_eq!(app.found.len(), 4);
+    assert!(matches!(app.picked, Some(Pick::Call { .. })), "went to the first");
+    // The window keeps drawing while a search runs, and takes its results.
+    assert_eq!(app.find("send"), Ok(None));
+    let mut h = harness(app);
+    for _ in 0..200 {
+        h.step();
+        if !h.state().find_pending() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(!h.state().find_pending());
+    assert_eq!(h.state().found.len(), 2, "MPI_Send of ranks 0 and 2");
+    h.run();
+    assert!(h.query_by_label("1/2 found").is_some());
+}
+
+#[test]
+fn a_tag_filter_is_applied_in_the_background_for_large_traces() {
+    let mut app = loaded("tag-bg");
+    app.sync_stats_calls = 0;
+    app.set_filter("tag=9");
+    assert!(app.call_set_pending());
+    assert!(app.call_set().is_none(), "found in the background");
+    let set = app.wait_call_set().expect("the calls with tag 9");
+    assert_eq!(set.per_rank.iter().map(Vec::len).sum::<usize>(), 2);
+    assert!(!app.call_set_pending());
+    app.stats();
+    app.wait_stats();
+    let s = app.stats().expect("stats");
+    assert_eq!(s.messages, 1);
+    assert_eq!(s.cell(2, 3), (64, 1));
 }
 
 #[test]

@@ -34,7 +34,7 @@ use trace_format::{layout, Meta};
 
 pub use pod::{flags, Bucket, Ev};
 pub use pyramid::RawCall;
-pub use rank::{Call, Cell, RankLod, Store};
+pub use rank::{column_bounds, Call, Cell, RankLod, Store};
 pub use source::{Names, RankState};
 
 /// Version of the cache files; a cache of another version is rebuilt.

@@ -392,23 +392,34 @@ struct Window {
 }
 
 impl Window {
-    /// Column `c` starts at `t0 + floor((t1 - t0) * c / n)`, computed
-    /// without overflow or division per column.
     fn new(t0: i64, t1: i64, n: usize) -> Window {
-        let span = t1 - t0;
-        let ni = n as i64;
-        let (q, rem) = (span / ni, span % ni);
-        let mut bounds = Vec::with_capacity(n + 1);
-        let (mut acc, mut extra) = (0i64, 0i64);
-        for c in 0..=ni {
-            bounds.push(t0 + q * c + extra);
-            acc += rem;
-            if acc >= ni {
-                acc -= ni;
-                extra += 1;
-            }
-        }
+        let mut bounds = Vec::new();
+        column_bounds(t0, t1, n, &mut bounds);
         Window { t0, t1, n, bounds }
+    }
+}
+
+/// The bounds of `n` equal columns of `[t0, t1)` into `out` (`n + 1`
+/// values): column `c` starts at `t0 + floor((t1 - t0) * c / n)`, the last
+/// value is `t1`. Computed without overflow or a division per column.
+pub fn column_bounds(t0: i64, t1: i64, n: usize, out: &mut Vec<i64>) {
+    out.clear();
+    if n == 0 {
+        out.push(t0);
+        return;
+    }
+    let span = t1 - t0;
+    let ni = n as i64;
+    let (q, rem) = (span / ni, span % ni);
+    out.reserve(n + 1);
+    let (mut acc, mut extra) = (0i64, 0i64);
+    for c in 0..=ni {
+        out.push(t0 + q * c + extra);
+        acc += rem;
+        if acc >= ni {
+            acc -= ni;
+            extra += 1;
+        }
     }
 }
 
