@@ -108,6 +108,11 @@ fn nonblocking_comm_idup() {
 }
 
 #[test]
+fn removing_error_classes_codes_and_strings() {
+    each_size("comm_error_remove", &[1, 2], "comm_error_remove OK");
+}
+
+#[test]
 fn create_and_free_100000_communicators() {
     let exe = compile("comm_many", Compiler::Ours);
     run(Launcher::Ours, 2, &exe, &[], &[], Duration::from_secs(300)).assert_ok("comm_many OK: 100000 communicators");

@@ -211,6 +211,18 @@ pub unsafe fn MPI_Add_error_string(errorcode: c_int, string: *const c_char) -> c
     ret(MPI_COMM_WORLD, "MPI_Add_error_string", r)
 }
 
+pub unsafe fn MPI_Remove_error_class(errorclass: c_int) -> c_int {
+    ret(MPI_COMM_WORLD, "MPI_Remove_error_class", rt::with(|st| st.comms.errors.remove_class(errorclass)))
+}
+
+pub unsafe fn MPI_Remove_error_code(errorcode: c_int) -> c_int {
+    ret(MPI_COMM_WORLD, "MPI_Remove_error_code", rt::with(|st| st.comms.errors.remove_code(errorcode)))
+}
+
+pub unsafe fn MPI_Remove_error_string(errorcode: c_int) -> c_int {
+    ret(MPI_COMM_WORLD, "MPI_Remove_error_string", rt::with(|st| st.comms.errors.remove_string(errorcode)))
+}
+
 /// Class of an error code, for `MPI_Error_class` (user codes included).
 pub(crate) fn class_of_code(code: c_int) -> MpiResult<c_int> {
     let user = rt::try_with(|st| st.comms.errors.class(code)).flatten();

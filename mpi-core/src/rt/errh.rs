@@ -1,5 +1,6 @@
 //! Error classes, codes and strings added by the program
-//! (`MPI_Add_error_class/code/string`), and what kind of object each user
+//! (`MPI_Add_error_class/code/string`, removed again with
+//! `MPI_Remove_error_class/code/string`), and what kind of object each user
 //! error handler was created for.
 
 use std::collections::HashMap;
@@ -88,6 +89,51 @@ impl ErrorRegistry {
         Ok(())
     }
 
+    /// Whether `code` is a user class (not a code of another class).
+    fn is_user_class(&self, code: c_int) -> bool {
+        self.class_of.get(&code) == Some(&code)
+    }
+
+    /// `MPI_Remove_error_class`: only a user class with no codes and no
+    /// string left. Values are never handed out again.
+    pub fn remove_class(&mut self, class: c_int) -> MpiResult<()> {
+        if !self.is_user_class(class) {
+            bail!(MPI_ERR_ARG, "{class} is not an error class added with MPI_Add_error_class");
+        }
+        if let Some(code) = self.class_of.iter().find(|&(&k, &c)| c == class && k != class).map(|(&k, _)| k) {
+            bail!(MPI_ERR_ARG, "error class {class} still has the error code {code} (remove the codes first)");
+        }
+        if self.strings.contains_key(&class) {
+            bail!(MPI_ERR_ARG, "error class {class} still has a string (remove it first)");
+        }
+        self.class_of.remove(&class);
+        Ok(())
+    }
+
+    /// `MPI_Remove_error_code`: only a user code (not a class) whose
+    /// string was removed.
+    pub fn remove_code(&mut self, code: c_int) -> MpiResult<()> {
+        if !self.class_of.contains_key(&code) || self.is_user_class(code) {
+            bail!(MPI_ERR_ARG, "{code} is not an error code added with MPI_Add_error_code");
+        }
+        if self.strings.contains_key(&code) {
+            bail!(MPI_ERR_ARG, "error code {code} still has a string (remove it first)");
+        }
+        self.class_of.remove(&code);
+        Ok(())
+    }
+
+    /// `MPI_Remove_error_string`: the string of a user code or class.
+    pub fn remove_string(&mut self, code: c_int) -> MpiResult<()> {
+        if !self.class_of.contains_key(&code) {
+            bail!(MPI_ERR_ARG, "{code} is not an error code or class added by the program");
+        }
+        if self.strings.remove(&code).is_none() {
+            bail!(MPI_ERR_ARG, "error code {code} has no string");
+        }
+        Ok(())
+    }
+
     /// Class of `code`: predefined classes are their own code.
     pub fn class(&self, code: c_int) -> Option<c_int> {
         if (0..=LAST_PREDEFINED_CLASS).contains(&code) {
@@ -102,5 +148,33 @@ impl ErrorRegistry {
             return None;
         }
         Some(self.strings.get(&code).map_or("", |s| s.as_str()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn removal_goes_string_then_codes_then_class() {
+        let mut r = ErrorRegistry::default();
+        let class = r.add_class().unwrap();
+        let code = r.add_code(class).unwrap();
+        r.set_string(code, "mine").unwrap();
+        r.set_string(class, "my class").unwrap();
+        assert_eq!(r.remove_class(class).unwrap_err().class, MPI_ERR_ARG);
+        assert_eq!(r.remove_code(code).unwrap_err().class, MPI_ERR_ARG);
+        r.remove_string(code).unwrap();
+        assert_eq!(r.remove_string(code).unwrap_err().class, MPI_ERR_ARG);
+        assert_eq!(r.remove_code(class).unwrap_err().class, MPI_ERR_ARG);
+        r.remove_code(code).unwrap();
+        assert_eq!(r.class(code), None);
+        assert_eq!(r.remove_class(class).unwrap_err().class, MPI_ERR_ARG);
+        r.remove_string(class).unwrap();
+        r.remove_class(class).unwrap();
+        assert_eq!(r.class(class), None);
+        // Predefined classes cannot be removed; values are not reused.
+        assert_eq!(r.remove_class(MPI_ERR_ARG).unwrap_err().class, MPI_ERR_ARG);
+        assert!(r.add_class().unwrap() > code);
     }
 }
