@@ -7,13 +7,16 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use analyzers::synth::SynthTrace;
+use analyzers::synth::{event, SynthTrace};
+use trace_format::record::Kind;
 
 /// A tmux session running one command, killed on drop; with the viewer's
 /// process id when the command records it (see [`viewer`]).
 struct Session {
     name: String,
     pid_file: PathBuf,
+    /// The socket of the session's tmux server (removed on drop).
+    socket: Option<PathBuf>,
 }
 
 impl Session {
@@ -23,12 +26,21 @@ impl Session {
         let pid_file = std::env::temp_dir().join(format!("{name}.pid"));
         let _ = std::fs::remove_file(&pid_file);
         let cmd = cmd.replace("PIDFILE", &pid_file.display().to_string());
-        let out = Command::new("tmux").args(["new-session", "-d", "-s", &name, "-x", "100", "-y", "30", &cmd]).output().unwrap();
+        let mut s = Session { name, pid_file, socket: None };
+        let out = s.command().args(["new-session", "-d", "-s", &s.name, "-x", "100", "-y", "30", &cmd]).output().unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        Session { name, pid_file }
+        s.socket = Some(PathBuf::from(s.pane("#{socket_path}")));
+        s
+    }
+    /// tmux on a server of this session's own (tests run in parallel, and
+    /// a shared server exits when its last session is killed).
+    fn command(&self) -> Command {
+        let mut c = Command::new("tmux");
+        c.args(["-L", &self.name]);
+        c
     }
     fn tmux(&self, args: &[&str]) -> String {
-        let out = Command::new("tmux").args(args).output().expect("run tmux");
+        let out = self.command().args(args).output().expect("run tmux");
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
     fn screen(&self) -> String {
@@ -67,7 +79,7 @@ impl Session {
         }
     }
     fn kill(&self) {
-        let _ = Command::new("tmux").args(["kill-session", "-t", &self.name]).output();
+        let _ = self.command().args(["kill-session", "-t", &self.name]).output();
     }
 }
 
@@ -82,6 +94,9 @@ impl Drop for Session {
             }
         }
         let _ = std::fs::remove_file(&self.pid_file);
+        if let Some(socket) = &self.socket {
+            let _ = std::fs::remove_file(socket);
+        }
     }
 }
 
@@ -125,6 +140,11 @@ fn small_trace(tag: &str) -> PathBuf {
         t.coll(r, "MPI_Allreduce", if r == 3 { 80_000 } else { 50_000 }, 82_000, 0x60, 8, None);
     }
     t.finalize(100_000);
+    // A user region on rank 0 (drawn as a band above its calls).
+    for (kind, at) in [(Kind::RegionBegin, 8_000), (Kind::RegionEnd, 60_000)] {
+        t.ranks[0].push(event(0, kind, "solve", at, at));
+    }
+    t.ranks[0].sort_by_key(|e| e.t_start);
     t.write(&dir).unwrap();
     dir
 }
@@ -150,6 +170,17 @@ fn browse_a_trace_in_tmux() {
     assert!(screen.contains("4 ranks, 14 calls") && screen.contains("Allreduce"), "{screen}");
     assert!(screen.contains("-1µs – 102µs"), "{screen}");
     assert_eq!(s.pane("#{alternate_on}"), "1", "the viewer draws on the alternate screen");
+    // The band of user regions comes with the analyses; r hides it.
+    let band = s.wait_for("solve");
+    let lines: Vec<&str> = band.lines().collect();
+    let r0 = lines.iter().position(|l| l.starts_with("r0 ")).expect("row r0");
+    assert!(lines[r0 - 1].contains("solve"), "the band is above r0's calls:\n{band}");
+    s.keys(&["r"]);
+    let t = Instant::now();
+    while s.screen().contains("solve") {
+        assert!(t.elapsed() < Duration::from_secs(10), "r did not hide the regions:\n{}", s.screen());
+        std::thread::sleep(Duration::from_millis(100));
+    }
     s.keys(&["2"]);
     s.wait_for("sorted by time");
     s.keys(&["/", "allreduce", "Enter"]);
