@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use analyzers::report::{analyze, document, render_text, TextOptions};
+use analyzers::report::{analyze_timed, document, render_text, TextOptions};
 use analyzers::synth::{write_stencil, StencilParams};
 
 fn peak_rss_kib() -> u64 {
@@ -37,7 +37,7 @@ fn main() {
     let t1 = Instant::now();
     let rows = model.rows();
     let rss_model = peak_rss_kib();
-    let a = analyze(model);
+    let (a, phases) = analyze_timed(model);
     let t2 = Instant::now();
     let text = render_text(&document(&a.report()), TextOptions { width: 100, color: false });
     let t3 = Instant::now();
@@ -48,6 +48,9 @@ fn main() {
     println!("ranks                {}", a.model.ranks.len());
     println!("load                 {:.2} s  ({:.1} M rows/s)", secs(t0, t1), rows as f64 / secs(t0, t1) / 1e6);
     println!("analyses             {:.2} s  ({:.1} M rows/s)", secs(t1, t2), rows as f64 / secs(t1, t2) / 1e6);
+    for (name, d) in &phases {
+        println!("  {name:<18} {:.3} s", d.as_secs_f64());
+    }
     println!("report               {:.3} s", secs(t2, t3));
     println!("total                {total:.2} s  ({:.1} M rows/s)", rows as f64 / total / 1e6);
     println!("peak RSS             {:.0} MiB ({:.1} bytes/row; model alone {:.1} bytes/row)", rss as f64 / 1024.0, (rss - rss0) as f64 * 1024.0 / rows as f64, (rss_model - rss0) as f64 * 1024.0 / rows as f64);

@@ -59,6 +59,44 @@ struct Req {
     entity: u32,
 }
 
+/// The request handles of a rank: a short list searched from the end (a
+/// program has few requests in flight, and completes recent ones first),
+/// spilling into a map when it grows long.
+#[derive(Default)]
+struct Requests {
+    recent: Vec<(i32, Req)>,
+    more: FastMap<i32, Req>,
+}
+
+/// Longest list before requests go to the map.
+const RECENT_REQUESTS: usize = 32;
+
+impl Requests {
+    fn insert(&mut self, q: i32, req: Req) {
+        if let Some(e) = self.recent.iter_mut().rev().find(|e| e.0 == q) {
+            e.1 = req;
+        } else if self.recent.len() < RECENT_REQUESTS && !self.more.contains_key(&q) {
+            self.recent.push((q, req));
+        } else {
+            self.more.insert(q, req);
+        }
+    }
+    fn get(&self, q: i32) -> Option<Req> {
+        match self.recent.iter().rev().find(|e| e.0 == q) {
+            Some(e) => Some(e.1),
+            None if self.more.is_empty() => None,
+            None => self.more.get(&q).copied(),
+        }
+    }
+    fn remove(&mut self, q: i32) -> Option<Req> {
+        match self.recent.iter().rposition(|e| e.0 == q) {
+            Some(i) => Some(self.recent.remove(i).1),
+            None if self.more.is_empty() => None,
+            None => self.more.remove(&q),
+        }
+    }
+}
+
 /// Builds the [`RankData`] of one rank from its rows in file order.
 pub struct RankBuilder {
     data: RankData,
@@ -70,7 +108,7 @@ pub struct RankBuilder {
     comm_map: FastMap<u64, u32>,
     /// Last call of each thread (completions belong to it).
     last_call: Vec<u32>,
-    reqs: FastMap<i32, Req>,
+    reqs: Requests,
     unfinished: Vec<u32>,
     t_max: i64,
     init_site: Option<u64>,
@@ -100,7 +138,7 @@ impl RankBuilder {
             comm_ids: Vec::new(),
             comm_map: FastMap::default(),
             last_call: Vec::new(),
-            reqs: FastMap::default(),
+            reqs: Requests::default(),
             unfinished: Vec::new(),
             t_max: i64::MIN,
             init_site: None,
@@ -235,7 +273,7 @@ impl RankBuilder {
             Class::SendInit => register(self, ReqKind::Send, NONE),
             Class::RecvInit => register(self, ReqKind::Recv, NONE),
             Class::Start => {
-                if let Some(req) = r.request.and_then(|q| self.reqs.get(&q).copied()) {
+                if let Some(req) = r.request.and_then(|q| self.reqs.get(q)) {
                     let e = self.start(req.kind, r, idx, NONE);
                     register(self, req.kind, e);
                 }
@@ -299,7 +337,7 @@ impl RankBuilder {
         }
         let Some(q) = r.request else { return };
         let persistent = r.flags & flags::PERSISTENT != 0;
-        let req = if persistent { self.reqs.get(&q).copied() } else { self.reqs.remove(&q) };
+        let req = if persistent { self.reqs.get(q) } else { self.reqs.remove(q) };
         let Some(req) = req else { return };
         if persistent {
             self.reqs.insert(q, Req { entity: NONE, ..req });
@@ -492,6 +530,10 @@ pub fn from_trace(trace: &trace_format::Trace) -> Model {
     assemble(trace.meta.clone(), built, trace.comms.values().cloned().collect(), problems)
 }
 
+/// Rows per decoded batch: small enough that a batch's columns stay in the
+/// cache between decoding and conversion.
+const BATCH_ROWS: usize = 8192;
+
 /// Columns of the events table the loader reads.
 const COLUMNS: &[&str] = &[
     "thread", "kind", "call", "t_start", "duration", "rc", "site", "comm", "peer", "tag", "bytes", "seq", "request", "root",
@@ -554,7 +596,7 @@ fn at<T: arrow_array::ArrowPrimitiveType>(a: Option<&arrow_array::PrimitiveArray
 
 /// Streams one rank's events file into a builder.
 fn load_parquet_rank(path: &Path, rank: i32, problems: &mut Vec<Problem>) -> Result<BuiltRank, Error> {
-    let batches = trace_format::stream::event_batches(path, COLUMNS, 65536)?;
+    let batches = trace_format::stream::event_batches(path, COLUMNS, BATCH_ROWS)?;
     let file = Some(path.display().to_string());
     if let Some(v) = batches.schema_version {
         if v > trace_format::SCHEMA_VERSION {

@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::model::{Model, P2p, NONE};
-use crate::par_map;
+use crate::{par_map, FastMap};
 
 /// A send or receive: index into `ranks[rank].sends` or `.recvs`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -95,24 +95,78 @@ pub struct Matching {
     pub pair_slack: HashMap<(u32, u32), i64>,
 }
 
-/// Channel and order key of a message end.
-type Key = (u32, i32, i32, u64);
+/// Dense ids of the channels (communicator, other side, tag) of one receiver.
+#[derive(Default)]
+struct Channels {
+    map: FastMap<(u32, i32, i32), u32>,
+    /// The last two channels seen (programs alternate between few).
+    recent: [((u32, i32, i32), u32); 2],
+}
 
-fn keys<'a>(ends: impl Iterator<Item = (&'a P2p, i32)>) -> Vec<Key> {
-    // (comm, other side, tag, seq or FIFO ordinal); ordinals only where a
-    // sequence number is missing.
-    let mut ordinal: HashMap<(u32, i32, i32), u64> = HashMap::new();
-    ends.map(|(p, other)| {
-        let seq = if p.seq != NONE {
-            p.seq as u64
+impl Channels {
+    fn id(&mut self, k: (u32, i32, i32)) -> u32 {
+        if self.recent[0].1 != NONE && self.recent[0].0 == k {
+            return self.recent[0].1;
+        }
+        if self.recent[1].1 != NONE && self.recent[1].0 == k {
+            self.recent.swap(0, 1);
+            return self.recent[0].1;
+        }
+        let n = self.map.len() as u32;
+        let id = *self.map.entry(k).or_insert(n);
+        self.recent[1] = self.recent[0];
+        self.recent[0] = (k, id);
+        id
+    }
+    fn len(&self) -> usize {
+        self.map.len()
+    }
+}
+
+/// Message ends of one side grouped by channel, each channel's in order of
+/// sequence number (or of posting where the number is missing).
+struct Grouped {
+    /// Indices of the ends, channel after channel.
+    order: Vec<u32>,
+    /// `order[start[c]..start[c + 1]]` are the ends of channel `c`.
+    start: Vec<u32>,
+    /// Order key of each end (by original index): its sequence number, or
+    /// 2^40 + its ordinal in the channel.
+    seq: Vec<u64>,
+}
+
+/// Groups ends given as (index, channel id, sequence number or NONE): a
+/// counting sort by channel (stable, so posting order is kept), then a sort
+/// of any channel whose sequence numbers are not already in order.
+fn group(ends: &[(u32, u32, u32)], len: usize, channels: usize) -> Grouped {
+    let mut count = vec![0u32; channels + 1];
+    let mut ordinal = vec![0u64; channels];
+    let mut seq = vec![0u64; len];
+    for &(i, c, sq) in ends {
+        count[c as usize + 1] += 1;
+        seq[i as usize] = if sq != NONE {
+            sq as u64
         } else {
-            let o = ordinal.entry((p.comm, other, p.tag)).or_insert(0);
-            *o += 1;
-            (1u64 << 40) + *o
+            ordinal[c as usize] += 1;
+            (1u64 << 40) + ordinal[c as usize]
         };
-        (p.comm, other, p.tag, seq)
-    })
-    .collect()
+    }
+    for c in 0..channels {
+        count[c + 1] += count[c];
+    }
+    let start = count.clone();
+    let mut order = vec![0u32; ends.len()];
+    for &(i, c, _) in ends {
+        order[count[c as usize] as usize] = i;
+        count[c as usize] += 1;
+    }
+    for c in 0..channels {
+        let run = &mut order[start[c] as usize..start[c + 1] as usize];
+        if !run.windows(2).all(|w| seq[w[0] as usize] <= seq[w[1] as usize]) {
+            run.sort_by_key(|&i| seq[i as usize]);
+        }
+    }
+    Grouped { order, start, seq }
 }
 
 struct PerReceiver {
@@ -138,42 +192,63 @@ pub fn match_messages(m: &Model) -> Matching {
     let per: Vec<PerReceiver> = par_map(&dsts, |&d| {
         let rd = &m.ranks[d];
         let sends = &to[d];
-        let skeys = keys(sends.iter().map(|s| (&m.ranks[s.rank as usize].sends[s.idx as usize], s.rank as i32)));
-        let rkeys = keys(rd.recvs.iter().map(|p| (p, p.peer)));
-        let mut so: Vec<u32> = (0..sends.len() as u32).collect();
-        so.sort_unstable_by_key(|&i| skeys[i as usize]);
-        let mut ro: Vec<u32> = (0..rd.recvs.len() as u32).filter(|&i| rd.recvs[i as usize].peer >= 0).collect();
-        ro.sort_unstable_by_key(|&i| rkeys[i as usize]);
+        let mut ch = Channels { recent: [((0, 0, 0), NONE); 2], ..Default::default() };
+        let send_ends: Vec<(u32, u32, u32)> = sends
+            .iter()
+            .enumerate()
+            .map(|(i, sr)| {
+                let p = &m.ranks[sr.rank as usize].sends[sr.idx as usize];
+                (i as u32, ch.id((p.comm, sr.rank as i32, p.tag)), p.seq)
+            })
+            .collect();
+        let recv_ends: Vec<(u32, u32, u32)> = rd
+            .recvs
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.peer >= 0)
+            .map(|(i, p)| (i as u32, ch.id((p.comm, p.peer, p.tag)), p.seq))
+            .collect();
+        let sg = group(&send_ends, sends.len(), ch.len());
+        let rg = group(&recv_ends, rd.recvs.len(), ch.len());
         let mut out = PerReceiver { pairs: Vec::new(), slack: HashMap::new(), violations: Vec::new(), count: 0 };
-        let (mut a, mut b) = (0, 0);
-        while a < so.len() && b < ro.len() {
-            let (ks, kr) = (skeys[so[a] as usize], rkeys[ro[b] as usize]);
-            match ks.cmp(&kr) {
-                std::cmp::Ordering::Less => a += 1,
-                std::cmp::Ordering::Greater => b += 1,
-                std::cmp::Ordering::Equal => {
-                    let sref = sends[so[a] as usize];
-                    out.pairs.push((ro[b], sref));
-                    let recv = &rd.recvs[ro[b] as usize];
-                    let sr = &m.ranks[sref.rank as usize];
-                    let send_start = sr.calls[sr.sends[sref.idx as usize].post as usize].t_start;
-                    if recv.done != NONE {
-                        let recv_end = rd.calls[recv.done as usize].t_end;
-                        let slack = send_start - recv_end;
-                        let e = out.slack.entry(sref.rank).or_insert(i64::MIN);
-                        *e = (*e).max(slack);
-                        if slack > 0 {
-                            out.count += 1;
-                            out.violations.push(Violation { sender: sref.rank as i32, receiver: d as i32, tag: recv.tag, by_ns: slack });
-                            if out.violations.len() > 4 * EXAMPLES {
-                                out.violations.sort_by_key(|v| -v.by_ns);
-                                out.violations.truncate(EXAMPLES);
+        for c in 0..ch.len() {
+            let so = &sg.order[sg.start[c] as usize..sg.start[c + 1] as usize];
+            let ro = &rg.order[rg.start[c] as usize..rg.start[c + 1] as usize];
+            let (mut a, mut b) = (0, 0);
+            let mut channel_slack = i64::MIN;
+            while a < so.len() && b < ro.len() {
+                let (ks, kr) = (sg.seq[so[a] as usize], rg.seq[ro[b] as usize]);
+                match ks.cmp(&kr) {
+                    std::cmp::Ordering::Less => a += 1,
+                    std::cmp::Ordering::Greater => b += 1,
+                    std::cmp::Ordering::Equal => {
+                        let sref = sends[so[a] as usize];
+                        out.pairs.push((ro[b], sref));
+                        let recv = &rd.recvs[ro[b] as usize];
+                        let sr = &m.ranks[sref.rank as usize];
+                        let send_start = sr.calls[sr.sends[sref.idx as usize].post as usize].t_start;
+                        if recv.done != NONE {
+                            let recv_end = rd.calls[recv.done as usize].t_end;
+                            let slack = send_start - recv_end;
+                            channel_slack = channel_slack.max(slack);
+                            if slack > 0 {
+                                out.count += 1;
+                                out.violations.push(Violation { sender: sref.rank as i32, receiver: d as i32, tag: recv.tag, by_ns: slack });
+                                if out.violations.len() > 4 * EXAMPLES {
+                                    out.violations.sort_by_key(|v| -v.by_ns);
+                                    out.violations.truncate(EXAMPLES);
+                                }
                             }
                         }
+                        a += 1;
+                        b += 1;
                     }
-                    a += 1;
-                    b += 1;
                 }
+            }
+            if channel_slack != i64::MIN {
+                // Every send of a channel comes from the same rank.
+                let e = out.slack.entry(sends[so[0] as usize].rank).or_insert(i64::MIN);
+                *e = (*e).max(channel_slack);
             }
         }
         out

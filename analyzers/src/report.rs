@@ -83,15 +83,34 @@ pub struct Analyses {
 
 /// Runs every analysis. Clock violations are corrected first (the model's
 /// times change; see [`crate::matching::correct_clocks`]).
-pub fn analyze(mut model: Model) -> Analyses {
+pub fn analyze(model: Model) -> Analyses {
+    analyze_timed(model).0
+}
+
+/// [`analyze`], also returning the wall time of each analysis.
+pub fn analyze_timed(mut model: Model) -> (Analyses, Vec<(&'static str, std::time::Duration)>) {
+    let mut times = Vec::new();
+    let mut t = std::time::Instant::now();
+    let mut lap = |name: &'static str, times: &mut Vec<_>| {
+        let now = std::time::Instant::now();
+        times.push((name, now - t));
+        t = now;
+    };
     let matching = match_messages(&model);
+    lap("matching", &mut times);
     let clocks = correct_clocks(&mut model, &matching);
+    lap("clock correction", &mut times);
     let colls = collectives(&model);
+    lap("collectives", &mut times);
     let waits = wait_states(&model, &matching, &colls);
+    lap("wait states", &mut times);
     let prof = profile(&model);
+    lap("profile", &mut times);
     let mat = matrix(&model);
+    lap("matrix", &mut times);
     let cp = critical_path(&model, &waits.causes);
-    Analyses { model, matching, clocks, collectives: colls, waits, profile: prof, matrix: mat, critical_path: cp }
+    lap("critical path", &mut times);
+    (Analyses { model, matching, clocks, collectives: colls, waits, profile: prof, matrix: mat, critical_path: cp }, times)
 }
 
 impl Analyses {

@@ -346,3 +346,64 @@ fn call_sites_are_named_by_module_and_offset_then_by_source_line() {
     let send_site = a.profile.sites_by_time.iter().find(|s| s.call == "MPI_Send").unwrap();
     assert_eq!(send_site.site, "app+0x100");
 }
+
+/// Sends of distinct sizes from rank 0 to rank 1 on two tags, received tag
+/// 6 first: (tag, bytes) in the order sent and in the order received.
+fn two_channels() -> SynthTrace {
+    let mut t = SynthTrace::new(2);
+    let mut at = MS;
+    for (tag, bytes) in [(5, 100), (5, 200), (6, 1000), (5, 300), (6, 2000)] {
+        t.send(0, 1, tag, bytes, at, at + US, 0x100);
+        at += MS;
+    }
+    for (tag, bytes) in [(6, 1000), (6, 2000), (5, 100), (5, 200), (5, 300)] {
+        t.recv(1, 0, tag, bytes, at, at + US, 0x200);
+        at += MS;
+    }
+    t.finalize(at + MS);
+    t
+}
+
+/// (send bytes, receive bytes) of every matched receive of rank 1.
+fn pairs(m: &Model) -> Vec<(i64, i64)> {
+    let mt = match_messages(m);
+    m.ranks[1]
+        .recvs
+        .iter()
+        .zip(&mt.recv_to_send[1])
+        .map(|(r, s)| (if s.is_some() { m.ranks[s.rank as usize].sends[s.idx as usize].bytes } else { -1 }, r.bytes))
+        .collect()
+}
+
+#[test]
+fn matching_by_sequence_number_per_channel() {
+    let m = two_channels().model();
+    assert_eq!(pairs(&m), vec![(1000, 1000), (2000, 2000), (100, 100), (200, 200), (300, 300)]);
+    assert_eq!(match_messages(&m).summary.matched, 5);
+}
+
+#[test]
+fn matching_without_sequence_numbers_is_fifo_per_channel() {
+    let mut t = two_channels();
+    for e in t.ranks.iter_mut().flatten() {
+        e.seq = None;
+    }
+    let m = t.model();
+    assert!(m.ranks[1].recvs.iter().all(|r| r.seq == analyzers::model::NONE));
+    assert_eq!(pairs(&m), vec![(1000, 1000), (2000, 2000), (100, 100), (200, 200), (300, 300)]);
+}
+
+#[test]
+fn matching_follows_sequence_numbers_out_of_posting_order() {
+    // Matched probes (MPI_Mprobe + MPI_Mrecv) can receive a channel's
+    // messages in another order than they were numbered: rank 1 records
+    // seq 2 before seq 1 on tag 5.
+    let mut t = two_channels();
+    let recvs: Vec<usize> = t.ranks[1].iter().enumerate().filter(|(_, e)| &*e.call == "MPI_Recv").map(|(i, _)| i).collect();
+    let (a, b) = (recvs[2], recvs[3]);
+    // Swap what the first two tag-5 receives got (sequence number and size).
+    let (sa, ba) = (t.ranks[1][a].seq, t.ranks[1][a].bytes);
+    (t.ranks[1][a].seq, t.ranks[1][a].bytes) = (t.ranks[1][b].seq, t.ranks[1][b].bytes);
+    (t.ranks[1][b].seq, t.ranks[1][b].bytes) = (sa, ba);
+    assert_eq!(pairs(&t.model()), vec![(1000, 1000), (2000, 2000), (200, 200), (100, 100), (300, 300)]);
+}
