@@ -58,6 +58,15 @@ fn every_algorithm() {
             ("MPICORE_COLL_BCAST", "binomial"),
         ],
         &[("MPICORE_COLL_ALLREDUCE", "recursive_doubling"), ("MPICORE_COLL_SHM_MAX", "0")],
+        &[
+            ("MPICORE_COLL_ALLREDUCE", "direct"),
+            ("MPICORE_COLL_BCAST", "linear"),
+            ("MPICORE_COLL_ALLGATHER", "linear"),
+            ("MPICORE_COLL_SHM_MAX", "0"),
+        ],
+        // Not oversubscribed as far as the library knows: the algorithms
+        // for a core per rank.
+        &[("MPICORE_COLL_LINEAR_MAX", "0"), ("MPICORE_COLL_SHM_MAX", "0")],
         &[("MPICORE_COLL_SHM_MAX", "100")],
     ];
     for env in variants {

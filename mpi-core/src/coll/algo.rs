@@ -20,8 +20,10 @@ pub struct Tune {
     pub allreduce: Option<String>,
     pub allreduce_short: usize,
     pub allreduce_ring: usize,
+    pub allreduce_direct: usize,
     pub bcast: Option<String>,
     pub bcast_long: usize,
+    pub bcast_linear: usize,
     pub reduce: Option<String>,
     pub reduce_short: usize,
     pub allgather: Option<String>,
@@ -30,6 +32,9 @@ pub struct Tune {
     pub alltoall_short: usize,
     pub alltoall_medium: usize,
     pub gather_short: usize,
+    /// With more ranks than cores, communicators up to this size use the
+    /// one-round ("linear", "direct") algorithms.
+    pub linear_max: usize,
     /// Largest message per rank of blocking collectives done in shared
     /// memory (see `flat`).
     pub shm_max: usize,
@@ -49,8 +54,10 @@ impl Default for Tune {
             allreduce: env_alg("MPICORE_COLL_ALLREDUCE"),
             allreduce_short: env_size("MPICORE_COLL_ALLREDUCE_SHORT", 4096),
             allreduce_ring: env_size("MPICORE_COLL_ALLREDUCE_RING", 1 << 20),
+            allreduce_direct: env_size("MPICORE_COLL_ALLREDUCE_DIRECT", 64 << 10),
             bcast: env_alg("MPICORE_COLL_BCAST"),
             bcast_long: env_size("MPICORE_COLL_BCAST_LONG", 512 << 10),
+            bcast_linear: env_size("MPICORE_COLL_BCAST_LINEAR", 16 << 10),
             reduce: env_alg("MPICORE_COLL_REDUCE"),
             reduce_short: env_size("MPICORE_COLL_REDUCE_SHORT", 8192),
             allgather: env_alg("MPICORE_COLL_ALLGATHER"),
@@ -59,6 +66,7 @@ impl Default for Tune {
             alltoall_short: env_size("MPICORE_COLL_ALLTOALL_SHORT", 256),
             alltoall_medium: env_size("MPICORE_COLL_ALLTOALL_MEDIUM", 32 << 10),
             gather_short: env_size("MPICORE_COLL_GATHER_SHORT", 16 << 10),
+            linear_max: env_size("MPICORE_COLL_LINEAR_MAX", 16),
             shm_max: env_size("MPICORE_COLL_SHM_MAX", super::flat::SLOT),
         }
     }
@@ -97,17 +105,34 @@ pub fn bcast(s: &mut Sched, t: &Tune, buf: P, n: usize, root: usize) {
     if s.size == 1 {
         return;
     }
-    let scatter = match t.bcast.as_deref() {
-        Some("binomial") => false,
-        Some("scatter_allgather") => true,
+    let alg = match t.bcast.as_deref() {
+        Some(a @ ("binomial" | "scatter_allgather" | "linear")) => a,
+        // More ranks than cores, messages sent eagerly: one round, in which
+        // every rank takes its copy whenever it runs, instead of log2(p)
+        // rounds that each need the forwarding ranks to be scheduled.
+        // (Larger messages are read from the sender's memory; many readers
+        // of the same pages at once contend in the kernel.)
+        _ if s.oversub && s.size <= t.linear_max && n <= t.bcast_linear => "linear",
         // Scatter + allgather moves more bytes in total: only worth it with
         // a core per rank.
-        _ => n >= t.bcast_long && s.size > 2 && !s.oversub,
+        _ if n >= t.bcast_long && s.size > 2 && !s.oversub => "scatter_allgather",
+        _ => "binomial",
     };
-    if scatter {
-        bcast_scatter_allgather(s, buf, n, root)
-    } else {
-        bcast_binomial(s, buf, n, root)
+    match alg {
+        "linear" => bcast_linear(s, buf, n, root),
+        "scatter_allgather" => bcast_scatter_allgather(s, buf, n, root),
+        _ => bcast_binomial(s, buf, n, root),
+    }
+}
+
+/// The root sends to every other rank at once.
+fn bcast_linear(s: &mut Sched, buf: P, n: usize, root: usize) {
+    if s.rank != root {
+        s.recv(buf, n, root);
+        return;
+    }
+    for k in 1..s.size {
+        s.send(buf, n, (root + k) % s.size);
     }
 }
 
@@ -251,7 +276,11 @@ pub fn allreduce(s: &mut Sched, t: &Tune, sbuf: P, rbuf: P, n: usize) {
     let p2 = pof2(s.size);
     let alg = match t.allreduce.as_deref() {
         Some(a @ ("recursive_doubling" | "reduce_bcast")) => a,
+        Some("direct") if units >= s.size => "direct",
         Some(a @ ("rabenseifner" | "ring")) if commutative(s) && units >= s.size => a,
+        // More ranks than cores: two rounds of messages all at once instead
+        // of 2 log2(p) rounds that each need every rank scheduled.
+        _ if s.oversub && n > t.allreduce_short && n <= t.allreduce_direct && units >= s.size && s.size <= t.linear_max => "direct",
         _ if !commutative(s) || n <= t.allreduce_short || units < s.size => "recursive_doubling",
         _ if p2 != s.size && n >= t.allreduce_ring => "ring",
         _ => "rabenseifner",
@@ -263,6 +292,7 @@ pub fn allreduce(s: &mut Sched, t: &Tune, sbuf: P, rbuf: P, n: usize) {
             bcast_binomial(s, rbuf, n, 0);
         }
         "ring" => allreduce_ring(s, sbuf, rbuf, n),
+        "direct" => allreduce_direct(s, sbuf, rbuf, n),
         "rabenseifner" => allreduce_rabenseifner(s, sbuf, rbuf, n),
         _ => allreduce_recdbl(s, sbuf, rbuf, n),
     }
@@ -355,6 +385,47 @@ fn allreduce_rabenseifner(s: &mut Sched, sbuf: P, rbuf: P, n: usize) {
         }
     }
     unfold(s, rbuf, n);
+}
+
+/// Direct: every rank sends block j of its vector to rank j and combines
+/// the blocks it gets in rank order (so the op need not commute, and each
+/// block is computed once), then sends its result block to every rank.
+/// Two rounds of `p - 1` messages each, all posted at once.
+fn allreduce_direct(s: &mut Sched, sbuf: P, rbuf: P, n: usize) {
+    let (r, size, u) = (s.rank, s.size, unit(s));
+    let units = n / u;
+    let blk = |i: usize| {
+        let (o, l) = split(units, size, i);
+        (o * u, l * u)
+    };
+    let (mo, ml) = blk(r);
+    // Block r of every rank, this rank's included, in rank order.
+    let got = s.tmp(ml * size);
+    s.copy(at(sbuf, mo), at(got, r * ml), ml);
+    for k in 1..size {
+        let from = (r + size - k) % size;
+        s.recv(at(got, from * ml), ml, from);
+    }
+    for k in 1..size {
+        let to = (r + k) % size;
+        let (o, l) = blk(to);
+        s.send(at(sbuf, o), l, to);
+    }
+    s.fence();
+    let mine = at(rbuf, mo);
+    s.copy(got, mine, ml);
+    for i in 1..size {
+        // mine = mine op block of rank i.
+        s.reduce(at(got, i * ml), mine, ml, true);
+    }
+    for k in 1..size {
+        let from = (r + size - k) % size;
+        let (o, l) = blk(from);
+        s.recv(at(rbuf, o), l, from);
+    }
+    for k in 1..size {
+        s.send(mine, ml, (r + k) % size);
+    }
 }
 
 /// Ring: reduce-scatter around the ring, then allgather around it.
@@ -706,10 +777,12 @@ pub fn allgather(s: &mut Sched, t: &Tune, mine: P, blk: usize, out: P) {
     let (size, rank) = (s.size, s.rank);
     let total = blk * size;
     let alg = match t.allgather.as_deref() {
-        Some(a @ ("bruck" | "ring")) => a,
+        Some(a @ ("bruck" | "ring" | "linear")) => a,
         Some("recursive_doubling") if size.is_power_of_two() => "recursive_doubling",
         _ if total <= t.allgather_short && size.is_power_of_two() => "recursive_doubling",
         _ if total <= t.allgather_short => "bruck",
+        // More ranks than cores: one round instead of p - 1.
+        _ if s.oversub && size <= t.linear_max => "linear",
         _ => "ring",
     };
     if alg == "bruck" {
@@ -743,7 +816,24 @@ pub fn allgather(s: &mut Sched, t: &Tune, mine: P, blk: usize, out: P) {
         return;
     }
     let views: Vec<(P, usize)> = (0..size).map(|i| (at(out, i * blk), blk)).collect();
-    allgather_ring(s, &views);
+    if alg == "linear" {
+        allgather_linear(s, &views);
+    } else {
+        allgather_ring(s, &views);
+    }
+}
+
+/// Allgather over per-rank views, every block to every rank at once; this
+/// rank's block is in place.
+pub fn allgather_linear(s: &mut Sched, views: &[(P, usize)]) {
+    let (size, rank) = (s.size, s.rank);
+    for k in 1..size {
+        let from = (rank + size - k) % size;
+        s.recv(views[from].0, views[from].1, from);
+    }
+    for k in 1..size {
+        s.send(views[rank].0, views[rank].1, (rank + k) % size);
+    }
 }
 
 /// Ring allgather over per-rank views; this rank's block is in place.
@@ -773,7 +863,9 @@ pub fn alltoall(s: &mut Sched, t: &Tune, src: P, blk: usize, out: P) {
         let pairwise = match t.alltoall.as_deref() {
             Some("pairwise") => true,
             Some(_) => false,
-            None => blk > t.alltoall_medium,
+            // More ranks than cores: all at once (one round) up to
+            // `linear_max` ranks.
+            None => blk > t.alltoall_medium && !(s.oversub && size <= t.linear_max),
         };
         return alltoallv(s, &sv, &rv, pairwise);
     }
