@@ -112,6 +112,24 @@ fn removing_error_classes_codes_and_strings() {
     each_size("comm_error_remove", &[1, 2], "comm_error_remove OK");
 }
 
+/// The ranks of this machine as 2 or 3 hosts joined by TCP
+/// (`MPICORE_FAKE_HOSTS`): `Comm_split_type` shared gives each host's ranks;
+/// threaded creation, idup, neighborhood collectives and intercommunicator
+/// splits also run across hosts.
+#[test]
+fn communicators_across_hosts() {
+    let exe = compile("comm_hosts", Compiler::Ours);
+    for k in ["2", "3"] {
+        for n in [3, 4, 7] {
+            run(Launcher::Ours, n, &exe, &[], &[("MPICORE_FAKE_HOSTS", k)], T).assert_ok(&format!("comm_hosts OK on {n} ranks, {k} hosts"));
+        }
+    }
+    for (prog, args) in [("comm_threads", &["20"][..]), ("comm_idup", &[]), ("topo_neighbor", &[]), ("comm_inter_split", &[])] {
+        let exe = compile(prog, Compiler::Ours);
+        run(Launcher::Ours, 5, &exe, args, &[("MPICORE_FAKE_HOSTS", "2")], T).assert_ok(&format!("{prog} OK"));
+    }
+}
+
 #[test]
 fn create_and_free_100000_communicators() {
     let exe = compile("comm_many", Compiler::Ours);
