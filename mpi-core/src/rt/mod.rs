@@ -89,6 +89,8 @@ static MY_CTL: AtomicPtr<Ctl> = AtomicPtr::new(std::ptr::null_mut());
 static OVERSUB: AtomicU8 = AtomicU8::new(0);
 /// Some peers are on other hosts: a sleeping rank must also look at sockets.
 static TCP_ACTIVE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// This rank's wake socket, when it has TCP peers (see [`shm::WakeSocket`]).
+static WAKE: std::sync::OnceLock<shm::WakeSocket> = std::sync::OnceLock::new();
 
 /// Whether this host runs more of the job's ranks than it has CPUs.
 pub fn oversubscribed() -> bool {
@@ -232,7 +234,12 @@ impl Backoff {
         // finalize clears MY_CTL (and finalize cannot run while we wait, as
         // waiting is part of an MPI call).
         let ctl = unsafe { &*ctl };
-        // Records over TCP do not ring our futex: sleep briefly then.
+        if let Some(wake) = WAKE.get() {
+            // TCP peers too: sleep in poll() on the sockets and the wake socket.
+            sleep_polling(ctl, wake, ready);
+            return;
+        }
+        // (Without a wake socket, TCP records cannot wake us: sleep briefly.)
         let timeout_ms = if TCP_ACTIVE.load(Ordering::Relaxed) { 1 } else { 200 };
         shm::sleep(ctl, timeout_ms, || {
             let mut g = lock();
@@ -242,6 +249,33 @@ impl Backoff {
             }
         });
     }
+}
+
+/// Sleeps until a local sender rings `wake`, a TCP socket is ready, or
+/// 200 ms pass (the same protocol as [`shm::sleep`], with `poll`).
+fn sleep_polling(ctl: &shm::Ctl, wake: &shm::WakeSocket, ready: &mut impl FnMut(&mut State) -> bool) {
+    let mut fds = Vec::new();
+    ctl.sleeping.store(shm::SLEEP_POLL, Ordering::SeqCst);
+    let ready = {
+        let mut g = lock();
+        match g.as_deref_mut() {
+            Some(st) => {
+                let r = ready(st);
+                if let (false, Some(t)) = (r, &st.engine.tcp) {
+                    t.poll_fds(&mut fds);
+                }
+                r
+            }
+            None => true,
+        }
+    };
+    if !ready {
+        fds.push(libc::pollfd { fd: wake.fd(), events: libc::POLLIN, revents: 0 });
+        // SAFETY: poll on an array of valid pollfd structs we own.
+        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 200) };
+        wake.drain();
+    }
+    ctl.sleeping.store(0, Ordering::Relaxed);
 }
 
 /// `MPI_Init` / `MPI_Init_thread`.
@@ -357,6 +391,16 @@ pub fn init(required: c_int) -> MpiResult<c_int> {
         coll: crate::coll::Colls::default(),
     });
     MY_CTL.store(st.engine.my_ctl_ptr(), Ordering::Release);
+    if TCP_ACTIVE.load(Ordering::Relaxed) {
+        // A rank that also waits for TCP traffic sleeps in poll(): local
+        // senders wake it through its wake socket instead of the futex.
+        if let Ok(w) = shm::WakeSocket::bind() {
+            // SAFETY: MY_CTL was just set to this rank's control block in
+            // the live segment.
+            unsafe { &*MY_CTL.load(Ordering::Acquire) }.wake.store(w.id(), Ordering::Release);
+            let _ = WAKE.set(w);
+        }
+    }
     st.engine.enable_cma_probe();
     *g = Some(st);
     PHASE.store(INITIALIZED, Ordering::Release);

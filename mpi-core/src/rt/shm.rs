@@ -39,12 +39,21 @@ struct SegHeader {
 /// Per-rank control block in the segment.
 #[repr(C)]
 pub struct Ctl {
-    /// Futex word: 1 while the rank sleeps waiting for messages.
+    /// Futex word: [`SLEEP_FUTEX`] while the rank sleeps on it waiting for
+    /// messages, [`SLEEP_POLL`] while it sleeps in `poll` (on its sockets and
+    /// its wake socket), 0 otherwise.
     pub sleeping: AtomicU32,
     pub pid: AtomicI32,
     /// Bumped by senders; lets a sleeping rank see that something arrived.
     pub doorbell: AtomicU32,
+    /// Name of the rank's wake socket (see [`WakeSocket`]), 0 if it has none.
+    pub wake: AtomicU64,
 }
+
+/// [`Ctl::sleeping`]: asleep on the futex word.
+pub const SLEEP_FUTEX: u32 = 1;
+/// [`Ctl::sleeping`]: asleep in `poll`; wake it through its wake socket.
+pub const SLEEP_POLL: u32 = 2;
 
 #[repr(C)]
 struct RingCtl {
@@ -421,8 +430,69 @@ impl Consumer {
 #[inline]
 pub fn notify(ctl: &Ctl) {
     fence(Ordering::SeqCst);
-    if ctl.sleeping.load(Ordering::Relaxed) != 0 && ctl.sleeping.swap(0, Ordering::SeqCst) != 0 {
-        futex_wake(&ctl.sleeping);
+    if ctl.sleeping.load(Ordering::Relaxed) != 0 {
+        match ctl.sleeping.swap(0, Ordering::SeqCst) {
+            0 => {}
+            SLEEP_POLL => WakeSocket::ring(ctl.wake.load(Ordering::Relaxed)),
+            _ => futex_wake(&ctl.sleeping),
+        }
+    }
+}
+
+/// A rank's wake socket: a datagram socket in the abstract namespace that a
+/// rank sleeping in `poll` (because it also waits for TCP traffic) watches
+/// beside its TCP sockets; a local sender that finds it asleep sends it one
+/// byte. Only ranks of jobs that span hosts have one.
+pub struct WakeSocket {
+    sock: std::os::unix::net::UnixDatagram,
+    id: u64,
+}
+
+impl WakeSocket {
+    fn addr(id: u64) -> std::io::Result<std::os::unix::net::SocketAddr> {
+        use std::os::linux::net::SocketAddrExt;
+        std::os::unix::net::SocketAddr::from_abstract_name(format!("mpicore-wake-{id:016x}"))
+    }
+
+    /// Binds a new wake socket under a random name.
+    pub fn bind() -> std::io::Result<WakeSocket> {
+        let id = u64::from_ne_bytes(super::tcp::random_bytes()) | 1;
+        let sock = std::os::unix::net::UnixDatagram::bind_addr(&Self::addr(id)?)?;
+        sock.set_nonblocking(true)?;
+        Ok(WakeSocket { sock, id })
+    }
+
+    /// The name to publish in [`Ctl::wake`].
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    pub fn fd(&self) -> i32 {
+        use std::os::fd::AsRawFd;
+        self.sock.as_raw_fd()
+    }
+
+    /// Empties the socket after a wake-up.
+    pub fn drain(&self) {
+        let mut b = [0u8; 64];
+        while self.sock.recv(&mut b).is_ok() {}
+    }
+
+    /// Wakes the rank whose wake socket is `id` (best effort: a full socket
+    /// already holds a wake-up).
+    fn ring(id: u64) {
+        static SENDER: std::sync::OnceLock<Option<std::os::unix::net::UnixDatagram>> = std::sync::OnceLock::new();
+        if id == 0 {
+            return;
+        }
+        let sender = SENDER.get_or_init(|| {
+            let s = std::os::unix::net::UnixDatagram::unbound().ok()?;
+            s.set_nonblocking(true).ok()?;
+            Some(s)
+        });
+        if let (Some(s), Ok(addr)) = (sender, Self::addr(id)) {
+            let _ = s.send_to_addr(&[1], &addr);
+        }
     }
 }
 

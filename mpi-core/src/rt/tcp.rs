@@ -163,6 +163,20 @@ impl Tcp {
         Tcp { me, secret, listener, addrs, hosts, out: (0..n).map(|_| None).collect(), inc: Vec::new(), finalizing: false, streamed: Vec::new() }
     }
 
+    /// The sockets a sleeping rank waits on: the listener and incoming
+    /// connections for reading, outgoing ones for their handshake or close
+    /// (and for writing while they have queued data).
+    pub fn poll_fds(&self, fds: &mut Vec<libc::pollfd>) {
+        fds.push(libc::pollfd { fd: self.listener.as_raw_fd(), events: libc::POLLIN, revents: 0 });
+        for c in &self.inc {
+            fds.push(libc::pollfd { fd: c.sock.as_raw_fd(), events: libc::POLLIN, revents: 0 });
+        }
+        for c in self.out.iter().flatten() {
+            let events = if c.queue.is_empty() { libc::POLLIN } else { libc::POLLIN | libc::POLLOUT };
+            fds.push(libc::pollfd { fd: c.sock.as_raw_fd(), events, revents: 0 });
+        }
+    }
+
     pub fn has_pending(&self) -> bool {
         self.out.iter().flatten().any(|c| !c.queue.is_empty())
     }
