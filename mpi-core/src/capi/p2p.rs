@@ -204,6 +204,16 @@ pub(crate) fn start_recv(
     start_recv_dt(st, buf, count, dt, source, tag, comm, reuse)
 }
 
+/// The argument checks of a receive, without starting it.
+fn check_recv(st: &mut State, buf: *mut u8, count: i64, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult<()> {
+    let count = check_count(count)?;
+    let dt = st.types.get(datatype)?;
+    let c = st.comms.get(comm)?;
+    check_tag(tag, true)?;
+    check_peer(source, c.size(), true, "source")?;
+    check_buf(buf, count, &dt)
+}
+
 /// [`start_recv`] with the datatype already resolved.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn start_recv_dt(
@@ -462,9 +472,20 @@ unsafe fn sendrecv_common(
     status: *mut MPI_Status,
 ) -> c_int {
     let r = rt::with(|st| {
+        // Fast path: a small contiguous send goes out at once, then the
+        // receive may be taken straight from the source's ring. (The receive
+        // arguments are checked first: a failing call sends nothing.)
+        check_recv(st, recvbuf as *mut u8, recvcount, recvtype, source, recvtag, comm)?;
+        if send_now(st, sendbuf as *const u8, sendcount, sendtype, dest, sendtag, comm, Mode::Standard)? {
+            if let Some(s) = recv_now(st, recvbuf as *mut u8, recvcount, recvtype, source, recvtag, comm)? {
+                return Ok(Err(s));
+            }
+            let ri = start_recv(st, recvbuf as *mut u8, recvcount, recvtype, source, recvtag, comm, None)?;
+            return Ok(Ok((None, ri)));
+        }
         let ri = start_recv(st, recvbuf as *mut u8, recvcount, recvtype, source, recvtag, comm, None)?;
         match start_send(st, sendbuf as *const u8, sendcount, sendtype, dest, sendtag, comm, Mode::Standard, None) {
-            Ok(si) => Ok((si, ri)),
+            Ok(si) => Ok(Ok((Some(si), ri))),
             Err(e) => {
                 st.engine.cancel(&mut st.reqs, ri);
                 Err(e)
@@ -472,13 +493,18 @@ unsafe fn sendrecv_common(
         }
     });
     let (si, ri) = match r {
-        Ok(x) => x,
+        Ok(Ok(x)) => x,
+        Ok(Err(s)) => {
+            put_status(status, &s);
+            return MPI_SUCCESS;
+        }
         Err(e) => return raise(comm, name, e),
     };
-    if let Err(e) = rt::wait_until(|st| st.reqs.get(si).done && st.reqs.get(ri).done) {
+    if let Err(e) = rt::wait_until(|st| !matches!(si, Some(si) if !st.reqs.get(si).done) && st.reqs.get(ri).done) {
         return raise(comm, name, e);
     }
-    let (serr, (s, rerr)) = rt::with(|st| Ok((finish_req(st, si).1, finish_req(st, ri)))).expect("running");
+    let (serr, (s, rerr)) =
+        rt::with(|st| Ok((si.map_or(MPI_SUCCESS, |si| finish_req(st, si).1), finish_req(st, ri)))).expect("running");
     put_status(status, &s);
     if serr != MPI_SUCCESS {
         return raise(comm, name, MpiError::new(serr, "send part failed"));
