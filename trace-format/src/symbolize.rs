@@ -106,6 +106,8 @@ struct Loaded {
 pub struct Symbolizer {
     files: HashMap<String, Result<Loaded, String>>,
     cache: HashMap<(String, u64), Site>,
+    /// Build ids the trace recorded, by path (see [`Symbolizer::expect_build_ids`]).
+    expected: HashMap<String, String>,
     /// Directory of separate debug files (`.build-id/xx/yyyy.debug`).
     debug_dir: Option<PathBuf>,
 }
@@ -136,6 +138,22 @@ impl Symbolizer {
         }
     }
 
+    /// Remembers the build ids a trace recorded (path, id), e.g. from
+    /// [`RankMeta::build_ids`] of every rank, so that lookups without an
+    /// explicit id ([`Symbolizer::call_at`]) still notice rebuilt files.
+    pub fn expect_build_ids<'a>(&mut self, ids: impl IntoIterator<Item = (&'a String, &'a String)>) {
+        for (path, id) in ids {
+            self.expected.entry(path.clone()).or_insert_with(|| id.clone());
+        }
+    }
+
+    /// Symbolizes the call whose return address is at file offset
+    /// `return_offset` of `path` (what [`RankMeta::locate`] gives for a
+    /// `site` value): the byte before it is looked up.
+    pub fn call_at(&mut self, path: &str, return_offset: u64) -> Site {
+        self.at_offset(path, return_offset.saturating_sub(1), None)
+    }
+
     /// Symbolizes `site`, a value of the `site` column of a rank whose
     /// metadata is `meta`.
     pub fn site(&mut self, meta: &RankMeta, site: u64) -> Site {
@@ -160,8 +178,11 @@ impl Symbolizer {
     }
 
     /// Symbolizes the byte at file offset `offset` of the file `path` (whose
-    /// build id was `build_id`, if known).
+    /// build id was `build_id`, if known; else the one given to
+    /// [`Symbolizer::expect_build_ids`], if any).
     pub fn at_offset(&mut self, path: &str, offset: u64, build_id: Option<&str>) -> Site {
+        let build_id = build_id.map(str::to_string).or_else(|| self.expected.get(path).cloned());
+        let build_id = build_id.as_deref();
         let debug_dir = self.debug_dir.clone();
         let loaded = self
             .files
@@ -357,7 +378,20 @@ mod tests {
         meta.build_ids.insert(m.path.clone(), "00ff".into());
         let bad = Symbolizer::with_debug_dir(None).site(&meta, here + 1);
         assert!(bad.problem.as_deref().is_some_and(|p| p.contains("rebuilt")), "{bad:?}");
-        assert_eq!((bad.function, bad.line), (good.function, good.line));
+        assert_eq!((&bad.function, bad.line), (&good.function, good.line));
+        // The same through the (path, offset) interface of the analyzers.
+        let (path, off) = meta.locate(here + 1).unwrap();
+        let mut s = Symbolizer::with_debug_dir(None);
+        assert_eq!(s.call_at(path, off), good);
+        let mut s = Symbolizer::with_debug_dir(None);
+        s.expect_build_ids(&meta.build_ids);
+        assert_eq!(s.call_at(path, off), bad);
+    }
+
+    #[test]
+    fn symbolizer_moves_between_threads() {
+        fn send<T: Send>(_: &T) {}
+        send(&Symbolizer::new());
     }
 
     /// The executable mappings of this process (as the shim records them).
