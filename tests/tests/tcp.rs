@@ -42,6 +42,25 @@ fn collectives_over_tcp() {
     over_tcp("coll_nb", &[4], "coll_nb OK");
 }
 
+/// 32 ranks on 8 "hosts", everyone talking to everyone: each rank holds at
+/// most one connection per remote peer and direction (plus a few fixed
+/// descriptors) and no thread per connection.
+#[test]
+fn many_ranks_bounded_fds_and_threads() {
+    let exe = compile("tcp_many", Compiler::Ours);
+    let r = run(Launcher::Ours, 32, &exe, &[], &[("MPICORE_FAKE_HOSTS", "8")], T);
+    r.assert_ok("tcp_many OK on 32 ranks");
+    let line = r.stdout.lines().find(|l| l.contains("tcp_many OK")).unwrap();
+    let num = |key: &str| -> usize {
+        line.split(key).nth(1).unwrap().trim_start().split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap()
+    };
+    let (fds, threads) = (num("max fds"), num("max threads"));
+    let remote_peers = 32 - 32 / 8;
+    assert!(fds <= 2 * remote_peers + 16, "{fds} descriptors for {remote_peers} remote peers: {line}");
+    assert!(fds >= remote_peers, "fewer descriptors ({fds}) than peers talked to: {line}");
+    assert!(threads <= 2, "{threads} threads: {line}");
+}
+
 #[test]
 fn threads_over_tcp() {
     over_tcp("threads", &[2], "threads OK");
