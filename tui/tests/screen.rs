@@ -523,3 +523,42 @@ fn no_regions_no_band() {
     let s = screen(&mut app);
     assert!(s[0].contains("no user regions in this trace"), "{}", s[0]);
 }
+
+/// A message to a rank scrolled out of view is drawn to the edge with an
+/// arrow towards it; with the groups folded it joins the group rows.
+#[test]
+fn message_lines_to_ranks_out_of_view() {
+    let dir = tmpdir("offscreen");
+    let mut t = analyzers::synth::SynthTrace::new(40);
+    t.send(1, 30, 3, 1024, 10_000, 11_000, 0x40);
+    t.recv(30, 1, 3, 1024, 12_000, 20_000, 0x50);
+    t.finalize(40_000);
+    t.write(&dir).unwrap();
+    let mut app = open(&dir, 80, 24);
+    app.view = View::new(0, 40_000);
+    let g = app.geometry(ratatui::layout::Rect::new(0, 0, 80, 24));
+    let (top, bottom) = (g.timeline.y as usize, (g.timeline.y + g.timeline.height - 1) as usize);
+    let n = g.timeline.width as usize;
+    let view = app.view;
+    let x = |t: i64| g.timeline.x as usize + view.col_of(t, n) as usize;
+    let lines = screen(&mut app);
+    let r1 = row_of(&lines, "r1");
+    assert!(!lines.iter().any(|l| l.starts_with("r30")), "rank 30 is out of view");
+    assert_eq!(col(&lines[r1], '•'), Some(x(10_000)), "{}", lines[r1]);
+    assert_eq!(col(&lines[bottom], '↓'), Some(x(10_000) + (x(20_000) - x(10_000)) * (bottom - r1) / (29)), "{}", lines[bottom]);
+    // Scrolled to the end: the line comes in at the top edge.
+    for _ in 0..3 {
+        code(&mut app, KeyCode::PageDown);
+    }
+    let lines = screen(&mut app);
+    let r30 = row_of(&lines, "r30");
+    assert_eq!(col(&lines[r30], '▸'), Some(x(20_000)), "{}", lines[r30]);
+    assert!(lines[top].contains('↑'), "{}", lines[top]);
+    // Folded: from the group of rank 1 to the group of rank 30.
+    key(&mut app, 'F');
+    let lines = screen(&mut app);
+    let (g0, g1) = (row_of(&lines, "▸0-15"), row_of(&lines, "▸16-31"));
+    let in_timeline = |l: &str, ch: char| l.chars().enumerate().skip(g.timeline.x as usize).find(|c| c.1 == ch).map(|c| c.0);
+    assert_eq!(in_timeline(&lines[g0], '•'), Some(x(10_000)), "{}", lines[g0]);
+    assert_eq!(in_timeline(&lines[g1], '▸'), Some(x(20_000)), "{}", lines[g1]);
+}

@@ -97,7 +97,7 @@ pub fn draw(buf: &mut Buffer, g: &Geometry, app: &App, lod: &Lod) {
         }
     }
     collective(buf, g, app, &shown);
-    message_lines(buf, g, app, &shown);
+    message_lines(buf, g, app, &shown, &rows);
     // The cursor and the selection.
     let cc = app.cursor_col();
     if cc >= 0 && (cc as usize) < n {
@@ -265,43 +265,70 @@ fn collective(buf: &mut Buffer, g: &Geometry, app: &App, shown: &Shown) {
 }
 
 /// Lines from send to receive of the matched messages in view, when few
-/// enough are there to be told apart.
-fn message_lines(buf: &mut Buffer, g: &Geometry, app: &App, shown: &Shown) {
+/// enough are there to be told apart. An end on a rank scrolled out of view
+/// is cut at the edge of the timeline with an arrow towards it (`↑`, `↓`);
+/// an end inside a folded group is drawn on the group's row.
+fn message_lines(buf: &mut Buffer, g: &Geometry, app: &App, shown: &Shown, rows: &[Row]) {
     let (Some(an), Some(lod)) = (app.an.as_deref(), app.lod.as_ref()) else { return };
     let v = app.view;
     if an.messages.count_starting(v.t0, v.t1) > 100 * MAX_LINES {
         return;
     }
-    let row_of = |rank: i32| lod.ranks.binary_search_by_key(&rank, |r| r.rank).ok().and_then(|i| shown.line_of_rank(i));
+    // The row of every lod rank: its own, or its folded group's.
+    let mut row_of_lod = vec![None; lod.ranks.len()];
+    for (k, r) in rows.iter().enumerate() {
+        match r {
+            Row::Rank(i) => row_of_lod[*i] = Some(k),
+            Row::Group(gi) => app.groups[*gi].members.iter().for_each(|&m| row_of_lod[m] = Some(k)),
+        }
+    }
+    let h = g.timeline.height as i64;
+    // Timeline line of a rank's calls; outside `0..h` when scrolled away.
+    let line_of = |rank: i32| {
+        let i = lod.ranks.binary_search_by_key(&rank, |r| r.rank).ok()?;
+        let k = row_of_lod[i]? as i64 - app.scroll as i64;
+        Some(k * shown.lines as i64 + shown.lines as i64 - 1)
+    };
     let mut lines = Vec::new();
     for m in an.messages.overlapping(v.t0, v.t1) {
-        if let (Some(ys), Some(yr)) = (row_of(m.src), row_of(m.dst)) {
-            lines.push((ys, yr, m.t_send, m.t_recv));
-            if lines.len() > MAX_LINES {
-                return;
-            }
+        let (Some(ys), Some(yr)) = (line_of(m.src), line_of(m.dst)) else { continue };
+        if ys == yr || (ys < 0 && yr < 0) || (ys >= h && yr >= h) {
+            continue;
+        }
+        lines.push((ys, yr, m.t_send, m.t_recv));
+        if lines.len() > MAX_LINES {
+            return;
         }
     }
     let n = g.timeline.width as i64;
     let style = Style::default().fg(Color::Reset).add_modifier(Modifier::BOLD);
-    let mut set = |x: i64, y: usize, ch: char| {
-        if x >= 0 && x < n {
+    let mut set = |x: i64, y: i64, ch: char| {
+        if x >= 0 && x < n && y >= 0 && y < h {
             buf[(g.timeline.x + x as u16, g.timeline.y + y as u16)].set_char(ch).set_style(style);
         }
     };
     for (ys, yr, ts, tr) in lines {
         let (xs, xr) = (v.col_of(ts, n as usize), v.col_of(tr, n as usize));
-        let dy = yr as i64 - ys as i64;
+        let dy = yr - ys;
+        let x_at = |y: i64| xs + (xr - xs) * (y - ys) / dy;
         for k in 1..dy.abs() {
-            let x = xs + (xr - xs) * k / dy.abs();
             let ch = match ((xr - xs).signum(), dy.signum()) {
                 (0, _) => '│',
                 (a, b) if a == b => '╲',
                 _ => '╱',
             };
-            set(x, (ys as i64 + k * dy.signum()) as usize, ch);
+            let y = ys + k * dy.signum();
+            set(x_at(y), y, ch);
         }
         set(xs, ys, '•');
         set(xr, yr, if xr >= xs { '▸' } else { '◂' });
+        // Where an end is out of view, an arrow at the edge points to it.
+        for end in [ys, yr] {
+            if end < 0 {
+                set(x_at(0), 0, '↑');
+            } else if end >= h {
+                set(x_at(h - 1), h - 1, '↓');
+            }
+        }
     }
 }
