@@ -164,3 +164,23 @@ fn srun_pmi2_abort_ends_the_job_promptly() {
     let step = step_of(&r).expect("srun -v names the step");
     assert_eq!(shm_leftovers_of_step(&step), Vec::<String>::new(), "shared memory left by step {step}: {r}");
 }
+
+#[test]
+fn srun_kill_on_bad_exit_ends_the_job_when_a_rank_dies() {
+    // Rank 1 kills itself with SIGKILL; the others wait for it. Slurm's
+    // default (KillOnBadExit=0) lets them wait until the time limit, as it
+    // does for MPICH; with -K srun ends the step, and the ranks blocked in
+    // the library must go on SIGTERM.
+    let exe = program("die", Compiler::Ours);
+    let conf = cluster();
+    let mut cmd = Command::new("srun");
+    cmd.env("SLURM_CONF", conf)
+        .args(["--mpi=pmi2", "-K", "--overcommit", "--oversubscribe", "--time=3", "--job-name=mpicore-test", "-n", "3"])
+        .arg(exe)
+        .arg("1");
+    let r = run_command(cmd, T);
+    assert!(r.code.is_some(), "the job did not end within {T:?}: {r}");
+    assert_ne!(r.code, Some(0), "{r}");
+    assert!(r.elapsed < Duration::from_secs(30), "the job took {:.1}s to end: {r}", r.elapsed.as_secs_f64());
+    assert!(r.stdout.contains("rank 1 pid"), "{r}");
+}
