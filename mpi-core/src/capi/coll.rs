@@ -289,27 +289,46 @@ unsafe fn flat_bcast(buffer: *mut c_void, count: i64, datatype: MPI_Datatype, ro
     })
 }
 
-/// Allreduce (`root` None) or Reduce in shared memory: every rank writes
-/// its data, the readers combine all slots in rank order.
-unsafe fn flat_reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: MPI_Datatype, op: MPI_Op, root: Option<c_int>, comm: MPI_Comm) -> Option<MpiResult<()>> {
+/// Who gets the result of a reduction in shared memory.
+#[derive(Clone, Copy)]
+enum Target {
+    /// Reduce to this root.
+    Root(c_int),
+    /// Allreduce.
+    All,
+    /// Scan (`false`) or Exscan (`true`): each rank the ranks up to itself
+    /// (before itself).
+    Prefix(bool),
+}
+
+/// Reduce, Allreduce, Scan or Exscan in shared memory: every rank writes
+/// its data, the readers combine the slots they need in rank order.
+unsafe fn flat_reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: MPI_Datatype, op: MPI_Op, target: Target, comm: MPI_Comm) -> Option<MpiResult<()>> {
     let prep = |st: &mut State, size: usize| {
         let n = check_count(count).ok()?;
         let dt = st.types.get(datatype).ok()?;
         let red = reducer(st, op, datatype, &dt).ok()?;
-        let root = match root {
-            Some(r) => Some(check_root(r, size).ok()?),
-            None => None,
+        let root = match target {
+            Target::Root(r) => Some(check_root(r, size).ok()?),
+            _ => None,
         };
         let bytes = dt.packed_size(n);
         (bytes > 0).then_some(((n, dt, red, root), bytes))
     };
     flat_run(flat_begin(comm, prep), |f, (n, dt, red, root)| {
         let bytes = dt.packed_size(n);
-        let reads = root.is_none_or(|r| r == f.rank);
+        // The slots this rank combines.
+        let from = match target {
+            Target::Root(_) if root != Some(f.rank) => 0..0,
+            Target::Prefix(false) => 0..f.rank + 1,
+            Target::Prefix(true) => 0..f.rank,
+            _ => 0..f.size,
+        };
+        let reads = !from.is_empty();
         let inp = in_place(sendbuf);
         let input = if inp { recvbuf as *const c_void } else { sendbuf };
         let bad = (|| {
-            if inp && !reads {
+            if inp && matches!(target, Target::Root(_)) && !reads {
                 bail!(MPI_ERR_BUFFER, "MPI_IN_PLACE is only allowed at the root");
             }
             check_buf(input, n, &dt, "sendbuf")?;
@@ -330,11 +349,11 @@ unsafe fn flat_reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, 
         if !reads {
             return bad.map_or(Ok(()), Err);
         }
-        f.wait_for(0..f.size)?;
+        f.wait_for(from.clone())?;
         if let Some(e) = bad {
             return Err(e);
         }
-        f.check_len(0..f.size, bytes)?;
+        f.check_len(from.clone(), bytes)?;
         // Combine in rank order (outside the lock: a user function may
         // call MPI).
         let mut tmp = Vec::new();
@@ -345,7 +364,7 @@ unsafe fn flat_reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, 
             tmp.as_mut_ptr()
         };
         std::ptr::copy_nonoverlapping(f.buf(0), out, bytes);
-        for r in 1..f.size {
+        for r in from.skip(1) {
             red.apply(f.buf(r), out, bytes, true)?;
         }
         if !dt.contig {
@@ -387,6 +406,51 @@ unsafe fn flat_allgather(sendbuf: *const c_void, sendcount: i64, sendtype: MPI_D
         for r in 0..f.size {
             if !(inp && r == me) {
                 rdt.unpack(std::slice::from_raw_parts(f.buf(r), blk), elem(recvbuf, r * rc, &rdt));
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Allgatherv in shared memory: each rank writes its block, every rank
+/// reads all blocks (the counts are alike on every rank; the largest block
+/// decides).
+#[allow(clippy::too_many_arguments)]
+unsafe fn flat_allgatherv(sendbuf: *const c_void, sendcount: i64, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: Arr, displs: Arr, recvtype: MPI_Datatype, comm: MPI_Comm) -> Option<MpiResult<()>> {
+    let prep = |st: &mut State, size: usize| {
+        let counts = recvcounts.counts(size, "recvcounts").ok()?;
+        let rdt = st.types.get(recvtype).ok()?;
+        let max = counts.iter().map(|&c| rdt.packed_size(c)).max()?;
+        (max > 0).then_some(((counts, rdt), max))
+    };
+    flat_run(flat_begin(comm, prep), |f, (counts, rdt)| {
+        let me = f.rank;
+        let inp = in_place(sendbuf);
+        let place = |d: i64| (recvbuf as *mut u8).wrapping_offset(d as isize * rdt.extent);
+        let mine = rdt.packed_size(counts[me]);
+        let args = (|| {
+            let displs = displs.read(f.size, "displs")?;
+            check_buf(recvbuf, counts.iter().sum(), &rdt, "recvbuf")?;
+            if inp {
+                return Ok((place(displs[me]) as *const c_void, counts[me], rdt.clone(), displs));
+            }
+            let (sc, sdt) = rt::with(|st| typed(st, sendbuf, sendcount, sendtype, "sendbuf"))?;
+            signature_match(sdt.packed_size(sc), mine)?;
+            no_alias(sendbuf, recvbuf, mine)?;
+            Ok((sendbuf, sc, sdt, displs))
+        })();
+        f.wait_free()?;
+        if let Ok((p, c, t, _)) = &args {
+            t.pack(*p as *const u8, *c, std::slice::from_raw_parts_mut(f.buf(me), mine));
+        }
+        f.publish(Some(mine));
+        f.wait_for(0..f.size)?;
+        let (_, _, _, displs) = args?;
+        for r in 0..f.size {
+            let blk = rdt.packed_size(counts[r]);
+            f.check_len(r..r + 1, blk)?;
+            if !(inp && r == me) {
+                rdt.unpack(std::slice::from_raw_parts(f.buf(r), blk), place(displs[r]));
             }
         }
         Ok(())
@@ -804,6 +868,9 @@ pub(crate) unsafe fn allgatherv(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
+    if let Some(r) = blocking(call).then(|| flat_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm)).flatten() {
+        return r;
+    }
     run(comm, call, |st, s| {
         if s.is_inter() {
             return intercoll::allgatherv(st, s, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype);
@@ -986,7 +1053,7 @@ pub(crate) unsafe fn reduce(
     root: c_int,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
-    if let Some(r) = blocking(call).then(|| flat_reduce(sendbuf, recvbuf, count, datatype, op, Some(root), comm)).flatten() {
+    if let Some(r) = blocking(call).then(|| flat_reduce(sendbuf, recvbuf, count, datatype, op, Target::Root(root), comm)).flatten() {
         return r;
     }
     run(comm, call, |st, s| {
@@ -1009,7 +1076,7 @@ pub(crate) unsafe fn allreduce(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
-    if let Some(r) = blocking(call).then(|| flat_reduce(sendbuf, recvbuf, count, datatype, op, None, comm)).flatten() {
+    if let Some(r) = blocking(call).then(|| flat_reduce(sendbuf, recvbuf, count, datatype, op, Target::All, comm)).flatten() {
         return r;
     }
     run(comm, call, |st, s| {
@@ -1032,6 +1099,9 @@ pub(crate) unsafe fn scan(
     comm: MPI_Comm,
     exclusive: bool,
 ) -> MpiResult<()> {
+    if let Some(r) = blocking(call).then(|| flat_reduce(sendbuf, recvbuf, count, datatype, op, Target::Prefix(exclusive), comm)).flatten() {
+        return r;
+    }
     run(comm, call, |st, s| {
         if s.is_inter() {
             bail!(MPI_ERR_COMM, "Scan and Exscan are not defined on intercommunicators");

@@ -58,6 +58,8 @@ pub struct Seg {
     next: u64,
     /// Control blocks of the other ranks (for waking them).
     wake: Arc<Vec<CtlPtr>>,
+    /// The lowest sequence word of all ranks seen so far.
+    seen: Arc<AtomicU64>,
 }
 
 // SAFETY: the mapping is used only under the runtime lock or by the thread
@@ -94,6 +96,8 @@ pub struct Flat {
     wake: Arc<Vec<CtlPtr>>,
     /// More ranks than cores: never poll without yielding.
     oversub: bool,
+    /// The segment's lowest sequence word seen (see [`Flat::wait_free`]).
+    seen: Arc<AtomicU64>,
 }
 
 impl Flat {
@@ -149,9 +153,18 @@ impl Flat {
     }
 
     /// Waits until every rank has finished operation `k - NBUF`, so this
-    /// rank may overwrite its buffer.
+    /// rank may overwrite its buffer. What was seen of the others is kept,
+    /// so a rank running ahead (a root of many broadcasts) reads the
+    /// others' words once in many operations, not at each.
     pub fn wait_free(&self) -> MpiResult<()> {
-        self.wait(0..self.size, (self.k + 1).saturating_sub(NBUF - 1))
+        let need = (self.k + 1).saturating_sub(NBUF - 1);
+        if self.seen.load(Ordering::Relaxed) >= need {
+            return Ok(());
+        }
+        self.wait(0..self.size, need)?;
+        let min = (0..self.size).map(|r| self.seq(r).load(Ordering::Acquire)).min().unwrap_or(need);
+        self.seen.fetch_max(min, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Offset of the length word of rank `r`'s buffer of this operation
@@ -234,7 +247,7 @@ pub fn lookup(st: &mut State, comm: MPI_Comm, bytes: usize) -> MpiResult<Lookup>
         Some(Some(seg)) => {
             let k = seg.next;
             seg.next += 1;
-            Lookup::Ready(Flat { base: seg.base, k, rank, size, wake: seg.wake.clone(), oversub: st.oversubscribed })
+            Lookup::Ready(Flat { base: seg.base, k, rank, size, wake: seg.wake.clone(), oversub: st.oversubscribed, seen: seg.seen.clone() })
         }
         Some(None) => Lookup::No,
         None => {
@@ -274,7 +287,7 @@ pub fn install(st: &mut State, comm: MPI_Comm, ctx: u32, map: Option<(*mut u8, u
         Err(_) => Vec::new(),
     };
     let wake = Arc::new(wake);
-    let seg = map.map(|(base, len)| Seg { base, len, next: 0, wake });
+    let seg = map.map(|(base, len)| Seg { base, len, next: 0, wake, seen: Arc::new(AtomicU64::new(0)) });
     st.coll.flat.insert(ctx, Entry { comm, seg: if all_ok { seg } else { None } });
 }
 
