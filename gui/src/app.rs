@@ -71,6 +71,9 @@ pub enum Pick {
     Call { rank: usize, call: usize },
     /// A matched message (its id).
     Message(u64),
+    /// A user region: index into `Lod::ranks`, index into the rank's
+    /// regions (`Analysed::regions`).
+    Region { rank: usize, region: usize },
 }
 
 /// A search result.
@@ -642,6 +645,34 @@ impl GuiApp {
         self.tab = Tab::Details;
     }
 
+    pub fn pick_region(&mut self, rank: usize, region: usize) {
+        self.picked = Some(Pick::Region { rank, region });
+        self.tab = Tab::Details;
+    }
+
+    /// The user region picked: (world rank, region).
+    pub fn region(&self, which: Option<Pick>) -> Option<(i32, analyzers::model::Region)> {
+        let Some(Pick::Region { rank, region }) = which else { return None };
+        let t = self.trace.as_ref()?;
+        let world = t.lod.ranks.get(rank)?.rank;
+        let r = t.analysed.as_ref()?.regions.get(usize::try_from(world).ok()?)?.get(region)?;
+        Some((world, *r))
+    }
+
+    /// Shows the picked region (or call) across the timeline and selects it.
+    pub fn zoom_to_picked(&mut self) {
+        let span = match self.picked {
+            Some(p @ Pick::Region { .. }) => self.region(Some(p)).map(|(_, r)| (r.t0, r.t1)),
+            Some(Pick::Call { rank, call }) => self.trace.as_ref().map(|t| t.lod.ranks[rank].data.call(call)).map(|c| (c.t_start, c.t_end)),
+            _ => None,
+        };
+        if let Some((a, b)) = span.filter(|(a, b)| b > a) {
+            let margin = (b - a) / 20;
+            self.show_range(a - margin, b + margin);
+            self.select(a, b);
+        }
+    }
+
     pub fn pick_message(&mut self, id: u64) {
         self.picked = Some(Pick::Message(id));
         self.tab = Tab::Details;
@@ -661,7 +692,7 @@ impl GuiApp {
                 let Some(&id) = a.messages_of(r.rank, mc).first() else { return false };
                 (id, a.ends[id].0.rank as i32 == r.rank)
             }
-            None => return false,
+            Some(Pick::Region { .. }) | None => return false,
         };
         let Some((rank, ts, name)) = a.partner_call(id, from_send) else { return false };
         let Some(ri) = t.lod.ranks.iter().position(|r| r.rank == rank) else { return false };
@@ -798,6 +829,21 @@ impl GuiApp {
                     out.push(("sent at".into(), analyzers::fmt_ns(msg.t_send)));
                     out.push(("received by".into(), analyzers::fmt_ns(msg.t_recv)));
                 }
+            }
+            Pick::Region { rank, .. } => {
+                let (Some((world, r)), Some(a)) = (self.region(Some(p)), &t.analysed) else { return out };
+                out.push(("region".into(), a.an.model.name(r.name).to_string()));
+                out.push(("rank".into(), world.to_string()));
+                out.push(("start".into(), analyzers::fmt_ns(r.t0)));
+                out.push(("duration".into(), analyzers::fmt_ns(r.t1 - r.t0)));
+                out.push(("depth".into(), r.depth.to_string()));
+                // The MPI calls inside: how many, and their time within the region.
+                let d = &t.lod.ranks[rank].data;
+                let inside = d.starting_in(r.t0, r.t1);
+                let busy: i64 = inside.clone().map(|i| d.call(i)).map(|c| c.t_end.min(r.t1) - c.t_start).sum();
+                out.push(("MPI calls".into(), inside.len().to_string()));
+                let share = if r.t1 > r.t0 { busy as f64 * 100.0 / (r.t1 - r.t0) as f64 } else { 0.0 };
+                out.push(("time in MPI".into(), format!("{} ({share:.0}%)", analyzers::fmt_ns(busy))));
             }
         }
         out

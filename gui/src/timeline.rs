@@ -235,7 +235,7 @@ fn regions(scene: &Scene, a: &crate::data::Analysed, g: &mut Geometry) {
             continue;
         }
         let y0 = r.top() + scene.lanes.tops[k] - scene.scroll + 1.0;
-        for depth in 0..3u16 {
+        for depth in 0..REGION_DEPTHS {
             // The region of this depth running into the view, if any, else
             // the first one starting in it.
             let start = regs.partition_point(|q| q.t0 < t0);
@@ -251,8 +251,8 @@ fn regions(scene: &Scene, a: &crate::data::Analysed, g: &mut Geometry) {
                     break;
                 }
                 let (xa, xb) = (scene.view.x_of(x.t0 as f64, w).max(0.0), scene.view.x_of(x.t1 as f64, w).min(w));
-                let ya = y0 + 3.0 * depth as f32;
-                g.bars.add_colored_rect(Rect::from_min_max(Pos2::new(r.left() + xa, ya), Pos2::new(r.left() + xb.max(xa + 1.0), ya + 2.5)), region_colour(x.name));
+                let ya = y0 + REGION_BAND.1 * depth as f32;
+                g.bars.add_colored_rect(Rect::from_min_max(Pos2::new(r.left() + xa, ya), Pos2::new(r.left() + xb.max(xa + 1.0), ya + REGION_BAND.0)), region_colour(x.name));
                 // Skip to the first region starting after this one's last pixel.
                 from = scene.view.t_of(xb.max(xa + 1.0), w).ceil() as i64;
                 j = j.max(regs.partition_point(|q| q.t0 < from)).max(j + 1);
@@ -396,6 +396,37 @@ pub fn arrow_at(g: &Geometry, p: Pos2, tol: f32) -> Option<u64> {
         .filter(|(d, _)| *d <= tol)
         .min_by(|x, y| x.0.total_cmp(&y.0))
         .map(|(_, id)| id)
+}
+
+/// Height of a user region's band, and the distance between the bands of
+/// nesting levels, px.
+pub const REGION_BAND: (f32, f32) = (2.5, 3.0);
+/// Nesting levels of user regions drawn.
+pub const REGION_DEPTHS: u16 = 3;
+
+/// The user region whose band is at `p` (within `tol` px): (index into
+/// `Lod::ranks`, index into the rank's regions).
+pub fn region_at(trace: &Trace, lanes: &Lanes, view: &TimeView, rect: Rect, scroll: f32, p: Pos2, tol: f32) -> Option<(usize, usize)> {
+    let a = trace.analysed.as_ref()?;
+    if lanes.lane_h < 8.0 {
+        return None;
+    }
+    let k = lanes.row_at(p.y - rect.top() + scroll)?;
+    let Row::Rank(i) = lanes.rows[k] else { return None };
+    let regs = a.regions.get(usize::try_from(trace.lod.ranks[i].rank).ok()?)?;
+    let dy = p.y - (rect.top() + lanes.tops[k] - scroll + 1.0);
+    let depth = (dy / REGION_BAND.1).floor();
+    if !(0.0..REGION_DEPTHS as f32).contains(&depth) {
+        return None;
+    }
+    let depth = depth as u16;
+    let w = rect.width().max(1.0);
+    let t = view.t_of(p.x - rect.left(), w);
+    let d = tol as f64 * view.span() / w as f64;
+    // Regions of that depth starting before the point, latest first (the
+    // innermost ones are short; a few hundred back covers any nesting).
+    let end = regs.partition_point(|r| (r.t0 as f64) <= t + d);
+    (end.saturating_sub(256)..end).rev().find(|&j| regs[j].depth == depth && regs[j].t1 as f64 >= t - d).map(|j| (i, j))
 }
 
 /// The call of the lane at `p` under the pointer (or within `tol` px):

@@ -374,6 +374,7 @@ impl GuiApp {
                     match pick {
                         Pick::Call { rank, call } => self.pick_call(rank, call),
                         Pick::Message(id) => self.pick_message(id),
+                        Pick::Region { rank, region } => self.pick_region(rank, region),
                     }
                 }
             }
@@ -389,6 +390,9 @@ impl GuiApp {
             return Some(Pick::Message(id));
         }
         let t = self.trace.as_ref()?;
+        if let Some((rank, region)) = timeline::region_at(t, &self.lanes, &self.view, lanes_rect, self.scroll, p, 2.0) {
+            return Some(Pick::Region { rank, region });
+        }
         timeline::call_at(t, &self.lanes, &self.view, lanes_rect, self.scroll, p, 3.0).map(|(rank, call)| Pick::Call { rank, call })
     }
 
@@ -668,11 +672,11 @@ impl GuiApp {
     fn hist_view(&mut self, ui: &mut Ui) {
         let Some(s) = self.stats() else { return };
         let (sizes, durs) = (s.msg_sizes.clone(), s.call_durations.clone());
-        ui.strong("Message sizes");
-        hist(ui, &sizes, analyzers::fmt_bytes);
+        ui.heading("Message sizes");
+        hist(ui, &sizes, analyzers::fmt_bytes, "Size", "Messages");
         ui.separator();
-        ui.strong("Call durations");
-        hist(ui, &durs, analyzers::fmt_ns);
+        ui.heading("Call durations");
+        hist(ui, &durs, analyzers::fmt_ns, "Duration", "Calls");
     }
 
     fn details_view(&mut self, ui: &mut Ui) {
@@ -691,6 +695,9 @@ impl GuiApp {
         let has_msg = lines.iter().any(|(k, _)| k == "message");
         if has_msg && ui.button("Jump to partner (J)").clicked() {
             self.jump_to_partner();
+        }
+        if matches!(self.picked, Some(Pick::Region { .. } | Pick::Call { .. })) && ui.button("Zoom to it").clicked() {
+            self.zoom_to_picked();
         }
     }
 
@@ -744,25 +751,47 @@ impl GuiApp {
     }
 }
 
-fn hist(ui: &mut Ui, h: &Log2Hist, fmt: impl Fn(i64) -> String) {
+/// Width of a histogram's bars at the largest count, px.
+const HIST_W: f32 = 160.0;
+
+/// A histogram with power-of-two bins: one row per non-empty bin (its
+/// range on the left, the bar, the count and share), titled axes, and the
+/// scale of the bars below them.
+fn hist(ui: &mut Ui, h: &Log2Hist, fmt: impl Fn(i64) -> String, x_title: &str, y_title: &str) {
     let total = h.total();
     if total == 0 {
         ui.label("none in this range");
         return;
     }
     let max = h.counts.iter().copied().max().unwrap_or(1).max(1);
-    egui::Grid::new(ui.next_auto_id()).show(ui, |ui| {
+    egui::Grid::new(ui.next_auto_id()).striped(true).show(ui, |ui| {
+        ui.strong(x_title);
+        ui.strong(format!("{y_title} per bin"));
+        ui.strong(y_title);
+        ui.strong("share");
+        ui.end_row();
         for (k, &c) in h.counts.iter().enumerate() {
             if c == 0 {
                 continue;
             }
-            ui.label(format!(">= {}", fmt(if k == 0 { 0 } else { 1i64 << k })));
-            let (rect, _) = ui.allocate_exact_size(Vec2::new(160.0, 12.0), Sense::hover());
-            let wbar = 160.0 * c as f32 / max as f32;
+            let lo = if k == 0 { 0 } else { 1i64 << k };
+            ui.label(format!("{} – {}", fmt(lo), fmt(1i64 << (k + 1).min(62))));
+            let (rect, _) = ui.allocate_exact_size(Vec2::new(HIST_W, 12.0), Sense::hover());
+            let wbar = HIST_W * c as f32 / max as f32;
             ui.painter().rect_filled(Rect::from_min_size(rect.min, Vec2::new(wbar.max(1.0), 12.0)), 0.0, Color32::from_rgb(66, 133, 244));
             ui.label(c.to_string());
+            ui.label(format!("{:.0}%", c as f64 * 100.0 / total as f64));
             ui.end_row();
         }
+        // The scale under the bars: 0 on the left, the largest count on the right.
+        ui.label("");
+        ui.allocate_ui_with_layout(Vec2::new(HIST_W, 14.0), egui::Layout::left_to_right(egui::Align::Center), |ui| {
+            ui.set_width(HIST_W);
+            ui.small("0");
+            ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| ui.small(format!("axis max {max}")));
+        });
+        ui.label(format!("{total} in all"));
+        ui.end_row();
     });
 }
 

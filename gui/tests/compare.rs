@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use egui::{Event, Modifiers, PointerButton, Pos2};
+use egui::{Event, Modifiers, Pos2};
 use egui_kittest::kittest::Queryable;
 use egui_kittest::Harness;
 use gui::app::Tab;
@@ -58,15 +58,7 @@ fn zoom_pan_and_selection_are_coupled() {
     let zoomed = h.state().view;
     let y = rb.center().y;
     let x0 = rb.center().x;
-    h.hover_at(Pos2::new(x0, y));
-    h.event(Event::PointerButton { pos: Pos2::new(x0, y), button: PointerButton::Primary, pressed: true, modifiers: Modifiers::NONE });
-    h.step();
-    for k in 1..=5 {
-        h.event(Event::PointerMoved(Pos2::new(x0 - 40.0 * k as f32, y)));
-        h.step();
-    }
-    h.event(Event::PointerButton { pos: Pos2::new(x0 - 200.0, y), button: PointerButton::Primary, pressed: false, modifiers: Modifiers::NONE });
-    h.run();
+    common::drag(&mut h, Pos2::new(x0, y), Pos2::new(x0 - 200.0, y), Modifiers::NONE);
     assert!(h.state().view.t0 > zoomed.t0, "A followed B's pan: {zoomed:?} -> {:?}", h.state().view);
     assert_coupled(h.state());
     // A selection on A selects the same part of B.

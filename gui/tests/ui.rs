@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use egui::{Event, Modifiers, PointerButton, Pos2};
+use egui::{Event, Modifiers, Pos2};
 use egui_kittest::kittest::Queryable;
 use egui_kittest::Harness;
 use gui::app::{Pick, Tab};
@@ -53,17 +53,7 @@ fn shift_drag_selects_a_range_and_the_views_follow() {
     let mut h = harness(loaded("select"));
     let y = h.get_by_label("timeline").rect().center().y;
     let (xa, xb) = (x_of(&h, 1_800.0), x_of(&h, 3_600.0));
-    h.event(Event::ModifiersChanged(Modifiers::SHIFT));
-    h.event(Event::PointerMoved(Pos2::new(xa, y)));
-    h.event(Event::PointerButton { pos: Pos2::new(xa, y), button: PointerButton::Primary, pressed: true, modifiers: Modifiers::SHIFT });
-    h.step();
-    for k in 1..=5 {
-        h.event(Event::PointerMoved(Pos2::new(xa + (xb - xa) * k as f32 / 5.0, y)));
-        h.step();
-    }
-    h.event(Event::PointerButton { pos: Pos2::new(xb, y), button: PointerButton::Primary, pressed: false, modifiers: Modifiers::SHIFT });
-    h.event(Event::ModifiersChanged(Modifiers::NONE));
-    h.run();
+    common::drag(&mut h, Pos2::new(xa, y), Pos2::new(xb, y), Modifiers::SHIFT);
     let (a, b) = h.state().selection.expect("a selection");
     assert!((a - 1_800).abs() < 100 && (b - 3_600).abs() < 100, "selected {a}..{b}");
     assert!(h.query_by_label_contains("Selection:").is_some());
@@ -191,11 +181,7 @@ fn clicking_a_call_on_the_timeline_shows_its_details() {
     // Lane of rank 1 (second lane; no host groups in a one-host trace).
     let y = r.top() + gui::ui::RULER_H + h.state().lane_h * 1.5;
     let x = x_of(&h, 2_500.0);
-    h.hover_at(Pos2::new(x, y));
-    h.run();
-    h.event(Event::PointerButton { pos: Pos2::new(x, y), button: PointerButton::Primary, pressed: true, modifiers: Modifiers::NONE });
-    h.event(Event::PointerButton { pos: Pos2::new(x, y), button: PointerButton::Primary, pressed: false, modifiers: Modifiers::NONE });
-    h.run();
+    common::click_at(&mut h, Pos2::new(x, y));
     assert_eq!(h.state().tab, Tab::Details);
     assert!(h.query_by_label("MPI_Recv").is_some());
 }
@@ -286,11 +272,58 @@ fn host_groups_fold_from_the_lane_names() {
     assert_eq!(h.state().lanes.rows.len(), 6);
     let r = h.get_by_label("timeline").rect();
     let header = Pos2::new(r.left() + 10.0, r.top() + gui::ui::RULER_H + gui::lanes::HEADER_H / 2.0);
-    h.hover_at(header);
-    h.run();
-    h.event(Event::PointerButton { pos: header, button: PointerButton::Primary, pressed: true, modifiers: Modifiers::NONE });
-    h.event(Event::PointerButton { pos: header, button: PointerButton::Primary, pressed: false, modifiers: Modifiers::NONE });
-    h.run();
+    common::click_at(&mut h, header);
     assert!(h.state().folded.contains("node0"));
     assert_eq!(h.state().lanes.rows.len(), 4);
+}
+
+#[test]
+fn clicking_a_user_region_shows_its_details_and_zooms_to_it() {
+    let mut h = harness(loaded("region"));
+    let r = h.get_by_label("timeline").rect();
+    // Rank 0's lane: the band of depth 0 ("solve", 1.5-4 us), then depth 1 ("inner", 2-2.5 us).
+    let band = |depth: f32| r.top() + gui::ui::RULER_H + 1.0 + gui::timeline::REGION_BAND.1 * depth + 1.0;
+    let p = Pos2::new(x_of(&h, 3_000.0), band(0.0));
+    common::click_at(&mut h, p);
+    assert!(matches!(h.state().picked, Some(Pick::Region { rank: 0, .. })), "{:?}", h.state().picked);
+    let d = h.state().details(h.state().picked);
+    let get = |k: &str| d.iter().find(|x| x.0 == k).map(|x| x.1.clone());
+    assert_eq!(get("region").as_deref(), Some("solve"));
+    assert_eq!(get("duration"), Some(analyzers::fmt_ns(2_500)));
+    assert_eq!(get("MPI calls").as_deref(), Some("1"), "the send at 2 us");
+    assert_eq!(get("time in MPI"), Some(format!("{} (40%)", analyzers::fmt_ns(1_000))));
+    assert!(h.query_by_label("solve").is_some());
+    // The nested region, one band lower.
+    let p = Pos2::new(x_of(&h, 2_200.0), band(1.0));
+    common::click_at(&mut h, p);
+    let d = h.state().details(h.state().picked);
+    assert!(d.contains(&("region".to_string(), "inner".to_string())), "{d:?}");
+    assert!(d.contains(&("depth".to_string(), "1".to_string())));
+    h.get_by_label("Zoom to it").click();
+    h.run();
+    assert_eq!(h.state().selection, Some((2_000, 2_500)));
+    let v = h.state().view;
+    assert!(v.t0 >= 1_900.0 && v.t0 <= 2_000.0 && v.t1 >= 2_500.0 && v.t1 <= 2_600.0, "{v:?}");
+    // Below the bands, the call is picked.
+    let p = Pos2::new(x_of(&h, 2_200.0), r.top() + gui::ui::RULER_H + h.state().lane_h - 4.0);
+    common::click_at(&mut h, p);
+    assert!(matches!(h.state().picked, Some(Pick::Call { rank: 0, .. })), "{:?}", h.state().picked);
+}
+
+#[test]
+fn histograms_have_titled_axes_and_bins() {
+    let mut h = harness(loaded("hist"));
+    h.get_by_label("Histograms").click();
+    h.run();
+    assert_eq!(h.state().tab, Tab::Histograms);
+    for title in ["Message sizes", "Size", "Messages", "Messages per bin", "Call durations", "Duration", "Calls", "Calls per bin"] {
+        assert!(h.query_by_label(title).is_some(), "{title}");
+    }
+    // The 1 KiB and the 64 B message, one bin each.
+    let kib = format!("{} – {}", analyzers::fmt_bytes(1024), analyzers::fmt_bytes(2048));
+    assert!(h.query_by_label(&kib).is_some(), "{kib}");
+    assert!(h.query_by_label(&format!("{} – {}", analyzers::fmt_bytes(64), analyzers::fmt_bytes(128))).is_some());
+    assert!(h.query_by_label("2 in all").is_some());
+    assert_eq!(h.query_all_by_label("50%").count(), 2);
+    assert!(h.query_all_by_label("axis max 1").next().is_some());
 }

@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 
 use analyzers::synth::{event, SynthTrace};
+use egui::{Event, Modifiers, PointerButton, Pos2};
+use egui_kittest::Harness;
 use trace_format::record::Kind;
 
 /// A fresh directory under the system's temporary directory.
@@ -52,4 +54,30 @@ pub fn small_dir(name: &str) -> PathBuf {
     let d = temp_dir(name);
     small().write(&d).expect("write trace");
     d
+}
+
+/// Moves the pointer to `p` and clicks there.
+pub fn click_at<S>(h: &mut Harness<'_, S>, p: Pos2) {
+    h.hover_at(p);
+    h.run();
+    for pressed in [true, false] {
+        h.event(Event::PointerButton { pos: p, button: PointerButton::Primary, pressed, modifiers: Modifiers::NONE });
+    }
+    h.run();
+}
+
+/// Drags with the primary button from `a` to `b` in five steps, holding
+/// `modifiers`.
+pub fn drag<S>(h: &mut Harness<'_, S>, a: Pos2, b: Pos2, modifiers: Modifiers) {
+    h.event(Event::ModifiersChanged(modifiers));
+    h.hover_at(a);
+    h.event(Event::PointerButton { pos: a, button: PointerButton::Primary, pressed: true, modifiers });
+    h.step();
+    for k in 1..=5 {
+        h.event(Event::PointerMoved(a + (b - a) * k as f32 / 5.0));
+        h.step();
+    }
+    h.event(Event::PointerButton { pos: b, button: PointerButton::Primary, pressed: false, modifiers });
+    h.event(Event::ModifiersChanged(Modifiers::NONE));
+    h.run();
 }
