@@ -490,6 +490,28 @@ fn sites_in_a_library_loaded_after_init() {
     }
 }
 
+/// C++ call sites symbolize to demangled names (inlined methods included).
+#[test]
+fn cxx_sites_are_demangled() {
+    let t = traced("cxx", "cxx.cpp", 2, &[]);
+    let mut sym = trace_format::Symbolizer::with_debug_dir(None);
+    for r in 0..2 {
+        let meta = t.ranks[&r].meta.as_ref().unwrap();
+        let ev = t.rank_events(r);
+        let ar = calls(ev, "MPI_Allreduce");
+        assert_eq!(ar.len(), 2);
+        let s = sym.site(meta, ar[0].site.unwrap());
+        assert_eq!((s.function.as_deref(), s.line), (Some("solver::Grid::exchange()"), Some(10)), "{s:?}");
+        assert!(s.file.as_deref().unwrap().ends_with("cxx.cpp"), "{s:?}");
+        let s = sym.site(meta, calls(ev, "MPI_Barrier")[0].site.unwrap());
+        assert_eq!(
+            (s.function.as_deref(), s.line),
+            (Some("solver::step(solver::Grid&, int)"), Some(15)),
+            "{s:?}"
+        );
+    }
+}
+
 /// A program that uses MPI sessions and never calls `MPI_Init` is traced
 /// from `MPI_Session_init` to `MPI_Session_finalize`.
 #[test]

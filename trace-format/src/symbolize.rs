@@ -48,7 +48,8 @@ pub struct Site {
     /// the module is unknown.
     pub address: u64,
     /// The function containing the call (the innermost inlined one), from
-    /// the debug information or else the symbol table.
+    /// the debug information or else the symbol table; C++ and Rust names
+    /// demangled.
     pub function: Option<String>,
     /// Source file of the call (as the compiler recorded it).
     pub file: Option<String>,
@@ -240,7 +241,7 @@ fn lookup(loader: &addr2line::Loader, addr: u64, site: &mut Site) {
             site.function = frame
                 .function
                 .as_ref()
-                .and_then(|f| f.raw_name().ok())
+                .and_then(|f| f.demangle().ok())
                 .map(|n| n.into_owned());
             if let Some(loc) = frame.location {
                 site.file = loc.file.map(str::to_string);
@@ -257,7 +258,9 @@ fn lookup(loader: &addr2line::Loader, addr: u64, site: &mut Site) {
         }
     }
     if site.function.is_none() {
-        site.function = loader.find_symbol(addr).map(str::to_string);
+        site.function = loader
+            .find_symbol(addr)
+            .map(|n| addr2line::demangle_auto(n.into(), None).into_owned());
     }
 }
 
@@ -352,8 +355,9 @@ mod tests {
         let mut s = Symbolizer::with_debug_dir(None);
         let site = s.in_modules(&modules, here + 1);
         assert!(site.problem.is_none(), "{site:?}");
-        assert!(
-            site.function.as_deref().is_some_and(|f| f.contains("own_code_resolves_to_this_file")),
+        assert_eq!(
+            site.function.as_deref(),
+            Some("trace_format::symbolize::tests::own_code_resolves_to_this_file"),
             "{site:?}"
         );
         assert!(site.file.as_deref().is_some_and(|f| f.ends_with("symbolize.rs")), "{site:?}");

@@ -43,14 +43,16 @@ pub fn scratch(name: &str) -> PathBuf {
 
 /// Compiles `tests/c/<src>` into `dir`.
 pub fn compile(src: &str, dir: &Path) -> PathBuf {
-    compile_with(src, dir, &[], src.trim_end_matches(".c"))
+    let name = src.trim_end_matches(".cpp").trim_end_matches(".c");
+    compile_with(src, dir, &[], name)
 }
 
 /// Compiles `tests/c/<src>` into `dir/<out>` with the `extra` flags.
 pub fn compile_with(src: &str, dir: &Path, extra: &[&str], out: &str) -> PathBuf {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = dir.join(out);
-    let st = Command::new("mpicc.mpich")
+    let compiler = if src.ends_with(".cpp") { "mpicxx.mpich" } else { "mpicc.mpich" };
+    let st = Command::new(compiler)
         .env_remove("LD_LIBRARY_PATH")
         .args(["-O1", "-g", "-pthread", "-Wno-stringop-overflow"])
         .args(extra)
@@ -60,7 +62,7 @@ pub fn compile_with(src: &str, dir: &Path, extra: &[&str], out: &str) -> PathBuf
         .arg("-o")
         .arg(&out)
         .status()
-        .expect("mpicc.mpich");
+        .expect(compiler);
     assert!(st.success(), "compiling {src} failed");
     out
 }
