@@ -136,6 +136,10 @@ fn main() {
     let t = Instant::now();
     let hits = lod.ranks.iter().map(|r| r.data.events().iter().filter(|e| lod.name(e.name).contains("nosuchcall")).count()).sum::<usize>();
     println!("\nscan of every call (no index): {:.0} ms ({hits} hits)", t.elapsed().as_secs_f64() * 1e3);
+    let t = Instant::now();
+    let index = tui::search::SearchIndex::build(lod);
+    println!("search index: built in {:.0} ms, {:.2} MiB", t.elapsed().as_secs_f64() * 1e3, index.size_bytes() as f64 / 1048576.0);
+    drop(index);
     println!("search from the start of the trace:");
     for q in ["finalize", "finalize", "allreduce", "dur>1ms", "waitall dur>100us", "nosuchcall"] {
         app.filter = tui::search::Filter::parse(q).expect("filter");
