@@ -158,7 +158,11 @@ fn srun_pmi2_abort_ends_the_job_promptly() {
     let r = srun(3, &exe, &[]);
     assert!(r.code.is_some(), "the job did not end within {T:?}: {r}");
     assert_ne!(r.code, Some(0), "an aborted job must fail: {r}");
-    assert!(r.elapsed < Duration::from_secs(30), "the job took {:.1}s to end after MPI_Abort: {r}", r.elapsed.as_secs_f64());
+    assert!(
+        r.elapsed < Duration::from_secs(30),
+        "the job took {:.1}s to end after MPI_Abort: {r}",
+        r.elapsed.as_secs_f64()
+    );
     assert!(r.stderr.contains("error code 7"), "rank 1 reported its abort: {r}");
     assert!(!r.stdout.contains("UNREACHABLE"), "{r}");
     let step = step_of(&r).expect("srun -v names the step");
