@@ -188,3 +188,20 @@ fn srun_kill_on_bad_exit_ends_the_job_when_a_rank_dies() {
     assert!(r.elapsed < Duration::from_secs(30), "the job took {:.1}s to end: {r}", r.elapsed.as_secs_f64());
     assert!(r.stdout.contains("rank 1 pid"), "{r}");
 }
+
+#[test]
+fn srun_pmi2_plugin_also_serves_the_pmi1_client() {
+    // Slurm's mpi/pmi2 plugin also answers PMI-1 on the same socket: the
+    // client forced to PMI-1 runs too (jobs, key-value rounds over TCP, abort).
+    let exe = program("p2p_basic", Compiler::Ours);
+    srun(4, &exe, &[("MPICORE_PMI", "1")]).assert_ok("p2p_basic OK");
+    srun(4, &exe, &[("MPICORE_PMI", "1"), ("MPICORE_FAKE_HOSTS", "2")]).assert_ok("p2p_basic OK");
+    let exe = program("abort", Compiler::Ours);
+    let r = srun(3, &exe, &[("MPICORE_PMI", "1")]);
+    assert!(r.code.is_some() && r.code != Some(0), "{r}");
+    assert!(
+        r.elapsed < Duration::from_secs(30),
+        "the job took {:.1}s to end after MPI_Abort: {r}",
+        r.elapsed.as_secs_f64()
+    );
+}
