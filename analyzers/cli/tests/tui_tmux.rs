@@ -223,22 +223,25 @@ fn ctrl_c_restores_the_terminal() {
     end_and_check_the_terminal("ctrlc", |s| s.keys(&["C-c"]), 0);
 }
 
-/// SIGTERM ends the viewer at once; the terminal is restored and the
-/// shell sees a death by SIGTERM (status 143).
+/// SIGTERM, SIGINT and SIGHUP (sent with kill, the terminal still there)
+/// end the viewer at once; the terminal is restored and the shell sees a
+/// death by that signal (status 128 + signal).
 #[test]
-fn sigterm_ends_the_viewer_and_restores_the_terminal() {
+fn signals_end_the_viewer_and_restore_the_terminal() {
     if tmux_missing() {
         eprintln!("tmux not installed: skipped");
         return;
     }
-    let end = |s: &Session| {
-        let pid = s.pid();
-        let out = Command::new("kill").args(["-TERM", &pid.to_string()]).output().unwrap();
-        assert!(out.status.success());
-        let took = wait_ended(pid, Duration::from_secs(3));
-        eprintln!("ended {took:?} after SIGTERM");
-    };
-    end_and_check_the_terminal("term", end, 143);
+    for (sig, status) in [("TERM", 143), ("INT", 130), ("HUP", 129)] {
+        let end = |s: &Session| {
+            let pid = s.pid();
+            let out = Command::new("kill").args([&format!("-{sig}"), &pid.to_string()]).output().unwrap();
+            assert!(out.status.success());
+            let took = wait_ended(pid, Duration::from_secs(3));
+            eprintln!("ended {took:?} after SIG{sig}");
+        };
+        end_and_check_the_terminal(&format!("sig{sig}"), end, status);
+    }
 }
 
 /// Runs the viewer through `prefix` (a command it runs under, may be
