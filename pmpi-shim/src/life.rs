@@ -141,6 +141,7 @@ pub fn start(call: usize, before: (u64, u64), after: u64) {
         let per_ns = (t1 - before.0) as f64 / (n1 - before.1) as f64;
         tr.point_interval = (per_ns * 1e9) as u64;
     }
+    tr.dl_adds = dl_adds();
     let (modules, ids) = module_map();
     record_modules(&mut tr, modules, &ids);
     tr.isendrecv_status = isendrecv_fills_status(rank);
@@ -348,6 +349,31 @@ fn modules() -> Vec<Module> {
             })
         })
         .collect()
+}
+
+/// The dynamic loader's count of objects loaded so far (`dlpi_adds`).
+fn dl_adds() -> u64 {
+    unsafe extern "C" fn first(info: *mut libc::dl_phdr_info, _size: usize, data: *mut std::ffi::c_void) -> c_int {
+        // SAFETY: `data` is the u64 passed below; the loader passes a
+        // valid `dl_phdr_info`.
+        unsafe { *data.cast::<u64>() = (*info).dlpi_adds };
+        1
+    }
+    let mut adds = 0u64;
+    // SAFETY: the callback writes only `adds`, which outlives the call.
+    unsafe { libc::dl_iterate_phdr(Some(first), (&mut adds as *mut u64).cast()) };
+    adds
+}
+
+/// Adds the mappings of objects loaded since the last look to the module
+/// map (cheap when nothing was loaded: one call into the dynamic loader).
+pub fn refresh_modules(tr: &mut Tracer) {
+    let adds = dl_adds();
+    if adds != tr.dl_adds {
+        tr.dl_adds = adds;
+        let (modules, ids) = module_map();
+        record_modules(tr, modules, &ids);
+    }
 }
 
 /// Writes the mappings of `modules` not written before (with the build ids

@@ -153,6 +153,8 @@ pub struct Tracer {
     pub isendrecv_status: bool,
     /// Executable mappings written to the side file.
     pub modules: Vec<trace_format::side::Module>,
+    /// The dynamic loader's count of objects loaded when `modules` was taken.
+    pub dl_adds: u64,
     side_failed: bool,
 }
 
@@ -283,6 +285,7 @@ impl Tracer {
             sync_comms: (abi::MPI_COMM_NULL, abi::MPI_COMM_NULL),
             isendrecv_status: true,
             modules: Vec::new(),
+            dl_adds: 0,
             side_failed: false,
         };
         let mut wg = abi::MPI_GROUP_NULL;
@@ -557,6 +560,9 @@ impl Tracer {
     pub fn maybe_clock_point(&mut self, now: u64) {
         if now.wrapping_sub(self.last_point) > self.point_interval {
             self.clock_point();
+            // About once a second: libraries loaded since (dlopen) join the
+            // module map while the process runs, so a crash keeps them.
+            crate::life::refresh_modules(self);
         }
     }
 

@@ -486,8 +486,18 @@ fn sites_in_a_library_loaded_after_init() {
         // The program's own calls resolve to dlopen.c.
         let fin = calls(t.rank_events(r), "MPI_Finalize")[0];
         let s = sym.site(meta, fin.site.unwrap());
-        assert_eq!((s.function.as_deref(), s.line), (Some("main"), Some(16)), "{s:?}");
+        assert_eq!((s.function.as_deref(), s.line), (Some("main"), Some(29)), "{s:?}");
     }
+    // A rank killed a while after the dlopen: its journals have the module.
+    let tdir = dir.join("trace-kill");
+    let out = common::run(2, &exe, &[lib.to_str().unwrap(), "kill"], &tdir, &[]);
+    assert!(!out.status.success());
+    let t = Trace::open(&tdir).unwrap();
+    assert!(matches!(t.ranks[&1].completeness, Completeness::Partial { .. }));
+    let meta = t.ranks[&1].meta.as_ref().unwrap();
+    let ar = calls(t.rank_events(1), "MPI_Allreduce")[0];
+    let s = sym.site(meta, ar.site.unwrap());
+    assert_eq!((s.module_name(), s.line), ("libplugin.so", Some(7)), "{s:?}");
 }
 
 /// C++ call sites symbolize to demangled names (inlined methods included).
