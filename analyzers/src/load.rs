@@ -97,6 +97,9 @@ impl Requests {
     }
 }
 
+/// Entries of the call-site cache of a rank builder (a power of two).
+const SITE_CACHE: usize = 64;
+
 /// Builds the [`RankData`] of one rank from its rows in file order.
 pub struct RankBuilder {
     data: RankData,
@@ -104,6 +107,8 @@ pub struct RankBuilder {
     classes: Vec<Class>,
     site_addrs: Vec<u64>,
     site_ids: FastMap<u64, u32>,
+    /// Recently seen sites: (address, index), by a hash of the address.
+    site_cache: [(u64, u32); SITE_CACHE],
     comm_ids: Vec<u64>,
     comm_map: FastMap<u64, u32>,
     /// Last call of each thread (completions belong to it).
@@ -135,6 +140,7 @@ impl RankBuilder {
             classes: Vec::new(),
             site_addrs: Vec::new(),
             site_ids: FastMap::default(),
+            site_cache: [(0, NONE); SITE_CACHE],
             comm_ids: Vec::new(),
             comm_map: FastMap::default(),
             last_call: Vec::new(),
@@ -164,12 +170,22 @@ impl RankBuilder {
     }
 
     fn site(&mut self, addr: u64) -> u32 {
-        if let Some(&i) = self.site_ids.get(&addr) {
+        // A program calls MPI from few places: most lookups hit the cache.
+        let slot = ((addr ^ (addr >> 6) ^ (addr >> 12)) as usize) & (SITE_CACHE - 1);
+        let (a, i) = self.site_cache[slot];
+        if a == addr && i != NONE {
             return i;
         }
-        let i = self.site_addrs.len() as u32;
-        self.site_addrs.push(addr);
-        self.site_ids.insert(addr, i);
+        let i = match self.site_ids.get(&addr) {
+            Some(&i) => i,
+            None => {
+                let i = self.site_addrs.len() as u32;
+                self.site_addrs.push(addr);
+                self.site_ids.insert(addr, i);
+                i
+            }
+        };
+        self.site_cache[slot] = (addr, i);
         i
     }
 
@@ -588,10 +604,33 @@ impl<'a> Batch<'a> {
     }
 }
 
-#[inline]
-fn at<T: arrow_array::ArrowPrimitiveType>(a: Option<&arrow_array::PrimitiveArray<T>>, i: usize) -> Option<T::Native> {
-    let a = a?;
-    a.is_valid(i).then(|| a.value(i))
+/// A primitive column as its values and validity bits (a column absent
+/// from the file reads as all-null).
+struct Col<'a, T: arrow_array::ArrowPrimitiveType> {
+    values: &'a [T::Native],
+    /// Validity bitmap and the bit offset of row 0; `None` if no row is null.
+    valid: Option<(&'a [u8], usize)>,
+}
+
+impl<'a, T: arrow_array::ArrowPrimitiveType> Col<'a, T> {
+    fn of(a: Option<&'a arrow_array::PrimitiveArray<T>>) -> Col<'a, T> {
+        match a {
+            None => Col { values: &[], valid: None },
+            Some(a) => Col {
+                values: a.values(),
+                valid: a.nulls().filter(|n| n.null_count() > 0).map(|n| (n.validity(), n.offset())),
+            },
+        }
+    }
+
+    #[inline(always)]
+    fn get(&self, i: usize) -> Option<T::Native> {
+        let v = *self.values.get(i)?;
+        match self.valid {
+            Some((bits, off)) if bits.get((off + i) >> 3).is_none_or(|b| b >> ((off + i) & 7) & 1 == 0) => None,
+            _ => Some(v),
+        }
+    }
 }
 
 /// Streams one rank's events file into a builder.
@@ -636,48 +675,50 @@ fn load_parquet_rank(path: &Path, rank: i32, problems: &mut Vec<Problem>) -> Res
         let t_start = bt.get::<Int64Array>("t_start").ok_or_else(|| need("t_start"))?;
         let kind_map: Vec<Option<Kind>> = kind_vals.iter().map(|s| kind_of(s)).collect();
         let name_map: Vec<u16> = call_vals.iter().map(|s| b.name_id(s)).collect();
-        let (thread, duration, rc, site, comm) = (
-            bt.get::<Int32Array>("thread"),
-            bt.get::<Int64Array>("duration"),
-            bt.get::<Int32Array>("rc"),
-            bt.get::<UInt64Array>("site"),
-            bt.get::<UInt64Array>("comm"),
-        );
+        let t_start = t_start.values();
+        let (thread, duration, rc) =
+            (Col::of(bt.get::<Int32Array>("thread")), Col::of(bt.get::<Int64Array>("duration")), Col::of(bt.get::<Int32Array>("rc")));
+        let (site, comm) = (Col::of(bt.get::<UInt64Array>("site")), Col::of(bt.get::<UInt64Array>("comm")));
         let (peer, tag, bytes, seq, request) = (
-            bt.get::<Int32Array>("peer"),
-            bt.get::<Int32Array>("tag"),
-            bt.get::<Int64Array>("bytes"),
-            bt.get::<Int64Array>("seq"),
-            bt.get::<Int32Array>("request"),
+            Col::of(bt.get::<Int32Array>("peer")),
+            Col::of(bt.get::<Int32Array>("tag")),
+            Col::of(bt.get::<Int64Array>("bytes")),
+            Col::of(bt.get::<Int64Array>("seq")),
+            Col::of(bt.get::<Int32Array>("request")),
         );
-        let (root, op, recv_bytes, fl) =
-            (bt.get::<Int32Array>("root"), bt.get::<Int32Array>("op"), bt.get::<Int64Array>("recv_bytes"), bt.get::<UInt8Array>("flags"));
+        let (root, op) = (Col::of(bt.get::<Int32Array>("root")), Col::of(bt.get::<Int32Array>("op")));
+        let (recv_bytes, fl) = (Col::of(bt.get::<Int64Array>("recv_bytes")), Col::of(bt.get::<UInt8Array>("flags")));
         let mut bad_kind = 0usize;
         for i in 0..batch.num_rows() {
             let Some(kind) = kind_map.get(kinds[i] as usize).copied().flatten() else {
                 bad_kind += 1;
                 continue;
             };
-            let t0 = t_start.value(i);
+            let t0 = t_start[i];
             let name = name_map.get(calls[i] as usize).copied().unwrap_or_else(|| b.name_id("<unknown call>"));
+            // Read only the columns the row's kind and call need.
+            let call = kind == Kind::Call;
+            let class = b.classes.get(name as usize).copied().unwrap_or(Class::Other);
+            let coll = call && matches!(class, Class::Coll { .. });
+            let msg = kind == Kind::Completion || (call && !matches!(class, Class::Other | Class::Wait));
             b.push(&Row {
-                thread: at(thread, i).unwrap_or(0),
+                thread: thread.get(i).unwrap_or(0),
                 kind,
                 name,
                 t_start: t0,
-                t_end: at(duration, i).map(|d| t0 + d),
-                rc: at(rc, i),
-                site: at(site, i),
-                comm: at(comm, i),
-                peer: at(peer, i),
-                tag: at(tag, i),
-                bytes: at(bytes, i),
-                seq: at(seq, i),
-                request: at(request, i),
-                root: at(root, i),
-                op: at(op, i),
-                recv_bytes: at(recv_bytes, i),
-                flags: at(fl, i).unwrap_or(flags::DONE),
+                t_end: duration.get(i).map(|d| t0 + d),
+                rc: if call { rc.get(i) } else { None },
+                site: if call { site.get(i) } else { None },
+                comm: if msg { comm.get(i) } else { None },
+                peer: if msg { peer.get(i) } else { None },
+                tag: if msg { tag.get(i) } else { None },
+                bytes: if msg { bytes.get(i) } else { None },
+                seq: if msg { seq.get(i) } else { None },
+                request: if msg { request.get(i) } else { None },
+                root: if coll { root.get(i) } else { None },
+                op: if coll { op.get(i) } else { None },
+                recv_bytes: if coll { recv_bytes.get(i) } else { None },
+                flags: fl.get(i).unwrap_or(flags::DONE),
             });
         }
         if bad_kind > 0 {

@@ -22,6 +22,14 @@ fn small() -> SynthTrace {
     for r in 0..3 {
         t.coll(r, "MPI_Allreduce", (r as i64 + 11) * MS, 14 * MS, 0x300, 8, None);
     }
+    // Nonblocking: rank 2 receives from any source what ranks 0 and 1 send.
+    t.irecv(2, -2, 3, 64, 15 * MS, 15 * MS + 1000, 0x400, 11);
+    t.irecv(2, -2, 3, 64, 15 * MS + 2000, 15 * MS + 3000, 0x400, 12);
+    t.isend(0, 2, 3, 64, 15 * MS, 15 * MS + 1000, 0x410, 21);
+    t.isend(1, 2, 3, 32, 16 * MS, 16 * MS + 1000, 0x410, 22);
+    t.wait(0, "MPI_Wait", 17 * MS, 17 * MS + 1000, 0x420, &[21], &[]);
+    t.wait(1, "MPI_Wait", 17 * MS, 17 * MS + 1000, 0x420, &[22], &[]);
+    t.wait(2, "MPI_Waitall", 15 * MS + 5000, 16 * MS + 5000, 0x430, &[11, 12], &[(11, 0, 3), (12, 1, 3)]);
     t.finalize(20 * MS);
     t
 }
@@ -34,8 +42,22 @@ fn parquet_round_trip_gives_the_same_analysis() {
     let m = analyzers::load(&dir).unwrap();
     assert!(m.problems.is_empty(), "{:?}", m.problems);
     assert_eq!(m.rows(), t.ranks.iter().map(|r| r.len() as u64).sum::<u64>());
+    // The streamed Parquet loader builds exactly the model of the events.
+    let direct = t.model();
+    for (x, y) in m.ranks.iter().zip(&direct.ranks) {
+        assert_eq!(x.calls.len(), y.calls.len());
+        for (cx, cy) in x.calls.iter().zip(&y.calls) {
+            assert_eq!((cx.t_start, cx.t_end, cx.flags, m.name(cx.name)), (cy.t_start, cy.t_end, cy.flags, direct.name(cy.name)));
+            assert_eq!(m.sites[cx.site as usize].key, direct.sites[cy.site as usize].key);
+        }
+        assert_eq!(x.sends, y.sends, "rank {}", x.rank);
+        assert_eq!(x.recvs, y.recvs, "rank {}", x.rank);
+        assert_eq!(x.colls, y.colls, "rank {}", x.rank);
+    }
+    assert_eq!(m.ranks[2].recvs.iter().map(|r| (r.peer, r.bytes)).collect::<Vec<_>>(), vec![(0, 64), (1, 64)]);
     let a = analyze(m).report();
-    let b = analyze(t.model()).report();
+    let b = analyze(direct).report();
+    assert_eq!(a.messages.matched, 3);
     assert_eq!(a.profile, b.profile);
     assert_eq!(a.wait_states, b.wait_states);
     assert_eq!(a.collectives, b.collectives);
@@ -56,11 +78,12 @@ fn truncated_and_missing_files_are_reported_and_the_rest_analyzed() {
     assert!(problems.iter().any(|p| p.contains("rank-00001.parquet")), "{problems:?}");
     assert!(problems.iter().any(|p| p.starts_with("rank 2:") && p.contains("missing")), "{problems:?}");
     assert_eq!(m.ranks.len(), 3);
-    assert_eq!(m.ranks[0].calls.len(), 4);
+    // Rank 0: Init, Send, Allreduce, Isend, Wait, Finalize.
+    assert_eq!(m.ranks[0].calls.len(), 6);
     assert!(m.ranks[2].calls.is_empty());
     let r = analyze(m).report();
     assert!(!r.trace.complete);
-    assert_eq!(r.profile.ranks[0].calls, 4);
+    assert_eq!(r.profile.ranks[0].calls, 6);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
