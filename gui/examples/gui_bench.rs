@@ -6,7 +6,8 @@
 //! the first frame, then builds frames at zoom levels from the whole run
 //! down to microseconds, 1920 px wide with 16 px lanes, while panning.
 //! With `--analyses` the analyses are loaded too (message arrows and
-//! collectives are then part of the frame).
+//! collectives are then part of the frame). CPU time per frame is that of
+//! the building thread (on 2 cores the lanes are built on one thread).
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -66,19 +67,22 @@ fn main() {
         }
         println!("analyses loaded in {:.1} s", t.elapsed().as_secs_f64());
     }
-    println!("| span | frames | mean ms | max ms | LOD query only, mean ms | rects | labels | arrows | arrows skipped |");
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    println!("| span | frames | mean ms | max ms | CPU ms per frame | LOD query only, mean ms | rects | labels | arrows | arrows skipped |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     let rows = lanes.visible(0.0, rect.height());
     let mut span = (b - a) as f64;
     while span >= 2_000.0 {
         let mut times = Vec::new();
         let mut query = 0.0;
         let mut last = timeline::Geometry::default();
+        let mut cpu = 0u64;
         for k in 0..20 {
             let t0 = a as f64 + ((b - a) as f64 - span) * (0.3 + k as f64 * 0.01);
             let t = Instant::now();
+            let c0 = thread_cpu_ns();
             last = frame(&trace, TimeView::new(t0, t0 + span), &mut cells);
             times.push(t.elapsed().as_secs_f64() * 1e3);
+            cpu += thread_cpu_ns().saturating_sub(c0);
             let (q0, q1) = TimeView::new(t0, t0 + span).range();
             let t = Instant::now();
             for row in rows.clone() {
@@ -90,8 +94,9 @@ fn main() {
         }
         let mean = times.iter().sum::<f64>() / times.len() as f64;
         let max = times.iter().copied().fold(0.0, f64::max);
+        let cpu = cpu as f64 / 1e6 / times.len() as f64;
         println!(
-            "| {} | {} | {mean:.2} | {max:.2} | {query:.2} | {} | {} | {} | {} |",
+            "| {} | {} | {mean:.2} | {max:.2} | {cpu:.2} | {query:.2} | {} | {} | {} | {} |",
             analyzers::fmt_ns(span as i64),
             times.len(),
             last.rects,
@@ -101,4 +106,9 @@ fn main() {
         );
         span /= 10.0;
     }
+}
+
+/// CPU time of this thread so far, ns (Linux's schedstat; 0 if unknown).
+fn thread_cpu_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat").ok().and_then(|s| s.split_whitespace().next().and_then(|x| x.parse().ok())).unwrap_or(0)
 }
