@@ -4,7 +4,7 @@
 
 use std::os::raw::{c_char, c_int};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 use mpi_api::abi;
 use trace_format::layout;
@@ -365,13 +365,21 @@ fn dl_adds() -> u64 {
     adds
 }
 
+/// Set about once a second: [`refresh_modules`] is due.
+pub static MODULES_DUE: AtomicBool = AtomicBool::new(false);
+
 /// Adds the mappings of objects loaded since the last look to the module
 /// map (cheap when nothing was loaded: one call into the dynamic loader).
-pub fn refresh_modules(tr: &mut Tracer) {
+/// Must be called with the state unlocked: the dynamic loader's lock is
+/// taken, and a library constructor running under it may call MPI.
+pub fn refresh_modules() {
     let adds = dl_adds();
-    if adds != tr.dl_adds {
+    if state().as_ref().is_none_or(|tr| tr.dl_adds == adds) {
+        return;
+    }
+    let (modules, ids) = module_map();
+    if let Some(tr) = state().as_mut() {
         tr.dl_adds = adds;
-        let (modules, ids) = module_map();
         record_modules(tr, modules, &ids);
     }
 }

@@ -362,6 +362,12 @@ impl Call {
             self.on = false;
             return;
         }
+        if crate::life::MODULES_DUE.load(Ordering::Relaxed)
+            && crate::life::MODULES_DUE.swap(false, Ordering::Relaxed)
+            && catch_unwind(crate::life::refresh_modules).is_err()
+        {
+            fail("internal error reading the module map");
+        }
         if self.write {
             // SAFETY: `tls` is this thread's Tls (the call is on).
             self.slot = reserve_in(unsafe { &*self.tls });

@@ -561,8 +561,9 @@ impl Tracer {
         if now.wrapping_sub(self.last_point) > self.point_interval {
             self.clock_point();
             // About once a second: libraries loaded since (dlopen) join the
-            // module map while the process runs, so a crash keeps them.
-            crate::life::refresh_modules(self);
+            // module map while the process runs, so a crash keeps them
+            // (looked at after the state is unlocked: see `Call::enter`).
+            crate::life::MODULES_DUE.store(true, std::sync::atomic::Ordering::Relaxed);
         }
     }
 
