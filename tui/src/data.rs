@@ -317,6 +317,9 @@ impl Loader {
             }
             let t = Instant::now();
             let an = catch(|| {
+                if std::env::var(crate::term::TEST_PANIC_ENV).is_ok_and(|v| v == "loader") {
+                    panic!("{}=loader: the analyses panic", crate::term::TEST_PANIC_ENV);
+                }
                 let model = analyzers::load(&dir).map_err(|e| e.to_string())?;
                 Ok(Box::new(Analysed::new(analyze(model), t.elapsed())))
             });

@@ -321,3 +321,30 @@ fn a_panic_restores_the_terminal_and_prints_its_message() {
     assert!(typed.contains("grep -c -x -e icanon"), "the typed command was echoed:\n{typed}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A panic in the background thread of the analyses does not touch the
+/// terminal: the viewer stays on screen, says the analyses failed and why,
+/// and quits cleanly.
+#[test]
+fn a_loader_panic_leaves_the_viewer_running() {
+    if tmux_missing() {
+        eprintln!("tmux not installed: skipped");
+        return;
+    }
+    let dir = small_trace("loaderpanic");
+    let cmd = format!(
+        "MPITRACE_TUI_TEST_PANIC=loader {} tui {}; echo mpitrace-exited-$?; sleep 30",
+        env!("CARGO_BIN_EXE_mpitrace"),
+        dir.display()
+    );
+    let s = Session::start("loaderpanic", &cmd);
+    let screen = s.wait_for("analyses failed (6)");
+    assert!(screen.contains("r3") && !screen.contains("panicked"), "{screen}");
+    assert_eq!(s.pane("#{alternate_on} #{mouse_any_flag}"), "1 1", "still in the viewer's terminal state");
+    s.keys(&["6"]);
+    s.wait_for("analyses failed: internal error: MPITRACE_TUI_TEST_PANIC=loader");
+    s.keys(&["q"]);
+    s.wait_for("mpitrace-exited-0");
+    assert_pane_restored(&s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
