@@ -75,6 +75,13 @@ fn program(name: &str, with: Compiler) -> PathBuf {
 /// build directory on the library path and `env` in the job's environment
 /// (srun exports its environment to the ranks).
 fn srun(n: usize, exe: &Path, env: &[(&str, &str)]) -> Run {
+    let mut cmd = srun_command(n, env, &[]);
+    cmd.arg(exe);
+    run_command(cmd, T)
+}
+
+/// The srun command line of [`srun`] up to the program, with `options`.
+fn srun_command(n: usize, env: &[(&str, &str)], options: &[&str]) -> Command {
     let conf = cluster();
     let mut cmd = Command::new("srun");
     // A test run inside some other Slurm job must not start its steps there.
@@ -97,10 +104,10 @@ fn srun(n: usize, exe: &Path, env: &[(&str, &str)]) -> Run {
     // shared-memory files. --time: Slurm itself ends a job that hangs even if
     // srun is gone.
     cmd.args(["--mpi=pmi2", "-v", "--overcommit", "--oversubscribe", "--time=3", "--job-name=mpicore-test"])
+        .args(options)
         .arg("-n")
-        .arg(n.to_string())
-        .arg(exe);
-    run_command(cmd, T)
+        .arg(n.to_string());
+    cmd
 }
 
 /// The step `J.S` that srun launched (from its `-v` output).
@@ -176,12 +183,8 @@ fn srun_kill_on_bad_exit_ends_the_job_when_a_rank_dies() {
     // does for MPICH; with -K srun ends the step, and the ranks blocked in
     // the library must go on SIGTERM.
     let exe = program("die", Compiler::Ours);
-    let conf = cluster();
-    let mut cmd = Command::new("srun");
-    cmd.env("SLURM_CONF", conf)
-        .args(["--mpi=pmi2", "-K", "--overcommit", "--oversubscribe", "--time=3", "--job-name=mpicore-test", "-n", "3"])
-        .arg(exe)
-        .arg("1");
+    let mut cmd = srun_command(3, &[], &["-K"]);
+    cmd.arg(exe).arg("1");
     let r = run_command(cmd, T);
     assert!(r.code.is_some(), "the job did not end within {T:?}: {r}");
     assert_ne!(r.code, Some(0), "{r}");
