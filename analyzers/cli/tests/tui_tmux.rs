@@ -149,6 +149,15 @@ fn small_trace(tag: &str) -> PathBuf {
     dir
 }
 
+/// Writes the small trace and runs `ENV mpitrace tui DIR` in a session
+/// named after `tag`; the shell then prints `mpitrace-exited-STATUS` and
+/// runs `then`.
+fn start_viewer(tag: &str, env: &str, then: &str) -> (Session, PathBuf) {
+    let dir = small_trace(tag);
+    let cmd = format!("{env} {} tui {}; echo mpitrace-exited-$?; {then}", env!("CARGO_BIN_EXE_mpitrace"), dir.display());
+    (Session::start(tag, &cmd), dir)
+}
+
 /// The pane is back to normal: main screen, cursor shown, no mouse
 /// reporting.
 fn assert_pane_restored(s: &Session) {
@@ -162,9 +171,7 @@ fn browse_a_trace_in_tmux() {
         eprintln!("tmux not installed: skipped");
         return;
     }
-    let dir = small_trace("tmux");
-    let cmd = format!("{} tui {}; echo mpitrace-exited-$?; sleep 30", env!("CARGO_BIN_EXE_mpitrace"), dir.display());
-    let s = Session::start("browse", &cmd);
+    let (s, dir) = start_viewer("browse", "", "sleep 30");
 
     let screen = s.wait_for("r3");
     assert!(screen.contains("4 ranks, 14 calls") && screen.contains("Allreduce"), "{screen}");
@@ -298,13 +305,7 @@ fn a_panic_restores_the_terminal_and_prints_its_message() {
         eprintln!("tmux not installed: skipped");
         return;
     }
-    let dir = small_trace("panic");
-    let cmd = format!(
-        "RUST_BACKTRACE=0 MPITRACE_TUI_TEST_PANIC=1 {} tui {}; echo mpitrace-exited-$?; exec sh",
-        env!("CARGO_BIN_EXE_mpitrace"),
-        dir.display()
-    );
-    let s = Session::start("panic", &cmd);
+    let (s, dir) = start_viewer("panic", "RUST_BACKTRACE=0 MPITRACE_TUI_TEST_PANIC=1", "exec sh");
     let after = s.wait_for("mpitrace-exited-2");
     let lines: Vec<&str> = after.lines().collect();
     let at = |what: &str| lines.iter().position(|l| l.contains(what)).unwrap_or_else(|| panic!("no {what:?} on the screen:\n{after}"));
@@ -331,13 +332,7 @@ fn a_loader_panic_leaves_the_viewer_running() {
         eprintln!("tmux not installed: skipped");
         return;
     }
-    let dir = small_trace("loaderpanic");
-    let cmd = format!(
-        "MPITRACE_TUI_TEST_PANIC=loader {} tui {}; echo mpitrace-exited-$?; sleep 30",
-        env!("CARGO_BIN_EXE_mpitrace"),
-        dir.display()
-    );
-    let s = Session::start("loaderpanic", &cmd);
+    let (s, dir) = start_viewer("loaderpanic", "MPITRACE_TUI_TEST_PANIC=loader", "sleep 30");
     let screen = s.wait_for("analyses failed (6)");
     assert!(screen.contains("r3") && !screen.contains("panicked"), "{screen}");
     assert_eq!(s.pane("#{alternate_on} #{mouse_any_flag}"), "1 1", "still in the viewer's terminal state");
