@@ -158,24 +158,26 @@ impl Symbolizer {
     /// Symbolizes `site`, a value of the `site` column of a rank whose
     /// metadata is `meta`.
     pub fn site(&mut self, meta: &RankMeta, site: u64) -> Site {
-        let Some(m) = meta.modules.iter().find(|m| (m.start..m.end).contains(&site)) else {
-            return self.in_modules(&[], site);
-        };
-        let id = meta.build_ids.get(&m.path).map(String::as_str);
-        self.at_offset(&m.path, (site - m.start + m.offset).saturating_sub(1), id)
+        match call_in(&meta.modules, site) {
+            Some((path, off)) => {
+                let id = meta.build_ids.get(path).map(String::as_str);
+                self.at_offset(path, off, id)
+            }
+            None => self.in_modules(&[], site),
+        }
     }
 
     /// Symbolizes the return address `site` of a process whose executable
     /// mappings were `modules`. The call instruction is the byte before the
     /// return address, so that is what is looked up.
     pub fn in_modules(&mut self, modules: &[Module], site: u64) -> Site {
-        let Some(m) = modules.iter().find(|m| (m.start..m.end).contains(&site)) else {
-            return Site {
+        match call_in(modules, site) {
+            Some((path, off)) => self.at_offset(path, off, None),
+            None => Site {
                 address: site,
                 ..Default::default()
-            };
-        };
-        self.at_offset(&m.path, (site - m.start + m.offset).saturating_sub(1), None)
+            },
+        }
     }
 
     /// Symbolizes the byte at file offset `offset` of the file `path` (whose
@@ -220,6 +222,13 @@ impl Symbolizer {
         self.cache.insert((path.to_string(), addr), site.clone());
         site
     }
+}
+
+/// The module containing return address `site` and the file offset of the
+/// byte before it (in the call instruction).
+fn call_in(modules: &[Module], site: u64) -> Option<(&str, u64)> {
+    let m = modules.iter().find(|m| (m.start..m.end).contains(&site))?;
+    Some((&m.path, (site - m.start + m.offset).saturating_sub(1)))
 }
 
 impl Loaded {
