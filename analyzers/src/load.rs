@@ -18,7 +18,7 @@ use trace_format::record::{flags, Kind};
 use trace_format::reader::Completeness;
 use trace_format::{layout, Event, Meta};
 
-use crate::model::{call_flags, classify, CallEv, Class, CollEv, CommDesc, Interner, Model, P2p, Problem, RankData, RegionEv, Site, NONE};
+use crate::model::{call_flags, classify, CallEv, Class, CollEv, CommDesc, Interner, Location, Model, P2p, Problem, RankData, RegionEv, Site, NONE};
 use crate::{Error, FastMap};
 
 /// One row of the events table, as the builder sees it.
@@ -729,9 +729,36 @@ fn load_parquet_rank(path: &Path, rank: i32, problems: &mut Vec<Problem>) -> Res
 }
 
 /// Loads the trace in `dir`: every rank's Parquet file, or its journals if
-/// it has none (crashed run). Fails only if `dir` holds no trace at all.
+/// it has none (crashed run), and symbolizes its call sites
+/// ([`symbolize_sites`]). Fails only if `dir` holds no trace at all.
 pub fn load(dir: &Path) -> Result<Model, Error> {
-    load_with_threads(dir, std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1))
+    let mut m = load_with_threads(dir, std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1))?;
+    symbolize_sites(&mut m, &mut trace_format::Symbolizer::new());
+    Ok(m)
+}
+
+/// Gives the call sites their function and `file:line` from the debug
+/// information of the modules the trace recorded (where those files are
+/// still there); returns how many distinct sites were resolved. A module
+/// that cannot be read, or was rebuilt since the trace was taken, is listed
+/// once in [`Model::problems`].
+pub fn symbolize_sites(m: &mut Model, sym: &mut trace_format::Symbolizer) -> usize {
+    for r in &m.meta.rank_meta {
+        sym.expect_build_ids(&r.build_ids);
+    }
+    let mut troubles: Vec<String> = Vec::new();
+    let n = m.symbolize(|s, path| {
+        let site = sym.call_at(path, s.offset);
+        if let Some(p) = site.problem {
+            // One line per module: the first problem met in it.
+            if !troubles.iter().any(|t| t.starts_with(path)) {
+                troubles.push(if p.starts_with(path) { p } else { format!("{path}: {p}") });
+            }
+        }
+        Some(Location { function: site.function, file: site.file?, line: site.line.unwrap_or(0) })
+    });
+    m.problems.extend(troubles.into_iter().map(|t| Problem { file: None, rank: None, what: format!("call sites not symbolized: {t}") }));
+    n
 }
 
 /// What the loading threads collect: ranks, communicators, problems, rank metadata.

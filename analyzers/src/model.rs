@@ -217,6 +217,7 @@ pub struct Location {
     pub function: Option<String>,
     /// Source file (as recorded in the debug information).
     pub file: String,
+    /// Line, 0 if unknown.
     pub line: u32,
 }
 
@@ -224,7 +225,11 @@ impl Location {
     /// `file.c:42` with the file's last path component only.
     pub fn short(&self) -> String {
         let f = self.file.rsplit('/').next().unwrap_or(&self.file);
-        format!("{f}:{}", self.line)
+        if self.line == 0 {
+            f.to_string()
+        } else {
+            format!("{f}:{}", self.line)
+        }
     }
 }
 

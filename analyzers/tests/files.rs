@@ -125,3 +125,20 @@ fn synthetic_stencil_has_the_designed_wait_states() {
     assert!(profile(&a.model).totals.compute_cv > 0.0);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn sites_in_a_module_that_is_gone_are_named_by_offset_and_reported_once() {
+    let dir = tmp("gone-module");
+    let mut t = small();
+    t.with_modules = true;
+    t.write(&dir).unwrap();
+    let m = analyzers::load(&dir).unwrap();
+    let gone: Vec<String> = m.problems.iter().map(|p| p.to_string()).filter(|p| p.contains("not symbolized")).collect();
+    assert_eq!(gone.len(), 1, "{:?}", m.problems);
+    assert!(gone[0].contains(analyzers::synth::MODULE), "{gone:?}");
+    assert!(m.locations.is_empty());
+    let r = analyze(m).report();
+    let ls = r.wait_states.get(analyzers::waitstates::PatternKind::LateSender).unwrap();
+    assert_eq!(ls.sites[0].site, "app+0x200");
+    let _ = std::fs::remove_dir_all(&dir);
+}

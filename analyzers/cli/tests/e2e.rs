@@ -123,11 +123,15 @@ fn late_sender(mpi: Mpi) {
     assert_eq!(ls.by_rank[1], ls.time_ns);
     assert_eq!(ls.by_cause[0], ls.time_ns);
     assert_eq!(ls.sites[0].call, "MPI_Recv");
+    // The site, symbolized from the program's debug information (-g).
+    assert_eq!(ls.sites[0].site, "patterns.c:29", "{:?}", ls.sites[0]);
+    assert_eq!(ls.sites[0].location.as_ref().and_then(|l| l.function.as_deref()), Some("main"));
+    assert!(ls.sites[0].module.as_deref().is_some_and(|m| m.starts_with("patterns+0x")), "{:?}", ls.sites[0]);
     // The text report names it.
     let text = run(&["report", trace.to_str().unwrap(), "--width", "100"]);
     ok(&text);
     let text = String::from_utf8_lossy(&text.stdout);
-    assert!(text.contains("Late Sender") && text.contains("MPI_Recv at patterns+0x"), "{text}");
+    assert!(text.contains("Late Sender") && text.contains("MPI_Recv at patterns.c:29"), "{text}");
     let dir_name = trace.to_str().unwrap();
     assert!(text.lines().filter(|l| !l.contains(dir_name)).all(|l| l.chars().count() <= 100), "{text}");
 }
