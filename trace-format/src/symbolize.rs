@@ -142,9 +142,14 @@ impl Symbolizer {
     /// Remembers the build ids a trace recorded (path, id), e.g. from
     /// [`RankMeta::build_ids`] of every rank, so that lookups without an
     /// explicit id ([`Symbolizer::call_at`]) still notice rebuilt files.
-    pub fn expect_build_ids<'a>(&mut self, ids: impl IntoIterator<Item = (&'a String, &'a String)>) {
+    pub fn expect_build_ids<'a>(
+        &mut self,
+        ids: impl IntoIterator<Item = (&'a String, &'a String)>,
+    ) {
         for (path, id) in ids {
-            self.expected.entry(path.clone()).or_insert_with(|| id.clone());
+            self.expected
+                .entry(path.clone())
+                .or_insert_with(|| id.clone());
         }
     }
 
@@ -184,7 +189,9 @@ impl Symbolizer {
     /// build id was `build_id`, if known; else the one given to
     /// [`Symbolizer::expect_build_ids`], if any).
     pub fn at_offset(&mut self, path: &str, offset: u64, build_id: Option<&str>) -> Site {
-        let build_id = build_id.map(str::to_string).or_else(|| self.expected.get(path).cloned());
+        let build_id = build_id
+            .map(str::to_string)
+            .or_else(|| self.expected.get(path).cloned());
         let build_id = build_id.as_deref();
         let debug_dir = self.debug_dir.clone();
         let loaded = self
@@ -204,7 +211,9 @@ impl Symbolizer {
             }
         };
         let Some(addr) = l.svma(offset) else {
-            site.problem = Some(format!("{path}: offset {offset:#x} is in no loadable segment"));
+            site.problem = Some(format!(
+                "{path}: offset {offset:#x} is in no loadable segment"
+            ));
             return site;
         };
         site.address = addr;
@@ -277,8 +286,8 @@ fn lookup(loader: &addr2line::Loader, addr: u64, site: &mut Site) {
 /// id when the file itself has no DWARF.
 fn load(path: &Path, debug_dir: Option<&Path>) -> Result<Loaded, String> {
     let bytes = map(path)?;
-    let file =
-        object::File::parse(&*bytes).map_err(|e| format!("{}: not an object file: {e}", path.display()))?;
+    let file = object::File::parse(&*bytes)
+        .map_err(|e| format!("{}: not an object file: {e}", path.display()))?;
     let segments = file
         .segments()
         .filter_map(|s| {
@@ -306,7 +315,8 @@ fn load(path: &Path, debug_dir: Option<&Path>) -> Result<Loaded, String> {
     };
     drop(file);
     let target = debug_file.as_deref().unwrap_or(path);
-    let loader = addr2line::Loader::new(target).map_err(|e| format!("{}: {e}", target.display()))?;
+    let loader =
+        addr2line::Loader::new(target).map_err(|e| format!("{}: {e}", target.display()))?;
     Ok(Loaded {
         loader,
         segments,
@@ -350,7 +360,11 @@ mod tests {
         };
         let site = s.in_modules(&[m], 0x1801);
         assert_eq!(site.address, 0x800);
-        assert!(site.problem.as_deref().unwrap().contains("/nonexistent/libgone.so"));
+        assert!(site
+            .problem
+            .as_deref()
+            .unwrap()
+            .contains("/nonexistent/libgone.so"));
         assert_eq!(site.to_string(), "libgone.so+0x800");
     }
 
@@ -369,7 +383,12 @@ mod tests {
             Some("trace_format::symbolize::tests::own_code_resolves_to_this_file"),
             "{site:?}"
         );
-        assert!(site.file.as_deref().is_some_and(|f| f.ends_with("symbolize.rs")), "{site:?}");
+        assert!(
+            site.file
+                .as_deref()
+                .is_some_and(|f| f.ends_with("symbolize.rs")),
+            "{site:?}"
+        );
         // The entry of the function is the line of its `fn`.
         assert_eq!(site.line, Some(first - 1), "{site:?}");
         // Cached: the same answer again.
@@ -382,15 +401,26 @@ mod tests {
     fn rebuilt_file_is_reported() {
         let modules = own_modules();
         let here = rebuilt_file_is_reported as *const () as usize as u64;
-        let m = modules.iter().find(|m| (m.start..m.end).contains(&here)).unwrap();
+        let m = modules
+            .iter()
+            .find(|m| (m.start..m.end).contains(&here))
+            .unwrap();
         let id = build_id_of(Path::new(&m.path)).expect("test binaries have a build id");
-        let mut meta = RankMeta { modules: modules.clone(), ..Default::default() };
+        let mut meta = RankMeta {
+            modules: modules.clone(),
+            ..Default::default()
+        };
         meta.build_ids.insert(m.path.clone(), id);
         let good = Symbolizer::with_debug_dir(None).site(&meta, here + 1);
         assert_eq!(good.problem, None);
         meta.build_ids.insert(m.path.clone(), "00ff".into());
         let bad = Symbolizer::with_debug_dir(None).site(&meta, here + 1);
-        assert!(bad.problem.as_deref().is_some_and(|p| p.contains("rebuilt")), "{bad:?}");
+        assert!(
+            bad.problem
+                .as_deref()
+                .is_some_and(|p| p.contains("rebuilt")),
+            "{bad:?}"
+        );
         assert_eq!((&bad.function, bad.line), (&good.function, good.line));
         // The same through the (path, offset) interface of the analyzers.
         let (path, off) = meta.locate(here + 1).unwrap();
