@@ -271,6 +271,7 @@ unsafe fn idup_common(comm: MPI_Comm, info: Option<MPI_Info>, newcomm: *mut MPI_
                 st.reqs.get(req).err = e.class;
             }
             st.reqs.finish(req);
+            rt::wake_waiters(st);
             Ok(())
         });
     };

@@ -161,6 +161,19 @@ pub fn block_on<R>(mut f: impl FnMut(&mut State) -> Option<R>) -> MpiResult<R> {
     }
 }
 
+/// Wakes this process's threads that sleep in [`block_on`], for a thread
+/// that completed a request with no message arriving (the `MPI_Comm_idup`
+/// thread). Takes the state, so it runs under the lock, before finalize can
+/// unmap the control block.
+pub fn wake_waiters(_st: &mut State) {
+    let ctl = MY_CTL.load(Ordering::Acquire);
+    if !ctl.is_null() {
+        // SAFETY: MY_CTL points into the mapped segment until finalize
+        // clears it under the lock, which the caller holds.
+        shm::notify(unsafe { &*ctl });
+    }
+}
+
 /// Whether a sleeping waiter should wake: anything arrived.
 fn f_ready(st: &mut State) -> bool {
     st.progress()
