@@ -150,5 +150,31 @@ fn main() {
         let ms = t.elapsed().as_secs_f64() * 1e3;
         println!("{q:>20}: {ms:>8.2} ms  {}", app.message.as_deref().unwrap_or(""));
     }
+
+    // The band of user regions: 64 ranks of 10^6 regions each (an outer
+    // one, 10^6 short ones in it, a third level in every 100th), 200
+    // columns per rank, at several spans.
+    let rank_regions = {
+        let mut all = vec![analyzers::model::Region { t0: lo, t1: hi, name: 0, depth: 0 }];
+        let step = ((hi - lo) / 1_000_000).max(4);
+        for k in 0..1_000_000i64 {
+            let t = lo + k * step;
+            all.push(analyzers::model::Region { t0: t, t1: t + step / 2, name: 1, depth: 1 });
+            if k % 100 == 0 {
+                all.push(analyzers::model::Region { t0: t, t1: t + step / 4, name: 2, depth: 2 });
+            }
+        }
+        tui::data::RankRegions::new(all)
+    };
+    println!("\nregion band, 64 ranks x 200 columns, 10^6 regions per rank:");
+    let mut cols = Vec::new();
+    for &span in &zooms {
+        let v = View::new(mid, mid + span);
+        let t = Instant::now();
+        for _ in 0..64 {
+            rank_regions.columns(v, 200, &mut cols);
+        }
+        println!("{:>12} {:>10.3} ms", tui::view::fmt_dur(span), t.elapsed().as_secs_f64() * 1e3);
+    }
     println!("\npeak RSS {:.0} MiB", peak_rss_mib());
 }
