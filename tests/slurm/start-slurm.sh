@@ -153,7 +153,7 @@ if ! cmp -s "$NEW" "$CONF"; then
   CHANGED=1
   if alive "$DIR/slurmctld.pid" slurmctld || alive "$DIR/slurmd.pid" slurmd; then
     echo "start-slurm.sh: configuration changed, restarting the daemons" >&2
-    "$(dirname "$0")/stop-slurm.sh"
+    "$(dirname "$0")/stop-slurm.sh" --keep-munge
   fi
   mv "$NEW" "$CONF"
 else

@@ -1,12 +1,22 @@
 #!/usr/bin/env bash
 # Stops the one-node Slurm cluster of tests/slurm/start-slurm.sh: cancels its
 # jobs, stops slurmd and slurmctld (and munged, if start-slurm.sh started
-# it). `--purge` also removes its directory ($MPICORE_SLURM_DIR, default
-# /tmp/mpicore-slurm). Stopping a cluster that is not running is not an error.
+# it, and unless given `--keep-munge`). `--purge` also removes its directory
+# ($MPICORE_SLURM_DIR, default /tmp/mpicore-slurm). Stopping a cluster that
+# is not running is not an error.
 set -uo pipefail
 
 DIR=${MPICORE_SLURM_DIR:-/tmp/mpicore-slurm}
 export SLURM_CONF=$DIR/slurm.conf
+
+purge=0 keep_munge=0
+for a in "$@"; do
+  case "$a" in
+    --purge) purge=1 ;;
+    --keep-munge) keep_munge=1 ;;
+    *) echo "stop-slurm.sh: unknown argument $a (--purge, --keep-munge)" >&2; exit 2 ;;
+  esac
+done
 
 # Is the process of pid file $1 alive and running program $2? Prints its pid.
 alive() {
@@ -47,11 +57,11 @@ if [ -f "$SLURM_CONF" ] && alive "$DIR/slurmctld.pid" slurmctld >/dev/null; then
 fi
 stop "$DIR/slurmd.pid" slurmd
 stop "$DIR/slurmctld.pid" slurmctld
-if [ -e "$DIR/munged.started" ]; then
+if [ $keep_munge = 0 ] && [ -e "$DIR/munged.started" ]; then
   stop /run/munge/munged.pid munged
   rm -f "$DIR/munged.started"
 fi
-if [ "${1:-}" = --purge ]; then
+if [ $purge = 1 ]; then
   rm -rf "$DIR"
 fi
 exit 0
