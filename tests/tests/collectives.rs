@@ -103,6 +103,15 @@ fn shared_memory_segments_freed_with_their_communicators() {
     each_size("coll_shm", &[3], &[], &[("MPICORE_COLL_SHM_MAX", "0")], "coll_shm OK");
 }
 
+/// Small nonblocking collectives in shared memory: many outstanding, a
+/// root far ahead, failed calls; and the same program with messages only.
+#[test]
+fn nonblocking_in_shared_memory() {
+    each_size("coll_nbflat", SIZES, &[], &[], "coll_nbflat OK");
+    each_size("coll_nbflat", &[3], &[], &[("MPICORE_COLL_SHM_MAX", "0")], "coll_nbflat OK");
+    each_size("coll_nbflat", &[4], &[], &[("MPICORE_ASYNC_PROGRESS", "0")], "coll_nbflat OK");
+}
+
 #[test]
 fn bad_arguments_return_the_right_class() {
     each_size("coll_errors", SIZES, &[], &[], "coll_errors OK");

@@ -7,6 +7,7 @@
 #![allow(clippy::too_many_arguments)] // the standard's argument lists
 
 use std::ffi::c_void;
+use std::ops::Range;
 use std::os::raw::c_int;
 use std::sync::Arc;
 
@@ -15,10 +16,10 @@ use mpi_api::abi::*;
 use super::{intercoll, put, ret};
 use crate::bail;
 use crate::coll::algo;
-use crate::coll::flat::{self, Flat, Lookup};
+use crate::coll::flat::{self, Flat, Lookup, NbKind, NbOp};
 use crate::coll::sched::{Reducer, Sched, P};
 use crate::rt::datatype::{check_count, Dtype};
-use crate::rt::error::MpiResult;
+use crate::rt::error::{MpiError, MpiResult};
 use crate::rt::op::{self, UserOp};
 use crate::rt::{self, State};
 
@@ -248,19 +249,158 @@ fn flat_setup(comm: MPI_Comm, ctx: u32, rank: usize, size: usize, room: bool) ->
     }
 }
 
-/// Runs `body` on what [`flat_begin`] found, or None (messages).
+/// Runs `body` on what [`flat_begin`] found, or None (messages)
+/// (after waiting until the operation's turn: nonblocking ones before it
+/// publish first).
 fn flat_run<T>(f: Option<MpiResult<(Flat, T)>>, body: impl FnOnce(&Flat, T) -> MpiResult<()>) -> Option<MpiResult<()>> {
-    Some(f?.and_then(|(f, t)| body(&f, t)))
+    Some(f?.and_then(|(f, t)| {
+        f.wait_turn()?;
+        body(&f, t)
+    }))
 }
 
-fn flat_barrier(comm: MPI_Comm) -> Option<MpiResult<()>> {
-    flat_run(flat_begin(comm, |_, _| Some(((), 0))), |f, ()| {
-        f.publish(None);
-        f.wait_for(0..f.size)
-    })
+/// This rank's part of an operation in shared memory, or why its own
+/// arguments are bad and the bytes it publishes instead of data (so the
+/// other ranks are not stuck).
+type Part = Result<Box<dyn NbKind>, (MpiError, Option<usize>)>;
+
+/// The part of a rank whose call failed: publishes and reads nothing.
+struct Blank(Option<usize>);
+
+impl NbKind for Blank {
+    fn data(&self) -> bool {
+        self.0.is_some()
+    }
+    unsafe fn write(&mut self, _: &Flat) -> Option<usize> {
+        self.0
+    }
+    fn from(&self, _: &Flat) -> Range<usize> {
+        0..0
+    }
+    unsafe fn read(&mut self, _: &Flat) -> MpiResult<()> {
+        Ok(())
+    }
 }
 
-unsafe fn flat_bcast(buffer: *mut c_void, count: i64, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> Option<MpiResult<()>> {
+/// Runs part `part` of blocking operation `f` to its end.
+unsafe fn flat_go(f: &Flat, part: Part) -> MpiResult<()> {
+    let (mut kind, err) = match part {
+        Ok(k) => (k, None),
+        Err((e, bytes)) => (Box::new(Blank(bytes)) as Box<dyn NbKind>, Some(e)),
+    };
+    if kind.data() {
+        f.wait_free()?;
+    }
+    let bytes = kind.write(f);
+    f.publish(bytes);
+    f.wait_for(kind.from(f))?;
+    kind.read(f)?;
+    err.map_or(Ok(()), Err)
+}
+
+/// A nonblocking collective in shared memory, if `comm` has a segment (a
+/// nonblocking call never makes one: that is a blocking step) and `prep`
+/// (arguments alike on every rank) takes the call. `part` checks this
+/// rank's own arguments; if they (or the request pointer) are bad, the
+/// operation still does a blank part in the background and the call fails.
+fn flat_nb<T>(
+    comm: MPI_Comm,
+    req: *mut MPI_Request,
+    prep: impl FnOnce(&mut State, usize) -> Option<(T, usize)>,
+    part: impl FnOnce(&mut State, &Flat, T) -> Part,
+) -> Option<MpiResult<()>> {
+    let r = rt::with(|st| {
+        let size = st.comms.get(comm)?.size() as usize;
+        let Some((t, bytes)) = prep(st, size) else { return Ok(None) };
+        let Lookup::Ready(f) = flat::lookup(st, comm, bytes)? else { return Ok(None) };
+        // From here on this rank takes part in operation f.
+        let (kind, mut err) = match part(st, &f, t) {
+            Ok(k) => (k, None),
+            Err((e, bytes)) => (Box::new(Blank(bytes)) as Box<dyn NbKind>, Some(e)),
+        };
+        if req.is_null() {
+            err.get_or_insert(MpiError::new(MPI_ERR_ARG, "request is a NULL pointer"));
+        }
+        let h = crate::coll::start_flat(st, comm, NbOp::new(f, kind), err.is_none());
+        Ok(Some(match (err, h) {
+            (Some(e), _) => Err(e),
+            // SAFETY: checked non-NULL above; the caller's request.
+            (None, Some(h)) => unsafe { put(req, h, "request") },
+            (None, None) => Ok(()),
+        }))
+    });
+    r.ok().flatten()
+}
+
+struct BarrierPart;
+
+impl NbKind for BarrierPart {
+    fn data(&self) -> bool {
+        false
+    }
+    unsafe fn write(&mut self, _: &Flat) -> Option<usize> {
+        None
+    }
+    fn from(&self, f: &Flat) -> Range<usize> {
+        0..f.size
+    }
+    unsafe fn read(&mut self, _: &Flat) -> MpiResult<()> {
+        Ok(())
+    }
+}
+
+fn flat_barrier(call: Call, comm: MPI_Comm) -> Option<MpiResult<()>> {
+    let prep = |_: &mut State, _| Some(((), 0));
+    match call {
+        Call::Nb(req) => flat_nb(comm, req, prep, |_, _, ()| Ok(Box::new(BarrierPart))),
+        // SAFETY: the part touches no user memory.
+        _ => flat_run(flat_begin(comm, prep), |f, ()| unsafe { flat_go(f, Ok(Box::new(BarrierPart))) }),
+    }
+}
+
+/// A broadcast: the root writes, the others read its buffer.
+struct BcastPart {
+    root: usize,
+    is_root: bool,
+    buf: *mut u8,
+    n: usize,
+    dt: Arc<Dtype>,
+}
+
+// SAFETY: the user buffer is lent for the operation, which runs under the
+// runtime lock or in the calling thread.
+unsafe impl Send for BcastPart {}
+
+impl NbKind for BcastPart {
+    fn data(&self) -> bool {
+        self.is_root
+    }
+    unsafe fn write(&mut self, f: &Flat) -> Option<usize> {
+        let bytes = self.dt.packed_size(self.n);
+        if !self.is_root {
+            return None;
+        }
+        self.dt.pack(self.buf, self.n, std::slice::from_raw_parts_mut(f.buf(self.root), bytes));
+        Some(bytes)
+    }
+    fn from(&self, _: &Flat) -> Range<usize> {
+        if self.is_root {
+            0..0
+        } else {
+            self.root..self.root + 1
+        }
+    }
+    unsafe fn read(&mut self, f: &Flat) -> MpiResult<()> {
+        if !self.is_root {
+            let bytes = self.dt.packed_size(self.n);
+            f.check_len(self.root..self.root + 1, bytes)?;
+            self.dt.unpack(std::slice::from_raw_parts(f.buf(self.root), bytes), self.buf);
+        }
+        Ok(())
+    }
+}
+
+unsafe fn flat_bcast(call: Call, buffer: *mut c_void, count: i64, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> Option<MpiResult<()>> {
     // Arguments every rank has alike decide; errors go the message way.
     let prep = |st: &mut State, size: usize| {
         let (n, dt) = (check_count(count).ok()?, st.types.get(datatype).ok()?);
@@ -268,25 +408,16 @@ unsafe fn flat_bcast(buffer: *mut c_void, count: i64, datatype: MPI_Datatype, ro
         let bytes = dt.packed_size(n);
         Some(((n, dt, root), bytes))
     };
-    flat_run(flat_begin(comm, prep), |f, (n, dt, root)| {
+    let part = |f: &Flat, (n, dt, root): (usize, Arc<Dtype>, usize)| -> Part {
+        let is_root = f.rank == root;
         let bytes = dt.packed_size(n);
-        let bad = check_buf(buffer, n, &dt, "buffer").err();
-        if f.rank == root {
-            f.wait_free()?;
-            if bad.is_none() {
-                dt.pack(buffer as *const u8, n, std::slice::from_raw_parts_mut(f.buf(root), bytes));
-            }
-            f.publish(Some(bytes));
-        } else {
-            f.publish(None);
-            f.wait_for(root..root + 1)?;
-            f.check_len(root..root + 1, bytes)?;
-            if bad.is_none() {
-                dt.unpack(std::slice::from_raw_parts(f.buf(root), bytes), buffer as *mut u8);
-            }
-        }
-        bad.map_or(Ok(()), Err)
-    })
+        check_buf(buffer, n, &dt, "buffer").map_err(|e| (e, is_root.then_some(bytes)))?;
+        Ok(Box::new(BcastPart { root, is_root, buf: buffer as *mut u8, n, dt }))
+    };
+    match call {
+        Call::Nb(req) => flat_nb(comm, req, prep, |_, f, t| part(f, t)),
+        _ => flat_run(flat_begin(comm, prep), |f, t| flat_go(f, part(f, t))),
+    }
 }
 
 /// Who gets the result of a reduction in shared memory.
@@ -301,9 +432,60 @@ enum Target {
     Prefix(bool),
 }
 
-/// Reduce, Allreduce, Scan or Exscan in shared memory: every rank writes
-/// its data, the readers combine the slots they need in rank order.
-unsafe fn flat_reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: MPI_Datatype, op: MPI_Op, target: Target, comm: MPI_Comm) -> Option<MpiResult<()>> {
+/// A reduction: every rank writes its data, the readers combine the slots
+/// of `from` in rank order.
+struct ReducePart {
+    from: Range<usize>,
+    input: *const u8,
+    recvbuf: *mut u8,
+    n: usize,
+    dt: Arc<Dtype>,
+    red: Reducer,
+}
+
+// SAFETY: as for `BcastPart`.
+unsafe impl Send for ReducePart {}
+
+impl NbKind for ReducePart {
+    fn data(&self) -> bool {
+        true
+    }
+    unsafe fn write(&mut self, f: &Flat) -> Option<usize> {
+        let bytes = self.dt.packed_size(self.n);
+        self.dt.pack(self.input, self.n, std::slice::from_raw_parts_mut(f.buf(f.rank), bytes));
+        Some(bytes)
+    }
+    fn from(&self, _: &Flat) -> Range<usize> {
+        self.from.clone()
+    }
+    unsafe fn read(&mut self, f: &Flat) -> MpiResult<()> {
+        if self.from.is_empty() {
+            return Ok(());
+        }
+        let (bytes, dt) = (self.dt.packed_size(self.n), &self.dt);
+        f.check_len(self.from.clone(), bytes)?;
+        // In rank order (in a blocking call outside the lock: a user
+        // function may call MPI).
+        let mut tmp = Vec::new();
+        let out: P = if dt.contig {
+            self.recvbuf
+        } else {
+            tmp.resize(bytes, 0u8);
+            tmp.as_mut_ptr()
+        };
+        std::ptr::copy_nonoverlapping(f.buf(self.from.start), out, bytes);
+        for r in self.from.clone().skip(1) {
+            self.red.apply(f.buf(r), out, bytes, true)?;
+        }
+        if !dt.contig {
+            dt.unpack(&tmp, self.recvbuf);
+        }
+        Ok(())
+    }
+}
+
+/// Reduce, Allreduce, Scan or Exscan in shared memory.
+unsafe fn flat_reduce(call: Call, sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: MPI_Datatype, op: MPI_Op, target: Target, comm: MPI_Comm) -> Option<MpiResult<()>> {
     let prep = |st: &mut State, size: usize| {
         let n = check_count(count).ok()?;
         let dt = st.types.get(datatype).ok()?;
@@ -315,7 +497,7 @@ unsafe fn flat_reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, 
         let bytes = dt.packed_size(n);
         (bytes > 0).then_some(((n, dt, red, root), bytes))
     };
-    flat_run(flat_begin(comm, prep), |f, (n, dt, red, root)| {
+    let part = |f: &Flat, (n, dt, red, root): (usize, Arc<Dtype>, Reducer, Option<usize>)| -> Part {
         let bytes = dt.packed_size(n);
         // The slots this rank combines.
         let from = match target {
@@ -327,7 +509,7 @@ unsafe fn flat_reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, 
         let reads = !from.is_empty();
         let inp = in_place(sendbuf);
         let input = if inp { recvbuf as *const c_void } else { sendbuf };
-        let bad = (|| {
+        (|| {
             if inp && matches!(target, Target::Root(_)) && !reads {
                 bail!(MPI_ERR_BUFFER, "MPI_IN_PLACE is only allowed at the root");
             }
@@ -340,38 +522,13 @@ unsafe fn flat_reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, 
             }
             Ok(())
         })()
-        .err();
-        f.wait_free()?;
-        if bad.is_none() {
-            dt.pack(input as *const u8, n, std::slice::from_raw_parts_mut(f.buf(f.rank), bytes));
-        }
-        f.publish(Some(bytes));
-        if !reads {
-            return bad.map_or(Ok(()), Err);
-        }
-        f.wait_for(from.clone())?;
-        if let Some(e) = bad {
-            return Err(e);
-        }
-        f.check_len(from.clone(), bytes)?;
-        // Combine in rank order (outside the lock: a user function may
-        // call MPI).
-        let mut tmp = Vec::new();
-        let out: P = if dt.contig {
-            recvbuf as P
-        } else {
-            tmp.resize(bytes, 0u8);
-            tmp.as_mut_ptr()
-        };
-        std::ptr::copy_nonoverlapping(f.buf(0), out, bytes);
-        for r in from.skip(1) {
-            red.apply(f.buf(r), out, bytes, true)?;
-        }
-        if !dt.contig {
-            dt.unpack(&tmp, recvbuf as *mut u8);
-        }
-        Ok(())
-    })
+        .map_err(|e| (e, Some(bytes)))?;
+        Ok(Box::new(ReducePart { from, input: input as *const u8, recvbuf: recvbuf as *mut u8, n, dt, red }))
+    };
+    match call {
+        Call::Nb(req) => flat_nb(comm, req, prep, |_, f, t| part(f, t)),
+        _ => flat_run(flat_begin(comm, prep), |f, t| flat_go(f, part(f, t))),
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -581,8 +738,14 @@ fn blocking(call: Call) -> bool {
     matches!(call, Call::Block)
 }
 
+/// Blocking and nonblocking calls may (for the collectives that have a
+/// nonblocking shared-memory form); persistent ones use messages.
+fn flat_ok(call: Call) -> bool {
+    matches!(call, Call::Block | Call::Nb(_))
+}
+
 pub(crate) fn barrier(call: Call, comm: MPI_Comm) -> MpiResult<()> {
-    if let Some(r) = blocking(call).then(|| flat_barrier(comm)).flatten() {
+    if let Some(r) = flat_ok(call).then(|| flat_barrier(call, comm)).flatten() {
         return r;
     }
     run(comm, call, |st, s| {
@@ -596,7 +759,7 @@ pub(crate) fn barrier(call: Call, comm: MPI_Comm) -> MpiResult<()> {
 }
 
 pub(crate) unsafe fn bcast(call: Call, buffer: *mut c_void, count: i64, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> MpiResult<()> {
-    if let Some(r) = blocking(call).then(|| flat_bcast(buffer, count, datatype, root, comm)).flatten() {
+    if let Some(r) = flat_ok(call).then(|| flat_bcast(call, buffer, count, datatype, root, comm)).flatten() {
         return r;
     }
     run(comm, call, |st, s| {
@@ -1053,7 +1216,7 @@ pub(crate) unsafe fn reduce(
     root: c_int,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
-    if let Some(r) = blocking(call).then(|| flat_reduce(sendbuf, recvbuf, count, datatype, op, Target::Root(root), comm)).flatten() {
+    if let Some(r) = flat_ok(call).then(|| flat_reduce(call, sendbuf, recvbuf, count, datatype, op, Target::Root(root), comm)).flatten() {
         return r;
     }
     run(comm, call, |st, s| {
@@ -1076,7 +1239,7 @@ pub(crate) unsafe fn allreduce(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
-    if let Some(r) = blocking(call).then(|| flat_reduce(sendbuf, recvbuf, count, datatype, op, Target::All, comm)).flatten() {
+    if let Some(r) = flat_ok(call).then(|| flat_reduce(call, sendbuf, recvbuf, count, datatype, op, Target::All, comm)).flatten() {
         return r;
     }
     run(comm, call, |st, s| {
@@ -1099,7 +1262,7 @@ pub(crate) unsafe fn scan(
     comm: MPI_Comm,
     exclusive: bool,
 ) -> MpiResult<()> {
-    if let Some(r) = blocking(call).then(|| flat_reduce(sendbuf, recvbuf, count, datatype, op, Target::Prefix(exclusive), comm)).flatten() {
+    if let Some(r) = flat_ok(call).then(|| flat_reduce(call, sendbuf, recvbuf, count, datatype, op, Target::Prefix(exclusive), comm)).flatten() {
         return r;
     }
     run(comm, call, |st, s| {

@@ -14,11 +14,18 @@
 //! rank, so the results are identical everywhere and right for
 //! non-commutative operations.
 //!
-//! The segment of a communicator is made at its first eligible call (a
-//! collective step itself: rank 0 creates it, the others map it, all agree
-//! it worked, rank 0 unlinks its name). Nonblocking collectives use
-//! messages. `MPICORE_COLL_SHM_MAX` (bytes per rank, default 8 KiB, at most
-//! that) sets the largest message done this way; 0 turns this off.
+//! Nonblocking calls ([`NbOp`]) take their operation number when they
+//! start and then advance with the library's progress: each rank publishes
+//! its operations in order (a later blocking call waits for earlier
+//! nonblocking ones to publish), and publishes operation `j` only once its
+//! own operations up to `j - WINDOW` have finished reading, so a rank that
+//! published `k - NBUF + WINDOW` is done with buffer `k % NBUF`.
+//!
+//! The segment of a communicator is made at its first eligible blocking
+//! call (a collective step itself: rank 0 creates it, the others map it,
+//! all agree it worked, rank 0 unlinks its name); nonblocking calls before
+//! that use messages. `MPICORE_COLL_SHM_MAX` (bytes per rank, default 8 KiB,
+//! at most that) sets the largest message done this way; 0 turns this off.
 
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -36,6 +43,9 @@ use crate::rt::{self, State};
 pub const SLOT: usize = 8 << 10;
 /// Data buffers per rank, used in turn.
 const NBUF: u64 = 32;
+/// A rank publishes operation `j` only when its own operations up to
+/// `j - WINDOW` have finished (nonblocking ones may be outstanding).
+const WINDOW: u64 = 8;
 /// Bytes of a slot's header: the sequence word and a length word per
 /// buffer, rounded up to whole cache lines.
 const HDR: usize = (8 + 8 * NBUF as usize).div_ceil(64) * 64;
@@ -60,6 +70,29 @@ pub struct Seg {
     wake: Arc<Vec<CtlPtr>>,
     /// The lowest sequence word of all ranks seen so far.
     seen: Arc<AtomicU64>,
+    /// This rank's unfinished nonblocking operations.
+    gate: Arc<Gate>,
+}
+
+/// The numbers of a rank's unfinished nonblocking operations on a segment.
+#[derive(Default)]
+pub struct Gate {
+    open: std::sync::Mutex<Vec<u64>>,
+    /// The lowest of them (u64::MAX: none), read without the lock.
+    low: AtomicU64,
+}
+
+impl Gate {
+    fn set(&self, f: impl FnOnce(&mut Vec<u64>)) {
+        let mut v = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut v);
+        self.low.store(v.iter().copied().min().unwrap_or(u64::MAX), Ordering::Release);
+    }
+
+    /// Whether operation `k` may be published.
+    fn allows(&self, k: u64) -> bool {
+        self.low.load(Ordering::Acquire).saturating_add(WINDOW) > k
+    }
 }
 
 // SAFETY: the mapping is used only under the runtime lock or by the thread
@@ -98,6 +131,7 @@ pub struct Flat {
     oversub: bool,
     /// The segment's lowest sequence word seen (see [`Flat::wait_free`]).
     seen: Arc<AtomicU64>,
+    gate: Arc<Gate>,
 }
 
 impl Flat {
@@ -152,19 +186,54 @@ impl Flat {
         rt::wait_until(|_| ready())
     }
 
-    /// Waits until every rank has finished operation `k - NBUF`, so this
-    /// rank may overwrite its buffer. What was seen of the others is kept,
-    /// so a rank running ahead (a root of many broadcasts) reads the
-    /// others' words once in many operations, not at each.
-    pub fn wait_free(&self) -> MpiResult<()> {
-        let need = (self.k + 1).saturating_sub(NBUF - 1);
+    /// The sequence word every rank must have reached before this rank
+    /// overwrites its buffer: each has published operation
+    /// `k - NBUF + WINDOW`, so it has finished operation `k - NBUF`.
+    fn free_seq(&self) -> u64 {
+        (self.k + 1).saturating_sub(NBUF - WINDOW)
+    }
+
+    /// Whether this rank may overwrite its buffer now. What was seen of the
+    /// others is kept, so a rank running ahead (a root of many broadcasts)
+    /// reads the others' words once in many operations, not at each.
+    fn free_now(&self) -> bool {
+        let need = self.free_seq();
         if self.seen.load(Ordering::Relaxed) >= need {
-            return Ok(());
+            return true;
         }
-        self.wait(0..self.size, need)?;
         let min = (0..self.size).map(|r| self.seq(r).load(Ordering::Acquire)).min().unwrap_or(need);
         self.seen.fetch_max(min, Ordering::Relaxed);
+        min >= need
+    }
+
+    /// Waits until this rank may overwrite its buffer.
+    pub fn wait_free(&self) -> MpiResult<()> {
+        if self.free_now() {
+            return Ok(());
+        }
+        self.wait(0..self.size, self.free_seq())?;
+        self.free_now();
         Ok(())
+    }
+
+    /// Whether this rank may publish this operation: it has published the
+    /// ones before, and finished those up to `k - WINDOW`.
+    fn turn(&self) -> bool {
+        self.seq(self.rank).load(Ordering::Relaxed) == self.k && self.gate.allows(self.k)
+    }
+
+    /// Waits (driving the nonblocking operations before it) until this
+    /// rank may publish this operation.
+    pub fn wait_turn(&self) -> MpiResult<()> {
+        if self.turn() {
+            return Ok(());
+        }
+        rt::wait_until(|_| self.turn())
+    }
+
+    /// Whether ranks `ranks` have published this operation.
+    fn published(&self, ranks: std::ops::Range<usize>) -> bool {
+        ranks.into_iter().all(|r| self.seq(r).load(Ordering::Acquire) > self.k)
     }
 
     /// Offset of the length word of rank `r`'s buffer of this operation
@@ -216,6 +285,73 @@ impl Flat {
     }
 }
 
+/// This rank's part of one kind of nonblocking operation in shared memory.
+pub trait NbKind: Send {
+    /// Whether [`NbKind::write`] publishes data (then the buffer must be
+    /// free first).
+    fn data(&self) -> bool;
+    /// Writes this rank's data into its buffer; the bytes to publish, or
+    /// None: only the arrival.
+    ///
+    /// # Safety
+    /// The user buffers given when the operation started are still lent.
+    unsafe fn write(&mut self, f: &Flat) -> Option<usize>;
+    /// The ranks whose data this rank reads.
+    fn from(&self, f: &Flat) -> std::ops::Range<usize>;
+    /// Reads, once every rank of [`NbKind::from`] has published.
+    ///
+    /// # Safety
+    /// As for `write`.
+    unsafe fn read(&mut self, f: &Flat) -> MpiResult<()>;
+}
+
+/// A nonblocking operation in shared memory, advanced by progress.
+pub struct NbOp {
+    f: Flat,
+    kind: Box<dyn NbKind>,
+    published: bool,
+    res: MpiResult<()>,
+}
+
+// SAFETY: the segment pointers are shared memory valid while the
+// communicator lives (the operation completes before it may be freed);
+// used under the runtime lock only.
+unsafe impl Send for NbOp {}
+
+impl NbOp {
+    /// Operation `f` of this rank, doing `kind`.
+    pub fn new(f: Flat, kind: Box<dyn NbKind>) -> NbOp {
+        f.gate.set(|v| v.push(f.k));
+        NbOp { f, kind, published: false, res: Ok(()) }
+    }
+
+    /// Does what can be done now; true when complete.
+    pub fn advance(&mut self) -> bool {
+        if !self.published {
+            if !self.f.turn() || (self.kind.data() && !self.f.free_now()) {
+                return false;
+            }
+            // SAFETY: the operation's buffers are lent until it completes.
+            let bytes = unsafe { self.kind.write(&self.f) };
+            self.f.publish(bytes);
+            self.published = true;
+        }
+        if !self.f.published(self.kind.from(&self.f)) {
+            return false;
+        }
+        // SAFETY: as above.
+        self.res = unsafe { self.kind.read(&self.f) };
+        let k = self.f.k;
+        self.f.gate.set(|v| v.retain(|&x| x != k));
+        true
+    }
+
+    /// The outcome, once complete.
+    pub fn result(&self) -> MpiResult<()> {
+        self.res.clone()
+    }
+}
+
 /// What [`lookup`] found for a communicator.
 pub enum Lookup {
     /// The next operation on its segment.
@@ -247,7 +383,7 @@ pub fn lookup(st: &mut State, comm: MPI_Comm, bytes: usize) -> MpiResult<Lookup>
         Some(Some(seg)) => {
             let k = seg.next;
             seg.next += 1;
-            Lookup::Ready(Flat { base: seg.base, k, rank, size, wake: seg.wake.clone(), oversub: st.oversubscribed, seen: seg.seen.clone() })
+            Lookup::Ready(Flat { base: seg.base, k, rank, size, wake: seg.wake.clone(), oversub: st.oversubscribed, seen: seg.seen.clone(), gate: seg.gate.clone() })
         }
         Some(None) => Lookup::No,
         None => {
@@ -287,7 +423,7 @@ pub fn install(st: &mut State, comm: MPI_Comm, ctx: u32, map: Option<(*mut u8, u
         Err(_) => Vec::new(),
     };
     let wake = Arc::new(wake);
-    let seg = map.map(|(base, len)| Seg { base, len, next: 0, wake, seen: Arc::new(AtomicU64::new(0)) });
+    let seg = map.map(|(base, len)| Seg { base, len, next: 0, wake, seen: Arc::new(AtomicU64::new(0)), gate: Arc::new(Gate { open: Default::default(), low: AtomicU64::new(u64::MAX) }) });
     st.coll.flat.insert(ctx, Entry { comm, seg: if all_ok { seg } else { None } });
 }
 

@@ -40,10 +40,13 @@ pub type SharedSched = Arc<Mutex<Sched>>;
 enum Running {
     Owned(Box<Sched>),
     Shared(SharedSched),
+    Flat(Box<flat::NbOp>),
 }
 
 struct Active {
-    req: u32,
+    /// The request (None: an operation whose call failed on this rank,
+    /// which still does its part so the other ranks are not stuck).
+    req: Option<u32>,
     id: u64,
     sched: Running,
 }
@@ -104,10 +107,14 @@ pub(crate) fn progress(st: &mut State) -> bool {
     active.retain_mut(|a| {
         // A request freed and reused meanwhile cannot happen (a freed active
         // request is released only by `finish` below), but be safe.
-        if st.reqs.try_get(a.req).is_none() || st.reqs.proto_id(a.req) != a.id {
+        if a.req.is_some_and(|r| st.reqs.try_get(r).is_none() || st.reqs.proto_id(r) != a.id) {
             return false;
         }
         let (done, res) = match &mut a.sched {
+            Running::Flat(op) => {
+                let d = op.advance();
+                (d, op.result())
+            }
             Running::Owned(s) => {
                 let d = s.advance(st);
                 (d, s.result())
@@ -119,7 +126,9 @@ pub(crate) fn progress(st: &mut State) -> bool {
             }
         };
         if done {
-            complete(st, a.req, res);
+            if let Some(r) = a.req {
+                complete(st, r, res);
+            }
             did = true;
         }
         !done
@@ -145,10 +154,27 @@ pub(crate) fn start_nonblocking(st: &mut State, mut s: Sched) -> MPI_Request {
         complete(st, i, s.result());
     } else {
         let id = st.reqs.proto_id(i);
-        st.coll.active.push(Active { req: i, id, sched: Running::Owned(Box::new(s)) });
+        st.coll.active.push(Active { req: Some(i), id, sched: Running::Owned(Box::new(s)) });
         kick(st);
     }
     crate::rt::p2p::ReqTable::handle(i)
+}
+
+/// Starts a nonblocking collective in shared memory: a request completing
+/// with `op` (None: the call failed on this rank; the operation still does
+/// this rank's part, without a request).
+pub(crate) fn start_flat(st: &mut State, comm: MPI_Comm, mut op: flat::NbOp, with_request: bool) -> Option<MPI_Request> {
+    let req = with_request.then(|| st.reqs.alloc(crate::rt::p2p::Request::new(crate::rt::p2p::Kind::Coll, comm)));
+    if op.advance() {
+        if let Some(i) = req {
+            complete(st, i, op.result());
+        }
+    } else {
+        let id = req.map_or(0, |i| st.reqs.proto_id(i));
+        st.coll.active.push(Active { req, id, sched: Running::Flat(Box::new(op)) });
+        kick(st);
+    }
+    req.map(crate::rt::p2p::ReqTable::handle)
 }
 
 /// A persistent collective request (inactive) around schedule `s`.
@@ -174,7 +200,7 @@ pub(crate) fn start_persistent(st: &mut State, i: u32, s: SharedSched) -> MpiRes
         complete(st, i, res);
     } else {
         let id = st.reqs.proto_id(i);
-        st.coll.active.push(Active { req: i, id, sched: Running::Shared(s) });
+        st.coll.active.push(Active { req: Some(i), id, sched: Running::Shared(s) });
         kick(st);
     }
     Ok(())

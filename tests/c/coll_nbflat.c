@@ -1,0 +1,120 @@
+/* Small nonblocking collectives (done in shared memory once a communicator
+ * has a segment): 120 outstanding at once on one communicator, mixed with
+ * blocking ones, completed in reverse order; a root that starts 40
+ * broadcasts before the others have started any (they wait for a message it
+ * sends afterwards: must not deadlock); a call that fails on every rank
+ * (NULL request) or on one rank only (bad buffer) keeps the ranks in step
+ * for the next collectives. Every value is checked. */
+#include "check.h"
+
+#define N 120
+#define AHEAD 40
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm c;
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    int tri = size * (size - 1) / 2, one = 1, all = 0;
+    /* A blocking call first makes the communicator's segment. */
+    CHECK_RC(MPI_Allreduce(&one, &all, 1, MPI_INT, MPI_SUM, c));
+    CHECK(all == size, "allreduce: %d", all);
+
+    /* ---- many outstanding, mixed kinds, blocking ones in between -------- */
+    static MPI_Request q[N];
+    static int in[N], out[N][3];
+    for (int k = 0; k < N; k++) {
+        in[k] = rank + k;
+        out[k][0] = out[k][1] = out[k][2] = -1;
+        int root = k % size;
+        switch (k % 6) {
+        case 0: CHECK_RC(MPI_Ibarrier(c, &q[k])); break;
+        case 1:
+            if (rank == root) out[k][0] = k, out[k][1] = 2 * k, out[k][2] = 3 * k;
+            CHECK_RC(MPI_Ibcast(out[k], 3, MPI_INT, root, c, &q[k]));
+            break;
+        case 2: CHECK_RC(MPI_Iallreduce(&in[k], out[k], 1, MPI_INT, MPI_SUM, c, &q[k])); break;
+        case 3: CHECK_RC(MPI_Ireduce(&in[k], out[k], 1, MPI_INT, MPI_MAX, root, c, &q[k])); break;
+        case 4: CHECK_RC(MPI_Iscan(&in[k], out[k], 1, MPI_INT, MPI_SUM, c, &q[k])); break;
+        case 5: CHECK_RC(MPI_Iexscan(&in[k], out[k], 1, MPI_INT, MPI_SUM, c, &q[k])); break;
+        }
+        if (k % 10 == 9) {
+            int b = rank == k % size ? 1000 + k : -1, s = -1;
+            CHECK_RC(MPI_Bcast(&b, 1, MPI_INT, k % size, c));
+            CHECK(b == 1000 + k, "blocking bcast after %d: %d", k, b);
+            CHECK_RC(MPI_Allreduce(&in[k], &s, 1, MPI_INT, MPI_SUM, c));
+            CHECK(s == tri + size * k, "blocking allreduce after %d: %d", k, s);
+        }
+    }
+    for (int k = N - 1; k >= 0; k--) CHECK_RC(MPI_Wait(&q[k], MPI_STATUS_IGNORE));
+    for (int k = 0; k < N; k++) {
+        int root = k % size, got = out[k][0];
+        switch (k % 6) {
+        case 1:
+            CHECK(got == k && out[k][1] == 2 * k && out[k][2] == 3 * k, "ibcast %d: %d %d %d", k, got, out[k][1], out[k][2]);
+            break;
+        case 2: CHECK(got == tri + size * k, "iallreduce %d: %d", k, got); break;
+        case 3:
+            if (rank == root) CHECK(got == size - 1 + k, "ireduce %d: %d", k, got);
+            else CHECK(got == -1, "ireduce %d wrote a non-root: %d", k, got);
+            break;
+        case 4: CHECK(got == rank * (rank + 1) / 2 + (rank + 1) * k, "iscan %d: %d", k, got); break;
+        case 5:
+            if (rank > 0) CHECK(got == rank * (rank - 1) / 2 + rank * k, "iexscan %d: %d", k, got);
+            else CHECK(got == -1, "iexscan %d wrote rank 0: %d", k, got);
+            break;
+        }
+    }
+
+    /* ---- a root far ahead of the others ------------------------------------ */
+    static int v[AHEAD];
+    MPI_Request aq[AHEAD];
+    if (rank == 0) {
+        for (int k = 0; k < AHEAD; k++) {
+            v[k] = 500 + k;
+            CHECK_RC(MPI_Ibcast(&v[k], 1, MPI_INT, 0, c, &aq[k]));
+        }
+        for (int r = 1; r < size; r++) CHECK_RC(MPI_Send(&one, 1, MPI_INT, r, 3, MPI_COMM_WORLD));
+    } else {
+        int x;
+        CHECK_RC(MPI_Recv(&x, 1, MPI_INT, 0, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        for (int k = 0; k < AHEAD; k++) {
+            v[k] = -1;
+            CHECK_RC(MPI_Ibcast(&v[k], 1, MPI_INT, 0, c, &aq[k]));
+        }
+    }
+    CHECK_RC(MPI_Waitall(AHEAD, aq, MPI_STATUSES_IGNORE));
+    for (int k = 0; k < AHEAD; k++) CHECK(v[k] == 500 + k, "ibcast ahead %d: %d", k, v[k]);
+
+    /* ---- failing calls keep the ranks in step --------------------------------- */
+    int rc = MPI_Iallreduce(&one, &all, 1, MPI_INT, MPI_SUM, c, NULL);
+    CHECK(error_class(rc) == MPI_ERR_ARG, "NULL request: class %d", error_class(rc));
+    int bc[2] = {rank == 0 ? 41 : -1, rank == 0 ? 42 : -1};
+    MPI_Request r1 = MPI_REQUEST_NULL;
+    rc = MPI_Ibcast(size > 1 && rank == 1 ? NULL : bc, 2, MPI_INT, 0, c, &r1);
+    if (size > 1 && rank == 1) {
+        CHECK(error_class(rc) == MPI_ERR_BUFFER, "NULL buffer: class %d", error_class(rc));
+    } else {
+        CHECK_RC(rc);
+        CHECK_RC(MPI_Wait(&r1, MPI_STATUS_IGNORE));
+        CHECK(bc[0] == 41 && bc[1] == 42, "ibcast beside a failed rank: %d %d", bc[0], bc[1]);
+    }
+    for (int k = 0; k < 3; k++) {
+        int s = -1;
+        MPI_Request r2;
+        CHECK_RC(MPI_Iallreduce(&rank, &s, 1, MPI_INT, MPI_SUM, c, &r2));
+        CHECK_RC(MPI_Wait(&r2, MPI_STATUS_IGNORE));
+        CHECK(s == tri, "iallreduce after failed calls: %d", s);
+        CHECK_RC(MPI_Allreduce(&one, &s, 1, MPI_INT, MPI_SUM, c));
+        CHECK(s == size, "allreduce after failed calls: %d", s);
+    }
+
+    MPI_Comm_free(&c);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) printf("coll_nbflat OK on %d ranks\n", size);
+    MPI_Finalize();
+    return 0;
+}
