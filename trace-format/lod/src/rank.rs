@@ -130,6 +130,12 @@ impl RankLod {
     pub fn size_bytes(&self) -> usize {
         self.store.bytes().len()
     }
+    /// Lets the kernel read ahead in the mapped cache file as usual.
+    pub fn advise_normal(&self) {
+        if let Store::Mmap(m) = &self.store {
+            let _ = m.advise(memmap2::Advice::Normal);
+        }
+    }
     /// Whether the data is a memory-mapped cache file.
     pub fn is_mapped(&self) -> bool {
         matches!(self.store, Store::Mmap(_))
