@@ -94,8 +94,9 @@ def main():
                 buf[s] = b[6 + ln:]
                 r, cmd = conns[s], f.get("cmd")
                 if cmd == "fullinit":
-                    if int(f.get("pmirank", -1)) != r:
-                        fail("rank %d sent pmirank=%s" % (r, f.get("pmirank")))
+                    # Slurm answers rc=3 without pmijobid, pmirank or threaded.
+                    if int(f.get("pmirank", -1)) != r or f.get("pmijobid") != jobid or "threaded" not in f:
+                        fail("rank %d: bad fullinit %r" % (r, f))
                     s.sendall(msg("fullinit-response", **{"pmi-version": 2, "pmi-subversion": 0, "rank": r, "size": n, "appnum": 0, "spawner-jobid": "", "debugged": "FALSE", "pmiverbose": "FALSE", "rc": 0}))
                 elif cmd == "job-getid":
                     s.sendall(msg("job-getid-response", jobid=jobid, rc=0))
@@ -120,6 +121,8 @@ def main():
                         fenced = []
                 elif cmd == "finalize":
                     s.sendall(msg("finalize-response", rc=0))
+                elif cmd == "abort" and f.get("isworld") != "TRUE":
+                    fail("rank %d: abort without isworld=TRUE (Slurm ignores it): %r" % (r, f))
                 elif cmd == "abort":
                     sys.stderr.write("fake-srun: rank %d aborted: %s\n" % (r, f.get("msg", "")))
                     for p in procs:

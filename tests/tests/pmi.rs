@@ -11,8 +11,12 @@ use system_tests::{compile, root, run, run_command, Compiler, Launcher};
 const T: Duration = Duration::from_secs(90);
 
 fn srun(n: usize, exe: &std::path::Path, env: &[(&str, &str)]) -> system_tests::Run {
+    srun_args(n, exe, &[], env)
+}
+
+fn srun_args(n: usize, exe: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> system_tests::Run {
     let mut cmd = Command::new("python3");
-    cmd.arg(root().join("tests/slurm/fake-srun.py")).arg("--mpi=pmi2").arg("-n").arg(n.to_string()).arg(exe);
+    cmd.arg(root().join("tests/slurm/fake-srun.py")).arg("--mpi=pmi2").arg("-n").arg(n.to_string()).arg(exe).args(args);
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -39,6 +43,16 @@ fn slurm_pmi2_abort_ends_the_job_with_its_code() {
     let r = srun(3, &exe, &[]);
     assert_eq!(r.code, Some(7), "the job ends with the abort code: {r}");
     assert!(r.stderr.contains("aborted"), "the launcher saw the PMI-2 abort: {r}");
+}
+
+#[test]
+fn a_rank_dying_without_finalize_is_noticed_by_its_host_neighbours() {
+    // The fake srun, like Slurm without -K, lets the other ranks wait; they
+    // must see that rank 1 is gone and end the job.
+    let exe = compile("die", Compiler::Ours);
+    let r = srun_args(3, &exe, &["1"], &[]);
+    assert_eq!(r.code, Some(1), "{r}");
+    assert!(r.stderr.contains("rank 1 (pid ") && r.stderr.contains("ended without calling MPI_Finalize"), "{r}");
 }
 
 #[test]

@@ -193,6 +193,20 @@ fn srun_kill_on_bad_exit_ends_the_job_when_a_rank_dies() {
 }
 
 #[test]
+fn a_rank_dying_without_finalize_ends_the_job_without_kill_on_bad_exit() {
+    // Without -K Slurm lets the other ranks run on; the ranks of the dead
+    // one's host notice that it ended without MPI_Finalize and abort the job.
+    let exe = program("die", Compiler::Ours);
+    let mut cmd = srun_command(3, &[], &[]);
+    cmd.arg(exe).arg("1");
+    let r = run_command(cmd, T);
+    assert!(r.code.is_some(), "the job did not end within {T:?}: {r}");
+    assert_ne!(r.code, Some(0), "{r}");
+    assert!(r.elapsed < Duration::from_secs(30), "the job took {:.1}s to end: {r}", r.elapsed.as_secs_f64());
+    assert!(r.stderr.contains("rank 1 (pid ") && r.stderr.contains("ended without calling MPI_Finalize"), "{r}");
+}
+
+#[test]
 fn srun_pmi2_plugin_also_serves_the_pmi1_client() {
     // Slurm's mpi/pmi2 plugin also answers PMI-1 on the same socket: the
     // client forced to PMI-1 runs too (jobs, key-value rounds over TCP, abort).

@@ -247,6 +247,7 @@ impl Backoff {
         // finalize clears MY_CTL (and finalize cannot run while we wait, as
         // waiting is part of an MPI call).
         let ctl = unsafe { &*ctl };
+        check_local_peers();
         if let Some(wake) = WAKE.get() {
             // TCP peers too: sleep in poll() on the sockets and the wake socket.
             sleep_polling(ctl, wake, ready);
@@ -261,6 +262,27 @@ impl Backoff {
                 None => true,
             }
         });
+    }
+}
+
+/// Ends the job when a rank of this host died without `MPI_Finalize`: a
+/// waiting rank would otherwise wait for it forever under launchers that
+/// let the other ranks run on (Slurm without `-K`). Looked at by ranks about
+/// to sleep, at most every 200 ms.
+fn check_local_peers() {
+    static LAST: Mutex<Option<Instant>> = Mutex::new(None);
+    {
+        let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+        if last.is_some_and(|t| t.elapsed() < Duration::from_millis(200)) {
+            return;
+        }
+        *last = Some(Instant::now());
+    }
+    let dead = try_with(|st| st.engine.dead_local_peer().map(|(w, pid)| (w, pid, st.world_rank, st.processor_name.clone())));
+    if let Some(Some((w, pid, me, host))) = dead {
+        let why = format!("rank {w} (pid {pid}) on {host} ended without calling MPI_Finalize");
+        eprintln!("mpi-core: rank {me}: {why}; ending the job");
+        abort(1, &why);
     }
 }
 
@@ -431,6 +453,7 @@ pub fn finalize() -> MpiResult<()> {
     if let Some(t) = &mut st.engine.tcp {
         t.finalizing = true;
     }
+    st.engine.mark_finalized();
     let _ = st.pmi.barrier();
     let _ = st.pmi.finalize();
     MY_CTL.store(std::ptr::null_mut(), Ordering::Release);

@@ -388,6 +388,41 @@ impl Engine {
         unsafe { libc::prctl(libc::PR_SET_PTRACER, libc::PR_SET_PTRACER_ANY, 0, 0, 0) };
     }
 
+    /// A rank of this host whose process ended without entering
+    /// `MPI_Finalize` (gone, or a zombie its launcher has not reaped):
+    /// its world rank and process id.
+    pub fn dead_local_peer(&self) -> Option<(usize, i32)> {
+        use std::sync::atomic::Ordering::Acquire;
+        for (l, &w) in self.local_world.iter().enumerate() {
+            let c = self.seg.ctl(l);
+            if l == self.my_local || c.finalized.load(Acquire) != 0 {
+                continue;
+            }
+            let pid = c.pid.load(Acquire);
+            if pid <= 0 {
+                continue;
+            }
+            // SAFETY: signal 0 only checks that the process exists.
+            let gone = unsafe { libc::kill(pid, 0) } == -1
+                && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+            let zombie = || {
+                std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .ok()
+                    .and_then(|t| t.rsplit_once(") ").map(|(_, rest)| rest.starts_with('Z')))
+                    .unwrap_or(false)
+            };
+            if gone || zombie() {
+                return Some((w, pid));
+            }
+        }
+        None
+    }
+
+    /// Marks this rank as finalizing in its control block.
+    pub fn mark_finalized(&self) {
+        self.seg.ctl(self.my_local).finalized.store(1, std::sync::atomic::Ordering::Release);
+    }
+
     pub fn has_pending_out(&self) -> bool {
         self.n_pending != 0 || self.tcp.as_ref().is_some_and(Tcp::has_pending)
     }

@@ -48,6 +48,8 @@ pub struct Ctl {
     pub doorbell: AtomicU32,
     /// Name of the rank's wake socket (see [`WakeSocket`]), 0 if it has none.
     pub wake: AtomicU64,
+    /// Set when the rank enters `MPI_Finalize`: its process may end now.
+    pub finalized: AtomicU32,
 }
 
 /// [`Ctl::sleeping`]: asleep on the futex word.
