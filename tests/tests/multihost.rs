@@ -250,3 +250,145 @@ fn a_killed_mpirun_leaves_nothing_on_any_host() {
     assert_eq!(r.code, None, "{r}");
     assert_all_gone(&pids);
 }
+
+/// A program (compiled from the source below with our `mpicc`) whose rank
+/// 0 reads stdin to its end (or `argv[1]` lines) and prints the first three
+/// lines back, then the number of lines and bytes and a hash of them; the
+/// other ranks say whether their stdin was empty. Every rank names its host.
+const STDIN_ECHO: &str = r#"#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    long max = argc > 1 ? atol(argv[1]) : -1;
+    if (rank == 0) {
+        static char line[1 << 16];
+        unsigned long lines = 0, bytes = 0, hash = 0;
+        while ((max < 0 || (long)lines < max) && fgets(line, sizeof line, stdin)) {
+            size_t n = strlen(line);
+            if (n > 0 && line[n - 1] == '\n') lines++;
+            bytes += n;
+            for (size_t i = 0; i < n; i++) hash = hash * 31 + (unsigned char)line[i];
+            if (lines <= 3) printf("echo: %s", line);
+        }
+        printf("rank 0 on %s read %lu lines %lu bytes hash %lu\n", host, lines, bytes, hash);
+    } else {
+        printf("rank %d on %s stdin %s\n", rank, host, getchar() == EOF ? "empty" : "not empty");
+    }
+    fflush(stdout);
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Finalize();
+    return 0;
+}
+"#;
+
+/// Builds [`STDIN_ECHO`] once.
+fn stdin_echo() -> PathBuf {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    EXE.get_or_init(|| {
+        // Compiling any test program builds the library and mpicc first.
+        let dir = compile("p2p_basic", Compiler::Ours).parent().unwrap().to_path_buf();
+        let src = dir.join(format!("mh_stdin_echo.{}.c", std::process::id()));
+        let exe = dir.join("mh_stdin_echo");
+        std::fs::write(&src, STDIN_ECHO).unwrap();
+        let out = Command::new(bin_dir().join("mpicc")).arg("-O1").arg("-o").arg(&exe).arg(&src).output().expect("run mpicc");
+        let _ = std::fs::remove_file(&src);
+        assert!(out.status.success(), "mpicc failed:\n{}", String::from_utf8_lossy(&out.stderr));
+        exe
+    })
+    .clone()
+}
+
+/// Runs `cmd` with `input` written to its stdin by a thread (over and over
+/// when `endless`, until the launcher stops reading), in a process group of
+/// its own that is killed after `T`.
+fn run_with_input(mut cmd: Command, input: Vec<u8>, endless: bool) -> Run {
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+    let start = Instant::now();
+    let mut child = cmd.spawn().expect("start mpirun");
+    let group = child.id() as i32;
+    let mut pipe = child.stdin.take().unwrap();
+    std::thread::spawn(move || {
+        use std::io::Write;
+        while pipe.write_all(&input).is_ok() && endless {}
+    });
+    let collect = |mut from: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            from.read_to_string(&mut text).ok();
+            text
+        })
+    };
+    let out = collect(Box::new(child.stdout.take().unwrap()));
+    let err = collect(Box::new(child.stderr.take().unwrap()));
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if start.elapsed() > T {
+            // SAFETY: the process group this test created.
+            unsafe { libc::kill(-group, libc::SIGKILL) };
+            let _ = child.wait();
+            panic!("mpirun with input still running after {T:?}:\n{}\n{}", out.join().unwrap(), err.join().unwrap());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Run { code: status.code(), stdout: out.join().unwrap(), stderr: err.join().unwrap(), elapsed: start.elapsed(), pid: child.id() }
+}
+
+/// Our mpirun across namespaces with [`stdin_echo`].
+fn mpirun_echo(hosts: &str, n: usize, args: &[&str]) -> Command {
+    let mut cmd = Command::new(bin_dir().join("mpirun"));
+    cmd.arg("-launcher-exec").arg(agent()).args(["-n", &n.to_string(), "-host", hosts]);
+    cmd.args(["-genv", "MPICORE_FAKE_HOSTS", "1"]).arg(stdin_echo()).args(args);
+    cmd.env("MPIEXEC_TIMEOUT", T.as_secs().to_string());
+    cmd
+}
+
+/// Rank 0 runs in namespace mpins1, mpirun in the root namespace: what is
+/// piped into mpirun reaches rank 0 through the proxy on mpins1 (all of it,
+/// in order, more than the proxy's window of unacknowledged input, and
+/// then the end of input), as with MPICH and Open MPI; the ranks on the
+/// other hosts read an empty stdin. A rank 0 that reads two lines of
+/// endless input and finishes ends the job normally.
+#[test]
+fn stdin_reaches_rank_0_on_a_remote_host() {
+    let mut text = String::from("first line\nsecond line\nthird line\n");
+    let mut i = 0;
+    while text.len() < 1_200_000 {
+        text.push_str(&format!("line {i} of the input, with some more words to make it longer\n"));
+        i += 1;
+    }
+    let lines = text.lines().count();
+    let hash = text.bytes().fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)));
+    let r = run_with_input(mpirun_echo("mpins1,mpins2,mpins3", 3, &[]), text.clone().into_bytes(), false);
+    assert_eq!(r.code, Some(0), "{r}");
+    let got: Vec<&str> = r.stdout.lines().collect();
+    let expect = [
+        "echo: first line".to_string(),
+        "echo: second line".into(),
+        "echo: third line".into(),
+        format!("rank 0 on mpins1 read {lines} lines {} bytes hash {hash}", text.len()),
+    ];
+    let rank0: Vec<&str> = got.iter().copied().filter(|l| l.starts_with("echo: ") || l.starts_with("rank 0 ")).collect();
+    assert_eq!(rank0, expect, "{r}");
+    assert!(got.contains(&"rank 1 on mpins2 stdin empty") && got.contains(&"rank 2 on mpins3 stdin empty"), "{r}");
+    assert_eq!(got.len(), 6, "{r}");
+
+    let r = run_with_input(mpirun_echo("mpins2,mpins1", 2, &["2"]), b"endless\ninput\n".to_vec(), true);
+    assert_eq!(r.code, Some(0), "{r}");
+    let mut got: Vec<&str> = r.stdout.lines().collect();
+    got.sort();
+    let h = "endless\ninput\n".bytes().fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)));
+    assert_eq!(
+        got,
+        ["echo: endless", "echo: input", &format!("rank 0 on mpins2 read 2 lines 14 bytes hash {h}"), "rank 1 on mpins1 stdin empty"],
+        "{r}"
+    );
+}

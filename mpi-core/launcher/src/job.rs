@@ -389,6 +389,8 @@ enum Slot {
     Pending(usize),
     /// The connection of a proxy.
     Proxy(usize),
+    /// mpirun's stdin, for rank 0 on another host.
+    Stdin,
 }
 
 /// A process started by [`start_process`].
@@ -859,6 +861,7 @@ impl Job {
                     Slot::Listener => self.accept_proxies(),
                     Slot::Pending(i) => ready_pending.push(i),
                     Slot::Proxy(p) => self.read_proxy(p),
+                    Slot::Stdin => self.relay_stdin(),
                 }
             }
             // Highest index first: authenticating removes the entry.

@@ -4,10 +4,11 @@
 //! [`crate::remote`] for the design).
 
 use std::ffi::OsString;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -17,7 +18,7 @@ use crate::cli::Options;
 use crate::error::{Error, Result};
 use crate::output::Stream;
 use crate::proxy::parse_exit;
-use crate::remote::{encode_spawn, same_secret, shell_word, Conn, Kind, SpawnSpec};
+use crate::remote::{encode_spawn, same_secret, shell_word, Conn, Kind, SpawnSpec, STDIN_WINDOW};
 use crate::sys::{self, ExitKind};
 
 /// How long a proxy may take to connect back (ssh can be slow).
@@ -48,6 +49,41 @@ struct Proxy {
     spawns: Vec<(usize, Vec<u8>)>,
 }
 
+/// mpirun's stdin on its way to a rank on another host: a thread copies
+/// stdin into a socket whose other end the event loop polls (stdin itself
+/// is never made non-blocking: it may be shared with a shell), and sends
+/// what it reads to the rank's proxy, at most [`STDIN_WINDOW`] bytes ahead
+/// of what the proxy acknowledged.
+struct StdinRelay {
+    rank: usize,
+    from: UnixStream,
+    inflight: usize,
+}
+
+impl StdinRelay {
+    fn start(rank: usize) -> std::io::Result<StdinRelay> {
+        let (from, mut to) = UnixStream::pair()?;
+        from.set_nonblocking(true)?;
+        std::thread::Builder::new().name("stdin".into()).spawn(move || {
+            let mut buf = [0u8; 16 * 1024];
+            let mut stdin = std::io::stdin().lock();
+            loop {
+                match stdin.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        if to.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+        })?;
+        Ok(StdinRelay { rank, from, inflight: 0 })
+    }
+}
+
 /// Proxies and the listener they connect to.
 #[derive(Default)]
 pub(super) struct Remote {
@@ -55,6 +91,7 @@ pub(super) struct Remote {
     listener: Option<TcpListener>,
     pending: Vec<(Conn, Instant, SocketAddr)>,
     started: Option<Instant>,
+    stdin: Option<StdinRelay>,
 }
 
 impl Remote {
@@ -70,6 +107,14 @@ impl Remote {
             if let Some(c) = &proxy.conn {
                 let ev = if c.wants_write() { libc::POLLIN | libc::POLLOUT } else { libc::POLLIN };
                 add(c.sock.as_raw_fd(), ev, Slot::Proxy(p));
+            }
+        }
+        // Input is read once the rank's proxy is there to take it, and
+        // while the proxy keeps up.
+        if let Some(relay) = &self.stdin {
+            let connected = self.proxies.iter().any(|p| p.conn.is_some() && p.ranks.contains(&relay.rank));
+            if connected && relay.inflight < STDIN_WINDOW {
+                add(relay.from.as_raw_fd(), libc::POLLIN, Slot::Stdin);
             }
         }
     }
@@ -119,6 +164,12 @@ impl Job {
         let exe = std::env::current_exe().map_err(|e| Error::io("cannot find the mpirun executable", e))?;
         let addrs = callback_addresses(port);
         let cwd = std::env::current_dir().unwrap_or_else(|_| "/".into());
+        if !self.hosts[0].is_empty() {
+            match StdinRelay::start(0) {
+                Ok(relay) => self.remote.stdin = Some(relay),
+                Err(e) => self.output.message(&format!("mpirun: warning: cannot forward stdin to rank 0: {e}")),
+            }
+        }
         self.remote.listener = Some(listener);
         self.remote.started = Some(Instant::now());
         for (id, host) in hosts.into_iter().enumerate() {
@@ -134,6 +185,8 @@ impl Job {
                     argv: app.argv.iter().map(|a| a.as_bytes().to_vec()).collect(),
                     env: env.iter().map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec())).collect(),
                     wdir: Some(wdir.as_os_str().as_bytes().to_vec()),
+                    // mpirun's stdin goes to rank 0, wherever it runs.
+                    stdin: r == 0,
                 };
                 spawns.push((r, encode_spawn(&spec)));
                 self.ranks[r].proxy = Some(id);
@@ -281,6 +334,7 @@ impl Job {
                 Kind::PmiClosed => self.pmi.close(rank),
                 Kind::Stdout => self.output.feed(rank, Stream::Stdout, &frame.data, Instant::now()),
                 Kind::Stderr => self.output.feed(rank, Stream::Stderr, &frame.data, Instant::now()),
+                Kind::StdinAck => self.stdin_acked(rank, &frame.data),
                 Kind::Started => {
                     self.ranks[rank].remote_pid = std::str::from_utf8(&frame.data).ok().and_then(|s| s.parse().ok()).unwrap_or(0)
                 }
@@ -309,6 +363,40 @@ impl Job {
             Ok(true) => {}
             Ok(false) => self.connection_ended(p, "the proxy closed it"),
             Err(e) => self.connection_ended(p, &e.to_string()),
+        }
+    }
+
+    /// Passes what arrived on mpirun's stdin to the proxy of the rank that
+    /// reads it; the end of the input as an empty frame.
+    pub(super) fn relay_stdin(&mut self) {
+        let Some(relay) = self.remote.stdin.as_mut() else { return };
+        let Some(p) = self.ranks[relay.rank].proxy else { return };
+        let Some(conn) = self.remote.proxies[p].conn.as_mut() else { return };
+        let mut buf = [0u8; 64 * 1024];
+        let room = STDIN_WINDOW.saturating_sub(relay.inflight).min(buf.len());
+        if room == 0 {
+            return;
+        }
+        match sys::read_some(relay.from.as_raw_fd(), &mut buf[..room]) {
+            Ok(None) => {}
+            Ok(Some(n)) if n > 0 => {
+                conn.send(Kind::Stdin, relay.rank as u32, &buf[..n]);
+                relay.inflight += n;
+            }
+            Ok(Some(_)) | Err(_) => {
+                conn.send(Kind::Stdin, relay.rank as u32, b"");
+                self.remote.stdin = None;
+            }
+        }
+    }
+
+    /// The proxy of `rank` wrote stdin into its pipe, or says the rank
+    /// reads no more (then mpirun stops reading its stdin).
+    fn stdin_acked(&mut self, rank: usize, data: &[u8]) {
+        let Some(relay) = self.remote.stdin.as_mut().filter(|r| r.rank == rank) else { return };
+        match std::str::from_utf8(data).ok().and_then(|t| t.parse::<usize>().ok()) {
+            Some(n) => relay.inflight = relay.inflight.saturating_sub(n),
+            None => self.remote.stdin = None,
         }
     }
 

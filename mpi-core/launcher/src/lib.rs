@@ -15,7 +15,8 @@
 //!   (`get_my_kvsname`) is `kvs_<launcher pid>_<8 hex digits>`, and files
 //!   `/dev/shm/mpicore-<kvsname>*` are removed when the job ends.
 //! - Ranks run in one process group of their own and die with the launcher
-//!   (`PR_SET_PDEATHSIG`). stdin goes to rank 0, the others read /dev/null.
+//!   (`PR_SET_PDEATHSIG`). stdin goes to rank 0, the others read /dev/null;
+//!   a rank 0 on another host gets it through its proxy.
 //!
 //! # Other hosts
 //! `-host`/`-hosts`/`-hostfile`/`-ppn` place ranks on hosts (round robin over

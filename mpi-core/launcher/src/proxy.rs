@@ -36,6 +36,12 @@ struct PRank {
     pmi_out: Vec<u8>,
     out: Option<OwnedFd>,
     err: Option<OwnedFd>,
+    /// The rank's stdin, when mpirun feeds it (non-blocking).
+    stdin: Option<OwnedFd>,
+    /// Input from mpirun not yet written into `stdin`.
+    stdin_buf: Vec<u8>,
+    /// mpirun's input ended: `stdin` closes once `stdin_buf` is written.
+    stdin_eof: bool,
     exited: bool,
 }
 
@@ -133,6 +139,7 @@ enum Slot {
     Signals,
     Pmi(usize),
     Out(usize, Stream),
+    Stdin(usize),
 }
 
 impl Proxy {
@@ -168,6 +175,9 @@ impl Proxy {
                 if let Some(s) = &r.pmi {
                     let ev = if r.pmi_out.is_empty() { libc::POLLIN } else { libc::POLLIN | libc::POLLOUT };
                     add(s.as_raw_fd(), ev, Slot::Pmi(i));
+                }
+                if let (Some(fd), false) = (&r.stdin, r.stdin_buf.is_empty()) {
+                    add(fd.as_raw_fd(), libc::POLLOUT, Slot::Stdin(i));
                 }
                 // Output waits in the pipes while mpirun has not taken
                 // what was read already.
@@ -208,6 +218,7 @@ impl Proxy {
                         self.write_pmi(i);
                     }
                     Slot::Out(i, stream) => self.read_output(i, stream, 1),
+                    Slot::Stdin(i) => self.write_stdin(i),
                 }
             }
             self.reap();
@@ -257,6 +268,15 @@ impl Proxy {
                     self.write_pmi(i);
                 }
                 (Kind::PmiClosed, Some(i)) => self.ranks[i].pmi = None,
+                (Kind::Stdin, Some(i)) => {
+                    let r = &mut self.ranks[i];
+                    if frame.data.is_empty() {
+                        r.stdin_eof = true;
+                    } else if r.stdin.is_some() {
+                        r.stdin_buf.extend_from_slice(&frame.data);
+                    }
+                    self.write_stdin(i);
+                }
                 (Kind::Signal, _) => self.signal(frame.value as i32),
                 // Replies for a rank whose connection closed, duplicates.
                 _ => {}
@@ -284,8 +304,15 @@ impl Proxy {
         let env: Vec<(OsString, OsString)> =
             spec.env.into_iter().map(|(k, v)| (OsString::from_vec(k), OsString::from_vec(v))).collect();
         let wdir = spec.wdir.map(|w| PathBuf::from(OsString::from_vec(w)));
-        match start_process(&program, &argv, &env, wdir.as_deref(), Stdio::null(), self.pgid, None) {
+        let stdin = if spec.stdin { Stdio::piped() } else { Stdio::null() };
+        match start_process(&program, &argv, &env, wdir.as_deref(), stdin, self.pgid, None) {
             Ok(st) => {
+                let stdin = st.stdin.map(OwnedFd::from);
+                if let Some(fd) = &stdin {
+                    // A rank that does not read must not block the proxy
+                    // (should this fail, writes wait for the rank instead).
+                    let _ = sys::set_nonblocking(fd.as_raw_fd(), true);
+                }
                 if self.pgid == 0 {
                     self.pgid = st.pid;
                 }
@@ -298,6 +325,9 @@ impl Proxy {
                     pmi_out: Vec::new(),
                     out: st.out,
                     err: st.err,
+                    stdin,
+                    stdin_buf: Vec::new(),
+                    stdin_eof: false,
                     exited: false,
                 });
             }
@@ -338,6 +368,37 @@ impl Proxy {
         }
     }
 
+    /// Writes what rank `i`'s stdin takes now and tells mpirun how much
+    /// that was; closes the pipe after the end of the input, and reports
+    /// `closed` when the rank no longer reads it.
+    fn write_stdin(&mut self, i: usize) {
+        let r = &mut self.ranks[i];
+        let Some(fd) = &r.stdin else { return };
+        let mut written = 0;
+        let mut broken = false;
+        while written < r.stdin_buf.len() {
+            match sys::write_some(fd.as_raw_fd(), &r.stdin_buf[written..]) {
+                Ok(0) => break,
+                Ok(n) => written += n,
+                Err(_) => {
+                    broken = true;
+                    break;
+                }
+            }
+        }
+        r.stdin_buf.drain(..written);
+        if written > 0 {
+            self.conn.send(Kind::StdinAck, r.rank, written.to_string().as_bytes());
+        }
+        if broken {
+            r.stdin = None;
+            r.stdin_buf.clear();
+            self.conn.send(Kind::StdinAck, r.rank, b"closed");
+        } else if r.stdin_eof && r.stdin_buf.is_empty() {
+            r.stdin = None;
+        }
+    }
+
     fn read_output(&mut self, i: usize, stream: Stream, max_reads: usize) {
         let (r, conn) = (&mut self.ranks[i], &mut self.conn);
         let (kind, slot) = match stream {
@@ -362,6 +423,10 @@ impl Proxy {
             self.read_output(i, Stream::Stderr, 16);
             self.ranks[i].exited = true;
             self.last_exit = Some(Instant::now());
+            if self.ranks[i].stdin.take().is_some() {
+                self.ranks[i].stdin_buf.clear();
+                self.conn.send(Kind::StdinAck, self.ranks[i].rank, b"closed");
+            }
             let text = match kind {
                 ExitKind::Code(c) => format!("code {c}"),
                 ExitKind::Signal(s) => format!("signal {s}"),

@@ -17,7 +17,12 @@
 //! (`PMI_FD`), and passes the bytes of every PMI connection, the ranks'
 //! stdout and stderr, and their exits to `mpirun`, which runs the one PMI
 //! server of the job (global key-value space and barriers) and the output
-//! (`-l` prefixes) exactly as for local ranks. Signals travel the other way.
+//! (`-l` prefixes) exactly as for local ranks. Signals travel the other way,
+//! and so does `mpirun`'s stdin when rank 0 runs on another host: `mpirun`
+//! reads it and sends it in [`Kind::Stdin`] frames, at most
+//! [`STDIN_WINDOW`] bytes ahead of what the proxy has written into the
+//! rank's pipe ([`Kind::StdinAck`]), so a rank that does not read holds up
+//! neither the proxy nor `mpirun`'s memory.
 //!
 //! # Failure
 //! A remote rank that fails is reported by its proxy like a local one (with
@@ -66,7 +71,19 @@ pub enum Kind {
     Failed = 10,
     /// mpirun → proxy: send signal `value` to the ranks.
     Signal = 11,
+    /// mpirun → proxy: input for rank `value`'s stdin (started with
+    /// [`SpawnSpec::stdin`]); an empty payload is the end of the input.
+    Stdin = 12,
+    /// proxy → mpirun: rank `value`'s stdin took `N` more bytes (payload
+    /// `N` in decimal), or `closed`: it takes no more (the rank closed its
+    /// stdin or ended). mpirun keeps at most [`STDIN_WINDOW`] bytes
+    /// unacknowledged.
+    StdinAck = 13,
 }
+
+/// Bytes of stdin in flight to a remote rank (sent, not yet written into
+/// its pipe by the proxy).
+pub const STDIN_WINDOW: usize = 256 * 1024;
 
 impl Kind {
     fn from_u8(b: u8) -> Option<Kind> {
@@ -83,6 +100,8 @@ impl Kind {
             9 => Exited,
             10 => Failed,
             11 => Signal,
+            12 => Stdin,
+            13 => StdinAck,
             _ => return None,
         })
     }
@@ -228,12 +247,16 @@ pub struct SpawnSpec {
     pub argv: Vec<Vec<u8>>,
     pub env: Vec<(Vec<u8>, Vec<u8>)>,
     pub wdir: Option<Vec<u8>>,
+    /// The rank's stdin is a pipe fed with [`Kind::Stdin`] frames (rank 0:
+    /// mpirun's stdin); otherwise /dev/null.
+    pub stdin: bool,
 }
 
-/// NUL-separated fields: program, wdir (empty: none), argc, argv..., K=V...
-/// (the strings come from the OS and cannot hold NUL).
+/// NUL-separated fields: program, wdir (empty: none), `stdin` or empty,
+/// argc, argv..., K=V... (the strings come from the OS and cannot hold NUL).
 pub fn encode_spawn(s: &SpawnSpec) -> Vec<u8> {
-    let mut fields: Vec<Vec<u8>> = vec![s.program.clone(), s.wdir.clone().unwrap_or_default()];
+    let stdin: &[u8] = if s.stdin { b"stdin" } else { b"" };
+    let mut fields: Vec<Vec<u8>> = vec![s.program.clone(), s.wdir.clone().unwrap_or_default(), stdin.to_vec()];
     fields.push(s.argv.len().to_string().into_bytes());
     fields.extend(s.argv.iter().cloned());
     for (k, v) in &s.env {
@@ -250,6 +273,11 @@ pub fn decode_spawn(data: &[u8]) -> Option<SpawnSpec> {
     let mut fields = data.split(|&b| b == 0);
     let program = fields.next()?.to_vec();
     let wdir = fields.next()?.to_vec();
+    let stdin = match fields.next()? {
+        b"stdin" => true,
+        b"" => false,
+        _ => return None,
+    };
     let argc: usize = std::str::from_utf8(fields.next()?).ok()?.parse().ok()?;
     let mut argv = Vec::with_capacity(argc.min(4096));
     for _ in 0..argc {
@@ -260,7 +288,7 @@ pub fn decode_spawn(data: &[u8]) -> Option<SpawnSpec> {
         let eq = f.iter().position(|&b| b == b'=')?;
         env.push((f[..eq].to_vec(), f[eq + 1..].to_vec()));
     }
-    Some(SpawnSpec { program, argv, env, wdir: (!wdir.is_empty()).then_some(wdir) })
+    Some(SpawnSpec { program, argv, env, wdir: (!wdir.is_empty()).then_some(wdir), stdin })
 }
 
 /// Host of every rank: the host list (one entry a slot, `a,b:2` is
@@ -384,10 +412,14 @@ mod tests {
             argv: vec![b"prog".to_vec(), b"a b".to_vec(), Vec::new()],
             env: vec![(b"A".to_vec(), b"1=2".to_vec()), (b"B".to_vec(), Vec::new())],
             wdir: Some(b"/tmp".to_vec()),
+            stdin: false,
         };
+        assert_eq!(decode_spawn(&encode_spawn(&s)), Some(s.clone()));
+        let s = SpawnSpec { stdin: true, wdir: None, ..s };
         assert_eq!(decode_spawn(&encode_spawn(&s)), Some(s));
         assert_eq!(decode_spawn(b"x"), None);
-        assert_eq!(decode_spawn(b"x\0\0zz"), None);
+        assert_eq!(decode_spawn(b"x\0\0\0zz"), None);
+        assert_eq!(decode_spawn(b"x\0\0what\x001"), None);
     }
 
     #[test]

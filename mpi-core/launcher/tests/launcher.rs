@@ -479,6 +479,56 @@ fn remote_rank_failures_end_the_job() {
     assert_all_gone(&pids);
 }
 
+/// Runs mpirun with `input` written to its stdin by a thread (`endless`:
+/// written over and over until mpirun stops reading).
+fn mpirun_with_input(args: &[&str], input: Vec<u8>, endless: bool) -> Run {
+    let mut child = Command::new(MPIRUN)
+        .args(args)
+        .env("MPIEXEC_TIMEOUT", LIMIT.as_secs().to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut pipe = child.stdin.take().unwrap();
+    std::thread::spawn(move || {
+        while pipe.write_all(&input).is_ok() && endless {}
+    });
+    wait_with_deadline(child, LIMIT + Duration::from_secs(5), &format!("mpirun {args:?} with input"))
+}
+
+/// mpirun's stdin reaches rank 0 on another host through its proxy: all of
+/// it (more than the unacknowledged window), in order, then the end of
+/// input; the other ranks read nothing. A rank 0 that stops reading
+/// endless input does not hold up the job.
+#[test]
+fn stdin_reaches_rank_0_on_another_host() {
+    let dir = TempDir::new("stdin");
+    let out = dir.path().join("got");
+    let input: Vec<u8> = (0..1_500_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect();
+    let script = format!(
+        "if [ $PMI_RANK = 0 ]; then cat > {}; echo rank 0 done; else echo rank $PMI_RANK read $(wc -c) bytes; fi",
+        out.display()
+    );
+    let r = mpirun_with_input(&["-launcher", "fork", "-host", "hosta,hostb", "-n", "3", "bash", "-c", &script], input.clone(), false);
+    r.assert_ok();
+    let mut lines = r.lines();
+    lines.sort();
+    assert_eq!(lines, ["rank 0 done", "rank 1 read 0 bytes", "rank 2 read 0 bytes"], "{r:#?}");
+    let got = std::fs::read(&out).unwrap();
+    assert_eq!(got.len(), input.len());
+    assert!(got == input, "rank 0 read other bytes than mpirun was given");
+
+    let r = mpirun_with_input(
+        &["-launcher", "fork", "-host", "hosta,hostb", "-n", "2", "bash", "-c",
+          "if [ $PMI_RANK = 0 ]; then head -n 2; else sleep 0.3; fi"],
+        b"line one\nline two\nline three\n".to_vec(),
+        true,
+    );
+    r.assert_ok();
+    assert_eq!(r.stdout, "line one\nline two\n", "{r:#?}");
+}
+
 /// Connections to the port proxies use that are not proxies of the job
 /// (no token, a wrong one) are dropped; the job goes on.
 #[test]
