@@ -1,5 +1,9 @@
-//! Export to the Chrome/Perfetto trace-event JSON format.
+//! Exports for other tools: Chrome/Perfetto trace-event JSON
+//! ([`write_chrome`]) and CSV tables of calls and messages
+//! ([`write_calls_csv`], [`write_messages_csv`]) for spreadsheets, pandas,
+//! DuckDB and the like.
 //!
+//! Chrome/Perfetto:
 //! One process per rank (`pid` = rank, named "rank N"), one track. Every
 //! MPI call is a complete ("X") event with its arguments; user regions are
 //! begin/end ("B"/"E") events. Every matched message is an arrow: an
@@ -98,5 +102,99 @@ pub fn write_chrome(m: &Model, mt: &Matching, w: &mut impl Write) -> io::Result<
         write!(w, "{{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"message\",\"name\":\"message\",\"id\":{id},\"pid\":{d},\"tid\":0,\"ts\":{tr:.3}}}")?;
     }
     w.write_all(b"\n]}\n")?;
+    Ok(n)
+}
+
+/// A CSV field, quoted when it holds a comma, quote or line break.
+fn csv(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\"")).into()
+    } else {
+        s.into()
+    }
+}
+
+/// Header of [`write_calls_csv`].
+pub const CALLS_CSV_HEADER: &str = "rank,call,start_ns,end_ns,duration_ns,site,function,module,peer,tag,bytes,comm";
+
+/// Writes one CSV line per MPI call (times in ns from the start of the
+/// trace, after clock correction): the call, its site (`file:line`,
+/// `module+0xOFFSET` or the address), the function when symbolized, and for
+/// point-to-point and collective calls the peer (destination of a send,
+/// source of a receive; the root of a rooted collective), tag, bytes and
+/// communicator (empty where they do not apply). Returns the number of lines.
+pub fn write_calls_csv(m: &Model, w: &mut impl Write) -> io::Result<u64> {
+    let (t0, _) = m.span();
+    writeln!(w, "{CALLS_CSV_HEADER}")?;
+    let site_text: Vec<(String, String, String)> = (0..m.sites.len() as u32)
+        .map(|i| {
+            let f = m.site_location(i).and_then(|l| l.function.clone()).unwrap_or_default();
+            (csv(&m.site_label(i)).into_owned(), csv(&f).into_owned(), csv(&m.site_module_label(i).unwrap_or_default()).into_owned())
+        })
+        .collect();
+    let mut n = 0;
+    for r in &m.ranks {
+        // What each call posted, by call index: (peer, tag, bytes, comm).
+        let mut posted: Vec<Option<(i32, Option<i32>, i64, u32)>> = vec![None; r.calls.len()];
+        for p in r.sends.iter().chain(&r.recvs) {
+            if let Some(e) = posted.get_mut(p.post as usize) {
+                if e.is_none() {
+                    *e = Some((p.peer, Some(p.tag), p.bytes, p.comm));
+                }
+            }
+        }
+        for c in &r.colls {
+            if let Some(e) = posted.get_mut(c.post as usize) {
+                *e = Some((c.root, None, c.bytes.max(c.recv_bytes), c.comm));
+            }
+        }
+        for (i, c) in r.calls.iter().enumerate() {
+            let (site, func, module) = &site_text[c.site as usize];
+            write!(w, "{},{},{},{},{},{site},{func},{module},", r.rank, csv(m.name(c.name)), c.t_start - t0, c.t_end - t0, c.duration())?;
+            match posted[i] {
+                Some((peer, tag, bytes, comm)) => {
+                    let peer = if peer >= 0 { peer.to_string() } else { String::new() };
+                    let tag = tag.filter(|&t| t != i32::MIN).map(|t| t.to_string()).unwrap_or_default();
+                    let bytes = if bytes >= 0 { bytes.to_string() } else { String::new() };
+                    writeln!(w, "{peer},{tag},{bytes},{}", csv(&m.comm_label(comm)))?
+                }
+                None => writeln!(w, ",,,")?,
+            }
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+/// Header of [`write_messages_csv`].
+pub const MESSAGES_CSV_HEADER: &str = "src,dst,tag,comm,bytes,send_start_ns,recv_end_ns,transfer_ns";
+
+/// Writes one CSV line per matched point-to-point message: sender,
+/// receiver, tag, communicator, bytes, the start of the send and the end of
+/// the call that completed the receive (ns from the start of the trace;
+/// empty if it never completed) and their difference. Returns the number of
+/// lines.
+pub fn write_messages_csv(m: &Model, mt: &Matching, w: &mut impl Write) -> io::Result<u64> {
+    let (t0, _) = m.span();
+    writeln!(w, "{MESSAGES_CSV_HEADER}")?;
+    let mut n = 0;
+    for msg in mt.messages(m) {
+        let send = &m.ranks[msg.send.rank as usize].sends[msg.send.idx as usize];
+        let (end, transfer) = match msg.recv_end {
+            Some(e) => ((e - t0).to_string(), (e - msg.send_start).to_string()),
+            None => (String::new(), String::new()),
+        };
+        writeln!(
+            w,
+            "{},{},{},{},{},{},{end},{transfer}",
+            msg.send.rank,
+            msg.recv.rank,
+            send.tag,
+            csv(&m.comm_label(send.comm)),
+            send.bytes,
+            msg.send_start - t0
+        )?;
+        n += 1;
+    }
     Ok(n)
 }

@@ -19,7 +19,7 @@ pub enum Commands {
     Check(Box<CheckArgs>),
     /// Compare two runs (trace directories or JSON reports).
     Diff(DiffArgs),
-    /// Export a trace to another tool's format (Chrome/Perfetto JSON).
+    /// Export a trace to another tool's format (Chrome/Perfetto JSON, CSV).
     Export(ExportArgs),
 }
 
@@ -126,6 +126,10 @@ pub enum ExportFormat {
     /// Chrome/Perfetto trace-event JSON (ui.perfetto.dev, chrome://tracing).
     #[value(alias = "perfetto")]
     Chrome,
+    /// CSV, one line per MPI call (rank, call, times, site, peer, tag, bytes).
+    Csv,
+    /// CSV, one line per matched message (sender, receiver, tag, bytes, times).
+    MessagesCsv,
 }
 
 #[derive(Args)]
@@ -388,16 +392,24 @@ fn run_diff(a: DiffArgs) -> Result<i32> {
 
 fn run_export(a: ExportArgs) -> Result<i32> {
     let an = analyze_dir(&a.dir, false)?;
-    let ExportFormat::Chrome = a.format;
     let file = std::fs::File::create(&a.output).with_context(|| format!("cannot create {}", a.output.display()))?;
     let mut w = std::io::BufWriter::new(file);
-    let n = analyzers::export::write_chrome(&an.model, &an.matching, &mut w).with_context(|| format!("writing {}", a.output.display()))?;
+    let what = match a.format {
+        ExportFormat::Chrome => {
+            let n = analyzers::export::write_chrome(&an.model, &an.matching, &mut w);
+            n.map(|n| format!("{} calls and {} messages", n.slices, n.messages))
+        }
+        ExportFormat::Csv => analyzers::export::write_calls_csv(&an.model, &mut w).map(|n| format!("{n} calls")),
+        ExportFormat::MessagesCsv => {
+            analyzers::export::write_messages_csv(&an.model, &an.matching, &mut w).map(|n| format!("{n} messages"))
+        }
+    }
+    .with_context(|| format!("writing {}", a.output.display()))?;
     w.flush().with_context(|| format!("writing {}", a.output.display()))?;
-    eprintln!(
-        "mpitrace: wrote {} calls and {} messages to {} (open it in ui.perfetto.dev or chrome://tracing)",
-        n.slices,
-        n.messages,
-        a.output.display()
-    );
+    let hint = match a.format {
+        ExportFormat::Chrome => " (open it in ui.perfetto.dev or chrome://tracing)",
+        _ => "",
+    };
+    eprintln!("mpitrace: wrote {what} to {}{hint}", a.output.display());
     Ok(0)
 }

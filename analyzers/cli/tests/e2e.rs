@@ -197,6 +197,22 @@ fn ring(mpi: Mpi) {
     assert!(page.contains("<title>0 \u{2192} 1: 1000 B in 1 messages</title>"), "heatmap cell 0->1");
     assert!(page.contains("<title>3 \u{2192} 0: 3.9 KiB in 1 messages</title>"), "heatmap cell 3->0");
     assert!(page.contains("<title>critical path</title>"));
+    // CSV of the messages: the ring's 8, with their bytes.
+    let csv = dir.join("messages.csv");
+    ok(&run(&["export", trace.to_str().unwrap(), "-f", "messages-csv", "-o", csv.to_str().unwrap()]));
+    let csv = std::fs::read_to_string(&csv).unwrap();
+    let mut msgs: Vec<(usize, usize, i64)> = csv
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f[0].parse().unwrap(), f[1].parse().unwrap(), f[4].parse().unwrap())
+        })
+        .collect();
+    msgs.sort();
+    let mut expect: Vec<(usize, usize, i64)> = (0..4).flat_map(|s| [(s, (s + 1) % 4, (s as i64 + 1) * 1000), (s, (s + 3) % 4, 100)]).collect();
+    expect.sort();
+    assert_eq!(msgs, expect, "{csv}");
     // Chrome/Perfetto export, read back by an independent parser.
     let json = dir.join("trace.json");
     ok(&run(&["export", trace.to_str().unwrap(), "-o", json.to_str().unwrap()]));
