@@ -77,6 +77,24 @@ pub struct CollRow {
     pub mean_spread: i64,
     pub max_spread: i64,
     pub bytes: i64,
+    /// Bytes per member of the instances of this row: `[lo, hi]` (a power
+    /// of two and below the next; `(0, 0)` for none).
+    pub size: (i64, i64),
+    /// The rank that arrived last most often, and how often.
+    pub last: Option<(i32, u64)>,
+}
+
+/// A row of the collectives view being summed: the row, the sum of the
+/// instances' spreads, how often each rank arrived last.
+type CollAcc = (CollRow, i64, HashMap<i32, u64>);
+
+/// The power-of-two class of a size: `[2^k, 2^(k+1) - 1]`, or `(0, 0)`.
+pub fn size_class(bytes: i64) -> (i64, i64) {
+    if bytes <= 0 {
+        return (0, 0);
+    }
+    let k = 63 - (bytes as u64).leading_zeros();
+    (1i64 << k, if k >= 62 { i64::MAX } else { (1i64 << (k + 1)) - 1 })
 }
 
 /// Waiting in the range at one call (name and site) for one rank.
@@ -211,14 +229,16 @@ fn analysed(trace: &Trace, a: &crate::data::Analysed, filter: &Filter, only: Opt
         st.msg_sizes.add(msg.bytes);
     }
     let colls = &a.an.collectives;
-    let mut by_op: HashMap<u16, (CollRow, i64)> = HashMap::new();
+    // Per operation and size class: the row, the sum of spreads, how often each rank came last.
+    let mut by_op: HashMap<(u16, (i64, i64)), CollAcc> = HashMap::new();
     for s in a.colls_in(t0, t1).filter(|s| s.t0 >= t0) {
         let inst = &colls.instances[s.instance as usize];
         let name = m.name(inst.name);
         if !filter.keeps_name(name) || !on.keeps_coll(inst.comm) {
             continue;
         }
-        let e = by_op.entry(inst.name).or_insert_with(|| (CollRow { name: name.to_string(), ..Default::default() }, 0));
+        let size = size_class(if inst.n > 0 { inst.bytes / inst.n as i64 } else { 0 });
+        let e = by_op.entry((inst.name, size)).or_insert_with(|| (CollRow { name: name.to_string(), size, ..Default::default() }, 0, HashMap::new()));
         let members = &colls.members[inst.first as usize..(inst.first + inst.n) as usize];
         e.0.instances += 1;
         e.0.time += members.iter().map(|x| x.end - x.arrival).sum::<i64>();
@@ -226,15 +246,19 @@ fn analysed(trace: &Trace, a: &crate::data::Analysed, filter: &Filter, only: Opt
         e.0.max_spread = e.0.max_spread.max(inst.spread());
         e.0.bytes += inst.bytes;
         e.1 += inst.spread();
+        if inst.n > 1 {
+            *e.2.entry(inst.last_rank).or_default() += 1;
+        }
     }
     st.colls = by_op
         .into_values()
-        .map(|(mut r, spread)| {
+        .map(|(mut r, spread, last)| {
             r.mean_spread = spread / r.instances.max(1) as i64;
+            r.last = last.into_iter().max_by_key(|&(rank, n)| (n, std::cmp::Reverse(rank)));
             r
         })
         .collect();
-    st.colls.sort_by(|x, y| y.wait.cmp(&x.wait).then(x.name.cmp(&y.name)));
+    st.colls.sort_by(|x, y| y.wait.cmp(&x.wait).then(x.name.cmp(&y.name)).then(x.size.cmp(&y.size)));
     let mut waits: HashMap<(u16, u32, u32), WaitRow> = HashMap::new();
     for (rank, causes) in a.an.waits.causes.iter().enumerate() {
         if !filter.keeps_rank(rank as i32) {

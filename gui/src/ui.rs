@@ -540,17 +540,19 @@ impl GuiApp {
             return;
         }
         egui::Grid::new("colls").striped(true).show(ui, |ui| {
-            for h in ["Operation", "Instances", "Time", "Waiting", "Mean spread", "Max spread", "Bytes"] {
+            for h in ["Operation", "Size per rank", "Instances", "Time", "Waiting", "Mean spread", "Max spread", "Most often last", "Bytes"] {
                 ui.strong(h);
             }
             ui.end_row();
             for r in &s.colls {
                 ui.label(&r.name);
+                ui.label(if r.size.1 == 0 { "0 B".to_string() } else { format!("{} – {}", analyzers::fmt_bytes(r.size.0), analyzers::fmt_bytes(r.size.1)) });
                 ui.label(r.instances.to_string());
                 ui.label(analyzers::fmt_ns(r.time));
                 ui.label(analyzers::fmt_ns(r.wait));
                 ui.label(analyzers::fmt_ns(r.mean_spread));
                 ui.label(analyzers::fmt_ns(r.max_spread));
+                ui.label(r.last.map(|(rank, n)| format!("rank {rank} ({n}x)")).unwrap_or_default());
                 ui.label(analyzers::fmt_bytes(r.bytes));
                 ui.end_row();
             }

@@ -72,6 +72,12 @@ fn range_statistics_of_a_small_trace() {
     assert_eq!(all.colls.len(), 1);
     assert_eq!(all.colls[0].instances, 1);
     assert_eq!(all.colls[0].max_spread, 1_500);
+    // 8 bytes per rank; rank 3 arrived last.
+    assert_eq!(all.colls[0].size, (8, 15));
+    assert_eq!(all.colls[0].last, Some((3, 1)));
+    assert_eq!(stats::size_class(1024), (1024, 2047));
+    assert_eq!(stats::size_class(0), (0, 0));
+    assert_eq!(stats::size_class(1), (1, 1));
     assert_eq!(all.messages, 2);
     // Rank 1 waited in its receive for rank 0 (500 ns), and the Allreduce's
     // early arrivals for rank 3.

@@ -327,3 +327,14 @@ fn histograms_have_titled_axes_and_bins() {
     assert_eq!(h.query_all_by_label("50%").count(), 2);
     assert!(h.query_all_by_label("axis max 1").next().is_some());
 }
+
+#[test]
+fn collective_costs_by_operation_and_size() {
+    let mut h = harness(loaded("colls"));
+    h.get_by_label("Collectives").click();
+    h.run();
+    assert_eq!(h.state().tab, Tab::Collectives);
+    assert!(h.query_by_label("Size per rank").is_some());
+    assert!(h.query_by_label(&format!("{} – {}", analyzers::fmt_bytes(8), analyzers::fmt_bytes(15))).is_some());
+    assert!(h.query_by_label("rank 3 (1x)").is_some(), "rank 3 arrived last");
+}
