@@ -114,6 +114,9 @@ fn csv(s: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// What a call posted: (peer, tag, bytes, communicator).
+type Posted = (i32, Option<i32>, i64, u32);
+
 /// Header of [`write_calls_csv`].
 pub const CALLS_CSV_HEADER: &str = "rank,call,start_ns,end_ns,duration_ns,site,function,module,peer,tag,bytes,comm";
 
@@ -134,8 +137,8 @@ pub fn write_calls_csv(m: &Model, w: &mut impl Write) -> io::Result<u64> {
         .collect();
     let mut n = 0;
     for r in &m.ranks {
-        // What each call posted, by call index: (peer, tag, bytes, comm).
-        let mut posted: Vec<Option<(i32, Option<i32>, i64, u32)>> = vec![None; r.calls.len()];
+        // What each call posted, by call index.
+        let mut posted: Vec<Option<Posted>> = vec![None; r.calls.len()];
         for p in r.sends.iter().chain(&r.recvs) {
             if let Some(e) = posted.get_mut(p.post as usize) {
                 if e.is_none() {
