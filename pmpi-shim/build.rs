@@ -155,6 +155,8 @@ fn category(name: &str) -> &'static str {
         "Send_init" | "Bsend_init" | "Ssend_init" | "Rsend_init" => return "SendInit",
         "Recv" | "Irecv" => return "Recv",
         "Recv_init" => return "RecvInit",
+        "Psend_init" => return "PsendInit",
+        "Precv_init" => return "PrecvInit",
         "Mrecv" | "Imrecv" => return "Mrecv",
         "Sendrecv" | "Sendrecv_replace" | "Isendrecv" | "Isendrecv_replace" => return "Sendrecv",
         "Probe" | "Iprobe" => return "Probe",
@@ -227,6 +229,9 @@ fn generic_body(idx: usize, p: &Procedure) -> String {
             ("LOGICAL", Dir::Out, false) if q.name == "flag" => set(&mut post, format!("c.out_flag = {v}")),
             ("OPERATION", Dir::In, false) => set(&mut pre, format!("c.op({v})")),
             ("REQUEST", Dir::Out, false) => set(&mut post, format!("c.out_request = {v}")),
+            ("REQUEST", Dir::In, false) if !q.ctype.ends_with('*') => set(&mut pre, format!("c.rec.request = {v}")),
+            ("PARTITION", Dir::In, false) if q.name == "partitions" => set(&mut pre, format!("c.partitions({v})")),
+            ("PARTITION", Dir::In, false) if q.name == "partition" => set(&mut pre, format!("c.rec.aux = {v}")),
             ("MESSAGE", Dir::Out, false) => set(&mut post, format!("c.out_message = {v}")),
             ("MESSAGE", Dir::InOut, false) => set(&mut pre, format!("// SAFETY: the application passes a valid handle pointer.\n        unsafe {{ c.in_message({v}) }}")),
             ("STATUS", Dir::Out, false) => {

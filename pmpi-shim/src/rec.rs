@@ -33,6 +33,10 @@ pub enum Cat {
     RecvInit,
     Mrecv,
     Sendrecv,
+    /// `MPI_Psend_init`: a persistent partitioned send.
+    PsendInit,
+    /// `MPI_Precv_init`: a persistent partitioned receive.
+    PrecvInit,
     Probe,
     Mprobe,
     Coll,
@@ -179,6 +183,8 @@ pub struct Call {
     recv_tag: c_int,
     recv_count: i64,
     recv_type: Option<c_int>,
+    /// Number of partitions of a partitioned send or receive.
+    partitions: Option<c_int>,
     pub send_counts: *const c_void,
     pub recv_counts: *const c_void,
     pub out_request: *mut c_int,
@@ -235,6 +241,7 @@ impl Call {
             recv_tag: NONE_I32,
             recv_count: NONE_I64,
             recv_type: None,
+            partitions: None,
             send_counts: std::ptr::null(),
             recv_counts: std::ptr::null(),
             out_request: std::ptr::null_mut(),
@@ -296,6 +303,11 @@ impl Call {
     }
     pub fn recv_type(&mut self, d: c_int) {
         self.recv_type = Some(d);
+    }
+    /// Partitions of a partitioned operation (`count` is per partition).
+    pub fn partitions(&mut self, n: c_int) {
+        self.partitions = Some(n);
+        self.rec.aux = n;
     }
     pub fn op(&mut self, o: c_int) {
         self.rec.op = o;
@@ -430,7 +442,7 @@ impl Call {
             0
         };
         if r.count != NONE_I64 && r.datatype != NONE_I32 {
-            r.bytes = r.count * size;
+            r.bytes = r.count * size * self.partitions.map_or(1, i64::from);
         }
         match self.cat {
             Cat::Send | Cat::Sendrecv if r.peer >= 0 && have_comm => {
@@ -610,15 +622,16 @@ impl Call {
             let kind = match self.cat {
                 Cat::Send | Cat::SendInit => ReqKind::Send,
                 Cat::Sendrecv => ReqKind::Sendrecv,
+                Cat::PsendInit => ReqKind::PartSend,
+                Cat::PrecvInit => ReqKind::PartRecv,
                 Cat::Recv | Cat::RecvInit | Cat::Mrecv => ReqKind::Recv,
                 Cat::Coll => ReqKind::Coll,
                 _ => ReqKind::Other,
             };
-            let persistent = matches!(self.cat, Cat::SendInit | Cat::RecvInit)
-                || (self.cat == Cat::Coll
-                    && crate::PNAMES[self.rec.call() as usize]
-                        .to_bytes()
-                        .ends_with(b"_init"));
+            // Every procedure named `*_init` that makes a request (sends,
+            // receives, collectives, partitioned) makes a persistent one.
+            let name = crate::PNAMES[self.rec.call() as usize].to_bytes();
+            let persistent = name.strip_suffix(b"_c").unwrap_or(name).ends_with(b"_init");
             let r = &self.rec;
             tr.requests.insert(
                 h,
@@ -813,6 +826,10 @@ fn sendrecv_received(tr: &mut Tracer, info: &ReqInfo, st: Option<MPI_Status>) ->
     (peer, t, NONE_I64, seq)
 }
 
+/// Marks the sequence-number keys of partitioned messages (communicator
+/// slots are small counters).
+const PARTITIONED: u32 = 1 << 31;
+
 /// Looks a request up (for `MPI_Start`), activating persistent requests
 /// and giving persistent sends and collectives their next sequence number.
 pub fn start_request(h: c_int) -> Option<ReqInfo> {
@@ -822,6 +839,15 @@ pub fn start_request(h: c_int) -> Option<ReqInfo> {
     match (info.kind, &info.comm) {
         (ReqKind::Send, Some(cs)) if info.peer >= 0 => {
             info.seq = tr.next_send_seq(cs.slot, info.peer, info.tag)
+        }
+        // Partitioned messages are numbered apart from the others (they
+        // match among themselves, in the order of the init calls, and both
+        // sides name their peer).
+        (ReqKind::PartSend, Some(cs)) if info.peer >= 0 => {
+            info.seq = tr.next_send_seq(cs.slot | PARTITIONED, info.peer, info.tag)
+        }
+        (ReqKind::PartRecv, Some(cs)) if info.peer >= 0 => {
+            info.seq = tr.next_recv_seq(cs.slot | PARTITIONED, info.peer, info.tag)
         }
         (ReqKind::Coll, Some(cs)) => {
             let slot = cs.slot;

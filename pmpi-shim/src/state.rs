@@ -91,6 +91,9 @@ pub enum ReqKind {
     /// `MPI_Isendrecv(_replace)`: the call row holds the send half, the
     /// completion the receive half.
     Sendrecv,
+    /// Partitioned send and receive (`MPI_Psend_init`, `MPI_Precv_init`).
+    PartSend,
+    PartRecv,
     Coll,
     Other,
 }

@@ -500,6 +500,42 @@ fn sites_in_a_library_loaded_after_init() {
     assert_eq!((s.module_name(), s.line), ("libplugin.so", Some(7)), "{s:?}");
 }
 
+/// Partitioned requests are persistent: every round completes with the
+/// next sequence number, numbered apart from plain messages with the same
+/// tag; bytes count all partitions.
+#[test]
+fn partitioned_rounds() {
+    let t = traced("partitioned", "partitioned.c", 2, &[]);
+    let (init, peer) = (["MPI_Psend_init", "MPI_Precv_init"], [1, 0]);
+    for r in 0..2 {
+        let ev = t.rank_events(r);
+        let i = calls(ev, init[r as usize])[0];
+        assert_eq!((i.peer, i.tag, i.count, i.bytes, i.aux), (Some(peer[r as usize]), Some(9), Some(4), Some(64), Some(4)));
+        let req = i.request.unwrap();
+        let starts: Vec<Option<i64>> = calls(ev, "MPI_Start").iter().map(|e| e.seq).collect();
+        assert_eq!(starts, vec![Some(1), Some(2), Some(3)], "rank {r}");
+        let done: Vec<&Event> = ev.iter().filter(|e| e.kind == Kind::Completion).collect();
+        assert_eq!(done.len(), 3, "rank {r}: {done:?}");
+        for (k, e) in done.iter().enumerate() {
+            assert_eq!(
+                (&*e.call, e.request, e.peer, e.bytes, e.seq, e.flags & flags::PERSISTENT != 0),
+                (init[r as usize], Some(req), Some(peer[r as usize]), Some(64), Some(k as i64 + 1), true),
+                "rank {r}"
+            );
+            assert_eq!(e.flags & flags::UNKNOWN_REQUEST, 0);
+        }
+    }
+    let ready = calls(t.rank_events(0), "MPI_Pready");
+    assert_eq!(ready.len(), 12);
+    assert_eq!(ready[..4].iter().map(|e| e.aux.unwrap()).collect::<Vec<_>>(), vec![0, 1, 2, 3]);
+    assert!(ready.iter().all(|e| e.request.is_some()));
+    assert!(calls(t.rank_events(1), "MPI_Parrived").iter().all(|e| e.aux == Some(3)));
+    // The plain messages with tag 9 are numbered 1..3 on their own.
+    assert_eq!(check_matching_but(&t, |e| e.call.starts_with("MPI_P")), 3);
+    let sends: Vec<i64> = calls(t.rank_events(0), "MPI_Send").iter().map(|e| e.seq.unwrap()).collect();
+    assert_eq!(sends, vec![1, 2, 3]);
+}
+
 /// C++ call sites symbolize to demangled names (inlined methods included).
 #[test]
 fn cxx_sites_are_demangled() {
