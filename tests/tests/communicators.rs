@@ -25,10 +25,17 @@ fn dup_split_create_isolation_and_info() {
     each_size("comm_basic", &[1, 2, 3, 4, 7, 8], "comm_basic OK");
 }
 
-/// One rank's bad color or split type fails the split everywhere, at once.
+/// Arguments wrong at one rank only (split colors and types, groups of
+/// Comm_create, topology arguments) fail the call at every rank, at once;
+/// also when some or all ranks run at MPI_THREAD_MULTIPLE (more rounds).
 #[test]
-fn inconsistent_split_arguments_fail_everywhere() {
-    each_size("comm_bad_args", &[1, 2, 3, 5], "comm_bad_args OK");
+fn arguments_wrong_at_one_rank_fail_everywhere() {
+    let exe = compile("comm_bad_args", Compiler::Ours);
+    for mode in ["single", "multiple", "mixed"] {
+        for n in [1, 2, 3, 5] {
+            run(Launcher::Ours, n, &exe, &[mode], &[], T).assert_ok(&format!("comm_bad_args OK on {n} ranks ({mode})"));
+        }
+    }
 }
 
 #[test]

@@ -11,7 +11,7 @@ use super::attr::{copy_attrs, delete_attrs};
 use super::{put, put_str, ret};
 use crate::bail;
 use crate::rt::attr::ObjKind;
-use crate::rt::comm::{combine_offers, ctx_key, Comm, CtxKey, CTX_BUSY, CTX_SPAN_INTER, CTX_SPAN_INTRA};
+use crate::rt::comm::{combine_offers, ctx_key, failed_elsewhere, Comm, CtxKey, CTX_BUSY, CTX_FAILED, CTX_SPAN_INTER, CTX_SPAN_INTRA};
 use crate::rt::error::{MpiError, MpiResult};
 use crate::rt::group;
 use crate::rt::p2p::{Kind, ReqTable, Request};
@@ -125,22 +125,35 @@ impl Agreement {
 /// the token (a member held up elsewhere, perhaps waiting for what another
 /// agreement of this process leads to, must not keep the token from it).
 pub(crate) fn agree_ctx(key: CtxKey, span: u32, a: &Agreement, ready: bool) -> MpiResult<u32> {
+    agree_ctx_or_fail(key, span, a, ready, Ok(()))
+}
+
+/// [`agree_ctx`] for a process whose own arguments may be wrong (`mine` is
+/// their check): it then takes part in one round that fails the agreement
+/// in every process, and returns its own error; the others return
+/// [`failed_elsewhere`].
+pub(crate) fn agree_ctx_or_fail(key: CtxKey, span: u32, a: &Agreement, ready: bool, mine: MpiResult<()>) -> MpiResult<u32> {
+    if let Err(e) = mine {
+        // Every member sees the flag in the round that pairs with this one.
+        a.round(CTX_FAILED | CTX_BUSY)?;
+        return Err(e);
+    }
     // Idups run on threads of their own, whatever the thread level.
     let multi = rt::with(|st| Ok(st.thread_level == MPI_THREAD_MULTIPLE || st.comms.idups_running()))?;
     if multi && !ready {
         // Everybody offers busy: this only waits for all members. The
         // agreement is not registered yet, so it keeps no other agreement
         // of this process from the token meanwhile.
-        a.round(CTX_BUSY)?;
+        if a.round(CTX_BUSY)? & CTX_FAILED != 0 {
+            return Err(failed_elsewhere());
+        }
     }
     rt::with(|st| {
         st.comms.agreements.register(key);
         Ok(())
     })?;
     let r = loop {
-        let settled = rt::with(|st| st.comms.offer(key, span))
-            .and_then(|o| a.round(o))
-            .and_then(|m| rt::with(|st| Ok(st.comms.settle(key, m, span))));
+        let settled = rt::with(|st| st.comms.offer(key, span)).and_then(|o| a.round(o)).and_then(|m| rt::with(|st| st.comms.settle(key, m, span)));
         match settled {
             Ok(Some(ctx)) => break Ok(ctx),
             Ok(None) => std::thread::yield_now(),
@@ -160,8 +173,14 @@ pub(crate) fn agree_ctx(key: CtxKey, span: u32, a: &Agreement, ready: bool) -> M
 /// of an intercommunicator) and reserves `span` ids from it (collective).
 /// `ready`: as for [`agree_ctx`].
 pub(crate) fn new_context(comm: MPI_Comm, span: u32, ready: bool) -> MpiResult<u32> {
+    new_context_or_fail(comm, span, ready, Ok(()))
+}
+
+/// [`new_context`] where this process's own arguments may be wrong
+/// (`mine`): see [`agree_ctx_or_fail`].
+pub(crate) fn new_context_or_fail(comm: MPI_Comm, span: u32, ready: bool, mine: MpiResult<()>) -> MpiResult<u32> {
     let (a, key) = rt::with(|st| agreement_of(st, comm))?;
-    agree_ctx(key, span, &a, ready)
+    agree_ctx_or_fail(key, span, &a, ready, mine)
 }
 
 /// The agreement over all processes of `comm` and its key.
@@ -439,19 +458,29 @@ pub unsafe fn MPI_Comm_create(comm: MPI_Comm, group: MPI_Group, newcomm: *mut MP
         }
         quiet(comm)?;
         let parent = comm_of(comm)?;
-        let (members, me) = rt::with(|st| Ok((st.comms.groups.get(group)?, st.world_rank)))?;
-        if let Some(w) = members.iter().find(|w| !parent.local_group().contains(w)) {
-            bail!(MPI_ERR_GROUP, "the group is not a subgroup of the communicator's (local) group (world rank {w} is not a member)");
-        }
+        let me = rt::with(|st| Ok(st.world_rank))?;
+        // A bad group here still takes part, so that the call fails in
+        // every process instead of leaving the others waiting.
+        let members = rt::with(|st| st.comms.groups.get(group)).and_then(|m| {
+            if let Some(w) = m.iter().find(|w| !parent.local_group().contains(w)) {
+                bail!(MPI_ERR_GROUP, "the group is not a subgroup of the communicator's (local) group (world rank {w} is not a member)");
+            }
+            Ok(m)
+        });
         if parent.is_inter() {
-            let (color, key) = match group::rank_of(&members, me) {
-                Some(r) => (0, r as c_int),
-                None => (MPI_UNDEFINED, 0),
+            let (color, key) = match &members {
+                Err(_) => (BAD_COLOR, 0),
+                Ok(m) => match group::rank_of(m, me) {
+                    Some(r) => (0, r as c_int),
+                    None => (MPI_UNDEFINED, 0),
+                },
             };
-            return super::inter::inter_split(comm, &parent, color, key, newcomm);
+            let r = super::inter::inter_split(comm, &parent, color, key, newcomm);
+            members?;
+            return r;
         }
-        let ctx = new_context(comm, CTX_SPAN_INTRA, false)?;
-        make_intra(&parent, ctx, members.to_vec(), newcomm)
+        let ctx = new_context_or_fail(comm, CTX_SPAN_INTRA, false, members.as_ref().map(|_| ()).map_err(Clone::clone))?;
+        make_intra(&parent, ctx, members?.to_vec(), newcomm)
     })();
     ret(comm, "MPI_Comm_create", r)
 }

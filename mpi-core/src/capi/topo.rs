@@ -10,7 +10,7 @@ use std::sync::Arc;
 use mpi_api::abi::*;
 
 use super::agree::{bytes_to_ints, ints_to_bytes, View};
-use super::comm::{comm_of, new_context, publish, quiet, split};
+use super::comm::{comm_of, new_context_or_fail, publish, quiet, split};
 use super::{c_array, put, ret};
 use crate::bail;
 use crate::rt::comm::{Comm, CTX_SPAN_INTRA};
@@ -81,11 +81,14 @@ fn graph_of(comm: MPI_Comm) -> MpiResult<(Comm, Vec<c_int>, Vec<c_int>)> {
 
 /// Creates the communicator of the first `n` ranks of intracommunicator
 /// `comm_old` with topology `t` (collective over `comm_old`); the others
-/// get `MPI_COMM_NULL`.
-unsafe fn topo_comm(comm_old: MPI_Comm, n: usize, t: Topo, out: *mut MPI_Comm) -> MpiResult<()> {
+/// get `MPI_COMM_NULL`. `args` is this process's check of its arguments,
+/// giving (`n`, `t`): if it failed, the process still takes part so that
+/// the call fails in every process (nobody waits for it).
+unsafe fn topo_comm(comm_old: MPI_Comm, args: MpiResult<(usize, Topo)>, out: *mut MPI_Comm) -> MpiResult<()> {
     quiet(comm_old)?;
     let parent = comm_of(comm_old)?;
-    let ctx = new_context(comm_old, CTX_SPAN_INTRA, false)?;
+    let ctx = new_context_or_fail(comm_old, CTX_SPAN_INTRA, false, args.as_ref().map(|_| ()).map_err(Clone::clone))?;
+    let (n, t) = args?;
     if parent.rank as usize >= n {
         return put(out, MPI_COMM_NULL, "newcomm");
     }
@@ -120,11 +123,13 @@ pub unsafe fn MPI_Cart_create(comm_old: MPI_Comm, ndims: c_int, dims: *const c_i
         }
         *comm_cart = MPI_COMM_NULL;
         let c = intra(comm_old, "MPI_Cart_create")?;
-        let (d, p, n) = grid_args(ndims, dims, periods)?;
-        if n > c.size() as usize {
-            bail!(MPI_ERR_TOPOLOGY, "the grid has {n} processes, more than the {} of the communicator", c.size());
-        }
-        topo_comm(comm_old, n, Topo::Cart { dims: d, periods: p }, comm_cart)
+        let args = grid_args(ndims, dims, periods).and_then(|(d, p, n)| {
+            if n > c.size() as usize {
+                bail!(MPI_ERR_TOPOLOGY, "the grid has {n} processes, more than the {} of the communicator", c.size());
+            }
+            Ok((n, Topo::Cart { dims: d, periods: p }))
+        });
+        topo_comm(comm_old, args, comm_cart)
     })();
     ret(comm_old, "MPI_Cart_create", r)
 }
@@ -269,11 +274,13 @@ pub unsafe fn MPI_Graph_create(comm_old: MPI_Comm, nnodes: c_int, index: *const 
         }
         *comm_graph = MPI_COMM_NULL;
         let c = intra(comm_old, "MPI_Graph_create")?;
-        let (idx, e) = graph_args(nnodes, index, edges)?;
-        if nnodes > c.size() {
-            bail!(MPI_ERR_TOPOLOGY, "the graph has {nnodes} nodes, more than the {} processes of the communicator", c.size());
-        }
-        topo_comm(comm_old, nnodes as usize, Topo::Graph { index: idx, edges: e }, comm_graph)
+        let args = graph_args(nnodes, index, edges).and_then(|(idx, e)| {
+            if nnodes > c.size() {
+                bail!(MPI_ERR_TOPOLOGY, "the graph has {nnodes} nodes, more than the {} processes of the communicator", c.size());
+            }
+            Ok((nnodes as usize, Topo::Graph { index: idx, edges: e }))
+        });
+        topo_comm(comm_old, args, comm_graph)
     })();
     ret(comm_old, "MPI_Graph_create", r)
 }
@@ -377,18 +384,20 @@ pub unsafe fn MPI_Dist_graph_create_adjacent(
 ) -> c_int {
     let r = (|| {
         let c = dist_prologue(comm_old, info, comm_dist_graph, "MPI_Dist_graph_create_adjacent")?;
-        let s = c_array(sources, indegree, "sources")?.to_vec();
-        let d = c_array(destinations, outdegree, "destinations")?.to_vec();
-        check_nodes(&s, c.size(), "sources")?;
-        check_nodes(&d, c.size(), "destinations")?;
-        let sw = weights(sourceweights, indegree, "sourceweights")?;
-        let dw = weights(destweights, outdegree, "destweights")?;
-        if sw.is_some() != dw.is_some() {
-            bail!(MPI_ERR_ARG, "sourceweights and destweights must both be MPI_UNWEIGHTED or neither");
-        }
-        let weighted = sw.is_some();
-        let t = Topo::Dist { sources: s, sweights: sw.unwrap_or_default(), dests: d, dweights: dw.unwrap_or_default(), weighted };
-        topo_comm(comm_old, c.size() as usize, t, comm_dist_graph)
+        let args = (|| {
+            let s = c_array(sources, indegree, "sources")?.to_vec();
+            let d = c_array(destinations, outdegree, "destinations")?.to_vec();
+            check_nodes(&s, c.size(), "sources")?;
+            check_nodes(&d, c.size(), "destinations")?;
+            let sw = weights(sourceweights, indegree, "sourceweights")?;
+            let dw = weights(destweights, outdegree, "destweights")?;
+            if sw.is_some() != dw.is_some() {
+                bail!(MPI_ERR_ARG, "sourceweights and destweights must both be MPI_UNWEIGHTED or neither");
+            }
+            let weighted = sw.is_some();
+            Ok((c.size() as usize, Topo::Dist { sources: s, sweights: sw.unwrap_or_default(), dests: d, dweights: dw.unwrap_or_default(), weighted }))
+        })();
+        topo_comm(comm_old, args, comm_dist_graph)
     })();
     ret(comm_old, "MPI_Dist_graph_create_adjacent", r)
 }
@@ -406,53 +415,63 @@ pub unsafe fn MPI_Dist_graph_create(
 ) -> c_int {
     let r = (|| {
         let c = dist_prologue(comm_old, info, comm_dist_graph, "MPI_Dist_graph_create")?;
-        let src = c_array(sources, n, "sources")?;
-        let deg = c_array(degrees, n, "degrees")?;
-        check_nodes(src, c.size(), "sources")?;
-        if let Some(i) = deg.iter().position(|&x| x < 0) {
-            bail!(MPI_ERR_ARG, "degrees[{i}] = {} is negative", deg[i]);
-        }
-        let total: c_int = deg.iter().sum();
-        let dst = c_array(destinations, total, "destinations")?;
-        check_nodes(dst, c.size(), "destinations")?;
-        let w = weights(weights_, total, "weights")?;
-        let weighted = w.is_some();
-        // Each edge s -> d (weight x) goes to s as an out-edge and to d as an
-        // in-edge: records (0 = out / 1 = in, other end, weight).
         let size = c.size() as usize;
-        let mut out: Vec<Vec<c_int>> = vec![Vec::new(); size];
-        let mut k = 0;
-        for (i, &s) in src.iter().enumerate() {
-            for _ in 0..deg[i] {
-                let d = dst[k];
-                let x = w.as_ref().map_or(1, |w| w[k]);
-                out[s as usize].extend_from_slice(&[0, d, x]);
-                out[d as usize].extend_from_slice(&[1, s, x]);
-                k += 1;
+        // Each edge s -> d (weight x) goes to s as an out-edge and to d as an
+        // in-edge: records (0 = out / 1 = in, other end, weight). Bad
+        // arguments here still take part (sending nothing), so that the call
+        // fails in every process (see `topo_comm`).
+        let local = (|| {
+            let src = c_array(sources, n, "sources")?;
+            let deg = c_array(degrees, n, "degrees")?;
+            check_nodes(src, c.size(), "sources")?;
+            if let Some(i) = deg.iter().position(|&x| x < 0) {
+                bail!(MPI_ERR_ARG, "degrees[{i}] = {} is negative", deg[i]);
             }
-        }
-        quiet(comm_old)?;
-        let view = rt::with(|st| View::local(st, &c))?;
-        let got = view.alltoall_vec(&out.iter().map(|v| ints_to_bytes(v)).collect::<Vec<_>>())?;
-        // Edges in order of the rank that declared them, then declaration order.
-        let (mut s, mut sw, mut d, mut dw) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for b in &got {
-            for rec in bytes_to_ints(b).chunks_exact(3) {
-                if rec[0] == 0 {
-                    d.push(rec[1]);
-                    dw.push(rec[2]);
-                } else {
-                    s.push(rec[1]);
-                    sw.push(rec[2]);
+            let total: c_int = deg.iter().sum();
+            let dst = c_array(destinations, total, "destinations")?;
+            check_nodes(dst, c.size(), "destinations")?;
+            let w = weights(weights_, total, "weights")?;
+            let mut out: Vec<Vec<c_int>> = vec![Vec::new(); size];
+            let mut k = 0;
+            for (i, &s) in src.iter().enumerate() {
+                for _ in 0..deg[i] {
+                    let d = dst[k];
+                    let x = w.as_ref().map_or(1, |w| w[k]);
+                    out[s as usize].extend_from_slice(&[0, d, x]);
+                    out[d as usize].extend_from_slice(&[1, s, x]);
+                    k += 1;
                 }
             }
-        }
-        if !weighted {
-            sw.clear();
-            dw.clear();
-        }
-        let t = Topo::Dist { sources: s, sweights: sw, dests: d, dweights: dw, weighted };
-        topo_comm(comm_old, size, t, comm_dist_graph)
+            Ok((out, w.is_some()))
+        })();
+        let send: Vec<Vec<u8>> = match &local {
+            Ok((out, _)) => out.iter().map(|v| ints_to_bytes(v)).collect(),
+            Err(_) => vec![Vec::new(); size],
+        };
+        quiet(comm_old)?;
+        let view = rt::with(|st| View::local(st, &c))?;
+        let got = view.alltoall_vec(&send)?;
+        let args = local.map(|(_, weighted)| {
+            // Edges in order of the rank that declared them, then declaration order.
+            let (mut s, mut sw, mut d, mut dw) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            for b in &got {
+                for rec in bytes_to_ints(b).chunks_exact(3) {
+                    if rec[0] == 0 {
+                        d.push(rec[1]);
+                        dw.push(rec[2]);
+                    } else {
+                        s.push(rec[1]);
+                        sw.push(rec[2]);
+                    }
+                }
+            }
+            if !weighted {
+                sw.clear();
+                dw.clear();
+            }
+            (size, Topo::Dist { sources: s, sweights: sw, dests: d, dweights: dw, weighted })
+        });
+        topo_comm(comm_old, args, comm_dist_graph)
     })();
     ret(comm_old, "MPI_Dist_graph_create", r)
 }

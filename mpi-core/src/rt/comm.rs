@@ -143,10 +143,14 @@ pub type CtxKey = (u32, u32, u64);
 
 /// Marks a round's offer (and the combined result) as "somebody was busy".
 pub const CTX_BUSY: u32 = 1 << 31;
+/// Marks an offer as "my arguments are wrong": the construction fails in
+/// every process (nobody waits for the one that gave up).
+pub const CTX_FAILED: u32 = 1 << 30;
+const CTX_FLAGS: u32 = CTX_BUSY | CTX_FAILED;
 
-/// How two offers of a round combine: busy if either is, else the maximum.
+/// How two offers of a round combine: the flags of either, and the maximum.
 pub fn combine_offers(a: u32, b: u32) -> u32 {
-    ((a | b) & CTX_BUSY) | (a & !CTX_BUSY).max(b & !CTX_BUSY)
+    ((a | b) & CTX_FLAGS) | (a & !CTX_FLAGS).max(b & !CTX_FLAGS)
 }
 
 /// This process's agreements in progress and who holds the token.
@@ -308,24 +312,34 @@ impl CommTable {
     /// This process's offer for a round of agreement `key`: its counter if
     /// it holds the token, else busy. Fails once ids run out.
     pub fn offer(&mut self, key: CtxKey, span: u32) -> MpiResult<u32> {
-        if self.next_ctx + span >= CTX_BUSY {
-            return Err(MpiError::new(MPI_ERR_INTERN, "context ids exhausted (2^31 used)"));
+        if self.next_ctx + span >= CTX_FAILED {
+            return Err(MpiError::new(MPI_ERR_INTERN, "context ids exhausted (2^30 used)"));
         }
         Ok(if self.agreements.try_acquire(key) { self.next_ctx } else { CTX_BUSY })
     }
 
     /// Ends a round of agreement `key` with the combined offers: the new
-    /// context id if nobody was busy (the agreement is over), else `None`
-    /// (another round follows).
-    pub fn settle(&mut self, key: CtxKey, combined: u32, span: u32) -> Option<u32> {
+    /// context id if nobody was busy (the agreement is over), `None` if
+    /// somebody was (another round follows), an error if somebody failed.
+    pub fn settle(&mut self, key: CtxKey, combined: u32, span: u32) -> MpiResult<Option<u32>> {
         self.agreements.release(key);
+        if combined & CTX_FAILED != 0 {
+            self.agreements.unregister(key);
+            return Err(failed_elsewhere());
+        }
         if combined & CTX_BUSY != 0 {
-            return None;
+            return Ok(None);
         }
         self.take_ctx(combined, span);
         self.agreements.unregister(key);
-        Some(combined)
+        Ok(Some(combined))
     }
+}
+
+/// What the processes whose arguments were right report when another
+/// process's were not.
+pub fn failed_elsewhere() -> MpiError {
+    MpiError::new(MPI_ERR_ARG, "another process gave invalid arguments to this collective communicator construction")
 }
 
 /// The key of agreements whose parent is communicator `c` (see [`CtxKey`]).
@@ -348,6 +362,7 @@ mod tests {
         assert_eq!(combine_offers(10, 4), 10);
         assert_eq!(combine_offers(CTX_BUSY, 10) & CTX_BUSY, CTX_BUSY);
         assert_eq!(combine_offers(12, CTX_BUSY | 3), CTX_BUSY | 12);
+        assert_eq!(combine_offers(CTX_FAILED | CTX_BUSY, 7), CTX_FAILED | CTX_BUSY | 7);
     }
 
     #[test]
@@ -361,19 +376,32 @@ mod tests {
         t.agreements.register(a);
         assert_eq!(t.offer(a, 2).unwrap(), CTX_BUSY);
         // b's round fails (someone elsewhere was busy): no id taken.
-        assert_eq!(t.settle(b, CTX_BUSY | 4, 2), None);
+        assert_eq!(t.settle(b, CTX_BUSY | 4, 2).unwrap(), None);
         assert_eq!(t.next_ctx, 4);
         // Now the smaller key wins the token; b is busy.
         assert_eq!(t.offer(b, 2).unwrap(), CTX_BUSY);
         assert_eq!(t.offer(a, 2).unwrap(), 4);
         // a settles on 10 (another member's counter): ids up to 12 taken.
-        assert_eq!(t.settle(a, 10, 2), Some(10));
+        assert_eq!(t.settle(a, 10, 2).unwrap(), Some(10));
         assert_eq!(t.next_ctx, 12);
-        assert_eq!(t.settle(b, CTX_BUSY, 2), None);
+        assert_eq!(t.settle(b, CTX_BUSY, 2).unwrap(), None);
         // b now offers above everything a took.
         assert_eq!(t.offer(b, 4).unwrap(), 12);
-        assert_eq!(t.settle(b, 12, 4), Some(12));
+        assert_eq!(t.settle(b, 12, 4).unwrap(), Some(12));
         assert_eq!((t.next_ctx, t.agreements.in_progress()), (16, 0));
+    }
+
+    #[test]
+    fn a_failed_offer_fails_the_agreement_and_takes_no_id() {
+        let mut t = CommTable::new(0, 2);
+        let a = (6, 0, 0);
+        t.agreements.register(a);
+        let o = t.offer(a, 2).unwrap();
+        assert_eq!(t.settle(a, combine_offers(o, CTX_FAILED | CTX_BUSY), 2).unwrap_err().class, MPI_ERR_ARG);
+        assert_eq!((t.next_ctx, t.agreements.in_progress()), (4, 0));
+        // The token is free again.
+        t.agreements.register((8, 0, 0));
+        assert_eq!(t.offer((8, 0, 0), 2).unwrap(), 4);
     }
 
     #[test]
