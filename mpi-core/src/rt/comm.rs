@@ -9,8 +9,9 @@
 //! leaders), so no process ever sees two live communicators with the same id
 //! and no global allocator is needed. Ids are never reused, so no message or
 //! collective sequence number of a freed communicator can reach a new one;
-//! at 2 ids per intracommunicator (4 per intercommunicator) the 31 bits an
-//! offer carries (the top bit says "busy", see below) last a billion creations.
+//! at 2 ids per intracommunicator (4 per intercommunicator) the 30 bits an
+//! offer carries (the top bits say "busy" and "failed", see below) last half
+//! a billion creations.
 //! Point-to-point traffic uses `ctx`, collectives `ctx + 1`, and an
 //! intercommunicator's internal traffic inside its local group `ctx + 2`.
 //!
