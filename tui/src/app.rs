@@ -956,6 +956,9 @@ impl App {
 
 /// Groups of ranks: by host when there are several hosts with several
 /// ranks each, else in blocks of 16 when there are more than 32 ranks.
+/// Most ranks in one group of a host.
+pub const MAX_GROUP: usize = 32;
+
 fn make_groups(lod: &Lod) -> Vec<Group> {
     let n = lod.ranks.len();
     let mut hosts: Vec<(String, Vec<usize>)> = Vec::new();
@@ -969,7 +972,20 @@ fn make_groups(lod: &Lod) -> Vec<Group> {
     let by_host = hosts.len() > 1 && hosts.len() < n && hosts.iter().all(|(h, _)| !h.is_empty());
     let fold = n > 256;
     if by_host {
-        return hosts.into_iter().map(|(name, members)| Group { name, members, folded: fold }).collect();
+        // A folded row costs one query per member and frame: hosts with
+        // more ranks than MAX_GROUP fold into several rows.
+        let mut out = Vec::new();
+        for (host, members) in hosts {
+            if members.len() <= MAX_GROUP {
+                out.push(Group { name: host, members, folded: fold });
+                continue;
+            }
+            for part in members.chunks(MAX_GROUP) {
+                let (lo, hi) = (lod.ranks[part[0]].rank, lod.ranks[part[part.len() - 1]].rank);
+                out.push(Group { name: format!("{host}:{lo}-{hi}"), members: part.to_vec(), folded: fold });
+            }
+        }
+        return out;
     }
     if n <= 32 {
         return Vec::new();

@@ -562,3 +562,25 @@ fn message_lines_to_ranks_out_of_view() {
     assert_eq!(in_timeline(&lines[g0], '•'), Some(x(10_000)), "{}", lines[g0]);
     assert_eq!(in_timeline(&lines[g1], '▸'), Some(x(20_000)), "{}", lines[g1]);
 }
+
+/// Ranks fold by host; a host with more than `MAX_GROUP` ranks folds into
+/// several rows (a folded row costs one query per member and frame).
+#[test]
+fn large_hosts_fold_into_rows_of_at_most_max_group_ranks() {
+    use trace_lod::{Lod, RawCall};
+    let calls = |r: i32| (0..10).map(|k| RawCall { t_start: k * 1000 + r as i64, t_end: k * 1000 + 500, name: 0, flags: 0, bytes: 8 }).collect();
+    let mut lod = Lod::from_calls(vec!["MPI_Barrier".into()], (0..300).map(|r| (r, calls(r))).collect());
+    for (i, r) in lod.ranks.iter_mut().enumerate() {
+        r.host = Some(format!("node{}", i / 100));
+    }
+    let mut app = tui::App::with(lod, None);
+    app.size = (80, 24);
+    assert!(app.groups.iter().all(|g| g.folded && g.members.len() <= tui::app::MAX_GROUP));
+    let names: Vec<&str> = app.groups.iter().map(|g| g.name.as_str()).collect();
+    assert_eq!(&names[..5], ["node0:0-31", "node0:32-63", "node0:64-95", "node0:96-99", "node1:100-131"]);
+    assert_eq!(app.groups.len(), 12);
+    assert_eq!(app.groups.iter().map(|g| g.members.len()).sum::<usize>(), 300);
+    let lines = screen(&mut app);
+    let r = row_of(&lines, "▸node0:32-63");
+    assert!(lines[r].contains('█') || lines[r].contains('▓') || lines[r].contains('▒') || lines[r].contains('░'), "{}", lines[r]);
+}
