@@ -202,11 +202,49 @@ fn p2p_waits(m: &Model, mt: &Matching, rank: usize) -> Vec<Wait> {
 /// Per (call, site key): time, count, first site index, ranks seen.
 type SiteAcc = (i64, u64, u32, Vec<u32>);
 
+/// What one rank's waits add up to.
+struct RankWaits {
+    /// Per pattern (index into [`PatternKind::ALL`]): time and count.
+    totals: [(i64, u64); 6],
+    /// (pattern, rank responsible) -> time.
+    by_cause: FastMap<(u8, u32), i64>,
+    /// (pattern, call name, site key) -> (time, count, site index).
+    sites: FastMap<(u8, u16, i64), (i64, u64, u32)>,
+    causes: Vec<Cause>,
+}
+
+fn kind_index(k: PatternKind) -> usize {
+    PatternKind::ALL.iter().position(|x| *x == k).unwrap_or(0)
+}
+
+/// Sums up the waits of rank `rank` (its point-to-point ones found here,
+/// its collective ones given).
+fn rank_waits(m: &Model, mt: &Matching, rank: usize, coll_waits: &[Wait]) -> RankWaits {
+    let r = &m.ranks[rank];
+    let mut ws = p2p_waits(m, mt, rank);
+    ws.extend_from_slice(coll_waits);
+    let mut out = RankWaits { totals: [(0, 0); 6], by_cause: FastMap::default(), sites: FastMap::default(), causes: Vec::new() };
+    for w in &ws {
+        let k = kind_index(w.kind);
+        out.totals[k].0 += w.time;
+        out.totals[k].1 += 1;
+        *out.by_cause.entry((k as u8, w.cause)).or_insert(0) += w.time;
+        let c = &r.calls[w.call as usize];
+        let e = out.sites.entry((k as u8, c.name, m.sites[c.site as usize].key)).or_insert((0, 0, c.site));
+        e.0 += w.time;
+        e.1 += 1;
+    }
+    ws.sort_by_key(|w| (w.call, std::cmp::Reverse(w.until)));
+    ws.dedup_by_key(|w| w.call);
+    out.causes = ws.iter().map(|w| Cause { call: w.call, rank: w.cause, until: w.until }).collect();
+    out
+}
+
 /// Finds the wait states.
 pub fn wait_states(m: &Model, mt: &Matching, colls: &Collectives) -> Analysis {
     let n = m.ranks.len();
     let ranks: Vec<usize> = (0..n).collect();
-    let mut waits: Vec<Vec<Wait>> = par_map(&ranks, |&r| p2p_waits(m, mt, r));
+    let mut coll_waits: Vec<Vec<Wait>> = vec![Vec::new(); n];
     for inst in &colls.instances {
         let Some(kind) = PatternKind::of_coll(inst.kind) else { continue };
         for mb in &colls.members[inst.first as usize..(inst.first + inst.n) as usize] {
@@ -215,7 +253,7 @@ pub fn wait_states(m: &Model, mt: &Matching, colls: &Collectives) -> Analysis {
             }
             let c = &m.ranks[mb.rank as usize].colls[mb.idx as usize];
             let call = if c.done != NONE { c.done } else { c.post };
-            waits[mb.rank as usize].push(Wait {
+            coll_waits[mb.rank as usize].push(Wait {
                 kind,
                 call,
                 time: mb.wait,
@@ -224,7 +262,9 @@ pub fn wait_states(m: &Model, mt: &Matching, colls: &Collectives) -> Analysis {
             });
         }
     }
-    let mut out = Analysis { causes: vec![Vec::new(); n], ..Default::default() };
+    let per_rank: Vec<RankWaits> = par_map(&ranks, |&r| rank_waits(m, mt, r, &coll_waits[r]));
+    drop(coll_waits);
+    let mut out = Analysis { causes: Vec::with_capacity(n), ..Default::default() };
     struct Acc {
         time: i64,
         count: u64,
@@ -236,27 +276,25 @@ pub fn wait_states(m: &Model, mt: &Matching, colls: &Collectives) -> Analysis {
         .iter()
         .map(|_| Acc { time: 0, count: 0, by_rank: vec![0; n], by_cause: vec![0; n], sites: FastMap::default() })
         .collect();
-    for (rank, ws) in waits.iter_mut().enumerate() {
-        let r = &m.ranks[rank];
-        for w in ws.iter() {
-            let a = &mut acc[PatternKind::ALL.iter().position(|k| *k == w.kind).unwrap_or(0)];
-            a.time += w.time;
-            a.count += 1;
-            a.by_rank[rank] += w.time;
-            if let Some(x) = a.by_cause.get_mut(w.cause as usize) {
-                *x += w.time;
-            }
-            let c = &r.calls[w.call as usize];
-            let e = a.sites.entry((c.name, m.sites[c.site as usize].key)).or_insert((0, 0, c.site, Vec::new()));
-            e.0 += w.time;
-            e.1 += 1;
-            if e.3.last() != Some(&(rank as u32)) {
-                e.3.push(rank as u32);
+    for (rank, rw) in per_rank.into_iter().enumerate() {
+        for (k, &(time, count)) in rw.totals.iter().enumerate() {
+            let a = &mut acc[k];
+            a.time += time;
+            a.count += count;
+            a.by_rank[rank] += time;
+        }
+        for ((k, cause), time) in rw.by_cause {
+            if let Some(x) = acc[k as usize].by_cause.get_mut(cause as usize) {
+                *x += time;
             }
         }
-        ws.sort_by_key(|w| (w.call, std::cmp::Reverse(w.until)));
-        ws.dedup_by_key(|w| w.call);
-        out.causes[rank] = ws.iter().map(|w| Cause { call: w.call, rank: w.cause, until: w.until }).collect();
+        for ((k, name, key), (time, count, site)) in rw.sites {
+            let e = acc[k as usize].sites.entry((name, key)).or_insert((0, 0, site, Vec::new()));
+            e.0 += time;
+            e.1 += count;
+            e.3.push(rank as u32);
+        }
+        out.causes.push(rw.causes);
     }
     for (kind, a) in PatternKind::ALL.iter().zip(acc) {
         let mut sites: Vec<SiteWait> = a
