@@ -168,8 +168,18 @@ impl Analysed {
         out
     }
 
+    /// `on` with its communicator id (trace-wide, as reports show it)
+    /// turned into the model's index of that communicator (an index no
+    /// operation has if the trace has no such communicator).
+    pub fn resolve(&self, on: crate::filter::On) -> crate::filter::On {
+        let comms = &self.an.model.comms;
+        let comm = on.comm.map(|id| comms.iter().position(|c| c.id == id as u64).map(|i| i as u32).unwrap_or(crate::filter::NO_SUCH_COMM));
+        crate::filter::On { comm, ..on }
+    }
+
     /// Whether message `id` is on the communicator and has the tag `on`
-    /// asks for (every message when it asks for neither).
+    /// asks for (every message when it asks for neither); `on` resolved
+    /// with [`Analysed::resolve`].
     pub fn message_kept(&self, id: usize, on: crate::filter::On) -> bool {
         if !on.any() {
             return true;
@@ -179,7 +189,7 @@ impl Analysed {
         p.is_some_and(|p| on.keeps_p2p(p.comm, p.tag))
     }
 
-    /// Whether collective instance `instance` is kept by `on`.
+    /// Whether collective instance `instance` is kept by `on` (resolved).
     pub fn coll_kept(&self, instance: u32, on: crate::filter::On) -> bool {
         !on.any() || self.an.collectives.instances.get(instance as usize).is_some_and(|i| on.keeps_coll(i.comm))
     }

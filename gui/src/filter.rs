@@ -2,8 +2,9 @@
 //!
 //! Words without a key match call names (case-insensitive substrings, any
 //! of them); `kind=` keeps kinds of calls, `rank=A-B` (or `rank=N`) keeps
-//! ranks, `comm=ID` keeps the calls on a communicator (point-to-point and
-//! collective, and the waits that complete them), `tag=N` the
+//! ranks, `comm=ID` keeps the calls on a communicator (its trace-wide id,
+//! as reports show it; 0 is `MPI_COMM_WORLD`), point-to-point and
+//! collective, and the waits that complete them; `tag=N` the
 //! point-to-point calls with that tag (both from the analyses: see
 //! [`CallSet`]), `dur>T` keeps calls at least that long.
 
@@ -127,7 +128,12 @@ impl Filter {
     }
 }
 
-/// The communicator and tag a filter asks for.
+/// Model index standing for a communicator id the trace does not have
+/// (matches no operation).
+pub const NO_SUCH_COMM: u32 = u32::MAX - 1;
+
+/// The communicator (trace-wide id, as reports show it) and tag a filter
+/// asks for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct On {
     pub comm: Option<u32>,
@@ -177,18 +183,19 @@ impl CallSet {
         let mut per_rank = vec![Vec::new(); lod.ranks.len()];
         let Some(a) = &trace.analysed else { return CallSet { on, per_rank } };
         let m = &a.an.model;
+        let on_model = a.resolve(on);
         // Model call name id -> level-of-detail name id.
         let names: Vec<Option<u16>> = (0..m.names.len()).map(|i| lod.name_id(m.name(i as u16))).collect();
         for (ri, r) in lod.ranks.iter().enumerate() {
             let Some(mr) = usize::try_from(r.rank).ok().and_then(|x| m.ranks.get(x)) else { continue };
             let mut posts: Vec<u32> = Vec::new();
-            for p in mr.sends.iter().chain(&mr.recvs).filter(|p| on.keeps_p2p(p.comm, p.tag)) {
+            for p in mr.sends.iter().chain(&mr.recvs).filter(|p| on_model.keeps_p2p(p.comm, p.tag)) {
                 posts.push(p.post);
                 if p.done != NONE && p.done != p.post {
                     posts.push(p.done);
                 }
             }
-            posts.extend(mr.colls.iter().filter(|x| on.keeps_coll(x.comm)).map(|x| x.post));
+            posts.extend(mr.colls.iter().filter(|x| on_model.keeps_coll(x.comm)).map(|x| x.post));
             posts.sort_unstable();
             posts.dedup();
             let shift = a.shift(r.rank);

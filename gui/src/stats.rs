@@ -213,7 +213,7 @@ pub fn compute(trace: &Trace, t0: i64, t1: i64, filter: &Filter, only: Option<&C
 }
 
 fn analysed(trace: &Trace, a: &crate::data::Analysed, filter: &Filter, only: Option<&CallSet>, st: &mut RangeStats) {
-    let on = filter.on();
+    let on = a.resolve(filter.on());
     let (t0, t1) = (st.t0, st.t1);
     let m = &a.an.model;
     st.n = trace.lod.ranks.iter().map(|r| r.rank.max(0) as usize + 1).max().unwrap_or(0);

@@ -327,7 +327,7 @@ fn arrows(scene: &Scene, a: &crate::data::Analysed, g: &mut Geometry) {
         g.arrows_skipped = starting;
         return;
     }
-    let on = scene.only.map(|s| s.on).unwrap_or_default();
+    let on = a.resolve(scene.only.map(|s| s.on).unwrap_or_default());
     for m in a.messages.overlapping(t0, t1) {
         if !a.message_kept(m.id as usize, on) {
             continue;
@@ -363,7 +363,7 @@ fn collectives(scene: &Scene, a: &crate::data::Analysed, palette: &[Color32], g:
         g.colls_skipped = starting;
         return;
     }
-    let on = scene.only.map(|s| s.on).unwrap_or_default();
+    let on = a.resolve(scene.only.map(|s| s.on).unwrap_or_default());
     for s in a.colls_in(t0, t1).filter(|s| a.coll_kept(s.instance, on)) {
         if g.colls_drawn >= MAX_COLLS {
             g.colls_skipped += 1;

@@ -684,7 +684,8 @@ impl GuiApp {
     fn details_view(&mut self, ui: &mut Ui) {
         let lines = self.details(self.picked);
         if lines.is_empty() {
-            ui.label("Click a call or a message arrow on the timeline.");
+            ui.label("Click a call, a message arrow or a region band on the timeline.");
+            self.comms_list(ui);
             return;
         }
         egui::Grid::new("details").show(ui, |ui| {
@@ -700,6 +701,32 @@ impl GuiApp {
         }
         if matches!(self.picked, Some(Pick::Region { .. } | Pick::Call { .. })) && ui.button("Zoom to it").clicked() {
             self.zoom_to_picked();
+        }
+    }
+
+    /// The communicators of the trace, with the ids `comm=` takes.
+    fn comms_list(&self, ui: &mut Ui) {
+        let Some(a) = self.trace.as_ref().and_then(|t| t.analysed.as_ref()) else { return };
+        let comms = &a.an.model.comms;
+        if comms.is_empty() {
+            return;
+        }
+        ui.separator();
+        ui.strong("Communicators (filter with comm=ID)");
+        egui::Grid::new("comms").striped(true).show(ui, |ui| {
+            for h in ["ID", "Communicator", "Ranks"] {
+                ui.strong(h);
+            }
+            ui.end_row();
+            for c in comms.iter().take(500) {
+                ui.label(format!("comm={}", c.id));
+                ui.label(c.label());
+                ui.label(if c.members.is_empty() { "?".to_string() } else { c.members.len().to_string() });
+                ui.end_row();
+            }
+        });
+        if comms.len() > 500 {
+            ui.label(format!("and {} more", comms.len() - 500));
         }
     }
 

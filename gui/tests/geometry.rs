@@ -169,6 +169,17 @@ fn tag_and_comm_filters_on_the_timeline_and_in_the_numbers() {
     let s = stats::compute(&trace, 0, 10_001, &w, Some(&CallSet::of(&trace, w.on())));
     assert!(s.profile.iter().any(|r| r.name == "MPI_Allreduce" && r.count == 4));
     assert!(!s.profile.iter().any(|r| r.name == "MPI_Init"), "MPI_Init has no communicator");
+    // comm= takes the trace-wide id, not the model's index: renumber the
+    // world (index 0) to id 42.
+    let mut renumbered = Trace::open(&dir).expect("open");
+    let a = std::sync::Arc::get_mut(renumbered.analysed.as_mut().expect("analyses")).expect("not shared");
+    assert_eq!(a.an.model.comms[0].id, 0);
+    a.an.model.comms[0].id = 42;
+    let by_id = Filter::parse("comm=42").expect("filter");
+    let g = scene_geometry(&renumbered, TimeView::new(0.0, 10_000.0), &by_id, None);
+    assert_eq!((g.arrows.len(), g.colls_drawn), (2, 1));
+    let g = scene_geometry(&renumbered, TimeView::new(0.0, 10_000.0), &w, None);
+    assert_eq!((g.arrows.len(), g.colls_drawn), (0, 0), "no communicator has id 0 now");
     // Another communicator keeps nothing.
     let none = Filter::parse("comm=5").expect("filter");
     let g = scene_geometry(&trace, TimeView::new(0.0, 10_000.0), &none, None);

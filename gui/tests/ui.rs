@@ -338,3 +338,13 @@ fn collective_costs_by_operation_and_size() {
     assert!(h.query_by_label(&format!("{} – {}", analyzers::fmt_bytes(8), analyzers::fmt_bytes(15))).is_some());
     assert!(h.query_by_label("rank 3 (1x)").is_some(), "rank 3 arrived last");
 }
+
+#[test]
+fn the_details_tab_lists_the_communicators_for_comm_filters() {
+    let mut h = harness(loaded("comms"));
+    h.get_by_label("Details").click();
+    h.run();
+    assert!(h.query_by_label("Communicators (filter with comm=ID)").is_some());
+    assert!(h.query_by_label("comm=0").is_some());
+    assert!(h.query_by_label("4").is_some(), "the world has 4 ranks");
+}
