@@ -293,7 +293,11 @@ unsafe fn flat_go(f: &Flat, part: Part) -> MpiResult<()> {
     }
     let bytes = kind.write(f);
     f.publish(bytes);
-    f.wait_for(kind.from(f))?;
+    if kind.from_data() {
+        f.wait_data(kind.from(f))?;
+    } else {
+        f.wait_for(kind.from(f))?;
+    }
     kind.read(f)?;
     err.map_or(Ok(()), Err)
 }
@@ -343,6 +347,9 @@ impl NbKind for BarrierPart {
     }
     fn from(&self, f: &Flat) -> Range<usize> {
         0..f.size
+    }
+    fn from_data(&self) -> bool {
+        false
     }
     unsafe fn read(&mut self, _: &Flat) -> MpiResult<()> {
         Ok(())
@@ -557,7 +564,7 @@ unsafe fn flat_allgather(sendbuf: *const c_void, sendcount: i64, sendtype: MPI_D
             t.pack(*p as *const u8, *c, std::slice::from_raw_parts_mut(f.buf(me), blk));
         }
         f.publish(Some(blk));
-        f.wait_for(0..f.size)?;
+        f.wait_data(0..f.size)?;
         src?;
         f.check_len(0..f.size, blk)?;
         for r in 0..f.size {
@@ -601,7 +608,7 @@ unsafe fn flat_allgatherv(sendbuf: *const c_void, sendcount: i64, sendtype: MPI_
             t.pack(*p as *const u8, *c, std::slice::from_raw_parts_mut(f.buf(me), mine));
         }
         f.publish(Some(mine));
-        f.wait_for(0..f.size)?;
+        f.wait_data(0..f.size)?;
         let (_, _, _, displs) = args?;
         for r in 0..f.size {
             let blk = rdt.packed_size(counts[r]);
@@ -641,7 +648,7 @@ unsafe fn flat_alltoall(sendbuf: *const c_void, sendcount: i64, sendtype: MPI_Da
             t.pack(*p as *const u8, *c, std::slice::from_raw_parts_mut(f.buf(me), blk * size));
         }
         f.publish(Some(blk * size));
-        f.wait_for(0..size)?;
+        f.wait_data(0..size)?;
         src?;
         f.check_len(0..size, blk * size)?;
         for r in 0..size {
@@ -698,7 +705,7 @@ unsafe fn flat_rooted(
             if mine.is_some() {
                 no_alias(sendbuf, recvbuf, blk)?;
             }
-            f.wait_for(0..size)?;
+            f.wait_data(0..size)?;
             f.check_len(0..size, blk)?;
             for r in (0..size).filter(|&r| r != me || mine.is_some()) {
                 rdt.unpack(std::slice::from_raw_parts(f.buf(r), blk), elem(recvbuf, r * rc, &rdt));
@@ -722,7 +729,7 @@ unsafe fn flat_rooted(
         }
         f.publish(None);
         let out = typed_blk(recvbuf, recvcount, recvtype, "recvbuf");
-        f.wait_for(root..root + 1)?;
+        f.wait_data(root..root + 1)?;
         let (_, rdt) = out?;
         f.check_len(root..root + 1, blk * size)?;
         rdt.unpack(std::slice::from_raw_parts(f.buf(root).add(me * blk), blk), recvbuf as *mut u8);

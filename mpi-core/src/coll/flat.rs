@@ -1,18 +1,20 @@
-//! Shared-memory ("flat") collectives for small messages in blocking calls.
+//! Shared-memory ("flat") collectives for small messages.
 //!
 //! Every rank of a communicator shares one segment with a slot per rank: a
-//! sequence word and two data buffers. In operation `k` (blocking shared-
-//! memory collectives are numbered per communicator, and every rank makes
-//! the same calls), a rank writes its data to buffer `k % NBUF` of its slot
-//! and publishes `seq = k + 1`; the others wait for that and read the data
-//! in place. A rank overwrites that buffer only when every rank has finished
-//! operation `k - NBUF` (has entered operation `k - NBUF + 1`), so a root
-//! may run several broadcasts ahead of slow readers. One round
-//! of memory writes and reads replaces `log2(size)` rounds of messages, and
-//! with more ranks than cores each rank needs to be scheduled only once or
-//! twice per operation. Reductions combine the slots in rank order on every
-//! rank, so the results are identical everywhere and right for
-//! non-commutative operations.
+//! sequence word and `NBUF` data buffers, each starting with a stamp and a
+//! length word on the cache line of its first data bytes. In operation `k`
+//! (shared-memory collectives are numbered per communicator, and every rank
+//! makes the same calls), a rank writes its data to buffer `k % NBUF` of its
+//! slot, stamps it `k + 1` and publishes `seq = k + 1` (a rank with no data,
+//! like a broadcast's reader, only publishes `seq`); the others wait for the
+//! stamp (or `seq`) and read the data in place. A rank overwrites a buffer
+//! only when every rank has finished the operation that used it last, so a
+//! root may run many broadcasts ahead of slow readers. One round of memory
+//! writes and reads replaces `log2(size)` rounds of messages, and with more
+//! ranks than cores each rank needs to be scheduled only once or twice per
+//! operation. Reductions combine the slots in rank order on every rank, so
+//! the results are identical everywhere and right for non-commutative
+//! operations.
 //!
 //! Nonblocking calls ([`NbOp`]) take their operation number when they
 //! start and then advance with the library's progress: each rank publishes
@@ -46,9 +48,14 @@ const NBUF: u64 = 32;
 /// A rank publishes operation `j` only when its own operations up to
 /// `j - WINDOW` have finished (nonblocking ones may be outstanding).
 const WINDOW: u64 = 8;
-/// Bytes of a slot's header: the sequence word and a length word per
-/// buffer, rounded up to whole cache lines.
-const HDR: usize = (8 + 8 * NBUF as usize).div_ceil(64) * 64;
+/// Bytes of a slot's header: the sequence word, alone on its cache line.
+const HDR: usize = 64;
+/// Bytes of a buffer: a stamp word (operation number + 1, once its data is
+/// there) and a length word, then the data, in the same cache line for
+/// small data (a reader waiting for one rank's data pulls one line).
+const BUF: usize = SLOT + 64;
+/// Offset of the data in a buffer (16-aligned for every type).
+const DATA: usize = 16;
 /// Segments one process keeps at most (one per communicator).
 const MAX_SEGS: usize = 32;
 
@@ -116,7 +123,7 @@ unsafe impl Send for CtlPtr {}
 unsafe impl Sync for CtlPtr {}
 
 fn stride() -> usize {
-    HDR + NBUF as usize * SLOT
+    HDR + NBUF as usize * BUF
 }
 
 /// One flat operation in progress: operation number `k` on a segment.
@@ -141,10 +148,28 @@ impl Flat {
         unsafe { &*(self.base.add(r * stride()) as *const AtomicU64) }
     }
 
-    /// Buffer of rank `r` for this operation.
-    pub fn buf(&self, r: usize) -> *mut u8 {
+    /// Start of rank `r`'s buffer for this operation (its stamp word).
+    fn buf_head(&self, r: usize) -> *mut u8 {
         // SAFETY (of the arithmetic): within the mapping.
-        unsafe { self.base.add(r * stride() + HDR + (self.k % NBUF) as usize * SLOT) }
+        unsafe { self.base.add(r * stride() + HDR + (self.k % NBUF) as usize * BUF) }
+    }
+
+    /// Data of rank `r` for this operation.
+    pub fn buf(&self, r: usize) -> *mut u8 {
+        self.buf_head(r).wrapping_add(DATA)
+    }
+
+    /// The stamp word of rank `r`'s buffer of this operation.
+    fn stamp(&self, r: usize) -> &AtomicU64 {
+        // SAFETY: 64-aligned within the mapping (HDR, BUF and the stride
+        // are multiples of 64), shared between processes.
+        unsafe { &*(self.buf_head(r) as *const AtomicU64) }
+    }
+
+    /// The length word of rank `r`'s buffer of this operation.
+    fn len_word(&self, r: usize) -> &AtomicU64 {
+        // SAFETY: as in `stamp`, the word after it.
+        unsafe { &*(self.buf_head(r).add(8) as *const AtomicU64) }
     }
 
     /// Waits until ranks `ranks` have published operation `seq - 1`: a
@@ -152,7 +177,13 @@ impl Flat {
     /// yielding), then the library's wait loop (which drives other traffic,
     /// and sleeps until woken when the wait is long).
     fn wait(&self, ranks: std::ops::Range<usize>, seq: u64) -> MpiResult<()> {
-        let ready = || ranks.clone().all(|r| self.seq(r).load(Ordering::Acquire) >= seq);
+        self.wait_on(ranks, |r| self.seq(r), seq)
+    }
+
+    /// Waits until `word(r)` reaches `at_least` for every rank of `ranks`
+    /// (see [`Flat::wait`]).
+    fn wait_on<'a>(&'a self, ranks: std::ops::Range<usize>, word: impl Fn(usize) -> &'a AtomicU64, at_least: u64) -> MpiResult<()> {
+        let ready = || ranks.clone().all(|r| word(r).load(Ordering::Acquire) >= at_least);
         if ready() {
             return Ok(());
         }
@@ -231,21 +262,16 @@ impl Flat {
         rt::wait_until(|_| self.turn())
     }
 
-    /// Whether ranks `ranks` have published this operation.
-    fn published(&self, ranks: std::ops::Range<usize>) -> bool {
-        ranks.into_iter().all(|r| self.seq(r).load(Ordering::Acquire) > self.k)
+    /// Whether ranks `ranks` have published this operation (`data`: with
+    /// data, looking at their buffers' stamps).
+    fn published(&self, ranks: std::ops::Range<usize>, data: bool) -> bool {
+        let word = |r| if data { self.stamp(r) } else { self.seq(r) };
+        ranks.into_iter().all(|r| word(r).load(Ordering::Acquire) > self.k)
     }
 
-    /// Offset of the length word of rank `r`'s buffer of this operation
-    /// (one per buffer: a writer may run one operation ahead).
-    fn len_off(&self, r: usize) -> usize {
-        r * stride() + 8 + 8 * (self.k % NBUF) as usize
-    }
-
-    /// Bytes rank `r` published for this operation (after [`Flat::wait_for`]).
+    /// Bytes rank `r` published for this operation (after [`Flat::wait_data`]).
     fn len_of(&self, r: usize) -> usize {
-        // SAFETY: the word after the sequence word, as in `seq`.
-        unsafe { (*(self.base.add(self.len_off(r)) as *const AtomicU64)).load(Ordering::Relaxed) as usize }
+        self.len_word(r).load(Ordering::Relaxed) as usize
     }
 
     /// Fails unless ranks `ranks` published `bytes` bytes each (the counts
@@ -268,8 +294,8 @@ impl Flat {
     /// is not touched, as its buffer may still be read by a slower rank.
     pub fn publish(&self, bytes: Option<usize>) {
         if let Some(b) = bytes {
-            // SAFETY: as in `len_of`; written before the release of `seq`.
-            unsafe { (*(self.base.add(self.len_off(self.rank)) as *const AtomicU64)).store(b as u64, Ordering::Relaxed) };
+            self.len_word(self.rank).store(b as u64, Ordering::Relaxed);
+            self.stamp(self.rank).store(self.k + 1, Ordering::Release);
         }
         self.seq(self.rank).store(self.k + 1, Ordering::Release);
         for c in self.wake.iter() {
@@ -279,9 +305,16 @@ impl Flat {
         }
     }
 
-    /// Waits until ranks `ranks` have published this operation.
+    /// Waits until ranks `ranks` have published this operation (their
+    /// arrival, or data).
     pub fn wait_for(&self, ranks: std::ops::Range<usize>) -> MpiResult<()> {
         self.wait(ranks, self.k + 1)
+    }
+
+    /// Waits until ranks `ranks` have published their data of this
+    /// operation (only their buffers' cache lines are read).
+    pub fn wait_data(&self, ranks: std::ops::Range<usize>) -> MpiResult<()> {
+        self.wait_on(ranks, |r| self.stamp(r), self.k + 1)
     }
 }
 
@@ -298,6 +331,11 @@ pub trait NbKind: Send {
     unsafe fn write(&mut self, f: &Flat) -> Option<usize>;
     /// The ranks whose data this rank reads.
     fn from(&self, f: &Flat) -> std::ops::Range<usize>;
+    /// Whether the ranks of [`NbKind::from`] publish data (else only their
+    /// arrival is waited for).
+    fn from_data(&self) -> bool {
+        true
+    }
     /// Reads, once every rank of [`NbKind::from`] has published.
     ///
     /// # Safety
@@ -336,7 +374,7 @@ impl NbOp {
             self.f.publish(bytes);
             self.published = true;
         }
-        if !self.f.published(self.kind.from(&self.f)) {
+        if !self.f.published(self.kind.from(&self.f), self.kind.from_data()) {
             return false;
         }
         // SAFETY: as above.
