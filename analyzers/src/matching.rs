@@ -170,8 +170,11 @@ fn group(ends: &[(u32, u32, u32)], len: usize, channels: usize) -> Grouped {
 }
 
 struct PerReceiver {
-    pairs: Vec<(u32, MsgRef)>,
-    slack: HashMap<u32, i64>,
+    /// For each receive of the rank: its send.
+    recv_to_send: Vec<MsgRef>,
+    /// Matched (send index, receive index) by sending rank.
+    by_sender: FastMap<u32, Vec<(u32, u32)>>,
+    slack: FastMap<u32, i64>,
     violations: Vec<Violation>,
     count: u64,
 }
@@ -179,19 +182,25 @@ struct PerReceiver {
 /// Matches every send with its receive.
 pub fn match_messages(m: &Model) -> Matching {
     let n = m.ranks.len();
-    // Sends grouped by destination.
-    let mut to: Vec<Vec<MsgRef>> = vec![Vec::new(); n];
-    for r in &m.ranks {
-        for (i, s) in r.sends.iter().enumerate() {
-            if s.peer >= 0 && (s.peer as usize) < n {
-                to[s.peer as usize].push(MsgRef { rank: r.rank as u32, idx: i as u32 });
+    let all: Vec<usize> = (0..n).collect();
+    // Each rank's sends grouped by destination (in parallel over senders).
+    let by_dst: Vec<FastMap<u32, Vec<u32>>> = par_map(&all, |&s| {
+        let mut to: FastMap<u32, Vec<u32>> = FastMap::default();
+        for (i, p) in m.ranks[s].sends.iter().enumerate() {
+            if p.peer >= 0 && (p.peer as usize) < n {
+                to.entry(p.peer as u32).or_default().push(i as u32);
             }
         }
-    }
-    let dsts: Vec<usize> = (0..n).collect();
-    let per: Vec<PerReceiver> = par_map(&dsts, |&d| {
+        to
+    });
+    let per: Vec<PerReceiver> = par_map(&all, |&d| {
         let rd = &m.ranks[d];
-        let sends = &to[d];
+        let sends: Vec<MsgRef> = by_dst
+            .iter()
+            .enumerate()
+            .filter_map(|(s, to)| Some((s, to.get(&(d as u32))?)))
+            .flat_map(|(s, idx)| idx.iter().map(move |&i| MsgRef { rank: s as u32, idx: i }))
+            .collect();
         let mut ch = Channels { recent: [((0, 0, 0), NONE); 2], ..Default::default() };
         let send_ends: Vec<(u32, u32, u32)> = sends
             .iter()
@@ -210,7 +219,13 @@ pub fn match_messages(m: &Model) -> Matching {
             .collect();
         let sg = group(&send_ends, sends.len(), ch.len());
         let rg = group(&recv_ends, rd.recvs.len(), ch.len());
-        let mut out = PerReceiver { pairs: Vec::new(), slack: HashMap::new(), violations: Vec::new(), count: 0 };
+        let mut out = PerReceiver {
+            recv_to_send: vec![MsgRef::NONE; rd.recvs.len()],
+            by_sender: FastMap::default(),
+            slack: FastMap::default(),
+            violations: Vec::new(),
+            count: 0,
+        };
         for c in 0..ch.len() {
             let so = &sg.order[sg.start[c] as usize..sg.start[c + 1] as usize];
             let ro = &rg.order[rg.start[c] as usize..rg.start[c + 1] as usize];
@@ -223,7 +238,8 @@ pub fn match_messages(m: &Model) -> Matching {
                     std::cmp::Ordering::Greater => b += 1,
                     std::cmp::Ordering::Equal => {
                         let sref = sends[so[a] as usize];
-                        out.pairs.push((ro[b], sref));
+                        out.recv_to_send[ro[b] as usize] = sref;
+                        out.by_sender.entry(sref.rank).or_default().push((sref.idx, ro[b]));
                         let recv = &rd.recvs[ro[b] as usize];
                         let sr = &m.ranks[sref.rank as usize];
                         let send_start = sr.calls[sr.sends[sref.idx as usize].post as usize].t_start;
@@ -253,18 +269,22 @@ pub fn match_messages(m: &Model) -> Matching {
         }
         out
     });
-    let mut res = Matching {
-        recv_to_send: m.ranks.iter().map(|r| vec![MsgRef::NONE; r.recvs.len()]).collect(),
-        send_to_recv: m.ranks.iter().map(|r| vec![MsgRef::NONE; r.sends.len()]).collect(),
-        ..Default::default()
-    };
+    drop(by_dst);
+    // The other direction, in parallel over senders.
+    let send_to_recv = par_map(&all, |&s| {
+        let mut v = vec![MsgRef::NONE; m.ranks[s].sends.len()];
+        for (d, p) in per.iter().enumerate() {
+            for &(si, ri) in p.by_sender.get(&(s as u32)).into_iter().flatten() {
+                v[si as usize] = MsgRef { rank: d as u32, idx: ri };
+            }
+        }
+        v
+    });
+    let mut res = Matching { send_to_recv, ..Default::default() };
     let s = &mut res.summary;
     for (d, p) in per.into_iter().enumerate() {
-        for (ri, sref) in p.pairs {
-            res.recv_to_send[d][ri as usize] = sref;
-            res.send_to_recv[sref.rank as usize][sref.idx as usize] = MsgRef { rank: d as u32, idx: ri };
-            s.matched += 1;
-        }
+        s.matched += p.by_sender.values().map(|v| v.len() as u64).sum::<u64>();
+        res.recv_to_send.push(p.recv_to_send);
         for (src, slack) in p.slack {
             res.pair_slack.insert((src, d as u32), slack);
         }
