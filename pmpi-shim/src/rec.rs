@@ -633,6 +633,7 @@ impl Call {
             let name = crate::PNAMES[self.rec.call() as usize].to_bytes();
             let persistent = name.strip_suffix(b"_c").unwrap_or(name).ends_with(b"_init");
             let r = &self.rec;
+            let posted = tr.next_post();
             tr.requests.insert(
                 h,
                 ReqInfo {
@@ -653,6 +654,7 @@ impl Call {
                         (_, None) => NO_RANK,
                     },
                     recv_tag: self.recv_tag,
+                    posted,
                 },
             );
         }
@@ -734,11 +736,26 @@ pub fn complete_requests(c: &mut Call, saved: &[c_int], done: &[(usize, Option<M
     let r = catch_unwind(AssertUnwindSafe(|| {
         let mut g = state();
         let Some(tr) = g.as_mut() else { return };
-        for &(i, st) in done {
+        // Receives completed together take their sequence numbers in the
+        // order they were posted (the order MPI matched them in), whatever
+        // their order in the request array; the rows keep the array order.
+        let mut order: Vec<(u64, usize)> = done
+            .iter()
+            .enumerate()
+            .map(|(k, &(i, _))| {
+                let posted = saved.get(i).and_then(|h| tr.requests.get(h)).map_or(u64::MAX, |r| r.posted);
+                (posted, k)
+            })
+            .collect();
+        order.sort_unstable();
+        let mut recs: Vec<Option<Record>> = vec![None; done.len()];
+        for (_, k) in order {
+            let (i, st) = done[k];
             let Some(&h) = saved.get(i) else { continue };
             if h == abi::MPI_REQUEST_NULL {
                 continue;
             }
+            let out = &mut recs[k];
             let mut rec = c.completion(c.id());
             rec.request = h;
             let info = match tr.requests.get_mut(&h) {
@@ -753,7 +770,7 @@ pub fn complete_requests(c: &mut Call, saved: &[c_int], done: &[(usize, Option<M
             let cancelled = st.is_some_and(|s| s.cancelled());
             let Some(info) = info else {
                 rec.head |= (flags::UNKNOWN_REQUEST as u32) << 24;
-                c.extra.push(rec);
+                *out = Some(rec);
                 continue;
             };
             let mut fl = 0;
@@ -794,8 +811,9 @@ pub fn complete_requests(c: &mut Call, saved: &[c_int], done: &[(usize, Option<M
                 }
                 _ => {}
             }
-            c.extra.push(rec);
+            *out = Some(rec);
         }
+        c.extra.extend(recs.into_iter().flatten());
     }));
     if r.is_err() {
         fail("internal error recording completions");
@@ -859,6 +877,7 @@ pub fn start_request(h: c_int) -> Option<ReqInfo> {
         _ => {}
     }
     info.active = true;
+    info.posted = tr.next_post();
     tr.requests.insert(h, info.clone());
     Some(info)
 }

@@ -116,6 +116,9 @@ pub struct ReqInfo {
     /// `MPI_ANY_SOURCE`/`MPI_PROC_NULL`) and the receive tag (or `MPI_ANY_TAG`).
     pub recv_peer: i32,
     pub recv_tag: i32,
+    /// When the operation was posted (started, for persistent requests):
+    /// a per-process counter.
+    pub posted: u64,
 }
 
 /// A message matched by `MPI_Mprobe`/`MPI_Improbe`.
@@ -158,6 +161,8 @@ pub struct Tracer {
     pub modules: Vec<trace_format::side::Module>,
     /// The dynamic loader's count of objects loaded when `modules` was taken.
     pub dl_adds: u64,
+    /// Operations posted so far (see `ReqInfo::posted`).
+    posts: u64,
     side_failed: bool,
 }
 
@@ -289,6 +294,7 @@ impl Tracer {
             isendrecv_status: true,
             modules: Vec::new(),
             dl_adds: 0,
+            posts: 0,
             side_failed: false,
         };
         let mut wg = abi::MPI_GROUP_NULL;
@@ -480,6 +486,12 @@ impl Tracer {
         if h != abi::MPI_COMM_WORLD && h != abi::MPI_COMM_SELF {
             self.comms.remove(&h);
         }
+    }
+
+    /// The next value of the posting counter.
+    pub fn next_post(&mut self) -> u64 {
+        self.posts += 1;
+        self.posts
     }
 
     pub fn next_send_seq(&mut self, slot: u32, peer: i32, tag: i32) -> i64 {

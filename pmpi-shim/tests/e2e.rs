@@ -431,15 +431,19 @@ fn check_requests(t: &Trace, mpich: bool) {
         assert_eq!(isr.iter().map(|e| row(e)).collect::<Vec<_>>(), want, "rank {r}");
         let wait = ev.iter().position(|e| e.is_call("MPI_Waitall")).unwrap();
         assert!(ev[wait + 1..wait + 3].iter().all(|e| e.kind == c && e.request.is_some()));
+        // The reversed Waitall: rows in array order, numbers in posting order.
+        let w = ev.iter().rposition(|e| e.is_call("MPI_Waitall")).unwrap();
+        let got: Vec<(Option<i64>, Option<i64>)> = ev[w + 1..w + 3].iter().map(|e| (e.seq, e.bytes)).collect();
+        assert_eq!(got, vec![(Some(2), Some(8)), (Some(1), Some(4))], "rank {r}");
     }
-    // Persistent 0->1 three times; tags 12 to 15 and 17 to 19 both ways;
-    // the matched-probe message. On MPICH the Isendrecv receive halves
-    // have no bytes (checked above).
+    // Persistent 0->1 three times; tags 12 to 15, 17 to 19 and twice 20
+    // both ways; the matched-probe message. On MPICH the Isendrecv receive
+    // halves have no bytes (checked above).
     if mpich {
         let isr = |e: &Event| e.call.starts_with("MPI_Isendrecv");
-        assert_eq!(check_matching_but(t, isr), 3 + 2 * 4 + 1);
+        assert_eq!(check_matching_but(t, isr), 3 + 2 * 6 + 1);
     } else {
-        assert_eq!(check_matching(t), 3 + 2 * 7 + 1);
+        assert_eq!(check_matching(t), 3 + 2 * 9 + 1);
     }
     let ev = t.rank_events(1);
     let probe = calls(ev, "MPI_Iprobe").into_iter().last().unwrap();

@@ -1,6 +1,6 @@
 /* Requests: persistent send/receive with Start/Wait, Waitany, Waitsome,
- * Testall polling, a cancelled receive, MPI_Sendrecv and MPI_Isendrecv(_replace).
- * Two ranks. */
+ * Testall polling, a cancelled receive, MPI_Sendrecv, MPI_Isendrecv(_replace)
+ * and a Waitall in reverse posting order. Two ranks. */
 #include <mpi.h>
 
 int main(int argc, char **argv) {
@@ -47,6 +47,14 @@ int main(int argc, char **argv) {
     MPI_Isendrecv(a, 1, MPI_INT, peer, 19, b, 1, MPI_INT, peer, 19, MPI_COMM_WORLD, &q[1]);
     MPI_Status qs[2];
     MPI_Waitall(2, q, qs);
+    /* Two receives of one source and tag, waited for in reverse order:
+     * messages of 1 and 2 ints, matched in posting order. */
+    MPI_Request w[2];
+    MPI_Irecv(b, 4, MPI_INT, peer, 20, MPI_COMM_WORLD, &w[1]);
+    MPI_Irecv(b + 2, 2, MPI_INT, peer, 20, MPI_COMM_WORLD, &w[0]);
+    MPI_Send(a, 1, MPI_INT, peer, 20, MPI_COMM_WORLD);
+    MPI_Send(a, 2, MPI_INT, peer, 20, MPI_COMM_WORLD);
+    MPI_Waitall(2, w, MPI_STATUSES_IGNORE);
     /* Matched probe: rank 0 sends, rank 1 probes any source, then receives. */
     if (rank == 0) MPI_Send(a, 2, MPI_INT, 1, 16, MPI_COMM_WORLD);
     else {
