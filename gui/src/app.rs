@@ -158,6 +158,8 @@ pub struct GuiApp {
     pub label: &'static str,
     /// Whether the keyboard drives this timeline (not the compared one).
     pub keys: bool,
+    /// Whether the Details tab shows what was picked on the compared trace.
+    pub details_of_b: bool,
 }
 
 /// A row of the comparison of two profiles.
@@ -228,6 +230,7 @@ impl GuiApp {
             compare: None,
             label: "timeline",
             keys: true,
+            details_of_b: false,
         }
     }
 
@@ -271,6 +274,7 @@ impl GuiApp {
             if b.filter_text != self.filter_text {
                 b.set_filter(&self.filter_text);
             }
+            b.smooth = self.smooth;
             b.view = view.shifted(off);
             b.target = target.shifted(off);
             b.selection = sel.map(|(x, y)| (x + off as i64, y + off as i64));
@@ -641,11 +645,13 @@ impl GuiApp {
     }
 
     pub fn pick_call(&mut self, rank: usize, call: usize) {
+        self.details_of_b = false;
         self.picked = Some(Pick::Call { rank, call });
         self.tab = Tab::Details;
     }
 
     pub fn pick_region(&mut self, rank: usize, region: usize) {
+        self.details_of_b = false;
         self.picked = Some(Pick::Region { rank, region });
         self.tab = Tab::Details;
     }
@@ -674,6 +680,7 @@ impl GuiApp {
     }
 
     pub fn pick_message(&mut self, id: u64) {
+        self.details_of_b = false;
         self.picked = Some(Pick::Message(id));
         self.tab = Tab::Details;
     }

@@ -97,7 +97,12 @@ impl GuiApp {
             let off = b.trace.as_ref().zip(self.trace.as_ref()).map(|(x, y)| x.lod.span().0 - y.lod.span().0).unwrap_or(0);
             ui.label(format!("B: {} (times aligned at the start: B = A {} {})", b.dir.display(), if off < 0 { "-" } else { "+" }, analyzers::fmt_ns(off.abs())));
             if b.trace.is_some() {
+                let picked = b.picked;
                 b.timeline(ui);
+                if b.picked != picked && b.picked.is_some() {
+                    self.details_of_b = true;
+                    self.tab = Tab::Details;
+                }
             } else {
                 b.not_loaded(ui);
             }
@@ -682,6 +687,14 @@ impl GuiApp {
     }
 
     fn details_view(&mut self, ui: &mut Ui) {
+        if self.details_of_b {
+            if let Some(mut b) = self.compare.take() {
+                ui.label(format!("B: {}", b.dir.display()));
+                b.details_view(ui);
+                self.compare = Some(b);
+                return;
+            }
+        }
         let lines = self.details(self.picked);
         if lines.is_empty() {
             ui.label("Click a call, a message arrow or a region band on the timeline.");

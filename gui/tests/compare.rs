@@ -110,3 +110,29 @@ fn a_compared_trace_that_cannot_be_opened_says_so() {
     assert!(h.query_by_label("Could not open the trace").is_some());
     assert!(h.query_by_label_contains("no such directory").is_some());
 }
+
+#[test]
+fn picking_on_the_compared_trace_shows_its_details() {
+    let mut h = compared("pick-b");
+    let rb = h.get_by_label("timeline B").rect();
+    // Rank 1's lane of B: its receive (1.5-3.5 us after B's start).
+    let lanes_top = rb.top() + gui::ui::RULER_H;
+    let y = lanes_top + h.state().compare.as_ref().map(|b| b.lane_h).unwrap_or(20.0) * 1.5;
+    let bv = h.state().compare.as_ref().expect("B").view;
+    let x = rb.left() + GUTTER_W + bv.x_of((SHIFT + 2_500) as f64, rb.width() - GUTTER_W);
+    common::click_at(&mut h, Pos2::new(x, y));
+    assert!(h.state().details_of_b);
+    assert_eq!(h.state().tab, Tab::Details);
+    assert!(matches!(h.state().compare.as_ref().and_then(|b| b.picked), Some(gui::app::Pick::Call { rank: 1, .. })));
+    assert!(h.query_by_label("MPI_Recv").is_some());
+    // Zooming to it moves both traces.
+    h.get_by_label("Zoom to it").click();
+    h.run();
+    assert_eq!(h.state().compare.as_ref().and_then(|b| b.selection), Some((SHIFT + 1_500, SHIFT + 3_500)));
+    assert_eq!(h.state().selection, Some((1_500, 3_500)));
+    assert_coupled(h.state());
+    // Picking on A shows A's details again.
+    h.state_mut().pick_call(0, 1);
+    h.run();
+    assert!(!h.state().details_of_b);
+}
