@@ -138,6 +138,14 @@ fn communicators_across_hosts() {
 }
 
 #[test]
+fn create_and_free_many_intercommunicators() {
+    let exe = compile("comm_inter_many", Compiler::Ours);
+    for n in [2, 3, 5] {
+        run(Launcher::Ours, n, &exe, &[], &[], T).assert_ok(&format!("comm_inter_many OK: 5000 rounds on {n} ranks"));
+    }
+}
+
+#[test]
 fn create_and_free_100000_communicators() {
     let exe = compile("comm_many", Compiler::Ours);
     run(Launcher::Ours, 2, &exe, &[], &[], Duration::from_secs(300)).assert_ok("comm_many OK: 100000 communicators");
