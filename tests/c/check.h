@@ -31,6 +31,17 @@ __attribute__((unused)) static int test_rank(void) {
         CHECK(rc_ == MPI_SUCCESS, "%s returned %d", #call, rc_);                \
     } while (0)
 
+/* Resident memory of this process in kB (-1 if unknown), for leak checks. */
+__attribute__((unused)) static long test_rss_kb(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmRSS: %ld", &kb) == 1) break;
+    if (f) fclose(f);
+    return kb;
+}
+
 __attribute__((unused)) static int error_class(int rc) {
     int c = -1;
     MPI_Error_class(rc, &c);

@@ -6,16 +6,6 @@
  * not grow. Needs at least 2 ranks. */
 #include "check.h"
 
-static long rss_kb(void) {
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kb = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "VmRSS: %ld", &kb) == 1) break;
-    if (f) fclose(f);
-    return kb;
-}
-
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     int rank, size;
@@ -58,9 +48,9 @@ int main(int argc, char **argv) {
         CHECK_RC(MPI_Comm_free(&m));
         CHECK_RC(MPI_Comm_free(&d));
         CHECK_RC(MPI_Comm_free(&inter));
-        if (i == n / 5) rss0 = rss_kb();
+        if (i == n / 5) rss0 = test_rss_kb();
     }
-    long rss1 = rss_kb();
+    long rss1 = test_rss_kb();
     if (n >= 1000) CHECK(rss1 - rss0 < 4 * 1024, "memory grew from %ld kB to %ld kB", rss0, rss1);
     MPI_Comm_free(&half);
     MPI_Barrier(MPI_COMM_WORLD);

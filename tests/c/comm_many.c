@@ -4,16 +4,6 @@
  * grow. */
 #include "check.h"
 
-static long rss_kb(void) {
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kb = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "VmRSS: %ld", &kb) == 1) break;
-    if (f) fclose(f);
-    return kb;
-}
-
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     int rank, size;
@@ -59,9 +49,9 @@ int main(int argc, char **argv) {
             MPI_Group_free(&g);
         }
         CHECK_RC(MPI_Comm_free(&c));
-        if (i == 1000) rss0 = rss_kb();
+        if (i == 1000) rss0 = test_rss_kb();
     }
-    long rss1 = rss_kb();
+    long rss1 = test_rss_kb();
     MPI_Group_free(&wg);
     if (n > 1000) CHECK(rss1 - rss0 < 8 * 1024, "memory grew from %ld kB to %ld kB", rss0, rss1);
     MPI_Barrier(MPI_COMM_WORLD);
