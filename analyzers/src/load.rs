@@ -417,6 +417,39 @@ impl RankBuilder {
     }
 }
 
+/// A rank's data and the maps from its local ids to the trace's.
+struct Remap {
+    data: RankData,
+    names: Vec<u16>,
+    site_base: u32,
+    comms: Vec<u32>,
+}
+
+impl Remap {
+    fn apply(&mut self) {
+        let d = &mut self.data;
+        for c in &mut d.calls {
+            c.name = self.names[c.name as usize];
+            c.site += self.site_base;
+        }
+        for r in &mut d.regions {
+            r.name = self.names[r.name as usize];
+        }
+        let comms = &self.comms;
+        let remap = |c: &mut u32| {
+            if *c != NONE {
+                *c = comms[*c as usize]
+            }
+        };
+        for p in d.sends.iter_mut().chain(d.recvs.iter_mut()) {
+            remap(&mut p.comm);
+        }
+        for c in &mut d.colls {
+            remap(&mut c.comm);
+        }
+    }
+}
+
 /// Assembles a model from built ranks: interns names, sites and
 /// communicators trace-wide and places ranks at their index.
 pub fn assemble(meta: Meta, built: Vec<BuiltRank>, comm_tables: Vec<trace_format::side::CommInfo>, problems: Vec<Problem>) -> Model {
@@ -432,6 +465,7 @@ pub fn assemble(meta: Meta, built: Vec<BuiltRank>, comm_tables: Vec<trace_format
     }
     let size = built.iter().map(|b| b.data.rank + 1).max().unwrap_or(0).max(model.meta.ranks as i32).max(0) as usize;
     let mut slots: Vec<Option<RankData>> = (0..size).map(|_| None).collect();
+    let mut remaps = Vec::with_capacity(built.len());
     for b in built {
         let name_map: Vec<u16> = b.names.iter().map(|n| names.id(n)).collect();
         let site_base = model.sites.len() as u32;
@@ -464,25 +498,13 @@ pub fn assemble(meta: Meta, built: Vec<BuiltRank>, comm_tables: Vec<trace_format
                 })
             })
             .collect();
-        let mut d = b.data;
-        for c in &mut d.calls {
-            c.name = name_map[c.name as usize];
-            c.site += site_base;
-        }
-        for r in &mut d.regions {
-            r.name = name_map[r.name as usize];
-        }
-        let remap = |c: &mut u32| {
-            if *c != NONE {
-                *c = comm_map[*c as usize]
-            }
-        };
-        for p in d.sends.iter_mut().chain(d.recvs.iter_mut()) {
-            remap(&mut p.comm);
-        }
-        for c in &mut d.colls {
-            remap(&mut c.comm);
-        }
+        remaps.push(Remap { data: b.data, names: name_map, site_base, comms: comm_map });
+    }
+    // Rewrite the ranks' local ids as trace-wide ones, in parallel.
+    let cells: Vec<std::sync::Mutex<Remap>> = remaps.into_iter().map(std::sync::Mutex::new).collect();
+    crate::par_map(&cells, |c| c.lock().unwrap_or_else(|e| e.into_inner()).apply());
+    for c in cells {
+        let d = c.into_inner().unwrap_or_else(|e| e.into_inner()).data;
         let r = d.rank;
         if r >= 0 && (r as usize) < size {
             slots[r as usize] = Some(d);
