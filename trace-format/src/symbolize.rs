@@ -431,6 +431,36 @@ mod tests {
         assert_eq!(s.call_at(path, off), bad);
     }
 
+    /// A shared object without debug information (libc) falls back to its
+    /// dynamic symbol table.
+    #[test]
+    fn symbols_without_dwarf() {
+        let modules = own_modules();
+        let f = libc::getpid as *const () as usize as u64;
+        let mut s = Symbolizer::with_debug_dir(None);
+        let site = s.in_modules(&modules, f + 1);
+        assert!(site.module_name().starts_with("libc"), "{site:?}");
+        assert!(
+            site.function
+                .as_deref()
+                .is_some_and(|n| n.contains("getpid")),
+            "{site:?}"
+        );
+        assert_eq!(
+            (site.file.as_deref(), site.problem.as_deref()),
+            (None, None),
+            "{site:?}"
+        );
+        assert_eq!(
+            site.to_string(),
+            format!(
+                "{} ({})",
+                site.function.as_deref().unwrap(),
+                site.module_name()
+            )
+        );
+    }
+
     #[test]
     fn symbolizer_moves_between_threads() {
         fn send<T: Send>(_: &T) {}
