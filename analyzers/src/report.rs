@@ -359,6 +359,7 @@ pub fn document(r: &Report) -> Vec<Block> {
         ];
         let located = p.sites_by_time.iter().take(ROWS / 2).any(|s| s.location.is_some());
         if located {
+            cols.push(("function", Align::Left));
             cols.push(("module", Align::Left));
         }
         let mut tb = Table::new(&cols);
@@ -372,6 +373,7 @@ pub fn document(r: &Report) -> Vec<Block> {
                 plain(if s.bytes > 0 { fmt_bytes(s.bytes) } else { "-".into() }),
             ];
             if located {
+                row.push(plain(s.location.as_ref().and_then(|l| l.function.clone()).unwrap_or_else(|| "-".into())));
                 row.push(plain(s.module.clone().unwrap_or_else(|| "-".into())));
             }
             tb.row(row);

@@ -100,6 +100,12 @@ fn html_report_is_one_well_formed_self_contained_page() {
     assert!(titles.iter().any(|t| t.starts_with("rank 1 at") && t.ends_with(": 100% in MPI")), "{titles:?}");
     assert!(titles.iter().any(|t| t.starts_with("rank 0 at") && t.ends_with(": 0% in MPI")), "{titles:?}");
     assert!(titles.contains(&"critical path".to_string()));
+    // Symbolized sites show file:line, function and module+offset.
+    let mut model = late_sender_trace().model();
+    model.symbolize(|s, _| (s.offset == 0x200).then(|| analyzers::model::Location { function: Some("halo".into()), file: "/src/st.c".into(), line: 77 }));
+    let (_, _, text3) = parse(&render(&analyze(model).report(), None));
+    assert!(text3.contains("MPI_Recv at st.c:77"), "{text3}");
+    assert!(text3.contains("\nhalo\n") && text3.contains("\napp+0x200\n"), "{text3}");
     // Without the overview (a report read back from JSON) the page has no plots but the same tables.
     let (elems, _, text2) = parse(&render(&r, None));
     assert_eq!(elems.iter().filter(|e| *e == "svg").count(), 0);
