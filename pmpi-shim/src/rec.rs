@@ -736,6 +736,11 @@ pub fn complete_requests(c: &mut Call, saved: &[c_int], done: &[(usize, Option<M
     let r = catch_unwind(AssertUnwindSafe(|| {
         let mut g = state();
         let Some(tr) = g.as_mut() else { return };
+        if let [one] = done {
+            let rec = completion_of(c, tr, saved, *one);
+            c.extra.extend(rec);
+            return;
+        }
         // Receives completed together take their sequence numbers in the
         // order they were posted (the order MPI matched them in), whatever
         // their order in the request array; the rows keep the array order.
@@ -743,75 +748,17 @@ pub fn complete_requests(c: &mut Call, saved: &[c_int], done: &[(usize, Option<M
             .iter()
             .enumerate()
             .map(|(k, &(i, _))| {
-                let posted = saved.get(i).and_then(|h| tr.requests.get(h)).map_or(u64::MAX, |r| r.posted);
+                let posted = saved
+                    .get(i)
+                    .and_then(|h| tr.requests.get(h))
+                    .map_or(u64::MAX, |r| r.posted);
                 (posted, k)
             })
             .collect();
         order.sort_unstable();
         let mut recs: Vec<Option<Record>> = vec![None; done.len()];
         for (_, k) in order {
-            let (i, st) = done[k];
-            let Some(&h) = saved.get(i) else { continue };
-            if h == abi::MPI_REQUEST_NULL {
-                continue;
-            }
-            let out = &mut recs[k];
-            let mut rec = c.completion(c.id());
-            rec.request = h;
-            let info = match tr.requests.get_mut(&h) {
-                Some(info) if info.persistent && !info.active => continue,
-                Some(info) if info.persistent => {
-                    info.active = false;
-                    Some(info.clone())
-                }
-                Some(_) => tr.requests.remove(&h),
-                None => None,
-            };
-            let cancelled = st.is_some_and(|s| s.cancelled());
-            let Some(info) = info else {
-                rec.head |= (flags::UNKNOWN_REQUEST as u32) << 24;
-                *out = Some(rec);
-                continue;
-            };
-            let mut fl = 0;
-            if info.persistent {
-                fl |= flags::PERSISTENT;
-            }
-            if cancelled {
-                fl |= flags::CANCELLED;
-            }
-            rec.head = head(info.call, Kind::Completion, flags::DONE | fl);
-            rec.comm = info.comm.as_ref().map(|c| c.slot).unwrap_or(NO_COMM);
-            (
-                rec.peer,
-                rec.tag,
-                rec.bytes,
-                rec.seq,
-                rec.count,
-                rec.datatype,
-            ) = (
-                info.peer,
-                info.tag,
-                info.bytes,
-                info.seq,
-                info.count,
-                info.datatype,
-            );
-            if info.kind == ReqKind::Sendrecv {
-                // Like the completion row of `MPI_Sendrecv`: the receive half.
-                (rec.count, rec.datatype) = (NONE_I64, NONE_I32);
-            }
-            match (info.kind, st) {
-                (ReqKind::Recv, Some(st)) if !cancelled => {
-                    let (p, t, b, s) = tr.received(info.comm.as_ref(), &st, true);
-                    (rec.peer, rec.tag, rec.bytes, rec.seq) = (p, t, b, s);
-                }
-                (ReqKind::Sendrecv, st) if !cancelled => {
-                    (rec.peer, rec.tag, rec.bytes, rec.seq) = sendrecv_received(tr, &info, st);
-                }
-                _ => {}
-            }
-            *out = Some(rec);
+            recs[k] = completion_of(c, tr, saved, done[k]);
         }
         c.extra.extend(recs.into_iter().flatten());
     }));
@@ -820,13 +767,86 @@ pub fn complete_requests(c: &mut Call, saved: &[c_int], done: &[(usize, Option<M
     }
 }
 
+/// The completion record of request `saved[i]`, completed with status `st`
+/// (none for an inactive persistent request or a null handle).
+fn completion_of(
+    c: &Call,
+    tr: &mut Tracer,
+    saved: &[c_int],
+    (i, st): (usize, Option<MPI_Status>),
+) -> Option<Record> {
+    let &h = saved.get(i)?;
+    if h == abi::MPI_REQUEST_NULL {
+        return None;
+    }
+    let mut rec = c.completion(c.id());
+    rec.request = h;
+    let info = match tr.requests.get_mut(&h) {
+        Some(info) if info.persistent && !info.active => return None,
+        Some(info) if info.persistent => {
+            info.active = false;
+            Some(info.clone())
+        }
+        Some(_) => tr.requests.remove(&h),
+        None => None,
+    };
+    let cancelled = st.is_some_and(|s| s.cancelled());
+    let Some(info) = info else {
+        rec.head |= (flags::UNKNOWN_REQUEST as u32) << 24;
+        return Some(rec);
+    };
+    let mut fl = 0;
+    if info.persistent {
+        fl |= flags::PERSISTENT;
+    }
+    if cancelled {
+        fl |= flags::CANCELLED;
+    }
+    rec.head = head(info.call, Kind::Completion, flags::DONE | fl);
+    rec.comm = info.comm.as_ref().map(|c| c.slot).unwrap_or(NO_COMM);
+    (
+        rec.peer,
+        rec.tag,
+        rec.bytes,
+        rec.seq,
+        rec.count,
+        rec.datatype,
+    ) = (
+        info.peer,
+        info.tag,
+        info.bytes,
+        info.seq,
+        info.count,
+        info.datatype,
+    );
+    if info.kind == ReqKind::Sendrecv {
+        // Like the completion row of `MPI_Sendrecv`: the receive half.
+        (rec.count, rec.datatype) = (NONE_I64, NONE_I32);
+    }
+    match (info.kind, st) {
+        (ReqKind::Recv, Some(st)) if !cancelled => {
+            let (p, t, b, s) = tr.received(info.comm.as_ref(), &st, true);
+            (rec.peer, rec.tag, rec.bytes, rec.seq) = (p, t, b, s);
+        }
+        (ReqKind::Sendrecv, st) if !cancelled => {
+            (rec.peer, rec.tag, rec.bytes, rec.seq) = sendrecv_received(tr, &info, st);
+        }
+        _ => {}
+    }
+    Some(rec)
+}
+
 /// The receive half of a completed `MPI_Isendrecv(_replace)`: (peer as
 /// world rank, tag, bytes, seq). Where the library does not fill the
 /// status of these requests (MPICH 4.0: it holds zeros or an older
 /// request's values), the source and tag the call named are used, with
 /// unknown bytes, and no sequence number when a wildcard leaves the
 /// message unknown.
-fn sendrecv_received(tr: &mut Tracer, info: &ReqInfo, st: Option<MPI_Status>) -> (i32, i32, i64, i64) {
+fn sendrecv_received(
+    tr: &mut Tracer,
+    info: &ReqInfo,
+    st: Option<MPI_Status>,
+) -> (i32, i32, i64, i64) {
     let (src, tag) = (info.recv_peer, info.recv_tag);
     if src == abi::MPI_PROC_NULL {
         return (abi::MPI_PROC_NULL, abi::MPI_ANY_TAG, 0, NONE_I64);
