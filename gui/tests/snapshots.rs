@@ -22,8 +22,12 @@ fn app(name: &str) -> GuiApp {
 }
 
 fn snapshot(app: GuiApp, name: &str, setup: impl FnOnce(&mut Harness<'_, GuiApp>)) {
+    snapshot_sized(app, name, egui::vec2(1100.0, 420.0), setup)
+}
+
+fn snapshot_sized(app: GuiApp, name: &str, size: egui::Vec2, setup: impl FnOnce(&mut Harness<'_, GuiApp>)) {
     let mut h = Harness::builder()
-        .with_size(egui::vec2(1100.0, 420.0))
+        .with_size(size)
         .wgpu()
         .build_ui_state(|ui, app: &mut GuiApp| app.show(ui), app);
     h.run();
@@ -47,4 +51,18 @@ fn highlighted_pair_and_selection() {
         s.select(1_800, 3_600);
         s.tab = gui::app::Tab::Matrix;
     });
+}
+
+#[test]
+fn two_traces_compared() {
+    let mut a = app("snap-compare-a");
+    let dir = common::temp_dir("snap-compare-b");
+    // B: 1 ms later on its clock, each Allreduce 3 us longer.
+    common::small_variant(1_000_000, 3_000).write(&dir).expect("write trace");
+    let mut b = GuiApp::open(&dir);
+    b.wait_loaded(Duration::from_secs(60));
+    b.dir = "slower-trace".into();
+    a.set_compare(b);
+    a.tab = gui::app::Tab::Compare;
+    snapshot_sized(a, "compare_small", egui::vec2(1100.0, 600.0), |_| {});
 }
