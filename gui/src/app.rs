@@ -866,7 +866,8 @@ fn message_lines(m: &trace_lod::messages::Msg) -> Vec<(String, String)> {
     ]
 }
 
-/// The calls of `trace` matching `f`, by time (at most [`MAX_FOUND`]).
+/// The calls of `trace` matching `f`: the earliest [`MAX_FOUND`] of them
+/// in time, sorted by time.
 pub fn search(trace: &Trace, f: &Filter) -> Vec<Found> {
     let lod = &trace.lod;
     let mask = f.name_mask(&lod.names);
@@ -874,20 +875,30 @@ pub fn search(trace: &Trace, f: &Filter) -> Vec<Found> {
     let mut found = Vec::new();
     for (ri, r) in lod.ranks.iter().enumerate().filter(|(_, r)| f.keeps_rank(r.rank)) {
         let d = &r.data;
-        let mut hit = |i: usize| {
-            let c = d.call(i);
-            if found.len() < MAX_FOUND && mask.get(c.name as usize).copied().unwrap_or(false) && c.duration() >= f.min_dur {
-                found.push(Found { rank: ri, call: i, t: c.t_start });
-            }
+        // A rank's calls come by time: its first MAX_FOUND matches are all
+        // it can contribute.
+        let calls: Box<dyn Iterator<Item = usize>> = match &only {
+            Some(set) => Box::new(set.per_rank.get(ri).into_iter().flatten().map(|k| k.call as usize)),
+            None => Box::new(0..d.len()),
         };
-        match &only {
-            Some(set) => set.per_rank.get(ri).into_iter().flatten().for_each(|k| hit(k.call as usize)),
-            None => (0..d.len()).for_each(&mut hit),
+        let mut mine = 0;
+        for i in calls {
+            let c = d.call(i);
+            if mask.get(c.name as usize).copied().unwrap_or(false) && c.duration() >= f.min_dur {
+                found.push(Found { rank: ri, call: i, t: c.t_start });
+                mine += 1;
+                if mine == MAX_FOUND {
+                    break;
+                }
+            }
         }
-        if found.len() >= MAX_FOUND {
-            break;
+        // Keep memory bounded: the earliest MAX_FOUND so far.
+        if found.len() >= 2 * MAX_FOUND {
+            found.sort_by_key(|x| (x.t, x.rank));
+            found.truncate(MAX_FOUND);
         }
     }
     found.sort_by_key(|x| (x.t, x.rank));
+    found.truncate(MAX_FOUND);
     found
 }

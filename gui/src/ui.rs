@@ -147,7 +147,8 @@ impl GuiApp {
                 ui.label("searching");
                 ui.ctx().request_repaint_after(std::time::Duration::from_millis(50));
             } else if !self.found.is_empty() {
-                ui.label(format!("{}/{} found", self.found_pos + 1, self.found.len()));
+                let more = if self.found.len() >= crate::app::MAX_FOUND { "+ (the earliest)" } else { "" };
+                ui.label(format!("{}/{}{more} found", self.found_pos + 1, self.found.len()));
                 if ui.button("Next").clicked() {
                     self.go_found(self.found_pos + 1);
                 }

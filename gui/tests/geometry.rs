@@ -186,3 +186,24 @@ fn tag_and_comm_filters_on_the_timeline_and_in_the_numbers() {
     assert_eq!((g.arrows.len(), g.colls_drawn), (0, 0));
     assert!(g.bars.vertices.chunks(4).filter(|q| q[2].pos.y - q[0].pos.y > 5.0).all(|q| q[0].color == dim));
 }
+
+/// A search keeps the earliest matches in time over all ranks, not the
+/// first ranks' ones.
+#[test]
+fn search_keeps_the_earliest_matches() {
+    use gui::app::{search, MAX_FOUND};
+    use trace_lod::{Lod, RawCall};
+    let calls = |from: i64| (0..8_000i64).map(|i| RawCall { t_start: from + i * 100, t_end: from + i * 100 + 50, name: 0, flags: 0, bytes: 0 }).collect::<Vec<_>>();
+    // Rank 2 runs first, then rank 1, then rank 0.
+    let lod = Lod::from_calls(vec!["MPI_Send".into()], vec![(0, calls(2_000_000)), (1, calls(1_000_000)), (2, calls(0))]);
+    let trace = Trace::new(lod);
+    let found = search(&trace, &Filter::parse("send").expect("filter"));
+    assert_eq!(found.len(), MAX_FOUND);
+    assert!(found.windows(2).all(|w| w[0].t <= w[1].t));
+    assert_eq!(found.iter().filter(|f| f.rank == 2).count(), 8_000);
+    assert_eq!(found.iter().filter(|f| f.rank == 1).count(), MAX_FOUND - 8_000);
+    assert_eq!(found.iter().filter(|f| f.rank == 0).count(), 0);
+    assert_eq!(found.last().map(|f| f.t), Some(1_000_000 + (MAX_FOUND as i64 - 8_001) * 100));
+    // With a duration bound nothing is found.
+    assert!(search(&trace, &Filter::parse("send dur>1us").expect("filter")).is_empty());
+}
