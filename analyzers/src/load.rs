@@ -754,9 +754,7 @@ fn load_parquet_rank(path: &Path, rank: i32, problems: &mut Vec<Problem>) -> Res
 /// it has none (crashed run), and symbolizes its call sites
 /// ([`symbolize_sites`]). Fails only if `dir` holds no trace at all.
 pub fn load(dir: &Path) -> Result<Model, Error> {
-    let mut m = load_with_threads(dir, std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1))?;
-    symbolize_sites(&mut m, &mut trace_format::Symbolizer::new());
-    Ok(m)
+    load_with_progress(dir, &|_, _| {})
 }
 
 /// Gives the call sites their function and `file:line` from the debug
@@ -793,6 +791,19 @@ enum Job {
 
 /// [`load`] with a given number of threads.
 pub fn load_with_threads(dir: &Path, threads: usize) -> Result<Model, Error> {
+    load_observed(dir, threads, &|_, _| {})
+}
+
+/// [`load`] that tells `progress(ranks read, ranks to read)` after each
+/// rank (from the loading threads), e.g. to draw a progress bar.
+pub fn load_with_progress(dir: &Path, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<Model, Error> {
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let mut m = load_observed(dir, threads, progress)?;
+    symbolize_sites(&mut m, &mut trace_format::Symbolizer::new());
+    Ok(m)
+}
+
+fn load_observed(dir: &Path, threads: usize, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<Model, Error> {
     let meta_path = dir.join(layout::META);
     let mut problems = Vec::new();
     let meta = if meta_path.exists() {
@@ -837,6 +848,7 @@ pub fn load_with_threads(dir: &Path, threads: usize) -> Result<Model, Error> {
     let jobs: Vec<Job> = parquet.iter().map(|&r| Job::Parquet(r)).chain(journals.iter().map(|&r| Job::Journal(r))).collect();
     let next = AtomicUsize::new(0);
     let out: Mutex<Loaded> = Mutex::new((Vec::new(), Vec::new(), Vec::new(), Vec::new()));
+    let done = AtomicUsize::new(0);
     let work = || loop {
         let i = next.fetch_add(1, Ordering::Relaxed);
         let Some(job) = jobs.get(i) else { break };
@@ -889,6 +901,8 @@ pub fn load_with_threads(dir: &Path, threads: usize) -> Result<Model, Error> {
         o.1.extend(comms);
         o.2.extend(probs);
         o.3.extend(rmeta);
+        drop(o);
+        progress(done.fetch_add(1, Ordering::Relaxed) + 1, jobs.len());
     };
     std::thread::scope(|s| {
         for _ in 0..threads.clamp(1, jobs.len().max(1)) {

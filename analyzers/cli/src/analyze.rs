@@ -152,37 +152,79 @@ pub fn run(c: Commands) -> Result<i32> {
     }
 }
 
-fn progress(msg: &str) {
-    if std::io::stderr().is_terminal() {
-        eprint!("\r\x1b[2K{msg}");
-        let _ = std::io::stderr().flush();
-    }
+/// A progress line on standard error (when it is a terminal) for work that
+/// takes longer than a second.
+/// `MPITRACE_PROGRESS_AFTER=MS` changes the second.
+struct Progress {
+    start: Instant,
+    after: std::time::Duration,
+    last: std::sync::Mutex<Option<Instant>>,
+    on: bool,
 }
 
-fn done_progress() {
-    if std::io::stderr().is_terminal() {
-        eprint!("\r\x1b[2K");
+impl Progress {
+    fn new() -> Progress {
+        let ms = std::env::var("MPITRACE_PROGRESS_AFTER").ok().and_then(|v| v.parse().ok()).unwrap_or(1000);
+        Progress {
+            start: Instant::now(),
+            after: std::time::Duration::from_millis(ms),
+            last: std::sync::Mutex::new(None),
+            on: std::io::stderr().is_terminal(),
+        }
+    }
+
+    /// Draws `what` with a bar of `done` of `total` (no bar if `total` is 0).
+    fn show(&self, what: &str, done: usize, total: usize) {
+        let now = Instant::now();
+        if !self.on || now - self.start < self.after {
+            return;
+        }
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        if last.is_some_and(|l| now - l < std::time::Duration::from_millis(100)) && done < total {
+            return;
+        }
+        *last = Some(now);
+        let secs = (now - self.start).as_secs_f64();
+        let bar = if total > 0 {
+            let k = done * 30 / total;
+            format!(" [{}{}] {done}/{total} ranks", "#".repeat(k), ".".repeat(30 - k))
+        } else {
+            String::new()
+        };
+        eprint!("\r\x1b[2Kmpitrace: {what}{bar} ({secs:.1} s)");
+        let _ = std::io::stderr().flush();
+    }
+
+    fn clear(&self) {
+        if self.on && self.last.lock().map(|l| l.is_some()).unwrap_or(true) {
+            eprint!("\r\x1b[2K");
+        }
     }
 }
 
 /// Loads and analyzes a trace directory.
 fn analyze_dir(dir: &Path, timing: bool) -> Result<Analyses> {
     let t0 = Instant::now();
-    let big = dir_size(dir) > 50 << 20;
-    if big {
-        progress(&format!("mpitrace: loading {} ...", dir.display()));
-    }
-    let model = analyzers::load(dir).with_context(|| format!("cannot read the trace in {}", dir.display()))?;
+    let p = Progress::new();
+    let model = analyzers::load::load_with_progress(dir, &|done, total| p.show("reading", done, total))
+        .with_context(|| format!("cannot read the trace in {}", dir.display()))?;
     let t1 = Instant::now();
-    if big {
-        progress(&format!("mpitrace: analyzing {} rows ...", model.rows()));
-    }
     let rows = model.rows();
-    let a = report::analyze(model);
+    // The analyses report no steps: a ticking line while they run.
+    let finished = std::sync::atomic::AtomicBool::new(false);
+    let a = std::thread::scope(|s| {
+        s.spawn(|| {
+            while !finished.load(std::sync::atomic::Ordering::Relaxed) {
+                p.show(&format!("analyzing {rows} rows"), 0, 0);
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        });
+        let a = report::analyze(model);
+        finished.store(true, std::sync::atomic::Ordering::Relaxed);
+        a
+    });
     let t2 = Instant::now();
-    if big {
-        done_progress();
-    }
+    p.clear();
     if timing {
         let (l, an) = ((t1 - t0).as_secs_f64(), (t2 - t1).as_secs_f64());
         eprintln!(
@@ -191,16 +233,6 @@ fn analyze_dir(dir: &Path, timing: bool) -> Result<Analyses> {
         );
     }
     Ok(a)
-}
-
-fn dir_size(dir: &Path) -> u64 {
-    let mut n = 0;
-    for sub in ["events", "journal"] {
-        for e in std::fs::read_dir(dir.join(sub)).into_iter().flatten().flatten() {
-            n += e.metadata().map(|m| m.len()).unwrap_or(0);
-        }
-    }
-    n
 }
 
 /// A report from a trace directory or a JSON report file.
