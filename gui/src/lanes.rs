@@ -35,21 +35,22 @@ impl Lanes {
     /// `folded` folded.
     pub fn new(lod: &Lod, filter: &Filter, folded: &BTreeSet<String>, lane_h: f32) -> Lanes {
         let mut order: Vec<usize> = (0..lod.ranks.len()).filter(|&i| filter.keeps_rank(lod.ranks[i].rank)).collect();
-        let host = |i: usize| lod.ranks[i].host.clone().unwrap_or_default();
-        let hosts: BTreeSet<String> = order.iter().map(|&i| host(i)).collect();
+        let host = |i: usize| lod.ranks[i].host.as_deref().unwrap_or("");
         let mut rows = Vec::new();
-        if hosts.len() > 1 {
-            order.sort_by_key(|&i| (host(i), lod.ranks[i].rank));
-            for h in hosts {
-                let mine: Vec<usize> = order.iter().copied().filter(|&i| host(i) == h).collect();
+        let one_host = order.windows(2).all(|w| host(w[0]) == host(w[1]));
+        if one_host {
+            rows.extend(order.into_iter().map(Row::Rank));
+        } else {
+            // Sorted by host then rank, once; then a header per run of a host.
+            order.sort_by(|&a, &b| host(a).cmp(host(b)).then(lod.ranks[a].rank.cmp(&lod.ranks[b].rank)));
+            for mine in order.chunk_by(|&a, &b| host(a) == host(b)) {
+                let h = host(mine[0]).to_string();
                 let f = folded.contains(&h);
                 rows.push(Row::Host { host: h, ranks: mine.len(), folded: f });
                 if !f {
-                    rows.extend(mine.into_iter().map(Row::Rank));
+                    rows.extend(mine.iter().copied().map(Row::Rank));
                 }
             }
-        } else {
-            rows.extend(order.into_iter().map(Row::Rank));
         }
         let max_rank = lod.ranks.iter().map(|r| r.rank.max(0) as usize + 1).max().unwrap_or(0);
         let mut row_of_rank = vec![u32::MAX; max_rank];

@@ -207,3 +207,31 @@ fn search_keeps_the_earliest_matches() {
     // With a duration bound nothing is found.
     assert!(search(&trace, &Filter::parse("send dur>1us").expect("filter")).is_empty());
 }
+
+/// Thousands of ranks on many hosts: the lanes are laid out at once, a
+/// frame builds only the visible lanes, and folding a host hides its ranks.
+#[test]
+fn thousands_of_ranks_on_many_hosts() {
+    use trace_lod::{Lod, RawCall};
+    let ranks = 4096;
+    let calls = |r: i64| (0..20i64).map(|i| RawCall { t_start: i * 1000 + r, t_end: i * 1000 + r + 500, name: (i % 2) as u16, flags: 0, bytes: 0 }).collect::<Vec<_>>();
+    let mut lod = Lod::from_calls(vec!["MPI_Send".into(), "MPI_Recv".into()], (0..ranks).map(|r| (r as i32, calls(r))).collect());
+    for r in &mut lod.ranks {
+        r.host = Some(format!("node{:03}", r.rank / 32));
+    }
+    let trace = Trace::new(lod);
+    let t = std::time::Instant::now();
+    let lanes = Lanes::new(&trace.lod, &Filter::default(), &BTreeSet::new(), 20.0);
+    let laid_out = t.elapsed();
+    assert_eq!(lanes.rows.len(), 4096 + 128, "a header per host");
+    assert!(laid_out.as_millis() < 500, "laid out in {laid_out:?}");
+    assert_eq!(lanes.rows[0], gui::lanes::Row::Host { host: "node000".into(), ranks: 32, folded: false });
+    // A frame: only the lanes in the 500 px window (about 25 rows) get bars.
+    let g = scene_geometry(&trace, TimeView::new(0.0, 25_000.0), &Filter::default(), None);
+    assert!(g.rects > 0 && g.rects <= 25 * 20, "{} rects", g.rects);
+    let folded: BTreeSet<String> = ["node000".to_string(), "node127".to_string()].into();
+    let f = Lanes::new(&trace.lod, &Filter::default(), &folded, 20.0);
+    assert_eq!(f.rows.len(), 4096 + 128 - 64);
+    assert_eq!(f.centre_of(0), None, "folded away");
+    assert!(f.centre_of(32).is_some());
+}
