@@ -1,6 +1,7 @@
-/* Small nonblocking collectives (done in shared memory once a communicator
- * has a segment): 120 outstanding at once on one communicator, mixed with
- * blocking ones, completed in reverse order; a root that starts 40
+/* Small nonblocking collectives (Ibarrier, Ibcast, Ireduce, Iallreduce,
+ * Iscan, Iexscan, Iallgather(v), Ialltoall, Igather, Iscatter: done in
+ * shared memory once a communicator has a segment): 120 outstanding at
+ * once on one communicator, mixed with blocking ones, completed in reverse order; a root that starts 40
  * broadcasts before the others have started any (they wait for a message it
  * sends afterwards: must not deadlock); a call that fails on every rank
  * (NULL request) or on one rank only (bad buffer) keeps the ranks in step
@@ -25,12 +26,14 @@ int main(int argc, char **argv) {
 
     /* ---- many outstanding, mixed kinds, blocking ones in between -------- */
     static MPI_Request q[N];
-    static int in[N], out[N][3];
+    static int in[N], out[N][3], *many[N];
     for (int k = 0; k < N; k++) {
         in[k] = rank + k;
         out[k][0] = out[k][1] = out[k][2] = -1;
         int root = k % size;
-        switch (k % 6) {
+        many[k] = malloc(sizeof(int) * 2 * size);
+        for (int i = 0; i < 2 * size; i++) many[k][i] = -1;
+        switch (k % 11) {
         case 0: CHECK_RC(MPI_Ibarrier(c, &q[k])); break;
         case 1:
             if (rank == root) out[k][0] = k, out[k][1] = 2 * k, out[k][2] = 3 * k;
@@ -40,6 +43,30 @@ int main(int argc, char **argv) {
         case 3: CHECK_RC(MPI_Ireduce(&in[k], out[k], 1, MPI_INT, MPI_MAX, root, c, &q[k])); break;
         case 4: CHECK_RC(MPI_Iscan(&in[k], out[k], 1, MPI_INT, MPI_SUM, c, &q[k])); break;
         case 5: CHECK_RC(MPI_Iexscan(&in[k], out[k], 1, MPI_INT, MPI_SUM, c, &q[k])); break;
+        case 6: CHECK_RC(MPI_Iallgather(&in[k], 1, MPI_INT, many[k], 1, MPI_INT, c, &q[k])); break;
+        case 7: /* two values to each rank: 100 * rank + 10 * to + k % 10 */
+            {
+                static int send[N][32];
+                for (int i = 0; i < size; i++) send[k][2 * i] = send[k][2 * i + 1] = 100 * rank + 10 * i + k % 10;
+                CHECK_RC(MPI_Ialltoall(send[k], 2, MPI_INT, many[k], 2, MPI_INT, c, &q[k]));
+            }
+            break;
+        case 8: CHECK_RC(MPI_Igather(&in[k], 1, MPI_INT, many[k], 1, MPI_INT, root, c, &q[k])); break;
+        case 9: {
+            static int src[N][16];
+            for (int i = 0; i < size; i++) src[k][i] = 7 * i + k;
+            CHECK_RC(MPI_Iscatter(src[k], 1, MPI_INT, out[k], 1, MPI_INT, root, c, &q[k]));
+            break;
+        }
+        case 10: { /* rank i gives i % 2 + 1 values */
+            static int cnt[16], dsp[16];
+            int at = 0;
+            for (int i = 0; i < size; i++) cnt[i] = i % 2 + 1, dsp[i] = at, at += 2;
+            static int two[N][2];
+            two[k][0] = in[k], two[k][1] = -in[k];
+            CHECK_RC(MPI_Iallgatherv(two[k], rank % 2 + 1, MPI_INT, many[k], cnt, dsp, MPI_INT, c, &q[k]));
+            break;
+        }
         }
         if (k % 10 == 9) {
             int b = rank == k % size ? 1000 + k : -1, s = -1;
@@ -52,7 +79,7 @@ int main(int argc, char **argv) {
     for (int k = N - 1; k >= 0; k--) CHECK_RC(MPI_Wait(&q[k], MPI_STATUS_IGNORE));
     for (int k = 0; k < N; k++) {
         int root = k % size, got = out[k][0];
-        switch (k % 6) {
+        switch (k % 11) {
         case 1:
             CHECK(got == k && out[k][1] == 2 * k && out[k][2] == 3 * k, "ibcast %d: %d %d %d", k, got, out[k][1], out[k][2]);
             break;
@@ -66,7 +93,26 @@ int main(int argc, char **argv) {
             if (rank > 0) CHECK(got == rank * (rank - 1) / 2 + rank * k, "iexscan %d: %d", k, got);
             else CHECK(got == -1, "iexscan %d wrote rank 0: %d", k, got);
             break;
+        case 6:
+            for (int i = 0; i < size; i++) CHECK(many[k][i] == i + k, "iallgather %d.%d: %d", k, i, many[k][i]);
+            break;
+        case 7:
+            for (int i = 0; i < size; i++)
+                CHECK(many[k][2 * i] == 100 * i + 10 * rank + k % 10 && many[k][2 * i + 1] == many[k][2 * i], "ialltoall %d.%d: %d %d", k, i,
+                      many[k][2 * i], many[k][2 * i + 1]);
+            break;
+        case 8:
+            for (int i = 0; i < size; i++) CHECK(many[k][i] == (rank == root ? i + k : -1), "igather %d.%d: %d", k, i, many[k][i]);
+            break;
+        case 9: CHECK(got == 7 * rank + k, "iscatter %d: %d", k, got); break;
+        case 10:
+            for (int i = 0; i < size; i++) {
+                CHECK(many[k][2 * i] == i + k, "iallgatherv %d.%d: %d", k, i, many[k][2 * i]);
+                CHECK(many[k][2 * i + 1] == (i % 2 ? -(i + k) : -1), "iallgatherv %d.%d second: %d", k, i, many[k][2 * i + 1]);
+            }
+            break;
         }
+        free(many[k]);
     }
 
     /* ---- a root far ahead of the others ------------------------------------ */

@@ -7,7 +7,6 @@
 #![allow(clippy::too_many_arguments)] // the standard's argument lists
 
 use std::ffi::c_void;
-use std::ops::Range;
 use std::os::raw::c_int;
 use std::sync::Arc;
 
@@ -17,6 +16,7 @@ use super::{intercoll, put, ret};
 use crate::bail;
 use crate::coll::algo;
 use crate::coll::flat::{self, Flat, Lookup, NbKind, NbOp};
+use crate::coll::parts;
 use crate::coll::sched::{Reducer, Sched, P};
 use crate::rt::datatype::{check_count, Dtype};
 use crate::rt::error::{MpiError, MpiResult};
@@ -186,26 +186,47 @@ pub(super) fn reducer(st: &State, op: MPI_Op, datatype: MPI_Datatype, dt: &Arc<D
     Ok(Reducer::User { f, handle: datatype, dt: dt.clone() })
 }
 
-// ----- small messages in shared memory (blocking calls) ------------------------------
+// ----- small messages in shared memory -------------------------------------------------
 
-/// The next shared-memory operation on `comm`, making the communicator's
-/// segment first if needed (a collective step). `prep` looks at the
-/// arguments every rank has alike (under the same lock) and gives what the
-/// operation needs and its bytes per rank, or None: use messages (which
-/// also report bad arguments).
-fn flat_begin<T>(comm: MPI_Comm, mut prep: impl FnMut(&mut State, usize) -> Option<(T, usize)>) -> Option<MpiResult<(Flat, T)>> {
+/// This rank's part of an operation in shared memory, or why its own
+/// arguments are bad and the bytes it publishes instead of data (so the
+/// other ranks are not stuck).
+type Part = Result<Box<dyn NbKind>, (MpiError, Option<usize>)>;
+
+/// A collective in shared memory, if `comm` has a segment (made here, a
+/// collective step, by a blocking call; a nonblocking call never makes one)
+/// and `prep` takes the call: it looks at the arguments every rank has alike
+/// (under the lock) and gives what the operation needs and its bytes per
+/// rank, or None: use messages (which also report bad arguments). `part`
+/// checks this rank's own arguments and gives its part. None: use messages.
+fn flat<T>(
+    call: Call,
+    comm: MPI_Comm,
+    mut prep: impl FnMut(&mut State, usize) -> Option<(T, usize)>,
+    part: impl FnOnce(&mut State, &Flat, T) -> Part,
+) -> Option<MpiResult<()>> {
+    match call {
+        Call::Block => {}
+        Call::Nb(req) => return flat_nb(comm, req, prep, part),
+        _ => return None,
+    }
+    let mut part = Some(part);
     loop {
         let found = rt::with(|st| {
             let size = st.comms.get(comm)?.size() as usize;
             let Some((t, bytes)) = prep(st, size) else { return Ok(Err(None)) };
             Ok(match flat::lookup(st, comm, bytes)? {
-                Lookup::Ready(f) => Ok((f, t)),
+                Lookup::Ready(f) => {
+                    let p = part.take().expect("a part is made once")(st, &f, t);
+                    Ok((f, p))
+                }
                 Lookup::No => Err(None),
                 Lookup::Setup { ctx, rank, size, room } => Err(Some((ctx, rank, size, room))),
             })
         });
         let (ctx, rank, size, room) = match found {
-            Ok(Ok(x)) => return Some(Ok(x)),
+            // SAFETY: the part's user buffers are lent for this call.
+            Ok(Ok((f, p))) => return Some(f.wait_turn().and_then(|()| unsafe { flat_go(&f, p) })),
             Ok(Err(None)) | Err(_) => return None,
             Ok(Err(Some(s))) => s,
         };
@@ -217,96 +238,59 @@ fn flat_begin<T>(comm: MPI_Comm, mut prep: impl FnMut(&mut State, usize) -> Opti
 
 /// Makes the shared-memory segment of a communicator.
 fn flat_setup(comm: MPI_Comm, ctx: u32, rank: usize, size: usize, room: bool) -> MpiResult<()> {
-    {
-        // Rank 0 makes the segment and says so, with its process id (part
-        // of the name); the others map it; all agree it worked.
-        let len = flat::seg_len(size);
-        let mut map = None;
-        let mut hello = [0 as c_int; 2];
-        if rank == 0 {
-            let name = rt::with(|st| Ok(flat::name(st, ctx, std::process::id())))?;
-            if room {
-                map = flat::create(&name, len);
-            }
-            hello = [map.is_some() as c_int, std::process::id() as c_int];
+    // Rank 0 makes the segment and says so, with its process id (part of
+    // the name); the others map it; all agree it worked.
+    let len = flat::seg_len(size);
+    let mut map = None;
+    let mut hello = [0 as c_int; 2];
+    if rank == 0 {
+        let name = rt::with(|st| Ok(flat::name(st, ctx, std::process::id())))?;
+        if room {
+            map = flat::create(&name, len);
         }
-        // SAFETY: `hello` and `all` live across the blocking calls.
-        unsafe { bcast(Call::Msg, hello.as_mut_ptr() as *mut c_void, 2, MPI_INT, 0, comm)? };
-        let name = rt::with(|st| Ok(flat::name(st, ctx, hello[1] as u32)))?;
-        if rank != 0 && hello[0] != 0 && room {
-            map = flat::open(&name, len);
-        }
-        let mut all = [map.is_some() as c_int];
-        // SAFETY: as above.
-        unsafe { allreduce(Call::Msg, MPI_IN_PLACE as *const c_void, all.as_mut_ptr() as *mut c_void, 1, MPI_INT, MPI_MIN, comm)? };
-        if rank == 0 && hello[0] != 0 {
-            flat::unlink(&name);
-        }
-        rt::with(|st| {
-            flat::install(st, comm, ctx, map, all[0] == 1);
-            Ok(())
-        })
+        hello = [map.is_some() as c_int, std::process::id() as c_int];
     }
-}
-
-/// Runs `body` on what [`flat_begin`] found, or None (messages)
-/// (after waiting until the operation's turn: nonblocking ones before it
-/// publish first).
-fn flat_run<T>(f: Option<MpiResult<(Flat, T)>>, body: impl FnOnce(&Flat, T) -> MpiResult<()>) -> Option<MpiResult<()>> {
-    Some(f?.and_then(|(f, t)| {
-        f.wait_turn()?;
-        body(&f, t)
-    }))
-}
-
-/// This rank's part of an operation in shared memory, or why its own
-/// arguments are bad and the bytes it publishes instead of data (so the
-/// other ranks are not stuck).
-type Part = Result<Box<dyn NbKind>, (MpiError, Option<usize>)>;
-
-/// The part of a rank whose call failed: publishes and reads nothing.
-struct Blank(Option<usize>);
-
-impl NbKind for Blank {
-    fn data(&self) -> bool {
-        self.0.is_some()
+    // SAFETY: `hello` and `all` live across the blocking calls.
+    unsafe { bcast(Call::Msg, hello.as_mut_ptr() as *mut c_void, 2, MPI_INT, 0, comm)? };
+    let name = rt::with(|st| Ok(flat::name(st, ctx, hello[1] as u32)))?;
+    if rank != 0 && hello[0] != 0 && room {
+        map = flat::open(&name, len);
     }
-    unsafe fn write(&mut self, _: &Flat) -> Option<usize> {
-        self.0
+    let mut all = [map.is_some() as c_int];
+    // SAFETY: as above.
+    unsafe { allreduce(Call::Msg, MPI_IN_PLACE as *const c_void, all.as_mut_ptr() as *mut c_void, 1, MPI_INT, MPI_MIN, comm)? };
+    if rank == 0 && hello[0] != 0 {
+        flat::unlink(&name);
     }
-    fn from(&self, _: &Flat) -> Range<usize> {
-        0..0
-    }
-    unsafe fn read(&mut self, _: &Flat) -> MpiResult<()> {
+    rt::with(|st| {
+        flat::install(st, comm, ctx, map, all[0] == 1);
         Ok(())
-    }
+    })
 }
 
-/// Runs part `part` of blocking operation `f` to its end.
+/// Runs part `part` of blocking operation `f` (whose turn it is) to its end.
 unsafe fn flat_go(f: &Flat, part: Part) -> MpiResult<()> {
     let (mut kind, err) = match part {
         Ok(k) => (k, None),
-        Err((e, bytes)) => (Box::new(Blank(bytes)) as Box<dyn NbKind>, Some(e)),
+        Err((e, bytes)) => (Box::new(parts::Blank(bytes)) as Box<dyn NbKind>, Some(e)),
     };
     if kind.data() {
         f.wait_free()?;
     }
     let bytes = kind.write(f);
     f.publish(bytes);
-    if kind.from_data() {
-        f.wait_data(kind.from(f))?;
+    if kind.peers_have_data() {
+        f.wait_data(kind.peers(f))?;
     } else {
-        f.wait_for(kind.from(f))?;
+        f.wait_for(kind.peers(f))?;
     }
     kind.read(f)?;
     err.map_or(Ok(()), Err)
 }
 
-/// A nonblocking collective in shared memory, if `comm` has a segment (a
-/// nonblocking call never makes one: that is a blocking step) and `prep`
-/// (arguments alike on every rank) takes the call. `part` checks this
-/// rank's own arguments; if they (or the request pointer) are bad, the
-/// operation still does a blank part in the background and the call fails.
+/// [`flat`] for a nonblocking call: its part runs in the background; if
+/// this rank's arguments (or the request pointer) are bad, the operation
+/// still does a blank part and the call fails.
 fn flat_nb<T>(
     comm: MPI_Comm,
     req: *mut MPI_Request,
@@ -320,7 +304,7 @@ fn flat_nb<T>(
         // From here on this rank takes part in operation f.
         let (kind, mut err) = match part(st, &f, t) {
             Ok(k) => (k, None),
-            Err((e, bytes)) => (Box::new(Blank(bytes)) as Box<dyn NbKind>, Some(e)),
+            Err((e, bytes)) => (Box::new(parts::Blank(bytes)) as Box<dyn NbKind>, Some(e)),
         };
         if req.is_null() {
             err.get_or_insert(MpiError::new(MPI_ERR_ARG, "request is a NULL pointer"));
@@ -336,95 +320,39 @@ fn flat_nb<T>(
     r.ok().flatten()
 }
 
-struct BarrierPart;
+fn typed_view(p: *const c_void, count: usize, dt: &Arc<Dtype>) -> parts::Typed {
+    parts::Typed { p: p as P, count, dt: dt.clone() }
+}
 
-impl NbKind for BarrierPart {
-    fn data(&self) -> bool {
-        false
-    }
-    unsafe fn write(&mut self, _: &Flat) -> Option<usize> {
-        None
-    }
-    fn from(&self, f: &Flat) -> Range<usize> {
-        0..f.size
-    }
-    fn from_data(&self) -> bool {
-        false
-    }
-    unsafe fn read(&mut self, _: &Flat) -> MpiResult<()> {
-        Ok(())
-    }
+/// A buffer argument whose packed size must be `blk`.
+fn typed_blk(st: &mut State, buf: *const c_void, count: i64, t: MPI_Datatype, blk: usize, what: &str) -> MpiResult<(usize, Arc<Dtype>)> {
+    let (c, dt) = typed(st, buf, count, t, what)?;
+    signature_match(dt.packed_size(c), blk)?;
+    Ok((c, dt))
 }
 
 fn flat_barrier(call: Call, comm: MPI_Comm) -> Option<MpiResult<()>> {
-    let prep = |_: &mut State, _| Some(((), 0));
-    match call {
-        Call::Nb(req) => flat_nb(comm, req, prep, |_, _, ()| Ok(Box::new(BarrierPart))),
-        // SAFETY: the part touches no user memory.
-        _ => flat_run(flat_begin(comm, prep), |f, ()| unsafe { flat_go(f, Ok(Box::new(BarrierPart))) }),
-    }
-}
-
-/// A broadcast: the root writes, the others read its buffer.
-struct BcastPart {
-    root: usize,
-    is_root: bool,
-    buf: *mut u8,
-    n: usize,
-    dt: Arc<Dtype>,
-}
-
-// SAFETY: the user buffer is lent for the operation, which runs under the
-// runtime lock or in the calling thread.
-unsafe impl Send for BcastPart {}
-
-impl NbKind for BcastPart {
-    fn data(&self) -> bool {
-        self.is_root
-    }
-    unsafe fn write(&mut self, f: &Flat) -> Option<usize> {
-        let bytes = self.dt.packed_size(self.n);
-        if !self.is_root {
-            return None;
-        }
-        self.dt.pack(self.buf, self.n, std::slice::from_raw_parts_mut(f.buf(self.root), bytes));
-        Some(bytes)
-    }
-    fn from(&self, _: &Flat) -> Range<usize> {
-        if self.is_root {
-            0..0
-        } else {
-            self.root..self.root + 1
-        }
-    }
-    unsafe fn read(&mut self, f: &Flat) -> MpiResult<()> {
-        if !self.is_root {
-            let bytes = self.dt.packed_size(self.n);
-            f.check_len(self.root..self.root + 1, bytes)?;
-            self.dt.unpack(std::slice::from_raw_parts(f.buf(self.root), bytes), self.buf);
-        }
-        Ok(())
-    }
+    flat(call, comm, |_, _| Some(((), 0)), |_, _, ()| Ok(Box::new(parts::Arrive)))
 }
 
 unsafe fn flat_bcast(call: Call, buffer: *mut c_void, count: i64, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> Option<MpiResult<()>> {
-    // Arguments every rank has alike decide; errors go the message way.
     let prep = |st: &mut State, size: usize| {
         let (n, dt) = (check_count(count).ok()?, st.types.get(datatype).ok()?);
         let root = check_root(root, size).ok()?;
         let bytes = dt.packed_size(n);
         Some(((n, dt, root), bytes))
     };
-    let part = |f: &Flat, (n, dt, root): (usize, Arc<Dtype>, usize)| -> Part {
-        let is_root = f.rank == root;
+    flat(call, comm, prep, |_, f, (n, dt, root)| {
         let bytes = dt.packed_size(n);
+        let is_root = f.rank == root;
         check_buf(buffer, n, &dt, "buffer").map_err(|e| (e, is_root.then_some(bytes)))?;
-        Ok(Box::new(BcastPart { root, is_root, buf: buffer as *mut u8, n, dt }))
-    };
-    match call {
-        Call::Nb(req) => flat_nb(comm, req, prep, |_, f, t| part(f, t)),
-        _ => flat_run(flat_begin(comm, prep), |f, t| flat_go(f, part(f, t))),
-    }
+        let view = typed_view(buffer, n, &dt);
+        Ok(Box::new(if is_root {
+            parts::Moves { src: Some(view), publish: Some(bytes), reads: Vec::new() }
+        } else {
+            parts::Moves { src: None, publish: None, reads: vec![parts::Read { rank: root, off: 0, expect: bytes, to: view }] }
+        }))
+    })
 }
 
 /// Who gets the result of a reduction in shared memory.
@@ -437,58 +365,6 @@ enum Target {
     /// Scan (`false`) or Exscan (`true`): each rank the ranks up to itself
     /// (before itself).
     Prefix(bool),
-}
-
-/// A reduction: every rank writes its data, the readers combine the slots
-/// of `from` in rank order.
-struct ReducePart {
-    from: Range<usize>,
-    input: *const u8,
-    recvbuf: *mut u8,
-    n: usize,
-    dt: Arc<Dtype>,
-    red: Reducer,
-}
-
-// SAFETY: as for `BcastPart`.
-unsafe impl Send for ReducePart {}
-
-impl NbKind for ReducePart {
-    fn data(&self) -> bool {
-        true
-    }
-    unsafe fn write(&mut self, f: &Flat) -> Option<usize> {
-        let bytes = self.dt.packed_size(self.n);
-        self.dt.pack(self.input, self.n, std::slice::from_raw_parts_mut(f.buf(f.rank), bytes));
-        Some(bytes)
-    }
-    fn from(&self, _: &Flat) -> Range<usize> {
-        self.from.clone()
-    }
-    unsafe fn read(&mut self, f: &Flat) -> MpiResult<()> {
-        if self.from.is_empty() {
-            return Ok(());
-        }
-        let (bytes, dt) = (self.dt.packed_size(self.n), &self.dt);
-        f.check_len(self.from.clone(), bytes)?;
-        // In rank order (in a blocking call outside the lock: a user
-        // function may call MPI).
-        let mut tmp = Vec::new();
-        let out: P = if dt.contig {
-            self.recvbuf
-        } else {
-            tmp.resize(bytes, 0u8);
-            tmp.as_mut_ptr()
-        };
-        std::ptr::copy_nonoverlapping(f.buf(self.from.start), out, bytes);
-        for r in self.from.clone().skip(1) {
-            self.red.apply(f.buf(r), out, bytes, true)?;
-        }
-        if !dt.contig {
-            dt.unpack(&tmp, self.recvbuf);
-        }
-        Ok(())
-    }
 }
 
 /// Reduce, Allreduce, Scan or Exscan in shared memory.
@@ -504,7 +380,7 @@ unsafe fn flat_reduce(call: Call, sendbuf: *const c_void, recvbuf: *mut c_void, 
         let bytes = dt.packed_size(n);
         (bytes > 0).then_some(((n, dt, red, root), bytes))
     };
-    let part = |f: &Flat, (n, dt, red, root): (usize, Arc<Dtype>, Reducer, Option<usize>)| -> Part {
+    flat(call, comm, prep, |_, f, (n, dt, red, root)| {
         let bytes = dt.packed_size(n);
         // The slots this rank combines.
         let from = match target {
@@ -530,139 +406,105 @@ unsafe fn flat_reduce(call: Call, sendbuf: *const c_void, recvbuf: *mut c_void, 
             Ok(())
         })()
         .map_err(|e| (e, Some(bytes)))?;
-        Ok(Box::new(ReducePart { from, input: input as *const u8, recvbuf: recvbuf as *mut u8, n, dt, red }))
-    };
-    match call {
-        Call::Nb(req) => flat_nb(comm, req, prep, |_, f, t| part(f, t)),
-        _ => flat_run(flat_begin(comm, prep), |f, t| flat_go(f, part(f, t))),
-    }
+        Ok(Box::new(parts::Reduce { from, input: input as *const u8, out: recvbuf as P, n, dt, red }))
+    })
 }
 
-#[allow(clippy::too_many_arguments)]
-unsafe fn flat_allgather(sendbuf: *const c_void, sendcount: i64, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: i64, recvtype: MPI_Datatype, comm: MPI_Comm) -> Option<MpiResult<()>> {
+/// Allgather in shared memory: each rank writes its block, every rank
+/// reads all blocks.
+unsafe fn flat_allgather(call: Call, sendbuf: *const c_void, sendcount: i64, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: i64, recvtype: MPI_Datatype, comm: MPI_Comm) -> Option<MpiResult<()>> {
     let prep = |st: &mut State, _| {
         let (rc, rdt) = (check_count(recvcount).ok()?, st.types.get(recvtype).ok()?);
         let blk = rdt.packed_size(rc);
         (blk > 0).then_some(((rc, rdt), blk))
     };
-    flat_run(flat_begin(comm, prep), |f, (rc, rdt)| {
+    flat(call, comm, prep, |st, f, (rc, rdt)| {
         let blk = rdt.packed_size(rc);
-        let me = f.rank;
-        let inp = in_place(sendbuf);
+        let (me, inp) = (f.rank, in_place(sendbuf));
         let src = (|| {
             check_buf(recvbuf, rc, &rdt, "recvbuf")?;
             if inp {
-                return Ok((elem(recvbuf, me * rc, &rdt) as *const c_void, rc, rdt.clone()));
+                return Ok(typed_view(elem(recvbuf, me * rc, &rdt) as *const c_void, rc, &rdt));
             }
-            let (sc, sdt) = rt::with(|st| typed(st, sendbuf, sendcount, sendtype, "sendbuf"))?;
-            signature_match(sdt.packed_size(sc), blk)?;
+            let (sc, sdt) = typed_blk(st, sendbuf, sendcount, sendtype, blk, "sendbuf")?;
             no_alias(sendbuf, recvbuf, blk)?;
-            Ok((sendbuf, sc, sdt))
-        })();
-        f.wait_free()?;
-        if let Ok((p, c, t)) = &src {
-            t.pack(*p as *const u8, *c, std::slice::from_raw_parts_mut(f.buf(me), blk));
-        }
-        f.publish(Some(blk));
-        f.wait_data(0..f.size)?;
-        src?;
-        f.check_len(0..f.size, blk)?;
-        for r in 0..f.size {
-            if !(inp && r == me) {
-                rdt.unpack(std::slice::from_raw_parts(f.buf(r), blk), elem(recvbuf, r * rc, &rdt));
-            }
-        }
-        Ok(())
+            Ok(typed_view(sendbuf, sc, &sdt))
+        })()
+        .map_err(|e| (e, Some(blk)))?;
+        let reads = (0..f.size)
+            .filter(|&r| !(inp && r == me))
+            .map(|r| parts::Read { rank: r, off: 0, expect: blk, to: typed_view(elem(recvbuf, r * rc, &rdt) as *const c_void, rc, &rdt) })
+            .collect();
+        Ok(Box::new(parts::Moves { src: Some(src), publish: Some(blk), reads }))
     })
 }
 
 /// Allgatherv in shared memory: each rank writes its block, every rank
 /// reads all blocks (the counts are alike on every rank; the largest block
 /// decides).
-#[allow(clippy::too_many_arguments)]
-unsafe fn flat_allgatherv(sendbuf: *const c_void, sendcount: i64, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: Arr, displs: Arr, recvtype: MPI_Datatype, comm: MPI_Comm) -> Option<MpiResult<()>> {
+unsafe fn flat_allgatherv(call: Call, sendbuf: *const c_void, sendcount: i64, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: Arr, displs: Arr, recvtype: MPI_Datatype, comm: MPI_Comm) -> Option<MpiResult<()>> {
     let prep = |st: &mut State, size: usize| {
         let counts = recvcounts.counts(size, "recvcounts").ok()?;
         let rdt = st.types.get(recvtype).ok()?;
         let max = counts.iter().map(|&c| rdt.packed_size(c)).max()?;
         (max > 0).then_some(((counts, rdt), max))
     };
-    flat_run(flat_begin(comm, prep), |f, (counts, rdt)| {
-        let me = f.rank;
-        let inp = in_place(sendbuf);
-        let place = |d: i64| (recvbuf as *mut u8).wrapping_offset(d as isize * rdt.extent);
+    flat(call, comm, prep, |st, f, (counts, rdt)| {
+        let (me, inp) = (f.rank, in_place(sendbuf));
+        let place = |d: i64| (recvbuf as *mut u8).wrapping_offset(d as isize * rdt.extent) as *const c_void;
         let mine = rdt.packed_size(counts[me]);
-        let args = (|| {
+        let (src, displs) = (|| {
             let displs = displs.read(f.size, "displs")?;
             check_buf(recvbuf, counts.iter().sum(), &rdt, "recvbuf")?;
             if inp {
-                return Ok((place(displs[me]) as *const c_void, counts[me], rdt.clone(), displs));
+                return Ok((typed_view(place(displs[me]), counts[me], &rdt), displs));
             }
-            let (sc, sdt) = rt::with(|st| typed(st, sendbuf, sendcount, sendtype, "sendbuf"))?;
-            signature_match(sdt.packed_size(sc), mine)?;
+            let (sc, sdt) = typed_blk(st, sendbuf, sendcount, sendtype, mine, "sendbuf")?;
             no_alias(sendbuf, recvbuf, mine)?;
-            Ok((sendbuf, sc, sdt, displs))
-        })();
-        f.wait_free()?;
-        if let Ok((p, c, t, _)) = &args {
-            t.pack(*p as *const u8, *c, std::slice::from_raw_parts_mut(f.buf(me), mine));
-        }
-        f.publish(Some(mine));
-        f.wait_data(0..f.size)?;
-        let (_, _, _, displs) = args?;
-        for r in 0..f.size {
-            let blk = rdt.packed_size(counts[r]);
-            f.check_len(r..r + 1, blk)?;
-            if !(inp && r == me) {
-                rdt.unpack(std::slice::from_raw_parts(f.buf(r), blk), place(displs[r]));
-            }
-        }
-        Ok(())
+            Ok((typed_view(sendbuf, sc, &sdt), displs))
+        })()
+        .map_err(|e| (e, Some(mine)))?;
+        let reads = (0..f.size)
+            .filter(|&r| !(inp && r == me))
+            .map(|r| parts::Read { rank: r, off: 0, expect: rdt.packed_size(counts[r]), to: typed_view(place(displs[r]), counts[r], &rdt) })
+            .collect();
+        Ok(Box::new(parts::Moves { src: Some(src), publish: Some(mine), reads }))
     })
 }
 
-#[allow(clippy::too_many_arguments)]
-unsafe fn flat_alltoall(sendbuf: *const c_void, sendcount: i64, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: i64, recvtype: MPI_Datatype, comm: MPI_Comm) -> Option<MpiResult<()>> {
+/// Alltoall in shared memory: each rank writes its whole send buffer and
+/// takes its block from every rank's.
+unsafe fn flat_alltoall(call: Call, sendbuf: *const c_void, sendcount: i64, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: i64, recvtype: MPI_Datatype, comm: MPI_Comm) -> Option<MpiResult<()>> {
     let prep = |st: &mut State, size: usize| {
         let (rc, rdt) = (check_count(recvcount).ok()?, st.types.get(recvtype).ok()?);
         let blk = rdt.packed_size(rc);
         (blk > 0).then_some(((rc, rdt), blk * size))
     };
-    flat_run(flat_begin(comm, prep), |f, (rc, rdt)| {
+    flat(call, comm, prep, |st, f, (rc, rdt)| {
         let (me, size) = (f.rank, f.size);
         let blk = rdt.packed_size(rc);
-        // Each rank publishes its whole send buffer; each takes its block
-        // from every slot.
         let src = (|| {
             check_buf(recvbuf, rc * size, &rdt, "recvbuf")?;
             if in_place(sendbuf) {
-                return Ok((recvbuf as *const c_void, rc * size, rdt.clone()));
+                return Ok(typed_view(recvbuf, rc * size, &rdt));
             }
-            let (sc, sdt) = rt::with(|st| typed(st, sendbuf, sendcount, sendtype, "sendbuf"))?;
-            signature_match(sdt.packed_size(sc), blk)?;
+            let (sc, sdt) = typed_blk(st, sendbuf, sendcount, sendtype, blk, "sendbuf")?;
             no_alias(sendbuf, recvbuf, blk * size)?;
-            Ok((sendbuf, sc * size, sdt))
-        })();
-        f.wait_free()?;
-        if let Ok((p, c, t)) = &src {
-            t.pack(*p as *const u8, *c, std::slice::from_raw_parts_mut(f.buf(me), blk * size));
-        }
-        f.publish(Some(blk * size));
-        f.wait_data(0..size)?;
-        src?;
-        f.check_len(0..size, blk * size)?;
-        for r in 0..size {
-            rdt.unpack(std::slice::from_raw_parts(f.buf(r).add(me * blk), blk), elem(recvbuf, r * rc, &rdt));
-        }
-        Ok(())
+            Ok(typed_view(sendbuf, sc * size, &sdt))
+        })()
+        .map_err(|e| (e, Some(blk * size)))?;
+        let reads = (0..size)
+            .map(|r| parts::Read { rank: r, off: me * blk, expect: blk * size, to: typed_view(elem(recvbuf, r * rc, &rdt) as *const c_void, rc, &rdt) })
+            .collect();
+        Ok(Box::new(parts::Moves { src: Some(src), publish: Some(blk * size), reads }))
     })
 }
 
 /// Gather (`scatter` false) or Scatter in shared memory: for a gather each
 /// rank writes its block and the root reads them all; for a scatter the
 /// root writes every block and each rank reads its own.
-#[allow(clippy::too_many_arguments)]
 unsafe fn flat_rooted(
+    call: Call,
     scatter: bool,
     sendbuf: *const c_void,
     sendcount: i64,
@@ -683,76 +525,57 @@ unsafe fn flat_rooted(
         let blk = dt.packed_size(c);
         (blk > 0).then_some(((root, blk), if scatter { blk * size } else { blk }))
     };
-    flat_run(flat_begin(comm, prep), |f, (root, blk)| {
+    flat(call, comm, prep, |st, f, (root, blk)| {
         let (me, size) = (f.rank, f.size);
-        let typed_blk = |buf: *const c_void, count: i64, t: MPI_Datatype, what: &str| {
-            let (c, dt) = rt::with(|st| typed(st, buf, count, t, what))?;
-            signature_match(dt.packed_size(c), blk)?;
-            Ok::<_, crate::rt::error::MpiError>((c, dt))
+        let out = |st: &mut State, off: usize, expect: usize| {
+            let (rc, rdt) = typed_blk(st, recvbuf, recvcount, recvtype, blk, "recvbuf")?;
+            Ok(parts::Read { rank: root, off, expect, to: typed_view(recvbuf, rc, &rdt) })
         };
-        if !scatter {
-            let mine = if me == root && in_place(sendbuf) { Ok(None) } else { typed_blk(sendbuf, sendcount, sendtype, "sendbuf").map(Some) };
-            f.wait_free()?;
-            if let Ok(Some((c, dt))) = &mine {
-                dt.pack(sendbuf as *const u8, *c, std::slice::from_raw_parts_mut(f.buf(me), blk));
-            }
-            f.publish(Some(blk));
-            let mine = mine?;
-            if me != root {
-                return Ok(());
-            }
-            let (rc, rdt) = typed_blk(recvbuf, recvcount, recvtype, "recvbuf")?;
-            if mine.is_some() {
-                no_alias(sendbuf, recvbuf, blk)?;
-            }
-            f.wait_data(0..size)?;
-            f.check_len(0..size, blk)?;
-            for r in (0..size).filter(|&r| r != me || mine.is_some()) {
-                rdt.unpack(std::slice::from_raw_parts(f.buf(r), blk), elem(recvbuf, r * rc, &rdt));
-            }
-            return Ok(());
-        }
-        if me == root {
-            let all = typed_blk(sendbuf, sendcount, sendtype, "sendbuf");
-            f.wait_free()?;
-            if let Ok((c, dt)) = &all {
-                dt.pack(sendbuf as *const u8, *c * size, std::slice::from_raw_parts_mut(f.buf(me), blk * size));
-            }
-            f.publish(Some(blk * size));
-            all?;
-            if !in_place(recvbuf) {
-                let (_, rdt) = typed_blk(recvbuf, recvcount, recvtype, "recvbuf")?;
-                no_alias(sendbuf, recvbuf, blk)?;
-                rdt.unpack(std::slice::from_raw_parts(f.buf(me).add(me * blk), blk), recvbuf as *mut u8);
-            }
-            return Ok(());
-        }
-        f.publish(None);
-        let out = typed_blk(recvbuf, recvcount, recvtype, "recvbuf");
-        f.wait_data(root..root + 1)?;
-        let (_, rdt) = out?;
-        f.check_len(root..root + 1, blk * size)?;
-        rdt.unpack(std::slice::from_raw_parts(f.buf(root).add(me * blk), blk), recvbuf as *mut u8);
-        Ok(())
+        let part: Result<parts::Moves, (MpiError, Option<usize>)> = if !scatter {
+            (|| {
+                let mine = if me == root && in_place(sendbuf) {
+                    None
+                } else {
+                    let (sc, sdt) = typed_blk(st, sendbuf, sendcount, sendtype, blk, "sendbuf")?;
+                    Some(typed_view(sendbuf, sc, &sdt))
+                };
+                let mut reads = Vec::new();
+                if me == root {
+                    let (rc, rdt) = typed_blk(st, recvbuf, recvcount, recvtype, blk, "recvbuf")?;
+                    if mine.is_some() {
+                        no_alias(sendbuf, recvbuf, blk)?;
+                    }
+                    reads = (0..size)
+                        .filter(|&r| r != me || mine.is_some())
+                        .map(|r| parts::Read { rank: r, off: 0, expect: blk, to: typed_view(elem(recvbuf, r * rc, &rdt) as *const c_void, rc, &rdt) })
+                        .collect();
+                }
+                Ok(parts::Moves { src: mine, publish: Some(blk), reads })
+            })()
+            .map_err(|e| (e, Some(blk)))
+        } else if me == root {
+            (|| {
+                let (sc, sdt) = typed_blk(st, sendbuf, sendcount, sendtype, blk, "sendbuf")?;
+                let mut reads = Vec::new();
+                if !in_place(recvbuf) {
+                    reads.push(out(st, me * blk, blk * size)?);
+                    no_alias(sendbuf, recvbuf, blk)?;
+                }
+                Ok(parts::Moves { src: Some(typed_view(sendbuf, sc * size, &sdt)), publish: Some(blk * size), reads })
+            })()
+            .map_err(|e| (e, Some(blk * size)))
+        } else {
+            out(st, me * blk, blk * size).map(|r| parts::Moves { src: None, publish: None, reads: vec![r] }).map_err(|e| (e, None))
+        };
+        part.map(|m| Box::new(m) as Box<dyn NbKind>)
     })
 }
 
 // ----- the collectives -------------------------------------------------------------
 
-/// Blocking calls may take the shared-memory path (which declines
-/// intercommunicators).
-fn blocking(call: Call) -> bool {
-    matches!(call, Call::Block)
-}
-
-/// Blocking and nonblocking calls may (for the collectives that have a
-/// nonblocking shared-memory form); persistent ones use messages.
-fn flat_ok(call: Call) -> bool {
-    matches!(call, Call::Block | Call::Nb(_))
-}
 
 pub(crate) fn barrier(call: Call, comm: MPI_Comm) -> MpiResult<()> {
-    if let Some(r) = flat_ok(call).then(|| flat_barrier(call, comm)).flatten() {
+    if let Some(r) = flat_barrier(call, comm) {
         return r;
     }
     run(comm, call, |st, s| {
@@ -766,7 +589,7 @@ pub(crate) fn barrier(call: Call, comm: MPI_Comm) -> MpiResult<()> {
 }
 
 pub(crate) unsafe fn bcast(call: Call, buffer: *mut c_void, count: i64, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> MpiResult<()> {
-    if let Some(r) = flat_ok(call).then(|| flat_bcast(call, buffer, count, datatype, root, comm)).flatten() {
+    if let Some(r) = flat_bcast(call, buffer, count, datatype, root, comm) {
         return r;
     }
     run(comm, call, |st, s| {
@@ -792,7 +615,7 @@ pub(crate) unsafe fn gather(
     root: c_int,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
-    if let Some(r) = blocking(call).then(|| flat_rooted(false, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)).flatten() {
+    if let Some(r) = flat_rooted(call, false, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) {
         return r;
     }
     run(comm, call, |st, s| {
@@ -922,7 +745,7 @@ pub(crate) unsafe fn scatter(
     root: c_int,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
-    if let Some(r) = blocking(call).then(|| flat_rooted(true, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)).flatten() {
+    if let Some(r) = flat_rooted(call, true, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) {
         return r;
     }
     run(comm, call, |st, s| {
@@ -1002,7 +825,7 @@ pub(crate) unsafe fn allgather(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
-    if let Some(r) = blocking(call).then(|| flat_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)).flatten() {
+    if let Some(r) = flat_allgather(call, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) {
         return r;
     }
     run(comm, call, |st, s| {
@@ -1038,7 +861,7 @@ pub(crate) unsafe fn allgatherv(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
-    if let Some(r) = blocking(call).then(|| flat_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm)).flatten() {
+    if let Some(r) = flat_allgatherv(call, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm) {
         return r;
     }
     run(comm, call, |st, s| {
@@ -1077,7 +900,7 @@ pub(crate) unsafe fn alltoall(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
-    if let Some(r) = blocking(call).then(|| flat_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)).flatten() {
+    if let Some(r) = flat_alltoall(call, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) {
         return r;
     }
     run(comm, call, |st, s| {
@@ -1223,7 +1046,7 @@ pub(crate) unsafe fn reduce(
     root: c_int,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
-    if let Some(r) = flat_ok(call).then(|| flat_reduce(call, sendbuf, recvbuf, count, datatype, op, Target::Root(root), comm)).flatten() {
+    if let Some(r) = flat_reduce(call, sendbuf, recvbuf, count, datatype, op, Target::Root(root), comm) {
         return r;
     }
     run(comm, call, |st, s| {
@@ -1246,7 +1069,7 @@ pub(crate) unsafe fn allreduce(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
-    if let Some(r) = flat_ok(call).then(|| flat_reduce(call, sendbuf, recvbuf, count, datatype, op, Target::All, comm)).flatten() {
+    if let Some(r) = flat_reduce(call, sendbuf, recvbuf, count, datatype, op, Target::All, comm) {
         return r;
     }
     run(comm, call, |st, s| {
@@ -1269,7 +1092,7 @@ pub(crate) unsafe fn scan(
     comm: MPI_Comm,
     exclusive: bool,
 ) -> MpiResult<()> {
-    if let Some(r) = flat_ok(call).then(|| flat_reduce(call, sendbuf, recvbuf, count, datatype, op, Target::Prefix(exclusive), comm)).flatten() {
+    if let Some(r) = flat_reduce(call, sendbuf, recvbuf, count, datatype, op, Target::Prefix(exclusive), comm) {
         return r;
     }
     run(comm, call, |st, s| {

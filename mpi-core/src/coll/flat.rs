@@ -330,13 +330,13 @@ pub trait NbKind: Send {
     /// The user buffers given when the operation started are still lent.
     unsafe fn write(&mut self, f: &Flat) -> Option<usize>;
     /// The ranks whose data this rank reads.
-    fn from(&self, f: &Flat) -> std::ops::Range<usize>;
-    /// Whether the ranks of [`NbKind::from`] publish data (else only their
+    fn peers(&self, f: &Flat) -> std::ops::Range<usize>;
+    /// Whether the ranks of [`NbKind::peers`] publish data (else only their
     /// arrival is waited for).
-    fn from_data(&self) -> bool {
+    fn peers_have_data(&self) -> bool {
         true
     }
-    /// Reads, once every rank of [`NbKind::from`] has published.
+    /// Reads, once every rank of [`NbKind::peers`] has published.
     ///
     /// # Safety
     /// As for `write`.
@@ -374,7 +374,7 @@ impl NbOp {
             self.f.publish(bytes);
             self.published = true;
         }
-        if !self.f.published(self.kind.from(&self.f), self.kind.from_data()) {
+        if !self.f.published(self.kind.peers(&self.f), self.kind.peers_have_data()) {
             return false;
         }
         // SAFETY: as above.

@@ -19,6 +19,7 @@
 
 pub mod algo;
 pub mod flat;
+pub mod parts;
 pub mod sched;
 
 use std::collections::HashMap;

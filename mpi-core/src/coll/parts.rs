@@ -1,0 +1,169 @@
+//! What one rank does in a shared-memory collective ([`flat`](super::flat)),
+//! blocking or nonblocking: the kinds of [`NbKind`]. The C API checks the
+//! arguments and picks a part; these only move data.
+//!
+//! * [`Arrive`]: publish the arrival, wait for every rank's (Barrier).
+//! * [`Moves`]: write a packed user buffer to this rank's buffer, read
+//!   pieces of other ranks' buffers into user buffers (Bcast, Gather,
+//!   Scatter, Allgather(v), Alltoall).
+//! * [`Reduce`]: write, then combine the buffers of a range of ranks in
+//!   rank order (Reduce, Allreduce, Scan, Exscan).
+//! * [`Blank`]: the part of a rank whose call failed its checks, so the
+//!   others are not stuck.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use super::flat::{Flat, NbKind};
+use super::sched::{Reducer, P};
+use crate::rt::datatype::Dtype;
+use crate::rt::error::MpiResult;
+
+/// `count` elements of `dt` at user address `p`.
+pub struct Typed {
+    pub p: P,
+    pub count: usize,
+    pub dt: Arc<Dtype>,
+}
+
+impl Typed {
+    fn bytes(&self) -> usize {
+        self.dt.packed_size(self.count)
+    }
+}
+
+/// Publishes `Some(bytes)` without data, or only the arrival; reads nothing.
+pub struct Blank(pub Option<usize>);
+
+impl NbKind for Blank {
+    fn data(&self) -> bool {
+        self.0.is_some()
+    }
+    unsafe fn write(&mut self, _: &Flat) -> Option<usize> {
+        self.0
+    }
+    fn peers(&self, _: &Flat) -> Range<usize> {
+        0..0
+    }
+    unsafe fn read(&mut self, _: &Flat) -> MpiResult<()> {
+        Ok(())
+    }
+}
+
+/// Publishes the arrival and waits for every rank's.
+pub struct Arrive;
+
+impl NbKind for Arrive {
+    fn data(&self) -> bool {
+        false
+    }
+    unsafe fn write(&mut self, _: &Flat) -> Option<usize> {
+        None
+    }
+    fn peers(&self, f: &Flat) -> Range<usize> {
+        0..f.size
+    }
+    fn peers_have_data(&self) -> bool {
+        false
+    }
+    unsafe fn read(&mut self, _: &Flat) -> MpiResult<()> {
+        Ok(())
+    }
+}
+
+/// A piece of another rank's buffer to read: `to.bytes()` bytes at `off`
+/// of rank `rank`'s buffer, which must hold `expect` bytes.
+pub struct Read {
+    pub rank: usize,
+    pub off: usize,
+    pub expect: usize,
+    pub to: Typed,
+}
+
+/// Writes `src` (if any) and publishes `publish` bytes (None: the arrival
+/// only), then does `reads`.
+pub struct Moves {
+    pub src: Option<Typed>,
+    pub publish: Option<usize>,
+    pub reads: Vec<Read>,
+}
+
+// SAFETY: the user buffers are lent for the operation, which runs under the
+// runtime lock or in the calling thread.
+unsafe impl Send for Moves {}
+
+impl NbKind for Moves {
+    fn data(&self) -> bool {
+        self.publish.is_some()
+    }
+    unsafe fn write(&mut self, f: &Flat) -> Option<usize> {
+        if let Some(s) = &self.src {
+            s.dt.pack(s.p, s.count, std::slice::from_raw_parts_mut(f.buf(f.rank), s.bytes()));
+        }
+        self.publish
+    }
+    fn peers(&self, _: &Flat) -> Range<usize> {
+        let lo = self.reads.iter().map(|r| r.rank).min();
+        let hi = self.reads.iter().map(|r| r.rank + 1).max();
+        lo.unwrap_or(0)..hi.unwrap_or(0)
+    }
+    unsafe fn read(&mut self, f: &Flat) -> MpiResult<()> {
+        for r in &self.reads {
+            f.check_len(r.rank..r.rank + 1, r.expect)?;
+            r.to.dt.unpack(std::slice::from_raw_parts(f.buf(r.rank).add(r.off), r.to.bytes()), r.to.p);
+        }
+        Ok(())
+    }
+}
+
+/// Writes `n` elements of `dt` at `input`; combines the buffers of ranks
+/// `from` in rank order into `out` (nothing if empty).
+pub struct Reduce {
+    pub from: Range<usize>,
+    pub input: *const u8,
+    pub out: P,
+    pub n: usize,
+    pub dt: Arc<Dtype>,
+    pub red: Reducer,
+}
+
+// SAFETY: as for `Moves`.
+unsafe impl Send for Reduce {}
+
+impl NbKind for Reduce {
+    fn data(&self) -> bool {
+        true
+    }
+    unsafe fn write(&mut self, f: &Flat) -> Option<usize> {
+        let bytes = self.dt.packed_size(self.n);
+        self.dt.pack(self.input, self.n, std::slice::from_raw_parts_mut(f.buf(f.rank), bytes));
+        Some(bytes)
+    }
+    fn peers(&self, _: &Flat) -> Range<usize> {
+        self.from.clone()
+    }
+    unsafe fn read(&mut self, f: &Flat) -> MpiResult<()> {
+        if self.from.is_empty() {
+            return Ok(());
+        }
+        let (bytes, dt) = (self.dt.packed_size(self.n), &self.dt);
+        f.check_len(self.from.clone(), bytes)?;
+        // In rank order (in a blocking call outside the lock: a user
+        // function may call MPI).
+        let mut tmp = Vec::new();
+        let out: P = if dt.contig {
+            self.out
+        } else {
+            tmp.resize(bytes, 0u8);
+            tmp.as_mut_ptr()
+        };
+        std::ptr::copy_nonoverlapping(f.buf(self.from.start), out, bytes);
+        for r in self.from.clone().skip(1) {
+            self.red.apply(f.buf(r), out, bytes, true)?;
+        }
+        if !dt.contig {
+            dt.unpack(&tmp, self.out);
+        }
+        Ok(())
+    }
+}
