@@ -8,9 +8,18 @@ use egui::{Event, Modifiers, PointerButton, Pos2};
 use egui_kittest::Harness;
 use trace_format::record::Kind;
 
-/// A fresh directory under the system's temporary directory.
+/// A fresh directory under the system's temporary directory. Those that
+/// earlier runs of the same test left (their process is gone) are removed.
 pub fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("mpitrace-gui-{name}-{}", std::process::id()));
+    let prefix = format!("mpitrace-gui-{name}-");
+    for e in std::fs::read_dir(std::env::temp_dir()).into_iter().flatten().flatten() {
+        let file = e.file_name().to_string_lossy().into_owned();
+        let pid = file.strip_prefix(&prefix).and_then(|p| p.parse::<u32>().ok());
+        if pid.is_some_and(|p| p != std::process::id() && !std::path::Path::new(&format!("/proc/{p}")).exists()) {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+    let d = std::env::temp_dir().join(format!("{prefix}{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).expect("temp dir");
     d
