@@ -2,7 +2,8 @@
  * which gives the ranks of this machine k host names (blocks of
  * consecutive ranks: rank * k / size) joined by TCP. The shared-memory
  * split must give exactly the ranks of this rank's host, ordered by key,
- * MPI_COMM_TYPE_HW_GUIDED with "mpi_shared_memory" the same; the node
+ * MPI_COMM_TYPE_HW_GUIDED with "mpi_shared_memory" the same (and the hint
+ * is the new communicator's); the node
  * communicators' leaders form a communicator across hosts; processor
  * names agree with the split. */
 #include "check.h"
@@ -47,6 +48,14 @@ int main(int argc, char **argv) {
     MPI_Comm guided;
     CHECK_RC(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_HW_GUIDED, rank, info, &guided));
     MPI_Info_free(&info);
+    /* The hints given to the split are the new communicator's. */
+    MPI_Info used;
+    CHECK_RC(MPI_Comm_get_info(guided, &used));
+    char v[MPI_MAX_INFO_VAL];
+    int vlen = MPI_MAX_INFO_VAL, found = 0;
+    MPI_Info_get_string(used, "mpi_hw_resource_type", &vlen, v, &found);
+    CHECK(found && strcmp(v, "mpi_shared_memory") == 0, "hint of split_type on the new communicator: found %d", found);
+    MPI_Info_free(&used);
     int res;
     MPI_Comm_compare(node, guided, &res);
     CHECK(res == (count > 1 ? MPI_SIMILAR : MPI_CONGRUENT), "HW_GUIDED shared memory against SHARED: %d (expected the same ranks in the other order)", res);

@@ -14,6 +14,7 @@ use crate::rt::attr::ObjKind;
 use crate::rt::comm::{combine_offers, ctx_key, failed_elsewhere, Comm, CtxKey, CTX_BUSY, CTX_FAILED, CTX_SPAN_INTER, CTX_SPAN_INTRA};
 use crate::rt::error::{MpiError, MpiResult};
 use crate::rt::group;
+use crate::rt::info::Pairs;
 use crate::rt::p2p::{Kind, ReqTable, Request};
 use crate::rt::{self};
 
@@ -341,10 +342,19 @@ pub unsafe fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
 /// rank order) with context `ctx`, inheriting `parent`'s error handler;
 /// `MPI_COMM_NULL` if this process is not a member.
 unsafe fn make_intra(parent: &Comm, ctx: u32, members: Vec<usize>, newcomm: *mut MPI_Comm) -> MpiResult<()> {
+    make_intra_with(parent, ctx, members, Vec::new(), newcomm)
+}
+
+/// [`make_intra`] with info hints on the new communicator.
+unsafe fn make_intra_with(parent: &Comm, ctx: u32, members: Vec<usize>, hints: Pairs, newcomm: *mut MPI_Comm) -> MpiResult<()> {
     let me = rt::with(|st| Ok(st.world_rank))?;
     match group::rank_of(&members, me) {
         None => put(newcomm, MPI_COMM_NULL, "newcomm"),
-        Some(rank) => publish(Comm::intra(ctx, Arc::new(members), rank as c_int, parent.errhandler), newcomm),
+        Some(rank) => {
+            let mut c = Comm::intra(ctx, Arc::new(members), rank as c_int, parent.errhandler);
+            c.hints = hints;
+            publish(c, newcomm)
+        }
     }
 }
 
@@ -446,7 +456,8 @@ pub unsafe fn MPI_Comm_split_type(comm: MPI_Comm, split_type: c_int, key: c_int,
             None => MpiError::new(MPI_ERR_ARG, format!("invalid split_type {split_type}")),
             Some(_) => e,
         })?;
-        make_intra(&parent, ctx, members, newcomm)
+        // The info hints apply to the new communicator.
+        make_intra_with(&parent, ctx, members, hints, newcomm)
     })();
     ret(comm, "MPI_Comm_split_type", r)
 }
