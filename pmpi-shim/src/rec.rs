@@ -610,10 +610,14 @@ impl Call {
         }
         let needs_comm =
             !self.out_request.is_null() || !self.out_comm.is_null() || !self.out_win.is_null();
-        let cs = if needs_comm {
-            tr.lookup(key).cloned()
-        } else {
+        let cs = if !needs_comm {
             None
+        } else if self.cat == Cat::Mrecv {
+            // `MPI_Imrecv` names no communicator: the probe's.
+            let slot = self.rec.comm;
+            tr.comms.values().find(|c| c.slot == slot).cloned()
+        } else {
+            tr.lookup(key).cloned()
         };
         if !self.out_request.is_null() {
             // SAFETY: MPI wrote the new request handle.
@@ -624,7 +628,8 @@ impl Call {
                 Cat::Sendrecv => ReqKind::Sendrecv,
                 Cat::PsendInit => ReqKind::PartSend,
                 Cat::PrecvInit => ReqKind::PartRecv,
-                Cat::Recv | Cat::RecvInit | Cat::Mrecv => ReqKind::Recv,
+                Cat::Recv | Cat::RecvInit => ReqKind::Recv,
+                Cat::Mrecv => ReqKind::Mrecv,
                 Cat::Coll => ReqKind::Coll,
                 _ => ReqKind::Other,
             };
@@ -634,29 +639,33 @@ impl Call {
             let persistent = name.strip_suffix(b"_c").unwrap_or(name).ends_with(b"_init");
             let r = &self.rec;
             let posted = tr.next_post();
-            tr.requests.insert(
-                h,
-                ReqInfo {
-                    call: r.call(),
-                    kind,
-                    comm: cs.clone(),
-                    peer: r.peer,
-                    tag: r.tag,
-                    bytes: r.bytes,
-                    count: r.count,
-                    datatype: r.datatype,
-                    seq: r.seq,
-                    persistent,
-                    active: !persistent,
-                    recv_peer: match (&cs, self.recv_peer_raw) {
-                        (Some(cs), Some(p)) => cs.world(p),
-                        (None, Some(p)) => p,
-                        (_, None) => NO_RANK,
-                    },
-                    recv_tag: self.recv_tag,
-                    posted,
+            let mut info = ReqInfo {
+                call: r.call(),
+                kind,
+                comm: cs.clone(),
+                peer: r.peer,
+                tag: r.tag,
+                bytes: r.bytes,
+                count: r.count,
+                datatype: r.datatype,
+                seq: r.seq,
+                persistent,
+                active: !persistent,
+                recv_peer: match (&cs, self.recv_peer_raw) {
+                    (Some(cs), Some(p)) => cs.world(p),
+                    (None, Some(p)) => p,
+                    (_, None) => NO_RANK,
                 },
-            );
+                recv_tag: self.recv_tag,
+                posted,
+                late: false,
+                preassigned: false,
+            };
+            // Persistent receives are posted by each `MPI_Start`.
+            if matches!(info.kind, ReqKind::Recv | ReqKind::Sendrecv) && !persistent {
+                tr.post_receive(&mut info);
+            }
+            tr.requests.insert(h, info);
         }
         if !self.out_comm.is_null() {
             // SAFETY: MPI wrote the new communicator handle.
@@ -823,11 +832,20 @@ fn completion_of(
         // Like the completion row of `MPI_Sendrecv`: the receive half.
         (rec.count, rec.datatype) = (NONE_I64, NONE_I32);
     }
+    if matches!(info.kind, ReqKind::Recv | ReqKind::Sendrecv) {
+        tr.receive_done(&info, cancelled);
+    }
     match (info.kind, st) {
         (ReqKind::Recv, Some(st)) if !cancelled => {
-            let (p, t, b, s) = tr.received(info.comm.as_ref(), &st, true);
-            (rec.peer, rec.tag, rec.bytes, rec.seq) = (p, t, b, s);
+            let consume = !info.preassigned;
+            let (p, t, b, s) = tr.received(info.comm.as_ref(), &st, consume);
+            (rec.peer, rec.tag, rec.bytes) = (p, t, b);
+            rec.seq = if consume { s } else { info.seq };
         }
+        (ReqKind::Recv, _) if cancelled => rec.seq = NONE_I64,
+        // `MPI_Imrecv`: the message (and its number) came from the matched
+        // probe.
+        (ReqKind::Mrecv, Some(st)) if !cancelled => rec.bytes = st.byte_count() as i64,
         (ReqKind::Sendrecv, st) if !cancelled => {
             (rec.peer, rec.tag, rec.bytes, rec.seq) = sendrecv_received(tr, &info, st);
         }
@@ -898,6 +916,10 @@ pub fn start_request(h: c_int) -> Option<ReqInfo> {
     }
     info.active = true;
     info.posted = tr.next_post();
+    if info.kind == ReqKind::Recv {
+        (info.late, info.preassigned, info.seq) = (false, false, NONE_I64);
+        tr.post_receive(&mut info);
+    }
     tr.requests.insert(h, info.clone());
     Some(info)
 }

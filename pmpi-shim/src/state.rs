@@ -94,6 +94,8 @@ pub enum ReqKind {
     /// Partitioned send and receive (`MPI_Psend_init`, `MPI_Precv_init`).
     PartSend,
     PartRecv,
+    /// `MPI_Imrecv`: receives the message of a matched probe.
+    Mrecv,
     Coll,
     Other,
 }
@@ -119,6 +121,12 @@ pub struct ReqInfo {
     /// When the operation was posted (started, for persistent requests):
     /// a per-process counter.
     pub posted: u64,
+    /// A receive numbered when it completes (counted in
+    /// `Tracer::late_pending` while pending), see `Tracer::post_receive`.
+    pub late: bool,
+    /// A receive from one source with one tag whose sequence number was
+    /// taken when it was posted (`seq`), see `Tracer::post_receive`.
+    pub preassigned: bool,
 }
 
 /// A message matched by `MPI_Mprobe`/`MPI_Improbe`.
@@ -163,6 +171,9 @@ pub struct Tracer {
     pub dl_adds: u64,
     /// Operations posted so far (see `ReqInfo::posted`).
     posts: u64,
+    /// Pending nonblocking receives numbered when they complete, per
+    /// communicator slot.
+    late_pending: FastMap<u32, u32>,
     side_failed: bool,
 }
 
@@ -295,6 +306,7 @@ impl Tracer {
             modules: Vec::new(),
             dl_adds: 0,
             posts: 0,
+            late_pending: FastMap::default(),
             side_failed: false,
         };
         let mut wg = abi::MPI_GROUP_NULL;
@@ -485,6 +497,50 @@ impl Tracer {
     pub fn free_comm(&mut self, h: c_int) {
         if h != abi::MPI_COMM_WORLD && h != abi::MPI_COMM_SELF {
             self.comms.remove(&h);
+        }
+    }
+
+    /// A nonblocking receive `info` is posted (or a persistent one started).
+    /// MPI matches the messages of one source and tag to receives in the
+    /// order these were posted, so a receive from one source with one tag
+    /// takes its sequence number now if every pending receive on the
+    /// communicator did so too (none can take a message before it that is
+    /// not counted yet) and no other thread may post receives meanwhile.
+    /// Otherwise, as receives with a wildcard and the receive halves of
+    /// `MPI_Isendrecv` always, it is numbered when it completes, and until
+    /// then no receive on the communicator is numbered at posting.
+    pub fn post_receive(&mut self, info: &mut ReqInfo) {
+        let Some(slot) = info.comm.as_ref().map(|c| c.slot) else { return };
+        let early = info.kind == ReqKind::Recv
+            && info.peer >= 0
+            && info.tag != abi::MPI_ANY_TAG
+            && !LOCKING.load(Ordering::Relaxed)
+            && self.late_pending.get(&slot).is_none_or(|&n| n == 0);
+        if early {
+            info.seq = self.next_recv_seq(slot, info.peer, info.tag);
+            info.preassigned = true;
+        } else if info.peer != abi::MPI_PROC_NULL || info.kind == ReqKind::Sendrecv {
+            info.late = true;
+            *self.late_pending.entry(slot).or_insert(0) += 1;
+        }
+    }
+
+    /// A receive posted with [`Tracer::post_receive`] completed (`cancelled`:
+    /// without a message).
+    pub fn receive_done(&mut self, info: &ReqInfo, cancelled: bool) {
+        let Some(slot) = info.comm.as_ref().map(|c| c.slot) else { return };
+        if info.late {
+            if let Some(n) = self.late_pending.get_mut(&slot) {
+                *n = n.saturating_sub(1);
+            }
+        }
+        if info.preassigned && cancelled {
+            // Give the number back if no later receive took one.
+            if let Some(c) = self.recv_seq.get_mut(&(slot, info.peer, info.tag)) {
+                if *c == info.seq {
+                    *c -= 1;
+                }
+            }
         }
     }
 

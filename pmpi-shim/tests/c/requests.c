@@ -1,6 +1,7 @@
 /* Requests: persistent send/receive with Start/Wait, Waitany, Waitsome,
  * Testall polling, a cancelled receive, MPI_Sendrecv, MPI_Isendrecv(_replace)
- * and a Waitall in reverse posting order. Two ranks. */
+ * a Waitall in reverse posting order, receives completing out of posting
+ * order, a freed active receive and Improbe/Imrecv. Two ranks. */
 #include <mpi.h>
 
 int main(int argc, char **argv) {
@@ -55,6 +56,32 @@ int main(int argc, char **argv) {
     MPI_Send(a, 1, MPI_INT, peer, 20, MPI_COMM_WORLD);
     MPI_Send(a, 2, MPI_INT, peer, 20, MPI_COMM_WORLD);
     MPI_Waitall(2, w, MPI_STATUSES_IGNORE);
+    /* A receive posted before a blocking one of the same source and tag
+     * gets the first message even though it completes later. */
+    MPI_Request x;
+    int d[4] = {0};
+    MPI_Irecv(b, 4, MPI_INT, peer, 21, MPI_COMM_WORLD, &x);
+    MPI_Send(a, 1, MPI_INT, peer, 21, MPI_COMM_WORLD);
+    MPI_Send(a, 2, MPI_INT, peer, 21, MPI_COMM_WORLD);
+    MPI_Recv(d, 4, MPI_INT, peer, 21, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Wait(&x, MPI_STATUS_IGNORE);
+    /* A receive freed while active still takes its message (the first). */
+    static int freed[4];
+    MPI_Irecv(freed, 4, MPI_INT, peer, 22, MPI_COMM_WORLD, &x);
+    MPI_Request_free(&x);
+    MPI_Send(a, 1, MPI_INT, peer, 22, MPI_COMM_WORLD);
+    MPI_Send(a, 2, MPI_INT, peer, 22, MPI_COMM_WORLD);
+    MPI_Recv(d, 4, MPI_INT, peer, 22, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    /* Nonblocking matched probe: rank 0 sends, rank 1 probes and receives. */
+    if (rank == 0) MPI_Send(a, 2, MPI_INT, 1, 23, MPI_COMM_WORLD);
+    else {
+        MPI_Message m;
+        MPI_Status ps;
+        int f = 0;
+        while (!f) MPI_Improbe(0, 23, MPI_COMM_WORLD, &f, &m, &ps);
+        MPI_Imrecv(b, 2, MPI_INT, &m, &x);
+        MPI_Wait(&x, MPI_STATUS_IGNORE);
+    }
     /* Matched probe: rank 0 sends, rank 1 probes any source, then receives. */
     if (rank == 0) MPI_Send(a, 2, MPI_INT, 1, 16, MPI_COMM_WORLD);
     else {
