@@ -750,8 +750,13 @@ impl GuiApp {
             return;
         };
         let bdir = b.dir.display().to_string();
+        let b_error = b.open_error.clone();
         ui.label(format!("A: {}", self.dir.display()));
         ui.label(format!("B: {bdir}"));
+        if let Some(e) = b_error {
+            ui.colored_label(Color32::RED, format!("B could not be opened: {e}"));
+            return;
+        }
         let Some(rows) = self.compare_rows() else {
             ui.horizontal(|ui| {
                 ui.spinner();

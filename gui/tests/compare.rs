@@ -105,10 +105,13 @@ fn a_compared_trace_that_cannot_be_opened_says_so() {
     let a = common::small_dir("compare-missing");
     let mut app = GuiApp::open_compare(&a, std::path::Path::new("/nonexistent/other"));
     app.wait_loaded(Duration::from_secs(60));
-    let h = Harness::builder().with_size(egui::vec2(1200.0, 800.0)).build_ui_state(|ui, app: &mut GuiApp| app.show(ui), app);
+    let mut h = Harness::builder().with_size(egui::vec2(1200.0, 800.0)).build_ui_state(|ui, app: &mut GuiApp| app.show(ui), app);
     assert!(h.query_by_label("timeline").is_some());
     assert!(h.query_by_label("Could not open the trace").is_some());
     assert!(h.query_by_label_contains("no such directory").is_some());
+    h.get_by_label("Compare").click();
+    h.run();
+    assert!(h.query_by_label_contains("B could not be opened").is_some());
 }
 
 #[test]
