@@ -64,6 +64,12 @@ fn every_algorithm() {
             ("MPICORE_COLL_ALLGATHER", "linear"),
             ("MPICORE_COLL_SHM_MAX", "0"),
         ],
+        &[
+            ("MPICORE_COLL_BCAST", "pipeline"),
+            ("MPICORE_COLL_REDUCE", "pipeline"),
+            ("MPICORE_COLL_SEGMENT", "1000"),
+            ("MPICORE_COLL_SHM_MAX", "0"),
+        ],
         // Not oversubscribed as far as the library knows: the algorithms
         // for a core per rank.
         &[("MPICORE_COLL_LINEAR_MAX", "0"), ("MPICORE_COLL_SHM_MAX", "0")],

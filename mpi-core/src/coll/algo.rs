@@ -32,6 +32,8 @@ pub struct Tune {
     pub alltoall_short: usize,
     pub alltoall_medium: usize,
     pub gather_short: usize,
+    /// Segment of the pipelined broadcast and reduction.
+    pub segment: usize,
     /// With more ranks than cores, communicators up to this size use the
     /// one-round ("linear", "direct") algorithms.
     pub linear_max: usize,
@@ -66,6 +68,7 @@ impl Default for Tune {
             alltoall_short: env_size("MPICORE_COLL_ALLTOALL_SHORT", 256),
             alltoall_medium: env_size("MPICORE_COLL_ALLTOALL_MEDIUM", 32 << 10),
             gather_short: env_size("MPICORE_COLL_GATHER_SHORT", 16 << 10),
+            segment: env_size("MPICORE_COLL_SEGMENT", 64 << 10),
             linear_max: env_size("MPICORE_COLL_LINEAR_MAX", 16),
             shm_max: env_size("MPICORE_COLL_SHM_MAX", super::flat::SLOT),
         }
@@ -106,7 +109,7 @@ pub fn bcast(s: &mut Sched, t: &Tune, buf: P, n: usize, root: usize) {
         return;
     }
     let alg = match t.bcast.as_deref() {
-        Some(a @ ("binomial" | "scatter_allgather" | "linear")) => a,
+        Some(a @ ("binomial" | "scatter_allgather" | "linear" | "pipeline")) => a,
         // More ranks than cores, messages sent eagerly: one round, in which
         // every rank takes its copy whenever it runs, instead of log2(p)
         // rounds that each need the forwarding ranks to be scheduled.
@@ -116,12 +119,64 @@ pub fn bcast(s: &mut Sched, t: &Tune, buf: P, n: usize, root: usize) {
         // Scatter + allgather moves more bytes in total: only worth it with
         // a core per rank.
         _ if n >= t.bcast_long && s.size > 2 && !s.oversub => "scatter_allgather",
+        // A core per rank: forwarding a segment overlaps receiving the next.
+        _ if n >= 2 * t.segment && s.size > 2 && !s.oversub => "pipeline",
         _ => "binomial",
     };
     match alg {
         "linear" => bcast_linear(s, buf, n, root),
+        "pipeline" => bcast_pipeline(s, buf, n, root, t.segment.max(1)),
         "scatter_allgather" => bcast_scatter_allgather(s, buf, n, root),
         _ => bcast_binomial(s, buf, n, root),
+    }
+}
+
+/// A binomial tree rooted at `root` (relative rank 0): this rank's parent
+/// (None at the root) and children, nearest subtree first.
+fn tree(rank: usize, size: usize, root: usize) -> (Option<usize>, Vec<usize>) {
+    let rel = (rank + size - root) % size;
+    let abs = |x: usize| (x + root) % size;
+    let low = if rel == 0 { size.next_power_of_two() } else { rel & rel.wrapping_neg() };
+    let parent = (rel != 0).then(|| abs(rel - low));
+    let mut children = Vec::new();
+    let mut m = 1;
+    while m < low && rel + m < size {
+        children.push(abs(rel + m));
+        m <<= 1;
+    }
+    (parent, children)
+}
+
+/// Segments of `seg` bytes (the last shorter) of `n` bytes: (offset, length).
+fn segments(n: usize, seg: usize) -> impl Iterator<Item = (usize, usize)> {
+    (0..n.div_ceil(seg)).map(move |i| (i * seg, seg.min(n - i * seg)))
+}
+
+/// Binomial tree in segments: a rank forwards segment i to its children
+/// while it receives segment i + 1.
+fn bcast_pipeline(s: &mut Sched, buf: P, n: usize, root: usize, seg: usize) {
+    let (parent, children) = tree(s.rank, s.size, root);
+    let segs: Vec<(usize, usize)> = segments(n, seg).collect();
+    let Some(parent) = parent else {
+        for &(o, l) in &segs {
+            for &c in children.iter().rev() {
+                s.send(at(buf, o), l, c);
+            }
+        }
+        return;
+    };
+    if let Some(&(o, l)) = segs.first() {
+        s.recv(at(buf, o), l, parent);
+        s.fence();
+    }
+    for (i, &(o, l)) in segs.iter().enumerate() {
+        if let Some(&(no, nl)) = segs.get(i + 1) {
+            s.recv(at(buf, no), nl, parent);
+        }
+        for &c in children.iter().rev() {
+            s.send(at(buf, o), l, c);
+        }
+        s.fence();
     }
 }
 
@@ -464,15 +519,61 @@ pub fn reduce(s: &mut Sched, t: &Tune, sbuf: P, rbuf: P, n: usize, root: usize) 
         return;
     }
     let units = n / unit(s);
-    let rsg = match t.reduce.as_deref() {
-        Some("binomial") => false,
-        Some("reduce_scatter_gather") => commutative(s) && units >= s.size,
-        _ => commutative(s) && n > t.reduce_short && units >= s.size,
+    let seg = (t.segment / unit(s)).max(1) * unit(s);
+    let alg = match t.reduce.as_deref() {
+        Some("binomial") => "binomial",
+        Some("pipeline") => "pipeline",
+        Some("reduce_scatter_gather") if commutative(s) && units >= s.size => "reduce_scatter_gather",
+        _ if commutative(s) && n > t.reduce_short && units >= s.size => "reduce_scatter_gather",
+        // A core per rank: combining a segment overlaps receiving the next.
+        _ if n >= 2 * seg && s.size > 2 && !s.oversub => "pipeline",
+        _ => "binomial",
     };
-    if rsg {
-        reduce_scatter_gather(s, sbuf, rbuf, n, root)
+    match alg {
+        "reduce_scatter_gather" => reduce_scatter_gather(s, sbuf, rbuf, n, root),
+        "pipeline" => reduce_pipeline(s, sbuf, rbuf, n, root, seg),
+        _ => reduce_binomial(s, sbuf, rbuf, n, root),
+    }
+}
+
+/// Binomial tree in segments of `seg` bytes (whole units): a rank combines
+/// segment i of its children, then sends it on while it receives segment
+/// i + 1. Rooted as [`reduce_binomial`], children combined in rank order.
+fn reduce_pipeline(s: &mut Sched, sbuf: P, rbuf: P, n: usize, root: usize, seg: usize) {
+    let rank = s.rank;
+    let vroot = if commutative(s) { root } else { 0 };
+    let (parent, children) = tree(rank, s.size, vroot);
+    // Where the partial result builds up (a leaf sends its data as it is).
+    let acc = if children.is_empty() {
+        sbuf
     } else {
-        reduce_binomial(s, sbuf, rbuf, n, root)
+        let a = if rank == root { rbuf } else { s.tmp(n) };
+        s.copy(sbuf, a, n);
+        a
+    };
+    let tmps: Vec<P> = children.iter().map(|_| s.tmp(seg.min(n))).collect();
+    for (o, l) in segments(n, seg) {
+        for (&c, &t) in children.iter().zip(&tmps) {
+            s.recv(t, l, c);
+        }
+        s.fence();
+        for &t in &tmps {
+            // acc = acc op (the next subtree, higher ranks).
+            s.reduce(t, at(acc, o), l, true);
+        }
+        if let Some(p) = parent {
+            s.send(at(acc, o), l, p);
+        }
+    }
+    s.fence();
+    if vroot != root {
+        if rank == vroot {
+            s.send(acc, n, root);
+        } else if rank == root {
+            s.recv(rbuf, n, vroot);
+        }
+    } else if rank == root {
+        s.copy(acc, rbuf, n);
     }
 }
 
