@@ -281,10 +281,15 @@ unsafe fn idup_common(comm: MPI_Comm, info: Option<MPI_Info>, newcomm: *mut MPI_
     let job = move || {
         let out = out;
         let span = parent.ctx_span();
-        let r = rt::wait_until(|st| st.comms.idup_turn(pctx, ticket))
-            .and_then(|()| agree_ctx(key, span, &a, false))
-            // SAFETY: see `SendPtr`.
-            .and_then(|ctx| unsafe { publish(Comm { ctx, attrs, hints, name: String::new(), ..parent }, out.0) });
+        // A panic must still end the idup (or later constructors on the
+        // parent would wait for it forever): it fails the request instead.
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            rt::wait_until(|st| st.comms.idup_turn(pctx, ticket))
+                .and_then(|()| agree_ctx(key, span, &a, false))
+                // SAFETY: see `SendPtr`.
+                .and_then(|ctx| unsafe { publish(Comm { ctx, attrs, hints, name: String::new(), ..parent }, out.0) })
+        }))
+        .unwrap_or_else(|_| Err(MpiError::new(MPI_ERR_INTERN, "internal error (panic) in the thread of MPI_Comm_idup")));
         let _ = rt::with(|st| {
             st.comms.idup_end(pctx);
             if let Err(e) = &r {
