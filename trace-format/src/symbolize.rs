@@ -366,6 +366,20 @@ mod tests {
             .unwrap()
             .contains("/nonexistent/libgone.so"));
         assert_eq!(site.to_string(), "libgone.so+0x800");
+        // A file that is not an object file.
+        let text = std::env::temp_dir().join(format!("tf-sym-{}.txt", std::process::id()));
+        std::fs::write(&text, "not an ELF file").unwrap();
+        let m = Module {
+            start: 0x1000,
+            end: 0x2000,
+            offset: 0,
+            path: text.display().to_string(),
+        };
+        let site = s.in_modules(&[m], 0x1801);
+        let _ = std::fs::remove_file(&text);
+        let problem = site.problem.as_deref().unwrap_or("");
+        assert!(problem.contains("not an object file"), "{site:?}");
+        assert_eq!((site.function, site.line), (None, None));
     }
 
     /// This test binary has DWARF (debug builds): a return address just
