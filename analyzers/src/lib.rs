@@ -15,7 +15,8 @@
 //! - [`report`]: all of the above together, as text, Markdown or JSON;
 //! - [`html`]: the same as one self-contained HTML page with plots;
 //! - [`check`]: CI rules and baseline comparison;
-//! - [`export`]: Chrome/Perfetto trace-event JSON.
+//! - [`export`]: Chrome/Perfetto trace-event JSON, CSV;
+//! - [`otf2`]: OTF2 archives (with the OTF2 library, loaded at run time).
 
 pub mod check;
 pub mod collectives;
@@ -26,6 +27,7 @@ pub mod load;
 pub mod matching;
 pub mod matrix;
 pub mod model;
+pub mod otf2;
 pub mod profile;
 pub mod report;
 pub mod synth;
@@ -51,6 +53,8 @@ pub enum Error {
     Rules { file: String, line: usize, what: String },
     #[error("{0}")]
     Json(#[from] serde_json::Error),
+    #[error("OTF2: {0}")]
+    Otf2(String),
 }
 
 /// Formats nanoseconds with a unit and 3 significant digits (`102 ms`,

@@ -19,7 +19,7 @@ pub enum Commands {
     Check(Box<CheckArgs>),
     /// Compare two runs (trace directories or JSON reports).
     Diff(DiffArgs),
-    /// Export a trace to another tool's format (Chrome/Perfetto JSON, CSV).
+    /// Export a trace to another tool's format (Chrome/Perfetto JSON, CSV, OTF2).
     Export(ExportArgs),
 }
 
@@ -130,6 +130,9 @@ pub enum ExportFormat {
     Csv,
     /// CSV, one line per matched message (sender, receiver, tag, bytes, times).
     MessagesCsv,
+    /// OTF2 archive (Score-P, Vampir, Scalasca): `-o DIR` gets DIR/traces.otf2
+    /// (needs the OTF2 library: Debian's otf2-tools).
+    Otf2,
 }
 
 #[derive(Args)]
@@ -424,6 +427,16 @@ fn run_diff(a: DiffArgs) -> Result<i32> {
 
 fn run_export(a: ExportArgs) -> Result<i32> {
     let an = analyze_dir(&a.dir, false)?;
+    if a.format == ExportFormat::Otf2 {
+        let w = analyzers::otf2::write_otf2(&an.model, &a.output, "traces")?;
+        let anchor = a.output.join("traces.otf2");
+        let anchor = anchor.display();
+        eprintln!(
+            "mpitrace: wrote {} events ({} messages, {} collective calls) of {} ranks to {anchor} (read it with `otf2-print {anchor}` or Vampir)",
+            w.events, w.messages, w.collectives, w.locations
+        );
+        return Ok(0);
+    }
     let file = std::fs::File::create(&a.output).with_context(|| format!("cannot create {}", a.output.display()))?;
     let mut w = std::io::BufWriter::new(file);
     let what = match a.format {
@@ -435,6 +448,7 @@ fn run_export(a: ExportArgs) -> Result<i32> {
         ExportFormat::MessagesCsv => {
             analyzers::export::write_messages_csv(&an.model, &an.matching, &mut w).map(|n| format!("{n} messages"))
         }
+        ExportFormat::Otf2 => unreachable!("written above"),
     }
     .with_context(|| format!("writing {}", a.output.display()))?;
     w.flush().with_context(|| format!("writing {}", a.output.display()))?;

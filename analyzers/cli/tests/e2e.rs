@@ -213,6 +213,24 @@ fn ring(mpi: Mpi) {
     let mut expect: Vec<(usize, usize, i64)> = (0..4).flat_map(|s| [(s, (s + 1) % 4, (s as i64 + 1) * 1000), (s, (s + 3) % 4, 100)]).collect();
     expect.sort();
     assert_eq!(msgs, expect, "{csv}");
+    // OTF2, read back with otf2-print: the ring's 8 messages with their sizes.
+    let otf2 = dir.join("otf2");
+    ok(&run(&["export", trace.to_str().unwrap(), "-f", "otf2", "-o", otf2.to_str().unwrap()]));
+    let printed = Command::new("otf2-print").arg(otf2.join("traces.otf2")).output().expect("otf2-print (apt install otf2-tools)");
+    assert!(printed.status.success(), "{}", String::from_utf8_lossy(&printed.stderr));
+    let printed = String::from_utf8_lossy(&printed.stdout);
+    let mut sent: Vec<(usize, usize, i64)> = printed
+        .lines()
+        .filter(|l| l.starts_with("MPI_SEND "))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let after = |key: &str| f.iter().position(|x| *x == key).map(|i| f[i + 1].trim_end_matches(',')).unwrap();
+            (f[1].parse().unwrap(), after("Receiver:").parse().unwrap(), after("Length:").parse().unwrap())
+        })
+        .collect();
+    sent.sort();
+    assert_eq!(sent, expect, "{printed}");
+    assert_eq!(printed.lines().filter(|l| l.starts_with("MPI_RECV ")).count(), 8);
     // Chrome/Perfetto export, read back by an independent parser.
     let json = dir.join("trace.json");
     ok(&run(&["export", trace.to_str().unwrap(), "-o", json.to_str().unwrap()]));

@@ -1,0 +1,75 @@
+//! The OTF2 export, read back with `otf2-print` (Debian's `otf2-tools`).
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use analyzers::otf2::write_otf2;
+use analyzers::report::analyze;
+use analyzers::synth::SynthTrace;
+
+const MS: i64 = 1_000_000;
+const US: i64 = 1_000;
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("analyzers-otf2-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// `otf2-print ARCHIVE` (it must be installed: the test fails otherwise).
+fn otf2_print(anchor: &std::path::Path) -> String {
+    let out = Command::new("otf2-print").arg(anchor).output().expect("otf2-print (apt install otf2-tools) must be installed");
+    assert!(out.status.success(), "otf2-print failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn otf2_archive_reads_back_with_otf2_print() {
+    let mut t = SynthTrace::new(3);
+    // Rank 0 sends 800 bytes to rank 1 (tag 7), rank 1 sends 64 to rank 2
+    // nonblocking (tag 3); a Bcast from root 2; a user region on rank 0.
+    t.send(0, 1, 7, 800, 10 * MS, 10 * MS + 10 * US, 0x100);
+    t.recv(1, 0, 7, 800, 5 * MS, 10 * MS + 20 * US, 0x200);
+    t.isend(1, 2, 3, 64, 11 * MS, 11 * MS + US, 0x110, 5);
+    t.wait(1, "MPI_Wait", 11 * MS + 2 * US, 11 * MS + 3 * US, 0x120, &[5], &[]);
+    t.recv(2, 1, 3, 64, 11 * MS, 11 * MS + 5 * US, 0x210);
+    for r in 0..3 {
+        t.coll(r, "MPI_Bcast", 12 * MS, 13 * MS, 0x300, 32, Some(2));
+    }
+    let mut begin = analyzers::synth::event(0, trace_format::record::Kind::RegionBegin, "solve", 2 * MS, 2 * MS);
+    begin.t_end = None;
+    let mut end = analyzers::synth::event(0, trace_format::record::Kind::RegionEnd, "solve", 3 * MS, 3 * MS);
+    end.t_end = None;
+    t.ranks[0].insert(1, begin);
+    t.ranks[0].insert(2, end);
+    t.finalize(20 * MS);
+    let a = analyze(t.model());
+    let dir = tmp("small");
+    let w = write_otf2(&a.model, &dir, "traces").unwrap();
+    assert_eq!((w.locations, w.messages, w.collectives), (3, 2, 3));
+    let text = otf2_print(&dir.join("traces.otf2"));
+    let lines = |kind: &str| text.lines().filter(|l| l.split_whitespace().next() == Some(kind)).collect::<Vec<_>>();
+    // Every call entered and left, plus the region on rank 0.
+    let calls: usize = a.model.ranks.iter().map(|r| r.calls.len()).sum();
+    assert_eq!(lines("ENTER").len(), calls + 1, "{text}");
+    assert_eq!(lines("LEAVE").len(), calls + 1);
+    assert_eq!(w.events as usize, text.lines().filter(|l| l.starts_with(|c: char| c.is_ascii_uppercase()) && l.split_whitespace().nth(1).is_some_and(|x| x.parse::<u64>().is_ok())).count());
+    let sends = lines("MPI_SEND");
+    assert_eq!(sends.len(), 2, "{text}");
+    assert!(sends.iter().any(|l| l.contains("Receiver: 1") && l.contains("Tag: 7") && l.contains("Length: 800")), "{sends:?}");
+    assert!(sends.iter().any(|l| l.contains("Receiver: 2") && l.contains("Tag: 3") && l.contains("Length: 64")), "{sends:?}");
+    let recvs = lines("MPI_RECV");
+    assert!(recvs.iter().any(|l| l.contains("Sender: 0") && l.contains("Length: 800")), "{recvs:?}");
+    assert!(recvs.iter().any(|l| l.contains("Sender: 1") && l.contains("Length: 64")), "{recvs:?}");
+    let ends = lines("MPI_COLLECTIVE_END");
+    assert_eq!(ends.len(), 3);
+    assert!(ends.iter().all(|l| l.contains("BCAST") && l.contains("Root: 2")), "{ends:?}");
+    assert_eq!(lines("MPI_COLLECTIVE_BEGIN").len(), 3);
+    assert!(text.contains("\"solve\""), "user region by name");
+    if std::env::var_os("OTF2_TEST_SHOW").is_some() {
+        eprintln!("{text}");
+    }
+    // A second export into the same place is refused, not merged.
+    assert!(write_otf2(&a.model, &dir, "traces").is_err());
+    let _ = std::fs::remove_dir_all(&dir);
+}
