@@ -43,8 +43,10 @@ use crate::rt::{self, State};
 
 /// Bytes of one data buffer.
 pub const SLOT: usize = 8 << 10;
-/// Data buffers per rank, used in turn.
-const NBUF: u64 = 32;
+/// Data buffers per rank, used in turn (a root may run `NBUF - WINDOW`
+/// broadcasts ahead of the slowest reader, which with more ranks than cores
+/// then reads many per time slice). Only the pages touched become memory.
+const NBUF: u64 = 64;
 /// A rank publishes operation `j` only when its own operations up to
 /// `j - WINDOW` have finished (nonblocking ones may be outstanding).
 const WINDOW: u64 = 8;
