@@ -20,6 +20,9 @@ use crate::view::TimeView;
 
 /// Most message arrows drawn in one frame; more are counted, not drawn.
 pub const MAX_ARROWS: usize = 20_000;
+/// Most messages looked at in one frame (to find those between visible
+/// lanes); with more in the range, they are counted, not walked.
+pub const MAX_WALK: usize = 100_000;
 /// Most collective instances joined in one frame.
 pub const MAX_COLLS: usize = 2_000;
 /// Width of a character of the timeline's labels, px (for fitting).
@@ -321,9 +324,10 @@ fn arrows(scene: &Scene, a: &crate::data::Analysed, g: &mut Geometry) {
     let w = scene.rect.width();
     let (top, bottom) = (scene.rect.top(), scene.rect.bottom());
     let base = if scene.dark { Color32::from_gray(220) } else { Color32::from_gray(20) };
-    // Too many in view: count them (two binary searches per length group), draw none.
+    // Far too many in the range: count them (two binary searches per
+    // length group), draw none. Otherwise those between visible lanes.
     let starting = a.messages.count_starting(t0, t1);
-    if starting > MAX_ARROWS {
+    if starting > MAX_WALK {
         g.arrows_skipped = starting;
         return;
     }

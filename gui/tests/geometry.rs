@@ -235,3 +235,35 @@ fn thousands_of_ranks_on_many_hosts() {
     assert_eq!(f.centre_of(0), None, "folded away");
     assert!(f.centre_of(32).is_some());
 }
+
+/// Many messages in the range but few between the visible lanes: those
+/// are drawn (the others are not even looked at when there are far too many).
+#[test]
+fn arrows_between_visible_lanes_among_many_messages() {
+    let mut t = analyzers::synth::SynthTrace::new(4);
+    // 25 000 messages from rank 2 to 3, and 3 from rank 0 to 1, within 100 us.
+    let n = 25_000i64;
+    for i in 0..n {
+        let at = 10_000 + i * 4;
+        t.send(2, 3, 1, 8, at, at + 2, 0x100);
+        t.recv(3, 2, 1, 8, at, at + 3, 0x110);
+    }
+    for i in 0..3 {
+        let at = 20_000 + i * 10_000;
+        t.send(0, 1, 2, 64, at, at + 100, 0x120);
+        t.recv(1, 0, 2, 64, at, at + 200, 0x130);
+    }
+    t.finalize(200_000);
+    let dir = common::temp_dir("many-arrows");
+    t.write(&dir).expect("write trace");
+    let trace = Trace::open(&dir).expect("open");
+    assert_eq!(trace.analysed.as_ref().expect("analyses").messages.len(), n as usize + 3);
+    let view = TimeView::new(0.0, 210_000.0);
+    // Ranks 2 and 3 filtered out: the three arrows of 0 -> 1 are drawn.
+    let g = scene_geometry(&trace, view, &Filter::parse("rank=0-1").expect("filter"), None);
+    assert_eq!((g.arrows.len(), g.arrows_skipped), (3, 0));
+    // All lanes: at most MAX_ARROWS drawn, the rest counted.
+    let g = scene_geometry(&trace, view, &Filter::default(), None);
+    assert_eq!(g.arrows.len(), timeline::MAX_ARROWS);
+    assert_eq!(g.arrows.len() + g.arrows_skipped, n as usize + 3);
+}
