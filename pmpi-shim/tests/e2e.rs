@@ -558,6 +558,36 @@ fn partitioned_rounds() {
     assert_eq!(sends, vec![1, 2, 3]);
 }
 
+/// An executable stripped of its debug information, kept in a separate
+/// file named by `.gnu_debuglink`, still symbolizes to source lines.
+#[test]
+fn sites_from_a_separate_debug_file() {
+    let dir = common::scratch("debuglink");
+    let exe = common::compile("p2p.c", &dir);
+    let dbg = dir.join("p2p.debug");
+    let tool = |args: &[&std::ffi::OsStr]| {
+        let st = std::process::Command::new(args[0]).args(&args[1..]).status().unwrap();
+        assert!(st.success(), "{args:?}");
+    };
+    let link = format!("--add-gnu-debuglink={}", dbg.display());
+    tool(&["objcopy".as_ref(), "--only-keep-debug".as_ref(), exe.as_os_str(), dbg.as_os_str()]);
+    tool(&["strip".as_ref(), "--strip-debug".as_ref(), exe.as_os_str()]);
+    tool(&["objcopy".as_ref(), link.as_ref(), exe.as_os_str()]);
+    let tdir = dir.join("trace");
+    let out = common::run(3, &exe, &[], &tdir, &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let t = Trace::open(&tdir).unwrap();
+    let meta = t.ranks[&0].meta.as_ref().unwrap();
+    let send = calls(t.rank_events(0), "MPI_Send")[0].site.unwrap();
+    let s = trace_format::Symbolizer::with_debug_dir(None).site(meta, send);
+    assert_eq!((s.function.as_deref(), s.line), (Some("main"), Some(19)), "{s:?}");
+    assert!(s.file.as_deref().unwrap().ends_with("p2p.c"), "{s:?}");
+    // Without the debug file: the symbol table only.
+    std::fs::remove_file(&dbg).unwrap();
+    let s = trace_format::Symbolizer::with_debug_dir(None).site(meta, send);
+    assert_eq!((s.function.as_deref(), s.line), (Some("main"), None), "{s:?}");
+}
+
 /// C++ call sites symbolize to demangled names (inlined methods included).
 #[test]
 fn cxx_sites_are_demangled() {

@@ -4,7 +4,8 @@
 //! into `MPI_X`, an address of the traced process. The module map of each
 //! rank ([`RankMeta::modules`], from `/proc/self/maps` at `MPI_Init`) says
 //! which file was mapped there; a [`Symbolizer`] reads that file (or its
-//! separate debug file under `/usr/lib/debug/.build-id/`) and turns the
+//! separate debug file: by build id under `/usr/lib/debug/.build-id/`, or
+//! as its `.gnu_debuglink` names it) and turns the
 //! address into the function and `file:line` of the call from the DWARF
 //! line tables, or into the nearest symbol when the file has no debug
 //! information, or into `module+offset` when even that is missing.
@@ -131,7 +132,8 @@ impl Symbolizer {
         }
     }
 
-    /// Looks for separate debug files under `dir` instead (`None`: never).
+    /// Looks for separate debug files under `dir` instead (`None`: only
+    /// next to the file, by its `.gnu_debuglink`).
     pub fn with_debug_dir(dir: Option<&Path>) -> Self {
         Symbolizer {
             debug_dir: dir.map(Path::to_path_buf),
@@ -303,15 +305,10 @@ fn load(path: &Path, debug_dir: Option<&Path>) -> Result<Loaded, String> {
     let has_dwarf = file
         .section_by_name(".debug_info")
         .is_some_and(|s| s.size() > 0);
-    let debug_file = match (&build_id, debug_dir, has_dwarf) {
-        (Some(id), Some(dir), false) if id.len() > 2 => {
-            let p = dir
-                .join(".build-id")
-                .join(&id[..2])
-                .join(format!("{}.debug", &id[2..]));
-            p.exists().then_some(p)
-        }
-        _ => None,
+    let debug_file = if has_dwarf {
+        None
+    } else {
+        separate_debug_file(path, &file, build_id.as_deref(), debug_dir)
     };
     drop(file);
     let target = debug_file.as_deref().unwrap_or(path);
@@ -322,6 +319,37 @@ fn load(path: &Path, debug_dir: Option<&Path>) -> Result<Loaded, String> {
         segments,
         build_id,
     })
+}
+
+/// The separate debug file of `path` (whose object is `file`): by build id
+/// under `debug_dir/.build-id/`, or the file its `.gnu_debuglink` names
+/// (with a matching CRC) next to it, in `.debug/` next to it, or under
+/// `debug_dir` followed by its directory, as gdb looks for them.
+fn separate_debug_file(
+    path: &Path,
+    file: &object::File,
+    build_id: Option<&str>,
+    debug_dir: Option<&Path>,
+) -> Option<PathBuf> {
+    if let (Some(id), Some(dir)) = (build_id, debug_dir) {
+        if id.len() > 2 {
+            let p = dir.join(".build-id").join(&id[..2]).join(format!("{}.debug", &id[2..]));
+            if p.exists() {
+                return Some(p);
+            }
+        }
+    }
+    let (name, crc) = file.gnu_debuglink().ok()??;
+    let name = std::str::from_utf8(name).ok()?;
+    let dir = path.parent()?;
+    let mut candidates = vec![dir.join(name), dir.join(".debug").join(name)];
+    if let Some(d) = debug_dir {
+        candidates.push(d.join(dir.strip_prefix("/").unwrap_or(dir)).join(name));
+    }
+    candidates
+        .into_iter()
+        .filter(|c| c != path)
+        .find(|c| map(c).is_ok_and(|bytes| crc32fast::hash(&bytes) == crc))
 }
 
 /// `path` mapped read-only (only the pages looked at are read).
