@@ -333,7 +333,10 @@ fn separate_debug_file(
 ) -> Option<PathBuf> {
     if let (Some(id), Some(dir)) = (build_id, debug_dir) {
         if id.len() > 2 {
-            let p = dir.join(".build-id").join(&id[..2]).join(format!("{}.debug", &id[2..]));
+            let p = dir
+                .join(".build-id")
+                .join(&id[..2])
+                .join(format!("{}.debug", &id[2..]));
             if p.exists() {
                 return Some(p);
             }
