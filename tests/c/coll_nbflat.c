@@ -5,7 +5,8 @@
  * broadcasts before the others have started any (they wait for a message it
  * sends afterwards: must not deadlock); a call that fails on every rank
  * (NULL request) or on one rank only (bad buffer) keeps the ranks in step
- * for the next collectives. Every value is checked. */
+ * for the next collectives; persistent ones started before and after the
+ * communicator has its segment. Every value is checked. */
 #include "check.h"
 
 #define N 120
@@ -157,6 +158,41 @@ int main(int argc, char **argv) {
         CHECK_RC(MPI_Allreduce(&one, &s, 1, MPI_INT, MPI_SUM, c));
         CHECK(s == size, "allreduce after failed calls: %d", s);
     }
+
+    /* ---- persistent: started before and after the communicator gets its
+     * segment (messages, then shared memory), mixed with nonblocking ones -- */
+    MPI_Comm c2;
+    MPI_Comm_dup(MPI_COMM_WORLD, &c2);
+    int pin = 0, pout = -1, pb = -1, pg[16], ps = -1, psrc[16];
+    MPI_Request pr[5];
+    CHECK_RC(MPI_Allreduce_init(&pin, &pout, 1, MPI_INT, MPI_SUM, c2, MPI_INFO_NULL, &pr[0]));
+    CHECK_RC(MPI_Bcast_init(&pb, 1, MPI_INT, size - 1, c2, MPI_INFO_NULL, &pr[1]));
+    CHECK_RC(MPI_Allgather_init(&pin, 1, MPI_INT, pg, 1, MPI_INT, c2, MPI_INFO_NULL, &pr[2]));
+    CHECK_RC(MPI_Scatter_init(psrc, 1, MPI_INT, &ps, 1, MPI_INT, 0, c2, MPI_INFO_NULL, &pr[3]));
+    CHECK_RC(MPI_Barrier_init(c2, MPI_INFO_NULL, &pr[4]));
+    for (int it = 0; it < 6; it++) {
+        if (it == 3) { /* a blocking call makes the segment */
+            int x = -1;
+            CHECK_RC(MPI_Allreduce(&one, &x, 1, MPI_INT, MPI_SUM, c2));
+            CHECK(x == size, "allreduce on the second communicator: %d", x);
+        }
+        pin = rank * (it + 1);
+        if (rank == size - 1) pb = 300 + it;
+        for (int i = 0; i < size; i++) psrc[i] = 10 * i + it, pg[i] = -1;
+        MPI_Request nb;
+        int nbv = -1;
+        CHECK_RC(MPI_Startall(5, pr));
+        CHECK_RC(MPI_Iallreduce(&one, &nbv, 1, MPI_INT, MPI_SUM, c2, &nb));
+        CHECK_RC(MPI_Waitall(5, pr, MPI_STATUSES_IGNORE));
+        CHECK_RC(MPI_Wait(&nb, MPI_STATUS_IGNORE));
+        CHECK(pout == tri * (it + 1), "persistent allreduce %d: %d", it, pout);
+        CHECK(pb == 300 + it, "persistent bcast %d: %d", it, pb);
+        for (int i = 0; i < size; i++) CHECK(pg[i] == i * (it + 1), "persistent allgather %d.%d: %d", it, i, pg[i]);
+        CHECK(ps == 10 * rank + it, "persistent scatter %d: %d", it, ps);
+        CHECK(nbv == size, "iallreduce beside persistent ones %d: %d", it, nbv);
+    }
+    for (int i = 0; i < 5; i++) MPI_Request_free(&pr[i]);
+    MPI_Comm_free(&c2);
 
     MPI_Comm_free(&c);
     MPI_Barrier(MPI_COMM_WORLD);

@@ -38,8 +38,15 @@ pub(crate) enum Call {
 /// Builds the schedule of a collective on `comm` with `build`, then runs it
 /// as `call` says.
 pub(super) fn run(comm: MPI_Comm, call: Call, build: impl FnOnce(&mut State, &mut Sched) -> MpiResult<()>) -> MpiResult<()> {
+    run_or(comm, call, None, build)
+}
+
+/// [`run`], with the shared-memory part a persistent operation runs when
+/// the communicator has a segment.
+fn run_or(comm: MPI_Comm, call: Call, plan: Option<(usize, Box<dyn NbKind>)>, build: impl FnOnce(&mut State, &mut Sched) -> MpiResult<()>) -> MpiResult<()> {
     let blocking = rt::with(|st| {
         let mut s = Sched::new(st, comm)?;
+        s.flat = plan;
         if let Call::Nb(req) | Call::Init(req) = call {
             if req.is_null() {
                 bail!(MPI_ERR_ARG, "request is a NULL pointer");
@@ -203,12 +210,13 @@ fn flat<T>(
     call: Call,
     comm: MPI_Comm,
     mut prep: impl FnMut(&mut State, usize) -> Option<(T, usize)>,
-    part: impl FnOnce(&mut State, &Flat, T) -> Part,
-) -> Option<MpiResult<()>> {
+    part: impl FnOnce(&mut State, &Who, T) -> Part,
+) -> Shm {
     match call {
         Call::Block => {}
-        Call::Nb(req) => return flat_nb(comm, req, prep, part),
-        _ => return None,
+        Call::Nb(req) => return flat_nb(comm, req, prep, part).map_or(Shm::No, Shm::Done),
+        Call::Init(_) => return flat_plan(comm, prep, part).map_or(Shm::No, Shm::Plan),
+        Call::Msg => return Shm::No,
     }
     let mut part = Some(part);
     loop {
@@ -217,7 +225,7 @@ fn flat<T>(
             let Some((t, bytes)) = prep(st, size) else { return Ok(Err(None)) };
             Ok(match flat::lookup(st, comm, bytes)? {
                 Lookup::Ready(f) => {
-                    let p = part.take().expect("a part is made once")(st, &f, t);
+                    let p = part.take().expect("a part is made once")(st, &Who { rank: f.rank, size: f.size }, t);
                     Ok((f, p))
                 }
                 Lookup::No => Err(None),
@@ -226,14 +234,50 @@ fn flat<T>(
         });
         let (ctx, rank, size, room) = match found {
             // SAFETY: the part's user buffers are lent for this call.
-            Ok(Ok((f, p))) => return Some(f.wait_turn().and_then(|()| unsafe { flat_go(&f, p) })),
-            Ok(Err(None)) | Err(_) => return None,
+            Ok(Ok((f, p))) => return Shm::Done(f.wait_turn().and_then(|()| unsafe { flat_go(&f, p) })),
+            Ok(Err(None)) | Err(_) => return Shm::No,
             Ok(Err(Some(s))) => s,
         };
         if let Err(e) = flat_setup(comm, ctx, rank, size, room) {
-            return Some(Err(e));
+            return Shm::Done(Err(e));
         }
     }
+}
+
+/// What [`flat`] did with a call.
+enum Shm {
+    /// Ran it (blocking) or started it (nonblocking).
+    Done(MpiResult<()>),
+    /// A persistent call: the part each start runs if the communicator has
+    /// its segment by then, and its bytes per rank.
+    Plan((usize, Box<dyn NbKind>)),
+    /// Use messages.
+    No,
+}
+
+/// The rank and communicator size a part is made for.
+struct Who {
+    rank: usize,
+    size: usize,
+}
+
+/// [`flat`] for a persistent call: its part, if `prep` and `part` take it
+/// (bad arguments are reported by the message path).
+fn flat_plan<T>(comm: MPI_Comm, prep: impl FnOnce(&mut State, usize) -> Option<(T, usize)>, part: impl FnOnce(&mut State, &Who, T) -> Part) -> Option<(usize, Box<dyn NbKind>)> {
+    rt::with(|st| {
+        let c = st.comms.get(comm)?;
+        let who = Who { rank: c.rank as usize, size: c.size() as usize };
+        if c.is_inter() || who.size < 2 || st.coll.tune.shm_max == 0 {
+            return Ok(None);
+        }
+        let Some((t, bytes)) = prep(st, who.size) else { return Ok(None) };
+        if bytes > st.coll.tune.shm_max.min(flat::SLOT) {
+            return Ok(None);
+        }
+        Ok(part(st, &who, t).ok().map(|p| (bytes, p)))
+    })
+    .ok()
+    .flatten()
 }
 
 /// Makes the shared-memory segment of a communicator.
@@ -295,14 +339,14 @@ fn flat_nb<T>(
     comm: MPI_Comm,
     req: *mut MPI_Request,
     prep: impl FnOnce(&mut State, usize) -> Option<(T, usize)>,
-    part: impl FnOnce(&mut State, &Flat, T) -> Part,
+    part: impl FnOnce(&mut State, &Who, T) -> Part,
 ) -> Option<MpiResult<()>> {
     let r = rt::with(|st| {
         let size = st.comms.get(comm)?.size() as usize;
         let Some((t, bytes)) = prep(st, size) else { return Ok(None) };
         let Lookup::Ready(f) = flat::lookup(st, comm, bytes)? else { return Ok(None) };
         // From here on this rank takes part in operation f.
-        let (kind, mut err) = match part(st, &f, t) {
+        let (kind, mut err) = match part(st, &Who { rank: f.rank, size: f.size }, t) {
             Ok(k) => (k, None),
             Err((e, bytes)) => (Box::new(parts::Blank(bytes)) as Box<dyn NbKind>, Some(e)),
         };
@@ -331,11 +375,11 @@ fn typed_blk(st: &mut State, buf: *const c_void, count: i64, t: MPI_Datatype, bl
     Ok((c, dt))
 }
 
-fn flat_barrier(call: Call, comm: MPI_Comm) -> Option<MpiResult<()>> {
+fn flat_barrier(call: Call, comm: MPI_Comm) -> Shm {
     flat(call, comm, |_, _| Some(((), 0)), |_, _, ()| Ok(Box::new(parts::Arrive)))
 }
 
-unsafe fn flat_bcast(call: Call, buffer: *mut c_void, count: i64, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> Option<MpiResult<()>> {
+unsafe fn flat_bcast(call: Call, buffer: *mut c_void, count: i64, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> Shm {
     let prep = |st: &mut State, size: usize| {
         let (n, dt) = (check_count(count).ok()?, st.types.get(datatype).ok()?);
         let root = check_root(root, size).ok()?;
@@ -368,7 +412,7 @@ enum Target {
 }
 
 /// Reduce, Allreduce, Scan or Exscan in shared memory.
-unsafe fn flat_reduce(call: Call, sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: MPI_Datatype, op: MPI_Op, target: Target, comm: MPI_Comm) -> Option<MpiResult<()>> {
+unsafe fn flat_reduce(call: Call, sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: MPI_Datatype, op: MPI_Op, target: Target, comm: MPI_Comm) -> Shm {
     let prep = |st: &mut State, size: usize| {
         let n = check_count(count).ok()?;
         let dt = st.types.get(datatype).ok()?;
@@ -412,7 +456,7 @@ unsafe fn flat_reduce(call: Call, sendbuf: *const c_void, recvbuf: *mut c_void, 
 
 /// Allgather in shared memory: each rank writes its block, every rank
 /// reads all blocks.
-unsafe fn flat_allgather(call: Call, sendbuf: *const c_void, sendcount: i64, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: i64, recvtype: MPI_Datatype, comm: MPI_Comm) -> Option<MpiResult<()>> {
+unsafe fn flat_allgather(call: Call, sendbuf: *const c_void, sendcount: i64, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: i64, recvtype: MPI_Datatype, comm: MPI_Comm) -> Shm {
     let prep = |st: &mut State, _| {
         let (rc, rdt) = (check_count(recvcount).ok()?, st.types.get(recvtype).ok()?);
         let blk = rdt.packed_size(rc);
@@ -442,7 +486,7 @@ unsafe fn flat_allgather(call: Call, sendbuf: *const c_void, sendcount: i64, sen
 /// Allgatherv in shared memory: each rank writes its block, every rank
 /// reads all blocks (the counts are alike on every rank; the largest block
 /// decides).
-unsafe fn flat_allgatherv(call: Call, sendbuf: *const c_void, sendcount: i64, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: Arr, displs: Arr, recvtype: MPI_Datatype, comm: MPI_Comm) -> Option<MpiResult<()>> {
+unsafe fn flat_allgatherv(call: Call, sendbuf: *const c_void, sendcount: i64, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: Arr, displs: Arr, recvtype: MPI_Datatype, comm: MPI_Comm) -> Shm {
     let prep = |st: &mut State, size: usize| {
         let counts = recvcounts.counts(size, "recvcounts").ok()?;
         let rdt = st.types.get(recvtype).ok()?;
@@ -474,7 +518,7 @@ unsafe fn flat_allgatherv(call: Call, sendbuf: *const c_void, sendcount: i64, se
 
 /// Alltoall in shared memory: each rank writes its whole send buffer and
 /// takes its block from every rank's.
-unsafe fn flat_alltoall(call: Call, sendbuf: *const c_void, sendcount: i64, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: i64, recvtype: MPI_Datatype, comm: MPI_Comm) -> Option<MpiResult<()>> {
+unsafe fn flat_alltoall(call: Call, sendbuf: *const c_void, sendcount: i64, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: i64, recvtype: MPI_Datatype, comm: MPI_Comm) -> Shm {
     let prep = |st: &mut State, size: usize| {
         let (rc, rdt) = (check_count(recvcount).ok()?, st.types.get(recvtype).ok()?);
         let blk = rdt.packed_size(rc);
@@ -514,7 +558,7 @@ unsafe fn flat_rooted(
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
-) -> Option<MpiResult<()>> {
+) -> Shm {
     let prep = |st: &mut State, size: usize| {
         let root = check_root(root, size).ok()?;
         let me = st.comms.get(comm).ok()?.rank as usize;
@@ -575,10 +619,12 @@ unsafe fn flat_rooted(
 
 
 pub(crate) fn barrier(call: Call, comm: MPI_Comm) -> MpiResult<()> {
-    if let Some(r) = flat_barrier(call, comm) {
-        return r;
-    }
-    run(comm, call, |st, s| {
+    let plan = match flat_barrier(call, comm) {
+        Shm::Done(r) => return r,
+        Shm::Plan(p) => Some(p),
+        Shm::No => None,
+    };
+    run_or(comm, call, plan, |st, s| {
         if s.is_inter() {
             intercoll::barrier(st, s);
             return Ok(());
@@ -589,10 +635,12 @@ pub(crate) fn barrier(call: Call, comm: MPI_Comm) -> MpiResult<()> {
 }
 
 pub(crate) unsafe fn bcast(call: Call, buffer: *mut c_void, count: i64, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> MpiResult<()> {
-    if let Some(r) = flat_bcast(call, buffer, count, datatype, root, comm) {
-        return r;
-    }
-    run(comm, call, |st, s| {
+    let plan = match flat_bcast(call, buffer, count, datatype, root, comm) {
+        Shm::Done(r) => return r,
+        Shm::Plan(p) => Some(p),
+        Shm::No => None,
+    };
+    run_or(comm, call, plan, |st, s| {
         if s.is_inter() {
             return intercoll::bcast(st, s, buffer, count, datatype, root);
         }
@@ -615,10 +663,12 @@ pub(crate) unsafe fn gather(
     root: c_int,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
-    if let Some(r) = flat_rooted(call, false, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) {
-        return r;
-    }
-    run(comm, call, |st, s| {
+    let plan = match flat_rooted(call, false, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) {
+        Shm::Done(r) => return r,
+        Shm::Plan(p) => Some(p),
+        Shm::No => None,
+    };
+    run_or(comm, call, plan, |st, s| {
         if s.is_inter() {
             return intercoll::gather(st, s, sendbuf, sendcount, sendtype, recvbuf, recvcount, None, recvtype, root);
         }
@@ -745,10 +795,12 @@ pub(crate) unsafe fn scatter(
     root: c_int,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
-    if let Some(r) = flat_rooted(call, true, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) {
-        return r;
-    }
-    run(comm, call, |st, s| {
+    let plan = match flat_rooted(call, true, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) {
+        Shm::Done(r) => return r,
+        Shm::Plan(p) => Some(p),
+        Shm::No => None,
+    };
+    run_or(comm, call, plan, |st, s| {
         if s.is_inter() {
             return intercoll::scatter(st, s, sendbuf, sendcount, None, sendtype, recvbuf, recvcount, recvtype, root);
         }
@@ -825,10 +877,12 @@ pub(crate) unsafe fn allgather(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
-    if let Some(r) = flat_allgather(call, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) {
-        return r;
-    }
-    run(comm, call, |st, s| {
+    let plan = match flat_allgather(call, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) {
+        Shm::Done(r) => return r,
+        Shm::Plan(p) => Some(p),
+        Shm::No => None,
+    };
+    run_or(comm, call, plan, |st, s| {
         if s.is_inter() {
             return intercoll::allgather(st, s, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype);
         }
@@ -861,10 +915,12 @@ pub(crate) unsafe fn allgatherv(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
-    if let Some(r) = flat_allgatherv(call, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm) {
-        return r;
-    }
-    run(comm, call, |st, s| {
+    let plan = match flat_allgatherv(call, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm) {
+        Shm::Done(r) => return r,
+        Shm::Plan(p) => Some(p),
+        Shm::No => None,
+    };
+    run_or(comm, call, plan, |st, s| {
         if s.is_inter() {
             return intercoll::allgatherv(st, s, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype);
         }
@@ -900,10 +956,12 @@ pub(crate) unsafe fn alltoall(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
-    if let Some(r) = flat_alltoall(call, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) {
-        return r;
-    }
-    run(comm, call, |st, s| {
+    let plan = match flat_alltoall(call, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) {
+        Shm::Done(r) => return r,
+        Shm::Plan(p) => Some(p),
+        Shm::No => None,
+    };
+    run_or(comm, call, plan, |st, s| {
         if s.is_inter() {
             return intercoll::alltoall(st, s, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype);
         }
@@ -1046,10 +1104,12 @@ pub(crate) unsafe fn reduce(
     root: c_int,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
-    if let Some(r) = flat_reduce(call, sendbuf, recvbuf, count, datatype, op, Target::Root(root), comm) {
-        return r;
-    }
-    run(comm, call, |st, s| {
+    let plan = match flat_reduce(call, sendbuf, recvbuf, count, datatype, op, Target::Root(root), comm) {
+        Shm::Done(r) => return r,
+        Shm::Plan(p) => Some(p),
+        Shm::No => None,
+    };
+    run_or(comm, call, plan, |st, s| {
         if s.is_inter() {
             return intercoll::reduce(st, s, sendbuf, recvbuf, count, datatype, op, root);
         }
@@ -1069,10 +1129,12 @@ pub(crate) unsafe fn allreduce(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
-    if let Some(r) = flat_reduce(call, sendbuf, recvbuf, count, datatype, op, Target::All, comm) {
-        return r;
-    }
-    run(comm, call, |st, s| {
+    let plan = match flat_reduce(call, sendbuf, recvbuf, count, datatype, op, Target::All, comm) {
+        Shm::Done(r) => return r,
+        Shm::Plan(p) => Some(p),
+        Shm::No => None,
+    };
+    run_or(comm, call, plan, |st, s| {
         if s.is_inter() {
             return intercoll::allreduce(st, s, sendbuf, recvbuf, count, datatype, op);
         }
@@ -1092,10 +1154,12 @@ pub(crate) unsafe fn scan(
     comm: MPI_Comm,
     exclusive: bool,
 ) -> MpiResult<()> {
-    if let Some(r) = flat_reduce(call, sendbuf, recvbuf, count, datatype, op, Target::Prefix(exclusive), comm) {
-        return r;
-    }
-    run(comm, call, |st, s| {
+    let plan = match flat_reduce(call, sendbuf, recvbuf, count, datatype, op, Target::Prefix(exclusive), comm) {
+        Shm::Done(r) => return r,
+        Shm::Plan(p) => Some(p),
+        Shm::No => None,
+    };
+    run_or(comm, call, plan, |st, s| {
         if s.is_inter() {
             bail!(MPI_ERR_COMM, "Scan and Exscan are not defined on intercommunicators");
         }

@@ -322,6 +322,8 @@ impl Flat {
 
 /// This rank's part of one kind of nonblocking operation in shared memory.
 pub trait NbKind: Send {
+    /// A copy (a persistent operation's part, for each start).
+    fn clone_box(&self) -> Box<dyn NbKind>;
     /// Whether [`NbKind::write`] publishes data (then the buffer must be
     /// free first).
     fn data(&self) -> bool;

@@ -191,6 +191,26 @@ pub(crate) fn persistent_request(st: &mut State, mut s: Sched) -> MPI_Request {
 /// `MPI_Start` of persistent collective request `i` (already marked active).
 pub(crate) fn start_persistent(st: &mut State, i: u32, s: SharedSched) -> MpiResult<()> {
     st.reqs.get(i).kind = crate::rt::p2p::Kind::Coll;
+    // In shared memory if the communicator has its segment by now (every
+    // rank starts its persistent collectives in the same order, so all
+    // decide alike).
+    let (comm, plan) = {
+        let g = s.lock().unwrap_or_else(|e| e.into_inner());
+        (g.comm, g.flat.as_ref().map(|(b, p)| (*b, p.clone_box())))
+    };
+    if let Some((bytes, part)) = plan {
+        if let flat::Lookup::Ready(f) = flat::lookup(st, comm, bytes)? {
+            let mut op = flat::NbOp::new(f, part);
+            if op.advance() {
+                complete(st, i, op.result());
+            } else {
+                let id = st.reqs.proto_id(i);
+                st.coll.active.push(Active { req: Some(i), id, sched: Running::Flat(Box::new(op)) });
+                kick(st);
+            }
+            return Ok(());
+        }
+    }
     let (done, res) = {
         let mut g = s.lock().unwrap_or_else(|e| e.into_inner());
         g.restart();

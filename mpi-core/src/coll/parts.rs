@@ -20,6 +20,7 @@ use crate::rt::datatype::Dtype;
 use crate::rt::error::MpiResult;
 
 /// `count` elements of `dt` at user address `p`.
+#[derive(Clone)]
 pub struct Typed {
     pub p: P,
     pub count: usize,
@@ -33,9 +34,13 @@ impl Typed {
 }
 
 /// Publishes `Some(bytes)` without data, or only the arrival; reads nothing.
+#[derive(Clone)]
 pub struct Blank(pub Option<usize>);
 
 impl NbKind for Blank {
+    fn clone_box(&self) -> Box<dyn NbKind> {
+        Box::new(self.clone())
+    }
     fn data(&self) -> bool {
         self.0.is_some()
     }
@@ -51,9 +56,13 @@ impl NbKind for Blank {
 }
 
 /// Publishes the arrival and waits for every rank's.
+#[derive(Clone)]
 pub struct Arrive;
 
 impl NbKind for Arrive {
+    fn clone_box(&self) -> Box<dyn NbKind> {
+        Box::new(self.clone())
+    }
     fn data(&self) -> bool {
         false
     }
@@ -73,6 +82,7 @@ impl NbKind for Arrive {
 
 /// A piece of another rank's buffer to read: `to.bytes()` bytes at `off`
 /// of rank `rank`'s buffer, which must hold `expect` bytes.
+#[derive(Clone)]
 pub struct Read {
     pub rank: usize,
     pub off: usize,
@@ -82,6 +92,7 @@ pub struct Read {
 
 /// Writes `src` (if any) and publishes `publish` bytes (None: the arrival
 /// only), then does `reads`.
+#[derive(Clone)]
 pub struct Moves {
     pub src: Option<Typed>,
     pub publish: Option<usize>,
@@ -93,6 +104,9 @@ pub struct Moves {
 unsafe impl Send for Moves {}
 
 impl NbKind for Moves {
+    fn clone_box(&self) -> Box<dyn NbKind> {
+        Box::new(self.clone())
+    }
     fn data(&self) -> bool {
         self.publish.is_some()
     }
@@ -118,6 +132,7 @@ impl NbKind for Moves {
 
 /// Writes `n` elements of `dt` at `input`; combines the buffers of ranks
 /// `from` in rank order into `out` (nothing if empty).
+#[derive(Clone)]
 pub struct Reduce {
     pub from: Range<usize>,
     pub input: *const u8,
@@ -131,6 +146,9 @@ pub struct Reduce {
 unsafe impl Send for Reduce {}
 
 impl NbKind for Reduce {
+    fn clone_box(&self) -> Box<dyn NbKind> {
+        Box::new(self.clone())
+    }
     fn data(&self) -> bool {
         true
     }

@@ -134,6 +134,10 @@ pub struct Sched {
     err: Option<MpiError>,
     /// Kept for `MPI_Start`: temporaries are never returned to the pool.
     pub persistent: bool,
+    /// A persistent operation's part in shared memory and its bytes per
+    /// rank, run instead of the schedule by a start that finds the
+    /// communicator's segment.
+    pub flat: Option<(usize, Box<dyn super::flat::NbKind>)>,
 }
 
 /// A group messages of a schedule address: its collective context, the tag
@@ -191,6 +195,7 @@ impl Sched {
             red: None,
             err: None,
             persistent: false,
+            flat: None,
         })
     }
 
