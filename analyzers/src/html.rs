@@ -5,8 +5,9 @@
 //! It renders the same [`document`] as the text and Markdown reports
 //! (tables, bars) and draws the [`Figure`]s the document places: the
 //! timeline overview (per rank, or group of ranks, the share of time in MPI
-//! in each of [`BINS`] time bins, with the critical path drawn over it) and
-//! the communication matrix as a heatmap. The output is well-formed XML
+//! in each of [`BINS`] time bins, with the critical path drawn over it),
+//! the communication matrix as a heatmap, and the collective costs (time and
+//! waiting per operation, waiting per rank). The output is well-formed XML
 //! (XHTML syntax), so any XML parser can check it.
 
 use std::fmt::Write;
@@ -286,6 +287,89 @@ fn matrix_svg(ov: &Overview, out: &mut String) {
     out.push_str("</svg><figcaption>Point-to-point bytes from sender (row) to receiver (column), logarithmic colour scale; hover a cell for the numbers.</figcaption></figure>\n");
 }
 
+/// Collective costs from the report: per operation (the table's rows) time
+/// split into waiting and the rest; waiting per rank (or group of ranks).
+fn collectives_svg(r: &Report, out: &mut String) {
+    let c = &r.collectives;
+    let rows: Vec<&crate::collectives::CollSummary> = c.summaries.iter().take(crate::report::ROWS).collect();
+    let max = rows.iter().map(|s| s.time_ns).max().unwrap_or(0);
+    if rows.is_empty() || max <= 0 {
+        return;
+    }
+    let (left, w, rh) = (260.0, 600.0, 18.0);
+    let h = rh * rows.len() as f64 + 4.0;
+    let _ = write!(
+        out,
+        "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" class=\"collectives\" width=\"{0:.0}\" height=\"{h:.0}\" viewBox=\"0 0 {0:.0} {h:.0}\">",
+        left + w + 120.0
+    );
+    for (i, s) in rows.iter().enumerate() {
+        let y = i as f64 * rh;
+        let size = if s.size_hi == 0 { "0 B".to_string() } else { format!("{}..{}", fmt_bytes(s.size_lo), fmt_bytes(s.size_hi)) };
+        let label = format!("{} {} {size}", s.comm, s.call);
+        let total = s.time_ns as f64 / max as f64 * w;
+        let wait = s.wait_ns.clamp(0, s.time_ns) as f64 / max as f64 * w;
+        let _ = write!(out, "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>", left - 6.0, y + 13.0, esc(&label));
+        let _ = write!(
+            out,
+            "<rect x=\"{left:.1}\" y=\"{:.1}\" width=\"{wait:.1}\" height=\"14\" fill=\"#c8372d\"><title>{}: waiting {} of {} in {} instances</title></rect>",
+            y + 2.0,
+            esc(&label),
+            fmt_ns(s.wait_ns),
+            fmt_ns(s.time_ns),
+            s.instances
+        );
+        let _ = write!(
+            out,
+            "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"14\" fill=\"#3b7dd8\"><title>{}: working {} (time minus waiting)</title></rect>",
+            left + wait,
+            y + 2.0,
+            (total - wait).max(0.0),
+            esc(&label),
+            fmt_ns(s.time_ns - s.wait_ns.clamp(0, s.time_ns))
+        );
+        let _ = write!(out, "<text x=\"{:.1}\" y=\"{:.1}\">{}</text>", left + total + 6.0, y + 13.0, fmt_ns(s.time_ns));
+    }
+    out.push_str("</svg><figcaption>Time in each collective operation summed over the ranks: waiting for the last to arrive (red) and the rest (blue).</figcaption></figure>\n");
+    // Waiting per rank.
+    let n = c.wait_by_rank.len();
+    let wmax = c.wait_by_rank.iter().copied().max().unwrap_or(0);
+    if n == 0 || wmax <= 0 {
+        return;
+    }
+    let g = groups(n, 128);
+    let (left, ch) = (56.0, 120.0);
+    let cw = (720.0 / g.len() as f64).clamp(3.0, 24.0);
+    let width = left + cw * g.len() as f64 + 4.0;
+    let _ = write!(
+        out,
+        "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" class=\"collective-wait\" width=\"{width:.0}\" height=\"{0:.0}\" viewBox=\"0 0 {width:.0} {0:.0}\">",
+        ch + 20.0
+    );
+    let sums: Vec<(i64, u64)> = g
+        .iter()
+        .map(|&(a, b)| ((a..=b).map(|r| c.wait_by_rank[r]).sum::<i64>(), (a..=b).map(|r| c.last_by_rank.get(r).copied().unwrap_or(0)).sum()))
+        .collect();
+    let smax = sums.iter().map(|s| s.0).max().unwrap_or(1).max(1) as f64;
+    let _ = write!(out, "<text x=\"{:.1}\" y=\"12\" text-anchor=\"end\">{}</text>", left - 4.0, fmt_ns(smax as i64));
+    for (i, (&(a, b), &(wait, last))) in g.iter().zip(&sums).enumerate() {
+        let hh = wait as f64 / smax * ch;
+        let _ = write!(
+            out,
+            "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{hh:.1}\" fill=\"#c8372d\"><title>rank {}: waited {} in collectives, arrived last {} times</title></rect>",
+            left + i as f64 * cw,
+            ch - hh,
+            (cw - 1.0).max(1.0),
+            rank_label(a, b),
+            fmt_ns(wait),
+            last
+        );
+    }
+    let _ = write!(out, "<text x=\"{left:.1}\" y=\"{:.1}\">rank 0</text>", ch + 14.0);
+    let _ = write!(out, "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">rank {}</text>", width - 4.0, ch + 14.0, n - 1);
+    out.push_str("</svg><figcaption>Waiting in collectives per rank: the ranks that wait least are the ones the others wait for.</figcaption></figure>\n");
+}
+
 fn tone_class(t: Tone) -> &'static str {
     match t {
         Tone::Plain => "",
@@ -392,6 +476,7 @@ pub fn render(r: &Report, ov: Option<&Overview>) -> String {
                     matrix_svg(ov, &mut out)
                 }
             }
+            Block::Figure(Figure::Collectives) => collectives_svg(r, &mut out),
         }
     }
     let _ = write!(

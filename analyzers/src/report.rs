@@ -209,6 +209,8 @@ pub enum Figure {
     Timeline,
     /// Communication matrix heatmap.
     Matrix,
+    /// Collective costs: time and waiting per operation, waiting per rank.
+    Collectives,
 }
 
 fn plain(s: impl Into<String>) -> (String, Tone) {
@@ -485,6 +487,7 @@ pub fn document(r: &Report) -> Vec<Block> {
             ]);
         }
         d.push(Block::Table(tb));
+        d.push(Block::Figure(Figure::Collectives));
     }
     // Messages.
     let mm = &r.messages;

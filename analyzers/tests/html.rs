@@ -159,3 +159,24 @@ fn many_ranks_are_grouped() {
     let (_, titles, _) = parse(&render(&a.report(), Some(&ov)));
     assert_eq!(titles.iter().filter(|t| t.contains('\u{2192}')).count(), MAX_ROWS * MAX_ROWS);
 }
+
+#[test]
+fn collective_costs_are_plotted_from_the_report() {
+    // Rank 3 arrives 30 ms after the others at one allreduce.
+    let mut t = SynthTrace::new(4);
+    for r in 0..4 {
+        let arrive = if r == 3 { 40 * MS } else { 10 * MS };
+        t.coll(r, "MPI_Allreduce", arrive, 41 * MS, 0x300, 8, None);
+    }
+    t.finalize(50 * MS);
+    let r = analyze(t.model()).report();
+    // The plot needs only the report (also one read back from JSON).
+    let (elems, titles, _) = parse(&render(&r, None));
+    assert_eq!(elems.iter().filter(|e| *e == "svg").count(), 2, "costs and waiting per rank");
+    assert!(titles.contains(&"WORLD MPI_Allreduce 8 B..15 B: waiting 90.0 ms of 94.0 ms in 1 instances".to_string()), "{titles:?}");
+    assert!(titles.contains(&"WORLD MPI_Allreduce 8 B..15 B: working 4.00 ms (time minus waiting)".to_string()), "{titles:?}");
+    for rank in 0..3 {
+        assert!(titles.contains(&format!("rank {rank}: waited 30.0 ms in collectives, arrived last 0 times")), "{titles:?}");
+    }
+    assert!(titles.contains(&"rank 3: waited 0 ns in collectives, arrived last 1 times".to_string()), "{titles:?}");
+}
