@@ -348,3 +348,19 @@ fn the_details_tab_lists_the_communicators_for_comm_filters() {
     assert!(h.query_by_label("comm=0").is_some());
     assert!(h.query_by_label("4").is_some(), "the world has 4 ranks");
 }
+
+#[test]
+fn right_drag_measures_an_interval_and_escape_clears_it() {
+    let mut h = harness(loaded("measure"));
+    let y = h.get_by_label("timeline").rect().center().y;
+    let (xa, xb) = (x_of(&h, 2_000.0), x_of(&h, 4_500.0));
+    let view = h.state().view;
+    common::drag_with(&mut h, Pos2::new(xa, y), Pos2::new(xb, y), egui::PointerButton::Secondary, Modifiers::NONE);
+    let (a, b) = h.state().measure.expect("a measure");
+    assert!((a - 2_000.0).abs() < 60.0 && (b - 4_500.0).abs() < 60.0, "measured {a}..{b}");
+    assert_eq!(h.state().view, view, "measuring does not pan");
+    assert_eq!(h.state().selection, None);
+    h.key_press(egui::Key::Escape);
+    h.run();
+    assert_eq!(h.state().measure, None);
+}

@@ -78,15 +78,20 @@ pub fn click_at<S>(h: &mut Harness<'_, S>, p: Pos2) {
 /// Drags with the primary button from `a` to `b` in five steps, holding
 /// `modifiers`.
 pub fn drag<S>(h: &mut Harness<'_, S>, a: Pos2, b: Pos2, modifiers: Modifiers) {
+    drag_with(h, a, b, PointerButton::Primary, modifiers)
+}
+
+/// Drags with `button` from `a` to `b` in five steps, holding `modifiers`.
+pub fn drag_with<S>(h: &mut Harness<'_, S>, a: Pos2, b: Pos2, button: PointerButton, modifiers: Modifiers) {
     h.event(Event::ModifiersChanged(modifiers));
     h.hover_at(a);
-    h.event(Event::PointerButton { pos: a, button: PointerButton::Primary, pressed: true, modifiers });
+    h.event(Event::PointerButton { pos: a, button, pressed: true, modifiers });
     h.step();
     for k in 1..=5 {
         h.event(Event::PointerMoved(a + (b - a) * k as f32 / 5.0));
         h.step();
     }
-    h.event(Event::PointerButton { pos: b, button: PointerButton::Primary, pressed: false, modifiers });
+    h.event(Event::PointerButton { pos: b, button, pressed: false, modifiers });
     h.event(Event::ModifiersChanged(Modifiers::NONE));
     h.run();
 }
