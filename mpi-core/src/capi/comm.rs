@@ -278,7 +278,11 @@ unsafe fn idup_common(comm: MPI_Comm, info: Option<MPI_Info>, newcomm: *mut MPI_
     })?;
     put(request, ReqTable::handle(req), "request")?;
     let out = SendPtr(newcomm);
+    // Counted as a waiting thread from now on: a thread spinning in
+    // MPI_Wait on the same CPU must yield to this one.
+    let active = rt::Blocked::enter();
     let job = move || {
+        let _active = active;
         let out = out;
         let span = parent.ctx_span();
         // A panic must still end the idup (or later constructors on the

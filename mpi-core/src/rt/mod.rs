@@ -104,9 +104,36 @@ pub fn is_finalized() -> bool {
     PHASE.load(Ordering::Acquire) == FINALIZED
 }
 
+/// Threads of this process waiting for the state lock.
+static LOCK_WANTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 /// Locks the state. Panics in other threads do not poison it for us.
 pub fn lock() -> MutexGuard<'static, Option<Box<State>>> {
-    STATE.lock().unwrap_or_else(|e| e.into_inner())
+    match STATE.try_lock() {
+        Ok(g) => g,
+        Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => {
+            LOCK_WANTED.fetch_add(1, Ordering::SeqCst);
+            let g = STATE.lock().unwrap_or_else(|e| e.into_inner());
+            LOCK_WANTED.fetch_sub(1, Ordering::SeqCst);
+            g
+        }
+    }
+}
+
+/// Called by a waiting thread between two looks at the state: if another
+/// thread waits for the lock, let it have the lock first (for up to 50 us)
+/// instead of taking it straight back — a spinning waiter would otherwise
+/// starve the program's other threads.
+fn let_others_in() {
+    let wanted = LOCK_WANTED.load(Ordering::Relaxed);
+    if wanted == 0 {
+        return;
+    }
+    let t = Instant::now();
+    while LOCK_WANTED.load(Ordering::Relaxed) >= wanted && t.elapsed() < Duration::from_micros(50) {
+        std::thread::yield_now();
+    }
 }
 
 /// Runs `f` on the state, or fails if MPI is not initialized / finalized.
@@ -133,6 +160,7 @@ pub fn wait_until(mut done: impl FnMut(&mut State) -> bool) -> MpiResult<()> {
 /// the lock, so it can also take the result (one lock round trip less than
 /// waiting and then locking again).
 pub fn block_on<R>(mut f: impl FnMut(&mut State) -> Option<R>) -> MpiResult<R> {
+    let _blocked = Blocked::enter();
     let mut backoff = Backoff::new(OVERSUB.load(Ordering::Relaxed) != 0);
     let mut first = true;
     loop {
@@ -157,6 +185,7 @@ pub fn block_on<R>(mut f: impl FnMut(&mut State) -> Option<R>) -> MpiResult<R> {
             }
             busy_out = st.engine.has_pending_out();
         }
+        let_others_in();
         backoff.snooze(busy_out, &mut |st: &mut State| f_ready(st));
     }
 }
@@ -171,6 +200,39 @@ pub fn wake_waiters(_st: &mut State) {
         // SAFETY: MY_CTL points into the mapped segment until finalize
         // clears it under the lock, which the caller holds.
         shm::notify(unsafe { &*ctl });
+    }
+}
+
+/// Threads of this process waiting in [`block_on`].
+static BLOCKED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Counts a thread in [`BLOCKED`] while it lives. The library's own helper
+/// threads (such as `MPI_Comm_idup`'s) hold one from before they are
+/// started until they end, so waiting threads yield the CPU to them.
+pub struct Blocked;
+
+impl Blocked {
+    pub fn enter() -> Blocked {
+        BLOCKED.fetch_add(1, Ordering::Relaxed);
+        Blocked
+    }
+}
+
+impl Drop for Blocked {
+    fn drop(&mut self) {
+        BLOCKED.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A pause while spinning. When several threads of this process wait at
+/// once (`MPI_THREAD_MULTIPLE`, or the library's own helper threads) they
+/// share the CPU the rank is bound to, so a spinning one yields to the others.
+#[inline]
+fn relax() {
+    if BLOCKED.load(Ordering::Relaxed) > 1 {
+        std::thread::yield_now();
+    } else {
+        std::hint::spin_loop();
     }
 }
 
@@ -216,18 +278,18 @@ impl Backoff {
     fn snooze(&mut self, busy_out: bool, ready: &mut impl FnMut(&mut State) -> bool) {
         self.iter += 1;
         if self.iter < 16 {
-            std::hint::spin_loop();
+            relax();
             return;
         }
         let since = *self.since.get_or_insert_with(Instant::now);
         // Look at the clock only every 64 rounds while spinning.
         if !self.iter.is_multiple_of(64) && !self.spin.is_zero() {
-            std::hint::spin_loop();
+            relax();
             return;
         }
         let waited = since.elapsed();
         if waited < self.spin {
-            std::hint::spin_loop();
+            relax();
             return;
         }
         // (Only our own ranks outnumbering the cores switches to the
@@ -290,7 +352,7 @@ fn check_local_peers() {
 /// 200 ms pass (the same protocol as [`shm::sleep`], with `poll`).
 fn sleep_polling(ctl: &shm::Ctl, wake: &shm::WakeSocket, ready: &mut impl FnMut(&mut State) -> bool) {
     let mut fds = Vec::new();
-    ctl.sleeping.store(shm::SLEEP_POLL, Ordering::SeqCst);
+    shm::sleep_begin(ctl, &ctl.polling);
     let ready = {
         let mut g = lock();
         match g.as_deref_mut() {
@@ -310,7 +372,7 @@ fn sleep_polling(ctl: &shm::Ctl, wake: &shm::WakeSocket, ready: &mut impl FnMut(
         unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 200) };
         wake.drain();
     }
-    ctl.sleeping.store(0, Ordering::Relaxed);
+    shm::sleep_end(&ctl.polling);
 }
 
 /// `MPI_Init` / `MPI_Init_thread`.

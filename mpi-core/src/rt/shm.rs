@@ -39,9 +39,7 @@ struct SegHeader {
 /// Per-rank control block in the segment.
 #[repr(C)]
 pub struct Ctl {
-    /// Futex word: [`SLEEP_FUTEX`] while the rank sleeps on it waiting for
-    /// messages, [`SLEEP_POLL`] while it sleeps in `poll` (on its sockets and
-    /// its wake socket), 0 otherwise.
+    /// Threads of the rank asleep on [`Ctl::seq`] waiting for messages.
     pub sleeping: AtomicU32,
     pub pid: AtomicI32,
     /// Bumped by senders; lets a sleeping rank see that something arrived.
@@ -50,12 +48,16 @@ pub struct Ctl {
     pub wake: AtomicU64,
     /// Set when the rank enters `MPI_Finalize`: its process may end now.
     pub finalized: AtomicU32,
+    /// Threads of the rank asleep in `poll` (on its sockets and its wake
+    /// socket).
+    pub polling: AtomicU32,
+    /// The futex word sleepers wait on; a waking sender bumps it.
+    pub seq: AtomicU32,
+    /// A sender has woken the rank and no sleeper has gone to sleep since:
+    /// later senders need not wake it again (only saves system calls).
+    pub wake_pending: AtomicU32,
 }
 
-/// [`Ctl::sleeping`]: asleep on the futex word.
-pub const SLEEP_FUTEX: u32 = 1;
-/// [`Ctl::sleeping`]: asleep in `poll`; wake it through its wake socket.
-pub const SLEEP_POLL: u32 = 2;
 
 #[repr(C)]
 struct RingCtl {
@@ -428,17 +430,42 @@ impl Consumer {
     }
 }
 
-/// Wakes local rank `ctl` if it sleeps. Call after publishing a record.
+/// Wakes local rank `ctl` if any of its threads sleeps. Call after
+/// publishing a record.
+///
+/// The protocol (see [`sleep`]): a sleeper counts itself in `sleeping` (or
+/// `polling`), clears `wake_pending`, reads `seq`, looks for work once more
+/// and only then waits for `seq` to change. A sender publishes its record,
+/// fences, and if it sees a sleeper and no wake-up pending, bumps `seq` and
+/// wakes every sleeper. Each sleeper counts itself, so one thread waking
+/// up never hides another that still sleeps.
 #[inline]
 pub fn notify(ctl: &Ctl) {
     fence(Ordering::SeqCst);
-    if ctl.sleeping.load(Ordering::Relaxed) != 0 {
-        match ctl.sleeping.swap(0, Ordering::SeqCst) {
-            0 => {}
-            SLEEP_POLL => WakeSocket::ring(ctl.wake.load(Ordering::Relaxed)),
-            _ => futex_wake(&ctl.sleeping),
+    let f = ctl.sleeping.load(Ordering::Relaxed);
+    let p = ctl.polling.load(Ordering::Relaxed);
+    if f | p != 0 && ctl.wake_pending.swap(1, Ordering::SeqCst) == 0 {
+        if f != 0 {
+            ctl.seq.fetch_add(1, Ordering::SeqCst);
+            futex_wake(&ctl.seq);
+        }
+        if p != 0 {
+            WakeSocket::ring(ctl.wake.load(Ordering::Relaxed));
         }
     }
+}
+
+/// Announces a sleeper (`count` is `sleeping` or `polling`); returns the
+/// `seq` value to wait on. Look for work after this, then wait.
+pub fn sleep_begin(ctl: &Ctl, count: &AtomicU32) -> u32 {
+    count.fetch_add(1, Ordering::SeqCst);
+    ctl.wake_pending.store(0, Ordering::SeqCst);
+    ctl.seq.load(Ordering::SeqCst)
+}
+
+/// Ends what [`sleep_begin`] announced.
+pub fn sleep_end(count: &AtomicU32) {
+    count.fetch_sub(1, Ordering::SeqCst);
 }
 
 /// A rank's wake socket: a datagram socket in the abstract namespace that a
@@ -499,13 +526,13 @@ impl WakeSocket {
 }
 
 /// Sleeps until woken by [`notify`] or `timeout_ms` passed, unless `ready`
-/// finds work after the rank announced that it sleeps.
+/// finds work after the thread announced that it sleeps.
 pub fn sleep(ctl: &Ctl, timeout_ms: u64, ready: impl FnOnce() -> bool) {
-    ctl.sleeping.store(1, Ordering::SeqCst);
+    let seq = sleep_begin(ctl, &ctl.sleeping);
     if !ready() {
-        futex_wait(&ctl.sleeping, 1, timeout_ms);
+        futex_wait(&ctl.seq, seq, timeout_ms);
     }
-    ctl.sleeping.store(0, Ordering::Relaxed);
+    sleep_end(&ctl.sleeping);
 }
 
 fn futex_wait(word: &AtomicU32, expected: u32, timeout_ms: u64) {
