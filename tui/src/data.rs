@@ -317,8 +317,8 @@ impl Loader {
             }
             let t = Instant::now();
             let an = catch(|| {
-                if std::env::var(crate::term::TEST_PANIC_ENV).is_ok_and(|v| v == "loader") {
-                    panic!("{}=loader: the analyses panic", crate::term::TEST_PANIC_ENV);
+                if crate::term::test_hook("loader-panic") {
+                    panic!("{}=loader-panic: the analyses panic", crate::term::TEST_ENV);
                 }
                 let model = analyzers::load(&dir).map_err(|e| e.to_string())?;
                 Ok(Box::new(Analysed::new(analyze(model), t.elapsed())))

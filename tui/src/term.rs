@@ -53,10 +53,16 @@ const GRACE: Duration = Duration::from_millis(1000);
 /// The signals that end the viewer.
 const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
-/// Environment variable (a test hook): `loader` makes the thread that
-/// runs the analyses panic; any other value makes the UI thread panic
-/// right after its first frame.
-pub const TEST_PANIC_ENV: &str = "MPITRACE_TUI_TEST_PANIC";
+/// Environment variable of the test hooks: `panic` makes the UI thread
+/// panic right after its first frame, `hang` makes it stop for good after
+/// its first frame of the timeline (ignoring everything, as if stuck), `loader-panic` makes the thread that
+/// runs the analyses panic.
+pub const TEST_ENV: &str = "MPITRACE_TUI_TEST";
+
+/// Whether the test hook `what` is asked for.
+pub(crate) fn test_hook(what: &str) -> bool {
+    std::env::var(TEST_ENV).is_ok_and(|v| v == what)
+}
 
 fn wake_watchdog() {
     let fd = WAKE.load(SeqCst);
@@ -334,7 +340,7 @@ fn with_terminal(dir: &Path) -> Result<(), Error> {
 }
 
 fn event_loop(terminal: &mut Terminal<CrosstermBackend<std::io::Stdout>>, dir: &Path) -> Result<(), Error> {
-    let test_panic = std::env::var_os(TEST_PANIC_ENV).is_some_and(|v| v != "loader");
+    let (test_panic, test_hang) = (test_hook("panic"), test_hook("hang"));
     let mut app = App::open(dir);
     let mut dirty = true;
     while !app.quit && SIGNAL.load(SeqCst) == 0 {
@@ -345,7 +351,10 @@ fn event_loop(terminal: &mut Terminal<CrosstermBackend<std::io::Stdout>>, dir: &
             terminal.draw(|f| crate::ui::draw(f, &app))?;
             dirty = false;
             if test_panic {
-                panic!("{TEST_PANIC_ENV} is set: the viewer panics after its first frame");
+                panic!("{TEST_ENV}=panic: the viewer panics after its first frame");
+            }
+            while test_hang && app.lod.is_some() {
+                std::thread::sleep(Duration::from_secs(1));
             }
         }
         let timeout = if app.loading() { Duration::from_millis(100) } else { Duration::from_millis(250) };

@@ -159,10 +159,17 @@ fn start_viewer(tag: &str, env: &str, then: &str) -> (Session, PathBuf) {
 }
 
 /// The pane is back to normal: main screen, cursor shown, no mouse
-/// reporting.
+/// reporting, cooked mode with echo.
 fn assert_pane_restored(s: &Session) {
     let f = "#{alternate_on} #{cursor_flag} #{mouse_any_flag} #{mouse_button_flag} #{mouse_sgr_flag}";
     assert_eq!(s.pane(f), "0 1 0 0 0", "alternate screen, cursor, mouse flags of the pane ({f})");
+    // Cooked mode with echo, as the terminal was before.
+    let tty = s.pane("#{pane_tty}");
+    let out = Command::new("stty").args(["-a", "-F", &tty]).output().expect("run stty");
+    let modes = String::from_utf8_lossy(&out.stdout).into_owned();
+    for m in ["icanon", "echo", "icrnl", "opost", "isig"] {
+        assert!(modes.split_whitespace().any(|w| w == m), "{m} is off on {tty}:\n{modes}");
+    }
 }
 
 #[test]
@@ -209,9 +216,10 @@ fn browse_a_trace_in_tmux() {
 
 /// Runs the viewer, ends it with `end` and checks that the shell sees
 /// exit status `status` and the terminal is restored.
-fn end_and_check_the_terminal(tag: &str, end: impl Fn(&Session), status: u32) {
+/// `env` is put before the viewer's command (test hooks).
+fn end_and_check_the_terminal(tag: &str, env: &str, end: impl Fn(&Session), status: u32) {
     let dir = small_trace(tag);
-    let s = Session::start(tag, &format!("{}; echo mpitrace-exited-$?; sleep 30", viewer(&dir)));
+    let s = Session::start(tag, &format!("{env} {}; echo mpitrace-exited-$?; sleep 30", viewer(&dir)));
     s.wait_for("r3");
     end(&s);
     let after = s.wait_for(&format!("mpitrace-exited-{status}"));
@@ -227,7 +235,7 @@ fn ctrl_c_restores_the_terminal() {
         eprintln!("tmux not installed: skipped");
         return;
     }
-    end_and_check_the_terminal("ctrlc", |s| s.keys(&["C-c"]), 0);
+    end_and_check_the_terminal("ctrlc", "", |s| s.keys(&["C-c"]), 0);
 }
 
 /// SIGTERM, SIGINT and SIGHUP (sent with kill, the terminal still there)
@@ -240,15 +248,29 @@ fn signals_end_the_viewer_and_restore_the_terminal() {
         return;
     }
     for (sig, status) in [("TERM", 143), ("INT", 130), ("HUP", 129)] {
-        let end = |s: &Session| {
-            let pid = s.pid();
-            let out = Command::new("kill").args([&format!("-{sig}"), &pid.to_string()]).output().unwrap();
-            assert!(out.status.success());
-            let took = wait_ended(pid, Duration::from_secs(3));
-            eprintln!("ended {took:?} after SIG{sig}");
-        };
-        end_and_check_the_terminal(&format!("sig{sig}"), end, status);
+        end_and_check_the_terminal(&format!("sig{sig}"), "", |s| kill_viewer(s, sig), status);
     }
+}
+
+/// Sends SIG`sig` to the viewer and waits (at most 3 s) for it to end.
+fn kill_viewer(s: &Session, sig: &str) {
+    let pid = s.pid();
+    let out = Command::new("kill").args([&format!("-{sig}"), &pid.to_string()]).output().unwrap();
+    assert!(out.status.success());
+    let took = wait_ended(pid, Duration::from_secs(3));
+    eprintln!("ended {took:?} after SIG{sig}");
+}
+
+/// A viewer whose UI thread is stuck (a test hook stops it after its
+/// first frame) still ends on SIGTERM: the watchdog restores the terminal
+/// and ends the process one second later.
+#[test]
+fn sigterm_ends_a_stuck_viewer() {
+    if tmux_missing() {
+        eprintln!("tmux not installed: skipped");
+        return;
+    }
+    end_and_check_the_terminal("hang", "MPITRACE_TUI_TEST=hang", |s| kill_viewer(s, "TERM"), 143);
 }
 
 /// Runs the viewer through `prefix` (a command it runs under, may be
@@ -305,15 +327,15 @@ fn a_panic_restores_the_terminal_and_prints_its_message() {
         eprintln!("tmux not installed: skipped");
         return;
     }
-    let (s, dir) = start_viewer("panic", "RUST_BACKTRACE=0 MPITRACE_TUI_TEST_PANIC=1", "exec sh");
+    let (s, dir) = start_viewer("panic", "RUST_BACKTRACE=0 MPITRACE_TUI_TEST=panic", "exec sh");
     let after = s.wait_for("mpitrace-exited-2");
     let lines: Vec<&str> = after.lines().collect();
     let at = |what: &str| lines.iter().position(|l| l.contains(what)).unwrap_or_else(|| panic!("no {what:?} on the screen:\n{after}"));
     // Printed after the restore: on the normal screen, starting at the left
     // edge (in raw mode a newline does not return the carriage).
     assert!(lines[at("panicked at")].starts_with("thread 'main'"), "{after}");
-    assert!(lines[at("the viewer panics after its first frame")].starts_with("MPITRACE_TUI_TEST_PANIC is set"), "{after}");
-    assert!(lines[at("mpitrace: internal error")].starts_with("mpitrace: internal error: MPITRACE_TUI_TEST_PANIC"), "{after}");
+    assert!(lines[at("the viewer panics after its first frame")].starts_with("MPITRACE_TUI_TEST=panic"), "{after}");
+    assert!(lines[at("mpitrace: internal error")].starts_with("mpitrace: internal error: MPITRACE_TUI_TEST=panic"), "{after}");
     assert!(!after.contains("Allreduce"), "the viewer's screen is gone:\n{after}");
     assert_pane_restored(&s);
     // Cooked mode with echo: the typed line shows and runs on Enter.
@@ -332,12 +354,12 @@ fn a_loader_panic_leaves_the_viewer_running() {
         eprintln!("tmux not installed: skipped");
         return;
     }
-    let (s, dir) = start_viewer("loaderpanic", "MPITRACE_TUI_TEST_PANIC=loader", "sleep 30");
+    let (s, dir) = start_viewer("loaderpanic", "MPITRACE_TUI_TEST=loader-panic", "sleep 30");
     let screen = s.wait_for("analyses failed (6)");
     assert!(screen.contains("r3") && !screen.contains("panicked"), "{screen}");
     assert_eq!(s.pane("#{alternate_on} #{mouse_any_flag}"), "1 1", "still in the viewer's terminal state");
     s.keys(&["6"]);
-    s.wait_for("analyses failed: internal error: MPITRACE_TUI_TEST_PANIC=loader");
+    s.wait_for("analyses failed: internal error: MPITRACE_TUI_TEST=loader-panic");
     s.keys(&["q"]);
     s.wait_for("mpitrace-exited-0");
     assert_pane_restored(&s);
