@@ -124,6 +124,16 @@ fn viewer(dir: &std::path::Path) -> String {
     format!("sh -c 'echo $$ > PIDFILE; exec {} tui {}'", env!("CARGO_BIN_EXE_mpitrace"), dir.display())
 }
 
+/// Ends the test (with a note) where tmux is not installed.
+macro_rules! require_tmux {
+    () => {
+        if tmux_missing() {
+            eprintln!("tmux not installed: skipped");
+            return;
+        }
+    };
+}
+
 fn tmux_missing() -> bool {
     Command::new("tmux").arg("-V").output().map(|o| !o.status.success()).unwrap_or(true)
 }
@@ -174,10 +184,7 @@ fn assert_pane_restored(s: &Session) {
 
 #[test]
 fn browse_a_trace_in_tmux() {
-    if tmux_missing() {
-        eprintln!("tmux not installed: skipped");
-        return;
-    }
+    require_tmux!();
     let (s, dir) = start_viewer("browse", "", "sleep 30");
 
     let screen = s.wait_for("r3");
@@ -231,10 +238,7 @@ fn end_and_check_the_terminal(tag: &str, env: &str, end: impl Fn(&Session), stat
 /// Ctrl-C ends the viewer and leaves the terminal as it was.
 #[test]
 fn ctrl_c_restores_the_terminal() {
-    if tmux_missing() {
-        eprintln!("tmux not installed: skipped");
-        return;
-    }
+    require_tmux!();
     end_and_check_the_terminal("ctrlc", "", |s| s.keys(&["C-c"]), 0);
 }
 
@@ -243,10 +247,7 @@ fn ctrl_c_restores_the_terminal() {
 /// death by that signal (status 128 + signal).
 #[test]
 fn signals_end_the_viewer_and_restore_the_terminal() {
-    if tmux_missing() {
-        eprintln!("tmux not installed: skipped");
-        return;
-    }
+    require_tmux!();
     for (sig, status) in [("TERM", 143), ("INT", 130), ("HUP", 129)] {
         end_and_check_the_terminal(&format!("sig{sig}"), "", |s| kill_viewer(s, sig), status);
     }
@@ -266,10 +267,7 @@ fn kill_viewer(s: &Session, sig: &str) {
 /// and ends the process one second later.
 #[test]
 fn sigterm_ends_a_stuck_viewer() {
-    if tmux_missing() {
-        eprintln!("tmux not installed: skipped");
-        return;
-    }
+    require_tmux!();
     end_and_check_the_terminal("hang", "MPITRACE_TUI_TEST=hang", |s| kill_viewer(s, "TERM"), 143);
 }
 
@@ -292,10 +290,7 @@ fn end_by_killing_the_terminal(tag: &str, prefix: &str, check: impl Fn(u32)) -> 
 /// SIGHUP) ends the viewer within a few seconds.
 #[test]
 fn killing_the_terminal_ends_the_viewer() {
-    if tmux_missing() {
-        eprintln!("tmux not installed: skipped");
-        return;
-    }
+    require_tmux!();
     let took = end_by_killing_the_terminal("kill", "", |_| {});
     eprintln!("ended {took:?} after the session was killed");
 }
@@ -305,10 +300,7 @@ fn killing_the_terminal_ends_the_viewer() {
 /// ends within a few seconds all the same.
 #[test]
 fn a_hung_up_terminal_ends_the_viewer_without_sighup() {
-    if tmux_missing() {
-        eprintln!("tmux not installed: skipped");
-        return;
-    }
+    require_tmux!();
     let took = end_by_killing_the_terminal("hangup", "setsid ", |pid| {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
         let fields: Vec<&str> = stat.rsplit(')').next().unwrap().split_whitespace().collect();
@@ -323,10 +315,7 @@ fn a_hung_up_terminal_ends_the_viewer_without_sighup() {
 /// message printed on the normal screen.
 #[test]
 fn a_panic_restores_the_terminal_and_prints_its_message() {
-    if tmux_missing() {
-        eprintln!("tmux not installed: skipped");
-        return;
-    }
+    require_tmux!();
     let (s, dir) = start_viewer("panic", "RUST_BACKTRACE=0 MPITRACE_TUI_TEST=panic", "exec sh");
     let after = s.wait_for("mpitrace-exited-2");
     let lines: Vec<&str> = after.lines().collect();
@@ -350,10 +339,7 @@ fn a_panic_restores_the_terminal_and_prints_its_message() {
 /// and quits cleanly.
 #[test]
 fn a_loader_panic_leaves_the_viewer_running() {
-    if tmux_missing() {
-        eprintln!("tmux not installed: skipped");
-        return;
-    }
+    require_tmux!();
     let (s, dir) = start_viewer("loaderpanic", "MPITRACE_TUI_TEST=loader-panic", "sleep 30");
     let screen = s.wait_for("analyses failed (6)");
     assert!(screen.contains("r3") && !screen.contains("panicked"), "{screen}");
