@@ -392,3 +392,162 @@ fn stdin_reaches_rank_0_on_a_remote_host() {
         "{r}"
     );
 }
+
+/// sshd (OpenSSH) running in network namespaces, for launching over the
+/// real `ssh` client: a host key, a user key authorized for root and the
+/// configurations are generated in a directory of their own; every sshd
+/// listens on a port of this test process (the namespaces are shared with
+/// other test runs) and runs in its namespace under that host name (through
+/// the agent). Dropping it stops the daemons and removes the directory.
+struct Sshd {
+    dir: PathBuf,
+    daemons: Vec<std::process::Child>,
+}
+
+impl Sshd {
+    fn start(namespaces: &[(&str, &str)]) -> Sshd {
+        for (tool, pkg) in [("/usr/bin/ssh", "openssh-client"), ("/usr/bin/ssh-keygen", "openssh-client"), ("/usr/sbin/sshd", "openssh-server")] {
+            assert!(
+                std::path::Path::new(tool).exists(),
+                "the test over real ssh needs {tool}: apt-get install {pkg} (tests/run-all.sh installs it)"
+            );
+        }
+        let agent = agent();
+        let dir = std::env::temp_dir().join(format!("mpicore-sshd-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        // sshd's privilege separation directory.
+        std::fs::create_dir_all("/run/sshd").unwrap();
+        let mut sshd = Sshd { dir: dir.clone(), daemons: Vec::new() };
+        for key in ["host_key", "user_key"] {
+            let out = Command::new("/usr/bin/ssh-keygen")
+                .args(["-q", "-t", "ed25519", "-N", "", "-C", key, "-f"])
+                .arg(dir.join(key))
+                .output()
+                .expect("run ssh-keygen");
+            assert!(out.status.success(), "ssh-keygen failed: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        std::fs::copy(dir.join("user_key.pub"), dir.join("authorized_keys")).unwrap();
+        let port = 20000 + std::process::id() % 20000;
+        let d = dir.display();
+        let config = format!(
+            "Port {port}\nListenAddress 0.0.0.0\nHostKey {d}/host_key\nAuthorizedKeysFile {d}/authorized_keys\n\
+             PermitRootLogin prohibit-password\nPubkeyAuthentication yes\nPasswordAuthentication no\n\
+             KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nPidFile none\nLogLevel VERBOSE\n"
+        );
+        std::fs::write(dir.join("sshd_config"), config).unwrap();
+        let mut client = String::new();
+        for (ns, addr) in namespaces {
+            client.push_str(&format!("Host {ns}\n  HostName {addr}\n"));
+        }
+        client.push_str(&format!(
+            "Host *\n  Port {port}\n  User root\n  IdentityFile {d}/user_key\n  IdentitiesOnly yes\n  BatchMode yes\n  \
+             StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  GlobalKnownHostsFile /dev/null\n  LogLevel ERROR\n"
+        ));
+        std::fs::write(dir.join("ssh_config"), client).unwrap();
+        // The launch agent: the real ssh client with this configuration.
+        let wrapper = dir.join("ssh");
+        std::fs::write(&wrapper, format!("#!/bin/sh\nexec /usr/bin/ssh -F {d}/ssh_config \"$@\"\n")).unwrap();
+        std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        for (ns, _) in namespaces {
+            let log = std::fs::File::create(dir.join(format!("sshd-{ns}.log"))).unwrap();
+            let child = Command::new(&agent)
+                .arg(ns)
+                .args(["/usr/sbin/sshd", "-D", "-e", "-f"])
+                .arg(dir.join("sshd_config"))
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(log)
+                .process_group(0)
+                .spawn()
+                .expect("start sshd");
+            sshd.daemons.push(child);
+        }
+        // Ready when every daemon answers with its SSH banner.
+        for (ns, addr) in namespaces {
+            let start = Instant::now();
+            loop {
+                let banner = std::net::TcpStream::connect((*addr, port as u16)).ok().and_then(|s| {
+                    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+                    let mut line = String::new();
+                    BufReader::new(s).read_line(&mut line).ok()?;
+                    Some(line)
+                });
+                if banner.as_deref().is_some_and(|b| b.starts_with("SSH-2.0-")) {
+                    break;
+                }
+                assert!(start.elapsed() < Duration::from_secs(15), "sshd in {ns} does not answer on {addr}:{port}\n{}", sshd.logs());
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+        sshd
+    }
+
+    /// The agent to give mpirun and hydra: `ssh` with the generated options.
+    fn agent(&self) -> PathBuf {
+        self.dir.join("ssh")
+    }
+
+    fn logs(&self) -> String {
+        let mut s = String::new();
+        for e in std::fs::read_dir(&self.dir).into_iter().flatten().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.ends_with(".log") {
+                s.push_str(&format!("--- {name} ---\n{}\n", std::fs::read_to_string(e.path()).unwrap_or_default()));
+            }
+        }
+        s
+    }
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        for d in &mut self.daemons {
+            // SAFETY: the process group of a daemon this test started.
+            unsafe { libc::kill(-(d.id() as i32), libc::SIGTERM) };
+            let _ = d.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The real `ssh` client as the launch agent, sshd in mpins1 and mpins2:
+/// our mpirun starts its proxies over ssh (the token travels on ssh's
+/// stdin; rank 0's stdin too), and hydra starts its proxies the same way.
+#[test]
+fn launch_over_real_ssh() {
+    let sshd = Sshd::start(&[("mpins1", "10.77.0.11"), ("mpins2", "10.77.0.12")]);
+    let ssh = sshd.agent();
+    // A command over plain ssh runs in the namespace, under its name.
+    let out = Command::new(&ssh).args(["mpins2", "hostname"]).stdin(Stdio::null()).output().expect("run ssh");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "mpins2", "ssh mpins2 hostname: {out:?}\n{}", sshd.logs());
+
+    let mut cmd = Command::new(bin_dir().join("mpirun"));
+    cmd.args(["-launcher", "ssh", "-launcher-exec"]).arg(&ssh).args(["-host", "mpins1,mpins2", "-n", "3"]);
+    cmd.args(["-genv", "MPICORE_FAKE_HOSTS", "1"]).arg(stdin_echo());
+    cmd.env("MPIEXEC_TIMEOUT", T.as_secs().to_string());
+    let r = run_with_input(cmd, b"over ssh\n".to_vec(), false);
+    assert_eq!(r.code, Some(0), "{r}\n{}", sshd.logs());
+    let mut got: Vec<&str> = r.stdout.lines().collect();
+    got.sort();
+    let h = "over ssh\n".bytes().fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)));
+    assert_eq!(
+        got,
+        ["echo: over ssh", &format!("rank 0 on mpins1 read 1 lines 9 bytes hash {h}"), "rank 1 on mpins2 stdin empty", "rank 2 on mpins1 stdin empty"],
+        "{r}"
+    );
+
+    let mut cmd = Command::new(bin_dir().join("mpirun"));
+    cmd.args(["-launcher", "ssh", "-launcher-exec"]).arg(&ssh).args(["-host", "mpins1,mpins2", "-n", "4"]);
+    cmd.args(["-genv", "MPICORE_FAKE_HOSTS", "1"]).arg(compile("coll_basic", Compiler::Ours));
+    cmd.env("MPIEXEC_TIMEOUT", T.as_secs().to_string());
+    run_command(cmd, T).assert_ok("coll_basic OK");
+
+    let mut cmd = Command::new("mpiexec.mpich");
+    cmd.args(["-launcher", "ssh", "-launcher-exec"]).arg(&ssh);
+    cmd.args(["-iface", "mpibr0", "-hosts", "mpins1,mpins2", "-n", "4"]);
+    cmd.arg("-genv").arg("LD_LIBRARY_PATH").arg(bin_dir());
+    cmd.args(["-genv", "MPICORE_FAKE_HOSTS", "1"]).arg(compile("p2p_basic", Compiler::Ours));
+    cmd.env("MPIEXEC_TIMEOUT", T.as_secs().to_string());
+    run_command(cmd, T).assert_ok("p2p_basic OK");
+}

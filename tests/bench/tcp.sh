@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Point-to-point over TCP between two "hosts": network namespaces mpins1 and
+# mpins2 on one machine (tests/netns/setup.sh), one rank in each, joined by
+# veth pairs through the bridge mpibr0. This project's MPI against Debian's
+# MPICH and Open MPI, the same tests/bench/pingpong.c, in the same run (the
+# implementations take turns within each repetition). Prints a Markdown
+# table of the best of REPS runs with ratios (ours / theirs: below 1 is
+# better for latency, above 1 for bandwidth).
+#
+#   tests/bench/tcp.sh            # full run (needs root for the namespaces)
+#   QUICK=1 tests/bench/tcp.sh    # a tenth of the iterations
+#   REPS=5 tests/bench/tcp.sh     # best of 5 (default 3)
+#
+# How each one is made to use TCP over the veth link (and nothing else):
+# * ours: mpirun -launcher-exec tests/netns/agent.sh -host mpins1,mpins2;
+#   ranks on different hosts always talk TCP.
+# * MPICH (Debian: ch4:ucx): hydra with the same agent; UCX_TLS=tcp,self and
+#   UCX_NET_DEVICES=eth0, because UCX otherwise notices that the two
+#   "hosts" share memory and uses shared memory (0.1 us latency).
+# * Open MPI: plm_rsh_agent = the agent, btl tcp,self, and the TCP btl and
+#   oob restricted to 10.77.0.0/24.
+# Nobody binds ranks to cores (each "host" would pin its one rank to core
+# 0, the same core): ours MPICORE_BIND=none, Open MPI --bind-to none, hydra
+# does not bind by default. After each run the script checks the byte
+# counters of veth-mpins1: at least the 4 MiB ping-pong's payload must have
+# crossed the link, or it stops with an error.
+#
+# Needs: root, iproute2, apt packages mpich libmpich-dev openmpi-bin
+# libopenmpi-dev.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+REPS=${REPS:-3}
+SCALE=$([ -n "${QUICK:-}" ] && echo 10 || echo 1)
+AGENT=$ROOT/tests/netns/agent.sh
+LINK=/sys/class/net/veth-mpins1/statistics
+for tool in mpicc.mpich mpiexec.mpich mpicc.openmpi mpirun.openmpi; do
+  command -v "$tool" >/dev/null || { echo "tcp.sh: $tool not found (apt-get install mpich libmpich-dev openmpi-bin libopenmpi-dev)" >&2; exit 1; }
+done
+sh tests/netns/setup.sh 2
+nice -n 15 cargo build --release -q -p mpi-core -p mpi-launcher
+B=$ROOT/target/release
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+"$B/mpicc" -O2 -o "$W/pp.ours" tests/bench/pingpong.c
+mpicc.mpich -O2 -o "$W/pp.mpich" tests/bench/pingpong.c
+mpicc.openmpi -O2 -o "$W/pp.ompi" tests/bench/pingpong.c
+
+run() { # impl
+  case $1 in
+    ours) timeout 600 "$B/mpirun" -launcher-exec "$AGENT" -host mpins1,mpins2 -n 2 \
+            -genv MPICORE_BIND none "$W/pp.ours" "$SCALE" ;;
+    mpich) timeout 600 mpiexec.mpich -launcher ssh -launcher-exec "$AGENT" -iface mpibr0 -hosts mpins1,mpins2 -n 2 \
+             -genv UCX_TLS tcp,self -genv UCX_NET_DEVICES eth0 "$W/pp.mpich" "$SCALE" ;;
+    ompi) timeout 600 mpirun.openmpi --allow-run-as-root --bind-to none --mca plm_rsh_agent "$AGENT" \
+            -H mpins1,mpins2 -np 2 --mca btl tcp,self --mca btl_tcp_if_include 10.77.0.0/24 \
+            --mca oob_tcp_if_include 10.77.0.0/24 "$W/pp.ompi" "$SCALE" ;;
+  esac
+}
+link_bytes() { echo $(($(cat "$LINK/rx_bytes") + $(cat "$LINK/tx_bytes"))); }
+# The 4 MiB ping-pong alone: two messages per iteration (as in pingpong.c).
+iters=$((400 / SCALE > 10 ? 400 / SCALE : 10))
+min_bytes=$((4194304 * 2 * iters))
+
+echo "tcp.sh: start $(date -u '+%F %H:%M') UTC, load average $(cut -d' ' -f1-3 /proc/loadavg), REPS=$REPS SCALE=$SCALE" >&2
+declare -A LAT MOVED
+for rep in $(seq "$REPS"); do
+  for impl in ours mpich ompi; do
+    before=$(link_bytes)
+    if ! run "$impl" >"$W/out" 2>"$W/err"; then
+      echo "tcp.sh: $impl failed (run $rep):" >&2
+      cat "$W/out" "$W/err" >&2
+      exit 1
+    fi
+    moved=$(($(link_bytes) - before))
+    if [ "$moved" -lt "$min_bytes" ]; then
+      echo "tcp.sh: $impl moved only $moved bytes over veth-mpins1 (at least $min_bytes expected): not over TCP" >&2
+      exit 1
+    fi
+    MOVED[$impl]=$moved
+    while read -r size us _; do
+      key="$impl,$size"
+      old=${LAT[$key]:-}
+      if [ -z "$old" ] || awk "BEGIN{exit !($us < $old)}"; then LAT[$key]=$us; fi
+    done <"$W/out"
+    echo "tcp.sh: run $rep $impl: $(tr '\n' ' ' <"$W/out")" >&2
+  done
+done
+echo "tcp.sh: end $(date -u '+%F %H:%M') UTC, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+
+ratio() { awk "BEGIN{printf \"%.2f\", $1 / $2}"; }
+gbps() { awk "BEGIN{printf \"%.3f\", $1 / $2 / 1000}"; }
+echo "| measurement | ours | MPICH | Open MPI | ours/MPICH | ours/Open MPI |"
+echo "| --- | --- | --- | --- | --- | --- |"
+for size in 8 1024 65536 4194304; do
+  o=${LAT[ours,$size]}; m=${LAT[mpich,$size]}; p=${LAT[ompi,$size]}
+  if [ "$size" -le 1024 ]; then
+    echo "| $size B latency (us) | $o | $m | $p | $(ratio "$o" "$m") | $(ratio "$o" "$p") |"
+  else
+    bo=$(gbps "$size" "$o"); bm=$(gbps "$size" "$m"); bp=$(gbps "$size" "$p")
+    echo "| $size B bandwidth (GB/s) | $bo | $bm | $bp | $(ratio "$bo" "$bm") | $(ratio "$bo" "$bp") |"
+  fi
+done
+mb() { awk "BEGIN{printf \"%.0f\", $1 / 1e6}"; }
+echo "| MB over veth-mpins1 (last run) | $(mb "${MOVED[ours]}") | $(mb "${MOVED[mpich]}") | $(mb "${MOVED[ompi]}") | | |"
