@@ -160,6 +160,8 @@ pub struct GuiApp {
     pub keys: bool,
     /// Whether the Details tab shows what was picked on the compared trace.
     pub details_of_b: bool,
+    /// Whether the side views show the compared trace.
+    pub side_of_b: bool,
 }
 
 /// A row of the comparison of two profiles.
@@ -231,6 +233,7 @@ impl GuiApp {
             label: "timeline",
             keys: true,
             details_of_b: false,
+            side_of_b: false,
         }
     }
 

@@ -467,6 +467,20 @@ impl GuiApp {
     }
 
     fn side(&mut self, ui: &mut Ui) {
+        if let Some(mut b) = self.compare.take() {
+            // Which trace the side views are of.
+            ui.horizontal(|ui| {
+                ui.label("Side views of");
+                ui.selectable_value(&mut self.side_of_b, false, "A");
+                ui.selectable_value(&mut self.side_of_b, true, "B");
+            });
+            if self.side_of_b && b.trace.is_some() {
+                ui.push_id("side-b", |ui| b.side(ui));
+                self.compare = Some(b);
+                return;
+            }
+            self.compare = Some(b);
+        }
         ui.horizontal_wrapped(|ui| {
             for t in Tab::ALL {
                 if t != Tab::Compare || self.compare.is_some() {

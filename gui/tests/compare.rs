@@ -139,3 +139,25 @@ fn picking_on_the_compared_trace_shows_its_details() {
     h.run();
     assert!(!h.state().details_of_b);
 }
+
+#[test]
+fn the_side_views_switch_to_the_compared_trace() {
+    let mut h = compared("side-b");
+    // A's four Allreduce take 5.8 us in all, B's 4 x SLOWER more.
+    let slow = analyzers::fmt_ns(5_800 + 4 * SLOWER);
+    h.get_by_label("B").click();
+    h.run();
+    assert!(h.state().side_of_b);
+    // B's profile: its Allreduce time, and its own range.
+    assert!(h.query_by_label(&slow).is_some(), "B's Allreduce time {slow}");
+    assert!(h.query_by_label_contains(&format!("Whole trace: {}", analyzers::fmt_ns(SHIFT))).is_some(), "B's range");
+    // B's tabs work on B.
+    h.get_by_label("Collectives").click();
+    h.run();
+    assert_eq!(h.state().compare.as_ref().map(|b| b.tab), Some(Tab::Collectives));
+    assert_eq!(h.state().tab, Tab::Profile);
+    h.get_by_label("A").click();
+    h.run();
+    assert!(!h.state().side_of_b);
+    assert!(h.query_by_label(&slow).is_none());
+}
