@@ -9,6 +9,7 @@ use ratatui::layout::Rect;
 use trace_lod::{Call, Lod};
 
 use crate::data::{Analysed, Loaded, Loader};
+use analyzers::model::Region;
 use crate::keys::{self, Action};
 use crate::search::{Filter, SearchIndex, BLOCK};
 use crate::view::{fmt_dur, fmt_time, View};
@@ -648,6 +649,10 @@ impl App {
             self.message = Some("comm= and tag= need the analyses, which are still loading".into());
             return;
         }
+        if !self.filter.regions.is_empty() {
+            self.search_regions(forward);
+            return;
+        }
         if self.search_index.is_none() {
             self.search_index = Some(SearchIndex::build(lod));
         }
@@ -716,6 +721,52 @@ impl App {
             }
             None => {
                 self.message = Some(format!("no {} match for `{}`", if forward { "later" } else { "earlier" }, self.filter.text))
+            }
+        }
+    }
+
+    /// Finds the next (or previous) user region matching the filter that
+    /// starts after (or before) the cursor, over all ranks in time order.
+    fn search_regions(&mut self, forward: bool) {
+        if !self.need_analyses() {
+            return;
+        }
+        let (Some(an), Some(lod)) = (self.an.as_deref(), self.lod.as_ref()) else { return };
+        let f = &self.filter;
+        let here = (self.cursor_t, self.cursor_rank().map(|i| lod.ranks[i].rank).unwrap_or(-1));
+        let mut best: Option<((i64, i32), usize, Region)> = None;
+        for (i, r) in lod.ranks.iter().enumerate() {
+            let Some(regs) = an.regions_of(r.rank).filter(|_| f.rank_matches(r.rank)) else { continue };
+            for list in &regs.depths {
+                let good = |x: &&Region| f.region_matches(an.an.model.name(x.name)) && f.min_dur.is_none_or(|m| x.t1 - x.t0 >= m);
+                let hit = if forward {
+                    let from = list.partition_point(|x| x.t0 < here.0 + i64::from(r.rank <= here.1));
+                    list[from..].iter().find(good)
+                } else {
+                    let to = list.partition_point(|x| x.t0 < here.0 + i64::from(r.rank < here.1));
+                    list[..to].iter().rev().find(good)
+                };
+                if let Some(x) = hit {
+                    let key = (x.t0, r.rank);
+                    if best.as_ref().is_none_or(|(b, _, _)| if forward { key < *b } else { key > *b }) {
+                        best = Some((key, i, *x));
+                    }
+                }
+            }
+        }
+        match best {
+            Some(((t0, rank), i, x)) => {
+                let msg = format!(
+                    "region {} on rank {rank} at {}, {}",
+                    an.an.model.name(x.name),
+                    self.fmt_abs(t0),
+                    fmt_dur(x.t1 - x.t0)
+                );
+                self.goto(i, t0, Some((x.t0, x.t1)));
+                self.message = Some(msg);
+            }
+            None => {
+                self.message = Some(format!("no {} region for `{}`", if forward { "later" } else { "earlier" }, self.filter.text))
             }
         }
     }

@@ -151,6 +151,7 @@ pub const SEARCH: &[(&str, &str)] = &[
     ("comm=0  comm=world", "communicator id or name"),
     ("tag=7", "message tag"),
     ("dur>1ms  min=20us", "at least this long"),
+    ("region=NAME", "user regions instead of calls (with rank= and dur>)"),
 ];
 
 /// The action of a key, if any.

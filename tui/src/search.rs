@@ -71,6 +71,9 @@ impl SearchIndex {
 pub struct Filter {
     /// Lower-case parts of call names; a call matches if its name contains any.
     pub calls: Vec<String>,
+    /// Lower-case parts of user region names: the search then goes from
+    /// region to region (with `rank=` and `dur>`) instead of call to call.
+    pub regions: Vec<String>,
     pub ranks: Option<(i32, i32)>,
     /// Communicator id, or a name (`world`, `self`, a label) in lower case.
     pub comm: Option<Comm>,
@@ -100,6 +103,7 @@ impl Filter {
             let bad = |what: &str| format!("`{tok}`: {what}");
             match (key.to_ascii_lowercase().as_str(), op) {
                 ("call" | "name", "=") => f.calls.push(val.to_ascii_lowercase()),
+                ("region", "=") => f.regions.push(val.to_ascii_lowercase()),
                 ("rank" | "ranks", "=") => {
                     let (a, b) = val.split_once('-').unwrap_or((val, val));
                     let (a, b) = (a.parse::<i32>(), b.parse::<i32>());
@@ -118,14 +122,28 @@ impl Filter {
                 ("dur" | "duration", ">" | ">=") | ("min", "=") => {
                     f.min_dur = Some(parse_time(val).ok_or_else(|| bad("expected a time like 20us, 1.5ms, 2s"))?)
                 }
-                _ => return Err(bad("unknown; try call=, rank=, comm=, tag=, dur>")),
+                _ => return Err(bad("unknown; try call=, rank=, comm=, tag=, dur>, region=")),
             }
+        }
+        if !f.regions.is_empty() && (!f.calls.is_empty() || f.needs_model()) {
+            return Err("region= goes with rank= and dur> only".into());
         }
         Ok(f)
     }
 
     pub fn is_empty(&self) -> bool {
-        self.calls.is_empty() && self.ranks.is_none() && self.comm.is_none() && self.tag.is_none() && self.min_dur.is_none()
+        self.calls.is_empty()
+            && self.regions.is_empty()
+            && self.ranks.is_none()
+            && self.comm.is_none()
+            && self.tag.is_none()
+            && self.min_dur.is_none()
+    }
+
+    /// Whether a user region's name matches the region part of the filter.
+    pub fn region_matches(&self, name: &str) -> bool {
+        let n = name.to_ascii_lowercase();
+        self.regions.iter().any(|c| n.contains(c.as_str()))
     }
 
     /// Whether a call name matches the call part of the filter.
@@ -175,5 +193,8 @@ mod tests {
         assert!(Filter::parse("rank=x").unwrap_err().contains("rank=x"));
         assert!(Filter::parse("foo=1").is_err());
         assert!(Filter::parse("").unwrap().is_empty());
+        let r = Filter::parse("region=Solve rank=1 dur>2us").unwrap();
+        assert!(r.region_matches("solve_x") && !r.region_matches("halo") && !r.is_empty());
+        assert!(Filter::parse("region=solve send").unwrap_err().contains("region="));
     }
 }

@@ -584,3 +584,42 @@ fn large_hosts_fold_into_rows_of_at_most_max_group_ranks() {
     let r = row_of(&lines, "▸node0:32-63");
     assert!(lines[r].contains('█') || lines[r].contains('▓') || lines[r].contains('▒') || lines[r].contains('░'), "{}", lines[r]);
 }
+
+/// `region=` searches user regions: in time order across ranks, with
+/// `dur>` on the region's length.
+#[test]
+fn search_finds_regions() {
+    let dir = tmpdir("regionsearch");
+    regions_trace(&dir);
+    let mut app = open(&dir, 80, 30);
+    let search = |app: &mut tui::App, q: &str| {
+        key(app, '/');
+        for _ in 0..40 {
+            code(app, KeyCode::Backspace);
+        }
+        typed(app, q);
+        code(app, KeyCode::Enter);
+        app.message.clone().unwrap_or_default()
+    };
+    let m = search(&mut app, "region=halo");
+    assert_eq!((app.cursor_row, app.cursor_t), (0, 9_000), "{m}");
+    assert!(m.starts_with("region halo on rank 0") && m.contains("12.0µs"), "{m}");
+    key(&mut app, 'n');
+    assert!(app.message.as_deref().unwrap_or("").contains("no later region"), "{:?}", app.message);
+    // "o" is in every name; only solve (52 µs) lasts over 40 µs.
+    app.cursor_t = 0;
+    let m = search(&mut app, "region=o dur>40us");
+    assert_eq!((app.cursor_row, app.cursor_t), (0, 8_000), "{m}");
+    assert!(m.starts_with("region solve"), "{m}");
+    // From there on: halo (rank 0, 9 µs), then io (rank 1, 90 µs), backwards again.
+    let _ = search(&mut app, "region=o");
+    assert_eq!((app.cursor_row, app.cursor_t), (0, 9_000), "{:?}", app.message);
+    key(&mut app, 'n');
+    assert_eq!((app.cursor_row, app.cursor_t), (1, 90_000), "{:?}", app.message);
+    key(&mut app, 'N');
+    assert_eq!((app.cursor_row, app.cursor_t), (0, 9_000), "{:?}", app.message);
+    let m = search(&mut app, "region=io rank=0");
+    assert!(m.contains("no later region"), "{m}");
+    let m = search(&mut app, "region=io send");
+    assert!(m.contains("region= goes with rank= and dur> only"), "{m}");
+}
