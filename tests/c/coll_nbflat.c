@@ -6,7 +6,8 @@
  * sends afterwards: must not deadlock); a call that fails on every rank
  * (NULL request) or on one rank only (bad buffer) keeps the ranks in step
  * for the next collectives; persistent ones started before and after the
- * communicator has its segment. Every value is checked. */
+ * communicator has its segment; a communicator freed while a nonblocking
+ * call on it runs. Every value is checked. */
 #include "check.h"
 
 #define N 120
@@ -193,6 +194,31 @@ int main(int argc, char **argv) {
     }
     for (int i = 0; i < 5; i++) MPI_Request_free(&pr[i]);
     MPI_Comm_free(&c2);
+
+    /* ---- a communicator freed while a nonblocking call on it runs: its
+     * segment stays mapped until the call completes, though the next new
+     * communicator's segment setup forgets the freed one -------------------- */
+    if (size > 1) {
+        MPI_Comm c3, c4;
+        MPI_Comm_dup(MPI_COMM_WORLD, &c3);
+        int x = -1, y = -1, bv = rank == 0 ? 4711 : -1;
+        CHECK_RC(MPI_Allreduce(&one, &x, 1, MPI_INT, MPI_SUM, c3));
+        MPI_Request bq;
+        if (rank != 0) {
+            CHECK_RC(MPI_Ibcast(&bv, 1, MPI_INT, 0, c3, &bq));
+            CHECK_RC(MPI_Comm_free(&c3));
+        }
+        MPI_Comm_dup(MPI_COMM_WORLD, &c4);
+        CHECK_RC(MPI_Allreduce(&one, &y, 1, MPI_INT, MPI_SUM, c4));
+        CHECK(x == size && y == size, "allreduce around a freed communicator: %d %d", x, y);
+        if (rank == 0) {
+            CHECK_RC(MPI_Ibcast(&bv, 1, MPI_INT, 0, c3, &bq));
+            CHECK_RC(MPI_Comm_free(&c3));
+        }
+        CHECK_RC(MPI_Wait(&bq, MPI_STATUS_IGNORE));
+        CHECK(bv == 4711, "ibcast on a freed communicator: %d", bv);
+        MPI_Comm_free(&c4);
+    }
 
     MPI_Comm_free(&c);
     MPI_Barrier(MPI_COMM_WORLD);

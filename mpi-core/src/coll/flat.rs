@@ -71,17 +71,30 @@ pub struct Entry {
 
 /// The mapped segment of a communicator.
 pub struct Seg {
-    base: *mut u8,
-    len: usize,
     /// Number of the next operation.
     next: u64,
-    /// Control blocks of the other ranks (for waking them).
-    wake: Arc<Vec<CtlPtr>>,
-    /// The lowest sequence word of all ranks seen so far.
-    seen: Arc<AtomicU64>,
-    /// This rank's unfinished nonblocking operations.
-    gate: Arc<Gate>,
+    sh: Arc<Shared>,
 }
+
+/// A segment's mapping and what this rank keeps of it, shared by the
+/// operations on it: the mapping stays until the last one ends, even when
+/// the communicator is freed while a nonblocking one runs.
+pub struct Shared {
+    base: *mut u8,
+    len: usize,
+    /// Control blocks of the other ranks (for waking them).
+    wake: Vec<CtlPtr>,
+    /// The lowest sequence word of all ranks seen so far.
+    seen: AtomicU64,
+    /// This rank's unfinished nonblocking operations.
+    gate: Gate,
+}
+
+// SAFETY: the mapping is shared memory meant for concurrent use; its
+// words are atomics, its data is written by one operation at a time.
+unsafe impl Send for Shared {}
+// SAFETY: as above.
+unsafe impl Sync for Shared {}
 
 /// The numbers of a rank's unfinished nonblocking operations on a segment.
 #[derive(Default)]
@@ -104,11 +117,8 @@ impl Gate {
     }
 }
 
-// SAFETY: the mapping is used only under the runtime lock or by the thread
-// in a blocking call that took its operation number under the lock.
-unsafe impl Send for Seg {}
 
-impl Drop for Seg {
+impl Drop for Shared {
     fn drop(&mut self) {
         // SAFETY: base/len is our mapping.
         unsafe { libc::munmap(self.base as *mut libc::c_void, self.len) };
@@ -134,13 +144,12 @@ pub struct Flat {
     k: u64,
     pub rank: usize,
     pub size: usize,
-    /// Control blocks of the other ranks, to wake them if they sleep.
-    wake: Arc<Vec<CtlPtr>>,
+
     /// More ranks than cores: never poll without yielding.
     oversub: bool,
-    /// The segment's lowest sequence word seen (see [`Flat::wait_free`]).
-    seen: Arc<AtomicU64>,
-    gate: Arc<Gate>,
+    /// The segment (the ranks' control blocks, to wake them if they sleep;
+    /// what was seen, see [`Flat::wait_free`]; the unfinished operations).
+    sh: Arc<Shared>,
 }
 
 impl Flat {
@@ -231,11 +240,11 @@ impl Flat {
     /// reads the others' words once in many operations, not at each.
     fn free_now(&self) -> bool {
         let need = self.free_seq();
-        if self.seen.load(Ordering::Relaxed) >= need {
+        if self.sh.seen.load(Ordering::Relaxed) >= need {
             return true;
         }
         let min = (0..self.size).map(|r| self.seq(r).load(Ordering::Acquire)).min().unwrap_or(need);
-        self.seen.fetch_max(min, Ordering::Relaxed);
+        self.sh.seen.fetch_max(min, Ordering::Relaxed);
         min >= need
     }
 
@@ -252,7 +261,7 @@ impl Flat {
     /// Whether this rank may publish this operation: it has published the
     /// ones before, and finished those up to `k - WINDOW`.
     fn turn(&self) -> bool {
-        self.seq(self.rank).load(Ordering::Relaxed) == self.k && self.gate.allows(self.k)
+        self.seq(self.rank).load(Ordering::Relaxed) == self.k && self.sh.gate.allows(self.k)
     }
 
     /// Waits (driving the nonblocking operations before it) until this
@@ -300,7 +309,7 @@ impl Flat {
             self.stamp(self.rank).store(self.k + 1, Ordering::Release);
         }
         self.seq(self.rank).store(self.k + 1, Ordering::Release);
-        for c in self.wake.iter() {
+        for c in self.sh.wake.iter() {
             // SAFETY: control blocks of the node segment, mapped until
             // finalize (which cannot run during this call).
             crate::rt::shm::notify(unsafe { &*c.0 });
@@ -355,15 +364,15 @@ pub struct NbOp {
     res: MpiResult<()>,
 }
 
-// SAFETY: the segment pointers are shared memory valid while the
-// communicator lives (the operation completes before it may be freed);
-// used under the runtime lock only.
+// SAFETY: the segment pointer is shared memory kept mapped by the
+// operation's own reference to the segment; used under the runtime lock
+// only.
 unsafe impl Send for NbOp {}
 
 impl NbOp {
     /// Operation `f` of this rank, doing `kind`.
     pub fn new(f: Flat, kind: Box<dyn NbKind>) -> NbOp {
-        f.gate.set(|v| v.push(f.k));
+        f.sh.gate.set(|v| v.push(f.k));
         NbOp { f, kind, published: false, res: Ok(()) }
     }
 
@@ -384,7 +393,7 @@ impl NbOp {
         // SAFETY: as above.
         self.res = unsafe { self.kind.read(&self.f) };
         let k = self.f.k;
-        self.f.gate.set(|v| v.retain(|&x| x != k));
+        self.f.sh.gate.set(|v| v.retain(|&x| x != k));
         true
     }
 
@@ -425,7 +434,7 @@ pub fn lookup(st: &mut State, comm: MPI_Comm, bytes: usize) -> MpiResult<Lookup>
         Some(Some(seg)) => {
             let k = seg.next;
             seg.next += 1;
-            Lookup::Ready(Flat { base: seg.base, k, rank, size, wake: seg.wake.clone(), oversub: st.oversubscribed, seen: seg.seen.clone(), gate: seg.gate.clone() })
+            Lookup::Ready(Flat { base: seg.sh.base, k, rank, size, oversub: st.oversubscribed, sh: seg.sh.clone() })
         }
         Some(None) => Lookup::No,
         None => {
@@ -464,8 +473,10 @@ pub fn install(st: &mut State, comm: MPI_Comm, ctx: u32, map: Option<(*mut u8, u
         Ok(c) => c.group.iter().filter_map(|&w| st.engine.ctl_of(w)).map(CtlPtr).collect(),
         Err(_) => Vec::new(),
     };
-    let wake = Arc::new(wake);
-    let seg = map.map(|(base, len)| Seg { base, len, next: 0, wake, seen: Arc::new(AtomicU64::new(0)), gate: Arc::new(Gate { open: Default::default(), low: AtomicU64::new(u64::MAX) }) });
+    let seg = map.map(|(base, len)| Seg {
+        next: 0,
+        sh: Arc::new(Shared { base, len, wake, seen: AtomicU64::new(0), gate: Gate { open: Default::default(), low: AtomicU64::new(u64::MAX) } }),
+    });
     st.coll.flat.insert(ctx, Entry { comm, seg: if all_ok { seg } else { None } });
 }
 
