@@ -5,8 +5,10 @@
 //! ranks in one namespace over shared memory. `mpins4` is the one whose link
 //! a test takes down (and up again), so the others stay usable meanwhile.
 //!
-//! Needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) and iproute2: without them
-//! the tests fail and say so. The namespaces and the bridge are left in
+//! Needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) and iproute2, and for the
+//! test over the real ssh client openssh-client and openssh-server (it
+//! starts its own sshd in the namespaces): without them the tests fail and
+//! say so. The namespaces and the bridge are left in
 //! place (setup is idempotent); `tests/netns/setup.sh --remove` deletes them.
 //!
 //! The namespaces share this machine's cores, so the ranks get
