@@ -25,8 +25,16 @@ pub use term::run;
 /// Errors of the viewer.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// The terminal failed (also: there is none). Not a `source`, so that
+    /// a report of the error chain says it once.
     #[error("terminal: {0}")]
-    Terminal(#[from] std::io::Error),
+    Terminal(std::io::Error),
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Error {
+        Error::Terminal(e)
+    }
 }

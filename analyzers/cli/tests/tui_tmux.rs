@@ -351,3 +351,36 @@ fn a_loader_panic_leaves_the_viewer_running() {
     assert_pane_restored(&s);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Without a terminal (no controlling terminal, standard streams not
+/// terminals) the viewer says so once and ends with status 2 at once.
+#[test]
+fn without_a_terminal_the_viewer_says_so() {
+    let dir = small_trace("noterm");
+    // setsid: no controlling terminal, so /dev/tty cannot be opened either.
+    let mut child = Command::new("setsid")
+        .args(["-w", env!("CARGO_BIN_EXE_mpitrace"), "tui"])
+        .arg(&dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run setsid");
+    let t = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if t.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("mpitrace tui without a terminal still runs after 20 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert_eq!(err.matches("terminal:").count(), 1, "{err}");
+    assert_eq!(err.matches("os error").count(), 1, "the cause is said once: {err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
