@@ -21,7 +21,7 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use crate::report::Report;
+use crate::report::{Align, Block, Report, Table, Tone};
 use crate::waitstates::PatternKind;
 use crate::{fmt_ns, Error};
 
@@ -165,15 +165,75 @@ pub struct Change {
 }
 
 impl Change {
-    pub fn describe(&self) -> String {
-        let f = |v: f64| match self.unit.as_str() {
+    /// A value of this metric with its unit.
+    pub fn value_text(&self, v: f64) -> String {
+        match self.unit.as_str() {
             "ns" => fmt_ns(v as i64),
             "fraction" => format!("{:.3}", v),
             _ => format!("{v}"),
-        };
-        let rel = if self.relative.is_finite() { format!("{:+.1}%", 100.0 * self.relative) } else { "new".into() };
-        format!("{}: {} -> {} ({rel})", self.name, f(self.before), f(self.after))
+        }
     }
+    /// The relative change (`+12.5%`), or "new" from zero.
+    pub fn relative_text(&self) -> String {
+        if self.relative.is_finite() {
+            format!("{:+.1}%", 100.0 * self.relative)
+        } else {
+            "new".into()
+        }
+    }
+    pub fn describe(&self) -> String {
+        format!("{}: {} -> {} ({})", self.name, self.value_text(self.before), self.value_text(self.after), self.relative_text())
+    }
+}
+
+/// A diff as a report document (for Markdown and HTML): one row per
+/// metric, those that grew by more than `threshold` marked worse, those
+/// that shrank by more marked better.
+pub fn diff_document(before: &str, after: &str, changes: &[Change], threshold: f64) -> Vec<Block> {
+    let worse = changes.iter().filter(|c| c.relative > threshold).count();
+    let mut t = Table::new(&[("metric", Align::Left), ("before", Align::Right), ("after", Align::Right), ("change", Align::Right), ("", Align::Left)]);
+    for c in changes {
+        let (verdict, tone) = if c.relative > threshold {
+            ("worse", Tone::Bad)
+        } else if c.relative < -threshold {
+            ("better", Tone::Good)
+        } else {
+            ("", Tone::Plain)
+        };
+        t.row(vec![
+            (c.name.clone(), Tone::Plain),
+            (c.value_text(c.before), Tone::Plain),
+            (c.value_text(c.after), Tone::Plain),
+            (c.relative_text(), tone),
+            (verdict.to_string(), tone),
+        ]);
+    }
+    vec![
+        Block::Heading(format!("mpitrace diff: {before} -> {after}")),
+        Block::Para(
+            format!("{worse} metrics grew by more than {:.1}%", 100.0 * threshold),
+            if worse > 0 { Tone::Bad } else { Tone::Good },
+        ),
+        Block::Table(t),
+    ]
+}
+
+/// Check outcomes as a report document (for Markdown and HTML).
+pub fn check_document(target: &str, outcomes: &[Outcome]) -> Vec<Block> {
+    let failed = outcomes.iter().filter(|o| !o.passed).count();
+    let mut t = Table::new(&[("rule", Align::Left), ("result", Align::Left), ("detail", Align::Left)]);
+    for o in outcomes {
+        let (res, tone) = if o.passed { ("pass", Tone::Good) } else { ("FAIL", Tone::Bad) };
+        t.row(vec![(o.rule.clone(), Tone::Plain), (res.to_string(), tone), (o.message.clone(), Tone::Plain)]);
+    }
+    vec![
+        Block::Heading(format!("mpitrace check: {target}")),
+        Block::Para(
+            format!("{failed} of {} checks failed", outcomes.len()),
+            if failed > 0 { Tone::Bad } else { Tone::Good },
+        ),
+        Block::Table(t),
+    ]
 }
 
 /// Differences between two reports, largest relative growth first. Metrics

@@ -419,7 +419,16 @@ fn anchor(h: &str) -> String {
 /// Renders the report as one self-contained HTML page; `ov` adds the plots
 /// (without it, e.g. for a report read back from JSON, they are left out).
 pub fn render(r: &Report, ov: Option<&Overview>) -> String {
-    let doc = document(r);
+    render_page(&document(r), Some(r), ov)
+}
+
+/// Renders any report document (e.g. [`crate::check::diff_document`]) as a
+/// self-contained page; its figures are left out.
+pub fn render_document(doc: &[Block]) -> String {
+    render_page(doc, None, None)
+}
+
+fn render_page(doc: &[Block], r: Option<&Report>, ov: Option<&Overview>) -> String {
     let mut out = String::with_capacity(64 << 10);
     let title = doc.iter().find_map(|b| if let Block::Heading(h) = b { Some(h.clone()) } else { None }).unwrap_or_else(|| "mpitrace report".into());
     let _ = write!(
@@ -428,9 +437,10 @@ pub fn render(r: &Report, ov: Option<&Overview>) -> String {
         esc(env!("CARGO_PKG_VERSION")),
         esc(&title)
     );
-    let headings: Vec<&String> = doc.iter().filter_map(|b| if let Block::Heading(h) = b { Some(h) } else { None }).skip(1).collect();
+    let headings: Vec<&String> = doc
+        .iter().filter_map(|b| if let Block::Heading(h) = b { Some(h) } else { None }).skip(1).collect();
     let mut first = true;
-    for b in &doc {
+    for b in doc {
         match b {
             Block::Heading(h) if first => {
                 first = false;
@@ -476,7 +486,11 @@ pub fn render(r: &Report, ov: Option<&Overview>) -> String {
                     matrix_svg(ov, &mut out)
                 }
             }
-            Block::Figure(Figure::Collectives) => collectives_svg(r, &mut out),
+            Block::Figure(Figure::Collectives) => {
+                if let Some(r) = r {
+                    collectives_svg(r, &mut out)
+                }
+            }
         }
     }
     let _ = write!(

@@ -29,7 +29,7 @@ pub enum Format {
     #[value(alias = "markdown")]
     Md,
     Json,
-    /// One self-contained HTML page with plots (`report` only).
+    /// One self-contained HTML page (with plots for `report`).
     Html,
 }
 
@@ -331,9 +331,6 @@ fn run_check(a: CheckArgs) -> Result<i32> {
         }
     }
     rules.require_complete |= a.require_complete;
-    if a.out.format == Format::Html {
-        bail!("--format html is for `mpitrace report`; check writes text, md or json (and --junit XML)");
-    }
     if rules.max_regression.is_some() && a.baseline.is_none() {
         bail!("--max-regression needs --baseline (a trace directory or a JSON report)");
     }
@@ -349,14 +346,9 @@ fn run_check(a: CheckArgs) -> Result<i32> {
     let failed = outcomes.iter().filter(|o| !o.passed).count();
     let text = match a.out.format {
         Format::Json => serde_json::to_string_pretty(&outcomes)? + "\n",
-        Format::Md => {
-            let mut s = String::from("| rule | result | detail |\n|:---|:---|:---|\n");
-            for o in &outcomes {
-                s += &format!("| {} | {} | {} |\n", o.rule, if o.passed { "pass" } else { "**FAIL**" }, o.message.replace('|', "\\|"));
-            }
-            s
-        }
-        Format::Text | Format::Html => {
+        Format::Md => report::render_markdown(&check::check_document(&a.dir.display().to_string(), &outcomes)),
+        Format::Html => analyzers::html::render_document(&check::check_document(&a.dir.display().to_string(), &outcomes)),
+        Format::Text => {
             let color = text_options(&a.out).color;
             let mut s = String::new();
             for o in &outcomes {
@@ -378,29 +370,21 @@ fn run_check(a: CheckArgs) -> Result<i32> {
 
 fn run_diff(a: DiffArgs) -> Result<i32> {
     let threshold = check::parse_fraction(&a.threshold).map_err(|e| anyhow::anyhow!("--threshold: {e}"))?;
-    if a.out.format == Format::Html {
-        bail!("--format html is for `mpitrace report`; diff writes text, md or json");
-    }
     let before = report_of(&a.before)?;
     let after = report_of(&a.after)?;
     let changes = check::diff(&before, &after);
     let worse = changes.iter().filter(|c| c.relative > threshold).count();
     let text = match a.out.format {
         Format::Json => serde_json::to_string_pretty(&changes)? + "\n",
-        Format::Md => {
-            let mut s = String::from("| metric | before | after | change |\n|:---|---:|---:|---:|\n");
-            for c in &changes {
-                let d = c.describe();
-                let parts: Vec<&str> = d.splitn(2, ": ").collect();
-                let vals = parts.get(1).copied().unwrap_or("");
-                let (ba, rel) = vals.rsplit_once(" (").unwrap_or((vals, ""));
-                let (b, af) = ba.split_once(" -> ").unwrap_or((ba, ""));
-                let flag = if c.relative > threshold { " **worse**" } else { "" };
-                s += &format!("| {} | {} | {} | {}{} |\n", c.name, b, af, rel.trim_end_matches(')'), flag);
+        Format::Md | Format::Html => {
+            let doc = check::diff_document(&a.before.display().to_string(), &a.after.display().to_string(), &changes, threshold);
+            if a.out.format == Format::Md {
+                report::render_markdown(&doc)
+            } else {
+                analyzers::html::render_document(&doc)
             }
-            s
         }
-        Format::Text | Format::Html => {
+        Format::Text => {
             let color = text_options(&a.out).color;
             let mut s = format!("{} -> {}\n", a.before.display(), a.after.display());
             for c in &changes {

@@ -315,6 +315,20 @@ fn check_and_diff_flag_the_bad_run() {
     assert_eq!(d.status.code(), Some(1));
     let d = String::from_utf8_lossy(&d.stdout);
     assert!(d.lines().any(|l| l.starts_with("Late Sender") && l.contains("(worse)")), "{d}");
+    // The same as Markdown and as an HTML page (for CI artifacts).
+    let md = run(&["diff", base.to_str().unwrap(), bad.to_str().unwrap(), "--format", "md"]);
+    assert_eq!(md.status.code(), Some(1));
+    let md = String::from_utf8_lossy(&md.stdout);
+    assert!(md.lines().any(|l| l.starts_with("| Late Sender |") && l.ends_with("| worse |")), "{md}");
+    let page = bad_dir.join("diff.html");
+    let h = run(&["diff", base.to_str().unwrap(), bad.to_str().unwrap(), "--format", "html", "-o", page.to_str().unwrap()]);
+    assert_eq!(h.status.code(), Some(1));
+    let page = std::fs::read_to_string(&page).unwrap();
+    assert!(page.contains("<td>Late Sender</td>") && page.contains("<td class=\"t-bad\">worse</td>"), "{page}");
+    let c = run(&["check", bad.to_str().unwrap(), "--max-late-sender", "50ms", "--format", "md"]);
+    assert_eq!(c.status.code(), Some(1));
+    let c = String::from_utf8_lossy(&c.stdout);
+    assert!(c.lines().any(|l| l.starts_with("| max_late_sender | FAIL |")), "{c}");
 }
 
 #[test]
