@@ -177,32 +177,7 @@ impl Node {
                     f.run(base.wrapping_add(o), l);
                 }
             }
-            Kind::Rep { off, count, stride, child } => {
-                let b = base.wrapping_add(*off);
-                match &child.kind {
-                    // The strided fast path: one run per copy.
-                    Kind::Runs(r) if r.len() == 1 => {
-                        let (o, l) = r[0];
-                        f.strided(b.wrapping_add(o), *stride, *count, l);
-                    }
-                    Kind::Runs(r) => {
-                        let mut bi = b;
-                        for _ in 0..*count {
-                            for &(o, l) in r {
-                                f.run(bi.wrapping_add(o), l);
-                            }
-                            bi = bi.wrapping_add(*stride);
-                        }
-                    }
-                    _ => {
-                        let mut bi = b;
-                        for _ in 0..*count {
-                            child.walk_all(bi, f);
-                            bi = bi.wrapping_add(*stride);
-                        }
-                    }
-                }
-            }
+            Kind::Rep { off, count, stride, child } => walk_reps(base.wrapping_add(*off), *count, *stride, child, f),
             Kind::Seq(c) => {
                 for n in c {
                     n.walk_all(base, f);
@@ -244,15 +219,29 @@ impl Node {
             }
             Kind::Rep { off, count, stride, child } => {
                 // child.size > 0 here: otherwise self.size == 0 <= skip.
-                let first = cur.skip / child.size;
-                cur.skip -= first * child.size;
-                let mut bi = base.wrapping_add(*off).wrapping_add((first as isize).wrapping_mul(*stride));
-                for _ in first..*count {
+                let mut i = cur.skip / child.size;
+                cur.skip -= i * child.size;
+                let mut bi = base.wrapping_add(*off).wrapping_add((i as isize).wrapping_mul(*stride));
+                if cur.skip > 0 {
+                    // The copy the range starts inside.
                     child.walk_part(bi, cur, f);
-                    if cur.left == 0 {
+                    i += 1;
+                    bi = bi.wrapping_add(*stride);
+                    if cur.left == 0 || i >= *count {
                         return;
                     }
-                    bi = bi.wrapping_add(*stride);
+                }
+                // Whole copies in bulk (the strided fast path), then the one
+                // the range ends inside.
+                let whole = (cur.left / child.size).min(*count - i);
+                if whole > 0 {
+                    walk_reps(bi, whole, *stride, child, f);
+                    cur.left -= whole * child.size;
+                    i += whole;
+                    bi = bi.wrapping_add((whole as isize).wrapping_mul(*stride));
+                }
+                if cur.left > 0 && i < *count {
+                    child.walk_part(bi, cur, f);
                 }
             }
             Kind::Seq(c) => {
@@ -262,6 +251,33 @@ impl Node {
                         return;
                     }
                 }
+            }
+        }
+    }
+}
+
+/// Walks `count` whole copies of `child`, `stride` bytes apart from `b`.
+fn walk_reps<S: Sink>(b: isize, count: usize, stride: isize, child: &Node, f: &mut S) {
+    match &child.kind {
+        // The strided fast path: one run per copy.
+        Kind::Runs(r) if r.len() == 1 => {
+            let (o, l) = r[0];
+            f.strided(b.wrapping_add(o), stride, count, l);
+        }
+        Kind::Runs(r) => {
+            let mut bi = b;
+            for _ in 0..count {
+                for &(o, l) in r {
+                    f.run(bi.wrapping_add(o), l);
+                }
+                bi = bi.wrapping_add(stride);
+            }
+        }
+        _ => {
+            let mut bi = b;
+            for _ in 0..count {
+                child.walk_all(bi, f);
+                bi = bi.wrapping_add(stride);
             }
         }
     }

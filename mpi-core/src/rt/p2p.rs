@@ -22,7 +22,7 @@ use mpi_api::abi::*;
 
 use super::datatype::Dtype;
 use super::error::{MpiError, MpiResult};
-use super::shm::{self, kind, Consumer, Ctl, MsgHdr, Producer, Segment, FLAG_SYNC};
+use super::shm::{self, kind, Consumer, Ctl, MsgHdr, Producer, Segment, FLAG_PIPE, FLAG_SYNC};
 use super::tcp::Tcp;
 
 /// Send modes.
@@ -62,6 +62,9 @@ pub struct Rdv {
     pub len: usize,
     /// Packed copy of non-contiguous data (`addr` points into it).
     pub owned: Option<Vec<u8>>,
+    /// Bytes of `owned` packed so far, read by the receiver (through
+    /// `process_vm_readv`) while the sender still packs (see `FLAG_PIPE`).
+    pub packed: Option<Box<std::sync::atomic::AtomicU64>>,
 }
 
 pub struct RecvOp {
@@ -283,7 +286,9 @@ pub struct Unexp {
 
 pub enum Body {
     Eager { data: Vec<u8>, sync_sreq: Option<u64> },
-    Rts { addr: u64, sreq: u64 },
+    /// `progress`: address of the sender's counter of packed bytes, 0 if
+    /// everything is ready.
+    Rts { addr: u64, sreq: u64, progress: u64 },
 }
 
 struct Posted {
@@ -561,13 +566,15 @@ impl Engine {
             }
             kind::RTS => {
                 let addr = u64::from_ne_bytes(payload[..8].try_into().unwrap());
+                let progress =
+                    if hdr.flags & FLAG_PIPE != 0 { u64::from_ne_bytes(payload[8..16].try_into().unwrap()) } else { 0 };
                 let u = Unexp {
                     ctx: hdr.ctx,
                     src: hdr.src,
                     tag: hdr.tag,
                     from,
                     len: hdr.len as usize,
-                    body: Body::Rts { addr, sreq: hdr.aux },
+                    body: Body::Rts { addr, sreq: hdr.aux, progress },
                 };
                 if let Some(ri) = self.take_posted(hdr.ctx, hdr.src, hdr.tag) {
                     self.recv_unexp(reqs, ri, u);
@@ -682,7 +689,7 @@ impl Engine {
                     self.ack(reqs, u.from, kind::SYNC_ACK, s, 0);
                 }
             }
-            Body::Rts { addr, sreq } => {
+            Body::Rts { addr, sreq, progress } => {
                 let rid = reqs.proto_id(ri);
                 let r = reqs.get(ri);
                 r.status.MPI_SOURCE = u.src;
@@ -693,7 +700,6 @@ impl Engine {
                 if u.len > op.cap {
                     r.err = MPI_ERR_TRUNCATE;
                 }
-                let contig = op.dt.contig;
                 let read_ok = if u.from == self.me {
                     // SAFETY: our own send buffer, alive until FIN completes the send.
                     if n > 0 {
@@ -705,26 +711,7 @@ impl Engine {
                     true
                 } else if self.cma != Cma::Refused && !self.is_remote(u.from) {
                     let pid = self.seg.ctl(self.local_of_world[u.from]).pid.load(std::sync::atomic::Ordering::Acquire);
-                    let res = if contig {
-                        cma_read(pid, addr, op.buf, n)
-                    } else {
-                        // Read and unpack in cache-sized pieces: each piece
-                        // is unpacked while still in cache, and the bounce
-                        // buffer stays small however large the message.
-                        const PIECE: usize = 128 << 10;
-                        let mut tmp = vec![0u8; n.min(PIECE)];
-                        let mut res = Ok(());
-                        let mut off = 0;
-                        while off < n && res.is_ok() {
-                            let len = (n - off).min(PIECE);
-                            res = cma_read(pid, addr + off as u64, tmp.as_mut_ptr(), len).map(|()| {
-                                // SAFETY: the receive buffer holds `cap` bytes of the type.
-                                unsafe { op.dt.unpack_range(&tmp[..len], off, op.buf) }
-                            });
-                            off += len;
-                        }
-                        res
-                    };
+                    let res = cma_receive(pid, addr, progress, n, op);
                     match res {
                         Ok(()) => {
                             self.cma = Cma::Works;
@@ -803,6 +790,49 @@ impl Engine {
             }
             return;
         }
+        // Large non-contiguous data for another rank of this host: pack
+        // and transfer are pipelined — the RTS goes out after the first
+        // piece is packed, and the receiver reads (process_vm_readv) each
+        // piece the sender has finished while it packs the next.
+        let pipe = !dt.contig
+            && dest_world != self.me
+            && self.local_of_world[dest_world] != REMOTE
+            && self.cma != Cma::Refused
+            && bytes > 2 * PIPE_PIECE;
+        if pipe {
+            let mut tmp = vec![0u8; bytes];
+            let tmp_ptr = tmp.as_mut_ptr();
+            let packed = Box::new(std::sync::atomic::AtomicU64::new(0));
+            let counter: *const std::sync::atomic::AtomicU64 = &*packed;
+            // SAFETY: buf holds `count` elements of dt; tmp their packed size.
+            unsafe { dt.pack_range(buf, count, 0, &mut tmp[..PIPE_PIECE]) };
+            packed.store(PIPE_PIECE as u64, std::sync::atomic::Ordering::Release);
+            if let Kind::Send(s) = &mut reqs.get(ri).kind {
+                s.rdv = Some(Rdv { addr: tmp_ptr, len: bytes, owned: Some(tmp), packed: Some(packed) });
+            }
+            let mut card = [0u8; 16];
+            card[..8].copy_from_slice(&(tmp_ptr as u64).to_ne_bytes());
+            card[8..].copy_from_slice(&(counter as u64).to_ne_bytes());
+            let hdr = MsgHdr { kind: kind::RTS, flags: FLAG_PIPE, src, tag, ctx, len: bytes as u64, aux: id, ..Default::default() };
+            self.post(reqs, dest_world, hdr, &card, id);
+            let mut off = PIPE_PIECE;
+            while off < bytes {
+                let n = (bytes - off).min(PIPE_PIECE);
+                // SAFETY: the packed copy and its counter now belong to the
+                // request, which cannot complete before the receiver has read
+                // all `bytes` (it answers FIN only then) and so not before
+                // this loop ends; the heap blocks do not move. The receiver
+                // reads only bytes below the counter, which are not written
+                // again.
+                unsafe {
+                    let dst = std::slice::from_raw_parts_mut(tmp_ptr.add(off), n);
+                    dt.pack_range(buf, count, off, dst);
+                    (*counter).store((off + n) as u64, std::sync::atomic::Ordering::Release);
+                }
+                off += n;
+            }
+            return;
+        }
         let (addr, owned) = if dt.contig {
             (buf, None)
         } else {
@@ -812,7 +842,7 @@ impl Engine {
             (tmp.as_ptr(), Some(tmp))
         };
         if let Kind::Send(s) = &mut reqs.get(ri).kind {
-            s.rdv = Some(Rdv { addr, len: bytes, owned });
+            s.rdv = Some(Rdv { addr, len: bytes, owned, packed: None });
         }
         let hdr = MsgHdr { kind: kind::RTS, src, tag, ctx, len: bytes as u64, aux: id, ..Default::default() };
         self.post(reqs, dest_world, hdr, &(addr as u64).to_ne_bytes(), id);
@@ -1017,6 +1047,52 @@ impl Engine {
 }
 
 /// Copies `len` bytes at `addr` in process `pid` to `dst`.
+/// Bytes packed between two looks at the counter of a pipelined send, and
+/// read and unpacked at a time by a receiver (cache-sized).
+const PIPE_PIECE: usize = 128 << 10;
+
+/// Reads the `n` bytes of a rendezvous message at `addr` in process `pid`
+/// into receive `op`: straight into the buffer for a contiguous type, else
+/// in cache-sized pieces unpacked while still in cache (the bounce buffer
+/// stays small however large the message). With `progress` (the address of
+/// the sender's counter of packed bytes) the sender is still packing: only
+/// bytes below the counter are read, and the counter is looked at again when
+/// they run out.
+fn cma_receive(pid: i32, addr: u64, progress: u64, n: usize, op: &RecvOp) -> std::io::Result<()> {
+    let contig = op.dt.contig;
+    let mut tmp = if contig { Vec::new() } else { vec![0u8; n.min(PIPE_PIECE)] };
+    let mut ready = if progress == 0 { n } else { 0 };
+    let mut off = 0;
+    while off < n {
+        if ready <= off {
+            let mut c = 0u64;
+            cma_read(pid, progress, &mut c as *mut u64 as *mut u8, 8)?;
+            ready = (c as usize).min(n);
+            if ready <= off {
+                if super::oversubscribed() {
+                    std::thread::yield_now();
+                } else {
+                    std::hint::spin_loop();
+                }
+                continue;
+            }
+        }
+        if contig {
+            let len = ready - off;
+            // SAFETY: the receive buffer holds `cap >= n` contiguous bytes.
+            cma_read(pid, addr + off as u64, unsafe { op.buf.add(off) }, len)?;
+            off += len;
+        } else {
+            let len = (ready - off).min(PIPE_PIECE);
+            cma_read(pid, addr + off as u64, tmp.as_mut_ptr(), len)?;
+            // SAFETY: the receive buffer holds `cap` bytes of the type.
+            unsafe { op.dt.unpack_range(&tmp[..len], off, op.buf) };
+            off += len;
+        }
+    }
+    Ok(())
+}
+
 fn cma_read(pid: i32, addr: u64, dst: *mut u8, len: usize) -> std::io::Result<()> {
     let mut done = 0usize;
     while done < len {

@@ -115,6 +115,9 @@ const REC_ALIGN: usize = 64;
 
 /// Flags of [`MsgHdr::flags`].
 pub const FLAG_SYNC: u8 = 1;
+/// On an RTS: the sender is still packing the data; the payload carries,
+/// after the data's address, the address of a counter of bytes ready.
+pub const FLAG_PIPE: u8 = 2;
 
 /// A mapped segment.
 pub struct Segment {
