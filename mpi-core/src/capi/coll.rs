@@ -205,7 +205,9 @@ type Part = Result<Box<dyn NbKind>, (MpiError, Option<usize>)>;
 /// and `prep` takes the call: it looks at the arguments every rank has alike
 /// (under the lock) and gives what the operation needs and its bytes per
 /// rank, or None: use messages (which also report bad arguments). `part`
-/// checks this rank's own arguments and gives its part. None: use messages.
+/// checks this rank's own arguments and gives its part. A blocking call
+/// runs it here, a nonblocking one starts it; a persistent one gets it as
+/// the plan of its starts.
 fn flat<T>(
     call: Call,
     comm: MPI_Comm,
