@@ -655,8 +655,9 @@ impl<'a, T: arrow_array::ArrowPrimitiveType> Col<'a, T> {
     }
 }
 
-/// Streams one rank's events file into a builder.
-fn load_parquet_rank(path: &Path, rank: i32, problems: &mut Vec<Problem>) -> Result<BuiltRank, Error> {
+/// Streams one rank's events file into a builder; also gives the rank's
+/// metadata from the file's footer.
+fn load_parquet_rank(path: &Path, rank: i32, problems: &mut Vec<Problem>) -> Result<(BuiltRank, Option<trace_format::RankMeta>), Error> {
     let batches = trace_format::stream::event_batches(path, COLUMNS, BATCH_ROWS)?;
     let file = Some(path.display().to_string());
     if let Some(v) = batches.schema_version {
@@ -671,6 +672,7 @@ fn load_parquet_rank(path: &Path, rank: i32, problems: &mut Vec<Problem>) -> Res
             });
         }
     }
+    let rank_meta = batches.rank_meta.clone();
     let completeness = match &batches.rank_meta {
         Some(m) if m.finalized => Completeness::Complete,
         _ => Completeness::Partial { reason: "did not finalize (converted after the job)".into() },
@@ -747,7 +749,7 @@ fn load_parquet_rank(path: &Path, rank: i32, problems: &mut Vec<Problem>) -> Res
             problems.push(Problem { file: file.clone(), rank: Some(rank), what: format!("{bad_kind} rows of unknown kind skipped") });
         }
     }
-    Ok(b.finish())
+    Ok((b.finish(), rank_meta))
 }
 
 /// Loads the trace in `dir`: every rank's Parquet file, or its journals if
@@ -863,11 +865,11 @@ fn load_observed(dir: &Path, threads: usize, progress: &(dyn Fn(usize, usize) + 
                     Ok(c) => comms = c,
                     Err(e) => probs.push(Problem { file: Some(cpath.display().to_string()), rank: Some(rank), what: e.to_string() }),
                 }
-                if let Ok(Some(m)) = trace_format::table::read_parquet_meta(&path) {
-                    rmeta = Some(m);
-                }
                 match load_parquet_rank(&path, rank, &mut probs) {
-                    Ok(b) => Some(b),
+                    Ok((b, m)) => {
+                        rmeta = m;
+                        Some(b)
+                    }
                     Err(e) => {
                         probs.push(Problem { file: Some(path.display().to_string()), rank: Some(rank), what: e.to_string() });
                         None
