@@ -303,7 +303,9 @@ fn run_report(a: ReportArgs) -> Result<i32> {
     emit(&a.out, &render(&a.out, &r, ov.as_ref())?)?;
     if a.out.format == Format::Text && a.out.output.is_none() {
         let d = a.dir.display();
-        println!("\nexplore it:\n  mpitrace tui {d}\n  mpitrace gui {d}\n  mpitrace export {d} -o trace.json   (open in ui.perfetto.dev)");
+        println!(
+            "\nexplore it:\n  mpitrace tui {d}\n  mpitrace gui {d}\n  mpitrace report {d} -f html -o report.html   (one page with plots)\n  mpitrace export {d} -o trace.json   (open in ui.perfetto.dev; -f otf2 for Vampir)"
+        );
     }
     Ok(0)
 }
