@@ -122,6 +122,8 @@ pub struct App {
     /// A message for the status line.
     pub message: Option<String>,
     pub quit: bool,
+    /// Asked to suspend (Ctrl-Z); the terminal loop does it.
+    pub suspend: bool,
     /// Size of the terminal.
     pub size: (u16, u16),
     drag: Option<Drag>,
@@ -163,6 +165,7 @@ impl App {
             search_index: None,
             message: None,
             quit: false,
+            suspend: false,
             size: (80, 24),
             drag: None,
         }
@@ -475,6 +478,7 @@ impl App {
         let n_rows = self.rows().len();
         match a {
             Action::Quit => self.quit = true,
+            Action::Suspend => self.suspend = true,
             Action::Help => {
                 self.help = true;
                 self.help_scroll = 0;

@@ -7,6 +7,7 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Action {
     Quit,
+    Suspend,
     Help,
     Left,
     Right,
@@ -90,6 +91,7 @@ macro_rules! b {
 /// The bindings, in the order the help shows them.
 pub const BINDINGS: &[Binding] = &[
     b!(&[C('q'), Ctrl('c')], "q  Ctrl-C", A::Quit, "quit"),
+    b!(&[Ctrl('z')], "Ctrl-Z", A::Suspend, "suspend (back to the shell; fg resumes)"),
     b!(&[C('?'), Code(KeyCode::F(1))], "?  F1", A::Help, "this help (any key closes it)"),
     b!(&[Code(KeyCode::Left), C('h')], "←  h", A::Left, "cursor one column left"),
     b!(&[Code(KeyCode::Right), C('l')], "→  l", A::Right, "cursor one column right"),

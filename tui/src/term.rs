@@ -46,6 +46,9 @@ static SIGNAL: AtomicI32 = AtomicI32::new(0);
 static WAKE: AtomicI32 = AtomicI32::new(-1);
 /// Whether the terminal is in raw mode and the alternate screen.
 static ACTIVE: AtomicBool = AtomicBool::new(false);
+/// Set by SIGTSTP: the loop restores the terminal, stops, and takes the
+/// terminal again when continued.
+static SUSPEND: AtomicBool = AtomicBool::new(false);
 
 /// How long the watchdog lets the UI thread end by itself.
 const GRACE: Duration = Duration::from_millis(1000);
@@ -77,8 +80,12 @@ extern "C" fn on_signal(sig: libc::c_int) {
     // SAFETY: __errno_location returns this thread's errno; the handler
     // keeps the interrupted code's errno intact.
     let errno = unsafe { *libc::__errno_location() };
-    let _ = SIGNAL.compare_exchange(0, sig, SeqCst, SeqCst);
-    wake_watchdog();
+    if sig == libc::SIGTSTP {
+        SUSPEND.store(true, SeqCst);
+    } else {
+        let _ = SIGNAL.compare_exchange(0, sig, SeqCst, SeqCst);
+        wake_watchdog();
+    }
     // SAFETY: as above.
     unsafe { *libc::__errno_location() = errno };
 }
@@ -144,26 +151,44 @@ impl Drop for Guard {
 /// The signal handlers of the viewer; the previous ones come back on drop.
 struct Handlers(Vec<(libc::c_int, libc::sigaction)>);
 
+/// Sets the handler of `sig` to [`on_signal`]; returns the previous action.
+fn catch_signal(sig: libc::c_int) -> Option<libc::sigaction> {
+    // SAFETY: `act` is fully initialised (zeroed, empty mask, a handler
+    // that only touches atomics, errno and write(2)); `prev` receives the
+    // old action.
+    unsafe {
+        let mut act: libc::sigaction = std::mem::zeroed();
+        act.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        act.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut act.sa_mask);
+        let mut prev: libc::sigaction = std::mem::zeroed();
+        (libc::sigaction(sig, &act, &mut prev) == 0).then_some(prev)
+    }
+}
+
 impl Handlers {
     fn install() -> Handlers {
-        let mut old = Vec::new();
-        for sig in SIGNALS {
-            // SAFETY: `act` is fully initialised (zeroed, empty mask, a
-            // handler that only touches atomics, errno and write(2));
-            // `prev` receives the old action.
-            unsafe {
-                let mut act: libc::sigaction = std::mem::zeroed();
-                act.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-                act.sa_flags = libc::SA_RESTART;
-                libc::sigemptyset(&mut act.sa_mask);
-                let mut prev: libc::sigaction = std::mem::zeroed();
-                if libc::sigaction(sig, &act, &mut prev) == 0 {
-                    old.push((sig, prev));
-                }
-            }
-        }
-        Handlers(old)
+        Handlers(SIGNALS.into_iter().chain([libc::SIGTSTP]).filter_map(|sig| Some((sig, catch_signal(sig)?))).collect())
     }
+}
+
+/// Gives the terminal back and stops the process (SIGTSTP, as the shell
+/// expects); when continued, takes the terminal again.
+fn suspend(terminal: &mut Terminal<CrosstermBackend<std::io::Stdout>>) -> Result<(), Error> {
+    restore(false);
+    // SAFETY: the default action of SIGTSTP stops the process until
+    // SIGCONT; the handler is set again right after.
+    unsafe {
+        libc::signal(libc::SIGTSTP, libc::SIG_DFL);
+        libc::raise(libc::SIGTSTP);
+    }
+    catch_signal(libc::SIGTSTP);
+    SUSPEND.store(false, SeqCst);
+    enable_raw_mode()?;
+    ACTIVE.store(true, SeqCst);
+    execute!(stdout(), EnterAlternateScreen, EnableMouseCapture)?;
+    terminal.clear()?;
+    Ok(())
 }
 
 impl Drop for Handlers {
@@ -367,6 +392,10 @@ fn event_loop(terminal: &mut Terminal<CrosstermBackend<std::io::Stdout>>, dir: &
             }
             dirty = true;
         } else if app.loading() {
+            dirty = true;
+        }
+        if SUSPEND.load(SeqCst) || std::mem::take(&mut app.suspend) {
+            suspend(terminal)?;
             dirty = true;
         }
     }

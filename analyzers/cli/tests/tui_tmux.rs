@@ -384,3 +384,50 @@ fn without_a_terminal_the_viewer_says_so() {
     assert_eq!(err.matches("os error").count(), 1, "the cause is said once: {err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Ctrl-Z (or SIGTSTP from outside) gives the terminal back and stops the
+/// viewer; `fg` in the shell brings it back on screen, where it still
+/// works. (Needs a shell with job control: in an orphaned process group,
+/// such as a bare tmux pane command, the kernel ignores SIGTSTP.)
+#[test]
+fn suspend_gives_the_terminal_back_and_fg_takes_it_again() {
+    require_tmux!();
+    let dir = small_trace("suspend");
+    let s = Session::start("suspend", "PS1='ready> ' sh -i");
+    s.wait_for("ready>");
+    let cmd = viewer(&dir).replace("PIDFILE", &s.pid_file.display().to_string());
+    s.keys(&[&cmd, "Enter"]);
+    s.wait_for("r3");
+    let pid = s.pid();
+    let state = || std::fs::read_to_string(format!("/proc/{pid}/stat")).ok().and_then(|st| st.rsplit(')').next()?.trim_start().chars().next());
+    for suspend in ["key", "signal"] {
+        match suspend {
+            "key" => s.keys(&["C-z"]),
+            _ => assert!(Command::new("kill").args(["-TSTP", &pid.to_string()]).status().unwrap().success()),
+        }
+        let t = Instant::now();
+        while state() != Some('T') {
+            assert!(t.elapsed() < Duration::from_secs(5), "not stopped by {suspend}: {:?}", state());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        s.wait_for("Stopped");
+        assert_pane_restored(&s);
+        s.keys(&["clear; fg", "Enter"]);
+        let t = Instant::now();
+        while s.pane("#{alternate_on} #{mouse_any_flag}") != "1 1" {
+            assert!(t.elapsed() < Duration::from_secs(5), "the viewer did not take the terminal again after {suspend}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        s.wait_for("r3");
+    }
+    s.keys(&["?"]);
+    s.wait_for("any other key closes");
+    s.keys(&["Escape", "q"]);
+    wait_ended(pid, Duration::from_secs(5));
+    // (The shell dropped the rest of the command line when the job
+    // stopped: ask it for the job's status.)
+    s.keys(&["echo status-$?", "Enter"]);
+    s.wait_for("status-0");
+    assert_pane_restored(&s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
