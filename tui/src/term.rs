@@ -172,6 +172,17 @@ impl Handlers {
     }
 }
 
+/// Whether a stop would stop this process: a shell with job control
+/// (our parent, in another process group of our session) can continue it.
+/// Otherwise the process group is orphaned and the kernel ignores SIGTSTP.
+fn can_stop() -> bool {
+    // SAFETY: these calls only read process ids.
+    unsafe {
+        let parent = libc::getppid();
+        libc::getpgid(parent) != libc::getpgrp() && libc::getsid(parent) == libc::getsid(0)
+    }
+}
+
 /// Gives the terminal back and stops the process (SIGTSTP, as the shell
 /// expects); when continued, takes the terminal again.
 fn suspend(terminal: &mut Terminal<CrosstermBackend<std::io::Stdout>>) -> Result<(), Error> {
@@ -394,8 +405,12 @@ fn event_loop(terminal: &mut Terminal<CrosstermBackend<std::io::Stdout>>, dir: &
         } else if app.loading() {
             dirty = true;
         }
-        if SUSPEND.load(SeqCst) || std::mem::take(&mut app.suspend) {
-            suspend(terminal)?;
+        if SUSPEND.swap(false, SeqCst) | std::mem::take(&mut app.suspend) {
+            if can_stop() {
+                suspend(terminal)?;
+            } else {
+                app.message = Some("cannot suspend: no shell with job control to resume the viewer".into());
+            }
             dirty = true;
         }
     }

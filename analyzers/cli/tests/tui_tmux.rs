@@ -214,6 +214,10 @@ fn browse_a_trace_in_tmux() {
     s.keys(&["?"]);
     s.wait_for("any other key closes");
     s.keys(&["Escape"]);
+    // No job control in a bare pane: Ctrl-Z says so and the viewer stays.
+    s.keys(&["C-z"]);
+    s.wait_for("cannot suspend: no shell with job control");
+    assert_eq!(s.pane("#{alternate_on}"), "1");
     s.keys(&["q"]);
     let after = s.wait_for("mpitrace-exited-0");
     assert!(!after.contains("Allreduce"), "the terminal is restored:\n{after}");
