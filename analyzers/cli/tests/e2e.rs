@@ -134,6 +134,11 @@ fn late_sender(mpi: Mpi) {
     assert!(text.contains("Late Sender") && text.contains("MPI_Recv at patterns.c:29"), "{text}");
     let dir_name = trace.to_str().unwrap();
     assert!(text.lines().filter(|l| !l.contains(dir_name)).all(|l| l.chars().count() <= 100), "{text}");
+    // The HTML report names the site with its source line and function.
+    let page = dir.join("report.html");
+    ok(&run(&["report", trace.to_str().unwrap(), "-f", "html", "-o", page.to_str().unwrap()]));
+    let page = std::fs::read_to_string(&page).unwrap();
+    assert!(page.contains("MPI_Recv at patterns.c:29") && page.contains("<td>main</td>"), "{page}");
 }
 
 #[test]
