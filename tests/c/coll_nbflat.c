@@ -1,5 +1,6 @@
 /* Small nonblocking collectives (Ibarrier, Ibcast, Ireduce, Iallreduce,
- * Iscan, Iexscan, Iallgather(v), Ialltoall, Igather, Iscatter: done in
+ * Iscan, Iexscan, Iallgather(v), Ialltoall, Igather, Iscatter,
+ * Ireduce_scatter_block: done in
  * shared memory once a communicator has a segment): 120 outstanding at
  * once on one communicator, mixed with blocking ones, completed in reverse order; a root that starts 40
  * broadcasts before the others have started any (they wait for a message it
@@ -35,7 +36,7 @@ int main(int argc, char **argv) {
         int root = k % size;
         many[k] = malloc(sizeof(int) * 2 * size);
         for (int i = 0; i < 2 * size; i++) many[k][i] = -1;
-        switch (k % 11) {
+        switch (k % 12) {
         case 0: CHECK_RC(MPI_Ibarrier(c, &q[k])); break;
         case 1:
             if (rank == root) out[k][0] = k, out[k][1] = 2 * k, out[k][2] = 3 * k;
@@ -69,6 +70,10 @@ int main(int argc, char **argv) {
             CHECK_RC(MPI_Iallgatherv(two[k], rank % 2 + 1, MPI_INT, many[k], cnt, dsp, MPI_INT, c, &q[k]));
             break;
         }
+        case 11: /* two of the 2 * size sums to each rank */
+            for (int i = 0; i < 2 * size; i++) many[k][i] = rank + k + i;
+            CHECK_RC(MPI_Ireduce_scatter_block(many[k], out[k], 2, MPI_INT, MPI_SUM, c, &q[k]));
+            break;
         }
         if (k % 10 == 9) {
             int b = rank == k % size ? 1000 + k : -1, s = -1;
@@ -81,7 +86,7 @@ int main(int argc, char **argv) {
     for (int k = N - 1; k >= 0; k--) CHECK_RC(MPI_Wait(&q[k], MPI_STATUS_IGNORE));
     for (int k = 0; k < N; k++) {
         int root = k % size, got = out[k][0];
-        switch (k % 11) {
+        switch (k % 12) {
         case 1:
             CHECK(got == k && out[k][1] == 2 * k && out[k][2] == 3 * k, "ibcast %d: %d %d %d", k, got, out[k][1], out[k][2]);
             break;
@@ -112,6 +117,11 @@ int main(int argc, char **argv) {
                 CHECK(many[k][2 * i] == i + k, "iallgatherv %d.%d: %d", k, i, many[k][2 * i]);
                 CHECK(many[k][2 * i + 1] == (i % 2 ? -(i + k) : -1), "iallgatherv %d.%d second: %d", k, i, many[k][2 * i + 1]);
             }
+            break;
+        case 11:
+            for (int j = 0; j < 2; j++)
+                CHECK(out[k][j] == tri + size * (k + 2 * rank + j), "ireduce_scatter_block %d.%d: %d", k, j, out[k][j]);
+            CHECK(out[k][2] == -1, "ireduce_scatter_block %d wrote past its block", k);
             break;
         }
         free(many[k]);

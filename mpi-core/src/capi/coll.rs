@@ -452,7 +452,39 @@ unsafe fn flat_reduce(call: Call, sendbuf: *const c_void, recvbuf: *mut c_void, 
             Ok(())
         })()
         .map_err(|e| (e, Some(bytes)))?;
-        Ok(Box::new(parts::Reduce { from, input: input as *const u8, out: recvbuf as P, n, dt, red }))
+        Ok(Box::new(parts::Reduce { from, input: input as *const u8, n_in: n, off: 0, out: recvbuf as P, n, dt, red }))
+    })
+}
+
+/// Reduce_scatter (`counts`) or Reduce_scatter_block (`Err(count)`) in
+/// shared memory: each rank writes its whole vector and combines its block
+/// of every rank's in rank order (the counts are alike on every rank).
+unsafe fn flat_reduce_scatter(call: Call, sendbuf: *const c_void, recvbuf: *mut c_void, counts: Result<Arr, i64>, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> Shm {
+    let prep = |st: &mut State, size: usize| {
+        let counts = match counts {
+            Ok(a) => a.counts(size, "recvcounts").ok()?,
+            Err(b) => vec![check_count(b).ok()?; size],
+        };
+        let dt = st.types.get(datatype).ok()?;
+        let red = reducer(st, op, datatype, &dt).ok()?;
+        let bytes = dt.packed_size(counts.iter().sum());
+        (bytes > 0).then_some(((counts, dt, red), bytes))
+    };
+    flat(call, comm, prep, |_, f, (counts, dt, red)| {
+        let total: usize = counts.iter().sum();
+        let (mine, inp) = (counts[f.rank], in_place(sendbuf));
+        let input = if inp { recvbuf as *const c_void } else { sendbuf };
+        (|| {
+            check_buf(recvbuf, mine, &dt, "recvbuf")?;
+            check_buf(input, total, &dt, "sendbuf")?;
+            if !inp {
+                no_alias(sendbuf, recvbuf, dt.packed_size(mine))?;
+            }
+            Ok(())
+        })()
+        .map_err(|e| (e, Some(dt.packed_size(total))))?;
+        let off = counts[..f.rank].iter().map(|&c| dt.packed_size(c)).sum();
+        Ok(Box::new(parts::Reduce { from: 0..f.size, input: input as *const u8, n_in: total, off, out: recvbuf as P, n: mine, dt, red }))
     })
 }
 
@@ -1185,7 +1217,12 @@ unsafe fn reduce_scatter_any(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
-    run(comm, call, |st, s| {
+    let plan = match flat_reduce_scatter(call, sendbuf, recvbuf, counts, datatype, op, comm) {
+        Shm::Done(r) => return r,
+        Shm::Plan(p) => Some(p),
+        Shm::No => None,
+    };
+    run_or(comm, call, plan, |st, s| {
         if s.is_inter() {
             return intercoll::reduce_scatter(st, s, sendbuf, recvbuf, counts, datatype, op);
         }

@@ -6,8 +6,8 @@
 //! * [`Moves`]: write a packed user buffer to this rank's buffer, read
 //!   pieces of other ranks' buffers into user buffers (Bcast, Gather,
 //!   Scatter, Allgather(v), Alltoall).
-//! * [`Reduce`]: write, then combine the buffers of a range of ranks in
-//!   rank order (Reduce, Allreduce, Scan, Exscan).
+//! * [`Reduce`]: write, then combine (a piece of) the buffers of a range of
+//!   ranks in rank order (Reduce, Allreduce, Scan, Exscan, Reduce_scatter).
 //! * [`Blank`]: the part of a rank whose call failed its checks, so the
 //!   others are not stuck.
 
@@ -130,12 +130,15 @@ impl NbKind for Moves {
     }
 }
 
-/// Writes `n` elements of `dt` at `input`; combines the buffers of ranks
-/// `from` in rank order into `out` (nothing if empty).
+/// Writes `n_in` elements of `dt` at `input`; combines `n` elements at
+/// byte `off` of the buffers of ranks `from` in rank order into `out`
+/// (nothing if empty). `n_in == n` and `off == 0` but for Reduce_scatter.
 #[derive(Clone)]
 pub struct Reduce {
     pub from: Range<usize>,
     pub input: *const u8,
+    pub n_in: usize,
+    pub off: usize,
     pub out: P,
     pub n: usize,
     pub dt: Arc<Dtype>,
@@ -153,8 +156,8 @@ impl NbKind for Reduce {
         true
     }
     unsafe fn write(&mut self, f: &Flat) -> Option<usize> {
-        let bytes = self.dt.packed_size(self.n);
-        self.dt.pack(self.input, self.n, std::slice::from_raw_parts_mut(f.buf(f.rank), bytes));
+        let bytes = self.dt.packed_size(self.n_in);
+        self.dt.pack(self.input, self.n_in, std::slice::from_raw_parts_mut(f.buf(f.rank), bytes));
         Some(bytes)
     }
     fn peers(&self, _: &Flat) -> Range<usize> {
@@ -164,8 +167,8 @@ impl NbKind for Reduce {
         if self.from.is_empty() {
             return Ok(());
         }
-        let (bytes, dt) = (self.dt.packed_size(self.n), &self.dt);
-        f.check_len(self.from.clone(), bytes)?;
+        let (bytes, dt, off) = (self.dt.packed_size(self.n), &self.dt, self.off);
+        f.check_len(self.from.clone(), self.dt.packed_size(self.n_in))?;
         // In rank order (in a blocking call outside the lock: a user
         // function may call MPI).
         let mut tmp = Vec::new();
@@ -175,9 +178,9 @@ impl NbKind for Reduce {
             tmp.resize(bytes, 0u8);
             tmp.as_mut_ptr()
         };
-        std::ptr::copy_nonoverlapping(f.buf(self.from.start), out, bytes);
+        std::ptr::copy_nonoverlapping(f.buf(self.from.start).add(off), out, bytes);
         for r in self.from.clone().skip(1) {
-            self.red.apply(f.buf(r), out, bytes, true)?;
+            self.red.apply(f.buf(r).add(off), out, bytes, true)?;
         }
         if !dt.contig {
             dt.unpack(&tmp, self.out);
