@@ -19,6 +19,17 @@ fn peak_rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
+/// CPU time of the process so far (user + system), seconds.
+fn cpu_s() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which ends with ')'): utime and stime are the 12th and 13th.
+    let rest = stat.rsplit_once(')').map(|x| x.1).unwrap_or("");
+    let f: Vec<u64> = rest.split_whitespace().map(|x| x.parse().unwrap_or(0)).collect();
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    (f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0)) as f64 / hz
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let dir = PathBuf::from(args.next().unwrap_or_else(|| "/tmp/mpitrace-bench".into()));
@@ -32,13 +43,16 @@ fn main() {
         eprintln!("wrote {rows} rows ({} ranks x {} steps) in {:.1} s", p.ranks, p.steps, t.elapsed().as_secs_f64());
     }
     let rss0 = peak_rss_kib();
+    let c0 = cpu_s();
     let t0 = Instant::now();
     let model = analyzers::load(&dir).expect("load");
     let t1 = Instant::now();
+    let c1 = cpu_s();
     let rows = model.rows();
     let rss_model = peak_rss_kib();
     let (a, phases) = analyze_timed(model);
     let t2 = Instant::now();
+    let c2 = cpu_s();
     let text = render_text(&document(&a.report()), TextOptions { width: 100, color: false });
     let t3 = Instant::now();
     let rss = peak_rss_kib();
@@ -46,8 +60,8 @@ fn main() {
     let total = secs(t0, t3);
     println!("rows                 {rows}");
     println!("ranks                {}", a.model.ranks.len());
-    println!("load                 {:.2} s  ({:.1} M rows/s)", secs(t0, t1), rows as f64 / secs(t0, t1) / 1e6);
-    println!("analyses             {:.2} s  ({:.1} M rows/s)", secs(t1, t2), rows as f64 / secs(t1, t2) / 1e6);
+    println!("load                 {:.2} s  ({:.1} M rows/s; CPU {:.2} s)", secs(t0, t1), rows as f64 / secs(t0, t1) / 1e6, c1 - c0);
+    println!("analyses             {:.2} s  ({:.1} M rows/s; CPU {:.2} s)", secs(t1, t2), rows as f64 / secs(t1, t2) / 1e6, c2 - c1);
     for (name, d) in &phases {
         println!("  {name:<18} {:.3} s", d.as_secs_f64());
     }
