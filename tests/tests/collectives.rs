@@ -1,4 +1,4 @@
-//! Collectives end to end: C programs on 1, 2, 3, 4, 7 and 8 ranks
+//! Collectives end to end: C programs on 1 to 9 ranks
 //! (oversubscribed on 2 cores), under the project's mpirun; every algorithm
 //! is also forced through the environment (mpi-core/COLLECTIVES.md), with and without
 //! the shared-memory path of small blocking collectives.
@@ -18,7 +18,7 @@ fn each_size(name: &str, sizes: &[usize], args: &[&str], env: &[(&str, &str)], e
     }
 }
 
-const SIZES: &[usize] = &[1, 2, 3, 4, 7, 8];
+const SIZES: &[usize] = &[1, 2, 3, 4, 5, 6, 7, 8, 9];
 
 #[test]
 fn every_collective_every_root_in_place() {
