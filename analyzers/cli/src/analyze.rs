@@ -188,11 +188,12 @@ impl Progress {
         }
         *last = Some(now);
         let secs = (now - self.start).as_secs_f64();
-        let bar = if total > 0 {
-            let k = done * 30 / total;
-            format!(" [{}{}] {done}/{total} ranks", "#".repeat(k), ".".repeat(30 - k))
-        } else {
-            String::new()
+        let bar = match (done * 30).checked_div(total) {
+            Some(k) => {
+                let k = k.min(30);
+                format!(" [{}{}] {done}/{total} ranks", "#".repeat(k), ".".repeat(30 - k))
+            }
+            None => String::new(),
         };
         eprint!("\r\x1b[2Kmpitrace: {what}{bar} ({secs:.1} s)");
         let _ = std::io::stderr().flush();
