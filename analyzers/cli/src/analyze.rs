@@ -58,7 +58,7 @@ pub struct Output {
 
 #[derive(Args)]
 pub struct ReportArgs {
-    /// Trace directory.
+    /// Trace directory (or a JSON report, to render it in another format).
     dir: PathBuf,
     #[command(flatten)]
     out: Output,
@@ -297,6 +297,12 @@ fn render(o: &Output, r: &Report, ov: Option<&analyzers::html::Overview>) -> Res
 }
 
 fn run_report(a: ReportArgs) -> Result<i32> {
+    if a.dir.is_file() {
+        // A JSON report rendered again (the plots that need the trace are left out).
+        let r = report_of(&a.dir)?;
+        emit(&a.out, &render(&a.out, &r, None)?)?;
+        return Ok(0);
+    }
     let an = analyze_dir(&a.dir, a.timing)?;
     let mut r = an.report();
     r.trace.dir = a.dir.display().to_string();

@@ -314,6 +314,11 @@ fn check_and_diff_flag_the_bad_run() {
     // Baseline as a JSON report, regression check and diff.
     let base = good_dir.join("base.json");
     ok(&run(&["report", good.to_str().unwrap(), "--format", "json", "-o", base.to_str().unwrap()]));
+    // A JSON report rendered again as a page (for CI artifacts made later).
+    let again = run(&["report", base.to_str().unwrap(), "--format", "html"]);
+    ok(&again);
+    let again = String::from_utf8_lossy(&again.stdout);
+    assert!(again.starts_with("<!DOCTYPE html>") && again.contains("Late Sender"), "{again}");
     let reg = run(&["check", bad.to_str().unwrap(), "--baseline", base.to_str().unwrap(), "--max-regression", "10%"]);
     assert_eq!(reg.status.code(), Some(1), "{}", String::from_utf8_lossy(&reg.stdout));
     let d = run(&["diff", base.to_str().unwrap(), bad.to_str().unwrap()]);
