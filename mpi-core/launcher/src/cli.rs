@@ -122,6 +122,9 @@ Remote hosts: a proxy ('mpirun --proxy', started by the launch agent) runs the r
 each host and connects back to one of this machine's addresses (MPIRUN_LAUNCHER_ADDR=a,b
 chooses them); it proves itself with a one-time token written on the agent's stdin.
 
+The launcher's stdin goes to rank 0, on this machine or through its proxy on another
+host; the other ranks read /dev/null.
+
 Each rank gets PMI_FD, PMI_RANK, PMI_SIZE, MPI_LOCALNRANKS, MPI_LOCALRANKID and
 MPICORE_JOB_SECRET. Exit status: 0 when every rank exits 0; the exit code of the first
 rank that fails (128+N if killed by signal N); the code given to MPI_Abort; 124 after a
