@@ -12,6 +12,7 @@
 //! | `max_late_sender` | Late Sender time (duration) |
 //! | `max_late_sender_fraction` | Late Sender time / rank time |
 //! | `max_collective_wait_fraction` | waiting in collectives / time in collectives |
+//! | `max_collective_spread` | largest arrival spread of a collective instance: first to last rank (duration) |
 //! | `max_imbalance` | coefficient of variation of the ranks' compute time |
 //! | `max_unmatched` | unmatched sends plus receives |
 //! | `require_complete` | every rank finalized |
@@ -33,6 +34,8 @@ pub struct Rules {
     pub max_late_sender_ns: Option<i64>,
     pub max_late_sender_fraction: Option<f64>,
     pub max_collective_wait_fraction: Option<f64>,
+    #[serde(default)]
+    pub max_collective_spread_ns: Option<i64>,
     pub max_imbalance: Option<f64>,
     pub max_unmatched: Option<u64>,
     pub require_complete: bool,
@@ -75,6 +78,7 @@ impl Rules {
             "max_late_sender" => self.max_late_sender_ns = Some(parse_duration(value)?),
             "max_late_sender_fraction" => self.max_late_sender_fraction = Some(parse_fraction(value)?),
             "max_collective_wait_fraction" => self.max_collective_wait_fraction = Some(parse_fraction(value)?),
+            "max_collective_spread" => self.max_collective_spread_ns = Some(parse_duration(value)?),
             "max_imbalance" => self.max_imbalance = Some(parse_fraction(value)?),
             "max_unmatched" => {
                 self.max_unmatched = Some(value.trim().parse().map_err(|_| format!("`{value}` is not a count"))?)
@@ -291,6 +295,9 @@ pub fn check(r: &Report, rules: &Rules, baseline: Option<&Report>) -> Vec<Outcom
         let wait: i64 = r.collectives.summaries.iter().map(|s| s.wait_ns).sum();
         out.push(limit("max_collective_wait_fraction", if time > 0 { wait as f64 / time as f64 } else { 0.0 }, m, pc));
     }
+    if let Some(m) = rules.max_collective_spread_ns {
+        out.push(limit("max_collective_spread", r.collectives.spread.max, m as f64, |v| fmt_ns(v as i64)));
+    }
     if let Some(m) = rules.max_imbalance {
         out.push(limit("max_imbalance", t.compute_cv, m, |v| format!("{v:.3}")));
     }
@@ -367,6 +374,19 @@ mod tests {
         assert_eq!(e, "r.toml:3: unknown rule `max_bogus`");
         let e = Rules::parse("max_imbalance = lots\n", "r.toml").unwrap_err().to_string();
         assert!(e.contains("r.toml:1:"), "{e}");
+    }
+
+    #[test]
+    fn collective_spread_limit() {
+        let mut r = Report::default();
+        r.collectives.spread.max = 30e6;
+        let rules = Rules::parse("max_collective_spread = \"20ms\"\n", "r.toml").unwrap();
+        let o = check(&r, &rules, None);
+        assert_eq!(o.len(), 1);
+        assert!(!o[0].passed);
+        assert_eq!(o[0].message, "30.0 ms exceeds limit 20.0 ms");
+        let rules = Rules::parse("max_collective_spread = 40ms\n", "r.toml").unwrap();
+        assert!(check(&r, &rules, None)[0].passed);
     }
 
     #[test]

@@ -86,6 +86,9 @@ pub struct CheckArgs {
     /// Maximum waiting / time in collectives.
     #[arg(long)]
     max_collective_wait_fraction: Option<String>,
+    /// Maximum arrival spread of any collective instance (20ms...).
+    #[arg(long)]
+    max_collective_spread: Option<String>,
     /// Maximum coefficient of variation of compute time over ranks.
     #[arg(long)]
     max_imbalance: Option<String>,
@@ -330,6 +333,7 @@ fn run_check(a: CheckArgs) -> Result<i32> {
         ("max_wait_fraction", &a.max_wait_fraction),
         ("max_late_sender", &a.max_late_sender),
         ("max_collective_wait_fraction", &a.max_collective_wait_fraction),
+        ("max_collective_spread", &a.max_collective_spread),
         ("max_imbalance", &a.max_imbalance),
         ("max_unmatched", &a.max_unmatched),
         ("max_regression", &a.max_regression),

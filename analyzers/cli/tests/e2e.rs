@@ -166,6 +166,13 @@ fn mpich_imbalanced_allreduce_last_rank_arrives_last() {
     assert!(nxn.time_ns >= 9 * 25 * MS, "{}", nxn.time_ns);
     assert!(nxn.by_cause[3] >= nxn.time_ns * 9 / 10, "{:?}", nxn.by_cause);
     assert!(nxn.by_rank[3] < 5 * MS, "{:?}", nxn.by_rank);
+    // CI gate on the collective imbalance: 50 ms of spread fails 20 ms, passes 10 s.
+    let t = trace.to_str().unwrap();
+    let fail = run(&["check", t, "--max-collective-spread", "20ms"]);
+    assert_eq!(fail.status.code(), Some(1), "{}", String::from_utf8_lossy(&fail.stdout));
+    assert!(String::from_utf8_lossy(&fail.stdout).contains("FAIL max_collective_spread"));
+    let pass = run(&["check", t, "--max-collective-spread", "10s"]);
+    assert_eq!(pass.status.code(), Some(0), "{}", String::from_utf8_lossy(&pass.stdout));
 }
 
 fn ring(mpi: Mpi) {
