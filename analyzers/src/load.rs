@@ -12,7 +12,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use arrow_array::types::{Int16Type, Int32Type, Int8Type};
+use arrow_array::types::{Int16Type, Int32Type, Int64Type, Int8Type, UInt64Type, UInt8Type};
 use arrow_array::{Array, ArrayRef, DictionaryArray, Int32Array, Int64Array, RecordBatch, StringArray, UInt64Array, UInt8Array};
 use trace_format::record::{flags, Kind};
 use trace_format::reader::Completeness;
@@ -43,6 +43,44 @@ pub struct Row {
     pub recv_bytes: Option<i64>,
     pub flags: u8,
 }
+
+/// The fields of a row as the builder reads them: a [`Row`], or a row
+/// read straight from decoded columns (only the fields asked for are read).
+pub trait RowFields {
+    fn thread(&self) -> i32;
+    fn kind(&self) -> Kind;
+    fn name(&self) -> u16;
+    fn t_start(&self) -> i64;
+    fn t_end(&self) -> Option<i64>;
+    fn rc(&self) -> Option<i32>;
+    fn site(&self) -> Option<u64>;
+    fn comm(&self) -> Option<u64>;
+    fn peer(&self) -> Option<i32>;
+    fn tag(&self) -> Option<i32>;
+    fn bytes(&self) -> Option<i64>;
+    fn seq(&self) -> Option<i64>;
+    fn request(&self) -> Option<i32>;
+    fn root(&self) -> Option<i32>;
+    fn op(&self) -> Option<i32>;
+    fn recv_bytes(&self) -> Option<i64>;
+    fn flags(&self) -> u8;
+}
+
+macro_rules! row_field {
+    ($($f:ident: $t:ty),*) => {
+        impl RowFields for Row {
+            $(
+                #[inline]
+                fn $f(&self) -> $t {
+                    self.$f
+                }
+            )*
+        }
+    };
+}
+row_field!(thread: i32, kind: Kind, name: u16, t_start: i64, t_end: Option<i64>, rc: Option<i32>, site: Option<u64>,
+    comm: Option<u64>, peer: Option<i32>, tag: Option<i32>, bytes: Option<i64>, seq: Option<i64>, request: Option<i32>,
+    root: Option<i32>, op: Option<i32>, recv_bytes: Option<i64>, flags: u8);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ReqKind {
@@ -203,71 +241,76 @@ impl RankBuilder {
         i
     }
 
-    fn p2p(&mut self, r: &Row, post: u32, done: u32) -> P2p {
+    fn p2p<R: RowFields>(&mut self, r: &R, post: u32, done: u32) -> P2p {
         P2p {
-            comm: self.comm(r.comm),
-            peer: opt_i32(r.peer),
-            tag: opt_i32(r.tag),
-            seq: r.seq.filter(|&s| (0..NONE as i64).contains(&s)).map(|s| s as u32).unwrap_or(NONE),
-            bytes: r.bytes.unwrap_or(-1),
+            comm: self.comm(r.comm()),
+            peer: opt_i32(r.peer()),
+            tag: opt_i32(r.tag()),
+            seq: r.seq().filter(|&s| (0..NONE as i64).contains(&s)).map(|s| s as u32).unwrap_or(NONE),
+            bytes: r.bytes().unwrap_or(-1),
             post,
             done,
         }
     }
 
-    fn coll(&mut self, r: &Row, post: u32, done: u32) -> CollEv {
+    fn coll<R: RowFields>(&mut self, r: &R, post: u32, done: u32) -> CollEv {
         CollEv {
-            comm: self.comm(r.comm),
-            seq: r.seq.filter(|&s| (0..NONE as i64).contains(&s)).map(|s| s as u32).unwrap_or(NONE),
+            comm: self.comm(r.comm()),
+            seq: r.seq().filter(|&s| (0..NONE as i64).contains(&s)).map(|s| s as u32).unwrap_or(NONE),
             post,
             done,
-            bytes: r.bytes.unwrap_or(-1),
-            recv_bytes: r.recv_bytes.unwrap_or(-1),
-            root: opt_i32(r.root),
-            op: opt_i32(r.op),
+            bytes: r.bytes().unwrap_or(-1),
+            recv_bytes: r.recv_bytes().unwrap_or(-1),
+            root: opt_i32(r.root()),
+            op: opt_i32(r.op()),
         }
     }
 
     /// Adds one row (rows of one thread must come in the order recorded).
     pub fn push(&mut self, r: &Row) {
+        self.push_row(r)
+    }
+
+    /// [`RankBuilder::push`] for any row.
+    pub fn push_row<R: RowFields>(&mut self, r: &R) {
         self.data.rows += 1;
-        self.t_max = self.t_max.max(r.t_end.unwrap_or(r.t_start)).max(r.t_start);
-        match r.kind {
+        self.t_max = self.t_max.max(r.t_end().unwrap_or(r.t_start())).max(r.t_start());
+        match r.kind() {
             Kind::Call => self.push_call(r),
             Kind::Completion => self.push_completion(r),
             Kind::RegionBegin | Kind::RegionEnd => {
-                self.data.regions.push(RegionEv { t: r.t_start, name: r.name, begin: r.kind == Kind::RegionBegin })
+                self.data.regions.push(RegionEv { t: r.t_start(), name: r.name(), begin: r.kind() == Kind::RegionBegin })
             }
         }
     }
 
-    fn push_call(&mut self, r: &Row) {
+    fn push_call<R: RowFields>(&mut self, r: &R) {
         let idx = self.data.calls.len() as u32;
-        let site = self.site(r.site.unwrap_or(0));
-        let class = self.classes.get(r.name as usize).copied().unwrap_or(Class::Other);
-        if self.init_site.is_none() && r.site.is_some() {
-            let n = &self.names.names[r.name as usize];
+        let site = self.site(r.site().unwrap_or(0));
+        let class = self.classes.get(r.name() as usize).copied().unwrap_or(Class::Other);
+        if self.init_site.is_none() && r.site().is_some() {
+            let n = &self.names.names[r.name() as usize];
             if &**n == "MPI_Init" || &**n == "MPI_Init_thread" {
-                self.init_site = r.site;
+                self.init_site = r.site();
             }
         }
         let mut fl = 0;
-        if r.t_end.is_none() {
+        if r.t_end().is_none() {
             fl |= call_flags::UNFINISHED;
             self.unfinished.push(idx);
         }
-        if r.rc.is_some_and(|rc| rc != 0) {
+        if r.rc().is_some_and(|rc| rc != 0) {
             fl |= call_flags::FAILED;
         }
-        self.data.calls.push(CallEv { t_start: r.t_start, t_end: r.t_end.unwrap_or(r.t_start), name: r.name, flags: fl, site });
-        let t = r.thread.max(0) as usize;
+        self.data.calls.push(CallEv { t_start: r.t_start(), t_end: r.t_end().unwrap_or(r.t_start()), name: r.name(), flags: fl, site });
+        let t = r.thread().max(0) as usize;
         if t >= self.last_call.len() {
             self.last_call.resize(t + 1, NONE);
         }
         self.last_call[t] = idx;
-        let blocking_done = if r.t_end.is_some() { idx } else { NONE };
+        let blocking_done = if r.t_end().is_some() { idx } else { NONE };
         let register = |b: &mut RankBuilder, kind: ReqKind, entity: u32| {
-            if let Some(q) = r.request {
+            if let Some(q) = r.request() {
                 b.reqs.insert(q, Req { kind, entity });
             }
         };
@@ -289,13 +332,13 @@ impl RankBuilder {
             Class::SendInit => register(self, ReqKind::Send, NONE),
             Class::RecvInit => register(self, ReqKind::Recv, NONE),
             Class::Start => {
-                if let Some(req) = r.request.and_then(|q| self.reqs.get(q)) {
+                if let Some(req) = r.request().and_then(|q| self.reqs.get(q)) {
                     let e = self.start(req.kind, r, idx, NONE);
                     register(self, req.kind, e);
                 }
             }
             Class::Coll { nonblocking, .. } => {
-                if self.names.names[r.name as usize].ends_with("_init") {
+                if self.names.names[r.name() as usize].ends_with("_init") {
                     register(self, ReqKind::Coll, NONE);
                 } else if nonblocking {
                     let e = self.start(ReqKind::Coll, r, idx, NONE);
@@ -311,19 +354,19 @@ impl RankBuilder {
     /// Records the operation a call started (a send to a real rank, a
     /// receive not from `MPI_PROC_NULL`, a numbered collective); returns its
     /// index, or [`NONE`] if there is nothing to record.
-    fn start(&mut self, kind: ReqKind, r: &Row, post: u32, done: u32) -> u32 {
+    fn start<R: RowFields>(&mut self, kind: ReqKind, r: &R, post: u32, done: u32) -> u32 {
         match kind {
-            ReqKind::Send if r.peer.is_some_and(|p| p >= 0) => {
+            ReqKind::Send if r.peer().is_some_and(|p| p >= 0) => {
                 let s = self.p2p(r, post, done);
                 self.data.sends.push(s);
                 self.data.sends.len() as u32 - 1
             }
-            ReqKind::Recv if r.peer.is_some_and(|p| p != -1) => {
+            ReqKind::Recv if r.peer().is_some_and(|p| p != -1) => {
                 let s = self.p2p(r, post, done);
                 self.data.recvs.push(s);
                 self.data.recvs.len() as u32 - 1
             }
-            ReqKind::Coll if r.seq.is_some() && r.comm.is_some() => {
+            ReqKind::Coll if r.seq().is_some() && r.comm().is_some() => {
                 let c = self.coll(r, post, done);
                 self.data.colls.push(c);
                 self.data.colls.len() as u32 - 1
@@ -332,27 +375,27 @@ impl RankBuilder {
         }
     }
 
-    fn push_completion(&mut self, r: &Row) {
-        if r.flags & flags::UNKNOWN_REQUEST != 0 {
+    fn push_completion<R: RowFields>(&mut self, r: &R) {
+        if r.flags() & flags::UNKNOWN_REQUEST != 0 {
             return;
         }
-        let t = r.thread.max(0) as usize;
+        let t = r.thread().max(0) as usize;
         let done = self.last_call.get(t).copied().unwrap_or(NONE);
         if done == NONE {
             return;
         }
-        let class = self.classes.get(r.name as usize).copied().unwrap_or(Class::Other);
-        let cancelled = r.flags & flags::CANCELLED != 0;
+        let class = self.classes.get(r.name() as usize).copied().unwrap_or(Class::Other);
+        let cancelled = r.flags() & flags::CANCELLED != 0;
         if class == Class::Sendrecv {
             // The receive half of a Sendrecv, completed by the call itself.
-            if r.peer.is_some_and(|p| p >= 0) && !cancelled {
+            if r.peer().is_some_and(|p| p >= 0) && !cancelled {
                 let s = self.p2p(r, done, done);
                 self.data.recvs.push(s);
             }
             return;
         }
-        let Some(q) = r.request else { return };
-        let persistent = r.flags & flags::PERSISTENT != 0;
+        let Some(q) = r.request() else { return };
+        let persistent = r.flags() & flags::PERSISTENT != 0;
         let req = if persistent { self.reqs.get(q) } else { self.reqs.remove(q) };
         let Some(req) = req else { return };
         if persistent {
@@ -372,7 +415,7 @@ impl RankBuilder {
             ReqKind::Recv => {
                 let post = self.data.recvs[e].post;
                 let mut s = self.p2p(r, post, done);
-                if cancelled || r.peer.is_none_or(|p| p < 0) {
+                if cancelled || r.peer().is_none_or(|p| p < 0) {
                     s.peer = i32::MIN;
                 }
                 self.data.recvs[e] = s;
@@ -655,6 +698,104 @@ impl<'a, T: arrow_array::ArrowPrimitiveType> Col<'a, T> {
     }
 }
 
+/// The columns of a batch the builder may read.
+struct Cols<'a> {
+    thread: Col<'a, Int32Type>,
+    duration: Col<'a, Int64Type>,
+    rc: Col<'a, Int32Type>,
+    site: Col<'a, UInt64Type>,
+    comm: Col<'a, UInt64Type>,
+    peer: Col<'a, Int32Type>,
+    tag: Col<'a, Int32Type>,
+    bytes: Col<'a, Int64Type>,
+    seq: Col<'a, Int64Type>,
+    request: Col<'a, Int32Type>,
+    root: Col<'a, Int32Type>,
+    op: Col<'a, Int32Type>,
+    recv_bytes: Col<'a, Int64Type>,
+    flags: Col<'a, UInt8Type>,
+}
+
+/// Row `i` of a batch, its kind, name and start already read.
+struct BatchRow<'c, 'a> {
+    c: &'c Cols<'a>,
+    i: usize,
+    kind: Kind,
+    name: u16,
+    t0: i64,
+}
+
+impl RowFields for BatchRow<'_, '_> {
+    #[inline]
+    fn thread(&self) -> i32 {
+        self.c.thread.get(self.i).unwrap_or(0)
+    }
+    #[inline]
+    fn kind(&self) -> Kind {
+        self.kind
+    }
+    #[inline]
+    fn name(&self) -> u16 {
+        self.name
+    }
+    #[inline]
+    fn t_start(&self) -> i64 {
+        self.t0
+    }
+    #[inline]
+    fn t_end(&self) -> Option<i64> {
+        self.c.duration.get(self.i).map(|d| self.t0 + d)
+    }
+    #[inline]
+    fn rc(&self) -> Option<i32> {
+        self.c.rc.get(self.i)
+    }
+    #[inline]
+    fn site(&self) -> Option<u64> {
+        self.c.site.get(self.i)
+    }
+    #[inline]
+    fn comm(&self) -> Option<u64> {
+        self.c.comm.get(self.i)
+    }
+    #[inline]
+    fn peer(&self) -> Option<i32> {
+        self.c.peer.get(self.i)
+    }
+    #[inline]
+    fn tag(&self) -> Option<i32> {
+        self.c.tag.get(self.i)
+    }
+    #[inline]
+    fn bytes(&self) -> Option<i64> {
+        self.c.bytes.get(self.i)
+    }
+    #[inline]
+    fn seq(&self) -> Option<i64> {
+        self.c.seq.get(self.i)
+    }
+    #[inline]
+    fn request(&self) -> Option<i32> {
+        self.c.request.get(self.i)
+    }
+    #[inline]
+    fn root(&self) -> Option<i32> {
+        self.c.root.get(self.i)
+    }
+    #[inline]
+    fn op(&self) -> Option<i32> {
+        self.c.op.get(self.i)
+    }
+    #[inline]
+    fn recv_bytes(&self) -> Option<i64> {
+        self.c.recv_bytes.get(self.i)
+    }
+    #[inline]
+    fn flags(&self) -> u8 {
+        self.c.flags.get(self.i).unwrap_or(flags::DONE)
+    }
+}
+
 /// Streams one rank's events file into a builder; also gives the rank's
 /// metadata from the file's footer.
 fn load_parquet_rank(path: &Path, rank: i32, problems: &mut Vec<Problem>) -> Result<(BuiltRank, Option<trace_format::RankMeta>), Error> {
@@ -700,50 +841,31 @@ fn load_parquet_rank(path: &Path, rank: i32, problems: &mut Vec<Problem>) -> Res
         let kind_map: Vec<Option<Kind>> = kind_vals.iter().map(|s| kind_of(s)).collect();
         let name_map: Vec<u16> = call_vals.iter().map(|s| b.name_id(s)).collect();
         let t_start = t_start.values();
-        let (thread, duration, rc) =
-            (Col::of(bt.get::<Int32Array>("thread")), Col::of(bt.get::<Int64Array>("duration")), Col::of(bt.get::<Int32Array>("rc")));
-        let (site, comm) = (Col::of(bt.get::<UInt64Array>("site")), Col::of(bt.get::<UInt64Array>("comm")));
-        let (peer, tag, bytes, seq, request) = (
-            Col::of(bt.get::<Int32Array>("peer")),
-            Col::of(bt.get::<Int32Array>("tag")),
-            Col::of(bt.get::<Int64Array>("bytes")),
-            Col::of(bt.get::<Int64Array>("seq")),
-            Col::of(bt.get::<Int32Array>("request")),
-        );
-        let (root, op) = (Col::of(bt.get::<Int32Array>("root")), Col::of(bt.get::<Int32Array>("op")));
-        let (recv_bytes, fl) = (Col::of(bt.get::<Int64Array>("recv_bytes")), Col::of(bt.get::<UInt8Array>("flags")));
+        let cols = Cols {
+            thread: Col::of(bt.get::<Int32Array>("thread")),
+            duration: Col::of(bt.get::<Int64Array>("duration")),
+            rc: Col::of(bt.get::<Int32Array>("rc")),
+            site: Col::of(bt.get::<UInt64Array>("site")),
+            comm: Col::of(bt.get::<UInt64Array>("comm")),
+            peer: Col::of(bt.get::<Int32Array>("peer")),
+            tag: Col::of(bt.get::<Int32Array>("tag")),
+            bytes: Col::of(bt.get::<Int64Array>("bytes")),
+            seq: Col::of(bt.get::<Int64Array>("seq")),
+            request: Col::of(bt.get::<Int32Array>("request")),
+            root: Col::of(bt.get::<Int32Array>("root")),
+            op: Col::of(bt.get::<Int32Array>("op")),
+            recv_bytes: Col::of(bt.get::<Int64Array>("recv_bytes")),
+            flags: Col::of(bt.get::<UInt8Array>("flags")),
+        };
         let mut bad_kind = 0usize;
         for i in 0..batch.num_rows() {
             let Some(kind) = kind_map.get(kinds[i] as usize).copied().flatten() else {
                 bad_kind += 1;
                 continue;
             };
-            let t0 = t_start[i];
             let name = name_map.get(calls[i] as usize).copied().unwrap_or_else(|| b.name_id("<unknown call>"));
-            // Read only the columns the row's kind and call need.
-            let call = kind == Kind::Call;
-            let class = b.classes.get(name as usize).copied().unwrap_or(Class::Other);
-            let coll = call && matches!(class, Class::Coll { .. });
-            let msg = kind == Kind::Completion || (call && !matches!(class, Class::Other | Class::Wait));
-            b.push(&Row {
-                thread: thread.get(i).unwrap_or(0),
-                kind,
-                name,
-                t_start: t0,
-                t_end: duration.get(i).map(|d| t0 + d),
-                rc: if call { rc.get(i) } else { None },
-                site: if call { site.get(i) } else { None },
-                comm: if msg { comm.get(i) } else { None },
-                peer: if msg { peer.get(i) } else { None },
-                tag: if msg { tag.get(i) } else { None },
-                bytes: if msg { bytes.get(i) } else { None },
-                seq: if msg { seq.get(i) } else { None },
-                request: if msg { request.get(i) } else { None },
-                root: if coll { root.get(i) } else { None },
-                op: if coll { op.get(i) } else { None },
-                recv_bytes: if coll { recv_bytes.get(i) } else { None },
-                flags: fl.get(i).unwrap_or(flags::DONE),
-            });
+            // Fields are read from the columns only where the builder asks.
+            b.push_row(&BatchRow { c: &cols, i, kind, name, t0: t_start[i] });
         }
         if bad_kind > 0 {
             problems.push(Problem { file: file.clone(), rank: Some(rank), what: format!("{bad_kind} rows of unknown kind skipped") });
