@@ -269,11 +269,11 @@ fn flat_plan<T>(comm: MPI_Comm, prep: impl FnOnce(&mut State, usize) -> Option<(
     rt::with(|st| {
         let c = st.comms.get(comm)?;
         let who = Who { rank: c.rank as usize, size: c.size() as usize };
-        if c.is_inter() || who.size < 2 || st.coll.tune.shm_max == 0 {
+        if c.is_inter() || who.size < 2 {
             return Ok(None);
         }
         let Some((t, bytes)) = prep(st, who.size) else { return Ok(None) };
-        if bytes > st.coll.tune.shm_max.min(flat::SLOT) {
+        if flat::fits(&st.coll.tune, bytes).is_none() {
             return Ok(None);
         }
         Ok(part(st, &who, t).ok().map(|p| (bytes, p)))

@@ -43,6 +43,12 @@ use crate::rt::{self, State};
 
 /// Bytes of one data buffer.
 pub const SLOT: usize = 8 << 10;
+/// Bytes of one large data buffer (for messages above `SLOT`).
+pub const BIG: usize = 64 << 10;
+/// Large buffers per rank (more than `WINDOW`, see [`Flat::free_seq`]).
+const NBIG: u64 = 16;
+/// Bytes of a large buffer with its stamp and length words.
+const BIGBUF: usize = BIG + 64;
 /// Data buffers per rank, used in turn (a root may run `NBUF - WINDOW`
 /// broadcasts ahead of the slowest reader, which with more ranks than cores
 /// then reads many per time slice). Only the pages touched become memory.
@@ -135,7 +141,7 @@ unsafe impl Send for CtlPtr {}
 unsafe impl Sync for CtlPtr {}
 
 fn stride() -> usize {
-    HDR + NBUF as usize * BUF
+    HDR + NBUF as usize * BUF + NBIG as usize * BIGBUF
 }
 
 /// One flat operation in progress: operation number `k` on a segment.
@@ -144,7 +150,8 @@ pub struct Flat {
     k: u64,
     pub rank: usize,
     pub size: usize,
-
+    /// Uses the large buffers.
+    big: bool,
     /// More ranks than cores: never poll without yielding.
     oversub: bool,
     /// The segment (the ranks' control blocks, to wake them if they sleep;
@@ -161,8 +168,9 @@ impl Flat {
 
     /// Start of rank `r`'s buffer for this operation (its stamp word).
     fn buf_head(&self, r: usize) -> *mut u8 {
+        let off = if self.big { HDR + NBUF as usize * BUF + (self.k % NBIG) as usize * BIGBUF } else { HDR + (self.k % NBUF) as usize * BUF };
         // SAFETY (of the arithmetic): within the mapping.
-        unsafe { self.base.add(r * stride() + HDR + (self.k % NBUF) as usize * BUF) }
+        unsafe { self.base.add(r * stride() + off) }
     }
 
     /// Data of rank `r` for this operation.
@@ -230,9 +238,11 @@ impl Flat {
 
     /// The sequence word every rank must have reached before this rank
     /// overwrites its buffer: each has published operation
-    /// `k - NBUF + WINDOW`, so it has finished operation `k - NBUF`.
+    /// `k - n + WINDOW`, so it has finished operation `k - n`, the last that
+    /// may have used the buffer (`n` buffers of this kind).
     fn free_seq(&self) -> u64 {
-        (self.k + 1).saturating_sub(NBUF - WINDOW)
+        let n = if self.big { NBIG } else { NBUF };
+        (self.k + 1).saturating_sub(n - WINDOW)
     }
 
     /// Whether this rank may overwrite its buffer now. What was seen of the
@@ -414,6 +424,16 @@ pub enum Lookup {
     Setup { ctx: u32, rank: usize, size: usize, room: bool },
 }
 
+/// Whether a message of `bytes` per rank fits in shared memory: Some(true)
+/// in the large buffers, Some(false) in the small ones.
+pub fn fits(t: &super::Tune, bytes: usize) -> Option<bool> {
+    let small = t.shm_max.min(SLOT);
+    if t.shm_max == 0 || bytes > small.max(t.shm_big.min(BIG)) {
+        return None;
+    }
+    Some(bytes > small)
+}
+
 /// Takes the next operation of `comm`'s segment for a message of `bytes`
 /// per rank.
 pub fn lookup(st: &mut State, comm: MPI_Comm, bytes: usize) -> MpiResult<Lookup> {
@@ -422,9 +442,9 @@ pub fn lookup(st: &mut State, comm: MPI_Comm, bytes: usize) -> MpiResult<Lookup>
         return Ok(Lookup::No);
     }
     let (ctx, rank, size) = (c.coll_ctx(), c.rank as usize, c.size() as usize);
-    if size < 2 || bytes > st.coll.tune.shm_max.min(SLOT) {
+    let Some(big) = fits(&st.coll.tune, bytes).filter(|_| size >= 2) else {
         return Ok(Lookup::No);
-    }
+    };
     if !st.coll.flat.contains_key(&ctx) && c.group.iter().any(|&w| st.engine.is_remote(w)) {
         // Shared memory only joins ranks of one node (every member sees
         // the same): this communicator uses messages.
@@ -434,7 +454,7 @@ pub fn lookup(st: &mut State, comm: MPI_Comm, bytes: usize) -> MpiResult<Lookup>
         Some(Some(seg)) => {
             let k = seg.next;
             seg.next += 1;
-            Lookup::Ready(Flat { base: seg.sh.base, k, rank, size, oversub: st.oversubscribed, sh: seg.sh.clone() })
+            Lookup::Ready(Flat { base: seg.sh.base, k, rank, size, big, oversub: st.oversubscribed, sh: seg.sh.clone() })
         }
         Some(None) => Lookup::No,
         None => {
