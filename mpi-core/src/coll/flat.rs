@@ -1,4 +1,4 @@
-//! Shared-memory ("flat") collectives for small messages.
+//! Shared-memory ("flat") collectives for small and medium messages.
 //!
 //! Every rank of a communicator shares one segment with a slot per rank: a
 //! sequence word and `NBUF` data buffers, each starting with a stamp and a
@@ -26,8 +26,10 @@
 //! The segment of a communicator is made at its first eligible blocking
 //! call (a collective step itself: rank 0 creates it, the others map it,
 //! all agree it worked, rank 0 unlinks its name); nonblocking calls before
-//! that use messages. `MPICORE_COLL_SHM_MAX` (bytes per rank, default 8 KiB,
-//! at most that) sets the largest message done this way; 0 turns this off.
+//! that use messages. Messages up to `MPICORE_COLL_SHM_MAX` bytes per rank
+//! (default and at most 8 KiB; 0 turns shared memory off) use the small
+//! buffers, larger ones up to `MPICORE_COLL_SHM_BIG` (default and at most
+//! 64 KiB; 0: none) the large ones.
 
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicU64, Ordering};
