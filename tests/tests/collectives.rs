@@ -56,7 +56,7 @@ fn every_algorithm() {
             ("MPICORE_COLL_ALLTOALL", "linear"),
             ("MPICORE_COLL_GATHER_SHORT", "0"),
             ("MPICORE_COLL_BCAST", "binomial"),
-            ("MPICORE_COLL_SHM_BIG", "0"),
+            ("MPICORE_COLL_SHM_MAX", "8192"),
         ],
         &[("MPICORE_COLL_ALLREDUCE", "recursive_doubling"), ("MPICORE_COLL_SHM_MAX", "0")],
         &[

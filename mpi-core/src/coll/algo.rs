@@ -40,8 +40,6 @@ pub struct Tune {
     /// Largest message per rank of blocking collectives done in shared
     /// memory (see `flat`).
     pub shm_max: usize,
-    /// Largest message per rank done in the large shared-memory buffers.
-    pub shm_big: usize,
 }
 
 fn env_size(name: &str, default: usize) -> usize {
@@ -72,8 +70,7 @@ impl Default for Tune {
             gather_short: env_size("MPICORE_COLL_GATHER_SHORT", 16 << 10),
             segment: env_size("MPICORE_COLL_SEGMENT", 64 << 10),
             linear_max: env_size("MPICORE_COLL_LINEAR_MAX", 16),
-            shm_max: env_size("MPICORE_COLL_SHM_MAX", super::flat::SLOT),
-            shm_big: env_size("MPICORE_COLL_SHM_BIG", super::flat::BIG),
+            shm_max: env_size("MPICORE_COLL_SHM_MAX", super::flat::BIG),
         }
     }
 }

@@ -26,10 +26,9 @@
 //! The segment of a communicator is made at its first eligible blocking
 //! call (a collective step itself: rank 0 creates it, the others map it,
 //! all agree it worked, rank 0 unlinks its name); nonblocking calls before
-//! that use messages. Messages up to `MPICORE_COLL_SHM_MAX` bytes per rank
-//! (default and at most 8 KiB; 0 turns shared memory off) use the small
-//! buffers, larger ones up to `MPICORE_COLL_SHM_BIG` (default and at most
-//! 64 KiB; 0: none) the large ones.
+//! that use messages. `MPICORE_COLL_SHM_MAX` (bytes per rank, default and
+//! at most 64 KiB; 0 turns this off) sets the largest message done this
+//! way; up to 8 KiB use the small buffers, larger ones the large buffers.
 
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -429,11 +428,10 @@ pub enum Lookup {
 /// Whether a message of `bytes` per rank fits in shared memory: Some(true)
 /// in the large buffers, Some(false) in the small ones.
 pub fn fits(t: &super::Tune, bytes: usize) -> Option<bool> {
-    let small = t.shm_max.min(SLOT);
-    if t.shm_max == 0 || bytes > small.max(t.shm_big.min(BIG)) {
+    if t.shm_max == 0 || bytes > t.shm_max.min(BIG) {
         return None;
     }
-    Some(bytes > small)
+    Some(bytes > SLOT)
 }
 
 /// Takes the next operation of `comm`'s segment for a message of `bytes`
