@@ -30,6 +30,9 @@ enum Command {
     Gui {
         /// The trace directory (finished, or the journals of a crashed run).
         dir: std::path::PathBuf,
+        /// A second trace shown below the first, zoom and pan coupled.
+        #[arg(long, value_name = "OTHER")]
+        compare: Option<std::path::PathBuf>,
     },
 }
 
@@ -40,7 +43,10 @@ fn main() {
         Command::Analyze(c) => analyze::run(c),
         Command::Tui { dir } if !dir.is_dir() => Err(anyhow::anyhow!("{}: no such directory", dir.display())),
         Command::Tui { dir } => tui::run(&dir).map(|()| 0).map_err(anyhow::Error::from),
-        Command::Gui { dir } => gui::run(&dir).map(|()| 0).map_err(anyhow::Error::from),
+        Command::Gui { dir, compare: None } => gui::run(&dir).map(|()| 0).map_err(anyhow::Error::from),
+        Command::Gui { dir, compare: Some(other) } => {
+            gui::run_compare(&dir, &other).map(|()| 0).map_err(anyhow::Error::from)
+        }
     };
     match result {
         Ok(code) => std::process::exit(code),
