@@ -488,6 +488,54 @@ unsafe fn flat_reduce_scatter(call: Call, sendbuf: *const c_void, recvbuf: *mut 
     })
 }
 
+/// A blocking Allreduce of more than 8 KiB per rank on 4 or more ranks in
+/// shared memory, as two operations: each rank combines its 1/p of every
+/// rank's vector in rank order (a Reduce_scatter), then every rank takes
+/// every piece (an Allgatherv). The combining is shared out instead of done
+/// in full by every rank, which counts with more ranks than cores. None:
+/// not taken (decided alike on every rank, before any step).
+unsafe fn flat_allreduce_split(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> Option<MpiResult<()>> {
+    let (n, size, me) = rt::with(|st| {
+        let c = st.comms.get(comm)?;
+        let (size, me) = (c.size() as usize, c.rank as usize);
+        if c.is_inter() || size < 4 {
+            return Ok(None);
+        }
+        let n = check_count(count)?;
+        let dt = st.types.get(datatype)?;
+        reducer(st, op, datatype, &dt)?;
+        let big = flat::fits(&st.coll.tune, dt.packed_size(n)) == Some(true);
+        Ok((dt.contig && n >= size && big).then_some((n, size, me)))
+    })
+    .ok()
+    .flatten()?;
+    let counts: Vec<i64> = (0..size).map(|i| (n / size + usize::from(i < n % size)) as i64).collect();
+    let displs: Vec<i64> = counts
+        .iter()
+        .scan(0, |at, &c| {
+            *at += c;
+            Some(*at - c)
+        })
+        .collect();
+    let piece = rt::with(|st| Ok(st.types.get(datatype)?.packed_size(counts[me] as usize))).ok()?;
+    let mut tmp = vec![0u8; piece.max(1)];
+    let input = if in_place(sendbuf) { recvbuf as *const c_void } else { sendbuf };
+    let tp = tmp.as_mut_ptr() as *mut c_void;
+    let first = match flat_reduce_scatter(Call::Block, input, tp, Ok(Arr::I64(counts.as_ptr())), datatype, op, comm) {
+        Shm::Done(r) => r,
+        // Nothing done on any rank: the ordinary paths.
+        _ => return None,
+    };
+    // Every rank takes part in the second step, even if the first failed
+    // here, so the ranks stay in step.
+    let (c, d) = (Arr::I64(counts.as_ptr()), Arr::I64(displs.as_ptr()));
+    let second = match flat_allgatherv(Call::Block, tp, counts[me], datatype, recvbuf, c, d, datatype, comm) {
+        Shm::Done(r) => r,
+        _ => allgatherv(Call::Msg, tp, counts[me], datatype, recvbuf, c, d, datatype, comm),
+    };
+    Some(first.and(second))
+}
+
 /// Allgather in shared memory: each rank writes its block, every rank
 /// reads all blocks.
 unsafe fn flat_allgather(call: Call, sendbuf: *const c_void, sendcount: i64, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: i64, recvtype: MPI_Datatype, comm: MPI_Comm) -> Shm {
@@ -1163,6 +1211,11 @@ pub(crate) unsafe fn allreduce(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
+    if let Call::Block = call {
+        if let Some(r) = flat_allreduce_split(sendbuf, recvbuf, count, datatype, op, comm) {
+            return r;
+        }
+    }
     let plan = match flat_reduce(call, sendbuf, recvbuf, count, datatype, op, Target::All, comm) {
         Shm::Done(r) => return r,
         Shm::Plan(p) => Some(p),
