@@ -903,6 +903,14 @@ impl Dtype {
     /// `src` must address `count` elements of this type; the range lies
     /// within `packed_size(count)`.
     pub unsafe fn pack_range(&self, src: *const u8, count: usize, skip: usize, dst: &mut [u8]) {
+        if dst.is_empty() || self.size == 0 {
+            return;
+        }
+        if let Some(o) = self.one_block((skip + dst.len()).div_ceil(self.size)) {
+            // Contiguous data: packed byte k is at offset o + k.
+            std::ptr::copy_nonoverlapping(src.wrapping_offset(o).wrapping_add(skip), dst.as_mut_ptr(), dst.len());
+            return;
+        }
         let mut g = Gather { buf: src, out: dst.as_mut_ptr(), pos: 0 };
         self.walk_range(count, skip, dst.len(), &mut g);
     }
@@ -925,14 +933,12 @@ impl Dtype {
         if src.is_empty() || self.size == 0 {
             return;
         }
-        if skip == 0 {
-            let count = src.len().div_ceil(self.size);
-            if let Some(o) = self.one_block(count) {
-                std::ptr::copy_nonoverlapping(src.as_ptr(), dst.wrapping_offset(o), src.len());
-                return;
-            }
-        }
         let count = (skip + src.len()).div_ceil(self.size);
+        if let Some(o) = self.one_block(count) {
+            // Contiguous data: packed byte k is at offset o + k.
+            std::ptr::copy_nonoverlapping(src.as_ptr(), dst.wrapping_offset(o).wrapping_add(skip), src.len());
+            return;
+        }
         let mut sc = Scatter { inp: src.as_ptr(), buf: dst, pos: 0 };
         if skip == 0 && src.len() == self.packed_size(count) {
             self.walk_elements(count, &mut sc);
@@ -947,16 +953,30 @@ impl Dtype {
         if self.size == 0 || len == 0 {
             return;
         }
-        let first = skip / self.size;
+        let mut i = skip / self.size;
         let total = self.packed_size(count);
-        let mut cur = Cursor { skip: skip - first * self.size, left: len.min(total.saturating_sub(skip)) };
-        let mut base = (first as isize).wrapping_mul(self.extent);
-        for _ in first..count {
+        let mut cur = Cursor { skip: skip - i * self.size, left: len.min(total.saturating_sub(skip)) };
+        let mut base = (i as isize).wrapping_mul(self.extent);
+        if cur.skip > 0 {
+            // The element the range starts inside.
             self.node.walk_part(base, &mut cur, f);
-            if cur.left == 0 {
-                break;
-            }
+            i += 1;
             base = base.wrapping_add(self.extent);
+            if cur.left == 0 || i >= count {
+                return;
+            }
+        }
+        // Whole elements in bulk (a strided copy for one run per element),
+        // then the one the range ends inside.
+        let whole = (cur.left / self.size).min(count.saturating_sub(i));
+        if whole > 0 {
+            walk_reps(base, whole, self.extent, &self.node, f);
+            cur.left -= whole * self.size;
+            i += whole;
+            base = base.wrapping_add((whole as isize).wrapping_mul(self.extent));
+        }
+        if cur.left > 0 && i < count {
+            self.node.walk_part(base, &mut cur, f);
         }
     }
 

@@ -356,7 +356,11 @@ impl Tcp {
                 }
             }
         }
-        loop {
+        // A failing accept still costs the kernel a socket: look first.
+        let mut pfd = libc::pollfd { fd: self.listener.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        // SAFETY: poll of one valid pollfd we own, without waiting.
+        let pending = unsafe { libc::poll(&mut pfd, 1, 0) } > 0;
+        while pending {
             match self.listener.accept() {
                 Ok((s, addr)) => {
                     let nonce: [u8; 16] = random_bytes();
