@@ -360,20 +360,22 @@ impl Tcp {
         let mut pfd = libc::pollfd { fd: self.listener.as_raw_fd(), events: libc::POLLIN, revents: 0 };
         // SAFETY: poll of one valid pollfd we own, without waiting.
         let pending = unsafe { libc::poll(&mut pfd, 1, 0) } > 0;
-        while pending {
-            match self.listener.accept() {
-                Ok((s, addr)) => {
-                    let nonce: [u8; 16] = random_bytes();
-                    let ok = s.set_nodelay(true).is_ok()
-                        && s.set_write_timeout(Some(Duration::from_secs(2))).is_ok()
-                        && (&s).write_all(&nonce).is_ok()
-                        && s.set_nonblocking(true).is_ok();
-                    if ok {
-                        self.inc.push(InConn { sock: s, addr, peer: None, nonce, since: Instant::now(), rbuf: vec![0; 64 << 10], rlen: 0 });
+        if pending {
+            loop {
+                match self.listener.accept() {
+                    Ok((s, addr)) => {
+                        let nonce: [u8; 16] = random_bytes();
+                        let ok = s.set_nodelay(true).is_ok()
+                            && s.set_write_timeout(Some(Duration::from_secs(2))).is_ok()
+                            && (&s).write_all(&nonce).is_ok()
+                            && s.set_nonblocking(true).is_ok();
+                        if ok {
+                            self.inc.push(InConn { sock: s, addr, peer: None, nonce, since: Instant::now(), rbuf: vec![0; 64 << 10], rlen: 0 });
+                        }
                     }
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                    Err(_) => break,
                 }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                Err(_) => break,
             }
         }
         let mut k = 0;
