@@ -10,9 +10,12 @@
 //! - a region per MPI call name (paradigm MPI, role point-to-point, barrier
 //!   or collective by the call) and per user region (paradigm user);
 //! - per call `Enter` at its start and `Leave` at its end; inside it
-//!   `MpiSend` at the start of the call that posted a send (blocking and
-//!   nonblocking sends alike), `MpiRecv` at the end of the call that
-//!   completed a receive (with the actual source), `MpiCollectiveBegin` /
+//!   `MpiSend` (blocking) or `MpiIsend` at the start of the call that posted
+//!   a send and `MpiIsendComplete` at the end of the `Wait`/`Test` that
+//!   completed it; `MpiIrecvRequest` at the start of a nonblocking receive's
+//!   call; `MpiRecv` (blocking) or `MpiIrecv` at the end of the call that
+//!   completed a receive (with the actual source); request ids are unique
+//!   per rank; `MpiCollectiveBegin` /
 //!   `MpiCollectiveEnd` around collectives (operation, communicator, root,
 //!   bytes sent and received);
 //! - user regions as `Enter`/`Leave`;
@@ -53,6 +56,10 @@ struct Lib {
     leave: unsafe extern "C" fn(*mut Writer, *mut c_void, u64, u32) -> c_int,
     mpi_send: unsafe extern "C" fn(*mut Writer, *mut c_void, u64, u32, u32, u32, u64) -> c_int,
     mpi_recv: unsafe extern "C" fn(*mut Writer, *mut c_void, u64, u32, u32, u32, u64) -> c_int,
+    mpi_isend: unsafe extern "C" fn(*mut Writer, *mut c_void, u64, u32, u32, u32, u64, u64) -> c_int,
+    mpi_isend_complete: unsafe extern "C" fn(*mut Writer, *mut c_void, u64, u64) -> c_int,
+    mpi_irecv_request: unsafe extern "C" fn(*mut Writer, *mut c_void, u64, u64) -> c_int,
+    mpi_irecv: unsafe extern "C" fn(*mut Writer, *mut c_void, u64, u32, u32, u32, u64, u64) -> c_int,
     coll_begin: unsafe extern "C" fn(*mut Writer, *mut c_void, u64) -> c_int,
     coll_end: unsafe extern "C" fn(*mut Writer, *mut c_void, u64, u8, u32, u32, u64, u64) -> c_int,
     clock_properties: unsafe extern "C" fn(*mut Writer, u64, u64, u64, u64) -> c_int,
@@ -140,6 +147,10 @@ impl Lib {
             leave: sym!("OTF2_EvtWriter_Leave"),
             mpi_send: sym!("OTF2_EvtWriter_MpiSend"),
             mpi_recv: sym!("OTF2_EvtWriter_MpiRecv"),
+            mpi_isend: sym!("OTF2_EvtWriter_MpiIsend"),
+            mpi_isend_complete: sym!("OTF2_EvtWriter_MpiIsendComplete"),
+            mpi_irecv_request: sym!("OTF2_EvtWriter_MpiIrecvRequest"),
+            mpi_irecv: sym!("OTF2_EvtWriter_MpiIrecv"),
             coll_begin: sym!("OTF2_EvtWriter_MpiCollectiveBegin"),
             coll_end: sym!("OTF2_EvtWriter_MpiCollectiveEnd"),
             clock_properties: sym!("OTF2_GlobalDefWriter_WriteClockProperties"),
@@ -233,17 +244,30 @@ fn role(class: Class, mpi: bool) -> (u8, u8) {
     (r, PARADIGM_MPI)
 }
 
-/// What happens inside a call, in the order written.
+/// What happens inside a call, in the order written: what starts at the
+/// call's start, then what ends at its end.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Inner {
     /// A send posted by the call (index into `sends`).
     Send(u32),
+    /// A nonblocking receive posted by the call (index into `recvs`).
+    IrecvRequest(u32),
     /// A collective begun by the call (index into `colls`).
     CollBegin(u32),
     /// A receive completed by the call (index into `recvs`).
     Recv(u32),
+    /// A nonblocking send completed by the call (index into `sends`).
+    IsendComplete(u32),
     /// A collective completed by the call.
     CollEnd(u32),
+}
+
+/// Request ids of nonblocking operations (unique within a rank).
+fn send_request(i: u32) -> u64 {
+    i as u64
+}
+fn recv_request(i: u32) -> u64 {
+    (1 << 40) + i as u64
 }
 
 /// Counts of what was written.
@@ -331,11 +355,17 @@ fn write_archive(lib: &Lib, archive: *mut Archive, m: &Model, now: &std::cell::C
         for (i, s) in r.sends.iter().enumerate() {
             if s.peer >= 0 && s.post != NONE {
                 inner.push((s.post, Inner::Send(i as u32)));
+                if s.done != NONE && s.done != s.post {
+                    inner.push((s.done, Inner::IsendComplete(i as u32)));
+                }
             }
         }
         for (i, p) in r.recvs.iter().enumerate() {
             if p.peer >= 0 && p.done != NONE {
                 inner.push((p.done, Inner::Recv(i as u32)));
+                if p.post != p.done {
+                    inner.push((p.post, Inner::IrecvRequest(i as u32)));
+                }
             }
         }
         for (i, c) in r.colls.iter().enumerate() {
@@ -374,17 +404,42 @@ fn write_archive(lib: &Lib, archive: *mut Archive, m: &Model, now: &std::cell::C
                 }
                 next_inner += 1;
                 match what {
-                    Inner::Send(i) | Inner::Recv(i) => {
-                        // A send at the start of its call, a receive at the end.
-                        let (p, t, f, what) = match what {
-                            Inner::Send(_) => (&r.sends[i as usize], c.t_start, lib.mpi_send, "OTF2_EvtWriter_MpiSend"),
-                            _ => (&r.recvs[i as usize], c.t_end, lib.mpi_recv, "OTF2_EvtWriter_MpiRecv"),
-                        };
-                        let (comm, other) = place(p.comm, p.peer);
-                        let t = stamp(t, &mut last);
+                    Inner::Send(i) => {
+                        let p = &r.sends[i as usize];
+                        let (comm, to) = place(p.comm, p.peer);
+                        let t = stamp(c.t_start, &mut last);
+                        let (tag, len) = (p.tag as u32, p.bytes.max(0) as u64);
+                        if p.done == p.post {
+                            // SAFETY: `w` is this rank's open event writer.
+                            ok("OTF2_EvtWriter_MpiSend", unsafe { (lib.mpi_send)(w, null, t, to, comm, tag, len) })?;
+                        } else {
+                            // SAFETY: `w` is this rank's open event writer.
+                            ok("OTF2_EvtWriter_MpiIsend", unsafe { (lib.mpi_isend)(w, null, t, to, comm, tag, len, send_request(i)) })?;
+                        }
+                        out.messages += 1;
+                    }
+                    Inner::IsendComplete(i) => {
+                        let t = stamp(c.t_end, &mut last);
                         // SAFETY: `w` is this rank's open event writer.
-                        ok(what, unsafe { f(w, null, t, other, comm, p.tag as u32, p.bytes.max(0) as u64) })?;
-                        out.messages += matches!(what, "OTF2_EvtWriter_MpiSend") as u64;
+                        ok("OTF2_EvtWriter_MpiIsendComplete", unsafe { (lib.mpi_isend_complete)(w, null, t, send_request(i)) })?;
+                    }
+                    Inner::IrecvRequest(i) => {
+                        let t = stamp(c.t_start, &mut last);
+                        // SAFETY: `w` is this rank's open event writer.
+                        ok("OTF2_EvtWriter_MpiIrecvRequest", unsafe { (lib.mpi_irecv_request)(w, null, t, recv_request(i)) })?;
+                    }
+                    Inner::Recv(i) => {
+                        let p = &r.recvs[i as usize];
+                        let (comm, from) = place(p.comm, p.peer);
+                        let t = stamp(c.t_end, &mut last);
+                        let (tag, len) = (p.tag as u32, p.bytes.max(0) as u64);
+                        if p.done == p.post {
+                            // SAFETY: `w` is this rank's open event writer.
+                            ok("OTF2_EvtWriter_MpiRecv", unsafe { (lib.mpi_recv)(w, null, t, from, comm, tag, len) })?;
+                        } else {
+                            // SAFETY: `w` is this rank's open event writer.
+                            ok("OTF2_EvtWriter_MpiIrecv", unsafe { (lib.mpi_irecv)(w, null, t, from, comm, tag, len, recv_request(i)) })?;
+                        }
                     }
                     Inner::CollBegin(_) => {
                         let t = stamp(c.t_start, &mut last);
