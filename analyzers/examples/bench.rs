@@ -55,6 +55,8 @@ fn main() {
     let c2 = cpu_s();
     let text = render_text(&document(&a.report()), TextOptions { width: 100, color: false });
     let t3 = Instant::now();
+    let page = analyzers::html::render(&a.report(), Some(&analyzers::html::overview(&a)));
+    let t4 = Instant::now();
     let rss = peak_rss_kib();
     let secs = |a: Instant, b: Instant| (b - a).as_secs_f64();
     let total = secs(t0, t3);
@@ -66,6 +68,7 @@ fn main() {
         println!("  {name:<18} {:.3} s", d.as_secs_f64());
     }
     println!("report               {:.3} s", secs(t2, t3));
+    println!("HTML report          {:.3} s ({} KiB)", secs(t3, t4), page.len() / 1024);
     println!("total                {total:.2} s  ({:.1} M rows/s)", rows as f64 / total / 1e6);
     println!("peak RSS             {:.0} MiB ({:.1} bytes/row; model alone {:.1} bytes/row)", rss as f64 / 1024.0, (rss - rss0) as f64 * 1024.0 / rows as f64, (rss_model - rss0) as f64 * 1024.0 / rows as f64);
     println!("threads              {}", std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));

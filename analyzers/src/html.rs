@@ -72,8 +72,13 @@ pub fn overview(a: &Analyses) -> Overview {
             if e <= s {
                 continue;
             }
-            let (b0, b1) = ((s / width) as usize, ((e / width) as usize).min(BINS - 1));
-            for (b, v) in bins.iter_mut().enumerate().take(b1 + 1).skip(b0.min(BINS - 1)) {
+            let (b0, b1) = (((s / width) as usize).min(BINS - 1), ((e / width) as usize).min(BINS - 1));
+            if b0 == b1 {
+                // Most calls lie within one bin.
+                bins[b0] += e - s;
+                continue;
+            }
+            for (b, v) in bins.iter_mut().enumerate().take(b1 + 1).skip(b0) {
                 let (lo, hi) = (b as f64 * width, (b + 1) as f64 * width);
                 *v += (e.min(hi) - s.max(lo)).max(0.0);
             }
