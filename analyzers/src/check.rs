@@ -154,6 +154,22 @@ pub fn metrics(r: &Report) -> Vec<Metric> {
     for c in &r.profile.calls {
         v.push(metric(&format!("{} time", c.name), c.time_ns as f64, "ns"));
     }
+    // Call sites by their label (file:line once symbolized, which survives
+    // rebuilds; module+offset otherwise).
+    for s in &r.profile.sites_by_time {
+        v.push(metric(&format!("{} at {} time", s.call, s.site), s.time_ns as f64, "ns"));
+    }
+    // Waiting per collective operation and communicator (all sizes).
+    let mut coll: Vec<(String, i64)> = Vec::new();
+    for s in &r.collectives.summaries {
+        let name = format!("{} on {} waiting", s.call, s.comm);
+        match coll.iter_mut().find(|c| c.0 == name) {
+            Some(c) => c.1 += s.wait_ns,
+            None => coll.push((name, s.wait_ns)),
+        }
+    }
+    v.extend(coll.into_iter().map(|(n, w)| metric(&n, w as f64, "ns")));
+    v.push(metric("point-to-point bytes", r.matrix.bytes as f64, "bytes"));
     v
 }
 
@@ -173,6 +189,7 @@ impl Change {
     pub fn value_text(&self, v: f64) -> String {
         match self.unit.as_str() {
             "ns" => fmt_ns(v as i64),
+            "bytes" => crate::fmt_bytes(v as i64),
             "fraction" => format!("{:.3}", v),
             _ => format!("{v}"),
         }
@@ -242,7 +259,8 @@ pub fn check_document(target: &str, outcomes: &[Outcome]) -> Vec<Block> {
 
 /// Differences between two reports, largest relative growth first. Metrics
 /// below `floor` in both runs (ns metrics under 1 µs or 1% of the wall
-/// time of the baseline, fractions under 0.01) are left out as noise.
+/// time of the baseline, fractions and byte counts under 0.01) are left
+/// out as noise.
 pub fn diff(before: &Report, after: &Report) -> Vec<Change> {
     let a = metrics(before);
     let b = metrics(after);

@@ -335,6 +335,8 @@ fn check_and_diff_flag_the_bad_run() {
     assert_eq!(d.status.code(), Some(1));
     let d = String::from_utf8_lossy(&d.stdout);
     assert!(d.lines().any(|l| l.starts_with("Late Sender") && l.contains("(worse)")), "{d}");
+    // ...and names the call site that got slower, by its source line.
+    assert!(d.lines().any(|l| l.starts_with("MPI_Recv at patterns.c:29 time") && l.contains("(worse)")), "{d}");
     // The same as Markdown and as an HTML page (for CI artifacts).
     let md = run(&["diff", base.to_str().unwrap(), bad.to_str().unwrap(), "--format", "md"]);
     assert_eq!(md.status.code(), Some(1));
