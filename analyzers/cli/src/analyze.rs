@@ -220,22 +220,27 @@ fn analyze_dir(dir: &Path, timing: bool) -> Result<Analyses> {
     // The analyses report no steps: a ticking line while they run.
     let finished = std::sync::atomic::AtomicBool::new(false);
     let a = std::thread::scope(|s| {
-        s.spawn(|| {
-            while !finished.load(std::sync::atomic::Ordering::Relaxed) {
+        let ticker = s.spawn(|| {
+            while !finished.load(std::sync::atomic::Ordering::Acquire) {
                 p.show(&format!("analyzing {rows} rows"), 0, 0);
-                std::thread::sleep(std::time::Duration::from_millis(50));
+                std::thread::park_timeout(std::time::Duration::from_millis(50));
             }
         });
-        let a = report::analyze(model);
-        finished.store(true, std::sync::atomic::Ordering::Relaxed);
+        let a = report::analyze_timed(model);
+        finished.store(true, std::sync::atomic::Ordering::Release);
+        // Wake the ticker so that it ends now, not at its next tick.
+        ticker.thread().unpark();
         a
     });
+    let (a, phases) = a;
     let t2 = Instant::now();
     p.clear();
     if timing {
         let (l, an) = ((t1 - t0).as_secs_f64(), (t2 - t1).as_secs_f64());
+        let each: Vec<String> = phases.iter().map(|(name, d)| format!("{name} {:.2}", d.as_secs_f64())).collect();
         eprintln!(
-            "mpitrace: {rows} rows: load {l:.2} s, analyses {an:.2} s, {:.2} M rows/s overall",
+            "mpitrace: {rows} rows: load {l:.2} s, analyses {an:.2} s ({}), {:.2} M rows/s overall",
+            each.join(", "),
             rows as f64 / (l + an) / 1e6
         );
     }
