@@ -378,7 +378,7 @@ fn recv_now(st: &mut State, buf: *mut u8, count: i64, datatype: MPI_Datatype, so
     if !st.engine.direct_recv_ok(ctx, source, tag) {
         return Ok(None);
     }
-    let polls = if rt::oversubscribed() { 256 } else { 8192 };
+    let polls = if rt::oversubscribed() { 1 } else { 8192 };
     let cap = dt.packed_size(count);
     // SAFETY: check_buf accepted `buf` for `count` elements of a contiguous
     // type, that is `cap` bytes.

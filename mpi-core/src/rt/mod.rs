@@ -277,7 +277,9 @@ impl Backoff {
     }
     fn snooze(&mut self, busy_out: bool, ready: &mut impl FnMut(&mut State) -> bool) {
         self.iter += 1;
-        if self.iter < 16 {
+        // A few quick polls first; with more ranks than cores only two, as
+        // every poll there holds a CPU another rank may need.
+        if self.iter < if self.spin.is_zero() { 2 } else { 16 } {
             relax();
             return;
         }
