@@ -12,6 +12,7 @@ command -v tmux >/dev/null || need+=(tmux)  # mpitrace tui end-to-end test
 command -v ip >/dev/null || need+=(iproute2)  # multi-host tests in network namespaces (tests/netns)
 command -v ssh >/dev/null && command -v ssh-keygen >/dev/null && [ -x /usr/sbin/sshd ] || need+=(openssh-client openssh-server)  # multi-host test over real ssh (tests/tests/multihost.rs)
 command -v srun >/dev/null && command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v munged >/dev/null || need+=(slurmctld slurmd slurm-client munge)  # srun --mpi=pmi2 on a one-node cluster (tests/slurm, tests/tests/slurm.rs)
+command -v otf2-print >/dev/null || need+=(otf2-tools)  # OTF2 export read back (analyzers/tests/otf2.rs)
 ls /usr/share/vulkan/icd.d/lvp_icd.* >/dev/null 2>&1 || need+=(mesa-vulkan-drivers libvulkan1)  # gui snapshots (lavapipe)
 command -v Xvfb >/dev/null && command -v xwd >/dev/null || need+=(xvfb x11-apps)  # gui smoke test (real window)
 if [ ${#need[@]} -gt 0 ]; then
