@@ -87,6 +87,9 @@ enum ReqKind {
     Send,
     Recv,
     Coll,
+    /// `MPI_Isendrecv(_replace)`: the entity is the send half; the
+    /// completion row is the receive half.
+    SendRecv,
 }
 
 /// A request handle of the rank and the operation it stands for now.
@@ -320,7 +323,8 @@ impl RankBuilder {
             }
             Class::Isend => {
                 let e = self.start(ReqKind::Send, r, idx, NONE);
-                register(self, ReqKind::Send, e);
+                let both = self.names.names[r.name() as usize].starts_with("MPI_Isendrecv");
+                register(self, if both { ReqKind::SendRecv } else { ReqKind::Send }, e);
             }
             Class::Recv => {
                 self.start(ReqKind::Recv, r, idx, blocking_done);
@@ -421,6 +425,15 @@ impl RankBuilder {
                 self.data.recvs[e] = s;
             }
             ReqKind::Coll => self.data.colls[e].done = done,
+            ReqKind::SendRecv => {
+                self.data.sends[e].done = done;
+                // The receive half, posted by the same call.
+                if !cancelled && r.peer().is_some_and(|p| p >= 0) {
+                    let post = self.data.sends[e].post;
+                    let s = self.p2p(r, post, done);
+                    self.data.recvs.push(s);
+                }
+            }
         }
     }
 

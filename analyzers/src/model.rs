@@ -402,7 +402,7 @@ pub fn classify(name: &str) -> Class {
     let Some(s) = base.strip_prefix("MPI_") else { return Class::Other };
     match s {
         "Send" | "Ssend" | "Bsend" | "Rsend" => return Class::Send,
-        "Isend" | "Issend" | "Ibsend" | "Irsend" => return Class::Isend,
+        "Isend" | "Issend" | "Ibsend" | "Irsend" | "Isendrecv" | "Isendrecv_replace" => return Class::Isend,
         "Send_init" | "Ssend_init" | "Bsend_init" | "Rsend_init" => return Class::SendInit,
         "Recv" | "Mrecv" => return Class::Recv,
         "Irecv" | "Imrecv" => return Class::Irecv,

@@ -175,6 +175,16 @@ fn mpich_imbalanced_allreduce_last_rank_arrives_last() {
     assert_eq!(pass.status.code(), Some(0), "{}", String::from_utf8_lossy(&pass.stdout));
 }
 
+#[test]
+fn isendrecv_halves_are_matched() {
+    let dir = scratch("isendrecv");
+    let (trace, out) = record(Mpi::Ours, 4, &["isendrecv"], &dir);
+    ok(&out);
+    let r = report(&trace);
+    assert!(r.trace.complete, "{:?}", r.trace.problems);
+    assert_eq!((r.messages.sends, r.messages.receives, r.messages.matched), (4, 4, 4), "{:?}", r.messages);
+}
+
 fn ring(mpi: Mpi) {
     let dir = scratch(&format!("ring-{mpi:?}"));
     let (trace, out) = record(mpi, 4, &["ring"], &dir);

@@ -42,6 +42,13 @@ int main(int argc, char **argv) {
         MPI_Irecv(in, 100, MPI_BYTE, MPI_ANY_SOURCE, 2, MPI_COMM_WORLD, &q[0]);
         MPI_Isend(buf, 100, MPI_BYTE, from, 2, MPI_COMM_WORLD, &q[1]);
         MPI_Waitall(2, q, MPI_STATUSES_IGNORE);
+    } else if (!strcmp(mode, "isendrecv")) {
+        /* MPI 4's Isendrecv around a ring: 4 messages sent and received by
+         * the same calls, the receive half completed at MPI_Wait. */
+        int to = (rank + 1) % size, from = (rank + size - 1) % size;
+        MPI_Request q;
+        MPI_Isendrecv(buf, 500, MPI_BYTE, to, 9, in, sizeof in, MPI_BYTE, from, 9, MPI_COMM_WORLD, &q);
+        MPI_Wait(&q, MPI_STATUS_IGNORE);
     } else if (!strcmp(mode, "abort")) {
         if (rank == 1) {
             MPI_Send(buf, 8, MPI_BYTE, 0, 9, MPI_COMM_WORLD);
