@@ -356,11 +356,18 @@ impl Tcp {
                 }
             }
         }
-        // A failing accept still costs the kernel a socket: look first.
-        let mut pfd = libc::pollfd { fd: self.listener.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-        // SAFETY: poll of one valid pollfd we own, without waiting.
-        let pending = unsafe { libc::poll(&mut pfd, 1, 0) } > 0;
-        if pending {
+        // One poll for the listener and every incoming connection: only
+        // what is ready is accepted or read (a failing accept still costs
+        // the kernel a socket, a failing read a system call).
+        let mut fds = Vec::with_capacity(1 + self.inc.len());
+        fds.push(libc::pollfd { fd: self.listener.as_raw_fd(), events: libc::POLLIN, revents: 0 });
+        for c in &self.inc {
+            fds.push(libc::pollfd { fd: c.sock.as_raw_fd(), events: libc::POLLIN, revents: 0 });
+        }
+        // SAFETY: poll of valid pollfds we own, without waiting.
+        let n_ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0) };
+        let mut ready: Vec<bool> = fds[1..].iter().map(|f| f.revents != 0 || n_ready < 0).collect();
+        if fds[0].revents != 0 || n_ready < 0 {
             loop {
                 match self.listener.accept() {
                     Ok((s, addr)) => {
@@ -371,6 +378,7 @@ impl Tcp {
                             && s.set_nonblocking(true).is_ok();
                         if ok {
                             self.inc.push(InConn { sock: s, addr, peer: None, nonce, since: Instant::now(), rbuf: vec![0; 64 << 10], rlen: 0 });
+                            ready.push(true);
                         }
                     }
                     Err(e) if e.kind() == ErrorKind::WouldBlock => break,
@@ -380,9 +388,16 @@ impl Tcp {
         }
         let mut k = 0;
         while k < self.inc.len() {
+            // Connections still authenticating are looked at every time
+            // (their deadline); the others when poll says so.
+            if !ready[k] && self.inc[k].peer.is_some() {
+                k += 1;
+                continue;
+            }
             match self.read_conn(k, &mut frames) {
                 Ok(()) => k += 1,
                 Err(why) => {
+                    ready.swap_remove(k);
                     let c = self.inc.swap_remove(k);
                     match (c.peer, self.finalizing) {
                         (None, _) => eprintln!(
@@ -413,7 +428,14 @@ impl Tcp {
             }
             match c.sock.read(&mut c.rbuf[c.rlen..]) {
                 Ok(0) => return Err("connection closed".into()),
-                Ok(n) => c.rlen += n,
+                Ok(n) => {
+                    c.rlen += n;
+                    // A short read took what there was (the next poll
+                    // reports more): no second read just to see EAGAIN.
+                    if c.rlen < c.rbuf.len() {
+                        break;
+                    }
+                }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e.to_string()),
