@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 cargo build --release -q -p mpi-core -p mpi-launcher -p pmpi-shim -p mpitrace
 B=$PWD/target/release
 W=${DEMO_DIR:-$(mktemp -d)}
-"$B/mpicc" -O2 -o "$W/stencil" tests/demo/stencil.c -lm
+"$B/mpicc" -O2 -g -o "$W/stencil" tests/demo/stencil.c -lm
 "$B/mpitrace" record -o "$W/trace" -- "$B/mpirun" -n 4 "$W/stencil"
 if "$B/mpitrace" report --help >/dev/null 2>&1; then
   "$B/mpitrace" report "$W/trace"

@@ -97,8 +97,17 @@ pub fn rust_args(p: &Procedure) -> String {
 
 /// C prototype, e.g. `int MPI_Send(const void* buf, ...)`, without `;`.
 pub fn c_prototype(p: &Procedure, name: &str) -> String {
-    let mut params: Vec<String> =
-        p.params.iter().map(|q| format!("{} {}{}", q.ctype, q.name, q.suffix)).collect();
+    // `T name[]` is written `T *name` (the same type): GCC 11+ would
+    // otherwise warn at every call passing MPI_STATUSES_IGNORE, a pointer
+    // that is not an array (-Wstringop-overflow).
+    let mut params: Vec<String> = p
+        .params
+        .iter()
+        .map(|q| match q.suffix {
+            "[]" => format!("{} *{}", q.ctype, q.name),
+            s => format!("{} {}{}", q.ctype, q.name, s),
+        })
+        .collect();
     if p.varargs {
         params.push("...".into());
     }
