@@ -128,8 +128,7 @@ fn viewer(dir: &std::path::Path) -> String {
 macro_rules! require_tmux {
     () => {
         if tmux_missing() {
-            eprintln!("tmux not installed: skipped");
-            return;
+            panic!("tmux is not installed (apt-get install tmux; tests/run-all.sh installs it)");
         }
     };
 }
