@@ -22,7 +22,7 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 # The trace test reads the Parquet files with an independent reader.
-python3 -c "import pyarrow" 2>/dev/null || python3 -m pip install -q pyarrow
+python3 -c "import pyarrow" 2>/dev/null || python3 -m pip install -q pyarrow || python3 -m pip install -q --break-system-packages pyarrow
 
 cargo build --workspace --all-targets
 # The end-to-end tests start many processes on two cores: run test binaries
