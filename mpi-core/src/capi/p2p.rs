@@ -208,10 +208,17 @@ pub(crate) fn start_recv(
 fn check_recv(st: &mut State, buf: *mut u8, count: i64, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult<()> {
     let count = check_count(count)?;
     let dt = st.types.get(datatype)?;
+    check_recv_dt(st, buf, count, &dt, source, tag, comm).map(|_| ())
+}
+
+/// [`check_recv`] with the count and datatype resolved; returns the
+/// communicator's context id.
+fn check_recv_dt(st: &State, buf: *mut u8, count: usize, dt: &Dtype, source: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult<u32> {
     let c = st.comms.get(comm)?;
     check_tag(tag, true)?;
     check_peer(source, c.size(), true, "source")?;
-    check_buf(buf, count, &dt)
+    check_buf(buf, count, dt)?;
+    Ok(c.ctx)
 }
 
 /// [`start_recv`] with the datatype already resolved.
@@ -226,11 +233,7 @@ pub(crate) fn start_recv_dt(
     comm: MPI_Comm,
     reuse: Option<u32>,
 ) -> MpiResult<u32> {
-    let c = st.comms.get(comm)?;
-    let (size, ctx) = (c.size(), c.ctx);
-    check_tag(tag, true)?;
-    check_peer(source, size, true, "source")?;
-    check_buf(buf, count, &dt)?;
+    let ctx = check_recv_dt(st, buf, count, &dt, source, tag, comm)?;
     let src = source;
     let ri = match reuse {
         Some(i) => i,

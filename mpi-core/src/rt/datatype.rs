@@ -217,33 +217,8 @@ impl Node {
                     }
                 }
             }
-            Kind::Rep { off, count, stride, child } => {
-                // child.size > 0 here: otherwise self.size == 0 <= skip.
-                let mut i = cur.skip / child.size;
-                cur.skip -= i * child.size;
-                let mut bi = base.wrapping_add(*off).wrapping_add((i as isize).wrapping_mul(*stride));
-                if cur.skip > 0 {
-                    // The copy the range starts inside.
-                    child.walk_part(bi, cur, f);
-                    i += 1;
-                    bi = bi.wrapping_add(*stride);
-                    if cur.left == 0 || i >= *count {
-                        return;
-                    }
-                }
-                // Whole copies in bulk (the strided fast path), then the one
-                // the range ends inside.
-                let whole = (cur.left / child.size).min(*count - i);
-                if whole > 0 {
-                    walk_reps(bi, whole, *stride, child, f);
-                    cur.left -= whole * child.size;
-                    i += whole;
-                    bi = bi.wrapping_add((whole as isize).wrapping_mul(*stride));
-                }
-                if cur.left > 0 && i < *count {
-                    child.walk_part(bi, cur, f);
-                }
-            }
+            // child.size > 0 here: otherwise self.size == 0 <= skip.
+            Kind::Rep { off, count, stride, child } => walk_reps_part(base.wrapping_add(*off), *count, *stride, child, cur, f),
             Kind::Seq(c) => {
                 for n in c {
                     n.walk_part(base, cur, f);
@@ -253,6 +228,33 @@ impl Node {
                 }
             }
         }
+    }
+}
+
+/// Walks the range of `cur` over `count` copies of `child`, `stride` bytes
+/// apart from `b` (`child.size > 0`): the copy it starts inside, the whole
+/// copies in bulk (the strided fast path), then the copy it ends inside.
+fn walk_reps_part<S: Sink>(b: isize, count: usize, stride: isize, child: &Node, cur: &mut Cursor, f: &mut S) {
+    let mut i = cur.skip / child.size;
+    cur.skip -= i * child.size;
+    let mut bi = b.wrapping_add((i as isize).wrapping_mul(stride));
+    if cur.skip > 0 {
+        child.walk_part(bi, cur, f);
+        i += 1;
+        bi = bi.wrapping_add(stride);
+        if cur.left == 0 || i >= count {
+            return;
+        }
+    }
+    let whole = (cur.left / child.size).min(count.saturating_sub(i));
+    if whole > 0 {
+        walk_reps(bi, whole, stride, child, f);
+        cur.left -= whole * child.size;
+        i += whole;
+        bi = bi.wrapping_add((whole as isize).wrapping_mul(stride));
+    }
+    if cur.left > 0 && i < count {
+        child.walk_part(bi, cur, f);
     }
 }
 
@@ -953,31 +955,9 @@ impl Dtype {
         if self.size == 0 || len == 0 {
             return;
         }
-        let mut i = skip / self.size;
         let total = self.packed_size(count);
-        let mut cur = Cursor { skip: skip - i * self.size, left: len.min(total.saturating_sub(skip)) };
-        let mut base = (i as isize).wrapping_mul(self.extent);
-        if cur.skip > 0 {
-            // The element the range starts inside.
-            self.node.walk_part(base, &mut cur, f);
-            i += 1;
-            base = base.wrapping_add(self.extent);
-            if cur.left == 0 || i >= count {
-                return;
-            }
-        }
-        // Whole elements in bulk (a strided copy for one run per element),
-        // then the one the range ends inside.
-        let whole = (cur.left / self.size).min(count.saturating_sub(i));
-        if whole > 0 {
-            walk_reps(base, whole, self.extent, &self.node, f);
-            cur.left -= whole * self.size;
-            i += whole;
-            base = base.wrapping_add((whole as isize).wrapping_mul(self.extent));
-        }
-        if cur.left > 0 && i < count {
-            self.node.walk_part(base, &mut cur, f);
-        }
+        let mut cur = Cursor { skip, left: len.min(total.saturating_sub(skip)) };
+        walk_reps_part(0, count, self.extent, &self.node, &mut cur, f);
     }
 
     /// Basic elements in `bytes` bytes of a message of this type, or None

@@ -167,13 +167,18 @@ impl Tcp {
     /// connections for reading, outgoing ones for their handshake or close
     /// (and for writing while they have queued data).
     pub fn poll_fds(&self, fds: &mut Vec<libc::pollfd>) {
-        fds.push(libc::pollfd { fd: self.listener.as_raw_fd(), events: libc::POLLIN, revents: 0 });
-        for c in &self.inc {
-            fds.push(libc::pollfd { fd: c.sock.as_raw_fd(), events: libc::POLLIN, revents: 0 });
-        }
+        self.incoming_fds(fds);
         for c in self.out.iter().flatten() {
             let events = if c.queue.is_empty() { libc::POLLIN } else { libc::POLLIN | libc::POLLOUT };
             fds.push(libc::pollfd { fd: c.sock.as_raw_fd(), events, revents: 0 });
+        }
+    }
+
+    /// The listener, then every incoming connection, for reading.
+    fn incoming_fds(&self, fds: &mut Vec<libc::pollfd>) {
+        fds.push(libc::pollfd { fd: self.listener.as_raw_fd(), events: libc::POLLIN, revents: 0 });
+        for c in &self.inc {
+            fds.push(libc::pollfd { fd: c.sock.as_raw_fd(), events: libc::POLLIN, revents: 0 });
         }
     }
 
@@ -360,10 +365,7 @@ impl Tcp {
         // what is ready is accepted or read (a failing accept still costs
         // the kernel a socket, a failing read a system call).
         let mut fds = Vec::with_capacity(1 + self.inc.len());
-        fds.push(libc::pollfd { fd: self.listener.as_raw_fd(), events: libc::POLLIN, revents: 0 });
-        for c in &self.inc {
-            fds.push(libc::pollfd { fd: c.sock.as_raw_fd(), events: libc::POLLIN, revents: 0 });
-        }
+        self.incoming_fds(&mut fds);
         // SAFETY: poll of valid pollfds we own, without waiting.
         let n_ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0) };
         let mut ready: Vec<bool> = fds[1..].iter().map(|f| f.revents != 0 || n_ready < 0).collect();
