@@ -24,6 +24,9 @@ fi
 # The trace test reads the Parquet files with an independent reader.
 python3 -c "import pyarrow" 2>/dev/null || python3 -m pip install -q pyarrow || python3 -m pip install -q --break-system-packages pyarrow
 
+# A one-shot build gains nothing from incremental compilation, whose caches are
+# gigabytes on disk.
+export CARGO_INCREMENTAL=0
 cargo build --workspace --all-targets
 # The end-to-end tests start many processes on two cores: run test binaries
 # one at a time, each test under its own timeout (see tests/src/lib.rs).
