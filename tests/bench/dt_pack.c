@@ -11,6 +11,11 @@
  *   pack_sub      MPI_Pack of a 512x512 subarray of a 1024x1024 double matrix
  *   unpack_sub    MPI_Unpack of the same
  *   pack_small    MPI_Pack of a vector of 64 doubles, stride 8 (512 B)
+ *
+ * Arguments: [scale [cases]]: iterations are divided by `scale`; `cases`, a
+ * comma-separated list of case names, runs only those (default: all).
+ * Every buffer is written before its case is timed, and each case runs a
+ * warm-up of a tenth of its iterations first.
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -18,6 +23,21 @@
 #include <string.h>
 
 static int rank;
+static const char *only;
+
+/* Whether case `name` is selected by the `cases` argument. */
+static int want(const char *name) {
+    if (!only) return 1;
+    size_t n = strlen(name);
+    for (const char *p = only; *p;) {
+        const char *e = strchr(p, ',');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (l == n && strncmp(p, name, n) == 0) return 1;
+        if (!e) break;
+        p = e + 1;
+    }
+    return 0;
+}
 
 static void report(const char *name, double t, int iters) {
     if (rank == 0) {
@@ -30,6 +50,7 @@ static void report(const char *name, double t, int iters) {
  * (2: the pair communicates; 1: rank 0 alone packs, the others wait). */
 #define TIME(name, iters, who, op)                               \
     do {                                                         \
+        if (!want(name)) break;                                  \
         MPI_Barrier(MPI_COMM_WORLD);                             \
         double t0 = 0;                                           \
         for (int it_ = -(iters) / 10 - 1; it_ < (iters); it_++) { \
@@ -43,6 +64,7 @@ int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     int scale = argc > 1 ? atoi(argv[1]) : 1;
+    only = argc > 2 ? argv[2] : NULL;
     int peer = 1 - rank;
 
     /* Halo column exchange. */
@@ -82,6 +104,7 @@ int main(int argc, char **argv) {
     int psize;
     MPI_Pack_size(1, v4, MPI_COMM_WORLD, &psize);
     char *pbuf = malloc(psize);
+    memset(pbuf, 0, psize);
     int pos;
     TIME("pack_vec", 2000 / scale, 1, { pos = 0; MPI_Pack(src, 1, v4, pbuf, psize, &pos, MPI_COMM_WORLD); });
     TIME("unpack_vec", 2000 / scale, 1, { pos = 0; MPI_Unpack(pbuf, psize, &pos, src, 1, v4, MPI_COMM_WORLD); });
@@ -97,6 +120,7 @@ int main(int argc, char **argv) {
     int ssize;
     MPI_Pack_size(1, sub, MPI_COMM_WORLD, &ssize);
     char *sbuf = malloc(ssize);
+    memset(sbuf, 0, ssize);
     TIME("pack_sub", 1000 / scale, 1, { pos = 0; MPI_Pack(mat, 1, sub, sbuf, ssize, &pos, MPI_COMM_WORLD); });
     TIME("unpack_sub", 1000 / scale, 1, { pos = 0; MPI_Unpack(sbuf, ssize, &pos, mat, 1, sub, MPI_COMM_WORLD); });
 

@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Datatype benchmark (tests/bench/dt_pack.c): this project's MPI against
-# Debian's MPICH and Open MPI, same source, back to back, 2 ranks. Prints a
-# Markdown table of the best time of REPS runs per case and the ratios
-# ours / theirs (below 1: we are faster).
+# Debian's MPICH and Open MPI, same source, same iteration counts, 2 ranks.
+# The three run interleaved, REPS rounds (the order rotates every round, so
+# none always runs first); prints a Markdown table of the median time per
+# case over the rounds (the best in parentheses) and the ratios of the
+# medians ours / theirs (below 1: we are faster).
 #
-#   tests/bench/dt_run.sh           # full run
-#   QUICK=1 tests/bench/dt_run.sh   # fewer iterations
+#   tests/bench/dt_run.sh                                # full run
+#   QUICK=1 tests/bench/dt_run.sh                        # fewer iterations
+#   REPS=21 ONLY=pack_sub,unpack_sub tests/bench/dt_run.sh   # some cases
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-REPS=${REPS:-3}
+REPS=${REPS:-9}
+ONLY=${ONLY:-}
 SCALE=$([ -n "${QUICK:-}" ] && echo 10 || echo 1)
 cargo build --release -q -p mpi-core -p mpi-launcher
 B=${CARGO_TARGET_DIR:-$PWD/target}/release
@@ -17,26 +21,31 @@ trap 'rm -rf "$W"' EXIT
 "$B/mpicc" -O2 -o "$W/ours" tests/bench/dt_pack.c
 mpicc.mpich -O2 -o "$W/mpich" tests/bench/dt_pack.c
 mpicc.openmpi -O2 -o "$W/ompi" tests/bench/dt_pack.c
-declare -A BEST
+IMPLS=(ours mpich ompi)
+declare -A ALL
 CASES=()
 for rep in $(seq "$REPS"); do
-  for impl in ours mpich ompi; do
+  for k in 0 1 2; do
+    impl=${IMPLS[$(((rep + k) % 3))]}
     case $impl in
-      ours) out=$(timeout 300 "$B/mpirun" -n 2 "$W/ours" "$SCALE") ;;
-      mpich) out=$(timeout 300 mpiexec.mpich -n 2 "$W/mpich" "$SCALE") ;;
-      ompi) out=$(timeout 300 mpirun.openmpi --allow-run-as-root --oversubscribe -n 2 "$W/ompi" "$SCALE" 2>/dev/null) ;;
+      ours) out=$(timeout 300 "$B/mpirun" -n 2 "$W/ours" "$SCALE" $ONLY) ;;
+      mpich) out=$(timeout 300 mpiexec.mpich -n 2 "$W/mpich" "$SCALE" $ONLY) ;;
+      ompi) out=$(timeout 300 mpirun.openmpi --allow-run-as-root --oversubscribe -n 2 "$W/ompi" "$SCALE" $ONLY 2>/dev/null) ;;
     esac
     while read -r name us; do
-      [ "$impl,$rep" = "ours,1" ] && CASES+=("$name")
-      old=${BEST[$impl,$name]:-}
-      if [ -z "$old" ] || awk "BEGIN{exit !($us < $old)}"; then BEST[$impl,$name]=$us; fi
+      [ -z "$name" ] && continue
+      [ -z "${ALL[ours,$name]+x}${ALL[mpich,$name]+x}${ALL[ompi,$name]+x}" ] && CASES+=("$name")
+      ALL[$impl,$name]="${ALL[$impl,$name]:-} $us"
     done <<< "$out"
   done
 done
+# median and minimum of a list of numbers
+median() { tr ' ' '\n' <<< "$1" | grep . | sort -g | awk '{v[NR]=$1} END{printf "%.3f", NR % 2 ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
+least() { tr ' ' '\n' <<< "$1" | grep . | sort -g | head -1; }
 ratio() { awk "BEGIN{printf \"%.2f\", $1 / $2}"; }
-echo "| case (us per operation) | ours | MPICH | Open MPI | ours/MPICH | ours/Open MPI |"
+echo "| case (us per operation, median of $REPS (best)) | ours | MPICH | Open MPI | ours/MPICH | ours/Open MPI |"
 echo "| --- | --- | --- | --- | --- | --- |"
 for c in "${CASES[@]}"; do
-  o=${BEST[ours,$c]}; m=${BEST[mpich,$c]}; p=${BEST[ompi,$c]}
-  echo "| $c | $o | $m | $p | $(ratio "$o" "$m") | $(ratio "$o" "$p") |"
+  o=$(median "${ALL[ours,$c]}"); m=$(median "${ALL[mpich,$c]}"); p=$(median "${ALL[ompi,$c]}")
+  echo "| $c | $o ($(least "${ALL[ours,$c]}")) | $m ($(least "${ALL[mpich,$c]}")) | $p ($(least "${ALL[ompi,$c]}")) | $(ratio "$o" "$m") | $(ratio "$o" "$p") |"
 done
