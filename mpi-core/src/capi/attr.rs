@@ -81,14 +81,7 @@ fn check_obj(st: &mut State, kind: ObjKind, obj: c_int) -> MpiResult<()> {
     match kind {
         ObjKind::Comm => st.comms.get(obj).map(|_| ()),
         ObjKind::Type => st.types.lookup(obj).map(|_| ()),
-        ObjKind::Win => {
-            // Windows have no table yet: accept well-formed handles.
-            if handle_kind(obj) == HANDLE_KIND_DIRECT && handle_obj(obj) == OBJ_WIN {
-                Ok(())
-            } else {
-                bail!(MPI_ERR_WIN, "invalid window handle 0x{:08x}", obj as u32)
-            }
-        }
+        ObjKind::Win => st.wins.get(obj).map(|_| ()),
     }
 }
 
@@ -197,7 +190,6 @@ pub(crate) fn type_attrs_free(dt: MPI_Datatype) -> MpiResult<()> {
 }
 
 /// Hook of `MPI_Win_free`: runs the delete callbacks of `win`'s attributes.
-#[allow(dead_code)]
 pub(crate) fn win_attrs_free(win: MPI_Win) -> MpiResult<()> {
     let attrs = rt::with(|st| Ok(st.comms.keyvals.wins.get(&win).cloned().unwrap_or_default()))?;
     delete_attrs(ObjKind::Win, win, attrs)?;
@@ -256,6 +248,11 @@ unsafe fn get_attr(kind: ObjKind, obj: c_int, keyval: c_int, val: *mut c_void, f
         check_obj(st, kind, obj)?;
         if kind == ObjKind::Comm {
             if let Some(p) = predefined_value(st, keyval) {
+                return Ok(Some(p as usize));
+            }
+        }
+        if kind == ObjKind::Win {
+            if let Some(p) = super::win::predefined_attr(st, obj, keyval) {
                 return Ok(Some(p as usize));
             }
         }
@@ -362,4 +359,16 @@ pub unsafe fn MPI_Win_create_keyval(win_copy_attr_fn: *mut c_void, win_delete_at
 
 pub unsafe fn MPI_Win_free_keyval(win_keyval: *mut c_int) -> c_int {
     ret(MPI_COMM_WORLD, "MPI_Win_free_keyval", free_keyval(ObjKind::Win, win_keyval))
+}
+
+pub unsafe fn MPI_Win_set_attr(win: MPI_Win, win_keyval: c_int, attribute_val: *mut c_void) -> c_int {
+    super::win::ret_win(win, "MPI_Win_set_attr", set_attr(ObjKind::Win, win, win_keyval, attribute_val))
+}
+
+pub unsafe fn MPI_Win_get_attr(win: MPI_Win, win_keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int) -> c_int {
+    super::win::ret_win(win, "MPI_Win_get_attr", get_attr(ObjKind::Win, win, win_keyval, attribute_val, flag))
+}
+
+pub unsafe fn MPI_Win_delete_attr(win: MPI_Win, win_keyval: c_int) -> c_int {
+    super::win::ret_win(win, "MPI_Win_delete_attr", delete_attr(ObjKind::Win, win, win_keyval))
 }

@@ -15,7 +15,7 @@ use crate::rt::{self};
 
 /// Checks that `h` is a predefined handler or a live user handler made for
 /// objects of `kind`.
-fn check_errhandler(st: &rt::State, h: MPI_Errhandler, kind: HandlerKind) -> MpiResult<()> {
+pub(crate) fn check_errhandler(st: &rt::State, h: MPI_Errhandler, kind: HandlerKind) -> MpiResult<()> {
     match h {
         MPI_ERRORS_ARE_FATAL | MPI_ERRORS_RETURN | MPI_ERRORS_ABORT => Ok(()),
         _ if handle_kind(h) == HANDLE_KIND_DIRECT

@@ -22,6 +22,7 @@ mod p2p;
 mod part;
 mod req;
 mod topo;
+mod win;
 
 pub use attr::*;
 pub use coll::*;
@@ -37,6 +38,7 @@ pub use p2p::*;
 pub use part::*;
 pub use req::*;
 pub use topo::*;
+pub use win::*;
 
 use std::os::raw::c_int;
 
@@ -71,16 +73,25 @@ pub(crate) fn raise(comm: MPI_Comm, name: &str, e: MpiError) -> c_int {
         (h, user, st.world_rank)
     });
     let (h, user, rank) = handler.unwrap_or((MPI_ERRORS_ARE_FATAL, None, 0));
+    dispatch(h, user, rank, name, e, |f, code| {
+        // SAFETY: `f` was registered by MPI_Comm_create_errhandler as a
+        // `MPI_Comm_errhandler_function`; the lock is not held here, so
+        // the handler may call MPI.
+        let f: CommErrFn = unsafe { std::mem::transmute::<usize, CommErrFn>(f) };
+        let mut c = comm;
+        let mut code = code;
+        unsafe { f(&mut c, &mut code) };
+    })
+}
+
+/// Acts on error `e` of call `name` with handler `h` (`user`: the function
+/// of a user handler, which `call` invokes with the error class); returns
+/// the code to give back.
+pub(crate) fn dispatch(h: MPI_Errhandler, user: Option<usize>, rank: usize, name: &str, e: MpiError, call: impl FnOnce(usize, c_int)) -> c_int {
     match (h, user) {
         (MPI_ERRORS_RETURN, _) => e.class,
         (_, Some(f)) => {
-            // SAFETY: `f` was registered by MPI_Comm_create_errhandler as a
-            // `MPI_Comm_errhandler_function`; the lock is not held here, so
-            // the handler may call MPI.
-            let f: CommErrFn = unsafe { std::mem::transmute::<usize, CommErrFn>(f) };
-            let mut c = comm;
-            let mut code = e.class;
-            unsafe { f(&mut c, &mut code) };
+            call(f, e.class);
             e.class
         }
         _ => {

@@ -19,6 +19,7 @@ pub mod shm;
 pub mod tcp;
 pub mod slots;
 pub mod topo;
+pub mod win;
 
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
@@ -54,6 +55,8 @@ pub struct State {
     pub bsend: BsendBuffer,
     /// Collectives: tags, active nonblocking operations, user ops, tuning.
     pub coll: crate::coll::Colls,
+    /// One-sided communication windows (`rt/win.rs`).
+    pub wins: win::Wins,
 }
 
 /// The buffer attached for buffered sends. Data of a buffered send is copied
@@ -74,6 +77,7 @@ impl State {
         let mut did = self.engine.progress(&mut self.reqs);
         did |= self.reqs.complete_compounds();
         did |= crate::coll_progress(self);
+        did |= win::progress(self);
         did
     }
 }
@@ -488,6 +492,7 @@ pub fn init(required: c_int) -> MpiResult<c_int> {
         errhandlers: Vec::new(),
         bsend: BsendBuffer::default(),
         coll: crate::coll::Colls::default(),
+        wins: win::Wins::default(),
     });
     MY_CTL.store(st.engine.my_ctl_ptr(), Ordering::Release);
     if TCP_ACTIVE.load(Ordering::Relaxed) {
