@@ -1,8 +1,9 @@
 /* Collectives across message sizes: Allreduce (doubles, SUM, in place),
  * Bcast, Allgather, Alltoall (bytes per rank or per pair) and Barrier.
  * Iterations adapt to a time budget (argument 1, seconds per case); the
- * time reported is the slowest rank's mean. Prints one line per case:
- * "name bytes microseconds_per_call". */
+ * time reported is the slowest rank's mean. Argument 2 (optional, "all"
+ * for every one) picks one collective, argument 3 the largest size.
+ * Prints one line per case: "name bytes microseconds_per_call". */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +37,8 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     double budget = argc > 1 ? atof(argv[1]) : 0.3;
-    const char *only = argc > 2 ? argv[2] : NULL;
+    const char *only = argc > 2 && strcmp(argv[2], "all") ? argv[2] : NULL;
+    int largest = argc > 3 ? atoi(argv[3]) : 1 << 30;
     size_t max = (size_t)1 << 20;
     a = malloc(max * size);
     b = malloc(max * size);
@@ -50,6 +52,7 @@ int main(int argc, char **argv) {
             if (k == 0 && s > 0) break;
             int bytes = sizes[s];
             if ((k == 3 || k == 4) && bytes > 65536) continue;
+            if (k > 0 && bytes > largest) continue;
             double est = timed(names[k], bytes, 3);
             int iters = (int)(budget / est);
             if (iters > 100000) iters = 100000;

@@ -119,6 +119,16 @@ fn nonblocking_in_shared_memory() {
     each_size("coll_nbflat", &[4], &[], &[("MPICORE_ASYNC_PROGRESS", "0")], "coll_nbflat OK");
 }
 
+/// Small blocking collectives whose ranks take different paths in one
+/// operation (contiguous data: the fast path; a strided type: the general
+/// one), many broadcasts with rotating roots, in place and not, sizes that
+/// do not match; and the same values with messages only.
+#[test]
+fn fast_and_general_shared_memory_paths_meet() {
+    each_size("coll_fast", SIZES, &[], &[], "coll_fast OK");
+    each_size("coll_fast", &[3, 4], &[], &[("MPICORE_COLL_SHM_MAX", "0")], "coll_fast OK");
+}
+
 #[test]
 fn bad_arguments_return_the_right_class() {
     each_size("coll_errors", SIZES, &[], &[], "coll_errors OK");

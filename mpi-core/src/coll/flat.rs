@@ -320,10 +320,17 @@ impl Flat {
             self.stamp(self.rank).store(self.k + 1, Ordering::Release);
         }
         self.seq(self.rank).store(self.k + 1, Ordering::Release);
+        // One fence for all ranks (a waiter announces its sleep, then looks
+        // at the words again; see `shm::sleep_begin`), then wake only those
+        // that sleep (`notify` fences again, which only they pay for).
+        std::sync::atomic::fence(Ordering::SeqCst);
         for c in self.sh.wake.iter() {
             // SAFETY: control blocks of the node segment, mapped until
             // finalize (which cannot run during this call).
-            crate::rt::shm::notify(unsafe { &*c.0 });
+            let ctl = unsafe { &*c.0 };
+            if ctl.sleeping.load(Ordering::Relaxed) | ctl.polling.load(Ordering::Relaxed) != 0 {
+                crate::rt::shm::notify(ctl);
+            }
         }
     }
 
@@ -442,26 +449,34 @@ pub fn lookup(st: &mut State, comm: MPI_Comm, bytes: usize) -> MpiResult<Lookup>
         return Ok(Lookup::No);
     }
     let (ctx, rank, size) = (c.coll_ctx(), c.rank as usize, c.size() as usize);
+    lookup_in(st, comm, ctx, rank, size, bytes)
+}
+
+/// [`lookup`] for intracommunicator `comm` whose collective context, rank
+/// and size the caller has looked up already.
+pub fn lookup_in(st: &mut State, comm: MPI_Comm, ctx: u32, rank: usize, size: usize, bytes: usize) -> MpiResult<Lookup> {
     let Some(big) = fits(&st.coll.tune, bytes).filter(|_| size >= 2) else {
         return Ok(Lookup::No);
     };
-    if !st.coll.flat.contains_key(&ctx) && c.group.iter().any(|&w| st.engine.is_remote(w)) {
-        // Shared memory only joins ranks of one node (every member sees
-        // the same): this communicator uses messages.
-        st.coll.flat.insert(ctx, Entry { comm, seg: None });
-    }
-    Ok(match st.coll.flat.get_mut(&ctx).map(|e| &mut e.seg) {
+    let oversub = st.oversubscribed;
+    // The common case first: one look at the map.
+    match st.coll.flat.get_mut(&ctx).map(|e| &mut e.seg) {
         Some(Some(seg)) => {
             let k = seg.next;
             seg.next += 1;
-            Lookup::Ready(Flat { base: seg.sh.base, k, rank, size, big, oversub: st.oversubscribed, sh: seg.sh.clone() })
+            return Ok(Lookup::Ready(Flat { base: seg.sh.base, k, rank, size, big, oversub, sh: seg.sh.clone() }));
         }
-        Some(None) => Lookup::No,
-        None => {
-            forget_freed(st);
-            Lookup::Setup { ctx, rank, size, room: st.coll.flat.values().filter(|e| e.seg.is_some()).count() < MAX_SEGS }
-        }
-    })
+        Some(None) => return Ok(Lookup::No),
+        None => {}
+    }
+    if st.comms.get(comm)?.group.iter().any(|&w| st.engine.is_remote(w)) {
+        // Shared memory only joins ranks of one node (every member sees
+        // the same): this communicator uses messages.
+        st.coll.flat.insert(ctx, Entry { comm, seg: None });
+        return Ok(Lookup::No);
+    }
+    forget_freed(st);
+    Ok(Lookup::Setup { ctx, rank, size, room: st.coll.flat.values().filter(|e| e.seg.is_some()).count() < MAX_SEGS })
 }
 
 /// Unmaps the segments of communicators freed since (a handle that no

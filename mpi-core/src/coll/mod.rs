@@ -23,6 +23,7 @@ pub mod parts;
 pub mod sched;
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex};
 
 use mpi_api::abi::*;
@@ -52,11 +53,34 @@ struct Active {
     sched: Running,
 }
 
+/// Hashes a context id with one multiplication (the maps below are looked
+/// up in every collective call; SipHash cost more than the rest of a small
+/// shared-memory collective's bookkeeping).
+#[derive(Default)]
+pub struct CtxHash(u64);
+
+impl Hasher for CtxHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.0 = (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+/// A map keyed by context id.
+pub type CtxMap<V> = HashMap<u32, V, BuildHasherDefault<CtxHash>>;
+
 /// State of the collectives in the runtime (`State::coll`).
 #[derive(Default)]
 pub struct Colls {
     /// Next tag of each collective context.
-    tags: HashMap<u32, i32>,
+    tags: CtxMap<i32>,
     /// Nonblocking and started persistent operations.
     active: Vec<Active>,
     /// Temporary buffers for reuse (their pages stay mapped).
@@ -65,7 +89,7 @@ pub struct Colls {
     pub(crate) ops: Vec<Option<UserOp>>,
     pub(crate) tune: Tune,
     /// Shared-memory segments of communicators, by collective context.
-    pub(crate) flat: HashMap<u32, flat::Entry>,
+    pub(crate) flat: CtxMap<flat::Entry>,
 }
 
 /// At most this many bytes of idle temporary buffers are kept.
