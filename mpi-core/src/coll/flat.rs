@@ -141,6 +141,20 @@ unsafe impl Send for CtlPtr {}
 // SAFETY: as above.
 unsafe impl Sync for CtlPtr {}
 
+/// Asks for the cache line at `p` in a state that can be written (x86
+/// `prefetchw`; elsewhere nothing).
+#[inline(always)]
+fn prefetch_write(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch never faults and changes no memory (CPUs without
+    // `prefetchw` run it as a no-op).
+    unsafe {
+        std::arch::asm!("prefetchw [{0}]", in(reg) p, options(nostack, readonly, preserves_flags));
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 fn stride() -> usize {
     HDR + NBUF as usize * BUF + NBIG as usize * BIGBUF
 }
@@ -332,6 +346,12 @@ impl Flat {
                 crate::rt::shm::notify(ctl);
             }
         }
+        // The line this rank writes first in its next small operation was
+        // last read by the others: take it back now, while this operation
+        // waits, so the next write (and the fence above) does not wait for
+        // the other cores to give it up.
+        let next = HDR + ((self.k + 1) % NBUF) as usize * BUF;
+        prefetch_write(self.base.wrapping_add(self.rank * stride() + next));
     }
 
     /// Waits until ranks `ranks` have published this operation (their
