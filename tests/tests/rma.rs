@@ -22,3 +22,54 @@ fn each_size(name: &str, sizes: &[usize], expect: &str) {
 fn fence_put_get_accumulate() {
     each_size("rma_fence", &[1, 2, 3, 4, 5, 8], "rma_fence OK");
 }
+
+/// Fetch_and_op tickets all distinct, Compare_and_swap with one winner per
+/// round, every predefined operation, MPI_REPLACE and MPI_NO_OP,
+/// Get_accumulate old values a permutation, MAXLOC on MPI_2INT.
+#[test]
+fn atomic_operations() {
+    each_size("rma_atomics", &[1, 2, 3, 4, 7, 8], "rma_atomics OK");
+}
+
+/// PSCW pairs and a star polled with MPI_Win_test, exclusive-lock
+/// increments from every rank (exact total), lock_all + flush, shared locks.
+#[test]
+fn pscw_and_passive_target() {
+    each_size("rma_sync", &[1, 2, 3, 4, 6, 8], "rma_sync OK");
+}
+
+/// MPI_Win_allocate_shared: direct loads of the neighbours' memory,
+/// Put/Get/Accumulate on it; dynamic windows with attach/detach.
+#[test]
+fn shared_and_dynamic_windows() {
+    each_size("rma_shared", &[1, 2, 3, 4, 8], "rma_shared OK");
+}
+
+/// Window attributes (callbacks counted at replace, delete and free),
+/// predefined attributes of every flavor, names, info, group, user error
+/// handlers seeing MPI_ERR_RMA_SYNC, MPI_ERR_RANK, MPI_ERR_DISP,
+/// MPI_ERR_RMA_RANGE, MPI_ERR_OP, MPI_ERR_LOCKTYPE.
+#[test]
+fn window_attributes_names_and_errors() {
+    each_size("rma_attr", &[1, 2, 3, 5], "rma_attr OK");
+}
+
+/// Ranks on two (fake) hosts: no shared window (MPI_ERR_RMA_SHARED), and
+/// RMA travels over TCP.
+#[test]
+fn windows_across_hosts() {
+    let exe = compile("rma_attr", Compiler::Ours);
+    for n in [2, 4] {
+        run(Launcher::Ours, n, &exe, &["split"], &[("MPICORE_FAKE_HOSTS", "2")], T).assert_ok(&format!("rma_attr split OK on {n} ranks"));
+    }
+}
+
+/// The MPICH ABI: window programs built with Debian's `mpicc.mpich` run
+/// on this library.
+#[test]
+fn mpich_built_window_programs_run_on_our_library() {
+    for name in ["rma_fence", "rma_sync"] {
+        let exe = compile(name, Compiler::Mpich);
+        run(Launcher::Ours, 3, &exe, &[], &[], T).assert_ok(&format!("{name} OK on 3 ranks"));
+    }
+}
