@@ -17,10 +17,15 @@ fn each_size(name: &str, sizes: &[usize], expect: &str) {
 }
 
 /// Put/Get rings, Accumulate SUM onto rank 0, vector types on either side,
-/// Rput/Rget, 800 KB transfers (rendezvous) on an `MPI_Win_allocate` window.
+/// Rput/Rget, 800 KB transfers (rendezvous) on an `MPI_Win_allocate` window;
+/// with direct transfers (CMA) and with every operation as a message.
 #[test]
 fn fence_put_get_accumulate() {
     each_size("rma_fence", &[1, 2, 3, 4, 5, 8], "rma_fence OK");
+    let exe = compile("rma_fence", Compiler::Ours);
+    for n in [2, 3, 8] {
+        run(Launcher::Ours, n, &exe, &[], &[("MPICORE_RMA_NO_CMA", "1")], T).assert_ok(&format!("rma_fence OK on {n} ranks"));
+    }
 }
 
 /// Fetch_and_op tickets all distinct, Compare_and_swap with one winner per

@@ -19,7 +19,7 @@ use crate::rt::comm::CTX_SPAN_INTRA;
 use crate::rt::datatype::Dtype;
 use crate::rt::errh::HandlerKind;
 use crate::rt::error::{MpiError, MpiResult};
-use crate::rt::p2p::{Kind, Request};
+use crate::rt::p2p::{Kind, ReqTable, Request};
 use crate::rt::win::{self, kind, Hdr, Mem, Peer, Pending, Target, Win};
 use crate::rt::{self, State};
 
@@ -175,8 +175,27 @@ unsafe fn create_common(comm: MPI_Comm, info: MPI_Info, memory: Memory, size: MP
         .allgather_vec(&card)?
         .iter()
         .zip(locals)
-        .map(|(b, local)| Peer { base: u64_of(&b[0..]) as usize, size: u64_of(&b[8..]) as usize, disp_unit: u64_of(&b[16..]) as usize, local })
+        .map(|(b, local)| Peer { base: u64_of(&b[0..]) as usize, size: u64_of(&b[8..]) as usize, disp_unit: u64_of(&b[16..]) as usize, local, pid: 0 })
         .collect();
+    let mut peers = peers;
+    if flavor != MPI_WIN_FLAVOR_DYNAMIC {
+        // This process's own part is always reached directly; so are the
+        // parts of other processes on this host, through CMA.
+        let me = c.rank as usize;
+        peers[me].local = Some(base);
+        if matches!(flavor, MPI_WIN_FLAVOR_CREATE | MPI_WIN_FLAVOR_ALLOCATE) && std::env::var_os("MPICORE_RMA_NO_CMA").is_none() {
+            rt::with(|st| {
+                for (t, p) in peers.iter_mut().enumerate().filter(|&(t, _)| t != me) {
+                    if let Some(ctl) = st.engine.ctl_of(c.group[t]) {
+                        // SAFETY: control blocks live in the node segment,
+                        // mapped until finalize.
+                        p.pid = unsafe { &*ctl }.pid.load(std::sync::atomic::Ordering::Acquire);
+                    }
+                }
+                Ok(())
+            })?;
+        }
+    }
     let size = if flavor == MPI_WIN_FLAVOR_DYNAMIC { 0 } else { size };
     let mut w = Win::new(ctx, c.group.clone(), c.rank as usize, base, size, disp_unit as usize, flavor, peers, mem, MPI_ERRORS_ARE_FATAL, bytes);
     w.hints = hints;
@@ -294,13 +313,21 @@ fn settle(win: MPI_Win) -> MpiResult<()> {
     let mine: Vec<u8> = sent.iter().flat_map(|v| v.to_ne_bytes()).collect();
     let all = view.allgather_vec(&mine)?;
     let expected: u64 = all.iter().map(|b| u64_of(b.get(me * 8..).unwrap_or(&[]))).sum();
-    rt::block_on(|st| match st.wins.get_mut(win) {
+    let total: u64 = all.iter().flat_map(|b| b.chunks_exact(8).map(u64_of)).sum();
+    let messages = rt::block_on(|st| match st.wins.get_mut(win) {
         Ok(w) => {
             w.expected = expected;
-            (w.applied >= expected).then_some(Ok(()))
+            (w.applied >= expected).then(|| Ok(std::mem::replace(&mut w.total_seen, total) != total))
         }
         Err(e) => Some(Err(e)),
-    })?
+    })??;
+    // Operations that travelled as messages are applied by each target
+    // when it gets to them; direct transfers of the next epoch (shared
+    // memory, CMA) must not overtake them: all wait until all are applied.
+    if messages {
+        view.allreduce_u32(0, |a, b| a.max(b))?;
+    }
+    Ok(())
 }
 
 pub unsafe fn MPI_Win_free(win: *mut MPI_Win) -> c_int {
@@ -548,9 +575,9 @@ fn check_op(st: &mut State, win: MPI_Win, o: &Op) -> MpiResult<Option<Checked>> 
 }
 
 /// A request that is already complete (for `MPI_Rput` and friends).
-fn done_request(st: &mut State) -> u32 {
-    let i = st.reqs.alloc(Request::new(Kind::Null, MPI_COMM_WORLD));
-    st.reqs.finish(i);
+fn done_request(reqs: &mut ReqTable) -> u32 {
+    let i = reqs.alloc(Request::new(Kind::Null, MPI_COMM_WORLD));
+    reqs.finish(i);
     i
 }
 
@@ -571,7 +598,7 @@ fn wait_grant(win: MPI_Win, t: usize) -> MpiResult<()> {
 /// Starts one RMA operation; returns a request for the `MPI_R*` forms.
 unsafe fn rma(win: MPI_Win, o: Op, want_req: bool) -> MpiResult<Option<u32>> {
     let Some(c) = rt::with(|st| check_op(st, win, &o))? else {
-        return rt::with(|st| Ok(want_req.then(|| done_request(st))));
+        return rt::with(|st| Ok(want_req.then(|| done_request(&mut st.reqs))));
     };
     if c.need_grant {
         wait_grant(win, c.t)?;
@@ -584,22 +611,49 @@ unsafe fn start_op(st: &mut State, win: MPI_Win, o: &Op, c: &Checked, want_req: 
     let w = wins.get_mut(win)?;
     let peer = w.peers[c.t];
     let (ocount, tcount) = (o.ocount as usize, o.tcount as usize);
-    // Shared memory: Put and Get are plain copies.
-    if let (Some(local), kind::PUT | kind::GET) = (peer.local, o.kind) {
-        let addr = (local as isize + (o.disp * peer.disp_unit as i64) as isize) as *mut u8;
-        let mut tmp = vec![0u8; c.bytes];
-        if o.kind == kind::PUT {
-            c.odt.pack(o.origin, ocount, &mut tmp);
-            c.tdt.unpack(&tmp, addr);
-        } else {
-            c.tdt.pack(addr, tcount, &mut tmp);
-            c.odt.unpack(&tmp, o.origin as *mut u8);
+    // Shared memory (and this process's own part): Put and Get are plain
+    // copies; contiguous target data of a process on this host moves with
+    // one process_vm_writev/readv.
+    if matches!(o.kind, kind::PUT | kind::GET) && (peer.local.is_some() || peer.pid != 0 && w.cma_ok && c.tdt.contig) {
+        let off = (o.disp * peer.disp_unit as i64) as isize;
+        let mut tmp = Vec::new();
+        let moved = match (peer.local, o.kind) {
+            (Some(local), kind::PUT) => {
+                tmp.resize(c.bytes, 0);
+                c.odt.pack(o.origin, ocount, &mut tmp);
+                c.tdt.unpack(&tmp, (local as isize + off) as *mut u8);
+                true
+            }
+            (Some(local), _) => {
+                tmp.resize(c.bytes, 0);
+                c.tdt.pack((local as isize + off) as *const u8, tcount, &mut tmp);
+                c.odt.unpack(&tmp, o.origin as *mut u8);
+                true
+            }
+            (None, k) => {
+                let write = k == kind::PUT;
+                let buf = if c.odt.contig {
+                    o.origin as *mut u8
+                } else {
+                    tmp.resize(c.bytes, 0);
+                    if write {
+                        c.odt.pack(o.origin, ocount, &mut tmp);
+                    }
+                    tmp.as_mut_ptr()
+                };
+                let ok = win::cma(peer.pid, (peer.base as isize + off) as usize, buf, c.bytes, write).is_ok();
+                if ok && !write && !c.odt.contig {
+                    c.odt.unpack(&tmp, o.origin as *mut u8);
+                }
+                if !ok {
+                    w.cma_ok = false;
+                }
+                ok
+            }
+        };
+        if moved {
+            return Ok(want_req.then(|| done_request(reqs)));
         }
-        return Ok(want_req.then(|| {
-            let i = reqs.alloc(Request::new(Kind::Null, MPI_COMM_WORLD));
-            reqs.finish(i);
-            i
-        }));
     }
     let runs = c.tdt.runs();
     let addr = (peer.base as i64).wrapping_add(o.disp.wrapping_mul(peer.disp_unit as i64)) as u64;
@@ -643,9 +697,7 @@ unsafe fn start_op(st: &mut State, win: MPI_Win, o: &Op, c: &Checked, want_req: 
         Some(si) => w.pending.push(Pending { id: reqs.proto_id(si), owned: true, keep: Some(msg) }),
     }
     if want_req && user.is_none() {
-        let i = reqs.alloc(Request::new(Kind::Null, MPI_COMM_WORLD));
-        reqs.finish(i);
-        user = Some(i);
+        user = Some(done_request(reqs));
     }
     Ok(user)
 }

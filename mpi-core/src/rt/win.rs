@@ -56,8 +56,12 @@ pub struct Peer {
     pub base: usize,
     pub size: usize,
     pub disp_unit: usize,
-    /// Address of the same memory in this process (shared windows).
+    /// Address of the same memory in this process (shared windows, and
+    /// this process's own part).
     pub local: Option<usize>,
+    /// Process id of a peer on this host whose memory this process may
+    /// read and write with `process_vm_readv/writev` (0: none).
+    pub pid: i32,
 }
 
 /// Memory the library allocated for a window, freed with it.
@@ -123,6 +127,10 @@ pub struct Win {
     pub expected: u64,
     /// Fences this process has completed (the current fence epoch).
     pub fences: u64,
+    /// Operations sent by anyone to anyone, as of the last fence.
+    pub total_seen: u64,
+    /// Direct transfers (CMA) still allowed: the kernel has not refused one.
+    pub cma_ok: bool,
     pub posts_from: Vec<u32>,
     pub completes_from: Vec<u32>,
     incoming: VecDeque<Incoming>,
@@ -176,6 +184,8 @@ impl Win {
             applied: 0,
             expected: 0,
             fences: 0,
+            total_seen: 0,
+            cma_ok: true,
             posts_from: vec![0; n],
             completes_from: vec![0; n],
             incoming: VecDeque::new(),
@@ -673,4 +683,34 @@ fn apply(h: &Hdr, t: &Target, bytes: usize, data: &[u8]) -> MpiResult<Option<Vec
     }
     res?;
     Ok(old)
+}
+
+/// Writes `len` bytes at `src` to address `addr` of process `pid`
+/// (`process_vm_writev`), or reads them into `dst` (`process_vm_readv`).
+pub fn cma(pid: i32, addr: usize, buf: *mut u8, len: usize, write: bool) -> std::io::Result<()> {
+    let mut done = 0usize;
+    while done < len {
+        let n = len - done;
+        // SAFETY: `buf` holds `len` bytes (the caller's contract); only the
+        // address is computed here.
+        let local = libc::iovec { iov_base: unsafe { buf.add(done) } as *mut libc::c_void, iov_len: n };
+        let remote = libc::iovec { iov_base: (addr + done) as *mut libc::c_void, iov_len: n };
+        // SAFETY: `local` is our own buffer of `n` bytes; the kernel checks
+        // the remote range against the other process's mappings.
+        let r = unsafe {
+            if write {
+                libc::process_vm_writev(pid, &local, 1, &remote, 1, 0)
+            } else {
+                libc::process_vm_readv(pid, &local, 1, &remote, 1, 0)
+            }
+        };
+        if r < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if r == 0 {
+            return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "process_vm_readv/writev moved nothing"));
+        }
+        done += r as usize;
+    }
+    Ok(())
 }
