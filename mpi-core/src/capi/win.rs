@@ -641,7 +641,9 @@ unsafe fn start_op(st: &mut State, win: MPI_Win, o: &Op, c: &Checked, want_req: 
                     }
                     tmp.as_mut_ptr()
                 };
-                let ok = win::cma(peer.pid, (peer.base as isize + off) as usize, buf, c.bytes, write).is_ok();
+                // SAFETY: `buf` holds the `c.bytes` packed bytes (the program's
+                // contiguous buffer or our staging copy).
+                let ok = unsafe { win::cma(peer.pid, (peer.base as isize + off) as usize, buf, c.bytes, write) }.is_ok();
                 if ok && !write && !c.odt.contig {
                     c.odt.unpack(&tmp, o.origin as *mut u8);
                 }

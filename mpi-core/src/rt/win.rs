@@ -687,13 +687,14 @@ fn apply(h: &Hdr, t: &Target, bytes: usize, data: &[u8]) -> MpiResult<Option<Vec
 
 /// Writes `len` bytes at `src` to address `addr` of process `pid`
 /// (`process_vm_writev`), or reads them into `dst` (`process_vm_readv`).
-pub fn cma(pid: i32, addr: usize, buf: *mut u8, len: usize, write: bool) -> std::io::Result<()> {
+///
+/// # Safety
+/// `buf` must be valid for `len` bytes (readable to write, writable to read).
+pub unsafe fn cma(pid: i32, addr: usize, buf: *mut u8, len: usize, write: bool) -> std::io::Result<()> {
     let mut done = 0usize;
     while done < len {
         let n = len - done;
-        // SAFETY: `buf` holds `len` bytes (the caller's contract); only the
-        // address is computed here.
-        let local = libc::iovec { iov_base: unsafe { buf.add(done) } as *mut libc::c_void, iov_len: n };
+        let local = libc::iovec { iov_base: buf.wrapping_add(done) as *mut libc::c_void, iov_len: n };
         let remote = libc::iovec { iov_base: (addr + done) as *mut libc::c_void, iov_len: n };
         // SAFETY: `local` is our own buffer of `n` bytes; the kernel checks
         // the remote range against the other process's mappings.
