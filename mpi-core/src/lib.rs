@@ -6,6 +6,7 @@
 
 pub mod capi;
 pub mod coll;
+pub mod io;
 pub mod rt;
 mod ffi;
 

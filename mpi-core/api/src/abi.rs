@@ -348,6 +348,21 @@ constants! {
     MPI_MODE_NOPUT: c_int = Int => 4096;
     MPI_MODE_NOPRECEDE: c_int = Int => 8192;
     MPI_MODE_NOSUCCEED: c_int = Int => 16384;
+    // File access modes, positions and limits (MPICH's ROMIO values).
+    MPI_MODE_CREATE: c_int = Int => 1;
+    MPI_MODE_RDONLY: c_int = Int => 2;
+    MPI_MODE_WRONLY: c_int = Int => 4;
+    MPI_MODE_RDWR: c_int = Int => 8;
+    MPI_MODE_DELETE_ON_CLOSE: c_int = Int => 16;
+    MPI_MODE_UNIQUE_OPEN: c_int = Int => 32;
+    MPI_MODE_EXCL: c_int = Int => 64;
+    MPI_MODE_APPEND: c_int = Int => 128;
+    MPI_MODE_SEQUENTIAL: c_int = Int => 256;
+    MPI_DISPLACEMENT_CURRENT: i64 = Int => -54278278;
+    MPI_SEEK_SET: c_int = Int => 600;
+    MPI_SEEK_CUR: c_int = Int => 602;
+    MPI_SEEK_END: c_int = Int => 604;
+    MPI_MAX_DATAREP_STRING: c_int = Int => 128;
     MPI_COMM_TYPE_SHARED: c_int = Int => 1;
     MPI_COMM_TYPE_HW_GUIDED: c_int = Int => 2;
     MPI_COMM_TYPE_HW_UNGUIDED: c_int = Int => 3;

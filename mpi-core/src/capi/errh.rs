@@ -1,6 +1,6 @@
-//! Chapter 8 (error handling): user error handlers on communicators (and the
-//! default handler of files, `MPI_FILE_NULL`), and error classes, codes and
-//! strings added by the program.
+//! Chapter 8 (error handling): user error handlers on communicators, and
+//! error classes, codes and strings added by the program. (The error
+//! handlers of files are set, read and called in `capi/io.rs`.)
 
 use std::ffi::c_void;
 use std::os::raw::{c_char, c_int};
@@ -117,64 +117,6 @@ pub unsafe fn MPI_Comm_call_errhandler(comm: MPI_Comm, errorcode: c_int) -> c_in
         return raise(comm, "MPI_Comm_call_errhandler", e);
     }
     raise(comm, "MPI_Comm_call_errhandler", MpiError::new(errorcode, "error raised by the application"));
-    MPI_SUCCESS
-}
-
-/// C type of a file error handler (`MPI_File_errhandler_function`).
-type FileErrFn = unsafe extern "C" fn(*mut MPI_File, *mut c_int, ...);
-
-/// Only `MPI_FILE_NULL` exists here (no file is ever opened): its handler
-/// is the default of files opened later.
-fn check_file_null(file: *mut c_void) -> MpiResult<()> {
-    if !file.is_null() {
-        bail!(MPI_ERR_FILE, "invalid file handle {file:p}");
-    }
-    Ok(())
-}
-
-pub unsafe fn MPI_File_set_errhandler(file: *mut c_void, errhandler: MPI_Errhandler) -> c_int {
-    let r = rt::with(|st| {
-        check_file_null(file)?;
-        check_errhandler(st, errhandler, HandlerKind::File)?;
-        st.comms.errors.file_default = errhandler;
-        Ok(())
-    });
-    ret(MPI_COMM_WORLD, "MPI_File_set_errhandler", r)
-}
-
-pub unsafe fn MPI_File_get_errhandler(file: *mut c_void, errhandler: *mut MPI_Errhandler) -> c_int {
-    let r = rt::with(|st| {
-        check_file_null(file)?;
-        put(errhandler, st.comms.errors.file_default, "errhandler")
-    });
-    ret(MPI_COMM_WORLD, "MPI_File_get_errhandler", r)
-}
-
-pub unsafe fn MPI_File_call_errhandler(fh: *mut c_void, errorcode: c_int) -> c_int {
-    let h = match rt::with(|st| {
-        check_file_null(fh)?;
-        let h = st.comms.errors.file_default;
-        let f = if handle_kind(h) == HANDLE_KIND_DIRECT { st.errhandlers.get(handle_index(h) as usize).copied().flatten() } else { None };
-        Ok((h, f, st.world_rank))
-    }) {
-        Ok(h) => h,
-        Err(e) => return raise(MPI_COMM_WORLD, "MPI_File_call_errhandler", e),
-    };
-    match h {
-        (MPI_ERRORS_RETURN, _, _) => {}
-        (_, Some(f), _) => {
-            // SAFETY: `f` was registered by MPI_File_create_errhandler as an
-            // `MPI_File_errhandler_function`; the lock is not held.
-            let f: FileErrFn = std::mem::transmute::<usize, FileErrFn>(f);
-            let mut file: MPI_File = fh;
-            let mut code = errorcode;
-            f(&mut file, &mut code);
-        }
-        (_, None, rank) => {
-            eprintln!("Fatal error on MPI_FILE_NULL (rank {rank}): error code {errorcode}");
-            rt::abort(errorcode, "MPI_File_call_errhandler with a fatal error handler")
-        }
-    }
     MPI_SUCCESS
 }
 

@@ -1,0 +1,1137 @@
+//! Chapter 13 (I/O): opening, closing and deleting files, views, data access
+//! with explicit offsets, individual and shared file pointers (blocking,
+//! nonblocking, collective and split collective), and file error handlers.
+//!
+//! The files themselves are in `crate::io`; this module checks arguments,
+//! runs the collective protocols over the file's own context (agreed at
+//! open, so file traffic never meets the program's messages) and reports
+//! errors through the file's error handler (`MPI_ERRORS_RETURN` unless the
+//! program sets another; `MPI_FILE_NULL`'s handler for errors without a
+//! valid file, such as those of `MPI_File_open` and `MPI_File_delete`).
+//!
+//! Collective data access (`_all`) needs no coordination here: each process
+//! moves its own data with positioned reads and writes, so the collective
+//! forms are the independent ones (a correct, if unoptimized, choice); the
+//! ordered forms agree on offsets with one exchange. Nonblocking accesses
+//! complete at once and hand back a request that is already complete; split
+//! collectives do their work at `_begin` and give the status at `_end`.
+
+use std::ffi::{c_void, CStr, OsStr};
+use std::os::raw::{c_char, c_int};
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use mpi_api::abi::*;
+
+use super::agree::View;
+use super::comm::{comm_of, new_context, quiet};
+use super::errh::check_errhandler;
+use super::{put, put_status, put_str};
+use crate::bail;
+use crate::io::{self, File, FileRef, FileView, SharedPtr, Split};
+use crate::rt::comm::CTX_SPAN_INTRA;
+use crate::rt::datatype::{check_count, Dtype};
+use crate::rt::errh::HandlerKind;
+use crate::rt::error::{MpiError, MpiResult};
+use crate::rt::p2p::{empty_status, Kind, ReqTable, Request};
+use crate::rt::{self};
+
+/// C type of a file error handler (`MPI_File_errhandler_function`).
+type FileErrFn = unsafe extern "C" fn(*mut MPI_File, *mut c_int, ...);
+
+// ---------------------------------------------------------------------------
+// Errors.
+
+/// Invokes the error handler of file `fh` (the default file handler, that of
+/// `MPI_FILE_NULL`, when `fh` is not an open file) for error `e` raised in
+/// `name`; returns the code to give back.
+pub(crate) fn raise_file(fh: MPI_File, name: &str, e: MpiError) -> c_int {
+    let own = io::get(fh).ok().map(|f| io::lock(&f).errhandler);
+    match own {
+        Some(h) => raise_with(h, fh, name, e),
+        None => {
+            let h = rt::try_with(|st| st.comms.errors.file_default).unwrap_or(MPI_ERRORS_RETURN);
+            raise_with(h, std::ptr::null_mut(), name, e)
+        }
+    }
+}
+
+/// Invokes error handler `h` for error `e` raised in `name` on file `fh`.
+fn raise_with(h: MPI_Errhandler, fh: MPI_File, name: &str, e: MpiError) -> c_int {
+    let found = rt::try_with(|st| {
+        let user = if handle_kind(h) == HANDLE_KIND_DIRECT { st.errhandlers.get(handle_index(h) as usize).copied().flatten() } else { None };
+        (user, st.world_rank)
+    });
+    // Before MPI_Init or after MPI_Finalize: just return the class.
+    let Some((user, rank)) = found else { return e.class };
+    match (h, user) {
+        (MPI_ERRORS_RETURN, _) => e.class,
+        (_, Some(f)) => {
+            // SAFETY: `f` was registered by MPI_File_create_errhandler as an
+            // `MPI_File_errhandler_function`; no lock is held here, so the
+            // handler may call MPI.
+            let f: FileErrFn = unsafe { std::mem::transmute::<usize, FileErrFn>(f) };
+            let mut file = fh;
+            let mut code = e.class;
+            // SAFETY: both arguments point to live locals.
+            unsafe { f(&mut file, &mut code) };
+            e.class
+        }
+        _ => {
+            eprintln!("Fatal error in {name} (rank {rank}): {e}");
+            rt::abort(e.class, &format!("{name}: {}", e.msg))
+        }
+    }
+}
+
+/// Ends a call on file `fh`: `MPI_SUCCESS`, or the error through its handler.
+fn fret(fh: MPI_File, name: &str, r: MpiResult<()>) -> c_int {
+    match r {
+        Ok(()) => MPI_SUCCESS,
+        Err(e) => raise_file(fh, name, e),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Collective helpers over a file's group.
+
+/// The file's group on the file's own context.
+fn group_view(f: &File) -> MpiResult<View> {
+    let (ctx, rank, group) = (f.ctx, f.rank, f.group.clone());
+    rt::with(|st| View::new(st, ctx, rank, group))
+}
+
+/// The view of an open file, taken without keeping the file locked.
+fn group_view_of(f: &FileRef) -> MpiResult<View> {
+    let g = io::lock(f);
+    group_view(&g)
+}
+
+/// Combines every member's outcome: this process's own error first, else
+/// the error another member had (by class), else success.
+fn agree(v: &View, mine: MpiResult<()>) -> MpiResult<()> {
+    let c = match &mine {
+        Ok(()) => 0,
+        Err(e) => e.class as u32,
+    };
+    let worst = v.allreduce_u32(c, |a, b| a.max(b))?;
+    mine?;
+    if worst != 0 {
+        bail!(worst as c_int, "the operation failed at another process of the file's group");
+    }
+    Ok(())
+}
+
+fn i64_bytes(v: i64) -> Vec<u8> {
+    v.to_ne_bytes().to_vec()
+}
+
+fn bytes_i64(b: &[u8]) -> i64 {
+    b.get(..8).map_or(0, |s| i64::from_ne_bytes(s.try_into().unwrap()))
+}
+
+// ---------------------------------------------------------------------------
+// Opening, closing, deleting.
+
+/// The file name as a path; ROMIO's file-system prefixes (`ufs:`, `nfs:`)
+/// are accepted and dropped, as all files here are POSIX files.
+unsafe fn path_arg(filename: *const c_char) -> MpiResult<PathBuf> {
+    if filename.is_null() {
+        bail!(MPI_ERR_ARG, "filename is a NULL pointer");
+    }
+    let mut b = CStr::from_ptr(filename).to_bytes();
+    for prefix in [&b"ufs:"[..], b"nfs:", b"file:"] {
+        if let Some(rest) = b.strip_prefix(prefix) {
+            b = rest;
+        }
+    }
+    if b.is_empty() {
+        bail!(MPI_ERR_BAD_FILE, "the file name is empty");
+    }
+    Ok(PathBuf::from(OsStr::from_bytes(b)))
+}
+
+unsafe fn open(comm: MPI_Comm, filename: *const c_char, amode: c_int, info: MPI_Info, fh: *mut MPI_File) -> MpiResult<()> {
+    let c = comm_of(comm)?;
+    if c.is_inter() {
+        bail!(MPI_ERR_COMM, "MPI_File_open needs an intracommunicator, and this is an intercommunicator");
+    }
+    quiet(comm)?;
+    let (pv, host) = rt::with(|st| Ok((View::local(st, &c)?, st.processor_name.clone())))?;
+    let local = (|| -> MpiResult<(PathBuf, crate::rt::info::Pairs)> {
+        if fh.is_null() {
+            bail!(MPI_ERR_ARG, "fh is a NULL pointer");
+        }
+        let path = path_arg(filename)?;
+        io::check_amode(amode)?;
+        let hints = rt::with(|st| st.comms.infos.get_or_null(info))?;
+        Ok((path, hints))
+    })();
+    // Everybody's checks, access mode and host, so that all fail together.
+    let mut msg = Vec::new();
+    msg.extend_from_slice(&local.as_ref().err().map_or(0, |e| e.class).to_ne_bytes());
+    msg.extend_from_slice(&amode.to_ne_bytes());
+    msg.extend_from_slice(host.as_bytes());
+    let all = pv.allgather_vec(&msg)?;
+    let (path, hints) = local?;
+    for (r, m) in all.iter().enumerate() {
+        let class = c_int::from_ne_bytes(m[..4].try_into().unwrap());
+        if class != 0 {
+            bail!(class, "MPI_File_open failed at rank {r} of the communicator");
+        }
+        let theirs = c_int::from_ne_bytes(m[4..8].try_into().unwrap());
+        if theirs != amode {
+            bail!(MPI_ERR_NOT_SAME, "rank {r} opens with amode 0x{theirs:x}, this process with 0x{amode:x}");
+        }
+    }
+    let one_host = all.iter().all(|m| &m[8..] == host.as_bytes());
+    // The file's own context; the exchange above brought everybody here.
+    let ctx = new_context(comm, CTX_SPAN_INTRA, true)?;
+    let rank = c.rank as usize;
+    let fv = rt::with(|st| View::new(st, ctx, rank, c.group.clone()))?;
+
+    // Rank 0 opens (and creates) first and makes the shared file pointer;
+    // the others open what it made.
+    let (os, shared, shared_err, side) = if rank == 0 {
+        let os = match io::open_path(&path, amode, true) {
+            Ok(os) => os,
+            Err(e) => {
+                fv.bcast_vec(e.class.to_ne_bytes().to_vec(), 0)?;
+                return Err(e);
+            }
+        };
+        let init = if amode & MPI_MODE_APPEND != 0 { os.metadata().map(|m| m.len() as i64).unwrap_or(0) } else { 0 };
+        let mut reply = 0i32.to_ne_bytes().to_vec();
+        let out = match SharedPtr::create(&path, init, one_host) {
+            Ok((s, p)) => {
+                reply.push(1);
+                reply.extend_from_slice(p.as_os_str().as_bytes());
+                (os, Some(s), None, Some(p))
+            }
+            Err(e) => {
+                reply.push(0);
+                reply.extend_from_slice(e.msg.as_bytes());
+                (os, None, Some(e), None)
+            }
+        };
+        fv.bcast_vec(reply, 0)?;
+        out
+    } else {
+        let reply = fv.bcast_vec(Vec::new(), 0)?;
+        let class = c_int::from_ne_bytes(reply[..4].try_into().unwrap());
+        if class != 0 {
+            bail!(class, "{} could not be opened at rank 0", path.display());
+        }
+        let mine = io::open_path(&path, amode, false);
+        let (shared, shared_err) = if reply[4] == 1 {
+            match SharedPtr::open(std::path::Path::new(OsStr::from_bytes(&reply[5..]))) {
+                Ok(s) => (Some(s), None),
+                Err(e) => (None, Some(e)),
+            }
+        } else {
+            (None, Some(MpiError::new(MPI_ERR_IO, String::from_utf8_lossy(&reply[5..]).into_owned())))
+        };
+        let os = agree(&fv, mine.as_ref().map(|_| ()).map_err(Clone::clone)).and(mine)?;
+        (os, shared, shared_err, None)
+    };
+    if rank == 0 {
+        let r = agree(&fv, Ok(()));
+        // Every process has the side file open now (or gave up): unlink it.
+        if let Some(p) = &side {
+            let _ = std::fs::remove_file(p);
+        }
+        r?;
+    }
+    let size = os.metadata().map(|m| m.len() as i64).unwrap_or(0);
+    let byte = rt::with(|st| st.types.get(MPI_BYTE))?;
+    let file_default = rt::with(|st| Ok(st.comms.errors.file_default))?;
+    let f = File {
+        os,
+        path,
+        amode,
+        group: c.group.clone(),
+        rank,
+        ctx,
+        errhandler: file_default,
+        hints,
+        atomic: false,
+        view: FileView::bytes(byte),
+        pos: if amode & MPI_MODE_APPEND != 0 { size } else { 0 },
+        shared,
+        shared_err,
+        split: None,
+    };
+    *fh = io::insert(f);
+    Ok(())
+}
+
+pub unsafe fn MPI_File_open(comm: MPI_Comm, filename: *const c_char, amode: c_int, info: MPI_Info, fh: *mut MPI_File) -> c_int {
+    fret(std::ptr::null_mut(), "MPI_File_open", open(comm, filename, amode, info, fh))
+}
+
+pub unsafe fn MPI_File_close(fh: *mut MPI_File) -> c_int {
+    if fh.is_null() {
+        return raise_file(std::ptr::null_mut(), "MPI_File_close", MpiError::new(MPI_ERR_ARG, "fh is a NULL pointer"));
+    }
+    let h = *fh;
+    let f = match io::get(h) {
+        Ok(f) => f,
+        Err(e) => return raise_file(h, "MPI_File_close", e),
+    };
+    let handler = io::lock(&f).errhandler;
+    let r = close(h, f);
+    *fh = std::ptr::null_mut();
+    match r {
+        Ok(()) => MPI_SUCCESS,
+        // The handle is gone: the error goes to the handler the file had.
+        Err(e) => raise_with(handler, h, "MPI_File_close", e),
+    }
+}
+
+fn close(h: MPI_File, f: FileRef) -> MpiResult<()> {
+    let v = group_view_of(&f)?;
+    let (mine, delete, path, rank) = {
+        let g = io::lock(&f);
+        let mine = if g.split.is_some() {
+            Err(MpiError::new(MPI_ERR_OTHER, "a split collective on the file was begun and not ended"))
+        } else if g.amode & MPI_MODE_RDONLY == 0 {
+            g.os.sync_all().map_err(|e| io::os_error(&e, &g.path.display().to_string()))
+        } else {
+            Ok(())
+        };
+        (mine, g.amode & MPI_MODE_DELETE_ON_CLOSE != 0, g.path.clone(), g.rank)
+    };
+    // Everybody has synchronized before anybody deletes.
+    let r = agree(&v, mine);
+    io::remove(h);
+    drop(f);
+    if delete && rank == 0 {
+        std::fs::remove_file(&path).map_err(|e| io::os_error(&e, &path.display().to_string()))?;
+    }
+    r
+}
+
+pub unsafe fn MPI_File_delete(filename: *const c_char, info: MPI_Info) -> c_int {
+    let r = (|| {
+        let path = path_arg(filename)?;
+        rt::with(|st| st.comms.infos.get_or_null(info).map(|_| ()))?;
+        std::fs::remove_file(&path).map_err(|e| io::os_error(&e, &path.display().to_string()))
+    })();
+    fret(std::ptr::null_mut(), "MPI_File_delete", r)
+}
+
+// ---------------------------------------------------------------------------
+// File parameters.
+
+/// Runs `f` on the open file `fh` (locked) and reports through its handler.
+fn on_file(fh: MPI_File, name: &str, f: impl FnOnce(&mut File) -> MpiResult<()>) -> c_int {
+    let r = io::get(fh).and_then(|file| f(&mut io::lock(&file)));
+    fret(fh, name, r)
+}
+
+/// A collective call on `fh`: `local` runs at every process (file locked),
+/// then all agree on the outcome.
+fn collective(fh: MPI_File, name: &str, local: impl FnOnce(&mut File) -> MpiResult<()>) -> c_int {
+    let r = io::get(fh).and_then(|file| {
+        let v = group_view_of(&file)?;
+        let mine = local(&mut io::lock(&file));
+        agree(&v, mine)
+    });
+    fret(fh, name, r)
+}
+
+/// Checks of `MPI_File_set_size` and `MPI_File_preallocate`.
+fn resizable(f: &File, size: MPI_Offset) -> MpiResult<()> {
+    if size < 0 {
+        bail!(MPI_ERR_ARG, "size {size} is negative");
+    }
+    if f.amode & MPI_MODE_SEQUENTIAL != 0 {
+        bail!(MPI_ERR_UNSUPPORTED_OPERATION, "the file was opened with MPI_MODE_SEQUENTIAL");
+    }
+    f.writable()
+}
+
+pub unsafe fn MPI_File_set_size(fh: MPI_File, size: MPI_Offset) -> c_int {
+    collective(fh, "MPI_File_set_size", |f| {
+        resizable(f, size)?;
+        if f.rank == 0 {
+            f.os.set_len(size as u64).map_err(|e| io::os_error(&e, &f.path.display().to_string()))?;
+        }
+        Ok(())
+    })
+}
+
+pub unsafe fn MPI_File_preallocate(fh: MPI_File, size: MPI_Offset) -> c_int {
+    collective(fh, "MPI_File_preallocate", |f| {
+        resizable(f, size)?;
+        if f.rank == 0 && size > f.size()? {
+            use std::os::fd::AsRawFd;
+            // SAFETY: posix_fallocate on our open descriptor.
+            let rc = unsafe { libc::posix_fallocate(f.os.as_raw_fd(), 0, size) };
+            if rc != 0 {
+                return Err(io::os_error(&std::io::Error::from_raw_os_error(rc), &f.path.display().to_string()));
+            }
+        }
+        Ok(())
+    })
+}
+
+pub unsafe fn MPI_File_get_size(fh: MPI_File, size: *mut MPI_Offset) -> c_int {
+    // SAFETY (of the closure's `put`): size is the caller's out-pointer.
+    on_file(fh, "MPI_File_get_size", |f| unsafe { put(size, f.size()?, "size") })
+}
+
+pub unsafe fn MPI_File_sync(fh: MPI_File) -> c_int {
+    collective(fh, "MPI_File_sync", |f| {
+        if f.split.is_some() {
+            bail!(MPI_ERR_OTHER, "a split collective on the file was begun and not ended");
+        }
+        if f.amode & MPI_MODE_RDONLY == 0 {
+            f.os.sync_all().map_err(|e| io::os_error(&e, &f.path.display().to_string()))?;
+        }
+        Ok(())
+    })
+}
+
+pub unsafe fn MPI_File_get_amode(fh: MPI_File, amode: *mut c_int) -> c_int {
+    // SAFETY (of the closure's `put`): amode is the caller's out-pointer.
+    on_file(fh, "MPI_File_get_amode", |f| unsafe { put(amode, f.amode, "amode") })
+}
+
+pub unsafe fn MPI_File_get_group(fh: MPI_File, group: *mut MPI_Group) -> c_int {
+    on_file(fh, "MPI_File_get_group", |f| {
+        if group.is_null() {
+            bail!(MPI_ERR_ARG, "group is a NULL pointer");
+        }
+        let members = f.group.clone();
+        let h = rt::with(|st| Ok(st.comms.groups.insert(members)))?;
+        // SAFETY: group is the caller's out-pointer, checked above.
+        unsafe { put(group, h, "group") }
+    })
+}
+
+pub unsafe fn MPI_File_set_info(fh: MPI_File, info: MPI_Info) -> c_int {
+    on_file(fh, "MPI_File_set_info", |f| {
+        let pairs = rt::with(|st| st.comms.infos.get_or_null(info))?;
+        for (k, v) in pairs {
+            crate::rt::info::set(&mut f.hints, &k, &v);
+        }
+        Ok(())
+    })
+}
+
+pub unsafe fn MPI_File_get_info(fh: MPI_File, info_used: *mut MPI_Info) -> c_int {
+    on_file(fh, "MPI_File_get_info", |f| {
+        if info_used.is_null() {
+            bail!(MPI_ERR_ARG, "info_used is a NULL pointer");
+        }
+        let hints = f.hints.clone();
+        let h = rt::with(|st| Ok(st.comms.infos.insert(hints)))?;
+        // SAFETY: info_used is the caller's out-pointer, checked above.
+        unsafe { put(info_used, h, "info_used") }
+    })
+}
+
+pub unsafe fn MPI_File_set_atomicity(fh: MPI_File, flag: c_int) -> c_int {
+    let r = io::get(fh).and_then(|file| {
+        let v = group_view_of(&file)?;
+        let all = v.allgather_vec(&[(flag != 0) as u8])?;
+        if let Some(r) = all.iter().position(|b| b.first() != Some(&((flag != 0) as u8))) {
+            bail!(MPI_ERR_NOT_SAME, "rank {r} of the file's group passes another atomicity flag");
+        }
+        io::lock(&file).atomic = flag != 0;
+        Ok(())
+    });
+    fret(fh, "MPI_File_set_atomicity", r)
+}
+
+pub unsafe fn MPI_File_get_atomicity(fh: MPI_File, flag: *mut c_int) -> c_int {
+    // SAFETY (of the closure's `put`): flag is the caller's out-pointer.
+    on_file(fh, "MPI_File_get_atomicity", |f| unsafe { put(flag, f.atomic as c_int, "flag") })
+}
+
+pub unsafe fn MPI_File_c2f(file: MPI_File) -> MPI_Fint {
+    io::to_fint(file)
+}
+
+pub unsafe fn MPI_File_f2c(file: MPI_Fint) -> MPI_File {
+    io::from_fint(file)
+}
+
+// ---------------------------------------------------------------------------
+// Error handlers of files.
+
+pub unsafe fn MPI_File_set_errhandler(file: MPI_File, errhandler: MPI_Errhandler) -> c_int {
+    let r = rt::with(|st| check_errhandler(st, errhandler, HandlerKind::File)).and_then(|()| {
+        if file.is_null() {
+            // MPI_FILE_NULL: the default of files opened from now on.
+            return rt::with(|st| {
+                st.comms.errors.file_default = errhandler;
+                Ok(())
+            });
+        }
+        io::lock(&io::get(file)?).errhandler = errhandler;
+        Ok(())
+    });
+    fret(file, "MPI_File_set_errhandler", r)
+}
+
+pub unsafe fn MPI_File_get_errhandler(file: MPI_File, errhandler: *mut MPI_Errhandler) -> c_int {
+    let r = (|| {
+        let h = if file.is_null() {
+            rt::with(|st| Ok(st.comms.errors.file_default))?
+        } else {
+            io::lock(&io::get(file)?).errhandler
+        };
+        put(errhandler, h, "errhandler")
+    })();
+    fret(file, "MPI_File_get_errhandler", r)
+}
+
+pub unsafe fn MPI_File_call_errhandler(fh: MPI_File, errorcode: c_int) -> c_int {
+    if !fh.is_null() {
+        if let Err(e) = io::get(fh) {
+            return raise_file(std::ptr::null_mut(), "MPI_File_call_errhandler", e);
+        }
+    }
+    raise_file(fh, "MPI_File_call_errhandler", MpiError::new(errorcode, "error raised by the application"));
+    MPI_SUCCESS
+}
+
+// ---------------------------------------------------------------------------
+// Views and positions.
+
+pub unsafe fn MPI_File_set_view(
+    fh: MPI_File,
+    disp: MPI_Offset,
+    etype: MPI_Datatype,
+    filetype: MPI_Datatype,
+    datarep: *const c_char,
+    info: MPI_Info,
+) -> c_int {
+    let r = io::get(fh).and_then(|file| {
+        let v = group_view_of(&file)?;
+        let mine = (|| {
+            let mut f = io::lock(&file);
+            if f.split.is_some() {
+                bail!(MPI_ERR_OTHER, "a split collective on the file was begun and not ended");
+            }
+            if datarep.is_null() {
+                bail!(MPI_ERR_ARG, "datarep is a NULL pointer");
+            }
+            // SAFETY: a NUL-terminated string from the caller.
+            let rep = unsafe { CStr::from_ptr(datarep) }.to_string_lossy().into_owned();
+            match rep.as_str() {
+                "native" | "internal" => {}
+                "external32" => bail!(MPI_ERR_UNSUPPORTED_DATAREP, "the \"external32\" data representation is not supported yet"),
+                _ => bail!(MPI_ERR_UNSUPPORTED_DATAREP, "unknown data representation \"{rep}\""),
+            }
+            let sequential = f.amode & MPI_MODE_SEQUENTIAL != 0;
+            let disp = match (disp == MPI_DISPLACEMENT_CURRENT, sequential) {
+                (true, true) => {
+                    let at = f.shared()?.get()?;
+                    f.view.byte_position(at * f.view.esize())
+                }
+                (true, false) => bail!(MPI_ERR_ARG, "MPI_DISPLACEMENT_CURRENT is for files opened with MPI_MODE_SEQUENTIAL only"),
+                (false, true) => bail!(MPI_ERR_ARG, "a file opened with MPI_MODE_SEQUENTIAL takes MPI_DISPLACEMENT_CURRENT as displacement"),
+                (false, false) => disp,
+            };
+            let (et, ft, pairs) = rt::with(|st| Ok((st.types.get(etype)?, st.types.get(filetype)?, st.comms.infos.get_or_null(info)?)))?;
+            let view = FileView::new(disp, et, ft, &rep, f.amode & MPI_MODE_RDONLY == 0)?;
+            for (k, val) in pairs {
+                crate::rt::info::set(&mut f.hints, &k, &val);
+            }
+            Ok(view)
+        })();
+        let view = mine.as_ref().map(|_| ()).map_err(Clone::clone);
+        // All accesses in the old view are done once everybody is here;
+        // then rank 0 resets the shared file pointer, and nobody moves on
+        // before it has.
+        agree(&v, view)?;
+        let reset = {
+            let mut f = io::lock(&file);
+            f.view = mine?;
+            f.pos = 0;
+            match (&f.shared, f.rank) {
+                (Some(s), 0) => s.set(0),
+                _ => Ok(()),
+            }
+        };
+        agree(&v, reset)
+    });
+    fret(fh, "MPI_File_set_view", r)
+}
+
+pub unsafe fn MPI_File_get_view(
+    fh: MPI_File,
+    disp: *mut MPI_Offset,
+    etype: *mut MPI_Datatype,
+    filetype: *mut MPI_Datatype,
+    datarep: *mut c_char,
+) -> c_int {
+    on_file(fh, "MPI_File_get_view", |f| {
+        if etype.is_null() || filetype.is_null() || datarep.is_null() || disp.is_null() {
+            bail!(MPI_ERR_ARG, "an output argument is a NULL pointer");
+        }
+        let (et, ft) = (f.view.etype.clone(), f.view.filetype.clone());
+        let (e, t) = rt::with(|st| Ok((st.types.handle_for(&et), st.types.handle_for(&ft))))?;
+        // SAFETY: the caller's out-pointers, checked above; datarep holds
+        // MPI_MAX_DATAREP_STRING bytes.
+        unsafe {
+            *disp = f.view.disp;
+            *etype = e;
+            *filetype = t;
+            put_str(datarep, MPI_MAX_DATAREP_STRING as usize, &f.view.datarep);
+        }
+        Ok(())
+    })
+}
+
+/// The new offset of a seek, in etypes (`eof`: the end of file in the view).
+fn seek_to(cur: i64, eof: i64, offset: MPI_Offset, whence: c_int) -> MpiResult<i64> {
+    let to = match whence {
+        MPI_SEEK_SET => offset,
+        MPI_SEEK_CUR => cur.checked_add(offset).unwrap_or(-1),
+        MPI_SEEK_END => eof.checked_add(offset).unwrap_or(-1),
+        _ => bail!(MPI_ERR_ARG, "whence {whence} is none of MPI_SEEK_SET, MPI_SEEK_CUR, MPI_SEEK_END"),
+    };
+    if to < 0 {
+        bail!(MPI_ERR_ARG, "the seek leads before the beginning of the view (offset {to})");
+    }
+    Ok(to)
+}
+
+pub unsafe fn MPI_File_seek(fh: MPI_File, offset: MPI_Offset, whence: c_int) -> c_int {
+    on_file(fh, "MPI_File_seek", |f| {
+        f.random_access()?;
+        let eof = if whence == MPI_SEEK_END { f.view.eof_offset(f.size()?) } else { 0 };
+        f.pos = seek_to(f.pos, eof, offset, whence)?;
+        Ok(())
+    })
+}
+
+pub unsafe fn MPI_File_get_position(fh: MPI_File, offset: *mut MPI_Offset) -> c_int {
+    // SAFETY (of the closure's `put`): offset is the caller's out-pointer.
+    on_file(fh, "MPI_File_get_position", |f| unsafe { put(offset, f.pos, "offset") })
+}
+
+pub unsafe fn MPI_File_seek_shared(fh: MPI_File, offset: MPI_Offset, whence: c_int) -> c_int {
+    let r = io::get(fh).and_then(|file| {
+        let v = group_view_of(&file)?;
+        // Everybody's accesses before the seek are done once all are here.
+        let mine = io::lock(&file).shared().map(|_| ()).and_then(|()| seek_to(0, 0, offset.max(0), whence).map(|_| ()));
+        agree(&v, mine)?;
+        let mine = (|| {
+            let f = io::lock(&file);
+            if f.rank == 0 {
+                let s = f.shared()?;
+                let eof = if whence == MPI_SEEK_END { f.view.eof_offset(f.size()?) } else { 0 };
+                let cur = if whence == MPI_SEEK_CUR { s.get()? } else { 0 };
+                s.set(seek_to(cur, eof, offset, whence)?)?;
+            }
+            Ok(())
+        })();
+        // Nobody moves on before the pointer is set.
+        agree(&v, mine)
+    });
+    fret(fh, "MPI_File_seek_shared", r)
+}
+
+pub unsafe fn MPI_File_get_position_shared(fh: MPI_File, offset: *mut MPI_Offset) -> c_int {
+    // SAFETY (of the closure's `put`): offset is the caller's out-pointer.
+    on_file(fh, "MPI_File_get_position_shared", |f| unsafe { put(offset, f.shared()?.get()?, "offset") })
+}
+
+pub unsafe fn MPI_File_get_byte_offset(fh: MPI_File, offset: MPI_Offset, disp: *mut MPI_Offset) -> c_int {
+    on_file(fh, "MPI_File_get_byte_offset", |f| {
+        if offset < 0 {
+            bail!(MPI_ERR_ARG, "offset {offset} is negative");
+        }
+        let at = f.view.byte_position(offset * f.view.esize());
+        // SAFETY: disp is the caller's out-pointer.
+        unsafe { put(disp, at, "disp") }
+    })
+}
+
+/// Extent of `datatype` in the file (the native representation: its extent).
+fn type_extent(fh: MPI_File, datatype: MPI_Datatype) -> MpiResult<i64> {
+    io::get(fh)?;
+    Ok(rt::with(|st| st.types.lookup(datatype))?.extent as i64)
+}
+
+pub unsafe fn MPI_File_get_type_extent(fh: MPI_File, datatype: MPI_Datatype, extent: *mut MPI_Aint) -> c_int {
+    let r = type_extent(fh, datatype).and_then(|x| put(extent, x, "extent"));
+    fret(fh, "MPI_File_get_type_extent", r)
+}
+
+pub unsafe fn MPI_File_get_type_extent_c(fh: MPI_File, datatype: MPI_Datatype, extent: *mut MPI_Count) -> c_int {
+    let r = type_extent(fh, datatype).and_then(|x| put(extent, x, "extent"));
+    fret(fh, "MPI_File_get_type_extent_c", r)
+}
+
+// ---------------------------------------------------------------------------
+// Data access.
+
+/// Where an access starts.
+#[derive(Clone, Copy)]
+enum At {
+    /// An explicit offset (in etypes of the view).
+    Offset(MPI_Offset),
+    /// The individual file pointer.
+    Mine,
+    /// The shared file pointer.
+    Shared,
+}
+
+/// The user's side of an access.
+struct Buf {
+    ptr: *mut u8,
+    count: usize,
+    dt: Arc<Dtype>,
+}
+
+impl Buf {
+    fn new(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, esize: i64) -> MpiResult<Buf> {
+        let count = check_count(count)?;
+        let dt = rt::with(|st| st.types.get(datatype))?;
+        let bytes = dt.packed_size(count) as i64;
+        if bytes % esize != 0 {
+            bail!(
+                MPI_ERR_TYPE,
+                "{count} elements of the datatype ({bytes} bytes of data) are not a whole number of etypes of the view ({esize} bytes each)"
+            );
+        }
+        Ok(Buf { ptr: buf as *mut u8, count, dt })
+    }
+    fn bytes(&self) -> usize {
+        self.dt.packed_size(self.count)
+    }
+}
+
+/// Moves the data of `b` at etype `start` of the view; returns the bytes
+/// moved (fewer than asked only for a read that meets the end of the file).
+fn transfer(f: &File, write: bool, start: i64, b: &Buf) -> MpiResult<usize> {
+    let n = b.bytes();
+    let at = start.checked_mul(f.view.esize()).ok_or_else(|| MpiError::new(MPI_ERR_ARG, "offset out of range"))?;
+    if n == 0 {
+        return Ok(0);
+    }
+    let direct = b.dt.contig;
+    if write {
+        if direct {
+            // SAFETY: a contiguous type: `count` elements are `n` bytes at the buffer.
+            let data = unsafe { std::slice::from_raw_parts(b.ptr as *const u8, n) };
+            f.write_stream(at, data)?;
+        } else {
+            let mut packed = vec![0u8; n];
+            // SAFETY: the buffer holds `count` elements of the type (the caller's contract).
+            unsafe { b.dt.pack(b.ptr, b.count, &mut packed) };
+            f.write_stream(at, &packed)?;
+        }
+        Ok(n)
+    } else if direct {
+        // SAFETY: as above, for writing into the user's buffer.
+        let out = unsafe { std::slice::from_raw_parts_mut(b.ptr, n) };
+        f.read_stream(at, out)
+    } else {
+        let mut packed = vec![0u8; n];
+        let got = f.read_stream(at, &mut packed)?;
+        // SAFETY: the buffer holds `count` elements of the type.
+        unsafe { b.dt.unpack(&packed[..got], b.ptr) };
+        Ok(got)
+    }
+}
+
+/// A status telling `bytes` were accessed.
+fn status_of(bytes: usize) -> MPI_Status {
+    let mut s = empty_status();
+    s.set_byte_count(bytes as u64);
+    s
+}
+
+/// An independent access (also the body of the `_all` forms).
+fn access(fh: MPI_File, write: bool, at: At, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype) -> MpiResult<MPI_Status> {
+    let file = io::get(fh)?;
+    let mut f = io::lock(&file);
+    if write {
+        f.writable()?;
+    } else {
+        f.readable()?;
+    }
+    let b = Buf::new(buf, count, datatype, f.view.esize())?;
+    let etypes = (b.bytes() as i64) / f.view.esize();
+    let start = match at {
+        At::Offset(o) => {
+            f.random_access()?;
+            if o < 0 {
+                bail!(MPI_ERR_ARG, "offset {o} is negative");
+            }
+            o
+        }
+        At::Mine => {
+            f.random_access()?;
+            f.pos
+        }
+        At::Shared => f.shared()?.fetch_add(etypes)?,
+    };
+    let done = transfer(&f, write, start, &b)?;
+    if let At::Mine = at {
+        f.pos = start + done as i64 / f.view.esize();
+    }
+    Ok(status_of(done))
+}
+
+/// `MPI_File_read/write_ordered`: the shared file pointer moves by the sum
+/// of every process's data, and each accesses its part in rank order.
+fn ordered(fh: MPI_File, write: bool, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype) -> MpiResult<MPI_Status> {
+    let file = io::get(fh)?;
+    let v = group_view_of(&file)?;
+    let mine = (|| {
+        let f = io::lock(&file);
+        if write {
+            f.writable()?;
+        } else {
+            f.readable()?;
+        }
+        f.shared()?;
+        let b = Buf::new(buf, count, datatype, f.view.esize())?;
+        Ok((b.bytes() as i64 / f.view.esize(), b))
+    })();
+    let n = mine.as_ref().map_or(-1, |m| m.0);
+    let all = v.allgather_vec(&i64_bytes(n))?;
+    let counts: Vec<i64> = all.iter().map(|b| bytes_i64(b)).collect();
+    let (n, b) = mine?;
+    if let Some(r) = counts.iter().position(|&c| c < 0) {
+        bail!(MPI_ERR_OTHER, "the ordered access failed at rank {r} of the file's group");
+    }
+    let total: i64 = counts.iter().sum();
+    let before: i64 = counts[..v.rank].iter().sum();
+    let base = if v.rank == 0 {
+        let got = io::lock(&file).shared()?.fetch_add(total);
+        let reply = match &got {
+            Ok(base) => i64_bytes(*base),
+            Err(_) => i64_bytes(-1),
+        };
+        v.bcast_vec(reply, 0)?;
+        got?
+    } else {
+        let base = bytes_i64(&v.bcast_vec(Vec::new(), 0)?);
+        if base < 0 {
+            bail!(MPI_ERR_IO, "rank 0 could not update the shared file pointer");
+        }
+        base
+    };
+    let f = io::lock(&file);
+    debug_assert!(n >= 0);
+    let done = transfer(&f, write, base + before, &b)?;
+    Ok(status_of(done))
+}
+
+/// Blocking access: status out, errors through the file's handler.
+unsafe fn blocking(name: &str, fh: MPI_File, r: MpiResult<MPI_Status>, status: *mut MPI_Status) -> c_int {
+    match r {
+        Ok(s) => {
+            put_status(status, &s);
+            MPI_SUCCESS
+        }
+        Err(e) => raise_file(fh, name, e),
+    }
+}
+
+/// Nonblocking access: done already; the request hands out the status.
+unsafe fn immediate(name: &str, fh: MPI_File, r: MpiResult<MPI_Status>, request: *mut MPI_Request) -> c_int {
+    let r = r.and_then(|s| {
+        if request.is_null() {
+            bail!(MPI_ERR_ARG, "request is a NULL pointer");
+        }
+        let i = rt::with(|st| {
+            let mut q = Request::new(Kind::Null, MPI_COMM_WORLD);
+            q.done = true;
+            q.status = s;
+            Ok(st.reqs.alloc(q))
+        })?;
+        *request = ReqTable::handle(i);
+        Ok(())
+    });
+    fret(fh, name, r)
+}
+
+/// `_begin` of a split collective: the work is done here, the status kept.
+fn split_begin(fh: MPI_File, kind: Split, r: impl FnOnce() -> MpiResult<MPI_Status>) -> MpiResult<()> {
+    let file = io::get(fh)?;
+    if io::lock(&file).split.is_some() {
+        bail!(MPI_ERR_OTHER, "a split collective is already active on this file");
+    }
+    let s = r()?;
+    io::lock(&file).split = Some((kind, s));
+    Ok(())
+}
+
+/// `_end` of a split collective begun with `kind`.
+unsafe fn split_end(name: &str, fh: MPI_File, kind: Split, status: *mut MPI_Status) -> c_int {
+    let r = io::get(fh).and_then(|file| {
+        let mut f = io::lock(&file);
+        match f.split {
+            Some((k, s)) if k == kind => {
+                f.split = None;
+                Ok(s)
+            }
+            Some((k, _)) => bail!(MPI_ERR_OTHER, "the split collective begun on this file is {k:?}, not {kind:?}"),
+            None => bail!(MPI_ERR_OTHER, "no split collective was begun on this file"),
+        }
+    });
+    blocking(name, fh, r, status)
+}
+
+// ---------------------------------------------------------------------------
+// The data access procedures (one per form; bodies above).
+
+pub unsafe fn MPI_File_read(fh: MPI_File, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+    blocking("MPI_File_read", fh, access(fh, false, At::Mine, buf, count as MPI_Count, datatype), status)
+}
+
+pub unsafe fn MPI_File_iread(fh: MPI_File, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
+    immediate("MPI_File_iread", fh, access(fh, false, At::Mine, buf, count as MPI_Count, datatype), request)
+}
+
+pub unsafe fn MPI_File_read_c(fh: MPI_File, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+    blocking("MPI_File_read_c", fh, access(fh, false, At::Mine, buf, count, datatype), status)
+}
+
+pub unsafe fn MPI_File_iread_c(fh: MPI_File, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
+    immediate("MPI_File_iread_c", fh, access(fh, false, At::Mine, buf, count, datatype), request)
+}
+
+pub unsafe fn MPI_File_read_at(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+    blocking("MPI_File_read_at", fh, access(fh, false, At::Offset(offset), buf, count as MPI_Count, datatype), status)
+}
+
+pub unsafe fn MPI_File_iread_at(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
+    immediate("MPI_File_iread_at", fh, access(fh, false, At::Offset(offset), buf, count as MPI_Count, datatype), request)
+}
+
+pub unsafe fn MPI_File_read_at_c(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+    blocking("MPI_File_read_at_c", fh, access(fh, false, At::Offset(offset), buf, count, datatype), status)
+}
+
+pub unsafe fn MPI_File_iread_at_c(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
+    immediate("MPI_File_iread_at_c", fh, access(fh, false, At::Offset(offset), buf, count, datatype), request)
+}
+
+pub unsafe fn MPI_File_read_shared(fh: MPI_File, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+    blocking("MPI_File_read_shared", fh, access(fh, false, At::Shared, buf, count as MPI_Count, datatype), status)
+}
+
+pub unsafe fn MPI_File_iread_shared(fh: MPI_File, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
+    immediate("MPI_File_iread_shared", fh, access(fh, false, At::Shared, buf, count as MPI_Count, datatype), request)
+}
+
+pub unsafe fn MPI_File_read_shared_c(fh: MPI_File, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+    blocking("MPI_File_read_shared_c", fh, access(fh, false, At::Shared, buf, count, datatype), status)
+}
+
+pub unsafe fn MPI_File_iread_shared_c(fh: MPI_File, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
+    immediate("MPI_File_iread_shared_c", fh, access(fh, false, At::Shared, buf, count, datatype), request)
+}
+
+pub unsafe fn MPI_File_read_all(fh: MPI_File, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+    blocking("MPI_File_read_all", fh, access(fh, false, At::Mine, buf, count as MPI_Count, datatype), status)
+}
+
+pub unsafe fn MPI_File_iread_all(fh: MPI_File, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
+    immediate("MPI_File_iread_all", fh, access(fh, false, At::Mine, buf, count as MPI_Count, datatype), request)
+}
+
+pub unsafe fn MPI_File_read_all_begin(fh: MPI_File, buf: *mut c_void, count: c_int, datatype: MPI_Datatype) -> c_int {
+    fret(fh, "MPI_File_read_all_begin", split_begin(fh, Split::ReadAll, || access(fh, false, At::Mine, buf, count as MPI_Count, datatype)))
+}
+
+pub unsafe fn MPI_File_read_all_end(fh: MPI_File, _buf: *mut c_void, status: *mut MPI_Status) -> c_int {
+    split_end("MPI_File_read_all_end", fh, Split::ReadAll, status)
+}
+
+pub unsafe fn MPI_File_read_all_c(fh: MPI_File, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+    blocking("MPI_File_read_all_c", fh, access(fh, false, At::Mine, buf, count, datatype), status)
+}
+
+pub unsafe fn MPI_File_iread_all_c(fh: MPI_File, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
+    immediate("MPI_File_iread_all_c", fh, access(fh, false, At::Mine, buf, count, datatype), request)
+}
+
+pub unsafe fn MPI_File_read_all_begin_c(fh: MPI_File, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype) -> c_int {
+    fret(fh, "MPI_File_read_all_begin_c", split_begin(fh, Split::ReadAll, || access(fh, false, At::Mine, buf, count, datatype)))
+}
+
+pub unsafe fn MPI_File_read_at_all(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+    blocking("MPI_File_read_at_all", fh, access(fh, false, At::Offset(offset), buf, count as MPI_Count, datatype), status)
+}
+
+pub unsafe fn MPI_File_iread_at_all(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
+    immediate("MPI_File_iread_at_all", fh, access(fh, false, At::Offset(offset), buf, count as MPI_Count, datatype), request)
+}
+
+pub unsafe fn MPI_File_read_at_all_begin(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: c_int, datatype: MPI_Datatype) -> c_int {
+    fret(fh, "MPI_File_read_at_all_begin", split_begin(fh, Split::ReadAtAll, || access(fh, false, At::Offset(offset), buf, count as MPI_Count, datatype)))
+}
+
+pub unsafe fn MPI_File_read_at_all_end(fh: MPI_File, _buf: *mut c_void, status: *mut MPI_Status) -> c_int {
+    split_end("MPI_File_read_at_all_end", fh, Split::ReadAtAll, status)
+}
+
+pub unsafe fn MPI_File_read_at_all_c(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+    blocking("MPI_File_read_at_all_c", fh, access(fh, false, At::Offset(offset), buf, count, datatype), status)
+}
+
+pub unsafe fn MPI_File_iread_at_all_c(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
+    immediate("MPI_File_iread_at_all_c", fh, access(fh, false, At::Offset(offset), buf, count, datatype), request)
+}
+
+pub unsafe fn MPI_File_read_at_all_begin_c(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype) -> c_int {
+    fret(fh, "MPI_File_read_at_all_begin_c", split_begin(fh, Split::ReadAtAll, || access(fh, false, At::Offset(offset), buf, count, datatype)))
+}
+
+pub unsafe fn MPI_File_read_ordered(fh: MPI_File, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+    blocking("MPI_File_read_ordered", fh, ordered(fh, false, buf, count as MPI_Count, datatype), status)
+}
+
+pub unsafe fn MPI_File_read_ordered_begin(fh: MPI_File, buf: *mut c_void, count: c_int, datatype: MPI_Datatype) -> c_int {
+    fret(fh, "MPI_File_read_ordered_begin", split_begin(fh, Split::ReadOrdered, || ordered(fh, false, buf, count as MPI_Count, datatype)))
+}
+
+pub unsafe fn MPI_File_read_ordered_end(fh: MPI_File, _buf: *mut c_void, status: *mut MPI_Status) -> c_int {
+    split_end("MPI_File_read_ordered_end", fh, Split::ReadOrdered, status)
+}
+
+pub unsafe fn MPI_File_read_ordered_c(fh: MPI_File, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+    blocking("MPI_File_read_ordered_c", fh, ordered(fh, false, buf, count, datatype), status)
+}
+
+pub unsafe fn MPI_File_read_ordered_begin_c(fh: MPI_File, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype) -> c_int {
+    fret(fh, "MPI_File_read_ordered_begin_c", split_begin(fh, Split::ReadOrdered, || ordered(fh, false, buf, count, datatype)))
+}
+
+pub unsafe fn MPI_File_write(fh: MPI_File, buf: *const c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+    blocking("MPI_File_write", fh, access(fh, true, At::Mine, buf, count as MPI_Count, datatype), status)
+}
+
+pub unsafe fn MPI_File_iwrite(fh: MPI_File, buf: *const c_void, count: c_int, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
+    immediate("MPI_File_iwrite", fh, access(fh, true, At::Mine, buf, count as MPI_Count, datatype), request)
+}
+
+pub unsafe fn MPI_File_write_c(fh: MPI_File, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+    blocking("MPI_File_write_c", fh, access(fh, true, At::Mine, buf, count, datatype), status)
+}
+
+pub unsafe fn MPI_File_iwrite_c(fh: MPI_File, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
+    immediate("MPI_File_iwrite_c", fh, access(fh, true, At::Mine, buf, count, datatype), request)
+}
+
+pub unsafe fn MPI_File_write_at(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+    blocking("MPI_File_write_at", fh, access(fh, true, At::Offset(offset), buf, count as MPI_Count, datatype), status)
+}
+
+pub unsafe fn MPI_File_iwrite_at(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: c_int, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
+    immediate("MPI_File_iwrite_at", fh, access(fh, true, At::Offset(offset), buf, count as MPI_Count, datatype), request)
+}
+
+pub unsafe fn MPI_File_write_at_c(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+    blocking("MPI_File_write_at_c", fh, access(fh, true, At::Offset(offset), buf, count, datatype), status)
+}
+
+pub unsafe fn MPI_File_iwrite_at_c(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
+    immediate("MPI_File_iwrite_at_c", fh, access(fh, true, At::Offset(offset), buf, count, datatype), request)
+}
+
+pub unsafe fn MPI_File_write_shared(fh: MPI_File, buf: *const c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+    blocking("MPI_File_write_shared", fh, access(fh, true, At::Shared, buf, count as MPI_Count, datatype), status)
+}
+
+pub unsafe fn MPI_File_iwrite_shared(fh: MPI_File, buf: *const c_void, count: c_int, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
+    immediate("MPI_File_iwrite_shared", fh, access(fh, true, At::Shared, buf, count as MPI_Count, datatype), request)
+}
+
+pub unsafe fn MPI_File_write_shared_c(fh: MPI_File, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+    blocking("MPI_File_write_shared_c", fh, access(fh, true, At::Shared, buf, count, datatype), status)
+}
+
+pub unsafe fn MPI_File_iwrite_shared_c(fh: MPI_File, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
+    immediate("MPI_File_iwrite_shared_c", fh, access(fh, true, At::Shared, buf, count, datatype), request)
+}
+
+pub unsafe fn MPI_File_write_all(fh: MPI_File, buf: *const c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+    blocking("MPI_File_write_all", fh, access(fh, true, At::Mine, buf, count as MPI_Count, datatype), status)
+}
+
+pub unsafe fn MPI_File_iwrite_all(fh: MPI_File, buf: *const c_void, count: c_int, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
+    immediate("MPI_File_iwrite_all", fh, access(fh, true, At::Mine, buf, count as MPI_Count, datatype), request)
+}
+
+pub unsafe fn MPI_File_write_all_begin(fh: MPI_File, buf: *const c_void, count: c_int, datatype: MPI_Datatype) -> c_int {
+    fret(fh, "MPI_File_write_all_begin", split_begin(fh, Split::WriteAll, || access(fh, true, At::Mine, buf, count as MPI_Count, datatype)))
+}
+
+pub unsafe fn MPI_File_write_all_end(fh: MPI_File, _buf: *const c_void, status: *mut MPI_Status) -> c_int {
+    split_end("MPI_File_write_all_end", fh, Split::WriteAll, status)
+}
+
+pub unsafe fn MPI_File_write_all_c(fh: MPI_File, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+    blocking("MPI_File_write_all_c", fh, access(fh, true, At::Mine, buf, count, datatype), status)
+}
+
+pub unsafe fn MPI_File_iwrite_all_c(fh: MPI_File, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
+    immediate("MPI_File_iwrite_all_c", fh, access(fh, true, At::Mine, buf, count, datatype), request)
+}
+
+pub unsafe fn MPI_File_write_all_begin_c(fh: MPI_File, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype) -> c_int {
+    fret(fh, "MPI_File_write_all_begin_c", split_begin(fh, Split::WriteAll, || access(fh, true, At::Mine, buf, count, datatype)))
+}
+
+pub unsafe fn MPI_File_write_at_all(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+    blocking("MPI_File_write_at_all", fh, access(fh, true, At::Offset(offset), buf, count as MPI_Count, datatype), status)
+}
+
+pub unsafe fn MPI_File_iwrite_at_all(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: c_int, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
+    immediate("MPI_File_iwrite_at_all", fh, access(fh, true, At::Offset(offset), buf, count as MPI_Count, datatype), request)
+}
+
+pub unsafe fn MPI_File_write_at_all_begin(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: c_int, datatype: MPI_Datatype) -> c_int {
+    fret(fh, "MPI_File_write_at_all_begin", split_begin(fh, Split::WriteAtAll, || access(fh, true, At::Offset(offset), buf, count as MPI_Count, datatype)))
+}
+
+pub unsafe fn MPI_File_write_at_all_end(fh: MPI_File, _buf: *const c_void, status: *mut MPI_Status) -> c_int {
+    split_end("MPI_File_write_at_all_end", fh, Split::WriteAtAll, status)
+}
+
+pub unsafe fn MPI_File_write_at_all_c(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+    blocking("MPI_File_write_at_all_c", fh, access(fh, true, At::Offset(offset), buf, count, datatype), status)
+}
+
+pub unsafe fn MPI_File_iwrite_at_all_c(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
+    immediate("MPI_File_iwrite_at_all_c", fh, access(fh, true, At::Offset(offset), buf, count, datatype), request)
+}
+
+pub unsafe fn MPI_File_write_at_all_begin_c(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype) -> c_int {
+    fret(fh, "MPI_File_write_at_all_begin_c", split_begin(fh, Split::WriteAtAll, || access(fh, true, At::Offset(offset), buf, count, datatype)))
+}
+
+pub unsafe fn MPI_File_write_ordered(fh: MPI_File, buf: *const c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+    blocking("MPI_File_write_ordered", fh, ordered(fh, true, buf, count as MPI_Count, datatype), status)
+}
+
+pub unsafe fn MPI_File_write_ordered_begin(fh: MPI_File, buf: *const c_void, count: c_int, datatype: MPI_Datatype) -> c_int {
+    fret(fh, "MPI_File_write_ordered_begin", split_begin(fh, Split::WriteOrdered, || ordered(fh, true, buf, count as MPI_Count, datatype)))
+}
+
+pub unsafe fn MPI_File_write_ordered_end(fh: MPI_File, _buf: *const c_void, status: *mut MPI_Status) -> c_int {
+    split_end("MPI_File_write_ordered_end", fh, Split::WriteOrdered, status)
+}
+
+pub unsafe fn MPI_File_write_ordered_c(fh: MPI_File, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+    blocking("MPI_File_write_ordered_c", fh, ordered(fh, true, buf, count, datatype), status)
+}
+
+pub unsafe fn MPI_File_write_ordered_begin_c(fh: MPI_File, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype) -> c_int {
+    fret(fh, "MPI_File_write_ordered_begin_c", split_begin(fh, Split::WriteOrdered, || ordered(fh, true, buf, count, datatype)))
+}
+

@@ -1,0 +1,136 @@
+//! MPI-IO (chapter 13): C programs on 1..8 ranks write and read files in a
+//! temporary directory of their own; the harness also checks the bytes the
+//! files hold on disk, and that nothing is left behind (side files of the
+//! shared file pointer, files opened with `MPI_MODE_DELETE_ON_CLOSE`).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use system_tests::{compile, run, Compiler, Launcher};
+
+const T: Duration = Duration::from_secs(120);
+
+/// A directory for one test's files, removed when the test ends.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let d = std::env::temp_dir().join(format!("mpicore-io-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        TempDir(d)
+    }
+    fn path(&self) -> &Path {
+        &self.0
+    }
+    fn arg(&self) -> String {
+        self.0.display().to_string()
+    }
+    /// Names of the files in the directory, sorted.
+    fn names(&self) -> Vec<String> {
+        let mut v: Vec<String> =
+            std::fs::read_dir(&self.0).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        v.sort();
+        v
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The byte `io_basic.c` writes at position `i` of rank `r`'s block.
+fn basic_pattern(r: usize, i: usize) -> u8 {
+    (r * 7 + i * 13 + 1) as u8
+}
+
+fn check_basic_file(dir: &TempDir, n: usize) {
+    let data = std::fs::read(dir.path().join("io_basic.dat")).unwrap();
+    assert_eq!(data.len(), n * 1000, "io_basic.dat has {} bytes on {n} ranks", data.len());
+    for r in 0..n {
+        for i in 0..1000 {
+            assert_eq!(data[r * 1000 + i], basic_pattern(r, i), "byte {i} of rank {r}'s block on disk");
+        }
+    }
+    assert_eq!(dir.names(), vec!["io_basic.dat"], "files left besides the data");
+}
+
+#[test]
+fn blocks_at_explicit_offsets_pointers_and_nonblocking_forms() {
+    let exe = compile("io_basic", Compiler::Ours);
+    for n in [1, 2, 3, 4, 8] {
+        let dir = TempDir::new(&format!("basic{n}"));
+        run(Launcher::Ours, n, &exe, &[&dir.arg()], &[], T).assert_ok(&format!("io_basic OK on {n} ranks"));
+        check_basic_file(&dir, n);
+    }
+}
+
+/// The interleaved file of `io_view.c`: int k of rank r at int k * n + r.
+#[test]
+fn vector_and_subarray_views_interleave_the_ranks() {
+    let exe = compile("io_view", Compiler::Ours);
+    for n in [1, 2, 3, 5, 8] {
+        let dir = TempDir::new(&format!("view{n}"));
+        run(Launcher::Ours, n, &exe, &[&dir.arg()], &[], T).assert_ok(&format!("io_view OK on {n} ranks"));
+        let data = std::fs::read(dir.path().join("io_view.dat")).unwrap();
+        assert_eq!(data.len(), 50 * n * 4);
+        for (j, c) in data.chunks_exact(4).enumerate() {
+            let v = i32::from_ne_bytes(c.try_into().unwrap());
+            let (k, r) = (j / n, j % n);
+            assert_eq!(v, (r * 1000 + k) as i32, "int {j} of io_view.dat");
+        }
+        // io_view2.dat was opened with MPI_MODE_DELETE_ON_CLOSE.
+        assert_eq!(dir.names(), vec!["io_view.dat"]);
+    }
+}
+
+#[test]
+fn shared_and_ordered_access() {
+    let exe = compile("io_shared", Compiler::Ours);
+    for n in [1, 2, 3, 4, 7] {
+        let dir = TempDir::new(&format!("shared{n}"));
+        run(Launcher::Ours, n, &exe, &[&dir.arg()], &[], T).assert_ok(&format!("io_shared OK on {n} ranks"));
+        // Two rounds of write_ordered: rank r's r + 1 records (at most 8)
+        // in rank order, twice.
+        let data = std::fs::read(dir.path().join("io_ordered.dat")).unwrap();
+        let text = String::from_utf8(data).unwrap();
+        let mut expect = String::new();
+        for base in [0, 100] {
+            for r in 0..n {
+                for k in 0..(r + 1).min(8) {
+                    expect.push_str(&format!("r={r:04} k={:04}  \n", base + k));
+                }
+            }
+        }
+        assert_eq!(text, expect, "io_ordered.dat on {n} ranks");
+        // The shared pointer's side files are gone, and so is the
+        // DELETE_ON_CLOSE file.
+        assert_eq!(dir.names(), vec!["io_ordered.dat"]);
+    }
+}
+
+#[test]
+fn error_classes_and_file_error_handlers() {
+    let exe = compile("io_errors", Compiler::Ours);
+    for n in [1, 2, 3, 4] {
+        let dir = TempDir::new(&format!("errors{n}"));
+        run(Launcher::Ours, n, &exe, &[&dir.arg()], &[], T).assert_ok(&format!("io_errors OK on {n} ranks"));
+        assert_eq!(dir.names(), vec!["exists.dat"]);
+    }
+}
+
+/// Binaries compiled with Debian's `mpicc.mpich` (MPICH's `mpio.h`) run
+/// on this library, under our launcher and under hydra.
+#[test]
+fn mpich_built_io_programs_run_on_our_library() {
+    let exe = compile("io_basic", Compiler::Mpich);
+    let dir = TempDir::new("mpich-basic");
+    run(Launcher::Ours, 3, &exe, &[&dir.arg()], &[], T).assert_ok("io_basic OK on 3 ranks");
+    check_basic_file(&dir, 3);
+    let exe = compile("io_shared", Compiler::Mpich);
+    let dir = TempDir::new("mpich-shared");
+    run(Launcher::Hydra, 4, &exe, &[&dir.arg()], &[], T).assert_ok("io_shared OK on 4 ranks");
+    assert_eq!(dir.names(), vec!["io_ordered.dat"]);
+}
