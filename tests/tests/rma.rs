@@ -24,16 +24,24 @@ fn fence_put_get_accumulate() {
     each_size("rma_fence", &[1, 2, 3, 4, 5, 8], "rma_fence OK");
     let exe = compile("rma_fence", Compiler::Ours);
     for n in [2, 3, 8] {
-        run(Launcher::Ours, n, &exe, &[], &[("MPICORE_RMA_NO_CMA", "1")], T).assert_ok(&format!("rma_fence OK on {n} ranks"));
+        for env in [("MPICORE_RMA_NO_CMA", "1"), ("MPICORE_RMA_NO_SHM", "1")] {
+            run(Launcher::Ours, n, &exe, &[], &[env], T).assert_ok(&format!("rma_fence OK on {n} ranks"));
+        }
     }
 }
 
 /// Fetch_and_op tickets all distinct, Compare_and_swap with one winner per
 /// round, every predefined operation, MPI_REPLACE and MPI_NO_OP,
-/// Get_accumulate old values a permutation, MAXLOC on MPI_2INT.
+/// Get_accumulate old values a permutation, MAXLOC on MPI_2INT; in place
+/// in a shared segment (`MPI_Win_allocate` on one host) and as messages
+/// applied by the target.
 #[test]
 fn atomic_operations() {
     each_size("rma_atomics", &[1, 2, 3, 4, 7, 8], "rma_atomics OK");
+    let exe = compile("rma_atomics", Compiler::Ours);
+    for n in [2, 3, 8] {
+        run(Launcher::Ours, n, &exe, &[], &[("MPICORE_RMA_NO_SHM", "1")], T).assert_ok(&format!("rma_atomics OK on {n} ranks"));
+    }
 }
 
 /// PSCW pairs and a star polled with MPI_Win_test, exclusive-lock

@@ -20,7 +20,7 @@ use crate::rt::datatype::Dtype;
 use crate::rt::errh::HandlerKind;
 use crate::rt::error::{MpiError, MpiResult};
 use crate::rt::p2p::{Kind, ReqTable, Request};
-use crate::rt::win::{self, kind, Hdr, Mem, Peer, Pending, Target, Win};
+use crate::rt::win::{self, kind, Hdr, Mem, Peer, Pending, Target, Win, LOCK_LINE};
 use crate::rt::{self, State};
 
 /// C type of a window error handler (`MPI_Win_errhandler_function`).
@@ -81,14 +81,15 @@ fn check_args(size: MPI_Aint, disp_unit: c_int) -> MpiResult<()> {
 }
 
 /// Maps one shared segment for all members of `view` (every one on this
-/// host), `sizes` bytes each, each part 64-byte aligned. Returns the mapping
-/// and the offset of every member's part.
-fn map_shared(view: &View, ctx: u32, sizes: &[usize]) -> MpiResult<((*mut u8, usize), Vec<usize>)> {
+/// host): a lock word per member, then the members' parts, `sizes` bytes
+/// each, contiguous in rank order. Returns the mapping and the offset of
+/// every member's part; `None` (at every member) if any could not map it.
+fn map_shared(view: &View, ctx: u32, sizes: &[usize]) -> MpiResult<Option<((*mut u8, usize), Vec<usize>)>> {
     let mut offs = Vec::with_capacity(sizes.len());
-    let mut total = 0usize;
+    let mut total = sizes.len() * LOCK_LINE;
     for &s in sizes {
         offs.push(total);
-        total += s.div_ceil(64) * 64;
+        total += s;
     }
     let len = total.max(64);
     let creator = view.group[0] as u32;
@@ -101,15 +102,28 @@ fn map_shared(view: &View, ctx: u32, sizes: &[usize]) -> MpiResult<((*mut u8, us
         crate::coll::flat::unlink(&name);
     }
     match (all, map) {
-        (1, Some(m)) => Ok((m, offs)),
+        (1, Some(m)) => Ok(Some((m, offs))),
         (_, m) => {
             if let Some((p, l)) = m {
                 // SAFETY: our own mapping, not used by anyone.
                 unsafe { libc::munmap(p as *mut libc::c_void, l) };
             }
-            bail!(MPI_ERR_NO_MEM, "cannot map a shared segment of {len} bytes for the window")
+            Ok(None)
         }
     }
+}
+
+/// Memory of a window in one shared segment: the mapping, this process's
+/// base and every member's part in this process.
+type SharedParts = (Mem, usize, Vec<Option<usize>>, usize);
+
+/// [`map_shared`] for a window whose members each give `size` bytes.
+fn shared_parts(view: &View, ctx: u32, size: usize) -> MpiResult<Option<SharedParts>> {
+    let sizes: Vec<usize> = view.allgather_vec(&(size as u64).to_ne_bytes())?.iter().map(|b| u64_of(b) as usize).collect();
+    Ok(map_shared(view, ctx, &sizes)?.map(|((p, len), offs)| {
+        let locals = offs.iter().map(|&o| Some(p as usize + o)).collect();
+        (Mem::Shared(p, len), p as usize + offs[view.rank], locals, p as usize)
+    }))
 }
 
 /// Collective creation of a window of any flavor over `comm`.
@@ -144,28 +158,23 @@ unsafe fn create_common(comm: MPI_Comm, info: MPI_Info, memory: Memory, size: MP
     let size = size as usize;
     let (view, bytes) = rt::with(|st| Ok((View::new(st, ctx + 1, c.rank as usize, c.group.clone())?, st.types.get(MPI_BYTE)?)))?;
     let n = c.group.len();
+    // Windows of MPI_Win_allocate whose members share a host live in one
+    // shared segment too: Put, Get and accumulates are then done in place.
+    let same_host = rt::with(|st| Ok(!c.group.iter().any(|&w| st.engine.is_remote(w))))?;
+    let shm_alloc = matches!(memory, Memory::Allocate) && same_host && std::env::var_os("MPICORE_RMA_NO_SHM").is_none();
+    let mut locks = 0;
     let (mem, base, locals) = match memory {
         Memory::User(b) => (Mem::None, b, vec![None; n]),
         Memory::Dynamic => (Mem::None, 0, vec![None; n]),
-        Memory::Allocate => {
-            let m = win::alloc_heap(size);
-            let ok = view.allreduce_u32(m.is_ok() as u32, |a, b| a.min(b))?;
-            let m = m?;
-            if ok == 0 {
-                bail!(MPI_ERR_NO_MEM, "another process could not allocate its part of the window");
+        Memory::Shared | Memory::Allocate if matches!(memory, Memory::Shared) || shm_alloc => match shared_parts(&view, ctx, size)? {
+            Some((m, b, l, lk)) => {
+                locks = lk;
+                (m, b, l)
             }
-            let p = match &m {
-                Mem::Heap(p, _) => *p as usize,
-                _ => 0,
-            };
-            (m, p, vec![None; n])
-        }
-        Memory::Shared => {
-            let sizes: Vec<usize> = view.allgather_vec(&(size as u64).to_ne_bytes())?.iter().map(|b| u64_of(b) as usize).collect();
-            let ((p, len), offs) = map_shared(&view, ctx, &sizes)?;
-            let locals = offs.iter().map(|&o| Some(p as usize + o)).collect();
-            (Mem::Shared(p, len), p as usize + offs[c.rank as usize], locals)
-        }
+            None if matches!(memory, Memory::Shared) => bail!(MPI_ERR_NO_MEM, "cannot map a shared segment for the window"),
+            None => heap_part(&view, size, n)?,
+        },
+        Memory::Allocate | Memory::Shared => heap_part(&view, size, n)?,
     };
     let mut card = Vec::with_capacity(24);
     for v in [base as u64, size as u64, disp_unit as u64] {
@@ -199,12 +208,28 @@ unsafe fn create_common(comm: MPI_Comm, info: MPI_Info, memory: Memory, size: MP
     let size = if flavor == MPI_WIN_FLAVOR_DYNAMIC { 0 } else { size };
     let mut w = Win::new(ctx, c.group.clone(), c.rank as usize, base, size, disp_unit as usize, flavor, peers, mem, MPI_ERRORS_ARE_FATAL, bytes);
     w.hints = hints;
+    w.shm_locks = (locks != 0).then_some(locks);
     let h = rt::with(|st| Ok(st.wins.insert(w)))?;
     if matches!(memory, Memory::Allocate | Memory::Shared) {
         *(baseptr as *mut *mut c_void) = base as *mut c_void;
     }
     *newwin = h;
     Ok(())
+}
+
+/// Heap memory for this process's part (every member agrees it got one).
+fn heap_part(view: &View, size: usize, n: usize) -> MpiResult<(Mem, usize, Vec<Option<usize>>)> {
+    let m = win::alloc_heap(size);
+    let ok = view.allreduce_u32(m.is_ok() as u32, |a, b| a.min(b))?;
+    let m = m?;
+    if ok == 0 {
+        bail!(MPI_ERR_NO_MEM, "another process could not allocate its part of the window");
+    }
+    let p = match &m {
+        Mem::Heap(p, _) => *p as usize,
+        _ => 0,
+    };
+    Ok((m, p, vec![None; n]))
 }
 
 fn u64_of(b: &[u8]) -> u64 {
@@ -618,6 +643,15 @@ unsafe fn start_op(st: &mut State, win: MPI_Win, o: &Op, c: &Checked, want_req: 
         let off = (o.disp * peer.disp_unit as i64) as isize;
         let mut tmp = Vec::new();
         let moved = match (peer.local, o.kind) {
+            (Some(local), k) if c.odt.contig && c.tdt.contig => {
+                let at = (local as isize + off) as *mut u8;
+                if k == kind::PUT {
+                    std::ptr::copy(o.origin, at, c.bytes);
+                } else {
+                    std::ptr::copy(at, o.origin as *mut u8, c.bytes);
+                }
+                true
+            }
             (Some(local), kind::PUT) => {
                 tmp.resize(c.bytes, 0);
                 c.odt.pack(o.origin, ocount, &mut tmp);
@@ -658,17 +692,29 @@ unsafe fn start_op(st: &mut State, win: MPI_Win, o: &Op, c: &Checked, want_req: 
         }
     }
     let runs = c.tdt.runs();
-    let addr = (peer.base as i64).wrapping_add(o.disp.wrapping_mul(peer.disp_unit as i64)) as u64;
     let mut data = Vec::new();
     if matches!(o.kind, kind::PUT | kind::ACC | kind::CAS) || o.kind == kind::GACC && o.op != MPI_NO_OP {
         data = vec![0u8; c.bytes];
         c.odt.pack(o.origin, ocount, &mut data);
     }
-    let mut cmp = Vec::new();
     if o.kind == kind::CAS {
-        cmp = vec![0u8; c.bytes];
+        let mut cmp = vec![0u8; c.bytes];
         c.odt.pack(o.compare, ocount, &mut cmp);
+        data.extend_from_slice(&cmp);
     }
+    // Accumulates on a window in one shared segment: in place, under the
+    // target part's lock word.
+    if let (Some(locks), Some(local), kind::ACC | kind::GACC | kind::CAS) = (w.shm_locks, peer.local, o.kind) {
+        let off = (o.disp * peer.disp_unit as i64) as isize;
+        let t = Target { addr: (local as isize + off) as usize, count: tcount, extent: c.tdt.extent, runs: &runs };
+        let h = Hdr { kind: o.kind, op: o.op, basic: c.basic, ..Default::default() };
+        let old = win::with_part_lock(locks, c.t, || win::apply(&h, &t, c.bytes, &data))?;
+        if let (Some(old), Some(rdt)) = (old, &c.rdt) {
+            rdt.unpack(&old, o.result);
+        }
+        return Ok(want_req.then(|| done_request(reqs)));
+    }
+    let addr = (peer.base as i64).wrapping_add(o.disp.wrapping_mul(peer.disp_unit as i64)) as u64;
     let mut user = None;
     let mut reply = 0;
     if matches!(o.kind, kind::GET | kind::GACC | kind::CAS) {
@@ -685,7 +731,7 @@ unsafe fn start_op(st: &mut State, win: MPI_Win, o: &Op, c: &Checked, want_req: 
     }
     let epoch = if w.fence_open && !w.passive(c.t) && w.start.is_none() { w.fences } else { 0 };
     let h = Hdr { kind: o.kind, op: o.op, basic: c.basic, reply, addr, count: tcount as u64, extent: c.tdt.extent as i64, epoch };
-    let msg = win::encode(&h, &runs, &[&data, &cmp]);
+    let msg = win::encode(&h, &runs, &[&data]);
     w.sent[c.t] += 1;
     match win::send_bytes(engine, reqs, w, c.t, win::TAG_REQ, &msg) {
         None => {}

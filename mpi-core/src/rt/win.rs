@@ -131,6 +131,10 @@ pub struct Win {
     pub total_seen: u64,
     /// Direct transfers (CMA) still allowed: the kernel has not refused one.
     pub cma_ok: bool,
+    /// All parts are in one shared segment whose first bytes hold a lock
+    /// word per member (cache-line apart), at this address: every
+    /// operation, accumulates included, is done in place by the origin.
+    pub shm_locks: Option<usize>,
     pub posts_from: Vec<u32>,
     pub completes_from: Vec<u32>,
     incoming: VecDeque<Incoming>,
@@ -186,6 +190,7 @@ impl Win {
             fences: 0,
             total_seen: 0,
             cma_ok: true,
+            shm_locks: None,
             posts_from: vec![0; n],
             completes_from: vec![0; n],
             incoming: VecDeque::new(),
@@ -633,8 +638,8 @@ fn grant_locks(w: &mut Win, engine: &mut Engine, reqs: &mut ReqTable) {
 }
 
 /// Applies a data operation to memory; returns the old contents when the
-/// origin asked for them.
-fn apply(h: &Hdr, t: &Target, bytes: usize, data: &[u8]) -> MpiResult<Option<Vec<u8>>> {
+/// origin asked for them. The runs of `t` must lie in memory of the window.
+pub fn apply(h: &Hdr, t: &Target, bytes: usize, data: &[u8]) -> MpiResult<Option<Vec<u8>>> {
     let need = match h.kind {
         kind::GACC if h.op == MPI_NO_OP => 0,
         kind::PUT | kind::ACC | kind::GACC => bytes,
@@ -714,4 +719,31 @@ pub unsafe fn cma(pid: i32, addr: usize, buf: *mut u8, len: usize, write: bool) 
         done += r as usize;
     }
     Ok(())
+}
+
+/// Bytes of the lock words at the start of a shared window segment (one
+/// cache line per member).
+pub const LOCK_LINE: usize = 64;
+
+/// Runs `f` holding the lock word of member `t` of a shared window whose
+/// lock words start at `locks`: accumulates done in place by any process
+/// of the node exclude each other through it. A waiter spins briefly, then
+/// yields (the holder may be a descheduled process on a busy core).
+pub fn with_part_lock<R>(locks: usize, t: usize, f: impl FnOnce() -> R) -> R {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    // SAFETY: `locks` is the start of the window's mapped segment, which
+    // holds one lock line per member and outlives the window.
+    let word = unsafe { &*((locks + t * LOCK_LINE) as *const AtomicU32) };
+    let mut spins = 0u32;
+    while word.compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed).is_err() {
+        spins += 1;
+        if spins < 64 {
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+    }
+    let r = f();
+    word.store(0, Ordering::Release);
+    r
 }
