@@ -245,6 +245,18 @@ fn f_ready(st: &mut State) -> bool {
     st.progress()
 }
 
+/// How long a waiting rank spins, then yields before it sleeps, in
+/// microseconds: `MPICORE_SPIN_US` and `MPICORE_YIELD_US` (read from the
+/// environment once), with defaults that depend on oversubscription.
+pub fn backoff_policy(oversubscribed: bool) -> (u64, u64) {
+    static POLICY: std::sync::OnceLock<[(u64, u64); 2]> = std::sync::OnceLock::new();
+    let p = POLICY.get_or_init(|| {
+        let pick = |spin: u64, yld: u64| (env_u64("MPICORE_SPIN_US", spin), env_u64("MPICORE_YIELD_US", yld));
+        [pick(2000, 5000), pick(0, 50)]
+    });
+    p[oversubscribed as usize]
+}
+
 /// Spin, then yield, then sleep on the futex until a peer writes to us.
 ///
 /// With no more local ranks than CPUs a waiting rank keeps its CPU (busy
@@ -261,13 +273,7 @@ struct Backoff {
 
 impl Backoff {
     fn new(oversubscribed: bool) -> Self {
-        // (spin, yield) in microseconds, read from the environment once.
-        static POLICY: std::sync::OnceLock<[(u64, u64); 2]> = std::sync::OnceLock::new();
-        let p = POLICY.get_or_init(|| {
-            let pick = |spin: u64, yld: u64| (env_u64("MPICORE_SPIN_US", spin), env_u64("MPICORE_YIELD_US", yld));
-            [pick(2000, 5000), pick(0, 50)]
-        });
-        let (spin, yld) = p[oversubscribed as usize];
+        let (spin, yld) = backoff_policy(oversubscribed);
         Backoff {
             iter: 0,
             spin: Duration::from_micros(spin),
@@ -561,7 +567,7 @@ fn sanitize(s: &str) -> String {
 /// small jobs): two ranks that talk must not share one CPU while the other
 /// idles. Off with `MPICORE_BIND=none` (or `0`/`no`).
 fn bind_to_cpu(local: usize) {
-    if matches!(std::env::var("MPICORE_BIND").as_deref(), Ok("none" | "0" | "no" | "off")) {
+    if !binding_requested() {
         return;
     }
     // SAFETY: sched_getaffinity/setaffinity on this process with a
@@ -577,6 +583,12 @@ fn bind_to_cpu(local: usize) {
         libc::CPU_SET(cpu, &mut one);
         libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one);
     }
+}
+
+/// Whether `MPICORE_BIND` leaves CPU binding on (it is applied only when
+/// the ranks of a host do not outnumber its CPUs).
+pub fn binding_requested() -> bool {
+    !matches!(std::env::var("MPICORE_BIND").as_deref(), Ok("none" | "0" | "no" | "off"))
 }
 
 fn available_cpus() -> usize {

@@ -16,6 +16,7 @@
 
 use std::collections::VecDeque;
 use std::os::raw::c_int;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
 use mpi_api::abi::*;
@@ -310,6 +311,53 @@ enum Cma {
     Refused,
 }
 
+/// Traffic counters of the point-to-point engine, read by the tool
+/// interface (`MPI_T` performance variables, `crate::tool`). Process-wide,
+/// so they outlive `MPI_Finalize`. Only written under the state lock, so a
+/// relaxed load and store (plain moves, no locked instruction) count exactly.
+pub struct Counters {
+    /// Messages (eager or rendezvous) this rank started sending, and their bytes.
+    pub sent_msgs: AtomicU64,
+    pub sent_bytes: AtomicU64,
+    /// Messages that arrived for this rank, and their bytes.
+    pub recv_msgs: AtomicU64,
+    pub recv_bytes: AtomicU64,
+    /// Most messages waiting in the unexpected queue at once since `MPI_Init`.
+    pub unexpected_peak: AtomicU64,
+}
+
+/// The counters of this process.
+pub static COUNTERS: Counters = Counters {
+    sent_msgs: AtomicU64::new(0),
+    sent_bytes: AtomicU64::new(0),
+    recv_msgs: AtomicU64::new(0),
+    recv_bytes: AtomicU64::new(0),
+    unexpected_peak: AtomicU64::new(0),
+};
+
+impl Counters {
+    #[inline]
+    fn bump(c: &AtomicU64, n: u64) {
+        c.store(c.load(Relaxed).wrapping_add(n), Relaxed);
+    }
+    #[inline]
+    fn sent(&self, bytes: usize) {
+        Self::bump(&self.sent_msgs, 1);
+        Self::bump(&self.sent_bytes, bytes as u64);
+    }
+    #[inline]
+    fn received(&self, bytes: usize) {
+        Self::bump(&self.recv_msgs, 1);
+        Self::bump(&self.recv_bytes, bytes as u64);
+    }
+    #[inline]
+    fn queued(&self, unexpected: usize) {
+        if unexpected as u64 > self.unexpected_peak.load(Relaxed) {
+            self.unexpected_peak.store(unexpected as u64, Relaxed);
+        }
+    }
+}
+
 pub struct Engine {
     me: usize,
     seg: Segment,
@@ -346,6 +394,12 @@ fn env_usize(name: &str) -> Option<usize> {
     std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
 }
 
+/// The eager limit the environment asks for (`MPICORE_EAGER_LIMIT`, 16 KiB
+/// by default); the engine caps it at half a ring.
+pub fn configured_eager_limit() -> usize {
+    env_usize("MPICORE_EAGER_LIMIT").unwrap_or(16 << 10)
+}
+
 impl Engine {
     pub fn new(me: usize, world_size: usize, seg: Segment, local_world: Vec<usize>, my_local: usize, tcp: Option<Tcp>) -> Self {
         let n = local_world.len();
@@ -356,7 +410,7 @@ impl Engine {
         let producers = (0..n).map(|l| (l != my_local).then(|| seg.producer(my_local, l))).collect();
         let consumers = (0..n).filter(|&l| l != my_local).map(|l| (l, seg.consumer(l, my_local))).collect();
         let max_payload = seg.ring_size / 2 - shm::HDR;
-        let eager_limit = env_usize("MPICORE_EAGER_LIMIT").unwrap_or(16 << 10).min(max_payload);
+        let eager_limit = configured_eager_limit().min(max_payload);
         let cma = if std::env::var_os("MPICORE_NO_CMA").is_some() { Cma::Refused } else { Cma::Untested };
         Engine {
             me,
@@ -545,6 +599,7 @@ impl Engine {
     fn incoming(&mut self, reqs: &mut ReqTable, from: usize, hdr: &MsgHdr, payload: &[u8]) {
         match hdr.kind {
             kind::EAGER => {
+                COUNTERS.received(payload.len());
                 if let Some(ri) = self.take_posted(hdr.ctx, hdr.src, hdr.tag) {
                     self.deliver(reqs, ri, hdr.src, hdr.tag, payload);
                     if hdr.flags & FLAG_SYNC != 0 {
@@ -562,9 +617,11 @@ impl Engine {
                             sync_sreq: (hdr.flags & FLAG_SYNC != 0).then_some(hdr.aux),
                         },
                     });
+                    COUNTERS.queued(self.unexpected.len());
                 }
             }
             kind::RTS => {
+                COUNTERS.received(hdr.len as usize);
                 let addr = u64::from_ne_bytes(payload[..8].try_into().unwrap());
                 let progress =
                     if hdr.flags & FLAG_PIPE != 0 { u64::from_ne_bytes(payload[8..16].try_into().unwrap()) } else { 0 };
@@ -580,6 +637,7 @@ impl Engine {
                     self.recv_unexp(reqs, ri, u);
                 } else {
                     self.unexpected.push_back(u);
+                    COUNTERS.queued(self.unexpected.len());
                 }
             }
             kind::FIN | kind::SYNC_ACK => {
@@ -766,6 +824,7 @@ impl Engine {
         mode: Mode,
     ) {
         let bytes = dt.packed_size(count);
+        COUNTERS.sent(bytes);
         let id = reqs.proto_id(ri);
         let sync = mode == Mode::Sync;
         reqs.get(ri).kind = Kind::Send(SendOp { dest_world, ctx, src, tag, rdv: None, cancel_pending: false });
@@ -854,6 +913,7 @@ impl Engine {
     #[allow(clippy::too_many_arguments, clippy::not_unsafe_ptr_arg_deref)]
     pub fn send_eager_now(&mut self, reqs: &mut ReqTable, buf: *const u8, bytes: usize, dest_world: usize, ctx: u32, src: i32, tag: i32) {
         debug_assert!(bytes <= self.eager_limit);
+        COUNTERS.sent(bytes);
         let hdr = MsgHdr { kind: kind::EAGER, src, tag, ctx, len: bytes as u64, ..Default::default() };
         // SAFETY: buf holds `bytes` contiguous bytes (checked by the caller).
         let data = if bytes == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(buf, bytes) } };
@@ -908,6 +968,7 @@ impl Engine {
                     unsafe { std::ptr::copy_nonoverlapping(ptr, buf, n) };
                 }
                 self.consumers[ci].1.pop(&hdr);
+                COUNTERS.received(n);
                 return Some((hdr.tag, n));
             }
             // SAFETY: as in `progress`: the record stays until the pop.
@@ -1028,6 +1089,16 @@ impl Engine {
 
     pub fn eager_limit(&self) -> usize {
         self.eager_limit
+    }
+
+    /// Bytes of each shared-memory ring of this node.
+    pub fn ring_size(&self) -> usize {
+        self.seg.ring_size
+    }
+
+    /// Receives posted and not yet matched.
+    pub fn posted_len(&self) -> usize {
+        self.posted.len()
     }
 
     /// Wakes world rank `w` (on this node) if it sleeps waiting for
