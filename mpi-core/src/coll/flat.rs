@@ -216,11 +216,19 @@ impl Flat {
 
     /// Waits until `word(r)` reaches `at_least` for every rank of `ranks`
     /// (see [`Flat::wait`]).
+    #[inline]
     fn wait_on<'a>(&'a self, ranks: std::ops::Range<usize>, word: impl Fn(usize) -> &'a AtomicU64, at_least: u64) -> MpiResult<()> {
         let ready = || ranks.clone().all(|r| word(r).load(Ordering::Acquire) >= at_least);
         if ready() {
             return Ok(());
         }
+        self.wait_long(&ready)
+    }
+
+    /// [`Flat::wait_on`] once the words were not there at the first look
+    /// (kept out of line: the first look is most of the calls).
+    #[inline(never)]
+    fn wait_long(&self, ready: &dyn Fn() -> bool) -> MpiResult<()> {
         if !self.oversub {
             // Poll for up to 50 us; the library's loop polls with the lock
             // and its progress in each round, which reacts later.
@@ -312,17 +320,19 @@ impl Flat {
 
     /// Fails unless ranks `ranks` published `bytes` bytes each (the counts
     /// and types of the ranks do not match otherwise).
-    pub fn check_len(&self, ranks: std::ops::Range<usize>, bytes: usize) -> MpiResult<()> {
-        for r in ranks {
-            let l = self.len_of(r);
-            if l != bytes {
-                bail!(
-                    MPI_ERR_TRUNCATE,
-                    "rank {r} of the collective gave {l} bytes where this rank expects {bytes}: counts or types differ between ranks"
-                );
-            }
+    #[inline]
+    pub fn check_len(&self, mut ranks: std::ops::Range<usize>, bytes: usize) -> MpiResult<()> {
+        match ranks.find(|&r| self.len_of(r) != bytes) {
+            None => Ok(()),
+            Some(r) => self.len_error(r, bytes),
         }
-        Ok(())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn len_error(&self, r: usize, bytes: usize) -> MpiResult<()> {
+        let l = self.len_of(r);
+        bail!(MPI_ERR_TRUNCATE, "rank {r} of the collective gave {l} bytes where this rank expects {bytes}: counts or types differ between ranks")
     }
 
     /// Announces this rank's data of `bytes` bytes (after [`Flat::wait_free`]
