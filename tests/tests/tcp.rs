@@ -30,6 +30,21 @@ fn point_to_point_over_tcp() {
     over_tcp("p2p_mpi4", &[3], "p2p_mpi4 OK");
 }
 
+/// The blocking receive that reads a remote peer's socket directly: the
+/// cases of the shared-memory fast path (tags out of order, a posted Irecv
+/// first, truncation, synchronous, rendezvous, zero bytes, a long ping-pong)
+/// between hosts, then shared-memory and TCP peers mixed (ANY_SOURCE, a local
+/// message arriving during a remote wait, a wait only this rank's own
+/// progress can end, cancel and probe, records partly written).
+#[test]
+fn direct_receive_from_remote_peers() {
+    over_tcp("p2p_direct", &[2, 4], "p2p_direct OK");
+    let exe = compile("tcp_direct", Compiler::Ours);
+    for env in [&[("MPICORE_FAKE_HOSTS", "2")][..], &[("MPICORE_FAKE_HOSTS", "2"), ("MPICORE_NO_CMA", "1")]] {
+        run(Launcher::Ours, 4, &exe, &[], env, T).assert_ok("tcp_direct OK");
+    }
+}
+
 #[test]
 fn large_messages_stream_over_tcp() {
     over_tcp("large", &[2], "large OK");

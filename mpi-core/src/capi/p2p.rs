@@ -358,11 +358,15 @@ pub unsafe fn MPI_Ibsend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_D
 
 // ----- receives --------------------------------------------------------------
 
-/// The fast path of a blocking receive: contiguous data from one peer on
-/// this host, with nothing else posted or queued, is taken straight from that
-/// peer's ring while the peer is expected to answer soon (a few microseconds
-/// of polling; a few polls when ranks outnumber the cores). `None`: take the
-/// general path (which also reports any argument error).
+/// Non-blocking reads of a remote peer's socket in [`recv_now`].
+const TCP_POLLS: u32 = 256;
+
+/// The fast path of a blocking receive: contiguous data from one peer, with
+/// nothing else posted or queued, is taken straight from that peer's ring
+/// (on this host) or socket (on another host) while the peer is expected to
+/// answer soon (some microseconds of polling; one poll when ranks outnumber
+/// the cores). `None`: take the general path (which also reports any
+/// argument error).
 fn recv_now(st: &mut State, buf: *mut u8, count: i64, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult<Option<MPI_Status>> {
     if source < 0 || count < 0 {
         return Ok(None);
@@ -381,7 +385,12 @@ fn recv_now(st: &mut State, buf: *mut u8, count: i64, datatype: MPI_Datatype, so
     if !st.engine.direct_recv_ok(ctx, source, tag) {
         return Ok(None);
     }
-    let polls = if rt::oversubscribed() { 1 } else { 8192 };
+    // (A look at a socket is a system call: fewer, for about as long.)
+    let polls = match (rt::oversubscribed(), st.engine.is_remote(src_world)) {
+        (true, _) => 1,
+        (false, false) => 8192,
+        (false, true) => TCP_POLLS,
+    };
     let cap = dt.packed_size(count);
     // SAFETY: check_buf accepted `buf` for `count` elements of a contiguous
     // type, that is `cap` bytes.

@@ -24,7 +24,7 @@ use mpi_api::abi::*;
 use super::datatype::Dtype;
 use super::error::{MpiError, MpiResult};
 use super::shm::{self, kind, Consumer, Ctl, MsgHdr, Producer, Segment, FLAG_PIPE, FLAG_SYNC};
-use super::tcp::Tcp;
+use super::tcp::{Arrivals, Tcp};
 
 /// Send modes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -580,19 +580,26 @@ impl Engine {
             }
         }
         if let Some(t) = &mut self.tcp {
-            let (frames, streamed) = t.poll();
-            for id in streamed {
+            let mut a = t.take_arrivals();
+            t.poll(&mut a);
+            for &id in &a.streamed {
                 if let Some((i, _)) = reqs.by_proto(id) {
                     reqs.finish(i);
                 }
-                did = true;
             }
-            for (from, hdr, payload) in frames {
-                self.incoming(reqs, from, &hdr, &payload);
-                did = true;
-            }
+            did |= !a.streamed.is_empty() || !a.is_empty();
+            self.incoming_all(reqs, &a);
+            self.tcp.as_mut().expect("TCP transport").recycle(a);
         }
         did
+    }
+
+    /// Handles every frame of `a`, in order.
+    fn incoming_all(&mut self, reqs: &mut ReqTable, a: &Arrivals) {
+        for i in 0..a.len() {
+            let (from, hdr, payload) = a.get(i);
+            self.incoming(reqs, from, hdr, payload);
+        }
     }
 
     /// Handles one record from world rank `from`.
@@ -948,8 +955,44 @@ impl Engine {
         polls: u32,
     ) -> Option<(i32, usize)> {
         let l = self.local_of_world[src_world];
-        if l == REMOTE || src_world == self.me {
+        if src_world == self.me {
             return None;
+        }
+        if l == REMOTE {
+            // A rank on another host: up to `polls` non-blocking reads of
+            // its connection (while nothing waits to be sent over TCP).
+            let mut a = self.tcp.as_mut()?.take_arrivals();
+            let (mut got, mut give_up) = (None, false);
+            for _ in 0..polls {
+                let t = self.tcp.as_mut().expect("TCP transport");
+                if t.has_pending() || !t.read_from(src_world, &mut a) {
+                    break;
+                }
+                for i in 0..a.len() {
+                    let (from, hdr, payload) = a.get(i);
+                    let first = got.is_none()
+                        && !give_up
+                        && (hdr.kind == kind::EAGER || hdr.kind == kind::RTS)
+                        && matches(ctx, src, tag, hdr.ctx, hdr.src, hdr.tag);
+                    if first && hdr.kind == kind::EAGER && hdr.flags & FLAG_SYNC == 0 && payload.len() <= cap {
+                        // SAFETY: `buf` holds `cap` bytes (caller's contract).
+                        unsafe { std::ptr::copy_nonoverlapping(payload.as_ptr(), buf, payload.len()) };
+                        got = Some((hdr.tag, payload.len()));
+                        COUNTERS.received(payload.len());
+                    } else {
+                        // (A matching message that needs more than a copy goes
+                        // to the unexpected queue for the general path.)
+                        give_up |= first;
+                        self.incoming(reqs, from, hdr, payload);
+                    }
+                }
+                a.clear();
+                if got.is_some() || give_up || !self.direct_recv_ok(ctx, src, tag) {
+                    break;
+                }
+            }
+            self.tcp.as_mut().expect("TCP transport").recycle(a);
+            return got;
         }
         // Consumers are kept for every local peer but this rank, in order.
         let ci = if l < self.my_local { l } else { l - 1 };

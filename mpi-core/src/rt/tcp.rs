@@ -37,8 +37,45 @@ const AUTH_LEN: usize = 8 + 4 + 32;
 /// Largest DATA record payload on a connection.
 const CHUNK: usize = 256 << 10;
 
-/// A frame that arrived: sender's world rank, header, payload.
-pub type Frame = (usize, MsgHdr, Vec<u8>);
+/// What one look at the sockets found: frames in arrival order (sender's
+/// world rank, header, offset of the payload in one shared buffer) and the
+/// send requests whose streams are fully written. Kept by the transport and
+/// reused from round to round, so a progress round allocates nothing.
+#[derive(Default)]
+pub struct Arrivals {
+    frames: Vec<(usize, MsgHdr, usize)>,
+    data: Vec<u8>,
+    /// Send requests whose streams are fully written.
+    pub streamed: Vec<u64>,
+}
+
+impl Arrivals {
+    pub fn len(&self) -> usize {
+        self.frames.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.frames.is_empty()
+    }
+
+    /// Frame `i`: sender's world rank, header, payload.
+    pub fn get(&self, i: usize) -> (usize, &MsgHdr, &[u8]) {
+        let (from, h, off) = &self.frames[i];
+        (*from, h, &self.data[*off..*off + h.payload as usize])
+    }
+
+    fn push(&mut self, from: usize, h: MsgHdr, payload: &[u8]) {
+        self.frames.push((from, h, self.data.len()));
+        self.data.extend_from_slice(payload);
+    }
+
+    /// Forgets the frames and stream completions (keeps the memory).
+    pub fn clear(&mut self) {
+        self.frames.clear();
+        self.data.clear();
+        self.streamed.clear();
+    }
+}
 
 enum Item {
     Bytes { buf: Vec<u8>, off: usize },
@@ -80,6 +117,10 @@ pub struct Tcp {
     pub finalizing: bool,
     /// Streams fully written since the last `poll` (their send request ids).
     streamed: Vec<u64>,
+    /// Buffers reused by every `poll`.
+    arrivals: Arrivals,
+    fds: Vec<libc::pollfd>,
+    ready: Vec<bool>,
 }
 
 // SAFETY: stream items point into user send buffers kept alive by pending
@@ -160,7 +201,20 @@ impl Tcp {
 
     pub fn new(me: usize, secret: Vec<u8>, listener: TcpListener, addrs: Vec<Option<String>>, hosts: Vec<String>) -> Tcp {
         let n = addrs.len();
-        Tcp { me, secret, listener, addrs, hosts, out: (0..n).map(|_| None).collect(), inc: Vec::new(), finalizing: false, streamed: Vec::new() }
+        Tcp {
+            me,
+            secret,
+            listener,
+            addrs,
+            hosts,
+            out: (0..n).map(|_| None).collect(),
+            inc: Vec::new(),
+            finalizing: false,
+            streamed: Vec::new(),
+            arrivals: Arrivals::default(),
+            fds: Vec::new(),
+            ready: Vec::new(),
+        }
     }
 
     /// The sockets a sleeping rank waits on: the listener and incoming
@@ -186,7 +240,8 @@ impl Tcp {
         self.out.iter().flatten().any(|c| !c.queue.is_empty())
     }
 
-    fn connect(&mut self, to: usize) -> &mut OutConn {
+    /// Opens the connection to `to` if there is none yet.
+    fn connect(&mut self, to: usize) {
         if self.out[to].is_none() {
             let card = self.addrs[to].clone().unwrap_or_default();
             let (ips, port) = card.rsplit_once(':').unwrap_or(("", ""));
@@ -213,7 +268,6 @@ impl Tcp {
             };
             self.out[to] = Some(OutConn { sock, queue: VecDeque::new(), nonce: [0; 16], nonce_len: 0, authed: false });
         }
-        self.out[to].as_mut().unwrap()
     }
 
     /// Connects (the kernel completes it from the listen backlog, so this
@@ -250,58 +304,67 @@ impl Tcp {
         true
     }
 
-    /// Queues one record to world rank `to` and tries to write it.
+    /// Sends one record to world rank `to`. On an idle, authenticated
+    /// connection header and payload leave in one system call straight from
+    /// the caller's buffer; what the socket does not take (or everything,
+    /// behind queued records or the handshake) is queued and written later.
     pub fn send(&mut self, to: usize, hdr: &MsgHdr, payload: &[u8]) {
         let mut h = *hdr;
         h.payload = payload.len() as u32;
-        let mut buf = Vec::with_capacity(HDR + payload.len());
         // SAFETY: MsgHdr is plain old data.
-        buf.extend_from_slice(unsafe { std::slice::from_raw_parts(&h as *const MsgHdr as *const u8, HDR) });
-        buf.extend_from_slice(payload);
-        let me = self.me;
-        let secret = std::mem::take(&mut self.secret);
-        let c = self.connect(to);
-        c.queue.push_back(Item::Bytes { buf, off: 0 });
-        if c.queue.len() == 1 {
-            let done = Self::flush(me, &secret, to, c);
-            self.streamed.extend(done);
+        let hb = unsafe { std::slice::from_raw_parts(&h as *const MsgHdr as *const u8, HDR) };
+        let mut off = 0;
+        if let Some(c) = self.out[to].as_mut().filter(|c| c.authed && c.queue.is_empty()) {
+            off = match send2(c.sock.as_raw_fd(), hb, payload) {
+                Ok(n) => n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => 0,
+                Err(e) => send_failed(self.me, to, e),
+            };
+            if off == HDR + payload.len() {
+                return;
+            }
         }
-        self.secret = secret;
+        let mut buf = Vec::with_capacity(HDR + payload.len());
+        buf.extend_from_slice(hb);
+        buf.extend_from_slice(payload);
+        self.enqueue(to, Item::Bytes { buf, off });
     }
 
     /// Streams `len` bytes at `ptr` to `to` as DATA records (answer to CTS);
     /// `sreq` is reported by `poll` once everything is written.
     pub fn stream(&mut self, to: usize, hdr: MsgHdr, ptr: *const u8, len: usize, sreq: u64) {
-        let me = self.me;
-        let secret = std::mem::take(&mut self.secret);
-        let c = self.connect(to);
-        c.queue.push_back(Item::Stream { hdr, ptr, len, off: 0, in_frame: 0, sreq });
-        if c.queue.len() == 1 {
-            let done = Self::flush(me, &secret, to, c);
-            self.streamed.extend(done);
-        }
-        self.secret = secret;
+        self.enqueue(to, Item::Stream { hdr, ptr, len, off: 0, in_frame: 0, sreq });
     }
 
-    /// Writes what the socket takes; returns finished stream ids.
-    fn flush(me: usize, secret: &[u8], to: usize, c: &mut OutConn) -> Vec<u64> {
-        let mut done = Vec::new();
-        if !Self::authenticate(me, secret, to, c) {
-            return done;
+    /// Queues `item` on the connection to `to` and writes what the socket
+    /// takes if nothing was queued before it.
+    fn enqueue(&mut self, to: usize, item: Item) {
+        self.connect(to);
+        let c = self.out[to].as_mut().expect("connected");
+        c.queue.push_back(item);
+        if c.queue.len() == 1 {
+            Self::flush(self.me, &self.secret, to, c, &mut self.streamed);
         }
+    }
+
+    /// Writes what the socket takes; the send requests of streams fully
+    /// written go to `done`.
+    fn flush(me: usize, secret: &[u8], to: usize, c: &mut OutConn, done: &mut Vec<u64>) {
+        if !Self::authenticate(me, secret, to, c) {
+            return;
+        }
+        let fd = c.sock.as_raw_fd();
         while let Some(item) = c.queue.front_mut() {
-            let fd = c.sock.as_raw_fd();
             match item {
-                Item::Bytes { buf, off } => match c.sock.write(&buf[*off..]) {
+                Item::Bytes { buf, off } => match send2(fd, &buf[*off..], &[]) {
                     Ok(n) => {
                         *off += n;
                         if *off < buf.len() {
                             continue;
                         }
                     }
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => return done,
-                    Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                    Err(e) => fatal(format!("mpi-core: rank {me}: sending to rank {to} failed: {e} (did it die?)")),
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                    Err(e) => send_failed(me, to, e),
                 },
                 Item::Stream { hdr, ptr, len, off, in_frame, sreq } => {
                     let n = (*len - *off).min(CHUNK);
@@ -318,21 +381,11 @@ impl Tcp {
                     } else {
                         (&data[*in_frame - HDR..], &[][..])
                     };
-                    let iov = [
-                        libc::iovec { iov_base: a.as_ptr() as *mut libc::c_void, iov_len: a.len() },
-                        libc::iovec { iov_base: b.as_ptr() as *mut libc::c_void, iov_len: b.len() },
-                    ];
-                    // SAFETY: both iovecs describe live slices.
-                    let r = unsafe { libc::writev(fd, iov.as_ptr(), 2) };
-                    if r < 0 {
-                        let e = std::io::Error::last_os_error();
-                        match e.kind() {
-                            ErrorKind::WouldBlock => return done,
-                            ErrorKind::Interrupted => continue,
-                            _ => fatal(format!("mpi-core: rank {me}: sending to rank {to} failed: {e} (did it die?)")),
-                        }
+                    match send2(fd, a, b) {
+                        Ok(r) => *in_frame += r,
+                        Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                        Err(e) => send_failed(me, to, e),
                     }
-                    *in_frame += r as usize;
                     if *in_frame < frame {
                         continue;
                     }
@@ -346,30 +399,45 @@ impl Tcp {
             }
             c.queue.pop_front();
         }
-        done
     }
 
-    /// Accepts, authenticates, reads and writes. Returns frames that arrived
-    /// and send requests whose streams are fully written.
-    pub fn poll(&mut self) -> (Vec<Frame>, Vec<u64>) {
-        let mut frames = Vec::new();
-        let mut done = std::mem::take(&mut self.streamed);
+    /// The buffers [`Tcp::poll`] and [`Tcp::read_from`] fill, lent out
+    /// (give them back with [`Tcp::recycle`]).
+    pub fn take_arrivals(&mut self) -> Arrivals {
+        std::mem::take(&mut self.arrivals)
+    }
+
+    /// Takes back buffers lent by [`Tcp::take_arrivals`], emptied.
+    pub fn recycle(&mut self, mut a: Arrivals) {
+        a.clear();
+        self.arrivals = a;
+    }
+
+    /// Accepts, authenticates, reads and writes. Frames that arrived and
+    /// send requests whose streams are fully written go to `a`.
+    pub fn poll(&mut self, a: &mut Arrivals) {
+        a.streamed.append(&mut self.streamed);
         for (to, c) in self.out.iter_mut().enumerate() {
             if let Some(c) = c {
                 if !c.queue.is_empty() {
-                    done.extend(Self::flush(self.me, &self.secret, to, c));
+                    Self::flush(self.me, &self.secret, to, c, &mut a.streamed);
                 }
             }
         }
         // One poll for the listener and every incoming connection: only
         // what is ready is accepted or read (a failing accept still costs
         // the kernel a socket, a failing read a system call).
-        let mut fds = Vec::with_capacity(1 + self.inc.len());
+        let mut fds = std::mem::take(&mut self.fds);
+        fds.clear();
         self.incoming_fds(&mut fds);
         // SAFETY: poll of valid pollfds we own, without waiting.
         let n_ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0) };
-        let mut ready: Vec<bool> = fds[1..].iter().map(|f| f.revents != 0 || n_ready < 0).collect();
-        if fds[0].revents != 0 || n_ready < 0 {
+        let mut ready = std::mem::take(&mut self.ready);
+        ready.clear();
+        ready.extend(fds[1..].iter().map(|f| f.revents != 0 || n_ready < 0));
+        let accept = fds[0].revents != 0 || n_ready < 0;
+        self.fds = fds;
+        if accept {
             loop {
                 match self.listener.accept() {
                     Ok((s, addr)) => {
@@ -396,30 +464,46 @@ impl Tcp {
                 k += 1;
                 continue;
             }
-            match self.read_conn(k, &mut frames) {
+            match self.read_conn(k, a) {
                 Ok(()) => k += 1,
                 Err(why) => {
                     ready.swap_remove(k);
-                    let c = self.inc.swap_remove(k);
-                    match (c.peer, self.finalizing) {
-                        (None, _) => eprintln!(
-                            "mpi-core: rank {}: rejected a connection from {}: {why}",
-                            self.me, c.addr
-                        ),
-                        (Some(_), true) => {}
-                        (Some(p), false) => fatal(format!(
-                            "mpi-core: rank {}: lost the connection from rank {p} on host {} ({why}); ending the job",
-                            self.me, self.hosts[p]
-                        )),
-                    }
+                    self.drop_conn(k, why);
                 }
             }
         }
-        (frames, done)
+        self.ready = ready;
+    }
+
+    /// Reads, without waiting, what has arrived on the connection world
+    /// rank `from` opened to this rank: one system call, complete frames go
+    /// to `a`. False if `from` has not connected (and authenticated) yet.
+    pub fn read_from(&mut self, from: usize, a: &mut Arrivals) -> bool {
+        let Some(k) = self.inc.iter().position(|c| c.peer == Some(from)) else { return false };
+        if let Err(why) = self.read_conn(k, a) {
+            self.drop_conn(k, why);
+            return false;
+        }
+        true
+    }
+
+    /// Closes incoming connection `k`, which failed for reason `why`: a
+    /// stranger's is reported, an authenticated peer's ends the job (unless
+    /// this rank is finalizing).
+    fn drop_conn(&mut self, k: usize, why: String) {
+        let c = self.inc.swap_remove(k);
+        match (c.peer, self.finalizing) {
+            (None, _) => eprintln!("mpi-core: rank {}: rejected a connection from {}: {why}", self.me, c.addr),
+            (Some(_), true) => {}
+            (Some(p), false) => fatal(format!(
+                "mpi-core: rank {}: lost the connection from rank {p} on host {} ({why}); ending the job",
+                self.me, self.hosts[p]
+            )),
+        }
     }
 
     /// Reads from incoming connection `k`; Err(reason) closes it.
-    fn read_conn(&mut self, k: usize, frames: &mut Vec<Frame>) -> Result<(), String> {
+    fn read_conn(&mut self, k: usize, a: &mut Arrivals) -> Result<(), String> {
         let n_ranks = self.addrs.len();
         let secret = &self.secret;
         let c = &mut self.inc[k];
@@ -479,11 +563,39 @@ impl Tcp {
                 }
                 break;
             }
-            frames.push((from, h, c.rbuf[pos + HDR..pos + HDR + n].to_vec()));
+            a.push(from, h, &c.rbuf[pos + HDR..pos + HDR + n]);
             pos += HDR + n;
         }
         c.rbuf.copy_within(pos..c.rlen, 0);
         c.rlen -= pos;
         Ok(())
     }
+}
+
+/// Sends `a` then `b` in one system call (retried if interrupted), without
+/// SIGPIPE if the peer is gone; returns the bytes the socket took.
+fn send2(fd: std::os::fd::RawFd, a: &[u8], b: &[u8]) -> std::io::Result<usize> {
+    let mut iov = [
+        libc::iovec { iov_base: a.as_ptr() as *mut libc::c_void, iov_len: a.len() },
+        libc::iovec { iov_base: b.as_ptr() as *mut libc::c_void, iov_len: b.len() },
+    ];
+    // SAFETY: an all-zero msghdr is valid (no address, no control data).
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = iov.as_mut_ptr();
+    msg.msg_iovlen = if b.is_empty() { 1 } else { 2 };
+    loop {
+        // SAFETY: the iovecs describe live slices the kernel only reads.
+        let r = unsafe { libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL) };
+        if r >= 0 {
+            return Ok(r as usize);
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+fn send_failed(me: usize, to: usize, e: std::io::Error) -> ! {
+    fatal(format!("mpi-core: rank {me}: sending to rank {to} failed: {e} (did it die?)"))
 }
