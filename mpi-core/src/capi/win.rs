@@ -84,7 +84,7 @@ fn check_args(size: MPI_Aint, disp_unit: c_int) -> MpiResult<()> {
 /// host): a lock word per member, then the members' parts, `sizes` bytes
 /// each, contiguous in rank order. Returns the mapping and the offset of
 /// every member's part; `None` (at every member) if any could not map it.
-fn map_shared(view: &View, ctx: u32, sizes: &[usize]) -> MpiResult<Option<((*mut u8, usize), Vec<usize>)>> {
+fn map_shared(view: &View, ctx: u32, sizes: &[usize]) -> MpiResult<Option<(Mapping, Vec<usize>)>> {
     let mut offs = Vec::with_capacity(sizes.len());
     let mut total = sizes.len() * LOCK_LINE;
     for &s in sizes {
@@ -112,6 +112,9 @@ fn map_shared(view: &View, ctx: u32, sizes: &[usize]) -> MpiResult<Option<((*mut
         }
     }
 }
+
+/// A mapping: its address and length.
+type Mapping = (*mut u8, usize);
 
 /// Memory of a window in one shared segment: the mapping, this process's
 /// base and every member's part in this process.
