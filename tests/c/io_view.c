@@ -128,6 +128,30 @@ int main(int argc, char **argv) {
     rc = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDONLY, MPI_INFO_NULL, &gone);
     CHECK(error_class(rc) == MPI_ERR_NO_SUCH_FILE, "the DELETE_ON_CLOSE file is still there (class %d)", error_class(rc));
 
+    /* 3. "external32": big-endian ints in the file; MPI_LONG (4 bytes in
+     * external32, 8 here) is refused. */
+    snprintf(path, sizeof path, "%s/io_ext32.dat", argv[1]);
+    CHECK_RC(MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+    rc = MPI_File_set_view(fh, 0, MPI_LONG, MPI_LONG, "external32", MPI_INFO_NULL);
+    CHECK(error_class(rc) == MPI_ERR_UNSUPPORTED_DATAREP, "external32 view of MPI_LONG gave class %d", error_class(rc));
+    CHECK_RC(MPI_File_set_view(fh, 0, MPI_INT, MPI_INT, "external32", MPI_INFO_NULL));
+    int ev[2] = {0x01020304 + rank, -2 - rank};
+    CHECK_RC(MPI_File_write_at_all(fh, 2 * rank, ev, 2, MPI_INT, &st));
+    rc = MPI_File_write_at(fh, 0, &d, 1, MPI_LONG, &st);
+    CHECK(error_class(rc) == MPI_ERR_UNSUPPORTED_DATAREP, "writing MPI_LONG in external32 gave class %d", error_class(rc));
+    CHECK_RC(MPI_File_sync(fh));
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK_RC(MPI_File_sync(fh));
+    int back[2] = {0, 0};
+    CHECK_RC(MPI_File_read_at(fh, 2 * ((rank + 1) % size), back, 2, MPI_INT, &st));
+    CHECK(back[0] == 0x01020304 + (rank + 1) % size && back[1] == -2 - (rank + 1) % size, "external32 read back %x %d", back[0], back[1]);
+    CHECK_RC(MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
+    unsigned char raw[8];
+    CHECK_RC(MPI_File_read_at(fh, 8 * rank, raw, 8, MPI_BYTE, &st));
+    CHECK(raw[0] == 1 && raw[1] == 2 && raw[2] == 3 && raw[3] == 4 + rank && raw[4] == 0xff && raw[7] == (unsigned char)(-2 - rank),
+          "not big-endian in the file: %02x %02x %02x %02x", raw[0], raw[1], raw[2], raw[3]);
+    CHECK_RC(MPI_File_close(&fh));
+
     MPI_Type_free(&sub);
     MPI_Type_free(&every2);
     MPI_Type_free(&vec);

@@ -81,8 +81,16 @@ fn vector_and_subarray_views_interleave_the_ranks() {
             let (k, r) = (j / n, j % n);
             assert_eq!(v, (r * 1000 + k) as i32, "int {j} of io_view.dat");
         }
+        // "external32": big-endian ints, two per rank.
+        let ext = std::fs::read(dir.path().join("io_ext32.dat")).unwrap();
+        assert_eq!(ext.len(), 8 * n);
+        for r in 0..n {
+            let a = i32::from_be_bytes(ext[8 * r..8 * r + 4].try_into().unwrap());
+            let b = i32::from_be_bytes(ext[8 * r + 4..8 * r + 8].try_into().unwrap());
+            assert_eq!((a, b), (0x01020304 + r as i32, -2 - r as i32), "external32 ints of rank {r}");
+        }
         // io_view2.dat was opened with MPI_MODE_DELETE_ON_CLOSE.
-        assert_eq!(dir.names(), vec!["io_view.dat"]);
+        assert_eq!(dir.names(), vec!["io_ext32.dat", "io_view.dat"]);
     }
 }
 

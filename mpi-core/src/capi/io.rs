@@ -522,10 +522,8 @@ pub unsafe fn MPI_File_set_view(
             }
             // SAFETY: a NUL-terminated string from the caller.
             let rep = unsafe { CStr::from_ptr(datarep) }.to_string_lossy().into_owned();
-            match rep.as_str() {
-                "native" | "internal" => {}
-                "external32" => bail!(MPI_ERR_UNSUPPORTED_DATAREP, "the \"external32\" data representation is not supported yet"),
-                _ => bail!(MPI_ERR_UNSUPPORTED_DATAREP, "unknown data representation \"{rep}\""),
+            if !matches!(rep.as_str(), "native" | "internal" | "external32") {
+                bail!(MPI_ERR_UNSUPPORTED_DATAREP, "unknown data representation \"{rep}\"");
             }
             let sequential = f.amode & MPI_MODE_SEQUENTIAL != 0;
             let disp = match (disp == MPI_DISPLACEMENT_CURRENT, sequential) {
@@ -538,6 +536,10 @@ pub unsafe fn MPI_File_set_view(
                 (false, false) => disp,
             };
             let (et, ft, pairs) = rt::with(|st| Ok((st.types.get(etype)?, st.types.get(filetype)?, st.comms.infos.get_or_null(info)?)))?;
+            if rep == "external32" {
+                same_external_size(&et, "etype")?;
+                same_external_size(&ft, "filetype")?;
+            }
             let view = FileView::new(disp, et, ft, &rep, f.amode & MPI_MODE_RDONLY == 0)?;
             for (k, val) in pairs {
                 crate::rt::info::set(&mut f.hints, &k, &val);
@@ -586,6 +588,21 @@ pub unsafe fn MPI_File_get_view(
         }
         Ok(())
     })
+}
+
+/// "external32" is supported for data as large there as in memory (all
+/// fixed-size types; not `MPI_LONG`, `MPI_UNSIGNED_LONG`, `MPI_WCHAR`), so
+/// that views keep their layout.
+fn same_external_size(t: &Dtype, what: &str) -> MpiResult<()> {
+    if t.ext_size(1) != t.size {
+        bail!(
+            MPI_ERR_UNSUPPORTED_DATAREP,
+            "the {what} holds {} bytes natively and {} in \"external32\" (only types of the same size are supported)",
+            t.size,
+            t.ext_size(1)
+        );
+    }
+    Ok(())
 }
 
 /// The new offset of a seek, in etypes (`eof`: the end of file in the view).
@@ -692,9 +709,13 @@ struct Buf {
 }
 
 impl Buf {
-    fn new(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, esize: i64) -> MpiResult<Buf> {
+    fn new(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, view: &FileView) -> MpiResult<Buf> {
+        let esize = view.esize();
         let count = check_count(count)?;
         let dt = rt::with(|st| st.types.get(datatype))?;
+        if view.datarep == "external32" {
+            same_external_size(&dt, "datatype")?;
+        }
         let bytes = dt.packed_size(count) as i64;
         if bytes % esize != 0 {
             bail!(
@@ -716,6 +737,22 @@ fn transfer(f: &File, write: bool, start: i64, b: &Buf) -> MpiResult<usize> {
     let at = start.checked_mul(f.view.esize()).ok_or_else(|| MpiError::new(MPI_ERR_ARG, "offset out of range"))?;
     if n == 0 {
         return Ok(0);
+    }
+    if f.view.datarep == "external32" {
+        let mut native = vec![0u8; n];
+        let mut ext = vec![0u8; n];
+        if write {
+            // SAFETY: the buffer holds `count` elements of the type (the caller's contract).
+            unsafe { b.dt.pack(b.ptr, b.count, &mut native) };
+            b.dt.native_to_ext(&native, b.count, &mut ext);
+            f.write_stream(at, &ext)?;
+            return Ok(n);
+        }
+        let got = f.read_stream(at, &mut ext)?;
+        b.dt.ext_to_native(&ext, b.count, &mut native);
+        // SAFETY: the buffer holds `count` elements of the type.
+        unsafe { b.dt.unpack(&native[..got], b.ptr) };
+        return Ok(got);
     }
     let direct = b.dt.contig;
     if write {
@@ -759,7 +796,7 @@ fn access(fh: MPI_File, write: bool, at: At, buf: *const c_void, count: MPI_Coun
     } else {
         f.readable()?;
     }
-    let b = Buf::new(buf, count, datatype, f.view.esize())?;
+    let b = Buf::new(buf, count, datatype, &f.view)?;
     let etypes = (b.bytes() as i64) / f.view.esize();
     let start = match at {
         At::Offset(o) => {
@@ -795,7 +832,7 @@ fn ordered(fh: MPI_File, write: bool, buf: *const c_void, count: MPI_Count, data
             f.readable()?;
         }
         f.shared()?;
-        let b = Buf::new(buf, count, datatype, f.view.esize())?;
+        let b = Buf::new(buf, count, datatype, &f.view)?;
         Ok((b.bytes() as i64 / f.view.esize(), b))
     })();
     let n = mine.as_ref().map_or(-1, |m| m.0);
