@@ -183,9 +183,9 @@ fn build_instance(m: &Model, g: &[(u32, u32, u32, u32)]) -> (Instance, Vec<Membe
         .map(|&(_, _, rank, idx)| {
             let r = &m.ranks[rank as usize];
             let c = &r.colls[idx as usize];
-            let post = &r.calls[c.post as usize];
+            let post = &r.calls.at(c.post as usize);
             let (wait_from, end) = if c.done != NONE {
-                let d = &r.calls[c.done as usize];
+                let d = &r.calls.at(c.done as usize);
                 (d.t_start.max(post.t_start), d.t_end.max(post.t_end))
             } else {
                 (post.t_start, post.t_end)
@@ -195,7 +195,7 @@ fn build_instance(m: &Model, g: &[(u32, u32, u32, u32)]) -> (Instance, Vec<Membe
         .collect();
     let first = &m.ranks[g[0].2 as usize];
     let c0 = &first.colls[g[0].3 as usize];
-    let name = first.calls[c0.post as usize].name;
+    let name = first.calls.at(c0.post as usize).name;
     let kind = match m.class(name) {
         Class::Coll { kind, .. } => kind,
         _ => CollKind::Other,

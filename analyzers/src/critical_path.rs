@@ -86,7 +86,7 @@ pub fn critical_path(m: &Model, causes: &[Vec<Cause>]) -> CriticalPath {
             }
             break;
         }
-        let c = &r.calls[idx as usize];
+        let c = &r.calls.at(idx as usize);
         if c.t_end.max(lo) < t {
             let d = t - c.t_end.max(lo);
             out.compute_ns += d;

@@ -86,7 +86,7 @@ pub fn write_chrome(m: &Model, mt: &Matching, w: &mut impl Write) -> io::Result<
     for msg in mt.messages(m) {
         let Some(end) = msg.recv_end else { continue };
         let (src, d) = (msg.send.rank, msg.recv.rank);
-        let send = &m.ranks[src as usize].sends[msg.send.idx as usize];
+        let send = &m.ranks[src as usize].sends.at(msg.send.idx as usize);
         let ts = us(msg.send_start);
         let tr = us(end).max(ts);
         n.messages += 1;
@@ -182,7 +182,7 @@ pub fn write_messages_csv(m: &Model, mt: &Matching, w: &mut impl Write) -> io::R
     writeln!(w, "{MESSAGES_CSV_HEADER}")?;
     let mut n = 0;
     for msg in mt.messages(m) {
-        let send = &m.ranks[msg.send.rank as usize].sends[msg.send.idx as usize];
+        let send = &m.ranks[msg.send.rank as usize].sends.at(msg.send.idx as usize);
         let (end, transfer) = match msg.recv_end {
             Some(e) => ((e - t0).to_string(), (e - msg.send_start).to_string()),
             None => (String::new(), String::new()),

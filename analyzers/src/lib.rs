@@ -20,6 +20,7 @@
 
 pub mod check;
 pub mod collectives;
+pub mod compact;
 pub mod critical_path;
 pub mod export;
 pub mod html;

@@ -411,25 +411,27 @@ impl RankBuilder {
         let e = req.entity as usize;
         match req.kind {
             ReqKind::Send => {
-                self.data.sends[e].done = done;
+                self.data.sends.set_done(e, done);
                 if cancelled {
-                    self.data.sends[e].peer = i32::MIN;
+                    let mut s = self.data.sends.at(e);
+                    s.peer = i32::MIN;
+                    self.data.sends.set(e, s);
                 }
             }
             ReqKind::Recv => {
-                let post = self.data.recvs[e].post;
+                let post = self.data.recvs.post(e);
                 let mut s = self.p2p(r, post, done);
                 if cancelled || r.peer().is_none_or(|p| p < 0) {
                     s.peer = i32::MIN;
                 }
-                self.data.recvs[e] = s;
+                self.data.recvs.set(e, s);
             }
             ReqKind::Coll => self.data.colls[e].done = done,
             ReqKind::SendRecv => {
-                self.data.sends[e].done = done;
+                self.data.sends.set_done(e, done);
                 // The receive half, posted by the same call.
                 if !cancelled && r.peer().is_some_and(|p| p >= 0) {
-                    let post = self.data.sends[e].post;
+                    let post = self.data.sends.post(e);
                     let s = self.p2p(r, post, done);
                     self.data.recvs.push(s);
                 }
@@ -442,32 +444,32 @@ impl RankBuilder {
     pub fn finish(mut self) -> BuiltRank {
         let t_max = self.t_max;
         for &i in &self.unfinished {
-            let c = &mut self.data.calls[i as usize];
+            let mut c = self.data.calls.at(i as usize);
             c.t_end = t_max.max(c.t_start);
+            self.data.calls.set(i as usize, c);
         }
         let calls = &mut self.data.calls;
-        if !calls.windows(2).all(|w| w[0].t_start <= w[1].t_start) {
+        if !calls.is_sorted_by_start() {
             let mut order: Vec<u32> = (0..calls.len() as u32).collect();
-            order.sort_by_key(|&i| (calls[i as usize].t_start, i));
+            order.sort_by_key(|&i| (calls.t_start(i as usize), i));
             let mut new_index = vec![0u32; calls.len()];
             for (new, &old) in order.iter().enumerate() {
                 new_index[old as usize] = new as u32;
             }
-            *calls = order.iter().map(|&i| calls[i as usize]).collect();
-            let map = |i: &mut u32| {
-                if *i != NONE {
-                    *i = new_index[*i as usize]
-                }
-            };
-            for p in self.data.sends.iter_mut().chain(self.data.recvs.iter_mut()) {
-                map(&mut p.post);
-                map(&mut p.done);
-            }
+            calls.permute(&order);
+            let map = |i: u32| if i != NONE { new_index[i as usize] } else { i };
+            self.data.sends.remap_calls(map);
+            self.data.recvs.remap_calls(map);
             for c in &mut self.data.colls {
-                map(&mut c.post);
-                map(&mut c.done);
+                c.post = map(c.post);
+                c.done = map(c.done);
             }
         }
+        self.data.calls.seal();
+        self.data.sends.seal();
+        self.data.recvs.seal();
+        self.data.colls.shrink_to_fit();
+        self.data.regions.shrink_to_fit();
         self.data.regions.sort_by_key(|r| r.t);
         BuiltRank { data: self.data, names: self.names.names, sites: self.site_addrs, comms: self.comm_ids, init_site: self.init_site }
     }
@@ -484,24 +486,18 @@ struct Remap {
 impl Remap {
     fn apply(&mut self) {
         let d = &mut self.data;
-        for c in &mut d.calls {
-            c.name = self.names[c.name as usize];
-            c.site += self.site_base;
-        }
+        let names = &self.names;
+        let base = self.site_base;
+        d.calls.remap(|n| names[n as usize], |s| s + base);
         for r in &mut d.regions {
             r.name = self.names[r.name as usize];
         }
         let comms = &self.comms;
-        let remap = |c: &mut u32| {
-            if *c != NONE {
-                *c = comms[*c as usize]
-            }
-        };
-        for p in d.sends.iter_mut().chain(d.recvs.iter_mut()) {
-            remap(&mut p.comm);
-        }
+        let remap = |c: u32| if c != NONE { comms[c as usize] } else { c };
+        d.sends.remap_comms(remap);
+        d.recvs.remap_comms(remap);
         for c in &mut d.colls {
-            remap(&mut c.comm);
+            c.comm = remap(c.comm);
         }
     }
 }

@@ -206,7 +206,7 @@ pub fn match_messages(m: &Model) -> Matching {
             .iter()
             .enumerate()
             .map(|(i, sr)| {
-                let p = &m.ranks[sr.rank as usize].sends[sr.idx as usize];
+                let p = &m.ranks[sr.rank as usize].sends.at(sr.idx as usize);
                 (i as u32, ch.id((p.comm, sr.rank as i32, p.tag)), p.seq)
             })
             .collect();
@@ -240,11 +240,11 @@ pub fn match_messages(m: &Model) -> Matching {
                         let sref = sends[so[a] as usize];
                         out.recv_to_send[ro[b] as usize] = sref;
                         out.by_sender.entry(sref.rank).or_default().push((sref.idx, ro[b]));
-                        let recv = &rd.recvs[ro[b] as usize];
+                        let recv = &rd.recvs.at(ro[b] as usize);
                         let sr = &m.ranks[sref.rank as usize];
-                        let send_start = sr.calls[sr.sends[sref.idx as usize].post as usize].t_start;
+                        let send_start = sr.calls.t_start(sr.sends.post(sref.idx as usize) as usize);
                         if recv.done != NONE {
-                            let recv_end = rd.calls[recv.done as usize].t_end;
+                            let recv_end = rd.calls.at(recv.done as usize).t_end;
                             let slack = send_start - recv_end;
                             channel_slack = channel_slack.max(slack);
                             if slack > 0 {
@@ -307,8 +307,8 @@ pub fn match_messages(m: &Model) -> Matching {
             comm: m.comm_label(p.comm),
             seq: (p.seq != NONE).then_some(p.seq),
             bytes: p.bytes,
-            call: m.name(r.calls[p.post as usize].name).to_string(),
-            t: r.calls[p.post as usize].t_start,
+            call: m.name(r.calls.at(p.post as usize).name).to_string(),
+            t: r.calls.t_start(p.post as usize),
             completed: p.done != NONE,
         };
         for (i, p) in r.sends.iter().enumerate() {
@@ -316,7 +316,7 @@ pub fn match_messages(m: &Model) -> Matching {
                 s.unmatched_sends += 1;
                 if ex_send < EXAMPLES {
                     ex_send += 1;
-                    s.unmatched.push(unm("send", p));
+                    s.unmatched.push(unm("send", &p));
                 }
             }
         }
@@ -325,7 +325,7 @@ pub fn match_messages(m: &Model) -> Matching {
                 s.unmatched_receives += 1;
                 if ex_recv < EXAMPLES {
                     ex_recv += 1;
-                    s.unmatched.push(unm("receive", p));
+                    s.unmatched.push(unm("receive", &p));
                 }
             }
         }
@@ -384,10 +384,7 @@ pub fn correct_clocks(m: &mut Model, matching: &Matching) -> ClockCorrection {
         out.inconsistent = changed;
         for (r, &o) in shift.iter().enumerate() {
             if o != 0 {
-                for c in &mut m.ranks[r].calls {
-                    c.t_start += o;
-                    c.t_end += o;
-                }
+                m.ranks[r].calls.shift(o);
                 for e in &mut m.ranks[r].regions {
                     e.t += o;
                 }
@@ -421,13 +418,13 @@ impl Matching {
         self.recv_to_send.iter().enumerate().flat_map(move |(d, refs)| {
             let rd = &m.ranks[d];
             refs.iter().enumerate().filter(|(_, s)| s.is_some()).map(move |(i, &s)| {
-                let recv = &rd.recvs[i];
+                let recv = &rd.recvs.at(i);
                 let sr = &m.ranks[s.rank as usize];
                 Message {
                     send: s,
                     recv: MsgRef { rank: d as u32, idx: i as u32 },
-                    send_start: sr.calls[sr.sends[s.idx as usize].post as usize].t_start,
-                    recv_end: (recv.done != NONE).then(|| rd.calls[recv.done as usize].t_end),
+                    send_start: sr.calls.t_start(sr.sends.post(s.idx as usize) as usize),
+                    recv_end: (recv.done != NONE).then(|| rd.calls.at(recv.done as usize).t_end),
                 }
             })
         })

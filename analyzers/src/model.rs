@@ -2,25 +2,31 @@
 //!
 //! A trace of 10^8 events does not fit in memory as [`trace_format::Event`]s
 //! (about 200 bytes each). The loader ([`crate::load`]) turns each rank's
-//! rows into a few sorted vectors of small fixed-size records:
+//! rows into a few vectors of small records:
 //!
-//! - [`CallEv`] (24 bytes): every MPI call, sorted by start time;
-//! - [`P2p`] (32 bytes): every point-to-point send and receive, with the
-//!   call that posted it and the call that completed it (the same call for
-//!   blocking operations; the `Wait*`/`Test*` for nonblocking ones);
+//! - [`Calls`] (16 bytes per call): every MPI call, sorted by start time,
+//!   read as [`CallEv`] values;
+//! - [`Ends`] (20 bytes per message end): every point-to-point send and
+//!   receive, read as [`P2p`] values, with the call that posted it and the
+//!   call that completed it (the same call for blocking operations; the
+//!   `Wait*`/`Test*` for nonblocking ones);
 //! - [`CollEv`] (40 bytes): every collective call with its per-communicator
 //!   sequence number;
 //! - [`RegionEv`]: user region marks.
 //!
 //! Completion rows of the trace are folded into the `P2p`/`CollEv` records
 //! and are not stored themselves. Strings (call names, region names) and
-//! communicator ids are interned into small integer ids.
+//! communicator ids are interned into small integer ids; what calls and
+//! message ends repeat (name, flags, site; communicator, peer, tag) is
+//! interned per rank (see [`crate::compact`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde::Serialize;
 use trace_format::reader::Completeness;
+
+pub use crate::compact::{CallIter, Calls, EndIter, Ends, Packed};
 use trace_format::Meta;
 
 /// "No index" in the `u32` index fields.
@@ -35,7 +41,7 @@ pub mod call_flags {
     pub const FAILED: u16 = 2;
 }
 
-/// One MPI call.
+/// One MPI call (as read from [`Calls`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(C)]
 pub struct CallEv {
@@ -54,7 +60,8 @@ impl CallEv {
     }
 }
 
-/// A point-to-point message end (a send or a receive) of one rank.
+/// A point-to-point message end (a send or a receive) of one rank (as read
+/// from [`Ends`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(C)]
 pub struct P2p {
@@ -106,9 +113,9 @@ pub struct RegionEv {
 pub struct RankData {
     pub rank: i32,
     pub completeness: Completeness,
-    pub calls: Vec<CallEv>,
-    pub sends: Vec<P2p>,
-    pub recvs: Vec<P2p>,
+    pub calls: Calls,
+    pub sends: Ends,
+    pub recvs: Ends,
     pub colls: Vec<CollEv>,
     pub regions: Vec<RegionEv>,
     /// Rows of the trace read for this rank (calls, completions, regions).
@@ -120,9 +127,9 @@ impl RankData {
         RankData {
             rank,
             completeness,
-            calls: Vec::new(),
-            sends: Vec::new(),
-            recvs: Vec::new(),
+            calls: Calls::default(),
+            sends: Ends::default(),
+            recvs: Ends::default(),
             colls: Vec::new(),
             regions: Vec::new(),
             rows: 0,
@@ -137,12 +144,11 @@ impl RankData {
     /// Time the operation was posted, and the start and end of the call that
     /// completed it (the post call for blocking operations).
     pub fn times(&self, post: u32, done: u32) -> (i64, Option<(i64, i64)>) {
-        let p = &self.calls[post as usize];
         let d = (done != NONE).then(|| {
-            let d = &self.calls[done as usize];
+            let d = self.calls.at(done as usize);
             (d.t_start, d.t_end)
         });
-        (p.t_start, d)
+        (self.calls.t_start(post as usize), d)
     }
 }
 
@@ -472,8 +478,6 @@ mod tests {
         assert_eq!(classify("MPI_Gatherv"), Class::Coll { kind: CollKind::NToOne, nonblocking: false });
         assert_eq!(classify("MPI_Init"), Class::Other);
         assert_eq!(classify("MPI_Comm_rank"), Class::Other);
-        assert_eq!(std::mem::size_of::<CallEv>(), 24);
-        assert_eq!(std::mem::size_of::<P2p>(), 32);
         assert_eq!(std::mem::size_of::<CollEv>(), 40);
     }
 }

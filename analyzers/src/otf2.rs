@@ -405,7 +405,7 @@ fn write_archive(lib: &Lib, archive: *mut Archive, m: &Model, now: &std::cell::C
                 next_inner += 1;
                 match what {
                     Inner::Send(i) => {
-                        let p = &r.sends[i as usize];
+                        let p = &r.sends.at(i as usize);
                         let (comm, to) = place(p.comm, p.peer);
                         let t = stamp(c.t_start, &mut last);
                         let (tag, len) = (p.tag as u32, p.bytes.max(0) as u64);
@@ -429,7 +429,7 @@ fn write_archive(lib: &Lib, archive: *mut Archive, m: &Model, now: &std::cell::C
                         ok("OTF2_EvtWriter_MpiIrecvRequest", unsafe { (lib.mpi_irecv_request)(w, null, t, recv_request(i)) })?;
                     }
                     Inner::Recv(i) => {
-                        let p = &r.recvs[i as usize];
+                        let p = &r.recvs.at(i as usize);
                         let (comm, from) = place(p.comm, p.peer);
                         let t = stamp(c.t_end, &mut last);
                         let (tag, len) = (p.tag as u32, p.bytes.max(0) as u64);
@@ -448,7 +448,7 @@ fn write_archive(lib: &Lib, archive: *mut Archive, m: &Model, now: &std::cell::C
                     }
                     Inner::CollEnd(i) => {
                         let k = &r.colls[i as usize];
-                        let op = coll_op(m.name(r.calls[k.post as usize].name));
+                        let op = coll_op(m.name(r.calls.at(k.post as usize).name));
                         let comm = if known(k.comm) { k.comm } else { world };
                         let root = if k.root >= 0 { place(k.comm, k.root).1 } else { UNDEFINED };
                         let t = stamp(c.t_end, &mut last);

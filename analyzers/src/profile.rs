@@ -229,7 +229,7 @@ fn rank_profile(m: &Model, r: &RankData) -> RankAcc {
         if bytes <= 0 || post == NONE {
             return;
         }
-        let c = &r.calls[post as usize];
+        let c = &r.calls.at(post as usize);
         acc.calls[c.name as usize].bytes += bytes;
         site_acc(&mut per_site[(c.site - site_lo) as usize], c.name).bytes += bytes;
     };
@@ -245,7 +245,7 @@ fn rank_profile(m: &Model, r: &RankData) -> RankAcc {
     for c in &r.colls {
         let bytes = c.bytes.max(c.recv_bytes);
         add_bytes(c.post, bytes, &mut acc);
-        let name = r.calls[c.post as usize].name;
+        let name = r.calls.at(c.post as usize).name;
         let h = acc.coll.entry(name).or_insert([(0, 0); 65]);
         let b = &mut h[bucket(bytes)];
         b.0 += 1;

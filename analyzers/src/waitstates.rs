@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::collectives::Collectives;
 use crate::matching::{Matching, MsgRef};
-use crate::model::{CollKind, Location, Model, P2p, RankData, NONE};
+use crate::model::{CollKind, Ends, Location, Model, RankData, NONE};
 use crate::{par_map, FastMap};
 
 /// The patterns.
@@ -150,7 +150,7 @@ pub struct Analysis {
 /// then.
 fn partner_waits(
     r: &RankData,
-    ends: &[P2p],
+    ends: &Ends,
     partners: &[MsgRef],
     partner_time: impl Fn(MsgRef) -> i64,
     kind: PatternKind,
@@ -164,7 +164,7 @@ fn partner_waits(
             continue;
         }
         let t = partner_time(q);
-        if r.calls[p.done as usize].t_end <= t && kind == PatternKind::LateReceiver {
+        if r.calls.at(p.done as usize).t_end <= t && kind == PatternKind::LateReceiver {
             // The send completed before the receive was posted (eager).
             continue;
         }
@@ -178,7 +178,7 @@ fn partner_waits(
             continue;
         }
         let call = call as u32;
-        let c = &r.calls[call as usize];
+        let c = &r.calls.at(call as usize);
         let w = t.min(c.t_end) - c.t_start;
         if w > 0 {
             out.push(Wait { kind, call, time: w, cause: who, until: t });
@@ -191,8 +191,8 @@ fn p2p_waits(m: &Model, mt: &Matching, rank: usize) -> Vec<Wait> {
     let mut out = Vec::new();
     let post_time = |q: MsgRef, sends: bool| {
         let pr = &m.ranks[q.rank as usize];
-        let p = if sends { &pr.sends[q.idx as usize] } else { &pr.recvs[q.idx as usize] };
-        pr.calls[p.post as usize].t_start
+        let p = if sends { &pr.sends.at(q.idx as usize) } else { &pr.recvs.at(q.idx as usize) };
+        pr.calls.t_start(p.post as usize)
     };
     partner_waits(r, &r.recvs, &mt.recv_to_send[rank], |q| post_time(q, true), PatternKind::LateSender, &mut out);
     partner_waits(r, &r.sends, &mt.send_to_recv[rank], |q| post_time(q, false), PatternKind::LateReceiver, &mut out);
@@ -229,7 +229,7 @@ fn rank_waits(m: &Model, mt: &Matching, rank: usize, coll_waits: &[Wait]) -> Ran
         out.totals[k].0 += w.time;
         out.totals[k].1 += 1;
         *out.by_cause.entry((k as u8, w.cause)).or_insert(0) += w.time;
-        let c = &r.calls[w.call as usize];
+        let c = &r.calls.at(w.call as usize);
         let e = out.sites.entry((k as u8, c.name, m.sites[c.site as usize].key)).or_insert((0, 0, c.site));
         e.0 += w.time;
         e.1 += 1;

@@ -183,7 +183,7 @@ fn clock_violations_are_detected_and_corrected() {
     assert_eq!(c.shift_ns, vec![0, 3 * MS]);
     assert_eq!(c.violations_after, 0);
     assert!(!c.inconsistent);
-    assert_eq!(m.ranks[1].calls[1].t_end, 8 * MS);
+    assert_eq!(m.ranks[1].calls.at(1).t_end, 8 * MS);
     assert_eq!(m.clock_shift, vec![0, 3 * MS]);
 }
 
@@ -371,7 +371,7 @@ fn pairs(m: &Model) -> Vec<(i64, i64)> {
         .recvs
         .iter()
         .zip(&mt.recv_to_send[1])
-        .map(|(r, s)| (if s.is_some() { m.ranks[s.rank as usize].sends[s.idx as usize].bytes } else { -1 }, r.bytes))
+        .map(|(r, s)| (if s.is_some() { m.ranks[s.rank as usize].sends.at(s.idx as usize).bytes } else { -1 }, r.bytes))
         .collect()
 }
 

@@ -823,7 +823,7 @@ impl GuiApp {
                 if let Some(a) = &t.analysed {
                     if let Some(mc) = a.model_call(r.rank, c.t_start, name) {
                         let m = &a.an.model;
-                        let mcall = &m.ranks[r.rank as usize].calls[mc as usize];
+                        let mcall = &m.ranks[r.rank as usize].calls.at(mc as usize);
                         out.push(("call site".into(), m.site_label(mcall.site)));
                         for id in a.messages_of(r.rank, mc).into_iter().take(8) {
                             if let Some(msg) = a.message(id) {

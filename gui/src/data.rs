@@ -66,7 +66,7 @@ impl Analysed {
         let mut ends = Vec::new();
         for x in an.matching.messages(m) {
             let Some(done) = x.recv_end else { continue };
-            let p = &m.ranks[x.send.rank as usize].sends[x.send.idx as usize];
+            let p = &m.ranks[x.send.rank as usize].sends.at(x.send.idx as usize);
             msgs.push(Msg {
                 src: x.send.rank as i32,
                 dst: x.recv.rank as i32,
@@ -137,8 +137,8 @@ impl Analysed {
         let r = self.an.model.ranks.get(usize::try_from(rank).ok()?)?;
         let want = t + self.shift(rank);
         let first = r.calls.partition_point(|c| c.t_start < want);
-        r.calls[first..]
-            .iter()
+        r.calls
+            .range(first..r.calls.len())
             .take_while(|c| c.t_start == want)
             .position(|c| self.an.model.name(c.name) == name)
             .map(|k| (first + k) as u32)
@@ -151,10 +151,10 @@ impl Analysed {
         let mt = &self.an.matching;
         // Ends posted by the call, and (for a Wait*) completed by it: those
         // come after their posts, usually shortly.
-        let of = |ends: &[analyzers::model::P2p]| -> Vec<usize> {
+        let of = |ends: &analyzers::model::Ends| -> Vec<usize> {
             let hi = ends.partition_point(|p| p.post <= call);
             let mut v: Vec<usize> = (ends.partition_point(|p| p.post < call)..hi).collect();
-            v.extend((hi.saturating_sub(4096)..hi).filter(|&i| ends[i].done == call && ends[i].post != call));
+            v.extend((hi.saturating_sub(4096)..hi).filter(|&i| ends.done(i) == call && ends.post(i) != call));
             v
         };
         let mut out = Vec::new();
@@ -206,10 +206,10 @@ impl Analysed {
         let m = &self.an.model;
         let (q, call) = if of_send {
             let r = &m.ranks[d.rank as usize];
-            let p = &r.recvs[d.idx as usize];
+            let p = &r.recvs.at(d.idx as usize);
             (d, if p.done != NONE { p.done } else { p.post })
         } else {
-            (s, m.ranks[s.rank as usize].sends[s.idx as usize].post)
+            (s, m.ranks[s.rank as usize].sends.at(s.idx as usize).post)
         };
         let c = m.ranks[q.rank as usize].calls.get(call as usize)?;
         Some((q.rank as i32, self.to_trace(q.rank as i32, c.t_start), m.name(c.name).to_string()))

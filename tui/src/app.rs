@@ -787,7 +787,7 @@ impl App {
         let comm_ok = |comm: u32| m.comms.get(comm as usize).is_some_and(|d| self.filter.comm_matches(d.id, &d.label()));
         let p2p = [&r.sends, &r.recvs].into_iter().any(|ends| {
             Analysed::p2p_of(ends, idx).into_iter().any(|k| {
-                let p = &ends[k];
+                let p = ends.at(k);
                 comm_ok(p.comm) && self.filter.tag.is_none_or(|t| t == p.tag)
             })
         });
@@ -878,7 +878,7 @@ impl App {
         };
         let name = {
             let r = &an.an.model.ranks[l.rank as usize];
-            an.an.model.name(r.calls[l.call as usize].name).to_string()
+            an.an.model.name(r.calls.at(l.call as usize).name).to_string()
         };
         let msg = format!(
             "late sender: rank {} waited {} in {name} for rank {} ({} late senders)",
@@ -928,17 +928,17 @@ impl App {
             let q = an.an.matching.send_to_recv.get(rank as usize)?.get(k)?;
             if q.is_some() {
                 let pr = &m.ranks[q.rank as usize];
-                let p = &pr.recvs[q.idx as usize];
+                let p = &pr.recvs.at(q.idx as usize);
                 let call = if p.done != analyzers::model::NONE { p.done } else { p.post };
-                return Some((q.rank as i32, an.raw(q.rank as i32, pr.calls[call as usize].t_start)));
+                return Some((q.rank as i32, an.raw(q.rank as i32, pr.calls.at(call as usize).t_start)));
             }
         }
         for k in Analysed::p2p_of(&r.recvs, idx) {
             let q = an.an.matching.recv_to_send.get(rank as usize)?.get(k)?;
             if q.is_some() {
                 let pr = &m.ranks[q.rank as usize];
-                let p = &pr.sends[q.idx as usize];
-                return Some((q.rank as i32, an.raw(q.rank as i32, pr.calls[p.post as usize].t_start)));
+                let p = &pr.sends.at(q.idx as usize);
+                return Some((q.rank as i32, an.raw(q.rank as i32, pr.calls.at(p.post as usize).t_start)));
             }
         }
         None

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use analyzers::matching::MsgRef;
-use analyzers::model::{regions_of, Class, P2p, Region, NONE};
+use analyzers::model::{regions_of, Class, Ends, Region, NONE};
 use analyzers::report::{analyze, Analyses};
 use trace_lod::messages::{MessageIndex, Msg};
 use trace_lod::{Lod, Progress};
@@ -141,7 +141,7 @@ impl Analysed {
         for msg in an.matching.messages(m) {
             let (s, d) = (msg.send.rank as usize, msg.recv.rank as usize);
             let Some(t_recv) = msg.recv_end else { continue };
-            let send = &m.ranks[s].sends[msg.send.idx as usize];
+            let send = &m.ranks[s].sends.at(msg.send.idx as usize);
             msgs.push(Msg {
                 src: s as i32,
                 dst: d as i32,
@@ -158,13 +158,13 @@ impl Analysed {
             let rd = &m.ranks[d];
             let mut best: std::collections::HashMap<u32, LateSender> = Default::default();
             for (i, s) in refs.iter().enumerate() {
-                let recv = &rd.recvs[i];
+                let recv = &rd.recvs.at(i);
                 if !s.is_some() || recv.done == NONE {
                     continue;
                 }
                 let sr = &m.ranks[s.rank as usize];
-                let t_send = sr.calls[sr.sends[s.idx as usize].post as usize].t_start;
-                let c = &rd.calls[recv.done as usize];
+                let t_send = sr.calls.at(sr.sends.at(s.idx as usize).post as usize).t_start;
+                let c = &rd.calls.at(recv.done as usize);
                 let wait = t_send.min(c.t_end) - c.t_start;
                 if wait <= 0 {
                     continue;
@@ -241,18 +241,18 @@ impl Analysed {
         let target = t + self.shift(rank);
         let i = r.calls.partition_point(|c| c.t_start < target);
         (i..r.calls.len())
-            .take_while(|&j| r.calls[j].t_start == target)
-            .find(|&j| self.an.model.name(r.calls[j].name) == name)
+            .take_while(|&j| r.calls.at(j).t_start == target)
+            .find(|&j| self.an.model.name(r.calls.at(j).name) == name)
             .map(|j| j as u32)
     }
 
     /// Point-to-point ends (sends or receives) of `rank` posted or
     /// completed by call `call`, as indexes into `ends`.
-    pub fn p2p_of(ends: &[P2p], call: u32) -> Vec<usize> {
+    pub fn p2p_of(ends: &Ends, call: u32) -> Vec<usize> {
         let hi = ends.partition_point(|p| p.post <= call);
         let mut out: Vec<usize> = (ends.partition_point(|p| p.post < call)..hi).collect();
         // Completions by a Wait* come after their posts, usually shortly.
-        out.extend((hi.saturating_sub(4096)..hi).filter(|&i| ends[i].done == call && ends[i].post != call));
+        out.extend((hi.saturating_sub(4096)..hi).filter(|&i| ends.done(i) == call && ends.post(i) != call));
         out
     }
 

@@ -104,7 +104,7 @@ fn details(app: &App) -> Vec<Line<'static>> {
     };
     let m = &an.an.model;
     let r = &m.ranks[rank as usize];
-    let site = r.calls[idx as usize].site;
+    let site = r.calls.at(idx as usize).site;
     out.push(Line::from(vec![Span::raw(format!("call site {}", m.site_label(site))), dim("   (g: go to the other end of a message)")]));
     if let Some(regs) = an.regions_of(rank) {
         let mut spans = vec![Span::raw("in region ")];
@@ -135,7 +135,7 @@ fn details(app: &App) -> Vec<Line<'static>> {
 fn p2p_lines(app: &App, an: &Analysed, rank: i32, k: usize, send: bool) -> Vec<Line<'static>> {
     let m = &an.an.model;
     let r = &m.ranks[rank as usize];
-    let p = if send { &r.sends[k] } else { &r.recvs[k] };
+    let p = if send { &r.sends.at(k) } else { &r.recvs.at(k) };
     let seq = if p.seq == NONE { String::new() } else { format!(" seq {}", p.seq) };
     let bytes = if p.bytes >= 0 { fmt_bytes(p.bytes) } else { "? B".into() };
     let mut s = format!(
@@ -152,17 +152,17 @@ fn p2p_lines(app: &App, an: &Analysed, rank: i32, k: usize, send: bool) -> Vec<L
         Some(q) if q.is_some() => {
             let pr = &m.ranks[q.rank as usize];
             if send {
-                let rv = &pr.recvs[q.idx as usize];
+                let rv = &pr.recvs.at(q.idx as usize);
                 let call = if rv.done != NONE { rv.done } else { rv.post };
-                let c = &pr.calls[call as usize];
+                let c = &pr.calls.at(call as usize);
                 s += &format!(" → received by rank {} in {} at {}", q.rank, m.name(c.name), app.fmt_abs(an.raw(q.rank as i32, c.t_end)));
             } else {
-                let sd = &pr.sends[q.idx as usize];
-                let c = &pr.calls[sd.post as usize];
+                let sd = &pr.sends.at(q.idx as usize);
+                let c = &pr.calls.at(sd.post as usize);
                 let t_send = an.raw(q.rank as i32, c.t_start);
                 s += &format!(" ← sent by rank {} in {} at {}", q.rank, m.name(c.name), app.fmt_abs(t_send));
                 if p.done != NONE {
-                    let done = &r.calls[p.done as usize];
+                    let done = &r.calls.at(p.done as usize);
                     let wait = c.t_start.min(done.t_end) - done.t_start;
                     if wait > 0 {
                         let late = format!("  late sender: waited {} for rank {}", fmt_dur(wait), q.rank);
