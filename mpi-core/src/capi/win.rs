@@ -212,6 +212,12 @@ unsafe fn create_common(comm: MPI_Comm, info: MPI_Info, memory: Memory, size: MP
     let mut w = Win::new(ctx, c.group.clone(), c.rank as usize, base, size, disp_unit as usize, flavor, peers, mem, MPI_ERRORS_ARE_FATAL, bytes);
     w.hints = hints;
     w.shm_locks = (locks != 0).then_some(locks);
+    if locks != 0 {
+        rt::with(|st| {
+            w.peer_ctls = c.group.iter().filter_map(|&g| st.engine.ctl_of(g)).map(|p| p as usize).collect();
+            Ok(())
+        })?;
+    }
     let h = rt::with(|st| Ok(st.wins.insert(w)))?;
     if matches!(memory, Memory::Allocate | Memory::Shared) {
         *(baseptr as *mut *mut c_void) = base as *mut c_void;
@@ -333,6 +339,16 @@ fn wait_local(win: MPI_Win) -> MpiResult<()> {
 /// applied them all.
 fn settle(win: MPI_Win) -> MpiResult<()> {
     wait_local(win)?;
+    // A window in one shared segment moves every operation in place (no
+    // message to count or wait for): its fence is a barrier on the
+    // counters next to its lock words.
+    if rt::with(|st| Ok(st.wins.get(win)?.shm_locks.is_some()))? {
+        let k = rt::with(|st| Ok(win::barrier_arrive(st.wins.get_mut(win)?)))?;
+        return rt::block_on(|st| match st.wins.get(win) {
+            Ok(w) => win::barrier_done(w, k).then_some(Ok(())),
+            Err(e) => Some(Err(e)),
+        })?;
+    }
     let (view, sent, me) = rt::with(|st| {
         let w = st.wins.get(win)?;
         let (ctx, rank, group, sent) = (w.ctx, w.rank, w.group.clone(), w.sent.clone());
@@ -625,13 +641,20 @@ fn wait_grant(win: MPI_Win, t: usize) -> MpiResult<()> {
 
 /// Starts one RMA operation; returns a request for the `MPI_R*` forms.
 unsafe fn rma(win: MPI_Win, o: Op, want_req: bool) -> MpiResult<Option<u32>> {
-    let Some(c) = rt::with(|st| check_op(st, win, &o))? else {
-        return rt::with(|st| Ok(want_req.then(|| done_request(&mut st.reqs))));
-    };
-    if c.need_grant {
-        wait_grant(win, c.t)?;
+    // Usually one step under the lock; a PSCW epoch may first wait for the
+    // target's post (without the lock).
+    let first = rt::with(|st| match check_op(st, win, &o)? {
+        None => Ok(Err(want_req.then(|| done_request(&mut st.reqs)))),
+        Some(c) if c.need_grant => Ok(Ok(c)),
+        Some(c) => start_op(st, win, &o, &c, want_req).map(Err),
+    })?;
+    match first {
+        Err(done) => Ok(done),
+        Ok(c) => {
+            wait_grant(win, c.t)?;
+            rt::with(|st| start_op(st, win, &o, &c, want_req))
+        }
     }
-    rt::with(|st| start_op(st, win, &o, &c, want_req))
 }
 
 unsafe fn start_op(st: &mut State, win: MPI_Win, o: &Op, c: &Checked, want_req: bool) -> MpiResult<Option<u32>> {
@@ -1114,6 +1137,20 @@ fn flush_targets(win: MPI_Win, rank: Option<c_int>) -> MpiResult<Vec<usize>> {
 
 /// Completes the operations to `targets` here and, unless `local`, at the targets.
 fn flush(win: MPI_Win, rank: Option<c_int>, local: bool) -> MpiResult<()> {
+    // Nothing in flight and nothing sent since the last flush (direct
+    // transfers complete at once): one look under the lock.
+    let idle = rt::with(|st| {
+        let State { wins, reqs, .. } = st;
+        let w = wins.get_mut(win)?;
+        let covered = match rank {
+            Some(r) => usize::try_from(r).ok().filter(|&t| t < w.size_n()).is_some_and(|t| w.passive(t) && w.sent[t] == w.flushed[t]),
+            None => w.lock_all && w.sent == w.flushed,
+        };
+        Ok(covered && w.local_done(reqs))
+    })?;
+    if idle {
+        return Ok(());
+    }
     let targets = flush_targets(win, rank)?;
     wait_local(win)?;
     if local {

@@ -135,6 +135,11 @@ pub struct Win {
     /// word per member (cache-line apart), at this address: every
     /// operation, accumulates included, is done in place by the origin.
     pub shm_locks: Option<usize>,
+    /// Control blocks of the members (to wake them at a barrier).
+    pub peer_ctls: Vec<usize>,
+    /// Barriers of a shared window this process has arrived at.
+    pub barriers: u64,
+    barrier_seen: u64,
     pub posts_from: Vec<u32>,
     pub completes_from: Vec<u32>,
     incoming: VecDeque<Incoming>,
@@ -191,6 +196,9 @@ impl Win {
             total_seen: 0,
             cma_ok: true,
             shm_locks: None,
+            peer_ctls: Vec::new(),
+            barriers: 0,
+            barrier_seen: 0,
             posts_from: vec![0; n],
             completes_from: vec![0; n],
             incoming: VecDeque::new(),
@@ -486,6 +494,14 @@ pub fn progress(st: &mut State) -> bool {
     let State { wins, engine, reqs, .. } = st;
     let mut did = false;
     for w in wins.slots.iter_mut().flatten() {
+        if w.shm_locks.is_some() {
+            // (A barrier that completed counts as progress, so a waiter
+            // about to sleep looks again instead.)
+            if w.barriers > w.barrier_seen && barrier_done(w, w.barriers) {
+                w.barrier_seen = w.barriers;
+                did = true;
+            }
+        }
         while let Some((m, status)) = engine.mprobe(w.ctx, MPI_ANY_SOURCE, TAG_REQ) {
             let n = status.byte_count() as usize;
             let mut buf = vec![0u8; n];
@@ -746,4 +762,29 @@ pub fn with_part_lock<R>(locks: usize, t: usize, f: impl FnOnce() -> R) -> R {
     let r = f();
     word.store(0, Ordering::Release);
     r
+}
+
+/// The barrier counter of member `t` (next to its lock word).
+fn barrier_word(locks: usize, t: usize) -> &'static std::sync::atomic::AtomicU64 {
+    // SAFETY: as in `with_part_lock`: the lock line of member t, 8 bytes in.
+    unsafe { &*((locks + t * LOCK_LINE + 8) as *const std::sync::atomic::AtomicU64) }
+}
+
+/// Arrives at the next barrier of a shared window (publishes the count and
+/// wakes the members that sleep); returns its number.
+pub fn barrier_arrive(w: &mut Win) -> u64 {
+    let locks = w.shm_locks.expect("a window in one shared segment");
+    w.barriers += 1;
+    barrier_word(locks, w.rank).store(w.barriers, std::sync::atomic::Ordering::Release);
+    for &c in &w.peer_ctls {
+        // SAFETY: control blocks of the node segment, mapped until finalize.
+        super::shm::notify(unsafe { &*(c as *const super::shm::Ctl) });
+    }
+    w.barriers
+}
+
+/// Whether every member has arrived at barrier `k`.
+pub fn barrier_done(w: &Win, k: u64) -> bool {
+    let Some(locks) = w.shm_locks else { return true };
+    (0..w.group.len()).all(|t| barrier_word(locks, t).load(std::sync::atomic::Ordering::Acquire) >= k)
 }
