@@ -4,7 +4,7 @@
 //!    an implementation `pub unsafe fn MPI_X(...)` in `src/capi/`, an exported
 //!    `PMPI_X` that calls it behind a panic guard, and an exported `MPI_X` that
 //!    forwards to `PMPI_X`.
-//! 2. Writes `mpi.h` (template + constants + prototypes) to
+//! 2. Writes `mpi.h` (template + constants + C enumerations + prototypes) to
 //!    `target/<profile>/include/mpi.h`, where `mpicc` looks for it.
 //! 3. Sets the SONAME `libmpi.so.12` and makes `libmpi.so.12` and
 //!    `libmpich.so.12` links to `libmpi.so` next to it.
@@ -61,6 +61,7 @@ fn main() {
     let template = std::fs::read_to_string(manifest.join("include/mpi.h.in")).unwrap();
     let defines: String =
         abi::CONSTANTS.iter().map(|c| codegen::c_define(c) + "\n").collect();
+    let enums: String = abi::C_ENUMS.iter().map(|e| codegen::c_enum(e) + "\n").collect();
     let mut protos = String::new();
     for p in procs.iter().filter(|p| !p.is_macro) {
         let _ = writeln!(protos, "{};", codegen::c_prototype(p, p.name));
@@ -69,6 +70,7 @@ fn main() {
     let header = template
         .replace("@VERSION@", env!("CARGO_PKG_VERSION"))
         .replace("@CONSTANTS@", defines.trim_end())
+        .replace("@ENUMS@", enums.trim_end())
         .replace("@PROTOTYPES@", protos.trim_end());
     let profile_dir = out.ancestors().nth(3).unwrap().to_path_buf();
     let inc = profile_dir.join("include");

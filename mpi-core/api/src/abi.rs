@@ -382,6 +382,89 @@ constants! {
     MPI_WIN_MODEL: c_int = Int => 0x66000009;
 }
 
+/// A C enumeration of `mpi.h`: the tool interface's constants are
+/// enumerators in MPICH's header (not `#define`s), with the same names and
+/// values.
+#[derive(Clone, Copy, Debug)]
+pub struct CEnum {
+    /// The enumeration's tag and typedef name.
+    pub name: &'static str,
+    pub items: &'static [(&'static str, c_int)],
+}
+
+macro_rules! c_enums {
+    ($( $tname:ident { $( $name:ident = $val:expr ),* $(,)? } )*) => {
+        $( $( pub const $name: c_int = $val; )* )*
+        /// Every C enumeration of this module, for `mpi.h`.
+        pub const C_ENUMS: &[CEnum] = &[
+            $( CEnum { name: stringify!($tname), items: &[ $( (stringify!($name), $val) ),* ] }, )*
+        ];
+    };
+}
+
+// The MPI tool information interface (MPI_T), values as in MPICH.
+c_enums! {
+    MPIR_T_verbosity_t {
+        MPI_T_VERBOSITY_INVALID = 0,
+        MPI_T_VERBOSITY_USER_BASIC = 221,
+        MPI_T_VERBOSITY_USER_DETAIL = 222,
+        MPI_T_VERBOSITY_USER_ALL = 223,
+        MPI_T_VERBOSITY_TUNER_BASIC = 224,
+        MPI_T_VERBOSITY_TUNER_DETAIL = 225,
+        MPI_T_VERBOSITY_TUNER_ALL = 226,
+        MPI_T_VERBOSITY_MPIDEV_BASIC = 227,
+        MPI_T_VERBOSITY_MPIDEV_DETAIL = 228,
+        MPI_T_VERBOSITY_MPIDEV_ALL = 229,
+    }
+    MPIR_T_bind_t {
+        MPI_T_BIND_INVALID = 0,
+        MPI_T_BIND_NO_OBJECT = 9700,
+        MPI_T_BIND_MPI_COMM = 9701,
+        MPI_T_BIND_MPI_DATATYPE = 9702,
+        MPI_T_BIND_MPI_ERRHANDLER = 9703,
+        MPI_T_BIND_MPI_FILE = 9704,
+        MPI_T_BIND_MPI_GROUP = 9705,
+        MPI_T_BIND_MPI_OP = 9706,
+        MPI_T_BIND_MPI_REQUEST = 9707,
+        MPI_T_BIND_MPI_WIN = 9708,
+        MPI_T_BIND_MPI_MESSAGE = 9709,
+        MPI_T_BIND_MPI_INFO = 9710,
+    }
+    MPIR_T_scope_t {
+        MPI_T_SCOPE_INVALID = 0,
+        MPI_T_SCOPE_CONSTANT = 60438,
+        MPI_T_SCOPE_READONLY = 60439,
+        MPI_T_SCOPE_LOCAL = 60440,
+        MPI_T_SCOPE_GROUP = 60441,
+        MPI_T_SCOPE_GROUP_EQ = 60442,
+        MPI_T_SCOPE_ALL = 60443,
+        MPI_T_SCOPE_ALL_EQ = 60444,
+    }
+    MPIR_T_pvar_class_t {
+        MPI_T_PVAR_CLASS_INVALID = 0,
+        MPI_T_PVAR_CLASS_STATE = 240,
+        MPI_T_PVAR_CLASS_LEVEL = 241,
+        MPI_T_PVAR_CLASS_SIZE = 242,
+        MPI_T_PVAR_CLASS_PERCENTAGE = 243,
+        MPI_T_PVAR_CLASS_HIGHWATERMARK = 244,
+        MPI_T_PVAR_CLASS_LOWWATERMARK = 245,
+        MPI_T_PVAR_CLASS_COUNTER = 246,
+        MPI_T_PVAR_CLASS_AGGREGATE = 247,
+        MPI_T_PVAR_CLASS_TIMER = 248,
+        MPI_T_PVAR_CLASS_GENERIC = 249,
+    }
+    MPI_T_cb_safety {
+        MPI_T_CB_REQUIRE_NONE = 0,
+        MPI_T_CB_REQUIRE_MPI_RESTRICTED = 1,
+        MPI_T_CB_REQUIRE_THREAD_SAFE = 2,
+        MPI_T_CB_REQUIRE_ASYNC_SIGNAL_SAFE = 3,
+    }
+    MPI_T_source_order {
+        MPI_T_SOURCE_ORDERED = 0,
+        MPI_T_SOURCE_UNORDERED = 1,
+    }
+}
+
 /// Special pointer arguments (`#define`d as casts in `mpi.h`).
 pub const MPI_BOTTOM: usize = 0;
 pub const MPI_IN_PLACE: usize = usize::MAX; // (void *)-1

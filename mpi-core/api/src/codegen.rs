@@ -2,7 +2,7 @@
 //! signatures (for the library's exports and the shim's wrappers) and C
 //! prototypes (for `mpi.h`).
 
-use crate::abi::{CType, Constant};
+use crate::abi::{CEnum, CType, Constant};
 use crate::table::{Param, Procedure};
 
 /// Rust type of a C base type (no pointers).
@@ -117,6 +117,12 @@ pub fn c_prototype(p: &Procedure, name: &str) -> String {
     format!("{} {}({})", p.ret, name, params.join(", "))
 }
 
+/// `typedef enum` declaration of a C enumeration for `mpi.h`.
+pub fn c_enum(e: &CEnum) -> String {
+    let items: Vec<String> = e.items.iter().map(|(n, v)| format!("    {n} = {v}")).collect();
+    format!("typedef enum {0} {{\n{1}\n}} {0};", e.name, items.join(",\n"))
+}
+
 /// `#define` line of a constant for `mpi.h`.
 pub fn c_define(c: &Constant) -> String {
     let cast = match c.ctype {
@@ -165,6 +171,9 @@ mod tests {
         assert_eq!(rust_type(fo.param("fh").unwrap()), "*mut *mut ::std::ffi::c_void");
         let ce = get("MPI_Comm_create_errhandler");
         assert_eq!(rust_type(&ce.params[0]), "*mut ::std::ffi::c_void");
+        let scope = crate::abi::C_ENUMS.iter().find(|e| e.name == "MPIR_T_scope_t").unwrap();
+        assert!(c_enum(scope).starts_with("typedef enum MPIR_T_scope_t {\n    MPI_T_SCOPE_INVALID = 0,\n    MPI_T_SCOPE_CONSTANT = 60438,"));
+        assert!(c_enum(scope).ends_with("MPI_T_SCOPE_ALL_EQ = 60444\n} MPIR_T_scope_t;"));
         let ri = get("MPI_Group_range_incl");
         assert_eq!(rust_type(ri.param("ranges").unwrap()), "*mut ::std::os::raw::c_int");
     }

@@ -22,6 +22,7 @@ mod neighbor;
 mod p2p;
 mod part;
 mod req;
+mod tool;
 mod topo;
 mod win;
 
@@ -39,6 +40,7 @@ pub use neighbor::*;
 pub use p2p::*;
 pub use part::*;
 pub use req::*;
+pub use tool::*;
 pub use topo::*;
 pub use win::*;
 
