@@ -45,6 +45,25 @@ fn direct_receive_from_remote_peers() {
     }
 }
 
+/// Both ranks of every pair connect at once (bursts to every remote rank
+/// before anyone receives): the higher rank moves to the lower one's
+/// connection in the middle of its burst, every burst arrives complete and
+/// in order, and afterwards each pair shares one connection. Beyond one
+/// socket per remote peer a rank holds the listener, the wake socket and
+/// the launcher's socket (open twice on some ranks): 4 or 5. With a
+/// connection per direction the 6-rank run has 8 or 9.
+#[test]
+fn simultaneous_connects_end_with_one_connection_per_pair() {
+    let exe = compile("tcp_switch", Compiler::Ours);
+    for (n, hosts) in [(2, "2"), (4, "2"), (6, "3")] {
+        let r = run(Launcher::Ours, n, &exe, &[], &[("MPICORE_FAKE_HOSTS", hosts)], T);
+        r.assert_ok("tcp_switch OK");
+        let line = r.stdout.lines().find(|l| l.contains("tcp_switch OK")).unwrap();
+        let most: usize = line.rsplit(' ').next().unwrap().parse().unwrap();
+        assert!(most <= 5, "{n} ranks: up to {most} sockets beyond one per remote peer: {line}");
+    }
+}
+
 #[test]
 fn large_messages_stream_over_tcp() {
     over_tcp("large", &[2], "large OK");

@@ -4,12 +4,20 @@
 //! * Every rank of a multi-host job listens on an ephemeral port and
 //!   publishes `addr1,addr2,...:port` (its non-loopback IPv4 addresses) in
 //!   the PMI key-value space.
-//! * Connections are made lazily, on the first record to a remote rank. A
-//!   connection carries records in one direction only: rank A sends to B on
-//!   the connection A opened, and receives from B on the one B opened. So the
-//!   order of records between two ranks is the order of the sends, and no
-//!   tie-breaking between simultaneous connects is needed. At most two
-//!   sockets per pair of ranks that actually talk; no threads.
+//! * Connections are made lazily, on the first record to a remote rank.
+//!   Rank A's records to B all travel on one connection, so their order is
+//!   the order of the sends: the one A opened to B, or — when B connected
+//!   first and A had sent nothing to B yet — the one B opened (A answers on
+//!   it). So a pair that talks both ways usually shares one connection,
+//!   and the records one way carry the TCP acknowledgements of the other
+//!   (with a connection per direction, every record cost the receiver an
+//!   extra acknowledgement packet). After simultaneous connects (the first
+//!   collective of a job) the higher rank moves its records to the lower
+//!   rank's connection and closes its own: its last record there
+//!   (`SWITCH_OLD`) and its first on the other (`SWITCH_NEW`) say so, and
+//!   the lower rank reads the other connection only after the last record of
+//!   the closed one, so order is kept. At most two sockets per pair of ranks
+//!   that actually talk, usually one; no threads.
 //! * Authentication: the accepting rank sends a 16-byte random nonce; the
 //!   connecting rank answers with its rank and
 //!   `HMAC-SHA256(job secret, "mpicore-auth" || nonce || rank)`. Records are
@@ -36,6 +44,15 @@ const MAGIC: &[u8; 8] = b"mpicore1";
 const AUTH_LEN: usize = 8 + 4 + 32;
 /// Largest DATA record payload on a connection.
 const CHUNK: usize = 256 << 10;
+/// Records of the transport itself (never handed to the engine, whose
+/// kinds are small numbers): the last record on a connection its sender
+/// gives up, and the first on the one it uses instead.
+const SWITCH_OLD: u8 = 0xf0;
+const SWITCH_NEW: u8 = 0xf1;
+/// Per peer: its `SWITCH_OLD` was read / its `SWITCH_NEW` was read first
+/// (the new connection is held until the old one is done).
+const OLD_DONE: u8 = 1;
+const NEW_HELD: u8 = 2;
 
 /// What one look at the sockets found: frames in arrival order (sender's
 /// world rank, header, offset of the payload in one shared buffer) and the
@@ -83,25 +100,59 @@ enum Item {
     Stream { hdr: MsgHdr, ptr: *const u8, len: usize, off: usize, in_frame: usize, sreq: u64 },
 }
 
-struct OutConn {
-    sock: TcpStream,
-    queue: VecDeque<Item>,
-    /// The acceptor's nonce, read without blocking; records wait behind the
-    /// answer, which goes out first once the nonce is in.
-    nonce: [u8; 16],
-    nonce_len: usize,
-    authed: bool,
-}
-
-struct InConn {
+/// A connection to a rank on another host, dialed or accepted; records may
+/// flow both ways once it is authenticated.
+struct Conn {
     sock: TcpStream,
     addr: SocketAddr,
-    /// World rank once authenticated.
+    /// The rank at the other end: the one we dialed, or (accepted) the one
+    /// that authenticated.
     peer: Option<usize>,
+    dialed: bool,
+    /// Dialed: the acceptor's nonce is in and our answer queued first.
+    /// Accepted: the dialer's answer checked out.
+    authed: bool,
+    /// Dialed: the acceptor's nonce, `nonce_len` bytes read so far (read
+    /// without blocking). Accepted: the nonce we sent.
     nonce: [u8; 16],
+    nonce_len: usize,
     since: Instant,
+    /// Records waiting to be written.
+    queue: VecDeque<Item>,
+    /// Bytes read and not yet taken as frames.
     rbuf: Vec<u8>,
     rlen: usize,
+    /// Not read until the peer's old connection has delivered its last
+    /// record (`SWITCH_NEW` came first).
+    held: bool,
+}
+
+impl Conn {
+    fn new(sock: TcpStream, addr: SocketAddr, peer: Option<usize>, nonce: [u8; 16]) -> Conn {
+        let dialed = peer.is_some();
+        Conn {
+            sock,
+            addr,
+            peer,
+            dialed,
+            authed: false,
+            nonce,
+            nonce_len: if dialed { 0 } else { 16 },
+            since: Instant::now(),
+            queue: VecDeque::new(),
+            rbuf: vec![0; 64 << 10],
+            rlen: 0,
+            held: false,
+        }
+    }
+}
+
+/// A transport record of kind `k` without payload.
+fn marker(k: u8) -> Item {
+    let h = MsgHdr { kind: k, ..Default::default() };
+    // SAFETY: MsgHdr is plain old data.
+    let b = unsafe { std::slice::from_raw_parts(&h as *const MsgHdr as *const u8, HDR) };
+    Item::Bytes { buf: b.to_vec(), off: 0 }
 }
 
 pub struct Tcp {
@@ -111,8 +162,14 @@ pub struct Tcp {
     /// Listener addresses of every rank (`None` for ranks on our host).
     addrs: Vec<Option<String>>,
     hosts: Vec<String>,
-    out: Vec<Option<OutConn>>,
-    inc: Vec<InConn>,
+    /// By rank: the connection our records to it travel on.
+    out: Vec<Option<Conn>>,
+    /// Accepted connections that carry no records of ours.
+    inc: Vec<Conn>,
+    /// Connections given up by a switch, until their queue is written.
+    retiring: Vec<Conn>,
+    /// Per peer: `OLD_DONE`, `NEW_HELD` or 0 (see `SWITCH_OLD`).
+    switch: Vec<u8>,
     /// Set once this rank finalizes: peers closing is then expected.
     pub finalizing: bool,
     /// Streams fully written since the last `poll` (their send request ids).
@@ -209,6 +266,8 @@ impl Tcp {
             hosts,
             out: (0..n).map(|_| None).collect(),
             inc: Vec::new(),
+            retiring: Vec::new(),
+            switch: vec![0; n],
             finalizing: false,
             streamed: Vec::new(),
             arrivals: Arrivals::default(),
@@ -217,12 +276,11 @@ impl Tcp {
         }
     }
 
-    /// The sockets a sleeping rank waits on: the listener and incoming
-    /// connections for reading, outgoing ones for their handshake or close
-    /// (and for writing while they have queued data).
+    /// The sockets a sleeping rank waits on: all of them for reading (and
+    /// the ones with queued records for writing).
     pub fn poll_fds(&self, fds: &mut Vec<libc::pollfd>) {
         self.incoming_fds(fds);
-        for c in self.out.iter().flatten() {
+        for c in self.out.iter().flatten().chain(&self.retiring) {
             let events = if c.queue.is_empty() { libc::POLLIN } else { libc::POLLIN | libc::POLLOUT };
             fds.push(libc::pollfd { fd: c.sock.as_raw_fd(), events, revents: 0 });
         }
@@ -237,36 +295,44 @@ impl Tcp {
     }
 
     pub fn has_pending(&self) -> bool {
-        self.out.iter().flatten().any(|c| !c.queue.is_empty())
+        self.out.iter().flatten().chain(&self.retiring).any(|c| !c.queue.is_empty())
     }
 
-    /// Opens the connection to `to` if there is none yet.
+    /// Makes the connection our records to `to` travel on, if there is none
+    /// yet: the one `to` opened to us if it has (and has authenticated),
+    /// else a new one.
     fn connect(&mut self, to: usize) {
         if self.out[to].is_none() {
+            if let Some(k) = self.inc.iter().position(|c| c.authed && c.peer == Some(to)) {
+                self.out[to] = Some(self.inc.swap_remove(k));
+                return;
+            }
             let card = self.addrs[to].clone().unwrap_or_default();
             let (ips, port) = card.rsplit_once(':').unwrap_or(("", ""));
             let mut last = String::from("no address published");
             let mut sock = None;
+            let mut addr = None;
             for ip in ips.split(',').filter(|s| !s.is_empty()) {
-                let addr: SocketAddr = match format!("{ip}:{port}").parse() {
+                let a: SocketAddr = match format!("{ip}:{port}").parse() {
                     Ok(a) => a,
                     Err(_) => continue,
                 };
-                match Self::dial(addr) {
+                match Self::dial(a) {
                     Ok(s) => {
                         sock = Some(s);
+                        addr = Some(a);
                         break;
                     }
-                    Err(e) => last = format!("{addr}: {e}"),
+                    Err(e) => last = format!("{a}: {e}"),
                 }
             }
-            let Some(sock) = sock else {
+            let (Some(sock), Some(addr)) = (sock, addr) else {
                 fatal(format!(
                     "mpi-core: rank {} cannot connect to rank {to} on host {} ({last})",
                     self.me, self.hosts[to]
                 ))
             };
-            self.out[to] = Some(OutConn { sock, queue: VecDeque::new(), nonce: [0; 16], nonce_len: 0, authed: false });
+            self.out[to] = Some(Conn::new(sock, addr, Some(to), [0; 16]));
         }
     }
 
@@ -282,7 +348,7 @@ impl Tcp {
 
     /// Reads the acceptor's nonce if it is there; once complete, puts the
     /// authentication answer in front of the queue. False while waiting.
-    fn authenticate(me: usize, secret: &[u8], to: usize, c: &mut OutConn) -> bool {
+    fn authenticate(me: usize, secret: &[u8], to: usize, c: &mut Conn) -> bool {
         if c.authed {
             return true;
         }
@@ -349,7 +415,7 @@ impl Tcp {
 
     /// Writes what the socket takes; the send requests of streams fully
     /// written go to `done`.
-    fn flush(me: usize, secret: &[u8], to: usize, c: &mut OutConn, done: &mut Vec<u64>) {
+    fn flush(me: usize, secret: &[u8], to: usize, c: &mut Conn, done: &mut Vec<u64>) {
         if !Self::authenticate(me, secret, to, c) {
             return;
         }
@@ -424,20 +490,29 @@ impl Tcp {
                 }
             }
         }
-        // One poll for the listener and every incoming connection: only
-        // what is ready is accepted or read (a failing accept still costs
-        // the kernel a socket, a failing read a system call).
+        for c in &mut self.retiring {
+            Self::flush(self.me, &self.secret, c.peer.expect("dialed"), c, &mut a.streamed);
+        }
+        // (Closed once written: the peer reads to the last record.)
+        self.retiring.retain(|c| !c.queue.is_empty());
+        // One poll for the listener and every connection that may carry
+        // records to us: only what is ready is accepted or read (a failing
+        // accept still costs the kernel a socket, a failing read a system
+        // call). Layout: listener, `inc`, then authenticated `out` ones.
         let mut fds = std::mem::take(&mut self.fds);
         fds.clear();
         self.incoming_fds(&mut fds);
+        let n_in = self.inc.len();
+        for c in self.out.iter().flatten().filter(|c| c.authed) {
+            fds.push(libc::pollfd { fd: c.sock.as_raw_fd(), events: libc::POLLIN, revents: 0 });
+        }
         // SAFETY: poll of valid pollfds we own, without waiting.
         let n_ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0) };
+        let is_ready = |f: &libc::pollfd| f.revents != 0 || n_ready < 0;
         let mut ready = std::mem::take(&mut self.ready);
         ready.clear();
-        ready.extend(fds[1..].iter().map(|f| f.revents != 0 || n_ready < 0));
-        let accept = fds[0].revents != 0 || n_ready < 0;
-        self.fds = fds;
-        if accept {
+        ready.extend(fds[1..1 + n_in].iter().map(is_ready));
+        if is_ready(&fds[0]) {
             loop {
                 match self.listener.accept() {
                     Ok((s, addr)) => {
@@ -447,7 +522,7 @@ impl Tcp {
                             && (&s).write_all(&nonce).is_ok()
                             && s.set_nonblocking(true).is_ok();
                         if ok {
-                            self.inc.push(InConn { sock: s, addr, peer: None, nonce, since: Instant::now(), rbuf: vec![0; 64 << 10], rlen: 0 });
+                            self.inc.push(Conn::new(s, addr, None, nonce));
                             ready.push(true);
                         }
                     }
@@ -456,120 +531,206 @@ impl Tcp {
                 }
             }
         }
+        let mut out_ready = fds[1 + n_in..].iter().map(is_ready);
+        for to in 0..self.out.len() {
+            if self.out[to].as_ref().is_some_and(|c| c.authed) && out_ready.next() == Some(true) {
+                self.read_out(to, a);
+            }
+        }
+        self.fds = fds;
         let mut k = 0;
         while k < self.inc.len() {
             // Connections still authenticating are looked at every time
             // (their deadline); the others when poll says so.
-            if !ready[k] && self.inc[k].peer.is_some() {
+            if (ready[k] || !self.inc[k].authed) && !self.read_inc(k, a) {
+                ready.swap_remove(k);
+            } else {
                 k += 1;
-                continue;
-            }
-            match self.read_conn(k, a) {
-                Ok(()) => k += 1,
-                Err(why) => {
-                    ready.swap_remove(k);
-                    self.drop_conn(k, why);
-                }
             }
         }
         self.ready = ready;
     }
 
-    /// Reads, without waiting, what has arrived on the connection world
-    /// rank `from` opened to this rank: one system call, complete frames go
-    /// to `a`. False if `from` has not connected (and authenticated) yet.
-    pub fn read_from(&mut self, from: usize, a: &mut Arrivals) -> bool {
-        let Some(k) = self.inc.iter().position(|c| c.peer == Some(from)) else { return false };
-        if let Err(why) = self.read_conn(k, a) {
-            self.drop_conn(k, why);
-            return false;
+    /// Reads `out[to]` (which must exist).
+    fn read_out(&mut self, to: usize, a: &mut Arrivals) {
+        let c = self.out[to].as_mut().expect("connection");
+        if let Err(why) = read_conn(c, &self.secret, &mut self.switch, a) {
+            let c = self.out[to].take().expect("connection");
+            self.lost(c, why);
         }
-        true
     }
 
-    /// Closes incoming connection `k`, which failed for reason `why`: a
-    /// stranger's is reported, an authenticated peer's ends the job (unless
-    /// this rank is finalizing).
-    fn drop_conn(&mut self, k: usize, why: String) {
-        let c = self.inc.swap_remove(k);
+    /// Reads accepted connection `k`; false if it is gone from `inc`
+    /// (failed, finished by a switch, or now carrying our records too).
+    fn read_inc(&mut self, k: usize, a: &mut Arrivals) -> bool {
+        let was = self.inc[k].authed;
+        match read_conn(&mut self.inc[k], &self.secret, &mut self.switch, a) {
+            Ok(None) => {
+                let c = &self.inc[k];
+                let p = c.peer.unwrap_or(usize::MAX);
+                if !was && c.authed && p < self.me && self.out[p].as_ref().is_some_and(|o| o.dialed) {
+                    self.switch_to(k, a);
+                    return false;
+                }
+                true
+            }
+            Ok(Some(from)) => {
+                // The peer's old connection is done: its records go on on
+                // the one we opened, perhaps read (and held) already.
+                self.inc.swap_remove(k);
+                if self.out[from].as_ref().is_some_and(|c| c.held) {
+                    self.out[from].as_mut().expect("connection").held = false;
+                    self.read_out(from, a);
+                }
+                false
+            }
+            Err(why) => {
+                let c = self.inc.swap_remove(k);
+                self.lost(c, why);
+                false
+            }
+        }
+    }
+
+    /// `inc[k]` is the connection a lower rank opened to us while ours to
+    /// it exists too (simultaneous connects): our records to it move to
+    /// its connection, after a last record on ours.
+    fn switch_to(&mut self, k: usize, a: &mut Arrivals) {
+        let mut new = self.inc.swap_remove(k);
+        let p = new.peer.expect("authenticated");
+        let mut old = self.out[p].take().expect("our connection");
+        old.queue.push_back(marker(SWITCH_OLD));
+        Self::flush(self.me, &self.secret, p, &mut old, &mut a.streamed);
+        if !old.queue.is_empty() {
+            self.retiring.push(old);
+        }
+        new.queue.push_back(marker(SWITCH_NEW));
+        Self::flush(self.me, &self.secret, p, &mut new, &mut a.streamed);
+        self.out[p] = Some(new);
+    }
+
+    /// Reads, without waiting, what has arrived from world rank `from`
+    /// (one system call per connection it may use; complete frames go to
+    /// `a`). False if `from` has no authenticated connection to us yet.
+    pub fn read_from(&mut self, from: usize, a: &mut Arrivals) -> bool {
+        let mut found = false;
+        if self.out[from].as_ref().is_some_and(|c| c.authed) {
+            found = true;
+            self.read_out(from, a);
+        }
+        let mut k = 0;
+        while k < self.inc.len() {
+            let c = &self.inc[k];
+            if c.authed && c.peer == Some(from) {
+                found = true;
+                if !self.read_inc(k, a) {
+                    continue;
+                }
+            }
+            k += 1;
+        }
+        found
+    }
+
+    /// Closes connection `c`, which failed for reason `why`: a stranger's
+    /// is reported, a peer's ends the job (unless this rank is finalizing).
+    fn lost(&mut self, c: Conn, why: String) {
         match (c.peer, self.finalizing) {
             (None, _) => eprintln!("mpi-core: rank {}: rejected a connection from {}: {why}", self.me, c.addr),
             (Some(_), true) => {}
             (Some(p), false) => fatal(format!(
-                "mpi-core: rank {}: lost the connection from rank {p} on host {} ({why}); ending the job",
+                "mpi-core: rank {}: lost the connection with rank {p} on host {} ({why}); ending the job",
                 self.me, self.hosts[p]
             )),
         }
     }
+}
 
-    /// Reads from incoming connection `k`; Err(reason) closes it.
-    fn read_conn(&mut self, k: usize, a: &mut Arrivals) -> Result<(), String> {
-        let n_ranks = self.addrs.len();
-        let secret = &self.secret;
-        let c = &mut self.inc[k];
-        loop {
-            if c.rlen == c.rbuf.len() {
-                let grow = c.rbuf.len();
-                c.rbuf.resize(grow * 2, 0);
-            }
-            match c.sock.read(&mut c.rbuf[c.rlen..]) {
-                Ok(0) => return Err("connection closed".into()),
-                Ok(n) => {
-                    c.rlen += n;
-                    // A short read took what there was (the next poll
-                    // reports more): no second read just to see EAGAIN.
-                    if c.rlen < c.rbuf.len() {
-                        break;
-                    }
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e.to_string()),
-            }
-            if c.rlen < c.rbuf.len() {
-                break;
-            }
-        }
-        let mut pos = 0;
-        if c.peer.is_none() {
-            if c.rlen < AUTH_LEN {
-                if c.since.elapsed() > Duration::from_secs(10) {
-                    return Err("no authentication within 10 s".into());
-                }
-                return Ok(());
-            }
-            let rank = u32::from_le_bytes(c.rbuf[8..12].try_into().unwrap());
-            let good = &c.rbuf[..8] == MAGIC
-                && (rank as usize) < n_ranks
-                && c.rbuf[12..AUTH_LEN] == mac(secret, &c.nonce, rank);
-            if !good {
-                return Err("failed authentication (wrong job secret)".into());
-            }
-            c.peer = Some(rank as usize);
-            pos = AUTH_LEN;
-        }
-        let from = c.peer.unwrap();
-        while c.rlen - pos >= HDR {
-            let mut h = MsgHdr::default();
-            // SAFETY: HDR bytes are available at pos; MsgHdr is plain old data.
-            unsafe { std::ptr::copy_nonoverlapping(c.rbuf[pos..].as_ptr(), &mut h as *mut MsgHdr as *mut u8, HDR) };
-            let n = h.payload as usize;
-            if n > CHUNK {
-                return Err(format!("corrupt record from rank {from} (payload {n})"));
-            }
-            if c.rlen - pos < HDR + n {
-                if c.rbuf.len() < HDR + n {
-                    c.rbuf.resize((HDR + n).next_power_of_two(), 0);
-                }
-                break;
-            }
-            a.push(from, h, &c.rbuf[pos + HDR..pos + HDR + n]);
-            pos += HDR + n;
-        }
-        c.rbuf.copy_within(pos..c.rlen, 0);
-        c.rlen -= pos;
-        Ok(())
+/// Reads what connection `c` has (one read unless the buffer fills) and
+/// takes out the complete frames; first checks the authentication of an
+/// accepted connection. `switch`: the switch states by peer (see
+/// `SWITCH_OLD`). Ok(Some(peer)): the peer's last record on this
+/// connection was read (drop it). Err(reason): close it.
+fn read_conn(c: &mut Conn, secret: &[u8], switch: &mut [u8], a: &mut Arrivals) -> Result<Option<usize>, String> {
+    if (c.dialed && !c.authed) || c.held {
+        // (The acceptor's nonce comes first: `Tcp::authenticate` reads it.)
+        return Ok(None);
     }
+    loop {
+        if c.rlen == c.rbuf.len() {
+            let grow = c.rbuf.len();
+            c.rbuf.resize(grow * 2, 0);
+        }
+        match c.sock.read(&mut c.rbuf[c.rlen..]) {
+            Ok(0) => return Err("connection closed".into()),
+            Ok(n) => {
+                c.rlen += n;
+                // A short read took what there was (the next poll reports
+                // more): no second read just to see EAGAIN.
+                if c.rlen < c.rbuf.len() {
+                    break;
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    let mut pos = 0;
+    if !c.authed {
+        if c.rlen < AUTH_LEN {
+            if c.since.elapsed() > Duration::from_secs(10) {
+                return Err("no authentication within 10 s".into());
+            }
+            return Ok(None);
+        }
+        let rank = u32::from_le_bytes(c.rbuf[8..12].try_into().unwrap());
+        let good = &c.rbuf[..8] == MAGIC
+            && (rank as usize) < switch.len()
+            && c.rbuf[12..AUTH_LEN] == mac(secret, &c.nonce, rank);
+        if !good {
+            return Err("failed authentication (wrong job secret)".into());
+        }
+        c.peer = Some(rank as usize);
+        c.authed = true;
+        pos = AUTH_LEN;
+    }
+    let from = c.peer.expect("authenticated");
+    let mut done = None;
+    while c.rlen - pos >= HDR {
+        let mut h = MsgHdr::default();
+        // SAFETY: HDR bytes are available at pos; MsgHdr is plain old data.
+        unsafe { std::ptr::copy_nonoverlapping(c.rbuf[pos..].as_ptr(), &mut h as *mut MsgHdr as *mut u8, HDR) };
+        let n = h.payload as usize;
+        if n > CHUNK {
+            return Err(format!("corrupt record from rank {from} (payload {n})"));
+        }
+        if c.rlen - pos < HDR + n {
+            if c.rbuf.len() < HDR + n {
+                c.rbuf.resize((HDR + n).next_power_of_two(), 0);
+            }
+            break;
+        }
+        let payload = &c.rbuf[pos + HDR..pos + HDR + n];
+        pos += HDR + n;
+        match h.kind {
+            SWITCH_OLD => {
+                switch[from] = OLD_DONE;
+                done = Some(from);
+                break;
+            }
+            SWITCH_NEW if switch[from] != OLD_DONE => {
+                switch[from] = NEW_HELD;
+                c.held = true;
+                break;
+            }
+            SWITCH_NEW => {}
+            _ => a.push(from, h, payload),
+        }
+    }
+    c.rbuf.copy_within(pos..c.rlen, 0);
+    c.rlen -= pos;
+    Ok(done)
 }
 
 /// Sends `a` then `b` in one system call (retried if interrupted), without
