@@ -103,6 +103,26 @@ int main(int argc, char **argv) {
     CHECK_RC(MPI_Win_free(&dw));
     free(addrs);
 
+    /* 3. The large-count forms (MPI 4.0). */
+    long *cbase;
+    MPI_Win cw;
+    CHECK_RC(MPI_Win_allocate_shared_c(4 * sizeof(long), (MPI_Aint)sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD, &cbase, &cw));
+    MPI_Aint csz, cdu;
+    long *cp;
+    CHECK_RC(MPI_Win_shared_query_c(cw, right, &csz, &cdu, &cp));
+    CHECK(csz == 4 * sizeof(long) && cdu == sizeof(long), "shared_query_c: size %ld, unit %ld", (long)csz, (long)cdu);
+    CHECK_RC(MPI_Win_fence(0, cw));
+    long cv[4] = {rank, rank, rank, rank}, cg[4] = {0};
+    CHECK_RC(MPI_Put_c(cv, 4, MPI_LONG, right, 0, 4, MPI_LONG, cw));
+    CHECK_RC(MPI_Win_fence(0, cw));
+    CHECK_RC(MPI_Get_c(cg, 4, MPI_LONG, left, 0, 4, MPI_LONG, cw));
+    CHECK_RC(MPI_Win_fence(0, cw));
+    CHECK_RC(MPI_Accumulate_c(cv, 4, MPI_LONG, right, 0, 4, MPI_LONG, MPI_SUM, cw));
+    CHECK_RC(MPI_Win_fence(0, cw));
+    CHECK(cg[3] == ((left + size - 1) % size), "get_c: %ld", cg[3]);
+    CHECK(cbase[0] == 2 * left, "put_c + accumulate_c: %ld, want %d", cbase[0], 2 * left);
+    CHECK_RC(MPI_Win_free(&cw));
+
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0) printf("rma_shared OK on %d ranks\n", size);
     MPI_Finalize();

@@ -70,11 +70,11 @@ enum Memory {
 }
 
 /// Checks the arguments every flavor shares.
-fn check_args(size: MPI_Aint, disp_unit: c_int) -> MpiResult<()> {
+fn check_args(size: MPI_Aint, disp_unit: MPI_Aint) -> MpiResult<()> {
     if size < 0 {
         bail!(MPI_ERR_SIZE, "window size {size} is negative");
     }
-    if disp_unit <= 0 {
+    if disp_unit <= 0 || disp_unit > c_int::MAX as MPI_Aint {
         bail!(MPI_ERR_DISP, "displacement unit {disp_unit} must be positive");
     }
     Ok(())
@@ -130,7 +130,7 @@ fn shared_parts(view: &View, ctx: u32, size: usize) -> MpiResult<Option<SharedPa
 }
 
 /// Collective creation of a window of any flavor over `comm`.
-unsafe fn create_common(comm: MPI_Comm, info: MPI_Info, memory: Memory, size: MPI_Aint, disp_unit: c_int, baseptr: *mut c_void, newwin: *mut MPI_Win) -> MpiResult<()> {
+unsafe fn create_common(comm: MPI_Comm, info: MPI_Info, memory: Memory, size: MPI_Aint, disp_unit: MPI_Aint, baseptr: *mut c_void, newwin: *mut MPI_Win) -> MpiResult<()> {
     if newwin.is_null() {
         bail!(MPI_ERR_ARG, "win is a NULL pointer");
     }
@@ -246,45 +246,61 @@ fn u64_of(b: &[u8]) -> u64 {
 }
 
 pub unsafe fn MPI_Win_create(base: *mut c_void, size: MPI_Aint, disp_unit: c_int, info: MPI_Info, comm: MPI_Comm, win: *mut MPI_Win) -> c_int {
-    super::ret(comm, "MPI_Win_create", create_common(comm, info, Memory::User(base as usize), size, disp_unit, std::ptr::null_mut(), win))
+    super::ret(comm, "MPI_Win_create", create_common(comm, info, Memory::User(base as usize), size, disp_unit.into(), std::ptr::null_mut(), win))
 }
 
 pub unsafe fn MPI_Win_allocate(size: MPI_Aint, disp_unit: c_int, info: MPI_Info, comm: MPI_Comm, baseptr: *mut c_void, win: *mut MPI_Win) -> c_int {
-    super::ret(comm, "MPI_Win_allocate", create_common(comm, info, Memory::Allocate, size, disp_unit, baseptr, win))
+    super::ret(comm, "MPI_Win_allocate", create_common(comm, info, Memory::Allocate, size, disp_unit.into(), baseptr, win))
 }
 
 pub unsafe fn MPI_Win_allocate_shared(size: MPI_Aint, disp_unit: c_int, info: MPI_Info, comm: MPI_Comm, baseptr: *mut c_void, win: *mut MPI_Win) -> c_int {
-    super::ret(comm, "MPI_Win_allocate_shared", create_common(comm, info, Memory::Shared, size, disp_unit, baseptr, win))
+    super::ret(comm, "MPI_Win_allocate_shared", create_common(comm, info, Memory::Shared, size, disp_unit.into(), baseptr, win))
+}
+
+pub unsafe fn MPI_Win_create_c(base: *mut c_void, size: MPI_Aint, disp_unit: MPI_Aint, info: MPI_Info, comm: MPI_Comm, win: *mut MPI_Win) -> c_int {
+    super::ret(comm, "MPI_Win_create_c", create_common(comm, info, Memory::User(base as usize), size, disp_unit, std::ptr::null_mut(), win))
+}
+
+pub unsafe fn MPI_Win_allocate_c(size: MPI_Aint, disp_unit: MPI_Aint, info: MPI_Info, comm: MPI_Comm, baseptr: *mut c_void, win: *mut MPI_Win) -> c_int {
+    super::ret(comm, "MPI_Win_allocate_c", create_common(comm, info, Memory::Allocate, size, disp_unit, baseptr, win))
+}
+
+pub unsafe fn MPI_Win_allocate_shared_c(size: MPI_Aint, disp_unit: MPI_Aint, info: MPI_Info, comm: MPI_Comm, baseptr: *mut c_void, win: *mut MPI_Win) -> c_int {
+    super::ret(comm, "MPI_Win_allocate_shared_c", create_common(comm, info, Memory::Shared, size, disp_unit, baseptr, win))
 }
 
 pub unsafe fn MPI_Win_create_dynamic(info: MPI_Info, comm: MPI_Comm, win: *mut MPI_Win) -> c_int {
     super::ret(comm, "MPI_Win_create_dynamic", create_common(comm, info, Memory::Dynamic, 0, 1, std::ptr::null_mut(), win))
 }
 
-pub unsafe fn MPI_Win_shared_query(win: MPI_Win, rank: c_int, size: *mut MPI_Aint, disp_unit: *mut c_int, baseptr: *mut c_void) -> c_int {
-    let r = rt::with(|st| {
+/// `MPI_Win_shared_query(_c)`: the part of `rank` (`MPI_PROC_NULL`: the
+/// first non-empty one); `put_du` writes the displacement unit.
+unsafe fn shared_query(win: MPI_Win, rank: c_int, size: *mut MPI_Aint, baseptr: *mut c_void, put_du: impl FnOnce(usize) -> MpiResult<()>) -> MpiResult<()> {
+    let p = rt::with(|st| {
         let w = st.wins.get(win)?;
         if w.flavor != MPI_WIN_FLAVOR_SHARED {
             bail!(MPI_ERR_RMA_FLAVOR, "MPI_Win_shared_query needs a window of MPI_Win_allocate_shared");
         }
-        let p = if rank == MPI_PROC_NULL {
-            // The first process with a non-empty part.
-            match w.peers.iter().find(|p| p.size > 0) {
-                Some(p) => *p,
-                None => Peer { local: Some(0), ..w.peers[0] },
-            }
-        } else {
-            *w.peers.get(usize::try_from(rank).unwrap_or(usize::MAX)).ok_or_else(|| MpiError::new(MPI_ERR_RANK, format!("rank {rank} is not in the window's group of {}", w.peers.len())))?
-        };
-        if baseptr.is_null() {
-            bail!(MPI_ERR_ARG, "baseptr is a NULL pointer");
+        if rank == MPI_PROC_NULL {
+            return Ok(w.peers.iter().find(|p| p.size > 0).copied().unwrap_or(w.peers[0]));
         }
-        put(size, p.size as MPI_Aint, "size")?;
-        put(disp_unit, p.disp_unit as c_int, "disp_unit")?;
-        *(baseptr as *mut *mut c_void) = p.local.unwrap_or(0) as *mut c_void;
-        Ok(())
-    });
-    ret_win(win, "MPI_Win_shared_query", r)
+        w.peers.get(usize::try_from(rank).unwrap_or(usize::MAX)).copied().ok_or_else(|| MpiError::new(MPI_ERR_RANK, format!("rank {rank} is not in the window's group of {}", w.peers.len())))
+    })?;
+    if baseptr.is_null() {
+        bail!(MPI_ERR_ARG, "baseptr is a NULL pointer");
+    }
+    put(size, p.size as MPI_Aint, "size")?;
+    put_du(p.disp_unit)?;
+    *(baseptr as *mut *mut c_void) = p.local.unwrap_or(0) as *mut c_void;
+    Ok(())
+}
+
+pub unsafe fn MPI_Win_shared_query(win: MPI_Win, rank: c_int, size: *mut MPI_Aint, disp_unit: *mut c_int, baseptr: *mut c_void) -> c_int {
+    ret_win(win, "MPI_Win_shared_query", shared_query(win, rank, size, baseptr, |d| put(disp_unit, d as c_int, "disp_unit")))
+}
+
+pub unsafe fn MPI_Win_shared_query_c(win: MPI_Win, rank: c_int, size: *mut MPI_Aint, disp_unit: *mut MPI_Aint, baseptr: *mut c_void) -> c_int {
+    ret_win(win, "MPI_Win_shared_query_c", shared_query(win, rank, size, baseptr, |d| put(disp_unit, d as MPI_Aint, "disp_unit")))
 }
 
 pub unsafe fn MPI_Win_attach(win: MPI_Win, base: *mut c_void, size: MPI_Aint) -> c_int {
@@ -503,20 +519,20 @@ struct Op {
     kind: u32,
     op: MPI_Op,
     origin: *const u8,
-    ocount: c_int,
+    ocount: MPI_Count,
     odt: MPI_Datatype,
     result: *mut u8,
-    rcount: c_int,
+    rcount: MPI_Count,
     rdt: MPI_Datatype,
     compare: *const u8,
     target: c_int,
     disp: MPI_Aint,
-    tcount: c_int,
+    tcount: MPI_Count,
     tdt: MPI_Datatype,
 }
 
 impl Op {
-    fn put(origin: *const c_void, ocount: c_int, odt: MPI_Datatype, target: c_int, disp: MPI_Aint, tcount: c_int, tdt: MPI_Datatype) -> Op {
+    fn put(origin: *const c_void, ocount: MPI_Count, odt: MPI_Datatype, target: c_int, disp: MPI_Aint, tcount: MPI_Count, tdt: MPI_Datatype) -> Op {
         Op {
             kind: kind::PUT,
             op: MPI_REPLACE,
@@ -547,7 +563,7 @@ struct Checked {
     need_grant: bool,
 }
 
-fn count_of(c: c_int, what: &str) -> MpiResult<usize> {
+fn count_of(c: MPI_Count, what: &str) -> MpiResult<usize> {
     usize::try_from(c).map_err(|_| MpiError::new(MPI_ERR_COUNT, format!("{what} {c} is negative")))
 }
 
@@ -786,22 +802,22 @@ unsafe fn rma_req(win: MPI_Win, o: Op, request: *mut MPI_Request) -> MpiResult<(
 }
 
 pub unsafe fn MPI_Put(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, win: MPI_Win) -> c_int {
-    let o = Op::put(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype);
+    let o = Op::put(origin_addr, origin_count.into(), origin_datatype, target_rank, target_disp, target_count.into(), target_datatype);
     ret_win(win, "MPI_Put", rma(win, o, false).map(drop))
 }
 
 pub unsafe fn MPI_Get(origin_addr: *mut c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, win: MPI_Win) -> c_int {
-    let o = Op { kind: kind::GET, ..Op::put(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype) };
+    let o = Op { kind: kind::GET, ..Op::put(origin_addr, origin_count.into(), origin_datatype, target_rank, target_disp, target_count.into(), target_datatype) };
     ret_win(win, "MPI_Get", rma(win, o, false).map(drop))
 }
 
 pub unsafe fn MPI_Accumulate(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win) -> c_int {
-    let o = Op { kind: kind::ACC, op, ..Op::put(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype) };
+    let o = Op { kind: kind::ACC, op, ..Op::put(origin_addr, origin_count.into(), origin_datatype, target_rank, target_disp, target_count.into(), target_datatype) };
     ret_win(win, "MPI_Accumulate", rma(win, o, false).map(drop))
 }
 
 #[allow(clippy::too_many_arguments)]
-fn gacc(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, result_addr: *mut c_void, result_count: c_int, result_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, op: MPI_Op) -> Op {
+fn gacc(origin_addr: *const c_void, origin_count: MPI_Count, origin_datatype: MPI_Datatype, result_addr: *mut c_void, result_count: MPI_Count, result_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: MPI_Count, target_datatype: MPI_Datatype, op: MPI_Op) -> Op {
     Op {
         kind: kind::GACC,
         op,
@@ -813,7 +829,7 @@ fn gacc(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Da
 }
 
 pub unsafe fn MPI_Get_accumulate(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, result_addr: *mut c_void, result_count: c_int, result_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win) -> c_int {
-    let o = gacc(origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op);
+    let o = gacc(origin_addr, origin_count.into(), origin_datatype, result_addr, result_count.into(), result_datatype, target_rank, target_disp, target_count.into(), target_datatype, op);
     ret_win(win, "MPI_Get_accumulate", rma(win, o, false).map(drop))
 }
 
@@ -828,23 +844,63 @@ pub unsafe fn MPI_Compare_and_swap(origin_addr: *const c_void, compare_addr: *co
 }
 
 pub unsafe fn MPI_Rput(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, win: MPI_Win, request: *mut MPI_Request) -> c_int {
-    let o = Op::put(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype);
+    let o = Op::put(origin_addr, origin_count.into(), origin_datatype, target_rank, target_disp, target_count.into(), target_datatype);
     ret_win(win, "MPI_Rput", rma_req(win, o, request))
 }
 
 pub unsafe fn MPI_Rget(origin_addr: *mut c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, win: MPI_Win, request: *mut MPI_Request) -> c_int {
-    let o = Op { kind: kind::GET, ..Op::put(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype) };
+    let o = Op { kind: kind::GET, ..Op::put(origin_addr, origin_count.into(), origin_datatype, target_rank, target_disp, target_count.into(), target_datatype) };
     ret_win(win, "MPI_Rget", rma_req(win, o, request))
 }
 
 pub unsafe fn MPI_Raccumulate(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win, request: *mut MPI_Request) -> c_int {
-    let o = Op { kind: kind::ACC, op, ..Op::put(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype) };
+    let o = Op { kind: kind::ACC, op, ..Op::put(origin_addr, origin_count.into(), origin_datatype, target_rank, target_disp, target_count.into(), target_datatype) };
     ret_win(win, "MPI_Raccumulate", rma_req(win, o, request))
 }
 
 pub unsafe fn MPI_Rget_accumulate(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, result_addr: *mut c_void, result_count: c_int, result_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win, request: *mut MPI_Request) -> c_int {
-    let o = gacc(origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op);
+    let o = gacc(origin_addr, origin_count.into(), origin_datatype, result_addr, result_count.into(), result_datatype, target_rank, target_disp, target_count.into(), target_datatype, op);
     ret_win(win, "MPI_Rget_accumulate", rma_req(win, o, request))
+}
+
+pub unsafe fn MPI_Put_c(origin_addr: *const c_void, origin_count: MPI_Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: MPI_Count, target_datatype: MPI_Datatype, win: MPI_Win) -> c_int {
+    let o = Op::put(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype);
+    ret_win(win, "MPI_Put_c", rma(win, o, false).map(drop))
+}
+
+pub unsafe fn MPI_Get_c(origin_addr: *mut c_void, origin_count: MPI_Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: MPI_Count, target_datatype: MPI_Datatype, win: MPI_Win) -> c_int {
+    let o = Op { kind: kind::GET, ..Op::put(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype) };
+    ret_win(win, "MPI_Get_c", rma(win, o, false).map(drop))
+}
+
+pub unsafe fn MPI_Accumulate_c(origin_addr: *const c_void, origin_count: MPI_Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: MPI_Count, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win) -> c_int {
+    let o = Op { kind: kind::ACC, op, ..Op::put(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype) };
+    ret_win(win, "MPI_Accumulate_c", rma(win, o, false).map(drop))
+}
+
+pub unsafe fn MPI_Get_accumulate_c(origin_addr: *const c_void, origin_count: MPI_Count, origin_datatype: MPI_Datatype, result_addr: *mut c_void, result_count: MPI_Count, result_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: MPI_Count, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win) -> c_int {
+    let o = gacc(origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op);
+    ret_win(win, "MPI_Get_accumulate_c", rma(win, o, false).map(drop))
+}
+
+pub unsafe fn MPI_Rput_c(origin_addr: *const c_void, origin_count: MPI_Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: MPI_Count, target_datatype: MPI_Datatype, win: MPI_Win, request: *mut MPI_Request) -> c_int {
+    let o = Op::put(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype);
+    ret_win(win, "MPI_Rput_c", rma_req(win, o, request))
+}
+
+pub unsafe fn MPI_Rget_c(origin_addr: *mut c_void, origin_count: MPI_Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: MPI_Count, target_datatype: MPI_Datatype, win: MPI_Win, request: *mut MPI_Request) -> c_int {
+    let o = Op { kind: kind::GET, ..Op::put(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype) };
+    ret_win(win, "MPI_Rget_c", rma_req(win, o, request))
+}
+
+pub unsafe fn MPI_Raccumulate_c(origin_addr: *const c_void, origin_count: MPI_Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: MPI_Count, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win, request: *mut MPI_Request) -> c_int {
+    let o = Op { kind: kind::ACC, op, ..Op::put(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype) };
+    ret_win(win, "MPI_Raccumulate_c", rma_req(win, o, request))
+}
+
+pub unsafe fn MPI_Rget_accumulate_c(origin_addr: *const c_void, origin_count: MPI_Count, origin_datatype: MPI_Datatype, result_addr: *mut c_void, result_count: MPI_Count, result_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: MPI_Count, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win, request: *mut MPI_Request) -> c_int {
+    let o = gacc(origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op);
+    ret_win(win, "MPI_Rget_accumulate_c", rma_req(win, o, request))
 }
 
 // ----- synchronization -------------------------------------------------
