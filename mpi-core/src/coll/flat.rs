@@ -222,13 +222,15 @@ impl Flat {
         if ready() {
             return Ok(());
         }
-        self.wait_long(&ready)
+        let words = || Awaited { words: ranks.clone().map(|r| word(r) as *const AtomicU64).collect(), at_least };
+        self.wait_long(&ready, &words)
     }
 
     /// [`Flat::wait_on`] once the words were not there at the first look
-    /// (kept out of line: the first look is most of the calls).
+    /// (kept out of line: the first look is most of the calls). `words`:
+    /// the same condition for the library's wait loop.
     #[inline(never)]
-    fn wait_long(&self, ready: &dyn Fn() -> bool) -> MpiResult<()> {
+    fn wait_long(&self, ready: &dyn Fn() -> bool, words: &dyn Fn() -> Awaited) -> MpiResult<()> {
         if !self.oversub {
             // Poll for up to 50 us; the library's loop polls with the lock
             // and its progress in each round, which reacts later.
@@ -256,7 +258,16 @@ impl Flat {
                 }
             }
         }
-        rt::wait_until(|_| ready())
+        // The library's wait loop, which drives other traffic and sleeps
+        // when the wait is long: it must see these words as progress (see
+        // `coll::progress`) so that it does not sleep through them.
+        let id = rt::with(|st| Ok(st.coll.await_words(words())))?;
+        let r = rt::wait_until(|_| ready());
+        let _ = rt::with(|st| {
+            st.coll.unawait(id);
+            Ok(())
+        });
+        r
     }
 
     /// The sequence word every rank must have reached before this rank
@@ -448,6 +459,30 @@ impl NbOp {
     /// The outcome, once complete.
     pub fn result(&self) -> MpiResult<()> {
         self.res.clone()
+    }
+
+    /// Whether this rank has published its part.
+    pub fn has_published(&self) -> bool {
+        self.published
+    }
+}
+
+/// What a blocking operation waits for: every word at least `at_least`.
+/// The words lie in a segment the waiting operation keeps mapped until it
+/// withdraws this ([`super::Colls::unawait`]).
+pub struct Awaited {
+    words: Vec<*const AtomicU64>,
+    at_least: u64,
+}
+
+// SAFETY: pointers into a shared mapping that outlives the registration;
+// only read atomically.
+unsafe impl Send for Awaited {}
+
+impl Awaited {
+    pub fn ready(&self) -> bool {
+        // SAFETY: see the type; the words are mapped while registered.
+        self.words.iter().all(|&w| unsafe { &*w }.load(Ordering::Acquire) >= self.at_least)
     }
 }
 

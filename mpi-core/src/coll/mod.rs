@@ -90,6 +90,10 @@ pub struct Colls {
     pub(crate) tune: Tune,
     /// Shared-memory segments of communicators, by collective context.
     pub(crate) flat: CtxMap<flat::Entry>,
+    /// What blocking shared-memory collectives of this process wait for
+    /// (see [`flat::Awaited`]), by a number of the wait.
+    pub(crate) awaited: Vec<(u64, flat::Awaited)>,
+    next_wait: u64,
 }
 
 /// At most this many bytes of idle temporary buffers are kept.
@@ -119,11 +123,33 @@ impl Colls {
     pub fn has_active(&self) -> bool {
         !self.active.is_empty()
     }
+
+    /// Registers what a blocking shared-memory collective waits for; the
+    /// number to [`Colls::unawait`] it with.
+    pub(crate) fn await_words(&mut self, a: flat::Awaited) -> u64 {
+        self.next_wait += 1;
+        self.awaited.push((self.next_wait, a));
+        self.next_wait
+    }
+
+    pub(crate) fn unawait(&mut self, id: u64) {
+        self.awaited.retain(|(i, _)| *i != id);
+    }
 }
 
 /// Progress of the nonblocking collectives: advances every active schedule
 /// and completes the requests of finished ones. True if one completed.
 pub(crate) fn progress(st: &mut State) -> bool {
+    // A blocking shared-memory collective's words, written by another
+    // rank, count as progress: the library's wait loop looks at its
+    // progress last before it sleeps (after announcing the sleep, so a
+    // writer that came before is seen here and one that comes after sees
+    // the sleeper and wakes it); without this a write landing between the
+    // waiter's last look and that announcement was missed until the
+    // sleep's time-out (200 ms).
+    if st.coll.awaited.iter().any(|(_, a)| a.ready()) {
+        return true;
+    }
     if st.coll.active.is_empty() {
         return false;
     }
@@ -137,7 +163,11 @@ pub(crate) fn progress(st: &mut State) -> bool {
         }
         let (done, res) = match &mut a.sched {
             Running::Flat(op) => {
+                let before = op.has_published();
                 let d = op.advance();
+                // Publishing counts as progress too: a later blocking
+                // operation of this rank may wait for its turn.
+                did |= op.has_published() != before;
                 (d, op.result())
             }
             Running::Owned(s) => {
