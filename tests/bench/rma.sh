@@ -16,7 +16,7 @@ REPS=${REPS:-9}
 BUDGET=${BUDGET:-0.05}
 IMPLS=${IMPLS:-ours mpich ompi}
 [ -n "${NOBUILD:-}" ] || nice -n 15 cargo build --release -q -p mpi-core -p mpi-launcher
-B=$PWD/target/release
+B=${CARGO_TARGET_DIR:-$PWD/target}/release
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 mkdir "$W/lib"

@@ -81,6 +81,7 @@ int main(int argc, char **argv) {
     }
     CHECK_RC(MPI_Win_get_attr(others[0], MPI_WIN_BASE, &base, &flag));
     CHECK(base == dp, "allocate: WIN_BASE %p, baseptr %p", base, (void *)dp);
+    CHECK((size_t)dp % 16 == 0, "MPI_Win_allocate memory at %p is not aligned", (void *)dp);
     CHECK_RC(MPI_Win_get_attr(others[1], MPI_WIN_SIZE, &sz, &flag));
     CHECK(*sz == 0, "dynamic: WIN_SIZE %ld", (long)*sz);
     CHECK_RC(MPI_Win_free(&others[0]));

@@ -18,11 +18,15 @@ int main(int argc, char **argv) {
     int *mine;
     MPI_Win sw;
     CHECK_RC(MPI_Win_allocate_shared(mysize, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &mine, &sw));
+    char *next = NULL;
     for (int r = 0; r < size; r++) {
         MPI_Aint sz;
         int du;
         int *p;
         CHECK_RC(MPI_Win_shared_query(sw, r, &sz, &du, &p));
+        /* By default the parts are contiguous in rank order. */
+        if (next) CHECK((char *)p == next, "rank %d's part at %p, not right after rank %d's (%p)", r, (void *)p, r - 1, (void *)next);
+        next = (char *)p + sz;
         CHECK(sz == ((r == 1) ? 0 : N * (MPI_Aint)sizeof(int)), "rank %d's size %ld", r, (long)sz);
         CHECK(du == sizeof(int), "disp unit %d", du);
         if (r == rank) CHECK(p == mine, "shared_query of self %p, baseptr %p", (void *)p, (void *)mine);

@@ -82,14 +82,16 @@ fn check_args(size: MPI_Aint, disp_unit: MPI_Aint) -> MpiResult<()> {
 
 /// Maps one shared segment for all members of `view` (every one on this
 /// host): a lock word per member, then the members' parts, `sizes` bytes
-/// each, contiguous in rank order. Returns the mapping and the offset of
-/// every member's part; `None` (at every member) if any could not map it.
-fn map_shared(view: &View, ctx: u32, sizes: &[usize]) -> MpiResult<Option<(Mapping, Vec<usize>)>> {
+/// each, in rank order, each starting at a multiple of `align` (1:
+/// contiguous, as `MPI_Win_allocate_shared` promises). Returns the mapping
+/// and the offset of every member's part; `None` (at every member) if any
+/// could not map it.
+fn map_shared(view: &View, ctx: u32, sizes: &[usize], align: usize) -> MpiResult<Option<(Mapping, Vec<usize>)>> {
     let mut offs = Vec::with_capacity(sizes.len());
     let mut total = sizes.len() * LOCK_LINE;
     for &s in sizes {
         offs.push(total);
-        total += s;
+        total += s.div_ceil(align) * align;
     }
     let len = total.max(64);
     let creator = view.group[0] as u32;
@@ -121,9 +123,9 @@ type Mapping = (*mut u8, usize);
 type SharedParts = (Mem, usize, Vec<Option<usize>>, usize);
 
 /// [`map_shared`] for a window whose members each give `size` bytes.
-fn shared_parts(view: &View, ctx: u32, size: usize) -> MpiResult<Option<SharedParts>> {
+fn shared_parts(view: &View, ctx: u32, size: usize, align: usize) -> MpiResult<Option<SharedParts>> {
     let sizes: Vec<usize> = view.allgather_vec(&(size as u64).to_ne_bytes())?.iter().map(|b| u64_of(b) as usize).collect();
-    Ok(map_shared(view, ctx, &sizes)?.map(|((p, len), offs)| {
+    Ok(map_shared(view, ctx, &sizes, align)?.map(|((p, len), offs)| {
         let locals = offs.iter().map(|&o| Some(p as usize + o)).collect();
         (Mem::Shared(p, len), p as usize + offs[view.rank], locals, p as usize)
     }))
@@ -169,7 +171,7 @@ unsafe fn create_common(comm: MPI_Comm, info: MPI_Info, memory: Memory, size: MP
     let (mem, base, locals) = match memory {
         Memory::User(b) => (Mem::None, b, vec![None; n]),
         Memory::Dynamic => (Mem::None, 0, vec![None; n]),
-        Memory::Shared | Memory::Allocate if matches!(memory, Memory::Shared) || shm_alloc => match shared_parts(&view, ctx, size)? {
+        Memory::Shared | Memory::Allocate if matches!(memory, Memory::Shared) || shm_alloc => match shared_parts(&view, ctx, size, if matches!(memory, Memory::Shared) { 1 } else { 64 })? {
             Some((m, b, l, lk)) => {
                 locks = lk;
                 (m, b, l)
