@@ -315,8 +315,8 @@ const fn counter(name: &'static str, desc: &'static str, read: fn(Option<&State>
 pub static PVARS: &[Pvar] = &[
     counter("mpicore_p2p_sent_messages", "Point-to-point messages this rank sent (including those of collectives done with messages).", |_| load(&COUNTERS.sent_msgs)),
     counter("mpicore_p2p_sent_bytes", "Bytes of the point-to-point messages this rank sent.", |_| load(&COUNTERS.sent_bytes)),
-    counter("mpicore_p2p_received_messages", "Point-to-point messages that arrived for this rank.", |_| load(&COUNTERS.recv_msgs)),
-    counter("mpicore_p2p_received_bytes", "Bytes of the point-to-point messages that arrived for this rank.", |_| load(&COUNTERS.recv_bytes)),
+    counter("mpicore_p2p_received_messages", "Point-to-point messages this rank received (counted when a receive matches them).", |_| load(&COUNTERS.recv_msgs)),
+    counter("mpicore_p2p_received_bytes", "Bytes of the point-to-point messages this rank received.", |_| load(&COUNTERS.recv_bytes)),
     Pvar {
         name: "mpicore_p2p_unexpected_queue",
         desc: "Messages that arrived before their receive was posted and wait in the unexpected queue now.",

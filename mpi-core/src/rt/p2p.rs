@@ -319,7 +319,8 @@ pub struct Counters {
     /// Messages (eager or rendezvous) this rank started sending, and their bytes.
     pub sent_msgs: AtomicU64,
     pub sent_bytes: AtomicU64,
-    /// Messages that arrived for this rank, and their bytes.
+    /// Messages matched by a receive of this rank (counted at the match,
+    /// so in program order), and their bytes.
     pub recv_msgs: AtomicU64,
     pub recv_bytes: AtomicU64,
     /// Most messages waiting in the unexpected queue at once since `MPI_Init`.
@@ -606,7 +607,6 @@ impl Engine {
     fn incoming(&mut self, reqs: &mut ReqTable, from: usize, hdr: &MsgHdr, payload: &[u8]) {
         match hdr.kind {
             kind::EAGER => {
-                COUNTERS.received(payload.len());
                 if let Some(ri) = self.take_posted(hdr.ctx, hdr.src, hdr.tag) {
                     self.deliver(reqs, ri, hdr.src, hdr.tag, payload);
                     if hdr.flags & FLAG_SYNC != 0 {
@@ -628,7 +628,6 @@ impl Engine {
                 }
             }
             kind::RTS => {
-                COUNTERS.received(hdr.len as usize);
                 let addr = u64::from_ne_bytes(payload[..8].try_into().unwrap());
                 let progress =
                     if hdr.flags & FLAG_PIPE != 0 { u64::from_ne_bytes(payload[8..16].try_into().unwrap()) } else { 0 };
@@ -731,6 +730,7 @@ impl Engine {
 
     /// Copies eager data into receive `ri` and completes it.
     fn deliver(&mut self, reqs: &mut ReqTable, ri: u32, src: i32, tag: i32, data: &[u8]) {
+        COUNTERS.received(data.len());
         let r = reqs.get(ri);
         let Kind::Recv(op) = &mut r.kind else { unreachable!("posted request is a receive") };
         let n = data.len().min(op.cap);
@@ -755,6 +755,7 @@ impl Engine {
                 }
             }
             Body::Rts { addr, sreq, progress } => {
+                COUNTERS.received(u.len);
                 let rid = reqs.proto_id(ri);
                 let r = reqs.get(ri);
                 r.status.MPI_SOURCE = u.src;
