@@ -109,6 +109,23 @@ int main(int argc, char **argv) {
         CHECK(v == ((t + size - 1) % size) * 1000 + ROUNDS - 1, "shared lock read of %d: %d", t, v);
     }
 
+    /* 6. MPI_MODE_NOCHECK (no conflicting locks by construction): the
+     * writes are still complete at the target after the unlock. */
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK_RC(MPI_Win_lock_all(MPI_MODE_NOCHECK, win));
+    int mark = rank + 5000;
+    CHECK_RC(MPI_Accumulate(&mark, 1, MPI_INT, right, 0, 1, MPI_INT, MPI_REPLACE, win));
+    CHECK_RC(MPI_Win_unlock_all(win));
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK(buf[0] == left + 5000, "after lock_all(NOCHECK): %d, want %d", buf[0], left + 5000);
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK_RC(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, MPI_MODE_NOCHECK, win));
+    mark = rank + 6000;
+    CHECK_RC(MPI_Put(&mark, 1, MPI_INT, right, 0, 1, MPI_INT, win));
+    CHECK_RC(MPI_Win_unlock(right, win));
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK(buf[0] == left + 6000, "after lock(NOCHECK): %d, want %d", buf[0], left + 6000);
+
     CHECK_RC(MPI_Win_free(&win));
     MPI_Group_free(&world);
     MPI_Barrier(MPI_COMM_WORLD);

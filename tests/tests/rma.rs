@@ -45,10 +45,15 @@ fn atomic_operations() {
 }
 
 /// PSCW pairs and a star polled with MPI_Win_test, exclusive-lock
-/// increments from every rank (exact total), lock_all + flush, shared locks.
+/// increments from every rank (exact total), lock_all + flush, shared locks,
+/// `MPI_MODE_NOCHECK`; with direct transfers and as messages.
 #[test]
 fn pscw_and_passive_target() {
     each_size("rma_sync", &[1, 2, 3, 4, 6, 8], "rma_sync OK");
+    let exe = compile("rma_sync", Compiler::Ours);
+    for n in [2, 5] {
+        run(Launcher::Ours, n, &exe, &[], &[("MPICORE_RMA_NO_CMA", "1")], T).assert_ok(&format!("rma_sync OK on {n} ranks"));
+    }
 }
 
 /// MPI_Win_allocate_shared: direct loads of the neighbours' memory,

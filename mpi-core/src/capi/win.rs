@@ -1088,6 +1088,19 @@ fn target_of(st: &State, win: MPI_Win, rank: c_int) -> MpiResult<Option<usize>> 
     }
 }
 
+/// Marks a lock taken with `MPI_MODE_NOCHECK` (no lock at the target).
+const NOCHECK_LOCK: c_int = 1 << 24;
+
+/// The end of a `MPI_MODE_NOCHECK` lock on `targets`: a flush of those
+/// that got operations by message.
+fn finish_unlocked(win: MPI_Win, targets: &[usize]) -> MpiResult<()> {
+    let todo = rt::with(|st| {
+        let w = st.wins.get(win)?;
+        Ok(targets.iter().copied().filter(|&t| w.sent[t] > w.flushed[t]).collect::<Vec<_>>())
+    })?;
+    control(win, &todo, kind::FLUSH, 0)
+}
+
 pub unsafe fn MPI_Win_lock(lock_type: c_int, rank: c_int, assert: c_int, win: MPI_Win) -> c_int {
     let r = (|| {
         check_assert(assert)?;
@@ -1102,10 +1115,14 @@ pub unsafe fn MPI_Win_lock(lock_type: c_int, rank: c_int, assert: c_int, win: MP
             }
             Ok(())
         })?;
-        control(win, &[t], kind::LOCK, lock_type)?;
+        // MPI_MODE_NOCHECK: no conflicting lock can exist, so none is taken.
+        let nocheck = assert & MPI_MODE_NOCHECK != 0;
+        if !nocheck {
+            control(win, &[t], kind::LOCK, lock_type)?;
+        }
         rt::with(|st| {
             let w = st.wins.get_mut(win)?;
-            w.locks[t] = Some(lock_type);
+            w.locks[t] = Some(if nocheck { lock_type | NOCHECK_LOCK } else { lock_type });
             w.flushed[t] = w.sent[t];
             Ok(())
         })
@@ -1120,7 +1137,7 @@ pub unsafe fn MPI_Win_unlock(rank: c_int, win: MPI_Win) -> c_int {
             bail!(MPI_ERR_RMA_SYNC, "MPI_Win_unlock of target {t}, which this process has not locked");
         };
         wait_local(win)?;
-        let r = control(win, &[t], kind::UNLOCK, lt);
+        let r = if lt & NOCHECK_LOCK != 0 { finish_unlocked(win, &[t]) } else { control(win, &[t], kind::UNLOCK, lt) };
         rt::with(|st| {
             let w = st.wins.get_mut(win)?;
             w.locks[t] = None;
@@ -1143,10 +1160,14 @@ pub unsafe fn MPI_Win_lock_all(assert: c_int, win: MPI_Win) -> c_int {
             Ok(w.size_n())
         })?;
         let all: Vec<usize> = (0..n).collect();
-        control(win, &all, kind::LOCK, MPI_LOCK_SHARED)?;
+        let nocheck = assert & MPI_MODE_NOCHECK != 0;
+        if !nocheck {
+            control(win, &all, kind::LOCK, MPI_LOCK_SHARED)?;
+        }
         rt::with(|st| {
             let w = st.wins.get_mut(win)?;
             w.lock_all = true;
+            w.lock_all_nocheck = nocheck;
             w.flushed = w.sent.clone();
             Ok(())
         })
@@ -1156,16 +1177,16 @@ pub unsafe fn MPI_Win_lock_all(assert: c_int, win: MPI_Win) -> c_int {
 
 pub unsafe fn MPI_Win_unlock_all(win: MPI_Win) -> c_int {
     let r = (|| {
-        let (on, n) = rt::with(|st| {
+        let (on, n, nocheck) = rt::with(|st| {
             let w = st.wins.get(win)?;
-            Ok((w.lock_all, w.size_n()))
+            Ok((w.lock_all, w.size_n(), w.lock_all_nocheck))
         })?;
         if !on {
             bail!(MPI_ERR_RMA_SYNC, "MPI_Win_unlock_all without MPI_Win_lock_all");
         }
         wait_local(win)?;
         let all: Vec<usize> = (0..n).collect();
-        let r = control(win, &all, kind::UNLOCK, MPI_LOCK_SHARED);
+        let r = if nocheck { finish_unlocked(win, &all) } else { control(win, &all, kind::UNLOCK, MPI_LOCK_SHARED) };
         rt::with(|st| {
             let w = st.wins.get_mut(win)?;
             w.lock_all = false;

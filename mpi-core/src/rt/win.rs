@@ -114,6 +114,8 @@ pub struct Win {
     /// Lock held at each target (`MPI_LOCK_*`), by `MPI_Win_lock`.
     pub locks: Vec<Option<c_int>>,
     pub lock_all: bool,
+    /// `MPI_Win_lock_all` with `MPI_MODE_NOCHECK`: no lock was taken.
+    pub lock_all_nocheck: bool,
     /// Operations sent to each target (cumulative) and the count covered by
     /// the last flush or unlock there.
     pub sent: Vec<u64>,
@@ -186,6 +188,7 @@ impl Win {
             post: None,
             locks: vec![None; n],
             lock_all: false,
+            lock_all_nocheck: false,
             sent: vec![0; n],
             flushed: vec![0; n],
             pending: Vec::new(),
