@@ -183,7 +183,10 @@ int main(int argc, char **argv) {
     CHECK(deleted == 111, "delete callbacks after free: %d, want 111", deleted);
     CHECK_RC(MPI_Win_free_keyval(&key));
     MPI_Barrier(MPI_COMM_WORLD);
-    if (rank == 0) printf("rma_attr OK on %d ranks\n", size);
+    char ver[MPI_MAX_LIBRARY_VERSION_STRING];
+    int vlen = 0;
+    MPI_Get_library_version(ver, &vlen);
+    if (rank == 0) printf("rma_attr OK on %d ranks, library: %.40s\n", size, ver);
     MPI_Finalize();
     return 0;
 }

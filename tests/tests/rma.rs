@@ -86,8 +86,13 @@ fn windows_across_hosts() {
 /// on this library.
 #[test]
 fn mpich_built_window_programs_run_on_our_library() {
-    for name in ["rma_fence", "rma_sync"] {
+    for name in ["rma_fence", "rma_sync", "rma_atomics"] {
         let exe = compile(name, Compiler::Mpich);
         run(Launcher::Ours, 3, &exe, &[], &[], T).assert_ok(&format!("{name} OK on 3 ranks"));
     }
+    // Window attributes, error classes and handlers through MPICH's mpi.h.
+    let exe = compile("rma_attr", Compiler::Mpich);
+    let r = run(Launcher::Ours, 3, &exe, &[], &[], T);
+    r.assert_ok("rma_attr OK on 3 ranks");
+    assert!(r.stdout.contains("library: mpi-core"), "did not run on our library: {r}");
 }
