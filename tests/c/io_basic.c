@@ -79,6 +79,8 @@ int main(int argc, char **argv) {
     MPI_Get_elements(&st, MPI_BYTE, &n);
     CHECK(n == 6, "elements %d", n);
 
+    /* Everybody has read the neighbour's block before blocks change. */
+    MPI_Barrier(MPI_COMM_WORLD);
     /* Nonblocking forms complete through MPI_Wait / MPI_Test. */
     MPI_Request rq;
     unsigned char back[BLK];

@@ -128,6 +128,33 @@ int main(int argc, char **argv) {
     rc = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDONLY, MPI_INFO_NULL, &gone);
     CHECK(error_class(rc) == MPI_ERR_NO_SUCH_FILE, "the DELETE_ON_CLOSE file is still there (class %d)", error_class(rc));
 
+    /* 4. Holes survive a collective write: the file is filled with -1,
+     * then only even ranks write their interleaved ints (odd ranks write
+     * nothing); the odd ranks' places must still hold -1. */
+    snprintf(path, sizeof path, "%s/io_holes.dat", argv[1]);
+    CHECK_RC(MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR | MPI_MODE_DELETE_ON_CLOSE, MPI_INFO_NULL, &fh));
+    if (rank == 0) {
+        int *fill = malloc(sizeof(int) * N * size);
+        for (int k = 0; k < N * size; k++) fill[k] = -1;
+        CHECK_RC(MPI_File_write_at(fh, 0, fill, N * size, MPI_INT, &st));
+        free(fill);
+    }
+    CHECK_RC(MPI_File_sync(fh));
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK_RC(MPI_File_sync(fh));
+    CHECK_RC(MPI_File_set_view(fh, (MPI_Offset)rank * sizeof(int), MPI_INT, ftype, "native", MPI_INFO_NULL));
+    CHECK_RC(MPI_File_write_all(fh, out, rank % 2 == 0 ? N : 0, MPI_INT, &st));
+    MPI_Get_count(&st, MPI_INT, &n);
+    CHECK(n == (rank % 2 == 0 ? N : 0), "write_all count %d", n);
+    CHECK_RC(MPI_File_sync(fh));
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK_RC(MPI_File_sync(fh));
+    memset(wide, 0, sizeof wide);
+    CHECK_RC(MPI_File_read_at_all(fh, 0, wide, N, MPI_INT, &st));
+    for (int k = 0; k < N; k++)
+        CHECK(wide[k] == (rank % 2 == 0 ? out[k] : -1), "after the sparse write_all, int %d of rank %d is %d", k, rank, wide[k]);
+    CHECK_RC(MPI_File_close(&fh));
+
     /* 3. "external32": big-endian ints in the file; MPI_LONG (4 bytes in
      * external32, 8 here) is refused. */
     snprintf(path, sizeof path, "%s/io_ext32.dat", argv[1]);

@@ -9,12 +9,12 @@
 //! program sets another; `MPI_FILE_NULL`'s handler for errors without a
 //! valid file, such as those of `MPI_File_open` and `MPI_File_delete`).
 //!
-//! Collective data access (`_all`) needs no coordination here: each process
-//! moves its own data with positioned reads and writes, so the collective
-//! forms are the independent ones (a correct, if unoptimized, choice); the
-//! ordered forms agree on offsets with one exchange. Nonblocking accesses
-//! complete at once and hand back a request that is already complete; split
-//! collectives do their work at `_begin` and give the status at `_end`.
+//! Collective reads are each process's own (with sieving reads); collective
+//! writes of many small pieces go through aggregators (two-phase), others
+//! are each process's own; the ordered forms agree on offsets with one
+//! exchange. Nonblocking accesses complete at once and hand back a request
+//! that is already complete; split collectives do their work at `_begin`
+//! and give the status at `_end`.
 
 use std::ffi::{c_void, CStr, OsStr};
 use std::os::raw::{c_char, c_int};
@@ -819,6 +819,213 @@ fn access(fh: MPI_File, write: bool, at: At, buf: *const c_void, count: MPI_Coun
     Ok(status_of(done))
 }
 
+// ---------------------------------------------------------------------------
+// Collective access through aggregators ("two-phase" I/O).
+
+/// Average pieces per process from which a collective access goes through
+/// aggregators instead of every process doing its own small transfers.
+const TWO_PHASE_MIN_PIECES: u64 = 4;
+/// Average piece size (bytes) below which a collective write is aggregated.
+const TWO_PHASE_MAX_PIECE: u64 = 32 << 10;
+/// A run of adjacent data an aggregator writes in one piece at most.
+const MAX_RUN: usize = 16 << 20;
+
+/// One process's part of a collective access.
+struct Plan {
+    start: i64,
+    b: Buf,
+    /// The file ranges of its data, in stream order.
+    segs: Vec<io::view::Segment>,
+}
+
+/// The collective forms (`_all`). Reads are each process's own (a strided
+/// view costs a few large sieving reads, see `io::File::read_pieces`). A
+/// collective write whose pieces are many and small (interleaved views)
+/// goes through aggregators: the file is cut into one domain per process,
+/// each process sends its pieces and their data to the domains' owners, and
+/// each owner writes its domain in a few large runs. Other writes, and all
+/// in atomic mode or with "external32", are each process's own.
+fn access_all(fh: MPI_File, write: bool, at: At, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype) -> MpiResult<MPI_Status> {
+    let file = io::get(fh)?;
+    let v = group_view_of(&file)?;
+    if v.size() == 1 || !write {
+        return access(fh, write, at, buf, count, datatype);
+    }
+    let plan = (|| -> MpiResult<Option<Plan>> {
+        let f = io::lock(&file);
+        f.writable()?;
+        f.random_access()?;
+        let b = Buf::new(buf, count, datatype, &f.view)?;
+        let start = match at {
+            At::Offset(o) if o < 0 => bail!(MPI_ERR_ARG, "offset {o} is negative"),
+            At::Offset(o) => o,
+            At::Mine => f.pos,
+            At::Shared => bail!(MPI_ERR_INTERN, "a collective access with the shared file pointer"),
+        };
+        if f.atomic || f.view.datarep == "external32" {
+            return Ok(None);
+        }
+        let segs = f.view.segments(start * f.view.esize(), b.bytes() as i64);
+        Ok(Some(Plan { start, b, segs }))
+    })();
+    // Everybody's eligibility, piece count and range decide, the same way
+    // everywhere, whether to aggregate.
+    let (flag, nseg, lo, hi) = match &plan {
+        Err(_) => (0u8, 0u64, 0i64, 0i64),
+        Ok(None) => (1, 0, 0, 0),
+        Ok(Some(p)) => {
+            let lo = p.segs.iter().map(|s| s.0).min().unwrap_or(0);
+            let hi = p.segs.iter().map(|s| s.0 + s.1 as i64).max().unwrap_or(0);
+            (2, p.segs.len() as u64, lo, hi)
+        }
+    };
+    let mut msg = vec![flag];
+    msg.extend_from_slice(&nseg.to_ne_bytes());
+    msg.extend_from_slice(&lo.to_ne_bytes());
+    msg.extend_from_slice(&hi.to_ne_bytes());
+    msg.extend_from_slice(&(plan.as_ref().map_or(0, |p| p.as_ref().map_or(0, |p| p.b.bytes())) as u64).to_ne_bytes());
+    let all = v.allgather_vec(&msg)?;
+    let field = |m: &[u8], k: usize| i64::from_ne_bytes(m[1 + 8 * k..9 + 8 * k].try_into().unwrap());
+    let total: u64 = all.iter().map(|m| field(m, 0) as u64).sum();
+    let bytes: u64 = all.iter().map(|m| field(m, 3) as u64).sum();
+    let fragmented = total >= TWO_PHASE_MIN_PIECES * v.size() as u64 && bytes / total.max(1) < TWO_PHASE_MAX_PIECE;
+    if !all.iter().all(|m| m[0] == 2) || !fragmented {
+        drop(plan);
+        return access(fh, write, at, buf, count, datatype);
+    }
+    let Some(p) = plan? else { bail!(MPI_ERR_INTERN, "collective access plan missing") };
+    let with_data = all.iter().filter(|m| field(m, 0) > 0);
+    let gmin = with_data.clone().map(|m| field(m, 1)).min().unwrap_or(0);
+    let gmax = with_data.map(|m| field(m, 2)).max().unwrap_or(0);
+    let doms = Domains { lo: gmin, chunk: ((gmax - gmin + v.size() as i64 - 1) / v.size() as i64).max(1), n: v.size() };
+    let done = two_phase_write(&file, &v, &p, &doms)?;
+    let mut f = io::lock(&file);
+    if let At::Mine = at {
+        f.pos = p.start + done as i64 / f.view.esize();
+    }
+    Ok(status_of(done))
+}
+
+/// The file cut into `n` domains of `chunk` bytes from `lo`, one per process.
+struct Domains {
+    lo: i64,
+    chunk: i64,
+    n: usize,
+}
+
+impl Domains {
+    /// Splits ranges at domain boundaries: `(owner, offset, len, stream position)`.
+    fn split(&self, segs: &[io::view::Segment]) -> Vec<(usize, i64, usize, usize)> {
+        let mut out = Vec::with_capacity(segs.len());
+        let mut pos = 0usize;
+        for &(off, len) in segs {
+            let (mut o, mut l) = (off, len as i64);
+            while l > 0 {
+                let a = (((o - self.lo) / self.chunk) as usize).min(self.n - 1);
+                let end = if a == self.n - 1 { o + l } else { (self.lo + (a as i64 + 1) * self.chunk).min(o + l) };
+                let k = end - o;
+                out.push((a, o, k as usize, pos));
+                pos += k as usize;
+                o += k;
+                l -= k;
+            }
+        }
+        out
+    }
+}
+
+/// Encodes ranges (and, for a write, their data after them).
+fn encode_ranges(ranges: &[(i64, usize)], data: &[u8]) -> Vec<u8> {
+    let mut m = Vec::with_capacity(8 + 16 * ranges.len() + data.len());
+    m.extend_from_slice(&(ranges.len() as u64).to_ne_bytes());
+    for &(o, l) in ranges {
+        m.extend_from_slice(&o.to_ne_bytes());
+        m.extend_from_slice(&(l as u64).to_ne_bytes());
+    }
+    m.extend_from_slice(data);
+    m
+}
+
+/// Decodes what [`encode_ranges`] made: the ranges and the data after them.
+fn decode_ranges(m: &[u8]) -> (Vec<(i64, usize)>, &[u8]) {
+    let n = bytes_i64(m) as usize;
+    let ranges = (0..n)
+        .map(|i| {
+            let at = 8 + 16 * i;
+            (bytes_i64(&m[at..]), bytes_i64(&m[at + 8..]) as usize)
+        })
+        .collect();
+    (ranges, &m[(8 + 16 * n).min(m.len())..])
+}
+
+/// This process's data of the access, packed.
+fn packed_data(b: &Buf) -> std::borrow::Cow<'_, [u8]> {
+    let n = b.bytes();
+    if n == 0 {
+        return std::borrow::Cow::Borrowed(&[]);
+    }
+    if b.dt.contig {
+        // SAFETY: a contiguous type: `count` elements are `n` bytes at the buffer.
+        return std::borrow::Cow::Borrowed(unsafe { std::slice::from_raw_parts(b.ptr as *const u8, n) });
+    }
+    let mut packed = vec![0u8; n];
+    // SAFETY: the buffer holds `count` elements of the type (the caller's contract).
+    unsafe { b.dt.pack(b.ptr, b.count, &mut packed) };
+    std::borrow::Cow::Owned(packed)
+}
+
+fn two_phase_write(file: &FileRef, v: &View, p: &Plan, doms: &Domains) -> MpiResult<usize> {
+    let data = packed_data(&p.b);
+    let mut ranges = vec![Vec::new(); doms.n];
+    let mut bytes = vec![Vec::new(); doms.n];
+    for (a, o, l, pos) in doms.split(&p.segs) {
+        ranges[a].push((o, l));
+        bytes[a].extend_from_slice(&data[pos..pos + l]);
+    }
+    let out: Vec<Vec<u8>> = ranges.iter().zip(&bytes).map(|(r, d)| encode_ranges(r, d)).collect();
+    drop(bytes);
+    let inb = v.alltoall_vec(&out)?;
+    drop(out);
+    // This process's domain: every piece sent to it, by offset (later
+    // senders' bytes win where pieces overlap), written in runs.
+    let mut pieces: Vec<(i64, usize, &[u8])> = Vec::new();
+    for m in &inb {
+        let (rs, mut d) = decode_ranges(m);
+        for (o, l) in rs {
+            pieces.push((o, l, &d[..l]));
+            d = &d[l..];
+        }
+    }
+    pieces.sort_by_key(|x| x.0);
+    let mine = (|| {
+        let f = io::lock(file);
+        let mut run: Vec<u8> = Vec::new();
+        let mut run_lo = 0i64;
+        for (o, l, d) in pieces {
+            let run_hi = run_lo + run.len() as i64;
+            let joins = !run.is_empty() && o <= run_hi && !(o == run_hi && run.len() >= MAX_RUN);
+            if !joins {
+                if !run.is_empty() {
+                    f.write_at(&run, run_lo)?;
+                }
+                run.clear();
+                run_lo = o;
+            }
+            let at = (o - run_lo) as usize;
+            if run.len() < at + l {
+                run.resize(at + l, 0);
+            }
+            run[at..at + l].copy_from_slice(d);
+        }
+        if !run.is_empty() {
+            f.write_at(&run, run_lo)?;
+        }
+        Ok(())
+    })();
+    agree(v, mine)?;
+    Ok(p.b.bytes())
+}
+
 /// `MPI_File_read/write_ordered`: the shared file pointer moves by the sum
 /// of every process's data, and each accesses its part in rank order.
 fn ordered(fh: MPI_File, write: bool, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype) -> MpiResult<MPI_Status> {
@@ -973,7 +1180,7 @@ pub unsafe fn MPI_File_iread_shared_c(fh: MPI_File, buf: *mut c_void, count: MPI
 }
 
 pub unsafe fn MPI_File_read_all(fh: MPI_File, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-    blocking("MPI_File_read_all", fh, access(fh, false, At::Mine, buf, count as MPI_Count, datatype), status)
+    blocking("MPI_File_read_all", fh, access_all(fh, false, At::Mine, buf, count as MPI_Count, datatype), status)
 }
 
 pub unsafe fn MPI_File_iread_all(fh: MPI_File, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
@@ -981,7 +1188,7 @@ pub unsafe fn MPI_File_iread_all(fh: MPI_File, buf: *mut c_void, count: c_int, d
 }
 
 pub unsafe fn MPI_File_read_all_begin(fh: MPI_File, buf: *mut c_void, count: c_int, datatype: MPI_Datatype) -> c_int {
-    fret(fh, "MPI_File_read_all_begin", split_begin(fh, Split::ReadAll, || access(fh, false, At::Mine, buf, count as MPI_Count, datatype)))
+    fret(fh, "MPI_File_read_all_begin", split_begin(fh, Split::ReadAll, || access_all(fh, false, At::Mine, buf, count as MPI_Count, datatype)))
 }
 
 pub unsafe fn MPI_File_read_all_end(fh: MPI_File, _buf: *mut c_void, status: *mut MPI_Status) -> c_int {
@@ -989,7 +1196,7 @@ pub unsafe fn MPI_File_read_all_end(fh: MPI_File, _buf: *mut c_void, status: *mu
 }
 
 pub unsafe fn MPI_File_read_all_c(fh: MPI_File, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-    blocking("MPI_File_read_all_c", fh, access(fh, false, At::Mine, buf, count, datatype), status)
+    blocking("MPI_File_read_all_c", fh, access_all(fh, false, At::Mine, buf, count, datatype), status)
 }
 
 pub unsafe fn MPI_File_iread_all_c(fh: MPI_File, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
@@ -997,11 +1204,11 @@ pub unsafe fn MPI_File_iread_all_c(fh: MPI_File, buf: *mut c_void, count: MPI_Co
 }
 
 pub unsafe fn MPI_File_read_all_begin_c(fh: MPI_File, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype) -> c_int {
-    fret(fh, "MPI_File_read_all_begin_c", split_begin(fh, Split::ReadAll, || access(fh, false, At::Mine, buf, count, datatype)))
+    fret(fh, "MPI_File_read_all_begin_c", split_begin(fh, Split::ReadAll, || access_all(fh, false, At::Mine, buf, count, datatype)))
 }
 
 pub unsafe fn MPI_File_read_at_all(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-    blocking("MPI_File_read_at_all", fh, access(fh, false, At::Offset(offset), buf, count as MPI_Count, datatype), status)
+    blocking("MPI_File_read_at_all", fh, access_all(fh, false, At::Offset(offset), buf, count as MPI_Count, datatype), status)
 }
 
 pub unsafe fn MPI_File_iread_at_all(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
@@ -1009,7 +1216,7 @@ pub unsafe fn MPI_File_iread_at_all(fh: MPI_File, offset: MPI_Offset, buf: *mut 
 }
 
 pub unsafe fn MPI_File_read_at_all_begin(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: c_int, datatype: MPI_Datatype) -> c_int {
-    fret(fh, "MPI_File_read_at_all_begin", split_begin(fh, Split::ReadAtAll, || access(fh, false, At::Offset(offset), buf, count as MPI_Count, datatype)))
+    fret(fh, "MPI_File_read_at_all_begin", split_begin(fh, Split::ReadAtAll, || access_all(fh, false, At::Offset(offset), buf, count as MPI_Count, datatype)))
 }
 
 pub unsafe fn MPI_File_read_at_all_end(fh: MPI_File, _buf: *mut c_void, status: *mut MPI_Status) -> c_int {
@@ -1017,7 +1224,7 @@ pub unsafe fn MPI_File_read_at_all_end(fh: MPI_File, _buf: *mut c_void, status: 
 }
 
 pub unsafe fn MPI_File_read_at_all_c(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-    blocking("MPI_File_read_at_all_c", fh, access(fh, false, At::Offset(offset), buf, count, datatype), status)
+    blocking("MPI_File_read_at_all_c", fh, access_all(fh, false, At::Offset(offset), buf, count, datatype), status)
 }
 
 pub unsafe fn MPI_File_iread_at_all_c(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
@@ -1025,7 +1232,7 @@ pub unsafe fn MPI_File_iread_at_all_c(fh: MPI_File, offset: MPI_Offset, buf: *mu
 }
 
 pub unsafe fn MPI_File_read_at_all_begin_c(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype) -> c_int {
-    fret(fh, "MPI_File_read_at_all_begin_c", split_begin(fh, Split::ReadAtAll, || access(fh, false, At::Offset(offset), buf, count, datatype)))
+    fret(fh, "MPI_File_read_at_all_begin_c", split_begin(fh, Split::ReadAtAll, || access_all(fh, false, At::Offset(offset), buf, count, datatype)))
 }
 
 pub unsafe fn MPI_File_read_ordered(fh: MPI_File, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
@@ -1097,7 +1304,7 @@ pub unsafe fn MPI_File_iwrite_shared_c(fh: MPI_File, buf: *const c_void, count: 
 }
 
 pub unsafe fn MPI_File_write_all(fh: MPI_File, buf: *const c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-    blocking("MPI_File_write_all", fh, access(fh, true, At::Mine, buf, count as MPI_Count, datatype), status)
+    blocking("MPI_File_write_all", fh, access_all(fh, true, At::Mine, buf, count as MPI_Count, datatype), status)
 }
 
 pub unsafe fn MPI_File_iwrite_all(fh: MPI_File, buf: *const c_void, count: c_int, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
@@ -1105,7 +1312,7 @@ pub unsafe fn MPI_File_iwrite_all(fh: MPI_File, buf: *const c_void, count: c_int
 }
 
 pub unsafe fn MPI_File_write_all_begin(fh: MPI_File, buf: *const c_void, count: c_int, datatype: MPI_Datatype) -> c_int {
-    fret(fh, "MPI_File_write_all_begin", split_begin(fh, Split::WriteAll, || access(fh, true, At::Mine, buf, count as MPI_Count, datatype)))
+    fret(fh, "MPI_File_write_all_begin", split_begin(fh, Split::WriteAll, || access_all(fh, true, At::Mine, buf, count as MPI_Count, datatype)))
 }
 
 pub unsafe fn MPI_File_write_all_end(fh: MPI_File, _buf: *const c_void, status: *mut MPI_Status) -> c_int {
@@ -1113,7 +1320,7 @@ pub unsafe fn MPI_File_write_all_end(fh: MPI_File, _buf: *const c_void, status: 
 }
 
 pub unsafe fn MPI_File_write_all_c(fh: MPI_File, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-    blocking("MPI_File_write_all_c", fh, access(fh, true, At::Mine, buf, count, datatype), status)
+    blocking("MPI_File_write_all_c", fh, access_all(fh, true, At::Mine, buf, count, datatype), status)
 }
 
 pub unsafe fn MPI_File_iwrite_all_c(fh: MPI_File, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
@@ -1121,11 +1328,11 @@ pub unsafe fn MPI_File_iwrite_all_c(fh: MPI_File, buf: *const c_void, count: MPI
 }
 
 pub unsafe fn MPI_File_write_all_begin_c(fh: MPI_File, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype) -> c_int {
-    fret(fh, "MPI_File_write_all_begin_c", split_begin(fh, Split::WriteAll, || access(fh, true, At::Mine, buf, count, datatype)))
+    fret(fh, "MPI_File_write_all_begin_c", split_begin(fh, Split::WriteAll, || access_all(fh, true, At::Mine, buf, count, datatype)))
 }
 
 pub unsafe fn MPI_File_write_at_all(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-    blocking("MPI_File_write_at_all", fh, access(fh, true, At::Offset(offset), buf, count as MPI_Count, datatype), status)
+    blocking("MPI_File_write_at_all", fh, access_all(fh, true, At::Offset(offset), buf, count as MPI_Count, datatype), status)
 }
 
 pub unsafe fn MPI_File_iwrite_at_all(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: c_int, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
@@ -1133,7 +1340,7 @@ pub unsafe fn MPI_File_iwrite_at_all(fh: MPI_File, offset: MPI_Offset, buf: *con
 }
 
 pub unsafe fn MPI_File_write_at_all_begin(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: c_int, datatype: MPI_Datatype) -> c_int {
-    fret(fh, "MPI_File_write_at_all_begin", split_begin(fh, Split::WriteAtAll, || access(fh, true, At::Offset(offset), buf, count as MPI_Count, datatype)))
+    fret(fh, "MPI_File_write_at_all_begin", split_begin(fh, Split::WriteAtAll, || access_all(fh, true, At::Offset(offset), buf, count as MPI_Count, datatype)))
 }
 
 pub unsafe fn MPI_File_write_at_all_end(fh: MPI_File, _buf: *const c_void, status: *mut MPI_Status) -> c_int {
@@ -1141,7 +1348,7 @@ pub unsafe fn MPI_File_write_at_all_end(fh: MPI_File, _buf: *const c_void, statu
 }
 
 pub unsafe fn MPI_File_write_at_all_c(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-    blocking("MPI_File_write_at_all_c", fh, access(fh, true, At::Offset(offset), buf, count, datatype), status)
+    blocking("MPI_File_write_at_all_c", fh, access_all(fh, true, At::Offset(offset), buf, count, datatype), status)
 }
 
 pub unsafe fn MPI_File_iwrite_at_all_c(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
@@ -1149,7 +1356,7 @@ pub unsafe fn MPI_File_iwrite_at_all_c(fh: MPI_File, offset: MPI_Offset, buf: *c
 }
 
 pub unsafe fn MPI_File_write_at_all_begin_c(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype) -> c_int {
-    fret(fh, "MPI_File_write_at_all_begin_c", split_begin(fh, Split::WriteAtAll, || access(fh, true, At::Offset(offset), buf, count, datatype)))
+    fret(fh, "MPI_File_write_at_all_begin_c", split_begin(fh, Split::WriteAtAll, || access_all(fh, true, At::Offset(offset), buf, count, datatype)))
 }
 
 pub unsafe fn MPI_File_write_ordered(fh: MPI_File, buf: *const c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
