@@ -129,6 +129,22 @@ fn error_classes_and_file_error_handlers() {
     }
 }
 
+/// Ranks split into two "hosts" that talk over TCP (`MPICORE_FAKE_HOSTS`):
+/// the file's internal messages (agreements, the aggregators' exchange, the
+/// ordered offsets) take the TCP transport, the shared file pointer its
+/// side file next to the data.
+#[test]
+fn io_across_fake_hosts() {
+    for (prog, n) in [("io_basic", 4), ("io_view", 5), ("io_shared", 4), ("io_errors", 3)] {
+        let exe = compile(prog, Compiler::Ours);
+        let dir = TempDir::new(&format!("hosts-{prog}"));
+        run(Launcher::Ours, n, &exe, &[&dir.arg()], &[("MPICORE_FAKE_HOSTS", "2")], T).assert_ok(&format!("{prog} OK on {n} ranks"));
+        if prog == "io_basic" {
+            check_basic_file(&dir, n);
+        }
+    }
+}
+
 /// Binaries compiled with Debian's `mpicc.mpich` (MPICH's `mpio.h`) run
 /// on this library, under our launcher and under hydra.
 #[test]
