@@ -791,3 +791,58 @@ pub fn barrier_done(w: &Win, k: u64) -> bool {
     let Some(locks) = w.shm_locks else { return true };
     (0..w.group.len()).all(|t| barrier_word(locks, t).load(std::sync::atomic::Ordering::Acquire) >= k)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_round_trip() {
+        let h = Hdr { kind: kind::ACC, op: MPI_SUM, basic: MPI_INT, reply: 7, addr: 0x1000, count: 3, extent: -16, epoch: 9 };
+        let runs = vec![(0isize, 4usize), (8, 4)];
+        let msg = encode(&h, &runs, &[&[1, 2, 3], &[4]]);
+        let (g, r, data) = decode(&msg).expect("decodes");
+        assert_eq!((g.kind, g.op, g.basic, g.reply, g.addr, g.count, g.extent, g.epoch), (kind::ACC, MPI_SUM, MPI_INT, 7, 0x1000, 3, -16, 9));
+        assert_eq!(r, runs);
+        assert_eq!(data, &[1, 2, 3, 4]);
+        assert_eq!(decode_epoch(&msg), 9);
+        assert!(decode(&msg[..HDR_LEN + 4]).is_none(), "a truncated message must not decode");
+    }
+
+    #[test]
+    fn span_of_strided_and_negative_extents() {
+        let runs = [(4isize, 4usize), (12, 4)];
+        let t = Target { addr: 0, count: 3, extent: 32, runs: &runs };
+        assert_eq!(t.span(), (4, 64 + 16));
+        let t = Target { addr: 0, count: 3, extent: -32, runs: &runs };
+        assert_eq!(t.span(), (4 - 64, 16));
+        let t = Target { addr: 0, count: 0, extent: 32, runs: &runs };
+        assert_eq!(t.span(), (0, 0));
+    }
+
+    #[test]
+    fn apply_accumulate_and_compare_and_swap() {
+        let mut mem = [1i32, 2, 3, 4];
+        let runs = [(0isize, 4usize), (8, 4)];
+        let t = Target { addr: mem.as_mut_ptr() as usize, count: 1, extent: 12, runs: &runs };
+        let data: Vec<u8> = [10i32, 30].iter().flat_map(|v| v.to_ne_bytes()).collect();
+        let h = Hdr { kind: kind::GACC, op: MPI_SUM, basic: MPI_INT, ..Default::default() };
+        let old = apply(&h, &t, 8, &data).unwrap().unwrap();
+        assert_eq!(old, [1i32, 3].iter().flat_map(|v| v.to_ne_bytes()).collect::<Vec<u8>>());
+        assert_eq!(mem, [11, 2, 33, 4]);
+        // Compare-and-swap of one int: swaps only when the compare value matches.
+        let one = [(0isize, 4usize)];
+        let t = Target { addr: mem.as_mut_ptr() as usize + 4, count: 1, extent: 4, runs: &one };
+        let h = Hdr { kind: kind::CAS, op: MPI_REPLACE, basic: MPI_INT, ..Default::default() };
+        let mut cas: Vec<u8> = 99i32.to_ne_bytes().to_vec();
+        cas.extend_from_slice(&5i32.to_ne_bytes());
+        assert_eq!(apply(&h, &t, 4, &cas).unwrap().unwrap(), 2i32.to_ne_bytes());
+        assert_eq!(mem[1], 2, "compare value 5 differs from 2: no swap");
+        cas[4..].copy_from_slice(&2i32.to_ne_bytes());
+        apply(&h, &t, 4, &cas).unwrap();
+        assert_eq!(mem[1], 99);
+        // An operation the type does not support is refused.
+        let h = Hdr { kind: kind::ACC, op: MPI_MAXLOC, basic: MPI_INT, ..Default::default() };
+        assert_eq!(apply(&h, &t, 4, &cas[..4]).unwrap_err().class, MPI_ERR_OP);
+    }
+}
