@@ -25,10 +25,19 @@ fn control_variables_listed_read_and_set_through_the_environment() {
         assert!(r.stdout.contains("running: cvar MPICORE_EAGER_LIMIT = 4096\n"), "{r}");
         assert!(r.stdout.contains("running: cvar MPICORE_BIND = "), "{r}");
         assert!(r.stdout.contains("running: cvar MPICORE_COLL_ALLREDUCE = \"auto\"\n"), "{r}");
-        assert!(r.stdout.contains("category mpicore_p2p: MPICORE_EAGER_LIMIT MPICORE_RING_SIZE |"), "{r}");
+        assert!(r.stdout.contains("running: cvar MPICORE_ASYNC_PROGRESS = 1\n"), "{r}");
+        assert!(r.stdout.contains("category mpicore_p2p: MPICORE_EAGER_LIMIT MPICORE_RING_SIZE MPICORE_NO_CMA |"), "{r}");
     }
     // Other knobs set through the environment read back as set.
-    let env = [EAGER, ("MPICORE_BIND", "none"), ("MPICORE_SPIN_US", "123"), ("MPICORE_COLL_BCAST", "linear"), ("MPICORE_COLL_SEGMENT", "8192")];
+    let env = [
+        EAGER,
+        ("MPICORE_BIND", "none"),
+        ("MPICORE_SPIN_US", "123"),
+        ("MPICORE_COLL_BCAST", "linear"),
+        ("MPICORE_COLL_SEGMENT", "8192"),
+        ("MPICORE_NO_CMA", "1"),
+        ("MPICORE_ASYNC_PROGRESS", "off"),
+    ];
     let r = run(Launcher::Ours, 2, &exe, &[], &env, T);
     r.assert_ok("mpit_vars OK on 2 ranks");
     for line in [
@@ -36,6 +45,8 @@ fn control_variables_listed_read_and_set_through_the_environment() {
         "cvar MPICORE_SPIN_US = 123",
         "cvar MPICORE_COLL_BCAST = \"linear\"",
         "cvar MPICORE_COLL_SEGMENT = 8192",
+        "cvar MPICORE_NO_CMA = 1",
+        "cvar MPICORE_ASYNC_PROGRESS = 0",
     ] {
         assert!(r.stdout.contains(&format!("running: {line}\n")), "no `{line}`: {r}");
     }

@@ -284,12 +284,18 @@ pub(crate) fn start_persistent(st: &mut State, i: u32, s: SharedSched) -> MpiRes
 /// The progress thread, once started.
 static PROGRESS: std::sync::OnceLock<Option<std::thread::Thread>> = std::sync::OnceLock::new();
 
+/// Whether `MPICORE_ASYNC_PROGRESS` leaves the progress thread of the
+/// nonblocking collectives on (`0`, `no`, `off` or `none` turn it off).
+pub fn async_progress_requested() -> bool {
+    !matches!(std::env::var("MPICORE_ASYNC_PROGRESS").as_deref(), Ok("0" | "no" | "off" | "none"))
+}
+
 /// Wakes (starting it the first time) the thread that advances active
 /// nonblocking collectives while the program computes.
 fn kick(st: &State) {
     let oversub = st.oversubscribed;
     let t = PROGRESS.get_or_init(|| {
-        if matches!(std::env::var("MPICORE_ASYNC_PROGRESS").as_deref(), Ok("0" | "no" | "off" | "none")) {
+        if !async_progress_requested() {
             return None;
         }
         std::thread::Builder::new().name("mpi-coll-progress".into()).spawn(move || progress_thread(oversub)).ok().map(|h| h.thread().clone())

@@ -1135,6 +1135,13 @@ impl Engine {
         self.eager_limit
     }
 
+    /// Whether rendezvous data of this host is read with
+    /// `process_vm_readv`: not when `MPICORE_NO_CMA` is set or the kernel
+    /// refused a read (the data then streams through the ring).
+    pub fn cma_enabled(&self) -> bool {
+        self.cma != Cma::Refused
+    }
+
     /// Bytes of each shared-memory ring of this node.
     pub fn ring_size(&self) -> usize {
         self.seg.ring_size
