@@ -60,6 +60,19 @@ int main(int argc, char **argv) {
         CHECK(fh == MPI_FILE_NULL, "a failed open set the handle");
     }
 
+    /* Views must agree on the etype's extent and the representation. */
+    if (size > 1) {
+        CHECK_RC(MPI_File_open(MPI_COMM_WORLD, exists, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh));
+        MPI_Datatype et = rank == 0 ? MPI_INT : MPI_DOUBLE;
+        EXPECT(MPI_File_set_view(fh, 0, et, et, "native", MPI_INFO_NULL), MPI_ERR_NOT_SAME);
+        EXPECT(MPI_File_set_view(fh, 0, MPI_INT, MPI_INT, rank == 0 ? "native" : "external32", MPI_INFO_NULL), MPI_ERR_NOT_SAME);
+        /* The view is unchanged: bytes. */
+        MPI_Offset bo;
+        CHECK_RC(MPI_File_get_byte_offset(fh, 3, &bo));
+        CHECK(bo == 3, "a failed set_view changed the view (byte offset %ld)", (long)bo);
+        CHECK_RC(MPI_File_close(&fh));
+    }
+
     /* Writing a read-only file. */
     CHECK_RC(MPI_File_open(MPI_COMM_WORLD, exists, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh));
     EXPECT(MPI_File_write_at(fh, 0, &v, 1, MPI_INT, &st), MPI_ERR_READ_ONLY);

@@ -129,6 +129,18 @@ fn error_classes_and_file_error_handlers() {
     }
 }
 
+/// Threads of every rank write through one handle at once (explicit
+/// offsets and the shared file pointer): every record exactly once.
+#[test]
+fn threads_share_a_file_handle() {
+    let exe = compile("io_threads", Compiler::Ours);
+    for n in [1, 2, 4] {
+        let dir = TempDir::new(&format!("threads{n}"));
+        run(Launcher::Ours, n, &exe, &[&dir.arg()], &[], T).assert_ok(&format!("io_threads OK on {n} ranks"));
+        assert!(dir.names().is_empty(), "files left: {:?}", dir.names());
+    }
+}
+
 /// Ranks split into two "hosts" that talk over TCP (`MPICORE_FAKE_HOSTS`):
 /// the file's internal messages (agreements, the aggregators' exchange, the
 /// ordered offsets) take the TCP transport, the shared file pointer its

@@ -546,11 +546,26 @@ pub unsafe fn MPI_File_set_view(
             }
             Ok(view)
         })();
-        let view = mine.as_ref().map(|_| ()).map_err(Clone::clone);
-        // All accesses in the old view are done once everybody is here;
-        // then rank 0 resets the shared file pointer, and nobody moves on
-        // before it has.
-        agree(&v, view)?;
+        // Everybody's outcome, etype extent and representation (which must
+        // be the same everywhere). All accesses in the old view are done
+        // once everybody is here; then rank 0 resets the shared file
+        // pointer, and nobody moves on before it has.
+        let mut msg = mine.as_ref().err().map_or(0, |e| e.class).to_ne_bytes().to_vec();
+        if let Ok(view) = &mine {
+            msg.extend_from_slice(&(view.etype.extent as i64).to_ne_bytes());
+            msg.extend_from_slice(view.datarep.as_bytes());
+        }
+        let all = v.allgather_vec(&msg)?;
+        mine.as_ref().map_err(Clone::clone)?;
+        for (r, m) in all.iter().enumerate() {
+            let class = c_int::from_ne_bytes(m[..4].try_into().unwrap());
+            if class != 0 {
+                bail!(class, "MPI_File_set_view failed at rank {r} of the file's group");
+            }
+            if m[4..] != msg[4..] {
+                bail!(MPI_ERR_NOT_SAME, "rank {r} of the file's group gives another etype extent or data representation");
+            }
+        }
         let reset = {
             let mut f = io::lock(&file);
             f.view = mine?;
