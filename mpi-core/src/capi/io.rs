@@ -205,8 +205,20 @@ unsafe fn open(comm: MPI_Comm, filename: *const c_char, amode: c_int, info: MPI_
         let mut reply = 0i32.to_ne_bytes().to_vec();
         let out = match SharedPtr::create(&path, init, one_host) {
             Ok((s, p)) => {
-                reply.push(1);
-                reply.extend_from_slice(p.as_os_str().as_bytes());
+                // Next to the data file: its name only, found next to the
+                // file each process names (paths may differ between
+                // processes); elsewhere: the whole path.
+                let beside = p.parent() == Some(io::dir_of(&path));
+                match (beside, p.file_name()) {
+                    (true, Some(name)) => {
+                        reply.push(2);
+                        reply.extend_from_slice(name.as_bytes());
+                    }
+                    _ => {
+                        reply.push(1);
+                        reply.extend_from_slice(p.as_os_str().as_bytes());
+                    }
+                }
                 (os, Some(s), None, Some(p))
             }
             Err(e) => {
@@ -223,9 +235,22 @@ unsafe fn open(comm: MPI_Comm, filename: *const c_char, amode: c_int, info: MPI_
         if class != 0 {
             bail!(class, "{} could not be opened at rank 0", path.display());
         }
-        let mine = io::open_path(&path, amode, false);
-        let (shared, shared_err) = if reply[4] == 1 {
-            match SharedPtr::open(std::path::Path::new(OsStr::from_bytes(&reply[5..]))) {
+        let mut mine = io::open_path(&path, amode, false);
+        // A file rank 0 just created may take a moment to show on a network
+        // file system.
+        for _ in 0..100 {
+            match &mine {
+                Err(e) if e.class == MPI_ERR_NO_SUCH_FILE && amode & MPI_MODE_CREATE != 0 => {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                    mine = io::open_path(&path, amode, false);
+                }
+                _ => break,
+            }
+        }
+        let side = OsStr::from_bytes(&reply[5..]);
+        let side = if reply[4] == 2 { io::dir_of(&path).join(side) } else { PathBuf::from(side) };
+        let (shared, shared_err) = if reply[4] != 0 {
+            match SharedPtr::open(&side) {
                 Ok(s) => (Some(s), None),
                 Err(e) => (None, Some(e)),
             }

@@ -122,6 +122,11 @@ fn ofd_lock(f: &OsFile, kind: c_int, from: i64, len: i64, what: &str) -> MpiResu
     }
 }
 
+/// The directory of file `path` (`.` for a bare name).
+pub fn dir_of(path: &Path) -> &Path {
+    path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."))
+}
+
 /// The shared file pointer of one open file: an 8-byte counter (in etypes
 /// of the current view) in a side file every process of the group opened,
 /// updated under an open-file-description lock, so it works wherever the
@@ -144,8 +149,7 @@ impl SharedPtr {
             u64::from_ne_bytes(b) ^ std::process::id() as u64
         };
         let name = format!(".{base}.mpicore-shfp-{tag:016x}");
-        let dir = data.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        let mut places = vec![dir.join(&name)];
+        let mut places = vec![dir_of(data).join(&name)];
         if local_ok {
             places.push(std::env::temp_dir().join(&name));
         }
