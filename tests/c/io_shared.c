@@ -94,6 +94,9 @@ int main(int argc, char **argv) {
     for (int r = 0; r < size; r++)
         for (int k = 0; k < K; k++) expect += r * 1000 + k;
     CHECK(count == size * K && total == expect, "read_shared gave %d records (sum %ld, expected %ld)", count, total, expect);
+    /* Reads at the end of the file moved the pointer no further. */
+    CHECK_RC(MPI_File_get_position_shared(fh, &pos));
+    CHECK(pos == (MPI_Offset)size * K * REC, "shared position %ld after reading to the end", (long)pos);
     CHECK_RC(MPI_File_close(&fh));
 
     /* 2. Ordered: rank r writes r + 1 records, in a view whose etype is a

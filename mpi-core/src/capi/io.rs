@@ -850,6 +850,16 @@ fn access(fh: MPI_File, write: bool, at: At, buf: *const c_void, count: MPI_Coun
             f.random_access()?;
             f.pos
         }
+        At::Shared if !write => {
+            // Under the pointer's lock: it moves by the whole etypes read
+            // (fewer than asked at the end of the file).
+            let esize = f.view.esize();
+            let done = f.shared()?.update(|cur| {
+                let done = transfer(&f, false, cur, &b)?;
+                Ok((cur + done as i64 / esize, done))
+            })?;
+            return Ok(status_of(done));
+        }
         At::Shared => f.shared()?.fetch_add(etypes)?,
     };
     let done = transfer(&f, write, start, &b)?;

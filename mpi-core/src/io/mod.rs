@@ -199,6 +199,16 @@ impl SharedPtr {
         r
     }
 
+    /// Runs `f` on the pointer's value with the pointer locked, and sets
+    /// it to what `f` returns first (for a read whose length is known only
+    /// after it: the pointer moves by what was read).
+    pub fn update<R>(&self, f: impl FnOnce(i64) -> MpiResult<(i64, R)>) -> MpiResult<R> {
+        self.lock(libc::F_WRLCK)?;
+        let r = self.load().and_then(f).and_then(|(v, out)| self.store(v).map(|()| out));
+        self.lock(libc::F_UNLCK)?;
+        r
+    }
+
     pub fn get(&self) -> MpiResult<i64> {
         self.lock(libc::F_RDLCK)?;
         let r = self.load();
