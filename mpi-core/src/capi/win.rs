@@ -625,9 +625,12 @@ fn check_op(st: &mut State, win: MPI_Win, o: &Op) -> MpiResult<Option<Checked>> 
         }
     }
     if !dynamic && bytes > 0 {
-        let runs = tdt.runs();
-        let tg = Target { addr: 0, count: tcount, extent: tdt.extent, runs: &runs };
-        let (lo, hi) = tg.span();
+        let (lo, hi) = if tdt.contig {
+            (0, bytes as isize)
+        } else {
+            let runs = tdt.runs();
+            Target { addr: 0, count: tcount, extent: tdt.extent, runs: &runs }.span()
+        };
         let at = o.disp.saturating_mul(peer.disp_unit as i64) as isize;
         if at + lo < 0 || at + hi > peer.size as isize {
             bail!(MPI_ERR_RMA_RANGE, "the access [{}, {}) lies outside target {t}'s window of {} bytes", at + lo, at + hi, peer.size);
