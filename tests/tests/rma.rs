@@ -73,12 +73,20 @@ fn window_attributes_names_and_errors() {
 }
 
 /// Ranks on two (fake) hosts: no shared window (MPI_ERR_RMA_SHARED), and
-/// RMA travels over TCP.
+/// RMA travels over TCP between hosts (direct transfers within one):
+/// fences, atomics, PSCW and locks.
 #[test]
 fn windows_across_hosts() {
+    let hosts = [("MPICORE_FAKE_HOSTS", "2")];
     let exe = compile("rma_attr", Compiler::Ours);
     for n in [2, 4] {
-        run(Launcher::Ours, n, &exe, &["split"], &[("MPICORE_FAKE_HOSTS", "2")], T).assert_ok(&format!("rma_attr split OK on {n} ranks"));
+        run(Launcher::Ours, n, &exe, &["split"], &hosts, T).assert_ok(&format!("rma_attr split OK on {n} ranks"));
+    }
+    for name in ["rma_fence", "rma_atomics", "rma_sync"] {
+        let exe = compile(name, Compiler::Ours);
+        for n in [2, 4] {
+            run(Launcher::Ours, n, &exe, &[], &hosts, T).assert_ok(&format!("{name} OK on {n} ranks"));
+        }
     }
 }
 
