@@ -4,7 +4,9 @@
 //! writes a synthetic stencil trace of about EVENTS rows (default 10^7) over
 //! RANKS ranks (default 64) into DIR unless it already holds one, then
 //! loads it, runs every analysis, builds the report, and prints the times,
-//! the throughput and the peak memory per event.
+//! the throughput and the peak memory per event. With `BENCH_REPORT_JSON=FILE`
+//! it also writes the JSON report (after the peak is measured), to compare
+//! the results of two versions.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -58,6 +60,10 @@ fn main() {
     let page = analyzers::html::render(&a.report(), Some(&analyzers::html::overview(&a)));
     let t4 = Instant::now();
     let rss = peak_rss_kib();
+    if let Some(out) = std::env::var_os("BENCH_REPORT_JSON") {
+        // The whole report, to check that a change leaves every result as it was.
+        std::fs::write(out, serde_json::to_string_pretty(&a.report()).expect("report as JSON")).expect("write the report");
+    }
     let secs = |a: Instant, b: Instant| (b - a).as_secs_f64();
     let total = secs(t0, t3);
     println!("rows                 {rows}");

@@ -14,10 +14,16 @@
 //! `get`, `iter`); the containers keep their records in order and index
 //! them like slices.
 
-use std::hash::{BuildHasher, Hash};
+use std::hash::Hash;
 
 use crate::model::{CallEv, P2p};
 use crate::FastMap;
+
+/// A key that can pick its slot of an [`Intern`]'s cache cheaply.
+pub trait Slot {
+    /// Any well-mixed function of the key.
+    fn mix(&self) -> u64;
+}
 
 /// Interns values into dense `u32` ids, with a small direct-mapped cache
 /// in front of the map (a rank repeats a few calls and channels over and
@@ -31,7 +37,7 @@ struct Intern<K> {
 /// Slots of an interner's cache (a power of two).
 const CACHE: usize = 64;
 
-impl<K: Copy + Eq + Hash> Intern<K> {
+impl<K: Copy + Eq + Hash + Slot> Intern<K> {
     fn new() -> Intern<K> {
         Intern { map: FastMap::default(), cache: vec![None; CACHE] }
     }
@@ -46,7 +52,7 @@ impl<K: Copy + Eq + Hash> Intern<K> {
     /// The id of `k`, added to `table` if new.
     #[inline]
     fn id(&mut self, k: K, table: &mut Vec<K>) -> u32 {
-        let slot = (self.map.hasher().hash_one(k) >> 58) as usize & (CACHE - 1);
+        let slot = (k.mix() >> 58) as usize & (CACHE - 1);
         if let Some((ck, id)) = self.cache[slot] {
             if ck == k {
                 return id;
@@ -69,7 +75,7 @@ pub trait Layout {
     /// The record of one element.
     type Rec: Copy + std::fmt::Debug;
     /// What elements share.
-    type Key: Copy + Eq + Hash + std::fmt::Debug;
+    type Key: Copy + Eq + Hash + Slot + std::fmt::Debug;
     /// Splits an element into its shared part and its record (without the
     /// key's index yet).
     fn encode(x: Self::Item) -> (Self::Key, Self::Rec);
@@ -275,6 +281,17 @@ pub struct CallKey {
     long: i64,
 }
 
+/// Odd constant of the multiplicative mixes (2^64 / golden ratio).
+const MIX: u64 = 0x9e37_79b9_7f4a_7c15;
+
+impl Slot for CallKey {
+    #[inline]
+    fn mix(&self) -> u64 {
+        let a = self.name as u64 | (self.flags as u64) << 16 | (self.site as u64) << 32;
+        (a ^ (self.long as u64).rotate_left(29)).wrapping_mul(MIX)
+    }
+}
+
 impl Layout for CallLayout {
     type Item = CallEv;
     type Rec = CallRec;
@@ -356,6 +373,15 @@ pub struct Chan {
     tag: i32,
     /// The size when the record's is [`BIG`], else 0.
     big: i64,
+}
+
+impl Slot for Chan {
+    #[inline]
+    fn mix(&self) -> u64 {
+        let a = self.comm as u64 | (self.peer as u32 as u64) << 32;
+        let b = (self.tag as u32 as u64) ^ (self.big as u64).rotate_left(29);
+        (a.wrapping_mul(MIX) ^ b).wrapping_mul(MIX)
+    }
 }
 
 impl Layout for EndLayout {

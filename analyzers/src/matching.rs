@@ -172,11 +172,10 @@ fn group(ends: &[(u32, u32, u32)], len: usize, channels: usize) -> Grouped {
 struct PerReceiver {
     /// For each receive of the rank: its send.
     recv_to_send: Vec<MsgRef>,
-    /// Matched (send index, receive index) by sending rank.
-    by_sender: FastMap<u32, Vec<(u32, u32)>>,
     slack: FastMap<u32, i64>,
     violations: Vec<Violation>,
     count: u64,
+    count_matched: u64,
 }
 
 /// Matches every send with its receive.
@@ -221,10 +220,10 @@ pub fn match_messages(m: &Model) -> Matching {
         let rg = group(&recv_ends, rd.recvs.len(), ch.len());
         let mut out = PerReceiver {
             recv_to_send: vec![MsgRef::NONE; rd.recvs.len()],
-            by_sender: FastMap::default(),
             slack: FastMap::default(),
             violations: Vec::new(),
             count: 0,
+            count_matched: 0,
         };
         for c in 0..ch.len() {
             let so = &sg.order[sg.start[c] as usize..sg.start[c + 1] as usize];
@@ -239,7 +238,7 @@ pub fn match_messages(m: &Model) -> Matching {
                     std::cmp::Ordering::Equal => {
                         let sref = sends[so[a] as usize];
                         out.recv_to_send[ro[b] as usize] = sref;
-                        out.by_sender.entry(sref.rank).or_default().push((sref.idx, ro[b]));
+                        out.count_matched += 1;
                         let recv = &rd.recvs.at(ro[b] as usize);
                         let sr = &m.ranks[sref.rank as usize];
                         let send_start = sr.calls.t_start(sr.sends.post(sref.idx as usize) as usize);
@@ -270,20 +269,20 @@ pub fn match_messages(m: &Model) -> Matching {
         out
     });
     drop(by_dst);
-    // The other direction, in parallel over senders.
-    let send_to_recv = par_map(&all, |&s| {
-        let mut v = vec![MsgRef::NONE; m.ranks[s].sends.len()];
-        for (d, p) in per.iter().enumerate() {
-            for &(si, ri) in p.by_sender.get(&(s as u32)).into_iter().flatten() {
-                v[si as usize] = MsgRef { rank: d as u32, idx: ri };
+    // The other direction: each send is matched at most once, so one pass
+    // over the receives fills it (no second list of pairs is built).
+    let mut send_to_recv: Vec<Vec<MsgRef>> = m.ranks.iter().map(|r| vec![MsgRef::NONE; r.sends.len()]).collect();
+    for (d, p) in per.iter().enumerate() {
+        for (ri, sref) in p.recv_to_send.iter().enumerate() {
+            if sref.is_some() {
+                send_to_recv[sref.rank as usize][sref.idx as usize] = MsgRef { rank: d as u32, idx: ri as u32 };
             }
         }
-        v
-    });
+    }
     let mut res = Matching { send_to_recv, ..Default::default() };
     let s = &mut res.summary;
     for (d, p) in per.into_iter().enumerate() {
-        s.matched += p.by_sender.values().map(|v| v.len() as u64).sum::<u64>();
+        s.matched += p.count_matched;
         res.recv_to_send.push(p.recv_to_send);
         for (src, slack) in p.slack {
             res.pair_slack.insert((src, d as u32), slack);
