@@ -147,10 +147,26 @@ int main(int argc, char **argv) {
         int r, kk;
         CHECK(parse(in + k * REC, &r, &kk) && r == rank && kk == 100 + k, "second read_ordered record %d", k);
     }
+    /* At the end of the file: nothing read, the pointer stays. */
+    CHECK_RC(MPI_File_read_ordered(fh, in, mine, rect, &st));
+    MPI_Get_count(&st, rect, &n);
+    CHECK(n == 0, "read_ordered at the end of the file gave %d records", n);
+    CHECK_RC(MPI_File_get_position_shared(fh, &pos));
+    CHECK(pos == 2 * all_recs, "shared position %ld after reading at the end", (long)pos);
     /* SEEK_END / SEEK_CUR of the shared pointer, in records. */
     CHECK_RC(MPI_File_seek_shared(fh, -1, MPI_SEEK_END));
     CHECK_RC(MPI_File_get_position_shared(fh, &pos));
     CHECK(pos == 2 * all_recs - 1, "shared position %ld after SEEK_END", (long)pos);
+    /* One record left: rank 0 gets it (the last rank's last), the others
+     * nothing, and the pointer ends at the end of the file. */
+    CHECK_RC(MPI_File_read_ordered(fh, in, mine, rect, &st));
+    MPI_Get_count(&st, rect, &n);
+    int lastn = size > 8 ? 8 : size;
+    int r_, k_;
+    CHECK(n == (rank == 0 ? 1 : 0), "read_ordered of the last record: %d records", n);
+    CHECK(rank != 0 || (parse(in, &r_, &k_) && r_ == size - 1 && k_ == 100 + lastn - 1), "last record is r=%d k=%d", r_, k_);
+    CHECK_RC(MPI_File_get_position_shared(fh, &pos));
+    CHECK(pos == 2 * all_recs, "shared position %ld after the short read_ordered", (long)pos);
     CHECK_RC(MPI_File_close(&fh));
 
     MPI_Type_free(&rect);

@@ -1116,9 +1116,24 @@ fn ordered(fh: MPI_File, write: bool, buf: *const c_void, count: MPI_Count, data
         }
         base
     };
-    let f = io::lock(&file);
-    debug_assert!(n >= 0);
-    let done = transfer(&f, write, base + before, &b)?;
+    let (done, esize) = {
+        let f = io::lock(&file);
+        (transfer(&f, write, base + before, &b)?, f.view.esize())
+    };
+    if !write {
+        // A read that met the end of the file: the pointer ends after the
+        // last etype anybody read, not after everything asked.
+        let end = if done as i64 / esize < n { base + before + done as i64 / esize } else { -1 };
+        let ends: Vec<i64> = v.allgather_vec(&i64_bytes(end))?.iter().map(|b| bytes_i64(b)).collect();
+        if let Some(first_short) = ends.iter().position(|&e| e >= 0) {
+            if v.rank == 0 {
+                let r = io::lock(&file).shared().and_then(|s| s.set(ends[first_short]));
+                agree(&v, r)?;
+            } else {
+                agree(&v, Ok(()))?;
+            }
+        }
+    }
     Ok(status_of(done))
 }
 
