@@ -126,8 +126,11 @@ pub struct EnumDef {
 /// Values of `MPICORE_BIND`.
 pub static BIND_ENUM: EnumDef = EnumDef { name: "mpicore_bind", items: &[(0, "none"), (1, "core")] };
 
+/// Values of `MPICORE_PMI`: the protocol spoken with the launcher.
+pub static PMI_ENUM: EnumDef = EnumDef { name: "mpicore_pmi", items: &[(0, "singleton"), (1, "pmi1"), (2, "pmi2")] };
+
 /// Every enumeration, to validate handles.
-pub static ENUMS: &[&EnumDef] = &[&BIND_ENUM];
+pub static ENUMS: &[&EnumDef] = &[&BIND_ENUM, &PMI_ENUM];
 
 /// The enumeration a C handle points to, if it is one of ours.
 pub fn enum_of(p: *const std::ffi::c_void) -> ToolResult<&'static EnumDef> {
@@ -144,13 +147,13 @@ pub struct Category {
 }
 
 const CAT_P2P: usize = 1;
-const CAT_PROGRESS: usize = 2;
+const CAT_RUNTIME: usize = 2;
 const CAT_COLL: usize = 3;
 
 pub static CATEGORIES: &[Category] = &[
-    Category { name: "mpicore", desc: "Everything mpi-core exposes through MPI_T.", subcategories: &[CAT_P2P, CAT_PROGRESS, CAT_COLL] },
+    Category { name: "mpicore", desc: "Everything mpi-core exposes through MPI_T.", subcategories: &[CAT_P2P, CAT_RUNTIME, CAT_COLL] },
     Category { name: "mpicore_p2p", desc: "Point-to-point engine: protocols, shared-memory rings, traffic and matching queues.", subcategories: &[] },
-    Category { name: "mpicore_progress", desc: "How a waiting rank uses its CPU: spinning, yielding, binding.", subcategories: &[] },
+    Category { name: "mpicore_runtime", desc: "Start-up and waiting: the launcher protocol, how a waiting rank uses its CPU (spinning, yielding), binding, oversubscription.", subcategories: &[] },
     Category { name: "mpicore_coll", desc: "Collective algorithms and their size thresholds.", subcategories: &[] },
 ];
 
@@ -246,10 +249,10 @@ pub static CVARS: &[Cvar] = &[
     knob("MPICORE_NO_CMA", Ty::Int, CAT_P2P,
         "1 if rendezvous data is not read from the sender with process_vm_readv but streamed through the ring: MPICORE_NO_CMA is set, or the kernel refused a cross-process read. Before MPI_Init: whether it is set.",
         |st| Val::Int(st.map_or_else(|| env_flag("MPICORE_NO_CMA"), |s| !s.engine.cma_enabled()) as c_int)),
-    knob("MPICORE_SPIN_US", Ty::ULong, CAT_PROGRESS,
+    knob("MPICORE_SPIN_US", Ty::ULong, CAT_RUNTIME,
         "Microseconds a waiting rank busy-polls before it yields (default 2000, or 0 when ranks outnumber CPUs).",
         |st| Val::ULong(rt::backoff_policy(oversubscribed(st)).0)),
-    knob("MPICORE_YIELD_US", Ty::ULong, CAT_PROGRESS,
+    knob("MPICORE_YIELD_US", Ty::ULong, CAT_RUNTIME,
         "Microseconds a waiting rank then yields the CPU before it sleeps on its futex (default 5000, or 50 when ranks outnumber CPUs).",
         |st| Val::ULong(rt::backoff_policy(oversubscribed(st)).1)),
     Cvar {
@@ -257,11 +260,22 @@ pub static CVARS: &[Cvar] = &[
         desc: "CPU binding policy: core (each rank pinned to one CPU, when ranks do not outnumber CPUs) or none (MPICORE_BIND=none, 0, no or off).",
         ty: Ty::Int,
         scope: MPI_T_SCOPE_READONLY,
-        category: CAT_PROGRESS,
+        category: CAT_RUNTIME,
         enumtype: Some(&BIND_ENUM),
         source: Source::Runtime(|_| Val::Int(rt::binding_requested() as c_int)),
     },
-    knob("MPICORE_OVERSUBSCRIBED", Ty::Int, CAT_PROGRESS,
+    Cvar {
+        name: "MPICORE_PMI",
+        desc: "Protocol spoken with the launcher: pmi1, pmi2 (MPICORE_PMI=2, or Slurm's SLURM_MPI_TYPE=pmi2) or singleton (no launcher). Before MPI_Init: the protocol the environment asks for.",
+        ty: Ty::Int,
+        scope: MPI_T_SCOPE_READONLY,
+        category: CAT_RUNTIME,
+        enumtype: Some(&PMI_ENUM),
+        source: Source::Runtime(|st| {
+            Val::Int(st.map_or_else(|| if rt::pmi::wants_v2() { 2 } else { 1 }, |s| s.pmi.version()) as c_int)
+        }),
+    },
+    knob("MPICORE_OVERSUBSCRIBED", Ty::Int, CAT_RUNTIME,
         "1 if this host runs more of the job's ranks than it has CPUs (or MPICORE_OVERSUBSCRIBED is set): waiting ranks yield early.",
         |st| Val::Int(oversubscribed(st) as c_int)),
     Cvar {

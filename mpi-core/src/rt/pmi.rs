@@ -47,7 +47,7 @@ struct Conn {
 }
 
 /// Which wire protocol to speak, from the environment.
-fn wants_v2() -> bool {
+pub fn wants_v2() -> bool {
     match std::env::var("MPICORE_PMI").as_deref().map(str::trim) {
         Ok("2") | Ok("pmi2") => return true,
         Ok("1") | Ok("pmi1") => return false,
@@ -290,6 +290,15 @@ impl Pmi {
 
     pub fn is_singleton(&self) -> bool {
         self.conn.is_none()
+    }
+
+    /// The PMI version spoken with the launcher, 0 for a singleton.
+    pub fn version(&self) -> u8 {
+        match &self.conn {
+            None => 0,
+            Some(c) if c.v2 => 2,
+            Some(_) => 1,
+        }
     }
 
     pub fn put(&mut self, key: &str, value: &str) -> Result<(), PmiError> {
