@@ -39,6 +39,14 @@ fn point_to_point_over_tcp() {
 #[test]
 fn direct_receive_from_remote_peers() {
     over_tcp("p2p_direct", &[2, 4], "p2p_direct OK");
+    // The eager limit between hosts (64 KiB by default) moved: the 80000-byte
+    // message eager (read whole from the socket), or even 12 bytes by
+    // rendezvous.
+    let exe = compile("p2p_direct", Compiler::Ours);
+    for limit in ["100000", "8"] {
+        let env = [("MPICORE_FAKE_HOSTS", "2"), ("MPICORE_TCP_EAGER_LIMIT", limit)];
+        run(Launcher::Ours, 2, &exe, &[], &env, T).assert_ok("p2p_direct OK");
+    }
     let exe = compile("tcp_direct", Compiler::Ours);
     for env in [&[("MPICORE_FAKE_HOSTS", "2")][..], &[("MPICORE_FAKE_HOSTS", "2"), ("MPICORE_NO_CMA", "1")]] {
         run(Launcher::Ours, 4, &exe, &[], env, T).assert_ok("tcp_direct OK");

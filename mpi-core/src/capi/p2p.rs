@@ -115,11 +115,14 @@ fn send_now(st: &mut State, buf: *const u8, count: i64, datatype: MPI_Datatype, 
     let count = check_count(count)?;
     let dt = st.types.get(datatype)?;
     let bytes = dt.packed_size(count);
-    if !dt.contig || bytes > st.engine.eager_limit() {
+    if !dt.contig {
         return Ok(false);
     }
     let (ctx, src) = check_send(st, buf, count, &dt, dest, tag, comm)?;
     let dest_world = st.comms.get(comm)?.group[dest as usize];
+    if bytes > st.engine.eager_limit_to(dest_world) {
+        return Ok(false);
+    }
     st.engine.send_eager_now(&mut st.reqs, buf, bytes, dest_world, ctx, src, tag);
     Ok(true)
 }

@@ -836,7 +836,7 @@ impl Engine {
         let id = reqs.proto_id(ri);
         let sync = mode == Mode::Sync;
         reqs.get(ri).kind = Kind::Send(SendOp { dest_world, ctx, src, tag, rdv: None, cancel_pending: false });
-        if bytes <= self.eager_limit {
+        if bytes <= self.eager_limit_to(dest_world) {
             let mut hdr = MsgHdr { kind: kind::EAGER, src, tag, ctx, len: bytes as u64, ..Default::default() };
             if sync {
                 hdr.flags = FLAG_SYNC;
@@ -920,7 +920,7 @@ impl Engine {
     /// copied into the destination's queue, when this returns.
     #[allow(clippy::too_many_arguments, clippy::not_unsafe_ptr_arg_deref)]
     pub fn send_eager_now(&mut self, reqs: &mut ReqTable, buf: *const u8, bytes: usize, dest_world: usize, ctx: u32, src: i32, tag: i32) {
-        debug_assert!(bytes <= self.eager_limit);
+        debug_assert!(bytes <= self.eager_limit_to(dest_world));
         COUNTERS.sent(bytes);
         let hdr = MsgHdr { kind: kind::EAGER, src, tag, ctx, len: bytes as u64, ..Default::default() };
         // SAFETY: buf holds `bytes` contiguous bytes (checked by the caller).
@@ -1133,6 +1133,15 @@ impl Engine {
 
     pub fn eager_limit(&self) -> usize {
         self.eager_limit
+    }
+
+    /// Largest message sent eagerly to world rank `to`: to another host
+    /// the TCP transport's limit (see [`Tcp::eager_limit`]).
+    pub fn eager_limit_to(&self, to: usize) -> usize {
+        match &self.tcp {
+            Some(t) if self.is_remote(to) => t.eager_limit,
+            _ => self.eager_limit,
+        }
     }
 
     /// Whether rendezvous data of this host is read with

@@ -172,6 +172,11 @@ pub struct Tcp {
     switch: Vec<u8>,
     /// Set once this rank finalizes: peers closing is then expected.
     pub finalizing: bool,
+    /// Largest message sent eagerly to a rank on another host:
+    /// `MPICORE_TCP_EAGER_LIMIT`, 64 KiB by default (at most a record's
+    /// largest payload). Larger than in shared memory: the socket buffers
+    /// the data anyway, and a rendezvous costs a round trip between hosts.
+    pub eager_limit: usize,
     /// Streams fully written since the last `poll` (their send request ids).
     streamed: Vec<u64>,
     /// Buffers reused by every `poll`.
@@ -269,6 +274,11 @@ impl Tcp {
             retiring: Vec::new(),
             switch: vec![0; n],
             finalizing: false,
+            eager_limit: std::env::var("MPICORE_TCP_EAGER_LIMIT")
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(64 << 10)
+                .min(CHUNK),
             streamed: Vec::new(),
             arrivals: Arrivals::default(),
             fds: Vec::new(),
