@@ -2,7 +2,9 @@
  * the target (waiting in MPI_Barrier, which is where a target that needs
  * to enter MPI for progress makes it). Prints "case bytes microseconds"
  * per case: Put/Get/Accumulate + MPI_Win_flush under a shared lock (time to
- * remote completion), Fetch_and_op, an empty MPI_Win_fence, Put + fence.
+ * remote completion), Fetch_and_op, an empty MPI_Win_fence, Put + fence;
+ * first on a window of MPI_Win_allocate, then ("-create" cases) on one of
+ * MPI_Win_create over malloc'ed memory.
  * Each case runs for about `budget` seconds (argv[1], default 0.2). */
 #include <mpi.h>
 #include <stdio.h>
@@ -77,20 +79,28 @@ int main(int argc, char **argv) {
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     const int max = 1 << 16;
-    char *mem, *src = calloc(max, 1);
-    MPI_Win win;
-    MPI_Win_allocate(max, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win);
-    memset(mem, 0, max);
-    MPI_Barrier(MPI_COMM_WORLD);
-    passive("put", PUT, 8, src, win, rank);
-    passive("put", PUT, max, src, win, rank);
-    passive("get", GET, 8, src, win, rank);
-    passive("get", GET, max, src, win, rank);
-    passive("accumulate", ACC, 8, src, win, rank);
-    passive("fetch_and_op", FOP, 8, src, win, rank);
-    fence("fence", 0, src, win, rank);
-    fence("put+fence", 8, src, win, rank);
-    MPI_Win_free(&win);
+    char *mem, *src = calloc(max, 1), *user = calloc(max, 1);
+    for (int flavor = 0; flavor < 2; flavor++) {
+        MPI_Win win;
+        if (flavor == 0)
+            MPI_Win_allocate(max, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win);
+        else
+            MPI_Win_create(user, max, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+        MPI_Barrier(MPI_COMM_WORLD);
+        const char *sfx = flavor == 0 ? "" : "-create";
+        char name[64];
+#define CASE(n) (snprintf(name, sizeof name, "%s%s", n, sfx), name)
+        passive(CASE("put"), PUT, 8, src, win, rank);
+        passive(CASE("put"), PUT, max, src, win, rank);
+        passive(CASE("get"), GET, 8, src, win, rank);
+        passive(CASE("get"), GET, max, src, win, rank);
+        passive(CASE("accumulate"), ACC, 8, src, win, rank);
+        passive(CASE("fetch_and_op"), FOP, 8, src, win, rank);
+        fence(CASE("fence"), 0, src, win, rank);
+        fence(CASE("put+fence"), 8, src, win, rank);
+        MPI_Win_free(&win);
+    }
+    free(user);
     free(src);
     MPI_Finalize();
     return 0;

@@ -367,15 +367,7 @@ fn settle(win: MPI_Win) -> MpiResult<()> {
             Err(e) => Some(Err(e)),
         })?;
     }
-    let (view, sent, me) = rt::with(|st| {
-        let w = st.wins.get(win)?;
-        let (ctx, rank, group, sent) = (w.ctx, w.rank, w.group.clone(), w.sent.clone());
-        Ok((View::new(st, ctx + 1, rank, group)?, sent, rank))
-    })?;
-    let mine: Vec<u8> = sent.iter().flat_map(|v| v.to_ne_bytes()).collect();
-    let all = view.allgather_vec(&mine)?;
-    let expected: u64 = all.iter().map(|b| u64_of(b.get(me * 8..).unwrap_or(&[]))).sum();
-    let total: u64 = all.iter().flat_map(|b| b.chunks_exact(8).map(u64_of)).sum();
+    let (expected, total) = fence_counts(win)?;
     let messages = rt::block_on(|st| match st.wins.get_mut(win) {
         Ok(w) => {
             w.expected = expected;
@@ -387,9 +379,33 @@ fn settle(win: MPI_Win) -> MpiResult<()> {
     // when it gets to them; direct transfers of the next epoch (shared
     // memory, CMA) must not overtake them: all wait until all are applied.
     if messages {
-        view.allreduce_u32(0, |a, b| a.max(b))?;
+        fence_counts(win)?;
     }
     Ok(())
+}
+
+/// One round of messages between all members of `win`: returns how many
+/// operations were sent to this process by message, and how many by all
+/// processes to all, since the window was made.
+fn fence_counts(win: MPI_Win) -> MpiResult<(u64, u64)> {
+    let n = rt::with(|st| Ok(st.wins.get(win)?.size_n()))?;
+    let mut bufs = vec![[0u8; 16]; n];
+    let (ids, me, own, total) = rt::with(|st| {
+        let State { wins, engine, reqs, .. } = st;
+        let w = wins.get(win)?;
+        let ids = win::fence_round(engine, reqs, w, &mut bufs);
+        Ok((ids, w.rank, w.sent[w.rank], w.sent.iter().sum::<u64>()))
+    })?;
+    rt::block_on(|st| {
+        ids.iter().all(|&i| st.reqs.get(i).done).then(|| {
+            for &i in &ids {
+                st.reqs.release(i);
+            }
+        })
+    })?;
+    let others = bufs.iter().enumerate().filter(|&(r, _)| r != me);
+    let expected = own + others.clone().map(|(_, b)| u64_of(&b[..8])).sum::<u64>();
+    Ok((expected, total + others.map(|(_, b)| u64_of(&b[8..])).sum::<u64>()))
 }
 
 pub unsafe fn MPI_Win_free(win: *mut MPI_Win) -> c_int {

@@ -475,6 +475,34 @@ pub fn post_reply(engine: &mut Engine, reqs: &mut ReqTable, w: &Win, from: usize
     i
 }
 
+/// Tag of the fence's count exchange (on `ctx + 1`; the window's other
+/// collectives there use tags from `TAG_BASE` of `capi/agree.rs` on).
+const TAG_FENCE: i32 = 1;
+
+/// Starts one round of a fence: posts a receive of 16 bytes from every
+/// other member into `bufs[r]` and sends each member `r` the operations
+/// this process sent it by message and its total. Returns the receives.
+pub fn fence_round(engine: &mut Engine, reqs: &mut ReqTable, w: &Win, bufs: &mut [[u8; 16]]) -> Vec<u32> {
+    let total: u64 = w.sent.iter().sum();
+    let mut ids = Vec::with_capacity(w.group.len());
+    for (r, b) in bufs.iter_mut().enumerate().filter(|&(r, _)| r != w.rank) {
+        let op = RecvOp { buf: b.as_mut_ptr(), dt: w.bytes.clone(), ctx: w.ctx + 1, src: r as i32, tag: TAG_FENCE, cap: 16, stream: None };
+        let i = reqs.alloc(Request::new(Kind::Recv(op), MPI_COMM_WORLD));
+        engine.start_recv(reqs, i);
+        ids.push(i);
+    }
+    for r in (0..w.group.len()).filter(|&r| r != w.rank) {
+        let mut card = [0u8; 16];
+        card[..8].copy_from_slice(&w.sent[r].to_ne_bytes());
+        card[8..].copy_from_slice(&total.to_ne_bytes());
+        // 16 bytes leave eagerly: the request is done at once.
+        let i = reqs.alloc(Request::new(Kind::Null, MPI_COMM_WORLD));
+        engine.start_send(reqs, i, card.as_ptr(), 16, &w.bytes, w.group[r], w.ctx + 1, w.rank as i32, TAG_FENCE, Mode::Standard);
+        ids.push(i);
+    }
+    ids
+}
+
 /// Sends request `msg` to `target` and tracks it until it has left.
 pub fn send_request(st: &mut State, win: MPI_Win, target: usize, msg: Vec<u8>) -> MpiResult<()> {
     let State { wins, engine, reqs, .. } = st;
