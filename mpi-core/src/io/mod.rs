@@ -306,19 +306,25 @@ impl File {
 
     /// Writes `data` at stream byte `start` of the view.
     pub fn write_stream(&self, start: i64, data: &[u8]) -> MpiResult<()> {
-        let segs = self.view.segments(start, data.len() as i64);
-        let span = span_of(&segs);
+        let span = self.stream_span(start, data.len());
         if self.atomic {
             self.range_lock(libc::F_WRLCK, span.0, span.1)?;
         }
-        let mut at = 0usize;
         let mut r = Ok(());
-        for &(off, len) in &segs {
-            r = self.write_at(&data[at..at + len], off);
+        // In slices of the stream, so a very fragmented access never holds
+        // the list of all its file ranges at once.
+        for (k, part) in data.chunks(STREAM_SLICE).enumerate() {
+            let mut at = 0usize;
+            for (off, len) in self.view.segments(start + (k * STREAM_SLICE) as i64, part.len() as i64) {
+                r = self.write_at(&part[at..at + len], off);
+                if r.is_err() {
+                    break;
+                }
+                at += len;
+            }
             if r.is_err() {
                 break;
             }
-            at += len;
         }
         if self.atomic {
             self.range_lock(libc::F_UNLCK, span.0, span.1)?;
@@ -329,25 +335,49 @@ impl File {
     /// Reads stream bytes from `start` of the view into `out`; returns how
     /// many were read (fewer at the end of the file).
     pub fn read_stream(&self, start: i64, out: &mut [u8]) -> MpiResult<usize> {
-        let segs = self.view.segments(start, out.len() as i64);
-        let span = span_of(&segs);
+        let span = self.stream_span(start, out.len());
         if self.atomic {
             self.range_lock(libc::F_RDLCK, span.0, span.1)?;
         }
-        let r = self.read_pieces(&segs, out);
+        let mut r = Ok(0usize);
+        for (k, part) in out.chunks_mut(STREAM_SLICE).enumerate() {
+            let segs = self.view.segments(start + (k * STREAM_SLICE) as i64, part.len() as i64);
+            match self.read_pieces(&segs, part) {
+                Ok(got) => {
+                    // The stream ends at the first piece the file did not fill.
+                    let mut at = 0usize;
+                    let mut short = false;
+                    for (&(_, len), &g) in segs.iter().zip(&got) {
+                        at += g;
+                        if g < len {
+                            short = true;
+                            break;
+                        }
+                    }
+                    r = r.map(|n| n + at);
+                    if short {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    r = Err(e);
+                    break;
+                }
+            }
+        }
         if self.atomic {
             self.range_lock(libc::F_UNLCK, span.0, span.1)?;
         }
-        let got = r?;
-        // The stream ends at the first piece the file did not fill.
-        let mut at = 0usize;
-        for (&(_, len), &g) in segs.iter().zip(&got) {
-            at += g;
-            if g < len {
-                break;
-            }
+        r
+    }
+
+    /// First and last file byte (exclusive) of stream bytes
+    /// `[start, start + len)` (the view's positions never decrease).
+    fn stream_span(&self, start: i64, len: usize) -> (i64, i64) {
+        if len == 0 {
+            return (0, 0);
         }
-        Ok(at)
+        (self.view.byte_position(start), self.view.byte_position(start + len as i64 - 1) + 1)
     }
 
     /// Reads the file ranges `pieces` into `out`, one after the other
@@ -413,17 +443,14 @@ impl File {
     }
 }
 
+/// Stream bytes handled at a time by one access (bounds the list of file
+/// ranges it builds).
+const STREAM_SLICE: usize = 4 << 20;
 /// Largest hole between two pieces that one sieving read spans.
 const SIEVE_GAP: i64 = 64 << 10;
 /// Largest span one sieving read covers.
 const SIEVE_SPAN: i64 = 8 << 20;
 
-/// First and last byte (exclusive) of a list of ranges.
-fn span_of(segs: &[view::Segment]) -> (i64, i64) {
-    let from = segs.iter().map(|s| s.0).min().unwrap_or(0);
-    let to = segs.iter().map(|s| s.0 + s.1 as i64).max().unwrap_or(0);
-    (from, to)
-}
 
 // ---------------------------------------------------------------------------
 // The table of open files.
@@ -601,6 +628,24 @@ mod tests {
             assert_eq!(&out[9..11], &[198, 199]);
             assert_eq!(f.read_stream(10, &mut out[..4]).unwrap(), 4);
             assert_eq!(&out[..4], &[10, 11, 12, 13]);
+        }
+        {
+            // An access longer than one slice of the stream, in a view of
+            // 1 KiB blocks 2 KiB apart; the read back ends at the end of
+            // the file in the middle of a block.
+            let f = get(h).unwrap();
+            let mut f = lock(&f);
+            let byte = Arc::new(crate::rt::datatype::builtin(MPI_BYTE).unwrap());
+            let ft = Arc::new(crate::rt::datatype::hvector(1, 1024, 0, &byte).unwrap().resized(0, 2048).unwrap());
+            f.view = FileView::new(0, byte, ft, "native", true).unwrap();
+            let n = STREAM_SLICE + STREAM_SLICE / 2;
+            let data: Vec<u8> = (0..n).map(|i| (i % 251) as u8).collect();
+            f.write_stream(0, &data).unwrap();
+            assert_eq!(f.size().unwrap(), (n / 1024 * 2048 - 1024) as i64);
+            f.os.set_len((n / 1024 * 2048 - 1024 - 100) as u64).unwrap();
+            let mut back = vec![0u8; n];
+            assert_eq!(f.read_stream(0, &mut back).unwrap(), n - 100);
+            assert!(back[..n - 100] == data[..n - 100]);
         }
         assert!(remove(h).is_some());
         assert_eq!(get(h).err().map(|e| e.class), Some(MPI_ERR_FILE));
