@@ -129,6 +129,18 @@ fn error_classes_and_file_error_handlers() {
     }
 }
 
+/// With `MPI_ERRORS_ARE_FATAL` as the default file handler, a failed open
+/// ends the job with an error.
+#[test]
+fn fatal_file_error_handler_ends_the_job() {
+    let exe = compile("io_fatal", Compiler::Ours);
+    let dir = TempDir::new("fatal");
+    let r = run(Launcher::Ours, 2, &exe, &[&dir.arg()], &[], T);
+    assert!(r.code.is_some_and(|c| c != 0), "the job did not fail: {r}");
+    assert!(!r.stdout.contains("still running"), "the program went on after a fatal error: {r}");
+    assert!(r.stderr.contains("MPI_File_open"), "no message naming MPI_File_open: {r}");
+}
+
 /// Threads of every rank write through one handle at once (explicit
 /// offsets and the shared file pointer): every record exactly once.
 #[test]
