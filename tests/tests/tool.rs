@@ -27,7 +27,7 @@ fn control_variables_listed_read_and_set_through_the_environment() {
         assert!(r.stdout.contains("running: cvar MPICORE_COLL_ALLREDUCE = \"auto\"\n"), "{r}");
         assert!(r.stdout.contains("running: cvar MPICORE_ASYNC_PROGRESS = 1\n"), "{r}");
         assert!(r.stdout.contains("running: cvar MPICORE_PMI = pmi1 (mpicore_pmi)\n"), "{r}");
-        assert!(r.stdout.contains("category mpicore_p2p: MPICORE_EAGER_LIMIT MPICORE_RING_SIZE MPICORE_NO_CMA |"), "{r}");
+        assert!(r.stdout.contains("category mpicore_p2p: MPICORE_EAGER_LIMIT MPICORE_TCP_EAGER_LIMIT MPICORE_RING_SIZE MPICORE_NO_CMA |"), "{r}");
     }
     // Other knobs set through the environment read back as set.
     let env = [
@@ -39,6 +39,7 @@ fn control_variables_listed_read_and_set_through_the_environment() {
         ("MPICORE_NO_CMA", "1"),
         ("MPICORE_ASYNC_PROGRESS", "off"),
         ("MPICORE_PMI", "2"),
+        ("MPICORE_TCP_EAGER_LIMIT", "2000"),
     ];
     let r = run(Launcher::Ours, 2, &exe, &[], &env, T);
     r.assert_ok("mpit_vars OK on 2 ranks");
@@ -50,6 +51,7 @@ fn control_variables_listed_read_and_set_through_the_environment() {
         "cvar MPICORE_NO_CMA = 1",
         "cvar MPICORE_ASYNC_PROGRESS = 0",
         "cvar MPICORE_PMI = pmi2 (mpicore_pmi)",
+        "cvar MPICORE_TCP_EAGER_LIMIT = 2000",
     ] {
         assert!(r.stdout.contains(&format!("running: {line}\n")), "no `{line}`: {r}");
     }

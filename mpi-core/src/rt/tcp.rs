@@ -155,6 +155,12 @@ fn marker(k: u8) -> Item {
     Item::Bytes { buf: b.to_vec(), off: 0 }
 }
 
+/// The eager limit toward other hosts: `MPICORE_TCP_EAGER_LIMIT`, 64 KiB by
+/// default, at most a record's largest payload.
+pub fn configured_eager_limit() -> usize {
+    std::env::var("MPICORE_TCP_EAGER_LIMIT").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(64 << 10).min(CHUNK)
+}
+
 pub struct Tcp {
     me: usize,
     secret: Vec<u8>,
@@ -274,11 +280,7 @@ impl Tcp {
             retiring: Vec::new(),
             switch: vec![0; n],
             finalizing: false,
-            eager_limit: std::env::var("MPICORE_TCP_EAGER_LIMIT")
-                .ok()
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(64 << 10)
-                .min(CHUNK),
+            eager_limit: configured_eager_limit(),
             streamed: Vec::new(),
             arrivals: Arrivals::default(),
             fds: Vec::new(),
