@@ -886,6 +886,8 @@ struct Plan {
     b: Buf,
     /// The file ranges of its data, in stream order.
     segs: Vec<io::view::Segment>,
+    /// The `romio_cb_write` hint: 1 "enable", 2 "disable", 0 automatic.
+    choice: u8,
 }
 
 /// The collective forms (`_all`). Reads are each process's own (a strided
@@ -916,7 +918,13 @@ fn access_all(fh: MPI_File, write: bool, at: At, buf: *const c_void, count: MPI_
             return Ok(None);
         }
         let segs = f.view.segments(start * f.view.esize(), b.bytes() as i64);
-        Ok(Some(Plan { start, b, segs }))
+        // ROMIO's hint: "enable" aggregates always, "disable" never.
+        let choice = match crate::rt::info::get(&f.hints, "romio_cb_write") {
+            Some("enable") => 1,
+            Some("disable") => 2,
+            _ => 0,
+        };
+        Ok(Some(Plan { start, b, segs, choice }))
     })();
     // Everybody's eligibility, piece count and range decide, the same way
     // everywhere, whether to aggregate.
@@ -929,17 +937,21 @@ fn access_all(fh: MPI_File, write: bool, at: At, buf: *const c_void, count: MPI_
             (2, p.segs.len() as u64, lo, hi)
         }
     };
+    let choice = plan.as_ref().map_or(0, |p| p.as_ref().map_or(0, |p| p.choice));
     let mut msg = vec![flag];
     msg.extend_from_slice(&nseg.to_ne_bytes());
     msg.extend_from_slice(&lo.to_ne_bytes());
     msg.extend_from_slice(&hi.to_ne_bytes());
     msg.extend_from_slice(&(plan.as_ref().map_or(0, |p| p.as_ref().map_or(0, |p| p.b.bytes())) as u64).to_ne_bytes());
+    msg.push(choice);
     let all = v.allgather_vec(&msg)?;
     let field = |m: &[u8], k: usize| i64::from_ne_bytes(m[1 + 8 * k..9 + 8 * k].try_into().unwrap());
     let total: u64 = all.iter().map(|m| field(m, 0) as u64).sum();
     let bytes: u64 = all.iter().map(|m| field(m, 3) as u64).sum();
     let fragmented = total >= TWO_PHASE_MIN_PIECES * v.size() as u64 && bytes / total.max(1) < TWO_PHASE_MAX_PIECE;
-    if !all.iter().all(|m| m[0] == 2) || !fragmented {
+    // A process's hint decides for all: "disable" first, then "enable".
+    let aggregate = if all.iter().any(|m| m[33] == 2) { false } else { fragmented || all.iter().any(|m| m[33] == 1) };
+    if !all.iter().all(|m| m[0] == 2) || !aggregate || total == 0 {
         drop(plan);
         return access(fh, write, at, buf, count, datatype);
     }
