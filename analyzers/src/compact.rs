@@ -32,14 +32,18 @@ pub trait Slot {
 struct Intern<K> {
     map: FastMap<K, u32>,
     cache: Vec<Option<(K, u32)>>,
+    /// Counts misses, to pick the way a miss replaces.
+    victim: usize,
 }
 
-/// Slots of an interner's cache (a power of two).
-const CACHE: usize = 64;
+/// Slots of an interner's cache: 16 sets of [`WAYS`].
+const CACHE: usize = 16 * WAYS;
+/// Slots per set of an interner's cache.
+const WAYS: usize = 4;
 
 impl<K: Copy + Eq + Hash + Slot> Intern<K> {
     fn new() -> Intern<K> {
-        Intern { map: FastMap::default(), cache: vec![None; CACHE] }
+        Intern { map: FastMap::default(), cache: vec![None; CACHE], victim: 0 }
     }
     /// An interner that knows the entries of `table` already.
     fn of(table: &[K]) -> Intern<K> {
@@ -52,17 +56,19 @@ impl<K: Copy + Eq + Hash + Slot> Intern<K> {
     /// The id of `k`, added to `table` if new.
     #[inline]
     fn id(&mut self, k: K, table: &mut Vec<K>) -> u32 {
-        let slot = (k.mix() >> 58) as usize & (CACHE - 1);
-        if let Some((ck, id)) = self.cache[slot] {
-            if ck == k {
-                return id;
-            }
+        // 4-way set-associative: keys whose slots collide do not evict
+        // each other at once.
+        let set = (k.mix() >> 60) as usize * WAYS;
+        let ways = &mut self.cache[set..set + WAYS];
+        if let Some((_, id)) = ways.iter().flatten().find(|(ck, _)| *ck == k) {
+            return *id;
         }
         let id = *self.map.entry(k).or_insert_with(|| {
             table.push(k);
             table.len() as u32 - 1
         });
-        self.cache[slot] = Some((k, id));
+        self.victim = self.victim.wrapping_add(1);
+        ways[self.victim % WAYS] = Some((k, id));
         id
     }
 }
@@ -494,6 +500,18 @@ mod tests {
         c.push(CallEv { t_start: 99, t_end: 100, name: 11, flags: 0, site: 107 });
         assert_eq!(c.len(), 6);
         assert_eq!(c.last().map(|x| x.t_end), Some(100));
+    }
+
+    #[test]
+    fn many_keys_evicting_each_other_from_the_cache() {
+        // Far more distinct channels than cache slots, revisited in turn:
+        // every end must still read back exactly, each channel stored once.
+        let want: Vec<P2p> = (0..200_000u32)
+            .map(|i| P2p { comm: 0, peer: (i % 97) as i32, tag: (i % 1000) as i32, seq: i, bytes: 8, post: i, done: i })
+            .collect();
+        let e: Ends = want.iter().copied().collect();
+        assert_eq!(e.iter().collect::<Vec<_>>(), want);
+        assert_eq!(e.table.len(), 97 * 1000);
     }
 
     #[test]
