@@ -142,3 +142,47 @@ fn sites_in_a_module_that_is_gone_are_named_by_offset_and_reported_once() {
     assert_eq!(ls.sites[0].site, "app+0x200");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Values at and beyond the limits of the compact model's narrow fields
+/// (32-bit durations and sizes, escaped to per-rank tables) come through
+/// loading, from memory and from Parquet, exactly.
+#[test]
+fn values_beyond_the_compact_fields_are_exact() {
+    const S: i64 = 1_000_000_000;
+    let u32max = u32::MAX as i64;
+    let sizes = [0, u32max - 2, u32max - 1, u32max, u32max + 1, 5 << 30, 1 << 40];
+    let mut t = SynthTrace::new(2);
+    let mut at = 10 * MS;
+    for (k, &b) in sizes.iter().enumerate() {
+        t.send(0, 1, i32::MAX - k as i32, b, at, at + 1000, 0x100);
+        t.recv(1, 0, i32::MAX - k as i32, b, at, at + 2000, 0x200);
+        at += MS;
+    }
+    // Calls lasting just below, at and above 2^32 ns, and one of 10 s
+    // whose receiver waits 6 s for a late sender.
+    for (k, d) in [u32max - 1, u32max, u32max + 1].into_iter().enumerate() {
+        t.call(0, "MPI_Barrier", at, at + d, 0x300 + k as u64);
+        at += d;
+    }
+    t.recv(1, 0, 5, 8, at, at + 10 * S, 0x210);
+    t.send(0, 1, 5, 8, at + 6 * S, at + 6 * S + 1000, 0x110);
+    t.finalize(at + 11 * S);
+    let dir = tmp("limits");
+    t.write(&dir).unwrap();
+    for m in [t.model(), analyzers::load(&dir).unwrap()] {
+        let got: Vec<i64> = m.ranks[1].recvs.iter().map(|p| p.bytes).collect();
+        let want: Vec<i64> = sizes.iter().copied().chain([8]).collect();
+        assert_eq!(got, want);
+        assert_eq!(m.ranks[0].sends.iter().map(|p| p.tag).take(2).collect::<Vec<_>>(), vec![i32::MAX, i32::MAX - 1]);
+        let d: Vec<i64> = m.ranks[0].calls.iter().filter(|c| m.name(c.name) == "MPI_Barrier").map(|c| c.duration()).collect();
+        assert_eq!(d, vec![u32max - 1, u32max, u32max + 1]);
+        let a = analyze(m);
+        assert_eq!(a.matching.summary.matched, sizes.len() as u64 + 1);
+        assert_eq!(a.matrix.bytes[1], sizes.iter().sum::<i64>() + 8);
+        let barrier = a.profile.calls.iter().find(|c| c.name == "MPI_Barrier").unwrap();
+        assert_eq!(barrier.time_ns, 3 * u32max);
+        let ls = a.waits.states.get(analyzers::waitstates::PatternKind::LateSender).unwrap();
+        assert_eq!(ls.time_ns, 6 * S);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
