@@ -51,21 +51,24 @@ trap 'rm -rf "$W"' EXIT
 mkdir "$W/lib"
 cp "$B/libmpi.so" "$B/mpirun" "$W/lib/"
 ln -s libmpi.so "$W/lib/libmpi.so.12"
-"$B/mpicc" -O2 -o "$W/pp.ours" tests/bench/pingpong.c -Wl,-rpath,"$W/lib"
+for prog in pingpong tcp_lat; do
+  "$B/mpicc" -O2 -o "$W/$prog.ours" "tests/bench/$prog.c" -Wl,-rpath,"$W/lib"
+  mpicc.mpich -O2 -o "$W/$prog.mpich" "tests/bench/$prog.c"
+  mpicc.openmpi -O2 -o "$W/$prog.ompi" "tests/bench/$prog.c"
+done
 PRIO=()
 [ -z "${NICE:-}" ] || PRIO=(nice -n "$NICE")
-mpicc.mpich -O2 -o "$W/pp.mpich" tests/bench/pingpong.c
-mpicc.openmpi -O2 -o "$W/pp.ompi" tests/bench/pingpong.c
+LATN=$((5000 / SCALE))
 
-run() { # impl
+run() { # impl program argument
   case $1 in
     ours) timeout 600 "${PRIO[@]}" "$W/lib/mpirun" -launcher-exec "$AGENT" -host mpins1,mpins2 -n 2 \
-            -genv MPICORE_BIND none "$W/pp.ours" "$SCALE" ;;
+            -genv MPICORE_BIND none "$W/$2.ours" "$3" ;;
     mpich) timeout 600 "${PRIO[@]}" mpiexec.mpich -launcher ssh -launcher-exec "$AGENT" -iface mpibr0 -hosts mpins1,mpins2 -n 2 \
-             -genv UCX_TLS tcp,self -genv UCX_NET_DEVICES eth0 "$W/pp.mpich" "$SCALE" ;;
+             -genv UCX_TLS tcp,self -genv UCX_NET_DEVICES eth0 "$W/$2.mpich" "$3" ;;
     ompi) timeout 600 "${PRIO[@]}" mpirun.openmpi --allow-run-as-root --bind-to none --mca plm_rsh_agent "$AGENT" \
             -H mpins1,mpins2 -np 2 --mca btl tcp,self --mca btl_tcp_if_include 10.77.0.0/24 \
-            --mca oob_tcp_if_include 10.77.0.0/24 "$W/pp.ompi" "$SCALE" ;;
+            --mca oob_tcp_if_include 10.77.0.0/24 "$W/$2.ompi" "$3" ;;
   esac
 }
 link_bytes() { echo $(($(cat "$LINK/rx_bytes") + $(cat "$LINK/tx_bytes"))); }
@@ -74,13 +77,13 @@ iters=$((400 / SCALE > 10 ? 400 / SCALE : 10))
 min_bytes=$((4194304 * 2 * iters))
 
 echo "tcp.sh: start $(date -u '+%F %H:%M') UTC, load average $(cut -d' ' -f1-3 /proc/loadavg), REPS=$REPS SCALE=$SCALE NICE=${NICE:-}" >&2
-declare -A LAT MOVED
+declare -A LAT MOVED P10 P50
 IMPLS=(ours mpich ompi)
 for rep in $(seq "$REPS"); do
   for k in 0 1 2; do
     impl=${IMPLS[$(((rep + k) % 3))]}
     before=$(link_bytes)
-    if ! run "$impl" >"$W/out" 2>"$W/err"; then
+    if ! run "$impl" pingpong "$SCALE" >"$W/out" 2>"$W/err"; then
       echo "tcp.sh: $impl failed (run $rep):" >&2
       cat "$W/out" "$W/err" >&2
       exit 1
@@ -95,6 +98,16 @@ for rep in $(seq "$REPS"); do
       LAT[$impl,$size]="${LAT[$impl,$size]:-} $us"
     done <"$W/out"
     echo "tcp.sh: run $rep $impl: $(tr '\n' ' ' <"$W/out")" >&2
+    if ! run "$impl" tcp_lat "$LATN" >"$W/out" 2>"$W/err"; then
+      echo "tcp.sh: $impl failed (tcp_lat, run $rep):" >&2
+      cat "$W/out" "$W/err" >&2
+      exit 1
+    fi
+    while read -r size p10 p50; do
+      P10[$impl,$size]="${P10[$impl,$size]:-} $p10"
+      P50[$impl,$size]="${P50[$impl,$size]:-} $p50"
+    done <"$W/out"
+    echo "tcp.sh: run $rep $impl tcp_lat: $(tr '\n' ' ' <"$W/out")" >&2
   done
 done
 echo "tcp.sh: end $(date -u '+%F %H:%M') UTC, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
@@ -124,3 +137,17 @@ for size in 8 1024 65536 4194304; do
 done
 mb() { awk "BEGIN{printf \"%.0f\", $1 / 1e6}"; }
 echo "| MB over veth-mpins1 (last run) | $(mb "${MOVED[ours]}") | $(mb "${MOVED[mpich]}") | $(mb "${MOVED[ompi]}") | | |"
+echo
+echo "Single round trips (tests/bench/tcp_lat.c, $LATN per size and run): 10th percentile and median of half round trips in us, each the median over the runs; ratios of the 10th percentiles."
+echo
+echo "| size | ours p10 / p50 | MPICH p10 / p50 | Open MPI p10 / p50 | ours/MPICH | ours/Open MPI |"
+echo "| --- | --- | --- | --- | --- | --- |"
+for size in 8 1024 65536; do
+  declare -A Q=() H=()
+  for impl in ours mpich ompi; do
+    Q[$impl]=$(median "${P10[$impl,$size]}")
+    H[$impl]=$(median "${P50[$impl,$size]}")
+  done
+  pair() { printf '%.3f / %.3f' "${Q[$1]}" "${H[$1]}"; }
+  echo "| $size B | $(pair ours) | $(pair mpich) | $(pair ompi) | $(ratio "${Q[ours]}" "${Q[mpich]}") | $(ratio "${Q[ours]}" "${Q[ompi]}") |"
+done
