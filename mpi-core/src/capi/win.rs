@@ -132,6 +132,9 @@ fn shared_parts(view: &View, ctx: u32, size: usize, align: usize) -> MpiResult<O
 }
 
 /// Collective creation of a window of any flavor over `comm`.
+///
+/// # Safety
+/// `baseptr` is NULL or points to a `void *`; `newwin` to an `MPI_Win`.
 unsafe fn create_common(comm: MPI_Comm, info: MPI_Info, memory: Memory, size: MPI_Aint, disp_unit: MPI_Aint, baseptr: *mut c_void, newwin: *mut MPI_Win) -> MpiResult<()> {
     if newwin.is_null() {
         bail!(MPI_ERR_ARG, "win is a NULL pointer");
@@ -277,6 +280,9 @@ pub unsafe fn MPI_Win_create_dynamic(info: MPI_Info, comm: MPI_Comm, win: *mut M
 
 /// `MPI_Win_shared_query(_c)`: the part of `rank` (`MPI_PROC_NULL`: the
 /// first non-empty one); `put_du` writes the displacement unit.
+///
+/// # Safety
+/// `size` and `baseptr` are NULL or point to an `MPI_Aint` and a `void *`.
 unsafe fn shared_query(win: MPI_Win, rank: c_int, size: *mut MPI_Aint, baseptr: *mut c_void, put_du: impl FnOnce(usize) -> MpiResult<()>) -> MpiResult<()> {
     let p = rt::with(|st| {
         let w = st.wins.get(win)?;
@@ -339,6 +345,15 @@ pub unsafe fn MPI_Win_detach(win: MPI_Win, base: *const c_void) -> c_int {
         }
     });
     ret_win(win, "MPI_Win_detach", r)
+}
+
+/// After [`wait_local`]: the first error a target acknowledged since the
+/// last look.
+fn acked_error(win: MPI_Win) -> MpiResult<()> {
+    match rt::with(|st| Ok(st.wins.get_mut(win)?.ack_error.take()))? {
+        Some(e) => Err(MpiError::new(e, "an operation failed at its target (outside the target's window memory?)")),
+        None => Ok(()),
+    }
 }
 
 /// Waits until every operation this process started on `win` is complete here.
@@ -677,6 +692,10 @@ fn wait_grant(win: MPI_Win, t: usize) -> MpiResult<()> {
 }
 
 /// Starts one RMA operation; returns a request for the `MPI_R*` forms.
+///
+/// # Safety
+/// The buffers of `o` hold their counts of elements of their datatypes (the
+/// program's promise to MPI), until the operation completes.
 unsafe fn rma(win: MPI_Win, o: Op, want_req: bool) -> MpiResult<Option<u32>> {
     // Usually one step under the lock; a PSCW epoch may first wait for the
     // target's post (without the lock).
@@ -694,6 +713,12 @@ unsafe fn rma(win: MPI_Win, o: Op, want_req: bool) -> MpiResult<Option<u32>> {
     }
 }
 
+/// The operation checked by [`check_op`], under the lock: in place where
+/// the memory is reachable, else as a message.
+///
+/// # Safety
+/// As for [`rma`]; the target ranges were checked against the window
+/// (dynamic windows: by the target).
 unsafe fn start_op(st: &mut State, win: MPI_Win, o: &Op, c: &Checked, want_req: bool) -> MpiResult<Option<u32>> {
     let State { wins, engine, reqs, .. } = st;
     let w = wins.get_mut(win)?;
@@ -787,25 +812,39 @@ unsafe fn start_op(st: &mut State, win: MPI_Win, o: &Op, c: &Checked, want_req: 
             _ => (o.result, o.rcount as usize, c.rdt.clone().expect("result type checked")),
         };
         let ri = win::post_reply(engine, reqs, w, c.t, reply, buf, count, dt);
-        w.pending.push(Pending { id: reqs.proto_id(ri), owned: !want_req, keep: None });
+        w.pending.push(Pending { id: reqs.proto_id(ri), owned: !want_req, keep: None, ack: false });
         if want_req {
             user = Some(ri);
         }
     }
-    let epoch = if w.fence_open && !w.passive(c.t) && w.start.is_none() { w.fences } else { 0 };
+    // In a passive-target epoch every operation by message is answered
+    // (data, or an acknowledgement for Put and Accumulate), so its reply
+    // tells that it is complete at the target: a flush then only waits for
+    // the replies and sends nothing.
+    let passive = w.passive(c.t);
+    if passive && reply == 0 {
+        reply = w.tag();
+        let mut code = vec![0u8; 4];
+        let ri = win::post_reply(engine, reqs, w, c.t, reply, code.as_mut_ptr(), 4, w.bytes_type());
+        w.pending.push(Pending { id: reqs.proto_id(ri), owned: true, keep: Some(code), ack: true });
+    }
+    let epoch = if w.fence_open && !passive && w.start.is_none() { w.fences } else { 0 };
     let h = Hdr { kind: o.kind, op: o.op, basic: c.basic, reply, addr, count: tcount as u64, extent: c.tdt.extent as i64, epoch };
     let msg = win::encode(&h, &runs, &[&data]);
     w.sent[c.t] += 1;
+    if passive {
+        w.flushed[c.t] += 1;
+    }
     match win::send_bytes(engine, reqs, w, c.t, win::TAG_REQ, &msg) {
         None => {}
         Some(si) if want_req && user.is_none() => {
             // The program's request completes with the send; it keeps the message.
-            w.pending.push(Pending { id: reqs.proto_id(si), owned: false, keep: None });
+            w.pending.push(Pending { id: reqs.proto_id(si), owned: false, keep: None, ack: false });
             let ui = reqs.alloc(Request::new(Kind::Null, MPI_COMM_WORLD));
             reqs.make_compound(ui, vec![si], Some(msg));
             user = Some(ui);
         }
-        Some(si) => w.pending.push(Pending { id: reqs.proto_id(si), owned: true, keep: Some(msg) }),
+        Some(si) => w.pending.push(Pending { id: reqs.proto_id(si), owned: true, keep: Some(msg), ack: false }),
     }
     if want_req && user.is_none() {
         user = Some(done_request(reqs));
@@ -1157,6 +1196,7 @@ pub unsafe fn MPI_Win_unlock(rank: c_int, win: MPI_Win) -> c_int {
         };
         wait_local(win)?;
         let r = if lt & NOCHECK_LOCK != 0 { finish_unlocked(win, &[t]) } else { control(win, &[t], kind::UNLOCK, lt) };
+        let r = r.and(acked_error(win));
         rt::with(|st| {
             let w = st.wins.get_mut(win)?;
             w.locks[t] = None;
@@ -1206,6 +1246,7 @@ pub unsafe fn MPI_Win_unlock_all(win: MPI_Win) -> c_int {
         wait_local(win)?;
         let all: Vec<usize> = (0..n).collect();
         let r = if nocheck { finish_unlocked(win, &all) } else { control(win, &all, kind::UNLOCK, MPI_LOCK_SHARED) };
+        let r = r.and(acked_error(win));
         rt::with(|st| {
             let w = st.wins.get_mut(win)?;
             w.lock_all = false;
@@ -1247,10 +1288,11 @@ fn flush(win: MPI_Win, rank: Option<c_int>, local: bool) -> MpiResult<()> {
         Ok(covered && w.local_done(reqs))
     })?;
     if idle {
-        return Ok(());
+        return acked_error(win);
     }
     let targets = flush_targets(win, rank)?;
     wait_local(win)?;
+    acked_error(win)?;
     if local {
         return Ok(());
     }

@@ -79,6 +79,9 @@ pub struct Pending {
     pub id: u64,
     pub owned: bool,
     pub keep: Option<Vec<u8>>,
+    /// The receive of a target's acknowledgement: `keep` receives the
+    /// error code of the operation.
+    pub ack: bool,
 }
 
 /// A request message being received at the target, applied in order.
@@ -121,6 +124,8 @@ pub struct Win {
     pub sent: Vec<u64>,
     pub flushed: Vec<u64>,
     pub pending: Vec<Pending>,
+    /// An error a target acknowledged, reported by the next flush or unlock.
+    pub ack_error: Option<c_int>,
     next_tag: i32,
     // The target side.
     /// Operations applied here (cumulative), and how many the last fence
@@ -192,6 +197,7 @@ impl Win {
             sent: vec![0; n],
             flushed: vec![0; n],
             pending: Vec::new(),
+            ack_error: None,
             next_tag: 1,
             applied: 0,
             expected: 0,
@@ -213,6 +219,11 @@ impl Win {
             bytes,
             attr_vals: Box::new((size as MPI_Aint, disp_unit as c_int, flavor, MPI_WIN_UNIFIED)),
         }
+    }
+
+    /// `MPI_BYTE`, the type of the library's own messages.
+    pub fn bytes_type(&self) -> Arc<Dtype> {
+        self.bytes.clone()
     }
 
     pub fn size_n(&self) -> usize {
@@ -243,7 +254,9 @@ impl Win {
 
     /// Nothing this process started is still in flight.
     pub fn local_done(&mut self, reqs: &mut ReqTable) -> bool {
-        collect(&mut self.pending, reqs);
+        if let Some(e) = collect(&mut self.pending, reqs) {
+            self.ack_error.get_or_insert(e);
+        }
         self.pending.is_empty()
     }
 
@@ -279,8 +292,9 @@ pub fn alloc_heap(size: usize) -> MpiResult<Mem> {
 }
 
 /// Forgets the pending operations that completed (releasing the requests
-/// the library owns).
-fn collect(pending: &mut Vec<Pending>, reqs: &mut ReqTable) {
+/// the library owns); returns the first error a target acknowledged.
+fn collect(pending: &mut Vec<Pending>, reqs: &mut ReqTable) -> Option<c_int> {
+    let mut err = None;
     pending.retain(|p| {
         let i = p.id as u32;
         let live = reqs.try_get(i).is_some() && reqs.proto_id(i) == p.id;
@@ -293,8 +307,15 @@ fn collect(pending: &mut Vec<Pending>, reqs: &mut ReqTable) {
         if p.owned {
             reqs.release(i);
         }
+        if let (true, Some(b)) = (p.ack, &p.keep) {
+            let code = rd::<4>(b, 0).map(c_int::from_ne_bytes).unwrap_or(MPI_ERR_INTERN);
+            if code != MPI_SUCCESS {
+                err.get_or_insert(code);
+            }
+        }
         false
     });
+    err
 }
 
 /// All windows of this process (slots are reused, as handles may be).
@@ -327,7 +348,13 @@ impl Wins {
         Self::index(h).and_then(|i| self.slots.get_mut(i)).and_then(Option::as_mut).ok_or_else(|| bad_win(h))
     }
     pub fn remove(&mut self, h: MPI_Win) -> MpiResult<Win> {
-        Self::index(h).and_then(|i| self.slots.get_mut(i)).and_then(Option::take).ok_or_else(|| bad_win(h))
+        let w = Self::index(h).and_then(|i| self.slots.get_mut(i)).and_then(Option::take).ok_or_else(|| bad_win(h))?;
+        // Free slots at the end go, so a process without windows has
+        // nothing for the progress hook to look at.
+        while self.slots.last().is_some_and(Option::is_none) {
+            self.slots.pop();
+        }
+        Ok(w)
     }
     pub fn live(&self) -> usize {
         self.slots.iter().filter(|s| s.is_some()).count()
@@ -509,7 +536,7 @@ pub fn send_request(st: &mut State, win: MPI_Win, target: usize, msg: Vec<u8>) -
     let w = wins.get_mut(win)?;
     if let Some(i) = send_bytes(engine, reqs, w, target, TAG_REQ, &msg) {
         let id = reqs.proto_id(i);
-        w.pending.push(Pending { id, owned: true, keep: Some(msg) });
+        w.pending.push(Pending { id, owned: true, keep: Some(msg), ack: false });
     }
     Ok(())
 }
@@ -642,16 +669,19 @@ fn handle(w: &mut Win, engine: &mut Engine, reqs: &mut ReqTable, src: usize, msg
             let lo = t.addr as isize + lo;
             let hi = t.addr as isize + hi;
             let ok = bytes == 0 || lo < hi && lo >= 0 && in_window(w, lo as usize, hi as usize);
-            let out = if !ok {
-                w.errors[src] = MPI_ERR_RMA_RANGE;
-                None
-            } else {
-                match apply(&h, &t, bytes, data) {
-                    Ok(out) => out,
-                    Err(e) => {
-                        w.errors[src] = e.class;
-                        None
-                    }
+            let res = if ok { apply(&h, &t, bytes, data) } else { Err(MpiError::new(MPI_ERR_RMA_RANGE, "outside the window")) };
+            let acked = h.reply != 0 && matches!(h.kind, kind::PUT | kind::ACC);
+            if acked {
+                // An acknowledgement: the operation's error code.
+                let code = res.as_ref().err().map_or(MPI_SUCCESS, |e| e.class);
+                reply(w, engine, reqs, src, h.reply, code.to_ne_bytes().to_vec());
+                return;
+            }
+            let out = match res {
+                Ok(out) => out,
+                Err(e) => {
+                    w.errors[src] = e.class;
+                    None
                 }
             };
             if h.reply != 0 {
