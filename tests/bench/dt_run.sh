@@ -9,10 +9,17 @@
 #   tests/bench/dt_run.sh                                # full run
 #   QUICK=1 tests/bench/dt_run.sh                        # fewer iterations
 #   REPS=21 ONLY=pack_sub,unpack_sub tests/bench/dt_run.sh   # some cases
+#   CPU=1 ONLY=pack_sub,unpack_sub tests/bench/dt_run.sh # thread CPU time
+#   ROWS=1 tests/bench/dt_run.sh                         # also the copy floor
+#
+# ROWS=1 also runs tests/bench/dt_rows.c (no MPI): the rows of pack_sub /
+# unpack_sub copied by memcpy, rep movsb, AVX2 loops with and without
+# prefetch, non-temporal stores, and one flat memcpy of the 2 MiB.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 REPS=${REPS:-9}
-ONLY=${ONLY:-}
+ONLY=${ONLY:-all}
+CLOCK=$([ -n "${CPU:-}" ] && echo cpu || echo wall)
 SCALE=$([ -n "${QUICK:-}" ] && echo 10 || echo 1)
 cargo build --release -q -p mpi-core -p mpi-launcher
 B=${CARGO_TARGET_DIR:-$PWD/target}/release
@@ -28,9 +35,9 @@ for rep in $(seq "$REPS"); do
   for k in 0 1 2; do
     impl=${IMPLS[$(((rep + k) % 3))]}
     case $impl in
-      ours) out=$(timeout 300 "$B/mpirun" -n 2 "$W/ours" "$SCALE" $ONLY) ;;
-      mpich) out=$(timeout 300 mpiexec.mpich -n 2 "$W/mpich" "$SCALE" $ONLY) ;;
-      ompi) out=$(timeout 300 mpirun.openmpi --allow-run-as-root --oversubscribe -n 2 "$W/ompi" "$SCALE" $ONLY 2>/dev/null) ;;
+      ours) out=$(timeout 300 "$B/mpirun" -n 2 "$W/ours" "$SCALE" "$ONLY" "$CLOCK") ;;
+      mpich) out=$(timeout 300 mpiexec.mpich -n 2 "$W/mpich" "$SCALE" "$ONLY" "$CLOCK") ;;
+      ompi) out=$(timeout 300 mpirun.openmpi --allow-run-as-root --oversubscribe -n 2 "$W/ompi" "$SCALE" "$ONLY" "$CLOCK" 2>/dev/null) ;;
     esac
     while read -r name us; do
       [ -z "$name" ] && continue
@@ -43,9 +50,16 @@ done
 median() { tr ' ' '\n' <<< "$1" | grep . | sort -g | awk '{v[NR]=$1} END{printf "%.3f", NR % 2 ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
 least() { tr ' ' '\n' <<< "$1" | grep . | sort -g | head -1; }
 ratio() { awk "BEGIN{printf \"%.2f\", $1 / $2}"; }
-echo "| case (us per operation, median of $REPS (best)) | ours | MPICH | Open MPI | ours/MPICH | ours/Open MPI |"
+echo "| case (us per operation, $CLOCK clock, median of $REPS (best)) | ours | MPICH | Open MPI | ours/MPICH | ours/Open MPI |"
 echo "| --- | --- | --- | --- | --- | --- |"
 for c in "${CASES[@]}"; do
   o=$(median "${ALL[ours,$c]}"); m=$(median "${ALL[mpich,$c]}"); p=$(median "${ALL[ompi,$c]}")
   echo "| $c | $o ($(least "${ALL[ours,$c]}")) | $m ($(least "${ALL[mpich,$c]}")) | $p ($(least "${ALL[ompi,$c]}")) | $(ratio "$o" "$m") | $(ratio "$o" "$p") |"
 done
+if [ -n "${ROWS:-}" ]; then
+  cc -O2 -o "$W/rows" tests/bench/dt_rows.c
+  echo
+  echo "| row copy, no MPI (us, $CLOCK clock, median of 31 (best)) | time |"
+  echo "| --- | --- |"
+  "$W/rows" 31 "$CLOCK" | while read -r name med best; do echo "| $name | $med ($best) |"; done
+fi

@@ -376,7 +376,7 @@ unsafe fn strided_copy(gather: bool, strided: *mut u8, stride: isize, n: usize, 
         16 => kernel!(u128),
         2 => kernel!(u16),
         1 => kernel!(u8),
-        ROW_MIN..=ROW_MAX => rows::copy(gather, strided, stride, n, len, packed),
+        ROW_MIN..=ROW_MAX if gather => rows::copy(gather, strided, stride, n, len, packed),
         _ => memcpy_rows(gather, strided, stride, n, len, packed),
     }
 }
@@ -398,8 +398,8 @@ unsafe fn memcpy_rows(gather: bool, strided: *mut u8, stride: isize, n: usize, l
     }
 }
 
-/// Rows of `ROW_MIN..=ROW_MAX` bytes are copied by [`rows::copy`]; shorter
-/// and longer ones by `memcpy`, row by row.
+/// Packed rows of `ROW_MIN..=ROW_MAX` bytes are gathered by [`rows::copy`];
+/// shorter and longer ones, and every unpacked row, by `memcpy`, row by row.
 const ROW_MIN: usize = 128;
 const ROW_MAX: usize = 16 << 10;
 
@@ -411,7 +411,10 @@ const ROW_MAX: usize = 16 << 10;
 /// rows of 64 KiB are faster with `memcpy` (the hardware prefetcher keeps up
 /// within a long row, and a row-ahead prefetch leaves L1), hence `ROW_MAX`.
 /// Non-temporal stores lose (47 us) as long as the packed side fits the
-/// cache.
+/// cache. Unpacking (scattering rows) is not faster this way: `memcpy` per
+/// row took 31-32 us there, this loop 34-35 us, so only packing uses it
+/// (the kernel itself copies either way). Measured with
+/// `tests/bench/dt_rows.c`; details in BENCHMARKS.md.
 #[cfg(target_arch = "x86_64")]
 mod rows {
     use std::arch::x86_64::*;
