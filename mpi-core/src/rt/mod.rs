@@ -190,7 +190,22 @@ pub fn block_on<R>(mut f: impl FnMut(&mut State) -> Option<R>) -> MpiResult<R> {
             busy_out = st.engine.has_pending_out();
         }
         let_others_in();
-        backoff.snooze(busy_out, &mut |st: &mut State| f_ready(st));
+        // The last look before sleeping checks the caller's condition too:
+        // it can become true without message progress (a shared-memory
+        // collective's words, a helper thread completing a request), and a
+        // waiter that only looked for messages would sleep through it until
+        // the time-out. A result taken there is returned below.
+        let mut found = None;
+        backoff.snooze(busy_out, &mut |st: &mut State| {
+            if st.progress() {
+                return true;
+            }
+            found = f(st);
+            found.is_some()
+        });
+        if let Some(r) = found {
+            return Ok(r);
+        }
     }
 }
 
@@ -238,11 +253,6 @@ fn relax() {
     } else {
         std::hint::spin_loop();
     }
-}
-
-/// Whether a sleeping waiter should wake: anything arrived.
-fn f_ready(st: &mut State) -> bool {
-    st.progress()
 }
 
 /// How long a waiting rank spins, then yields before it sleeps, in
