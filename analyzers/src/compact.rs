@@ -25,29 +25,32 @@ pub trait Slot {
     fn mix(&self) -> u64;
 }
 
-/// Interns values into dense `u32` ids, with a small direct-mapped cache
+/// Interns values into dense `u32` ids, with a small set-associative cache
 /// in front of the map (a rank repeats a few calls and channels over and
 /// over).
 #[derive(Clone, Debug)]
 struct Intern<K> {
     map: FastMap<K, u32>,
-    cache: Vec<Option<(K, u32)>>,
+    cache: [[Option<(K, u32)>; WAYS]; SETS],
     /// Counts misses, to pick the way a miss replaces.
     victim: usize,
 }
 
-/// Slots of an interner's cache: 16 sets of [`WAYS`].
-const CACHE: usize = 16 * WAYS;
+/// Sets of an interner's cache (the top 4 bits of a key's mix pick one).
+const SETS: usize = 16;
 /// Slots per set of an interner's cache.
 const WAYS: usize = 4;
 
 impl<K: Copy + Eq + Hash + Slot> Intern<K> {
     fn new() -> Intern<K> {
-        Intern { map: FastMap::default(), cache: vec![None; CACHE], victim: 0 }
+        Intern { map: FastMap::default(), cache: [[None; WAYS]; SETS], victim: 0 }
     }
-    /// An interner that knows the entries of `table` already.
-    fn of(table: &[K]) -> Intern<K> {
-        let mut i = Intern::new();
+    /// An interner that knows the entries of `table` already (kept out of
+    /// line: its large frame would otherwise burden every lookup).
+    #[cold]
+    #[inline(never)]
+    fn boxed(table: &[K]) -> Box<Intern<K>> {
+        let mut i = Box::new(Intern::new());
         for (n, k) in table.iter().enumerate() {
             i.map.entry(*k).or_insert(n as u32);
         }
@@ -58,17 +61,21 @@ impl<K: Copy + Eq + Hash + Slot> Intern<K> {
     fn id(&mut self, k: K, table: &mut Vec<K>) -> u32 {
         // 4-way set-associative: keys whose slots collide do not evict
         // each other at once.
-        let set = (k.mix() >> 60) as usize * WAYS;
-        let ways = &mut self.cache[set..set + WAYS];
+        let ways = &self.cache[(k.mix() >> 60) as usize];
         if let Some((_, id)) = ways.iter().flatten().find(|(ck, _)| *ck == k) {
             return *id;
         }
+        self.miss(k, table)
+    }
+    #[cold]
+    #[inline(never)]
+    fn miss(&mut self, k: K, table: &mut Vec<K>) -> u32 {
         let id = *self.map.entry(k).or_insert_with(|| {
             table.push(k);
             table.len() as u32 - 1
         });
         self.victim = self.victim.wrapping_add(1);
-        ways[self.victim % WAYS] = Some((k, id));
+        self.cache[(k.mix() >> 60) as usize][self.victim % WAYS] = Some((k, id));
         id
     }
 }
@@ -176,7 +183,10 @@ impl<L: Layout> Packed<L> {
     fn encode(&mut self, x: L::Item) -> L::Rec {
         let (key, mut rec) = L::encode(x);
         let table = &mut self.table;
-        let intern = self.intern.get_or_insert_with(|| Box::new(Intern::of(table)));
+        let intern = match &mut self.intern {
+            Some(i) => i,
+            None => self.intern.insert(Intern::boxed(table)),
+        };
         L::set_key(&mut rec, intern.id(key, table));
         rec
     }
