@@ -1,7 +1,8 @@
 /* Synchronization: PSCW between pairs (and a star around rank 0, with
  * MPI_Win_test), exclusive-lock read-modify-write increments from every
  * rank (the final value is exact), lock_all + flush + flush_local,
- * shared locks, MPI_Win_sync. */
+ * shared locks, MPI_Win_sync, locks granted by a target blocked in
+ * MPI_Recv, MPI_MODE_NOCHECK. */
 #include "check.h"
 
 #define ROUNDS 10
@@ -109,7 +110,29 @@ int main(int argc, char **argv) {
         CHECK(v == ((t + size - 1) % size) * 1000 + ROUNDS - 1, "shared lock read of %d: %d", t, v);
     }
 
-    /* 6. MPI_MODE_NOCHECK (no conflicting locks by construction): the
+    /* 6. Passive-target progress inside an unrelated blocking call: rank 0
+     * waits in MPI_Recv for messages the others send only after their
+     * exclusive-lock epochs on rank 0 are over. */
+    buf[1] = 0;
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) {
+        for (int i = 1; i < size; i++) {
+            int from = -1;
+            MPI_Recv(&from, 1, MPI_INT, MPI_ANY_SOURCE, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+        CHECK(buf[1] == 3 * (size - 1), "increments while rank 0 sat in MPI_Recv: %d, want %d", buf[1], 3 * (size - 1));
+    } else {
+        for (int k = 0; k < 3; k++) {
+            int one = 1;
+            CHECK_RC(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win));
+            CHECK_RC(MPI_Accumulate(&one, 1, MPI_INT, 0, 1, 1, MPI_INT, MPI_SUM, win));
+            CHECK_RC(MPI_Win_unlock(0, win));
+        }
+        MPI_Send(&rank, 1, MPI_INT, 0, 99, MPI_COMM_WORLD);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* 7. MPI_MODE_NOCHECK (no conflicting locks by construction): the
      * writes are still complete at the target after the unlock. */
     MPI_Barrier(MPI_COMM_WORLD);
     CHECK_RC(MPI_Win_lock_all(MPI_MODE_NOCHECK, win));
