@@ -522,7 +522,7 @@ mod rows {
 /// Elsewhere: `memcpy` row by row.
 #[cfg(not(target_arch = "x86_64"))]
 mod rows {
-    pub use super::memcpy_rows as copy;
+    pub(super) use super::memcpy_rows as copy;
 }
 
 impl Sink for Gather {
