@@ -179,6 +179,26 @@ int main(int argc, char **argv) {
     CHECK(error_class(rc) == MPI_ERR_WIN, "fence on MPI_WIN_NULL: %d", error_class(rc));
     MPI_Errhandler_free(&eh);
 
+    /* Many windows of every flavor made and freed: memory stays flat. */
+    long rss0 = 0;
+    for (int i = 0; i < 1500; i++) {
+        if (i == 300) rss0 = test_rss_kb();
+        MPI_Win t;
+        void *p;
+        int small[4];
+        switch (i % 4) {
+        case 0: CHECK_RC(MPI_Win_create(small, sizeof small, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &t)); break;
+        case 1: CHECK_RC(MPI_Win_allocate(4096, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &p, &t)); break;
+        case 2: CHECK_RC(MPI_Win_allocate_shared(4096, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &p, &t)); break;
+        default: CHECK_RC(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &t)); break;
+        }
+        CHECK_RC(MPI_Win_fence(0, t));
+        CHECK_RC(MPI_Win_fence(0, t));
+        CHECK_RC(MPI_Win_free(&t));
+    }
+    long rss1 = test_rss_kb();
+    CHECK(rss1 - rss0 < 4096, "RSS grew from %ld to %ld kB over 1200 windows", rss0, rss1);
+
     CHECK_RC(MPI_Win_free(&win)); /* deleted += 100 */
     CHECK(deleted == 111, "delete callbacks after free: %d, want 111", deleted);
     CHECK_RC(MPI_Win_free_keyval(&key));
