@@ -2,6 +2,7 @@
  * every rank onto rank 0, a vector-typed Put into contiguous memory,
  * request-based Rput/Rget, large (rendezvous) transfers, MPI_Win_allocate. */
 #include "check.h"
+#include <time.h>
 
 #define N 8
 #define BIG 100000
@@ -103,6 +104,31 @@ int main(int argc, char **argv) {
     CHECK_RC(MPI_Win_free(&win));
     free(out);
     free(back);
+
+    /* 7. A late target: rank 0 writes its window memory just before a
+     * fence with MPI_MODE_NOPRECEDE, long after the others called theirs;
+     * their Puts of the next epoch must land after that store. */
+    for (int flavor = 0; flavor < 2; flavor++) {
+        int *slots, own[64];
+        if (flavor == 0) {
+            slots = own;
+            CHECK_RC(MPI_Win_create(own, sizeof(int) * size, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+        } else {
+            CHECK_RC(MPI_Win_allocate(sizeof(int) * size, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &slots, &win));
+        }
+        if (rank == 0) {
+            struct timespec ts = {0, 30 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+            for (int r = 0; r < size; r++) slots[r] = -1;
+        }
+        CHECK_RC(MPI_Win_fence(MPI_MODE_NOPRECEDE, win));
+        int v = 1000 + rank;
+        CHECK_RC(MPI_Put(&v, 1, MPI_INT, 0, rank, 1, MPI_INT, win));
+        CHECK_RC(MPI_Win_fence(MPI_MODE_NOSUCCEED, win));
+        if (rank == 0)
+            for (int r = 0; r < size; r++) CHECK(slots[r] == 1000 + r, "late target, flavor %d: slot %d = %d", flavor, r, slots[r]);
+        CHECK_RC(MPI_Win_free(&win));
+    }
 
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0) printf("rma_fence OK on %d ranks\n", size);

@@ -1027,7 +1027,15 @@ pub unsafe fn MPI_Win_fence(assert: c_int, win: MPI_Win) -> c_int {
         if !idle {
             bail!(MPI_ERR_RMA_SYNC, "MPI_Win_fence inside a PSCW or lock epoch");
         }
-        if assert & MPI_MODE_NOPRECEDE == 0 {
+        // MPI_MODE_NOPRECEDE: nothing to complete. Still, operations of the
+        // next epoch may reach a target only after it called the fence:
+        // messages wait for that at the target, direct transfers cannot,
+        // so a window with direct peers synchronizes all the same.
+        let direct = rt::with(|st| {
+            let w = st.wins.get(win)?;
+            Ok(w.peers.iter().enumerate().any(|(t, p)| t != w.rank && (p.local.is_some() || p.pid != 0)))
+        })?;
+        if assert & MPI_MODE_NOPRECEDE == 0 || direct {
             settle(win)?;
         }
         rt::with(|st| {
