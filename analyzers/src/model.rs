@@ -138,7 +138,7 @@ impl RankData {
     /// Start of the first and end of the last call, if any.
     pub fn span(&self) -> Option<(i64, i64)> {
         let first = self.calls.first()?.t_start;
-        let last = self.calls.iter().map(|c| c.t_end).max()?;
+        let last = self.calls.timed_kinds().map(|c| c.2).max()?;
         Some((first, last))
     }
     /// Time the operation was posted, and the start and end of the call that

@@ -201,8 +201,9 @@ fn rank_profile(m: &Model, r: &RankData) -> RankAcc {
     let Some((lo, hi)) = window(m, r) else { return acc };
     // A rank's site indices are contiguous: accumulate per site densely
     // (per call name, as address 0 stands for every unknown site).
-    let site_lo = r.calls.iter().map(|c| c.site).min().unwrap_or(0);
-    let site_hi = r.calls.iter().map(|c| c.site).max().unwrap_or(0);
+    let kinds: Vec<(u16, u16, u32)> = (0..r.calls.kinds() as u32).map(|k| r.calls.kind(k)).collect();
+    let site_lo = kinds.iter().map(|k| k.2).min().unwrap_or(0);
+    let site_hi = kinds.iter().map(|k| k.2).max().unwrap_or(0);
     let mut per_site: Vec<Vec<(u16, Acc)>> = vec![Vec::new(); (site_hi - site_lo) as usize + 1];
     fn site_acc(v: &mut Vec<(u16, Acc)>, name: u16) -> &mut Acc {
         let i = match v.iter().position(|e| e.0 == name) {
@@ -214,16 +215,27 @@ fn rank_profile(m: &Model, r: &RankData) -> RankAcc {
         };
         &mut v[i].1
     }
+    // Count and time per kind of call (a rank has a dozen), then per name
+    // and per site.
+    let mut per_kind = vec![(0u64, 0i64); kinds.len()];
+    for (k, t0, t1) in r.calls.timed_kinds() {
+        let d = (t1.min(hi) - t0.max(lo)).max(0);
+        let e = &mut per_kind[k as usize];
+        e.0 += 1;
+        e.1 += d;
+    }
     let mut mpi = 0i64;
-    for c in &r.calls {
-        let d = (c.t_end.min(hi) - c.t_start.max(lo)).max(0);
-        mpi += d;
-        let a = &mut acc.calls[c.name as usize];
-        a.count += 1;
-        a.time += d;
-        let e = site_acc(&mut per_site[(c.site - site_lo) as usize], c.name);
-        e.count += 1;
-        e.time += d;
+    for (&(name, _, site), &(count, time)) in kinds.iter().zip(&per_kind) {
+        if count == 0 {
+            continue;
+        }
+        mpi += time;
+        let a = &mut acc.calls[name as usize];
+        a.count += count;
+        a.time += time;
+        let e = site_acc(&mut per_site[(site - site_lo) as usize], name);
+        e.count += count;
+        e.time += time;
     }
     let mut add_bytes = |post: u32, bytes: i64, acc: &mut RankAcc| {
         if bytes <= 0 || post == NONE {
