@@ -127,6 +127,31 @@ int main(int argc, char **argv) {
     }
     CHECK_RC(MPI_Win_free(&pw));
 
+    /* 5. A window of MPI_Win_create: Fetch_and_op on contiguous data (done
+     * by the origin on this host) races with accumulates through a strided
+     * target type (applied by the target): both under one lock per part,
+     * so no update is lost. */
+    long cw_mem[4] = {0, 0, 0, 0};
+    MPI_Win cwin;
+    CHECK_RC(MPI_Win_create(cw_mem, sizeof cw_mem, sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD, &cwin));
+    MPI_Datatype every_other;
+    MPI_Type_vector(2, 1, 2, MPI_LONG, &every_other);
+    MPI_Type_commit(&every_other);
+    CHECK_RC(MPI_Win_lock_all(0, cwin));
+    long twos[2] = {1, 1}, got1;
+    for (int i = 0; i < TICKETS; i++) {
+        CHECK_RC(MPI_Fetch_and_op(&one, &got1, MPI_LONG, 0, 0, MPI_SUM, cwin));
+        CHECK_RC(MPI_Accumulate(twos, 2, MPI_LONG, 0, 0, 1, every_other, MPI_SUM, cwin));
+        CHECK_RC(MPI_Win_flush(0, cwin));
+    }
+    CHECK_RC(MPI_Win_unlock_all(cwin));
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0)
+        CHECK(cw_mem[0] == 2L * TICKETS * size && cw_mem[2] == (long)TICKETS * size && cw_mem[1] == 0,
+              "mixed accumulates: %ld %ld %ld, want %ld %d 0", cw_mem[0], cw_mem[2], cw_mem[1], 2L * TICKETS * size, TICKETS * size);
+    MPI_Type_free(&every_other);
+    CHECK_RC(MPI_Win_free(&cwin));
+
     CHECK_RC(MPI_Win_free(&win));
     free(all);
     free(seen);

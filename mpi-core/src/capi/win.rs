@@ -217,6 +217,16 @@ unsafe fn create_common(comm: MPI_Comm, info: MPI_Info, memory: Memory, size: MP
     let mut w = Win::new(ctx, c.group.clone(), c.rank as usize, base, size, disp_unit as usize, flavor, peers, mem, MPI_ERRORS_ARE_FATAL, bytes);
     w.hints = hints;
     w.shm_locks = (locks != 0).then_some(locks);
+    w.acc_locks = w.shm_locks;
+    // A window of MPI_Win_create on one host: a segment of lock words only,
+    // so origins apply accumulates themselves (CMA) under the target part's
+    // word, as the target does with those that reach it as messages.
+    if flavor == MPI_WIN_FLAVOR_CREATE && same_host && n > 1 && w.peers.iter().any(|p| p.pid != 0) {
+        if let Some(((p, len), _)) = map_shared(&view, ctx, &vec![0; n], 1)? {
+            w.acc_locks = Some(p as usize);
+            w.locks_map = Some((p as usize, len));
+        }
+    }
     if locks != 0 {
         rt::with(|st| {
             w.peer_ctls = c.group.iter().filter_map(|&g| st.engine.ctl_of(g)).map(|p| p as usize).collect();
@@ -790,17 +800,46 @@ unsafe fn start_op(st: &mut State, win: MPI_Win, o: &Op, c: &Checked, want_req: 
         c.odt.pack(o.compare, ocount, &mut cmp);
         data.extend_from_slice(&cmp);
     }
-    // Accumulates on a window in one shared segment: in place, under the
-    // target part's lock word.
-    if let (Some(locks), Some(local), kind::ACC | kind::GACC | kind::CAS) = (w.shm_locks, peer.local, o.kind) {
+    // Accumulates where the origin reaches the memory: in place (shared
+    // segment, own part) or through CMA (contiguous target data of a
+    // process on this host), under the target part's lock word.
+    if let (Some(locks), kind::ACC | kind::GACC | kind::CAS) = (w.acc_locks, o.kind) {
         let off = (o.disp * peer.disp_unit as i64) as isize;
-        let t = Target { addr: (local as isize + off) as usize, count: tcount, extent: c.tdt.extent, runs: &runs };
         let h = Hdr { kind: o.kind, op: o.op, basic: c.basic, ..Default::default() };
-        let old = win::with_part_lock(locks, c.t, || win::apply(&h, &t, c.bytes, &data))?;
-        if let (Some(old), Some(rdt)) = (old, &c.rdt) {
-            rdt.unpack(&old, o.result);
+        let old = if let Some(local) = peer.local {
+            let t = Target { addr: (local as isize + off) as usize, count: tcount, extent: c.tdt.extent, runs: &runs };
+            Some(win::with_part_lock(locks, c.t, || win::apply(&h, &t, c.bytes, &data))?)
+        } else if peer.pid != 0 && w.cma_ok && c.tdt.contig {
+            let remote = (peer.base as isize + off) as usize;
+            let (pid, bytes) = (peer.pid, c.bytes);
+            let r = win::with_part_lock(locks, c.t, || -> MpiResult<Option<Option<Vec<u8>>>> {
+                let mut cur = vec![0u8; bytes];
+                // SAFETY: `cur` holds `bytes` bytes.
+                if unsafe { win::cma(pid, remote, cur.as_mut_ptr(), bytes, false) }.is_err() {
+                    return Ok(None);
+                }
+                let one = [(0isize, bytes)];
+                let t = Target { addr: cur.as_mut_ptr() as usize, count: 1, extent: bytes as isize, runs: &one };
+                let old = win::apply(&h, &t, bytes, &data)?;
+                // SAFETY: as above; the kernel let us read this range, so writes succeed too.
+                if unsafe { win::cma(pid, remote, cur.as_mut_ptr(), bytes, true) }.is_err() {
+                    bail!(MPI_ERR_INTERN, "process_vm_writev to rank {} failed after a read succeeded", c.t);
+                }
+                Ok(Some(old))
+            })?;
+            if r.is_none() {
+                w.cma_ok = false;
+            }
+            r
+        } else {
+            None
+        };
+        if let Some(old) = old {
+            if let (Some(old), Some(rdt)) = (old, &c.rdt) {
+                rdt.unpack(&old, o.result);
+            }
+            return Ok(want_req.then(|| done_request(reqs)));
         }
-        return Ok(want_req.then(|| done_request(reqs)));
     }
     let addr = (peer.base as i64).wrapping_add(o.disp.wrapping_mul(peer.disp_unit as i64)) as u64;
     let mut user = None;

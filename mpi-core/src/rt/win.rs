@@ -142,6 +142,14 @@ pub struct Win {
     /// word per member (cache-line apart), at this address: every
     /// operation, accumulates included, is done in place by the origin.
     pub shm_locks: Option<usize>,
+    /// Lock words (one line per member, as in a shared segment) under which
+    /// every accumulate to a member's part is applied, by whichever process
+    /// applies it: a shared window's segment, or a small segment of lock
+    /// words only for a window of `MPI_Win_create` whose members share a
+    /// host (accumulates there go through CMA, without the target).
+    pub acc_locks: Option<usize>,
+    /// The lock-word-only segment (address, length), unmapped with the window.
+    pub locks_map: Option<(usize, usize)>,
     /// Control blocks of the members (to wake them at a barrier).
     pub peer_ctls: Vec<usize>,
     /// Barriers of a shared window this process has arrived at.
@@ -205,6 +213,8 @@ impl Win {
             total_seen: 0,
             cma_ok: true,
             shm_locks: None,
+            acc_locks: None,
+            locks_map: None,
             peer_ctls: Vec::new(),
             barriers: 0,
             barrier_seen: 0,
@@ -268,6 +278,10 @@ impl Win {
 
 impl Drop for Win {
     fn drop(&mut self) {
+        if let Some((p, len)) = self.locks_map.take() {
+            // SAFETY: our own mapping of the lock words, used by nobody now.
+            unsafe { libc::munmap(p as *mut libc::c_void, len) };
+        }
         match std::mem::replace(&mut self.mem, Mem::None) {
             Mem::None => {}
             // SAFETY: allocated by `alloc_heap` with this layout.
@@ -669,7 +683,12 @@ fn handle(w: &mut Win, engine: &mut Engine, reqs: &mut ReqTable, src: usize, msg
             let lo = t.addr as isize + lo;
             let hi = t.addr as isize + hi;
             let ok = bytes == 0 || lo < hi && lo >= 0 && in_window(w, lo as usize, hi as usize);
-            let res = if ok { apply(&h, &t, bytes, data) } else { Err(MpiError::new(MPI_ERR_RMA_RANGE, "outside the window")) };
+            let res = match (ok, w.acc_locks) {
+                (false, _) => Err(MpiError::new(MPI_ERR_RMA_RANGE, "outside the window")),
+                // Other processes may apply accumulates to this part too.
+                (true, Some(locks)) if matches!(h.kind, kind::ACC | kind::GACC | kind::CAS) => with_part_lock(locks, w.rank, || apply(&h, &t, bytes, data)),
+                (true, _) => apply(&h, &t, bytes, data),
+            };
             let acked = h.reply != 0 && matches!(h.kind, kind::PUT | kind::ACC);
             if acked {
                 // An acknowledgement: the operation's error code.
