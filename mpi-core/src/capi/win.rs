@@ -225,6 +225,10 @@ unsafe fn create_common(comm: MPI_Comm, info: MPI_Info, memory: Memory, size: MP
         if let Some(((p, len), _)) = map_shared(&view, ctx, &vec![0; n], 1)? {
             w.acc_locks = Some(p as usize);
             w.locks_map = Some((p as usize, len));
+            rt::with(|st| {
+                w.peer_ctls = c.group.iter().filter_map(|&g| st.engine.ctl_of(g)).map(|p| p as usize).collect();
+                Ok(())
+            })?;
         }
     }
     if locks != 0 {
@@ -1193,6 +1197,37 @@ fn target_of(st: &State, win: MPI_Win, rank: c_int) -> MpiResult<Option<usize>> 
     }
 }
 
+/// Takes the passive-target lock of each of `targets`: in the lock words
+/// of a window whose members share a host (waiting through `block_on`),
+/// else from each target's lock manager (messages).
+fn take_locks(win: MPI_Win, targets: &[usize], lock_type: c_int) -> MpiResult<()> {
+    let Some(locks) = rt::with(|st| Ok(st.wins.get(win)?.acc_locks))? else {
+        return control(win, targets, kind::LOCK, lock_type);
+    };
+    let excl = lock_type == MPI_LOCK_EXCLUSIVE;
+    for &t in targets {
+        rt::wait_until(|_| win::rw_try_lock(locks, t, excl))?;
+    }
+    Ok(())
+}
+
+/// Releases what [`take_locks`] took (after the operations completed).
+fn release_locks(win: MPI_Win, targets: &[usize], lock_type: c_int) -> MpiResult<()> {
+    let locks = rt::with(|st| {
+        let w = st.wins.get(win)?;
+        if let Some(locks) = w.acc_locks {
+            for &t in targets {
+                win::rw_unlock(w, locks, t, lock_type == MPI_LOCK_EXCLUSIVE);
+            }
+        }
+        Ok(w.acc_locks)
+    })?;
+    match locks {
+        Some(_) => finish_unlocked(win, targets),
+        None => control(win, targets, kind::UNLOCK, lock_type),
+    }
+}
+
 /// Marks a lock taken with `MPI_MODE_NOCHECK` (no lock at the target).
 const NOCHECK_LOCK: c_int = 1 << 24;
 
@@ -1223,7 +1258,7 @@ pub unsafe fn MPI_Win_lock(lock_type: c_int, rank: c_int, assert: c_int, win: MP
         // MPI_MODE_NOCHECK: no conflicting lock can exist, so none is taken.
         let nocheck = assert & MPI_MODE_NOCHECK != 0;
         if !nocheck {
-            control(win, &[t], kind::LOCK, lock_type)?;
+            take_locks(win, &[t], lock_type)?;
         }
         rt::with(|st| {
             let w = st.wins.get_mut(win)?;
@@ -1242,7 +1277,7 @@ pub unsafe fn MPI_Win_unlock(rank: c_int, win: MPI_Win) -> c_int {
             bail!(MPI_ERR_RMA_SYNC, "MPI_Win_unlock of target {t}, which this process has not locked");
         };
         wait_local(win)?;
-        let r = if lt & NOCHECK_LOCK != 0 { finish_unlocked(win, &[t]) } else { control(win, &[t], kind::UNLOCK, lt) };
+        let r = if lt & NOCHECK_LOCK != 0 { finish_unlocked(win, &[t]) } else { release_locks(win, &[t], lt) };
         let r = r.and(acked_error(win));
         rt::with(|st| {
             let w = st.wins.get_mut(win)?;
@@ -1268,7 +1303,7 @@ pub unsafe fn MPI_Win_lock_all(assert: c_int, win: MPI_Win) -> c_int {
         let all: Vec<usize> = (0..n).collect();
         let nocheck = assert & MPI_MODE_NOCHECK != 0;
         if !nocheck {
-            control(win, &all, kind::LOCK, MPI_LOCK_SHARED)?;
+            take_locks(win, &all, MPI_LOCK_SHARED)?;
         }
         rt::with(|st| {
             let w = st.wins.get_mut(win)?;
@@ -1292,7 +1327,7 @@ pub unsafe fn MPI_Win_unlock_all(win: MPI_Win) -> c_int {
         }
         wait_local(win)?;
         let all: Vec<usize> = (0..n).collect();
-        let r = if nocheck { finish_unlocked(win, &all) } else { control(win, &all, kind::UNLOCK, MPI_LOCK_SHARED) };
+        let r = if nocheck { finish_unlocked(win, &all) } else { release_locks(win, &all, MPI_LOCK_SHARED) };
         let r = r.and(acked_error(win));
         rt::with(|st| {
             let w = st.wins.get_mut(win)?;

@@ -869,6 +869,48 @@ pub fn barrier_done(w: &Win, k: u64) -> bool {
     (0..w.group.len()).all(|t| barrier_word(locks, t).load(std::sync::atomic::Ordering::Acquire) >= k)
 }
 
+/// Bit of a part's lock word (offset 16 of its lock line) held by an
+/// exclusive `MPI_Win_lock`; the bits below count shared holders.
+const RW_EXCL: u32 = 1 << 31;
+
+fn rw_word(locks: usize, t: usize) -> &'static std::sync::atomic::AtomicU32 {
+    // SAFETY: as in `with_part_lock`: the lock line of member t, 16 bytes in.
+    unsafe { &*((locks + t * LOCK_LINE + 16) as *const std::sync::atomic::AtomicU32) }
+}
+
+/// Tries to take `MPI_Win_lock` of member `t` in the lock words at `locks`
+/// (windows whose members all share a host: no message to the target).
+pub fn rw_try_lock(locks: usize, t: usize, exclusive: bool) -> bool {
+    use std::sync::atomic::Ordering::{Acquire, Relaxed};
+    let w = rw_word(locks, t);
+    if exclusive {
+        return w.compare_exchange(0, RW_EXCL, Acquire, Relaxed).is_ok();
+    }
+    let mut v = w.load(Relaxed);
+    while v & RW_EXCL == 0 {
+        match w.compare_exchange_weak(v, v + 1, Acquire, Relaxed) {
+            Ok(_) => return true,
+            Err(now) => v = now,
+        }
+    }
+    false
+}
+
+/// Releases a lock taken with [`rw_try_lock`] and wakes the members that
+/// may sleep waiting for it.
+pub fn rw_unlock(w: &Win, locks: usize, t: usize, exclusive: bool) {
+    use std::sync::atomic::Ordering::Release;
+    if exclusive {
+        rw_word(locks, t).store(0, Release);
+    } else {
+        rw_word(locks, t).fetch_sub(1, Release);
+    }
+    for &c in &w.peer_ctls {
+        // SAFETY: control blocks of the node segment, mapped until finalize.
+        super::shm::notify(unsafe { &*(c as *const super::shm::Ctl) });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
