@@ -61,21 +61,16 @@ impl<K: Copy + Eq + Hash + Slot> Intern<K> {
     fn id(&mut self, k: K, table: &mut Vec<K>) -> u32 {
         // 4-way set-associative: keys whose slots collide do not evict
         // each other at once.
-        let ways = &self.cache[(k.mix() >> 60) as usize];
+        let ways = &mut self.cache[(k.mix() >> 60) as usize];
         if let Some((_, id)) = ways.iter().flatten().find(|(ck, _)| *ck == k) {
             return *id;
         }
-        self.miss(k, table)
-    }
-    #[cold]
-    #[inline(never)]
-    fn miss(&mut self, k: K, table: &mut Vec<K>) -> u32 {
         let id = *self.map.entry(k).or_insert_with(|| {
             table.push(k);
             table.len() as u32 - 1
         });
         self.victim = self.victim.wrapping_add(1);
-        self.cache[(k.mix() >> 60) as usize][self.victim % WAYS] = Some((k, id));
+        ways[self.victim % WAYS] = Some((k, id));
         id
     }
 }
