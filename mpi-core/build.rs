@@ -4,6 +4,18 @@
 //!    an implementation `pub unsafe fn MPI_X(...)` in `src/capi/`, an exported
 //!    `PMPI_X` that calls it behind a panic guard, and an exported `MPI_X` that
 //!    forwards to `PMPI_X`.
+//!
+//!    A procedure and its large-count twin (`MPI_X`/`MPI_X_c`, differing only
+//!    in `int` against `MPI_Count`/`MPI_Aint` counts and displacements) may
+//!    share one definition: an item `pub unsafe fn MPI_X | MPI_X_c(...)` in a
+//!    `twins!` block (the macro is in `src/capi/p2p.rs`), whose parameter types
+//!    say `Count`/`Disp` where the two differ. This script reads such a line
+//!    (it must stay on one line) as the implementation of both, and fails the
+//!    build unless the table says `MPI_X_c` is the large-count variant of
+//!    `MPI_X` with the same parameters, differing only in those types. The
+//!    generated exports call `capi::MPI_X` with the table's types, so the
+//!    compiler checks every signature, hand-written or generated, against
+//!    the standard's.
 //! 2. Writes `mpi.h` (template + constants + C enumerations + prototypes) to
 //!    `target/<profile>/include/mpi.h`, where `mpicc` looks for it.
 //! 3. Sets the SONAME `libmpi.so.12` and makes `libmpi.so.12` and
@@ -24,7 +36,8 @@ fn main() {
     println!("cargo:rerun-if-changed=api/src");
 
     let procs = table::procedures();
-    let implemented = scan_implemented(&manifest.join("src/capi"));
+    let (implemented, twins) = scan_implemented(&manifest.join("src/capi"));
+    check_twins(&procs, &twins);
 
     // 1. Exports.
     let mut rs = String::new();
@@ -87,23 +100,59 @@ fn main() {
     }
 }
 
-/// Names `MPI_X` of the functions defined as `pub unsafe fn MPI_X(` in `dir`.
-fn scan_implemented(dir: &Path) -> BTreeSet<String> {
+/// Names `MPI_X` of the functions defined in `dir`: as `pub unsafe fn MPI_X(`,
+/// or as a pair `pub unsafe fn MPI_X | MPI_X_c(` in a `twins!` block (both
+/// names; returned as pairs (`MPI_X`, `MPI_X_c`) too, for [`check_twins`]).
+fn scan_implemented(dir: &Path) -> (BTreeSet<String>, Vec<(String, String)>) {
     let mut set = BTreeSet::new();
+    let mut twins = Vec::new();
     let mut files: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().map(|e| e.path()).collect();
     files.sort();
+    let ident = |s: &str| -> String { s.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect() };
     for f in files.iter().filter(|f| f.extension().is_some_and(|e| e == "rs")) {
         let text = std::fs::read_to_string(f).unwrap();
         for line in text.lines() {
             let l = line.trim_start();
             if let Some(rest) = l.strip_prefix("pub unsafe fn MPI_") {
-                let name: String =
-                    rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
-                set.insert(format!("MPI_{name}"));
+                let name = format!("MPI_{}", ident(rest));
+                let after = rest[name.len() - 4..].trim_start();
+                if let Some(twin) = after.strip_prefix('|') {
+                    let twin = ident(twin.trim_start());
+                    if !twin.starts_with("MPI_") {
+                        panic!("{}: a twins! item names two procedures: {line}", f.display());
+                    }
+                    set.insert(twin.clone());
+                    twins.push((name.clone(), twin));
+                }
+                set.insert(name);
             }
         }
     }
-    set
+    (set, twins)
+}
+
+/// Each `twins!` pair must be a procedure and its large-count variant with
+/// the same parameters, differing only where the first has `int` and the
+/// second `MPI_Count` or `MPI_Aint` (the types the macro's `Count` and `Disp`
+/// stand for).
+fn check_twins(procs: &[table::Procedure], twins: &[(String, String)]) {
+    let find = |n: &str| procs.iter().find(|p| p.name == n);
+    for (a, b) in twins {
+        let (Some(pa), Some(pb)) = (find(a), find(b)) else { continue };
+        let same = pa.params.len() == pb.params.len()
+            && pa.params.iter().zip(&pb.params).all(|(x, y)| {
+                x.name == y.name
+                    && x.suffix == y.suffix
+                    && (x.ctype == y.ctype
+                        || x.base() == "int"
+                            && ["MPI_Count", "MPI_Aint"]
+                                .iter()
+                                .any(|big| x.ctype.replace("int", big) == y.ctype))
+            });
+        if !(pb.large && !pa.large && *b == format!("{a}_c") && same) {
+            panic!("twins! pairs {a} with {b}, which is not its large-count variant differing only in count types");
+        }
+    }
 }
 
 fn write_if_changed(path: &Path, text: &str) {

@@ -14,6 +14,53 @@ use crate::rt::error::{MpiError, MpiResult};
 use crate::rt::p2p::{proc_null_status, Kind, Mode, Persist, RecvOp, ReqTable, Request};
 use crate::rt::{self, State};
 
+/// One body for an MPI procedure and its large-count (`_c`) twin.
+///
+/// `pub unsafe fn MPI_X | MPI_X_c(params) -> c_int { body }` defines both
+/// `MPI_X` and `MPI_X_c` from one signature and one body. In the parameter
+/// types, `Count` stands for `c_int` in `MPI_X` and `MPI_Count` in `MPI_X_c`,
+/// `Disp` for `c_int` and `MPI_Aint`; in the body, `NAME` is the procedure's
+/// own name (`"MPI_X"` or `"MPI_X_c"`). Each function lives in a private
+/// module of its own name (where the aliases and `NAME` are defined) and is
+/// re-exported, so it is `capi::MPI_X` like a hand-written one. build.rs
+/// reads the `pub unsafe fn MPI_X | MPI_X_c(` line of each item (which must
+/// stay on one line) and checks against the API table that the two differ
+/// only in count and displacement types; the generated exports check the
+/// signatures themselves.
+macro_rules! twins {
+    ($(
+        $(#[$attr:meta])*
+        pub unsafe fn $int:ident | $large:ident($($p:ident: $t:ty),* $(,)?) -> c_int $body:block
+    )*) => {$(
+        mod $int {
+            #[allow(unused_imports)]
+            use super::*;
+            #[allow(dead_code)]
+            type Count = std::os::raw::c_int;
+            #[allow(dead_code)]
+            type Disp = std::os::raw::c_int;
+            const NAME: &str = stringify!($int);
+            $(#[$attr])*
+            pub unsafe fn $int($($p: $t),*) -> std::os::raw::c_int $body
+        }
+        pub use self::$int::$int;
+        mod $large {
+            #[allow(unused_imports)]
+            use super::*;
+            #[allow(dead_code)]
+            type Count = mpi_api::abi::MPI_Count;
+            #[allow(dead_code)]
+            type Disp = mpi_api::abi::MPI_Aint;
+            const NAME: &str = stringify!($large);
+            $(#[$attr])*
+            pub unsafe fn $large($($p: $t),*) -> std::os::raw::c_int $body
+        }
+        pub use self::$large::$large;
+    )*};
+}
+#[allow(unused_imports)]
+pub(crate) use twins;
+
 pub(crate) fn check_tag(tag: c_int, recv: bool) -> MpiResult<()> {
     if (recv && tag == MPI_ANY_TAG) || (0..=TAG_UB).contains(&tag) {
         Ok(())
@@ -284,29 +331,19 @@ unsafe fn send_common(
     }
 }
 
-pub unsafe fn MPI_Send(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
-    send_common("MPI_Send", buf, count as i64, datatype, dest, tag, comm, Mode::Standard)
-}
-pub unsafe fn MPI_Send_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
-    send_common("MPI_Send_c", buf, count, datatype, dest, tag, comm, Mode::Standard)
-}
-pub unsafe fn MPI_Ssend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
-    send_common("MPI_Ssend", buf, count as i64, datatype, dest, tag, comm, Mode::Sync)
-}
-pub unsafe fn MPI_Ssend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
-    send_common("MPI_Ssend_c", buf, count, datatype, dest, tag, comm, Mode::Sync)
-}
-pub unsafe fn MPI_Rsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
-    send_common("MPI_Rsend", buf, count as i64, datatype, dest, tag, comm, Mode::Ready)
-}
-pub unsafe fn MPI_Rsend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
-    send_common("MPI_Rsend_c", buf, count, datatype, dest, tag, comm, Mode::Ready)
-}
-pub unsafe fn MPI_Bsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
-    send_common("MPI_Bsend", buf, count as i64, datatype, dest, tag, comm, Mode::Buffered)
-}
-pub unsafe fn MPI_Bsend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
-    send_common("MPI_Bsend_c", buf, count, datatype, dest, tag, comm, Mode::Buffered)
+twins! {
+    pub unsafe fn MPI_Send | MPI_Send_c(buf: *const c_void, count: Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
+        send_common(NAME, buf, count as i64, datatype, dest, tag, comm, Mode::Standard)
+    }
+    pub unsafe fn MPI_Ssend | MPI_Ssend_c(buf: *const c_void, count: Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
+        send_common(NAME, buf, count as i64, datatype, dest, tag, comm, Mode::Sync)
+    }
+    pub unsafe fn MPI_Rsend | MPI_Rsend_c(buf: *const c_void, count: Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
+        send_common(NAME, buf, count as i64, datatype, dest, tag, comm, Mode::Ready)
+    }
+    pub unsafe fn MPI_Bsend | MPI_Bsend_c(buf: *const c_void, count: Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
+        send_common(NAME, buf, count as i64, datatype, dest, tag, comm, Mode::Buffered)
+    }
 }
 
 // ----- nonblocking sends -----------------------------------------------------
@@ -334,29 +371,19 @@ unsafe fn isend_common(
     ret(comm, name, r)
 }
 
-pub unsafe fn MPI_Isend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    isend_common("MPI_Isend", buf, count as i64, datatype, dest, tag, comm, Mode::Standard, request)
-}
-pub unsafe fn MPI_Isend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    isend_common("MPI_Isend_c", buf, count, datatype, dest, tag, comm, Mode::Standard, request)
-}
-pub unsafe fn MPI_Issend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    isend_common("MPI_Issend", buf, count as i64, datatype, dest, tag, comm, Mode::Sync, request)
-}
-pub unsafe fn MPI_Issend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    isend_common("MPI_Issend_c", buf, count, datatype, dest, tag, comm, Mode::Sync, request)
-}
-pub unsafe fn MPI_Irsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    isend_common("MPI_Irsend", buf, count as i64, datatype, dest, tag, comm, Mode::Ready, request)
-}
-pub unsafe fn MPI_Irsend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    isend_common("MPI_Irsend_c", buf, count, datatype, dest, tag, comm, Mode::Ready, request)
-}
-pub unsafe fn MPI_Ibsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    isend_common("MPI_Ibsend", buf, count as i64, datatype, dest, tag, comm, Mode::Buffered, request)
-}
-pub unsafe fn MPI_Ibsend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    isend_common("MPI_Ibsend_c", buf, count, datatype, dest, tag, comm, Mode::Buffered, request)
+twins! {
+    pub unsafe fn MPI_Isend | MPI_Isend_c(buf: *const c_void, count: Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        isend_common(NAME, buf, count as i64, datatype, dest, tag, comm, Mode::Standard, request)
+    }
+    pub unsafe fn MPI_Issend | MPI_Issend_c(buf: *const c_void, count: Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        isend_common(NAME, buf, count as i64, datatype, dest, tag, comm, Mode::Sync, request)
+    }
+    pub unsafe fn MPI_Irsend | MPI_Irsend_c(buf: *const c_void, count: Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        isend_common(NAME, buf, count as i64, datatype, dest, tag, comm, Mode::Ready, request)
+    }
+    pub unsafe fn MPI_Ibsend | MPI_Ibsend_c(buf: *const c_void, count: Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        isend_common(NAME, buf, count as i64, datatype, dest, tag, comm, Mode::Buffered, request)
+    }
 }
 
 // ----- receives --------------------------------------------------------------
@@ -432,11 +459,10 @@ unsafe fn recv_common(
     }
 }
 
-pub unsafe fn MPI_Recv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
-    recv_common("MPI_Recv", buf, count as i64, datatype, source, tag, comm, status)
-}
-pub unsafe fn MPI_Recv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
-    recv_common("MPI_Recv_c", buf, count, datatype, source, tag, comm, status)
+twins! {
+    pub unsafe fn MPI_Recv | MPI_Recv_c(buf: *mut c_void, count: Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+        recv_common(NAME, buf, count as i64, datatype, source, tag, comm, status)
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -461,11 +487,10 @@ unsafe fn irecv_common(
     ret(comm, name, r)
 }
 
-pub unsafe fn MPI_Irecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    irecv_common("MPI_Irecv", buf, count as i64, datatype, source, tag, comm, request)
-}
-pub unsafe fn MPI_Irecv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    irecv_common("MPI_Irecv_c", buf, count, datatype, source, tag, comm, request)
+twins! {
+    pub unsafe fn MPI_Irecv | MPI_Irecv_c(buf: *mut c_void, count: Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        irecv_common(NAME, buf, count as i64, datatype, source, tag, comm, request)
+    }
 }
 
 // ----- send-receive ----------------------------------------------------------
@@ -527,19 +552,10 @@ unsafe fn sendrecv_common(
     ret(comm, name, super::req::status_error(rerr, &s))
 }
 
-pub unsafe fn MPI_Sendrecv(
-    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int,
-    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, source: c_int, recvtag: c_int,
-    comm: MPI_Comm, status: *mut MPI_Status,
-) -> c_int {
-    sendrecv_common("MPI_Sendrecv", sendbuf, sendcount as i64, sendtype, dest, sendtag, recvbuf, recvcount as i64, recvtype, source, recvtag, comm, status)
-}
-pub unsafe fn MPI_Sendrecv_c(
-    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int,
-    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, source: c_int, recvtag: c_int,
-    comm: MPI_Comm, status: *mut MPI_Status,
-) -> c_int {
-    sendrecv_common("MPI_Sendrecv_c", sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status)
+twins! {
+    pub unsafe fn MPI_Sendrecv | MPI_Sendrecv_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+        sendrecv_common(NAME, sendbuf, sendcount as i64, sendtype, dest, sendtag, recvbuf, recvcount as i64, recvtype, source, recvtag, comm, status)
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -572,11 +588,10 @@ unsafe fn sendrecv_replace_common(
     sendrecv_common(name, packed.as_ptr() as *const c_void, packed.len() as i64, MPI_BYTE, dest, sendtag, buf, count, datatype, source, recvtag, comm, status)
 }
 
-pub unsafe fn MPI_Sendrecv_replace(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
-    sendrecv_replace_common("MPI_Sendrecv_replace", buf, count as i64, datatype, dest, sendtag, source, recvtag, comm, status)
-}
-pub unsafe fn MPI_Sendrecv_replace_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
-    sendrecv_replace_common("MPI_Sendrecv_replace_c", buf, count, datatype, dest, sendtag, source, recvtag, comm, status)
+twins! {
+    pub unsafe fn MPI_Sendrecv_replace | MPI_Sendrecv_replace_c(buf: *mut c_void, count: Count, datatype: MPI_Datatype, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+        sendrecv_replace_common(NAME, buf, count as i64, datatype, dest, sendtag, source, recvtag, comm, status)
+    }
 }
 
 // ----- probe -----------------------------------------------------------------
@@ -698,11 +713,10 @@ unsafe fn mrecv_common(name: &str, buf: *mut c_void, count: i64, datatype: MPI_D
     }
 }
 
-pub unsafe fn MPI_Mrecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
-    mrecv_common("MPI_Mrecv", buf, count as i64, datatype, message, status)
-}
-pub unsafe fn MPI_Mrecv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
-    mrecv_common("MPI_Mrecv_c", buf, count, datatype, message, status)
+twins! {
+    pub unsafe fn MPI_Mrecv | MPI_Mrecv_c(buf: *mut c_void, count: Count, datatype: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
+        mrecv_common(NAME, buf, count as i64, datatype, message, status)
+    }
 }
 
 unsafe fn imrecv_common(name: &str, buf: *mut c_void, count: i64, datatype: MPI_Datatype, message: *mut MPI_Message, request: *mut MPI_Request) -> c_int {
@@ -717,11 +731,10 @@ unsafe fn imrecv_common(name: &str, buf: *mut c_void, count: i64, datatype: MPI_
     ret(MPI_COMM_WORLD, name, r)
 }
 
-pub unsafe fn MPI_Imrecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, message: *mut MPI_Message, request: *mut MPI_Request) -> c_int {
-    imrecv_common("MPI_Imrecv", buf, count as i64, datatype, message, request)
-}
-pub unsafe fn MPI_Imrecv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, message: *mut MPI_Message, request: *mut MPI_Request) -> c_int {
-    imrecv_common("MPI_Imrecv_c", buf, count, datatype, message, request)
+twins! {
+    pub unsafe fn MPI_Imrecv | MPI_Imrecv_c(buf: *mut c_void, count: Count, datatype: MPI_Datatype, message: *mut MPI_Message, request: *mut MPI_Request) -> c_int {
+        imrecv_common(NAME, buf, count as i64, datatype, message, request)
+    }
 }
 
 // ----- persistent requests ---------------------------------------------------
@@ -756,29 +769,19 @@ unsafe fn send_init_common(
     ret(comm, name, r)
 }
 
-pub unsafe fn MPI_Send_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    send_init_common("MPI_Send_init", buf, count as i64, datatype, dest, tag, comm, Mode::Standard, request)
-}
-pub unsafe fn MPI_Send_init_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    send_init_common("MPI_Send_init_c", buf, count, datatype, dest, tag, comm, Mode::Standard, request)
-}
-pub unsafe fn MPI_Ssend_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    send_init_common("MPI_Ssend_init", buf, count as i64, datatype, dest, tag, comm, Mode::Sync, request)
-}
-pub unsafe fn MPI_Ssend_init_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    send_init_common("MPI_Ssend_init_c", buf, count, datatype, dest, tag, comm, Mode::Sync, request)
-}
-pub unsafe fn MPI_Rsend_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    send_init_common("MPI_Rsend_init", buf, count as i64, datatype, dest, tag, comm, Mode::Ready, request)
-}
-pub unsafe fn MPI_Rsend_init_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    send_init_common("MPI_Rsend_init_c", buf, count, datatype, dest, tag, comm, Mode::Ready, request)
-}
-pub unsafe fn MPI_Bsend_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    send_init_common("MPI_Bsend_init", buf, count as i64, datatype, dest, tag, comm, Mode::Buffered, request)
-}
-pub unsafe fn MPI_Bsend_init_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    send_init_common("MPI_Bsend_init_c", buf, count, datatype, dest, tag, comm, Mode::Buffered, request)
+twins! {
+    pub unsafe fn MPI_Send_init | MPI_Send_init_c(buf: *const c_void, count: Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        send_init_common(NAME, buf, count as i64, datatype, dest, tag, comm, Mode::Standard, request)
+    }
+    pub unsafe fn MPI_Ssend_init | MPI_Ssend_init_c(buf: *const c_void, count: Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        send_init_common(NAME, buf, count as i64, datatype, dest, tag, comm, Mode::Sync, request)
+    }
+    pub unsafe fn MPI_Rsend_init | MPI_Rsend_init_c(buf: *const c_void, count: Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        send_init_common(NAME, buf, count as i64, datatype, dest, tag, comm, Mode::Ready, request)
+    }
+    pub unsafe fn MPI_Bsend_init | MPI_Bsend_init_c(buf: *const c_void, count: Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        send_init_common(NAME, buf, count as i64, datatype, dest, tag, comm, Mode::Buffered, request)
+    }
 }
 
 unsafe fn recv_init_common(name: &str, buf: *mut c_void, count: i64, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
@@ -800,11 +803,10 @@ unsafe fn recv_init_common(name: &str, buf: *mut c_void, count: i64, datatype: M
     ret(comm, name, r)
 }
 
-pub unsafe fn MPI_Recv_init(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    recv_init_common("MPI_Recv_init", buf, count as i64, datatype, source, tag, comm, request)
-}
-pub unsafe fn MPI_Recv_init_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    recv_init_common("MPI_Recv_init_c", buf, count, datatype, source, tag, comm, request)
+twins! {
+    pub unsafe fn MPI_Recv_init | MPI_Recv_init_c(buf: *mut c_void, count: Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        recv_init_common(NAME, buf, count as i64, datatype, source, tag, comm, request)
+    }
 }
 
 /// Starts persistent request `i`.
@@ -863,11 +865,10 @@ unsafe fn attach_common(name: &str, buffer: *mut c_void, size: i64) -> c_int {
     ret(MPI_COMM_WORLD, name, r)
 }
 
-pub unsafe fn MPI_Buffer_attach(buffer: *mut c_void, size: c_int) -> c_int {
-    attach_common("MPI_Buffer_attach", buffer, size as i64)
-}
-pub unsafe fn MPI_Buffer_attach_c(buffer: *mut c_void, size: MPI_Count) -> c_int {
-    attach_common("MPI_Buffer_attach_c", buffer, size)
+twins! {
+    pub unsafe fn MPI_Buffer_attach | MPI_Buffer_attach_c(buffer: *mut c_void, size: Count) -> c_int {
+        attach_common(NAME, buffer, size as i64)
+    }
 }
 
 unsafe fn detach_common(name: &str, buffer_addr: *mut c_void, size: *mut i64) -> c_int {
@@ -943,19 +944,10 @@ unsafe fn isendrecv_common(
     ret(comm, name, r)
 }
 
-pub unsafe fn MPI_Isendrecv(
-    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int,
-    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, source: c_int, recvtag: c_int,
-    comm: MPI_Comm, request: *mut MPI_Request,
-) -> c_int {
-    isendrecv_common("MPI_Isendrecv", sendbuf, sendcount as i64, sendtype, dest, sendtag, recvbuf, recvcount as i64, recvtype, source, recvtag, comm, None, request)
-}
-pub unsafe fn MPI_Isendrecv_c(
-    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int,
-    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, source: c_int, recvtag: c_int,
-    comm: MPI_Comm, request: *mut MPI_Request,
-) -> c_int {
-    isendrecv_common("MPI_Isendrecv_c", sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, None, request)
+twins! {
+    pub unsafe fn MPI_Isendrecv | MPI_Isendrecv_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, source: c_int, recvtag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        isendrecv_common(NAME, sendbuf, sendcount as i64, sendtype, dest, sendtag, recvbuf, recvcount as i64, recvtype, source, recvtag, comm, None, request)
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -989,9 +981,8 @@ unsafe fn isendrecv_replace_common(
     }
 }
 
-pub unsafe fn MPI_Isendrecv_replace(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    isendrecv_replace_common("MPI_Isendrecv_replace", buf, count as i64, datatype, dest, sendtag, source, recvtag, comm, request)
-}
-pub unsafe fn MPI_Isendrecv_replace_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    isendrecv_replace_common("MPI_Isendrecv_replace_c", buf, count, datatype, dest, sendtag, source, recvtag, comm, request)
+twins! {
+    pub unsafe fn MPI_Isendrecv_replace | MPI_Isendrecv_replace_c(buf: *mut c_void, count: Count, datatype: MPI_Datatype, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        isendrecv_replace_common(NAME, buf, count as i64, datatype, dest, sendtag, source, recvtag, comm, request)
+    }
 }
