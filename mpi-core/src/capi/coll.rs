@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use mpi_api::abi::*;
 
+use super::p2p::twins;
 use super::{intercoll, put, ret};
 use crate::bail;
 use crate::coll::algo;
@@ -1594,11 +1595,10 @@ pub unsafe fn MPI_Op_fromint(op: c_int) -> MPI_Op {
     op
 }
 
-pub unsafe fn MPI_Reduce_local(inbuf: *const c_void, inoutbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) -> c_int {
-    reduce_local("MPI_Reduce_local", inbuf, inoutbuf, cnt(count), datatype, op)
-}
-pub unsafe fn MPI_Reduce_local_c(inbuf: *const c_void, inoutbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op) -> c_int {
-    reduce_local("MPI_Reduce_local_c", inbuf, inoutbuf, cnt(count), datatype, op)
+twins! {
+    pub unsafe fn MPI_Reduce_local | MPI_Reduce_local_c(inbuf: *const c_void, inoutbuf: *mut c_void, count: Count, datatype: MPI_Datatype, op: MPI_Op) -> c_int {
+        reduce_local(NAME, inbuf, inoutbuf, cnt(count), datatype, op)
+    }
 }
 
 /// A count argument, `int` or `MPI_Count`.
@@ -1617,291 +1617,149 @@ pub unsafe fn MPI_Ibarrier(comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
 pub unsafe fn MPI_Barrier_init(comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
     ret(comm, "MPI_Barrier_init", barrier(Call::Init(request), comm))
 }
-pub unsafe fn MPI_Bcast(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Bcast", bcast(Call::Block, buffer, cnt(count), datatype, root, comm))
-}
-pub unsafe fn MPI_Bcast_c(buffer: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Bcast_c", bcast(Call::Block, buffer, cnt(count), datatype, root, comm))
-}
-pub unsafe fn MPI_Ibcast(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Ibcast", bcast(Call::Nb(request), buffer, cnt(count), datatype, root, comm))
-}
-pub unsafe fn MPI_Ibcast_c(buffer: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Ibcast_c", bcast(Call::Nb(request), buffer, cnt(count), datatype, root, comm))
-}
-pub unsafe fn MPI_Bcast_init(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Bcast_init", bcast(Call::Init(request), buffer, cnt(count), datatype, root, comm))
-}
-pub unsafe fn MPI_Bcast_init_c(buffer: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Bcast_init_c", bcast(Call::Init(request), buffer, cnt(count), datatype, root, comm))
-}
-pub unsafe fn MPI_Gather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Gather", gather(Call::Block, sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
-}
-pub unsafe fn MPI_Gather_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Gather_c", gather(Call::Block, sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
-}
-pub unsafe fn MPI_Igather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Igather", gather(Call::Nb(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
-}
-pub unsafe fn MPI_Igather_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Igather_c", gather(Call::Nb(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
-}
-pub unsafe fn MPI_Gather_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Gather_init", gather(Call::Init(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
-}
-pub unsafe fn MPI_Gather_init_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Gather_init_c", gather(Call::Init(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
-}
-pub unsafe fn MPI_Gatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Gatherv", gatherv(Call::Block, sendbuf, cnt(sendcount), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(displs), recvtype, root, comm))
-}
-pub unsafe fn MPI_Gatherv_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Gatherv_c", gatherv(Call::Block, sendbuf, cnt(sendcount), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(displs), recvtype, root, comm))
-}
-pub unsafe fn MPI_Igatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Igatherv", gatherv(Call::Nb(request), sendbuf, cnt(sendcount), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(displs), recvtype, root, comm))
-}
-pub unsafe fn MPI_Igatherv_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Igatherv_c", gatherv(Call::Nb(request), sendbuf, cnt(sendcount), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(displs), recvtype, root, comm))
-}
-pub unsafe fn MPI_Gatherv_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Gatherv_init", gatherv(Call::Init(request), sendbuf, cnt(sendcount), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(displs), recvtype, root, comm))
-}
-pub unsafe fn MPI_Gatherv_init_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Gatherv_init_c", gatherv(Call::Init(request), sendbuf, cnt(sendcount), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(displs), recvtype, root, comm))
-}
-pub unsafe fn MPI_Scatter(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Scatter", scatter(Call::Block, sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
-}
-pub unsafe fn MPI_Scatter_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Scatter_c", scatter(Call::Block, sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
-}
-pub unsafe fn MPI_Iscatter(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Iscatter", scatter(Call::Nb(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
-}
-pub unsafe fn MPI_Iscatter_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Iscatter_c", scatter(Call::Nb(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
-}
-pub unsafe fn MPI_Scatter_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Scatter_init", scatter(Call::Init(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
-}
-pub unsafe fn MPI_Scatter_init_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Scatter_init_c", scatter(Call::Init(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
-}
-pub unsafe fn MPI_Scatterv(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Scatterv", scatterv(Call::Block, sendbuf, Arr::from(sendcounts), Arr::from(displs), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
-}
-pub unsafe fn MPI_Scatterv_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, displs: *const MPI_Aint, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Scatterv_c", scatterv(Call::Block, sendbuf, Arr::from(sendcounts), Arr::from(displs), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
-}
-pub unsafe fn MPI_Iscatterv(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Iscatterv", scatterv(Call::Nb(request), sendbuf, Arr::from(sendcounts), Arr::from(displs), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
-}
-pub unsafe fn MPI_Iscatterv_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, displs: *const MPI_Aint, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Iscatterv_c", scatterv(Call::Nb(request), sendbuf, Arr::from(sendcounts), Arr::from(displs), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
-}
-pub unsafe fn MPI_Scatterv_init(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Scatterv_init", scatterv(Call::Init(request), sendbuf, Arr::from(sendcounts), Arr::from(displs), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
-}
-pub unsafe fn MPI_Scatterv_init_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, displs: *const MPI_Aint, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Scatterv_init_c", scatterv(Call::Init(request), sendbuf, Arr::from(sendcounts), Arr::from(displs), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
-}
-pub unsafe fn MPI_Allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Allgather", allgather(Call::Block, sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, comm))
-}
-pub unsafe fn MPI_Allgather_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Allgather_c", allgather(Call::Block, sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, comm))
-}
-pub unsafe fn MPI_Iallgather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Iallgather", allgather(Call::Nb(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, comm))
-}
-pub unsafe fn MPI_Iallgather_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Iallgather_c", allgather(Call::Nb(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, comm))
-}
-pub unsafe fn MPI_Allgather_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Allgather_init", allgather(Call::Init(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, comm))
-}
-pub unsafe fn MPI_Allgather_init_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Allgather_init_c", allgather(Call::Init(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, comm))
-}
-pub unsafe fn MPI_Allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Allgatherv", allgatherv(Call::Block, sendbuf, cnt(sendcount), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(displs), recvtype, comm))
-}
-pub unsafe fn MPI_Allgatherv_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Allgatherv_c", allgatherv(Call::Block, sendbuf, cnt(sendcount), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(displs), recvtype, comm))
-}
-pub unsafe fn MPI_Iallgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Iallgatherv", allgatherv(Call::Nb(request), sendbuf, cnt(sendcount), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(displs), recvtype, comm))
-}
-pub unsafe fn MPI_Iallgatherv_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Iallgatherv_c", allgatherv(Call::Nb(request), sendbuf, cnt(sendcount), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(displs), recvtype, comm))
-}
-pub unsafe fn MPI_Allgatherv_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Allgatherv_init", allgatherv(Call::Init(request), sendbuf, cnt(sendcount), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(displs), recvtype, comm))
-}
-pub unsafe fn MPI_Allgatherv_init_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Allgatherv_init_c", allgatherv(Call::Init(request), sendbuf, cnt(sendcount), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(displs), recvtype, comm))
-}
-pub unsafe fn MPI_Alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Alltoall", alltoall(Call::Block, sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, comm))
-}
-pub unsafe fn MPI_Alltoall_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Alltoall_c", alltoall(Call::Block, sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, comm))
-}
-pub unsafe fn MPI_Ialltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Ialltoall", alltoall(Call::Nb(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, comm))
-}
-pub unsafe fn MPI_Ialltoall_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Ialltoall_c", alltoall(Call::Nb(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, comm))
-}
-pub unsafe fn MPI_Alltoall_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Alltoall_init", alltoall(Call::Init(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, comm))
-}
-pub unsafe fn MPI_Alltoall_init_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Alltoall_init_c", alltoall(Call::Init(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, comm))
-}
-pub unsafe fn MPI_Alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Alltoallv", alltoallv(Call::Block, sendbuf, Arr::from(sendcounts), Arr::from(sdispls), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(rdispls), recvtype, comm))
-}
-pub unsafe fn MPI_Alltoallv_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Alltoallv_c", alltoallv(Call::Block, sendbuf, Arr::from(sendcounts), Arr::from(sdispls), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(rdispls), recvtype, comm))
-}
-pub unsafe fn MPI_Ialltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Ialltoallv", alltoallv(Call::Nb(request), sendbuf, Arr::from(sendcounts), Arr::from(sdispls), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(rdispls), recvtype, comm))
-}
-pub unsafe fn MPI_Ialltoallv_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Ialltoallv_c", alltoallv(Call::Nb(request), sendbuf, Arr::from(sendcounts), Arr::from(sdispls), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(rdispls), recvtype, comm))
-}
-pub unsafe fn MPI_Alltoallv_init(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Alltoallv_init", alltoallv(Call::Init(request), sendbuf, Arr::from(sendcounts), Arr::from(sdispls), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(rdispls), recvtype, comm))
-}
-pub unsafe fn MPI_Alltoallv_init_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Alltoallv_init_c", alltoallv(Call::Init(request), sendbuf, Arr::from(sendcounts), Arr::from(sdispls), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(rdispls), recvtype, comm))
-}
-pub unsafe fn MPI_Alltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype, comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Alltoallw", alltoallw(Call::Block, sendbuf, Arr::from(sendcounts), Arr::from(sdispls), sendtypes, recvbuf, Arr::from(recvcounts), Arr::from(rdispls), recvtypes, comm))
-}
-pub unsafe fn MPI_Alltoallw_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Alltoallw_c", alltoallw(Call::Block, sendbuf, Arr::from(sendcounts), Arr::from(sdispls), sendtypes, recvbuf, Arr::from(recvcounts), Arr::from(rdispls), recvtypes, comm))
-}
-pub unsafe fn MPI_Ialltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Ialltoallw", alltoallw(Call::Nb(request), sendbuf, Arr::from(sendcounts), Arr::from(sdispls), sendtypes, recvbuf, Arr::from(recvcounts), Arr::from(rdispls), recvtypes, comm))
-}
-pub unsafe fn MPI_Ialltoallw_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Ialltoallw_c", alltoallw(Call::Nb(request), sendbuf, Arr::from(sendcounts), Arr::from(sdispls), sendtypes, recvbuf, Arr::from(recvcounts), Arr::from(rdispls), recvtypes, comm))
-}
-pub unsafe fn MPI_Alltoallw_init(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Alltoallw_init", alltoallw(Call::Init(request), sendbuf, Arr::from(sendcounts), Arr::from(sdispls), sendtypes, recvbuf, Arr::from(recvcounts), Arr::from(rdispls), recvtypes, comm))
-}
-pub unsafe fn MPI_Alltoallw_init_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Alltoallw_init_c", alltoallw(Call::Init(request), sendbuf, Arr::from(sendcounts), Arr::from(sdispls), sendtypes, recvbuf, Arr::from(recvcounts), Arr::from(rdispls), recvtypes, comm))
-}
-pub unsafe fn MPI_Reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Reduce", reduce(Call::Block, sendbuf, recvbuf, cnt(count), datatype, op, root, comm))
-}
-pub unsafe fn MPI_Reduce_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Reduce_c", reduce(Call::Block, sendbuf, recvbuf, cnt(count), datatype, op, root, comm))
-}
-pub unsafe fn MPI_Ireduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Ireduce", reduce(Call::Nb(request), sendbuf, recvbuf, cnt(count), datatype, op, root, comm))
-}
-pub unsafe fn MPI_Ireduce_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Ireduce_c", reduce(Call::Nb(request), sendbuf, recvbuf, cnt(count), datatype, op, root, comm))
-}
-pub unsafe fn MPI_Reduce_init(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Reduce_init", reduce(Call::Init(request), sendbuf, recvbuf, cnt(count), datatype, op, root, comm))
-}
-pub unsafe fn MPI_Reduce_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Reduce_init_c", reduce(Call::Init(request), sendbuf, recvbuf, cnt(count), datatype, op, root, comm))
-}
-pub unsafe fn MPI_Allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Allreduce", allreduce(Call::Block, sendbuf, recvbuf, cnt(count), datatype, op, comm))
-}
-pub unsafe fn MPI_Allreduce_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Allreduce_c", allreduce(Call::Block, sendbuf, recvbuf, cnt(count), datatype, op, comm))
-}
-pub unsafe fn MPI_Iallreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Iallreduce", allreduce(Call::Nb(request), sendbuf, recvbuf, cnt(count), datatype, op, comm))
-}
-pub unsafe fn MPI_Iallreduce_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Iallreduce_c", allreduce(Call::Nb(request), sendbuf, recvbuf, cnt(count), datatype, op, comm))
-}
-pub unsafe fn MPI_Allreduce_init(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Allreduce_init", allreduce(Call::Init(request), sendbuf, recvbuf, cnt(count), datatype, op, comm))
-}
-pub unsafe fn MPI_Allreduce_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Allreduce_init_c", allreduce(Call::Init(request), sendbuf, recvbuf, cnt(count), datatype, op, comm))
-}
-pub unsafe fn MPI_Reduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Reduce_scatter", reduce_scatter(Call::Block, sendbuf, recvbuf, Arr::from(recvcounts), datatype, op, comm))
-}
-pub unsafe fn MPI_Reduce_scatter_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Reduce_scatter_c", reduce_scatter(Call::Block, sendbuf, recvbuf, Arr::from(recvcounts), datatype, op, comm))
-}
-pub unsafe fn MPI_Ireduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Ireduce_scatter", reduce_scatter(Call::Nb(request), sendbuf, recvbuf, Arr::from(recvcounts), datatype, op, comm))
-}
-pub unsafe fn MPI_Ireduce_scatter_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Ireduce_scatter_c", reduce_scatter(Call::Nb(request), sendbuf, recvbuf, Arr::from(recvcounts), datatype, op, comm))
-}
-pub unsafe fn MPI_Reduce_scatter_init(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Reduce_scatter_init", reduce_scatter(Call::Init(request), sendbuf, recvbuf, Arr::from(recvcounts), datatype, op, comm))
-}
-pub unsafe fn MPI_Reduce_scatter_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Reduce_scatter_init_c", reduce_scatter(Call::Init(request), sendbuf, recvbuf, Arr::from(recvcounts), datatype, op, comm))
-}
-pub unsafe fn MPI_Reduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Reduce_scatter_block", reduce_scatter_block(Call::Block, sendbuf, recvbuf, cnt(recvcount), datatype, op, comm))
-}
-pub unsafe fn MPI_Reduce_scatter_block_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Reduce_scatter_block_c", reduce_scatter_block(Call::Block, sendbuf, recvbuf, cnt(recvcount), datatype, op, comm))
-}
-pub unsafe fn MPI_Ireduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Ireduce_scatter_block", reduce_scatter_block(Call::Nb(request), sendbuf, recvbuf, cnt(recvcount), datatype, op, comm))
-}
-pub unsafe fn MPI_Ireduce_scatter_block_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Ireduce_scatter_block_c", reduce_scatter_block(Call::Nb(request), sendbuf, recvbuf, cnt(recvcount), datatype, op, comm))
-}
-pub unsafe fn MPI_Reduce_scatter_block_init(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Reduce_scatter_block_init", reduce_scatter_block(Call::Init(request), sendbuf, recvbuf, cnt(recvcount), datatype, op, comm))
-}
-pub unsafe fn MPI_Reduce_scatter_block_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Reduce_scatter_block_init_c", reduce_scatter_block(Call::Init(request), sendbuf, recvbuf, cnt(recvcount), datatype, op, comm))
-}
-pub unsafe fn MPI_Scan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Scan", scan(Call::Block, sendbuf, recvbuf, cnt(count), datatype, op, comm, false))
-}
-pub unsafe fn MPI_Scan_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Scan_c", scan(Call::Block, sendbuf, recvbuf, cnt(count), datatype, op, comm, false))
-}
-pub unsafe fn MPI_Iscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Iscan", scan(Call::Nb(request), sendbuf, recvbuf, cnt(count), datatype, op, comm, false))
-}
-pub unsafe fn MPI_Iscan_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Iscan_c", scan(Call::Nb(request), sendbuf, recvbuf, cnt(count), datatype, op, comm, false))
-}
-pub unsafe fn MPI_Scan_init(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Scan_init", scan(Call::Init(request), sendbuf, recvbuf, cnt(count), datatype, op, comm, false))
-}
-pub unsafe fn MPI_Scan_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Scan_init_c", scan(Call::Init(request), sendbuf, recvbuf, cnt(count), datatype, op, comm, false))
-}
-pub unsafe fn MPI_Exscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Exscan", scan(Call::Block, sendbuf, recvbuf, cnt(count), datatype, op, comm, true))
-}
-pub unsafe fn MPI_Exscan_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Exscan_c", scan(Call::Block, sendbuf, recvbuf, cnt(count), datatype, op, comm, true))
-}
-pub unsafe fn MPI_Iexscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Iexscan", scan(Call::Nb(request), sendbuf, recvbuf, cnt(count), datatype, op, comm, true))
-}
-pub unsafe fn MPI_Iexscan_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Iexscan_c", scan(Call::Nb(request), sendbuf, recvbuf, cnt(count), datatype, op, comm, true))
-}
-pub unsafe fn MPI_Exscan_init(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Exscan_init", scan(Call::Init(request), sendbuf, recvbuf, cnt(count), datatype, op, comm, true))
-}
-pub unsafe fn MPI_Exscan_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Exscan_init_c", scan(Call::Init(request), sendbuf, recvbuf, cnt(count), datatype, op, comm, true))
+twins! {
+    pub unsafe fn MPI_Bcast | MPI_Bcast_c(buffer: *mut c_void, count: Count, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
+        ret(comm, NAME, bcast(Call::Block, buffer, cnt(count), datatype, root, comm))
+    }
+    pub unsafe fn MPI_Ibcast | MPI_Ibcast_c(buffer: *mut c_void, count: Count, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        ret(comm, NAME, bcast(Call::Nb(request), buffer, cnt(count), datatype, root, comm))
+    }
+    pub unsafe fn MPI_Bcast_init | MPI_Bcast_init_c(buffer: *mut c_void, count: Count, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+        ret(comm, NAME, bcast(Call::Init(request), buffer, cnt(count), datatype, root, comm))
+    }
+    pub unsafe fn MPI_Gather | MPI_Gather_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
+        ret(comm, NAME, gather(Call::Block, sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
+    }
+    pub unsafe fn MPI_Igather | MPI_Igather_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        ret(comm, NAME, gather(Call::Nb(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
+    }
+    pub unsafe fn MPI_Gather_init | MPI_Gather_init_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+        ret(comm, NAME, gather(Call::Init(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
+    }
+    pub unsafe fn MPI_Gatherv | MPI_Gatherv_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Disp, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
+        ret(comm, NAME, gatherv(Call::Block, sendbuf, cnt(sendcount), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(displs), recvtype, root, comm))
+    }
+    pub unsafe fn MPI_Igatherv | MPI_Igatherv_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Disp, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        ret(comm, NAME, gatherv(Call::Nb(request), sendbuf, cnt(sendcount), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(displs), recvtype, root, comm))
+    }
+    pub unsafe fn MPI_Gatherv_init | MPI_Gatherv_init_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Disp, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+        ret(comm, NAME, gatherv(Call::Init(request), sendbuf, cnt(sendcount), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(displs), recvtype, root, comm))
+    }
+    pub unsafe fn MPI_Scatter | MPI_Scatter_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
+        ret(comm, NAME, scatter(Call::Block, sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
+    }
+    pub unsafe fn MPI_Iscatter | MPI_Iscatter_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        ret(comm, NAME, scatter(Call::Nb(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
+    }
+    pub unsafe fn MPI_Scatter_init | MPI_Scatter_init_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+        ret(comm, NAME, scatter(Call::Init(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
+    }
+    pub unsafe fn MPI_Scatterv | MPI_Scatterv_c(sendbuf: *const c_void, sendcounts: *const Count, displs: *const Disp, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
+        ret(comm, NAME, scatterv(Call::Block, sendbuf, Arr::from(sendcounts), Arr::from(displs), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
+    }
+    pub unsafe fn MPI_Iscatterv | MPI_Iscatterv_c(sendbuf: *const c_void, sendcounts: *const Count, displs: *const Disp, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        ret(comm, NAME, scatterv(Call::Nb(request), sendbuf, Arr::from(sendcounts), Arr::from(displs), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
+    }
+    pub unsafe fn MPI_Scatterv_init | MPI_Scatterv_init_c(sendbuf: *const c_void, sendcounts: *const Count, displs: *const Disp, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+        ret(comm, NAME, scatterv(Call::Init(request), sendbuf, Arr::from(sendcounts), Arr::from(displs), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
+    }
+    pub unsafe fn MPI_Allgather | MPI_Allgather_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
+        ret(comm, NAME, allgather(Call::Block, sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, comm))
+    }
+    pub unsafe fn MPI_Iallgather | MPI_Iallgather_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        ret(comm, NAME, allgather(Call::Nb(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, comm))
+    }
+    pub unsafe fn MPI_Allgather_init | MPI_Allgather_init_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+        ret(comm, NAME, allgather(Call::Init(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, comm))
+    }
+    pub unsafe fn MPI_Allgatherv | MPI_Allgatherv_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Disp, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
+        ret(comm, NAME, allgatherv(Call::Block, sendbuf, cnt(sendcount), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(displs), recvtype, comm))
+    }
+    pub unsafe fn MPI_Iallgatherv | MPI_Iallgatherv_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Disp, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        ret(comm, NAME, allgatherv(Call::Nb(request), sendbuf, cnt(sendcount), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(displs), recvtype, comm))
+    }
+    pub unsafe fn MPI_Allgatherv_init | MPI_Allgatherv_init_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Disp, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+        ret(comm, NAME, allgatherv(Call::Init(request), sendbuf, cnt(sendcount), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(displs), recvtype, comm))
+    }
+    pub unsafe fn MPI_Alltoall | MPI_Alltoall_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
+        ret(comm, NAME, alltoall(Call::Block, sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, comm))
+    }
+    pub unsafe fn MPI_Ialltoall | MPI_Ialltoall_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        ret(comm, NAME, alltoall(Call::Nb(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, comm))
+    }
+    pub unsafe fn MPI_Alltoall_init | MPI_Alltoall_init_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+        ret(comm, NAME, alltoall(Call::Init(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, comm))
+    }
+    pub unsafe fn MPI_Alltoallv | MPI_Alltoallv_c(sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Disp, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const Disp, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
+        ret(comm, NAME, alltoallv(Call::Block, sendbuf, Arr::from(sendcounts), Arr::from(sdispls), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(rdispls), recvtype, comm))
+    }
+    pub unsafe fn MPI_Ialltoallv | MPI_Ialltoallv_c(sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Disp, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const Disp, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        ret(comm, NAME, alltoallv(Call::Nb(request), sendbuf, Arr::from(sendcounts), Arr::from(sdispls), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(rdispls), recvtype, comm))
+    }
+    pub unsafe fn MPI_Alltoallv_init | MPI_Alltoallv_init_c(sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Disp, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const Disp, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+        ret(comm, NAME, alltoallv(Call::Init(request), sendbuf, Arr::from(sendcounts), Arr::from(sdispls), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(rdispls), recvtype, comm))
+    }
+    pub unsafe fn MPI_Alltoallw | MPI_Alltoallw_c(sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Disp, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const Disp, recvtypes: *const MPI_Datatype, comm: MPI_Comm) -> c_int {
+        ret(comm, NAME, alltoallw(Call::Block, sendbuf, Arr::from(sendcounts), Arr::from(sdispls), sendtypes, recvbuf, Arr::from(recvcounts), Arr::from(rdispls), recvtypes, comm))
+    }
+    pub unsafe fn MPI_Ialltoallw | MPI_Ialltoallw_c(sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Disp, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const Disp, recvtypes: *const MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        ret(comm, NAME, alltoallw(Call::Nb(request), sendbuf, Arr::from(sendcounts), Arr::from(sdispls), sendtypes, recvbuf, Arr::from(recvcounts), Arr::from(rdispls), recvtypes, comm))
+    }
+    pub unsafe fn MPI_Alltoallw_init | MPI_Alltoallw_init_c(sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Disp, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const Disp, recvtypes: *const MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+        ret(comm, NAME, alltoallw(Call::Init(request), sendbuf, Arr::from(sendcounts), Arr::from(sdispls), sendtypes, recvbuf, Arr::from(recvcounts), Arr::from(rdispls), recvtypes, comm))
+    }
+    pub unsafe fn MPI_Reduce | MPI_Reduce_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm) -> c_int {
+        ret(comm, NAME, reduce(Call::Block, sendbuf, recvbuf, cnt(count), datatype, op, root, comm))
+    }
+    pub unsafe fn MPI_Ireduce | MPI_Ireduce_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        ret(comm, NAME, reduce(Call::Nb(request), sendbuf, recvbuf, cnt(count), datatype, op, root, comm))
+    }
+    pub unsafe fn MPI_Reduce_init | MPI_Reduce_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+        ret(comm, NAME, reduce(Call::Init(request), sendbuf, recvbuf, cnt(count), datatype, op, root, comm))
+    }
+    pub unsafe fn MPI_Allreduce | MPI_Allreduce_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
+        ret(comm, NAME, allreduce(Call::Block, sendbuf, recvbuf, cnt(count), datatype, op, comm))
+    }
+    pub unsafe fn MPI_Iallreduce | MPI_Iallreduce_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        ret(comm, NAME, allreduce(Call::Nb(request), sendbuf, recvbuf, cnt(count), datatype, op, comm))
+    }
+    pub unsafe fn MPI_Allreduce_init | MPI_Allreduce_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+        ret(comm, NAME, allreduce(Call::Init(request), sendbuf, recvbuf, cnt(count), datatype, op, comm))
+    }
+    pub unsafe fn MPI_Reduce_scatter | MPI_Reduce_scatter_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
+        ret(comm, NAME, reduce_scatter(Call::Block, sendbuf, recvbuf, Arr::from(recvcounts), datatype, op, comm))
+    }
+    pub unsafe fn MPI_Ireduce_scatter | MPI_Ireduce_scatter_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        ret(comm, NAME, reduce_scatter(Call::Nb(request), sendbuf, recvbuf, Arr::from(recvcounts), datatype, op, comm))
+    }
+    pub unsafe fn MPI_Reduce_scatter_init | MPI_Reduce_scatter_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+        ret(comm, NAME, reduce_scatter(Call::Init(request), sendbuf, recvbuf, Arr::from(recvcounts), datatype, op, comm))
+    }
+    pub unsafe fn MPI_Reduce_scatter_block | MPI_Reduce_scatter_block_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
+        ret(comm, NAME, reduce_scatter_block(Call::Block, sendbuf, recvbuf, cnt(recvcount), datatype, op, comm))
+    }
+    pub unsafe fn MPI_Ireduce_scatter_block | MPI_Ireduce_scatter_block_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        ret(comm, NAME, reduce_scatter_block(Call::Nb(request), sendbuf, recvbuf, cnt(recvcount), datatype, op, comm))
+    }
+    pub unsafe fn MPI_Reduce_scatter_block_init | MPI_Reduce_scatter_block_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+        ret(comm, NAME, reduce_scatter_block(Call::Init(request), sendbuf, recvbuf, cnt(recvcount), datatype, op, comm))
+    }
+    pub unsafe fn MPI_Scan | MPI_Scan_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
+        ret(comm, NAME, scan(Call::Block, sendbuf, recvbuf, cnt(count), datatype, op, comm, false))
+    }
+    pub unsafe fn MPI_Iscan | MPI_Iscan_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        ret(comm, NAME, scan(Call::Nb(request), sendbuf, recvbuf, cnt(count), datatype, op, comm, false))
+    }
+    pub unsafe fn MPI_Scan_init | MPI_Scan_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+        ret(comm, NAME, scan(Call::Init(request), sendbuf, recvbuf, cnt(count), datatype, op, comm, false))
+    }
+    pub unsafe fn MPI_Exscan | MPI_Exscan_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
+        ret(comm, NAME, scan(Call::Block, sendbuf, recvbuf, cnt(count), datatype, op, comm, true))
+    }
+    pub unsafe fn MPI_Iexscan | MPI_Iexscan_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        ret(comm, NAME, scan(Call::Nb(request), sendbuf, recvbuf, cnt(count), datatype, op, comm, true))
+    }
+    pub unsafe fn MPI_Exscan_init | MPI_Exscan_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+        ret(comm, NAME, scan(Call::Init(request), sendbuf, recvbuf, cnt(count), datatype, op, comm, true))
+    }
 }

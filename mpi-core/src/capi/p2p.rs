@@ -58,7 +58,6 @@ macro_rules! twins {
         pub use self::$large::$large;
     )*};
 }
-#[allow(unused_imports)]
 pub(crate) use twins;
 
 pub(crate) fn check_tag(tag: c_int, recv: bool) -> MpiResult<()> {
