@@ -6,16 +6,17 @@
 //!    forwards to `PMPI_X`.
 //!
 //!    A procedure and its large-count twin (`MPI_X`/`MPI_X_c`, differing only
-//!    in `int` against `MPI_Count`/`MPI_Aint` counts and displacements) may
-//!    share one definition: an item `pub unsafe fn MPI_X | MPI_X_c(...)` in a
-//!    `twins!` block (the macro is in `src/capi/p2p.rs`), whose parameter types
-//!    say `Count`/`Disp` where the two differ. This script reads such a line
-//!    (it must stay on one line) as the implementation of both, and fails the
-//!    build unless the table says `MPI_X_c` is the large-count variant of
-//!    `MPI_X` with the same parameters, differing only in those types. The
-//!    generated exports call `capi::MPI_X` with the table's types, so the
-//!    compiler checks every signature, hand-written or generated, against
-//!    the standard's.
+//!    in `int` or `MPI_Aint` counts and displacements that become `MPI_Count`
+//!    or `MPI_Aint`) may share one definition: an item
+//!    `pub unsafe fn MPI_X | MPI_X_c(...)` in a `twins!` block (the macro is
+//!    in `src/capi/p2p.rs`), whose parameter types say `Count`, `Disp` or
+//!    `Offset` where the two differ. This script reads such a line (it must
+//!    stay on one line) as the implementation of both, and fails the build
+//!    unless the table says `MPI_X_c` is the large-count variant of `MPI_X`
+//!    with the same parameters, differing only in those types. The generated
+//!    exports call `capi::MPI_X` with the table's types, so the compiler
+//!    checks every signature, hand-written or generated, against the
+//!    standard's.
 //! 2. Writes `mpi.h` (template + constants + C enumerations + prototypes) to
 //!    `target/<profile>/include/mpi.h`, where `mpicc` looks for it.
 //! 3. Sets the SONAME `libmpi.so.12` and makes `libmpi.so.12` and
@@ -133,8 +134,8 @@ fn scan_implemented(dir: &Path) -> (BTreeSet<String>, Vec<(String, String)>) {
 
 /// Each `twins!` pair must be a procedure and its large-count variant with
 /// the same parameters, differing only where the first has `int` and the
-/// second `MPI_Count` or `MPI_Aint` (the types the macro's `Count` and `Disp`
-/// stand for).
+/// second `MPI_Count` or `MPI_Aint`, or the first `MPI_Aint` and the second
+/// `MPI_Count` (the types the macro's `Count`, `Disp` and `Offset` stand for).
 fn check_twins(procs: &[table::Procedure], twins: &[(String, String)]) {
     let find = |n: &str| procs.iter().find(|p| p.name == n);
     for (a, b) in twins {
@@ -144,10 +145,9 @@ fn check_twins(procs: &[table::Procedure], twins: &[(String, String)]) {
                 x.name == y.name
                     && x.suffix == y.suffix
                     && (x.ctype == y.ctype
-                        || x.base() == "int"
-                            && ["MPI_Count", "MPI_Aint"]
-                                .iter()
-                                .any(|big| x.ctype.replace("int", big) == y.ctype))
+                        || [("int", "MPI_Count"), ("int", "MPI_Aint"), ("MPI_Aint", "MPI_Count")]
+                            .iter()
+                            .any(|&(small, big)| x.base() == small && x.ctype.replace(small, big) == y.ctype))
             });
         if !(pb.large && !pa.large && *b == format!("{a}_c") && same) {
             panic!("twins! pairs {a} with {b}, which is not its large-count variant differing only in count types");

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use mpi_api::abi::*;
 
+use super::p2p::twins;
 use super::{put, put_str, ret};
 use crate::bail;
 use crate::rt::datatype::{self as dtm, check_count, Contents, Dtype};
@@ -224,120 +225,44 @@ unsafe fn indexed_block_entry<D: Copy + Into<i64>>(
     }
 }
 
-pub unsafe fn MPI_Type_contiguous(count: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    contiguous_impl(count as i64, oldtype, newtype, false, "MPI_Type_contiguous")
-}
+twins! {
+    pub unsafe fn MPI_Type_contiguous | MPI_Type_contiguous_c(count: Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+        contiguous_impl(count as i64, oldtype, newtype, LARGE, NAME)
+    }
 
-pub unsafe fn MPI_Type_contiguous_c(count: MPI_Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    contiguous_impl(count, oldtype, newtype, true, "MPI_Type_contiguous_c")
-}
+    pub unsafe fn MPI_Type_vector | MPI_Type_vector_c(count: Count, blocklength: Count, stride: Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+        vector_impl(count as i64, blocklength as i64, stride as i64, oldtype, newtype, false, LARGE, NAME)
+    }
 
-pub unsafe fn MPI_Type_vector(count: c_int, blocklength: c_int, stride: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    vector_impl(count as i64, blocklength as i64, stride as i64, oldtype, newtype, false, false, "MPI_Type_vector")
-}
-
-pub unsafe fn MPI_Type_vector_c(count: MPI_Count, blocklength: MPI_Count, stride: MPI_Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    vector_impl(count, blocklength, stride, oldtype, newtype, false, true, "MPI_Type_vector_c")
-}
-
-pub unsafe fn MPI_Type_create_hvector(count: c_int, blocklength: c_int, stride: MPI_Aint, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    vector_impl(count as i64, blocklength as i64, stride, oldtype, newtype, true, false, "MPI_Type_create_hvector")
-}
-
-pub unsafe fn MPI_Type_create_hvector_c(count: MPI_Count, blocklength: MPI_Count, stride: MPI_Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    vector_impl(count, blocklength, stride, oldtype, newtype, true, true, "MPI_Type_create_hvector_c")
+    pub unsafe fn MPI_Type_create_hvector | MPI_Type_create_hvector_c(count: Count, blocklength: Count, stride: Offset, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+        vector_impl(count as i64, blocklength as i64, stride, oldtype, newtype, true, LARGE, NAME)
+    }
 }
 
 pub unsafe fn MPI_Type_hvector(count: c_int, blocklength: c_int, stride: MPI_Aint, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
     vector_impl(count as i64, blocklength as i64, stride, oldtype, newtype, true, false, "MPI_Type_hvector")
 }
 
-pub unsafe fn MPI_Type_indexed(
-    count: c_int,
-    array_of_blocklengths: *const c_int,
-    array_of_displacements: *const c_int,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    // SAFETY: the caller passes arrays of `count` values.
-    unsafe { indexed_entry(i64::from(count), array_of_blocklengths, array_of_displacements, oldtype, newtype, false, false, "MPI_Type_indexed") }
-}
+twins! {
+    pub unsafe fn MPI_Type_indexed | MPI_Type_indexed_c(count: Count, array_of_blocklengths: *const Count, array_of_displacements: *const Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+        // SAFETY: the caller passes arrays of `count` values.
+        unsafe { indexed_entry(count as i64, array_of_blocklengths, array_of_displacements, oldtype, newtype, false, LARGE, NAME) }
+    }
 
-pub unsafe fn MPI_Type_indexed_c(
-    count: MPI_Count,
-    array_of_blocklengths: *const MPI_Count,
-    array_of_displacements: *const MPI_Count,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    // SAFETY: the caller passes arrays of `count` values.
-    unsafe { indexed_entry(count, array_of_blocklengths, array_of_displacements, oldtype, newtype, false, true, "MPI_Type_indexed_c") }
-}
+    pub unsafe fn MPI_Type_create_hindexed | MPI_Type_create_hindexed_c(count: Count, array_of_blocklengths: *const Count, array_of_displacements: *const Offset, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+        // SAFETY: the caller passes arrays of `count` values.
+        unsafe { indexed_entry(count as i64, array_of_blocklengths, array_of_displacements, oldtype, newtype, true, LARGE, NAME) }
+    }
 
-pub unsafe fn MPI_Type_create_hindexed(
-    count: c_int,
-    array_of_blocklengths: *const c_int,
-    array_of_displacements: *const MPI_Aint,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    // SAFETY: the caller passes arrays of `count` values.
-    unsafe { indexed_entry(i64::from(count), array_of_blocklengths, array_of_displacements, oldtype, newtype, true, false, "MPI_Type_create_hindexed") }
-}
+    pub unsafe fn MPI_Type_create_indexed_block | MPI_Type_create_indexed_block_c(count: Count, blocklength: Count, array_of_displacements: *const Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+        // SAFETY: the caller passes an array of `count` displacements.
+        unsafe { indexed_block_entry(count as i64, blocklength as i64, array_of_displacements, oldtype, newtype, false, LARGE, NAME) }
+    }
 
-pub unsafe fn MPI_Type_create_hindexed_c(
-    count: MPI_Count,
-    array_of_blocklengths: *const MPI_Count,
-    array_of_displacements: *const MPI_Count,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    // SAFETY: the caller passes arrays of `count` values.
-    unsafe { indexed_entry(count, array_of_blocklengths, array_of_displacements, oldtype, newtype, true, true, "MPI_Type_create_hindexed_c") }
-}
-
-pub unsafe fn MPI_Type_create_indexed_block(
-    count: c_int,
-    blocklength: c_int,
-    array_of_displacements: *const c_int,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    // SAFETY: the caller passes an array of `count` displacements.
-    unsafe { indexed_block_entry(i64::from(count), i64::from(blocklength), array_of_displacements, oldtype, newtype, false, false, "MPI_Type_create_indexed_block") }
-}
-
-pub unsafe fn MPI_Type_create_indexed_block_c(
-    count: MPI_Count,
-    blocklength: MPI_Count,
-    array_of_displacements: *const MPI_Count,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    // SAFETY: the caller passes an array of `count` displacements.
-    unsafe { indexed_block_entry(count, blocklength, array_of_displacements, oldtype, newtype, false, true, "MPI_Type_create_indexed_block_c") }
-}
-
-pub unsafe fn MPI_Type_create_hindexed_block(
-    count: c_int,
-    blocklength: c_int,
-    array_of_displacements: *const MPI_Aint,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    // SAFETY: the caller passes an array of `count` displacements.
-    unsafe { indexed_block_entry(i64::from(count), i64::from(blocklength), array_of_displacements, oldtype, newtype, true, false, "MPI_Type_create_hindexed_block") }
-}
-
-pub unsafe fn MPI_Type_create_hindexed_block_c(
-    count: MPI_Count,
-    blocklength: MPI_Count,
-    array_of_displacements: *const MPI_Count,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    // SAFETY: the caller passes an array of `count` displacements.
-    unsafe { indexed_block_entry(count, blocklength, array_of_displacements, oldtype, newtype, true, true, "MPI_Type_create_hindexed_block_c") }
+    pub unsafe fn MPI_Type_create_hindexed_block | MPI_Type_create_hindexed_block_c(count: Count, blocklength: Count, array_of_displacements: *const Offset, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+        // SAFETY: the caller passes an array of `count` displacements.
+        unsafe { indexed_block_entry(count as i64, blocklength as i64, array_of_displacements, oldtype, newtype, true, LARGE, NAME) }
+    }
 }
 
 pub unsafe fn MPI_Type_hindexed(
@@ -383,26 +308,11 @@ unsafe fn struct_impl<L: Copy + Into<i64>>(
     })
 }
 
-pub unsafe fn MPI_Type_create_struct(
-    count: c_int,
-    array_of_blocklengths: *const c_int,
-    array_of_displacements: *const MPI_Aint,
-    array_of_types: *const MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    // SAFETY: the caller passes arrays of `count` values.
-    unsafe { struct_impl(count as i64, array_of_blocklengths, array_of_displacements, array_of_types, newtype, false, "MPI_Type_create_struct") }
-}
-
-pub unsafe fn MPI_Type_create_struct_c(
-    count: MPI_Count,
-    array_of_blocklengths: *const MPI_Count,
-    array_of_displacements: *const MPI_Count,
-    array_of_types: *const MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    // SAFETY: the caller passes arrays of `count` values.
-    unsafe { struct_impl(count, array_of_blocklengths, array_of_displacements, array_of_types, newtype, true, "MPI_Type_create_struct_c") }
+twins! {
+    pub unsafe fn MPI_Type_create_struct | MPI_Type_create_struct_c(count: Count, array_of_blocklengths: *const Count, array_of_displacements: *const Offset, array_of_types: *const MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+        // SAFETY: the caller passes arrays of `count` values.
+        unsafe { struct_impl(count as i64, array_of_blocklengths, array_of_displacements, array_of_types, newtype, LARGE, NAME) }
+    }
 }
 
 pub unsafe fn MPI_Type_struct(
@@ -448,30 +358,11 @@ unsafe fn subarray_impl<T: Copy + Into<i64>>(
     })
 }
 
-pub unsafe fn MPI_Type_create_subarray(
-    ndims: c_int,
-    array_of_sizes: *const c_int,
-    array_of_subsizes: *const c_int,
-    array_of_starts: *const c_int,
-    order: c_int,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    // SAFETY: the caller passes arrays of `ndims` values.
-    unsafe { subarray_impl(ndims, array_of_sizes, array_of_subsizes, array_of_starts, order, oldtype, newtype, false, "MPI_Type_create_subarray") }
-}
-
-pub unsafe fn MPI_Type_create_subarray_c(
-    ndims: c_int,
-    array_of_sizes: *const MPI_Count,
-    array_of_subsizes: *const MPI_Count,
-    array_of_starts: *const MPI_Count,
-    order: c_int,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    // SAFETY: the caller passes arrays of `ndims` values.
-    unsafe { subarray_impl(ndims, array_of_sizes, array_of_subsizes, array_of_starts, order, oldtype, newtype, true, "MPI_Type_create_subarray_c") }
+twins! {
+    pub unsafe fn MPI_Type_create_subarray | MPI_Type_create_subarray_c(ndims: c_int, array_of_sizes: *const Count, array_of_subsizes: *const Count, array_of_starts: *const Count, order: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+        // SAFETY: the caller passes arrays of `ndims` values.
+        unsafe { subarray_impl(ndims, array_of_sizes, array_of_subsizes, array_of_starts, order, oldtype, newtype, LARGE, NAME) }
+    }
 }
 
 /// Darray over i64 global sizes.
@@ -559,12 +450,10 @@ fn resized_impl(old: MPI_Datatype, lb: i64, extent: i64, newtype: *mut MPI_Datat
     })
 }
 
-pub unsafe fn MPI_Type_create_resized(oldtype: MPI_Datatype, lb: MPI_Aint, extent: MPI_Aint, newtype: *mut MPI_Datatype) -> c_int {
-    resized_impl(oldtype, lb, extent, newtype, false, "MPI_Type_create_resized")
-}
-
-pub unsafe fn MPI_Type_create_resized_c(oldtype: MPI_Datatype, lb: MPI_Count, extent: MPI_Count, newtype: *mut MPI_Datatype) -> c_int {
-    resized_impl(oldtype, lb, extent, newtype, true, "MPI_Type_create_resized_c")
+twins! {
+    pub unsafe fn MPI_Type_create_resized | MPI_Type_create_resized_c(oldtype: MPI_Datatype, lb: Offset, extent: Offset, newtype: *mut MPI_Datatype) -> c_int {
+        resized_impl(oldtype, lb, extent, newtype, LARGE, NAME)
+    }
 }
 
 pub unsafe fn MPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
@@ -1211,60 +1100,18 @@ unsafe fn write_pos<T: TryFrom<usize>>(p: *mut T, v: usize) -> MpiResult<()> {
     Ok(())
 }
 
-pub unsafe fn MPI_Pack(
-    inbuf: *const c_void,
-    incount: c_int,
-    datatype: MPI_Datatype,
-    outbuf: *mut c_void,
-    outsize: c_int,
-    position: *mut c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    // SAFETY: the caller's buffers and position.
-    let r = unsafe { at_position(position, |p| pack_impl(Some(comm), Rep::Native, inbuf, incount as i64, datatype, outbuf, outsize as i64, p)) };
-    ret(comm, "MPI_Pack", r)
-}
+twins! {
+    pub unsafe fn MPI_Pack | MPI_Pack_c(inbuf: *const c_void, incount: Count, datatype: MPI_Datatype, outbuf: *mut c_void, outsize: Count, position: *mut Count, comm: MPI_Comm) -> c_int {
+        // SAFETY: the caller's buffers and position.
+        let r = unsafe { at_position(position, |p| pack_impl(Some(comm), Rep::Native, inbuf, incount as i64, datatype, outbuf, outsize as i64, p)) };
+        ret(comm, NAME, r)
+    }
 
-pub unsafe fn MPI_Pack_c(
-    inbuf: *const c_void,
-    incount: MPI_Count,
-    datatype: MPI_Datatype,
-    outbuf: *mut c_void,
-    outsize: MPI_Count,
-    position: *mut MPI_Count,
-    comm: MPI_Comm,
-) -> c_int {
-    // SAFETY: the caller's buffers and position.
-    let r = unsafe { at_position(position, |p| pack_impl(Some(comm), Rep::Native, inbuf, incount, datatype, outbuf, outsize, p)) };
-    ret(comm, "MPI_Pack_c", r)
-}
-
-pub unsafe fn MPI_Unpack(
-    inbuf: *const c_void,
-    insize: c_int,
-    position: *mut c_int,
-    outbuf: *mut c_void,
-    outcount: c_int,
-    datatype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> c_int {
-    // SAFETY: the caller's buffers and position.
-    let r = unsafe { at_position(position, |p| unpack_impl(Some(comm), Rep::Native, inbuf, insize as i64, p, outbuf, outcount as i64, datatype)) };
-    ret(comm, "MPI_Unpack", r)
-}
-
-pub unsafe fn MPI_Unpack_c(
-    inbuf: *const c_void,
-    insize: MPI_Count,
-    position: *mut MPI_Count,
-    outbuf: *mut c_void,
-    outcount: MPI_Count,
-    datatype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> c_int {
-    // SAFETY: the caller's buffers and position.
-    let r = unsafe { at_position(position, |p| unpack_impl(Some(comm), Rep::Native, inbuf, insize, p, outbuf, outcount, datatype)) };
-    ret(comm, "MPI_Unpack_c", r)
+    pub unsafe fn MPI_Unpack | MPI_Unpack_c(inbuf: *const c_void, insize: Count, position: *mut Count, outbuf: *mut c_void, outcount: Count, datatype: MPI_Datatype, comm: MPI_Comm) -> c_int {
+        // SAFETY: the caller's buffers and position.
+        let r = unsafe { at_position(position, |p| unpack_impl(Some(comm), Rep::Native, inbuf, insize as i64, p, outbuf, outcount as i64, datatype)) };
+        ret(comm, NAME, r)
+    }
 }
 
 fn pack_size_impl(comm: Option<MPI_Comm>, rep: Rep, count: i64, datatype: MPI_Datatype) -> MpiResult<usize> {

@@ -19,8 +19,9 @@ use crate::rt::{self, State};
 /// `pub unsafe fn MPI_X | MPI_X_c(params) -> c_int { body }` defines both
 /// `MPI_X` and `MPI_X_c` from one signature and one body. In the parameter
 /// types, `Count` stands for `c_int` in `MPI_X` and `MPI_Count` in `MPI_X_c`,
-/// `Disp` for `c_int` and `MPI_Aint`; in the body, `NAME` is the procedure's
-/// own name (`"MPI_X"` or `"MPI_X_c"`). Each function lives in a private
+/// `Disp` for `c_int` and `MPI_Aint`, `Offset` for `MPI_Aint` and
+/// `MPI_Count`; in the body, `NAME` is the procedure's own name (`"MPI_X"` or
+/// `"MPI_X_c"`) and `LARGE` is false or true. Each function lives in a private
 /// module of its own name (where the aliases and `NAME` are defined) and is
 /// re-exported, so it is `capi::MPI_X` like a hand-written one. build.rs
 /// reads the `pub unsafe fn MPI_X | MPI_X_c(` line of each item (which must
@@ -39,7 +40,11 @@ macro_rules! twins {
             type Count = std::os::raw::c_int;
             #[allow(dead_code)]
             type Disp = std::os::raw::c_int;
+            #[allow(dead_code)]
+            type Offset = mpi_api::abi::MPI_Aint;
             const NAME: &str = stringify!($int);
+            #[allow(dead_code)]
+            const LARGE: bool = false;
             $(#[$attr])*
             pub unsafe fn $int($($p: $t),*) -> std::os::raw::c_int $body
         }
@@ -51,7 +56,11 @@ macro_rules! twins {
             type Count = mpi_api::abi::MPI_Count;
             #[allow(dead_code)]
             type Disp = mpi_api::abi::MPI_Aint;
+            #[allow(dead_code)]
+            type Offset = mpi_api::abi::MPI_Count;
             const NAME: &str = stringify!($large);
+            #[allow(dead_code)]
+            const LARGE: bool = true;
             $(#[$attr])*
             pub unsafe fn $large($($p: $t),*) -> std::os::raw::c_int $body
         }
