@@ -406,22 +406,43 @@ const TCP_POLLS: u32 = 256;
 /// the cores). `None`: take the general path (which also reports any
 /// argument error).
 fn recv_now(st: &mut State, buf: *mut u8, count: i64, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult<Option<MPI_Status>> {
+    Ok(match recv_direct(st, buf, count, datatype, source, tag, comm)? {
+        Direct::Got(s) => Some(s),
+        Direct::Nothing | Direct::General => None,
+    })
+}
+
+/// What [`recv_direct`] found.
+enum Direct {
+    /// The message, received.
+    Got(MPI_Status),
+    /// Nothing from that peer on this host yet, and the fast path may be
+    /// tried again.
+    Nothing,
+    /// The general path must take it.
+    General,
+}
+
+/// [`recv_now`], telling apart an empty ring from a case for the general
+/// path.
+fn recv_direct(st: &mut State, buf: *mut u8, count: i64, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult<Direct> {
+    let general = Ok(Direct::General);
     if source < 0 || count < 0 {
-        return Ok(None);
+        return general;
     }
     let count = count as usize;
     let dt = st.types.get(datatype)?;
     if !dt.contig {
-        return Ok(None);
+        return general;
     }
     let c = st.comms.get(comm)?;
-    let Some(&src_world) = c.group.get(source as usize) else { return Ok(None) };
+    let Some(&src_world) = c.group.get(source as usize) else { return general };
     if check_tag(tag, true).is_err() || check_buf(buf, count, &dt).is_err() {
-        return Ok(None);
+        return general;
     }
     let ctx = c.ctx;
     if !st.engine.direct_recv_ok(ctx, source, tag) {
-        return Ok(None);
+        return general;
     }
     // (A look at a socket is a system call: fewer, for about as long.)
     let polls = match (rt::oversubscribed(), st.engine.is_remote(src_world)) {
@@ -433,11 +454,15 @@ fn recv_now(st: &mut State, buf: *mut u8, count: i64, datatype: MPI_Datatype, so
     // SAFETY: check_buf accepted `buf` for `count` elements of a contiguous
     // type, that is `cap` bytes.
     let got = unsafe { st.engine.recv_direct(&mut st.reqs, src_world, ctx, source, tag, buf, cap, polls) };
-    Ok(got.map(|(t, n)| {
-        let mut s = MPI_Status { MPI_SOURCE: source, MPI_TAG: t, ..Default::default() };
-        s.set_byte_count(n as u64);
-        s
-    }))
+    Ok(match got {
+        Some((t, n)) => {
+            let mut s = MPI_Status { MPI_SOURCE: source, MPI_TAG: t, ..Default::default() };
+            s.set_byte_count(n as u64);
+            Direct::Got(s)
+        }
+        None if st.engine.direct_recv_ok(ctx, source, tag) && st.engine.local_ring_empty(src_world) => Direct::Nothing,
+        None => Direct::General,
+    })
 }
 
 unsafe fn recv_common(
@@ -450,13 +475,35 @@ unsafe fn recv_common(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
-    let r = rt::with(|st| {
-        if let Some(s) = recv_now(st, buf as *mut u8, count, datatype, source, tag, comm)? {
-            return Ok(Err((s, MPI_SUCCESS)));
+    // With more ranks than cores, a receive from a peer on this host that
+    // found nothing keeps looking at that one ring between yields of the CPU
+    // for a while (no request, no full progress round per turn), as the
+    // sender is probably waiting for a CPU; bounded in time, as meanwhile
+    // nothing else progresses.
+    let window = rt::oversubscribed().then(rt::recv_yield_window).flatten();
+    let mut since: Option<std::time::Instant> = None;
+    let r = loop {
+        let r = rt::with(|st| {
+            match recv_direct(st, buf as *mut u8, count, datatype, source, tag, comm)? {
+                Direct::Got(s) => return Ok(Some(Err((s, MPI_SUCCESS)))),
+                Direct::Nothing => {
+                    if let Some(w) = window {
+                        if since.get_or_insert_with(std::time::Instant::now).elapsed() < w {
+                            return Ok(None);
+                        }
+                    }
+                }
+                Direct::General => {}
+            }
+            let i = start_recv(st, buf as *mut u8, count, datatype, source, tag, comm, None)?;
+            Ok(Some(if st.reqs.get(i).done { Err(finish_req(st, i)) } else { Ok(i) }))
+        });
+        match r {
+            Ok(None) => rt::yield_cpu(),
+            Ok(Some(x)) => break Ok(x),
+            Err(e) => break Err(e),
         }
-        let i = start_recv(st, buf as *mut u8, count, datatype, source, tag, comm, None)?;
-        Ok(if st.reqs.get(i).done { Err(finish_req(st, i)) } else { Ok(i) })
-    });
+    };
     match r {
         Err(e) => raise(comm, name, e),
         Ok(Err((s, err))) => {

@@ -349,6 +349,22 @@ impl Backoff {
     }
 }
 
+/// How long a blocking receive from a peer on this host keeps looking at
+/// that peer's ring between yields before it posts a request and waits the
+/// general way (only with more ranks than cores; `MPICORE_RECV_YIELD_US`,
+/// 0 turns it off).
+pub fn recv_yield_window() -> Option<Duration> {
+    static W: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    let us = *W.get_or_init(|| env_u64("MPICORE_RECV_YIELD_US", 50));
+    (us > 0).then(|| Duration::from_micros(us))
+}
+
+/// Gives the CPU to another runnable thread or process.
+pub fn yield_cpu() {
+    // SAFETY: plain syscall.
+    unsafe { libc::sched_yield() };
+}
+
 /// Ends the job when a rank of this host died without `MPI_Finalize`: a
 /// waiting rank would otherwise wait for it forever under launchers that
 /// let the other ranks run on (Slurm without `-K`). Looked at by ranks about

@@ -1026,6 +1026,17 @@ impl Engine {
         None
     }
 
+    /// Whether nothing waits in the ring from world rank `w`, a peer on this
+    /// host (false for other ranks).
+    pub fn local_ring_empty(&mut self, w: usize) -> bool {
+        let l = self.local_of_world[w];
+        if w == self.me || l == REMOTE {
+            return false;
+        }
+        let ci = if l < self.my_local { l } else { l - 1 };
+        self.consumers[ci].1.peek().is_none()
+    }
+
     /// Whether [`Engine::recv_direct`] may run: nothing posted, nothing
     /// queued to send, and no unexpected message for this envelope.
     pub fn direct_recv_ok(&self, ctx: u32, src: i32, tag: i32) -> bool {
