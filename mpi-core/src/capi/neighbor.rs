@@ -21,6 +21,7 @@ use std::sync::Arc;
 use mpi_api::abi::*;
 
 use super::coll::{run, Arr, Call};
+use super::p2p::twins;
 use super::{c_array, ret};
 use crate::bail;
 use crate::coll::sched::{Sched, P};
@@ -165,122 +166,64 @@ fn w<A: Into<Arr>>(buf: *const c_void, counts: A, displs: *const i64, types: *co
 
 // ----- the exported calls ----------------------------------------------------
 
-pub unsafe fn MPI_Neighbor_allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Neighbor_allgather", allgather(Call::Block, reg(sendbuf, sendcount, sendtype), reg(recvbuf, recvcount, recvtype), comm))
-}
+twins! {
+    pub unsafe fn MPI_Neighbor_allgather | MPI_Neighbor_allgather_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
+        ret(comm, NAME, allgather(Call::Block, reg(sendbuf, sendcount, sendtype), reg(recvbuf, recvcount, recvtype), comm))
+    }
 
-pub unsafe fn MPI_Neighbor_allgather_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Neighbor_allgather_c", allgather(Call::Block, reg(sendbuf, sendcount, sendtype), reg(recvbuf, recvcount, recvtype), comm))
-}
+    pub unsafe fn MPI_Ineighbor_allgather | MPI_Ineighbor_allgather_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        ret(comm, NAME, allgather(Call::Nb(request), reg(sendbuf, sendcount, sendtype), reg(recvbuf, recvcount, recvtype), comm))
+    }
 
-pub unsafe fn MPI_Ineighbor_allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Ineighbor_allgather", allgather(Call::Nb(request), reg(sendbuf, sendcount, sendtype), reg(recvbuf, recvcount, recvtype), comm))
-}
+    pub unsafe fn MPI_Neighbor_allgather_init | MPI_Neighbor_allgather_init_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+        ret(comm, NAME, allgather(Call::Init(request), reg(sendbuf, sendcount, sendtype), reg(recvbuf, recvcount, recvtype), comm))
+    }
 
-pub unsafe fn MPI_Ineighbor_allgather_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Ineighbor_allgather_c", allgather(Call::Nb(request), reg(sendbuf, sendcount, sendtype), reg(recvbuf, recvcount, recvtype), comm))
-}
+    pub unsafe fn MPI_Neighbor_allgatherv | MPI_Neighbor_allgatherv_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Disp, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
+        ret(comm, NAME, allgather(Call::Block, reg(sendbuf, sendcount, sendtype), v(recvbuf, recvcounts, displs, recvtype), comm))
+    }
 
-pub unsafe fn MPI_Neighbor_allgather_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Neighbor_allgather_init", allgather(Call::Init(request), reg(sendbuf, sendcount, sendtype), reg(recvbuf, recvcount, recvtype), comm))
-}
+    pub unsafe fn MPI_Ineighbor_allgatherv | MPI_Ineighbor_allgatherv_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Disp, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        ret(comm, NAME, allgather(Call::Nb(request), reg(sendbuf, sendcount, sendtype), v(recvbuf, recvcounts, displs, recvtype), comm))
+    }
 
-pub unsafe fn MPI_Neighbor_allgather_init_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Neighbor_allgather_init_c", allgather(Call::Init(request), reg(sendbuf, sendcount, sendtype), reg(recvbuf, recvcount, recvtype), comm))
-}
+    pub unsafe fn MPI_Neighbor_allgatherv_init | MPI_Neighbor_allgatherv_init_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Disp, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+        ret(comm, NAME, allgather(Call::Init(request), reg(sendbuf, sendcount, sendtype), v(recvbuf, recvcounts, displs, recvtype), comm))
+    }
 
-pub unsafe fn MPI_Neighbor_allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Neighbor_allgatherv", allgather(Call::Block, reg(sendbuf, sendcount, sendtype), v(recvbuf, recvcounts, displs, recvtype), comm))
-}
+    pub unsafe fn MPI_Neighbor_alltoall | MPI_Neighbor_alltoall_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
+        ret(comm, NAME, alltoall(Call::Block, reg(sendbuf, sendcount, sendtype), reg(recvbuf, recvcount, recvtype), comm))
+    }
 
-pub unsafe fn MPI_Neighbor_allgatherv_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Neighbor_allgatherv_c", allgather(Call::Block, reg(sendbuf, sendcount, sendtype), v(recvbuf, recvcounts, displs, recvtype), comm))
-}
+    pub unsafe fn MPI_Ineighbor_alltoall | MPI_Ineighbor_alltoall_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        ret(comm, NAME, alltoall(Call::Nb(request), reg(sendbuf, sendcount, sendtype), reg(recvbuf, recvcount, recvtype), comm))
+    }
 
-pub unsafe fn MPI_Ineighbor_allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Ineighbor_allgatherv", allgather(Call::Nb(request), reg(sendbuf, sendcount, sendtype), v(recvbuf, recvcounts, displs, recvtype), comm))
-}
+    pub unsafe fn MPI_Neighbor_alltoall_init | MPI_Neighbor_alltoall_init_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+        ret(comm, NAME, alltoall(Call::Init(request), reg(sendbuf, sendcount, sendtype), reg(recvbuf, recvcount, recvtype), comm))
+    }
 
-pub unsafe fn MPI_Ineighbor_allgatherv_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Ineighbor_allgatherv_c", allgather(Call::Nb(request), reg(sendbuf, sendcount, sendtype), v(recvbuf, recvcounts, displs, recvtype), comm))
-}
+    pub unsafe fn MPI_Neighbor_alltoallv | MPI_Neighbor_alltoallv_c(sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Disp, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const Disp, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
+        ret(comm, NAME, alltoall(Call::Block, v(sendbuf, sendcounts, sdispls, sendtype), v(recvbuf, recvcounts, rdispls, recvtype), comm))
+    }
 
-pub unsafe fn MPI_Neighbor_allgatherv_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Neighbor_allgatherv_init", allgather(Call::Init(request), reg(sendbuf, sendcount, sendtype), v(recvbuf, recvcounts, displs, recvtype), comm))
-}
+    pub unsafe fn MPI_Ineighbor_alltoallv | MPI_Ineighbor_alltoallv_c(sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Disp, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const Disp, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        ret(comm, NAME, alltoall(Call::Nb(request), v(sendbuf, sendcounts, sdispls, sendtype), v(recvbuf, recvcounts, rdispls, recvtype), comm))
+    }
 
-pub unsafe fn MPI_Neighbor_allgatherv_init_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Neighbor_allgatherv_init_c", allgather(Call::Init(request), reg(sendbuf, sendcount, sendtype), v(recvbuf, recvcounts, displs, recvtype), comm))
-}
+    pub unsafe fn MPI_Neighbor_alltoallv_init | MPI_Neighbor_alltoallv_init_c(sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Disp, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const Disp, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+        ret(comm, NAME, alltoall(Call::Init(request), v(sendbuf, sendcounts, sdispls, sendtype), v(recvbuf, recvcounts, rdispls, recvtype), comm))
+    }
 
-pub unsafe fn MPI_Neighbor_alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Neighbor_alltoall", alltoall(Call::Block, reg(sendbuf, sendcount, sendtype), reg(recvbuf, recvcount, recvtype), comm))
-}
+    pub unsafe fn MPI_Neighbor_alltoallw | MPI_Neighbor_alltoallw_c(sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm) -> c_int {
+        ret(comm, NAME, alltoall(Call::Block, w(sendbuf, sendcounts, sdispls, sendtypes), w(recvbuf, recvcounts, rdispls, recvtypes), comm))
+    }
 
-pub unsafe fn MPI_Neighbor_alltoall_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Neighbor_alltoall_c", alltoall(Call::Block, reg(sendbuf, sendcount, sendtype), reg(recvbuf, recvcount, recvtype), comm))
-}
+    pub unsafe fn MPI_Ineighbor_alltoallw | MPI_Ineighbor_alltoallw_c(sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        ret(comm, NAME, alltoall(Call::Nb(request), w(sendbuf, sendcounts, sdispls, sendtypes), w(recvbuf, recvcounts, rdispls, recvtypes), comm))
+    }
 
-pub unsafe fn MPI_Ineighbor_alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Ineighbor_alltoall", alltoall(Call::Nb(request), reg(sendbuf, sendcount, sendtype), reg(recvbuf, recvcount, recvtype), comm))
-}
-
-pub unsafe fn MPI_Ineighbor_alltoall_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Ineighbor_alltoall_c", alltoall(Call::Nb(request), reg(sendbuf, sendcount, sendtype), reg(recvbuf, recvcount, recvtype), comm))
-}
-
-pub unsafe fn MPI_Neighbor_alltoall_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Neighbor_alltoall_init", alltoall(Call::Init(request), reg(sendbuf, sendcount, sendtype), reg(recvbuf, recvcount, recvtype), comm))
-}
-
-pub unsafe fn MPI_Neighbor_alltoall_init_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Neighbor_alltoall_init_c", alltoall(Call::Init(request), reg(sendbuf, sendcount, sendtype), reg(recvbuf, recvcount, recvtype), comm))
-}
-
-pub unsafe fn MPI_Neighbor_alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Neighbor_alltoallv", alltoall(Call::Block, v(sendbuf, sendcounts, sdispls, sendtype), v(recvbuf, recvcounts, rdispls, recvtype), comm))
-}
-
-pub unsafe fn MPI_Neighbor_alltoallv_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Neighbor_alltoallv_c", alltoall(Call::Block, v(sendbuf, sendcounts, sdispls, sendtype), v(recvbuf, recvcounts, rdispls, recvtype), comm))
-}
-
-pub unsafe fn MPI_Ineighbor_alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Ineighbor_alltoallv", alltoall(Call::Nb(request), v(sendbuf, sendcounts, sdispls, sendtype), v(recvbuf, recvcounts, rdispls, recvtype), comm))
-}
-
-pub unsafe fn MPI_Ineighbor_alltoallv_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Ineighbor_alltoallv_c", alltoall(Call::Nb(request), v(sendbuf, sendcounts, sdispls, sendtype), v(recvbuf, recvcounts, rdispls, recvtype), comm))
-}
-
-pub unsafe fn MPI_Neighbor_alltoallv_init(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Neighbor_alltoallv_init", alltoall(Call::Init(request), v(sendbuf, sendcounts, sdispls, sendtype), v(recvbuf, recvcounts, rdispls, recvtype), comm))
-}
-
-pub unsafe fn MPI_Neighbor_alltoallv_init_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Neighbor_alltoallv_init_c", alltoall(Call::Init(request), v(sendbuf, sendcounts, sdispls, sendtype), v(recvbuf, recvcounts, rdispls, recvtype), comm))
-}
-
-pub unsafe fn MPI_Neighbor_alltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Neighbor_alltoallw", alltoall(Call::Block, w(sendbuf, sendcounts, sdispls, sendtypes), w(recvbuf, recvcounts, rdispls, recvtypes), comm))
-}
-
-pub unsafe fn MPI_Neighbor_alltoallw_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm) -> c_int {
-    ret(comm, "MPI_Neighbor_alltoallw_c", alltoall(Call::Block, w(sendbuf, sendcounts, sdispls, sendtypes), w(recvbuf, recvcounts, rdispls, recvtypes), comm))
-}
-
-pub unsafe fn MPI_Ineighbor_alltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Ineighbor_alltoallw", alltoall(Call::Nb(request), w(sendbuf, sendcounts, sdispls, sendtypes), w(recvbuf, recvcounts, rdispls, recvtypes), comm))
-}
-
-pub unsafe fn MPI_Ineighbor_alltoallw_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Ineighbor_alltoallw_c", alltoall(Call::Nb(request), w(sendbuf, sendcounts, sdispls, sendtypes), w(recvbuf, recvcounts, rdispls, recvtypes), comm))
-}
-
-pub unsafe fn MPI_Neighbor_alltoallw_init(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Neighbor_alltoallw_init", alltoall(Call::Init(request), w(sendbuf, sendcounts, sdispls, sendtypes), w(recvbuf, recvcounts, rdispls, recvtypes), comm))
-}
-
-pub unsafe fn MPI_Neighbor_alltoallw_init_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Neighbor_alltoallw_init_c", alltoall(Call::Init(request), w(sendbuf, sendcounts, sdispls, sendtypes), w(recvbuf, recvcounts, rdispls, recvtypes), comm))
+    pub unsafe fn MPI_Neighbor_alltoallw_init | MPI_Neighbor_alltoallw_init_c(sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+        ret(comm, NAME, alltoall(Call::Init(request), w(sendbuf, sendcounts, sdispls, sendtypes), w(recvbuf, recvcounts, rdispls, recvtypes), comm))
+    }
 }
