@@ -613,6 +613,23 @@ twins! {
     }
 }
 
+/// The data a `*_replace` call sends, packed first so that the receive may
+/// overwrite the buffer.
+///
+/// # Safety
+/// `buf` holds `count` elements of `datatype` (or is NULL).
+unsafe fn pack_replace(buf: *mut c_void, count: i64, datatype: MPI_Datatype) -> MpiResult<Vec<u8>> {
+    rt::with(|st| {
+        let dt = st.types.get(datatype)?;
+        let n = check_count(count)?;
+        let mut tmp = vec![0u8; dt.packed_size(n)];
+        if n > 0 && !buf.is_null() {
+            dt.pack(buf as *const u8, n, &mut tmp);
+        }
+        Ok(tmp)
+    })
+}
+
 #[allow(clippy::too_many_arguments)]
 unsafe fn sendrecv_replace_common(
     name: &str,
@@ -626,17 +643,7 @@ unsafe fn sendrecv_replace_common(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
-    // Pack the outgoing data first so the receive may overwrite the buffer.
-    let packed = rt::with(|st| {
-        let dt = st.types.get(datatype)?;
-        let n = check_count(count)?;
-        let mut tmp = vec![0u8; dt.packed_size(n)];
-        if n > 0 && !buf.is_null() {
-            dt.pack(buf as *const u8, n, &mut tmp);
-        }
-        Ok(tmp)
-    });
-    let packed = match packed {
+    let packed = match pack_replace(buf, count, datatype) {
         Ok(p) => p,
         Err(e) => return raise(comm, name, e),
     };
@@ -1018,16 +1025,7 @@ unsafe fn isendrecv_replace_common(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    let packed = rt::with(|st| {
-        let dt = st.types.get(datatype)?;
-        let n = check_count(count)?;
-        let mut tmp = vec![0u8; dt.packed_size(n)];
-        if n > 0 && !buf.is_null() {
-            dt.pack(buf as *const u8, n, &mut tmp);
-        }
-        Ok(tmp)
-    });
-    match packed {
+    match pack_replace(buf, count, datatype) {
         Ok(p) => {
             let len = p.len() as i64;
             isendrecv_common(name, std::ptr::null(), len, MPI_BYTE, dest, sendtag, buf, count, datatype, source, recvtag, comm, Some(p), request)
