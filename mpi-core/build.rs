@@ -120,7 +120,7 @@ fn scan_implemented(dir: &Path) -> (BTreeSet<String>, Vec<(String, String)>) {
                 if let Some(twin) = after.strip_prefix('|') {
                     let twin = ident(twin.trim_start());
                     if !twin.starts_with("MPI_") {
-                        panic!("{}: a twins! item names two procedures: {line}", f.display());
+                        panic!("{}: the second name of a twins! item is not an MPI_ name: {line}", f.display());
                     }
                     set.insert(twin.clone());
                     twins.push((name.clone(), twin));
