@@ -258,6 +258,9 @@ pub static CVARS: &[Cvar] = &[
     knob("MPICORE_YIELD_US", Ty::ULong, CAT_RUNTIME,
         "Microseconds a waiting rank then yields the CPU before it sleeps on its futex (default 5000, or 50 when ranks outnumber CPUs).",
         |st| Val::ULong(rt::backoff_policy(oversubscribed(st)).1)),
+    knob("MPICORE_RECV_YIELD_US", Ty::ULong, CAT_RUNTIME,
+        "Microseconds a blocking receive from a peer on this host looks at that peer's ring between yields before it posts a request, when ranks outnumber CPUs (default 50; 0: off).",
+        |_| Val::ULong(rt::recv_yield_window().map_or(0, |d| d.as_micros() as u64))),
     Cvar {
         name: "MPICORE_BIND",
         desc: "CPU binding policy: core (each rank pinned to one CPU, when ranks do not outnumber CPUs) or none (MPICORE_BIND=none, 0, no or off).",
