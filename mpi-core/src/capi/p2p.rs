@@ -12,7 +12,7 @@ use crate::bail;
 use crate::rt::datatype::{check_count, Dtype};
 use crate::rt::error::{MpiError, MpiResult};
 use crate::rt::p2p::{proc_null_status, Kind, Mode, Persist, RecvOp, ReqTable, Request};
-use crate::rt::{self, State};
+use crate::rt::{self, shm, State};
 
 /// One body for an MPI procedure and its large-count (`_c`) twin.
 ///
@@ -408,7 +408,7 @@ const TCP_POLLS: u32 = 256;
 fn recv_now(st: &mut State, buf: *mut u8, count: i64, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult<Option<MPI_Status>> {
     Ok(match recv_direct(st, buf, count, datatype, source, tag, comm)? {
         Direct::Got(s) => Some(s),
-        Direct::Nothing | Direct::General => None,
+        Direct::Nothing(_) | Direct::General => None,
     })
 }
 
@@ -417,8 +417,8 @@ enum Direct {
     /// The message, received.
     Got(MPI_Status),
     /// Nothing from that peer on this host yet, and the fast path may be
-    /// tried again.
-    Nothing,
+    /// tried again once the watch on that peer's ring shows a record.
+    Nothing(shm::RingWatch),
     /// The general path must take it.
     General,
 }
@@ -460,7 +460,10 @@ fn recv_direct(st: &mut State, buf: *mut u8, count: i64, datatype: MPI_Datatype,
             s.set_byte_count(n as u64);
             Direct::Got(s)
         }
-        None if st.engine.direct_recv_ok(ctx, source, tag) && st.engine.local_ring_empty(src_world) => Direct::Nothing,
+        None if st.engine.direct_recv_ok(ctx, source, tag) => match st.engine.local_ring_watch(src_world) {
+            Some(w) if !w.ready() => Direct::Nothing(w),
+            _ => Direct::General,
+        },
         None => Direct::General,
     })
 }
@@ -479,16 +482,20 @@ unsafe fn recv_common(
     // found nothing keeps looking at that one ring between yields of the CPU
     // for a while (no request, no full progress round per turn), as the
     // sender is probably waiting for a CPU; bounded in time, as meanwhile
-    // nothing else progresses.
+    // nothing else progresses. Between yields it reads only the word where
+    // the peer's next record will be stamped (one cache line: after a switch
+    // of processes every page touched costs), not the runtime.
     let window = rt::oversubscribed().then(rt::recv_yield_window).flatten();
     let mut since: Option<std::time::Instant> = None;
+    let mut watch = None;
     let r = loop {
         let r = rt::with(|st| {
             match recv_direct(st, buf as *mut u8, count, datatype, source, tag, comm)? {
                 Direct::Got(s) => return Ok(Some(Err((s, MPI_SUCCESS)))),
-                Direct::Nothing => {
-                    if let Some(w) = window {
-                        if since.get_or_insert_with(std::time::Instant::now).elapsed() < w {
+                Direct::Nothing(w) => {
+                    if let Some(win) = window {
+                        if since.get_or_insert_with(std::time::Instant::now).elapsed() < win {
+                            watch = Some(w);
                             return Ok(None);
                         }
                     }
@@ -499,7 +506,19 @@ unsafe fn recv_common(
             Ok(Some(if st.reqs.get(i).done { Err(finish_req(st, i)) } else { Ok(i) }))
         });
         match r {
-            Ok(None) => rt::yield_cpu(),
+            Ok(None) => {
+                rt::yield_cpu();
+                if let (Some(w), Some(t0), Some(win)) = (watch.take(), since, window) {
+                    let mut turns = 0u32;
+                    while !w.ready() {
+                        turns += 1;
+                        if turns.is_multiple_of(8) && t0.elapsed() >= win {
+                            break;
+                        }
+                        rt::yield_cpu();
+                    }
+                }
+            }
             Ok(Some(x)) => break Ok(x),
             Err(e) => break Err(e),
         }

@@ -1026,15 +1026,14 @@ impl Engine {
         None
     }
 
-    /// Whether nothing waits in the ring from world rank `w`, a peer on this
-    /// host (false for other ranks).
-    pub fn local_ring_empty(&mut self, w: usize) -> bool {
+    /// The watch on the ring from world rank `w`, a peer on this host.
+    pub fn local_ring_watch(&self, w: usize) -> Option<shm::RingWatch> {
         let l = self.local_of_world[w];
         if w == self.me || l == REMOTE {
-            return false;
+            return None;
         }
         let ci = if l < self.my_local { l } else { l - 1 };
-        self.consumers[ci].1.peek().is_none()
+        Some(self.consumers[ci].1.watch())
     }
 
     /// Whether [`Engine::recv_direct`] may run: nothing posted, nothing

@@ -379,6 +379,32 @@ impl Producer {
     }
 }
 
+/// The stamp word of the next record of one ring, as seen by its reader at
+/// one moment: polling it touches one cache line of the segment and nothing
+/// of the runtime, so a waiting rank can look at it between yields of the CPU
+/// without taking the runtime's lock. A hint only: once it shows a record,
+/// the reader looks at the ring again through its [`Consumer`].
+#[derive(Clone, Copy)]
+pub struct RingWatch {
+    stamp: *const AtomicU64,
+    expect: u64,
+}
+
+// SAFETY: the word lives in the node segment, mapped until MPI_Finalize; a
+// RingWatch is only read (atomically).
+unsafe impl Send for RingWatch {}
+
+impl RingWatch {
+    /// True once a record (or a wrap marker) was published where the ring's
+    /// reader will look next.
+    #[inline]
+    pub fn ready(&self) -> bool {
+        // SAFETY: see the type's Send impl: the word stays mapped while the
+        // runtime lives, and callers use a watch only inside an MPI call.
+        unsafe { &*self.stamp }.load(Ordering::Acquire) == self.expect
+    }
+}
+
 /// Reader of one ring.
 pub struct Consumer {
     ctl: *const RingCtl,
@@ -422,6 +448,15 @@ impl Consumer {
                 return Some((h, p));
             }
         }
+    }
+
+    /// Where the next record's stamp will appear, and the value it will
+    /// have: a [`RingWatch`] to poll without the runtime (see there).
+    #[inline]
+    pub fn watch(&self) -> RingWatch {
+        let pos = (self.tail as usize) & (self.size - 1);
+        // SAFETY: pos is 64-aligned inside the ring.
+        RingWatch { stamp: unsafe { stamp_at(self.data, pos) }, expect: self.tail + 1 }
     }
 
     /// Releases the record returned by the last `peek`.
