@@ -67,6 +67,17 @@ fn blocks_at_explicit_offsets_pointers_and_nonblocking_forms() {
     }
 }
 
+#[test]
+fn large_count_forms_write_and_read_every_block() {
+    let exe = compile("io_large", Compiler::Ours);
+    for n in [1, 3] {
+        let dir = TempDir::new(&format!("large{n}"));
+        run(Launcher::Ours, n, &exe, &[&dir.arg()], &[], T).assert_ok(&format!("io_large OK on {n} ranks"));
+        let data = std::fs::read(dir.path().join("io_large.dat")).unwrap();
+        assert_eq!(data.len(), n * 256 * 4, "io_large.dat has {} bytes on {n} ranks", data.len());
+    }
+}
+
 /// The interleaved file of `io_view.c`: int k of rank r at int k * n + r.
 #[test]
 fn vector_and_subarray_views_interleave_the_ranks() {

@@ -27,6 +27,7 @@ use mpi_api::abi::*;
 use super::agree::View;
 use super::comm::{comm_of, new_context, quiet};
 use super::errh::check_errhandler;
+use super::p2p::twins;
 use super::{put, put_status, put_str};
 use crate::bail;
 use crate::io::{self, File, FileRef, FileView, SharedPtr, Split};
@@ -717,14 +718,11 @@ fn type_extent(fh: MPI_File, datatype: MPI_Datatype) -> MpiResult<i64> {
     Ok(rt::with(|st| st.types.lookup(datatype))?.extent as i64)
 }
 
-pub unsafe fn MPI_File_get_type_extent(fh: MPI_File, datatype: MPI_Datatype, extent: *mut MPI_Aint) -> c_int {
-    let r = type_extent(fh, datatype).and_then(|x| put(extent, x, "extent"));
-    fret(fh, "MPI_File_get_type_extent", r)
-}
-
-pub unsafe fn MPI_File_get_type_extent_c(fh: MPI_File, datatype: MPI_Datatype, extent: *mut MPI_Count) -> c_int {
-    let r = type_extent(fh, datatype).and_then(|x| put(extent, x, "extent"));
-    fret(fh, "MPI_File_get_type_extent_c", r)
+twins! {
+    pub unsafe fn MPI_File_get_type_extent | MPI_File_get_type_extent_c(fh: MPI_File, datatype: MPI_Datatype, extent: *mut Offset) -> c_int {
+        let r = type_extent(fh, datatype).and_then(|x| put(extent, x, "extent"));
+        fret(fh, NAME, r)
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -1208,251 +1206,195 @@ unsafe fn split_end(name: &str, fh: MPI_File, kind: Split, status: *mut MPI_Stat
 // ---------------------------------------------------------------------------
 // The data access procedures (one per form; bodies above).
 
-pub unsafe fn MPI_File_read(fh: MPI_File, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-    blocking("MPI_File_read", fh, access(fh, false, At::Mine, buf, count as MPI_Count, datatype), status)
+twins! {
+    pub unsafe fn MPI_File_read | MPI_File_read_c(fh: MPI_File, buf: *mut c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+        blocking(NAME, fh, access(fh, false, At::Mine, buf, count as MPI_Count, datatype), status)
+    }
 }
 
-pub unsafe fn MPI_File_iread(fh: MPI_File, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
-    immediate("MPI_File_iread", fh, access(fh, false, At::Mine, buf, count as MPI_Count, datatype), request)
+twins! {
+    pub unsafe fn MPI_File_iread | MPI_File_iread_c(fh: MPI_File, buf: *mut c_void, count: Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
+        immediate(NAME, fh, access(fh, false, At::Mine, buf, count as MPI_Count, datatype), request)
+    }
 }
 
-pub unsafe fn MPI_File_read_c(fh: MPI_File, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-    blocking("MPI_File_read_c", fh, access(fh, false, At::Mine, buf, count, datatype), status)
+twins! {
+    pub unsafe fn MPI_File_read_at | MPI_File_read_at_c(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+        blocking(NAME, fh, access(fh, false, At::Offset(offset), buf, count as MPI_Count, datatype), status)
+    }
 }
 
-pub unsafe fn MPI_File_iread_c(fh: MPI_File, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
-    immediate("MPI_File_iread_c", fh, access(fh, false, At::Mine, buf, count, datatype), request)
+twins! {
+    pub unsafe fn MPI_File_iread_at | MPI_File_iread_at_c(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
+        immediate(NAME, fh, access(fh, false, At::Offset(offset), buf, count as MPI_Count, datatype), request)
+    }
 }
 
-pub unsafe fn MPI_File_read_at(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-    blocking("MPI_File_read_at", fh, access(fh, false, At::Offset(offset), buf, count as MPI_Count, datatype), status)
+twins! {
+    pub unsafe fn MPI_File_read_shared | MPI_File_read_shared_c(fh: MPI_File, buf: *mut c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+        blocking(NAME, fh, access(fh, false, At::Shared, buf, count as MPI_Count, datatype), status)
+    }
 }
 
-pub unsafe fn MPI_File_iread_at(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
-    immediate("MPI_File_iread_at", fh, access(fh, false, At::Offset(offset), buf, count as MPI_Count, datatype), request)
+twins! {
+    pub unsafe fn MPI_File_iread_shared | MPI_File_iread_shared_c(fh: MPI_File, buf: *mut c_void, count: Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
+        immediate(NAME, fh, access(fh, false, At::Shared, buf, count as MPI_Count, datatype), request)
+    }
 }
 
-pub unsafe fn MPI_File_read_at_c(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-    blocking("MPI_File_read_at_c", fh, access(fh, false, At::Offset(offset), buf, count, datatype), status)
+twins! {
+    pub unsafe fn MPI_File_read_all | MPI_File_read_all_c(fh: MPI_File, buf: *mut c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+        blocking(NAME, fh, access_all(fh, false, At::Mine, buf, count as MPI_Count, datatype), status)
+    }
 }
 
-pub unsafe fn MPI_File_iread_at_c(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
-    immediate("MPI_File_iread_at_c", fh, access(fh, false, At::Offset(offset), buf, count, datatype), request)
+twins! {
+    pub unsafe fn MPI_File_iread_all | MPI_File_iread_all_c(fh: MPI_File, buf: *mut c_void, count: Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
+        immediate(NAME, fh, access(fh, false, At::Mine, buf, count as MPI_Count, datatype), request)
+    }
 }
 
-pub unsafe fn MPI_File_read_shared(fh: MPI_File, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-    blocking("MPI_File_read_shared", fh, access(fh, false, At::Shared, buf, count as MPI_Count, datatype), status)
-}
-
-pub unsafe fn MPI_File_iread_shared(fh: MPI_File, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
-    immediate("MPI_File_iread_shared", fh, access(fh, false, At::Shared, buf, count as MPI_Count, datatype), request)
-}
-
-pub unsafe fn MPI_File_read_shared_c(fh: MPI_File, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-    blocking("MPI_File_read_shared_c", fh, access(fh, false, At::Shared, buf, count, datatype), status)
-}
-
-pub unsafe fn MPI_File_iread_shared_c(fh: MPI_File, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
-    immediate("MPI_File_iread_shared_c", fh, access(fh, false, At::Shared, buf, count, datatype), request)
-}
-
-pub unsafe fn MPI_File_read_all(fh: MPI_File, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-    blocking("MPI_File_read_all", fh, access_all(fh, false, At::Mine, buf, count as MPI_Count, datatype), status)
-}
-
-pub unsafe fn MPI_File_iread_all(fh: MPI_File, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
-    immediate("MPI_File_iread_all", fh, access(fh, false, At::Mine, buf, count as MPI_Count, datatype), request)
-}
-
-pub unsafe fn MPI_File_read_all_begin(fh: MPI_File, buf: *mut c_void, count: c_int, datatype: MPI_Datatype) -> c_int {
-    fret(fh, "MPI_File_read_all_begin", split_begin(fh, Split::ReadAll, || access_all(fh, false, At::Mine, buf, count as MPI_Count, datatype)))
+twins! {
+    pub unsafe fn MPI_File_read_all_begin | MPI_File_read_all_begin_c(fh: MPI_File, buf: *mut c_void, count: Count, datatype: MPI_Datatype) -> c_int {
+        fret(fh, NAME, split_begin(fh, Split::ReadAll, || access_all(fh, false, At::Mine, buf, count as MPI_Count, datatype)))
+    }
 }
 
 pub unsafe fn MPI_File_read_all_end(fh: MPI_File, _buf: *mut c_void, status: *mut MPI_Status) -> c_int {
     split_end("MPI_File_read_all_end", fh, Split::ReadAll, status)
 }
 
-pub unsafe fn MPI_File_read_all_c(fh: MPI_File, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-    blocking("MPI_File_read_all_c", fh, access_all(fh, false, At::Mine, buf, count, datatype), status)
+twins! {
+    pub unsafe fn MPI_File_read_at_all | MPI_File_read_at_all_c(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+        blocking(NAME, fh, access_all(fh, false, At::Offset(offset), buf, count as MPI_Count, datatype), status)
+    }
 }
 
-pub unsafe fn MPI_File_iread_all_c(fh: MPI_File, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
-    immediate("MPI_File_iread_all_c", fh, access(fh, false, At::Mine, buf, count, datatype), request)
+twins! {
+    pub unsafe fn MPI_File_iread_at_all | MPI_File_iread_at_all_c(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
+        immediate(NAME, fh, access(fh, false, At::Offset(offset), buf, count as MPI_Count, datatype), request)
+    }
 }
 
-pub unsafe fn MPI_File_read_all_begin_c(fh: MPI_File, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype) -> c_int {
-    fret(fh, "MPI_File_read_all_begin_c", split_begin(fh, Split::ReadAll, || access_all(fh, false, At::Mine, buf, count, datatype)))
-}
-
-pub unsafe fn MPI_File_read_at_all(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-    blocking("MPI_File_read_at_all", fh, access_all(fh, false, At::Offset(offset), buf, count as MPI_Count, datatype), status)
-}
-
-pub unsafe fn MPI_File_iread_at_all(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
-    immediate("MPI_File_iread_at_all", fh, access(fh, false, At::Offset(offset), buf, count as MPI_Count, datatype), request)
-}
-
-pub unsafe fn MPI_File_read_at_all_begin(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: c_int, datatype: MPI_Datatype) -> c_int {
-    fret(fh, "MPI_File_read_at_all_begin", split_begin(fh, Split::ReadAtAll, || access_all(fh, false, At::Offset(offset), buf, count as MPI_Count, datatype)))
+twins! {
+    pub unsafe fn MPI_File_read_at_all_begin | MPI_File_read_at_all_begin_c(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: Count, datatype: MPI_Datatype) -> c_int {
+        fret(fh, NAME, split_begin(fh, Split::ReadAtAll, || access_all(fh, false, At::Offset(offset), buf, count as MPI_Count, datatype)))
+    }
 }
 
 pub unsafe fn MPI_File_read_at_all_end(fh: MPI_File, _buf: *mut c_void, status: *mut MPI_Status) -> c_int {
     split_end("MPI_File_read_at_all_end", fh, Split::ReadAtAll, status)
 }
 
-pub unsafe fn MPI_File_read_at_all_c(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-    blocking("MPI_File_read_at_all_c", fh, access_all(fh, false, At::Offset(offset), buf, count, datatype), status)
+twins! {
+    pub unsafe fn MPI_File_read_ordered | MPI_File_read_ordered_c(fh: MPI_File, buf: *mut c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+        blocking(NAME, fh, ordered(fh, false, buf, count as MPI_Count, datatype), status)
+    }
 }
 
-pub unsafe fn MPI_File_iread_at_all_c(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
-    immediate("MPI_File_iread_at_all_c", fh, access(fh, false, At::Offset(offset), buf, count, datatype), request)
-}
-
-pub unsafe fn MPI_File_read_at_all_begin_c(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype) -> c_int {
-    fret(fh, "MPI_File_read_at_all_begin_c", split_begin(fh, Split::ReadAtAll, || access_all(fh, false, At::Offset(offset), buf, count, datatype)))
-}
-
-pub unsafe fn MPI_File_read_ordered(fh: MPI_File, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-    blocking("MPI_File_read_ordered", fh, ordered(fh, false, buf, count as MPI_Count, datatype), status)
-}
-
-pub unsafe fn MPI_File_read_ordered_begin(fh: MPI_File, buf: *mut c_void, count: c_int, datatype: MPI_Datatype) -> c_int {
-    fret(fh, "MPI_File_read_ordered_begin", split_begin(fh, Split::ReadOrdered, || ordered(fh, false, buf, count as MPI_Count, datatype)))
+twins! {
+    pub unsafe fn MPI_File_read_ordered_begin | MPI_File_read_ordered_begin_c(fh: MPI_File, buf: *mut c_void, count: Count, datatype: MPI_Datatype) -> c_int {
+        fret(fh, NAME, split_begin(fh, Split::ReadOrdered, || ordered(fh, false, buf, count as MPI_Count, datatype)))
+    }
 }
 
 pub unsafe fn MPI_File_read_ordered_end(fh: MPI_File, _buf: *mut c_void, status: *mut MPI_Status) -> c_int {
     split_end("MPI_File_read_ordered_end", fh, Split::ReadOrdered, status)
 }
 
-pub unsafe fn MPI_File_read_ordered_c(fh: MPI_File, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-    blocking("MPI_File_read_ordered_c", fh, ordered(fh, false, buf, count, datatype), status)
+twins! {
+    pub unsafe fn MPI_File_write | MPI_File_write_c(fh: MPI_File, buf: *const c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+        blocking(NAME, fh, access(fh, true, At::Mine, buf, count as MPI_Count, datatype), status)
+    }
 }
 
-pub unsafe fn MPI_File_read_ordered_begin_c(fh: MPI_File, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype) -> c_int {
-    fret(fh, "MPI_File_read_ordered_begin_c", split_begin(fh, Split::ReadOrdered, || ordered(fh, false, buf, count, datatype)))
+twins! {
+    pub unsafe fn MPI_File_iwrite | MPI_File_iwrite_c(fh: MPI_File, buf: *const c_void, count: Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
+        immediate(NAME, fh, access(fh, true, At::Mine, buf, count as MPI_Count, datatype), request)
+    }
 }
 
-pub unsafe fn MPI_File_write(fh: MPI_File, buf: *const c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-    blocking("MPI_File_write", fh, access(fh, true, At::Mine, buf, count as MPI_Count, datatype), status)
+twins! {
+    pub unsafe fn MPI_File_write_at | MPI_File_write_at_c(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+        blocking(NAME, fh, access(fh, true, At::Offset(offset), buf, count as MPI_Count, datatype), status)
+    }
 }
 
-pub unsafe fn MPI_File_iwrite(fh: MPI_File, buf: *const c_void, count: c_int, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
-    immediate("MPI_File_iwrite", fh, access(fh, true, At::Mine, buf, count as MPI_Count, datatype), request)
+twins! {
+    pub unsafe fn MPI_File_iwrite_at | MPI_File_iwrite_at_c(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
+        immediate(NAME, fh, access(fh, true, At::Offset(offset), buf, count as MPI_Count, datatype), request)
+    }
 }
 
-pub unsafe fn MPI_File_write_c(fh: MPI_File, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-    blocking("MPI_File_write_c", fh, access(fh, true, At::Mine, buf, count, datatype), status)
+twins! {
+    pub unsafe fn MPI_File_write_shared | MPI_File_write_shared_c(fh: MPI_File, buf: *const c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+        blocking(NAME, fh, access(fh, true, At::Shared, buf, count as MPI_Count, datatype), status)
+    }
 }
 
-pub unsafe fn MPI_File_iwrite_c(fh: MPI_File, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
-    immediate("MPI_File_iwrite_c", fh, access(fh, true, At::Mine, buf, count, datatype), request)
+twins! {
+    pub unsafe fn MPI_File_iwrite_shared | MPI_File_iwrite_shared_c(fh: MPI_File, buf: *const c_void, count: Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
+        immediate(NAME, fh, access(fh, true, At::Shared, buf, count as MPI_Count, datatype), request)
+    }
 }
 
-pub unsafe fn MPI_File_write_at(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-    blocking("MPI_File_write_at", fh, access(fh, true, At::Offset(offset), buf, count as MPI_Count, datatype), status)
+twins! {
+    pub unsafe fn MPI_File_write_all | MPI_File_write_all_c(fh: MPI_File, buf: *const c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+        blocking(NAME, fh, access_all(fh, true, At::Mine, buf, count as MPI_Count, datatype), status)
+    }
 }
 
-pub unsafe fn MPI_File_iwrite_at(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: c_int, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
-    immediate("MPI_File_iwrite_at", fh, access(fh, true, At::Offset(offset), buf, count as MPI_Count, datatype), request)
+twins! {
+    pub unsafe fn MPI_File_iwrite_all | MPI_File_iwrite_all_c(fh: MPI_File, buf: *const c_void, count: Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
+        immediate(NAME, fh, access(fh, true, At::Mine, buf, count as MPI_Count, datatype), request)
+    }
 }
 
-pub unsafe fn MPI_File_write_at_c(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-    blocking("MPI_File_write_at_c", fh, access(fh, true, At::Offset(offset), buf, count, datatype), status)
-}
-
-pub unsafe fn MPI_File_iwrite_at_c(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
-    immediate("MPI_File_iwrite_at_c", fh, access(fh, true, At::Offset(offset), buf, count, datatype), request)
-}
-
-pub unsafe fn MPI_File_write_shared(fh: MPI_File, buf: *const c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-    blocking("MPI_File_write_shared", fh, access(fh, true, At::Shared, buf, count as MPI_Count, datatype), status)
-}
-
-pub unsafe fn MPI_File_iwrite_shared(fh: MPI_File, buf: *const c_void, count: c_int, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
-    immediate("MPI_File_iwrite_shared", fh, access(fh, true, At::Shared, buf, count as MPI_Count, datatype), request)
-}
-
-pub unsafe fn MPI_File_write_shared_c(fh: MPI_File, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-    blocking("MPI_File_write_shared_c", fh, access(fh, true, At::Shared, buf, count, datatype), status)
-}
-
-pub unsafe fn MPI_File_iwrite_shared_c(fh: MPI_File, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
-    immediate("MPI_File_iwrite_shared_c", fh, access(fh, true, At::Shared, buf, count, datatype), request)
-}
-
-pub unsafe fn MPI_File_write_all(fh: MPI_File, buf: *const c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-    blocking("MPI_File_write_all", fh, access_all(fh, true, At::Mine, buf, count as MPI_Count, datatype), status)
-}
-
-pub unsafe fn MPI_File_iwrite_all(fh: MPI_File, buf: *const c_void, count: c_int, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
-    immediate("MPI_File_iwrite_all", fh, access(fh, true, At::Mine, buf, count as MPI_Count, datatype), request)
-}
-
-pub unsafe fn MPI_File_write_all_begin(fh: MPI_File, buf: *const c_void, count: c_int, datatype: MPI_Datatype) -> c_int {
-    fret(fh, "MPI_File_write_all_begin", split_begin(fh, Split::WriteAll, || access_all(fh, true, At::Mine, buf, count as MPI_Count, datatype)))
+twins! {
+    pub unsafe fn MPI_File_write_all_begin | MPI_File_write_all_begin_c(fh: MPI_File, buf: *const c_void, count: Count, datatype: MPI_Datatype) -> c_int {
+        fret(fh, NAME, split_begin(fh, Split::WriteAll, || access_all(fh, true, At::Mine, buf, count as MPI_Count, datatype)))
+    }
 }
 
 pub unsafe fn MPI_File_write_all_end(fh: MPI_File, _buf: *const c_void, status: *mut MPI_Status) -> c_int {
     split_end("MPI_File_write_all_end", fh, Split::WriteAll, status)
 }
 
-pub unsafe fn MPI_File_write_all_c(fh: MPI_File, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-    blocking("MPI_File_write_all_c", fh, access_all(fh, true, At::Mine, buf, count, datatype), status)
+twins! {
+    pub unsafe fn MPI_File_write_at_all | MPI_File_write_at_all_c(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+        blocking(NAME, fh, access_all(fh, true, At::Offset(offset), buf, count as MPI_Count, datatype), status)
+    }
 }
 
-pub unsafe fn MPI_File_iwrite_all_c(fh: MPI_File, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
-    immediate("MPI_File_iwrite_all_c", fh, access(fh, true, At::Mine, buf, count, datatype), request)
+twins! {
+    pub unsafe fn MPI_File_iwrite_at_all | MPI_File_iwrite_at_all_c(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
+        immediate(NAME, fh, access(fh, true, At::Offset(offset), buf, count as MPI_Count, datatype), request)
+    }
 }
 
-pub unsafe fn MPI_File_write_all_begin_c(fh: MPI_File, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype) -> c_int {
-    fret(fh, "MPI_File_write_all_begin_c", split_begin(fh, Split::WriteAll, || access_all(fh, true, At::Mine, buf, count, datatype)))
-}
-
-pub unsafe fn MPI_File_write_at_all(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-    blocking("MPI_File_write_at_all", fh, access_all(fh, true, At::Offset(offset), buf, count as MPI_Count, datatype), status)
-}
-
-pub unsafe fn MPI_File_iwrite_at_all(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: c_int, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
-    immediate("MPI_File_iwrite_at_all", fh, access(fh, true, At::Offset(offset), buf, count as MPI_Count, datatype), request)
-}
-
-pub unsafe fn MPI_File_write_at_all_begin(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: c_int, datatype: MPI_Datatype) -> c_int {
-    fret(fh, "MPI_File_write_at_all_begin", split_begin(fh, Split::WriteAtAll, || access_all(fh, true, At::Offset(offset), buf, count as MPI_Count, datatype)))
+twins! {
+    pub unsafe fn MPI_File_write_at_all_begin | MPI_File_write_at_all_begin_c(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: Count, datatype: MPI_Datatype) -> c_int {
+        fret(fh, NAME, split_begin(fh, Split::WriteAtAll, || access_all(fh, true, At::Offset(offset), buf, count as MPI_Count, datatype)))
+    }
 }
 
 pub unsafe fn MPI_File_write_at_all_end(fh: MPI_File, _buf: *const c_void, status: *mut MPI_Status) -> c_int {
     split_end("MPI_File_write_at_all_end", fh, Split::WriteAtAll, status)
 }
 
-pub unsafe fn MPI_File_write_at_all_c(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-    blocking("MPI_File_write_at_all_c", fh, access_all(fh, true, At::Offset(offset), buf, count, datatype), status)
+twins! {
+    pub unsafe fn MPI_File_write_ordered | MPI_File_write_ordered_c(fh: MPI_File, buf: *const c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+        blocking(NAME, fh, ordered(fh, true, buf, count as MPI_Count, datatype), status)
+    }
 }
 
-pub unsafe fn MPI_File_iwrite_at_all_c(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
-    immediate("MPI_File_iwrite_at_all_c", fh, access(fh, true, At::Offset(offset), buf, count, datatype), request)
-}
-
-pub unsafe fn MPI_File_write_at_all_begin_c(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype) -> c_int {
-    fret(fh, "MPI_File_write_at_all_begin_c", split_begin(fh, Split::WriteAtAll, || access_all(fh, true, At::Offset(offset), buf, count, datatype)))
-}
-
-pub unsafe fn MPI_File_write_ordered(fh: MPI_File, buf: *const c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-    blocking("MPI_File_write_ordered", fh, ordered(fh, true, buf, count as MPI_Count, datatype), status)
-}
-
-pub unsafe fn MPI_File_write_ordered_begin(fh: MPI_File, buf: *const c_void, count: c_int, datatype: MPI_Datatype) -> c_int {
-    fret(fh, "MPI_File_write_ordered_begin", split_begin(fh, Split::WriteOrdered, || ordered(fh, true, buf, count as MPI_Count, datatype)))
+twins! {
+    pub unsafe fn MPI_File_write_ordered_begin | MPI_File_write_ordered_begin_c(fh: MPI_File, buf: *const c_void, count: Count, datatype: MPI_Datatype) -> c_int {
+        fret(fh, NAME, split_begin(fh, Split::WriteOrdered, || ordered(fh, true, buf, count as MPI_Count, datatype)))
+    }
 }
 
 pub unsafe fn MPI_File_write_ordered_end(fh: MPI_File, _buf: *const c_void, status: *mut MPI_Status) -> c_int {
     split_end("MPI_File_write_ordered_end", fh, Split::WriteOrdered, status)
-}
-
-pub unsafe fn MPI_File_write_ordered_c(fh: MPI_File, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-    blocking("MPI_File_write_ordered_c", fh, ordered(fh, true, buf, count, datatype), status)
-}
-
-pub unsafe fn MPI_File_write_ordered_begin_c(fh: MPI_File, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype) -> c_int {
-    fret(fh, "MPI_File_write_ordered_begin_c", split_begin(fh, Split::WriteOrdered, || ordered(fh, true, buf, count, datatype)))
 }
 

@@ -13,6 +13,7 @@ use mpi_api::abi::*;
 use super::agree::View;
 use super::comm::{comm_of, new_context_or_fail};
 use super::errh::check_errhandler;
+use super::p2p::twins;
 use super::{put, put_str, raise};
 use crate::bail;
 use crate::rt::comm::CTX_SPAN_INTRA;
@@ -264,28 +265,22 @@ fn u64_of(b: &[u8]) -> u64 {
     b.get(..8).and_then(|s| s.try_into().ok()).map(u64::from_ne_bytes).unwrap_or(0)
 }
 
-pub unsafe fn MPI_Win_create(base: *mut c_void, size: MPI_Aint, disp_unit: c_int, info: MPI_Info, comm: MPI_Comm, win: *mut MPI_Win) -> c_int {
-    super::ret(comm, "MPI_Win_create", create_common(comm, info, Memory::User(base as usize), size, disp_unit.into(), std::ptr::null_mut(), win))
+twins! {
+    pub unsafe fn MPI_Win_create | MPI_Win_create_c(base: *mut c_void, size: MPI_Aint, disp_unit: Disp, info: MPI_Info, comm: MPI_Comm, win: *mut MPI_Win) -> c_int {
+        crate::capi::ret(comm, NAME, create_common(comm, info, Memory::User(base as usize), size, disp_unit as MPI_Aint, std::ptr::null_mut(), win))
+    }
 }
 
-pub unsafe fn MPI_Win_allocate(size: MPI_Aint, disp_unit: c_int, info: MPI_Info, comm: MPI_Comm, baseptr: *mut c_void, win: *mut MPI_Win) -> c_int {
-    super::ret(comm, "MPI_Win_allocate", create_common(comm, info, Memory::Allocate, size, disp_unit.into(), baseptr, win))
+twins! {
+    pub unsafe fn MPI_Win_allocate | MPI_Win_allocate_c(size: MPI_Aint, disp_unit: Disp, info: MPI_Info, comm: MPI_Comm, baseptr: *mut c_void, win: *mut MPI_Win) -> c_int {
+        crate::capi::ret(comm, NAME, create_common(comm, info, Memory::Allocate, size, disp_unit as MPI_Aint, baseptr, win))
+    }
 }
 
-pub unsafe fn MPI_Win_allocate_shared(size: MPI_Aint, disp_unit: c_int, info: MPI_Info, comm: MPI_Comm, baseptr: *mut c_void, win: *mut MPI_Win) -> c_int {
-    super::ret(comm, "MPI_Win_allocate_shared", create_common(comm, info, Memory::Shared, size, disp_unit.into(), baseptr, win))
-}
-
-pub unsafe fn MPI_Win_create_c(base: *mut c_void, size: MPI_Aint, disp_unit: MPI_Aint, info: MPI_Info, comm: MPI_Comm, win: *mut MPI_Win) -> c_int {
-    super::ret(comm, "MPI_Win_create_c", create_common(comm, info, Memory::User(base as usize), size, disp_unit, std::ptr::null_mut(), win))
-}
-
-pub unsafe fn MPI_Win_allocate_c(size: MPI_Aint, disp_unit: MPI_Aint, info: MPI_Info, comm: MPI_Comm, baseptr: *mut c_void, win: *mut MPI_Win) -> c_int {
-    super::ret(comm, "MPI_Win_allocate_c", create_common(comm, info, Memory::Allocate, size, disp_unit, baseptr, win))
-}
-
-pub unsafe fn MPI_Win_allocate_shared_c(size: MPI_Aint, disp_unit: MPI_Aint, info: MPI_Info, comm: MPI_Comm, baseptr: *mut c_void, win: *mut MPI_Win) -> c_int {
-    super::ret(comm, "MPI_Win_allocate_shared_c", create_common(comm, info, Memory::Shared, size, disp_unit, baseptr, win))
+twins! {
+    pub unsafe fn MPI_Win_allocate_shared | MPI_Win_allocate_shared_c(size: MPI_Aint, disp_unit: Disp, info: MPI_Info, comm: MPI_Comm, baseptr: *mut c_void, win: *mut MPI_Win) -> c_int {
+        crate::capi::ret(comm, NAME, create_common(comm, info, Memory::Shared, size, disp_unit as MPI_Aint, baseptr, win))
+    }
 }
 
 pub unsafe fn MPI_Win_create_dynamic(info: MPI_Info, comm: MPI_Comm, win: *mut MPI_Win) -> c_int {
@@ -317,12 +312,10 @@ unsafe fn shared_query(win: MPI_Win, rank: c_int, size: *mut MPI_Aint, baseptr: 
     Ok(())
 }
 
-pub unsafe fn MPI_Win_shared_query(win: MPI_Win, rank: c_int, size: *mut MPI_Aint, disp_unit: *mut c_int, baseptr: *mut c_void) -> c_int {
-    ret_win(win, "MPI_Win_shared_query", shared_query(win, rank, size, baseptr, |d| put(disp_unit, d as c_int, "disp_unit")))
-}
-
-pub unsafe fn MPI_Win_shared_query_c(win: MPI_Win, rank: c_int, size: *mut MPI_Aint, disp_unit: *mut MPI_Aint, baseptr: *mut c_void) -> c_int {
-    ret_win(win, "MPI_Win_shared_query_c", shared_query(win, rank, size, baseptr, |d| put(disp_unit, d as MPI_Aint, "disp_unit")))
+twins! {
+    pub unsafe fn MPI_Win_shared_query | MPI_Win_shared_query_c(win: MPI_Win, rank: c_int, size: *mut MPI_Aint, disp_unit: *mut Disp, baseptr: *mut c_void) -> c_int {
+        ret_win(win, NAME, shared_query(win, rank, size, baseptr, |d| put(disp_unit, d as Disp, "disp_unit")))
+    }
 }
 
 pub unsafe fn MPI_Win_attach(win: MPI_Win, base: *mut c_void, size: MPI_Aint) -> c_int {
@@ -904,19 +897,25 @@ unsafe fn rma_req(win: MPI_Win, o: Op, request: *mut MPI_Request) -> MpiResult<(
     put(request, crate::rt::p2p::ReqTable::handle(i), "request")
 }
 
-pub unsafe fn MPI_Put(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, win: MPI_Win) -> c_int {
-    let o = Op::put(origin_addr, origin_count.into(), origin_datatype, target_rank, target_disp, target_count.into(), target_datatype);
-    ret_win(win, "MPI_Put", rma(win, o, false).map(drop))
+twins! {
+    pub unsafe fn MPI_Put | MPI_Put_c(origin_addr: *const c_void, origin_count: Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: Count, target_datatype: MPI_Datatype, win: MPI_Win) -> c_int {
+        let o = Op::put(origin_addr, origin_count as MPI_Count, origin_datatype, target_rank, target_disp, target_count as MPI_Count, target_datatype);
+        ret_win(win, NAME, rma(win, o, false).map(drop))
+    }
 }
 
-pub unsafe fn MPI_Get(origin_addr: *mut c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, win: MPI_Win) -> c_int {
-    let o = Op { kind: kind::GET, ..Op::put(origin_addr, origin_count.into(), origin_datatype, target_rank, target_disp, target_count.into(), target_datatype) };
-    ret_win(win, "MPI_Get", rma(win, o, false).map(drop))
+twins! {
+    pub unsafe fn MPI_Get | MPI_Get_c(origin_addr: *mut c_void, origin_count: Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: Count, target_datatype: MPI_Datatype, win: MPI_Win) -> c_int {
+        let o = Op { kind: kind::GET, ..Op::put(origin_addr, origin_count as MPI_Count, origin_datatype, target_rank, target_disp, target_count as MPI_Count, target_datatype) };
+        ret_win(win, NAME, rma(win, o, false).map(drop))
+    }
 }
 
-pub unsafe fn MPI_Accumulate(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win) -> c_int {
-    let o = Op { kind: kind::ACC, op, ..Op::put(origin_addr, origin_count.into(), origin_datatype, target_rank, target_disp, target_count.into(), target_datatype) };
-    ret_win(win, "MPI_Accumulate", rma(win, o, false).map(drop))
+twins! {
+    pub unsafe fn MPI_Accumulate | MPI_Accumulate_c(origin_addr: *const c_void, origin_count: Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: Count, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win) -> c_int {
+        let o = Op { kind: kind::ACC, op, ..Op::put(origin_addr, origin_count as MPI_Count, origin_datatype, target_rank, target_disp, target_count as MPI_Count, target_datatype) };
+        ret_win(win, NAME, rma(win, o, false).map(drop))
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -931,9 +930,11 @@ fn gacc(origin_addr: *const c_void, origin_count: MPI_Count, origin_datatype: MP
     }
 }
 
-pub unsafe fn MPI_Get_accumulate(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, result_addr: *mut c_void, result_count: c_int, result_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win) -> c_int {
-    let o = gacc(origin_addr, origin_count.into(), origin_datatype, result_addr, result_count.into(), result_datatype, target_rank, target_disp, target_count.into(), target_datatype, op);
-    ret_win(win, "MPI_Get_accumulate", rma(win, o, false).map(drop))
+twins! {
+    pub unsafe fn MPI_Get_accumulate | MPI_Get_accumulate_c(origin_addr: *const c_void, origin_count: Count, origin_datatype: MPI_Datatype, result_addr: *mut c_void, result_count: Count, result_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: Count, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win) -> c_int {
+        let o = gacc(origin_addr, origin_count as MPI_Count, origin_datatype, result_addr, result_count as MPI_Count, result_datatype, target_rank, target_disp, target_count as MPI_Count, target_datatype, op);
+        ret_win(win, NAME, rma(win, o, false).map(drop))
+    }
 }
 
 pub unsafe fn MPI_Fetch_and_op(origin_addr: *const c_void, result_addr: *mut c_void, datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, op: MPI_Op, win: MPI_Win) -> c_int {
@@ -946,64 +947,32 @@ pub unsafe fn MPI_Compare_and_swap(origin_addr: *const c_void, compare_addr: *co
     ret_win(win, "MPI_Compare_and_swap", rma(win, o, false).map(drop))
 }
 
-pub unsafe fn MPI_Rput(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, win: MPI_Win, request: *mut MPI_Request) -> c_int {
-    let o = Op::put(origin_addr, origin_count.into(), origin_datatype, target_rank, target_disp, target_count.into(), target_datatype);
-    ret_win(win, "MPI_Rput", rma_req(win, o, request))
+twins! {
+    pub unsafe fn MPI_Rput | MPI_Rput_c(origin_addr: *const c_void, origin_count: Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: Count, target_datatype: MPI_Datatype, win: MPI_Win, request: *mut MPI_Request) -> c_int {
+        let o = Op::put(origin_addr, origin_count as MPI_Count, origin_datatype, target_rank, target_disp, target_count as MPI_Count, target_datatype);
+        ret_win(win, NAME, rma_req(win, o, request))
+    }
 }
 
-pub unsafe fn MPI_Rget(origin_addr: *mut c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, win: MPI_Win, request: *mut MPI_Request) -> c_int {
-    let o = Op { kind: kind::GET, ..Op::put(origin_addr, origin_count.into(), origin_datatype, target_rank, target_disp, target_count.into(), target_datatype) };
-    ret_win(win, "MPI_Rget", rma_req(win, o, request))
+twins! {
+    pub unsafe fn MPI_Rget | MPI_Rget_c(origin_addr: *mut c_void, origin_count: Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: Count, target_datatype: MPI_Datatype, win: MPI_Win, request: *mut MPI_Request) -> c_int {
+        let o = Op { kind: kind::GET, ..Op::put(origin_addr, origin_count as MPI_Count, origin_datatype, target_rank, target_disp, target_count as MPI_Count, target_datatype) };
+        ret_win(win, NAME, rma_req(win, o, request))
+    }
 }
 
-pub unsafe fn MPI_Raccumulate(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win, request: *mut MPI_Request) -> c_int {
-    let o = Op { kind: kind::ACC, op, ..Op::put(origin_addr, origin_count.into(), origin_datatype, target_rank, target_disp, target_count.into(), target_datatype) };
-    ret_win(win, "MPI_Raccumulate", rma_req(win, o, request))
+twins! {
+    pub unsafe fn MPI_Raccumulate | MPI_Raccumulate_c(origin_addr: *const c_void, origin_count: Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: Count, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win, request: *mut MPI_Request) -> c_int {
+        let o = Op { kind: kind::ACC, op, ..Op::put(origin_addr, origin_count as MPI_Count, origin_datatype, target_rank, target_disp, target_count as MPI_Count, target_datatype) };
+        ret_win(win, NAME, rma_req(win, o, request))
+    }
 }
 
-pub unsafe fn MPI_Rget_accumulate(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, result_addr: *mut c_void, result_count: c_int, result_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win, request: *mut MPI_Request) -> c_int {
-    let o = gacc(origin_addr, origin_count.into(), origin_datatype, result_addr, result_count.into(), result_datatype, target_rank, target_disp, target_count.into(), target_datatype, op);
-    ret_win(win, "MPI_Rget_accumulate", rma_req(win, o, request))
-}
-
-pub unsafe fn MPI_Put_c(origin_addr: *const c_void, origin_count: MPI_Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: MPI_Count, target_datatype: MPI_Datatype, win: MPI_Win) -> c_int {
-    let o = Op::put(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype);
-    ret_win(win, "MPI_Put_c", rma(win, o, false).map(drop))
-}
-
-pub unsafe fn MPI_Get_c(origin_addr: *mut c_void, origin_count: MPI_Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: MPI_Count, target_datatype: MPI_Datatype, win: MPI_Win) -> c_int {
-    let o = Op { kind: kind::GET, ..Op::put(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype) };
-    ret_win(win, "MPI_Get_c", rma(win, o, false).map(drop))
-}
-
-pub unsafe fn MPI_Accumulate_c(origin_addr: *const c_void, origin_count: MPI_Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: MPI_Count, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win) -> c_int {
-    let o = Op { kind: kind::ACC, op, ..Op::put(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype) };
-    ret_win(win, "MPI_Accumulate_c", rma(win, o, false).map(drop))
-}
-
-pub unsafe fn MPI_Get_accumulate_c(origin_addr: *const c_void, origin_count: MPI_Count, origin_datatype: MPI_Datatype, result_addr: *mut c_void, result_count: MPI_Count, result_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: MPI_Count, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win) -> c_int {
-    let o = gacc(origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op);
-    ret_win(win, "MPI_Get_accumulate_c", rma(win, o, false).map(drop))
-}
-
-pub unsafe fn MPI_Rput_c(origin_addr: *const c_void, origin_count: MPI_Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: MPI_Count, target_datatype: MPI_Datatype, win: MPI_Win, request: *mut MPI_Request) -> c_int {
-    let o = Op::put(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype);
-    ret_win(win, "MPI_Rput_c", rma_req(win, o, request))
-}
-
-pub unsafe fn MPI_Rget_c(origin_addr: *mut c_void, origin_count: MPI_Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: MPI_Count, target_datatype: MPI_Datatype, win: MPI_Win, request: *mut MPI_Request) -> c_int {
-    let o = Op { kind: kind::GET, ..Op::put(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype) };
-    ret_win(win, "MPI_Rget_c", rma_req(win, o, request))
-}
-
-pub unsafe fn MPI_Raccumulate_c(origin_addr: *const c_void, origin_count: MPI_Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: MPI_Count, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win, request: *mut MPI_Request) -> c_int {
-    let o = Op { kind: kind::ACC, op, ..Op::put(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype) };
-    ret_win(win, "MPI_Raccumulate_c", rma_req(win, o, request))
-}
-
-pub unsafe fn MPI_Rget_accumulate_c(origin_addr: *const c_void, origin_count: MPI_Count, origin_datatype: MPI_Datatype, result_addr: *mut c_void, result_count: MPI_Count, result_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: MPI_Count, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win, request: *mut MPI_Request) -> c_int {
-    let o = gacc(origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op);
-    ret_win(win, "MPI_Rget_accumulate_c", rma_req(win, o, request))
+twins! {
+    pub unsafe fn MPI_Rget_accumulate | MPI_Rget_accumulate_c(origin_addr: *const c_void, origin_count: Count, origin_datatype: MPI_Datatype, result_addr: *mut c_void, result_count: Count, result_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: Count, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win, request: *mut MPI_Request) -> c_int {
+        let o = gacc(origin_addr, origin_count as MPI_Count, origin_datatype, result_addr, result_count as MPI_Count, result_datatype, target_rank, target_disp, target_count as MPI_Count, target_datatype, op);
+        ret_win(win, NAME, rma_req(win, o, request))
+    }
 }
 
 // ----- synchronization -------------------------------------------------
