@@ -57,7 +57,9 @@ const NBUF: u64 = 64;
 /// A rank publishes operation `j` only when its own operations up to
 /// `j - WINDOW` have finished (nonblocking ones may be outstanding).
 const WINDOW: u64 = 8;
-/// Bytes of a slot's header: the sequence word, alone on its cache line.
+/// Bytes of a slot's header: the sequence word and, with more ranks than
+/// cores, the CPU the rank last ran on (see [`Flat::cpu_word`]), written
+/// together, on a cache line of their own.
 const HDR: usize = 64;
 /// Bytes of a buffer: a stamp word (operation number + 1, once its data is
 /// there) and a length word, then the data, in the same cache line for
@@ -181,6 +183,30 @@ impl Flat {
         unsafe { &*(self.base.add(r * stride()) as *const AtomicU64) }
     }
 
+    /// The CPU rank `r` last ran on, plus one (0: not known), kept with
+    /// more ranks than cores only: when it publishes and when it comes
+    /// back from yielding while waiting.
+    fn cpu_word(&self, r: usize) -> &AtomicU64 {
+        // SAFETY: the word after the sequence word in slot r's header.
+        unsafe { &*(self.base.add(r * stride() + 8) as *const AtomicU64) }
+    }
+
+    /// Records the CPU this rank runs on in its header (with more ranks
+    /// than cores) and returns it, plus one.
+    fn note_cpu(&self) -> u64 {
+        if !self.oversub {
+            return 0;
+        }
+        // SAFETY: plain call (glibc reads it from the rseq area).
+        let cpu = unsafe { libc::sched_getcpu() };
+        let c = if cpu < 0 { 0 } else { cpu as u64 + 1 };
+        let w = self.cpu_word(self.rank);
+        if w.load(Ordering::Relaxed) != c {
+            w.store(c, Ordering::Relaxed);
+        }
+        c
+    }
+
     /// Start of rank `r`'s buffer for this operation (its stamp word).
     fn buf_head(&self, r: usize) -> *mut u8 {
         let off = if self.big { HDR + NBUF as usize * BUF + (self.k % NBIG) as usize * BIGBUF } else { HDR + (self.k % NBUF) as usize * BUF };
@@ -223,14 +249,23 @@ impl Flat {
             return Ok(());
         }
         let words = || Awaited { words: ranks.clone().map(|r| word(r) as *const AtomicU64).collect(), at_least };
-        self.wait_long(&ready, &words)
+        // Whether a rank still awaited last ran on CPU `cpu` (or its CPU is
+        // not known).
+        let here = |cpu: u64| {
+            ranks.clone().any(|r| {
+                let c = self.cpu_word(r).load(Ordering::Relaxed);
+                word(r).load(Ordering::Relaxed) < at_least && (c == 0 || c == cpu)
+            })
+        };
+        self.wait_long(&ready, &here, &words)
     }
 
     /// [`Flat::wait_on`] once the words were not there at the first look
-    /// (kept out of line: the first look is most of the calls). `words`:
-    /// the same condition for the library's wait loop.
+    /// (kept out of line: the first look is most of the calls). `here`:
+    /// whether a rank awaited may be waiting for this rank's CPU (see
+    /// `wait_on`); `words`: the same condition for the library's wait loop.
     #[inline(never)]
-    fn wait_long(&self, ready: &dyn Fn() -> bool, words: &dyn Fn() -> Awaited) -> MpiResult<()> {
+    fn wait_long(&self, ready: &dyn Fn() -> bool, here: &dyn Fn(u64) -> bool, words: &dyn Fn() -> Awaited) -> MpiResult<()> {
         if !self.oversub {
             // Poll for up to 50 us; the library's loop polls with the lock
             // and its progress in each round, which reacts later.
@@ -247,12 +282,32 @@ impl Flat {
                 }
             }
         } else {
-            // Give the core to a rank that has work, straight away (polling
-            // first, or through the wait loop, costs a rank a time slice).
+            // Give the core to a rank that has work, straight away, when one
+            // of the ranks awaited last ran on this CPU: it cannot run while
+            // this rank polls. When all of them ran on other CPUs, they are
+            // running there or next in line, and every rank of this CPU that
+            // takes part has arrived: poll, as switching to another rank
+            // (about 1.5 us) would only find it waiting too, and delay
+            // seeing the words. Polling goes on for at most `SPIN` in one
+            // stretch (a few switches' time, as at 8 ranks on 2 cores the
+            // other CPU may switch 3 times before the last rank arrives),
+            // in case the CPU words are stale (a rank moved) or another
+            // program holds the other CPU.
+            const SPIN: std::time::Duration = std::time::Duration::from_micros(4);
             let t0 = std::time::Instant::now();
+            let mut cpu = self.note_cpu();
+            let mut spun = t0;
             while t0.elapsed() < std::time::Duration::from_micros(50) {
-                // SAFETY: plain syscall.
-                unsafe { libc::sched_yield() };
+                if cpu == 0 || here(cpu) || spun.elapsed() > SPIN {
+                    // SAFETY: plain syscall.
+                    unsafe { libc::sched_yield() };
+                    cpu = self.note_cpu();
+                    spun = std::time::Instant::now();
+                } else {
+                    for _ in 0..32 {
+                        std::hint::spin_loop();
+                    }
+                }
                 if ready() {
                     return Ok(());
                 }
@@ -354,6 +409,7 @@ impl Flat {
             self.len_word(self.rank).store(b as u64, Ordering::Relaxed);
             self.stamp(self.rank).store(self.k + 1, Ordering::Release);
         }
+        self.note_cpu();
         self.seq(self.rank).store(self.k + 1, Ordering::Release);
         // One fence for all ranks (a waiter announces its sleep, then looks
         // at the words again; see `shm::sleep_begin`), then wake only those
