@@ -207,6 +207,56 @@ impl Flat {
         c
     }
 
+    /// With more ranks than cores, now and then: if this rank's CPU (`cpu`,
+    /// plus one) holds more ranks of the communicator than another CPU it
+    /// may run on plus one, the highest of them moves to the CPU with the
+    /// fewest (and may then run anywhere again, as before). The kernel
+    /// rarely moves a task that ran in the last half millisecond, which
+    /// ranks taking turns on a CPU always did: 4 ranks on 2 CPUs stayed 3
+    /// and 1 for whole runs, and every collective waited for the CPU with
+    /// 3. A process moves at most once in 100 ms (another program may hold
+    /// a CPU, and the kernel move the rank back).
+    fn balance(&self, cpu: u64) {
+        static CALLS: AtomicU64 = AtomicU64::new(0);
+        static MOVED: AtomicU64 = AtomicU64::new(0);
+        if cpu == 0 || !CALLS.fetch_add(1, Ordering::Relaxed).is_multiple_of(256) {
+            return;
+        }
+        let now = (rt::wtime() * 1e3) as u64 + 1000;
+        if now < MOVED.load(Ordering::Relaxed) + 100 {
+            return;
+        }
+        let words: Vec<u64> = (0..self.size).map(|r| self.cpu_word(r).load(Ordering::Relaxed)).collect();
+        let mine = words.iter().filter(|&&c| c == cpu).count();
+        if words.contains(&0) || mine < 3 || (self.rank + 1..self.size).any(|r| words[r] == cpu) {
+            return;
+        }
+        // SAFETY: sched_getaffinity/setaffinity of this thread with
+        // zero-initialized cpu_set_t values.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+                return;
+            }
+            let fewest = (0..libc::CPU_SETSIZE as usize)
+                .filter(|&c| libc::CPU_ISSET(c, &set))
+                .map(|c| (words.iter().filter(|&&w| w == c as u64 + 1).count(), c))
+                .min();
+            let Some((n, to)) = fewest else { return };
+            if n + 1 >= mine {
+                return;
+            }
+            MOVED.store(now, Ordering::Relaxed);
+            let mut one: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(to, &mut one);
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one) == 0 {
+                // Widening the mask again leaves the thread where it is.
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+            }
+        }
+        self.note_cpu();
+    }
+
     /// Start of rank `r`'s buffer for this operation (its stamp word).
     fn buf_head(&self, r: usize) -> *mut u8 {
         let off = if self.big { HDR + NBUF as usize * BUF + (self.k % NBIG) as usize * BIGBUF } else { HDR + (self.k % NBUF) as usize * BUF };
@@ -296,6 +346,7 @@ impl Flat {
             const SPIN: std::time::Duration = std::time::Duration::from_micros(4);
             let t0 = std::time::Instant::now();
             let mut cpu = self.note_cpu();
+            self.balance(cpu);
             let mut spun = t0;
             while t0.elapsed() < std::time::Duration::from_micros(50) {
                 if cpu == 0 || here(cpu) || spun.elapsed() > SPIN {
