@@ -1,7 +1,7 @@
 /* Collectives across message sizes: Allreduce (doubles, SUM, in place),
  * Bcast, Allgather, Alltoall (bytes per rank or per pair) and Barrier.
  * Iterations adapt to a time budget (argument 1, seconds per case),
- * estimated twice; the time reported is the slowest rank's mean.
+ * estimated after a warm-up; the time reported is the slowest rank's mean.
  * Argument 2 (optional, "all" for every one) picks one collective,
  * argument 3 the largest size.
  * Prints one line per case: "name bytes microseconds_per_call". */
@@ -55,12 +55,19 @@ int main(int argc, char **argv) {
             if ((k == 3 || k == 4) && bytes > 65536) continue;
             if (k > 0 && bytes > largest) continue;
             /* The first calls of a case include one-time costs (the first
-             * collective on a communicator sets up shared memory, first
-             * touches of buffers fault pages in), so the first estimate is
-             * too high: estimate again over a tenth of the budget. */
-            double est = timed(names[k], bytes, 3);
-            int pre = (int)(budget / 10 / est);
-            est = timed(names[k], bytes, pre < 3 ? 3 : pre > 10000 ? 10000 : pre);
+             * collective on a communicator sets up shared memory, the
+             * first use of each of its buffers faults a page in, for 64
+             * calls), so estimate in rounds of doubling length, 127 calls
+             * in all unless they take half the budget, and keep the last
+             * round's time (every rank gets the same slowest-rank times,
+             * so all make the same calls). */
+            double est, spent = 0;
+            int pre = 1;
+            do {
+                est = timed(names[k], bytes, pre);
+                spent += est * pre;
+                pre *= 2;
+            } while (pre <= 64 && spent < budget / 2);
             int iters = (int)(budget / est);
             if (iters > 100000) iters = 100000;
             if (iters < 3) iters = 3;

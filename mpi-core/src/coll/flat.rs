@@ -214,16 +214,16 @@ impl Flat {
     /// rarely moves a task that ran in the last half millisecond, which
     /// ranks taking turns on a CPU always did: 4 ranks on 2 CPUs stayed 3
     /// and 1 for whole runs, and every collective waited for the CPU with
-    /// 3. A process moves at most once in 100 ms (another program may hold
+    /// 3. A process moves at most once in 10 ms (another program may hold
     /// a CPU, and the kernel move the rank back).
     fn balance(&self, cpu: u64) {
         static CALLS: AtomicU64 = AtomicU64::new(0);
         static MOVED: AtomicU64 = AtomicU64::new(0);
-        if cpu == 0 || !CALLS.fetch_add(1, Ordering::Relaxed).is_multiple_of(256) {
+        if cpu == 0 || !CALLS.fetch_add(1, Ordering::Relaxed).is_multiple_of(64) {
             return;
         }
         let now = (rt::wtime() * 1e3) as u64 + 1000;
-        if now < MOVED.load(Ordering::Relaxed) + 100 {
+        if now < MOVED.load(Ordering::Relaxed) + 10 {
             return;
         }
         let words: Vec<u64> = (0..self.size).map(|r| self.cpu_word(r).load(Ordering::Relaxed)).collect();
