@@ -376,7 +376,7 @@ unsafe fn strided_copy(gather: bool, strided: *mut u8, stride: isize, n: usize, 
         16 => kernel!(u128),
         2 => kernel!(u16),
         1 => kernel!(u8),
-        ROW_MIN..=ROW_MAX if gather => rows::copy(gather, strided, stride, n, len, packed),
+        ROW_MIN..=ROW_MAX => rows::copy(gather, strided, stride, n, len, packed),
         _ => memcpy_rows(gather, strided, stride, n, len, packed),
     }
 }
@@ -398,8 +398,8 @@ unsafe fn memcpy_rows(gather: bool, strided: *mut u8, stride: isize, n: usize, l
     }
 }
 
-/// Packed rows of `ROW_MIN..=ROW_MAX` bytes are gathered by [`rows::copy`];
-/// shorter and longer ones, and every unpacked row, by `memcpy`, row by row.
+/// Rows of `ROW_MIN..=ROW_MAX` bytes are packed and unpacked by
+/// [`rows::copy`]; shorter and longer ones by `memcpy`, row by row.
 const ROW_MIN: usize = 128;
 const ROW_MAX: usize = 16 << 10;
 
@@ -411,9 +411,11 @@ const ROW_MAX: usize = 16 << 10;
 /// rows of 64 KiB are faster with `memcpy` (the hardware prefetcher keeps up
 /// within a long row, and a row-ahead prefetch leaves L1), hence `ROW_MAX`.
 /// Non-temporal stores lose (47 us) as long as the packed side fits the
-/// cache. Unpacking (scattering rows) is not faster this way: `memcpy` per
-/// row took 31-32 us there, this loop 34-35 us, so only packing uses it
-/// (the kernel itself copies either way). Measured with
+/// cache. Unpacking prefetches the next row for writing (PREFETCHW, where
+/// the CPU has it) so its lines arrive owned: on the AMD EPYC (Zen 4) of
+/// 2026-11-27, 46.6 us against 49.7 for `memcpy` per row standalone, about
+/// 1% in `MPI_Unpack`; on the earlier machine (Zen 5, loaded) the loop with
+/// a read prefetch had lost to `memcpy` when unpacking. Measured with
 /// `tests/bench/dt_rows.c`; details in BENCHMARKS.md.
 #[cfg(target_arch = "x86_64")]
 mod rows {
@@ -429,20 +431,50 @@ mod rows {
     #[inline]
     pub unsafe fn copy(gather: bool, strided: *mut u8, stride: isize, n: usize, len: usize, packed: *mut u8) {
         debug_assert!(len >= super::ROW_MIN);
+        let pfw = !gather && has_prefetchw();
         if std::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2; the caller's guarantees pass on.
-            unsafe { avx2(gather, strided, stride, n, len, packed) }
+            // SAFETY: the CPU has AVX2, and PREFETCHW if `pfw`; the caller's
+            // guarantees pass on.
+            unsafe { avx2(gather, pfw, strided, stride, n, len, packed) }
         } else {
-            // SAFETY: the caller's guarantees pass on (SSE2 is part of x86-64).
-            unsafe { sse2(gather, strided, stride, n, len, packed) }
+            // SAFETY: as above (SSE2 is part of x86-64).
+            unsafe { sse2(gather, pfw, strided, stride, n, len, packed) }
+        }
+    }
+
+    /// Whether the CPU has PREFETCHW (CPUID 0x8000_0001, ECX bit 8:
+    /// "3DNowPrefetch" / PRFCHW), looked up once.
+    pub(super) fn has_prefetchw() -> bool {
+        use std::sync::atomic::{AtomicU8, Ordering};
+        static KNOWN: AtomicU8 = AtomicU8::new(0);
+        match KNOWN.load(Ordering::Relaxed) {
+            1 => false,
+            2 => true,
+            _ => {
+                let yes = __cpuid(0x8000_0000).eax >= 0x8000_0001 && __cpuid(0x8000_0001).ecx & (1 << 8) != 0;
+                KNOWN.store(1 + yes as u8, Ordering::Relaxed);
+                yes
+            }
         }
     }
 
     /// The loop over rows, with `$chunk(dst, src)` copying 128 bytes.
     macro_rules! row_loop {
-        ($gather:expr, $strided:expr, $stride:expr, $n:expr, $len:expr, $packed:expr, $chunk:ident) => {{
+        ($gather:expr, $pfw:expr, $strided:expr, $stride:expr, $n:expr, $len:expr, $packed:expr, $chunk:ident) => {{
             let (stride, n, len) = ($stride, $n, $len);
             let mut a = $strided;
+            // Packing reads the strided side; unpacking writes it, and with
+            // `$pfw` prefetches it for writing (the lines arrive owned).
+            let pf = |p: *const u8| {
+                if $pfw {
+                    // (Inside the callers' unsafe block. The CPU has
+                    // PREFETCHW (`copy`); a prefetch never faults and
+                    // writes nothing.)
+                    std::arch::asm!("prefetchw [{0}]", in(reg) p, options(nostack, preserves_flags, readonly))
+                } else {
+                    _mm_prefetch::<_MM_HINT_T0>(p as *const i8)
+                }
+            };
             for i in 0..n {
                 let p = $packed.add(i * len);
                 // The strided side's next row, or this one again at the end
@@ -451,15 +483,15 @@ mod rows {
                 let (s, d) = if $gather { (a as *const u8, p) } else { (p as *const u8, a) };
                 let mut j = 0;
                 while j + 128 <= len {
-                    _mm_prefetch::<_MM_HINT_T0>(next.add(j) as *const i8);
-                    _mm_prefetch::<_MM_HINT_T0>(next.add(j + 64) as *const i8);
+                    pf(next.add(j));
+                    pf(next.add(j + 64));
                     $chunk(d.add(j), s.add(j));
                     j += 128;
                 }
                 if j < len {
                     // The last 128 bytes, overlapping what was copied.
-                    _mm_prefetch::<_MM_HINT_T0>(next.add(j) as *const i8);
-                    _mm_prefetch::<_MM_HINT_T0>(next.add(len - 1) as *const i8);
+                    pf(next.add(j));
+                    pf(next.add(len - 1));
                     $chunk(d.add(len - 128), s.add(len - 128));
                 }
                 a = a.wrapping_offset(stride);
@@ -498,24 +530,25 @@ mod rows {
         }
     }
 
-    /// [`copy`] with 32-byte vectors.
+    /// [`copy`] with 32-byte vectors; `pfw`: prefetch the next row for
+    /// writing.
     ///
     /// # Safety
-    /// As [`copy`], on a CPU with AVX2.
+    /// As [`copy`], on a CPU with AVX2, and with PREFETCHW if `pfw`.
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn avx2(gather: bool, strided: *mut u8, stride: isize, n: usize, len: usize, packed: *mut u8) {
+    pub(super) unsafe fn avx2(gather: bool, pfw: bool, strided: *mut u8, stride: isize, n: usize, len: usize, packed: *mut u8) {
         // SAFETY: (caller) every row and the packed side are valid for the
         // accesses; the chunks stay inside the rows since len >= 128.
-        unsafe { row_loop!(gather, strided, stride, n, len, packed, chunk_avx2) }
+        unsafe { row_loop!(gather, pfw, strided, stride, n, len, packed, chunk_avx2) }
     }
 
     /// [`copy`] with 16-byte vectors.
     ///
     /// # Safety
-    /// As [`copy`].
-    pub(super) unsafe fn sse2(gather: bool, strided: *mut u8, stride: isize, n: usize, len: usize, packed: *mut u8) {
+    /// As [`avx2`], on any x86-64 CPU (with PREFETCHW if `pfw`).
+    pub(super) unsafe fn sse2(gather: bool, pfw: bool, strided: *mut u8, stride: isize, n: usize, len: usize, packed: *mut u8) {
         // SAFETY: as in `avx2`.
-        unsafe { row_loop!(gather, strided, stride, n, len, packed, chunk_sse2) }
+        unsafe { row_loop!(gather, pfw, strided, stride, n, len, packed, chunk_sse2) }
     }
 }
 
@@ -2135,9 +2168,19 @@ mod tests {
         let mut copies: Vec<(&str, RowCopy)> = vec![("strided_copy", strided_copy)];
         #[cfg(target_arch = "x86_64")]
         {
-            copies.push(("sse2", rows::sse2));
+            // Both prefetch hints (the write hint only where the CPU has it).
+            let pfw = rows::has_prefetchw();
+            // SAFETY (all four): check_rows passes valid, separate sides.
+            copies.push(("sse2", |g, s, st, n, l, p| unsafe { rows::sse2(g, false, s, st, n, l, p) }));
+            if pfw {
+                copies.push(("sse2_pfw", |g, s, st, n, l, p| unsafe { rows::sse2(g, true, s, st, n, l, p) }));
+            }
             if std::is_x86_feature_detected!("avx2") {
-                copies.push(("avx2", rows::avx2));
+                // (and the CPU has AVX2)
+                copies.push(("avx2", |g, s, st, n, l, p| unsafe { rows::avx2(g, false, s, st, n, l, p) }));
+                if pfw {
+                    copies.push(("avx2_pfw", |g, s, st, n, l, p| unsafe { rows::avx2(g, true, s, st, n, l, p) }));
+                }
             }
         }
         for (name, copy) in copies {

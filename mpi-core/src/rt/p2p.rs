@@ -68,6 +68,50 @@ pub struct Rdv {
     pub packed: Option<Box<std::sync::atomic::AtomicU64>>,
 }
 
+impl Drop for Rdv {
+    fn drop(&mut self) {
+        if let Some(v) = self.owned.take() {
+            give_back(v);
+        }
+    }
+}
+
+/// One spare buffer for the packed copies of non-contiguous rendezvous
+/// sends, kept from one send to the next (up to `SPARE_MAX` bytes). Reusing
+/// it saves zeroing or faulting in a new buffer per send, and the library
+/// does not hand large `malloc` blocks back: glibc raises its `mmap`
+/// threshold to the size of each large block freed (up to 32 MiB), after
+/// which the program's own large allocations come from the heap, placed
+/// differently (in `tests/bench/dt_pack.c`, the 2 MiB buffers allocated after
+/// a strided 2 MiB send moved from 16 bytes past a page to 64-byte and
+/// 16-byte offsets in the heap, and its pack timings with them).
+static SPARE: std::sync::Mutex<Vec<u8>> = std::sync::Mutex::new(Vec::new());
+const SPARE_MAX: usize = 32 << 20;
+
+/// A buffer of `len` bytes to pack into: the spare one if it is large
+/// enough (its bytes are old data, all overwritten by the packing).
+fn scratch(len: usize) -> Vec<u8> {
+    let mut spare = SPARE.lock().unwrap_or_else(|e| e.into_inner());
+    if spare.capacity() < len {
+        return vec![0u8; len];
+    }
+    let mut v = std::mem::take(&mut *spare);
+    // No reallocation (len <= capacity); zeroes only bytes past the old length.
+    v.resize(len, 0);
+    v
+}
+
+/// Keeps `v` as the spare buffer if it is larger than the current one.
+fn give_back(v: Vec<u8>) {
+    if v.capacity() > SPARE_MAX {
+        return;
+    }
+    let mut spare = SPARE.lock().unwrap_or_else(|e| e.into_inner());
+    if v.capacity() > spare.capacity() {
+        *spare = v;
+    }
+}
+
 pub struct RecvOp {
     pub buf: *mut u8,
     pub dt: Arc<Dtype>,
@@ -867,7 +911,7 @@ impl Engine {
             && self.cma != Cma::Refused
             && bytes > 2 * PIPE_PIECE;
         if pipe {
-            let mut tmp = vec![0u8; bytes];
+            let mut tmp = scratch(bytes);
             let tmp_ptr = tmp.as_mut_ptr();
             let packed = Box::new(std::sync::atomic::AtomicU64::new(0));
             let counter: *const std::sync::atomic::AtomicU64 = &*packed;
@@ -903,7 +947,7 @@ impl Engine {
         let (addr, owned) = if dt.contig {
             (buf, None)
         } else {
-            let mut tmp = vec![0u8; bytes];
+            let mut tmp = scratch(bytes);
             // SAFETY: buf holds `count` elements of dt.
             unsafe { dt.pack(buf, count, &mut tmp) };
             (tmp.as_ptr(), Some(tmp))
