@@ -413,8 +413,8 @@ const ROW_MAX: usize = 16 << 10;
 /// Non-temporal stores lose (47 us) as long as the packed side fits the
 /// cache. Unpacking prefetches the next row for writing (PREFETCHW, where
 /// the CPU has it) so its lines arrive owned: on the AMD EPYC (Zen 4) of
-/// 2026-11-27, 46.6 us against 49.7 for `memcpy` per row standalone, about
-/// 1% in `MPI_Unpack`; on the earlier machine (Zen 5, loaded) the loop with
+/// 2026-11-27, 48.8 us against 51.4 for `memcpy` per row standalone (45.9
+/// against 49.7 with aligned rows), about 1% in `MPI_Unpack`; on the earlier machine (Zen 5, loaded) the loop with
 /// a read prefetch had lost to `memcpy` when unpacking. Measured with
 /// `tests/bench/dt_rows.c`; details in BENCHMARKS.md.
 #[cfg(target_arch = "x86_64")]

@@ -79,7 +79,8 @@ impl Drop for Rdv {
 /// One spare buffer for the packed copies of non-contiguous rendezvous
 /// sends, kept from one send to the next (up to `SPARE_MAX` bytes). Reusing
 /// it saves zeroing or faulting in a new buffer per send, and the library
-/// does not hand large `malloc` blocks back: glibc raises its `mmap`
+/// hands a large `malloc` block back only when a larger one replaces it
+/// (or one is over `SPARE_MAX`, beyond glibc's limit): glibc raises its `mmap`
 /// threshold to the size of each large block freed (up to 32 MiB), after
 /// which the program's own large allocations come from the heap, placed
 /// differently (in `tests/bench/dt_pack.c`, the 2 MiB buffers allocated after
