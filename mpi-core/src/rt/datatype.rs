@@ -1683,6 +1683,12 @@ impl TypeTable {
         }
     }
 
+    /// The type for communication, borrowed (None: not a committed type);
+    /// no reference count moves, for paths that only look at it.
+    pub fn committed(&self, dt: MPI_Datatype) -> Option<&Arc<Dtype>> {
+        self.predefined(dt).or_else(|| self.entry(dt).filter(|e| e.committed).map(|e| &e.t))
+    }
+
     /// Looks up a type, committed or not (queries and constructors).
     pub fn lookup(&self, dt: MPI_Datatype) -> MpiResult<Arc<Dtype>> {
         if let Some(t) = self.predefined(dt) {
