@@ -486,7 +486,8 @@ unsafe fn recv_common(
     // the peer's next record will be stamped (one cache line: after a switch
     // of processes every page touched costs), not the runtime.
     let window = rt::oversubscribed().then(rt::recv_yield_window).flatten();
-    let mut since: Option<std::time::Instant> = None;
+    // The end of that window, from the first look that found nothing.
+    let mut until: Option<std::time::Instant> = None;
     let mut watch = None;
     let r = loop {
         let r = rt::with(|st| {
@@ -494,8 +495,9 @@ unsafe fn recv_common(
                 Direct::Got(s) => return Ok(Some(Err((s, MPI_SUCCESS)))),
                 Direct::Nothing(w) => {
                     if let Some(win) = window {
-                        if since.get_or_insert_with(std::time::Instant::now).elapsed() < win {
-                            watch = Some(w);
+                        let end = *until.get_or_insert_with(|| std::time::Instant::now() + win);
+                        if std::time::Instant::now() < end {
+                            watch = Some((w, end));
                             return Ok(None);
                         }
                     }
@@ -508,11 +510,11 @@ unsafe fn recv_common(
         match r {
             Ok(None) => {
                 rt::yield_cpu();
-                if let (Some(w), Some(t0), Some(win)) = (watch.take(), since, window) {
+                if let Some((w, end)) = watch.take() {
                     let mut turns = 0u32;
                     while !w.ready() {
                         turns += 1;
-                        if turns.is_multiple_of(8) && t0.elapsed() >= win {
+                        if turns.is_multiple_of(8) && std::time::Instant::now() >= end {
                             break;
                         }
                         rt::yield_cpu();

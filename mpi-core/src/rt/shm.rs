@@ -417,14 +417,6 @@ pub struct Consumer {
 unsafe impl Send for Consumer {}
 
 impl Consumer {
-    /// True if a record is waiting.
-    #[inline]
-    pub fn has_data(&mut self) -> bool {
-        let pos = (self.tail as usize) & (self.size - 1);
-        // SAFETY: pos is 64-aligned inside the ring.
-        unsafe { stamp_at(self.data, pos) }.load(Ordering::Acquire) == self.tail + 1
-    }
-
     /// The next record, if any. It stays valid until [`Consumer::pop`].
     #[inline]
     pub fn peek(&mut self) -> Option<(MsgHdr, &[u8])> {
