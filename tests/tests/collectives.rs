@@ -104,6 +104,15 @@ fn intercommunicator_nonblocking_persistent_v_w() {
 
 /// Communicators made and freed in a loop keep only the live ones'
 /// shared-memory segments mapped, and new ones still get one.
+/// Allreduce above the large buffers in shared-memory pieces: on 2 ranks
+/// (a core each), forced on 3 and 4 (oversubscribed), and by messages.
+#[test]
+fn allreduce_in_shared_memory_pieces() {
+    each_size("coll_pieces", &[2], &[], &[], "coll_pieces OK");
+    each_size("coll_pieces", &[3, 4], &[], &[("MPICORE_COLL_SHM_PIECES_OVERSUB", "1")], "coll_pieces OK");
+    each_size("coll_pieces", &[2, 3], &[], &[("MPICORE_COLL_SHM_PIECES", "0")], "coll_pieces OK");
+}
+
 #[test]
 fn shared_memory_segments_freed_with_their_communicators() {
     each_size("coll_shm", &[1, 2, 3, 8], &[], &[], "coll_shm OK");

@@ -40,6 +40,11 @@ pub struct Tune {
     /// Largest message per rank of blocking collectives done in shared
     /// memory (see `flat`).
     pub shm_max: usize,
+    /// Largest message of a blocking Allreduce done in shared memory in
+    /// pieces of the large buffers (above them; with a core per rank, or
+    /// also with more ranks than cores when `shm_pieces_oversub`).
+    pub shm_pieces: usize,
+    pub shm_pieces_oversub: bool,
 }
 
 fn env_size(name: &str, default: usize) -> usize {
@@ -71,6 +76,8 @@ impl Default for Tune {
             segment: env_size("MPICORE_COLL_SEGMENT", 64 << 10),
             linear_max: env_size("MPICORE_COLL_LINEAR_MAX", 16),
             shm_max: env_size("MPICORE_COLL_SHM_MAX", super::flat::BIG),
+            shm_pieces: env_size("MPICORE_COLL_SHM_PIECES", 1 << 20),
+            shm_pieces_oversub: env_size("MPICORE_COLL_SHM_PIECES_OVERSUB", 0) != 0,
         }
     }
 }

@@ -431,7 +431,7 @@ impl Flat {
     }
 
     /// Bytes rank `r` published for this operation (after [`Flat::wait_data`]).
-    fn len_of(&self, r: usize) -> usize {
+    pub fn len_of(&self, r: usize) -> usize {
         self.len_word(r).load(Ordering::Relaxed) as usize
     }
 
