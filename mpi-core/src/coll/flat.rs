@@ -1,11 +1,13 @@
 //! Shared-memory ("flat") collectives for small and medium messages.
 //!
 //! Every rank of a communicator shares one segment with a slot per rank: a
-//! sequence word and `NBUF` data buffers, each starting with a stamp and a
-//! length word on the cache line of its first data bytes. In operation `k`
-//! (shared-memory collectives are numbered per communicator, and every rank
-//! makes the same calls), a rank writes its data to buffer `k % NBUF` of its
-//! slot, stamps it `k + 1` and publishes `seq = k + 1` (a rank with no data,
+//! sequence word and data buffers of three sizes (`NTINY` of one cache line
+//! for up to 48 bytes, `NBUF` of 8 KiB, `NBIG` of 64 KiB), each starting
+//! with a stamp and a length word on the cache line of its first data
+//! bytes. In operation `k` (shared-memory collectives are numbered per
+//! communicator, and every rank makes the same calls), a rank writes its
+//! data to buffer `k % N` of its slot's buffers of the size the operation
+//! needs (`N` of them), stamps it `k + 1` and publishes `seq = k + 1` (a rank with no data,
 //! like a broadcast's reader, only publishes `seq`); the others wait for the
 //! stamp (or `seq`) and read the data in place. A rank overwrites a buffer
 //! only when every rank has finished the operation that used it last, so a
@@ -21,7 +23,7 @@
 //! its operations in order (a later blocking call waits for earlier
 //! nonblocking ones to publish), and publishes operation `j` only once its
 //! own operations up to `j - WINDOW` have finished reading, so a rank that
-//! published `k - NBUF + WINDOW` is done with buffer `k % NBUF`.
+//! published `k - N + WINDOW` is done with buffer `k % N`.
 //!
 //! The segment of a communicator is made at its first eligible blocking
 //! call (a collective step itself: rank 0 creates it, the others map it,
@@ -48,11 +50,25 @@ pub const SLOT: usize = 8 << 10;
 pub const BIG: usize = 64 << 10;
 /// Large buffers per rank (more than `WINDOW`, see [`Flat::free_seq`]).
 const NBIG: u64 = 16;
-/// Bytes of a large buffer with its stamp and length words.
+/// Bytes of data a tiny buffer holds after its stamp and length words.
+pub const TINY: usize = TLINE - DATA;
+/// Bytes of a tiny buffer: two cache lines (an 8-byte Alltoall of 8 ranks
+/// fits).
+const TLINE: usize = 128;
+/// Tiny buffers per rank, used in turn by every operation: they hold the
+/// stamp and length words of each operation (see [`Flat::head`]) and the
+/// data of those of at most `TINY` bytes per rank (barriers, small
+/// broadcasts and reductions). Many, so that a root runs far ahead of slow
+/// readers (with more ranks than cores, the readers then take hundreds of
+/// broadcasts per time slice), and adjacent, so that a reader behind the
+/// root reads them as a stream (the CPU fetches the next lines ahead)
+/// through few pages.
+const NTINY: u64 = 1024;
+/// Bytes of a large buffer (data at `DATA`, as in every buffer).
 const BIGBUF: usize = BIG + 64;
-/// Data buffers per rank, used in turn (a root may run `NBUF - WINDOW`
-/// broadcasts ahead of the slowest reader, which with more ranks than cores
-/// then reads many per time slice). Only the pages touched become memory.
+/// Data buffers per rank for messages above `TINY` bytes, used in turn (a
+/// root may run `NBUF - WINDOW` broadcasts ahead of the slowest reader).
+/// Only the pages touched become memory.
 const NBUF: u64 = 64;
 /// A rank publishes operation `j` only when its own operations up to
 /// `j - WINDOW` have finished (nonblocking ones may be outstanding).
@@ -61,9 +77,9 @@ const WINDOW: u64 = 8;
 /// cores, the CPU the rank last ran on (see [`Flat::cpu_word`]), written
 /// together, on a cache line of their own.
 const HDR: usize = 64;
-/// Bytes of a buffer: a stamp word (operation number + 1, once its data is
-/// there) and a length word, then the data, in the same cache line for
-/// small data (a reader waiting for one rank's data pulls one line).
+/// Bytes of a small buffer (data at `DATA`, as in every buffer: the first
+/// 16 bytes hold a tiny buffer's stamp word (operation number + 1, once
+/// the data is there) and length word, and are unused in the others).
 const BUF: usize = SLOT + 64;
 /// Offset of the data in a buffer (16-aligned for every type).
 const DATA: usize = 16;
@@ -157,8 +173,77 @@ fn prefetch_write(p: *const u8) {
     let _ = p;
 }
 
+/// Where a length word keeps the kind of buffer the data is in.
+const KIND_SHIFT: u32 = 56;
+/// The bytes of a length word.
+const LEN_MASK: u64 = (1 << KIND_SHIFT) - 1;
+
+/// Offset of the first tiny buffer in a slot.
+const TINY_AT: usize = HDR;
+/// Offset of the first small buffer in a slot.
+const SMALL_AT: usize = TINY_AT + NTINY as usize * TLINE;
+/// Offset of the first large buffer in a slot.
+const BIG_AT: usize = SMALL_AT + NBUF as usize * BUF;
+
 fn stride() -> usize {
-    HDR + NBUF as usize * BUF + NBIG as usize * BIGBUF
+    BIG_AT + NBIG as usize * BIGBUF
+}
+
+/// Which of a slot's buffers an operation uses (every rank picks the same:
+/// it depends on the bytes per rank, which agree between ranks).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u64)]
+enum Kind {
+    /// Up to `TINY` bytes: one cache line.
+    Tiny,
+    /// Up to `SLOT` bytes.
+    Small,
+    /// Up to `BIG` bytes.
+    Big,
+}
+
+impl Kind {
+    fn of(bytes: usize, big: bool) -> Kind {
+        if big {
+            Kind::Big
+        } else if bytes <= TINY {
+            Kind::Tiny
+        } else {
+            Kind::Small
+        }
+    }
+
+    /// Offset in a slot of the buffer of operation `k`.
+    fn offset(self, k: u64) -> usize {
+        match self {
+            Kind::Tiny => TINY_AT + (k % NTINY) as usize * TLINE,
+            Kind::Small => SMALL_AT + (k % NBUF) as usize * BUF,
+            Kind::Big => BIG_AT + (k % NBIG) as usize * BIGBUF,
+        }
+    }
+
+    /// The kind's bits in a length word.
+    fn word(self) -> u64 {
+        (self as u64) << KIND_SHIFT
+    }
+
+    /// The kind a length word names.
+    fn from_word(w: u64) -> Kind {
+        match w >> KIND_SHIFT {
+            0 => Kind::Tiny,
+            1 => Kind::Small,
+            _ => Kind::Big,
+        }
+    }
+
+    /// Buffers of this kind per rank.
+    fn count(self) -> u64 {
+        match self {
+            Kind::Tiny => NTINY,
+            Kind::Small => NBUF,
+            Kind::Big => NBIG,
+        }
+    }
 }
 
 /// One flat operation in progress: operation number `k` on a segment.
@@ -167,8 +252,8 @@ pub struct Flat {
     k: u64,
     pub rank: usize,
     pub size: usize,
-    /// Uses the large buffers.
-    big: bool,
+    /// The buffers it uses.
+    kind: Kind,
     /// More ranks than cores: never poll without yielding.
     oversub: bool,
     /// The segment (the ranks' control blocks, to wake them if they sleep;
@@ -257,29 +342,38 @@ impl Flat {
         self.note_cpu();
     }
 
-    /// Start of rank `r`'s buffer for this operation (its stamp word).
-    fn buf_head(&self, r: usize) -> *mut u8 {
-        let off = if self.big { HDR + NBUF as usize * BUF + (self.k % NBIG) as usize * BIGBUF } else { HDR + (self.k % NBUF) as usize * BUF };
+    /// Rank `r`'s header of this operation: its tiny buffer, whatever
+    /// buffers the data uses, with the stamp and length words. Every rank
+    /// looks for the others' data here, so ranks whose counts disagree (and
+    /// so may pick buffers of different kinds) still see each other's
+    /// lengths, and fail instead of waiting forever.
+    fn head(&self, r: usize) -> *mut u8 {
+        let off = Kind::Tiny.offset(self.k);
         // SAFETY (of the arithmetic): within the mapping.
         unsafe { self.base.add(r * stride() + off) }
     }
 
-    /// Data of rank `r` for this operation.
+    /// Data of rank `r` for this operation: in this rank's own buffer of
+    /// the operation's kind, or where rank `r` said it wrote it (once it
+    /// published).
     pub fn buf(&self, r: usize) -> *mut u8 {
-        self.buf_head(r).wrapping_add(DATA)
+        let kind = if r == self.rank { self.kind } else { Kind::from_word(self.len_word(r).load(Ordering::Relaxed)) };
+        let off = kind.offset(self.k) + DATA;
+        self.base.wrapping_add(r * stride() + off)
     }
 
-    /// The stamp word of rank `r`'s buffer of this operation.
+    /// The stamp word of rank `r`'s header of this operation.
     fn stamp(&self, r: usize) -> &AtomicU64 {
         // SAFETY: 64-aligned within the mapping (HDR, BUF and the stride
         // are multiples of 64), shared between processes.
-        unsafe { &*(self.buf_head(r) as *const AtomicU64) }
+        unsafe { &*(self.head(r) as *const AtomicU64) }
     }
 
-    /// The length word of rank `r`'s buffer of this operation.
+    /// The length word of rank `r`'s header of this operation: the bytes
+    /// and, in the top bits, the kind of buffer they are in.
     fn len_word(&self, r: usize) -> &AtomicU64 {
         // SAFETY: as in `stamp`, the word after it.
-        unsafe { &*(self.buf_head(r).add(8) as *const AtomicU64) }
+        unsafe { &*(self.head(r).add(8) as *const AtomicU64) }
     }
 
     /// Waits until ranks `ranks` have published operation `seq - 1`: a
@@ -381,8 +475,7 @@ impl Flat {
     /// `k - n + WINDOW`, so it has finished operation `k - n`, the last that
     /// may have used the buffer (`n` buffers of this kind).
     fn free_seq(&self) -> u64 {
-        let n = if self.big { NBIG } else { NBUF };
-        (self.k + 1).saturating_sub(n - WINDOW)
+        (self.k + 1).saturating_sub(self.kind.count() - WINDOW)
     }
 
     /// Whether this rank may overwrite its buffer now. What was seen of the
@@ -432,7 +525,7 @@ impl Flat {
 
     /// Bytes rank `r` published for this operation (after [`Flat::wait_data`]).
     pub fn len_of(&self, r: usize) -> usize {
-        self.len_word(r).load(Ordering::Relaxed) as usize
+        (self.len_word(r).load(Ordering::Relaxed) & LEN_MASK) as usize
     }
 
     /// Fails unless ranks `ranks` published `bytes` bytes each (the counts
@@ -457,7 +550,7 @@ impl Flat {
     /// is not touched, as its buffer may still be read by a slower rank.
     pub fn publish(&self, bytes: Option<usize>) {
         if let Some(b) = bytes {
-            self.len_word(self.rank).store(b as u64, Ordering::Relaxed);
+            self.len_word(self.rank).store(b as u64 | self.kind.word(), Ordering::Relaxed);
             self.stamp(self.rank).store(self.k + 1, Ordering::Release);
         }
         self.note_cpu();
@@ -474,11 +567,11 @@ impl Flat {
                 crate::rt::shm::notify(ctl);
             }
         }
-        // The line this rank writes first in its next small operation was
-        // last read by the others: take it back now, while this operation
-        // waits, so the next write (and the fence above) does not wait for
-        // the other cores to give it up.
-        let next = HDR + ((self.k + 1) % NBUF) as usize * BUF;
+        // The line this rank writes first in its next operation (of the
+        // same kind, most likely) was last read by the others: take it back
+        // now, while this operation waits, so the next write (and the fence
+        // above) does not wait for the other cores to give it up.
+        let next = Kind::Tiny.offset(self.k + 1);
         prefetch_write(self.base.wrapping_add(self.rank * stride() + next));
     }
 
@@ -636,7 +729,7 @@ pub fn lookup_in(st: &mut State, comm: MPI_Comm, ctx: u32, rank: usize, size: us
         Some(Some(seg)) => {
             let k = seg.next;
             seg.next += 1;
-            return Ok(Lookup::Ready(Flat { base: seg.sh.base, k, rank, size, big, oversub, sh: seg.sh.clone() }));
+            return Ok(Lookup::Ready(Flat { base: seg.sh.base, k, rank, size, kind: Kind::of(bytes, big), oversub, sh: seg.sh.clone() }));
         }
         Some(None) => return Ok(Lookup::No),
         None => {}
