@@ -311,6 +311,7 @@ pub static CVARS: &[Cvar] = &[
     coll_size("MPICORE_COLL_SEGMENT", "Segment (bytes) of the pipelined broadcast and reduction (not 0).", |t| &mut t.segment),
     coll_size("MPICORE_COLL_LINEAR_MAX", "With more ranks than cores, communicators up to this size use the one-round algorithms.", |t| &mut t.linear_max),
     coll_size("MPICORE_COLL_SHM_MAX", "Largest message per rank (bytes) of blocking collectives done in shared memory (0: never; at most 65536).", |t| &mut t.shm_max),
+    coll_size("MPICORE_COLL_SHM_DIRECT", "Smallest block (bytes) of a blocking Allgather or Alltoall that each rank reads straight from the others' buffers, with a core per rank (0: never).", |t| &mut t.shm_direct),
     coll_size("MPICORE_COLL_SHM_PIECES", "Largest message (bytes) of a blocking Allreduce done in shared memory in pieces of 65536 bytes, with a core per rank (0: never).", |t| &mut t.shm_pieces),
 ];
 

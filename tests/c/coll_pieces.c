@@ -7,7 +7,12 @@
  * every rank, many back to back (more operations than the segment's
  * buffers) mixed with small collectives, a non-commutative user operation
  * (not taken: messages), and, in pieces, counts that differ between ranks
- * (MPI_ERR_TRUNCATE everywhere, the ranks still in step). */
+ * (MPI_ERR_TRUNCATE everywhere, the ranks still in step). Then Allgather
+ * and Alltoall of blocks around MPICORE_COLL_SHM_DIRECT (16 KiB), which
+ * with a core per rank each rank reads straight from the others' buffers:
+ * in place and not, and with one rank sending through a strided type or
+ * an in-place Alltoall (every rank then takes another path); every block
+ * checked on every rank. */
 #include "check.h"
 
 static int rank, size;
@@ -50,6 +55,49 @@ static void maxes(long n, int inplace) {
 static void left(void *in, void *inout, int *len, MPI_Datatype *t) {
     (void)t;
     memcpy(inout, in, (size_t)*len * sizeof(int));
+}
+
+static char bval(int from, int to, long i) { return (char)(from * 31 + to * 7 + i % 251); }
+
+/* Allgather (`a2a` 0) or Alltoall of `blk` bytes per block; `strided`:
+ * rank 1 sends through a vector type (every other byte of a buffer). */
+static void gathers(int a2a, long blk, int inplace, int strided) {
+    long total = blk * size;
+    char *s = malloc(2 * total), *r = malloc(total);
+    int st = strided && rank == 1;
+    MPI_Datatype vec = MPI_DATATYPE_NULL;
+    if (st) {
+        CHECK_RC(MPI_Type_vector((int)blk, 1, 2, MPI_CHAR, &vec));
+        CHECK_RC(MPI_Type_commit(&vec));
+    }
+    for (long k = 0; k < (a2a ? size : 1); k++)
+        for (long i = 0; i < blk; i++) {
+            char v = bval(rank, a2a ? (int)k : 0, i);
+            if (st) s[k * (2 * blk - 1) + 2 * i] = v; /* the vector's extent: 2 blk - 1 */
+            else s[k * blk + i] = v;
+        }
+    memset(r, -1, total);
+    if (inplace) {
+        if (a2a) memcpy(r, s, total);
+        else memcpy(r + rank * blk, s, blk);
+    }
+    const void *sb = inplace ? MPI_IN_PLACE : s;
+    if (a2a) {
+        if (st) CHECK_RC(MPI_Alltoall(sb, 1, vec, r, (int)blk, MPI_CHAR, MPI_COMM_WORLD));
+        else CHECK_RC(MPI_Alltoall(sb, (int)blk, MPI_CHAR, r, (int)blk, MPI_CHAR, MPI_COMM_WORLD));
+    } else {
+        if (st) CHECK_RC(MPI_Allgather(sb, 1, vec, r, (int)blk, MPI_CHAR, MPI_COMM_WORLD));
+        else CHECK_RC(MPI_Allgather(sb, (int)blk, MPI_CHAR, r, (int)blk, MPI_CHAR, MPI_COMM_WORLD));
+    }
+    for (int k = 0; k < size; k++)
+        for (long i = 0; i < blk; i++) {
+            char want = bval(k, a2a ? rank : 0, i);
+            CHECK(r[k * blk + i] == want, "%s blk=%ld inplace=%d strided=%d from %d at %ld: %d, want %d",
+                  a2a ? "alltoall" : "allgather", blk, inplace, strided, k, i, r[k * blk + i], want);
+        }
+    if (st) MPI_Type_free(&vec);
+    free(s);
+    free(r);
 }
 
 int main(int argc, char **argv) {
@@ -97,6 +145,10 @@ int main(int argc, char **argv) {
     CHECK_RC(MPI_Allreduce(&v, &s, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
     CHECK(s == size * (size - 1) / 2, "allreduce after the mismatch: %d", s);
     sums(70000, 0, 3);
+    long blks[] = {16383, 16384, 65536, 100000};
+    for (int k = 0; k < 4; k++)
+        for (int a2a = 0; a2a < 2; a2a++)
+            for (int v = 0; v < 3; v++) gathers(a2a, blks[k], v == 1, v == 2);
     free(a);
     free(b);
     MPI_Barrier(MPI_COMM_WORLD);

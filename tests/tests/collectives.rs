@@ -104,11 +104,14 @@ fn intercommunicator_nonblocking_persistent_v_w() {
 
 /// Communicators made and freed in a loop keep only the live ones'
 /// shared-memory segments mapped, and new ones still get one.
-/// Allreduce above the large buffers in shared-memory pieces: on 2 ranks
-/// (a core each), forced on 3 and 4 (oversubscribed), and by messages.
+/// Allreduce above the large buffers in shared-memory pieces, Allgather and
+/// Alltoall read straight from the other ranks' buffers: on 2 ranks (a core
+/// each), forced on 3 and 4 (oversubscribed), and without them.
 #[test]
-fn allreduce_in_shared_memory_pieces() {
+fn allreduce_in_shared_memory_pieces_direct_allgather_alltoall() {
     each_size("coll_pieces", &[2], &[], &[], "coll_pieces OK");
+    each_size("coll_pieces", &[2], &[], &[("MPICORE_NO_CMA", "1")], "coll_pieces OK");
+    each_size("coll_pieces", &[2], &[], &[("MPICORE_COLL_SHM_DIRECT", "0")], "coll_pieces OK");
     each_size("coll_pieces", &[3, 4], &[], &[("MPICORE_COLL_SHM_PIECES_OVERSUB", "1")], "coll_pieces OK");
     each_size("coll_pieces", &[2, 3], &[], &[("MPICORE_COLL_SHM_PIECES", "0")], "coll_pieces OK");
 }

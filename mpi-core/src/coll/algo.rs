@@ -45,6 +45,10 @@ pub struct Tune {
     /// also with more ranks than cores when `shm_pieces_oversub`).
     pub shm_pieces: usize,
     pub shm_pieces_oversub: bool,
+    /// Smallest block of a blocking Allgather or Alltoall read straight from
+    /// the other ranks' buffers (`process_vm_readv`), with a core per rank
+    /// (0: never).
+    pub shm_direct: usize,
 }
 
 fn env_size(name: &str, default: usize) -> usize {
@@ -78,6 +82,7 @@ impl Default for Tune {
             shm_max: env_size("MPICORE_COLL_SHM_MAX", super::flat::BIG),
             shm_pieces: env_size("MPICORE_COLL_SHM_PIECES", 1 << 20),
             shm_pieces_oversub: env_size("MPICORE_COLL_SHM_PIECES_OVERSUB", 0) != 0,
+            shm_direct: env_size("MPICORE_COLL_SHM_DIRECT", 16 << 10),
         }
     }
 }
