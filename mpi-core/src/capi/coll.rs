@@ -734,9 +734,14 @@ fn fast<T>(comm: MPI_Comm, pick: impl FnOnce(&mut State, &Who) -> Option<(T, usi
 /// Bytes of `count` elements of contiguous type `t` (None: not contiguous,
 /// or bad). The type is borrowed: no reference count moves.
 fn fast_bytes(st: &State, count: i64, t: MPI_Datatype) -> Option<usize> {
+    fast_type(st, count, t).map(|(n, _)| n)
+}
+
+/// [`fast_bytes`] and the type.
+fn fast_type<'a>(st: &'a State, count: i64, t: MPI_Datatype) -> Option<(usize, &'a Arc<Dtype>)> {
     let n = check_count(count).ok()?;
     let dt = st.types.committed(t)?;
-    dt.contig.then(|| n * dt.size)
+    dt.contig.then(|| (n * dt.size, dt))
 }
 
 /// Whether a send buffer of `bytes` and a receive buffer may be used as
@@ -808,8 +813,8 @@ unsafe fn fast_bcast(buffer: *mut c_void, count: i64, datatype: MPI_Datatype, ro
 
 unsafe fn fast_allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> Option<MpiResult<()>> {
     let (f, (n, red)) = fast(comm, |st, _| {
-        let n = fast_bytes(st, count, datatype)?;
-        let red = reducer(st, op, datatype, st.types.committed(datatype)?).ok()?;
+        let (n, dt) = fast_type(st, count, datatype)?;
+        let red = reducer(st, op, datatype, dt).ok()?;
         (n > 0 && matches!(red, Reducer::Builtin { .. }) && fast_bufs(sendbuf, recvbuf)).then_some(((n, red), n))
     })?;
     let out = recvbuf as *mut u8;
