@@ -738,7 +738,7 @@ fn fast_bytes(st: &State, count: i64, t: MPI_Datatype) -> Option<usize> {
 }
 
 /// [`fast_bytes`] and the type.
-fn fast_type<'a>(st: &'a State, count: i64, t: MPI_Datatype) -> Option<(usize, &'a Arc<Dtype>)> {
+fn fast_type(st: &State, count: i64, t: MPI_Datatype) -> Option<(usize, &Arc<Dtype>)> {
     let n = check_count(count).ok()?;
     let dt = st.types.committed(t)?;
     dt.contig.then(|| (n * dt.size, dt))
