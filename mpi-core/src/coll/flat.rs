@@ -449,8 +449,15 @@ impl Flat {
                     cpu = self.note_cpu();
                     spun = std::time::Instant::now();
                 } else {
+                    // A look after each pause (about 30 ns on this
+                    // project's test machines, and 32 of them between two
+                    // looks at the words made the one who polls see the
+                    // last arrival 0.5 us late on average).
                     for _ in 0..32 {
                         std::hint::spin_loop();
+                        if ready() {
+                            return Ok(());
+                        }
                     }
                 }
                 if ready() {
