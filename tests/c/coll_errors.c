@@ -107,6 +107,19 @@ int main(int argc, char **argv) {
         rc = MPI_Wait(&q, &st);
         if (rank == 1) CHECK(error_class(rc) == MPI_ERR_TRUNCATE, "iscatter mismatch gave %d", rc);
         else CHECK_RC(rc);
+        /* Counts on the two sides of a shared-memory buffer size (112
+         * bytes, 8 KiB): the ranks pick buffers of different sizes and must
+         * still see the mismatch instead of waiting for each other. */
+        static char wide[16384];
+        const int pairs[4][2] = {{200, 100}, {100, 200}, {9000, 8000}, {8000, 9000}};
+        for (int i = 0; i < 4; i++) {
+            rc = MPI_Bcast(wide, pairs[i][rank == 0 ? 0 : 1], MPI_BYTE, 0, MPI_COMM_WORLD);
+            CHECK(rc == MPI_SUCCESS || error_class(rc) == MPI_ERR_TRUNCATE, "bcast %d/%d gave %d", pairs[i][0], pairs[i][1], rc);
+            any = rc != MPI_SUCCESS;
+            total = 0;
+            MPI_Allreduce(&any, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+            CHECK(total > 0, "nobody saw the bcast mismatch %d/%d", pairs[i][0], pairs[i][1]);
+        }
         still_works("size mismatches");
         /* A bad argument only the root sees (negative recvcount). */
         int counts[64], displs[64];
