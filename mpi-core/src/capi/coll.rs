@@ -908,15 +908,14 @@ fn next_op(comm: MPI_Comm, bytes: usize) -> MpiResult<Flat> {
 /// in a second it writes that block and takes the others' results. Each
 /// block is computed once, so every rank gets the same bits.
 unsafe fn pieces_allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> Option<MpiResult<()>> {
-    let ((n, dt, red), first) = pieces_start(comm, |st| {
+    let ((n, dt, red, bytes), first) = pieces_start(comm, |st| {
         let n = check_count(count)?;
         let dt = st.types.get(datatype)?;
         let red = reducer(st, op, datatype, &dt)?;
         let b = dt.packed_size(n);
-        Ok((dt.contig && matches!(red, Reducer::Builtin { .. })).then_some(((n, dt, red), b)))
+        Ok((dt.contig && matches!(red, Reducer::Builtin { .. })).then_some(((n, dt, red, b), b)))
     })?;
     let (me, size, unit) = (first.rank, first.size, red.unit());
-    let bytes = dt.packed_size(n);
     let inp = in_place(sendbuf);
     let input = if inp { recvbuf as *const u8 } else { sendbuf as *const u8 };
     let mut err = (|| {
@@ -973,8 +972,8 @@ unsafe fn pieces_allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: 
             g.publish(Some(if i == 0 { bytes } else { len }));
             g.wait_data(0..size)?;
             if i == 0 {
-                let longest = (0..size).map(|r| g.len_of(r)).max().unwrap_or(bytes);
                 if (0..size).any(|r| g.len_of(r) != bytes) {
+                    let longest = (0..size).map(|r| g.len_of(r)).max().unwrap_or(bytes);
                     (differ, nops) = (true, ops(longest));
                     g.check_len(0..size, bytes)?;
                 }
@@ -1025,6 +1024,10 @@ unsafe fn pieces_allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: 
 /// allowed); if all may, each reads, then all say whether their reads
 /// worked, and the data is left alone until every rank has. Otherwise
 /// (seen alike by every rank) None: the other paths run the call.
+/// Bytes each rank of [`direct_gather_all`] publishes first: its process
+/// id, the address of its data, and whether the others may read it there.
+const HELLO: usize = 3 * 8;
+
 unsafe fn direct_gather_all(alltoall: bool, sendbuf: *const c_void, sendcount: i64, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: i64, recvtype: MPI_Datatype, comm: MPI_Comm) -> Option<MpiResult<()>> {
     let inp = in_place(sendbuf);
     let (f, blk, ok) = rt::with(|st| {
@@ -1045,7 +1048,7 @@ unsafe fn direct_gather_all(alltoall: bool, sendbuf: *const c_void, sendcount: i
         // written straight into its receive buffer.
         let sent = if inp { None } else { fast_bytes(st, sendcount, sendtype) };
         let ok = st.engine.cma_enabled() && rdt.contig && fast_bufs(sendbuf, recvbuf) && if inp { !alltoall } else { sent == Some(blk) };
-        Ok(match flat::lookup(st, comm, 24)? {
+        Ok(match flat::lookup(st, comm, HELLO)? {
             Lookup::Ready(f) => Some((f, blk, ok)),
             _ => None,
         })
@@ -1058,15 +1061,15 @@ unsafe fn direct_gather_all(alltoall: bool, sendbuf: *const c_void, sendcount: i
     let r = (|| {
         f.wait_turn()?;
         f.wait_free()?;
-        let words = [std::process::id() as u64, src as u64, ok as u64];
-        fast_copy(words.as_ptr() as *const u8, f.buf(me), 24);
-        f.publish(Some(24));
+        let words: [u64; 3] = [std::process::id() as u64, src as u64, ok as u64];
+        fast_copy(words.as_ptr() as *const u8, f.buf(me), HELLO);
+        f.publish(Some(HELLO));
         if ok && !inp {
             // This rank's own block, while the others arrive.
             fast_copy(src.add(if alltoall { me * blk } else { 0 }), out.add(me * blk), blk);
         }
         f.wait_data(0..size)?;
-        f.check_len(0..size, 24)?;
+        f.check_len(0..size, HELLO)?;
         let word = |r: usize, i: usize| (f.buf(r) as *const u64).add(i).read_unaligned();
         if (0..size).any(|r| word(r, 2) == 0) {
             return Ok(None);

@@ -1,13 +1,14 @@
 //! Shared-memory ("flat") collectives for small and medium messages.
 //!
 //! Every rank of a communicator shares one segment with a slot per rank: a
-//! sequence word and data buffers of three sizes (`NTINY` of one cache line
-//! for up to 48 bytes, `NBUF` of 8 KiB, `NBIG` of 64 KiB), each starting
-//! with a stamp and a length word on the cache line of its first data
-//! bytes. In operation `k` (shared-memory collectives are numbered per
-//! communicator, and every rank makes the same calls), a rank writes its
-//! data to buffer `k % N` of its slot's buffers of the size the operation
-//! needs (`N` of them), stamps it `k + 1` and publishes `seq = k + 1` (a rank with no data,
+//! sequence word and data buffers of three sizes (`NTINY` of 128 bytes,
+//! `NBUF` of 8 KiB, `NBIG` of 64 KiB). In operation `k` (shared-memory
+//! collectives are numbered per communicator, and every rank makes the
+//! same calls), a rank writes its data to buffer `k % N` of its slot's
+//! buffers of the size the operation needs (`N` of them; up to 112 bytes
+//! in the tiny buffer itself), writes its length in tiny buffer
+//! `k % NTINY` (the operation's header, whatever the size), stamps that
+//! header `k + 1` and publishes `seq = k + 1` (a rank with no data,
 //! like a broadcast's reader, only publishes `seq`); the others wait for the
 //! stamp (or `seq`) and read the data in place. A rank overwrites a buffer
 //! only when every rank has finished the operation that used it last, so a
@@ -51,7 +52,7 @@ pub const BIG: usize = 64 << 10;
 /// Large buffers per rank (more than `WINDOW`, see [`Flat::free_seq`]).
 const NBIG: u64 = 16;
 /// Bytes of data a tiny buffer holds after its stamp and length words.
-pub const TINY: usize = TLINE - DATA;
+const TINY: usize = TLINE - DATA;
 /// Bytes of a tiny buffer: two cache lines (an 8-byte Alltoall of 8 ranks
 /// fits).
 const TLINE: usize = 128;
@@ -194,7 +195,7 @@ fn stride() -> usize {
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 #[repr(u64)]
 enum Kind {
-    /// Up to `TINY` bytes: one cache line.
+    /// Up to `TINY` bytes: in the header's two cache lines.
     Tiny,
     /// Up to `SLOT` bytes.
     Small,
@@ -203,8 +204,8 @@ enum Kind {
 }
 
 impl Kind {
-    fn of(bytes: usize, big: bool) -> Kind {
-        if big {
+    fn of(bytes: usize) -> Kind {
+        if bytes > SLOT {
             Kind::Big
         } else if bytes <= TINY {
             Kind::Tiny
@@ -727,16 +728,16 @@ pub fn lookup(st: &mut State, comm: MPI_Comm, bytes: usize) -> MpiResult<Lookup>
 /// [`lookup`] for intracommunicator `comm` whose collective context, rank
 /// and size the caller has looked up already.
 pub fn lookup_in(st: &mut State, comm: MPI_Comm, ctx: u32, rank: usize, size: usize, bytes: usize) -> MpiResult<Lookup> {
-    let Some(big) = fits(&st.coll.tune, bytes).filter(|_| size >= 2) else {
+    if fits(&st.coll.tune, bytes).is_none() || size < 2 {
         return Ok(Lookup::No);
-    };
+    }
     let oversub = st.oversubscribed;
     // The common case first: one look at the map.
     match st.coll.flat.get_mut(&ctx).map(|e| &mut e.seg) {
         Some(Some(seg)) => {
             let k = seg.next;
             seg.next += 1;
-            return Ok(Lookup::Ready(Flat { base: seg.sh.base, k, rank, size, kind: Kind::of(bytes, big), oversub, sh: seg.sh.clone() }));
+            return Ok(Lookup::Ready(Flat { base: seg.sh.base, k, rank, size, kind: Kind::of(bytes), oversub, sh: seg.sh.clone() }));
         }
         Some(None) => return Ok(Lookup::No),
         None => {}

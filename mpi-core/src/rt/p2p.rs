@@ -560,7 +560,7 @@ impl Engine {
         self.n_pending += 1;
     }
 
-    /// Packs `count` elements of `dt` at `buf` straight into a record of the
+    /// Packs `count` elements of `dt` at `buf` (`bytes` packed) straight into a record of the
     /// ring to `to`, a rank of this host, when nothing waits to go there
     /// first and the ring has room. False if the caller must post the data
     /// itself.
@@ -572,13 +572,12 @@ impl Engine {
     /// apart); packing in place spreads them over the packing loop, whose
     /// strided loads go on meanwhile: a whole 8 KiB column send 1.25-1.57
     /// us instead of 1.64-2.23 (BENCHMARKS.md, derived datatypes).
-    fn push_packed(&mut self, to: usize, hdr: &MsgHdr, buf: *const u8, count: usize, dt: &Dtype) -> bool {
+    fn push_packed(&mut self, to: usize, hdr: &MsgHdr, buf: *const u8, count: usize, dt: &Dtype, bytes: usize) -> bool {
         let l = self.local_of_world[to];
         if to == self.me || l == REMOTE || !self.pending_out[l].is_empty() {
             return false;
         }
         let p = self.producers[l].as_mut().expect("producer");
-        let bytes = dt.packed_size(count);
         if bytes > p.max_payload() {
             return false;
         }
@@ -922,7 +921,7 @@ impl Engine {
                 // SAFETY: buf holds `count` contiguous elements.
                 let data = if bytes == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(buf, bytes) } };
                 self.post(reqs, dest_world, hdr, data, id);
-            } else if !self.push_packed(dest_world, &hdr, buf, count, dt) {
+            } else if !self.push_packed(dest_world, &hdr, buf, count, dt, bytes) {
                 let mut tmp = vec![0u8; bytes];
                 // SAFETY: buf holds `count` elements of dt.
                 unsafe { dt.pack(buf, count, &mut tmp) };
