@@ -108,17 +108,30 @@ int main(int argc, char **argv) {
         if (rank == 1) CHECK(error_class(rc) == MPI_ERR_TRUNCATE, "iscatter mismatch gave %d", rc);
         else CHECK_RC(rc);
         /* Counts on the two sides of a shared-memory buffer size (112
-         * bytes, 8 KiB): the ranks pick buffers of different sizes and must
-         * still see the mismatch instead of waiting for each other. */
-        static char wide[16384];
-        const int pairs[4][2] = {{200, 100}, {100, 200}, {9000, 8000}, {8000, 9000}};
-        for (int i = 0; i < 4; i++) {
+         * bytes, 8 KiB) or of the segment's limit (64 KiB: messages above
+         * it): the ranks pick buffers of different sizes, or some take
+         * messages, and must still see the mismatch instead of waiting for
+         * each other. */
+        static char wide[70000];
+        const int pairs[6][2] = {{200, 100}, {100, 200}, {9000, 8000}, {8000, 9000}, {70000, 60000}, {60000, 70000}};
+        for (int i = 0; i < 6; i++) {
             rc = MPI_Bcast(wide, pairs[i][rank == 0 ? 0 : 1], MPI_BYTE, 0, MPI_COMM_WORLD);
             CHECK(rc == MPI_SUCCESS || error_class(rc) == MPI_ERR_TRUNCATE, "bcast %d/%d gave %d", pairs[i][0], pairs[i][1], rc);
             any = rc != MPI_SUCCESS;
             total = 0;
             MPI_Allreduce(&any, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
             CHECK(total > 0, "nobody saw the bcast mismatch %d/%d", pairs[i][0], pairs[i][1]);
+        }
+        /* The same across the limit for a gather to the root and an
+         * allgather (every rank's block, 8 ranks at most here). */
+        static char gathered[9 * 70000];
+        rc = MPI_Gather(wide, rank == 1 ? 60000 : 70000, MPI_BYTE, gathered, 70000, MPI_BYTE, 0, MPI_COMM_WORLD);
+        CHECK(rc == MPI_SUCCESS || error_class(rc) == MPI_ERR_TRUNCATE, "gather 70000/60000 gave %d", rc);
+        if (rank == 0) CHECK(error_class(rc) == MPI_ERR_TRUNCATE, "the root of gather 70000/60000 gave %d", rc);
+        if (size <= 9) {
+            int n = rank == size - 1 ? 70000 : 60000;
+            rc = MPI_Allgather(wide, n, MPI_BYTE, gathered, n, MPI_BYTE, MPI_COMM_WORLD);
+            CHECK(error_class(rc) == MPI_ERR_TRUNCATE, "allgather 60000/70000 gave %d", rc);
         }
         still_works("size mismatches");
         /* A bad argument only the root sees (negative recvcount). */

@@ -225,26 +225,38 @@ fn flat<T>(
     loop {
         let found = rt::with(|st| {
             let size = st.comms.get(comm)?.size() as usize;
-            let Some((t, bytes)) = prep(st, size) else { return Ok(Err(None)) };
+            let Some((t, bytes)) = prep(st, size) else { return Ok(Err(NotHere::Msg(None))) };
             Ok(match flat::lookup(st, comm, bytes)? {
                 Lookup::Ready(f) => {
                     let p = part.take().expect("a part is made once")(st, &Who { rank: f.rank, size: f.size }, t);
                     Ok((f, p))
                 }
-                Lookup::No => Err(None),
-                Lookup::Setup { ctx, rank, size, room } => Err(Some((ctx, rank, size, room))),
+                Lookup::No => Err(NotHere::Msg(flat::guard(st, comm, bytes)?.map(|g| (g, bytes)))),
+                Lookup::Setup { ctx, rank, size, room } => Err(NotHere::Setup(ctx, rank, size, room)),
             })
         });
         let (ctx, rank, size, room) = match found {
             // SAFETY: the part's user buffers are lent for this call.
             Ok(Ok((f, p))) => return Shm::Done(f.wait_turn().and_then(|()| unsafe { flat_go(&f, p) })),
-            Ok(Err(None)) | Err(_) => return Shm::No,
-            Ok(Err(Some(s))) => s,
+            // Too large for the segment: messages, once every rank's length
+            // is known to match (see `flat::guard`).
+            Ok(Err(NotHere::Msg(Some((g, bytes))))) => return g.guard_check(bytes).map_or_else(|e| Shm::Done(Err(e)), |()| Shm::No),
+            Ok(Err(NotHere::Msg(None))) | Err(_) => return Shm::No,
+            Ok(Err(NotHere::Setup(ctx, rank, size, room))) => (ctx, rank, size, room),
         };
         if let Err(e) = flat_setup(comm, ctx, rank, size, room) {
             return Shm::Done(Err(e));
         }
     }
+}
+
+/// Why [`flat`] does not run a blocking call in the segment now.
+enum NotHere {
+    /// Messages, after the operation of `flat::guard` (if any) with the bytes.
+    Msg(Option<(Flat, usize)>),
+    /// No segment yet: make it (communicator context, rank, size, whether
+    /// this process may map one more).
+    Setup(u32, usize, usize, bool),
 }
 
 /// What [`flat`] did with a call.
@@ -1011,6 +1023,11 @@ unsafe fn pieces_allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: 
     Some(err.map_or(Ok(()), Err))
 }
 
+/// Bytes each rank of [`direct_gather_all`] publishes first: its process
+/// id, the address of its data, whether the others may read it there, and
+/// its bytes per block (which must match everywhere).
+const HELLO: usize = 4 * 8;
+
 /// A blocking Allgather (`alltoall` false) or Alltoall of blocks of at
 /// least `MPICORE_COLL_SHM_DIRECT` bytes (an Alltoall only if it does not
 /// fit the segment), with a core per rank: each rank
@@ -1023,11 +1040,8 @@ unsafe fn pieces_allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: 
 /// may read it there (contiguous types, not in place for Alltoall, reads
 /// allowed); if all may, each reads, then all say whether their reads
 /// worked, and the data is left alone until every rank has. Otherwise
-/// (seen alike by every rank) None: the other paths run the call.
-/// Bytes each rank of [`direct_gather_all`] publishes first: its process
-/// id, the address of its data, and whether the others may read it there.
-const HELLO: usize = 3 * 8;
-
+/// (seen alike by every rank) None: the other paths run the call. Blocks
+/// whose sizes differ between ranks fail with `MPI_ERR_TRUNCATE` everywhere.
 unsafe fn direct_gather_all(alltoall: bool, sendbuf: *const c_void, sendcount: i64, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: i64, recvtype: MPI_Datatype, comm: MPI_Comm) -> Option<MpiResult<()>> {
     let inp = in_place(sendbuf);
     let (f, blk, ok) = rt::with(|st| {
@@ -1061,7 +1075,7 @@ unsafe fn direct_gather_all(alltoall: bool, sendbuf: *const c_void, sendcount: i
     let r = (|| {
         f.wait_turn()?;
         f.wait_free()?;
-        let words: [u64; 3] = [std::process::id() as u64, src as u64, ok as u64];
+        let words: [u64; 4] = [std::process::id() as u64, src as u64, ok as u64, blk as u64];
         fast_copy(words.as_ptr() as *const u8, f.buf(me), HELLO);
         f.publish(Some(HELLO));
         if ok && !inp {
@@ -1071,6 +1085,10 @@ unsafe fn direct_gather_all(alltoall: bool, sendbuf: *const c_void, sendcount: i
         f.wait_data(0..size)?;
         f.check_len(0..size, HELLO)?;
         let word = |r: usize, i: usize| (f.buf(r) as *const u64).add(i).read_unaligned();
+        if let Some(r) = (0..size).find(|&r| word(r, 3) != blk as u64) {
+            let theirs = word(r, 3);
+            bail!(MPI_ERR_TRUNCATE, "rank {r} of the collective has blocks of {theirs} bytes where this rank has {blk}: counts or types differ between ranks");
+        }
         if (0..size).any(|r| word(r, 2) == 0) {
             return Ok(None);
         }

@@ -201,6 +201,10 @@ enum Kind {
     Small,
     /// Up to `BIG` bytes.
     Big,
+    /// More than the segment takes: the data goes as messages, and the
+    /// operation only carries the rank's length in its header (see
+    /// [`guard`]).
+    Msg,
 }
 
 impl Kind {
@@ -217,7 +221,7 @@ impl Kind {
     /// Offset in a slot of the buffer of operation `k`.
     fn offset(self, k: u64) -> usize {
         match self {
-            Kind::Tiny => TINY_AT + (k % NTINY) as usize * TLINE,
+            Kind::Tiny | Kind::Msg => TINY_AT + (k % NTINY) as usize * TLINE,
             Kind::Small => SMALL_AT + (k % NBUF) as usize * BUF,
             Kind::Big => BIG_AT + (k % NBIG) as usize * BIGBUF,
         }
@@ -233,14 +237,15 @@ impl Kind {
         match w >> KIND_SHIFT {
             0 => Kind::Tiny,
             1 => Kind::Small,
-            _ => Kind::Big,
+            2 => Kind::Big,
+            _ => Kind::Msg,
         }
     }
 
     /// Buffers of this kind per rank.
     fn count(self) -> u64 {
         match self {
-            Kind::Tiny => NTINY,
+            Kind::Tiny | Kind::Msg => NTINY,
             Kind::Small => NBUF,
             Kind::Big => NBIG,
         }
@@ -583,6 +588,21 @@ impl Flat {
         prefetch_write(self.base.wrapping_add(self.rank * stride() + next));
     }
 
+    /// The operation of [`guard`]: publishes this rank's `bytes` and waits
+    /// for every rank's arrival; fails with `MPI_ERR_TRUNCATE` (then this
+    /// rank must send nothing) if a rank published other bytes, or none (a
+    /// broadcast's reader in the segment).
+    pub fn guard_check(&self, bytes: usize) -> MpiResult<()> {
+        self.wait_turn()?;
+        self.wait_free()?;
+        self.publish(Some(bytes));
+        self.wait_for(0..self.size)?;
+        match (0..self.size).find(|&r| self.stamp(r).load(Ordering::Acquire) <= self.k) {
+            Some(r) => bail!(MPI_ERR_TRUNCATE, "rank {r} of the collective takes its data in shared memory, where this rank's {bytes} bytes are too many and go as messages: counts or types differ between ranks"),
+            None => self.check_len(0..self.size, bytes),
+        }
+    }
+
     /// Waits until ranks `ranks` have published this operation (their
     /// arrival, or data).
     pub fn wait_for(&self, ranks: std::ops::Range<usize>) -> MpiResult<()> {
@@ -750,6 +770,39 @@ pub fn lookup_in(st: &mut State, comm: MPI_Comm, ctx: u32, rank: usize, size: us
     }
     forget_freed(st);
     Ok(Lookup::Setup { ctx, rank, size, room: st.coll.flat.values().filter(|e| e.seg.is_some()).count() < MAX_SEGS })
+}
+
+/// For a blocking collective whose `bytes` per rank are too many for the
+/// segment of `comm` (which it has): an operation of the segment that only
+/// carries this rank's length, before the messages. Counts that disagree
+/// across the segment's limit would otherwise hang, the ranks above it
+/// sending messages that the ranks below never take, and the ones below
+/// waiting in the segment for data that never comes: with this operation
+/// every rank takes the same operation number, and the ranks below see the
+/// others' lengths where they look for their data. A rank above the limit
+/// waits for every rank's header ([`Flat::guard_check`]) before its first
+/// message, so all ranks above see a mismatch before any of them sends.
+/// None: `comm` has no segment (or it is an intercommunicator, or one
+/// rank): there is nothing to disagree with.
+pub fn guard(st: &mut State, comm: MPI_Comm, bytes: usize) -> MpiResult<Option<Flat>> {
+    let t = &st.coll.tune;
+    if t.shm_max == 0 || bytes <= t.shm_max.min(BIG) {
+        return Ok(None);
+    }
+    let c = st.comms.get(comm)?;
+    let (ctx, rank, size) = (c.coll_ctx(), c.rank as usize, c.size() as usize);
+    if c.is_inter() || size < 2 {
+        return Ok(None);
+    }
+    let oversub = st.oversubscribed;
+    Ok(match st.coll.flat.get_mut(&ctx).map(|e| &mut e.seg) {
+        Some(Some(seg)) => {
+            let k = seg.next;
+            seg.next += 1;
+            Some(Flat { base: seg.sh.base, k, rank, size, kind: Kind::Msg, oversub, sh: seg.sh.clone() })
+        }
+        _ => None,
+    })
 }
 
 /// Unmaps the segments of communicators freed since (a handle that no
