@@ -596,9 +596,19 @@ impl Flat {
         self.wait_turn()?;
         self.wait_free()?;
         self.publish(Some(bytes));
+        self.wait_all_len(bytes)
+    }
+
+    /// Waits for every rank's arrival in this operation (after publishing
+    /// `bytes`); fails with `MPI_ERR_TRUNCATE` if a rank published other
+    /// bytes, or none: such a rank took another path with its arguments
+    /// (a broadcast's reader in the segment publishes no data), so the
+    /// counts or types of the ranks differ. Every rank that calls this sees
+    /// the same words, and so the same outcome.
+    pub fn wait_all_len(&self, bytes: usize) -> MpiResult<()> {
         self.wait_for(0..self.size)?;
         match (0..self.size).find(|&r| self.stamp(r).load(Ordering::Acquire) <= self.k) {
-            Some(r) => bail!(MPI_ERR_TRUNCATE, "rank {r} of the collective takes its data in shared memory, where this rank's {bytes} bytes are too many and go as messages: counts or types differ between ranks"),
+            Some(r) => bail!(MPI_ERR_TRUNCATE, "rank {r} of the collective took another path with its arguments than this rank with {bytes} bytes: counts or types differ between ranks"),
             None => self.check_len(0..self.size, bytes),
         }
     }
