@@ -1079,43 +1079,65 @@ unsafe fn direct_gather_all(alltoall: bool, sendbuf: *const c_void, sendcount: i
     let out = recvbuf as *mut u8;
     let src = if inp { out.add(me * blk) as *const u8 } else { sendbuf as *const u8 };
     let r = (|| {
-        f.wait_turn()?;
-        f.wait_free()?;
-        let words: [u64; 4] = [pid(), src as u64, ok as u64, blk as u64];
-        fast_copy(words.as_ptr() as *const u8, f.buf(me), HELLO);
-        f.publish(Some(HELLO));
-        if ok && !inp {
-            // This rank's own block, while the others arrive.
-            fast_copy(src.add(if alltoall { me * blk } else { 0 }), out.add(me * blk), blk);
-        }
-        f.wait_data(0..size)?;
-        f.check_len(0..size, HELLO)?;
-        let word = |r: usize, i: usize| (f.buf(r) as *const u64).add(i).read_unaligned();
-        if let Some(r) = (0..size).find(|&r| word(r, 3) != blk as u64) {
-            let theirs = word(r, 3);
-            bail!(MPI_ERR_TRUNCATE, "rank {r} of the collective has blocks of {theirs} bytes where this rank has {blk}: counts or types differ between ranks");
-        }
-        if (0..size).any(|r| word(r, 2) == 0) {
+        let Some(peer) = direct_hello(&f, src, ok, blk, || {
+            if ok && !inp {
+                // This rank's own block, while the others arrive.
+                fast_copy(src.add(if alltoall { me * blk } else { 0 }), out.add(me * blk), blk);
+            }
+        })?
+        else {
             return Ok(None);
-        }
+        };
         let mut failed = false;
         for r in (0..size).filter(|&r| r != me) {
-            let from = word(r, 1) as usize + if alltoall { me * blk } else { 0 };
-            failed |= crate::rt::win::cma(word(r, 0) as i32, from, out.add(r * blk), blk, false).is_err();
+            let (pid, at) = peer[r];
+            let from = at + if alltoall { me * blk } else { 0 };
+            failed |= crate::rt::win::cma(pid, from, out.add(r * blk), blk, false).is_err();
         }
-        let g = next_op(comm, 0)?;
-        g.wait_turn()?;
-        g.wait_free()?;
-        g.publish(Some(failed as usize));
-        g.wait_data(0..size)?;
-        // A read refused somewhere: every rank does the call again another way.
-        Ok((0..size).all(|r| g.len_of(r) == 0).then_some(()))
+        direct_done(comm, size, failed)
     })();
-    match r {
-        Ok(Some(())) => Some(Ok(())),
-        Ok(None) => None,
-        Err(e) => Some(Err(e)),
+    r.transpose()
+}
+
+/// The first operation of a direct copy (see [`direct_gather_all`]):
+/// publishes this rank's process, the address of its data, whether the
+/// others may read or write it there (`ok`) and its bytes per block, runs
+/// `meanwhile`, and waits for every rank's. Blocks that differ fail with
+/// `MPI_ERR_TRUNCATE` (as does a rank that took another path, see
+/// [`Flat::wait_all_len`]); Ok(None) if a rank may not be read; else the
+/// process and address of every rank.
+fn direct_hello(f: &Flat, addr: *const u8, ok: bool, bytes: usize, meanwhile: impl FnOnce()) -> MpiResult<Option<Vec<(i32, usize)>>> {
+    f.wait_turn()?;
+    f.wait_free()?;
+    let words: [u64; 4] = [pid(), addr as u64, ok as u64, bytes as u64];
+    // SAFETY: the rank's buffer holds at least `HELLO` bytes.
+    unsafe { fast_copy(words.as_ptr() as *const u8, f.buf(f.rank), HELLO) };
+    f.publish(Some(HELLO));
+    meanwhile();
+    f.wait_all_len(HELLO)?;
+    // SAFETY: every rank published `HELLO` bytes (checked above).
+    let word = |r: usize, i: usize| unsafe { (f.buf(r) as *const u64).add(i).read_unaligned() };
+    if let Some(r) = (0..f.size).find(|&r| word(r, 3) != bytes as u64) {
+        let theirs = word(r, 3);
+        bail!(MPI_ERR_TRUNCATE, "rank {r} of the collective has {theirs} bytes per block where this rank has {bytes}: counts or types differ between ranks");
     }
+    if (0..f.size).any(|r| word(r, 2) == 0) {
+        return Ok(None);
+    }
+    Ok(Some((0..f.size).map(|r| (word(r, 0) as i32, word(r, 1) as usize)).collect()))
+}
+
+/// The second operation of a direct copy: says whether this rank's copies
+/// `failed` and waits for every rank (whose data is left alone until
+/// then). Ok(None) if a copy failed somewhere: every rank then does the
+/// call again another way.
+fn direct_done(comm: MPI_Comm, size: usize, failed: bool) -> MpiResult<Option<()>> {
+    let g = next_op(comm, 0)?;
+    g.wait_turn()?;
+    g.wait_free()?;
+    g.publish(Some(failed as usize));
+    g.wait_data(0..size)?;
+    Ok((0..size).all(|r| g.len_of(r) == 0).then_some(()))
 }
 
 /// The fewest bytes [`direct_bcast`] takes: below, the segment's buffers are
@@ -1157,42 +1179,25 @@ unsafe fn direct_bcast(buffer: *mut c_void, count: i64, datatype: MPI_Datatype, 
     let (me, size) = (f.rank, f.size);
     let p = buffer as *mut u8;
     let r = (|| {
-        f.wait_turn()?;
-        f.wait_free()?;
-        let words: [u64; 4] = [pid(), p as u64, ok as u64, bytes as u64];
-        fast_copy(words.as_ptr() as *const u8, f.buf(me), HELLO);
-        f.publish(Some(HELLO));
-        f.wait_all_len(HELLO)?;
-        let word = |r: usize, i: usize| (f.buf(r) as *const u64).add(i).read_unaligned();
-        if let Some(r) = (0..size).find(|&r| word(r, 3) != bytes as u64) {
-            let theirs = word(r, 3);
-            bail!(MPI_ERR_TRUNCATE, "rank {r} of the broadcast has {theirs} bytes where this rank has {bytes}: counts or types differ between ranks");
-        }
-        if (0..size).any(|r| word(r, 2) == 0) {
+        let Some(peer) = direct_hello(&f, p, ok, bytes, || ())? else {
             return Ok(None);
-        }
+        };
         // The part the readers read: all of it, or with two ranks the first
         // half (the root writes the rest).
         let pull = if size == 2 { bytes / 2 } else { bytes };
-        let failed = if me == root {
-            // With two ranks the other one is 1 - root.
-            size == 2 && pull < bytes && crate::rt::win::cma(word(1 - me, 0) as i32, word(1 - me, 1) as usize + pull, p.add(pull), bytes - pull, true).is_err()
+        let failed = if me != root {
+            let (pid, at) = peer[root];
+            crate::rt::win::cma(pid, at, p, pull, false).is_err()
+        } else if pull < bytes {
+            // Two ranks: the other one is 1 - root.
+            let (pid, at) = peer[1 - me];
+            crate::rt::win::cma(pid, at + pull, p.add(pull), bytes - pull, true).is_err()
         } else {
-            crate::rt::win::cma(word(root, 0) as i32, word(root, 1) as usize, p, pull, false).is_err()
+            false
         };
-        let g = next_op(comm, 0)?;
-        g.wait_turn()?;
-        g.wait_free()?;
-        g.publish(Some(failed as usize));
-        g.wait_data(0..size)?;
-        // A copy refused somewhere: every rank does the call again another way.
-        Ok((0..size).all(|r| g.len_of(r) == 0).then_some(()))
+        direct_done(comm, size, failed)
     })();
-    match r {
-        Ok(Some(())) => Some(Ok(())),
-        Ok(None) => None,
-        Err(e) => Some(Err(e)),
-    }
+    r.transpose()
 }
 
 // ----- the collectives -------------------------------------------------------------
