@@ -19,6 +19,7 @@ pub mod shm;
 pub mod tcp;
 pub mod slots;
 pub mod topo;
+pub mod unexp;
 pub mod win;
 
 use std::os::raw::c_int;

@@ -415,7 +415,7 @@ pub struct Engine {
     pending_out: Vec<VecDeque<Out>>,
     n_pending: usize,
     posted: VecDeque<Posted>,
-    pub unexpected: VecDeque<Unexp>,
+    pub unexpected: super::unexp::UnexpQueue,
     eager_limit: usize,
     cma: Cma,
     /// Messages taken by `MPI_Mprobe`, waiting for `MPI_Mrecv`.
@@ -469,7 +469,7 @@ impl Engine {
             pending_out: (0..n).map(|_| VecDeque::new()).collect(),
             n_pending: 0,
             posted: VecDeque::new(),
-            unexpected: VecDeque::new(),
+            unexpected: Default::default(),
             eager_limit,
             cma,
             messages: Vec::new(),
@@ -688,7 +688,7 @@ impl Engine {
                         self.ack(reqs, from, kind::SYNC_ACK, hdr.aux, 0);
                     }
                 } else {
-                    self.unexpected.push_back(Unexp {
+                    self.unexpected.push(Unexp {
                         ctx: hdr.ctx,
                         src: hdr.src,
                         tag: hdr.tag,
@@ -717,7 +717,7 @@ impl Engine {
                 if let Some(ri) = self.take_posted(hdr.ctx, hdr.src, hdr.tag) {
                     self.recv_unexp(reqs, ri, u);
                 } else {
-                    self.unexpected.push_back(u);
+                    self.unexpected.push(u);
                     COUNTERS.queued(self.unexpected.len());
                 }
             }
@@ -765,17 +765,16 @@ impl Engine {
                 }
             }
             kind::CANCEL_REQ => {
-                let pos = self.unexpected.iter().position(|u| {
-                    u.from == from
-                        && match &u.body {
-                            Body::Rts { sreq, .. } => *sreq == hdr.aux,
-                            Body::Eager { sync_sreq, .. } => *sync_sreq == Some(hdr.aux),
-                        }
-                });
-                let ok = pos.is_some();
-                if let Some(p) = pos {
-                    self.unexpected.remove(p);
-                }
+                let ok = self
+                    .unexpected
+                    .take_where(|u| {
+                        u.from == from
+                            && match &u.body {
+                                Body::Rts { sreq, .. } => *sreq == hdr.aux,
+                                Body::Eager { sync_sreq, .. } => *sync_sreq == Some(hdr.aux),
+                            }
+                    })
+                    .is_some();
                 self.ack(reqs, from, kind::CANCEL_ACK, hdr.aux, ok as u8);
             }
             kind::CANCEL_ACK => {
@@ -1116,7 +1115,7 @@ impl Engine {
     pub fn direct_recv_ok(&self, ctx: u32, src: i32, tag: i32) -> bool {
         self.posted.is_empty()
             && self.n_pending == 0
-            && !self.unexpected.iter().any(|u| matches(ctx, src, tag, u.ctx, u.src, u.tag))
+            && !self.unexpected.any(ctx, src, tag)
     }
 
     /// Starts receive `ri` (already allocated as a `Kind::Recv`).
@@ -1125,8 +1124,7 @@ impl Engine {
             Kind::Recv(op) => (op.ctx, op.src, op.tag),
             _ => unreachable!("start_recv on a receive"),
         };
-        if let Some(pos) = self.unexpected.iter().position(|u| matches(ctx, src, tag, u.ctx, u.src, u.tag)) {
-            let u = self.unexpected.remove(pos).unwrap();
+        if let Some(u) = self.unexpected.take(ctx, src, tag) {
             self.recv_unexp(reqs, ri, u);
         } else {
             self.posted.push_back(Posted { ctx, src, tag, req: ri });
@@ -1135,7 +1133,7 @@ impl Engine {
 
     /// Status of the first unexpected message matching, for `Iprobe`.
     pub fn probe(&self, ctx: u32, src: i32, tag: i32) -> Option<MPI_Status> {
-        self.unexpected.iter().find(|u| matches(ctx, src, tag, u.ctx, u.src, u.tag)).map(|u| {
+        self.unexpected.first(ctx, src, tag).map(|u| {
             let mut s = empty_status();
             s.MPI_SOURCE = u.src;
             s.MPI_TAG = u.tag;
@@ -1147,8 +1145,7 @@ impl Engine {
     /// Removes the first matching message for `Improbe`; returns its handle.
     pub fn mprobe(&mut self, ctx: u32, src: i32, tag: i32) -> Option<(MPI_Message, MPI_Status)> {
         let st = self.probe(ctx, src, tag)?;
-        let pos = self.unexpected.iter().position(|u| matches(ctx, src, tag, u.ctx, u.src, u.tag))?;
-        let u = self.unexpected.remove(pos).unwrap();
+        let u = self.unexpected.take(ctx, src, tag)?;
         let i = match self.messages.iter().position(Option::is_none) {
             Some(i) => {
                 self.messages[i] = Some(u);
