@@ -141,6 +141,16 @@ fn fast_and_general_shared_memory_paths_meet() {
     each_size("coll_fast", &[3, 4], &[], &[("MPICORE_COLL_SHM_MAX", "0")], "coll_fast OK");
 }
 
+/// Alltoallv/w in shared memory: counts differing per pair, ranks whose
+/// blocks go as messages next to ranks in the segment, strided types,
+/// counts that disagree and a bad count (an error, no hang); the same with
+/// messages only.
+#[test]
+fn alltoallv_in_shared_memory_and_by_message() {
+    each_size("coll_vshm", SIZES, &[], &[], "coll_vshm OK");
+    each_size("coll_vshm", &[2, 5], &["messages"], &[("MPICORE_COLL_SHM_MAX", "0")], "coll_vshm OK");
+}
+
 #[test]
 fn bad_arguments_return_the_right_class() {
     each_size("coll_errors", SIZES, &[], &[], "coll_errors OK");

@@ -1200,6 +1200,215 @@ unsafe fn direct_bcast(buffer: *mut c_void, count: i64, datatype: MPI_Datatype, 
     r.transpose()
 }
 
+// ----- Alltoallv and Alltoallw in shared memory ---------------------------------------
+
+/// The blocks of one side of an Alltoallv/w: block j is `count` elements
+/// of its type at its displacement. `what`: the names of the buffer, count
+/// and displacement arguments.
+///
+/// # Safety
+/// `counts` and `displs` are NULL or address `size` values.
+#[allow(clippy::too_many_arguments)]
+unsafe fn vblocks(buf: *const c_void, counts: Arr, displs: Arr, types: &[MPI_Datatype], st: &mut State, size: usize, bytes_disp: bool, what: [&str; 3]) -> MpiResult<Vec<parts::Typed>> {
+    let n = counts.counts(size, what[1])?;
+    let d = displs.read(size, what[2])?;
+    (0..size)
+        .map(|j| {
+            let dt = st.types.get(types[j.min(types.len() - 1)])?;
+            let off = if bytes_disp { d[j] as isize } else { d[j] as isize * dt.extent };
+            check_buf(buf, n[j], &dt, what[0])?;
+            Ok(typed_view((buf as *const u8).wrapping_offset(off) as *const c_void, n[j], &dt))
+        })
+        .collect()
+}
+
+/// Bytes of the table of offsets at the start of a rank's buffer in
+/// [`shm_alltoall_vw`]: `size + 1` words.
+fn vtable(size: usize) -> usize {
+    8 * (size + 1)
+}
+
+/// A blocking Alltoallv or Alltoallw (not in place) on a communicator with
+/// a shared-memory segment: every rank takes the operation, whatever its
+/// counts (the segment alone decides, alike everywhere). A rank whose
+/// blocks fit its buffer writes a table of their offsets (`size + 1`
+/// words) and the packed blocks; a rank whose blocks do not fit publishes
+/// only their length with kind `Msg` and sends them as messages; a rank
+/// whose arguments are bad publishes an empty buffer. Every rank waits for
+/// every rank's header, reads its block of each rank that wrote one
+/// (checking its length against what it expects: `MPI_ERR_TRUNCATE`
+/// otherwise), and if any rank sends messages, all take part in one
+/// schedule (the same on every rank, as each sees every header), in which
+/// the ranks that send post their blocks (to every rank but those with bad
+/// arguments) and the others receive them. The message path built a
+/// schedule per call at any size (2 ranks, 8 bytes: 0.9-1.2 us against
+/// Open MPI's 0.25).
+unsafe fn shm_alltoall_vw(
+    sendbuf: *const c_void,
+    sendcounts: Arr,
+    sdispls: Arr,
+    sendtypes: &[MPI_Datatype],
+    recvbuf: *mut c_void,
+    recvcounts: Arr,
+    rdispls: Arr,
+    recvtypes: &[MPI_Datatype],
+    comm: MPI_Comm,
+    bytes_disp: bool,
+) -> Option<MpiResult<()>> {
+    if in_place(sendbuf) {
+        return None;
+    }
+    // This rank's blocks to send and receive and the bytes of its buffer,
+    // or what is wrong with its arguments.
+    let mine = rt::with(|st| {
+        let c = st.comms.get(comm)?;
+        let (size, rank) = (c.size() as usize, c.rank as usize);
+        if c.is_inter() || size < 2 {
+            return Ok(None);
+        }
+        Ok(Some((|| {
+            let sv = vblocks(sendbuf, sendcounts, sdispls, sendtypes, st, size, bytes_disp, ["sendbuf", "sendcounts", "sdispls"])?;
+            let rv = vblocks(recvbuf, recvcounts, rdispls, recvtypes, st, size, bytes_disp, ["recvbuf", "recvcounts", "rdispls"])?;
+            if std::ptr::eq(sendbuf, recvbuf) && sv.iter().any(|v| v.bytes() > 0) {
+                no_alias(sendbuf, recvbuf, 1)?;
+            }
+            signature_match(sv[rank].bytes(), rv[rank].bytes())?;
+            let b = vtable(size) + sv.iter().map(parts::Typed::bytes).sum::<usize>();
+            Ok((sv, rv, b))
+        })()))
+    })
+    .ok()
+    .flatten()?;
+    let (f, msg) = loop {
+        let found = rt::with(|st| {
+            // None: too many bytes for the segment.
+            let fits = match &mine {
+                Ok((_, _, b)) => flat::fits(&st.coll.tune, *b).map(|_| *b),
+                Err(_) => Some(0),
+            };
+            Ok(match flat::lookup(st, comm, fits.unwrap_or(0))? {
+                Lookup::Ready(mut f) => {
+                    if fits.is_none() {
+                        f.by_message();
+                    }
+                    Ok((f, fits.is_none()))
+                }
+                Lookup::No => Err(None),
+                Lookup::Setup { ctx, rank, size, room } => Err(Some((ctx, rank, size, room))),
+            })
+        });
+        match found {
+            Ok(Ok(x)) => break x,
+            Ok(Err(None)) | Err(_) => return None,
+            Ok(Err(Some((ctx, rank, size, room)))) => {
+                if let Err(e) = flat_setup(comm, ctx, rank, size, room) {
+                    return Some(Err(e));
+                }
+            }
+        }
+    };
+    let (mine, err) = match mine {
+        Ok(m) => (Some(m), None),
+        Err(e) => (None, Some(e)),
+    };
+    let r = vw_run(&f, mine, msg, comm);
+    Some(match err {
+        Some(e) => Err(e),
+        None => r,
+    })
+}
+
+/// How a rank's blocks travel in [`shm_alltoall_vw`], as its header says.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum VWay {
+    Segment,
+    Messages,
+    /// Its arguments were bad: nothing.
+    Nothing,
+}
+
+/// The operation of [`shm_alltoall_vw`] (`f`, taken) with this rank's
+/// blocks and bytes (None: its arguments are bad); `msg`: they go as
+/// messages.
+unsafe fn vw_run(f: &Flat, mine: Option<(Vec<parts::Typed>, Vec<parts::Typed>, usize)>, msg: bool, comm: MPI_Comm) -> MpiResult<()> {
+    let (me, size, table) = (f.rank, f.size, vtable(f.size));
+    f.wait_turn()?;
+    f.wait_free()?;
+    match &mine {
+        Some((sv, _, b)) if !msg => {
+            let buf = f.buf(me);
+            let mut off = 0usize;
+            for (j, v) in sv.iter().enumerate() {
+                (buf as *mut u64).add(j).write(off as u64);
+                let n = v.bytes();
+                v.dt.pack(v.p, v.count, std::slice::from_raw_parts_mut(buf.add(table + off), n));
+                off += n;
+            }
+            (buf as *mut u64).add(size).write(off as u64);
+            f.publish(Some(*b));
+        }
+        Some((_, _, b)) => f.publish(Some(*b)),
+        None => f.publish(Some(0)),
+    }
+    f.wait_data(0..size)?;
+    let way = |r: usize| {
+        if f.sent_by_message(r) {
+            VWay::Messages
+        } else if f.len_of(r) < table {
+            VWay::Nothing
+        } else {
+            VWay::Segment
+        }
+    };
+    let ways: Vec<VWay> = (0..size).map(way).collect();
+    let mut err = None;
+    if let Some((_, rv, _)) = &mine {
+        for (r, v) in rv.iter().enumerate() {
+            match ways[r] {
+                VWay::Segment => {
+                    let src = f.buf(r);
+                    let (o, e) = ((src as *const u64).add(me).read() as usize, (src as *const u64).add(me + 1).read() as usize);
+                    let want = v.bytes();
+                    if e < o || table + e > f.len_of(r) || e - o != want {
+                        let got = e.wrapping_sub(o);
+                        err.get_or_insert(MpiError::new(MPI_ERR_TRUNCATE, format!("rank {r} of the collective sends {got} bytes where this rank expects {want}: counts or types differ between ranks")));
+                        continue;
+                    }
+                    v.dt.unpack(std::slice::from_raw_parts(src.add(table + o), want), v.p);
+                }
+                VWay::Nothing => {
+                    err.get_or_insert(MpiError::new(MPI_ERR_TRUNCATE, format!("rank {r} of the collective sends nothing (its arguments are bad)")));
+                }
+                VWay::Messages => {}
+            }
+        }
+    }
+    if ways.contains(&VWay::Messages) {
+        // Every rank, even one with bad arguments, takes part (each
+        // schedule takes a tag of the communicator).
+        let r = run(comm, Call::Block, |_, s| {
+            let Some((sv, rv, _)) = &mine else { return Ok(()) };
+            for r in (0..size).filter(|&r| r != me && ways[r] == VWay::Messages) {
+                let p = s.output(rv[r].p, rv[r].count, &rv[r].dt);
+                s.recv(p, rv[r].bytes(), r);
+            }
+            if msg {
+                for j in (0..size).filter(|&j| j != me && ways[j] != VWay::Nothing) {
+                    let p = s.input(sv[j].p, sv[j].count, &sv[j].dt);
+                    s.send(p, sv[j].bytes(), j);
+                }
+                let (i, o) = (s.input(sv[me].p, sv[me].count, &sv[me].dt), s.output(rv[me].p, rv[me].count, &rv[me].dt));
+                s.copy(i, o, rv[me].bytes());
+            }
+            Ok(())
+        });
+        if let Err(e) = r {
+            err.get_or_insert(e);
+        }
+    }
+    err.map_or(Ok(()), Err)
+}
+
 // ----- the collectives -------------------------------------------------------------
 
 
@@ -1613,6 +1822,11 @@ unsafe fn alltoall_vw(
     comm: MPI_Comm,
     bytes_disp: bool,
 ) -> MpiResult<()> {
+    if let Call::Block = call {
+        if let Some(r) = shm_alltoall_vw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, bytes_disp) {
+            return r;
+        }
+    }
     run(comm, call, |st, s| {
         if s.is_inter() {
             return intercoll::alltoall_vw(st, s, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, bytes_disp);

@@ -588,6 +588,18 @@ impl Flat {
         prefetch_write(self.base.wrapping_add(self.rank * stride() + next));
     }
 
+    /// Makes this rank's part of the operation carry only its length in
+    /// the header: its data goes as messages (kind `Msg`, as in [`guard`]).
+    pub fn by_message(&mut self) {
+        self.kind = Kind::Msg;
+    }
+
+    /// Whether rank `r` published only its length, its data going as
+    /// messages (after [`Flat::wait_data`]).
+    pub fn sent_by_message(&self, r: usize) -> bool {
+        Kind::from_word(self.len_word(r).load(Ordering::Relaxed)) == Kind::Msg
+    }
+
     /// The operation of [`guard`]: publishes this rank's `bytes` and waits
     /// for every rank's arrival; fails with `MPI_ERR_TRUNCATE` (then this
     /// rank must send nothing) if a rank published other bytes, or none (a

@@ -28,7 +28,8 @@ pub struct Typed {
 }
 
 impl Typed {
-    fn bytes(&self) -> usize {
+    /// Its packed bytes.
+    pub fn bytes(&self) -> usize {
         self.dt.packed_size(self.count)
     }
 }
