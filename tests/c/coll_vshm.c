@@ -94,6 +94,82 @@ static void round_w(int big, MPI_Comm comm) {
     free(rtp);
 }
 
+/* Ints rank i contributes to a Gatherv (receives in a Scatterv) in round
+ * `big` (1: rank 1's block is larger than the segment takes). */
+static int gcnt(int i, int big) { return big && i == 1 ? 20000 : i % 4 + 1; }
+
+/* Gatherv to `root` (odd ranks send a strided type) and Scatterv from it
+ * (even ranks receive a strided type), checked everywhere. */
+static void round_rooted(int big, int root, MPI_Comm comm) {
+    MPI_Datatype every_other, two;
+    MPI_Type_vector(1, 1, 2, MPI_INT, &every_other);
+    MPI_Type_create_resized(every_other, 0, 2 * sizeof(int), &two);
+    MPI_Type_commit(&two);
+    int *c = malloc(size * sizeof(int)), *d = malloc(size * sizeof(int)), tot = 0;
+    for (int j = 0; j < size; j++) {
+        c[j] = gcnt(j, big);
+        d[j] = tot + 1;
+        tot += c[j] + 1;
+    }
+    int n = gcnt(rank, big);
+    int *mine = malloc(2 * (n + 1) * sizeof(int)), *all = malloc((tot + 1) * sizeof(int));
+    for (int k = 0; k < n; k++) {
+        mine[2 * k] = val(rank, root, k);
+        mine[2 * k + 1] = rank % 2 ? -1 : val(rank, root, k + n);
+    }
+    /* Odd ranks send every other int of `mine`, even ones the first n. */
+    if (rank % 2 == 0)
+        for (int k = 0; k < n; k++) mine[k] = val(rank, root, k);
+    for (int k = 0; k < tot; k++) all[k] = -7;
+    CHECK_RC(MPI_Gatherv(mine, n, rank % 2 ? two : MPI_INT, all, c, d, MPI_INT, root, comm));
+    if (rank == root)
+        for (int j = 0; j < size; j++) {
+            for (int k = 0; k < c[j]; k++) CHECK(all[d[j] + k] == val(j, root, k), "gatherv big=%d root=%d from %d [%d] = %d", big, root, j, k, all[d[j] + k]);
+            CHECK(all[d[j] - 1] == -7, "gatherv big=%d wrote before the block of %d", big, j);
+        }
+    /* Scatterv back: block j is val(root, j, k). */
+    if (rank == root)
+        for (int j = 0; j < size; j++)
+            for (int k = 0; k < c[j]; k++) all[d[j] + k] = val(root, j, k);
+    for (int k = 0; k < 2 * n; k++) mine[k] = -5;
+    CHECK_RC(MPI_Scatterv(all, c, d, MPI_INT, mine, n, rank % 2 ? MPI_INT : two, root, comm));
+    for (int k = 0; k < n; k++) {
+        int got = rank % 2 ? mine[k] : mine[2 * k];
+        CHECK(got == val(root, rank, k), "scatterv big=%d root=%d [%d] = %d", big, root, k, got);
+        if (rank % 2 == 0) CHECK(mine[2 * k + 1] == -5, "scatterv wrote between the strided ints");
+    }
+    MPI_Type_free(&two);
+    MPI_Type_free(&every_other);
+    free(c);
+    free(d);
+    free(mine);
+    free(all);
+}
+
+/* Rank 1's block is `n` ints but the root counts `n - 1` for it: the root
+ * of the Gatherv and rank 1 of the Scatterv fail with MPI_ERR_TRUNCATE. */
+static void rooted_mismatch(int n) {
+    int *c = malloc(size * sizeof(int)), *d = malloc(size * sizeof(int));
+    for (int j = 0; j < size; j++) {
+        c[j] = j == 1 ? n - 1 : 1;
+        d[j] = j * n;
+    }
+    int *a = calloc((size_t)size * n, sizeof(int)), *b = calloc(n, sizeof(int)), cls;
+    int rc_ = MPI_Gatherv(b, rank == 1 ? n : 1, MPI_INT, a, c, d, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Error_class(rc_, &cls);
+    if (rank == 0) CHECK(cls == MPI_ERR_TRUNCATE, "gatherv %d/%d at the root gave class %d", n, n - 1, cls);
+    else CHECK(rc_ == MPI_SUCCESS || cls == MPI_ERR_TRUNCATE, "gatherv mismatch gave class %d", cls);
+    for (int j = 0; j < size; j++) c[j] = j == 1 ? n : 1;
+    rc_ = MPI_Scatterv(a, c, d, MPI_INT, b, rank == 1 ? n - 1 : 1, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Error_class(rc_, &cls);
+    if (rank == 1) CHECK(cls == MPI_ERR_TRUNCATE, "scatterv %d/%d at rank 1 gave class %d", n, n - 1, cls);
+    else CHECK(rc_ == MPI_SUCCESS || cls == MPI_ERR_TRUNCATE, "scatterv mismatch gave class %d", cls);
+    free(a);
+    free(b);
+    free(c);
+    free(d);
+}
+
 static void still_works(const char *after) {
     round_v(0, MPI_COMM_WORLD);
     int x = rank + 1, y = 0;
@@ -132,6 +208,10 @@ int main(int argc, char **argv) {
         round_w(0, MPI_COMM_WORLD);
         round_v(1, MPI_COMM_WORLD);
         round_w(1, MPI_COMM_WORLD);
+        for (int root = 0; root < size; root++) {
+            round_rooted(0, root, MPI_COMM_WORLD);
+            round_rooted(1, root, MPI_COMM_WORLD);
+        }
     }
     /* On a communicator of its own (a segment of its own, made by this call). */
     MPI_Comm half;
@@ -156,6 +236,10 @@ int main(int argc, char **argv) {
         still_works("a mismatch in the segment");
         mismatch(20000); /* by message: rank 0's blocks do not fit */
         still_works("a mismatch by message");
+        rooted_mismatch(3);
+        still_works("a rooted mismatch in the segment");
+        rooted_mismatch(20000);
+        still_works("a rooted mismatch by message");
         /* A negative count at the last rank: MPI_ERR_COUNT there, the
          * others learn it or not, nobody hangs (in the segment; by
          * message, "messages", the others would wait for that rank). */
@@ -170,6 +254,18 @@ int main(int argc, char **argv) {
         if (rank == size - 1) CHECK(cls == MPI_ERR_COUNT, "negative count gave class %d", cls);
         else CHECK(rc_ == MPI_SUCCESS || cls == MPI_ERR_TRUNCATE, "the others of a negative count gave class %d", cls);
         still_works("a negative count");
+        /* The same in a Gatherv (at a sender) and a Scatterv (at the root). */
+        rc_ = MPI_Gatherv(s, rank == size - 1 ? -1 : 1, MPI_INT, r, c, d, MPI_INT, 0, MPI_COMM_WORLD);
+        MPI_Error_class(rc_, &cls);
+        if (rank == size - 1) CHECK(cls == MPI_ERR_COUNT, "gatherv negative sendcount gave class %d", cls);
+        else if (rank == 0) CHECK(cls == MPI_ERR_TRUNCATE, "the root of a gatherv with a bad sender gave class %d", cls);
+        still_works("a negative count in gatherv");
+        for (int j = 0; j < size; j++) c[j] = j == 1 ? -1 : 1;
+        rc_ = MPI_Scatterv(s, c, d, MPI_INT, r, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        MPI_Error_class(rc_, &cls);
+        if (rank == 0) CHECK(cls == MPI_ERR_COUNT, "scatterv negative sendcount gave class %d", cls);
+        else CHECK(cls == MPI_ERR_TRUNCATE, "the others of a scatterv with a bad root gave class %d", cls);
+        still_works("a negative count in scatterv");
     }
 done:
     MPI_Barrier(MPI_COMM_WORLD);

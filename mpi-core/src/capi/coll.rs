@@ -45,8 +45,18 @@ pub(super) fn run(comm: MPI_Comm, call: Call, build: impl FnOnce(&mut State, &mu
 /// [`run`], with the shared-memory part a persistent operation runs when
 /// the communicator has a segment.
 fn run_or(comm: MPI_Comm, call: Call, plan: Option<(usize, Box<dyn NbKind>)>, build: impl FnOnce(&mut State, &mut Sched) -> MpiResult<()>) -> MpiResult<()> {
+    run_sched(comm, call, plan, None, build)
+}
+
+/// A blocking schedule whose messages carry `tag` (see [`Sched::new_tagged`]).
+fn run_tagged(comm: MPI_Comm, tag: i32, build: impl FnOnce(&mut State, &mut Sched) -> MpiResult<()>) -> MpiResult<()> {
+    run_sched(comm, Call::Block, None, Some(tag), build)
+}
+
+/// [`run_or`], with messages under `tag` if given.
+fn run_sched(comm: MPI_Comm, call: Call, plan: Option<(usize, Box<dyn NbKind>)>, tag: Option<i32>, build: impl FnOnce(&mut State, &mut Sched) -> MpiResult<()>) -> MpiResult<()> {
     let blocking = rt::with(|st| {
-        let mut s = Sched::new(st, comm)?;
+        let mut s = Sched::new_tagged(st, comm, tag)?;
         s.flat = plan;
         if let Call::Nb(req) | Call::Init(req) = call {
             if req.is_null() {
@@ -1212,9 +1222,14 @@ unsafe fn direct_bcast(buffer: *mut c_void, count: i64, datatype: MPI_Datatype, 
 unsafe fn vblocks(buf: *const c_void, counts: Arr, displs: Arr, types: &[MPI_Datatype], st: &mut State, size: usize, bytes_disp: bool, what: [&str; 3]) -> MpiResult<Vec<parts::Typed>> {
     let n = counts.counts(size, what[1])?;
     let d = displs.read(size, what[2])?;
+    // One type for all blocks but in an Alltoallw: looked up once.
+    let one = if types.len() == 1 { Some(st.types.get(types[0])?) } else { None };
     (0..size)
         .map(|j| {
-            let dt = st.types.get(types[j.min(types.len() - 1)])?;
+            let dt = match &one {
+                Some(t) => t.clone(),
+                None => st.types.get(types[j])?,
+            };
             let off = if bytes_disp { d[j] as isize } else { d[j] as isize * dt.extent };
             check_buf(buf, n[j], &dt, what[0])?;
             Ok(typed_view((buf as *const u8).wrapping_offset(off) as *const c_void, n[j], &dt))
@@ -1279,33 +1294,10 @@ unsafe fn shm_alltoall_vw(
     })
     .ok()
     .flatten()?;
-    let (f, msg) = loop {
-        let found = rt::with(|st| {
-            // None: too many bytes for the segment.
-            let fits = match &mine {
-                Ok((_, _, b)) => flat::fits(&st.coll.tune, *b).map(|_| *b),
-                Err(_) => Some(0),
-            };
-            Ok(match flat::lookup(st, comm, fits.unwrap_or(0))? {
-                Lookup::Ready(mut f) => {
-                    if fits.is_none() {
-                        f.by_message();
-                    }
-                    Ok((f, fits.is_none()))
-                }
-                Lookup::No => Err(None),
-                Lookup::Setup { ctx, rank, size, room } => Err(Some((ctx, rank, size, room))),
-            })
-        });
-        match found {
-            Ok(Ok(x)) => break x,
-            Ok(Err(None)) | Err(_) => return None,
-            Ok(Err(Some((ctx, rank, size, room)))) => {
-                if let Err(e) = flat_setup(comm, ctx, rank, size, room) {
-                    return Some(Err(e));
-                }
-            }
-        }
+    let bytes = mine.as_ref().map_or(0, |m| m.2);
+    let (f, msg) = match seg_op(comm, bytes)? {
+        Ok(x) => x,
+        Err(e) => return Some(Err(e)),
     };
     let (mine, err) = match mine {
         Ok(m) => (Some(m), None),
@@ -1316,6 +1308,38 @@ unsafe fn shm_alltoall_vw(
         Some(e) => Err(e),
         None => r,
     })
+}
+
+/// The next operation of the segment of `comm` (made here if it has none
+/// yet: a collective step) for a rank with `bytes` to write, and whether
+/// they are too many for it (then the operation carries only their length,
+/// kind `Msg`, and they go as messages). None: the communicator uses
+/// messages only (alike on every rank).
+fn seg_op(comm: MPI_Comm, bytes: usize) -> Option<MpiResult<(Flat, bool)>> {
+    loop {
+        let found = rt::with(|st| {
+            let fits = flat::fits(&st.coll.tune, bytes).is_some();
+            Ok(match flat::lookup(st, comm, if fits { bytes } else { 0 })? {
+                Lookup::Ready(mut f) => {
+                    if !fits {
+                        f.by_message();
+                    }
+                    Ok((f, !fits))
+                }
+                Lookup::No => Err(None),
+                Lookup::Setup { ctx, rank, size, room } => Err(Some((ctx, rank, size, room))),
+            })
+        });
+        match found {
+            Ok(Ok(x)) => return Some(Ok(x)),
+            Ok(Err(None)) | Err(_) => return None,
+            Ok(Err(Some((ctx, rank, size, room)))) => {
+                if let Err(e) = flat_setup(comm, ctx, rank, size, room) {
+                    return Some(Err(e));
+                }
+            }
+        }
+    }
 }
 
 /// How a rank's blocks travel in [`shm_alltoall_vw`], as its header says.
@@ -1407,6 +1431,302 @@ unsafe fn vw_run(f: &Flat, mine: Option<(Vec<parts::Typed>, Vec<parts::Typed>, u
         }
     }
     err.map_or(Ok(()), Err)
+}
+
+// ----- Gatherv and Scatterv in shared memory -----------------------------------------
+
+/// The length a rank whose arguments are bad publishes.
+const BAD: usize = flat::BAD_LEN;
+
+/// Communicator size, rank and root of a blocking rooted collective that may
+/// run in the segment, and what [`this`] makes of this rank's arguments
+/// (under the lock). None: messages (an intercommunicator, one rank, or a
+/// bad communicator or root: alike everywhere, reported there).
+fn rooted<T>(comm: MPI_Comm, root: c_int, this: impl FnOnce(&mut State, usize, usize, usize) -> MpiResult<T>) -> Option<(usize, usize, usize, MpiResult<T>)> {
+    rt::with(|st| {
+        let c = st.comms.get(comm)?;
+        let (size, rank) = (c.size() as usize, c.rank as usize);
+        if c.is_inter() || size < 2 {
+            return Ok(None);
+        }
+        let Ok(root) = check_root(root, size) else { return Ok(None) };
+        Ok(Some((size, rank, root, this(st, size, rank, root))))
+    })
+    .ok()
+    .flatten()
+}
+
+/// This rank's part of a Gatherv or Scatterv: at the root, the blocks of
+/// every rank (`many`: buffer, counts, displacements, type, their names)
+/// and its own block to copy (`one`, the other side: buffer, count, type,
+/// name; None when it is `MPI_IN_PLACE`); at another rank, its block
+/// (`one`).
+///
+/// # Safety
+/// The arrays of `many` are NULL or address `size` values.
+#[allow(clippy::type_complexity)]
+unsafe fn rooted_args(
+    st: &mut State,
+    size: usize,
+    rank: usize,
+    root: usize,
+    one: (*const c_void, i64, MPI_Datatype, &str),
+    many: (*const c_void, Arr, Arr, MPI_Datatype, [&str; 3]),
+) -> MpiResult<Result<(Vec<parts::Typed>, Option<parts::Typed>), parts::Typed>> {
+    let (buf, count, t, name) = one;
+    if rank != root {
+        let (n, dt) = typed(st, buf, count, t, name)?;
+        return Ok(Err(typed_view(buf, n, &dt)));
+    }
+    let v = vblocks(many.0, many.1, many.2, &[many.3], st, size, false, many.4)?;
+    if in_place(buf) {
+        return Ok(Ok((v, None)));
+    }
+    let (n, dt) = typed(st, buf, count, t, name)?;
+    signature_match(dt.packed_size(n), v[root].bytes())?;
+    no_alias(buf, many.0, v[root].bytes())?;
+    Ok(Ok((v, Some(typed_view(buf, n, &dt)))))
+}
+
+/// A blocking Gatherv on a communicator with a segment (every rank takes
+/// the operation: the segment alone decides). Each rank but the root
+/// writes its packed block to its buffer and publishes it, or, if it does
+/// not fit, publishes its length with kind `Msg` and sends it as a message
+/// under the operation's tag (see [`Flat::msg_tag`]); a rank with bad
+/// arguments publishes [`BAD`]. The root waits for every rank's header,
+/// checks each length against its count (`MPI_ERR_TRUNCATE`), copies the
+/// blocks out, and receives the ones sent as messages (into a temporary if
+/// their length is not what it expects, so no sender waits forever).
+unsafe fn shm_gatherv(
+    sendbuf: *const c_void,
+    sendcount: i64,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: Arr,
+    displs: Arr,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> Option<MpiResult<()>> {
+    let (size, me, root, mine) = rooted(comm, root, |st, size, rank, root| {
+        rooted_args(st, size, rank, root, (sendbuf, sendcount, sendtype, "sendbuf"), (recvbuf, recvcounts, displs, recvtype, ["recvbuf", "recvcounts", "displs"]))
+    })?;
+    let bytes = match &mine {
+        Ok(Err(v)) => v.bytes(),
+        _ => 0,
+    };
+    let (f, msg) = match seg_op(comm, bytes)? {
+        Ok(x) => x,
+        Err(e) => return Some(Err(e)),
+    };
+    let r = (|| {
+        f.wait_turn()?;
+        if me != root {
+            f.wait_free()?;
+            return match &mine {
+                Ok(Err(v)) if !msg => {
+                    v.dt.pack(v.p, v.count, std::slice::from_raw_parts_mut(f.buf(me), bytes));
+                    f.publish(Some(bytes));
+                    Ok(())
+                }
+                Ok(Err(v)) => {
+                    f.publish(Some(bytes));
+                    run_tagged(comm, f.msg_tag(), |_, s| {
+                        let p = s.input(v.p, v.count, &v.dt);
+                        s.send(p, bytes, root);
+                        Ok(())
+                    })
+                }
+                _ => {
+                    f.publish(Some(BAD));
+                    Ok(())
+                }
+            };
+        }
+        f.publish(None);
+        let blocks = mine.as_ref().ok().and_then(|m| m.as_ref().ok());
+        if let Some((rv, Some(own))) = blocks {
+            let mut tmp = vec![0u8; own.bytes()];
+            own.dt.pack(own.p, own.count, &mut tmp);
+            rv[root].dt.unpack(&tmp, rv[root].p);
+        }
+        f.wait_data(0..root)?;
+        f.wait_data(root + 1..size)?;
+        let mut err = None;
+        let mut by_msg = Vec::new();
+        for r in (0..size).filter(|&r| r != root) {
+            let got = f.len_of(r);
+            if f.sent_by_message(r) {
+                by_msg.push(r);
+            } else if got == BAD {
+                err.get_or_insert(MpiError::new(MPI_ERR_TRUNCATE, format!("rank {r} of the Gatherv sends nothing (its arguments are bad)")));
+            } else if let Some((rv, _)) = blocks {
+                if got != rv[r].bytes() {
+                    err.get_or_insert(len_mismatch(r, got, rv[r].bytes()));
+                } else {
+                    rv[r].dt.unpack(std::slice::from_raw_parts(f.buf(r), got), rv[r].p);
+                }
+            }
+        }
+        if !by_msg.is_empty() {
+            let r = run_tagged(comm, f.msg_tag(), |_, s| {
+                for &r in &by_msg {
+                    let got = f.len_of(r);
+                    match blocks {
+                        Some((rv, _)) if got == rv[r].bytes() => {
+                            let p = s.output(rv[r].p, rv[r].count, &rv[r].dt);
+                            s.recv(p, got, r);
+                        }
+                        _ => {
+                            if let Some((rv, _)) = blocks {
+                                err.get_or_insert(len_mismatch(r, got, rv[r].bytes()));
+                            }
+                            let t = s.tmp(got);
+                            s.recv(t, got, r);
+                        }
+                    }
+                }
+                Ok(())
+            });
+            if let Err(e) = r {
+                err.get_or_insert(e);
+            }
+        }
+        err.map_or(Ok(()), Err)
+    })();
+    Some(match mine {
+        Err(e) => Err(e),
+        Ok(_) => r,
+    })
+}
+
+/// `MPI_ERR_TRUNCATE`: rank `r` has `got` bytes where this rank expects `want`.
+fn len_mismatch(r: usize, got: usize, want: usize) -> MpiError {
+    MpiError::new(MPI_ERR_TRUNCATE, format!("rank {r} of the collective has {got} bytes where this rank expects {want}: counts or types differ between ranks"))
+}
+
+/// A blocking Scatterv on a communicator with a segment (every rank takes
+/// the operation). The root writes a table (each block's offset, and
+/// whether the blocks go as messages) and, if they fit, the packed blocks
+/// (its own excepted); else it sends each block as a message under the
+/// operation's tag. Each rank waits for the root's header, learns the
+/// length of its block from the table (`MPI_ERR_TRUNCATE` if it is not its
+/// count; a block sent as a message is then received into a temporary, so
+/// the root does not wait forever), and copies or receives it. A root with
+/// bad arguments publishes [`BAD`]. Runs only if the table fits the
+/// segment (up to 8190 ranks; decided by the size, alike everywhere).
+unsafe fn shm_scatterv(
+    sendbuf: *const c_void,
+    sendcounts: Arr,
+    displs: Arr,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: i64,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> Option<MpiResult<()>> {
+    let (size, me, root, mine) = rooted(comm, root, |st, size, rank, root| {
+        rooted_args(st, size, rank, root, (recvbuf, recvcount, recvtype, "recvbuf"), (sendbuf, sendcounts, displs, sendtype, ["sendbuf", "sendcounts", "displs"]))
+    })?;
+    // The offsets of the blocks, then whether they go as messages.
+    let table = vtable(size) + 8;
+    // The root's bytes: the table and the others' blocks.
+    let data = match &mine {
+        Ok(Ok((sv, _))) => (0..size).filter(|&j| j != root).map(|j| sv[j].bytes()).sum(),
+        _ => 0,
+    };
+    // Whether the table fits (else messages, decided by the size alike
+    // everywhere), and whether the blocks do (else the root writes the
+    // table alone).
+    let (table_fits, msg) = rt::with(|st| Ok((flat::fits(&st.coll.tune, table).is_some(), flat::fits(&st.coll.tune, table + data).is_none()))).ok()?;
+    if !table_fits {
+        return None;
+    }
+    let (f, _) = match seg_op(comm, if me != root { 0 } else if msg { table } else { table + data })? {
+        Ok(x) => x,
+        Err(e) => return Some(Err(e)),
+    };
+    let r = (|| {
+        f.wait_turn()?;
+        if me == root {
+            let Ok(Ok((sv, own))) = &mine else {
+                f.wait_free()?;
+                f.publish(Some(BAD));
+                return Ok(());
+            };
+            f.wait_free()?;
+            let buf = f.buf(me);
+            let mut off = 0usize;
+            for (j, v) in sv.iter().enumerate() {
+                (buf as *mut u64).add(j).write(off as u64);
+                let n = if j == root { 0 } else { v.bytes() };
+                if !msg && n > 0 {
+                    v.dt.pack(v.p, v.count, std::slice::from_raw_parts_mut(buf.add(table + off), n));
+                }
+                off += n;
+            }
+            (buf as *mut u64).add(size).write(off as u64);
+            (buf as *mut u64).add(size + 1).write(msg as u64);
+            f.publish(Some(if msg { table } else { table + data }));
+            if let Some(own) = own {
+                let mut tmp = vec![0u8; own.bytes()];
+                sv[root].dt.pack(sv[root].p, sv[root].count, &mut tmp);
+                own.dt.unpack(&tmp, own.p);
+            }
+            if msg {
+                return run_tagged(comm, f.msg_tag(), |_, s| {
+                    for j in (0..size).filter(|&j| j != root) {
+                        let p = s.input(sv[j].p, sv[j].count, &sv[j].dt);
+                        s.send(p, sv[j].bytes(), j);
+                    }
+                    Ok(())
+                });
+            }
+            return Ok(());
+        }
+        f.publish(None);
+        f.wait_data(root..root + 1)?;
+        let len = f.len_of(root);
+        if len < table || len == BAD {
+            bail!(MPI_ERR_TRUNCATE, "the root of the Scatterv sends nothing (its arguments are bad)");
+        }
+        let src = f.buf(root);
+        let word = |i: usize| (src as *const u64).add(i).read() as usize;
+        let (o, e, by_msg) = (word(me), word(me + 1), word(size + 1) != 0);
+        let got = e.wrapping_sub(o);
+        let want = mine.as_ref().ok().and_then(|m| m.as_ref().err()).map(|v| v.bytes());
+        if !by_msg {
+            let Some(v) = mine.as_ref().ok().and_then(|m| m.as_ref().err()) else { return Ok(()) };
+            if e < o || table + e > len || got != v.bytes() {
+                return Err(len_mismatch(root, got, v.bytes()));
+            }
+            v.dt.unpack(std::slice::from_raw_parts(src.add(table + o), got), v.p);
+            return Ok(());
+        }
+        let mut err = None;
+        let r = run_tagged(comm, f.msg_tag(), |_, s| {
+            match mine.as_ref().ok().and_then(|m| m.as_ref().err()) {
+                Some(v) if want == Some(got) => {
+                    let p = s.output(v.p, v.count, &v.dt);
+                    s.recv(p, got, root);
+                }
+                v => {
+                    if let Some(v) = v {
+                        err = Some(len_mismatch(root, got, v.bytes()));
+                    }
+                    let t = s.tmp(got);
+                    s.recv(t, got, root);
+                }
+            }
+            Ok(())
+        });
+        err.map_or(r, Err)
+    })();
+    Some(match mine {
+        Err(e) => Err(e),
+        Ok(_) => r,
+    })
 }
 
 // ----- the collectives -------------------------------------------------------------
@@ -1559,6 +1879,11 @@ pub(crate) unsafe fn gatherv(
     root: c_int,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
+    if let Call::Block = call {
+        if let Some(r) = shm_gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm) {
+            return r;
+        }
+    }
     run(comm, call, |st, s| {
         if s.is_inter() {
             return intercoll::gather(st, s, sendbuf, sendcount, sendtype, recvbuf, 0, Some((recvcounts, displs)), recvtype, root);
@@ -1646,6 +1971,11 @@ pub(crate) unsafe fn scatterv(
     root: c_int,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
+    if let Call::Block = call {
+        if let Some(r) = shm_scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm) {
+            return r;
+        }
+    }
     run(comm, call, |st, s| {
         if s.is_inter() {
             return intercoll::scatter(st, s, sendbuf, 0, Some((sendcounts, displs)), sendtype, recvbuf, recvcount, recvtype, root);

@@ -174,6 +174,10 @@ fn prefetch_write(p: *const u8) {
     let _ = p;
 }
 
+/// A length a rank publishes when its arguments are bad (no data, and
+/// nothing as messages either).
+pub const BAD_LEN: usize = LEN_MASK as usize;
+
 /// Where a length word keeps the kind of buffer the data is in.
 const KIND_SHIFT: u32 = 56;
 /// The bytes of a length word.
@@ -586,6 +590,13 @@ impl Flat {
         // above) does not wait for the other cores to give it up.
         let next = Kind::Tiny.offset(self.k + 1);
         prefetch_write(self.base.wrapping_add(self.rank * stride() + next));
+    }
+
+    /// The tag of the messages an operation of the segment sends (blocks
+    /// too large for it): made from the operation number, which every rank
+    /// knows, above the tags schedules draw (up to 0x3fff_ffff).
+    pub fn msg_tag(&self) -> i32 {
+        0x4000_0000 | (self.k & 0x3fff_ffff) as i32
     }
 
     /// Makes this rank's part of the operation carry only its length in

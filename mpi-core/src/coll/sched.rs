@@ -165,6 +165,13 @@ impl Sched {
     /// local group (a second route, whose tag is also taken here, on every
     /// rank, so both stay in step).
     pub fn new(st: &mut State, comm: MPI_Comm) -> MpiResult<Sched> {
+        Self::new_tagged(st, comm, None)
+    }
+
+    /// [`Sched::new`], with messages under `tag` if given (on an
+    /// intracommunicator: a tag every rank knows without drawing one of the
+    /// communicator's tags, which only the ranks making a schedule draw).
+    pub fn new_tagged(st: &mut State, comm: MPI_Comm, tag: Option<i32>) -> MpiResult<Sched> {
         let c = st.comms.get(comm)?;
         let (ctx, rank, size, group) = (c.coll_ctx(), c.rank as usize, c.size() as usize, c.group.clone());
         let local = if c.is_inter() {
@@ -174,7 +181,11 @@ impl Sched {
             None
         };
         let bytes = st.types.get(MPI_BYTE)?;
-        let mut routes = vec![Route { ctx, tag: st.coll.next_tag(ctx), group, rank }];
+        let tag = match tag {
+            Some(t) => t,
+            None => st.coll.next_tag(ctx),
+        };
+        let mut routes = vec![Route { ctx, tag, group, rank }];
         if let Some((lctx, lgroup)) = local {
             routes.push(Route { ctx: lctx, tag: st.coll.next_tag(lctx), group: lgroup, rank });
         }
