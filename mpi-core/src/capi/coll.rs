@@ -1546,9 +1546,7 @@ unsafe fn shm_gatherv(
         f.publish(None);
         let blocks = mine.as_ref().ok().and_then(|m| m.as_ref().ok());
         if let Some((rv, Some(own))) = blocks {
-            let mut tmp = vec![0u8; own.bytes()];
-            own.dt.pack(own.p, own.count, &mut tmp);
-            rv[root].dt.unpack(&tmp, rv[root].p);
+            copy_typed(own, &rv[root]);
         }
         f.wait_data(0..root)?;
         f.wait_data(root + 1..size)?;
@@ -1598,6 +1596,22 @@ unsafe fn shm_gatherv(
         Err(e) => Err(e),
         Ok(_) => r,
     })
+}
+
+/// Copies typed data `from` to `to` (of the same packed size), through a
+/// packed temporary unless both are contiguous.
+///
+/// # Safety
+/// Both views address their elements; they do not overlap.
+unsafe fn copy_typed(from: &parts::Typed, to: &parts::Typed) {
+    let n = from.bytes();
+    if from.dt.contig && to.dt.contig {
+        fast_copy(from.p, to.p, n);
+        return;
+    }
+    let mut tmp = vec![0u8; n];
+    from.dt.pack(from.p, from.count, &mut tmp);
+    to.dt.unpack(&tmp, to.p);
 }
 
 /// `MPI_ERR_TRUNCATE`: rank `r` has `got` bytes where this rank expects `want`.
@@ -1670,9 +1684,7 @@ unsafe fn shm_scatterv(
             (buf as *mut u64).add(size + 1).write(msg as u64);
             f.publish(Some(if msg { table } else { table + data }));
             if let Some(own) = own {
-                let mut tmp = vec![0u8; own.bytes()];
-                sv[root].dt.pack(sv[root].p, sv[root].count, &mut tmp);
-                own.dt.unpack(&tmp, own.p);
+                copy_typed(&sv[root], own);
             }
             if msg {
                 return run_tagged(comm, f.msg_tag(), |_, s| {
