@@ -122,6 +122,25 @@ impl Arr {
             _ => bail!(MPI_ERR_ARG, "{what} is a NULL pointer"),
         }
     }
+    /// Whether the pointer is NULL.
+    pub(super) fn is_null(self) -> bool {
+        match self {
+            Arr::I32(p) => p.is_null(),
+            Arr::I64(p) => p.is_null(),
+        }
+    }
+
+    /// Value `i`.
+    ///
+    /// # Safety
+    /// The pointer addresses more than `i` values.
+    pub(super) unsafe fn get(self, i: usize) -> i64 {
+        match self {
+            Arr::I32(p) => *p.add(i) as i64,
+            Arr::I64(p) => *p.add(i),
+        }
+    }
+
     /// The first `n` values, each a valid count.
     pub(super) unsafe fn counts(self, n: usize, what: &str) -> MpiResult<Vec<usize>> {
         self.read(n, what)?.into_iter().map(check_count).collect()
@@ -1342,6 +1361,90 @@ fn seg_op(comm: MPI_Comm, bytes: usize) -> Option<MpiResult<(Flat, bool)>> {
     }
 }
 
+/// [`shm_alltoall_vw`] for an Alltoallv of contiguous types whose blocks
+/// fit the segment and whose arguments are good (else None, before any
+/// step: the general path runs the call, in the same operation layout, so
+/// each rank chooses alone): the offsets come straight from the caller's
+/// arrays, and nothing is allocated. With more ranks than cores, every page
+/// a call touches is fetched again after each switch of processes: the
+/// general path's typed views made an 8-byte Alltoallv at 4 ranks take
+/// 4.1-4.7 us against 2.4-3.2 for an Alltoall, with as many switches.
+unsafe fn fast_alltoallv(
+    sendbuf: *const c_void,
+    sendcounts: Arr,
+    sdispls: Arr,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: Arr,
+    rdispls: Arr,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> Option<MpiResult<()>> {
+    if in_place(sendbuf) || std::ptr::eq(sendbuf, recvbuf) || sendcounts.is_null() || sdispls.is_null() || recvcounts.is_null() || rdispls.is_null() {
+        return None;
+    }
+    // Elements' sizes and extents of the two types.
+    let (f, (su, se), (ru, re)) = rt::with(|st| {
+        let c = st.comms.get(comm)?;
+        let (size, rank, ctx) = (c.size() as usize, c.rank as usize, c.coll_ctx());
+        let (Some(sdt), Some(rdt)) = (st.types.committed(sendtype), st.types.committed(recvtype)) else { return Ok(None) };
+        if c.is_inter() || size < 2 || !sdt.contig || !rdt.contig {
+            return Ok(None);
+        }
+        let (s, r) = ((sdt.size, sdt.extent), (rdt.size, rdt.extent));
+        let mut total = vtable(size);
+        for j in 0..size {
+            let (sc, rc) = (sendcounts.get(j), recvcounts.get(j));
+            if sc < 0 || rc < 0 || (sc > 0 && sendbuf.is_null()) || (rc > 0 && recvbuf.is_null()) {
+                return Ok(None);
+            }
+            total += sc as usize * s.0;
+        }
+        if sendcounts.get(rank) as usize * s.0 != recvcounts.get(rank) as usize * r.0 || flat::fits(&st.coll.tune, total).is_none() {
+            return Ok(None);
+        }
+        Ok(match flat::lookup_in(st, comm, ctx, rank, size, total)? {
+            Lookup::Ready(f) => Some((f, s, r)),
+            _ => None,
+        })
+    })
+    .ok()
+    .flatten()?;
+    let (me, size, table) = (f.rank, f.size, vtable(f.size));
+    let r = (|| {
+        f.wait_turn()?;
+        f.wait_free()?;
+        let buf = f.buf(me);
+        let mut off = 0usize;
+        for j in 0..size {
+            (buf as *mut u64).add(j).write(off as u64);
+            let n = sendcounts.get(j) as usize * su;
+            fast_copy((sendbuf as *const u8).wrapping_offset(sdispls.get(j) as isize * se), buf.add(table + off), n);
+            off += n;
+        }
+        (buf as *mut u64).add(size).write(off as u64);
+        f.publish(Some(table + off));
+        f.wait_data(0..size)?;
+        if (0..size).any(|r| vway(&f, r) != VWay::Segment) {
+            // Another rank's blocks go as messages, or its arguments are
+            // bad: the general reading, with this rank's views.
+            let rv = rt::with(|st| vblocks(recvbuf, recvcounts, rdispls, &[recvtype], st, size, false, ["recvbuf", "recvcounts", "rdispls"]))?;
+            return vw_finish(&f, Some((&[], &rv)), false, comm);
+        }
+        for r in 0..size {
+            let src = f.buf(r);
+            let (o, e) = ((src as *const u64).add(me).read() as usize, (src as *const u64).add(me + 1).read() as usize);
+            let want = recvcounts.get(r) as usize * ru;
+            if e < o || table + e > f.len_of(r) || e - o != want {
+                return Err(len_mismatch(r, e.wrapping_sub(o), want));
+            }
+            fast_copy(src.add(table + o), (recvbuf as *mut u8).wrapping_offset(rdispls.get(r) as isize * re), want);
+        }
+        Ok(())
+    })();
+    Some(r)
+}
+
 /// How a rank's blocks travel in [`shm_alltoall_vw`], as its header says.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum VWay {
@@ -1375,18 +1478,29 @@ unsafe fn vw_run(f: &Flat, mine: Option<(Vec<parts::Typed>, Vec<parts::Typed>, u
         None => f.publish(Some(0)),
     }
     f.wait_data(0..size)?;
-    let way = |r: usize| {
-        if f.sent_by_message(r) {
-            VWay::Messages
-        } else if f.len_of(r) < table {
-            VWay::Nothing
-        } else {
-            VWay::Segment
-        }
-    };
-    let ways: Vec<VWay> = (0..size).map(way).collect();
+    vw_finish(f, mine.as_ref().map(|(sv, rv, _)| (sv.as_slice(), rv.as_slice())), msg, comm)
+}
+
+/// How rank `r`'s blocks travel in [`shm_alltoall_vw`] (after
+/// `wait_data`).
+fn vway(f: &Flat, r: usize) -> VWay {
+    if f.sent_by_message(r) {
+        VWay::Messages
+    } else if f.len_of(r) < vtable(f.size) {
+        VWay::Nothing
+    } else {
+        VWay::Segment
+    }
+}
+
+/// The reading part of [`vw_run`], once every rank has published: this
+/// rank's blocks to send and receive (None: its arguments are bad), `msg`:
+/// it sends its blocks as messages.
+unsafe fn vw_finish(f: &Flat, mine: Option<(&[parts::Typed], &[parts::Typed])>, msg: bool, comm: MPI_Comm) -> MpiResult<()> {
+    let (me, size, table) = (f.rank, f.size, vtable(f.size));
+    let ways: Vec<VWay> = (0..size).map(|r| vway(f, r)).collect();
     let mut err = None;
-    if let Some((_, rv, _)) = &mine {
+    if let Some((_, rv)) = mine {
         for (r, v) in rv.iter().enumerate() {
             match ways[r] {
                 VWay::Segment => {
@@ -1411,7 +1525,7 @@ unsafe fn vw_run(f: &Flat, mine: Option<(Vec<parts::Typed>, Vec<parts::Typed>, u
         // Every rank, even one with bad arguments, takes part (each
         // schedule takes a tag of the communicator).
         let r = run(comm, Call::Block, |_, s| {
-            let Some((sv, rv, _)) = &mine else { return Ok(()) };
+            let Some((sv, rv)) = mine else { return Ok(()) };
             for r in (0..size).filter(|&r| r != me && ways[r] == VWay::Messages) {
                 let p = s.output(rv[r].p, rv[r].count, &rv[r].dt);
                 s.recv(p, rv[r].bytes(), r);
@@ -1488,6 +1602,180 @@ unsafe fn rooted_args(
     Ok(Ok((v, Some(typed_view(buf, n, &dt)))))
 }
 
+/// What a rank does in [`fast_gatherv`] or [`fast_scatterv`].
+enum FastV {
+    /// The root, with its type's element size and extent, and the bytes of
+    /// its own block to copy (None: in place).
+    Root(usize, isize, Option<usize>),
+    /// Another rank, with the bytes of its block.
+    Leaf(usize),
+}
+
+/// The root's part of [`fast_gatherv`] or [`fast_scatterv`] (of type
+/// `t`, with `counts` and `displs` for the blocks at `buf`), if its
+/// arguments take it: contiguous type, good counts and buffers, and
+/// `own` (the bytes of its own block, None in place) matching its count.
+/// Gives the part and the bytes of the root's blocks (all but its own).
+unsafe fn fastv_root(st: &State, size: usize, root: usize, buf: *const c_void, counts: Arr, displs: Arr, t: MPI_Datatype, own: Option<usize>) -> Option<(FastV, usize)> {
+    if counts.is_null() || displs.is_null() || buf.is_null() {
+        return None;
+    }
+    let dt = st.types.committed(t)?;
+    if !dt.contig {
+        return None;
+    }
+    let mut others = 0;
+    for j in 0..size {
+        let c = counts.get(j);
+        if c < 0 {
+            return None;
+        }
+        if j != root {
+            others += c as usize * dt.size;
+        }
+    }
+    if own.is_some_and(|n| n != counts.get(root) as usize * dt.size) {
+        return None;
+    }
+    Some((FastV::Root(dt.size, dt.extent, own), others))
+}
+
+/// [`shm_gatherv`] for contiguous types and good arguments (else None,
+/// before any step: the general path runs the call in the same layout, so
+/// each rank chooses alone), without typed views or allocations (see
+/// [`fast_alltoallv`]).
+unsafe fn fast_gatherv(
+    sendbuf: *const c_void,
+    sendcount: i64,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: Arr,
+    displs: Arr,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> Option<MpiResult<()>> {
+    let (f, (part, root)) = fast(comm, |st, w| {
+        let root = check_root(root, w.size).ok()?;
+        if w.rank != root {
+            let n = fast_bytes(st, sendcount, sendtype)?;
+            return (n == 0 || !sendbuf.is_null()).then_some(((FastV::Leaf(n), root), n));
+        }
+        let own = if in_place(sendbuf) {
+            None
+        } else {
+            let n = fast_bytes(st, sendcount, sendtype)?;
+            fast_bufs(sendbuf, recvbuf).then_some(())?;
+            Some(n)
+        };
+        fastv_root(st, w.size, root, recvbuf, recvcounts, displs, recvtype, own).map(|(p, _)| ((p, root), 0))
+    })?;
+    Some((|| {
+        f.wait_turn()?;
+        let (u, e, own) = match part {
+            FastV::Leaf(n) => {
+                f.wait_free()?;
+                fast_copy(sendbuf as *const u8, f.buf(f.rank), n);
+                f.publish(Some(n));
+                return Ok(());
+            }
+            FastV::Root(u, e, own) => (u, e, own),
+        };
+        f.publish(None);
+        let at = |j: usize| (recvbuf as *mut u8).wrapping_offset(displs.get(j) as isize * e);
+        if let Some(n) = own {
+            fast_copy(sendbuf as *const u8, at(root), n);
+        }
+        f.wait_data(0..root)?;
+        f.wait_data(root + 1..f.size)?;
+        if (0..f.size).any(|r| r != root && (f.sent_by_message(r) || f.len_of(r) == BAD)) {
+            let rv = rt::with(|st| vblocks(recvbuf, recvcounts, displs, &[recvtype], st, f.size, false, ["recvbuf", "recvcounts", "displs"]))?;
+            return gatherv_collect(&f, Some(&rv), comm);
+        }
+        for r in (0..f.size).filter(|&r| r != root) {
+            let (got, want) = (f.len_of(r), recvcounts.get(r) as usize * u);
+            if got != want {
+                return Err(len_mismatch(r, got, want));
+            }
+            fast_copy(f.buf(r), at(r), got);
+        }
+        Ok(())
+    })())
+}
+
+/// [`shm_scatterv`] for contiguous types, good arguments and blocks that fit
+/// a small buffer (else None, before any step: see [`fast_gatherv`]).
+unsafe fn fast_scatterv(
+    sendbuf: *const c_void,
+    sendcounts: Arr,
+    displs: Arr,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: i64,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> Option<MpiResult<()>> {
+    let (f, (part, root, table)) = fast(comm, |st, w| {
+        let root = check_root(root, w.size).ok()?;
+        let table = vtable(w.size) + 8;
+        // (Whether the table fits decides for every rank, as in shm_scatterv.)
+        flat::fits(&st.coll.tune, table)?;
+        if w.rank != root {
+            let n = fast_bytes(st, recvcount, recvtype)?;
+            return (n == 0 || !recvbuf.is_null()).then_some(((FastV::Leaf(n), root, table), 0));
+        }
+        let own = if in_place(recvbuf) {
+            None
+        } else {
+            let n = fast_bytes(st, recvcount, recvtype)?;
+            fast_bufs(sendbuf, recvbuf).then_some(())?;
+            Some(n)
+        };
+        fastv_root(st, w.size, root, sendbuf, sendcounts, displs, sendtype, own).map(|(p, b)| ((p, root, table), table + b))
+    })?;
+    let (me, size) = (f.rank, f.size);
+    Some((|| {
+        f.wait_turn()?;
+        let n = match part {
+            FastV::Leaf(n) => n,
+            FastV::Root(u, e, own) => {
+                f.wait_free()?;
+                let at = |j: usize| (sendbuf as *const u8).wrapping_offset(displs.get(j) as isize * e);
+                let buf = f.buf(me);
+                let mut off = 0usize;
+                for j in 0..size {
+                    (buf as *mut u64).add(j).write(off as u64);
+                    let n = if j == root { 0 } else { sendcounts.get(j) as usize * u };
+                    fast_copy(at(j), buf.add(table + off), n);
+                    off += n;
+                }
+                (buf as *mut u64).add(size).write(off as u64);
+                (buf as *mut u64).add(size + 1).write(0);
+                f.publish(Some(table + off));
+                if let Some(n) = own {
+                    fast_copy(at(root), recvbuf as *mut u8, n);
+                }
+                return Ok(());
+            }
+        };
+        f.publish(None);
+        f.wait_data(root..root + 1)?;
+        let (len, src) = (f.len_of(root), f.buf(root));
+        let word = |i: usize| (src as *const u64).add(i).read() as usize;
+        if len < table || len == BAD || word(size + 1) != 0 {
+            let v = rt::with(|st| typed(st, recvbuf, recvcount, recvtype, "recvbuf")).map(|(c, dt)| typed_view(recvbuf, c, &dt))?;
+            return scatterv_take(&f, root, Some(&v), comm);
+        }
+        let (o, e) = (word(me), word(me + 1));
+        if e < o || table + e > len || e - o != n {
+            return Err(len_mismatch(root, e.wrapping_sub(o), n));
+        }
+        fast_copy(src.add(table + o), recvbuf as *mut u8, n);
+        Ok(())
+    })())
+}
+
 /// A blocking Gatherv on a communicator with a segment (every rank takes
 /// the operation: the segment alone decides). Each rank but the root
 /// writes its packed block to its buffer and publishes it, or, if it does
@@ -1550,52 +1838,60 @@ unsafe fn shm_gatherv(
         }
         f.wait_data(0..root)?;
         f.wait_data(root + 1..size)?;
-        let mut err = None;
-        let mut by_msg = Vec::new();
-        for r in (0..size).filter(|&r| r != root) {
-            let got = f.len_of(r);
-            if f.sent_by_message(r) {
-                by_msg.push(r);
-            } else if got == BAD {
-                err.get_or_insert(MpiError::new(MPI_ERR_TRUNCATE, format!("rank {r} of the Gatherv sends nothing (its arguments are bad)")));
-            } else if let Some((rv, _)) = blocks {
-                if got != rv[r].bytes() {
-                    err.get_or_insert(len_mismatch(r, got, rv[r].bytes()));
-                } else {
-                    rv[r].dt.unpack(std::slice::from_raw_parts(f.buf(r), got), rv[r].p);
-                }
-            }
-        }
-        if !by_msg.is_empty() {
-            let r = run_tagged(comm, f.msg_tag(), |_, s| {
-                for &r in &by_msg {
-                    let got = f.len_of(r);
-                    match blocks {
-                        Some((rv, _)) if got == rv[r].bytes() => {
-                            let p = s.output(rv[r].p, rv[r].count, &rv[r].dt);
-                            s.recv(p, got, r);
-                        }
-                        _ => {
-                            if let Some((rv, _)) = blocks {
-                                err.get_or_insert(len_mismatch(r, got, rv[r].bytes()));
-                            }
-                            let t = s.tmp(got);
-                            s.recv(t, got, r);
-                        }
-                    }
-                }
-                Ok(())
-            });
-            if let Err(e) = r {
-                err.get_or_insert(e);
-            }
-        }
-        err.map_or(Ok(()), Err)
+        gatherv_collect(&f, blocks.map(|b| b.0.as_slice()), comm)
     })();
     Some(match mine {
         Err(e) => Err(e),
         Ok(_) => r,
     })
+}
+
+/// The root's reading in [`shm_gatherv`], once every other rank has
+/// published: each block into its place in `rv` (None: the root's
+/// arguments are bad, the blocks sent as messages are only drained).
+unsafe fn gatherv_collect(f: &Flat, rv: Option<&[parts::Typed]>, comm: MPI_Comm) -> MpiResult<()> {
+    let (root, size) = (f.rank, f.size);
+    let mut err = None;
+    let mut by_msg = Vec::new();
+    for r in (0..size).filter(|&r| r != root) {
+        let got = f.len_of(r);
+        if f.sent_by_message(r) {
+            by_msg.push(r);
+        } else if got == BAD {
+            err.get_or_insert(MpiError::new(MPI_ERR_TRUNCATE, format!("rank {r} of the Gatherv sends nothing (its arguments are bad)")));
+        } else if let Some(rv) = rv {
+            if got != rv[r].bytes() {
+                err.get_or_insert(len_mismatch(r, got, rv[r].bytes()));
+            } else {
+                rv[r].dt.unpack(std::slice::from_raw_parts(f.buf(r), got), rv[r].p);
+            }
+        }
+    }
+    if !by_msg.is_empty() {
+        let r = run_tagged(comm, f.msg_tag(), |_, s| {
+            for &r in &by_msg {
+                let got = f.len_of(r);
+                match rv {
+                    Some(rv) if got == rv[r].bytes() => {
+                        let p = s.output(rv[r].p, rv[r].count, &rv[r].dt);
+                        s.recv(p, got, r);
+                    }
+                    _ => {
+                        if let Some(rv) = rv {
+                            err.get_or_insert(len_mismatch(r, got, rv[r].bytes()));
+                        }
+                        let t = s.tmp(got);
+                        s.recv(t, got, r);
+                    }
+                }
+            }
+            Ok(())
+        });
+        if let Err(e) = r {
+            err.get_or_insert(e);
+        }
+    }
+    err.map_or(Ok(()), Err)
 }
 
 /// Copies typed data `from` to `to` (of the same packed size), through a
@@ -1612,6 +1908,47 @@ unsafe fn copy_typed(from: &parts::Typed, to: &parts::Typed) {
     let mut tmp = vec![0u8; n];
     from.dt.pack(from.p, from.count, &mut tmp);
     to.dt.unpack(&tmp, to.p);
+}
+
+/// A rank's reading in [`shm_scatterv`], once the root has published:
+/// its block into `v` (None: this rank's arguments are bad; a block sent
+/// as a message is only drained).
+unsafe fn scatterv_take(f: &Flat, root: usize, v: Option<&parts::Typed>, comm: MPI_Comm) -> MpiResult<()> {
+    let (me, size, table) = (f.rank, f.size, vtable(f.size) + 8);
+    let len = f.len_of(root);
+    if len < table || len == BAD {
+        bail!(MPI_ERR_TRUNCATE, "the root of the Scatterv sends nothing (its arguments are bad)");
+    }
+    let src = f.buf(root);
+    let word = |i: usize| (src as *const u64).add(i).read() as usize;
+    let (o, e, by_msg) = (word(me), word(me + 1), word(size + 1) != 0);
+    let got = e.wrapping_sub(o);
+    if !by_msg {
+        let Some(v) = v else { return Ok(()) };
+        if e < o || table + e > len || got != v.bytes() {
+            return Err(len_mismatch(root, got, v.bytes()));
+        }
+        v.dt.unpack(std::slice::from_raw_parts(src.add(table + o), got), v.p);
+        return Ok(());
+    }
+    let mut err = None;
+    let r = run_tagged(comm, f.msg_tag(), |_, s| {
+        match v {
+            Some(v) if v.bytes() == got => {
+                let p = s.output(v.p, v.count, &v.dt);
+                s.recv(p, got, root);
+            }
+            v => {
+                if let Some(v) = v {
+                    err = Some(len_mismatch(root, got, v.bytes()));
+                }
+                let t = s.tmp(got);
+                s.recv(t, got, root);
+            }
+        }
+        Ok(())
+    });
+    err.map_or(r, Err)
 }
 
 /// `MPI_ERR_TRUNCATE`: rank `r` has `got` bytes where this rank expects `want`.
@@ -1699,41 +2036,7 @@ unsafe fn shm_scatterv(
         }
         f.publish(None);
         f.wait_data(root..root + 1)?;
-        let len = f.len_of(root);
-        if len < table || len == BAD {
-            bail!(MPI_ERR_TRUNCATE, "the root of the Scatterv sends nothing (its arguments are bad)");
-        }
-        let src = f.buf(root);
-        let word = |i: usize| (src as *const u64).add(i).read() as usize;
-        let (o, e, by_msg) = (word(me), word(me + 1), word(size + 1) != 0);
-        let got = e.wrapping_sub(o);
-        let want = mine.as_ref().ok().and_then(|m| m.as_ref().err()).map(|v| v.bytes());
-        if !by_msg {
-            let Some(v) = mine.as_ref().ok().and_then(|m| m.as_ref().err()) else { return Ok(()) };
-            if e < o || table + e > len || got != v.bytes() {
-                return Err(len_mismatch(root, got, v.bytes()));
-            }
-            v.dt.unpack(std::slice::from_raw_parts(src.add(table + o), got), v.p);
-            return Ok(());
-        }
-        let mut err = None;
-        let r = run_tagged(comm, f.msg_tag(), |_, s| {
-            match mine.as_ref().ok().and_then(|m| m.as_ref().err()) {
-                Some(v) if want == Some(got) => {
-                    let p = s.output(v.p, v.count, &v.dt);
-                    s.recv(p, got, root);
-                }
-                v => {
-                    if let Some(v) = v {
-                        err = Some(len_mismatch(root, got, v.bytes()));
-                    }
-                    let t = s.tmp(got);
-                    s.recv(t, got, root);
-                }
-            }
-            Ok(())
-        });
-        err.map_or(r, Err)
+        scatterv_take(&f, root, mine.as_ref().ok().and_then(|m| m.as_ref().err()), comm)
     })();
     Some(match mine {
         Err(e) => Err(e),
@@ -1892,6 +2195,9 @@ pub(crate) unsafe fn gatherv(
     comm: MPI_Comm,
 ) -> MpiResult<()> {
     if let Call::Block = call {
+        if let Some(r) = fast_gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm) {
+            return r;
+        }
         if let Some(r) = shm_gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm) {
             return r;
         }
@@ -1984,6 +2290,9 @@ pub(crate) unsafe fn scatterv(
     comm: MPI_Comm,
 ) -> MpiResult<()> {
     if let Call::Block = call {
+        if let Some(r) = fast_scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm) {
+            return r;
+        }
         if let Some(r) = shm_scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm) {
             return r;
         }
@@ -2208,6 +2517,11 @@ pub(crate) unsafe fn alltoallv(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
+    if let Call::Block = call {
+        if let Some(r) = fast_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm) {
+            return r;
+        }
+    }
     let st = if in_place(sendbuf) { recvtype } else { sendtype };
     alltoall_vw(call, sendbuf, sendcounts, sdispls, &[st], recvbuf, recvcounts, rdispls, &[recvtype], comm, false)
 }
