@@ -1257,9 +1257,26 @@ unsafe fn vblocks(buf: *const c_void, counts: Arr, displs: Arr, types: &[MPI_Dat
 }
 
 /// Bytes of the table of offsets at the start of a rank's buffer in
-/// [`shm_alltoall_vw`]: `size + 1` words.
+/// [`shm_alltoall_vw`]: `size + 1` 32-bit words (a buffer holds at most
+/// 64 KiB; small, so that 8 bytes to each of 8 ranks fit a tiny buffer).
 fn vtable(size: usize) -> usize {
-    8 * (size + 1)
+    4 * (size + 1)
+}
+
+/// Writes word `i` of a table at `buf`.
+///
+/// # Safety
+/// `buf` addresses more than `i` 32-bit words, 4-aligned.
+unsafe fn tput(buf: *mut u8, i: usize, v: usize) {
+    (buf as *mut u32).add(i).write(v as u32);
+}
+
+/// Word `i` of a table at `buf`.
+///
+/// # Safety
+/// As for [`tput`].
+unsafe fn tget(buf: *const u8, i: usize) -> usize {
+    (buf as *const u32).add(i).read() as usize
 }
 
 /// A blocking Alltoallv or Alltoallw (not in place) on a communicator with
@@ -1417,12 +1434,12 @@ unsafe fn fast_alltoallv(
         let buf = f.buf(me);
         let mut off = 0usize;
         for j in 0..size {
-            (buf as *mut u64).add(j).write(off as u64);
+            tput(buf, j, off);
             let n = sendcounts.get(j) as usize * su;
             fast_copy((sendbuf as *const u8).wrapping_offset(sdispls.get(j) as isize * se), buf.add(table + off), n);
             off += n;
         }
-        (buf as *mut u64).add(size).write(off as u64);
+        tput(buf, size, off);
         f.publish(Some(table + off));
         f.wait_data(0..size)?;
         if (0..size).any(|r| vway(&f, r) != VWay::Segment) {
@@ -1433,7 +1450,7 @@ unsafe fn fast_alltoallv(
         }
         for r in 0..size {
             let src = f.buf(r);
-            let (o, e) = ((src as *const u64).add(me).read() as usize, (src as *const u64).add(me + 1).read() as usize);
+            let (o, e) = (tget(src, me), tget(src, me + 1));
             let want = recvcounts.get(r) as usize * ru;
             if e < o || table + e > f.len_of(r) || e - o != want {
                 return Err(len_mismatch(r, e.wrapping_sub(o), want));
@@ -1466,12 +1483,12 @@ unsafe fn vw_run(f: &Flat, mine: Option<(Vec<parts::Typed>, Vec<parts::Typed>, u
             let buf = f.buf(me);
             let mut off = 0usize;
             for (j, v) in sv.iter().enumerate() {
-                (buf as *mut u64).add(j).write(off as u64);
+                tput(buf, j, off);
                 let n = v.bytes();
                 v.dt.pack(v.p, v.count, std::slice::from_raw_parts_mut(buf.add(table + off), n));
                 off += n;
             }
-            (buf as *mut u64).add(size).write(off as u64);
+            tput(buf, size, off);
             f.publish(Some(*b));
         }
         Some((_, _, b)) => f.publish(Some(*b)),
@@ -1505,7 +1522,7 @@ unsafe fn vw_finish(f: &Flat, mine: Option<(&[parts::Typed], &[parts::Typed])>, 
             match ways[r] {
                 VWay::Segment => {
                     let src = f.buf(r);
-                    let (o, e) = ((src as *const u64).add(me).read() as usize, (src as *const u64).add(me + 1).read() as usize);
+                    let (o, e) = (tget(src, me), tget(src, me + 1));
                     let want = v.bytes();
                     if e < o || table + e > f.len_of(r) || e - o != want {
                         let got = e.wrapping_sub(o);
@@ -1718,7 +1735,7 @@ unsafe fn fast_scatterv(
 ) -> Option<MpiResult<()>> {
     let (f, (part, root, table)) = fast(comm, |st, w| {
         let root = check_root(root, w.size).ok()?;
-        let table = vtable(w.size) + 8;
+        let table = vtable(w.size) + 4;
         // (Whether the table fits decides for every rank, as in shm_scatterv.)
         flat::fits(&st.coll.tune, table)?;
         if w.rank != root {
@@ -1745,13 +1762,13 @@ unsafe fn fast_scatterv(
                 let buf = f.buf(me);
                 let mut off = 0usize;
                 for j in 0..size {
-                    (buf as *mut u64).add(j).write(off as u64);
+                    tput(buf, j, off);
                     let n = if j == root { 0 } else { sendcounts.get(j) as usize * u };
                     fast_copy(at(j), buf.add(table + off), n);
                     off += n;
                 }
-                (buf as *mut u64).add(size).write(off as u64);
-                (buf as *mut u64).add(size + 1).write(0);
+                tput(buf, size, off);
+                tput(buf, size + 1, 0);
                 f.publish(Some(table + off));
                 if let Some(n) = own {
                     fast_copy(at(root), recvbuf as *mut u8, n);
@@ -1762,7 +1779,7 @@ unsafe fn fast_scatterv(
         f.publish(None);
         f.wait_data(root..root + 1)?;
         let (len, src) = (f.len_of(root), f.buf(root));
-        let word = |i: usize| (src as *const u64).add(i).read() as usize;
+        let word = |i: usize| tget(src, i);
         if len < table || len == BAD || word(size + 1) != 0 {
             let v = rt::with(|st| typed(st, recvbuf, recvcount, recvtype, "recvbuf")).map(|(c, dt)| typed_view(recvbuf, c, &dt))?;
             return scatterv_take(&f, root, Some(&v), comm);
@@ -1914,13 +1931,13 @@ unsafe fn copy_typed(from: &parts::Typed, to: &parts::Typed) {
 /// its block into `v` (None: this rank's arguments are bad; a block sent
 /// as a message is only drained).
 unsafe fn scatterv_take(f: &Flat, root: usize, v: Option<&parts::Typed>, comm: MPI_Comm) -> MpiResult<()> {
-    let (me, size, table) = (f.rank, f.size, vtable(f.size) + 8);
+    let (me, size, table) = (f.rank, f.size, vtable(f.size) + 4);
     let len = f.len_of(root);
     if len < table || len == BAD {
         bail!(MPI_ERR_TRUNCATE, "the root of the Scatterv sends nothing (its arguments are bad)");
     }
     let src = f.buf(root);
-    let word = |i: usize| (src as *const u64).add(i).read() as usize;
+    let word = |i: usize| tget(src, i);
     let (o, e, by_msg) = (word(me), word(me + 1), word(size + 1) != 0);
     let got = e.wrapping_sub(o);
     if !by_msg {
@@ -1981,7 +1998,7 @@ unsafe fn shm_scatterv(
         rooted_args(st, size, rank, root, (recvbuf, recvcount, recvtype, "recvbuf"), (sendbuf, sendcounts, displs, sendtype, ["sendbuf", "sendcounts", "displs"]))
     })?;
     // The offsets of the blocks, then whether they go as messages.
-    let table = vtable(size) + 8;
+    let table = vtable(size) + 4;
     // The root's bytes: the table and the others' blocks.
     let data = match &mine {
         Ok(Ok((sv, _))) => (0..size).filter(|&j| j != root).map(|j| sv[j].bytes()).sum(),
@@ -2010,15 +2027,15 @@ unsafe fn shm_scatterv(
             let buf = f.buf(me);
             let mut off = 0usize;
             for (j, v) in sv.iter().enumerate() {
-                (buf as *mut u64).add(j).write(off as u64);
+                tput(buf, j, off);
                 let n = if j == root { 0 } else { v.bytes() };
                 if !msg && n > 0 {
                     v.dt.pack(v.p, v.count, std::slice::from_raw_parts_mut(buf.add(table + off), n));
                 }
                 off += n;
             }
-            (buf as *mut u64).add(size).write(off as u64);
-            (buf as *mut u64).add(size + 1).write(msg as u64);
+            tput(buf, size, off);
+            tput(buf, size + 1, msg as usize);
             f.publish(Some(if msg { table } else { table + data }));
             if let Some(own) = own {
                 copy_typed(&sv[root], own);
