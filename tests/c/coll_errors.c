@@ -113,8 +113,10 @@ int main(int argc, char **argv) {
          * messages, and must still see the mismatch instead of waiting for
          * each other. */
         static char wide[70000];
-        const int pairs[6][2] = {{200, 100}, {100, 200}, {9000, 8000}, {8000, 9000}, {70000, 60000}, {60000, 70000}};
-        for (int i = 0; i < 6; i++) {
+        /* (40000/20000: at 2 ranks the root copies straight to the other
+         * rank above 32 KiB, the other one waits in the segment.) */
+        const int pairs[8][2] = {{200, 100}, {100, 200}, {9000, 8000}, {8000, 9000}, {70000, 60000}, {60000, 70000}, {40000, 20000}, {20000, 40000}};
+        for (int i = 0; i < 8; i++) {
             rc = MPI_Bcast(wide, pairs[i][rank == 0 ? 0 : 1], MPI_BYTE, 0, MPI_COMM_WORLD);
             CHECK(rc == MPI_SUCCESS || error_class(rc) == MPI_ERR_TRUNCATE, "bcast %d/%d gave %d", pairs[i][0], pairs[i][1], rc);
             any = rc != MPI_SUCCESS;
@@ -132,6 +134,10 @@ int main(int argc, char **argv) {
             int n = rank == size - 1 ? 70000 : 60000;
             rc = MPI_Allgather(wide, n, MPI_BYTE, gathered, n, MPI_BYTE, MPI_COMM_WORLD);
             CHECK(error_class(rc) == MPI_ERR_TRUNCATE, "allgather 60000/70000 gave %d", rc);
+            /* One rank above the 16 KiB of the single-copy path, the others below. */
+            n = rank == size - 1 ? 20000 : 10000;
+            rc = MPI_Allgather(wide, n, MPI_BYTE, gathered, n, MPI_BYTE, MPI_COMM_WORLD);
+            CHECK(error_class(rc) == MPI_ERR_TRUNCATE, "allgather 10000/20000 gave %d", rc);
         }
         still_works("size mismatches");
         /* A bad argument only the root sees (negative recvcount). */
