@@ -124,6 +124,20 @@ int main(int argc, char **argv) {
             MPI_Allreduce(&any, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
             CHECK(total > 0, "nobody saw the bcast mismatch %d/%d", pairs[i][0], pairs[i][1]);
         }
+        /* Nonblocking, across the segment's limit: the ranks above it
+         * check every rank's length before their first message. */
+        for (int i = 4; i < 6; i++) {
+            MPI_Request bq;
+            rc = MPI_Ibcast(wide, pairs[i][rank == 0 ? 0 : 1], MPI_BYTE, 0, MPI_COMM_WORLD, &bq);
+            CHECK_RC(rc);
+            rc = MPI_Wait(&bq, MPI_STATUS_IGNORE);
+            CHECK(rc == MPI_SUCCESS || error_class(rc) == MPI_ERR_TRUNCATE, "ibcast %d/%d gave %d", pairs[i][0], pairs[i][1], rc);
+            any = rc != MPI_SUCCESS;
+            total = 0;
+            MPI_Allreduce(&any, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+            CHECK(total > 0, "nobody saw the ibcast mismatch %d/%d", pairs[i][0], pairs[i][1]);
+        }
+        still_works("nonblocking size mismatches");
         /* The same across the limit for a gather to the root and an
          * allgather (every rank's block, 8 ranks at most here). */
         static char gathered[9 * 70000];

@@ -56,14 +56,33 @@ fn run_tagged(comm: MPI_Comm, tag: i32, build: impl FnOnce(&mut State, &mut Sche
 /// [`run_or`], with messages under `tag` if given.
 fn run_sched(comm: MPI_Comm, call: Call, plan: Option<(usize, Box<dyn NbKind>)>, tag: Option<i32>, build: impl FnOnce(&mut State, &mut Sched) -> MpiResult<()>) -> MpiResult<()> {
     let blocking = rt::with(|st| {
-        let mut s = Sched::new_tagged(st, comm, tag)?;
-        s.flat = plan;
-        if let Call::Nb(req) | Call::Init(req) = call {
-            if req.is_null() {
-                bail!(MPI_ERR_ARG, "request is a NULL pointer");
+        // The guard a nonblocking call's shared-memory look took (none for
+        // other calls): completed by this schedule before its first step,
+        // or, if the schedule fails to build, in the background.
+        let guard = st.coll.pending_guard.take();
+        let mut s = match Sched::new_tagged(st, comm, tag) {
+            Ok(s) => s,
+            Err(e) => {
+                st.coll.pending_guard = guard;
+                crate::coll::drop_pending_guard(st);
+                return Err(e);
             }
+        };
+        s.flat = plan;
+        let built = (|| {
+            if let Call::Nb(req) | Call::Init(req) = call {
+                if req.is_null() {
+                    bail!(MPI_ERR_ARG, "request is a NULL pointer");
+                }
+            }
+            build(st, &mut s)
+        })();
+        if let Err(e) = built {
+            st.coll.pending_guard = guard;
+            crate::coll::drop_pending_guard(st);
+            return Err(e);
         }
-        build(st, &mut s)?;
+        s.guard = guard;
         s.seal(st);
         match call {
             Call::Block | Call::Msg => {
@@ -386,9 +405,22 @@ fn flat_nb<T>(
     part: impl FnOnce(&mut State, &Who, T) -> Part,
 ) -> Option<MpiResult<()>> {
     let r = rt::with(|st| {
+        crate::coll::drop_pending_guard(st);
         let size = st.comms.get(comm)?.size() as usize;
         let Some((t, bytes)) = prep(st, size) else { return Ok(None) };
-        let Lookup::Ready(f) = flat::lookup(st, comm, bytes)? else { return Ok(None) };
+        let f = match flat::lookup(st, comm, bytes)? {
+            Lookup::Ready(f) => f,
+            Lookup::No => {
+                // Too large for the segment: messages, once every rank's
+                // length is known to match (see `flat::guard`; the schedule
+                // made next completes this first).
+                if let Some(g) = flat::guard(st, comm, bytes)? {
+                    st.coll.pending_guard = Some(NbOp::new(g, Box::new(parts::Guard(bytes))));
+                }
+                return Ok(None);
+            }
+            Lookup::Setup { .. } => return Ok(None),
+        };
         // From here on this rank takes part in operation f.
         let (kind, mut err) = match part(st, &Who { rank: f.rank, size: f.size }, t) {
             Ok(k) => (k, None),

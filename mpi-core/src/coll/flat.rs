@@ -630,6 +630,11 @@ impl Flat {
     /// the same words, and so the same outcome.
     pub fn wait_all_len(&self, bytes: usize) -> MpiResult<()> {
         self.wait_for(0..self.size)?;
+        self.check_all_len(bytes)
+    }
+
+    /// [`Flat::wait_all_len`] once every rank has arrived.
+    pub fn check_all_len(&self, bytes: usize) -> MpiResult<()> {
         match (0..self.size).find(|&r| self.stamp(r).load(Ordering::Acquire) <= self.k) {
             Some(r) => bail!(MPI_ERR_TRUNCATE, "rank {r} of the collective took another path with its arguments than this rank with {bytes} bytes: counts or types differ between ranks"),
             None => self.check_len(0..self.size, bytes),

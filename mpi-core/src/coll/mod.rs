@@ -94,6 +94,10 @@ pub struct Colls {
     /// (see [`flat::Awaited`]), by a number of the wait.
     pub(crate) awaited: Vec<(u64, flat::Awaited)>,
     next_wait: u64,
+    /// The operation of [`flat::guard`] a nonblocking call too large for its
+    /// communicator's segment took, for the schedule the call makes next
+    /// (which completes it before its first message).
+    pub(crate) pending_guard: Option<flat::NbOp>,
 }
 
 /// At most this many bytes of idle temporary buffers are kept.
@@ -218,6 +222,15 @@ pub(crate) fn start_nonblocking(st: &mut State, mut s: Sched) -> MPI_Request {
 /// Starts a nonblocking collective in shared memory: a request completing
 /// with `op` (None: the call failed on this rank; the operation still does
 /// this rank's part, without a request).
+/// Runs a leftover [`Colls::pending_guard`] in the background (its
+/// operation number is taken: it must publish), so that no later schedule
+/// takes it by mistake.
+pub(crate) fn drop_pending_guard(st: &mut State) {
+    if let Some(g) = st.coll.pending_guard.take() {
+        start_flat(st, MPI_COMM_NULL, g, false);
+    }
+}
+
 pub(crate) fn start_flat(st: &mut State, comm: MPI_Comm, mut op: flat::NbOp, with_request: bool) -> Option<MPI_Request> {
     let req = with_request.then(|| st.reqs.alloc(crate::rt::p2p::Request::new(crate::rt::p2p::Kind::Coll, comm)));
     if op.advance() {

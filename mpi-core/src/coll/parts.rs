@@ -56,6 +56,33 @@ impl NbKind for Blank {
     }
 }
 
+/// Publishes this rank's length only (its data goes as messages: the
+/// operation's kind is `Msg`) and waits for every rank's arrival; fails if
+/// a rank published other bytes or none (see [`Flat::check_all_len`]).
+#[derive(Clone)]
+pub struct Guard(pub usize);
+
+impl NbKind for Guard {
+    fn clone_box(&self) -> Box<dyn NbKind> {
+        Box::new(self.clone())
+    }
+    fn data(&self) -> bool {
+        true
+    }
+    unsafe fn write(&mut self, _: &Flat) -> Option<usize> {
+        Some(self.0)
+    }
+    fn peers(&self, f: &Flat) -> Range<usize> {
+        0..f.size
+    }
+    fn peers_have_data(&self) -> bool {
+        false
+    }
+    unsafe fn read(&mut self, f: &Flat) -> MpiResult<()> {
+        f.check_all_len(self.0)
+    }
+}
+
 /// Publishes the arrival and waits for every rank's.
 #[derive(Clone)]
 pub struct Arrive;

@@ -138,6 +138,11 @@ pub struct Sched {
     /// rank, run instead of the schedule by a start that finds the
     /// communicator's segment.
     pub flat: Option<(usize, Box<dyn super::flat::NbKind>)>,
+    /// A nonblocking call too large for the communicator's segment: the
+    /// segment's operation carrying this rank's length (see
+    /// [`super::flat::guard`]), completed before the first step; if it
+    /// fails, nothing is sent.
+    pub guard: Option<super::flat::NbOp>,
 }
 
 /// A group messages of a schedule address: its collective context, the tag
@@ -207,6 +212,7 @@ impl Sched {
             err: None,
             persistent: false,
             flat: None,
+            guard: None,
         })
     }
 
@@ -341,6 +347,18 @@ impl Sched {
 
     /// Runs what can run now. True when the operation is complete.
     pub fn advance(&mut self, st: &mut State) -> bool {
+        if let Some(g) = self.guard.as_mut() {
+            if !g.advance() {
+                return false;
+            }
+            let r = g.result();
+            self.guard = None;
+            if let Err(e) = r {
+                // Counts differ across the segment's limit: no step runs.
+                self.err = Some(e);
+                self.pc = self.acts.len();
+            }
+        }
         loop {
             if self.pending.iter().any(|&(i, _, _)| !st.reqs.get(i).done) {
                 return false;
