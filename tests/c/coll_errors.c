@@ -17,6 +17,13 @@ static void still_works(const char *after) {
     CHECK(b == 99, "bcast after %s gave %d", after, b);
 }
 
+/* Whether some rank's call failed (every rank calls this after the call). */
+static int someone_failed(int rc) {
+    int any = rc != MPI_SUCCESS, total = 0;
+    MPI_Allreduce(&any, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    return total > 0;
+}
+
 #define EXPECT(cls, call)                                                                     \
     do {                                                                                      \
         int rc_ = (call);                                                                     \
@@ -97,9 +104,7 @@ int main(int argc, char **argv) {
         /* Bcast: the root sends more than the others expect. */
         rc = MPI_Bcast(a, rank == 0 ? 8 : 4, MPI_INT, 0, MPI_COMM_WORLD);
         CHECK(rc == MPI_SUCCESS || error_class(rc) == MPI_ERR_TRUNCATE, "bcast mismatch gave %d", rc);
-        int any = rc != MPI_SUCCESS, total = 0;
-        MPI_Allreduce(&any, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-        CHECK(total > 0, "nobody saw the bcast size mismatch");
+        CHECK(someone_failed(rc), "nobody saw the bcast size mismatch");
         /* Nonblocking: the error comes with the completion. */
         rc = MPI_Iscatter(b, 4, MPI_INT, a, rank == 1 ? 3 : 4, MPI_INT, 0, MPI_COMM_WORLD, &q);
         CHECK_RC(rc);
@@ -119,10 +124,7 @@ int main(int argc, char **argv) {
         for (int i = 0; i < 8; i++) {
             rc = MPI_Bcast(wide, pairs[i][rank == 0 ? 0 : 1], MPI_BYTE, 0, MPI_COMM_WORLD);
             CHECK(rc == MPI_SUCCESS || error_class(rc) == MPI_ERR_TRUNCATE, "bcast %d/%d gave %d", pairs[i][0], pairs[i][1], rc);
-            any = rc != MPI_SUCCESS;
-            total = 0;
-            MPI_Allreduce(&any, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-            CHECK(total > 0, "nobody saw the bcast mismatch %d/%d", pairs[i][0], pairs[i][1]);
+            CHECK(someone_failed(rc), "nobody saw the bcast mismatch %d/%d", pairs[i][0], pairs[i][1]);
         }
         /* Nonblocking, across the segment's limit: the ranks above it
          * check every rank's length before their first message. */
@@ -132,12 +134,22 @@ int main(int argc, char **argv) {
             CHECK_RC(rc);
             rc = MPI_Wait(&bq, MPI_STATUS_IGNORE);
             CHECK(rc == MPI_SUCCESS || error_class(rc) == MPI_ERR_TRUNCATE, "ibcast %d/%d gave %d", pairs[i][0], pairs[i][1], rc);
-            any = rc != MPI_SUCCESS;
-            total = 0;
-            MPI_Allreduce(&any, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-            CHECK(total > 0, "nobody saw the ibcast mismatch %d/%d", pairs[i][0], pairs[i][1]);
+            CHECK(someone_failed(rc), "nobody saw the ibcast mismatch %d/%d", pairs[i][0], pairs[i][1]);
         }
         still_works("nonblocking size mismatches");
+        /* Persistent, across the limit, started twice. */
+        for (int i = 4; i < 6; i++) {
+            MPI_Request pq;
+            CHECK_RC(MPI_Bcast_init(wide, pairs[i][rank == 0 ? 0 : 1], MPI_BYTE, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &pq));
+            for (int round = 0; round < 2; round++) {
+                CHECK_RC(MPI_Start(&pq));
+                rc = MPI_Wait(&pq, MPI_STATUS_IGNORE);
+                CHECK(rc == MPI_SUCCESS || error_class(rc) == MPI_ERR_TRUNCATE, "bcast_init %d/%d gave %d", pairs[i][0], pairs[i][1], rc);
+                CHECK(someone_failed(rc), "nobody saw the bcast_init mismatch %d/%d", pairs[i][0], pairs[i][1]);
+            }
+            MPI_Request_free(&pq);
+        }
+        still_works("persistent size mismatches");
         /* The same across the limit for a gather to the root and an
          * allgather (every rank's block, 8 ranks at most here). */
         static char gathered[9 * 70000];

@@ -60,6 +60,7 @@ fn run_sched(comm: MPI_Comm, call: Call, plan: Option<(usize, Box<dyn NbKind>)>,
         // other calls): completed by this schedule before its first step,
         // or, if the schedule fails to build, in the background.
         let guard = st.coll.pending_guard.take();
+        let guard_bytes = st.coll.pending_guard_bytes.take().filter(|_| matches!(call, Call::Init(_)));
         let mut s = match Sched::new_tagged(st, comm, tag) {
             Ok(s) => s,
             Err(e) => {
@@ -83,6 +84,7 @@ fn run_sched(comm: MPI_Comm, call: Call, plan: Option<(usize, Box<dyn NbKind>)>,
             return Err(e);
         }
         s.guard = guard;
+        s.guard_bytes = guard_bytes;
         s.seal(st);
         match call {
             Call::Block | Call::Msg => {
@@ -335,6 +337,8 @@ fn flat_plan<T>(comm: MPI_Comm, prep: impl FnOnce(&mut State, usize) -> Option<(
         }
         let Some((t, bytes)) = prep(st, who.size) else { return Ok(None) };
         if flat::fits(&st.coll.tune, bytes).is_none() {
+            // Messages, after the guard at each start (see `flat::guard`).
+            st.coll.pending_guard_bytes = (st.coll.tune.shm_max != 0).then_some(bytes);
             return Ok(None);
         }
         Ok(part(st, &who, t).ok().map(|p| (bytes, p)))

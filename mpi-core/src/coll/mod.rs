@@ -98,6 +98,10 @@ pub struct Colls {
     /// communicator's segment took, for the schedule the call makes next
     /// (which completes it before its first message).
     pub(crate) pending_guard: Option<flat::NbOp>,
+    /// The bytes per rank of a persistent call too large for the segment,
+    /// for the schedule the call makes next: each start takes the guard
+    /// operation (see [`Sched::guard_bytes`]).
+    pub(crate) pending_guard_bytes: Option<usize>,
 }
 
 /// At most this many bytes of idle temporary buffers are kept.
@@ -281,6 +285,11 @@ pub(crate) fn start_persistent(st: &mut State, i: u32, s: SharedSched) -> MpiRes
     let (done, res) = {
         let mut g = s.lock().unwrap_or_else(|e| e.into_inner());
         g.restart();
+        if let Some(b) = g.guard_bytes {
+            if let Some(f) = flat::guard(st, comm, b)? {
+                g.guard = Some(flat::NbOp::new(f, Box::new(parts::Guard(b))));
+            }
+        }
         let d = g.advance(st);
         (d, g.result())
     };

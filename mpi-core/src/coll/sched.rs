@@ -143,6 +143,9 @@ pub struct Sched {
     /// [`super::flat::guard`]), completed before the first step; if it
     /// fails, nothing is sent.
     pub guard: Option<super::flat::NbOp>,
+    /// A persistent call too large for the segment: its bytes per rank, for
+    /// the guard each start takes.
+    pub guard_bytes: Option<usize>,
 }
 
 /// A group messages of a schedule address: its collective context, the tag
@@ -213,6 +216,7 @@ impl Sched {
             persistent: false,
             flat: None,
             guard: None,
+            guard_bytes: None,
         })
     }
 
