@@ -146,6 +146,15 @@ static void round_rooted(int big, int root, MPI_Comm comm) {
     free(all);
 }
 
+/* After a call whose counts of `n` and `n - 1` ints disagree: rank `at`
+ * failed with MPI_ERR_TRUNCATE, the others succeeded or failed the same. */
+static void truncated_at(int rc, int at, const char *what, int n) {
+    int cls;
+    MPI_Error_class(rc, &cls);
+    if (rank == at) CHECK(cls == MPI_ERR_TRUNCATE, "%s %d/%d at rank %d gave class %d", what, n, n - 1, at, cls);
+    else CHECK(rc == MPI_SUCCESS || cls == MPI_ERR_TRUNCATE, "%s mismatch gave class %d", what, cls);
+}
+
 /* Rank 1's block is `n` ints but the root counts `n - 1` for it: the root
  * of the Gatherv and rank 1 of the Scatterv fail with MPI_ERR_TRUNCATE. */
 static void rooted_mismatch(int n) {
@@ -154,16 +163,10 @@ static void rooted_mismatch(int n) {
         c[j] = j == 1 ? n - 1 : 1;
         d[j] = j * n;
     }
-    int *a = calloc((size_t)size * n, sizeof(int)), *b = calloc(n, sizeof(int)), cls;
-    int rc_ = MPI_Gatherv(b, rank == 1 ? n : 1, MPI_INT, a, c, d, MPI_INT, 0, MPI_COMM_WORLD);
-    MPI_Error_class(rc_, &cls);
-    if (rank == 0) CHECK(cls == MPI_ERR_TRUNCATE, "gatherv %d/%d at the root gave class %d", n, n - 1, cls);
-    else CHECK(rc_ == MPI_SUCCESS || cls == MPI_ERR_TRUNCATE, "gatherv mismatch gave class %d", cls);
+    int *a = calloc((size_t)size * n, sizeof(int)), *b = calloc(n, sizeof(int));
+    truncated_at(MPI_Gatherv(b, rank == 1 ? n : 1, MPI_INT, a, c, d, MPI_INT, 0, MPI_COMM_WORLD), 0, "gatherv", n);
     for (int j = 0; j < size; j++) c[j] = j == 1 ? n : 1;
-    rc_ = MPI_Scatterv(a, c, d, MPI_INT, b, rank == 1 ? n - 1 : 1, MPI_INT, 0, MPI_COMM_WORLD);
-    MPI_Error_class(rc_, &cls);
-    if (rank == 1) CHECK(cls == MPI_ERR_TRUNCATE, "scatterv %d/%d at rank 1 gave class %d", n, n - 1, cls);
-    else CHECK(rc_ == MPI_SUCCESS || cls == MPI_ERR_TRUNCATE, "scatterv mismatch gave class %d", cls);
+    truncated_at(MPI_Scatterv(a, c, d, MPI_INT, b, rank == 1 ? n - 1 : 1, MPI_INT, 0, MPI_COMM_WORLD), 1, "scatterv", n);
     free(a);
     free(b);
     free(c);
@@ -187,11 +190,7 @@ static void mismatch(int n) {
         rc[j] = rank == 1 && j == 0 ? n - 1 : n;
     }
     int *s = calloc((size_t)size * n, sizeof(int)), *r = calloc((size_t)size * n, sizeof(int));
-    int rc_ = MPI_Alltoallv(s, c, d, MPI_INT, r, rc, d, MPI_INT, MPI_COMM_WORLD);
-    int cls;
-    MPI_Error_class(rc_, &cls);
-    if (rank == 1) CHECK(cls == MPI_ERR_TRUNCATE, "alltoallv %d/%d at rank 1 gave class %d", n, n - 1, cls);
-    else CHECK(rc_ == MPI_SUCCESS || cls == MPI_ERR_TRUNCATE, "alltoallv mismatch gave class %d", cls);
+    truncated_at(MPI_Alltoallv(s, c, d, MPI_INT, r, rc, d, MPI_INT, MPI_COMM_WORLD), 1, "alltoallv", n);
     free(s);
     free(r);
     free(c);

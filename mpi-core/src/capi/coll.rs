@@ -61,7 +61,18 @@ fn run_sched(comm: MPI_Comm, call: Call, plan: Option<(usize, Box<dyn NbKind>)>,
         // or, if the schedule fails to build, in the background.
         let guard = st.coll.pending_guard.take();
         let guard_bytes = st.coll.pending_guard_bytes.take().filter(|_| matches!(call, Call::Init(_)));
-        let mut s = match Sched::new_tagged(st, comm, tag) {
+        let built = (|| {
+            let mut s = Sched::new_tagged(st, comm, tag)?;
+            s.flat = plan;
+            if let Call::Nb(req) | Call::Init(req) = call {
+                if req.is_null() {
+                    bail!(MPI_ERR_ARG, "request is a NULL pointer");
+                }
+            }
+            build(st, &mut s)?;
+            Ok(s)
+        })();
+        let mut s = match built {
             Ok(s) => s,
             Err(e) => {
                 st.coll.pending_guard = guard;
@@ -69,20 +80,6 @@ fn run_sched(comm: MPI_Comm, call: Call, plan: Option<(usize, Box<dyn NbKind>)>,
                 return Err(e);
             }
         };
-        s.flat = plan;
-        let built = (|| {
-            if let Call::Nb(req) | Call::Init(req) = call {
-                if req.is_null() {
-                    bail!(MPI_ERR_ARG, "request is a NULL pointer");
-                }
-            }
-            build(st, &mut s)
-        })();
-        if let Err(e) = built {
-            st.coll.pending_guard = guard;
-            crate::coll::drop_pending_guard(st);
-            return Err(e);
-        }
         s.guard = guard;
         s.guard_bytes = guard_bytes;
         s.seal(st);
@@ -338,7 +335,7 @@ fn flat_plan<T>(comm: MPI_Comm, prep: impl FnOnce(&mut State, usize) -> Option<(
         let Some((t, bytes)) = prep(st, who.size) else { return Ok(None) };
         if flat::fits(&st.coll.tune, bytes).is_none() {
             // Messages, after the guard at each start (see `flat::guard`).
-            st.coll.pending_guard_bytes = (st.coll.tune.shm_max != 0).then_some(bytes);
+            st.coll.pending_guard_bytes = Some(bytes);
             return Ok(None);
         }
         Ok(part(st, &who, t).ok().map(|p| (bytes, p)))
@@ -1094,6 +1091,14 @@ fn pid() -> u64 {
     *PID.get_or_init(|| std::process::id() as u64)
 }
 
+/// Whether the single-copy paths ([`direct_gather_all`], [`direct_bcast`])
+/// may run: shared memory and `MPICORE_COLL_SHM_DIRECT` on, a core per rank
+/// (or `MPICORE_COLL_SHM_PIECES_OVERSUB`). Alike on every rank of a node.
+fn direct_allowed(st: &State) -> bool {
+    let t = &st.coll.tune;
+    t.shm_max != 0 && t.shm_direct != 0 && (!st.oversubscribed || t.shm_pieces_oversub)
+}
+
 /// Bytes each rank of [`direct_gather_all`] publishes first: its process
 /// id, the address of its data, whether the others may read it there, and
 /// its bytes per block (which must match everywhere).
@@ -1117,7 +1122,7 @@ unsafe fn direct_gather_all(alltoall: bool, sendbuf: *const c_void, sendcount: i
     let inp = in_place(sendbuf);
     let (f, blk, ok) = rt::with(|st| {
         let t = &st.coll.tune;
-        if t.shm_max == 0 || t.shm_direct == 0 || (st.oversubscribed && !t.shm_pieces_oversub) {
+        if !direct_allowed(st) {
             return Ok(None);
         }
         let rc = check_count(recvcount)?;
@@ -1224,7 +1229,7 @@ const DIRECT_BCAST_MIN: usize = 32 << 10;
 unsafe fn direct_bcast(buffer: *mut c_void, count: i64, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> Option<MpiResult<()>> {
     let (f, bytes, root, ok) = rt::with(|st| {
         let t = &st.coll.tune;
-        if t.shm_max == 0 || t.shm_direct == 0 || (st.oversubscribed && !t.shm_pieces_oversub) {
+        if !direct_allowed(st) {
             return Ok(None);
         }
         let dt = st.types.get(datatype)?;
@@ -1313,6 +1318,38 @@ unsafe fn tput(buf: *mut u8, i: usize, v: usize) {
 /// As for [`tput`].
 unsafe fn tget(buf: *const u8, i: usize) -> usize {
     (buf as *const u32).add(i).read() as usize
+}
+
+/// Writes at `buf` a table of offsets (`size + 1` words) and, `table`
+/// bytes from `buf`, the blocks: `block(j, at)` writes block j at `at` (or
+/// nothing, when the blocks go as messages) and gives its length. Returns
+/// the bytes of all blocks.
+///
+/// # Safety
+/// `buf` holds the table and the blocks.
+unsafe fn write_blocks(buf: *mut u8, size: usize, table: usize, mut block: impl FnMut(usize, *mut u8) -> usize) -> usize {
+    let mut off = 0;
+    for j in 0..size {
+        tput(buf, j, off);
+        off += block(j, buf.add(table + off));
+    }
+    tput(buf, size, off);
+    off
+}
+
+/// Block `i` of the table at the start of rank `r`'s buffer (the blocks
+/// `table` bytes after it): its address, if it holds `want` bytes, else
+/// `MPI_ERR_TRUNCATE`.
+///
+/// # Safety
+/// Rank `r` published a table of at least `table` bytes in this operation.
+unsafe fn table_block(f: &Flat, r: usize, i: usize, table: usize, want: usize) -> MpiResult<*const u8> {
+    let src = f.buf(r);
+    let (o, e) = (tget(src, i), tget(src, i + 1));
+    if e < o || table + e > f.len_of(r) || e - o != want {
+        return Err(len_mismatch(r, e.wrapping_sub(o), want));
+    }
+    Ok(src.add(table + o))
 }
 
 /// A blocking Alltoallv or Alltoallw (not in place) on a communicator with
@@ -1467,15 +1504,11 @@ unsafe fn fast_alltoallv(
     let r = (|| {
         f.wait_turn()?;
         f.wait_free()?;
-        let buf = f.buf(me);
-        let mut off = 0usize;
-        for j in 0..size {
-            tput(buf, j, off);
+        let off = write_blocks(f.buf(me), size, table, |j, at| {
             let n = sendcounts.get(j) as usize * su;
-            fast_copy((sendbuf as *const u8).wrapping_offset(sdispls.get(j) as isize * se), buf.add(table + off), n);
-            off += n;
-        }
-        tput(buf, size, off);
+            fast_copy((sendbuf as *const u8).wrapping_offset(sdispls.get(j) as isize * se), at, n);
+            n
+        });
         f.publish(Some(table + off));
         f.wait_data(0..size)?;
         if (0..size).any(|r| vway(&f, r) != VWay::Segment) {
@@ -1485,13 +1518,9 @@ unsafe fn fast_alltoallv(
             return vw_finish(&f, Some((&[], &rv)), false, comm);
         }
         for r in 0..size {
-            let src = f.buf(r);
-            let (o, e) = (tget(src, me), tget(src, me + 1));
             let want = recvcounts.get(r) as usize * ru;
-            if e < o || table + e > f.len_of(r) || e - o != want {
-                return Err(len_mismatch(r, e.wrapping_sub(o), want));
-            }
-            fast_copy(src.add(table + o), (recvbuf as *mut u8).wrapping_offset(rdispls.get(r) as isize * re), want);
+            let src = table_block(&f, r, me, table, want)?;
+            fast_copy(src, (recvbuf as *mut u8).wrapping_offset(rdispls.get(r) as isize * re), want);
         }
         Ok(())
     })();
@@ -1516,15 +1545,11 @@ unsafe fn vw_run(f: &Flat, mine: Option<(Vec<parts::Typed>, Vec<parts::Typed>, u
     f.wait_free()?;
     match &mine {
         Some((sv, _, b)) if !msg => {
-            let buf = f.buf(me);
-            let mut off = 0usize;
-            for (j, v) in sv.iter().enumerate() {
-                tput(buf, j, off);
-                let n = v.bytes();
-                v.dt.pack(v.p, v.count, std::slice::from_raw_parts_mut(buf.add(table + off), n));
-                off += n;
-            }
-            tput(buf, size, off);
+            write_blocks(f.buf(me), size, table, |j, at| {
+                let (v, n) = (&sv[j], sv[j].bytes());
+                v.dt.pack(v.p, v.count, std::slice::from_raw_parts_mut(at, n));
+                n
+            });
             f.publish(Some(*b));
         }
         Some((_, _, b)) => f.publish(Some(*b)),
@@ -1556,17 +1581,12 @@ unsafe fn vw_finish(f: &Flat, mine: Option<(&[parts::Typed], &[parts::Typed])>, 
     if let Some((_, rv)) = mine {
         for (r, v) in rv.iter().enumerate() {
             match ways[r] {
-                VWay::Segment => {
-                    let src = f.buf(r);
-                    let (o, e) = (tget(src, me), tget(src, me + 1));
-                    let want = v.bytes();
-                    if e < o || table + e > f.len_of(r) || e - o != want {
-                        let got = e.wrapping_sub(o);
-                        err.get_or_insert(MpiError::new(MPI_ERR_TRUNCATE, format!("rank {r} of the collective sends {got} bytes where this rank expects {want}: counts or types differ between ranks")));
-                        continue;
+                VWay::Segment => match table_block(f, r, me, table, v.bytes()) {
+                    Ok(src) => v.dt.unpack(std::slice::from_raw_parts(src, v.bytes()), v.p),
+                    Err(e) => {
+                        err.get_or_insert(e);
                     }
-                    v.dt.unpack(std::slice::from_raw_parts(src.add(table + o), want), v.p);
-                }
+                },
                 VWay::Nothing => {
                     err.get_or_insert(MpiError::new(MPI_ERR_TRUNCATE, format!("rank {r} of the collective sends nothing (its arguments are bad)")));
                 }
@@ -1655,7 +1675,8 @@ unsafe fn rooted_args(
     Ok(Ok((v, Some(typed_view(buf, n, &dt)))))
 }
 
-/// What a rank does in [`fast_gatherv`] or [`fast_scatterv`].
+/// What a rank does in [`fast_gatherv`] or [`fast_scatterv`] (see
+/// [`fastv_pick`]).
 enum FastV {
     /// The root, with its type's element size and extent, and the bytes of
     /// its own block to copy (None: in place).
@@ -1664,12 +1685,36 @@ enum FastV {
     Leaf(usize),
 }
 
-/// The root's part of [`fast_gatherv`] or [`fast_scatterv`] (of type
-/// `t`, with `counts` and `displs` for the blocks at `buf`), if its
-/// arguments take it: contiguous type, good counts and buffers, and
-/// `own` (the bytes of its own block, None in place) matching its count.
-/// Gives the part and the bytes of the root's blocks (all but its own).
-unsafe fn fastv_root(st: &State, size: usize, root: usize, buf: *const c_void, counts: Arr, displs: Arr, t: MPI_Datatype, own: Option<usize>) -> Option<(FastV, usize)> {
+/// This rank's part of [`fast_gatherv`] or [`fast_scatterv`], if its
+/// arguments take it (else None: the general path runs the call): the
+/// root's `root` checked; `one` (buffer, count, type) is a non-root's
+/// block and, at the root, its own block (`MPI_IN_PLACE`: none); `many`
+/// (buffer, counts, displacements, type) the root's blocks of every rank.
+/// Contiguous types, good counts and buffers, and at the root its own
+/// block's size matching its count. Gives the part, the root, and the
+/// bytes of the root's blocks but its own (0 at other ranks).
+#[allow(clippy::type_complexity)]
+unsafe fn fastv_pick(
+    st: &State,
+    w: &Who,
+    root: c_int,
+    one: (*const c_void, i64, MPI_Datatype),
+    many: (*const c_void, Arr, Arr, MPI_Datatype),
+    (sendbuf, recvbuf): (*const c_void, *const c_void),
+) -> Option<(FastV, usize, usize)> {
+    let root = check_root(root, w.size).ok()?;
+    if w.rank != root {
+        let n = fast_bytes(st, one.1, one.2)?;
+        return (n == 0 || !one.0.is_null()).then_some((FastV::Leaf(n), root, 0));
+    }
+    let own = if in_place(one.0) {
+        None
+    } else {
+        let n = fast_bytes(st, one.1, one.2)?;
+        fast_bufs(sendbuf, recvbuf).then_some(())?;
+        Some(n)
+    };
+    let (buf, counts, displs, t) = many;
     if counts.is_null() || displs.is_null() || buf.is_null() {
         return None;
     }
@@ -1678,7 +1723,7 @@ unsafe fn fastv_root(st: &State, size: usize, root: usize, buf: *const c_void, c
         return None;
     }
     let mut others = 0;
-    for j in 0..size {
+    for j in 0..w.size {
         let c = counts.get(j);
         if c < 0 {
             return None;
@@ -1690,7 +1735,7 @@ unsafe fn fastv_root(st: &State, size: usize, root: usize, buf: *const c_void, c
     if own.is_some_and(|n| n != counts.get(root) as usize * dt.size) {
         return None;
     }
-    Some((FastV::Root(dt.size, dt.extent, own), others))
+    Some((FastV::Root(dt.size, dt.extent, own), root, others))
 }
 
 /// [`shm_gatherv`] for contiguous types and good arguments (else None,
@@ -1709,19 +1754,13 @@ unsafe fn fast_gatherv(
     comm: MPI_Comm,
 ) -> Option<MpiResult<()>> {
     let (f, (part, root)) = fast(comm, |st, w| {
-        let root = check_root(root, w.size).ok()?;
-        if w.rank != root {
-            let n = fast_bytes(st, sendcount, sendtype)?;
-            return (n == 0 || !sendbuf.is_null()).then_some(((FastV::Leaf(n), root), n));
-        }
-        let own = if in_place(sendbuf) {
-            None
-        } else {
-            let n = fast_bytes(st, sendcount, sendtype)?;
-            fast_bufs(sendbuf, recvbuf).then_some(())?;
-            Some(n)
+        let (part, root, _) = fastv_pick(st, w, root, (sendbuf, sendcount, sendtype), (recvbuf, recvcounts, displs, recvtype), (sendbuf, recvbuf))?;
+        // A non-root writes its block; the root only arrives.
+        let bytes = match part {
+            FastV::Leaf(n) => n,
+            FastV::Root(..) => 0,
         };
-        fastv_root(st, w.size, root, recvbuf, recvcounts, displs, recvtype, own).map(|(p, _)| ((p, root), 0))
+        Some(((part, root), bytes))
     })?;
     Some((|| {
         f.wait_turn()?;
@@ -1770,22 +1809,16 @@ unsafe fn fast_scatterv(
     comm: MPI_Comm,
 ) -> Option<MpiResult<()>> {
     let (f, (part, root, table)) = fast(comm, |st, w| {
-        let root = check_root(root, w.size).ok()?;
         let table = vtable(w.size) + 4;
         // (Whether the table fits decides for every rank, as in shm_scatterv.)
         flat::fits(&st.coll.tune, table)?;
-        if w.rank != root {
-            let n = fast_bytes(st, recvcount, recvtype)?;
-            return (n == 0 || !recvbuf.is_null()).then_some(((FastV::Leaf(n), root, table), 0));
-        }
-        let own = if in_place(recvbuf) {
-            None
-        } else {
-            let n = fast_bytes(st, recvcount, recvtype)?;
-            fast_bufs(sendbuf, recvbuf).then_some(())?;
-            Some(n)
+        let (part, root, others) = fastv_pick(st, w, root, (recvbuf, recvcount, recvtype), (sendbuf, sendcounts, displs, sendtype), (sendbuf, recvbuf))?;
+        // The root writes the table and the others' blocks; the others only arrive.
+        let bytes = match part {
+            FastV::Leaf(_) => 0,
+            FastV::Root(..) => table + others,
         };
-        fastv_root(st, w.size, root, sendbuf, sendcounts, displs, sendtype, own).map(|(p, b)| ((p, root, table), table + b))
+        Some(((part, root, table), bytes))
     })?;
     let (me, size) = (f.rank, f.size);
     Some((|| {
@@ -1796,14 +1829,11 @@ unsafe fn fast_scatterv(
                 f.wait_free()?;
                 let at = |j: usize| (sendbuf as *const u8).wrapping_offset(displs.get(j) as isize * e);
                 let buf = f.buf(me);
-                let mut off = 0usize;
-                for j in 0..size {
-                    tput(buf, j, off);
+                let off = write_blocks(buf, size, table, |j, to| {
                     let n = if j == root { 0 } else { sendcounts.get(j) as usize * u };
-                    fast_copy(at(j), buf.add(table + off), n);
-                    off += n;
-                }
-                tput(buf, size, off);
+                    fast_copy(at(j), to, n);
+                    n
+                });
                 tput(buf, size + 1, 0);
                 f.publish(Some(table + off));
                 if let Some(n) = own {
@@ -1814,17 +1844,12 @@ unsafe fn fast_scatterv(
         };
         f.publish(None);
         f.wait_data(root..root + 1)?;
-        let (len, src) = (f.len_of(root), f.buf(root));
-        let word = |i: usize| tget(src, i);
-        if len < table || len == BAD || word(size + 1) != 0 {
+        let len = f.len_of(root);
+        if len < table || len == BAD || tget(f.buf(root), size + 1) != 0 {
             let v = rt::with(|st| typed(st, recvbuf, recvcount, recvtype, "recvbuf")).map(|(c, dt)| typed_view(recvbuf, c, &dt))?;
             return scatterv_take(&f, root, Some(&v), comm);
         }
-        let (o, e) = (word(me), word(me + 1));
-        if e < o || table + e > len || e - o != n {
-            return Err(len_mismatch(root, e.wrapping_sub(o), n));
-        }
-        fast_copy(src.add(table + o), recvbuf as *mut u8, n);
+        fast_copy(table_block(&f, root, me, table, n)?, recvbuf as *mut u8, n);
         Ok(())
     })())
 }
@@ -1973,17 +1998,14 @@ unsafe fn scatterv_take(f: &Flat, root: usize, v: Option<&parts::Typed>, comm: M
         bail!(MPI_ERR_TRUNCATE, "the root of the Scatterv sends nothing (its arguments are bad)");
     }
     let src = f.buf(root);
-    let word = |i: usize| tget(src, i);
-    let (o, e, by_msg) = (word(me), word(me + 1), word(size + 1) != 0);
-    let got = e.wrapping_sub(o);
-    if !by_msg {
+    if tget(src, size + 1) == 0 {
         let Some(v) = v else { return Ok(()) };
-        if e < o || table + e > len || got != v.bytes() {
-            return Err(len_mismatch(root, got, v.bytes()));
-        }
-        v.dt.unpack(std::slice::from_raw_parts(src.add(table + o), got), v.p);
+        let at = table_block(f, root, me, table, v.bytes())?;
+        v.dt.unpack(std::slice::from_raw_parts(at, v.bytes()), v.p);
         return Ok(());
     }
+    // By message: the table still says how long the block is.
+    let got = tget(src, me + 1).wrapping_sub(tget(src, me));
     let mut err = None;
     let r = run_tagged(comm, f.msg_tag(), |_, s| {
         match v {
@@ -2061,16 +2083,13 @@ unsafe fn shm_scatterv(
             };
             f.wait_free()?;
             let buf = f.buf(me);
-            let mut off = 0usize;
-            for (j, v) in sv.iter().enumerate() {
-                tput(buf, j, off);
-                let n = if j == root { 0 } else { v.bytes() };
+            write_blocks(buf, size, table, |j, at| {
+                let (v, n) = (&sv[j], if j == root { 0 } else { sv[j].bytes() });
                 if !msg && n > 0 {
-                    v.dt.pack(v.p, v.count, std::slice::from_raw_parts_mut(buf.add(table + off), n));
+                    v.dt.pack(v.p, v.count, std::slice::from_raw_parts_mut(at, n));
                 }
-                off += n;
-            }
-            tput(buf, size, off);
+                n
+            });
             tput(buf, size + 1, msg as usize);
             f.publish(Some(if msg { table } else { table + data }));
             if let Some(own) = own {

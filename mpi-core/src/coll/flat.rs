@@ -102,6 +102,16 @@ pub struct Seg {
     sh: Arc<Shared>,
 }
 
+impl Seg {
+    /// Takes the next operation, this rank's part of it using buffers of
+    /// `kind`.
+    fn take(&mut self, rank: usize, size: usize, kind: Kind, oversub: bool) -> Flat {
+        let k = self.next;
+        self.next += 1;
+        Flat { base: self.sh.base, k, rank, size, kind, oversub, sh: self.sh.clone() }
+    }
+}
+
 /// A segment's mapping and what this rank keeps of it, shared by the
 /// operations on it: the mapping stays until the last one ends, even when
 /// the communicator is freed while a nonblocking one runs.
@@ -792,11 +802,7 @@ pub fn lookup_in(st: &mut State, comm: MPI_Comm, ctx: u32, rank: usize, size: us
     let oversub = st.oversubscribed;
     // The common case first: one look at the map.
     match st.coll.flat.get_mut(&ctx).map(|e| &mut e.seg) {
-        Some(Some(seg)) => {
-            let k = seg.next;
-            seg.next += 1;
-            return Ok(Lookup::Ready(Flat { base: seg.sh.base, k, rank, size, kind: Kind::of(bytes), oversub, sh: seg.sh.clone() }));
-        }
+        Some(Some(seg)) => return Ok(Lookup::Ready(seg.take(rank, size, Kind::of(bytes), oversub))),
         Some(None) => return Ok(Lookup::No),
         None => {}
     }
@@ -834,11 +840,7 @@ pub fn guard(st: &mut State, comm: MPI_Comm, bytes: usize) -> MpiResult<Option<F
     }
     let oversub = st.oversubscribed;
     Ok(match st.coll.flat.get_mut(&ctx).map(|e| &mut e.seg) {
-        Some(Some(seg)) => {
-            let k = seg.next;
-            seg.next += 1;
-            Some(Flat { base: seg.sh.base, k, rank, size, kind: Kind::Msg, oversub, sh: seg.sh.clone() })
-        }
+        Some(Some(seg)) => Some(seg.take(rank, size, Kind::Msg, oversub)),
         _ => None,
     })
 }

@@ -223,9 +223,6 @@ pub(crate) fn start_nonblocking(st: &mut State, mut s: Sched) -> MPI_Request {
     crate::rt::p2p::ReqTable::handle(i)
 }
 
-/// Starts a nonblocking collective in shared memory: a request completing
-/// with `op` (None: the call failed on this rank; the operation still does
-/// this rank's part, without a request).
 /// Runs a leftover [`Colls::pending_guard`] in the background (its
 /// operation number is taken: it must publish), so that no later schedule
 /// takes it by mistake.
@@ -235,6 +232,9 @@ pub(crate) fn drop_pending_guard(st: &mut State) {
     }
 }
 
+/// Starts a nonblocking collective in shared memory: a request completing
+/// with `op` (None: the call failed on this rank; the operation still does
+/// this rank's part, without a request).
 pub(crate) fn start_flat(st: &mut State, comm: MPI_Comm, mut op: flat::NbOp, with_request: bool) -> Option<MPI_Request> {
     let req = with_request.then(|| st.reqs.alloc(crate::rt::p2p::Request::new(crate::rt::p2p::Kind::Coll, comm)));
     if op.advance() {

@@ -189,10 +189,7 @@ impl Sched {
             None
         };
         let bytes = st.types.get(MPI_BYTE)?;
-        let tag = match tag {
-            Some(t) => t,
-            None => st.coll.next_tag(ctx),
-        };
+        let tag = tag.unwrap_or_else(|| st.coll.next_tag(ctx));
         let mut routes = vec![Route { ctx, tag, group, rank }];
         if let Some((lctx, lgroup)) = local {
             routes.push(Route { ctx: lctx, tag: st.coll.next_tag(lctx), group: lgroup, rank });

@@ -80,14 +80,19 @@ impl UnexpQueue {
         if self.len == 0 {
             return None;
         }
-        let first = |q: &VecDeque<(u64, Unexp)>| q.iter().position(|(_, u)| tag == MPI_ANY_TAG || u.tag == tag);
         if src != MPI_ANY_SOURCE {
             let k = key(ctx, src);
-            return first(self.by_src.get(&k)?).map(|i| (k, i));
+            return self.by_src.get(&k)?.iter().position(|(_, u)| tag == MPI_ANY_TAG || u.tag == tag).map(|i| (k, i));
         }
+        self.earliest(|k| (k >> 32) as u32 == ctx, |u| tag == MPI_ANY_TAG || u.tag == tag)
+    }
+
+    /// The queue and place of the earliest arrival for which `pred` holds,
+    /// among the queues whose key `queue` takes.
+    fn earliest(&self, queue: impl Fn(u64) -> bool, pred: impl Fn(&Unexp) -> bool) -> Option<(u64, usize)> {
         let mut best: Option<(u64, u64, usize)> = None;
-        for (&k, q) in self.by_src.iter().filter(|(&k, _)| (k >> 32) as u32 == ctx) {
-            if let Some(i) = first(q) {
+        for (&k, q) in self.by_src.iter().filter(|(&k, _)| queue(k)) {
+            if let Some(i) = q.iter().position(|(_, u)| pred(u)) {
                 if best.is_none_or(|(n, _, _)| q[i].0 < n) {
                     best = Some((q[i].0, k, i));
                 }
@@ -116,15 +121,7 @@ impl UnexpQueue {
     /// Takes the earliest message for which `pred` holds, looking at every
     /// one (for cancelling a send: rare).
     pub fn take_where(&mut self, pred: impl Fn(&Unexp) -> bool) -> Option<Unexp> {
-        let mut best: Option<(u64, u64, usize)> = None;
-        for (&k, q) in &self.by_src {
-            if let Some(i) = q.iter().position(|(_, u)| pred(u)) {
-                if best.is_none_or(|(n, _, _)| q[i].0 < n) {
-                    best = Some((q[i].0, k, i));
-                }
-            }
-        }
-        let (_, k, i) = best?;
+        let (k, i) = self.earliest(|_| true, pred)?;
         self.remove(k, i)
     }
 
