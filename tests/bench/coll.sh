@@ -20,14 +20,7 @@ RANKS=${RANKS:-2 4 8}
 ONLY=${ONLY:-all}
 MAXBYTES=${MAXBYTES:-1073741824}
 IMPLS=${IMPLS:-ours mpich ompi}
-[ -n "${NOBUILD:-}" ] || nice -n 15 cargo build --release -q -p mpi-core -p mpi-launcher
-B=${CARGO_TARGET_DIR:-$PWD/target}/release
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
-# (mpirun puts its own directory first in the ranks' library path.)
-mkdir "$W/lib"
-cp "$B/libmpi.so" "$B/mpirun" "$W/lib/"
-ln -s libmpi.so "$W/lib/libmpi.so.12"
+. tests/bench/ours.sh
 "$B/mpicc" -O2 -o "$W/coll.ours" tests/bench/coll.c
 mpicc.mpich -O2 -o "$W/coll.mpich" tests/bench/coll.c
 mpicc.openmpi -O2 -o "$W/coll.ompi" tests/bench/coll.c

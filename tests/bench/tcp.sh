@@ -44,13 +44,7 @@ for tool in mpicc.mpich mpiexec.mpich mpicc.openmpi mpirun.openmpi; do
   command -v "$tool" >/dev/null || { echo "tcp.sh: $tool not found (apt-get install mpich libmpich-dev openmpi-bin libopenmpi-dev)" >&2; exit 1; }
 done
 sh tests/netns/setup.sh 2
-[ -n "${NOBUILD:-}" ] || nice -n 15 cargo build --release -q -p mpi-core -p mpi-launcher
-B=${CARGO_TARGET_DIR:-$ROOT/target}/release
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
-mkdir "$W/lib"
-cp "$B/libmpi.so" "$B/mpirun" "$W/lib/"
-ln -s libmpi.so "$W/lib/libmpi.so.12"
+. tests/bench/ours.sh
 for prog in pingpong tcp_lat; do
   "$B/mpicc" -O2 -o "$W/$prog.ours" "tests/bench/$prog.c" -Wl,-rpath,"$W/lib"
   mpicc.mpich -O2 -o "$W/$prog.mpich" "tests/bench/$prog.c"

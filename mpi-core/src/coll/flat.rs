@@ -417,8 +417,10 @@ impl Flat {
         // not known).
         let here = |cpu: u64| {
             ranks.clone().any(|r| {
-                let c = self.cpu_word(r).load(Ordering::Relaxed);
-                word(r).load(Ordering::Relaxed) < at_least && (c == 0 || c == cpu)
+                word(r).load(Ordering::Relaxed) < at_least && {
+                    let c = self.cpu_word(r).load(Ordering::Relaxed);
+                    c == 0 || c == cpu
+                }
             })
         };
         self.wait_long(&ready, &here, &words)
