@@ -43,6 +43,11 @@ fn cancel() {
 }
 
 #[test]
+fn generalized_requests() {
+    each_size("grequest", &[1, 2, 3], "grequest OK");
+}
+
+#[test]
 fn persistent_requests() {
     each_size("persistent", &[2, 4], "persistent OK");
 }

@@ -1,5 +1,12 @@
 //! Completion: `Wait`/`Test` and their any/all/some forms, cancel, free,
-//! persistent start.
+//! persistent start; generalized requests.
+//!
+//! A generalized request's callbacks (`query_fn`, `free_fn`, `cancel_fn`)
+//! are the program's code and may call MPI (`MPI_Status_set_elements` in a
+//! query is the common case), so they never run under the runtime's lock:
+//! a completion call finishes the request under the lock like any other,
+//! takes its callbacks out ([`finish_handle`] returns them with where its
+//! status goes) and runs them after the lock is released.
 
 use std::os::raw::c_int;
 
@@ -9,7 +16,7 @@ use super::p2p::start_persistent;
 use super::{put, put_status, raise, ret};
 use crate::bail;
 use crate::rt::error::{MpiError, MpiResult};
-use crate::rt::p2p::{empty_status, Kind};
+use crate::rt::p2p::{empty_status, Greq, Kind, Request};
 use crate::rt::{self, State};
 
 /// Takes the result of completed request `i`: its status and error. A
@@ -101,14 +108,87 @@ unsafe fn wait_slots(count: c_int, reqs: *mut MPI_Request) -> MpiResult<Vec<Opti
 }
 
 /// Finishes slot `i` held in `*h`: status out, handle nulled if released.
-fn finish_handle(st: &mut State, h: &mut MPI_Request, i: u32) -> (MPI_Status, c_int, MPI_Comm) {
-    let comm = st.reqs.get(i).comm;
-    let persistent = st.reqs.get(i).persist.is_some();
+/// For a generalized request, also its callbacks, which the caller runs
+/// once the lock is released (see [`greq_done`]); its status is theirs.
+fn finish_handle(st: &mut State, h: &mut MPI_Request, i: u32) -> (MPI_Status, c_int, MPI_Comm, Option<Greq>) {
+    let r = st.reqs.get(i);
+    let (comm, persistent) = (r.comm, r.persist.is_some());
+    let greq = match r.kind {
+        Kind::Greq(g) => Some(g),
+        _ => None,
+    };
     let (s, e) = finish_req(st, i);
     if !persistent {
         *h = MPI_REQUEST_NULL;
     }
-    (s, e, comm)
+    (s, e, comm, greq)
+}
+
+/// Runs the callbacks of a generalized request a completion call finished
+/// (outside the lock): `query_fn` on `status` (the caller's, its error field
+/// kept, or a scratch one when the caller ignores it), then `free_fn`.
+/// Returns the error code: the query's if it failed, else the free's.
+///
+/// # Safety
+/// `status` is NULL, `MPI_STATUS_IGNORE` or a writable status; the callbacks
+/// are the program's, called as the standard says.
+unsafe fn greq_done(g: &Greq, status: *mut MPI_Status) -> c_int {
+    let q = greq_query(g, status);
+    let f = match g.free {
+        Some(free) => free(g.extra),
+        None => MPI_SUCCESS,
+    };
+    if q != MPI_SUCCESS {
+        q
+    } else {
+        f
+    }
+}
+
+/// Calls `query_fn` of `g` on `status` (see [`greq_done`]); its code.
+///
+/// # Safety
+/// As for [`greq_done`].
+unsafe fn greq_query(g: &Greq, status: *mut MPI_Status) -> c_int {
+    let mut scratch = empty_status();
+    let s = if status as usize > MPI_STATUS_IGNORE {
+        // A fresh status, keeping the error field the call must not change.
+        *status = MPI_Status { MPI_ERROR: (*status).MPI_ERROR, ..empty_status() };
+        status
+    } else {
+        &mut scratch
+    };
+    match g.query {
+        Some(query) => query(g.extra, s),
+        None => MPI_SUCCESS,
+    }
+}
+
+/// The outcome of a callback's error code.
+fn greq_result(code: c_int, what: &str) -> MpiResult<()> {
+    match code {
+        MPI_SUCCESS => Ok(()),
+        c => Err(MpiError::new(c, format!("the {what} callback of a generalized request returned error code {c}"))),
+    }
+}
+
+/// Runs the callbacks of the generalized requests an all/some call finished
+/// (`(position in the statuses, callbacks)`), each status getting its
+/// callbacks' error code. True if one failed.
+///
+/// # Safety
+/// `statuses` is `MPI_STATUSES_IGNORE`/NULL or has every position listed.
+unsafe fn greqs_done(done: &[(usize, Greq)], statuses: *mut MPI_Status) -> bool {
+    let mut failed = false;
+    for (k, g) in done {
+        let s = if statuses as usize > MPI_STATUS_IGNORE { statuses.add(*k) } else { std::ptr::null_mut() };
+        let code = greq_done(g, s);
+        if !s.is_null() {
+            (*s).MPI_ERROR = code;
+        }
+        failed |= code != MPI_SUCCESS;
+    }
+    failed
 }
 
 pub unsafe fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
@@ -138,7 +218,8 @@ pub unsafe fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_
             put_status(status, &empty_status());
             MPI_SUCCESS
         }
-        Ok(Ok(Some((s, err, comm)))) => {
+        Ok(Ok(Some((_, _, comm, Some(g))))) => ret(comm, "MPI_Wait", greq_result(greq_done(&g, status), "query or free")),
+        Ok(Ok(Some((s, err, comm, None)))) => {
             put_status(status, &s);
             ret(comm, "MPI_Wait", status_error(err, &s))
         }
@@ -147,6 +228,7 @@ pub unsafe fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_
 
 pub unsafe fn MPI_Test(request: *mut MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
     let mut comm = MPI_COMM_WORLD;
+    let mut greq = None;
     let r = rt::with(|st| {
         if request.is_null() {
             bail!(MPI_ERR_ARG, "request is a NULL pointer");
@@ -161,16 +243,25 @@ pub unsafe fn MPI_Test(request: *mut MPI_Request, flag: *mut c_int, status: *mut
         if !st.reqs.get(i).done {
             return put(flag, 0, "flag");
         }
-        let (s, err, c) = finish_handle(st, &mut *request, i);
+        let (s, err, c, g) = finish_handle(st, &mut *request, i);
         comm = c;
-        put_status(status, &s);
         put(flag, 1, "flag")?;
+        if g.is_some() {
+            greq = g;
+            return Ok(());
+        }
+        put_status(status, &s);
         status_error(err, &s)
     });
+    let r = match greq {
+        Some(g) => r.and(greq_result(greq_done(&g, status), "query or free")),
+        None => r,
+    };
     ret(comm, "MPI_Test", r)
 }
 
 pub unsafe fn MPI_Request_get_status(request: MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
+    let mut greq = None;
     let r = rt::with(|st| {
         let Some(i) = slot(st, request)? else {
             put_status(status, &empty_status());
@@ -180,28 +271,41 @@ pub unsafe fn MPI_Request_get_status(request: MPI_Request, flag: *mut c_int, sta
             st.progress();
         }
         let r = st.reqs.get(i);
-        if r.done {
+        if let (true, Kind::Greq(g)) = (r.done, &r.kind) {
+            // Its query (only: the request stays) sets the status.
+            greq = Some(*g);
+        } else if r.done {
             let mut s = r.status;
             s.MPI_ERROR = r.err;
             put_status(status, &s);
         }
         put(flag, r.done as c_int, "flag")
     });
+    let r = match greq {
+        Some(g) => r.and(greq_result(greq_query(&g, status), "query")),
+        None => r,
+    };
     ret(MPI_COMM_WORLD, "MPI_Request_get_status", r)
 }
 
-/// Completes everything done in `hs`; returns (any error, first erroneous comm).
-unsafe fn finish_all_done(st: &mut State, hs: &mut [MPI_Request], slots: &[Option<u32>], statuses: *mut MPI_Status) -> (bool, MPI_Comm) {
+/// Completes everything done in `hs`; returns (any error, first erroneous
+/// comm, the generalized requests among them for [`greqs_done`]).
+unsafe fn finish_all_done(st: &mut State, hs: &mut [MPI_Request], slots: &[Option<u32>], statuses: *mut MPI_Status) -> (bool, MPI_Comm, Vec<(usize, Greq)>) {
     let mut any_err = false;
     let mut comm = MPI_COMM_WORLD;
+    let mut greqs = Vec::new();
     for (k, h) in hs.iter_mut().enumerate() {
         let s = match slots[k] {
             None => empty_status(),
             Some(i) => {
-                let (s, e, c) = finish_handle(st, h, i);
+                let (s, e, c, g) = finish_handle(st, h, i);
                 if e != MPI_SUCCESS && !any_err {
                     any_err = true;
                     comm = c;
+                }
+                if let Some(g) = g {
+                    greqs.push((k, g));
+                    continue;
                 }
                 s
             }
@@ -210,7 +314,7 @@ unsafe fn finish_all_done(st: &mut State, hs: &mut [MPI_Request], slots: &[Optio
             *statuses.add(k) = s;
         }
     }
-    (any_err, comm)
+    (any_err, comm, greqs)
 }
 
 pub unsafe fn MPI_Waitall(count: c_int, array_of_requests: *mut MPI_Request, array_of_statuses: *mut MPI_Status) -> c_int {
@@ -221,12 +325,12 @@ pub unsafe fn MPI_Waitall(count: c_int, array_of_requests: *mut MPI_Request, arr
     if let Err(e) = rt::wait_until(|st| slots.iter().flatten().all(|&i| st.reqs.get(i).done)) {
         return raise(MPI_COMM_WORLD, "MPI_Waitall", e);
     }
-    let (err, comm) = rt::with(|st| {
+    let (err, comm, greqs) = rt::with(|st| {
         let hs = handles(count, array_of_requests)?;
         Ok(finish_all_done(st, hs, &slots, array_of_statuses))
     })
     .expect("running");
-    if err {
+    if greqs_done(&greqs, array_of_statuses) | err {
         return raise(comm, "MPI_Waitall", MpiError::new(MPI_ERR_IN_STATUS, "a request failed; see the statuses"));
     }
     MPI_SUCCESS
@@ -234,6 +338,7 @@ pub unsafe fn MPI_Waitall(count: c_int, array_of_requests: *mut MPI_Request, arr
 
 pub unsafe fn MPI_Testall(count: c_int, array_of_requests: *mut MPI_Request, flag: *mut c_int, array_of_statuses: *mut MPI_Status) -> c_int {
     let mut comm = MPI_COMM_WORLD;
+    let mut greqs = Vec::new();
     let r = rt::with(|st| {
         let hs = handles(count, array_of_requests)?;
         let slots = slots(st, hs)?;
@@ -244,7 +349,8 @@ pub unsafe fn MPI_Testall(count: c_int, array_of_requests: *mut MPI_Request, fla
         if !all(st) {
             return put(flag, 0, "flag");
         }
-        let (err, c) = finish_all_done(st, hs, &slots, array_of_statuses);
+        let (err, c, g) = finish_all_done(st, hs, &slots, array_of_statuses);
+        greqs = g;
         put(flag, 1, "flag")?;
         if err {
             comm = c;
@@ -252,17 +358,22 @@ pub unsafe fn MPI_Testall(count: c_int, array_of_requests: *mut MPI_Request, fla
         }
         Ok(())
     });
-    ret(comm, "MPI_Testall", r)
+    ret(comm, "MPI_Testall", in_status(r, greqs_done(&greqs, array_of_statuses)))
 }
 
-/// Finishes the first done request among `slots`; writes index and status.
-unsafe fn any_done(st: &mut State, hs: &mut [MPI_Request], slots: &[Option<u32>], index: *mut c_int, status: *mut MPI_Status) -> MpiResult<Option<MPI_Comm>> {
+/// Finishes the first done request among `slots`; writes index and status
+/// (a generalized request's callbacks go to `greq`, for the caller).
+unsafe fn any_done(st: &mut State, hs: &mut [MPI_Request], slots: &[Option<u32>], index: *mut c_int, status: *mut MPI_Status, greq: &mut Option<Greq>) -> MpiResult<Option<MPI_Comm>> {
     for (k, s) in slots.iter().enumerate() {
         if let Some(i) = *s {
             if st.reqs.get(i).done {
-                let (s, e, c) = finish_handle(st, &mut hs[k], i);
-                put_status(status, &s);
+                let (s, e, c, g) = finish_handle(st, &mut hs[k], i);
                 put(index, k as c_int, "index")?;
+                if g.is_some() {
+                    *greq = g;
+                    return Ok(Some(c));
+                }
+                put_status(status, &s);
                 status_error(e, &s).map_err(|mut err| {
                     err.msg = format!("request {k}: {}", err.msg);
                     err
@@ -287,17 +398,19 @@ pub unsafe fn MPI_Waitany(count: c_int, array_of_requests: *mut MPI_Request, ind
         return raise(MPI_COMM_WORLD, "MPI_Waitany", e);
     }
     let mut comm = MPI_COMM_WORLD;
+    let mut greq = None;
     let r = rt::with(|st| {
         let hs = handles(count, array_of_requests)?;
         let i = *slots.iter().flatten().find(|&&i| st.reqs.get(i).done).unwrap();
         comm = st.reqs.get(i).comm;
-        any_done(st, hs, &slots, index, status).map(|_| ())
+        any_done(st, hs, &slots, index, status, &mut greq).map(|_| ())
     });
-    ret(comm, "MPI_Waitany", r)
+    ret(comm, "MPI_Waitany", any_greq(r, greq, status))
 }
 
 pub unsafe fn MPI_Testany(count: c_int, array_of_requests: *mut MPI_Request, index: *mut c_int, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
     let mut comm = MPI_COMM_WORLD;
+    let mut greq = None;
     let r = rt::with(|st| {
         let hs = handles(count, array_of_requests)?;
         let slots = slots(st, hs)?;
@@ -317,9 +430,9 @@ pub unsafe fn MPI_Testany(count: c_int, array_of_requests: *mut MPI_Request, ind
         put(flag, 1, "flag")?;
         let i = *slots.iter().flatten().find(|&&i| st.reqs.get(i).done).unwrap();
         comm = st.reqs.get(i).comm;
-        any_done(st, hs, &slots, index, status).map(|_| ())
+        any_done(st, hs, &slots, index, status, &mut greq).map(|_| ())
     });
-    ret(comm, "MPI_Testany", r)
+    ret(comm, "MPI_Testany", any_greq(r, greq, status))
 }
 
 /// Finishes every done request; fills indices/statuses; returns outcount.
@@ -329,6 +442,7 @@ unsafe fn some_done(
     slots: &[Option<u32>],
     indices: *mut c_int,
     statuses: *mut MPI_Status,
+    greqs: &mut Vec<(usize, Greq)>,
 ) -> MpiResult<(c_int, bool, MPI_Comm)> {
     let mut n = 0usize;
     let mut err = false;
@@ -338,7 +452,7 @@ unsafe fn some_done(
         if !st.reqs.get(i).done {
             continue;
         }
-        let (s, e, c) = finish_handle(st, &mut hs[k], i);
+        let (s, e, c, g) = finish_handle(st, &mut hs[k], i);
         if e != MPI_SUCCESS && !err {
             err = true;
             comm = c;
@@ -347,8 +461,10 @@ unsafe fn some_done(
             bail!(MPI_ERR_ARG, "array_of_indices is a NULL pointer");
         }
         *indices.add(n) = k as c_int;
-        if statuses as usize > MPI_STATUS_IGNORE {
-            *statuses.add(n) = s;
+        match g {
+            Some(g) => greqs.push((n, g)),
+            None if statuses as usize > MPI_STATUS_IGNORE => *statuses.add(n) = s,
+            None => {}
         }
         n += 1;
     }
@@ -367,9 +483,10 @@ pub unsafe fn MPI_Waitsome(incount: c_int, array_of_requests: *mut MPI_Request, 
         return raise(MPI_COMM_WORLD, "MPI_Waitsome", e);
     }
     let mut comm = MPI_COMM_WORLD;
+    let mut greqs = Vec::new();
     let r = rt::with(|st| {
         let hs = handles(incount, array_of_requests)?;
-        let (n, err, c) = some_done(st, hs, &slots, array_of_indices, array_of_statuses)?;
+        let (n, err, c) = some_done(st, hs, &slots, array_of_indices, array_of_statuses, &mut greqs)?;
         put(outcount, n, "outcount")?;
         if err {
             comm = c;
@@ -377,11 +494,12 @@ pub unsafe fn MPI_Waitsome(incount: c_int, array_of_requests: *mut MPI_Request, 
         }
         Ok(())
     });
-    ret(comm, "MPI_Waitsome", r)
+    ret(comm, "MPI_Waitsome", in_status(r, greqs_done(&greqs, array_of_statuses)))
 }
 
 pub unsafe fn MPI_Testsome(incount: c_int, array_of_requests: *mut MPI_Request, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MPI_Status) -> c_int {
     let mut comm = MPI_COMM_WORLD;
+    let mut greqs = Vec::new();
     let r = rt::with(|st| {
         let hs = handles(incount, array_of_requests)?;
         let slots = slots(st, hs)?;
@@ -389,7 +507,7 @@ pub unsafe fn MPI_Testsome(incount: c_int, array_of_requests: *mut MPI_Request, 
             return put(outcount, MPI_UNDEFINED, "outcount");
         }
         st.progress();
-        let (n, err, c) = some_done(st, hs, &slots, array_of_indices, array_of_statuses)?;
+        let (n, err, c) = some_done(st, hs, &slots, array_of_indices, array_of_statuses, &mut greqs)?;
         put(outcount, n, "outcount")?;
         if err {
             comm = c;
@@ -397,10 +515,11 @@ pub unsafe fn MPI_Testsome(incount: c_int, array_of_requests: *mut MPI_Request, 
         }
         Ok(())
     });
-    ret(comm, "MPI_Testsome", r)
+    ret(comm, "MPI_Testsome", in_status(r, greqs_done(&greqs, array_of_statuses)))
 }
 
 pub unsafe fn MPI_Request_free(request: *mut MPI_Request) -> c_int {
+    let mut greq = None;
     let r = rt::with(|st| {
         if request.is_null() {
             bail!(MPI_ERR_ARG, "request is a NULL pointer");
@@ -410,7 +529,12 @@ pub unsafe fn MPI_Request_free(request: *mut MPI_Request) -> c_int {
         }
         let i = st.reqs.index(*request)?;
         let r = st.reqs.get(i);
-        if r.done || (r.persist.is_some() && !r.active) {
+        if let (true, Kind::Greq(g)) = (r.done, &r.kind) {
+            // Complete already: its free_fn runs now (below), else at
+            // MPI_Grequest_complete.
+            greq = Some(*g);
+            st.reqs.release(i);
+        } else if r.done || (r.persist.is_some() && !r.active) {
             st.reqs.release(i);
         } else {
             r.freed = true;
@@ -422,18 +546,31 @@ pub unsafe fn MPI_Request_free(request: *mut MPI_Request) -> c_int {
         *request = MPI_REQUEST_NULL;
         Ok(())
     });
+    let r = match greq {
+        Some(g) => r.and(greq_free(&g)),
+        None => r,
+    };
     ret(MPI_COMM_WORLD, "MPI_Request_free", r)
 }
 
 pub unsafe fn MPI_Cancel(request: *mut MPI_Request) -> c_int {
+    let mut greq = None;
     let r = rt::with(|st| {
         if request.is_null() {
             bail!(MPI_ERR_ARG, "request is a NULL pointer");
         }
         let i = st.reqs.index(*request)?;
-        st.engine.cancel(&mut st.reqs, i);
+        match st.reqs.get(i) {
+            Request { kind: Kind::Greq(g), done, .. } => greq = Some((*g, *done)),
+            _ => st.engine.cancel(&mut st.reqs, i),
+        }
         Ok(())
     });
+    let r = match greq {
+        // Its cancel_fn, told whether MPI_Grequest_complete was called.
+        Some((Greq { cancel: Some(cancel), extra, .. }, done)) => r.and(greq_result(cancel(extra, done as c_int), "cancel")),
+        _ => r,
+    };
     ret(MPI_COMM_WORLD, "MPI_Cancel", r)
 }
 
@@ -477,4 +614,89 @@ pub unsafe fn MPI_Status_set_cancelled(status: *mut MPI_Status, flag: c_int) -> 
         Ok(())
     };
     ret(MPI_COMM_WORLD, "MPI_Status_set_cancelled", r)
+}
+
+/// The outcome of an all/some call whose generalized requests' callbacks
+/// ran after it (`greq_failed`: one of them failed).
+fn in_status(r: MpiResult<()>, greq_failed: bool) -> MpiResult<()> {
+    match r {
+        Ok(()) if greq_failed => Err(MpiError::new(MPI_ERR_IN_STATUS, "a request failed; see the statuses")),
+        r => r,
+    }
+}
+
+/// The outcome of an any call that may have finished a generalized request.
+///
+/// # Safety
+/// As for [`greq_done`].
+unsafe fn any_greq(r: MpiResult<()>, greq: Option<Greq>, status: *mut MPI_Status) -> MpiResult<()> {
+    match greq {
+        Some(g) => r.and(greq_result(greq_done(&g, status), "query or free")),
+        None => r,
+    }
+}
+
+/// Calls `free_fn` of a generalized request (freed and complete); its outcome.
+///
+/// # Safety
+/// The callback is the program's.
+unsafe fn greq_free(g: &Greq) -> MpiResult<()> {
+    match g.free {
+        Some(free) => greq_result(free(g.extra), "free"),
+        None => Ok(()),
+    }
+}
+
+pub unsafe fn MPI_Grequest_start(query_fn: *mut std::ffi::c_void, free_fn: *mut std::ffi::c_void, cancel_fn: *mut std::ffi::c_void, extra_state: *mut std::ffi::c_void, request: *mut MPI_Request) -> c_int {
+    let r = rt::with(|st| {
+        if request.is_null() {
+            bail!(MPI_ERR_ARG, "request is a NULL pointer");
+        }
+        // SAFETY: the program passes C function pointers of the standard's
+        // three callback types (or NULL, which becomes None: a function
+        // pointer and a data pointer have the same size and representation
+        // on the platforms this library builds for).
+        let g = unsafe {
+            Greq {
+                query: std::mem::transmute::<*mut std::ffi::c_void, Option<unsafe extern "C" fn(*mut std::ffi::c_void, *mut MPI_Status) -> c_int>>(query_fn),
+                free: std::mem::transmute::<*mut std::ffi::c_void, Option<unsafe extern "C" fn(*mut std::ffi::c_void) -> c_int>>(free_fn),
+                cancel: std::mem::transmute::<*mut std::ffi::c_void, Option<unsafe extern "C" fn(*mut std::ffi::c_void, c_int) -> c_int>>(cancel_fn),
+                extra: extra_state,
+            }
+        };
+        let i = st.reqs.alloc(Request::new(Kind::Greq(g), MPI_COMM_WORLD));
+        *request = crate::rt::p2p::ReqTable::handle(i);
+        Ok(())
+    });
+    ret(MPI_COMM_WORLD, "MPI_Grequest_start", r)
+}
+
+pub unsafe fn MPI_Grequest_complete(request: MPI_Request) -> c_int {
+    let mut freed = None;
+    let r = rt::with(|st| {
+        let i = st.reqs.index(request)?;
+        let r = st.reqs.get(i);
+        let Kind::Greq(g) = r.kind else {
+            bail!(MPI_ERR_REQUEST, "request 0x{:08x} is not a generalized request", request as u32);
+        };
+        if r.done {
+            bail!(MPI_ERR_REQUEST, "MPI_Grequest_complete was already called on request 0x{:08x}", request as u32);
+        }
+        if r.freed {
+            // MPI_Request_free came first: the request goes now, after its
+            // free_fn (below).
+            freed = Some(g);
+            st.reqs.release(i);
+        } else {
+            r.done = true;
+            // A thread may sleep in a Wait on it, with no message to come.
+            rt::wake_waiters(st);
+        }
+        Ok(())
+    });
+    let r = match freed {
+        Some(g) => r.and(greq_free(&g)),
+        None => r,
+    };
+    ret(MPI_COMM_WORLD, "MPI_Grequest_complete", r)
 }

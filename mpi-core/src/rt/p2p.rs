@@ -140,6 +140,21 @@ pub enum Kind {
     /// A nonblocking or persistent collective: `crate::coll` drives its
     /// schedule and completes the request with `ReqTable::finish`.
     Coll,
+    /// A generalized request (`MPI_Grequest_start`): done when the
+    /// program calls `MPI_Grequest_complete`; its callbacks run outside the
+    /// runtime's lock (see `capi::req`).
+    Greq(Greq),
+}
+
+/// The callbacks of a generalized request and their extra state, as the
+/// program gave them (C function pointers; None for a NULL one, which does
+/// nothing and succeeds).
+#[derive(Clone, Copy)]
+pub struct Greq {
+    pub query: Option<unsafe extern "C" fn(*mut std::ffi::c_void, *mut MPI_Status) -> c_int>,
+    pub free: Option<unsafe extern "C" fn(*mut std::ffi::c_void) -> c_int>,
+    pub cancel: Option<unsafe extern "C" fn(*mut std::ffi::c_void, c_int) -> c_int>,
+    pub extra: *mut std::ffi::c_void,
 }
 
 pub struct Request {
