@@ -48,6 +48,11 @@ fn generalized_requests() {
 }
 
 #[test]
+fn fortran_status_conversions() {
+    each_size("status_f", &[2], "status_f OK");
+}
+
+#[test]
 fn persistent_requests() {
     each_size("persistent", &[2, 4], "persistent OK");
 }

@@ -105,6 +105,15 @@ pub(crate) fn dispatch(h: MPI_Errhandler, user: Option<usize>, rank: usize, name
     }
 }
 
+/// The value of an ABI pointer constant (`MPI_UNWEIGHTED`,
+/// `MPI_F_STATUS_IGNORE`, ...): a constant pointer the program compares
+/// arguments against.
+#[repr(transparent)]
+pub struct SentinelPtr(pub *const c_int);
+// SAFETY: the pointer is never written or dereferenced; it only identifies
+// a static.
+unsafe impl Sync for SentinelPtr {}
+
 /// Writes `s` to a C status pointer unless it is `MPI_STATUS_IGNORE`/NULL.
 ///
 /// # Safety

@@ -700,3 +700,83 @@ pub unsafe fn MPI_Grequest_complete(request: MPI_Request) -> c_int {
     };
     ret(MPI_COMM_WORLD, "MPI_Grequest_complete", r)
 }
+
+// ----- Fortran statuses -----------------------------------------------------------
+
+/// `MPI_F_STATUS_IGNORE` and friends point here: programs pass them to the
+/// conversions below (which refuse them) and compare against them.
+static F_IGNORE_TARGET: [c_int; 4] = [0; 4];
+
+/// `extern MPI_Fint *MPI_F_STATUS_IGNORE` of the MPICH ABI.
+#[no_mangle]
+pub static MPI_F_STATUS_IGNORE: super::SentinelPtr = super::SentinelPtr(&F_IGNORE_TARGET[0]);
+/// `extern MPI_Fint *MPI_F_STATUSES_IGNORE` of the MPICH ABI.
+#[no_mangle]
+pub static MPI_F_STATUSES_IGNORE: super::SentinelPtr = super::SentinelPtr(&F_IGNORE_TARGET[1]);
+/// `extern MPI_F08_status *MPI_F08_STATUS_IGNORE` of the MPICH ABI.
+#[no_mangle]
+pub static MPI_F08_STATUS_IGNORE: super::SentinelPtr = super::SentinelPtr(&F_IGNORE_TARGET[2]);
+/// `extern MPI_F08_status *MPI_F08_STATUSES_IGNORE` of the MPICH ABI.
+#[no_mangle]
+pub static MPI_F08_STATUSES_IGNORE: super::SentinelPtr = super::SentinelPtr(&F_IGNORE_TARGET[3]);
+
+/// A Fortran status (`MPI_F_STATUS_SIZE` integers) or an `mpi_f08`
+/// `TYPE(MPI_Status)`: in the MPICH ABI both hold the C status's five
+/// fields in its order (`MPI_F_SOURCE` = 2, `MPI_F_TAG` = 3, `MPI_F_ERROR` = 4).
+type FStatus = [c_int; 5];
+
+fn f_fields(s: &MPI_Status) -> FStatus {
+    [s.count_lo, s.count_hi_and_cancelled, s.MPI_SOURCE, s.MPI_TAG, s.MPI_ERROR]
+}
+
+fn c_status(f: &FStatus) -> MPI_Status {
+    MPI_Status { count_lo: f[0], count_hi_and_cancelled: f[1], MPI_SOURCE: f[2], MPI_TAG: f[3], MPI_ERROR: f[4] }
+}
+
+/// Whether `p` is NULL or one of the ignore constants (C or Fortran): not
+/// a status to read or write.
+fn no_status(p: *const std::ffi::c_void) -> bool {
+    let u = p as usize;
+    u <= MPI_STATUS_IGNORE || F_IGNORE_TARGET.as_ptr_range().contains(&(p as *const c_int))
+}
+
+/// Reads the status at `from` (`read`) and writes its conversion at `to`,
+/// refusing NULL and the ignore constants with `MPI_ERR_ARG`.
+///
+/// # Safety
+/// `from` and `to` are NULL, an ignore constant, or valid for their types.
+unsafe fn convert<A: Copy, B>(name: &str, from: *const A, to: *mut B, read: impl Fn(&A) -> B) -> c_int {
+    let r = if no_status(from as *const std::ffi::c_void) {
+        Err(MpiError::new(MPI_ERR_ARG, "the status to convert is NULL or a STATUS_IGNORE constant"))
+    } else if no_status(to as *const std::ffi::c_void) {
+        Err(MpiError::new(MPI_ERR_ARG, "the status to write is NULL or a STATUS_IGNORE constant"))
+    } else {
+        *to = read(&*from);
+        Ok(())
+    };
+    ret(MPI_COMM_WORLD, name, r)
+}
+
+pub unsafe fn MPI_Status_c2f(c_status_: *const MPI_Status, f_status: *mut c_int) -> c_int {
+    convert("MPI_Status_c2f", c_status_, f_status as *mut FStatus, f_fields)
+}
+
+pub unsafe fn MPI_Status_f2c(f_status: *const c_int, c_status_: *mut MPI_Status) -> c_int {
+    convert("MPI_Status_f2c", f_status as *const FStatus, c_status_, c_status)
+}
+
+pub unsafe fn MPI_Status_c2f08(c_status_: *const MPI_Status, f08_status: *mut std::ffi::c_void) -> c_int {
+    convert("MPI_Status_c2f08", c_status_, f08_status as *mut FStatus, f_fields)
+}
+
+pub unsafe fn MPI_Status_f082c(f08_status: *const std::ffi::c_void, c_status_: *mut MPI_Status) -> c_int {
+    convert("MPI_Status_f082c", f08_status as *const FStatus, c_status_, c_status)
+}
+
+pub unsafe fn MPI_Status_f082f(f08_status: *const std::ffi::c_void, f_status: *mut c_int) -> c_int {
+    convert("MPI_Status_f082f", f08_status as *const FStatus, f_status as *mut FStatus, |f| *f)
+}
+
+pub unsafe fn MPI_Status_f2f08(f_status: *const c_int, f08_status: *mut std::ffi::c_void) -> c_int {
+    convert("MPI_Status_f2f08", f_status as *const FStatus, f08_status as *mut FStatus, |f| *f)
+}

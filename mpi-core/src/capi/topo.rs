@@ -12,19 +12,12 @@ use mpi_api::abi::*;
 use super::agree::{bytes_to_ints, ints_to_bytes, View};
 use super::comm::{comm_of, new_context_or_fail, publish, quiet, split};
 use super::{c_array, put, ret};
+use super::SentinelPtr;
 use crate::bail;
 use crate::rt::comm::{Comm, CTX_SPAN_INTRA};
 use crate::rt::error::{MpiError, MpiResult};
 use crate::rt::topo::{self, Topo};
 use crate::rt::{self};
-
-/// The address `MPI_UNWEIGHTED`/`MPI_WEIGHTS_EMPTY` point to: a constant
-/// pointer the program compares weight arguments against.
-#[repr(transparent)]
-pub struct SentinelPtr(*const c_int);
-// SAFETY: the pointer is never written or dereferenced; it only identifies
-// a static.
-unsafe impl Sync for SentinelPtr {}
 
 static UNWEIGHTED_TARGET: c_int = 0x5157;
 static WEIGHTS_EMPTY_TARGET: c_int = 0x5158;
