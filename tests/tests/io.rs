@@ -105,6 +105,27 @@ fn vector_and_subarray_views_interleave_the_ranks() {
     }
 }
 
+/// `io_datarep.c`: int k of rank r (r * 1000 + k) is stored byte-reversed
+/// by the "swap4" representations and as it is by "plain".
+#[test]
+fn registered_data_representations_convert_through_the_programs_functions() {
+    let exe = compile("io_datarep", Compiler::Ours);
+    for n in [1, 2, 3] {
+        let dir = TempDir::new(&format!("datarep{n}"));
+        run(Launcher::Ours, n, &exe, &[&dir.arg()], &[], T).assert_ok(&format!("io_datarep OK on {n} ranks"));
+        for (name, swapped) in [("io_datarep.dat", true), ("io_datarep_c.dat", true), ("io_plain.dat", false)] {
+            let data = std::fs::read(dir.path().join(name)).unwrap();
+            assert_eq!(data.len(), n * 64 * 4, "{name} has {} bytes on {n} ranks", data.len());
+            for (j, c) in data.chunks_exact(4).enumerate() {
+                let b: [u8; 4] = c.try_into().unwrap();
+                let v = if swapped { i32::from_be_bytes(b) } else { i32::from_ne_bytes(b) };
+                assert_eq!(v, ((j / 64) * 1000 + j % 64) as i32, "int {j} of {name}");
+            }
+        }
+        assert_eq!(dir.names(), vec!["io_datarep.dat", "io_datarep_c.dat", "io_plain.dat"]);
+    }
+}
+
 #[test]
 fn shared_and_ordered_access() {
     let exe = compile("io_shared", Compiler::Ours);

@@ -30,6 +30,7 @@ use super::errh::check_errhandler;
 use super::p2p::twins;
 use super::{put, put_status, put_str};
 use crate::bail;
+use crate::io::datarep::{self, Datarep};
 use crate::io::{self, File, FileRef, FileView, SharedPtr, Split};
 use crate::rt::comm::CTX_SPAN_INTRA;
 use crate::rt::datatype::{check_count, Dtype};
@@ -548,8 +549,9 @@ pub unsafe fn MPI_File_set_view(
             }
             // SAFETY: a NUL-terminated string from the caller.
             let rep = unsafe { CStr::from_ptr(datarep) }.to_string_lossy().into_owned();
-            if !matches!(rep.as_str(), "native" | "internal" | "external32") {
-                bail!(MPI_ERR_UNSUPPORTED_DATAREP, "unknown data representation \"{rep}\"");
+            let user = datarep::lookup(&rep);
+            if !matches!(rep.as_str(), "native" | "internal" | "external32") && user.is_none() {
+                bail!(MPI_ERR_UNSUPPORTED_DATAREP, "unknown data representation \"{rep}\" (not registered with MPI_Register_datarep)");
             }
             let sequential = f.amode & MPI_MODE_SEQUENTIAL != 0;
             let disp = match (disp == MPI_DISPLACEMENT_CURRENT, sequential) {
@@ -565,6 +567,10 @@ pub unsafe fn MPI_File_set_view(
             if rep == "external32" {
                 same_external_size(&et, "etype")?;
                 same_external_size(&ft, "filetype")?;
+            }
+            if let Some(user) = user {
+                user.check(&et, "etype")?;
+                user.check(&ft, "filetype")?;
             }
             let view = FileView::new(disp, et, ft, &rep, f.amode & MPI_MODE_RDONLY == 0)?;
             for (k, val) in pairs {
@@ -744,6 +750,8 @@ struct Buf {
     ptr: *mut u8,
     count: usize,
     dt: Arc<Dtype>,
+    /// The type's handle (for a user-defined representation's conversions).
+    handle: MPI_Datatype,
 }
 
 impl Buf {
@@ -754,6 +762,9 @@ impl Buf {
         if view.datarep == "external32" {
             same_external_size(&dt, "datatype")?;
         }
+        if let Some(user) = user_rep(view) {
+            user.check(&dt, "datatype")?;
+        }
         let bytes = dt.packed_size(count) as i64;
         if bytes % esize != 0 {
             bail!(
@@ -761,7 +772,7 @@ impl Buf {
                 "{count} elements of the datatype ({bytes} bytes of data) are not a whole number of etypes of the view ({esize} bytes each)"
             );
         }
-        Ok(Buf { ptr: buf as *mut u8, count, dt })
+        Ok(Buf { ptr: buf as *mut u8, count, dt, handle: datatype })
     }
     fn bytes(&self) -> usize {
         self.dt.packed_size(self.count)
@@ -775,6 +786,9 @@ fn transfer(f: &File, write: bool, start: i64, b: &Buf) -> MpiResult<usize> {
     let at = start.checked_mul(f.view.esize()).ok_or_else(|| MpiError::new(MPI_ERR_ARG, "offset out of range"))?;
     if n == 0 {
         return Ok(0);
+    }
+    if let Some(user) = user_rep(&f.view) {
+        return transfer_user(f, write, at, b, &user);
     }
     if f.view.datarep == "external32" {
         let mut native = vec![0u8; n];
@@ -816,6 +830,45 @@ fn transfer(f: &File, write: bool, start: i64, b: &Buf) -> MpiResult<usize> {
         unsafe { b.dt.unpack(&packed[..got], b.ptr) };
         Ok(got)
     }
+}
+
+/// The registered representation of a view, if it has one.
+fn user_rep(view: &FileView) -> Option<Datarep> {
+    match view.datarep.as_str() {
+        "native" | "internal" | "external32" => None,
+        name => datarep::lookup(name),
+    }
+}
+
+/// [`transfer`] in a representation of `MPI_Register_datarep`: the data
+/// goes through the program's conversion functions (outside the runtime's
+/// lock) between the user's buffer and a packed file buffer. A short read
+/// converts the whole data items it got.
+fn transfer_user(f: &File, write: bool, at: i64, b: &Buf, rep: &Datarep) -> MpiResult<usize> {
+    let n = b.bytes();
+    let items = (b.count * b.dt.items()) as u64;
+    let mut file = vec![0u8; n];
+    if write {
+        // SAFETY: the buffer holds `count` elements of the type (the
+        // caller's contract), which are `items` data items in `n` bytes.
+        unsafe { rep.convert(false, (b.ptr, &b.dt, b.handle), items, &mut file)? };
+        f.write_stream(at, &file)?;
+        return Ok(n);
+    }
+    let got = f.read_stream(at, &mut file)?;
+    // The whole items in the bytes read: the last k with their bytes <= got.
+    let (mut lo, mut hi) = (0u64, items);
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        if b.dt.bytes_of_elements(mid) as usize <= got {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    // SAFETY: as for writing, into the user's buffer.
+    unsafe { rep.convert(true, (b.ptr, &b.dt, b.handle), lo, &mut file)? };
+    Ok(got)
 }
 
 /// A status telling `bytes` were accessed.
@@ -894,7 +947,8 @@ struct Plan {
 /// goes through aggregators: the file is cut into one domain per process,
 /// each process sends its pieces and their data to the domains' owners, and
 /// each owner writes its domain in a few large runs. Other writes, and all
-/// in atomic mode or with "external32", are each process's own.
+/// in atomic mode, with "external32" or a registered representation, are
+/// each process's own.
 fn access_all(fh: MPI_File, write: bool, at: At, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype) -> MpiResult<MPI_Status> {
     let file = io::get(fh)?;
     let v = group_view_of(&file)?;
@@ -912,7 +966,7 @@ fn access_all(fh: MPI_File, write: bool, at: At, buf: *const c_void, count: MPI_
             At::Mine => f.pos,
             At::Shared => bail!(MPI_ERR_INTERN, "a collective access with the shared file pointer"),
         };
-        if f.atomic || f.view.datarep == "external32" {
+        if f.atomic || f.view.datarep == "external32" || user_rep(&f.view).is_some() {
             return Ok(None);
         }
         let segs = f.view.segments(start * f.view.esize(), b.bytes() as i64);
@@ -1398,3 +1452,29 @@ pub unsafe fn MPI_File_write_ordered_end(fh: MPI_File, _buf: *const c_void, stat
     split_end("MPI_File_write_ordered_end", fh, Split::WriteOrdered, status)
 }
 
+
+// (Not `twins!`: the large form differs in its conversion functions' type.)
+pub unsafe fn MPI_Register_datarep(datarep: *const c_char, read_conversion_fn: *mut c_void, write_conversion_fn: *mut c_void, dtype_file_extent_fn: *mut c_void, extra_state: *mut c_void) -> c_int {
+    register_datarep("MPI_Register_datarep", datarep, read_conversion_fn, write_conversion_fn, dtype_file_extent_fn, extra_state, false)
+}
+
+pub unsafe fn MPI_Register_datarep_c(datarep: *const c_char, read_conversion_fn: *mut c_void, write_conversion_fn: *mut c_void, dtype_file_extent_fn: *mut c_void, extra_state: *mut c_void) -> c_int {
+    register_datarep("MPI_Register_datarep_c", datarep, read_conversion_fn, write_conversion_fn, dtype_file_extent_fn, extra_state, true)
+}
+
+/// Both forms of `MPI_Register_datarep` (`large`: the `_c` conversions).
+///
+/// # Safety
+/// The pointers are the program's: a string and functions of the types
+/// the standard names (or NULL).
+unsafe fn register_datarep(name: &str, rep: *const c_char, read: *mut c_void, write: *mut c_void, extent: *mut c_void, extra: *mut c_void, large: bool) -> c_int {
+    let r = if rep.is_null() {
+        Err(MpiError::new(MPI_ERR_ARG, "datarep is a NULL pointer"))
+    } else {
+        // SAFETY: a NUL-terminated string from the caller; the functions as promised.
+        unsafe { datarep::register(&CStr::from_ptr(rep).to_string_lossy(), read, write, extent, extra, large) }
+    };
+    // Errors of this call are raised on MPI_FILE_NULL's handler, as for
+    // the other file calls without a file.
+    fret(std::ptr::null_mut(), name, r)
+}

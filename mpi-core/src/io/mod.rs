@@ -12,6 +12,7 @@
 //! accesses) live in `capi/io.rs`, which owns the internal messages; this
 //! module does no communication. See `mpi-core/IO.md`.
 
+pub mod datarep;
 pub mod view;
 
 use std::fs::File as OsFile;

@@ -1162,6 +1162,23 @@ impl Dtype {
         t
     }
 
+    /// Predefined data items in one element (its type signature's length).
+    pub fn items(&self) -> usize {
+        self.sig.elems
+    }
+
+    /// The predefined types in this type's signature, each once, with their
+    /// sizes.
+    pub fn basic_types(&self) -> Vec<(MPI_Datatype, usize)> {
+        let mut v: Vec<(MPI_Datatype, usize)> = Vec::new();
+        self.sig.for_each(&mut |dt, size, _| {
+            if !v.iter().any(|&(d, _)| d == dt) {
+                v.push((dt, size));
+            }
+        });
+        v
+    }
+
     // --- "external32" -----------------------------------------------------
 
     /// Bytes of `count` elements in "external32".
