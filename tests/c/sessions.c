@@ -43,6 +43,7 @@ static void check_psets(MPI_Session s, int *wrank) {
         int cap = sizeof name;
         CHECK_RC(MPI_Session_get_nth_pset(s, MPI_INFO_NULL, i, &cap, name));
         CHECK((int)strlen(name) + 1 == len, "pset %d: '%s' but length %d", i, name, len);
+        CHECK(cap == sizeof name, "a non-zero pset_len became %d", cap);
         seen_world += !strcmp(name, "mpi://WORLD");
         seen_self += !strcmp(name, "mpi://SELF");
         /* A short buffer gets a truncated, terminated name. */
@@ -177,6 +178,24 @@ static void errors(MPI_Session s) {
     CHECK(error_class(rc) == MPI_ERR_ARG, "pset number 2 gave %d", rc);
     rc = MPI_Session_get_nth_pset(s, MPI_INFO_NULL, -1, &len, NULL);
     CHECK(error_class(rc) == MPI_ERR_ARG, "pset number -1 gave %d", rc);
+
+    /* The constructors from groups report through the handler they are
+     * given (checked locally, before any communication). */
+    MPI_Comm c = MPI_COMM_NULL;
+    rc = MPI_Comm_create_from_group(MPI_GROUP_NULL, "org.test.sessions.bad", MPI_INFO_NULL, MPI_ERRORS_RETURN, &c);
+    CHECK(error_class(rc) == MPI_ERR_GROUP && c == MPI_COMM_NULL, "MPI_GROUP_NULL gave %d", rc);
+    char long_tag[MPI_MAX_STRINGTAG_LEN + 8];
+    memset(long_tag, 'x', sizeof long_tag - 1);
+    long_tag[sizeof long_tag - 1] = 0;
+    MPI_Group world;
+    CHECK_RC(MPI_Group_from_session_pset(s, "mpi://WORLD", &world));
+    rc = MPI_Comm_create_from_group(world, long_tag, MPI_INFO_NULL, MPI_ERRORS_RETURN, &c);
+    CHECK(error_class(rc) == MPI_ERR_ARG, "a string tag too long gave %d", rc);
+    rc = MPI_Intercomm_create_from_groups(world, 0, world, 0, "org.test.sessions.overlap", MPI_INFO_NULL, MPI_ERRORS_RETURN, &c);
+    CHECK(error_class(rc) == MPI_ERR_GROUP, "overlapping groups gave %d", rc);
+    rc = MPI_Intercomm_create_from_groups(world, -1, MPI_GROUP_EMPTY, 0, "org.test.sessions.leader", MPI_INFO_NULL, MPI_ERRORS_RETURN, &c);
+    CHECK(error_class(rc) == MPI_ERR_RANK, "local_leader -1 gave %d", rc);
+    MPI_Group_free(&world);
 
     /* A user handler on the session: called with the session and the code. */
     MPI_Errhandler eh, got, comm_eh;

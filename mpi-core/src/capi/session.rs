@@ -12,9 +12,10 @@
 //! group's members only, on a context reserved for this
 //! ([`CTX_SESSIONS`]), with tags and an agreement key derived from a hash
 //! of the string tag. The members first exchange the full string tag (and
-//! the group), so two concurrent creations whose string tags hash alike
-//! (or members that disagree on the tag) fail with `MPI_ERR_ARG` instead
-//! of making a wrong communicator; see COMMUNICATORS.md.
+//! the groups), so two concurrent creations whose string tags hash alike
+//! fail with `MPI_ERR_ARG` instead of making a wrong communicator; see
+//! COMMUNICATORS.md. (Members giving different string tags that hash
+//! differently never meet, as for any mismatched collective: erroneous.)
 
 use std::os::raw::{c_char, c_int};
 use std::sync::Arc;
@@ -142,8 +143,10 @@ pub unsafe fn MPI_Session_get_num_psets(session: MPI_Session, info: MPI_Info, np
     sret(session, "MPI_Session_get_num_psets", r)
 }
 
-/// `pset_len` in: the size of `pset_name` (0: only ask for the length);
-/// out: the length of the name plus one for the NUL, as MPICH returns it.
+/// `pset_len`: the size of `pset_name`, the name being truncated to fit;
+/// if it is 0, `pset_name` is not looked at and `pset_len` is set to the
+/// length of the name plus one for the NUL (as MPICH does: a non-zero
+/// `pset_len` is left as it is).
 pub unsafe fn MPI_Session_get_nth_pset(session: MPI_Session, info: MPI_Info, n: c_int, pset_len: *mut c_int, pset_name: *mut c_char) -> c_int {
     let r = with_session(session, |st, _| {
         st.comms.infos.get_or_null(info)?;
@@ -157,13 +160,14 @@ pub unsafe fn MPI_Session_get_nth_pset(session: MPI_Session, info: MPI_Info, n: 
         if cap < 0 {
             bail!(MPI_ERR_ARG, "pset_len {cap} is negative");
         }
-        if cap > 0 {
-            if pset_name.is_null() {
-                bail!(MPI_ERR_ARG, "pset_name is a NULL pointer");
-            }
-            put_str(pset_name, cap as usize, name);
+        if cap == 0 {
+            return put(pset_len, name.len() as c_int + 1, "pset_len");
         }
-        put(pset_len, name.len() as c_int + 1, "pset_len")
+        if pset_name.is_null() {
+            bail!(MPI_ERR_ARG, "pset_name is a NULL pointer");
+        }
+        put_str(pset_name, cap as usize, name);
+        Ok(())
     });
     sret(session, "MPI_Session_get_nth_pset", r)
 }
@@ -301,7 +305,7 @@ pub unsafe fn MPI_Comm_create_from_group(group: MPI_Group, stringtag: *const c_c
         if view.allgather_vec(&mine)?.iter().any(|theirs| *theirs != mine) {
             bail!(
                 MPI_ERR_ARG,
-                "the members of the group disagree on the string tag \"{tag}\" or on the group (or another creation from a group whose string tag hashes alike runs at the same time)"
+                "the members of the group disagree on the group or on the string tag \"{tag}\" (another creation from a group, whose string tag hashes alike, runs at the same time)"
             );
         }
         let lowest = members.iter().min().copied().unwrap_or(0) as u32;
@@ -370,7 +374,7 @@ pub unsafe fn MPI_Intercomm_create_from_groups(
         if ok == 0 {
             bail!(
                 MPI_ERR_ARG,
-                "the leaders disagree on the string tag \"{tag}\" or on the groups (or another creation from groups whose string tag hashes alike runs at the same time)"
+                "the leaders disagree on the groups or on the string tag \"{tag}\" (another creation from groups, whose string tag hashes alike, runs at the same time)"
             );
         }
         let lowest = local.iter().chain(remote.iter()).min().copied().unwrap_or(0) as u32;
