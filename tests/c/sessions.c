@@ -7,8 +7,11 @@
  *                       while the session is still open, then the session
  *                       goes on and ends the runtime
  *
- * Rank 0 prints "sessions OK on N ranks" (plus " (world)"). */
+ * Rank 0 prints "sessions OK on N ranks" (plus " (world)"). Also: threads
+ * of a session at MPI_THREAD_MULTIPLE create communicators from one group
+ * with different string tags at the same time. */
 #include "check.h"
+#include <pthread.h>
 
 static int session_errors = 0;
 static MPI_Session last_session = MPI_SESSION_NULL;
@@ -217,6 +220,55 @@ static void errors(MPI_Session s) {
     MPI_Errhandler_free(&comm_eh);
 }
 
+/* Threads that each create (and use, and free) communicators of
+ * mpi://WORLD with a string tag of their own, all at once. */
+#define NTHREADS 3
+#define ROUNDS 8
+struct job {
+    MPI_Group world;
+    int id, wrank;
+};
+
+static void *creator(void *arg) {
+    struct job *j = arg;
+    char tag[64];
+    snprintf(tag, sizeof tag, "org.test.sessions.thread-%d", j->id);
+    for (int it = 0; it < ROUNDS; it++) {
+        MPI_Comm c;
+        CHECK_RC(MPI_Comm_create_from_group(j->world, tag, MPI_INFO_NULL, MPI_ERRORS_RETURN, &c));
+        int v = 100 * j->wrank + j->id, sum = -1;
+        CHECK_RC(MPI_Allreduce(&v, &sum, 1, MPI_INT, MPI_SUM, c));
+        CHECK(sum == 100 * nprocs * (nprocs - 1) / 2 + nprocs * j->id, "thread %d round %d: sum %d", j->id, it, sum);
+        CHECK_RC(MPI_Comm_free(&c));
+    }
+    return NULL;
+}
+
+static void threads(int wrank) {
+    MPI_Info info;
+    MPI_Session s;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "thread_level", "MPI_THREAD_MULTIPLE");
+    CHECK_RC(MPI_Session_init(info, MPI_ERRORS_RETURN, &s));
+    MPI_Info_free(&info);
+    int provided;
+    CHECK_RC(MPI_Query_thread(&provided));
+    CHECK(provided == MPI_THREAD_MULTIPLE, "thread level %d", provided);
+    struct job jobs[NTHREADS];
+    pthread_t th[NTHREADS];
+    for (int t = 0; t < NTHREADS; t++) {
+        jobs[t].id = t;
+        jobs[t].wrank = wrank;
+        CHECK_RC(MPI_Group_from_session_pset(s, "mpi://WORLD", &jobs[t].world));
+        pthread_create(&th[t], NULL, creator, &jobs[t]);
+    }
+    for (int t = 0; t < NTHREADS; t++) {
+        pthread_join(th[t], NULL);
+        MPI_Group_free(&jobs[t].world);
+    }
+    CHECK_RC(MPI_Session_finalize(&s));
+}
+
 int main(int argc, char **argv) {
     nprocs = argc > 1 ? atoi(argv[1]) : 1;
     int world = argc > 2 && !strcmp(argv[2], "world");
@@ -297,6 +349,7 @@ int main(int argc, char **argv) {
 
     evens_and_odds(s2, wrank);
     errors(s2);
+    threads(wrank);
 
     if (world) {
         /* The world model ends; the session goes on. */
