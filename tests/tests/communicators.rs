@@ -38,6 +38,18 @@ fn arguments_wrong_at_one_rank_fail_everywhere() {
     }
 }
 
+/// The Sessions model: a sessions-only program, and one that uses a
+/// session alongside the world model (and after its MPI_Finalize).
+#[test]
+fn sessions_psets_and_communicators_from_groups() {
+    let exe = compile("sessions", Compiler::Ours);
+    for n in [1, 2, 3, 4] {
+        let ns = n.to_string();
+        run(Launcher::Ours, n, &exe, &[&ns], &[], T).assert_ok(&format!("sessions OK on {n} ranks\n"));
+        run(Launcher::Ours, n, &exe, &[&ns, "world"], &[], T).assert_ok(&format!("sessions OK on {n} ranks (world)"));
+    }
+}
+
 #[test]
 fn intercommunicators_ping_pong_and_merge() {
     each_size("comm_inter", &[2, 3, 4, 7], "comm_inter OK");

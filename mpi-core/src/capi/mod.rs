@@ -22,6 +22,7 @@ mod neighbor;
 mod p2p;
 mod part;
 mod req;
+mod session;
 mod tool;
 mod topo;
 mod win;
@@ -40,6 +41,7 @@ pub use neighbor::*;
 pub use p2p::*;
 pub use part::*;
 pub use req::*;
+pub use session::*;
 pub use tool::*;
 pub use topo::*;
 pub use win::*;
@@ -64,27 +66,36 @@ pub(crate) fn ret(comm: MPI_Comm, name: &str, r: MpiResult<()>) -> c_int {
 /// Invokes the error handler of `comm` (of `MPI_COMM_WORLD` if `comm` is not
 /// valid) for error `e` raised in `name`; returns the code to give back.
 pub(crate) fn raise(comm: MPI_Comm, name: &str, e: MpiError) -> c_int {
-    let handler = rt::try_with(|st| {
-        let h = match st.comms.get(comm) {
-            Ok(c) => c.errhandler,
-            Err(_) => st.comms.get(MPI_COMM_WORLD).map(|c| c.errhandler).unwrap_or(MPI_ERRORS_ARE_FATAL),
-        };
+    let h = rt::try_with(|st| match st.comms.get(comm) {
+        Ok(c) => c.errhandler,
+        Err(_) => st.comms.get(MPI_COMM_WORLD).map(|c| c.errhandler).unwrap_or(MPI_ERRORS_ARE_FATAL),
+    });
+    raise_on(h.unwrap_or(MPI_ERRORS_ARE_FATAL), comm, name, e)
+}
+
+/// Invokes error handler `h` for error `e` raised in `name` on the object
+/// with handle `obj` (a communicator or a session: the C functions of both
+/// kinds of user handlers take a pointer to an `int` handle and a pointer to
+/// the code); returns the code to give back.
+pub(crate) fn raise_on(h: MPI_Errhandler, obj: c_int, name: &str, e: MpiError) -> c_int {
+    let found = rt::try_with(|st| {
         let user = if handle_kind(h) == HANDLE_KIND_DIRECT {
             st.errhandlers.get(handle_index(h) as usize).copied().flatten()
         } else {
             None
         };
-        (h, user, st.world_rank)
+        (user, st.world_rank)
     });
-    let (h, user, rank) = handler.unwrap_or((MPI_ERRORS_ARE_FATAL, None, 0));
+    let (user, rank) = found.unwrap_or((None, 0));
     dispatch(h, user, rank, name, e, |f, code| {
-        // SAFETY: `f` was registered by MPI_Comm_create_errhandler as a
-        // `MPI_Comm_errhandler_function`; the lock is not held here, so
-        // the handler may call MPI.
+        // SAFETY: `f` was registered by MPI_Comm_create_errhandler or
+        // MPI_Session_create_errhandler, whose function types have the
+        // same C signature (`MPI_Comm` and `MPI_Session` are both `int`);
+        // the lock is not held here, so the handler may call MPI.
         let f: CommErrFn = unsafe { std::mem::transmute::<usize, CommErrFn>(f) };
-        let mut c = comm;
+        let mut o = obj;
         let mut code = code;
-        unsafe { f(&mut c, &mut code) };
+        unsafe { f(&mut o, &mut code) };
     })
 }
 

@@ -148,6 +148,11 @@ pub const CTX_BUSY: u32 = 1 << 31;
 /// every process (nobody waits for the one that gave up).
 pub const CTX_FAILED: u32 = 1 << 30;
 const CTX_FLAGS: u32 = CTX_BUSY | CTX_FAILED;
+/// Context of the library's internal traffic for communicators made from
+/// groups of sessions (`MPI_Comm_create_from_group`,
+/// `MPI_Intercomm_create_from_groups`), which have no parent communicator:
+/// reserved above every id an agreement hands out.
+pub const CTX_SESSIONS: u32 = CTX_FAILED - 2;
 
 /// How two offers of a round combine: the flags of either, and the maximum.
 pub fn combine_offers(a: u32, b: u32) -> u32 {
@@ -313,7 +318,7 @@ impl CommTable {
     /// This process's offer for a round of agreement `key`: its counter if
     /// it holds the token, else busy. Fails once ids run out.
     pub fn offer(&mut self, key: CtxKey, span: u32) -> MpiResult<u32> {
-        if self.next_ctx + span >= CTX_FAILED {
+        if self.next_ctx + span > CTX_SESSIONS {
             return Err(MpiError::new(MPI_ERR_INTERN, "context ids exhausted (2^30 used)"));
         }
         Ok(if self.agreements.try_acquire(key) { self.next_ctx } else { CTX_BUSY })

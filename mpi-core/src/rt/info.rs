@@ -122,12 +122,6 @@ pub fn env_pairs(world_size: usize, host: &str, thread_level: i32) -> Pairs {
     if let Ok(d) = std::env::current_dir() {
         p.push(("wdir".into(), d.display().to_string()));
     }
-    let level = match thread_level {
-        MPI_THREAD_SINGLE => "MPI_THREAD_SINGLE",
-        MPI_THREAD_FUNNELED => "MPI_THREAD_FUNNELED",
-        MPI_THREAD_SERIALIZED => "MPI_THREAD_SERIALIZED",
-        _ => "MPI_THREAD_MULTIPLE",
-    };
-    p.push(("thread_level".into(), level.into()));
+    p.push(("thread_level".into(), super::session::thread_level_name(thread_level).into()));
     p
 }

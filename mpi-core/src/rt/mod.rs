@@ -15,6 +15,7 @@ pub mod info;
 pub mod op;
 pub mod p2p;
 pub mod pmi;
+pub mod session;
 pub mod shm;
 pub mod tcp;
 pub mod slots;
@@ -58,6 +59,8 @@ pub struct State {
     pub coll: crate::coll::Colls,
     /// One-sided communication windows (`rt/win.rs`).
     pub wins: win::Wins,
+    /// Open sessions (`MPI_Session_init`, `capi/session.rs`).
+    pub sessions: slots::Slots<session::Session>,
 }
 
 /// The buffer attached for buffered sends. Data of a buffered send is copied
@@ -87,7 +90,12 @@ const UNINIT: u8 = 0;
 const INITIALIZED: u8 = 1;
 const FINALIZED: u8 = 2;
 
+/// Phase of the world model (`MPI_Init` .. `MPI_Finalize`), which is what
+/// `MPI_Initialized` and `MPI_Finalized` report. The runtime itself (the
+/// [`State`]) may run without it, for sessions (see [`start_for_session`]).
 static PHASE: AtomicU8 = AtomicU8::new(UNINIT);
+/// The runtime ran and was torn down: it cannot start again in this process.
+static TORN_DOWN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 static STATE: Mutex<Option<Box<State>>> = Mutex::new(None);
 /// This rank's control block in the node segment (for sleeping without the lock).
 static MY_CTL: AtomicPtr<Ctl> = AtomicPtr::new(std::ptr::null_mut());
@@ -146,7 +154,7 @@ pub fn with<R>(f: impl FnOnce(&mut State) -> MpiResult<R>) -> MpiResult<R> {
     let mut g = lock();
     match g.as_deref_mut() {
         Some(st) => f(st),
-        None if is_finalized() => Err(MpiError::new(MPI_ERR_OTHER, "MPI has already been finalized")),
+        None if TORN_DOWN.load(Ordering::Acquire) => Err(MpiError::new(MPI_ERR_OTHER, "MPI has already been finalized")),
         None => Err(MpiError::new(MPI_ERR_OTHER, "MPI has not been initialized (call MPI_Init first)")),
     }
 }
@@ -414,12 +422,49 @@ fn sleep_polling(ctl: &shm::Ctl, wake: &shm::WakeSocket, ready: &mut impl FnMut(
     shm::sleep_end(&ctl.polling);
 }
 
-/// `MPI_Init` / `MPI_Init_thread`.
+/// `MPI_Init` / `MPI_Init_thread`: starts the world model, and the runtime
+/// unless a session already started it.
 pub fn init(required: c_int) -> MpiResult<c_int> {
     let mut g = lock();
     if PHASE.load(Ordering::Acquire) != UNINIT {
         return Err(MpiError::new(MPI_ERR_OTHER, "MPI_Init called twice (or after MPI_Finalize)"));
     }
+    let provided = start_or_join(&mut g, required)?;
+    PHASE.store(INITIALIZED, Ordering::Release);
+    Ok(provided)
+}
+
+/// Starts the runtime for `MPI_Session_init` unless it runs already, and
+/// runs `register` on it with the thread level provided, under the same
+/// lock (so that no other thread's finalization ends the runtime before
+/// the new session counts).
+pub fn start_for_session<R>(required: c_int, register: impl FnOnce(&mut State, c_int) -> MpiResult<R>) -> MpiResult<R> {
+    let mut g = lock();
+    let provided = start_or_join(&mut g, required)?;
+    let st = g.as_deref_mut().ok_or_else(|| MpiError::new(MPI_ERR_INTERN, "the runtime did not start"))?;
+    register(st, provided)
+}
+
+/// The runtime at `g`, started if it is not running; the thread level of
+/// the process is raised to `required` (clamped to what exists).
+fn start_or_join(g: &mut MutexGuard<'static, Option<Box<State>>>, required: c_int) -> MpiResult<c_int> {
+    let wanted = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_MULTIPLE);
+    if let Some(st) = g.as_deref_mut() {
+        st.thread_level = st.thread_level.max(wanted);
+        return Ok(wanted);
+    }
+    if TORN_DOWN.load(Ordering::Acquire) {
+        return Err(MpiError::new(
+            MPI_ERR_OTHER,
+            "the MPI runtime of this process was shut down (by MPI_Finalize or the finalization of the last session) and cannot be started again",
+        ));
+    }
+    start(g, required)
+}
+
+/// Starts the runtime: joins the job through PMI, maps the node segment,
+/// connects to other hosts.
+fn start(g: &mut MutexGuard<'static, Option<Box<State>>>, required: c_int) -> MpiResult<c_int> {
     let mut pmi = Pmi::init().map_err(|e| MpiError::new(MPI_ERR_OTHER, e.to_string()))?;
     let (rank, size) = (pmi.rank, pmi.size);
     let mut host = hostname();
@@ -526,6 +571,7 @@ pub fn init(required: c_int) -> MpiResult<c_int> {
         bsend: BsendBuffer::default(),
         coll: crate::coll::Colls::default(),
         wins: win::Wins::default(),
+        sessions: slots::Slots::default(),
     });
     MY_CTL.store(st.engine.my_ctl_ptr(), Ordering::Release);
     if TCP_ACTIVE.load(Ordering::Relaxed) {
@@ -539,13 +585,41 @@ pub fn init(required: c_int) -> MpiResult<c_int> {
         }
     }
     st.engine.enable_cma_probe();
-    *g = Some(st);
-    PHASE.store(INITIALIZED, Ordering::Release);
+    **g = Some(st);
     Ok(provided)
 }
 
-/// `MPI_Finalize`: completes outstanding traffic, then leaves the job.
+/// `MPI_Finalize`: ends the world model; the runtime too unless sessions
+/// are still open (the last one's finalization ends it then).
 pub fn finalize() -> MpiResult<()> {
+    let sessions = with(|st| {
+        if PHASE.load(Ordering::Acquire) != INITIALIZED {
+            return Err(MpiError::new(MPI_ERR_OTHER, "MPI_Finalize without MPI_Init"));
+        }
+        Ok(st.sessions.live())
+    })?;
+    if sessions > 0 {
+        PHASE.store(FINALIZED, Ordering::Release);
+        return Ok(());
+    }
+    let r = shut_down();
+    PHASE.store(FINALIZED, Ordering::Release);
+    r
+}
+
+/// After a session was finalized: ends the runtime if nothing uses it any
+/// more (no open session, and the world model not running).
+pub fn session_ended() -> MpiResult<()> {
+    let idle = with(|st| Ok(st.sessions.live() == 0 && PHASE.load(Ordering::Acquire) != INITIALIZED))?;
+    if idle {
+        shut_down()?;
+    }
+    Ok(())
+}
+
+/// Completes outstanding traffic, then leaves the job (for good: see
+/// [`TORN_DOWN`]).
+fn shut_down() -> MpiResult<()> {
     // Flush every queued outgoing message before leaving.
     wait_until(|st| !st.engine.has_pending_out())?;
     // A barrier over the PMI keeps ranks from unmapping while peers still
@@ -560,7 +634,7 @@ pub fn finalize() -> MpiResult<()> {
     let _ = st.pmi.finalize();
     MY_CTL.store(std::ptr::null_mut(), Ordering::Release);
     *g = None;
-    PHASE.store(FINALIZED, Ordering::Release);
+    TORN_DOWN.store(true, Ordering::Release);
     Ok(())
 }
 

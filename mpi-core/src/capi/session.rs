@@ -1,0 +1,389 @@
+//! MPI 4.0 chapter 11, the Sessions model: sessions, their process sets,
+//! groups from process sets, and communicators made from groups (with no
+//! parent communicator).
+//!
+//! Errors of a call on a session go to that session's error handler; a
+//! call given no valid session raises its error on `MPI_COMM_SELF`, where
+//! MPI 4.0 (section 9.3) puts errors that belong to no object. The two
+//! constructors from groups raise on the error handler they are given (the
+//! new communicator's), or on `MPI_COMM_SELF` if that is not valid.
+//!
+//! Communicators made from groups agree on their context id among the
+//! group's members only, on a context reserved for this
+//! ([`CTX_SESSIONS`]), with tags and an agreement key derived from a hash
+//! of the string tag. The members first exchange the full string tag (and
+//! the groups), so two concurrent creations whose string tags hash alike
+//! fail with `MPI_ERR_ARG` instead of making a wrong communicator; see
+//! COMMUNICATORS.md. (Members giving different string tags that hash
+//! differently never meet, as for any mismatched collective: erroneous.)
+
+use std::os::raw::{c_char, c_int};
+use std::sync::Arc;
+
+use mpi_api::abi::*;
+
+use super::agree::{ranks_to_bytes, View, TAG_EXCHANGE};
+use super::comm::{agree_ctx, publish, Agreement};
+use super::errh::check_errhandler;
+use super::info::cstr;
+use super::{put, put_str, raise, raise_on};
+use crate::bail;
+use crate::rt::comm::{Comm, CTX_SESSIONS, CTX_SPAN_INTER, CTX_SPAN_INTRA};
+use crate::rt::errh::HandlerKind;
+use crate::rt::error::MpiResult;
+use crate::rt::group::{self, Members};
+use crate::rt::info::{self, Pairs};
+use crate::rt::session::{self, Session, PSETS};
+use crate::rt::{self, State};
+
+/// Kinds of agreement keys of the constructors from groups (beside those
+/// of `capi/comm.rs`), ORed with the hash of the string tag.
+const KEY_FROM_GROUP: u64 = 3 << 32;
+const KEY_FROM_GROUPS: u64 = 4 << 32;
+
+/// Ends a call on `session`: `MPI_SUCCESS`, or the error through the
+/// session's handler (`MPI_COMM_SELF`'s if `session` is not valid).
+fn sret(session: MPI_Session, name: &str, r: MpiResult<()>) -> c_int {
+    let Err(e) = r else { return MPI_SUCCESS };
+    match rt::try_with(|st| session::get(&st.sessions, session).map(|s| s.errhandler).ok()).flatten() {
+        Some(h) => raise_on(h, session, name, e),
+        None => raise(MPI_COMM_SELF, name, e),
+    }
+}
+
+/// Runs `f` on the state and session `session`.
+fn with_session<R>(session: MPI_Session, f: impl FnOnce(&mut State, &Session) -> MpiResult<R>) -> MpiResult<R> {
+    rt::with(|st| {
+        let s = session::get(&st.sessions, session)?.clone();
+        f(st, &s)
+    })
+}
+
+/// Whether `h` is one of the predefined error handlers.
+fn predefined(h: MPI_Errhandler) -> bool {
+    matches!(h, MPI_ERRORS_ARE_FATAL | MPI_ERRORS_RETURN | MPI_ERRORS_ABORT)
+}
+
+/// The handler `MPI_Session_init` reports its errors with: the one it was
+/// given if that is valid, else `MPI_ERRORS_ARE_FATAL`.
+fn init_handler(h: MPI_Errhandler) -> MPI_Errhandler {
+    let valid = rt::try_with(|st| check_errhandler(st, h, HandlerKind::Session).is_ok()).unwrap_or(predefined(h));
+    if valid {
+        h
+    } else {
+        MPI_ERRORS_ARE_FATAL
+    }
+}
+
+pub unsafe fn MPI_Session_init(info: MPI_Info, errhandler: MPI_Errhandler, session: *mut MPI_Session) -> c_int {
+    let r = (|| {
+        if session.is_null() {
+            bail!(MPI_ERR_ARG, "session is a NULL pointer");
+        }
+        // Everything is checked before the runtime starts: a failed call
+        // must not leave it running. With the runtime not started yet no
+        // info object or user error handler can exist.
+        let checked = rt::try_with(|st| {
+            check_errhandler(st, errhandler, HandlerKind::Session)?;
+            st.comms.infos.get_or_null(info)
+        });
+        let pairs = match checked {
+            Some(p) => p?,
+            None => {
+                if !predefined(errhandler) {
+                    bail!(MPI_ERR_ARG, "invalid error handler 0x{:08x} (MPI is not running yet, so only the predefined handlers exist)", errhandler as u32);
+                }
+                if info != MPI_INFO_NULL && info != MPI_INFO_ENV {
+                    bail!(MPI_ERR_INFO, "invalid info handle 0x{:08x} (MPI is not running yet, so no info object exists)", info as u32);
+                }
+                Pairs::new()
+            }
+        };
+        let required = info::get(&pairs, "thread_level").map_or(MPI_THREAD_SINGLE, session::parse_thread_level);
+        let h = rt::start_for_session(required, |st, provided| {
+            let i = st.sessions.insert(Session { errhandler, thread_level: provided, info: pairs });
+            Ok(session::handle(i))
+        })?;
+        put(session, h, "session")
+    })();
+    match r {
+        Ok(()) => MPI_SUCCESS,
+        Err(e) => raise_on(init_handler(errhandler), MPI_SESSION_NULL, "MPI_Session_init", e),
+    }
+}
+
+pub unsafe fn MPI_Session_finalize(session: *mut MPI_Session) -> c_int {
+    let s = if session.is_null() { MPI_SESSION_NULL } else { *session };
+    // The session's handler, kept for errors after it is gone.
+    let h = rt::try_with(|st| session::get(&st.sessions, s).map(|x| x.errhandler).ok()).flatten();
+    let r = (|| {
+        if session.is_null() {
+            bail!(MPI_ERR_ARG, "session is a NULL pointer");
+        }
+        rt::with(|st| {
+            let i = session::index(&st.sessions, s)?;
+            st.sessions.remove(i);
+            Ok(())
+        })?;
+        *session = MPI_SESSION_NULL;
+        rt::session_ended()
+    })();
+    match (r, h) {
+        (Ok(()), _) => MPI_SUCCESS,
+        (Err(e), Some(h)) => raise_on(h, s, "MPI_Session_finalize", e),
+        (Err(e), None) => raise(MPI_COMM_SELF, "MPI_Session_finalize", e),
+    }
+}
+
+pub unsafe fn MPI_Session_get_num_psets(session: MPI_Session, info: MPI_Info, npset_names: *mut c_int) -> c_int {
+    let r = with_session(session, |st, _| {
+        st.comms.infos.get_or_null(info)?;
+        put(npset_names, PSETS.len() as c_int, "npset_names")
+    });
+    sret(session, "MPI_Session_get_num_psets", r)
+}
+
+/// `pset_len`: the size of `pset_name`, the name being truncated to fit;
+/// if it is 0, `pset_name` is not looked at and `pset_len` is set to the
+/// length of the name plus one for the NUL (as MPICH does: a non-zero
+/// `pset_len` is left as it is).
+pub unsafe fn MPI_Session_get_nth_pset(session: MPI_Session, info: MPI_Info, n: c_int, pset_len: *mut c_int, pset_name: *mut c_char) -> c_int {
+    let r = with_session(session, |st, _| {
+        st.comms.infos.get_or_null(info)?;
+        let Some(name) = usize::try_from(n).ok().and_then(|n| PSETS.get(n)) else {
+            bail!(MPI_ERR_ARG, "no process set number {n} (there are {})", PSETS.len());
+        };
+        if pset_len.is_null() {
+            bail!(MPI_ERR_ARG, "pset_len is a NULL pointer");
+        }
+        let cap = *pset_len;
+        if cap < 0 {
+            bail!(MPI_ERR_ARG, "pset_len {cap} is negative");
+        }
+        if cap == 0 {
+            return put(pset_len, name.len() as c_int + 1, "pset_len");
+        }
+        if pset_name.is_null() {
+            bail!(MPI_ERR_ARG, "pset_name is a NULL pointer");
+        }
+        put_str(pset_name, cap as usize, name);
+        Ok(())
+    });
+    sret(session, "MPI_Session_get_nth_pset", r)
+}
+
+/// The members of process set `pset_name` (a C string).
+unsafe fn pset_of(st: &State, pset_name: *const c_char) -> MpiResult<Vec<usize>> {
+    let name = cstr(pset_name, "pset_name")?;
+    session::pset_members(&name, st.world_rank, st.world_size)
+}
+
+pub unsafe fn MPI_Session_get_pset_info(session: MPI_Session, pset_name: *const c_char, info: *mut MPI_Info) -> c_int {
+    let r = with_session(session, |st, _| {
+        let members = pset_of(st, pset_name)?;
+        if info.is_null() {
+            bail!(MPI_ERR_ARG, "info is a NULL pointer");
+        }
+        let h = st.comms.infos.insert(vec![("mpi_size".to_string(), members.len().to_string())]);
+        put(info, h, "info")
+    });
+    sret(session, "MPI_Session_get_pset_info", r)
+}
+
+pub unsafe fn MPI_Session_get_info(session: MPI_Session, info_used: *mut MPI_Info) -> c_int {
+    let r = with_session(session, |st, s| {
+        if info_used.is_null() {
+            bail!(MPI_ERR_ARG, "info_used is a NULL pointer");
+        }
+        let mut pairs = s.info.clone();
+        info::set(&mut pairs, "thread_level", session::thread_level_name(s.thread_level));
+        put(info_used, st.comms.infos.insert(pairs), "info_used")
+    });
+    sret(session, "MPI_Session_get_info", r)
+}
+
+pub unsafe fn MPI_Session_set_errhandler(session: MPI_Session, errhandler: MPI_Errhandler) -> c_int {
+    let r = rt::with(|st| {
+        session::get(&st.sessions, session)?;
+        check_errhandler(st, errhandler, HandlerKind::Session)?;
+        session::get_mut(&mut st.sessions, session)?.errhandler = errhandler;
+        Ok(())
+    });
+    sret(session, "MPI_Session_set_errhandler", r)
+}
+
+pub unsafe fn MPI_Session_get_errhandler(session: MPI_Session, errhandler: *mut MPI_Errhandler) -> c_int {
+    let r = with_session(session, |_, s| put(errhandler, s.errhandler, "errhandler"));
+    sret(session, "MPI_Session_get_errhandler", r)
+}
+
+pub unsafe fn MPI_Session_call_errhandler(session: MPI_Session, errorcode: c_int) -> c_int {
+    let r = with_session(session, |_, _| Ok(()));
+    if r.is_err() {
+        return sret(session, "MPI_Session_call_errhandler", r);
+    }
+    let e = crate::rt::error::MpiError::new(errorcode, "error raised by the application");
+    sret(session, "MPI_Session_call_errhandler", Err(e));
+    MPI_SUCCESS
+}
+
+pub unsafe fn MPI_Session_toint(session: MPI_Session) -> c_int {
+    session
+}
+
+pub unsafe fn MPI_Session_fromint(session: c_int) -> MPI_Session {
+    session
+}
+
+pub unsafe fn MPI_Group_from_session_pset(session: MPI_Session, pset_name: *const c_char, newgroup: *mut MPI_Group) -> c_int {
+    let r = with_session(session, |st, _| {
+        let members = pset_of(st, pset_name)?;
+        if newgroup.is_null() {
+            bail!(MPI_ERR_ARG, "newgroup is a NULL pointer");
+        }
+        put(newgroup, st.comms.groups.insert(Arc::new(members)), "newgroup")
+    });
+    sret(session, "MPI_Group_from_session_pset", r)
+}
+
+/// Ends a constructor from groups: its errors go to the handler it was
+/// given for the new communicator, or to `MPI_COMM_SELF`'s if that one is
+/// not a valid communicator handler.
+fn from_groups_ret(errhandler: MPI_Errhandler, name: &str, r: MpiResult<()>) -> c_int {
+    let Err(e) = r else { return MPI_SUCCESS };
+    if rt::try_with(|st| check_errhandler(st, errhandler, HandlerKind::Comm).is_ok()) == Some(true) {
+        raise_on(errhandler, MPI_COMM_NULL, name, e)
+    } else {
+        raise(MPI_COMM_SELF, name, e)
+    }
+}
+
+/// The arguments of a constructor from groups that every process checks
+/// alone: the string tag, the new communicator's handler and info hints.
+unsafe fn tag_handler_hints(st: &State, stringtag: *const c_char, errhandler: MPI_Errhandler, info: MPI_Info) -> MpiResult<(String, Pairs)> {
+    let tag = cstr(stringtag, "stringtag")?.into_owned();
+    if tag.len() >= MPI_MAX_STRINGTAG_LEN as usize {
+        bail!(MPI_ERR_ARG, "stringtag of {} characters is longer than MPI_MAX_STRINGTAG_LEN - 1 ({})", tag.len(), MPI_MAX_STRINGTAG_LEN - 1);
+    }
+    check_errhandler(st, errhandler, HandlerKind::Comm)?;
+    Ok((tag, st.comms.infos.get_or_null(info)?))
+}
+
+/// What the processes of a creation from groups compare before they agree
+/// on a context id: the full string tag and the groups as each sees them.
+fn handshake(tag: &str, first: &[usize], second: &[usize]) -> Vec<u8> {
+    let mut v = (tag.len() as u64).to_ne_bytes().to_vec();
+    v.extend_from_slice(tag.as_bytes());
+    v.extend_from_slice(&(first.len() as u64).to_ne_bytes());
+    v.extend_from_slice(&ranks_to_bytes(first));
+    v.extend_from_slice(&ranks_to_bytes(second));
+    v
+}
+
+/// The processes of `members` (where this one has rank `rank`) on the
+/// sessions' context, with tags of their own for string tag hash `h`.
+fn view_of(st: &mut State, rank: usize, members: Members, h: u32) -> MpiResult<View> {
+    Ok(View::new(st, CTX_SESSIONS, rank, members)?.with_user_tag((h & 0x01ff_ffff) as c_int))
+}
+
+pub unsafe fn MPI_Comm_create_from_group(group: MPI_Group, stringtag: *const c_char, info: MPI_Info, errhandler: MPI_Errhandler, newcomm: *mut MPI_Comm) -> c_int {
+    let r = (|| {
+        if newcomm.is_null() {
+            bail!(MPI_ERR_ARG, "newcomm is a NULL pointer");
+        }
+        let (tag, hints, members, me) = rt::with(|st| {
+            let (tag, hints) = tag_handler_hints(st, stringtag, errhandler, info)?;
+            Ok((tag, hints, st.comms.groups.get(group)?, st.world_rank))
+        })?;
+        // Only the group's members call this; anybody else gets no communicator.
+        let Some(rank) = group::rank_of(&members, me) else {
+            return put(newcomm, MPI_COMM_NULL, "newcomm");
+        };
+        let h = session::stringtag_hash(&tag);
+        let view = rt::with(|st| view_of(st, rank, members.clone(), h))?;
+        let mine = handshake(&tag, &members, &[]);
+        if view.allgather_vec(&mine)?.iter().any(|theirs| *theirs != mine) {
+            bail!(
+                MPI_ERR_ARG,
+                "the members of the group disagree on the group or on the string tag \"{tag}\" (another creation from a group, whose string tag hashes alike, runs at the same time)"
+            );
+        }
+        let lowest = members.iter().min().copied().unwrap_or(0) as u32;
+        let a = Agreement { local: view, leader: 0, peer: None, inter: false };
+        // The exchange above brought every member here.
+        let ctx = agree_ctx((CTX_SESSIONS, lowest, KEY_FROM_GROUP | h as u64), CTX_SPAN_INTRA, &a, true)?;
+        let mut c = Comm::intra(ctx, members, rank as c_int, errhandler);
+        c.hints = hints;
+        publish(c, newcomm)
+    })();
+    from_groups_ret(errhandler, "MPI_Comm_create_from_group", r)
+}
+
+pub unsafe fn MPI_Intercomm_create_from_groups(
+    local_group: MPI_Group,
+    local_leader: c_int,
+    remote_group: MPI_Group,
+    remote_leader: c_int,
+    stringtag: *const c_char,
+    info: MPI_Info,
+    errhandler: MPI_Errhandler,
+    newintercomm: *mut MPI_Comm,
+) -> c_int {
+    let r = (|| {
+        if newintercomm.is_null() {
+            bail!(MPI_ERR_ARG, "newintercomm is a NULL pointer");
+        }
+        let (tag, hints, local, remote, me) = rt::with(|st| {
+            let (tag, hints) = tag_handler_hints(st, stringtag, errhandler, info)?;
+            Ok((tag, hints, st.comms.groups.get(local_group)?, st.comms.groups.get(remote_group)?, st.world_rank))
+        })?;
+        let Some(rank) = group::rank_of(&local, me) else {
+            bail!(MPI_ERR_GROUP, "the calling process is not a member of local_group");
+        };
+        if local_leader < 0 || local_leader as usize >= local.len() {
+            bail!(MPI_ERR_RANK, "local_leader {local_leader} is not a rank of local_group (size {})", local.len());
+        }
+        if remote_leader < 0 || remote_leader as usize >= remote.len() {
+            bail!(MPI_ERR_RANK, "remote_leader {remote_leader} is not a rank of remote_group (size {})", remote.len());
+        }
+        if let Some(w) = remote.iter().find(|w| local.contains(w)) {
+            bail!(MPI_ERR_GROUP, "local_group and remote_group overlap (world rank {w} is in both)");
+        }
+        let h = session::stringtag_hash(&tag);
+        let leader = local_leader as usize;
+        let view = rt::with(|st| view_of(st, rank, local.clone(), h))?;
+        // The leaders compare the string tag and the groups, then tell
+        // their group whether to go on.
+        let mut ok = 0u32;
+        let mut peer = None;
+        if rank == leader {
+            let (a, b) = (local[leader], remote[remote_leader as usize]);
+            let mine = (a > b) as usize;
+            let pair = Arc::new(if a < b { vec![a, b] } else { vec![b, a] });
+            let pv = rt::with(|st| view_of(st, mine, pair, h))?;
+            let theirs = pv.sendrecv_vec(&handshake(&tag, &local, &remote), 1 - mine, TAG_EXCHANGE);
+            ok = theirs.as_ref().is_ok_and(|t| *t == handshake(&tag, &remote, &local)) as u32;
+            // Tell the group before reporting an error of the exchange,
+            // so that nobody waits forever.
+            view.bcast_u32(ok, leader)?;
+            theirs?;
+            peer = Some((pv, 1 - mine));
+        } else {
+            ok = view.bcast_u32(ok, leader)?;
+        }
+        if ok == 0 {
+            bail!(
+                MPI_ERR_ARG,
+                "the leaders disagree on the groups or on the string tag \"{tag}\" (another creation from groups, whose string tag hashes alike, runs at the same time)"
+            );
+        }
+        let lowest = local.iter().chain(remote.iter()).min().copied().unwrap_or(0) as u32;
+        let a = Agreement { local: view, leader, peer, inter: true };
+        let ctx = agree_ctx((CTX_SESSIONS, lowest, KEY_FROM_GROUPS | h as u64), CTX_SPAN_INTER, &a, false)?;
+        let mut c = Comm::intra(ctx, remote, rank as c_int, errhandler);
+        c.local = Some(local);
+        c.hints = hints;
+        publish(c, newintercomm)
+    })();
+    from_groups_ret(errhandler, "MPI_Intercomm_create_from_groups", r)
+}
