@@ -16,7 +16,7 @@ fn done(name: &str, r: MpiResult<()>) -> c_int {
 }
 
 /// A C string argument.
-unsafe fn cstr<'a>(p: *const c_char, what: &str) -> MpiResult<std::borrow::Cow<'a, str>> {
+pub(crate) unsafe fn cstr<'a>(p: *const c_char, what: &str) -> MpiResult<std::borrow::Cow<'a, str>> {
     if p.is_null() {
         bail!(MPI_ERR_ARG, "{what} is a NULL pointer");
     }

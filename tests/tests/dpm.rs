@@ -1,0 +1,68 @@
+//! Chapter 10, process creation and management: two `mpirun` jobs meet
+//! through a port (its name passed in a file, or through the name
+//! service), talk on the intercommunicator, merge it and disconnect.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use system_tests::{compile, run, Compiler, Launcher, Run};
+
+const T: Duration = Duration::from_secs(90);
+
+fn scratch(what: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("mpicore-dpm-{what}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Runs the two jobs of `exe` at once: `na` ranks with `a_args`, `nb` with
+/// `b_args` (each with `env`).
+fn two_jobs(exe: &std::path::Path, na: usize, a_args: &[&str], nb: usize, b_args: &[&str], env: &[(&str, &str)]) -> (Run, Run) {
+    std::thread::scope(|s| {
+        let a = s.spawn(|| run(Launcher::Ours, na, exe, a_args, env, T));
+        let b = s.spawn(|| run(Launcher::Ours, nb, exe, b_args, env, T));
+        (a.join().unwrap(), b.join().unwrap())
+    })
+}
+
+#[test]
+fn accept_connect_through_a_port_file() {
+    let exe = compile("dpm_connect", Compiler::Ours);
+    let d = scratch("port");
+    for (na, nb, env) in [(2, 3, &[][..]), (1, 1, &[][..]), (3, 2, &[("MPICORE_FAKE_HOSTS", "2")][..])] {
+        let f = d.join(format!("port-{na}-{nb}"));
+        let f = f.to_str().unwrap();
+        let (a, b) = two_jobs(&exe, na, &["accept", f], nb, &["connect", f], env);
+        a.assert_ok("dpm_connect OK accept");
+        b.assert_ok("dpm_connect OK connect");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The same meeting through `MPI_Publish_name` / `MPI_Lookup_name` (the
+/// connector looks the name up until it is there); unpublishing twice
+/// fails with `MPI_ERR_SERVICE`, a lookup of a name not published with
+/// `MPI_ERR_NAME`. The name directory is the test's own.
+#[test]
+fn accept_connect_through_the_name_service() {
+    let exe = compile("dpm_connect", Compiler::Ours);
+    let d = scratch("names");
+    let dir = d.to_str().unwrap();
+    let service = format!("dpm test service {}", std::process::id());
+    let env = [("MPICORE_NAME_DIR", dir)];
+    let (a, b) = two_jobs(&exe, 2, &["names-accept", &service], 2, &["names-connect", &service], &env);
+    a.assert_ok("dpm_connect OK names-accept");
+    b.assert_ok("dpm_connect OK names-connect");
+    assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0, "the name was not unpublished");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Connecting to a port nobody listens on, or to something that is no port
+/// name, fails with `MPI_ERR_PORT` in every process.
+#[test]
+fn connect_to_a_bad_port() {
+    let exe = compile("dpm_connect", Compiler::Ours);
+    let dead = format!("mpicore-port:127.0.0.1:1:{}", "ab".repeat(32));
+    run(Launcher::Ours, 2, &exe, &["badport", &dead], &[], T).assert_ok("dpm_connect OK badport");
+}
