@@ -66,3 +66,16 @@ fn connect_to_a_bad_port() {
     let dead = format!("mpicore-port:127.0.0.1:1:{}", "ab".repeat(32));
     run(Launcher::Ours, 2, &exe, &["badport", &dead], &[], T).assert_ok("dpm_connect OK badport");
 }
+
+/// `MPI_Comm_join`: two jobs of 2 ranks, each rank joined with its
+/// namesake in the other job over a TCP socket the program made.
+#[test]
+fn join_over_a_socket() {
+    let exe = compile("dpm_join", Compiler::Ours);
+    let d = scratch("join");
+    let dir = d.to_str().unwrap();
+    let (a, b) = two_jobs(&exe, 2, &["listen", dir], 2, &["dial", dir], &[]);
+    a.assert_ok("dpm_join OK listen");
+    b.assert_ok("dpm_join OK dial");
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -166,6 +166,20 @@ pub unsafe fn MPI_Comm_disconnect(comm: *mut MPI_Comm) -> c_int {
     ret(c, "MPI_Comm_disconnect", r)
 }
 
+/// The two processes at the ends of socket `fd` meet (see
+/// `rt::dpm::join_socket`); each group is the process alone.
+pub unsafe fn MPI_Comm_join(fd: c_int, intercomm: *mut MPI_Comm) -> c_int {
+    let r = (|| {
+        if intercomm.is_null() {
+            bail!(MPI_ERR_ARG, "intercomm is a NULL pointer");
+        }
+        let (side, key, accepting) = dpm::join_socket(fd)?;
+        let h = meet(MPI_COMM_SELF, 0, accepting, move || Ok((side, key)))?;
+        put(intercomm, h, "intercomm")
+    })();
+    ret(MPI_COMM_SELF, "MPI_Comm_join", r)
+}
+
 /// The intercommunicator to the job that spawned this one, if any (and
 /// not yet disconnected).
 pub unsafe fn MPI_Comm_get_parent(parent: *mut MPI_Comm) -> c_int {

@@ -23,6 +23,7 @@
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
+use std::os::raw::c_int;
 use std::time::{Duration, Instant};
 
 use mpi_api::abi::*;
@@ -120,13 +121,26 @@ fn wait_fd(fd: i32, events: i16, deadline: Instant) -> MpiResult<()> {
 pub struct Side {
     sock: TcpStream,
     deadline: Instant,
+    /// The user's socket of `MPI_Comm_join` (this is a duplicate) and its
+    /// file status flags, put back when done.
+    restore: Option<(i32, c_int)>,
+}
+
+impl Drop for Side {
+    fn drop(&mut self) {
+        if let Some((fd, flags)) = self.restore {
+            // SAFETY: fcntl on the user's descriptor, still open (the join
+            // holds it for the duration of the call).
+            unsafe { libc::fcntl(fd, libc::F_SETFL, flags) };
+        }
+    }
 }
 
 impl Side {
     pub fn new(sock: TcpStream) -> MpiResult<Side> {
         sock.set_nonblocking(true).map_err(port_err)?;
         let _ = sock.set_nodelay(true);
-        Ok(Side { sock, deadline: Instant::now() + STEP_TIMEOUT })
+        Ok(Side { sock, deadline: Instant::now() + STEP_TIMEOUT, restore: None })
     }
 
     fn read_exact(&mut self, buf: &mut [u8]) -> MpiResult<()> {
@@ -366,4 +380,33 @@ pub fn unpublish_name(service: &str, port: &str) -> MpiResult<()> {
         Ok(_) => Err(MpiError::new(MPI_ERR_SERVICE, format!("{service:?} is published with another port"))),
         Err(_) => Err(MpiError::new(MPI_ERR_SERVICE, format!("{service:?} is not published"))),
     }
+}
+
+/// `MPI_Comm_join` on socket `fd`: the two processes swap random numbers
+/// on it; the one with the smaller plays the acceptor. The connection
+/// secret is made of both numbers: the user's socket is the trusted
+/// channel the standard presumes (whoever reads it learns the secret).
+/// Returns the meeting socket (a duplicate of `fd`, whose flags are put
+/// back when it is dropped), the secret, and whether this side accepts.
+pub fn join_socket(fd: c_int) -> MpiResult<(Side, [u8; 32], bool)> {
+    use std::os::fd::FromRawFd;
+    let bad = |why: String| MpiError::new(MPI_ERR_ARG, format!("MPI_Comm_join: file descriptor {fd}: {why}"));
+    // SAFETY: fcntl/dup on a descriptor number; failures are reported.
+    let (flags, dup) = unsafe { (libc::fcntl(fd, libc::F_GETFL), libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0)) };
+    if fd < 0 || flags < 0 || dup < 0 {
+        return Err(bad(std::io::Error::last_os_error().to_string()));
+    }
+    // SAFETY: `dup` is a descriptor this function just made and owns.
+    let sock = unsafe { TcpStream::from_raw_fd(dup) };
+    let mut side = Side::new(sock)?;
+    side.restore = Some((fd, flags));
+    let mine: [u8; 32] = random_bytes();
+    side.send(&mine)?;
+    let theirs = side.recv()?;
+    if theirs.len() != 32 || theirs[..] == mine[..] {
+        return Err(bad("no MPI_Comm_join of this MPI at the other end".into()));
+    }
+    let accepting = mine[..] < theirs[..];
+    let (lo, hi) = if accepting { (&mine[..], &theirs[..]) } else { (&theirs[..], &mine[..]) };
+    Ok((side, hmac_parts(lo, &[b"mpicore-join", hi]), accepting))
 }
