@@ -79,3 +79,16 @@ fn join_over_a_socket() {
     b.assert_ok("dpm_join OK dial");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// `MPI_Comm_spawn` and `MPI_Comm_spawn_multiple` under the project's
+/// mpirun (a job of 2 spawns 2, then 1+2 processes; the children find
+/// their parent with `MPI_Comm_get_parent`), and `MPI_ERR_SPAWN` for a
+/// program that does not exist. mpirun waits for the spawned jobs.
+#[test]
+fn spawn_under_our_mpirun() {
+    let exe = compile("dpm_spawn", Compiler::Ours);
+    let r = run(Launcher::Ours, 2, &exe, &[], &[], T);
+    r.assert_ok("dpm_spawn OK");
+    assert!(r.stdout.contains("dpm_spawn child OK  (2 processes)"), "{r}");
+    assert!(r.stdout.contains("dpm_spawn child OK m0 (3 processes)"), "{r}");
+}

@@ -16,11 +16,12 @@ use mpi_api::abi::*;
 use super::agree::View;
 use super::comm::{agree_ctx, agreement_of, free_comm, intra_of, publish, quiet, Agreement, KEY_DPM};
 use super::info::cstr;
-use super::{put, put_str, ret};
+use super::{c_array, put, put_str, ret};
 use crate::bail;
 use crate::rt::comm::{ctx_key, CTX_SPAN_INTER};
 use crate::rt::dpm::{self, Ident, Side, BRIDGE_CTX};
 use crate::rt::error::{MpiError, MpiResult};
+use crate::rt::pmi::SpawnRequest;
 use crate::rt::{self};
 
 pub unsafe fn MPI_Open_port(_info: MPI_Info, port_name: *mut c_char) -> c_int {
@@ -178,6 +179,137 @@ pub unsafe fn MPI_Comm_join(fd: c_int, intercomm: *mut MPI_Comm) -> c_int {
         put(intercomm, h, "intercomm")
     })();
     ret(MPI_COMM_SELF, "MPI_Comm_join", r)
+}
+
+/// How long the root of a spawn waits for the new job to connect.
+const SPAWN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// A NULL-terminated C array of C strings (`MPI_ARGV_NULL`: none).
+unsafe fn c_strings(mut p: *mut *mut c_char, what: &str) -> MpiResult<Vec<String>> {
+    let mut v = Vec::new();
+    while !p.is_null() && !(*p).is_null() {
+        v.push(cstr(*p, what)?.into_owned());
+        p = p.add(1);
+    }
+    Ok(v)
+}
+
+/// One program of a spawn, read at the root.
+unsafe fn spawn_request(command: *const c_char, argv: *mut *mut c_char, maxprocs: c_int, info: MPI_Info) -> MpiResult<SpawnRequest> {
+    if maxprocs <= 0 {
+        bail!(MPI_ERR_ARG, "maxprocs {maxprocs} is not positive");
+    }
+    let info = rt::with(|st| st.comms.infos.get_or_null(info))?;
+    Ok(SpawnRequest {
+        command: cstr(command, "command")?.into_owned(),
+        args: c_strings(argv, "argv")?,
+        nprocs: maxprocs as usize,
+        info: info.into_iter().filter(|(k, _)| k == "wdir").collect(),
+    })
+}
+
+/// The spawn of `MPI_Comm_spawn(_multiple)` (collective over `comm`; the
+/// programs, `requests`, are read at the root only): the root opens a
+/// port, asks the process manager for the job with the port's name as
+/// its `PARENT_ROOT_PORT_NAME`, and accepts the new job's connection
+/// (see `connect_parent`). Fills `errcodes` (unless NULL) with one code
+/// per process started (at the root, per process asked for on failure).
+unsafe fn spawn(comm: MPI_Comm, root: c_int, requests: impl FnOnce() -> MpiResult<Vec<SpawnRequest>>, intercomm: *mut MPI_Comm, errcodes: *mut c_int) -> MpiResult<()> {
+    if intercomm.is_null() {
+        bail!(MPI_ERR_ARG, "intercomm is a NULL pointer");
+    }
+    let at_root = rt::with(|st| Ok(st.comms.get(comm)?.rank))? == root;
+    let mut asked = 0;
+    let mut port = None;
+    let reach = || {
+        let reqs = requests()?;
+        asked = reqs.iter().map(|r| r.nprocs).sum();
+        let name = rt::with(dpm::open_port)?;
+        port = Some(name.clone());
+        let started = rt::with(|st| {
+            st.pmi.spawn(&reqs, &[("PARENT_ROOT_PORT_NAME", &name)]).map_err(|e| MpiError::new(MPI_ERR_SPAWN, e.to_string()))
+        })?;
+        if !started {
+            bail!(MPI_ERR_SPAWN, "the process manager could not start the new processes");
+        }
+        dpm::accept(&name, Some(std::time::Instant::now() + SPAWN_TIMEOUT))
+            .map_err(|e| MpiError::new(MPI_ERR_SPAWN, format!("the new processes did not connect: {}", e.msg)))
+    };
+    let res = meet(comm, root, true, reach);
+    if let Some(name) = &port {
+        let _ = rt::with(|st| dpm::close_port(st, name));
+    }
+    let n = match &res {
+        Ok(h) => rt::with(|st| Ok(st.comms.get(*h)?.size()))? as usize,
+        Err(_) if at_root => asked,
+        Err(_) => 0,
+    };
+    if !errcodes.is_null() {
+        let code = if res.is_ok() { MPI_SUCCESS } else { MPI_ERR_SPAWN };
+        for i in 0..n {
+            *errcodes.add(i) = code;
+        }
+    }
+    put(intercomm, res?, "intercomm")
+}
+
+pub unsafe fn MPI_Comm_spawn(
+    command: *const c_char,
+    argv: *mut *mut c_char,
+    maxprocs: c_int,
+    info: MPI_Info,
+    root: c_int,
+    comm: MPI_Comm,
+    intercomm: *mut MPI_Comm,
+    array_of_errcodes: *mut c_int,
+) -> c_int {
+    let requests = || Ok(vec![spawn_request(command, argv, maxprocs, info)?]);
+    ret(comm, "MPI_Comm_spawn", spawn(comm, root, requests, intercomm, array_of_errcodes))
+}
+
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn MPI_Comm_spawn_multiple(
+    count: c_int,
+    array_of_commands: *mut *mut c_char,
+    array_of_argv: *mut *mut *mut c_char,
+    array_of_maxprocs: *const c_int,
+    array_of_info: *const MPI_Info,
+    root: c_int,
+    comm: MPI_Comm,
+    intercomm: *mut MPI_Comm,
+    array_of_errcodes: *mut c_int,
+) -> c_int {
+    let requests = || {
+        let cmds = c_array(array_of_commands as *const *mut c_char, count, "array_of_commands")?;
+        let maxprocs = c_array(array_of_maxprocs, count, "array_of_maxprocs")?;
+        let infos = c_array(array_of_info, count, "array_of_info")?;
+        (0..count as usize)
+            .map(|i| {
+                let argv = if array_of_argv.is_null() { std::ptr::null_mut() } else { *array_of_argv.add(i) };
+                spawn_request(cmds[i], argv, maxprocs[i], infos[i])
+            })
+            .collect()
+    };
+    ret(comm, "MPI_Comm_spawn_multiple", spawn(comm, root, requests, intercomm, array_of_errcodes))
+}
+
+/// In a process started by a spawn: meets the parent job (collective over
+/// the new job's world, right after `MPI_Init`). The port comes from our
+/// `mpirun` in `MPICORE_PARENT_PORT`, or from the key-value space under
+/// launchers that put it there (`PMI_SPAWNED`).
+pub(crate) fn connect_parent() -> MpiResult<()> {
+    let port = match std::env::var("MPICORE_PARENT_PORT") {
+        Ok(p) if !p.is_empty() => p,
+        _ if std::env::var("PMI_SPAWNED").is_ok_and(|v| v == "1") => {
+            rt::with(|st| st.pmi.get("PARENT_ROOT_PORT_NAME").map_err(|e| MpiError::new(MPI_ERR_SPAWN, e.to_string())))?
+        }
+        _ => return Ok(()),
+    };
+    let h = meet(MPI_COMM_WORLD, 0, false, || dpm::connect(&port))?;
+    rt::with(|st| {
+        st.dpm.parent = Some(h);
+        Ok(())
+    })
 }
 
 /// The intercommunicator to the job that spawned this one, if any (and
