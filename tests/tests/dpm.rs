@@ -16,12 +16,16 @@ fn scratch(what: &str) -> PathBuf {
     d
 }
 
-/// Runs the two jobs of `exe` at once: `na` ranks with `a_args`, `nb` with
-/// `b_args` (each with `env`).
+/// Runs the two jobs of `exe` at once under our mpirun: `na` ranks with
+/// `a_args`, `nb` with `b_args` (each with `env`).
 fn two_jobs(exe: &std::path::Path, na: usize, a_args: &[&str], nb: usize, b_args: &[&str], env: &[(&str, &str)]) -> (Run, Run) {
+    two_jobs_with(Launcher::Ours, exe, na, a_args, nb, b_args, env)
+}
+
+fn two_jobs_with(l: Launcher, exe: &std::path::Path, na: usize, a_args: &[&str], nb: usize, b_args: &[&str], env: &[(&str, &str)]) -> (Run, Run) {
     std::thread::scope(|s| {
-        let a = s.spawn(|| run(Launcher::Ours, na, exe, a_args, env, T));
-        let b = s.spawn(|| run(Launcher::Ours, nb, exe, b_args, env, T));
+        let a = s.spawn(|| run(l, na, exe, a_args, env, T));
+        let b = s.spawn(|| run(l, nb, exe, b_args, env, T));
         (a.join().unwrap(), b.join().unwrap())
     })
 }
@@ -90,5 +94,25 @@ fn spawn_under_our_mpirun() {
     let r = run(Launcher::Ours, 2, &exe, &[], &[], T);
     r.assert_ok("dpm_spawn OK");
     assert!(r.stdout.contains("dpm_spawn child OK  (2 processes)"), "{r}");
+    assert!(r.stdout.contains("dpm_spawn child OK m0 (3 processes)"), "{r}");
+}
+
+/// Under hydra (`mpiexec.mpich`, PMI-1): two jobs meet through a port, and
+/// a job spawns (hydra puts the parent's port in the children's key-value
+/// space). A missing program is left out: hydra reports the spawn started,
+/// then ends the whole job when the program cannot be run.
+#[test]
+fn under_hydra() {
+    let exe = compile("dpm_connect", Compiler::Ours);
+    let d = scratch("hydra");
+    let f = d.join("port");
+    let f = f.to_str().unwrap();
+    let (a, b) = two_jobs_with(Launcher::Hydra, &exe, 2, &["accept", f], 2, &["connect", f], &[]);
+    a.assert_ok("dpm_connect OK accept");
+    b.assert_ok("dpm_connect OK connect");
+    let _ = std::fs::remove_dir_all(&d);
+    let exe = compile("dpm_spawn", Compiler::Ours);
+    let r = run(Launcher::Hydra, 2, &exe, &["no-missing"], &[], T);
+    r.assert_ok("dpm_spawn OK");
     assert!(r.stdout.contains("dpm_spawn child OK m0 (3 processes)"), "{r}");
 }
