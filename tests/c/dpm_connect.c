@@ -142,8 +142,21 @@ int main(int argc, char **argv) {
     CHECK_RC(MPI_Barrier(merged));
     CHECK_RC(MPI_Comm_free(&merged));
 
+    /* Operations still pending are completed by the disconnect. */
+    MPI_Request pend[2];
+    int pin = -1, pout = 900 + side;
+    if (rank == 0) {
+        CHECK_RC(MPI_Irecv(&pin, 1, MPI_INT, 0, 11, inter, &pend[0]));
+        CHECK_RC(MPI_Isend(&pout, 1, MPI_INT, 0, 11, inter, &pend[1]));
+    }
     CHECK_RC(MPI_Comm_disconnect(&inter));
     CHECK(inter == MPI_COMM_NULL, "disconnect left the handle");
+    if (rank == 0) {
+        int flag2 = 0;
+        CHECK_RC(MPI_Testall(2, pend, &flag2, MPI_STATUSES_IGNORE));
+        CHECK(flag2, "requests not complete after disconnect");
+        CHECK(pin == 900 + other, "pending message %d", pin);
+    }
     if (accepting && rank == 0) {
         if (names) {
             CHECK_RC(MPI_Unpublish_name(argv[2], MPI_INFO_NULL, port));

@@ -144,9 +144,10 @@ pub unsafe fn MPI_Comm_connect(port_name: *const c_char, _info: MPI_Info, root: 
     ret(comm, "MPI_Comm_connect", accept_or_connect(port_name, root, comm, newcomm, false))
 }
 
-/// Waits until this process's records are all written, meets every
-/// process of `comm` (both groups), then frees it. Receives the user
-/// posted and never matched are the user's error (MPI 3.1 10.5.4).
+/// Waits until the operations on `comm` have completed (a receive never
+/// matched waits forever, as the standard's "waits for all pending
+/// communication" implies) and this process's records are all written,
+/// meets every process of `comm` (both groups), then frees it.
 pub unsafe fn MPI_Comm_disconnect(comm: *mut MPI_Comm) -> c_int {
     let c = if comm.is_null() { MPI_COMM_NULL } else { *comm };
     let r = (|| {
@@ -157,7 +158,7 @@ pub unsafe fn MPI_Comm_disconnect(comm: *mut MPI_Comm) -> c_int {
             bail!(MPI_ERR_COMM, "predefined communicators cannot be disconnected");
         }
         quiet(c)?;
-        rt::wait_until(|st| !st.engine.has_pending_out())?;
+        rt::wait_until(|st| !st.reqs.pending_on(c) && !st.engine.has_pending_out())?;
         let (a, _) = rt::with(|st| agreement_of(st, c))?;
         a.round(0)?;
         free_comm(c)?;

@@ -231,6 +231,13 @@ impl ReqTable {
             (self.slots.len() - 1) as u32
         }
     }
+    /// Whether an operation on communicator `comm` (a send, a receive, a
+    /// collective) has not completed yet.
+    pub fn pending_on(&self, comm: MPI_Comm) -> bool {
+        self.slots.iter().filter_map(|s| s.req.as_ref()).any(|r| {
+            r.comm == comm && !r.done && r.active && matches!(r.kind, Kind::Send(_) | Kind::Recv(_) | Kind::Compound { .. } | Kind::Coll)
+        })
+    }
     pub fn handle(idx: u32) -> MPI_Request {
         make_handle(HANDLE_KIND_DIRECT, OBJ_REQUEST, idx)
     }
