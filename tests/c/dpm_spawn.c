@@ -42,11 +42,12 @@ static void child(int argc, char **argv) {
     if (rank == 0) printf("dpm_spawn child OK %s (%d processes)\n", argc > 2 ? argv[2] : "", size);
 }
 
-/* The parents' half of one spawned job of `n` processes with appnums `apps`. */
-static void talk(MPI_Comm inter, int n, const int *apps) {
+/* The parents' half (the group of `local`) of one spawned job of `n`
+ * processes with appnums `apps`. */
+static void talk(MPI_Comm local, MPI_Comm inter, int n, const int *apps) {
     int rank, size, rsize;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_rank(local, &rank);
+    MPI_Comm_size(local, &size);
     MPI_Comm_remote_size(inter, &rsize);
     CHECK(rsize == n, "remote size %d, wanted %d", rsize, n);
     if (rank == 0) {
@@ -92,7 +93,7 @@ int main(int argc, char **argv) {
     CHECK_RC(MPI_Comm_spawn(argv[0], args, 2, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter, errs));
     CHECK(errs[0] == MPI_SUCCESS && errs[1] == MPI_SUCCESS, "errcodes %d %d", errs[0], errs[1]);
     int zeros[2] = {0, 0};
-    talk(inter, 2, zeros);
+    talk(MPI_COMM_WORLD, inter, 2, zeros);
 
     char *cmds[2] = {argv[0], argv[0]};
     char *a0[] = {"child", "m0", NULL}, *a1[] = {"child", "m1", NULL};
@@ -102,7 +103,12 @@ int main(int argc, char **argv) {
     CHECK_RC(MPI_Comm_spawn_multiple(2, cmds, argvs, maxprocs, infos, 0, MPI_COMM_WORLD, &inter, errs));
     for (int i = 0; i < 3; i++) CHECK(errs[i] == MPI_SUCCESS, "errcodes[%d] = %d", i, errs[i]);
     int apps[3] = {0, 1, 1};
-    talk(inter, 3, apps);
+    talk(MPI_COMM_WORLD, inter, 3, apps);
+
+    /* Every rank spawns a child of its own at the same time. */
+    char *as[] = {"child", "s0", NULL};
+    CHECK_RC(MPI_Comm_spawn(argv[0], as, 1, MPI_INFO_NULL, 0, MPI_COMM_SELF, &inter, MPI_ERRCODES_IGNORE));
+    talk(MPI_COMM_SELF, inter, 1, zeros);
 
     /* No such program: MPI_ERR_SPAWN everywhere, the codes at the root
      * (not under launchers that end the job instead: "no-missing"). */

@@ -85,9 +85,10 @@ fn join_over_a_socket() {
 }
 
 /// `MPI_Comm_spawn` and `MPI_Comm_spawn_multiple` under the project's
-/// mpirun (a job of 2 spawns 2, then 1+2 processes; the children find
-/// their parent with `MPI_Comm_get_parent`), and `MPI_ERR_SPAWN` for a
-/// program that does not exist. mpirun waits for the spawned jobs.
+/// mpirun (a job of 2 spawns 2, then 1+2 processes, then each rank one of
+/// its own at the same time; the children find their parent with
+/// `MPI_Comm_get_parent`), and `MPI_ERR_SPAWN` for a program that does
+/// not exist. mpirun waits for the spawned jobs.
 #[test]
 fn spawn_under_our_mpirun() {
     let exe = compile("dpm_spawn", Compiler::Ours);
@@ -95,6 +96,7 @@ fn spawn_under_our_mpirun() {
     r.assert_ok("dpm_spawn OK");
     assert!(r.stdout.contains("dpm_spawn child OK  (2 processes)"), "{r}");
     assert!(r.stdout.contains("dpm_spawn child OK m0 (3 processes)"), "{r}");
+    assert_eq!(r.stdout.matches("dpm_spawn child OK s0 (1 processes)").count(), 2, "{r}");
 }
 
 /// Under hydra (`mpiexec.mpich`, PMI-1): two jobs meet through a port, and
@@ -115,4 +117,5 @@ fn under_hydra() {
     let r = run(Launcher::Hydra, 2, &exe, &["no-missing"], &[], T);
     r.assert_ok("dpm_spawn OK");
     assert!(r.stdout.contains("dpm_spawn child OK m0 (3 processes)"), "{r}");
+    assert_eq!(r.stdout.matches("dpm_spawn child OK s0 (1 processes)").count(), 2, "{r}");
 }
