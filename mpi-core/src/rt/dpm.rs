@@ -75,10 +75,19 @@ fn port_err(why: impl std::fmt::Display) -> MpiError {
 pub fn open_port(st: &mut State) -> MpiResult<String> {
     let (listener, card) = Tcp::listen().map_err(|e| port_err(format!("cannot open a TCP port: {e}")))?;
     let secret: [u8; 32] = random_bytes();
-    let name = format!("mpicore-port:{card}:{}", hex(&secret));
-    if name.len() >= MPI_MAX_PORT_NAME as usize {
-        bail!(MPI_ERR_INTERN, "the port name would be longer than MPI_MAX_PORT_NAME");
-    }
+    // A host with many addresses names as many as fit in MPI_MAX_PORT_NAME.
+    let (ips, port) = card.rsplit_once(':').unwrap_or((&card, ""));
+    let mut ips: Vec<&str> = ips.split(',').collect();
+    let name = loop {
+        let name = format!("mpicore-port:{}:{port}:{}", ips.join(","), hex(&secret));
+        if name.len() < MPI_MAX_PORT_NAME as usize {
+            break name;
+        }
+        if ips.len() == 1 {
+            bail!(MPI_ERR_INTERN, "the port name would be longer than MPI_MAX_PORT_NAME");
+        }
+        ips.pop();
+    };
     st.dpm.ports.push(Port { name: name.clone(), listener, secret });
     Ok(name)
 }
@@ -409,4 +418,32 @@ pub fn join_socket(fd: c_int) -> MpiResult<(Side, [u8; 32], bool)> {
     let accepting = mine[..] < theirs[..];
     let (lo, hi) = if accepting { (&mine[..], &theirs[..]) } else { (&theirs[..], &mine[..]) };
     Ok((side, hmac_parts(lo, &[b"mpicore-join", hi]), accepting))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn port_names() {
+        let secret = [7u8; 32];
+        let name = format!("mpicore-port:10.0.0.1,127.0.0.1:4242:{}", hex(&secret));
+        let (addrs, s) = parse_port(&name).unwrap();
+        assert_eq!(addrs, vec!["10.0.0.1:4242".parse().unwrap(), "127.0.0.1:4242".parse().unwrap()]);
+        assert_eq!(s, secret);
+        for bad in ["", "mpicore-port:", "tcp://1.2.3.4:5", &name[..name.len() - 2], &name.replace("4242", "x")] {
+            assert_eq!(parse_port(bad).unwrap_err().class, MPI_ERR_PORT, "{bad}");
+        }
+        assert_eq!(unhex("0aff"), Some(vec![10, 255]));
+        assert_eq!(unhex("0g"), None);
+        assert_eq!(unhex("abc"), None);
+    }
+
+    #[test]
+    fn identities() {
+        let id = Ident { uid: 0xdead_beef_0123, card: "10.0.0.1:5000".into(), job: "kvs_1_ab@host".into(), rank: 3 };
+        assert_eq!(Ident::decode(&id.encode()).unwrap(), id);
+        assert!(Ident::decode("1 2 3").is_err());
+        assert!(Ident::decode("zz a b 1").is_err());
+    }
 }
