@@ -18,7 +18,7 @@ use crate::cli::{EnvMode, Options};
 use crate::error::{Error, Result};
 use crate::output::{Output, Stream};
 use crate::paths;
-use crate::pmi::{JobInfo, PmiEvent, PmiServer};
+use crate::pmi::{JobInfo, PmiEvent, PmiServer, SpawnApp};
 use crate::remote;
 use crate::sys::{self, ExitKind};
 
@@ -98,6 +98,9 @@ struct Job {
     hosts: Vec<String>,
     /// Proxies on other hosts, and the connections not yet authenticated.
     remote: Remote,
+    /// Launchers of the jobs the ranks spawned (MPI_Comm_spawn), each a
+    /// copy of this program running a job of its own.
+    spawned: Vec<std::process::Child>,
 }
 
 /// Whether `host` names this machine: by its usual names, as a loopback
@@ -333,6 +336,7 @@ pub fn run(opts: &Options) -> Result<i32> {
         stdin_tty: std::io::stdin().is_terminal(),
         hosts,
         remote: Remote::default(),
+        spawned: Vec::new(),
     };
 
     let rank_plans: Vec<RankPlan> = appnums.iter().map(|&a| (plans[a].0, &plans[a].1, &plans[a].2)).collect();
@@ -567,7 +571,80 @@ impl Job {
                     self.ranks[rank].pmi = None;
                     self.close_remote_pmi(rank);
                 }
+                PmiEvent::Spawn { rank, apps, preput } => match self.start_spawned(&apps, &preput) {
+                    Ok(()) => self.pmi.spawn_result(rank, true, "ok"),
+                    Err(e) => {
+                        self.output.message(&format!("mpirun: rank {rank} asked to spawn a job: {e}"));
+                        self.pmi.spawn_result(rank, false, &e);
+                    }
+                },
             }
+        }
+    }
+
+    /// Starts a new job running `apps` (a spawn request): this program
+    /// again, `-n N program args : ...`, with the parent's port (the
+    /// preput key `PARENT_ROOT_PORT_NAME`) in `MPICORE_PARENT_PORT`. The
+    /// job runs on this host, in a process group of its own; its output
+    /// goes where ours goes; it gets SIGTERM if this launcher dies.
+    fn start_spawned(&mut self, apps: &[SpawnApp], preput: &[(String, String)]) -> std::result::Result<(), String> {
+        let me = std::env::current_exe().map_err(|e| format!("cannot find the launcher's own program: {e}"))?;
+        let path = std::env::var_os("PATH");
+        let mut cmd = Command::new(me);
+        for (i, app) in apps.iter().enumerate() {
+            if app.nprocs == 0 || app.exe.is_empty() {
+                return Err(format!("program {i} of the request is empty ({} processes of {:?})", app.nprocs, app.exe));
+            }
+            let wdir = app.info.iter().find(|(k, _)| k == "wdir").map(|(_, v)| PathBuf::from(v));
+            let program = resolve_program(&app.exe, wdir.as_deref(), path.as_deref()).map_err(|e| e.to_string())?;
+            if i > 0 {
+                cmd.arg(":");
+            }
+            cmd.arg("-n").arg(app.nprocs.to_string());
+            if let Some(w) = &wdir {
+                cmd.arg("-wdir").arg(w);
+            }
+            cmd.arg(program).args(&app.args);
+        }
+        if let Some((_, port)) = preput.iter().find(|(k, _)| k == "PARENT_ROOT_PORT_NAME") {
+            cmd.env("MPICORE_PARENT_PORT", port);
+        }
+        for v in STALE_VARS {
+            cmd.env_remove(v);
+        }
+        cmd.stdin(Stdio::null()).process_group(0);
+        // SAFETY: the closure runs in the child between fork and exec and
+        // only calls prctl, which is async-signal-safe.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong, 0, 0, 0);
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().map_err(|e| format!("cannot start the launcher of the new job: {e}"))?;
+        self.spawned.push(child);
+        Ok(())
+    }
+
+    /// Collects the launchers of spawned jobs that ended: one that failed
+    /// makes this launcher's exit status a failure too.
+    fn reap_spawned(&mut self, wait: bool) {
+        let mut failed = None;
+        self.spawned.retain_mut(|c| {
+            let st = if wait { c.wait().ok() } else { c.try_wait().ok().flatten() };
+            match st {
+                Some(st) => {
+                    if !st.success() {
+                        failed = Some(st.code().unwrap_or(1));
+                    }
+                    false
+                }
+                None => true,
+            }
+        });
+        if let Some(code) = failed {
+            self.output.message(&format!("mpirun: a job spawned by this one failed (exit status {code})"));
+            self.outcome.get_or_insert(Outcome::RankFailed(ExitKind::Code(code)));
         }
     }
 
@@ -658,6 +735,7 @@ impl Job {
             self.rank_ended(rank, kind);
         }
         self.reap_agents();
+        self.reap_spawned(false);
     }
 
     /// Rank `rank` ended (here, or on its host as its proxy reports): the
@@ -882,6 +960,14 @@ impl Job {
     /// Cleans up after the last rank and computes the exit status.
     fn finish(&mut self, kvsname: &str) -> i32 {
         self.stop_proxies();
+        // Spawned jobs may outlive their parents: wait for them (ended
+        // first if this job failed).
+        if self.outcome.is_some() {
+            for c in &self.spawned {
+                sys::kill(c.id() as i32, libc::SIGTERM);
+            }
+        }
+        self.reap_spawned(true);
         // Whatever the ranks left behind in their process group goes too;
         // then the group leader, kept as a zombie until now, is collected.
         if self.pgid > 0 {

@@ -27,6 +27,22 @@ pub enum PmiEvent {
     Abort { rank: usize, code: i32, message: Option<String> },
     /// Rank `rank` broke the protocol; its connection is closed.
     ProtocolError { rank: usize, message: String },
+    /// Rank `rank` asked for a new job (`mcmd=spawn`, MPI_Comm_spawn):
+    /// its programs, and the keys to put in the new job's key-value space.
+    /// Answer with [`PmiServer::spawn_result`].
+    Spawn { rank: usize, apps: Vec<SpawnApp>, preput: Vec<(String, String)> },
+}
+
+/// A spawn request being received: its programs and preput keys.
+type SpawnRequest = (Vec<SpawnApp>, Vec<(String, String)>);
+
+/// One program of a spawn request.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SpawnApp {
+    pub nprocs: usize,
+    pub exe: String,
+    pub args: Vec<String>,
+    pub info: Vec<(String, String)>,
 }
 
 /// Which wire format a connection speaks.
@@ -78,6 +94,8 @@ pub struct PmiServer {
     in_barrier: usize,
     exited: BTreeSet<usize>,
     events: Vec<PmiEvent>,
+    /// Spawn requests being received, by rank (one segment per program).
+    spawning: HashMap<usize, SpawnRequest>,
     trace: bool,
     trace_lines: Vec<String>,
 }
@@ -250,6 +268,7 @@ impl PmiServer {
             in_barrier: 0,
             exited: BTreeSet::new(),
             events: Vec::new(),
+            spawning: HashMap::new(),
             trace,
             trace_lines: Vec::new(),
         }
@@ -569,17 +588,39 @@ impl PmiServer {
         }
     }
 
-    /// `mcmd=spawn` blocks: dynamic process creation is not supported, so
-    /// the last segment of a spawn request is answered with an error.
+    /// `mcmd=spawn` blocks, one per program: collected until the last
+    /// (`spawnssofar` = `totspawns`), then handed to the launcher as a
+    /// [`PmiEvent::Spawn`].
     fn handle_spawn_v1(&mut self, rank: usize, block: &str) {
         let field = |name: &str| {
-            block.lines().find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix('=')).map(str::trim))
+            block.lines().find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix('=')).map(|v| v.trim_end_matches('\r')))
         };
-        let total = field("totspawns");
-        let sofar = field("spawnssofar");
-        if total.is_none() || total == sofar {
-            self.send(rank, &v1("spawn_result", &[("rc", "-1"), ("msg", "spawn_not_supported")]));
+        let num = |name: &str| field(name).and_then(|v| v.trim().parse::<usize>().ok()).unwrap_or(0);
+        let mut app = SpawnApp { nprocs: num("nprocs"), exe: field("execname").unwrap_or("").to_string(), ..Default::default() };
+        for i in 1..=num("argcnt") {
+            app.args.push(field(&format!("arg{i}")).unwrap_or("").to_string());
         }
+        let pairs = |n: &str, k: &str, v: &str| -> Vec<(String, String)> {
+            (0..num(n))
+                .map(|i| (field(&format!("{k}_{i}")).unwrap_or("").to_string(), field(&format!("{v}_{i}")).unwrap_or("").to_string()))
+                .collect()
+        };
+        app.info = pairs("info_num", "info_key", "info_val");
+        let preput = pairs("preput_num", "preput_key", "preput_val");
+        let entry = self.spawning.entry(rank).or_default();
+        entry.0.push(app);
+        entry.1.extend(preput);
+        let (total, sofar) = (field("totspawns"), field("spawnssofar"));
+        if total.is_none() || total == sofar {
+            let (apps, preput) = self.spawning.remove(&rank).unwrap_or_default();
+            self.events.push(PmiEvent::Spawn { rank, apps, preput });
+        }
+    }
+
+    /// Answers rank `rank`'s spawn request.
+    pub fn spawn_result(&mut self, rank: usize, ok: bool, msg: &str) {
+        let msg = msg.replace(char::is_whitespace, "_");
+        self.send(rank, &v1("spawn_result", &[("rc", if ok { "0" } else { "-1" }), ("msg", &msg)]));
     }
 
     fn handle_v2(&mut self, rank: usize, msg: Msg) {
@@ -856,12 +897,19 @@ mod tests {
     }
 
     #[test]
-    fn spawn_is_refused() {
+    fn spawn_segments_make_one_request() {
         let mut s = server(1);
-        s.receive(0, b"mcmd=spawn\nnprocs=1\nexecname=a\ntotspawns=2\nspawnssofar=1\nendcmd\n");
+        s.receive(0, b"mcmd=spawn\nnprocs=1\nexecname=a\ntotspawns=2\nspawnssofar=1\nargcnt=2\narg1=x y\narg2=z\npreput_num=1\npreput_key_0=PARENT_ROOT_PORT_NAME\npreput_val_0=p:1\ninfo_num=0\nendcmd\n");
         assert_eq!(out(&mut s, 0), "");
-        s.receive(0, b"mcmd=spawn\nnprocs=1\nexecname=b\ntotspawns=2\nspawnssofar=2\nendcmd\n");
-        assert_eq!(out(&mut s, 0), "cmd=spawn_result rc=-1 msg=spawn_not_supported\n");
+        assert!(s.take_events().is_empty());
+        s.receive(0, b"mcmd=spawn\nnprocs=3\nexecname=b\ntotspawns=2\nspawnssofar=2\nargcnt=0\ninfo_num=1\ninfo_key_0=wdir\ninfo_val_0=/tmp\nendcmd\n");
+        let ev = s.take_events();
+        let [PmiEvent::Spawn { rank: 0, apps, preput }] = &ev[..] else { panic!("{ev:?}") };
+        assert_eq!(apps[0], SpawnApp { nprocs: 1, exe: "a".into(), args: vec!["x y".into(), "z".into()], info: vec![] });
+        assert_eq!(apps[1], SpawnApp { nprocs: 3, exe: "b".into(), args: vec![], info: vec![("wdir".into(), "/tmp".into())] });
+        assert_eq!(preput, &[("PARENT_ROOT_PORT_NAME".to_string(), "p:1".to_string())]);
+        s.spawn_result(0, false, "no such program");
+        assert_eq!(out(&mut s, 0), "cmd=spawn_result rc=-1 msg=no_such_program\n");
     }
 
     fn v2_msg(body: &str) -> Vec<u8> {

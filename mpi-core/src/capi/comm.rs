@@ -75,7 +75,7 @@ pub(crate) fn comm_of(comm: MPI_Comm) -> MpiResult<Comm> {
     rt::with(|st| st.comms.get(comm).cloned())
 }
 
-fn intra_of(comm: MPI_Comm, what: &str) -> MpiResult<Comm> {
+pub(crate) fn intra_of(comm: MPI_Comm, what: &str) -> MpiResult<Comm> {
     let c = comm_of(comm)?;
     if c.is_inter() {
         bail!(MPI_ERR_COMM, "{what} needs an intracommunicator, and this is an intercommunicator");
@@ -98,7 +98,7 @@ pub(crate) struct Agreement {
 
 impl Agreement {
     /// Combines every member's offer (see rt/comm.rs).
-    fn round(&self, offer: u32) -> MpiResult<u32> {
+    pub(crate) fn round(&self, offer: u32) -> MpiResult<u32> {
         let l = &self.local;
         if !self.inter {
             return l.allreduce_u32(offer, combine_offers);
@@ -185,7 +185,7 @@ pub(crate) fn new_context_or_fail(comm: MPI_Comm, span: u32, ready: bool, mine: 
 }
 
 /// The agreement over all processes of `comm` and its key.
-fn agreement_of(st: &mut rt::State, comm: MPI_Comm) -> MpiResult<(Agreement, CtxKey)> {
+pub(crate) fn agreement_of(st: &mut rt::State, comm: MPI_Comm) -> MpiResult<(Agreement, CtxKey)> {
     let c = st.comms.get(comm)?.clone();
     let local = View::local(st, &c)?;
     let peer = if c.is_inter() && c.rank == 0 { Some((View::remote(st, &c)?, 0)) } else { None };
@@ -329,22 +329,30 @@ pub unsafe fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
         if comm.is_null() {
             bail!(MPI_ERR_ARG, "comm is a NULL pointer");
         }
-        if c == MPI_COMM_WORLD || c == MPI_COMM_SELF {
-            bail!(MPI_ERR_COMM, "predefined communicators cannot be freed");
-        }
-        let attrs = rt::with(|st| Ok(st.comms.get(c)?.attrs.clone()))?;
-        delete_attrs(ObjKind::Comm, c, attrs)?;
-        rt::with(|st| {
-            let gone = st.comms.remove(c)?;
-            if gone.is_inter() {
-                st.comms.remove(gone.local_comm)?;
-            }
-            Ok(())
-        })?;
+        free_comm(c)?;
         *comm = MPI_COMM_NULL;
         Ok(())
     })();
     ret(c, "MPI_Comm_free", r)
+}
+
+/// Frees communicator `c` (its attributes deleted first).
+pub(crate) fn free_comm(c: MPI_Comm) -> MpiResult<()> {
+    if c == MPI_COMM_WORLD || c == MPI_COMM_SELF {
+        bail!(MPI_ERR_COMM, "predefined communicators cannot be freed");
+    }
+    let attrs = rt::with(|st| Ok(st.comms.get(c)?.attrs.clone()))?;
+    delete_attrs(ObjKind::Comm, c, attrs)?;
+    rt::with(|st| {
+        let gone = st.comms.remove(c)?;
+        if gone.is_inter() {
+            st.comms.remove(gone.local_comm)?;
+        }
+        if st.dpm.parent == Some(c) {
+            st.dpm.parent = None;
+        }
+        Ok(())
+    })
 }
 
 /// A new intracommunicator of the processes of `members` (world ranks, in
@@ -508,6 +516,7 @@ pub unsafe fn MPI_Comm_create(comm: MPI_Comm, group: MPI_Group, newcomm: *mut MP
 /// Kinds of agreement keys beside the plain one (0), ORed with a user tag.
 pub(crate) const KEY_CREATE_GROUP: u64 = 1 << 32;
 pub(crate) const KEY_INTERCOMM_CREATE: u64 = 2 << 32;
+pub(crate) const KEY_DPM: u64 = 3 << 32;
 
 pub unsafe fn MPI_Comm_create_group(comm: MPI_Comm, group: MPI_Group, tag: c_int, newcomm: *mut MPI_Comm) -> c_int {
     let r = (|| {
@@ -581,8 +590,3 @@ pub unsafe fn MPI_Comm_get_info(comm: MPI_Comm, info_used: *mut MPI_Info) -> c_i
     ret(comm, "MPI_Comm_get_info", r)
 }
 
-/// No process of this job was spawned: there is no parent.
-pub unsafe fn MPI_Comm_get_parent(parent: *mut MPI_Comm) -> c_int {
-    let r = rt::with(|_| put(parent, MPI_COMM_NULL, "parent"));
-    ret(MPI_COMM_WORLD, "MPI_Comm_get_parent", r)
-}

@@ -13,6 +13,10 @@ unsafe fn init_common(name: &str, required: c_int, provided: *mut c_int) -> c_in
             if !provided.is_null() {
                 *provided = p;
             }
+            // A spawned job meets its parent before the program goes on.
+            if let Err(e) = super::dpm::connect_parent() {
+                return raise(MPI_COMM_WORLD, name, e);
+            }
             MPI_SUCCESS
         }
         Err(e) => {

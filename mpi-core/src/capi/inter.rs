@@ -148,15 +148,29 @@ pub unsafe fn MPI_Intercomm_merge(intercomm: MPI_Comm, high: c_int, newintracomm
         quiet(intercomm)?;
         let c = inter_of(intercomm, "MPI_Intercomm_merge")?;
         let ctx = new_context(intercomm, CTX_SPAN_INTRA, false)?;
-        let (local, remote, me) = rt::with(|st| Ok((View::local(st, &c)?, View::remote(st, &c)?, st.world_rank)))?;
+        let (local, remote, me, tie) = rt::with(|st| {
+            // Ties are broken by world rank within a job, by process id
+            // between jobs (whose peer numbers differ on the two sides).
+            let tie = match &st.engine.tcp {
+                Some(t) if c.group[0] >= st.world_size => t.uid,
+                _ => st.world_rank as u64,
+            };
+            Ok((View::local(st, &c)?, View::remote(st, &c)?, st.world_rank, tie))
+        })?;
         // The leaders decide which group comes first: the one that said
-        // high = false; on a tie, the one whose leader has the lower world rank.
+        // high = false; on a tie, the one whose leader has the lower world
+        // rank (process id, see above).
         let mut first = 0u32;
         if local.rank == 0 {
-            let mine = [(high != 0) as u8];
+            let mut mine = vec![(high != 0) as u8];
+            mine.extend_from_slice(&tie.to_le_bytes());
             let theirs = remote.sendrecv_vec(&mine, 0, TAG_EXCHANGE)?;
-            let their_high = theirs.first().copied().unwrap_or(0) != 0;
-            let local_first = if (high != 0) != their_high { high == 0 } else { local.group[0] < c.group[0] };
+            if theirs.len() < 9 {
+                bail!(MPI_ERR_INTERN, "short reply from the remote leader");
+            }
+            let their_high = theirs[0] != 0;
+            let their_tie = u64::from_le_bytes(theirs[1..9].try_into().unwrap());
+            let local_first = if (high != 0) != their_high { high == 0 } else { tie < their_tie };
             first = local_first as u32;
         }
         let local_first = local.bcast_u32(first, 0)? != 0;

@@ -8,6 +8,7 @@
 pub mod attr;
 pub mod comm;
 pub mod datatype;
+pub mod dpm;
 pub mod errh;
 pub mod error;
 pub mod group;
@@ -61,6 +62,11 @@ pub struct State {
     pub wins: win::Wins,
     /// Open sessions (`MPI_Session_init`, `capi/session.rs`).
     pub sessions: slots::Slots<session::Session>,
+    /// Names this job among jobs that meet (`rt/dpm.rs`): the key-value
+    /// space and the host of rank 0.
+    pub job_id: String,
+    /// Ports and the parent job (`rt/dpm.rs`).
+    pub dpm: dpm::Dpm,
 }
 
 /// The buffer attached for buffered sends. Data of a buffered send is copied
@@ -554,6 +560,7 @@ fn start(g: &mut MutexGuard<'static, Option<Box<State>>>, required: c_int) -> Mp
         bind_to_cpu(my_local);
     }
     let engine = Engine::new(rank, size, seg, local_world, my_local, tcp);
+    let pmi_kvs = pmi.kvsname.clone();
     let provided = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_MULTIPLE);
     let mut st = Box::new(State {
         world_rank: rank,
@@ -572,21 +579,48 @@ fn start(g: &mut MutexGuard<'static, Option<Box<State>>>, required: c_int) -> Mp
         coll: crate::coll::Colls::default(),
         wins: win::Wins::default(),
         sessions: slots::Slots::default(),
+        job_id: format!("{}@{}", sanitize(&pmi_kvs), sanitize(&hosts[0])),
+        dpm: dpm::Dpm::default(),
     });
     MY_CTL.store(st.engine.my_ctl_ptr(), Ordering::Release);
     if TCP_ACTIVE.load(Ordering::Relaxed) {
-        // A rank that also waits for TCP traffic sleeps in poll(): local
-        // senders wake it through its wake socket instead of the futex.
-        if let Ok(w) = shm::WakeSocket::bind() {
-            // SAFETY: MY_CTL was just set to this rank's control block in
-            // the live segment.
-            unsafe { &*MY_CTL.load(Ordering::Acquire) }.wake.store(w.id(), Ordering::Release);
-            let _ = WAKE.set(w);
-        }
+        enable_wake_socket();
     }
     st.engine.enable_cma_probe();
     **g = Some(st);
     Ok(provided)
+}
+
+/// A rank that also waits for TCP traffic sleeps in poll(): local senders
+/// wake it through its wake socket instead of the futex. MY_CTL must be set.
+fn enable_wake_socket() {
+    if WAKE.get().is_some() {
+        return;
+    }
+    if let Ok(w) = shm::WakeSocket::bind() {
+        // SAFETY: MY_CTL points to this rank's control block in the live
+        // segment (set by init before any caller).
+        unsafe { &*MY_CTL.load(Ordering::Acquire) }.wake.store(w.id(), Ordering::Release);
+        let _ = WAKE.set(w);
+    }
+}
+
+/// Turns the TCP transport on in a process that has none (its whole job
+/// is on one host), for talking to processes of other jobs: a listener,
+/// and sleeping in poll() from now on. The job's own ranks never connect
+/// to it, so the job secret it holds is a random one nobody knows.
+pub fn ensure_tcp(st: &mut State) -> MpiResult<()> {
+    if st.engine.tcp.is_some() {
+        return Ok(());
+    }
+    let (listener, _) = tcp::Tcp::listen()
+        .map_err(|e| MpiError::new(MPI_ERR_OTHER, format!("cannot open a TCP port: {e}")))?;
+    let secret: [u8; 32] = tcp::random_bytes();
+    let n = st.world_size;
+    st.engine.tcp = Some(tcp::Tcp::new(st.world_rank, secret.to_vec(), listener, vec![None; n], vec![st.processor_name.clone(); n]));
+    TCP_ACTIVE.store(true, Ordering::Relaxed);
+    enable_wake_socket();
+    Ok(())
 }
 
 /// `MPI_Finalize`: ends the world model; the runtime too unless sessions

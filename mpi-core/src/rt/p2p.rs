@@ -231,6 +231,13 @@ impl ReqTable {
             (self.slots.len() - 1) as u32
         }
     }
+    /// Whether an operation on communicator `comm` (a send, a receive, a
+    /// collective) has not completed yet.
+    pub fn pending_on(&self, comm: MPI_Comm) -> bool {
+        self.slots.iter().filter_map(|s| s.req.as_ref()).any(|r| {
+            r.comm == comm && !r.done && r.active && matches!(r.kind, Kind::Send(_) | Kind::Recv(_) | Kind::Compound { .. } | Kind::Coll)
+        })
+    }
     pub fn handle(idx: u32) -> MPI_Request {
         make_handle(HANDLE_KIND_DIRECT, OBJ_REQUEST, idx)
     }
@@ -492,7 +499,19 @@ impl Engine {
         }
     }
 
-    /// True if world rank `world` is on another host (reached over TCP).
+    /// The peer index of process `uid` of another job (see rt/dpm.rs),
+    /// listening at `card`, authenticated with `secret`: reached over TCP
+    /// like a rank on another host. The TCP transport must exist.
+    pub fn add_foreign(&mut self, uid: u64, card: &str, secret: &[u8]) -> usize {
+        let p = self.tcp.as_mut().expect("TCP transport").foreign_peer(uid, card, secret);
+        if self.local_of_world.len() <= p {
+            self.local_of_world.resize(p + 1, REMOTE);
+        }
+        p
+    }
+
+    /// True if peer `world` (a world rank, or a process of another job) is
+    /// on another host or in another job (reached over TCP).
     pub fn is_remote(&self, world: usize) -> bool {
         self.local_of_world[world] == REMOTE
     }

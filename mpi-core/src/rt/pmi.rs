@@ -25,6 +25,15 @@ pub enum PmiError {
     NotFound(String),
 }
 
+/// One program of a spawn request.
+pub struct SpawnRequest {
+    pub command: String,
+    pub args: Vec<String>,
+    pub nprocs: usize,
+    /// Info hints passed on (the launcher reads `wdir`).
+    pub info: Vec<(String, String)>,
+}
+
 /// Connection to the process manager, or a singleton without one.
 pub struct Pmi {
     conn: Option<Conn>,
@@ -299,6 +308,47 @@ impl Pmi {
             Some(c) if c.v2 => 2,
             Some(_) => 1,
         }
+    }
+
+    /// Asks the process manager for a new job (PMI-1 `mcmd=spawn`, one
+    /// segment per program), with `preput` in its key-value space; true if
+    /// it started it.
+    pub fn spawn(&mut self, apps: &[SpawnRequest], preput: &[(&str, &str)]) -> Result<bool, PmiError> {
+        let no = |why: &str| PmiError::Protocol { cmd: "spawn".into(), line: why.into() };
+        let c = match &mut self.conn {
+            Some(c) if !c.v2 => c,
+            Some(_) => return Err(no("spawning needs PMI-1 (MPICORE_PMI=1)")),
+            None => return Err(no("a singleton has no process manager to spawn with")),
+        };
+        let bad = |s: &str| s.contains('\n');
+        for (i, a) in apps.iter().enumerate() {
+            if bad(&a.command) || a.args.iter().any(|x| bad(x)) || a.info.iter().any(|(k, v)| bad(k) || bad(v)) {
+                return Err(no("a spawn argument contains a newline"));
+            }
+            let mut m = format!(
+                "mcmd=spawn\nnprocs={}\nexecname={}\ntotspawns={}\nspawnssofar={}\nargcnt={}\n",
+                a.nprocs,
+                a.command,
+                apps.len(),
+                i + 1,
+                a.args.len()
+            );
+            for (j, x) in a.args.iter().enumerate() {
+                m.push_str(&format!("arg{}={x}\n", j + 1));
+            }
+            m.push_str(&format!("preput_num={}\n", preput.len()));
+            for (j, (k, v)) in preput.iter().enumerate() {
+                m.push_str(&format!("preput_key_{j}={k}\npreput_val_{j}={v}\n"));
+            }
+            m.push_str(&format!("info_num={}\n", a.info.len()));
+            for (j, (k, v)) in a.info.iter().enumerate() {
+                m.push_str(&format!("info_key_{j}={k}\ninfo_val_{j}={v}\n"));
+            }
+            m.push_str("endcmd\n");
+            c.send(&m)?;
+        }
+        let r = c.recv("spawn_result")?;
+        Ok(r.get("rc").map(String::as_str) == Some("0"))
     }
 
     pub fn put(&mut self, key: &str, value: &str) -> Result<(), PmiError> {

@@ -42,6 +42,10 @@ use super::shm::{MsgHdr, HDR};
 
 const MAGIC: &[u8; 8] = b"mpicore1";
 const AUTH_LEN: usize = 8 + 4 + 32;
+/// Authentication of a process of another job: its process id (8 bytes)
+/// instead of a rank, and the secret of the pair of groups it came with.
+const MAGIC_FOREIGN: &[u8; 8] = b"mpicoreF";
+const AUTH_LEN_FOREIGN: usize = 8 + 8 + 32;
 /// Largest DATA record payload on a connection.
 const CHUNK: usize = 256 << 10;
 /// Records of the transport itself (never handed to the engine, whose
@@ -161,9 +165,37 @@ pub fn configured_eager_limit() -> usize {
     std::env::var("MPICORE_TCP_EAGER_LIMIT").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(64 << 10).min(CHUNK)
 }
 
+/// A process of another job (peer index `world + k` for the k-th).
+struct Foreign {
+    /// Its process id (`Tcp::uid` over there).
+    uid: u64,
+    /// The secret its connections with us authenticate with.
+    secret: Vec<u8>,
+}
+
+/// The secrets connections authenticate with: the job's for its ranks,
+/// a per-peer one for processes of other jobs.
+struct Keys {
+    job: Vec<u8>,
+    world: usize,
+    foreign: Vec<Foreign>,
+}
+
+impl Keys {
+    /// The secret for peer `p` and the identity bytes it authenticates as.
+    fn of(&self, p: usize) -> (&[u8], Vec<u8>) {
+        match p.checked_sub(self.world) {
+            None => (&self.job, (p as u32).to_le_bytes().to_vec()),
+            Some(k) => (&self.foreign[k].secret, self.foreign[k].uid.to_le_bytes().to_vec()),
+        }
+    }
+}
+
 pub struct Tcp {
     me: usize,
-    secret: Vec<u8>,
+    /// This process's id among processes of all jobs (random).
+    pub uid: u64,
+    keys: Keys,
     listener: TcpListener,
     /// Listener addresses of every rank (`None` for ranks on our host).
     addrs: Vec<Option<String>>,
@@ -197,11 +229,16 @@ unsafe impl Send for Tcp {}
 
 type HmacSha256 = Hmac<Sha256>;
 
-fn mac(secret: &[u8], nonce: &[u8; 16], rank: u32) -> [u8; 32] {
-    let mut m = HmacSha256::new_from_slice(secret).expect("HMAC takes any key length");
-    m.update(b"mpicore-auth");
-    m.update(nonce);
-    m.update(&rank.to_le_bytes());
+fn mac(secret: &[u8], nonce: &[u8; 16], id: &[u8]) -> [u8; 32] {
+    hmac_parts(secret, &[b"mpicore-auth", nonce, id])
+}
+
+/// HMAC-SHA256 of the concatenation of `parts` under `key`.
+pub fn hmac_parts(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
+    let mut m = HmacSha256::new_from_slice(key).expect("HMAC takes any key length");
+    for p in parts {
+        m.update(p);
+    }
     m.finalize().into_bytes().into()
 }
 
@@ -271,7 +308,8 @@ impl Tcp {
         let n = addrs.len();
         Tcp {
             me,
-            secret,
+            uid: u64::from_le_bytes(random_bytes()),
+            keys: Keys { job: secret, world: n, foreign: Vec::new() },
             listener,
             addrs,
             hosts,
@@ -286,6 +324,12 @@ impl Tcp {
             fds: Vec::new(),
             ready: Vec::new(),
         }
+    }
+
+    /// The business card of this process's listener.
+    pub fn card(&self) -> String {
+        let port = self.listener.local_addr().map(|a| a.port()).unwrap_or(0);
+        format!("{}:{port}", local_addresses().join(","))
     }
 
     /// The sockets a sleeping rank waits on: all of them for reading (and
@@ -303,6 +347,31 @@ impl Tcp {
         fds.push(libc::pollfd { fd: self.listener.as_raw_fd(), events: libc::POLLIN, revents: 0 });
         for c in &self.inc {
             fds.push(libc::pollfd { fd: c.sock.as_raw_fd(), events: libc::POLLIN, revents: 0 });
+        }
+    }
+
+    /// The peer index of the process `uid` of another job, listening at
+    /// `card`: the one it has if known, else a new one whose connections
+    /// authenticate with `secret`.
+    pub fn foreign_peer(&mut self, uid: u64, card: &str, secret: &[u8]) -> usize {
+        let k = self.keys.foreign.iter().position(|f| f.uid == uid).unwrap_or_else(|| {
+            self.keys.foreign.push(Foreign { uid, secret: secret.to_vec() });
+            self.addrs.push(Some(card.to_string()));
+            self.hosts.push(format!("another job ({card})"));
+            self.out.push(None);
+            self.switch.push(0);
+            self.keys.foreign.len() - 1
+        });
+        self.keys.world + k
+    }
+
+    /// Whether peer `p` breaks a tie of simultaneous connects our way (its
+    /// connection is kept): a lower rank, or for processes of another
+    /// job, a lower process id (peer indices differ between jobs).
+    fn lower(&self, p: usize) -> bool {
+        match p.checked_sub(self.keys.world) {
+            None => p < self.me,
+            Some(k) => self.keys.foreign[k].uid < self.uid,
         }
     }
 
@@ -360,7 +429,7 @@ impl Tcp {
 
     /// Reads the acceptor's nonce if it is there; once complete, puts the
     /// authentication answer in front of the queue. False while waiting.
-    fn authenticate(me: usize, secret: &[u8], to: usize, c: &mut Conn) -> bool {
+    fn authenticate(me: usize, keys: &Keys, uid: u64, to: usize, c: &mut Conn) -> bool {
         if c.authed {
             return true;
         }
@@ -373,10 +442,12 @@ impl Tcp {
                 Err(e) => fatal(format!("mpi-core: rank {me}: authenticating to rank {to} failed: {e}")),
             }
         }
-        let mut auth = Vec::with_capacity(AUTH_LEN);
-        auth.extend_from_slice(MAGIC);
-        auth.extend_from_slice(&(me as u32).to_le_bytes());
-        auth.extend_from_slice(&mac(secret, &c.nonce, me as u32));
+        let mut auth = Vec::with_capacity(AUTH_LEN_FOREIGN);
+        let (secret, _) = keys.of(to);
+        let id = if to < keys.world { (me as u32).to_le_bytes().to_vec() } else { uid.to_le_bytes().to_vec() };
+        auth.extend_from_slice(if to < keys.world { MAGIC } else { MAGIC_FOREIGN });
+        auth.extend_from_slice(&id);
+        auth.extend_from_slice(&mac(secret, &c.nonce, &id));
         c.queue.push_front(Item::Bytes { buf: auth, off: 0 });
         c.authed = true;
         true
@@ -421,14 +492,14 @@ impl Tcp {
         let c = self.out[to].as_mut().expect("connected");
         c.queue.push_back(item);
         if c.queue.len() == 1 {
-            Self::flush(self.me, &self.secret, to, c, &mut self.streamed);
+            Self::flush(self.me, &self.keys, self.uid, to, c, &mut self.streamed);
         }
     }
 
     /// Writes what the socket takes; the send requests of streams fully
     /// written go to `done`.
-    fn flush(me: usize, secret: &[u8], to: usize, c: &mut Conn, done: &mut Vec<u64>) {
-        if !Self::authenticate(me, secret, to, c) {
+    fn flush(me: usize, keys: &Keys, uid: u64, to: usize, c: &mut Conn, done: &mut Vec<u64>) {
+        if !Self::authenticate(me, keys, uid, to, c) {
             return;
         }
         let fd = c.sock.as_raw_fd();
@@ -498,12 +569,12 @@ impl Tcp {
         for (to, c) in self.out.iter_mut().enumerate() {
             if let Some(c) = c {
                 if !c.queue.is_empty() {
-                    Self::flush(self.me, &self.secret, to, c, &mut a.streamed);
+                    Self::flush(self.me, &self.keys, self.uid, to, c, &mut a.streamed);
                 }
             }
         }
         for c in &mut self.retiring {
-            Self::flush(self.me, &self.secret, c.peer.expect("dialed"), c, &mut a.streamed);
+            Self::flush(self.me, &self.keys, self.uid, c.peer.expect("dialed"), c, &mut a.streamed);
         }
         // (Closed once written: the peer reads to the last record.)
         self.retiring.retain(|c| !c.queue.is_empty());
@@ -566,7 +637,7 @@ impl Tcp {
     /// Reads `out[to]` (which must exist).
     fn read_out(&mut self, to: usize, a: &mut Arrivals) {
         let c = self.out[to].as_mut().expect("connection");
-        if let Err(why) = read_conn(c, &self.secret, &mut self.switch, a) {
+        if let Err(why) = read_conn(c, &self.keys, &mut self.switch, a) {
             let c = self.out[to].take().expect("connection");
             self.lost(c, why);
         }
@@ -576,11 +647,11 @@ impl Tcp {
     /// (failed, finished by a switch, or now carrying our records too).
     fn read_inc(&mut self, k: usize, a: &mut Arrivals) -> bool {
         let was = self.inc[k].authed;
-        match read_conn(&mut self.inc[k], &self.secret, &mut self.switch, a) {
+        match read_conn(&mut self.inc[k], &self.keys, &mut self.switch, a) {
             Ok(None) => {
                 let c = &self.inc[k];
                 let p = c.peer.unwrap_or(usize::MAX);
-                if !was && c.authed && p < self.me && self.out[p].as_ref().is_some_and(|o| o.dialed) {
+                if !was && c.authed && p != usize::MAX && self.lower(p) && self.out[p].as_ref().is_some_and(|o| o.dialed) {
                     self.switch_to(k, a);
                     return false;
                 }
@@ -612,12 +683,12 @@ impl Tcp {
         let p = new.peer.expect("authenticated");
         let mut old = self.out[p].take().expect("our connection");
         old.queue.push_back(marker(SWITCH_OLD));
-        Self::flush(self.me, &self.secret, p, &mut old, &mut a.streamed);
+        Self::flush(self.me, &self.keys, self.uid, p, &mut old, &mut a.streamed);
         if !old.queue.is_empty() {
             self.retiring.push(old);
         }
         new.queue.push_back(marker(SWITCH_NEW));
-        Self::flush(self.me, &self.secret, p, &mut new, &mut a.streamed);
+        Self::flush(self.me, &self.keys, self.uid, p, &mut new, &mut a.streamed);
         self.out[p] = Some(new);
     }
 
@@ -650,6 +721,9 @@ impl Tcp {
         match (c.peer, self.finalizing) {
             (None, _) => eprintln!("mpi-core: rank {}: rejected a connection from {}: {why}", self.me, c.addr),
             (Some(_), true) => {}
+            // A process of another job may end any time after it
+            // disconnected; if it is needed again, it is dialed again.
+            (Some(p), false) if p >= self.keys.world => {}
             (Some(p), false) => fatal(format!(
                 "mpi-core: rank {}: lost the connection with rank {p} on host {} ({why}); ending the job",
                 self.me, self.hosts[p]
@@ -663,7 +737,7 @@ impl Tcp {
 /// accepted connection. `switch`: the switch states by peer (see
 /// `SWITCH_OLD`). Ok(Some(peer)): the peer's last record on this
 /// connection was read (drop it). Err(reason): close it.
-fn read_conn(c: &mut Conn, secret: &[u8], switch: &mut [u8], a: &mut Arrivals) -> Result<Option<usize>, String> {
+fn read_conn(c: &mut Conn, keys: &Keys, switch: &mut [u8], a: &mut Arrivals) -> Result<Option<usize>, String> {
     if (c.dialed && !c.authed) || c.held {
         // (The acceptor's nonce comes first: `Tcp::authenticate` reads it.)
         return Ok(None);
@@ -690,22 +764,38 @@ fn read_conn(c: &mut Conn, secret: &[u8], switch: &mut [u8], a: &mut Arrivals) -
     }
     let mut pos = 0;
     if !c.authed {
-        if c.rlen < AUTH_LEN {
-            if c.since.elapsed() > Duration::from_secs(10) {
+        let late = c.since.elapsed() > Duration::from_secs(10);
+        let foreign = c.rlen >= 8 && &c.rbuf[..8] == MAGIC_FOREIGN;
+        let need = if foreign { AUTH_LEN_FOREIGN } else { AUTH_LEN };
+        if c.rlen < need {
+            if late {
                 return Err("no authentication within 10 s".into());
             }
             return Ok(None);
         }
-        let rank = u32::from_le_bytes(c.rbuf[8..12].try_into().unwrap());
-        let good = &c.rbuf[..8] == MAGIC
-            && (rank as usize) < switch.len()
-            && c.rbuf[12..AUTH_LEN] == mac(secret, &c.nonce, rank);
-        if !good {
-            return Err("failed authentication (wrong job secret)".into());
+        let peer = if foreign {
+            let uid = u64::from_le_bytes(c.rbuf[8..16].try_into().unwrap());
+            match keys.foreign.iter().position(|f| f.uid == uid) {
+                Some(k) => keys.world + k,
+                // A process of a job we are still being introduced to (our
+                // group's leader has not told us about it yet): wait.
+                None if !late => return Ok(None),
+                None => return Err("unknown process of another job".into()),
+            }
+        } else {
+            let rank = u32::from_le_bytes(c.rbuf[8..12].try_into().unwrap()) as usize;
+            if &c.rbuf[..8] != MAGIC || rank >= keys.world {
+                return Err("failed authentication (not a process of this job)".into());
+            }
+            rank
+        };
+        let (secret, id) = keys.of(peer);
+        if c.rbuf[8 + id.len()..need] != mac(secret, &c.nonce, &id) {
+            return Err("failed authentication (wrong secret)".into());
         }
-        c.peer = Some(rank as usize);
+        c.peer = Some(peer);
         c.authed = true;
-        pos = AUTH_LEN;
+        pos = need;
     }
     let from = c.peer.expect("authenticated");
     let mut done = None;

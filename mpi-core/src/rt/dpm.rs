@@ -1,0 +1,449 @@
+//! Processes beyond the world (MPI 3.1 chapter 10): ports, the meeting of
+//! two groups' roots, and the identities of processes of other jobs.
+//!
+//! * A process of another job becomes a peer with an index above the world
+//!   size (`Engine::add_foreign`), always reached over TCP (even on this
+//!   host), known by its process id (`Tcp::uid`, random) and its TCP
+//!   listener's address. A process of our own job met this way (a port of
+//!   our job) keeps its world rank.
+//! * A port (`MPI_Open_port`) is a TCP listener of its own with a random
+//!   32-byte secret; its name says how to reach it and carries the secret:
+//!   `mpicore-port:<ipv4,...>:<tcp port>:<secret, hex>`. Whoever knows the
+//!   name may connect, as the standard's names are capabilities.
+//! * The roots meet on the port's socket: the acceptor sends a nonce, the
+//!   connector its nonce and `HMAC(port secret, "mpicore-connect" || both
+//!   nonces)`, the acceptor `HMAC(port secret, "mpicore-accept" || both)`:
+//!   each proves it knows the secret without showing it. The two groups'
+//!   connections then authenticate with the session secret
+//!   `HMAC(port secret, "mpicore-session" || both nonces)`, fresh for every
+//!   meeting. Then each root sends its group (identities in rank order).
+//! * Everything read from that socket is waited for in the progress loop,
+//!   so a root waiting for the other side keeps serving its job's traffic.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::os::raw::c_int;
+use std::time::{Duration, Instant};
+
+use mpi_api::abi::*;
+
+use super::error::{MpiError, MpiResult};
+use super::tcp::{hmac_parts, random_bytes, Tcp};
+use super::State;
+use crate::bail;
+
+/// The context of the messages between the two roots while they agree on
+/// the new intercommunicator's context id (above every id ever agreed).
+pub const BRIDGE_CTX: u32 = super::comm::CTX_FAILED - 16;
+
+/// How long a root waits for the other side once their sockets are
+/// connected (the other root is inside its connect or accept).
+const STEP_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// An open port.
+pub struct Port {
+    pub name: String,
+    listener: TcpListener,
+    secret: [u8; 32],
+}
+
+/// State of this chapter: open ports, the parent of a spawned job.
+#[derive(Default)]
+pub struct Dpm {
+    pub ports: Vec<Port>,
+    /// The intercommunicator to the spawning job (`MPI_Comm_get_parent`).
+    pub parent: Option<MPI_Comm>,
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok()).collect()
+}
+
+fn port_err(why: impl std::fmt::Display) -> MpiError {
+    MpiError::new(MPI_ERR_PORT, why.to_string())
+}
+
+/// `MPI_Open_port`: a new port; returns its name.
+pub fn open_port(st: &mut State) -> MpiResult<String> {
+    let (listener, card) = Tcp::listen().map_err(|e| port_err(format!("cannot open a TCP port: {e}")))?;
+    let secret: [u8; 32] = random_bytes();
+    // A host with many addresses names as many as fit in MPI_MAX_PORT_NAME.
+    let (ips, port) = card.rsplit_once(':').unwrap_or((&card, ""));
+    let mut ips: Vec<&str> = ips.split(',').collect();
+    let name = loop {
+        let name = format!("mpicore-port:{}:{port}:{}", ips.join(","), hex(&secret));
+        if name.len() < MPI_MAX_PORT_NAME as usize {
+            break name;
+        }
+        if ips.len() == 1 {
+            bail!(MPI_ERR_INTERN, "the port name would be longer than MPI_MAX_PORT_NAME");
+        }
+        ips.pop();
+    };
+    st.dpm.ports.push(Port { name: name.clone(), listener, secret });
+    Ok(name)
+}
+
+/// `MPI_Close_port`.
+pub fn close_port(st: &mut State, name: &str) -> MpiResult<()> {
+    let k = st.dpm.ports.iter().position(|p| p.name == name).ok_or_else(|| port_err(format!("no open port named {name:?}")))?;
+    st.dpm.ports.remove(k);
+    Ok(())
+}
+
+/// Splits a port name into the addresses to try and the secret.
+fn parse_port(name: &str) -> MpiResult<(Vec<SocketAddr>, Vec<u8>)> {
+    let bad = || port_err(format!("{name:?} is not a port name of this MPI (mpicore-port:...)"));
+    let rest = name.trim().strip_prefix("mpicore-port:").ok_or_else(bad)?;
+    let mut it = rest.rsplitn(3, ':');
+    let (secret, port, ips) = (it.next().ok_or_else(bad)?, it.next().ok_or_else(bad)?, it.next().ok_or_else(bad)?);
+    let secret = unhex(secret).filter(|s| s.len() == 32).ok_or_else(bad)?;
+    let addrs: Vec<SocketAddr> = ips.split(',').filter_map(|ip| format!("{ip}:{port}").parse().ok()).collect();
+    if addrs.is_empty() {
+        return Err(bad());
+    }
+    Ok((addrs, secret))
+}
+
+/// Waits, driving progress, until `fd` is ready for `events` or `deadline`.
+fn wait_fd(fd: i32, events: i16, deadline: Instant) -> MpiResult<()> {
+    super::block_on(|_| {
+        let mut p = libc::pollfd { fd, events, revents: 0 };
+        // SAFETY: poll of one valid pollfd, without waiting.
+        let n = unsafe { libc::poll(&mut p, 1, 0) };
+        if n != 0 {
+            return Some(Ok(()));
+        }
+        (Instant::now() > deadline).then(|| Err(port_err("the other side did not answer in time")))
+    })?
+}
+
+/// The socket two roots meet on (nonblocking; waits drive progress).
+pub struct Side {
+    sock: TcpStream,
+    deadline: Instant,
+    /// The user's socket of `MPI_Comm_join` (this is a duplicate) and its
+    /// file status flags, put back when done.
+    restore: Option<(i32, c_int)>,
+}
+
+impl Drop for Side {
+    fn drop(&mut self) {
+        if let Some((fd, flags)) = self.restore {
+            // SAFETY: fcntl on the user's descriptor, still open (the join
+            // holds it for the duration of the call).
+            unsafe { libc::fcntl(fd, libc::F_SETFL, flags) };
+        }
+    }
+}
+
+impl Side {
+    pub fn new(sock: TcpStream) -> MpiResult<Side> {
+        sock.set_nonblocking(true).map_err(port_err)?;
+        let _ = sock.set_nodelay(true);
+        Ok(Side { sock, deadline: Instant::now() + STEP_TIMEOUT, restore: None })
+    }
+
+    fn read_exact(&mut self, buf: &mut [u8]) -> MpiResult<()> {
+        let mut got = 0;
+        while got < buf.len() {
+            match self.sock.read(&mut buf[got..]) {
+                Ok(0) => return Err(port_err("the other side closed the connection")),
+                Ok(n) => got += n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => wait_fd(self.sock.as_raw_fd(), libc::POLLIN, self.deadline)?,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(port_err(e)),
+            }
+        }
+        Ok(())
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> MpiResult<()> {
+        let mut off = 0;
+        while off < buf.len() {
+            match self.sock.write(&buf[off..]) {
+                Ok(n) => off += n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => wait_fd(self.sock.as_raw_fd(), libc::POLLOUT, self.deadline)?,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(port_err(e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends one frame (length, then bytes).
+    pub fn send(&mut self, data: &[u8]) -> MpiResult<()> {
+        let mut f = (data.len() as u32).to_le_bytes().to_vec();
+        f.extend_from_slice(data);
+        self.write_all(&f)
+    }
+
+    /// Receives one frame (at most 16 MiB).
+    pub fn recv(&mut self) -> MpiResult<Vec<u8>> {
+        let mut len = [0u8; 4];
+        self.read_exact(&mut len)?;
+        let n = u32::from_le_bytes(len) as usize;
+        if n > 16 << 20 {
+            bail!(MPI_ERR_PORT, "corrupt frame from the other side ({n} bytes)");
+        }
+        let mut v = vec![0; n];
+        self.read_exact(&mut v)?;
+        Ok(v)
+    }
+}
+
+fn session_key(secret: &[u8], na: &[u8], nc: &[u8]) -> [u8; 32] {
+    hmac_parts(secret, &[b"mpicore-session", na, nc])
+}
+
+/// The acceptor's half of the meeting on an accepted socket: checks the
+/// connector knows `secret`; returns the session secret.
+fn greet_connector(side: &mut Side, secret: &[u8]) -> MpiResult<[u8; 32]> {
+    let na: [u8; 16] = random_bytes();
+    side.send(&na)?;
+    let reply = side.recv()?;
+    if reply.len() != 48 || reply[16..] != hmac_parts(secret, &[b"mpicore-connect", &na, &reply[..16]]) {
+        bail!(MPI_ERR_PORT, "a process that does not know the port's secret tried to connect");
+    }
+    let nc = &reply[..16];
+    side.send(&hmac_parts(secret, &[b"mpicore-accept", &na, nc]))?;
+    Ok(session_key(secret, &na, nc))
+}
+
+/// The connector's half: proves it knows `secret`, checks the acceptor
+/// does too; returns the session secret.
+fn greet_acceptor(side: &mut Side, secret: &[u8]) -> MpiResult<[u8; 32]> {
+    let na = side.recv()?;
+    if na.len() != 16 {
+        bail!(MPI_ERR_PORT, "unexpected greeting on the port");
+    }
+    let nc: [u8; 16] = random_bytes();
+    let mut m = nc.to_vec();
+    m.extend_from_slice(&hmac_parts(secret, &[b"mpicore-connect", &na, &nc]));
+    side.send(&m)?;
+    let proof = side.recv()?;
+    if proof[..] != hmac_parts(secret, &[b"mpicore-accept", &na, &nc]) {
+        bail!(MPI_ERR_PORT, "the process behind the port does not know its secret");
+    }
+    Ok(session_key(secret, &na, &nc))
+}
+
+/// `MPI_Comm_accept` at the root: waits for a connector on port `name`
+/// (strangers that fail the handshake are turned away and the wait goes
+/// on), until `deadline` if there is one; returns the meeting socket and
+/// the session secret.
+pub fn accept(name: &str, deadline: Option<Instant>) -> MpiResult<(Side, [u8; 32])> {
+    let secret = super::with(|st| {
+        let p = st.dpm.ports.iter().find(|p| p.name == name).ok_or_else(|| port_err(format!("no open port named {name:?}")))?;
+        Ok(p.secret)
+    })?;
+    loop {
+        let sock = super::block_on(|st| {
+            let p = st.dpm.ports.iter().find(|p| p.name == name);
+            match p.map(|p| p.listener.accept()) {
+                None => Some(Err(port_err("the port was closed"))),
+                Some(Ok((s, _))) => Some(Ok(s)),
+                Some(Err(_)) if deadline.is_some_and(|d| Instant::now() > d) => {
+                    Some(Err(port_err("nobody connected in time")))
+                }
+                Some(Err(_)) => None,
+            }
+        })??;
+        let mut side = Side::new(sock)?;
+        match greet_connector(&mut side, &secret) {
+            Ok(k) => return Ok((side, k)),
+            Err(e) => eprintln!("mpi-core: turned away a connection on port {name}: {}", e.msg),
+        }
+    }
+}
+
+/// `MPI_Comm_connect` at the root: reaches the port named `name`; returns
+/// the meeting socket and the session secret.
+pub fn connect(name: &str) -> MpiResult<(Side, [u8; 32])> {
+    let (addrs, secret) = parse_port(name)?;
+    let mut last = String::new();
+    for a in &addrs {
+        match TcpStream::connect_timeout(a, Duration::from_secs(5)) {
+            Ok(s) => {
+                let mut side = Side::new(s)?;
+                let k = greet_acceptor(&mut side, &secret)?;
+                return Ok((side, k));
+            }
+            Err(e) => last = format!("{a}: {e}"),
+        }
+    }
+    Err(port_err(format!("cannot reach port {name}: {last}")))
+}
+
+/// How a process is known to processes of other jobs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ident {
+    pub uid: u64,
+    pub card: String,
+    pub job: String,
+    pub rank: usize,
+}
+
+impl Ident {
+    pub fn encode(&self) -> String {
+        format!("{:016x} {} {} {}", self.uid, self.card, self.job, self.rank)
+    }
+
+    pub fn decode(s: &str) -> MpiResult<Ident> {
+        let bad = || MpiError::new(MPI_ERR_INTERN, format!("malformed process identity {s:?}"));
+        let f: Vec<&str> = s.split(' ').collect();
+        if f.len() != 4 {
+            return Err(bad());
+        }
+        Ok(Ident {
+            uid: u64::from_str_radix(f[0], 16).map_err(|_| bad())?,
+            card: f[1].to_string(),
+            job: f[2].to_string(),
+            rank: f[3].parse().map_err(|_| bad())?,
+        })
+    }
+}
+
+/// Turns the TCP transport on (a job on one host has none) and returns
+/// this process's identity.
+pub fn my_identity(st: &mut State) -> MpiResult<Ident> {
+    super::ensure_tcp(st)?;
+    let t = st.engine.tcp.as_ref().expect("TCP transport");
+    Ok(Ident { uid: t.uid, card: t.card(), job: st.job_id.clone(), rank: st.world_rank })
+}
+
+/// The peer index of process `id`: its world rank if it is of our job,
+/// else an index above the world (known before, or new with `secret`).
+pub fn peer_of(st: &mut State, id: &Ident, secret: &[u8]) -> usize {
+    if id.job == st.job_id {
+        id.rank
+    } else {
+        st.engine.add_foreign(id.uid, &id.card, secret)
+    }
+}
+
+/// The name service's directory: `MPICORE_NAME_DIR`, else
+/// `$XDG_RUNTIME_DIR/mpicore-names`, else `/tmp/mpicore-names-<uid>`;
+/// created private to the user, and refused if it belongs to another user
+/// or others may write to it.
+fn name_dir() -> MpiResult<std::path::PathBuf> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    let dir = match (std::env::var_os("MPICORE_NAME_DIR"), std::env::var_os("XDG_RUNTIME_DIR")) {
+        (Some(d), _) => d.into(),
+        (None, Some(x)) if !x.is_empty() => std::path::PathBuf::from(x).join("mpicore-names"),
+        _ => std::path::PathBuf::from(format!("/tmp/mpicore-names-{uid}")),
+    };
+    let err = |why: String| MpiError::new(MPI_ERR_INTERN, format!("name service directory {}: {why}", dir.display()));
+    if let Err(e) = std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        if e.kind() != ErrorKind::AlreadyExists {
+            return Err(err(e.to_string()));
+        }
+    }
+    let m = std::fs::symlink_metadata(&dir).map_err(|e| err(e.to_string()))?;
+    if !m.is_dir() || m.uid() != uid || m.mode() & 0o022 != 0 {
+        return Err(err("not a directory of this user that only this user may write to".into()));
+    }
+    Ok(dir)
+}
+
+/// The file of service `service` (its name in hex: any string is a name).
+fn service_file(service: &str) -> MpiResult<std::path::PathBuf> {
+    if service.is_empty() {
+        bail!(MPI_ERR_ARG, "empty service name");
+    }
+    Ok(name_dir()?.join(hex(service.as_bytes())))
+}
+
+/// `MPI_Publish_name`: writes the service's file atomically (a name
+/// published again points to the new port).
+pub fn publish_name(service: &str, port: &str) -> MpiResult<()> {
+    let f = service_file(service)?;
+    let tmp = f.with_extension(format!("tmp{}", std::process::id()));
+    let io = |e: std::io::Error| MpiError::new(MPI_ERR_INTERN, format!("cannot publish {service:?}: {e}"));
+    std::fs::write(&tmp, port).map_err(io)?;
+    std::fs::rename(&tmp, &f).map_err(io)
+}
+
+/// `MPI_Lookup_name`.
+pub fn lookup_name(service: &str) -> MpiResult<String> {
+    std::fs::read_to_string(service_file(service)?)
+        .map_err(|_| MpiError::new(MPI_ERR_NAME, format!("no port is published under the name {service:?}")))
+}
+
+/// `MPI_Unpublish_name`: only the name's current port may be unpublished.
+pub fn unpublish_name(service: &str, port: &str) -> MpiResult<()> {
+    let f = service_file(service)?;
+    match std::fs::read_to_string(&f) {
+        Ok(p) if p == port => std::fs::remove_file(&f)
+            .map_err(|e| MpiError::new(MPI_ERR_SERVICE, format!("cannot unpublish {service:?}: {e}"))),
+        Ok(_) => Err(MpiError::new(MPI_ERR_SERVICE, format!("{service:?} is published with another port"))),
+        Err(_) => Err(MpiError::new(MPI_ERR_SERVICE, format!("{service:?} is not published"))),
+    }
+}
+
+/// `MPI_Comm_join` on socket `fd`: the two processes swap random numbers
+/// on it; the one with the smaller plays the acceptor. The connection
+/// secret is made of both numbers: the user's socket is the trusted
+/// channel the standard presumes (whoever reads it learns the secret).
+/// Returns the meeting socket (a duplicate of `fd`, whose flags are put
+/// back when it is dropped), the secret, and whether this side accepts.
+pub fn join_socket(fd: c_int) -> MpiResult<(Side, [u8; 32], bool)> {
+    use std::os::fd::FromRawFd;
+    let bad = |why: String| MpiError::new(MPI_ERR_ARG, format!("MPI_Comm_join: file descriptor {fd}: {why}"));
+    // SAFETY: fcntl/dup on a descriptor number; failures are reported.
+    let (flags, dup) = unsafe { (libc::fcntl(fd, libc::F_GETFL), libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0)) };
+    if fd < 0 || flags < 0 || dup < 0 {
+        return Err(bad(std::io::Error::last_os_error().to_string()));
+    }
+    // SAFETY: `dup` is a descriptor this function just made and owns.
+    let sock = unsafe { TcpStream::from_raw_fd(dup) };
+    let mut side = Side::new(sock)?;
+    side.restore = Some((fd, flags));
+    let mine: [u8; 32] = random_bytes();
+    side.send(&mine)?;
+    let theirs = side.recv()?;
+    if theirs.len() != 32 || theirs[..] == mine[..] {
+        return Err(bad("no MPI_Comm_join of this MPI at the other end".into()));
+    }
+    let accepting = mine[..] < theirs[..];
+    let (lo, hi) = if accepting { (&mine[..], &theirs[..]) } else { (&theirs[..], &mine[..]) };
+    Ok((side, hmac_parts(lo, &[b"mpicore-join", hi]), accepting))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn port_names() {
+        let secret = [7u8; 32];
+        let name = format!("mpicore-port:10.0.0.1,127.0.0.1:4242:{}", hex(&secret));
+        let (addrs, s) = parse_port(&name).unwrap();
+        assert_eq!(addrs, vec!["10.0.0.1:4242".parse().unwrap(), "127.0.0.1:4242".parse().unwrap()]);
+        assert_eq!(s, secret);
+        for bad in ["", "mpicore-port:", "tcp://1.2.3.4:5", &name[..name.len() - 2], &name.replace("4242", "x")] {
+            assert_eq!(parse_port(bad).unwrap_err().class, MPI_ERR_PORT, "{bad}");
+        }
+        assert_eq!(unhex("0aff"), Some(vec![10, 255]));
+        assert_eq!(unhex("0g"), None);
+        assert_eq!(unhex("abc"), None);
+    }
+
+    #[test]
+    fn identities() {
+        let id = Ident { uid: 0xdead_beef_0123, card: "10.0.0.1:5000".into(), job: "kvs_1_ab@host".into(), rank: 3 };
+        assert_eq!(Ident::decode(&id.encode()).unwrap(), id);
+        assert!(Ident::decode("1 2 3").is_err());
+        assert!(Ident::decode("zz a b 1").is_err());
+    }
+}
