@@ -101,3 +101,37 @@ fn install_to_a_prefix_works() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("ring 3 ranks"));
     let _ = std::fs::remove_dir_all(&prefix);
 }
+
+/// The function symbols (`T`, or weak: `W`) a shared library defines and
+/// exports.
+fn exported_functions(lib: &std::path::Path) -> std::collections::BTreeSet<String> {
+    let out = std::process::Command::new("nm").args(["-D", "--defined-only"]).arg(lib).output().unwrap();
+    assert!(out.status.success(), "nm {}: {}", lib.display(), String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() == 3 && matches!(f[1], "T" | "W")).then(|| f[2].to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn every_mpi_function_mpich_exports_is_exported_here_too() {
+    system_tests::ensure_built();
+    // Debian's MPICH, where the dynamic linker finds it.
+    let ldconfig = std::process::Command::new("/sbin/ldconfig").arg("-p").output().unwrap();
+    let listing = String::from_utf8_lossy(&ldconfig.stdout);
+    let mpich = listing
+        .lines()
+        .find(|l| l.trim_start().starts_with("libmpich.so.12 "))
+        .and_then(|l| l.rsplit(" => ").next())
+        .map(|p| std::path::PathBuf::from(p.trim()))
+        .expect("libmpich.so.12 is installed (apt-get install libmpich-dev)");
+    let theirs = exported_functions(&mpich);
+    let ours = exported_functions(&system_tests::bin_dir().join("libmpi.so"));
+    let api: Vec<&String> = theirs.iter().filter(|s| s.starts_with("MPI_") || s.starts_with("PMPI_")).collect();
+    assert!(api.len() > 800, "only {} MPI functions found in {}", api.len(), mpich.display());
+    let missing: Vec<&&String> = api.iter().filter(|s| !ours.contains(**s)).collect();
+    assert!(missing.is_empty(), "{} MPI functions of {} are not exported by libmpi.so: {missing:?}", missing.len(), mpich.display());
+}
