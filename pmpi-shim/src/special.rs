@@ -59,8 +59,16 @@ pub unsafe fn MPI_Finalize() -> c_int {
 }
 
 /// The first session of a process that did not call `MPI_Init` starts
-/// tracing (see `life::start_session`).
+/// tracing (see `life::start_session`); later ones are recorded as calls.
 pub unsafe fn MPI_Session_init(info: c_int, errhandler: c_int, session: *mut c_int) -> c_int {
+    if MODE.load(Ordering::Relaxed) != mode::OFF {
+        let mut c = Call::begin(ids::MPI_Session_init, Cat::Other, false);
+        c.enter();
+        // SAFETY: same contract as the caller's.
+        let rc = unsafe { pmpi::MPI_Session_init(info, errhandler, session) };
+        c.exit(rc);
+        return rc;
+    }
     let before = clock::point();
     // SAFETY: same contract as the caller's.
     let rc = unsafe { pmpi::MPI_Session_init(info, errhandler, session) };
@@ -81,8 +89,11 @@ pub unsafe fn MPI_Session_finalize(session: *mut c_int) -> c_int {
     // the library rejects).
     let ours = !session.is_null() && life::tracing_session() == Some(unsafe { *session });
     let tracing = c.on() && ours;
+    // Every session's finalization is a call with its times (another
+    // session's too: it once had no start time, so its duration was the
+    // clock's whole value).
+    c.enter();
     if tracing {
-        c.enter();
         life::before_finalize();
     }
     if ours {

@@ -611,10 +611,18 @@ fn cxx_sites_are_demangled() {
 }
 
 /// A program that uses MPI sessions and never calls `MPI_Init` is traced
-/// from `MPI_Session_init` to `MPI_Session_finalize`.
+/// from `MPI_Session_init` to `MPI_Session_finalize`, on MPICH and on this
+/// project's MPI.
 #[test]
 fn sessions_without_mpi_init() {
-    let t = traced("sessions", "sessions.c", 2, &[]);
+    check_sessions(&traced("sessions", "sessions.c", 2, &[]));
+    if let Some(t) = traced_on_project_mpi("sessions-own", "sessions.c", 2) {
+        check_sessions(&t);
+    }
+}
+
+fn check_sessions(t: &Trace) {
+    assert!(t.problems.is_empty(), "{:?}", t.problems);
     assert!(t.is_complete());
     assert_eq!((t.meta.ranks, t.meta.written_by.as_str()), (2, "finalize"));
     let user: Vec<_> = t.comms.values().filter(|c| c.call == "MPI_Comm_create_from_group").collect();
@@ -637,7 +645,20 @@ fn sessions_without_mpi_init() {
     let recv = calls(t.rank_events(1), "MPI_Recv")[0];
     assert_eq!((send.comm, send.peer, send.tag, send.seq), (Some(id), Some(1), Some(3), Some(1)));
     assert_eq!((recv.comm, recv.peer, recv.tag, recv.seq, recv.bytes), (Some(id), Some(0), Some(3), Some(1), Some(4)));
-    assert_eq!(check_matching(&t), 1);
+    assert_eq!(check_matching(t), 1);
+    // The second session: both of its calls, timed within the trace.
+    for r in 0..2 {
+        let ev = t.rank_events(r);
+        let (first, last) = (ev[0].t_start, ev.iter().filter_map(|e| e.t_end).max().unwrap());
+        for name in ["MPI_Session_init", "MPI_Session_finalize"] {
+            let c = calls(ev, name);
+            assert_eq!(c.len(), 2, "rank {r}: {name}");
+            for e in c {
+                let end = e.t_end.unwrap();
+                assert!(first <= e.t_start && e.t_start <= end && end <= last, "rank {r}: {name} at {}..{end}, trace {first}..{last}", e.t_start);
+            }
+        }
+    }
 }
 
 /// Rank 1 dies after three sends; the trace of everything before is readable.

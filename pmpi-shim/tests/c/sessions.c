@@ -1,5 +1,6 @@
 /* MPI 4 sessions without MPI_Init: a communicator from the mpi://WORLD
- * process set, an Allreduce and a message 0 -> 1 on it. Two ranks. */
+ * process set, an Allreduce and a message 0 -> 1 on it; a second session
+ * opened and finalized while the first (which traces) is open. Two ranks. */
 #include <mpi.h>
 
 int main(void) {
@@ -14,6 +15,9 @@ int main(void) {
     MPI_Allreduce(&r, &v, 1, MPI_INT, MPI_SUM, c);
     if (r == 0) MPI_Send(&v, 1, MPI_INT, 1, 3, c);
     if (r == 1) MPI_Recv(&v, 1, MPI_INT, MPI_ANY_SOURCE, 3, c, MPI_STATUS_IGNORE);
+    MPI_Session s2;
+    MPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_RETURN, &s2);
+    MPI_Session_finalize(&s2);
     MPI_Comm_free(&c);
     MPI_Group_free(&g);
     MPI_Session_finalize(&s);
