@@ -190,13 +190,44 @@ pub fn start(call: usize, before: (u64, u64), after: u64) {
 
 /// `MPITRACE_DIR`, or `./mpitrace-<UTC time>` named by rank 0 for everyone.
 fn output_dir(rank: c_int) -> PathBuf {
-    if let Some(d) = std::env::var_os("MPITRACE_DIR").filter(|d| !d.is_empty()) {
-        return PathBuf::from(d);
+    let base = std::env::var_os("MPITRACE_DIR")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from);
+    // A job started by MPI_Comm_spawn inherits the environment of its
+    // parent's launcher: it writes its own trace in a directory of its own
+    // (under the parent's `spawned/`), never over the parent's ranks.
+    match (base, spawned()) {
+        (Some(d), false) => d,
+        (Some(d), true) => d
+            .join("spawned")
+            .join(agreed(rank, || format!("{}-{}", utc_stamp(), std::process::id()))),
+        (None, false) => PathBuf::from(agreed(rank, || format!("mpitrace-{}", utc_stamp()))),
+        (None, true) => PathBuf::from(agreed(rank, || {
+            format!("mpitrace-{}-spawned-{}", utc_stamp(), std::process::id())
+        })),
     }
+}
+
+/// Whether this process belongs to a job another one spawned (it has a
+/// parent communicator). Only asked of a job that called `MPI_Init`.
+fn spawned() -> bool {
+    if !started_by_init() {
+        return false;
+    }
+    let mut parent = abi::MPI_COMM_NULL;
+    // SAFETY: MPI is initialized; live out pointer.
+    let rc = unsafe { pmpi::MPI_Comm_get_parent(&mut parent) };
+    rc == abi::MPI_SUCCESS && parent != abi::MPI_COMM_NULL
+}
+
+/// The name rank 0 makes with `make`, the same at every rank (at most 255
+/// bytes).
+fn agreed(rank: c_int, make: impl FnOnce() -> String) -> String {
     let mut buf = [0u8; 256];
     if rank == 0 {
-        let name = format!("mpitrace-{}", utc_stamp());
-        buf[..name.len()].copy_from_slice(name.as_bytes());
+        let name = make();
+        let n = name.len().min(buf.len() - 1);
+        buf[..n].copy_from_slice(&name.as_bytes()[..n]);
     }
     // SAFETY: every rank passes a 256-byte buffer to the broadcast.
     unsafe {
@@ -209,7 +240,7 @@ fn output_dir(rank: c_int) -> PathBuf {
         )
     };
     let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    PathBuf::from(String::from_utf8_lossy(&buf[..end]).into_owned())
+    String::from_utf8_lossy(&buf[..end]).into_owned()
 }
 
 /// `YYYYmmdd-HHMMSS` in UTC.

@@ -167,6 +167,13 @@ fn p2p_on_the_project_mpi() {
 /// ranks with its `mpirun` under the shim; `None` (saying so) when they are
 /// not built.
 fn traced_on_project_mpi(name: &str, src: &str, n: usize) -> Option<Trace> {
+    traced_on_project_mpi_as(name, src, n, false)
+}
+
+/// [`traced_on_project_mpi`]; `whole_job`: the shim is preloaded into the
+/// launcher itself, as `mpitrace record` does, so that the jobs it spawns
+/// are traced too (else only the ranks are, through `env`).
+fn traced_on_project_mpi_as(name: &str, src: &str, n: usize, whole_job: bool) -> Option<Trace> {
     let bin = common::profile_dir();
     let (mpicc, mpirun) = (bin.join("mpicc"), bin.join("mpirun"));
     if !mpicc.exists() || !mpirun.exists() {
@@ -189,15 +196,16 @@ fn traced_on_project_mpi(name: &str, src: &str, n: usize) -> Option<Trace> {
         .unwrap();
     assert!(st.success());
     let tdir = dir.join("trace");
-    let out = std::process::Command::new("timeout")
-        .args(["-k", "5", "120"])
-        .arg(&mpirun)
-        .args(["-n", &n.to_string(), "env"])
-        .arg(format!("LD_PRELOAD={}", common::shim().display()))
-        .arg(format!("MPITRACE_DIR={}", tdir.display()))
-        .arg(&exe)
-        .output()
-        .unwrap();
+    let mut cmd = std::process::Command::new("timeout");
+    cmd.args(["-k", "5", "120"]).arg(&mpirun).args(["-n", &n.to_string()]);
+    if whole_job {
+        cmd.env("LD_PRELOAD", common::shim()).env("MPITRACE_DIR", &tdir);
+    } else {
+        cmd.arg("env")
+            .arg(format!("LD_PRELOAD={}", common::shim().display()))
+            .arg(format!("MPITRACE_DIR={}", tdir.display()));
+    }
+    let out = cmd.arg(&exe).output().unwrap();
     assert!(
         out.status.success(),
         "{}",
@@ -658,6 +666,33 @@ fn check_sessions(t: &Trace) {
                 assert!(first <= e.t_start && e.t_start <= end && end <= last, "rank {r}: {name} at {}..{end}, trace {first}..{last}", e.t_start);
             }
         }
+    }
+}
+
+/// A job spawned by a traced one (on this project's MPI, whose mpirun
+/// spawns) traces itself in `spawned/<name>/` of the parents' trace, and
+/// the parents' trace stays theirs.
+#[test]
+fn spawned_jobs_trace_apart_from_their_parents() {
+    let Some(t) = traced_on_project_mpi_as("spawn-own", "spawn.c", 2, true) else { return };
+    assert!(t.problems.is_empty(), "{:?}", t.problems);
+    assert_eq!(t.meta.ranks, 2);
+    for r in 0..2 {
+        assert_eq!(count(t.rank_events(r), "MPI_Comm_spawn"), 1, "parent rank {r}");
+        assert_eq!(count(t.rank_events(r), "MPI_Recv"), 0, "parent rank {r}");
+    }
+    assert_eq!(count(t.rank_events(0), "MPI_Send"), 2);
+    let spawned: Vec<_> = std::fs::read_dir(t.dir.join("spawned")).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(spawned.len(), 1, "{spawned:?}");
+    let c = Trace::open(&spawned[0]).unwrap();
+    assert!(c.problems.is_empty(), "{:?}", c.problems);
+    assert!(c.is_complete());
+    assert_eq!(c.meta.ranks, 2);
+    for r in 0..2 {
+        let ev = c.rank_events(r);
+        assert_eq!(count(ev, "MPI_Comm_get_parent"), 1, "child rank {r}");
+        let recv = calls(ev, "MPI_Recv");
+        assert_eq!((recv.len(), recv[0].bytes, recv[0].tag), (1, Some(4), Some(5)), "child rank {r}");
     }
 }
 

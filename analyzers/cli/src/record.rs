@@ -104,8 +104,25 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         128 + status.signal().unwrap_or(0)
     });
     summarize(&dir, &args.command, args.keep_journals)?;
+    // Jobs the program spawned (MPI_Comm_spawn) traced themselves under
+    // `spawned/`, a trace each.
+    let mut spawned: Vec<PathBuf> = std::fs::read_dir(dir.join(SPAWNED))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    spawned.sort();
+    for sub in spawned {
+        summarize(&sub, &args.command, args.keep_journals)?;
+    }
     Ok(code)
 }
+
+/// Where the traces of spawned jobs go in a trace directory (see the shim's
+/// `life::output_dir`).
+const SPAWNED: &str = "spawned";
 
 fn summarize(dir: &Path, launch: &[String], keep: bool) -> Result<()> {
     let fin = match trace_format::finish_dir(dir, launch, keep) {
@@ -125,7 +142,7 @@ fn summarize(dir: &Path, launch: &[String], keep: bool) -> Result<()> {
         events += table::count_rows(&layout::events(dir, r)).unwrap_or(0);
     }
     let (mut files, mut bytes) = (0u64, 0u64);
-    for entry in walk(dir) {
+    for entry in walk(dir).into_iter().filter(|p| !p.starts_with(dir.join(SPAWNED))) {
         files += 1;
         bytes += std::fs::metadata(&entry).map(|m| m.len()).unwrap_or(0);
     }
