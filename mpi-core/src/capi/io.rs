@@ -27,6 +27,7 @@ use mpi_api::abi::*;
 use super::agree::View;
 use super::comm::{comm_of, new_context, quiet};
 use super::errh::check_errhandler;
+use super::info::cstr;
 use super::p2p::twins;
 use super::{put, put_status, put_str};
 use crate::bail;
@@ -856,18 +857,9 @@ fn transfer_user(f: &File, write: bool, at: i64, b: &Buf, rep: &Datarep) -> MpiR
         return Ok(n);
     }
     let got = f.read_stream(at, &mut file)?;
-    // The whole items in the bytes read: the last k with their bytes <= got.
-    let (mut lo, mut hi) = (0u64, items);
-    while lo < hi {
-        let mid = (lo + hi).div_ceil(2);
-        if b.dt.bytes_of_elements(mid) as usize <= got {
-            lo = mid;
-        } else {
-            hi = mid - 1;
-        }
-    }
+    let whole = b.dt.whole_elements_in(got as u64);
     // SAFETY: as for writing, into the user's buffer.
-    unsafe { rep.convert(true, (b.ptr, &b.dt, b.handle), lo, &mut file)? };
+    unsafe { rep.convert(true, (b.ptr, &b.dt, b.handle), whole, &mut file)? };
     Ok(got)
 }
 
@@ -1468,12 +1460,9 @@ pub unsafe fn MPI_Register_datarep_c(datarep: *const c_char, read_conversion_fn:
 /// The pointers are the program's: a string and functions of the types
 /// the standard names (or NULL).
 unsafe fn register_datarep(name: &str, rep: *const c_char, read: *mut c_void, write: *mut c_void, extent: *mut c_void, extra: *mut c_void, large: bool) -> c_int {
-    let r = if rep.is_null() {
-        Err(MpiError::new(MPI_ERR_ARG, "datarep is a NULL pointer"))
-    } else {
-        // SAFETY: a NUL-terminated string from the caller; the functions as promised.
-        unsafe { datarep::register(&CStr::from_ptr(rep).to_string_lossy(), read, write, extent, extra, large) }
-    };
+    // SAFETY: a NUL-terminated string from the caller (or NULL, refused);
+    // the functions as promised.
+    let r = unsafe { cstr(rep, "datarep").and_then(|name| datarep::register(&name, read, write, extent, extra, large)) };
     // Errors of this call are raised on MPI_FILE_NULL's handler, as for
     // the other file calls without a file.
     fret(std::ptr::null_mut(), name, r)

@@ -16,7 +16,7 @@ use super::p2p::start_persistent;
 use super::{put, put_status, raise, ret};
 use crate::bail;
 use crate::rt::error::{MpiError, MpiResult};
-use crate::rt::p2p::{empty_status, Greq, Kind, Request};
+use crate::rt::p2p::{empty_status, Greq, GreqCancelFn, GreqFreeFn, GreqQueryFn, Kind, Request};
 use crate::rt::{self, State};
 
 /// Takes the result of completed request `i`: its status and error. A
@@ -134,10 +134,7 @@ fn finish_handle(st: &mut State, h: &mut MPI_Request, i: u32) -> (MPI_Status, c_
 /// are the program's, called as the standard says.
 unsafe fn greq_done(g: &Greq, status: *mut MPI_Status) -> c_int {
     let q = greq_query(g, status);
-    let f = match g.free {
-        Some(free) => free(g.extra),
-        None => MPI_SUCCESS,
-    };
+    let f = greq_free(g);
     if q != MPI_SUCCESS {
         q
     } else {
@@ -218,7 +215,7 @@ pub unsafe fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_
             put_status(status, &empty_status());
             MPI_SUCCESS
         }
-        Ok(Ok(Some((_, _, comm, Some(g))))) => ret(comm, "MPI_Wait", greq_result(greq_done(&g, status), "query or free")),
+        Ok(Ok(Some((_, _, comm, g @ Some(_))))) => ret(comm, "MPI_Wait", after_greq(Ok(()), g, status)),
         Ok(Ok(Some((s, err, comm, None)))) => {
             put_status(status, &s);
             ret(comm, "MPI_Wait", status_error(err, &s))
@@ -253,11 +250,7 @@ pub unsafe fn MPI_Test(request: *mut MPI_Request, flag: *mut c_int, status: *mut
         put_status(status, &s);
         status_error(err, &s)
     });
-    let r = match greq {
-        Some(g) => r.and(greq_result(greq_done(&g, status), "query or free")),
-        None => r,
-    };
-    ret(comm, "MPI_Test", r)
+    ret(comm, "MPI_Test", after_greq(r, greq, status))
 }
 
 pub unsafe fn MPI_Request_get_status(request: MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
@@ -405,7 +398,7 @@ pub unsafe fn MPI_Waitany(count: c_int, array_of_requests: *mut MPI_Request, ind
         comm = st.reqs.get(i).comm;
         any_done(st, hs, &slots, index, status, &mut greq).map(|_| ())
     });
-    ret(comm, "MPI_Waitany", any_greq(r, greq, status))
+    ret(comm, "MPI_Waitany", after_greq(r, greq, status))
 }
 
 pub unsafe fn MPI_Testany(count: c_int, array_of_requests: *mut MPI_Request, index: *mut c_int, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
@@ -432,7 +425,7 @@ pub unsafe fn MPI_Testany(count: c_int, array_of_requests: *mut MPI_Request, ind
         comm = st.reqs.get(i).comm;
         any_done(st, hs, &slots, index, status, &mut greq).map(|_| ())
     });
-    ret(comm, "MPI_Testany", any_greq(r, greq, status))
+    ret(comm, "MPI_Testany", after_greq(r, greq, status))
 }
 
 /// Finishes every done request; fills indices/statuses; returns outcount.
@@ -547,7 +540,7 @@ pub unsafe fn MPI_Request_free(request: *mut MPI_Request) -> c_int {
         Ok(())
     });
     let r = match greq {
-        Some(g) => r.and(greq_free(&g)),
+        Some(g) => r.and(greq_result(greq_free(&g), "free")),
         None => r,
     };
     ret(MPI_COMM_WORLD, "MPI_Request_free", r)
@@ -625,25 +618,27 @@ fn in_status(r: MpiResult<()>, greq_failed: bool) -> MpiResult<()> {
     }
 }
 
-/// The outcome of an any call that may have finished a generalized request.
+/// The outcome of a call that completes one request (`r`, under the lock)
+/// and may have finished a generalized request `greq`, whose callbacks run
+/// now on `status`.
 ///
 /// # Safety
 /// As for [`greq_done`].
-unsafe fn any_greq(r: MpiResult<()>, greq: Option<Greq>, status: *mut MPI_Status) -> MpiResult<()> {
+unsafe fn after_greq(r: MpiResult<()>, greq: Option<Greq>, status: *mut MPI_Status) -> MpiResult<()> {
     match greq {
         Some(g) => r.and(greq_result(greq_done(&g, status), "query or free")),
         None => r,
     }
 }
 
-/// Calls `free_fn` of a generalized request (freed and complete); its outcome.
+/// Calls `free_fn` of a generalized request; its code.
 ///
 /// # Safety
 /// The callback is the program's.
-unsafe fn greq_free(g: &Greq) -> MpiResult<()> {
+unsafe fn greq_free(g: &Greq) -> c_int {
     match g.free {
-        Some(free) => greq_result(free(g.extra), "free"),
-        None => Ok(()),
+        Some(free) => free(g.extra),
+        None => MPI_SUCCESS,
     }
 }
 
@@ -658,9 +653,9 @@ pub unsafe fn MPI_Grequest_start(query_fn: *mut std::ffi::c_void, free_fn: *mut 
         // on the platforms this library builds for).
         let g = unsafe {
             Greq {
-                query: std::mem::transmute::<*mut std::ffi::c_void, Option<unsafe extern "C" fn(*mut std::ffi::c_void, *mut MPI_Status) -> c_int>>(query_fn),
-                free: std::mem::transmute::<*mut std::ffi::c_void, Option<unsafe extern "C" fn(*mut std::ffi::c_void) -> c_int>>(free_fn),
-                cancel: std::mem::transmute::<*mut std::ffi::c_void, Option<unsafe extern "C" fn(*mut std::ffi::c_void, c_int) -> c_int>>(cancel_fn),
+                query: std::mem::transmute::<*mut std::ffi::c_void, Option<GreqQueryFn>>(query_fn),
+                free: std::mem::transmute::<*mut std::ffi::c_void, Option<GreqFreeFn>>(free_fn),
+                cancel: std::mem::transmute::<*mut std::ffi::c_void, Option<GreqCancelFn>>(cancel_fn),
                 extra: extra_state,
             }
         };
@@ -695,7 +690,7 @@ pub unsafe fn MPI_Grequest_complete(request: MPI_Request) -> c_int {
         Ok(())
     });
     let r = match freed {
-        Some(g) => r.and(greq_free(&g)),
+        Some(g) => r.and(greq_result(greq_free(&g), "free")),
         None => r,
     };
     ret(MPI_COMM_WORLD, "MPI_Grequest_complete", r)

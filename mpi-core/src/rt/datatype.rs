@@ -685,14 +685,20 @@ impl Sig {
     /// Basic elements in the first `bytes` bytes (< or = `self.bytes`), or
     /// None if that cuts a basic element.
     fn elems_in(&self, bytes: usize) -> Option<usize> {
+        self.elems_within(bytes, false)
+    }
+
+    /// [`Sig::elems_in`]; `floor`: the whole elements when the bytes end
+    /// inside one (never None then).
+    fn elems_within(&self, bytes: usize, floor: bool) -> Option<usize> {
         if bytes >= self.bytes {
             return Some(self.elems);
         }
         match &self.kind {
-            SigKind::Basic { size, .. } => bytes.is_multiple_of(*size).then_some(bytes / size),
+            SigKind::Basic { size, .. } => (floor || bytes.is_multiple_of(*size)).then_some(bytes / size),
             SigKind::Rep { child, .. } => {
                 let whole = bytes / child.bytes;
-                Some(whole * child.elems + child.elems_in(bytes - whole * child.bytes)?)
+                Some(whole * child.elems + child.elems_within(bytes - whole * child.bytes, floor)?)
             }
             SigKind::Seq(parts) => {
                 let (mut acc, mut rest) = (0, bytes);
@@ -701,7 +707,7 @@ impl Sig {
                         acc += p.elems;
                         rest -= p.bytes;
                     } else {
-                        return Some(acc + p.elems_in(rest)?);
+                        return Some(acc + p.elems_within(rest, floor)?);
                     }
                 }
                 Some(acc)
@@ -1136,6 +1142,17 @@ impl Dtype {
         let whole = bytes / self.size as u64;
         let rest = (bytes % self.size as u64) as usize;
         Some(whole * self.sig.elems as u64 + self.sig.elems_in(rest)? as u64)
+    }
+
+    /// Whole basic elements in `bytes` bytes of a message of this type
+    /// (those of an element the bytes end inside are not counted).
+    pub fn whole_elements_in(&self, bytes: u64) -> u64 {
+        if self.size == 0 {
+            return 0;
+        }
+        let whole = bytes / self.size as u64;
+        let rest = (bytes % self.size as u64) as usize;
+        whole * self.sig.elems as u64 + self.sig.elems_within(rest, true).unwrap_or(0) as u64
     }
 
     /// Bytes that carry `elems` basic elements of this type.
@@ -2087,6 +2104,7 @@ mod tests {
         assert_eq!(s.elements_in(24), Some(4));
         assert_eq!(s.elements_in(32), Some(5));
         assert_eq!(s.elements_in(30), None);
+        assert_eq!((s.whole_elements_in(30), s.whole_elements_in(32)), (4, 5));
         assert_eq!(s.bytes_of_elements(5), 32);
         let v = hvector(1000, 1, 16, &s).unwrap();
         assert_eq!(v.elements_in(20 * 500 + 12), Some(1502));

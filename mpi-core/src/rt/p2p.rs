@@ -151,11 +151,18 @@ pub enum Kind {
 /// nothing and succeeds).
 #[derive(Clone, Copy)]
 pub struct Greq {
-    pub query: Option<unsafe extern "C" fn(*mut std::ffi::c_void, *mut MPI_Status) -> c_int>,
-    pub free: Option<unsafe extern "C" fn(*mut std::ffi::c_void) -> c_int>,
-    pub cancel: Option<unsafe extern "C" fn(*mut std::ffi::c_void, c_int) -> c_int>,
+    pub query: Option<GreqQueryFn>,
+    pub free: Option<GreqFreeFn>,
+    pub cancel: Option<GreqCancelFn>,
     pub extra: *mut std::ffi::c_void,
 }
+
+/// `MPI_Grequest_query_function`.
+pub type GreqQueryFn = unsafe extern "C" fn(*mut std::ffi::c_void, *mut MPI_Status) -> c_int;
+/// `MPI_Grequest_free_function`.
+pub type GreqFreeFn = unsafe extern "C" fn(*mut std::ffi::c_void) -> c_int;
+/// `MPI_Grequest_cancel_function`.
+pub type GreqCancelFn = unsafe extern "C" fn(*mut std::ffi::c_void, c_int) -> c_int;
 
 pub struct Request {
     pub kind: Kind,
