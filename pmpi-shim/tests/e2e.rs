@@ -154,34 +154,24 @@ fn p2p_collectives_comms_regions_pcontrol() {
     check_p2p(&traced("p2p", "p2p.c", 3, &[]), "MPICH");
 }
 
-/// The same program on this project's MPI (mpi-core), when its launcher and
-/// compiler wrapper are built next to the shim; skipped otherwise.
+/// The same program on this project's MPI (mpi-core; its launcher and
+/// compiler wrapper are built first if they are not).
 #[test]
 fn p2p_on_the_project_mpi() {
-    if let Some(t) = traced_on_project_mpi("p2p-own", "p2p.c", 3) {
-        check_p2p(&t, "mpi-core");
-    }
+    check_p2p(&traced_on_project_mpi("p2p-own", "p2p.c", 3), "mpi-core");
 }
 
 /// Compiles `tests/c/<src>` with mpi-core's `mpicc` and runs it on `n`
-/// ranks with its `mpirun` under the shim; `None` (saying so) when they are
-/// not built.
-fn traced_on_project_mpi(name: &str, src: &str, n: usize) -> Option<Trace> {
+/// ranks with its `mpirun` under the shim.
+fn traced_on_project_mpi(name: &str, src: &str, n: usize) -> Trace {
     traced_on_project_mpi_as(name, src, n, false)
 }
 
 /// [`traced_on_project_mpi`]; `whole_job`: the shim is preloaded into the
 /// launcher itself, as `mpitrace record` does, so that the jobs it spawns
 /// are traced too (else only the ranks are, through `env`).
-fn traced_on_project_mpi_as(name: &str, src: &str, n: usize, whole_job: bool) -> Option<Trace> {
-    let bin = common::profile_dir();
-    let (mpicc, mpirun) = (bin.join("mpicc"), bin.join("mpirun"));
-    if !mpicc.exists() || !mpirun.exists() {
-        eprintln!(
-            "mpi-core's mpicc/mpirun not built: skipped (cargo build -p mpi-core -p mpi-launcher)"
-        );
-        return None;
-    }
+fn traced_on_project_mpi_as(name: &str, src: &str, n: usize, whole_job: bool) -> Trace {
+    let (mpicc, mpirun) = common::project_mpi();
     let dir = common::scratch(name);
     let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let exe = dir.join(src.trim_end_matches(".c"));
@@ -211,7 +201,7 @@ fn traced_on_project_mpi_as(name: &str, src: &str, n: usize, whole_job: bool) ->
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    Some(Trace::open(&tdir).unwrap())
+    Trace::open(&tdir).unwrap()
 }
 
 fn check_p2p(t: &Trace, library: &str) {
@@ -373,10 +363,9 @@ fn requests_persistent_any_some_cancel_sendrecv() {
 
 #[test]
 fn requests_on_the_project_mpi() {
-    if let Some(t) = traced_on_project_mpi("requests-own", "requests.c", 2) {
-        assert!(t.problems.is_empty(), "{:?}", t.problems);
-        check_requests(&t, false);
-    }
+    let t = traced_on_project_mpi("requests-own", "requests.c", 2);
+    assert!(t.problems.is_empty(), "{:?}", t.problems);
+    check_requests(&t, false);
 }
 
 /// Checks the trace of requests.c; `mpich`: run on Debian's MPICH 4.0.
@@ -624,9 +613,7 @@ fn cxx_sites_are_demangled() {
 #[test]
 fn sessions_without_mpi_init() {
     check_sessions(&traced("sessions", "sessions.c", 2, &[]));
-    if let Some(t) = traced_on_project_mpi("sessions-own", "sessions.c", 2) {
-        check_sessions(&t);
-    }
+    check_sessions(&traced_on_project_mpi("sessions-own", "sessions.c", 2));
 }
 
 fn check_sessions(t: &Trace) {
@@ -674,7 +661,7 @@ fn check_sessions(t: &Trace) {
 /// the parents' trace stays theirs.
 #[test]
 fn spawned_jobs_trace_apart_from_their_parents() {
-    let Some(t) = traced_on_project_mpi_as("spawn-own", "spawn.c", 2, true) else { return };
+    let t = traced_on_project_mpi_as("spawn-own", "spawn.c", 2, true);
     assert!(t.problems.is_empty(), "{:?}", t.problems);
     assert_eq!(t.meta.ranks, 2);
     for r in 0..2 {

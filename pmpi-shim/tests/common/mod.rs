@@ -15,22 +15,35 @@ pub fn profile_dir() -> PathBuf {
 /// library for the integration tests of its package.
 pub fn shim() -> PathBuf {
     static BUILT: std::sync::Once = std::sync::Once::new();
-    BUILT.call_once(|| {
-        let release = profile_dir().file_name().is_some_and(|n| n == "release");
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "-q", "-p", "pmpi-shim"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"));
-        if release {
-            cmd.arg("--release");
-        }
-        assert!(
-            cmd.status().expect("cargo").success(),
-            "building pmpi-shim failed"
-        );
-    });
+    BUILT.call_once(|| cargo_build(&["pmpi-shim"]));
     let p = profile_dir().join("libmpitrace.so");
     assert!(p.exists(), "{} not built", p.display());
     p
+}
+
+/// This project's `mpicc` and `mpirun` (built first, in this profile; the
+/// shim itself never links them).
+pub fn project_mpi() -> (PathBuf, PathBuf) {
+    static BUILT: std::sync::Once = std::sync::Once::new();
+    BUILT.call_once(|| cargo_build(&["mpi-core", "mpi-launcher"]));
+    let bin = profile_dir();
+    let (mpicc, mpirun) = (bin.join("mpicc"), bin.join("mpirun"));
+    assert!(mpicc.exists() && mpirun.exists(), "mpicc/mpirun not built in {}", bin.display());
+    (mpicc, mpirun)
+}
+
+/// `cargo build` of `packages` in this test's profile.
+fn cargo_build(packages: &[&str]) {
+    let release = profile_dir().file_name().is_some_and(|n| n == "release");
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.args(["build", "-q"]).current_dir(env!("CARGO_MANIFEST_DIR"));
+    for p in packages {
+        cmd.args(["-p", p]);
+    }
+    if release {
+        cmd.arg("--release");
+    }
+    assert!(cmd.status().expect("cargo").success(), "building {packages:?} failed");
 }
 
 /// A fresh scratch directory for one test.
