@@ -58,23 +58,16 @@ fn main() {
         );
         names.push(p.name);
     }
-    let unknown: Vec<_> = implemented
-        .iter()
-        .filter(|n| !procs.iter().any(|p| &p.name == n))
-        .collect();
+    let unknown: Vec<_> = implemented.iter().filter(|n| !procs.iter().any(|p| &p.name == n)).collect();
     if !unknown.is_empty() {
         panic!("src/capi implements procedures missing from the API table: {unknown:?}");
     }
-    let _ = writeln!(
-        rs,
-        "/// Every MPI procedure this library exports.\npub const EXPORTED: &[&str] = &{names:?};"
-    );
+    let _ = writeln!(rs, "/// Every MPI procedure this library exports.\npub const EXPORTED: &[&str] = &{names:?};");
     std::fs::write(out.join("exports.rs"), rs).unwrap();
 
     // 2. mpi.h.
     let template = std::fs::read_to_string(manifest.join("include/mpi.h.in")).unwrap();
-    let defines: String =
-        abi::CONSTANTS.iter().map(|c| codegen::c_define(c) + "\n").collect();
+    let defines: String = abi::CONSTANTS.iter().map(|c| codegen::c_define(c) + "\n").collect();
     let enums: String = abi::C_ENUMS.iter().map(|e| codegen::c_enum(e) + "\n").collect();
     let mut protos = String::new();
     for p in procs.iter().filter(|p| !p.is_macro) {

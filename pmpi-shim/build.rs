@@ -60,11 +60,7 @@ fn main() {
             rest = &name[4..],
             missing = missing_value(p),
         );
-        let target = if is_passthrough(name) {
-            format!("crate::pmpi::{name}")
-        } else {
-            format!("crate::imp::{name}")
-        };
+        let target = if is_passthrough(name) { format!("crate::pmpi::{name}") } else { format!("crate::imp::{name}") };
         // The exported symbol.
         if is_passthrough(name) {
             let _ = writeln!(
@@ -92,17 +88,15 @@ fn main() {
             "#[allow(unused_mut, unused_variables, clippy::unnecessary_cast)]\npub unsafe extern \"C\" fn {name}({params}) -> {ret} {{\n{body}\n}}"
         );
     }
-    let unknown: Vec<_> = specials
-        .iter()
-        .filter(|n| !procs.iter().any(|p| &p.name == n))
-        .collect();
-    assert!(
-        unknown.is_empty(),
-        "src/special.rs defines procedures missing from the table: {unknown:?}"
-    );
+    let unknown: Vec<_> = specials.iter().filter(|n| !procs.iter().any(|p| &p.name == n)).collect();
+    assert!(unknown.is_empty(), "src/special.rs defines procedures missing from the table: {unknown:?}");
 
     let mut rs = String::new();
-    let _ = writeln!(rs, "/// `PMPI_X` names of the table, indexed by call id.\npub static PNAMES: [&std::ffi::CStr; {}] = [\n{names}];", procs.len());
+    let _ = writeln!(
+        rs,
+        "/// `PMPI_X` names of the table, indexed by call id.\npub static PNAMES: [&std::ffi::CStr; {}] = [\n{names}];",
+        procs.len()
+    );
     let _ = writeln!(rs, "/// Call ids (indices in the API table).\n#[allow(non_upper_case_globals, dead_code)]\npub mod ids {{\n{ids}}}");
     let _ = writeln!(rs, "/// The next definitions of the PMPI procedures.\n#[allow(non_snake_case, clippy::too_many_arguments, clippy::missing_safety_doc)]\npub mod pmpi {{\n{pmpi}}}");
     let _ = writeln!(rs, "/// The recording wrappers.\n#[allow(non_snake_case, clippy::too_many_arguments, clippy::missing_safety_doc)]\npub mod imp {{\n{imps}}}");
@@ -134,14 +128,10 @@ fn missing_value(p: &Procedure) -> String {
 
 /// Conversion and clock helpers: wrapped, never recorded.
 fn is_passthrough(name: &str) -> bool {
-    matches!(
-        name,
-        "MPI_Wtime" | "MPI_Wtick" | "MPI_Aint_add" | "MPI_Aint_diff"
-    ) || [
-        "_c2f", "_f2c", "_toint", "_fromint", "_f2f08", "_f082f", "_c2f08", "_f082c",
-    ]
-    .iter()
-    .any(|s| name.ends_with(s))
+    matches!(name, "MPI_Wtime" | "MPI_Wtick" | "MPI_Aint_add" | "MPI_Aint_diff")
+        || ["_c2f", "_f2c", "_toint", "_fromint", "_f2f08", "_f082f", "_c2f08", "_f082c"]
+            .iter()
+            .any(|s| name.ends_with(s))
 }
 
 /// The recording category of a procedure (`rec::Cat`).
@@ -149,9 +139,7 @@ fn category(name: &str) -> &'static str {
     let base = name.trim_start_matches("MPI_");
     let base = base.strip_suffix("_c").unwrap_or(base);
     match base {
-        "Send" | "Bsend" | "Ssend" | "Rsend" | "Isend" | "Ibsend" | "Issend" | "Irsend" => {
-            return "Send"
-        }
+        "Send" | "Bsend" | "Ssend" | "Rsend" | "Isend" | "Ibsend" | "Issend" | "Irsend" => return "Send",
         "Send_init" | "Bsend_init" | "Ssend_init" | "Rsend_init" => return "SendInit",
         "Recv" | "Irecv" => return "Recv",
         "Recv_init" => return "RecvInit",
@@ -283,12 +271,7 @@ fn scan_specials(path: &Path) -> BTreeSet<String> {
     text.lines()
         .filter_map(|l| l.trim_start().strip_prefix("pub unsafe fn MPI_"))
         .map(|rest| {
-            format!(
-                "MPI_{}",
-                rest.chars()
-                    .take_while(|c| c.is_alphanumeric() || *c == '_')
-                    .collect::<String>()
-            )
+            format!("MPI_{}", rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect::<String>())
         })
         .collect()
 }

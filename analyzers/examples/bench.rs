@@ -17,7 +17,9 @@ use analyzers::synth::{write_stencil, StencilParams};
 fn peak_rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
         .unwrap_or(0)
 }
 
@@ -62,21 +64,37 @@ fn main() {
     let rss = peak_rss_kib();
     if let Some(out) = std::env::var_os("BENCH_REPORT_JSON") {
         // The whole report, to check that a change leaves every result as it was.
-        std::fs::write(out, serde_json::to_string_pretty(&a.report()).expect("report as JSON")).expect("write the report");
+        std::fs::write(out, serde_json::to_string_pretty(&a.report()).expect("report as JSON"))
+            .expect("write the report");
     }
     let secs = |a: Instant, b: Instant| (b - a).as_secs_f64();
     let total = secs(t0, t3);
     println!("rows                 {rows}");
     println!("ranks                {}", a.model.ranks.len());
-    println!("load                 {:.2} s  ({:.1} M rows/s; CPU {:.2} s)", secs(t0, t1), rows as f64 / secs(t0, t1) / 1e6, c1 - c0);
-    println!("analyses             {:.2} s  ({:.1} M rows/s; CPU {:.2} s)", secs(t1, t2), rows as f64 / secs(t1, t2) / 1e6, c2 - c1);
+    println!(
+        "load                 {:.2} s  ({:.1} M rows/s; CPU {:.2} s)",
+        secs(t0, t1),
+        rows as f64 / secs(t0, t1) / 1e6,
+        c1 - c0
+    );
+    println!(
+        "analyses             {:.2} s  ({:.1} M rows/s; CPU {:.2} s)",
+        secs(t1, t2),
+        rows as f64 / secs(t1, t2) / 1e6,
+        c2 - c1
+    );
     for (name, d) in &phases {
         println!("  {name:<18} {:.3} s", d.as_secs_f64());
     }
     println!("report               {:.3} s", secs(t2, t3));
     println!("HTML report          {:.3} s ({} KiB)", secs(t3, t4), page.len() / 1024);
     println!("total                {total:.2} s  ({:.1} M rows/s)", rows as f64 / total / 1e6);
-    println!("peak RSS             {:.0} MiB ({:.1} bytes/row; model alone {:.1} bytes/row)", rss as f64 / 1024.0, (rss - rss0) as f64 * 1024.0 / rows as f64, (rss_model - rss0) as f64 * 1024.0 / rows as f64);
+    println!(
+        "peak RSS             {:.0} MiB ({:.1} bytes/row; model alone {:.1} bytes/row)",
+        rss as f64 / 1024.0,
+        (rss - rss0) as f64 * 1024.0 / rows as f64,
+        (rss_model - rss0) as f64 * 1024.0 / rows as f64
+    );
     println!("threads              {}", std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
     eprintln!("{}", text.lines().take(12).collect::<Vec<_>>().join("\n"));
 }

@@ -66,7 +66,10 @@ pub fn parse_duration(s: &str) -> Result<i64, String> {
     } else {
         (s, 1.0)
     };
-    num.trim().parse::<f64>().map(|v| (v * mul).round() as i64).map_err(|_| format!("`{s}` is not a duration (5ms, 100us, 2s)"))
+    num.trim()
+        .parse::<f64>()
+        .map(|v| (v * mul).round() as i64)
+        .map_err(|_| format!("`{s}` is not a duration (5ms, 100us, 2s)"))
 }
 
 impl Rules {
@@ -203,7 +206,13 @@ impl Change {
         }
     }
     pub fn describe(&self) -> String {
-        format!("{}: {} -> {} ({})", self.name, self.value_text(self.before), self.value_text(self.after), self.relative_text())
+        format!(
+            "{}: {} -> {} ({})",
+            self.name,
+            self.value_text(self.before),
+            self.value_text(self.after),
+            self.relative_text()
+        )
     }
 }
 
@@ -212,7 +221,13 @@ impl Change {
 /// that shrank by more marked better.
 pub fn diff_document(before: &str, after: &str, changes: &[Change], threshold: f64) -> Vec<Block> {
     let worse = changes.iter().filter(|c| c.relative > threshold).count();
-    let mut t = Table::new(&[("metric", Align::Left), ("before", Align::Right), ("after", Align::Right), ("change", Align::Right), ("", Align::Left)]);
+    let mut t = Table::new(&[
+        ("metric", Align::Left),
+        ("before", Align::Right),
+        ("after", Align::Right),
+        ("change", Align::Right),
+        ("", Align::Left),
+    ]);
     for c in changes {
         let (verdict, tone) = if c.relative > threshold {
             ("worse", Tone::Bad)
@@ -277,7 +292,13 @@ pub fn diff(before: &Report, after: &Report) -> Vec<Change> {
     }
     for ma in &a {
         if !b.iter().any(|m| m.name == ma.name) && ma.value > 0.0 {
-            out.push(Change { name: ma.name.clone(), unit: ma.unit.clone(), before: ma.value, after: 0.0, relative: -1.0 });
+            out.push(Change {
+                name: ma.name.clone(),
+                unit: ma.unit.clone(),
+                before: ma.value,
+                after: 0.0,
+                relative: -1.0,
+            });
         }
     }
     out.sort_by(|x, y| y.relative.total_cmp(&x.relative).then(x.name.cmp(&y.name)));
@@ -286,7 +307,11 @@ pub fn diff(before: &Report, after: &Report) -> Vec<Change> {
 
 fn limit(rule: &str, value: f64, max: f64, show: impl Fn(f64) -> String) -> Outcome {
     let passed = value <= max;
-    Outcome { rule: rule.into(), passed, message: format!("{} {} limit {}", show(value), if passed { "within" } else { "exceeds" }, show(max)) }
+    Outcome {
+        rule: rule.into(),
+        passed,
+        message: format!("{} {} limit {}", show(value), if passed { "within" } else { "exceeds" }, show(max)),
+    }
 }
 
 /// Applies the rules to a report (and the baseline comparison, if given).
@@ -382,7 +407,11 @@ mod tests {
 
     #[test]
     fn rules_file() {
-        let r = Rules::parse("[rules]\n# CI limits\nmax_mpi_fraction = \"30%\"\nmax_late_sender = \"5ms\"\nrequire_complete = true\n", "r.toml").unwrap();
+        let r = Rules::parse(
+            "[rules]\n# CI limits\nmax_mpi_fraction = \"30%\"\nmax_late_sender = \"5ms\"\nrequire_complete = true\n",
+            "r.toml",
+        )
+        .unwrap();
         assert_eq!(r.max_mpi_fraction, Some(0.3));
         assert_eq!(r.max_late_sender_ns, Some(5_000_000));
         assert!(r.require_complete);

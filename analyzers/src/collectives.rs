@@ -20,7 +20,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{CollKind, Class, Model, NONE};
+use crate::model::{Class, CollKind, Model, NONE};
 use crate::{par_map, Stats};
 
 /// One member of an instance.
@@ -325,7 +325,8 @@ fn summarize(m: &Model, c: &Collectives) -> CollReport {
     let mut sums: Vec<CollSummary> = groups
         .into_iter()
         .map(|((comm, name, (lo, hi)), a)| {
-            let (last_rank, last_n) = a.last.iter().max_by_key(|(r, n)| (**n, -**r)).map(|(r, n)| (*r, *n)).unwrap_or((-1, 0));
+            let (last_rank, last_n) =
+                a.last.iter().max_by_key(|(r, n)| (**n, -**r)).map(|(r, n)| (*r, *n)).unwrap_or((-1, 0));
             let k = a.instances.max(1) as i64;
             CollSummary {
                 comm: m.comm_label(comm),

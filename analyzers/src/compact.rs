@@ -432,7 +432,10 @@ impl Layout for EndLayout {
             b if (0..UNKNOWN_BYTES as i64).contains(&b) => (b as u32, 0),
             b => (BIG, b),
         };
-        (Chan { comm: p.comm, peer: p.peer, tag: p.tag, big }, EndRec { chan: 0, seq: p.seq, bytes, post: p.post, done: p.done })
+        (
+            Chan { comm: p.comm, peer: p.peer, tag: p.tag, big },
+            EndRec { chan: 0, seq: p.seq, bytes, post: p.post, done: p.done },
+        )
     }
     #[inline]
     fn set_key(r: &mut EndRec, key: u32) {
@@ -528,7 +531,8 @@ mod tests {
 
     #[test]
     fn calls_set_shift_permute_remap() {
-        let mut c: Calls = (0..5).map(|i| CallEv { t_start: i * 10, t_end: i * 10 + 3, name: 1, flags: 0, site: 7 }).collect();
+        let mut c: Calls =
+            (0..5).map(|i| CallEv { t_start: i * 10, t_end: i * 10 + 3, name: 1, flags: 0, site: 7 }).collect();
         c.set(2, CallEv { t_start: 20, t_end: 20 + (1 << 33), name: 1, flags: 1, site: 7 });
         c.shift(-5);
         assert_eq!(c.at(2), CallEv { t_start: 15, t_end: 15 + (1 << 33), name: 1, flags: 1, site: 7 });
@@ -557,7 +561,8 @@ mod tests {
 
     #[test]
     fn ends_round_trip_at_the_range_limits() {
-        let sizes = [0, 1, UNKNOWN_BYTES as i64 - 1, UNKNOWN_BYTES as i64, BIG as i64, 1 << 40, -1, -2, i64::MIN, i64::MAX];
+        let sizes =
+            [0, 1, UNKNOWN_BYTES as i64 - 1, UNKNOWN_BYTES as i64, BIG as i64, 1 << 40, -1, -2, i64::MIN, i64::MAX];
         let want: Vec<P2p> = sizes
             .iter()
             .enumerate()

@@ -64,7 +64,11 @@ pub fn critical_path(m: &Model, causes: &[Vec<Cause>]) -> CriticalPath {
     let n = m.ranks.len();
     let windows: Vec<Option<(i64, i64)>> = m.ranks.iter().map(|r| window(m, r)).collect();
     let mut out = CriticalPath { by_rank: vec![0; n], ..Default::default() };
-    let Some((mut cur, end)) = windows.iter().enumerate().filter_map(|(r, w)| w.map(|w| (r, w.1))).max_by_key(|&(r, e)| (e, std::cmp::Reverse(r)))
+    let Some((mut cur, end)) = windows
+        .iter()
+        .enumerate()
+        .filter_map(|(r, w)| w.map(|w| (r, w.1)))
+        .max_by_key(|&(r, e)| (e, std::cmp::Reverse(r)))
     else {
         return out;
     };

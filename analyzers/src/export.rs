@@ -55,9 +55,17 @@ pub fn write_chrome(m: &Model, mt: &Matching, w: &mut impl Write) -> io::Result<
     };
     for r in &m.ranks {
         sep(w)?;
-        write!(w, "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{0},\"tid\":0,\"args\":{{\"name\":\"rank {0}\"}}}}", r.rank)?;
+        write!(
+            w,
+            "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{0},\"tid\":0,\"args\":{{\"name\":\"rank {0}\"}}}}",
+            r.rank
+        )?;
         sep(w)?;
-        write!(w, "{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{0},\"tid\":0,\"args\":{{\"sort_index\":{0}}}}}", r.rank)?;
+        write!(
+            w,
+            "{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{0},\"tid\":0,\"args\":{{\"sort_index\":{0}}}}}",
+            r.rank
+        )?;
         for c in &r.calls {
             sep(w)?;
             write!(
@@ -132,7 +140,11 @@ pub fn write_calls_csv(m: &Model, w: &mut impl Write) -> io::Result<u64> {
     let site_text: Vec<(String, String, String)> = (0..m.sites.len() as u32)
         .map(|i| {
             let f = m.site_location(i).and_then(|l| l.function.clone()).unwrap_or_default();
-            (csv(&m.site_label(i)).into_owned(), csv(&f).into_owned(), csv(&m.site_module_label(i).unwrap_or_default()).into_owned())
+            (
+                csv(&m.site_label(i)).into_owned(),
+                csv(&f).into_owned(),
+                csv(&m.site_module_label(i).unwrap_or_default()).into_owned(),
+            )
         })
         .collect();
     let mut n = 0;
@@ -153,7 +165,15 @@ pub fn write_calls_csv(m: &Model, w: &mut impl Write) -> io::Result<u64> {
         }
         for (i, c) in r.calls.iter().enumerate() {
             let (site, func, module) = &site_text[c.site as usize];
-            write!(w, "{},{},{},{},{},{site},{func},{module},", r.rank, csv(m.name(c.name)), c.t_start - t0, c.t_end - t0, c.duration())?;
+            write!(
+                w,
+                "{},{},{},{},{},{site},{func},{module},",
+                r.rank,
+                csv(m.name(c.name)),
+                c.t_start - t0,
+                c.t_end - t0,
+                c.duration()
+            )?;
             match posted[i] {
                 Some((peer, tag, bytes, comm)) => {
                     let peer = if peer >= 0 { peer.to_string() } else { String::new() };

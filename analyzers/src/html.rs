@@ -85,13 +85,17 @@ pub fn overview(a: &Analyses) -> Overview {
         }
         bins
     });
-    let row_of: Vec<usize> = rows.iter().enumerate().flat_map(|(i, &(a, b))| std::iter::repeat_n(i, b - a + 1)).collect();
+    let row_of: Vec<usize> =
+        rows.iter().enumerate().flat_map(|(i, &(a, b))| std::iter::repeat_n(i, b - a + 1)).collect();
     for &(lo, hi) in &rows {
         let k = (hi - lo + 1) as f64;
-        let v = (0..BINS).map(|b| ((lo..=hi).map(|r| per_rank[r][b]).sum::<f64>() / k / width).clamp(0.0, 1.0) as f32).collect();
+        let v = (0..BINS)
+            .map(|b| ((lo..=hi).map(|r| per_rank[r][b]).sum::<f64>() / k / width).clamp(0.0, 1.0) as f32)
+            .collect();
         ov.rows.push((lo, hi, v));
     }
-    ov.path = a.critical_path.segments.iter().filter_map(|s| Some((*row_of.get(s.rank as usize)?, s.start, s.end))).collect();
+    ov.path =
+        a.critical_path.segments.iter().filter_map(|s| Some((*row_of.get(s.rank as usize)?, s.start, s.end))).collect();
     ov.matrix = Some(group_matrix(&a.matrix, &groups(a.matrix.ranks, MAX_ROWS)));
     ov
 }
@@ -190,7 +194,13 @@ fn timeline_svg(ov: &Overview, out: &mut String) {
     for (i, (lo, hi, bins)) in ov.rows.iter().enumerate() {
         let y = i as f64 * rh;
         if i % label_every == 0 {
-            let _ = write!(out, "<text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>", left - 4.0, y + rh * 0.5 + 4.0, rank_label(*lo, *hi));
+            let _ = write!(
+                out,
+                "<text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+                left - 4.0,
+                y + rh * 0.5 + 4.0,
+                rank_label(*lo, *hi)
+            );
         }
         // Runs of equal colour become one rectangle.
         let mut b = 0;
@@ -221,7 +231,8 @@ fn timeline_svg(ov: &Overview, out: &mut String) {
     if !ov.path.is_empty() {
         let mut d = String::new();
         for (k, &(row, s, e)) in ov.path.iter().enumerate() {
-            let _ = write!(d, "{}{:.1} {:.1} L{:.1} {:.1} ", if k == 0 { "M" } else { "L" }, x(s), y(row), x(e), y(row));
+            let _ =
+                write!(d, "{}{:.1} {:.1} L{:.1} {:.1} ", if k == 0 { "M" } else { "L" }, x(s), y(row), x(e), y(row));
         }
         let _ = write!(
             out,
@@ -267,8 +278,19 @@ fn matrix_svg(ov: &Overview, out: &mut String) {
     for (i, &(a, b)) in g.iter().enumerate() {
         if i % label_every == 0 {
             let p = left + (i as f64 + 0.5) * cell;
-            let _ = write!(out, "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>", left - 4.0, p + 4.0, rank_label(a, b));
-            let _ = write!(out, "<text x=\"{p:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>", left - 6.0, rank_label(a, b));
+            let _ = write!(
+                out,
+                "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+                left - 4.0,
+                p + 4.0,
+                rank_label(a, b)
+            );
+            let _ = write!(
+                out,
+                "<text x=\"{p:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+                left - 6.0,
+                rank_label(a, b)
+            );
         }
     }
     for s in 0..k {
@@ -310,11 +332,21 @@ fn collectives_svg(r: &Report, out: &mut String) {
     );
     for (i, s) in rows.iter().enumerate() {
         let y = i as f64 * rh;
-        let size = if s.size_hi == 0 { "0 B".to_string() } else { format!("{}..{}", fmt_bytes(s.size_lo), fmt_bytes(s.size_hi)) };
+        let size = if s.size_hi == 0 {
+            "0 B".to_string()
+        } else {
+            format!("{}..{}", fmt_bytes(s.size_lo), fmt_bytes(s.size_hi))
+        };
         let label = format!("{} {} {size}", s.comm, s.call);
         let total = s.time_ns as f64 / max as f64 * w;
         let wait = s.wait_ns.clamp(0, s.time_ns) as f64 / max as f64 * w;
-        let _ = write!(out, "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>", left - 6.0, y + 13.0, esc(&label));
+        let _ = write!(
+            out,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+            left - 6.0,
+            y + 13.0,
+            esc(&label)
+        );
         let _ = write!(
             out,
             "<rect x=\"{left:.1}\" y=\"{:.1}\" width=\"{wait:.1}\" height=\"14\" fill=\"#c8372d\"><title>{}: waiting {} of {} in {} instances</title></rect>",
@@ -353,7 +385,12 @@ fn collectives_svg(r: &Report, out: &mut String) {
     );
     let sums: Vec<(i64, u64)> = g
         .iter()
-        .map(|&(a, b)| ((a..=b).map(|r| c.wait_by_rank[r]).sum::<i64>(), (a..=b).map(|r| c.last_by_rank.get(r).copied().unwrap_or(0)).sum()))
+        .map(|&(a, b)| {
+            (
+                (a..=b).map(|r| c.wait_by_rank[r]).sum::<i64>(),
+                (a..=b).map(|r| c.last_by_rank.get(r).copied().unwrap_or(0)).sum(),
+            )
+        })
         .collect();
     let smax = sums.iter().map(|s| s.0).max().unwrap_or(1).max(1) as f64;
     let _ = write!(out, "<text x=\"{:.1}\" y=\"12\" text-anchor=\"end\">{}</text>", left - 4.0, fmt_ns(smax as i64));
@@ -371,7 +408,8 @@ fn collectives_svg(r: &Report, out: &mut String) {
         );
     }
     let _ = write!(out, "<text x=\"{left:.1}\" y=\"{:.1}\">rank 0</text>", ch + 14.0);
-    let _ = write!(out, "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">rank {}</text>", width - 4.0, ch + 14.0, n - 1);
+    let _ =
+        write!(out, "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">rank {}</text>", width - 4.0, ch + 14.0, n - 1);
     out.push_str("</svg><figcaption>Waiting in collectives per rank: the ranks that wait least are the ones the others wait for.</figcaption></figure>\n");
 }
 
@@ -435,15 +473,18 @@ pub fn render_document(doc: &[Block]) -> String {
 
 fn render_page(doc: &[Block], r: Option<&Report>, ov: Option<&Overview>) -> String {
     let mut out = String::with_capacity(64 << 10);
-    let title = doc.iter().find_map(|b| if let Block::Heading(h) = b { Some(h.clone()) } else { None }).unwrap_or_else(|| "mpitrace report".into());
+    let title = doc
+        .iter()
+        .find_map(|b| if let Block::Heading(h) = b { Some(h.clone()) } else { None })
+        .unwrap_or_else(|| "mpitrace report".into());
     let _ = write!(
         out,
         "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\"><head><meta charset=\"utf-8\"/><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/><meta name=\"generator\" content=\"mpitrace {}\"/><title>{}</title><style>{CSS}</style></head>\n<body><main>\n",
         esc(env!("CARGO_PKG_VERSION")),
         esc(&title)
     );
-    let headings: Vec<&String> = doc
-        .iter().filter_map(|b| if let Block::Heading(h) = b { Some(h) } else { None }).skip(1).collect();
+    let headings: Vec<&String> =
+        doc.iter().filter_map(|b| if let Block::Heading(h) = b { Some(h) } else { None }).skip(1).collect();
     let mut first = true;
     for b in doc {
         match b {

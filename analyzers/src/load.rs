@@ -13,12 +13,17 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use arrow_array::types::{Int16Type, Int32Type, Int64Type, Int8Type, UInt64Type, UInt8Type};
-use arrow_array::{Array, ArrayRef, DictionaryArray, Int32Array, Int64Array, RecordBatch, StringArray, UInt64Array, UInt8Array};
-use trace_format::record::{flags, Kind};
+use arrow_array::{
+    Array, ArrayRef, DictionaryArray, Int32Array, Int64Array, RecordBatch, StringArray, UInt64Array, UInt8Array,
+};
 use trace_format::reader::Completeness;
+use trace_format::record::{flags, Kind};
 use trace_format::{layout, Event, Meta};
 
-use crate::model::{call_flags, classify, CallEv, Class, CollEv, CommDesc, Interner, Location, Model, P2p, Problem, RankData, RegionEv, Site, NONE};
+use crate::model::{
+    call_flags, classify, CallEv, Class, CollEv, CommDesc, Interner, Location, Model, P2p, Problem, RankData, RegionEv,
+    Site, NONE,
+};
 use crate::{Error, FastMap};
 
 /// One row of the events table, as the builder sees it.
@@ -281,9 +286,11 @@ impl RankBuilder {
         match r.kind() {
             Kind::Call => self.push_call(r),
             Kind::Completion => self.push_completion(r),
-            Kind::RegionBegin | Kind::RegionEnd => {
-                self.data.regions.push(RegionEv { t: r.t_start(), name: r.name(), begin: r.kind() == Kind::RegionBegin })
-            }
+            Kind::RegionBegin | Kind::RegionEnd => self.data.regions.push(RegionEv {
+                t: r.t_start(),
+                name: r.name(),
+                begin: r.kind() == Kind::RegionBegin,
+            }),
         }
     }
 
@@ -305,7 +312,13 @@ impl RankBuilder {
         if r.rc().is_some_and(|rc| rc != 0) {
             fl |= call_flags::FAILED;
         }
-        self.data.calls.push(CallEv { t_start: r.t_start(), t_end: r.t_end().unwrap_or(r.t_start()), name: r.name(), flags: fl, site });
+        self.data.calls.push(CallEv {
+            t_start: r.t_start(),
+            t_end: r.t_end().unwrap_or(r.t_start()),
+            name: r.name(),
+            flags: fl,
+            site,
+        });
         let t = r.thread().max(0) as usize;
         if t >= self.last_call.len() {
             self.last_call.resize(t + 1, NONE);
@@ -471,7 +484,13 @@ impl RankBuilder {
         self.data.colls.shrink_to_fit();
         self.data.regions.shrink_to_fit();
         self.data.regions.sort_by_key(|r| r.t);
-        BuiltRank { data: self.data, names: self.names.names, sites: self.site_addrs, comms: self.comm_ids, init_site: self.init_site }
+        BuiltRank {
+            data: self.data,
+            names: self.names.names,
+            sites: self.site_addrs,
+            comms: self.comm_ids,
+            init_site: self.init_site,
+        }
     }
 }
 
@@ -504,7 +523,12 @@ impl Remap {
 
 /// Assembles a model from built ranks: interns names, sites and
 /// communicators trace-wide and places ranks at their index.
-pub fn assemble(meta: Meta, built: Vec<BuiltRank>, comm_tables: Vec<trace_format::side::CommInfo>, problems: Vec<Problem>) -> Model {
+pub fn assemble(
+    meta: Meta,
+    built: Vec<BuiltRank>,
+    comm_tables: Vec<trace_format::side::CommInfo>,
+    problems: Vec<Problem>,
+) -> Model {
     let mut names = Interner::default();
     let mut module_ids = Interner::default();
     let mut model = Model { meta, problems, ..Default::default() };
@@ -561,7 +585,11 @@ pub fn assemble(meta: Meta, built: Vec<BuiltRank>, comm_tables: Vec<trace_format
         if r >= 0 && (r as usize) < size {
             slots[r as usize] = Some(d);
         } else {
-            model.problems.push(Problem { file: None, rank: Some(r), what: "rank number out of range; ignored".into() });
+            model.problems.push(Problem {
+                file: None,
+                rank: Some(r),
+                what: "rank number out of range; ignored".into(),
+            });
         }
     }
     model.ranks = slots
@@ -626,8 +654,23 @@ const BATCH_ROWS: usize = 8192;
 
 /// Columns of the events table the loader reads.
 const COLUMNS: &[&str] = &[
-    "thread", "kind", "call", "t_start", "duration", "rc", "site", "comm", "peer", "tag", "bytes", "seq", "request", "root",
-    "op", "recv_bytes", "flags",
+    "thread",
+    "kind",
+    "call",
+    "t_start",
+    "duration",
+    "rc",
+    "site",
+    "comm",
+    "peer",
+    "tag",
+    "bytes",
+    "seq",
+    "request",
+    "root",
+    "op",
+    "recv_bytes",
+    "flags",
 ];
 
 /// A string column as (per-row key, key → value); plain strings become
@@ -807,7 +850,11 @@ impl RowFields for BatchRow<'_, '_> {
 
 /// Streams one rank's events file into a builder; also gives the rank's
 /// metadata from the file's footer.
-fn load_parquet_rank(path: &Path, rank: i32, problems: &mut Vec<Problem>) -> Result<(BuiltRank, Option<trace_format::RankMeta>), Error> {
+fn load_parquet_rank(
+    path: &Path,
+    rank: i32,
+    problems: &mut Vec<Problem>,
+) -> Result<(BuiltRank, Option<trace_format::RankMeta>), Error> {
     let batches = trace_format::stream::event_batches(path, COLUMNS, BATCH_ROWS)?;
     let file = Some(path.display().to_string());
     if let Some(v) = batches.schema_version {
@@ -843,7 +890,10 @@ fn load_parquet_rank(path: &Path, rank: i32, problems: &mut Vec<Problem>) -> Res
             }
         };
         let bt = Batch { b: &batch };
-        let need = |name: &str| Error::Corrupt { path: path.to_path_buf(), what: format!("column `{name}` missing or of a wrong type") };
+        let need = |name: &str| Error::Corrupt {
+            path: path.to_path_buf(),
+            what: format!("column `{name}` missing or of a wrong type"),
+        };
         let (kinds, kind_vals) = batch.column_by_name("kind").and_then(dict_column).ok_or_else(|| need("kind"))?;
         let (calls, call_vals) = batch.column_by_name("call").and_then(dict_column).ok_or_else(|| need("call"))?;
         let t_start = bt.get::<Int64Array>("t_start").ok_or_else(|| need("t_start"))?;
@@ -877,7 +927,11 @@ fn load_parquet_rank(path: &Path, rank: i32, problems: &mut Vec<Problem>) -> Res
             b.push_row(&BatchRow { c: &cols, i, kind, name, t0: t_start[i] });
         }
         if bad_kind > 0 {
-            problems.push(Problem { file: file.clone(), rank: Some(rank), what: format!("{bad_kind} rows of unknown kind skipped") });
+            problems.push(Problem {
+                file: file.clone(),
+                rank: Some(rank),
+                what: format!("{bad_kind} rows of unknown kind skipped"),
+            });
         }
     }
     Ok((b.finish(), rank_meta))
@@ -910,7 +964,11 @@ pub fn symbolize_sites(m: &mut Model, sym: &mut trace_format::Symbolizer) -> usi
         }
         Some(Location { function: site.function, file: site.file?, line: site.line.unwrap_or(0) })
     });
-    m.problems.extend(troubles.into_iter().map(|t| Problem { file: None, rank: None, what: format!("call sites not symbolized: {t}") }));
+    m.problems.extend(troubles.into_iter().map(|t| Problem {
+        file: None,
+        rank: None,
+        what: format!("call sites not symbolized: {t}"),
+    }));
     n
 }
 
@@ -978,7 +1036,8 @@ fn load_observed(dir: &Path, threads: usize, progress: &(dyn Fn(usize, usize) + 
             });
         }
     }
-    let jobs: Vec<Job> = parquet.iter().map(|&r| Job::Parquet(r)).chain(journals.iter().map(|&r| Job::Journal(r))).collect();
+    let jobs: Vec<Job> =
+        parquet.iter().map(|&r| Job::Parquet(r)).chain(journals.iter().map(|&r| Job::Journal(r))).collect();
     let next = AtomicUsize::new(0);
     let out: Mutex<Loaded> = Mutex::new((Vec::new(), Vec::new(), Vec::new(), Vec::new()));
     let done = AtomicUsize::new(0);
@@ -994,7 +1053,11 @@ fn load_observed(dir: &Path, threads: usize, progress: &(dyn Fn(usize, usize) + 
                 let cpath = layout::comms(dir, rank);
                 match trace_format::table::read_comms(&cpath) {
                     Ok(c) => comms = c,
-                    Err(e) => probs.push(Problem { file: Some(cpath.display().to_string()), rank: Some(rank), what: e.to_string() }),
+                    Err(e) => probs.push(Problem {
+                        file: Some(cpath.display().to_string()),
+                        rank: Some(rank),
+                        what: e.to_string(),
+                    }),
                 }
                 match load_parquet_rank(&path, rank, &mut probs) {
                     Ok((b, m)) => {
@@ -1002,7 +1065,11 @@ fn load_observed(dir: &Path, threads: usize, progress: &(dyn Fn(usize, usize) + 
                         Some(b)
                     }
                     Err(e) => {
-                        probs.push(Problem { file: Some(path.display().to_string()), rank: Some(rank), what: e.to_string() });
+                        probs.push(Problem {
+                            file: Some(path.display().to_string()),
+                            rank: Some(rank),
+                            what: e.to_string(),
+                        });
                         None
                     }
                 }
@@ -1012,7 +1079,8 @@ fn load_observed(dir: &Path, threads: usize, progress: &(dyn Fn(usize, usize) + 
                     let completeness = if rj.complete {
                         Completeness::Complete
                     } else {
-                        let last = rj.problems.last().map(|p| p.trim_start_matches(&format!("rank {rank}: ")).to_string());
+                        let last =
+                            rj.problems.last().map(|p| p.trim_start_matches(&format!("rank {rank}: ")).to_string());
                         Completeness::Partial { reason: last.unwrap_or_else(|| "journal incomplete".into()) }
                     };
                     // These lines name their rank or file already.
@@ -1051,7 +1119,11 @@ fn load_observed(dir: &Path, threads: usize, progress: &(dyn Fn(usize, usize) + 
     let present: Vec<i32> = built.iter().map(|b| b.data.rank).collect();
     for r in 0..meta.ranks as i32 {
         if !present.contains(&r) {
-            problems.push(Problem { file: None, rank: Some(r), what: "no events file and no journal: rank missing".into() });
+            problems.push(Problem {
+                file: None,
+                rank: Some(r),
+                what: "no events file and no journal: rank missing".into(),
+            });
         }
     }
     Ok(assemble(meta, built, comms, problems))

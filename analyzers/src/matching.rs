@@ -248,7 +248,12 @@ pub fn match_messages(m: &Model) -> Matching {
                             channel_slack = channel_slack.max(slack);
                             if slack > 0 {
                                 out.count += 1;
-                                out.violations.push(Violation { sender: sref.rank as i32, receiver: d as i32, tag: recv.tag, by_ns: slack });
+                                out.violations.push(Violation {
+                                    sender: sref.rank as i32,
+                                    receiver: d as i32,
+                                    tag: recv.tag,
+                                    by_ns: slack,
+                                });
                                 if out.violations.len() > 4 * EXAMPLES {
                                     out.violations.sort_by_key(|v| -v.by_ns);
                                     out.violations.truncate(EXAMPLES);
@@ -366,7 +371,11 @@ pub fn correct_clocks(m: &mut Model, matching: &Matching) -> ClockCorrection {
     let mut edges: Vec<(usize, usize, i64)> =
         matching.pair_slack.iter().map(|(&(s, d), &w)| (s as usize, d as usize, w)).collect();
     edges.sort_unstable();
-    let mut out = ClockCorrection { method: METHOD.into(), violations_before: matching.summary.clock_violations, ..Default::default() };
+    let mut out = ClockCorrection {
+        method: METHOD.into(),
+        violations_before: matching.summary.clock_violations,
+        ..Default::default()
+    };
     if matching.summary.clock_violations > 0 {
         let mut changed = true;
         let mut rounds = 0;

@@ -35,9 +35,16 @@ impl Matrix {
     pub fn top(&self, k: usize) -> Vec<Pair> {
         let mut v: Vec<Pair> = (0..self.ranks * self.ranks)
             .filter(|&i| self.messages[i] > 0)
-            .map(|i| Pair { src: (i / self.ranks) as i32, dst: (i % self.ranks) as i32, bytes: self.bytes[i], messages: self.messages[i] })
+            .map(|i| Pair {
+                src: (i / self.ranks) as i32,
+                dst: (i % self.ranks) as i32,
+                bytes: self.bytes[i],
+                messages: self.messages[i],
+            })
             .collect();
-        v.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(b.messages.cmp(&a.messages)).then((a.src, a.dst).cmp(&(b.src, b.dst))));
+        v.sort_by(|a, b| {
+            b.bytes.cmp(&a.bytes).then(b.messages.cmp(&a.messages)).then((a.src, a.dst).cmp(&(b.src, b.dst)))
+        });
         v.truncate(k);
         v
     }

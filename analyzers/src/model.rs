@@ -369,7 +369,10 @@ pub enum Class {
     /// `MPI_Wait*`, `MPI_Test*`.
     Wait,
     /// A collective operation.
-    Coll { kind: CollKind, nonblocking: bool },
+    Coll {
+        kind: CollKind,
+        nonblocking: bool,
+    },
     Other,
 }
 
@@ -429,7 +432,13 @@ pub fn classify(name: &str) -> Class {
     let core = core.to_ascii_lowercase();
     let kind = match core.as_str() {
         "barrier" => CollKind::Barrier,
-        "allreduce" | "allgather" | "allgatherv" | "alltoall" | "alltoallv" | "alltoallw" | "reduce_scatter"
+        "allreduce"
+        | "allgather"
+        | "allgatherv"
+        | "alltoall"
+        | "alltoallv"
+        | "alltoallw"
+        | "reduce_scatter"
         | "reduce_scatter_block" => CollKind::NxN,
         "bcast" | "scatter" | "scatterv" => CollKind::OneToN,
         "reduce" | "gather" | "gatherv" => CollKind::NToOne,

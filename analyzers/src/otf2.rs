@@ -313,7 +313,9 @@ fn write_archive(lib: &Lib, archive: *mut Archive, m: &Model, now: &std::cell::C
     let now_ptr: *mut u64 = now.as_ptr();
     // SAFETY: the archive is open; the callbacks are copied by OTF2 and the
     // data pointer (the boxed u64) outlives the archive.
-    ok("OTF2_Archive_SetFlushCallbacks", unsafe { (lib.set_flush_callbacks)(archive, &callbacks, now_ptr as *mut c_void) })?;
+    ok("OTF2_Archive_SetFlushCallbacks", unsafe {
+        (lib.set_flush_callbacks)(archive, &callbacks, now_ptr as *mut c_void)
+    })?;
     // SAFETY: the archive is open.
     ok("OTF2_Archive_SetSerialCollectiveCallbacks", unsafe { (lib.set_serial_collective_callbacks)(archive) })?;
     // SAFETY: the archive is open.
@@ -334,7 +336,8 @@ fn write_archive(lib: &Lib, archive: *mut Archive, m: &Model, now: &std::cell::C
     let world = m.comms.iter().position(|c| c.id == 0).unwrap_or(m.comms.len()) as u32;
     let comm_rank: Vec<FastMap<i32, u32>> =
         m.comms.iter().map(|c| c.members.iter().enumerate().map(|(i, &w)| (w, i as u32)).collect()).collect();
-    let known = |comm: u32| comm != NONE && (comm as usize) < m.comms.len() && !m.comms[comm as usize].members.is_empty();
+    let known =
+        |comm: u32| comm != NONE && (comm as usize) < m.comms.len() && !m.comms[comm as usize].members.is_empty();
     // (communicator, rank in it) of a world rank on a communicator.
     let place = |comm: u32, peer: i32| -> (u32, u32) {
         if known(comm) {
@@ -414,19 +417,25 @@ fn write_archive(lib: &Lib, archive: *mut Archive, m: &Model, now: &std::cell::C
                             ok("OTF2_EvtWriter_MpiSend", unsafe { (lib.mpi_send)(w, null, t, to, comm, tag, len) })?;
                         } else {
                             // SAFETY: `w` is this rank's open event writer.
-                            ok("OTF2_EvtWriter_MpiIsend", unsafe { (lib.mpi_isend)(w, null, t, to, comm, tag, len, send_request(i)) })?;
+                            ok("OTF2_EvtWriter_MpiIsend", unsafe {
+                                (lib.mpi_isend)(w, null, t, to, comm, tag, len, send_request(i))
+                            })?;
                         }
                         out.messages += 1;
                     }
                     Inner::IsendComplete(i) => {
                         let t = stamp(c.t_end, &mut last);
                         // SAFETY: `w` is this rank's open event writer.
-                        ok("OTF2_EvtWriter_MpiIsendComplete", unsafe { (lib.mpi_isend_complete)(w, null, t, send_request(i)) })?;
+                        ok("OTF2_EvtWriter_MpiIsendComplete", unsafe {
+                            (lib.mpi_isend_complete)(w, null, t, send_request(i))
+                        })?;
                     }
                     Inner::IrecvRequest(i) => {
                         let t = stamp(c.t_start, &mut last);
                         // SAFETY: `w` is this rank's open event writer.
-                        ok("OTF2_EvtWriter_MpiIrecvRequest", unsafe { (lib.mpi_irecv_request)(w, null, t, recv_request(i)) })?;
+                        ok("OTF2_EvtWriter_MpiIrecvRequest", unsafe {
+                            (lib.mpi_irecv_request)(w, null, t, recv_request(i))
+                        })?;
                     }
                     Inner::Recv(i) => {
                         let p = &r.recvs.at(i as usize);
@@ -438,7 +447,9 @@ fn write_archive(lib: &Lib, archive: *mut Archive, m: &Model, now: &std::cell::C
                             ok("OTF2_EvtWriter_MpiRecv", unsafe { (lib.mpi_recv)(w, null, t, from, comm, tag, len) })?;
                         } else {
                             // SAFETY: `w` is this rank's open event writer.
-                            ok("OTF2_EvtWriter_MpiIrecv", unsafe { (lib.mpi_irecv)(w, null, t, from, comm, tag, len, recv_request(i)) })?;
+                            ok("OTF2_EvtWriter_MpiIrecv", unsafe {
+                                (lib.mpi_irecv)(w, null, t, from, comm, tag, len, recv_request(i))
+                            })?;
                         }
                     }
                     Inner::CollBegin(_) => {
@@ -454,7 +465,16 @@ fn write_archive(lib: &Lib, archive: *mut Archive, m: &Model, now: &std::cell::C
                         let t = stamp(c.t_end, &mut last);
                         // SAFETY: `w` is this rank's open event writer.
                         ok("OTF2_EvtWriter_MpiCollectiveEnd", unsafe {
-                            (lib.coll_end)(w, null, t, op, comm, root, k.bytes.max(0) as u64, k.recv_bytes.max(0) as u64)
+                            (lib.coll_end)(
+                                w,
+                                null,
+                                t,
+                                op,
+                                comm,
+                                root,
+                                k.bytes.max(0) as u64,
+                                k.recv_bytes.max(0) as u64,
+                            )
                         })?;
                         out.collectives += 1;
                     }
@@ -525,7 +545,9 @@ fn write_archive(lib: &Lib, archive: *mut Archive, m: &Model, now: &std::cell::C
         let mpi = nm.starts_with("MPI_") && !is_region[i];
         let (role, paradigm) = role(m.class(i as u16), mpi);
         // SAFETY: `g` is the open global definition writer.
-        ok("OTF2_GlobalDefWriter_WriteRegion", unsafe { (lib.region)(g, i as u32, s, s, empty, role, paradigm, 0, empty, 0, 0) })?;
+        ok("OTF2_GlobalDefWriter_WriteRegion", unsafe {
+            (lib.region)(g, i as u32, s, s, empty, role, paradigm, 0, empty, 0, 0)
+        })?;
     }
     // System tree: the job, then one node per host.
     let job = string("mpitrace job")?;
@@ -545,14 +567,19 @@ fn write_archive(lib: &Lib, archive: *mut Archive, m: &Model, now: &std::cell::C
     for (i, h) in hosts.iter().enumerate() {
         let s = string(h)?;
         // SAFETY: `g` is the open global definition writer.
-        ok("OTF2_GlobalDefWriter_WriteSystemTreeNode", unsafe { (lib.system_tree_node)(g, i as u32 + 1, s, node_class, 0) })?;
+        ok("OTF2_GlobalDefWriter_WriteSystemTreeNode", unsafe {
+            (lib.system_tree_node)(g, i as u32 + 1, s, node_class, 0)
+        })?;
     }
     for r in &m.ranks {
-        let parent = host_of(r.rank).and_then(|h| hosts.iter().position(|x| *x == h)).map(|i| i as u32 + 1).unwrap_or(0);
+        let parent =
+            host_of(r.rank).and_then(|h| hosts.iter().position(|x| *x == h)).map(|i| i as u32 + 1).unwrap_or(0);
         let s = string(&format!("rank {}", r.rank))?;
         // SAFETY: `g` is the open global definition writer (process group
         // type 1, no creating group).
-        ok("OTF2_GlobalDefWriter_WriteLocationGroup", unsafe { (lib.location_group)(g, r.rank as u32, s, 1, parent, UNDEFINED) })?;
+        ok("OTF2_GlobalDefWriter_WriteLocationGroup", unsafe {
+            (lib.location_group)(g, r.rank as u32, s, 1, parent, UNDEFINED)
+        })?;
     }
     for r in &m.ranks {
         let s = string(&format!("rank {} thread 0", r.rank))?;
@@ -567,11 +594,8 @@ fn write_archive(lib: &Lib, archive: *mut Archive, m: &Model, now: &std::cell::C
     // SAFETY: `g` is the open global definition writer; `all` has `len` elements.
     ok("OTF2_GlobalDefWriter_WriteGroup", unsafe { (lib.group)(g, 0, locs, 4, 4, 0, all.len() as u32, all.as_ptr()) })?;
     for (i, c) in m.comms.iter().enumerate() {
-        let members: Vec<u64> = if c.id == 0 && c.members.is_empty() {
-            all.clone()
-        } else {
-            c.members.iter().map(|&w| w as u64).collect()
-        };
+        let members: Vec<u64> =
+            if c.id == 0 && c.members.is_empty() { all.clone() } else { c.members.iter().map(|&w| w as u64).collect() };
         let label = c.label();
         let s = string(&label)?;
         // SAFETY: `g` is the open global definition writer; `members` has `len` elements.
@@ -584,7 +608,9 @@ fn write_archive(lib: &Lib, archive: *mut Archive, m: &Model, now: &std::cell::C
     if world as usize == m.comms.len() {
         let s = string("WORLD")?;
         // SAFETY: `g` is the open global definition writer; `all` has `len` elements.
-        ok("OTF2_GlobalDefWriter_WriteGroup", unsafe { (lib.group)(g, world + 1, s, 5, 4, 0, all.len() as u32, all.as_ptr()) })?;
+        ok("OTF2_GlobalDefWriter_WriteGroup", unsafe {
+            (lib.group)(g, world + 1, s, 5, 4, 0, all.len() as u32, all.as_ptr())
+        })?;
         // SAFETY: `g` is the open global definition writer.
         ok("OTF2_GlobalDefWriter_WriteComm", unsafe { (lib.comm)(g, world, s, world + 1, UNDEFINED, 0) })?;
     }

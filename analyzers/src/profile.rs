@@ -105,7 +105,8 @@ impl Histogram {
             .enumerate()
             .filter(|(_, (n, _))| *n > 0)
             .map(|(i, &(count, bytes))| {
-                let (lo, hi) = if i == 0 { (0, 0) } else { (1i64 << (i - 1), ((1i128 << i) - 1).min(i64::MAX as i128) as i64) };
+                let (lo, hi) =
+                    if i == 0 { (0, 0) } else { (1i64 << (i - 1), ((1i128 << i) - 1).min(i64::MAX as i128) as i64) };
                 Bucket { lo, hi, count, bytes }
             })
             .collect();
@@ -396,8 +397,10 @@ pub fn profile(m: &Model) -> Profile {
     site_list.truncate(TOP_SITES);
     p.sites_by_bytes = site_list;
     p.p2p_sizes = Histogram::from_counts(&p2p);
-    let mut cs: Vec<CollSizes> =
-        coll.iter().map(|(name, h)| CollSizes { call: m.name(*name).to_string(), sizes: Histogram::from_counts(h) }).collect();
+    let mut cs: Vec<CollSizes> = coll
+        .iter()
+        .map(|(name, h)| CollSizes { call: m.name(*name).to_string(), sizes: Histogram::from_counts(h) })
+        .collect();
     cs.sort_by(|a, b| a.call.cmp(&b.call));
     p.coll_sizes = cs;
     let mut regs: Vec<RegionProfile> = regions
@@ -406,7 +409,9 @@ pub fn profile(m: &Model) -> Profile {
             name: m.name(*name).to_string(),
             count: a.count,
             time_ns: a.time,
-            time: Stats::of(present.iter().map(|r| (r.rank.rank, r.regions.get(name).map(|x| x.time).unwrap_or(0) as f64))),
+            time: Stats::of(
+                present.iter().map(|r| (r.rank.rank, r.regions.get(name).map(|x| x.time).unwrap_or(0) as f64)),
+            ),
         })
         .collect();
     regs.sort_by_key(|r| std::cmp::Reverse(r.time_ns));

@@ -110,7 +110,10 @@ pub fn analyze_timed(mut model: Model) -> (Analyses, Vec<(&'static str, std::tim
     lap("matrix", &mut times);
     let cp = critical_path(&model, &waits.causes);
     lap("critical path", &mut times);
-    (Analyses { model, matching, clocks, collectives: colls, waits, profile: prof, matrix: mat, critical_path: cp }, times)
+    (
+        Analyses { model, matching, clocks, collectives: colls, waits, profile: prof, matrix: mat, critical_path: cp },
+        times,
+    )
 }
 
 impl Analyses {
@@ -121,7 +124,15 @@ impl Analyses {
             command: m.meta.command.clone(),
             ranks: m.ranks.len(),
             hosts: m.meta.hosts.clone(),
-            mpi_library: m.meta.mpi_library.lines().next().unwrap_or("").split_whitespace().collect::<Vec<_>>().join(" "),
+            mpi_library: m
+                .meta
+                .mpi_library
+                .lines()
+                .next()
+                .unwrap_or("")
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" "),
             tool_version: m.meta.tool_version.clone(),
             rows: m.rows(),
             complete: m.ranks.iter().all(|r| r.completeness == trace_format::Completeness::Complete),
@@ -183,7 +194,11 @@ pub struct Table {
 
 impl Table {
     pub fn new(cols: &[(&str, Align)]) -> Table {
-        Table { headers: cols.iter().map(|c| c.0.to_string()).collect(), align: cols.iter().map(|c| c.1).collect(), rows: Vec::new() }
+        Table {
+            headers: cols.iter().map(|c| c.0.to_string()).collect(),
+            align: cols.iter().map(|c| c.1).collect(),
+            rows: Vec::new(),
+        }
     }
     pub fn row(&mut self, cells: Vec<(String, Tone)>) {
         self.rows.push(cells);
@@ -237,7 +252,8 @@ fn hist_bars(h: &Histogram) -> Block {
         h.buckets
             .iter()
             .map(|b| {
-                let label = if b.hi == 0 { "0 B".to_string() } else { format!("{}..{}", fmt_bytes(b.lo), fmt_bytes(b.hi)) };
+                let label =
+                    if b.hi == 0 { "0 B".to_string() } else { format!("{}..{}", fmt_bytes(b.lo), fmt_bytes(b.hi)) };
                 (label, b.count as f64 / max, format!("{} msgs, {}", b.count, fmt_bytes(b.bytes)))
             })
             .collect(),
@@ -317,7 +333,11 @@ pub fn document(r: &Report) -> Vec<Block> {
                         fmt_ns(rp.mpi_ns),
                         pct(rp.mpi_fraction),
                         fmt_ns(rp.compute_ns),
-                        if rp.state == "complete" { String::new() } else { format!(" [{}]", rp.state.split(':').next().unwrap_or("")) }
+                        if rp.state == "complete" {
+                            String::new()
+                        } else {
+                            format!(" [{}]", rp.state.split(':').next().unwrap_or(""))
+                        }
                     ),
                 )
             })
@@ -384,7 +404,12 @@ pub fn document(r: &Report) -> Vec<Block> {
     }
     if !p.sites_by_bytes.is_empty() {
         d.push(Block::Heading("Call sites by bytes".into()));
-        let mut tb = Table::new(&[("call", Align::Left), ("site (lowest rank)", Align::Left), ("count", Align::Right), ("bytes", Align::Right)]);
+        let mut tb = Table::new(&[
+            ("call", Align::Left),
+            ("site (lowest rank)", Align::Left),
+            ("count", Align::Right),
+            ("bytes", Align::Right),
+        ]);
         for s in p.sites_by_bytes.iter().take(ROWS / 2) {
             tb.row(vec![plain(&s.call), plain(&s.site), plain(s.count.to_string()), plain(fmt_bytes(s.bytes))]);
         }
@@ -400,7 +425,13 @@ pub fn document(r: &Report) -> Vec<Block> {
     }
     if !p.regions.is_empty() {
         d.push(Block::Heading("User regions".into()));
-        let mut tb = Table::new(&[("region", Align::Left), ("count", Align::Right), ("time", Align::Right), ("max/rank", Align::Right), ("CV", Align::Right)]);
+        let mut tb = Table::new(&[
+            ("region", Align::Left),
+            ("count", Align::Right),
+            ("time", Align::Right),
+            ("max/rank", Align::Right),
+            ("CV", Align::Right),
+        ]);
         for g in &p.regions {
             tb.row(vec![
                 plain(&g.name),
@@ -417,7 +448,11 @@ pub fn document(r: &Report) -> Vec<Block> {
     d.push(Block::Heading("Wait states".into()));
     let rank_time = tt.rank_ns.max(1) as f64;
     d.push(Block::Para(
-        format!("{} lost waiting for other ranks ({} of rank time)", fmt_ns(w.total_ns), pct(w.total_ns as f64 / rank_time)),
+        format!(
+            "{} lost waiting for other ranks ({} of rank time)",
+            fmt_ns(w.total_ns),
+            pct(w.total_ns as f64 / rank_time)
+        ),
         tone_frac(w.total_ns as f64 / rank_time, 0.1, 0.25),
     ));
     let mut tb = Table::new(&[
@@ -430,7 +465,12 @@ pub fn document(r: &Report) -> Vec<Block> {
         ("worst site", Align::Left),
     ]);
     let top_rank = |v: &[i64]| {
-        v.iter().enumerate().max_by_key(|(i, x)| (**x, std::cmp::Reverse(*i))).filter(|(_, x)| **x > 0).map(|(i, x)| format!("r{i} {}", fmt_ns(*x))).unwrap_or_else(|| "-".into())
+        v.iter()
+            .enumerate()
+            .max_by_key(|(i, x)| (**x, std::cmp::Reverse(*i)))
+            .filter(|(_, x)| **x > 0)
+            .map(|(i, x)| format!("r{i} {}", fmt_ns(*x)))
+            .unwrap_or_else(|| "-".into())
     };
     for pt in &w.patterns {
         let f = pt.time_ns as f64 / rank_time;
@@ -476,14 +516,22 @@ pub fn document(r: &Report) -> Vec<Block> {
             tb.row(vec![
                 plain(&s.comm),
                 plain(&s.call),
-                plain(if s.size_hi == 0 { "0 B".into() } else { format!("{}..{}", fmt_bytes(s.size_lo), fmt_bytes(s.size_hi)) }),
+                plain(if s.size_hi == 0 {
+                    "0 B".into()
+                } else {
+                    format!("{}..{}", fmt_bytes(s.size_lo), fmt_bytes(s.size_hi))
+                }),
                 plain(s.instances.to_string()),
                 plain(s.ranks.to_string()),
                 plain(fmt_ns(s.time_ns)),
                 (format!("{} ({})", fmt_ns(s.wait_ns), pct(wf)), tone_frac(wf, 0.3, 0.6)),
                 plain(fmt_ns(s.mean_spread_ns)),
                 plain(fmt_ns(s.max_spread_ns)),
-                plain(if s.last_rank >= 0 { format!("r{} ({})", s.last_rank, pct(s.last_rank_share)) } else { "-".into() }),
+                plain(if s.last_rank >= 0 {
+                    format!("r{} ({})", s.last_rank, pct(s.last_rank_share))
+                } else {
+                    "-".into()
+                }),
             ]);
         }
         d.push(Block::Table(tb));
@@ -558,9 +606,19 @@ pub fn document(r: &Report) -> Vec<Block> {
                 d.push(Block::Table(tb));
             }
             _ => {
-                let mut tb = Table::new(&[("from", Align::Right), ("to", Align::Right), ("bytes", Align::Right), ("messages", Align::Right)]);
+                let mut tb = Table::new(&[
+                    ("from", Align::Right),
+                    ("to", Align::Right),
+                    ("bytes", Align::Right),
+                    ("messages", Align::Right),
+                ]);
                 for pr in &mx.top_pairs {
-                    tb.row(vec![plain(pr.src.to_string()), plain(pr.dst.to_string()), plain(fmt_bytes(pr.bytes)), plain(pr.messages.to_string())]);
+                    tb.row(vec![
+                        plain(pr.src.to_string()),
+                        plain(pr.dst.to_string()),
+                        plain(fmt_bytes(pr.bytes)),
+                        plain(pr.messages.to_string()),
+                    ]);
                 }
                 d.push(Block::Table(tb));
             }
@@ -586,8 +644,16 @@ pub fn document(r: &Report) -> Vec<Block> {
         let mut ranks: Vec<(usize, i64)> = cp.by_rank.iter().copied().enumerate().filter(|(_, v)| *v > 0).collect();
         ranks.sort_by_key(|&(r, v)| (std::cmp::Reverse(v), r));
         ranks.truncate(8);
-        d.push(Block::Bars(ranks.iter().map(|&(r, v)| (format!("rank {r}"), v as f64 / len, format!("{} ({})", fmt_ns(v), pct(v as f64 / len)))).collect()));
-        let calls: Vec<String> = cp.by_call.iter().take(6).map(|c| format!("{} {} ({})", c.call, fmt_ns(c.time_ns), pct(c.share))).collect();
+        d.push(Block::Bars(
+            ranks
+                .iter()
+                .map(|&(r, v)| {
+                    (format!("rank {r}"), v as f64 / len, format!("{} ({})", fmt_ns(v), pct(v as f64 / len)))
+                })
+                .collect(),
+        ));
+        let calls: Vec<String> =
+            cp.by_call.iter().take(6).map(|c| format!("{} {} ({})", c.call, fmt_ns(c.time_ns), pct(c.share))).collect();
         if !calls.is_empty() {
             d.push(Block::Para(format!("MPI on the path: {}", calls.join(", ")), Tone::Plain));
         }
@@ -687,7 +753,12 @@ pub fn render_text(doc: &[Block], o: TextOptions) -> String {
                     let n = ((f.clamp(0.0, 1.0) * bw as f64).round() as usize).min(bw);
                     let bar = format!("{}{}", "#".repeat(n), ".".repeat(bw - n));
                     let text = cut(text, width.saturating_sub(lw + bw + 2).max(8));
-                    let line = format!("{} {} {}", pad(&cut(label, lw), lw, Align::Left), paint(&bar, Tone::Good, o.color), text);
+                    let line = format!(
+                        "{} {} {}",
+                        pad(&cut(label, lw), lw, Align::Left),
+                        paint(&bar, Tone::Good, o.color),
+                        text
+                    );
                     out.push_str(&line);
                     out.push('\n');
                 }
@@ -734,7 +805,11 @@ fn table_text(t: &Table, width: usize, color: bool) -> String {
         out.push('\n');
     }
     if shown < ncol {
-        out.push_str(&paint(&format!("({} more columns: widen the terminal or use --format md)", ncol - shown), Tone::Dim, color));
+        out.push_str(&paint(
+            &format!("({} more columns: widen the terminal or use --format md)", ncol - shown),
+            Tone::Dim,
+            color,
+        ));
         out.push('\n');
     }
     out
@@ -765,13 +840,23 @@ pub fn render_markdown(doc: &[Block]) -> String {
                 }
             }
             Block::Table(t) => {
-                out.push_str(&format!("| {} |\n", t.headers.iter().map(|h| md_escape(h)).collect::<Vec<_>>().join(" | ")));
+                out.push_str(&format!(
+                    "| {} |\n",
+                    t.headers.iter().map(|h| md_escape(h)).collect::<Vec<_>>().join(" | ")
+                ));
                 out.push_str(&format!(
                     "|{}|\n",
-                    t.align.iter().map(|a| if *a == Align::Right { "---:" } else { ":---" }).collect::<Vec<_>>().join("|")
+                    t.align
+                        .iter()
+                        .map(|a| if *a == Align::Right { "---:" } else { ":---" })
+                        .collect::<Vec<_>>()
+                        .join("|")
                 ));
                 for r in &t.rows {
-                    out.push_str(&format!("| {} |\n", r.iter().map(|c| md_escape(&c.0)).collect::<Vec<_>>().join(" | ")));
+                    out.push_str(&format!(
+                        "| {} |\n",
+                        r.iter().map(|c| md_escape(&c.0)).collect::<Vec<_>>().join(" | ")
+                    ));
                 }
                 out.push('\n');
             }
@@ -780,7 +865,13 @@ pub fn render_markdown(doc: &[Block]) -> String {
                 out.push_str("| | | |\n|:---|:---|---:|\n");
                 for (label, f, text) in bars {
                     let n = (f.clamp(0.0, 1.0) * 20.0).round() as usize;
-                    out.push_str(&format!("| {} | `{}{}` | {} |\n", md_escape(label), "#".repeat(n), ".".repeat(20 - n), md_escape(text)));
+                    out.push_str(&format!(
+                        "| {} | `{}{}` | {} |\n",
+                        md_escape(label),
+                        "#".repeat(n),
+                        ".".repeat(20 - n),
+                        md_escape(text)
+                    ));
                 }
                 out.push('\n');
             }

@@ -125,7 +125,8 @@ impl SynthTrace {
     pub fn isend(&mut self, rank: i32, dst: i32, tag: i32, bytes: i64, t0: i64, t1: i64, offset: u64, req: i32) {
         let seq = self.next_send(rank, dst, tag);
         let e = self.call(rank, "MPI_Isend", t0, t1, offset);
-        (e.comm, e.peer, e.tag, e.bytes, e.seq, e.request) = (Some(0), Some(dst), Some(tag), Some(bytes), Some(seq), Some(req));
+        (e.comm, e.peer, e.tag, e.bytes, e.seq, e.request) =
+            (Some(0), Some(dst), Some(tag), Some(bytes), Some(seq), Some(req));
         let e = e.clone();
         self.pending.insert((rank, req), e);
     }
@@ -141,15 +142,29 @@ impl SynthTrace {
 
     /// A `Wait*` call completing `reqs`; receives completed from
     /// `(request, actual source, actual tag)` in `sources` take those.
-    pub fn wait(&mut self, rank: i32, name: &str, t0: i64, t1: i64, offset: u64, reqs: &[i32], sources: &[(i32, i32, i32)]) {
+    pub fn wait(
+        &mut self,
+        rank: i32,
+        name: &str,
+        t0: i64,
+        t1: i64,
+        offset: u64,
+        reqs: &[i32],
+        sources: &[(i32, i32, i32)],
+    ) {
         self.call(rank, name, t0, t1, offset);
         for &q in reqs {
             let Some(post) = self.pending.remove(&(rank, q)) else { continue };
             let mut c = event(rank, Kind::Completion, &post.call, t1, t1);
             c.site = Some(site(rank, offset));
-            (c.comm, c.peer, c.tag, c.bytes, c.seq, c.request) = (post.comm, post.peer, post.tag, post.bytes, post.seq, Some(q));
+            (c.comm, c.peer, c.tag, c.bytes, c.seq, c.request) =
+                (post.comm, post.peer, post.tag, post.bytes, post.seq, Some(q));
             if &*post.call == "MPI_Irecv" {
-                let (src, tag) = sources.iter().find(|s| s.0 == q).map(|s| (s.1, s.2)).unwrap_or((post.peer.unwrap_or(-1), post.tag.unwrap_or(0)));
+                let (src, tag) = sources
+                    .iter()
+                    .find(|s| s.0 == q)
+                    .map(|s| (s.1, s.2))
+                    .unwrap_or((post.peer.unwrap_or(-1), post.tag.unwrap_or(0)));
                 c.peer = Some(src);
                 c.tag = Some(tag);
                 c.seq = Some(self.next_recv(src, rank, tag));
@@ -159,7 +174,16 @@ impl SynthTrace {
     }
 
     /// A collective on comm 0 (sequence numbers counted per rank).
-    pub fn coll(&mut self, rank: i32, name: &str, t0: i64, t1: i64, offset: u64, bytes: i64, root: Option<i32>) -> &mut Event {
+    pub fn coll(
+        &mut self,
+        rank: i32,
+        name: &str,
+        t0: i64,
+        t1: i64,
+        offset: u64,
+        bytes: i64,
+        root: Option<i32>,
+    ) -> &mut Event {
         let s = self.coll_seq.entry(rank).or_insert(0);
         *s += 1;
         let seq = *s;
@@ -257,7 +281,12 @@ impl StencilParams {
     /// Steps needed for about `events` rows in total.
     pub fn for_events(ranks: usize, events: u64) -> StencilParams {
         let per_step = 9.1;
-        StencilParams { ranks, steps: ((events as f64 / ranks as f64 / per_step).ceil() as usize).max(1), allreduce_every: 10, bytes: 8192 }
+        StencilParams {
+            ranks,
+            steps: ((events as f64 / ranks as f64 / per_step).ceil() as usize).max(1),
+            allreduce_every: 10,
+            bytes: 8192,
+        }
     }
 }
 
@@ -298,7 +327,8 @@ pub fn stencil_rank(p: &StencilParams, r: usize) -> Vec<Event> {
         e.site = Some(site(rank, off));
         e
     };
-    let names: Vec<Arc<str>> = ["MPI_Irecv", "MPI_Isend", "MPI_Waitall", "MPI_Allreduce"].iter().map(|s| Arc::from(*s)).collect();
+    let names: Vec<Arc<str>> =
+        ["MPI_Irecv", "MPI_Isend", "MPI_Waitall", "MPI_Allreduce"].iter().map(|s| Arc::from(*s)).collect();
     out.push(call("MPI_Init", 0, 5_000, 0x10));
     let mut coll_seq = 0;
     for s in 0..p.steps {
@@ -326,7 +356,8 @@ pub fn stencil_rank(p: &StencilParams, r: usize) -> Vec<Event> {
             let mut c = event(rank, Kind::Completion, "", we, we);
             c.call = names[name].clone();
             c.site = Some(site(rank, 0x180));
-            (c.comm, c.peer, c.tag, c.bytes, c.seq, c.request) = (Some(0), Some(peer), Some(tag), Some(p.bytes), Some(seq), Some(req));
+            (c.comm, c.peer, c.tag, c.bytes, c.seq, c.request) =
+                (Some(0), Some(peer), Some(tag), Some(p.bytes), Some(seq), Some(req));
             out.push(c);
         }
         if s % p.allreduce_every == p.allreduce_every - 1 {
@@ -334,7 +365,8 @@ pub fn stencil_rank(p: &StencilParams, r: usize) -> Vec<Event> {
             coll_seq += 1;
             let mut a = call("", ce, last + LAT, 0x1a0);
             a.call = names[3].clone();
-            (a.comm, a.seq, a.bytes, a.recv_bytes, a.op, a.count) = (Some(0), Some(coll_seq), Some(8), Some(8), Some(0x58000003), Some(1));
+            (a.comm, a.seq, a.bytes, a.recv_bytes, a.op, a.count) =
+                (Some(0), Some(coll_seq), Some(8), Some(8), Some(0x58000003), Some(1));
             out.push(a);
         }
     }

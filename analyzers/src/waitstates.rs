@@ -17,7 +17,6 @@
 //! waited) and call sites where they waited, and the ranks responsible
 //! (the late sender, receiver, last arriver or root).
 
-
 use serde::{Deserialize, Serialize};
 
 use crate::collectives::Collectives;
@@ -223,7 +222,8 @@ fn rank_waits(m: &Model, mt: &Matching, rank: usize, coll_waits: &[Wait]) -> Ran
     let r = &m.ranks[rank];
     let mut ws = p2p_waits(m, mt, rank);
     ws.extend_from_slice(coll_waits);
-    let mut out = RankWaits { totals: [(0, 0); 6], by_cause: FastMap::default(), sites: FastMap::default(), causes: Vec::new() };
+    let mut out =
+        RankWaits { totals: [(0, 0); 6], by_cause: FastMap::default(), sites: FastMap::default(), causes: Vec::new() };
     for w in &ws {
         let k = kind_index(w.kind);
         out.totals[k].0 += w.time;

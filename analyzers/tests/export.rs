@@ -23,7 +23,9 @@ fn trace() -> SynthTrace {
 fn calls_csv_has_one_exact_line_per_call() {
     let mut m = trace().model();
     // A function name with a comma must come out quoted.
-    m.symbolize(|s, _| (s.offset == 0x200).then(|| Location { function: Some("recv<a, b>".into()), file: "/src/x.c".into(), line: 9 }));
+    m.symbolize(|s, _| {
+        (s.offset == 0x200).then(|| Location { function: Some("recv<a, b>".into()), file: "/src/x.c".into(), line: 9 })
+    });
     let mut out = Vec::new();
     let n = write_calls_csv(&m, &mut out).unwrap();
     let text = String::from_utf8(out).unwrap();
@@ -33,7 +35,10 @@ fn calls_csv_has_one_exact_line_per_call() {
     // Init, Send, Bcast, Finalize on rank 0; Init, Recv, Bcast, Finalize on rank 1.
     assert_eq!(n, 8);
     assert!(lines.contains(&"0,MPI_Send,10000000,10010000,10000,app+0x100,,app+0x100,1,7,800,WORLD"), "{text}");
-    assert!(lines.contains(&"1,MPI_Recv,5000000,10020000,5020000,x.c:9,\"recv<a, b>\",app+0x200,0,7,800,WORLD"), "{text}");
+    assert!(
+        lines.contains(&"1,MPI_Recv,5000000,10020000,5020000,x.c:9,\"recv<a, b>\",app+0x200,0,7,800,WORLD"),
+        "{text}"
+    );
     assert!(lines.contains(&"0,MPI_Bcast,11000000,12000000,1000000,app+0x300,,app+0x300,0,,64,WORLD"), "{text}");
     assert!(lines.iter().any(|l| l.starts_with("1,MPI_Init,0,1000,1000,app+0x10,,app+0x10,,,,")), "{text}");
 }

@@ -47,7 +47,10 @@ fn parquet_round_trip_gives_the_same_analysis() {
     for (x, y) in m.ranks.iter().zip(&direct.ranks) {
         assert_eq!(x.calls.len(), y.calls.len());
         for (cx, cy) in x.calls.iter().zip(&y.calls) {
-            assert_eq!((cx.t_start, cx.t_end, cx.flags, m.name(cx.name)), (cy.t_start, cy.t_end, cy.flags, direct.name(cy.name)));
+            assert_eq!(
+                (cx.t_start, cx.t_end, cx.flags, m.name(cx.name)),
+                (cy.t_start, cy.t_end, cy.flags, direct.name(cy.name))
+            );
             assert_eq!(m.sites[cx.site as usize].key, direct.sites[cy.site as usize].key);
         }
         assert_eq!(x.sends, y.sends, "rank {}", x.rank);
@@ -174,7 +177,8 @@ fn values_beyond_the_compact_fields_are_exact() {
         let want: Vec<i64> = sizes.iter().copied().chain([8]).collect();
         assert_eq!(got, want);
         assert_eq!(m.ranks[0].sends.iter().map(|p| p.tag).take(2).collect::<Vec<_>>(), vec![i32::MAX, i32::MAX - 1]);
-        let d: Vec<i64> = m.ranks[0].calls.iter().filter(|c| m.name(c.name) == "MPI_Barrier").map(|c| c.duration()).collect();
+        let d: Vec<i64> =
+            m.ranks[0].calls.iter().filter(|c| m.name(c.name) == "MPI_Barrier").map(|c| c.duration()).collect();
         assert_eq!(d, vec![u32max - 1, u32max, u32max + 1]);
         let a = analyze(m);
         assert_eq!(a.matching.summary.matched, sizes.len() as u64 + 1);

@@ -102,7 +102,13 @@ fn html_report_is_one_well_formed_self_contained_page() {
     assert!(titles.contains(&"critical path".to_string()));
     // Symbolized sites show file:line, function and module+offset.
     let mut model = late_sender_trace().model();
-    model.symbolize(|s, _| (s.offset == 0x200).then(|| analyzers::model::Location { function: Some("halo".into()), file: "/src/st.c".into(), line: 77 }));
+    model.symbolize(|s, _| {
+        (s.offset == 0x200).then(|| analyzers::model::Location {
+            function: Some("halo".into()),
+            file: "/src/st.c".into(),
+            line: 77,
+        })
+    });
     let (_, _, text3) = parse(&render(&analyze(model).report(), None));
     assert!(text3.contains("MPI_Recv at st.c:77"), "{text3}");
     assert!(text3.contains("\nhalo\n") && text3.contains("\napp+0x200\n"), "{text3}");
@@ -173,10 +179,19 @@ fn collective_costs_are_plotted_from_the_report() {
     // The plot needs only the report (also one read back from JSON).
     let (elems, titles, _) = parse(&render(&r, None));
     assert_eq!(elems.iter().filter(|e| *e == "svg").count(), 2, "costs and waiting per rank");
-    assert!(titles.contains(&"WORLD MPI_Allreduce 8 B..15 B: waiting 90.0 ms of 94.0 ms in 1 instances".to_string()), "{titles:?}");
-    assert!(titles.contains(&"WORLD MPI_Allreduce 8 B..15 B: working 4.00 ms (time minus waiting)".to_string()), "{titles:?}");
+    assert!(
+        titles.contains(&"WORLD MPI_Allreduce 8 B..15 B: waiting 90.0 ms of 94.0 ms in 1 instances".to_string()),
+        "{titles:?}"
+    );
+    assert!(
+        titles.contains(&"WORLD MPI_Allreduce 8 B..15 B: working 4.00 ms (time minus waiting)".to_string()),
+        "{titles:?}"
+    );
     for rank in 0..3 {
-        assert!(titles.contains(&format!("rank {rank}: waited 30.0 ms in collectives, arrived last 0 times")), "{titles:?}");
+        assert!(
+            titles.contains(&format!("rank {rank}: waited 30.0 ms in collectives, arrived last 0 times")),
+            "{titles:?}"
+        );
     }
     assert!(titles.contains(&"rank 3: waited 0 ns in collectives, arrived last 1 times".to_string()), "{titles:?}");
 }

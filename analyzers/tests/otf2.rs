@@ -18,7 +18,8 @@ fn tmp(name: &str) -> PathBuf {
 
 /// `otf2-print ARCHIVE` (it must be installed: the test fails otherwise).
 fn otf2_print(anchor: &std::path::Path) -> String {
-    let out = Command::new("otf2-print").arg(anchor).output().expect("otf2-print (apt install otf2-tools) must be installed");
+    let out =
+        Command::new("otf2-print").arg(anchor).output().expect("otf2-print (apt install otf2-tools) must be installed");
     assert!(out.status.success(), "otf2-print failed: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap()
 }
@@ -53,14 +54,26 @@ fn otf2_archive_reads_back_with_otf2_print() {
     let calls: usize = a.model.ranks.iter().map(|r| r.calls.len()).sum();
     assert_eq!(lines("ENTER").len(), calls + 1, "{text}");
     assert_eq!(lines("LEAVE").len(), calls + 1);
-    assert_eq!(w.events as usize, text.lines().filter(|l| l.starts_with(|c: char| c.is_ascii_uppercase()) && l.split_whitespace().nth(1).is_some_and(|x| x.parse::<u64>().is_ok())).count());
+    assert_eq!(
+        w.events as usize,
+        text.lines()
+            .filter(|l| l.starts_with(|c: char| c.is_ascii_uppercase())
+                && l.split_whitespace().nth(1).is_some_and(|x| x.parse::<u64>().is_ok()))
+            .count()
+    );
     // The blocking send, and the nonblocking one with its completion in MPI_Wait.
     let sends = lines("MPI_SEND");
     assert_eq!(sends.len(), 1, "{text}");
-    assert!(sends[0].contains("Receiver: 1") && sends[0].contains("Tag: 7") && sends[0].contains("Length: 800"), "{sends:?}");
+    assert!(
+        sends[0].contains("Receiver: 1") && sends[0].contains("Tag: 7") && sends[0].contains("Length: 800"),
+        "{sends:?}"
+    );
     let isends = lines("MPI_ISEND");
     assert_eq!(isends.len(), 1, "{text}");
-    assert!(isends[0].contains("Receiver: 2") && isends[0].contains("Tag: 3") && isends[0].contains("Length: 64"), "{isends:?}");
+    assert!(
+        isends[0].contains("Receiver: 2") && isends[0].contains("Tag: 3") && isends[0].contains("Length: 64"),
+        "{isends:?}"
+    );
     let done = lines("MPI_ISEND_COMPLETE");
     assert_eq!(done.len(), 1, "{text}");
     // Completed at the end of MPI_Wait (11 ms + 3 us), with the Isend's request.

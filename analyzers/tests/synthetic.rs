@@ -260,7 +260,10 @@ fn critical_path_follows_the_late_sender() {
     assert_eq!(cp.by_call[0].call, "MPI_Recv");
     // As stretches: rank 0 up to the send's start, then rank 1 to the end.
     use analyzers::critical_path::Segment;
-    assert_eq!(cp.segments, vec![Segment { rank: 0, start: US, end: 10 * MS }, Segment { rank: 1, start: 10 * MS, end: 21 * MS }]);
+    assert_eq!(
+        cp.segments,
+        vec![Segment { rank: 0, start: US, end: 10 * MS }, Segment { rank: 1, start: 10 * MS, end: 21 * MS }]
+    );
 }
 
 #[test]
@@ -331,7 +334,11 @@ fn call_sites_are_named_by_module_and_offset_then_by_source_line() {
     let n = model.symbolize(|s, path| {
         asked.push((path.to_string(), s.offset));
         assert_eq!(s.addr, site(s.rank, s.offset));
-        (s.offset == 0x200).then(|| analyzers::model::Location { function: Some("exchange".into()), file: "/src/stencil.c".into(), line: 42 })
+        (s.offset == 0x200).then(|| analyzers::model::Location {
+            function: Some("exchange".into()),
+            file: "/src/stencil.c".into(),
+            line: 42,
+        })
     });
     assert_eq!(n, 1);
     asked.sort();
@@ -399,7 +406,8 @@ fn matching_follows_sequence_numbers_out_of_posting_order() {
     // messages in another order than they were numbered: rank 1 records
     // seq 2 before seq 1 on tag 5.
     let mut t = two_channels();
-    let recvs: Vec<usize> = t.ranks[1].iter().enumerate().filter(|(_, e)| &*e.call == "MPI_Recv").map(|(i, _)| i).collect();
+    let recvs: Vec<usize> =
+        t.ranks[1].iter().enumerate().filter(|(_, e)| &*e.call == "MPI_Recv").map(|(i, _)| i).collect();
     let (a, b) = (recvs[2], recvs[3]);
     // Swap what the first two tag-5 receives got (sequence number and size).
     let (sa, ba) = (t.ranks[1][a].seq, t.ranks[1][a].bytes);

@@ -46,7 +46,19 @@ fn main() {
     let mut cells = Vec::new();
     let (a, b) = trace.lod.span();
     let frame = |trace: &Trace, view: TimeView, cells: &mut Vec<trace_lod::Cell>| {
-        let scene = Scene { trace, lanes: &lanes, view, rect, scroll: 0.0, kept: &kept, min_dur: 0, only: None, highlight: None, picked_msg: None, dark: false };
+        let scene = Scene {
+            trace,
+            lanes: &lanes,
+            view,
+            rect,
+            scroll: 0.0,
+            kept: &kept,
+            min_dur: 0,
+            only: None,
+            highlight: None,
+            picked_msg: None,
+            dark: false,
+        };
         timeline::build(&scene, &palette, cells)
     };
     let g = frame(&trace, TimeView::new(a as f64, b as f64), &mut cells);
@@ -110,5 +122,8 @@ fn main() {
 
 /// CPU time of this thread so far, ns (Linux's schedstat; 0 if unknown).
 fn thread_cpu_ns() -> u64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat").ok().and_then(|s| s.split_whitespace().next().and_then(|x| x.parse().ok())).unwrap_or(0)
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|x| x.parse().ok()))
+        .unwrap_or(0)
 }

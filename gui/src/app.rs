@@ -33,7 +33,16 @@ pub enum Tab {
 }
 
 impl Tab {
-    pub const ALL: [Tab; 8] = [Tab::Profile, Tab::Collectives, Tab::Waits, Tab::Matrix, Tab::Histograms, Tab::Details, Tab::Problems, Tab::Compare];
+    pub const ALL: [Tab; 8] = [
+        Tab::Profile,
+        Tab::Collectives,
+        Tab::Waits,
+        Tab::Matrix,
+        Tab::Histograms,
+        Tab::Details,
+        Tab::Problems,
+        Tab::Compare,
+    ];
     pub fn title(self) -> &'static str {
         match self {
             Tab::Profile => "Profile",
@@ -315,7 +324,13 @@ impl GuiApp {
                     x.b_count = r.count;
                     x.b_time = r.time;
                 }
-                None => rows.push(CompareRow { name: r.name.clone(), a_count: 0, a_time: 0, b_count: r.count, b_time: r.time }),
+                None => rows.push(CompareRow {
+                    name: r.name.clone(),
+                    a_count: 0,
+                    a_time: 0,
+                    b_count: r.count,
+                    b_time: r.time,
+                }),
             }
         }
         rows.sort_by(|x, y| y.delta().abs().cmp(&x.delta().abs()).then_with(|| x.name.cmp(&y.name)));
@@ -452,7 +467,8 @@ impl GuiApp {
             return false;
         }
         let k = (1.0 - (-dt as f64 * 18.0).exp()).clamp(0.0, 1.0);
-        let (a, b) = (self.view.t0 + (self.target.t0 - self.view.t0) * k, self.view.t1 + (self.target.t1 - self.view.t1) * k);
+        let (a, b) =
+            (self.view.t0 + (self.target.t0 - self.view.t0) * k, self.view.t1 + (self.target.t1 - self.view.t1) * k);
         let close = ((a - self.target.t0).abs() + (b - self.target.t1).abs()) < self.target.span() * 1e-4;
         self.view = if close { self.target } else { TimeView::new(a, b) };
         !close
@@ -672,7 +688,9 @@ impl GuiApp {
     pub fn zoom_to_picked(&mut self) {
         let span = match self.picked {
             Some(p @ Pick::Region { .. }) => self.region(Some(p)).map(|(_, r)| (r.t0, r.t1)),
-            Some(Pick::Call { rank, call }) => self.trace.as_ref().map(|t| t.lod.ranks[rank].data.call(call)).map(|c| (c.t_start, c.t_end)),
+            Some(Pick::Call { rank, call }) => {
+                self.trace.as_ref().map(|t| t.lod.ranks[rank].data.call(call)).map(|c| (c.t_start, c.t_end))
+            }
             _ => None,
         };
         if let Some((a, b)) = span.filter(|(a, b)| b > a) {
@@ -708,7 +726,9 @@ impl GuiApp {
         let Some(ri) = t.lod.ranks.iter().position(|r| r.rank == rank) else { return false };
         let d = &t.lod.ranks[ri].data;
         let first = d.first_at(ts);
-        let Some(ci) = (first..d.len()).take_while(|&i| d.call(i).t_start == ts).find(|&i| t.lod.name(d.call(i).name) == name) else {
+        let Some(ci) =
+            (first..d.len()).take_while(|&i| d.call(i).t_start == ts).find(|&i| t.lod.name(d.call(i).name) == name)
+        else {
             return false;
         };
         self.pick_call(ri, ci);

@@ -108,7 +108,17 @@ impl Analysed {
             .enumerate()
             .map(|(r, d)| regions_of(&d.regions, shift(r as u32), d.span().map(|s| s.1).unwrap_or(0)))
             .collect();
-        Analysed { messages: MessageIndex::new(msgs.iter().copied()), msgs, ends, msg_of_recv, colls, longest_coll, regions, an, elapsed }
+        Analysed {
+            messages: MessageIndex::new(msgs.iter().copied()),
+            msgs,
+            ends,
+            msg_of_recv,
+            colls,
+            longest_coll,
+            regions,
+            an,
+            elapsed,
+        }
     }
 
     /// Clock shift of `rank` (model time = trace time + shift).
@@ -159,11 +169,25 @@ impl Analysed {
         };
         let mut out = Vec::new();
         for i in of(&r.sends) {
-            let Some(d) = mt.send_to_recv.get(rank as usize).and_then(|v| v.get(i)).filter(|d| d.is_some()) else { continue };
-            out.extend(self.msg_of_recv.get(d.rank as usize).and_then(|v| v.get(d.idx as usize)).filter(|&&id| id != NONE).map(|&id| id as usize));
+            let Some(d) = mt.send_to_recv.get(rank as usize).and_then(|v| v.get(i)).filter(|d| d.is_some()) else {
+                continue;
+            };
+            out.extend(
+                self.msg_of_recv
+                    .get(d.rank as usize)
+                    .and_then(|v| v.get(d.idx as usize))
+                    .filter(|&&id| id != NONE)
+                    .map(|&id| id as usize),
+            );
         }
         for i in of(&r.recvs) {
-            out.extend(self.msg_of_recv.get(rank as usize).and_then(|v| v.get(i)).filter(|&&id| id != NONE).map(|&id| id as usize));
+            out.extend(
+                self.msg_of_recv
+                    .get(rank as usize)
+                    .and_then(|v| v.get(i))
+                    .filter(|&&id| id != NONE)
+                    .map(|&id| id as usize),
+            );
         }
         out
     }
@@ -173,7 +197,9 @@ impl Analysed {
     /// operation has if the trace has no such communicator).
     pub fn resolve(&self, on: crate::filter::On) -> crate::filter::On {
         let comms = &self.an.model.comms;
-        let comm = on.comm.map(|id| comms.iter().position(|c| c.id == id as u64).map(|i| i as u32).unwrap_or(crate::filter::NO_SUCH_COMM));
+        let comm = on.comm.map(|id| {
+            comms.iter().position(|c| c.id == id as u64).map(|i| i as u32).unwrap_or(crate::filter::NO_SUCH_COMM)
+        });
         crate::filter::On { comm, ..on }
     }
 

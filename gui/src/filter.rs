@@ -83,7 +83,10 @@ impl Filter {
                 }
             } else if let Some(v) = word.strip_prefix("kind=") {
                 for k in v.split(['|', ',']) {
-                    f.kinds.push(CallKind::parse(&k.to_ascii_lowercase()).ok_or_else(|| err("kind=p2p|send|recv|coll|wait|other"))?);
+                    f.kinds.push(
+                        CallKind::parse(&k.to_ascii_lowercase())
+                            .ok_or_else(|| err("kind=p2p|send|recv|coll|wait|other"))?,
+                    );
                 }
             } else if let Some(v) = word.strip_prefix("comm=") {
                 f.comm = Some(v.parse().map_err(|_| err("comm=ID (a number)"))?);
@@ -205,7 +208,10 @@ impl CallSet {
                 let Some(c) = mr.calls.get(mc as usize) else { continue };
                 let (t, name) = (c.t_start - shift, names.get(c.name as usize).copied().flatten());
                 let first = d.first_at(t);
-                let hit = (first..d.len()).map(|i| (i, d.call(i))).take_while(|(_, x)| x.t_start == t).find(|(_, x)| Some(x.name) == name);
+                let hit = (first..d.len())
+                    .map(|i| (i, d.call(i)))
+                    .take_while(|(_, x)| x.t_start == t)
+                    .find(|(_, x)| Some(x.name) == name);
                 if let Some((i, x)) = hit {
                     out.push(Kept { t0: x.t_start, t1: x.t_end, call: i as u32 });
                 }

@@ -57,5 +57,6 @@ fn run_app(app: GuiApp, title: String) -> Result<(), Error> {
         viewport: egui::ViewportBuilder::default().with_title(title).with_inner_size([1400.0, 850.0]),
         ..Default::default()
     };
-    eframe::run_native("mpitrace gui", options, Box::new(|_cc| Ok(Box::new(Native(app))))).map_err(|e| Error::Window(e.to_string()))
+    eframe::run_native("mpitrace gui", options, Box::new(|_cc| Ok(Box::new(Native(app)))))
+        .map_err(|e| Error::Window(e.to_string()))
 }

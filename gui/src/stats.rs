@@ -32,7 +32,8 @@ pub enum ProfileCol {
 }
 
 impl ProfileCol {
-    pub const ALL: [ProfileCol; 6] = [ProfileCol::Name, ProfileCol::Count, ProfileCol::Time, ProfileCol::Mean, ProfileCol::Max, ProfileCol::Ranks];
+    pub const ALL: [ProfileCol; 6] =
+        [ProfileCol::Name, ProfileCol::Count, ProfileCol::Time, ProfileCol::Mean, ProfileCol::Max, ProfileCol::Ranks];
     pub fn title(self) -> &'static str {
         match self {
             ProfileCol::Name => "Call",
@@ -218,7 +219,11 @@ fn analysed(trace: &Trace, a: &crate::data::Analysed, filter: &Filter, only: Opt
     let m = &a.an.model;
     st.n = trace.lod.ranks.iter().map(|r| r.rank.max(0) as usize + 1).max().unwrap_or(0);
     for msg in a.messages.overlapping(t0, t1) {
-        if msg.t_send < t0 || msg.t_send >= t1 || !filter.keeps_rank(msg.src) && !filter.keeps_rank(msg.dst) || !a.message_kept(msg.id as usize, on) {
+        if msg.t_send < t0
+            || msg.t_send >= t1
+            || !filter.keeps_rank(msg.src) && !filter.keeps_rank(msg.dst)
+            || !a.message_kept(msg.id as usize, on)
+        {
             continue;
         }
         let (s, d) = (msg.src as usize, msg.dst as usize);
@@ -238,7 +243,9 @@ fn analysed(trace: &Trace, a: &crate::data::Analysed, filter: &Filter, only: Opt
             continue;
         }
         let size = size_class(if inst.n > 0 { inst.bytes / inst.n as i64 } else { 0 });
-        let e = by_op.entry((inst.name, size)).or_insert_with(|| (CollRow { name: name.to_string(), size, ..Default::default() }, 0, HashMap::new()));
+        let e = by_op
+            .entry((inst.name, size))
+            .or_insert_with(|| (CollRow { name: name.to_string(), size, ..Default::default() }, 0, HashMap::new()));
         let members = &colls.members[inst.first as usize..(inst.first + inst.n) as usize];
         e.0.instances += 1;
         e.0.time += members.iter().map(|x| x.end - x.arrival).sum::<i64>();
@@ -281,7 +288,10 @@ fn analysed(trace: &Trace, a: &crate::data::Analysed, filter: &Filter, only: Opt
                 let ri = trace.lod.ranks.binary_search_by_key(&(rank as i32), |r| r.rank).ok();
                 let kept = ri.and_then(|ri| set.per_rank.get(ri).map(|v| (ri, v))).is_some_and(|(ri, v)| {
                     let d = &trace.lod.ranks[ri].data;
-                    v[v.partition_point(|k| k.t0 < t)..].iter().take_while(|k| k.t0 == t).any(|k| trace.lod.name(d.call(k.call as usize).name) == m.name(c.name))
+                    v[v.partition_point(|k| k.t0 < t)..]
+                        .iter()
+                        .take_while(|k| k.t0 == t)
+                        .any(|k| trace.lod.name(d.call(k.call as usize).name) == m.name(c.name))
                 });
                 if !kept {
                     continue;

@@ -141,7 +141,12 @@ fn shaded(base: Color32, shade: u8, dim: bool, dark: bool) -> Color32 {
 /// The colours of the bars per call name id and shade (0 to 4), computed
 /// once per frame; index 5 is the dimmed colour.
 fn shade_table(palette: &[Color32], dark: bool) -> Vec<[Color32; 6]> {
-    palette.iter().map(|&c| std::array::from_fn(|k| if k == 5 { shaded(c, 0, true, dark) } else { shaded(c, k as u8, false, dark) })).collect()
+    palette
+        .iter()
+        .map(|&c| {
+            std::array::from_fn(|k| if k == 5 { shaded(c, 0, true, dark) } else { shaded(c, k as u8, false, dark) })
+        })
+        .collect()
 }
 
 /// Adds a line of width `w` from `a` to `b` to `mesh`.
@@ -233,7 +238,9 @@ fn regions(scene: &Scene, a: &crate::data::Analysed, g: &mut Geometry) {
     let w = r.width().max(1.0);
     for k in scene.lanes.visible(scene.scroll, r.height()) {
         let Row::Rank(i) = scene.lanes.rows[k] else { continue };
-        let Some(regs) = usize::try_from(scene.trace.lod.ranks[i].rank).ok().and_then(|x| a.regions.get(x)) else { continue };
+        let Some(regs) = usize::try_from(scene.trace.lod.ranks[i].rank).ok().and_then(|x| a.regions.get(x)) else {
+            continue;
+        };
         if regs.is_empty() || scene.lanes.lane_h < 8.0 {
             continue;
         }
@@ -242,7 +249,10 @@ fn regions(scene: &Scene, a: &crate::data::Analysed, g: &mut Geometry) {
             // The region of this depth running into the view, if any, else
             // the first one starting in it.
             let start = regs.partition_point(|q| q.t0 < t0);
-            let mut j = (start.saturating_sub(64)..start).rev().find(|&q| regs[q].depth == depth && regs[q].t1 >= t0).unwrap_or(start);
+            let mut j = (start.saturating_sub(64)..start)
+                .rev()
+                .find(|&q| regs[q].depth == depth && regs[q].t1 >= t0)
+                .unwrap_or(start);
             let mut from = i64::MIN;
             while j < regs.len() {
                 let x = &regs[j];
@@ -255,7 +265,13 @@ fn regions(scene: &Scene, a: &crate::data::Analysed, g: &mut Geometry) {
                 }
                 let (xa, xb) = (scene.view.x_of(x.t0 as f64, w).max(0.0), scene.view.x_of(x.t1 as f64, w).min(w));
                 let ya = y0 + REGION_BAND.1 * depth as f32;
-                g.bars.add_colored_rect(Rect::from_min_max(Pos2::new(r.left() + xa, ya), Pos2::new(r.left() + xb.max(xa + 1.0), ya + REGION_BAND.0)), region_colour(x.name));
+                g.bars.add_colored_rect(
+                    Rect::from_min_max(
+                        Pos2::new(r.left() + xa, ya),
+                        Pos2::new(r.left() + xb.max(xa + 1.0), ya + REGION_BAND.0),
+                    ),
+                    region_colour(x.name),
+                );
                 // Skip to the first region starting after this one's last pixel.
                 from = scene.view.t_of(xb.max(xa + 1.0), w).ceil() as i64;
                 j = j.max(regs.partition_point(|q| q.t0 < from)).max(j + 1);
@@ -301,7 +317,10 @@ fn bars(scene: &Scene, palette: &[Color32], rows: &[usize], cells: &mut Vec<Cell
             }
             let colours = shades.get(key.name as usize).unwrap_or(&grey);
             let (xa, xb) = (r.left() + c as f32 * w / n as f32, r.left() + e as f32 * w / n as f32);
-            g.bars.add_colored_rect(Rect::from_min_max(Pos2::new(xa, ya), Pos2::new(xb, yb)), colours[if key.dim { 5 } else { key.shade as usize }]);
+            g.bars.add_colored_rect(
+                Rect::from_min_max(Pos2::new(xa, ya), Pos2::new(xb, yb)),
+                colours[if key.dim { 5 } else { key.shade as usize }],
+            );
             g.rects += 1;
             if key.event.is_some() && yb - ya >= 10.0 {
                 let name = lod.name(key.name);
@@ -377,7 +396,9 @@ fn collectives(scene: &Scene, a: &crate::data::Analysed, palette: &[Color32], g:
         let pts: Vec<Pos2> = s
             .members
             .iter()
-            .filter_map(|&(rank, arrival, _)| lane_y(scene, rank).map(|y| Pos2::new(scene.rect.left() + scene.view.x_of(arrival as f64, w), y)))
+            .filter_map(|&(rank, arrival, _)| {
+                lane_y(scene, rank).map(|y| Pos2::new(scene.rect.left() + scene.view.x_of(arrival as f64, w), y))
+            })
             .collect();
         for p in pts.windows(2) {
             add_line(&mut g.lines, p[0], p[1], 1.5, col);
@@ -410,7 +431,15 @@ pub const REGION_DEPTHS: u16 = 3;
 
 /// The user region whose band is at `p` (within `tol` px): (index into
 /// `Lod::ranks`, index into the rank's regions).
-pub fn region_at(trace: &Trace, lanes: &Lanes, view: &TimeView, rect: Rect, scroll: f32, p: Pos2, tol: f32) -> Option<(usize, usize)> {
+pub fn region_at(
+    trace: &Trace,
+    lanes: &Lanes,
+    view: &TimeView,
+    rect: Rect,
+    scroll: f32,
+    p: Pos2,
+    tol: f32,
+) -> Option<(usize, usize)> {
     let a = trace.analysed.as_ref()?;
     if lanes.lane_h < 8.0 {
         return None;
@@ -435,7 +464,15 @@ pub fn region_at(trace: &Trace, lanes: &Lanes, view: &TimeView, rect: Rect, scro
 
 /// The call of the lane at `p` under the pointer (or within `tol` px):
 /// (index into `Lod::ranks`, index of the call).
-pub fn call_at(trace: &Trace, lanes: &Lanes, view: &TimeView, rect: Rect, scroll: f32, p: Pos2, tol: f32) -> Option<(usize, usize)> {
+pub fn call_at(
+    trace: &Trace,
+    lanes: &Lanes,
+    view: &TimeView,
+    rect: Rect,
+    scroll: f32,
+    p: Pos2,
+    tol: f32,
+) -> Option<(usize, usize)> {
     let k = lanes.row_at(p.y - rect.top() + scroll)?;
     let Row::Rank(i) = lanes.rows[k] else { return None };
     let data = &trace.lod.ranks[i].data;

@@ -8,7 +8,10 @@
 //! Z zooms to the selection, J jumps to the partner of the picked message,
 //! N/Shift+N go through search results, Esc clears selection and highlight.
 
-use egui::{Color32, Event, Key, Modifiers, MouseWheelUnit, PointerButton, Pos2, Rect, Role, Sense, Shape, Stroke, Ui, Vec2, WidgetInfo};
+use egui::{
+    Color32, Event, Key, Modifiers, MouseWheelUnit, PointerButton, Pos2, Rect, Role, Sense, Shape, Stroke, Ui, Vec2,
+    WidgetInfo,
+};
 
 use crate::app::{GeometryKey, GuiApp, Pick, Tab};
 use crate::lanes::Row;
@@ -94,8 +97,14 @@ impl GuiApp {
         ui.painter().hline(full.x_range(), mid, Stroke::new(2.0, ui.visuals().widgets.noninteractive.bg_stroke.color));
         let Some(mut b) = self.compare.take() else { return };
         ui.scope_builder(egui::UiBuilder::new().max_rect(bottom), |ui| {
-            let off = b.trace.as_ref().zip(self.trace.as_ref()).map(|(x, y)| x.lod.span().0 - y.lod.span().0).unwrap_or(0);
-            ui.label(format!("B: {} (times aligned at the start: B = A {} {})", b.dir.display(), if off < 0 { "-" } else { "+" }, analyzers::fmt_ns(off.abs())));
+            let off =
+                b.trace.as_ref().zip(self.trace.as_ref()).map(|(x, y)| x.lod.span().0 - y.lod.span().0).unwrap_or(0);
+            ui.label(format!(
+                "B: {} (times aligned at the start: B = A {} {})",
+                b.dir.display(),
+                if off < 0 { "-" } else { "+" },
+                analyzers::fmt_ns(off.abs())
+            ));
             if b.trace.is_some() {
                 let picked = b.picked;
                 b.timeline(ui);
@@ -117,7 +126,13 @@ impl GuiApp {
             ui.separator();
             let l = ui.label("Filter");
             let mut text = self.filter_text.clone();
-            let r = ui.add(egui::TextEdit::singleline(&mut text).hint_text("send kind=coll rank=0-3 comm=0 tag=7 dur>1ms").desired_width(180.0)).labelled_by(l.id);
+            let r = ui
+                .add(
+                    egui::TextEdit::singleline(&mut text)
+                        .hint_text("send kind=coll rank=0-3 comm=0 tag=7 dur>1ms")
+                        .desired_width(180.0),
+                )
+                .labelled_by(l.id);
             if r.changed() {
                 self.set_filter(&text);
             }
@@ -130,7 +145,9 @@ impl GuiApp {
             }
             let l = ui.label("Find");
             let mut text = self.find_text.clone();
-            let r = ui.add(egui::TextEdit::singleline(&mut text).hint_text("call name, rank=, dur>").desired_width(140.0)).labelled_by(l.id);
+            let r = ui
+                .add(egui::TextEdit::singleline(&mut text).hint_text("call name, rank=, dur>").desired_width(140.0))
+                .labelled_by(l.id);
             if r.changed() {
                 self.find_text = text.clone();
             }
@@ -194,8 +211,10 @@ impl GuiApp {
         resp.widget_info(|| WidgetInfo::labeled(Role::Canvas, true, label));
         let dark = ui.visuals().dark_mode;
         let lanes_rect = Rect::from_min_max(Pos2::new(full.left() + GUTTER_W, full.top() + RULER_H), full.max);
-        let ruler_rect = Rect::from_min_max(Pos2::new(lanes_rect.left(), full.top()), Pos2::new(full.right(), lanes_rect.top()));
-        let gutter = Rect::from_min_max(Pos2::new(full.left(), lanes_rect.top()), Pos2::new(lanes_rect.left(), full.bottom()));
+        let ruler_rect =
+            Rect::from_min_max(Pos2::new(lanes_rect.left(), full.top()), Pos2::new(full.right(), lanes_rect.top()));
+        let gutter =
+            Rect::from_min_max(Pos2::new(full.left(), lanes_rect.top()), Pos2::new(lanes_rect.left(), full.bottom()));
         self.scroll_by(0.0, lanes_rect.height());
         self.timeline_input(ui, &resp, lanes_rect, gutter);
         let w = lanes_rect.width();
@@ -254,18 +273,32 @@ impl GuiApp {
             let y1 = lanes_rect.top() + self.lanes.tops[k + 1] - self.scroll;
             let label = match &self.lanes.rows[k] {
                 Row::Host { host, ranks, folded } => {
-                    clip.rect_filled(Rect::from_x_y_ranges(lanes_rect.x_range(), y0..=y1), 0.0, text_col.gamma_multiply(0.08));
+                    clip.rect_filled(
+                        Rect::from_x_y_ranges(lanes_rect.x_range(), y0..=y1),
+                        0.0,
+                        text_col.gamma_multiply(0.08),
+                    );
                     format!("{} {host} ({ranks})", if *folded { "+" } else { "-" })
                 }
                 Row::Rank(i) => {
                     if k % 2 == 1 {
-                        clip.rect_filled(Rect::from_x_y_ranges(lanes_rect.x_range(), y0..=y1), 0.0, text_col.gamma_multiply(0.03));
+                        clip.rect_filled(
+                            Rect::from_x_y_ranges(lanes_rect.x_range(), y0..=y1),
+                            0.0,
+                            text_col.gamma_multiply(0.03),
+                        );
                     }
                     self.trace.as_ref().map(|t| format!("rank {}", t.lod.ranks[*i].rank)).unwrap_or_default()
                 }
             };
             if y1 - y0 >= 9.0 {
-                names.text(Pos2::new(gutter.left() + 4.0, (y0 + y1) / 2.0), egui::Align2::LEFT_CENTER, label, font.clone(), text_col);
+                names.text(
+                    Pos2::new(gutter.left() + 4.0, (y0 + y1) / 2.0),
+                    egui::Align2::LEFT_CENTER,
+                    label,
+                    font.clone(),
+                    text_col,
+                );
             }
         }
         clip.add(Shape::mesh(self.meshes.0.clone()));
@@ -279,15 +312,31 @@ impl GuiApp {
         let ruler = painter.with_clip_rect(ruler_rect);
         for (x, label) in ticks(&self.view, w, 90.0) {
             let x = lanes_rect.left() + x;
-            ruler.line_segment([Pos2::new(x, ruler_rect.bottom() - 6.0), Pos2::new(x, ruler_rect.bottom())], Stroke::new(1.0, text_col));
-            ruler.text(Pos2::new(x + 2.0, ruler_rect.top() + 2.0), egui::Align2::LEFT_TOP, label, font.clone(), text_col);
-            clip.line_segment([Pos2::new(x, lanes_rect.top()), Pos2::new(x, lanes_rect.bottom())], Stroke::new(1.0, text_col.gamma_multiply(0.06)));
+            ruler.line_segment(
+                [Pos2::new(x, ruler_rect.bottom() - 6.0), Pos2::new(x, ruler_rect.bottom())],
+                Stroke::new(1.0, text_col),
+            );
+            ruler.text(
+                Pos2::new(x + 2.0, ruler_rect.top() + 2.0),
+                egui::Align2::LEFT_TOP,
+                label,
+                font.clone(),
+                text_col,
+            );
+            clip.line_segment(
+                [Pos2::new(x, lanes_rect.top()), Pos2::new(x, lanes_rect.bottom())],
+                Stroke::new(1.0, text_col.gamma_multiply(0.06)),
+            );
         }
         // Selection and measure.
         let xs = |t: f64| lanes_rect.left() + self.view.x_of(t, w);
         if let Some((a, b)) = self.selection {
             let r = Rect::from_x_y_ranges(xs(a as f64)..=xs(b as f64), full.top()..=full.bottom());
-            painter.with_clip_rect(lanes_rect.union(ruler_rect)).rect_filled(r, 0.0, Color32::from_rgba_unmultiplied(66, 133, 244, 40));
+            painter.with_clip_rect(lanes_rect.union(ruler_rect)).rect_filled(
+                r,
+                0.0,
+                Color32::from_rgba_unmultiplied(66, 133, 244, 40),
+            );
         }
         if let Some((a, b)) = self.measure {
             let (xa, xb) = (xs(a), xs(b));
@@ -301,7 +350,13 @@ impl GuiApp {
         }
         if g.arrows_skipped > 0 || g.colls_skipped > 0 {
             let note = format!("{} messages and {} collectives not drawn: zoom in", g.arrows_skipped, g.colls_skipped);
-            painter.text(lanes_rect.right_bottom() - Vec2::new(6.0, 6.0), egui::Align2::RIGHT_BOTTOM, note, font, text_col);
+            painter.text(
+                lanes_rect.right_bottom() - Vec2::new(6.0, 6.0),
+                egui::Align2::RIGHT_BOTTOM,
+                note,
+                font,
+                text_col,
+            );
         }
         if let Some(p) = self.hovered {
             let lines = self.details(Some(p));
@@ -399,7 +454,8 @@ impl GuiApp {
         if let Some((rank, region)) = timeline::region_at(t, &self.lanes, &self.view, lanes_rect, self.scroll, p, 2.0) {
             return Some(Pick::Region { rank, region });
         }
-        timeline::call_at(t, &self.lanes, &self.view, lanes_rect, self.scroll, p, 3.0).map(|(rank, call)| Pick::Call { rank, call })
+        timeline::call_at(t, &self.lanes, &self.view, lanes_rect, self.scroll, p, 3.0)
+            .map(|(rank, call)| Pick::Call { rank, call })
     }
 
     fn click_gutter(&mut self, p: Pos2, lanes_rect: Rect) {
@@ -491,7 +547,12 @@ impl GuiApp {
         let (a, b) = self.range();
         let what = if self.selection.is_some() { "Selection" } else { "Whole trace" };
         ui.horizontal(|ui| {
-            ui.label(format!("{what}: {} – {} ({})", analyzers::fmt_ns(a), analyzers::fmt_ns(b), analyzers::fmt_ns(b - a)));
+            ui.label(format!(
+                "{what}: {} – {} ({})",
+                analyzers::fmt_ns(a),
+                analyzers::fmt_ns(b),
+                analyzers::fmt_ns(b - a)
+            ));
             if self.selection.is_some() && ui.small_button("Clear").clicked() {
                 self.selection = None;
             }
@@ -532,7 +593,15 @@ impl GuiApp {
         let mut clicked = None;
         egui::Grid::new("profile").striped(true).show(ui, |ui| {
             for c in ProfileCol::ALL {
-                let arrow = if c == col { if desc { " v" } else { " ^" } } else { "" };
+                let arrow = if c == col {
+                    if desc {
+                        " v"
+                    } else {
+                        " ^"
+                    }
+                } else {
+                    ""
+                };
                 if ui.button(format!("{}{arrow}", c.title())).clicked() {
                     clicked = Some(c);
                 }
@@ -560,13 +629,27 @@ impl GuiApp {
             return;
         }
         egui::Grid::new("colls").striped(true).show(ui, |ui| {
-            for h in ["Operation", "Size per rank", "Instances", "Time", "Waiting", "Mean spread", "Max spread", "Most often last", "Bytes"] {
+            for h in [
+                "Operation",
+                "Size per rank",
+                "Instances",
+                "Time",
+                "Waiting",
+                "Mean spread",
+                "Max spread",
+                "Most often last",
+                "Bytes",
+            ] {
                 ui.strong(h);
             }
             ui.end_row();
             for r in &s.colls {
                 ui.label(&r.name);
-                ui.label(if r.size.1 == 0 { "0 B".to_string() } else { format!("{} – {}", analyzers::fmt_bytes(r.size.0), analyzers::fmt_bytes(r.size.1)) });
+                ui.label(if r.size.1 == 0 {
+                    "0 B".to_string()
+                } else {
+                    format!("{} – {}", analyzers::fmt_bytes(r.size.0), analyzers::fmt_bytes(r.size.1))
+                });
                 ui.label(r.instances.to_string());
                 ui.label(analyzers::fmt_ns(r.time));
                 ui.label(analyzers::fmt_ns(r.wait));
@@ -781,7 +864,13 @@ impl GuiApp {
         };
         let total = |f: fn(&crate::app::CompareRow) -> i64| rows.iter().map(f).sum::<i64>();
         let (ta, tb) = (total(|r| r.a_time), total(|r| r.b_time));
-        ui.label(format!("time in MPI: A {}, B {} ({}{})", analyzers::fmt_ns(ta), analyzers::fmt_ns(tb), if tb >= ta { "+" } else { "-" }, analyzers::fmt_ns((tb - ta).abs())));
+        ui.label(format!(
+            "time in MPI: A {}, B {} ({}{})",
+            analyzers::fmt_ns(ta),
+            analyzers::fmt_ns(tb),
+            if tb >= ta { "+" } else { "-" },
+            analyzers::fmt_ns((tb - ta).abs())
+        ));
         egui::Grid::new("compare").striped(true).show(ui, |ui| {
             for h in ["Call", "A time", "B time", "B - A", "A calls", "B calls"] {
                 ui.strong(h);
@@ -840,7 +929,11 @@ fn hist(ui: &mut Ui, h: &Log2Hist, fmt: impl Fn(i64) -> String, x_title: &str, y
             ui.label(format!("{} – {}", fmt(lo), fmt(1i64 << (k + 1).min(62))));
             let (rect, _) = ui.allocate_exact_size(Vec2::new(HIST_W, 12.0), Sense::hover());
             let wbar = HIST_W * c as f32 / max as f32;
-            ui.painter().rect_filled(Rect::from_min_size(rect.min, Vec2::new(wbar.max(1.0), 12.0)), 0.0, Color32::from_rgb(66, 133, 244));
+            ui.painter().rect_filled(
+                Rect::from_min_size(rect.min, Vec2::new(wbar.max(1.0), 12.0)),
+                0.0,
+                Color32::from_rgb(66, 133, 244),
+            );
             ui.label(c.to_string());
             ui.label(format!("{:.0}%", c as f64 * 100.0 / total as f64));
             ui.end_row();

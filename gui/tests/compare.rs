@@ -24,7 +24,9 @@ fn compared(name: &str) -> Harness<'static, GuiApp> {
     app.smooth = false;
     app.wait_loaded(Duration::from_secs(60));
     assert!(app.trace.is_some() && app.compare.as_ref().is_some_and(|c| c.trace.is_some()), "both loaded");
-    let mut h = Harness::builder().with_size(egui::vec2(1200.0, 800.0)).build_ui_state(|ui, app: &mut GuiApp| app.show(ui), app);
+    let mut h = Harness::builder()
+        .with_size(egui::vec2(1200.0, 800.0))
+        .build_ui_state(|ui, app: &mut GuiApp| app.show(ui), app);
     h.run();
     h
 }
@@ -39,7 +41,10 @@ fn assert_coupled(app: &GuiApp) {
 #[test]
 fn zoom_pan_and_selection_are_coupled() {
     let mut h = compared("couple");
-    let spans = (h.state().trace.as_ref().map(|t| t.lod.span()), h.state().compare.as_ref().and_then(|b| b.trace.as_ref()).map(|t| t.lod.span()));
+    let spans = (
+        h.state().trace.as_ref().map(|t| t.lod.span()),
+        h.state().compare.as_ref().and_then(|b| b.trace.as_ref()).map(|t| t.lod.span()),
+    );
     assert_eq!(h.state().compare_offset(), SHIFT as f64, "{spans:?}");
     let ra = h.get_by_label("timeline").rect();
     let rb = h.get_by_label("timeline B").rect();
@@ -50,7 +55,13 @@ fn zoom_pan_and_selection_are_coupled() {
     let w = ra.width() - GUTTER_W;
     let p = Pos2::new(ra.left() + GUTTER_W + h.state().view.x_of(5_000.0, w), ra.center().y);
     h.hover_at(p);
-    h.event(Event::MouseWheel { unit: egui::MouseWheelUnit::Point, delta: egui::vec2(0.0, 200.0), modifiers: Modifiers::NONE, phase: egui::TouchPhase::Move, source: egui::MouseWheelSource::Wheel });
+    h.event(Event::MouseWheel {
+        unit: egui::MouseWheelUnit::Point,
+        delta: egui::vec2(0.0, 200.0),
+        modifiers: Modifiers::NONE,
+        phase: egui::TouchPhase::Move,
+        source: egui::MouseWheelSource::Wheel,
+    });
     h.run();
     assert!(h.state().view.span() < before.span() * 0.7, "zoomed: {before:?} -> {:?}", h.state().view);
     assert_coupled(h.state());
@@ -105,7 +116,9 @@ fn a_compared_trace_that_cannot_be_opened_says_so() {
     let a = common::small_dir("compare-missing");
     let mut app = GuiApp::open_compare(&a, std::path::Path::new("/nonexistent/other"));
     app.wait_loaded(Duration::from_secs(60));
-    let mut h = Harness::builder().with_size(egui::vec2(1200.0, 800.0)).build_ui_state(|ui, app: &mut GuiApp| app.show(ui), app);
+    let mut h = Harness::builder()
+        .with_size(egui::vec2(1200.0, 800.0))
+        .build_ui_state(|ui, app: &mut GuiApp| app.show(ui), app);
     assert!(h.query_by_label("timeline").is_some());
     assert!(h.query_by_label("Could not open the trace").is_some());
     assert!(h.query_by_label_contains("no such directory").is_some());

@@ -29,14 +29,36 @@ fn crashed_run(name: &str) -> std::path::PathBuf {
         ..Default::default()
     };
     for rank in 0..2 {
-        let hdr = JournalHeader { clock: ClockKind::MonotonicNs, pid: 100 + rank as u32, thread: 0, rank, table_len: names.len() as u32 };
+        let hdr = JournalHeader {
+            clock: ClockKind::MonotonicNs,
+            pid: 100 + rank as u32,
+            thread: 0,
+            rank,
+            table_len: names.len() as u32,
+        };
         let mut w = JournalWriter::create(&layout::journal(&dir, rank, 0), hdr).expect("journal");
         w.append(&rec("MPI_Init", 100, Some(1_000))).expect("append");
         if rank == 0 {
-            w.append(&Record { peer: 1, tag: 5, bytes: 256, count: 256, comm: 0, ..rec("MPI_Send", 2_000, Some(2_400)) }).expect("append");
+            w.append(&Record {
+                peer: 1,
+                tag: 5,
+                bytes: 256,
+                count: 256,
+                comm: 0,
+                ..rec("MPI_Send", 2_000, Some(2_400))
+            })
+            .expect("append");
             w.append(&Record { peer: 1, tag: 6, comm: 0, ..rec("MPI_Recv", 3_000, None) }).expect("append");
         } else {
-            w.append(&Record { peer: 0, tag: 5, bytes: 256, count: 256, comm: 0, ..rec("MPI_Recv", 1_800, Some(2_600)) }).expect("append");
+            w.append(&Record {
+                peer: 0,
+                tag: 5,
+                bytes: 256,
+                count: 256,
+                comm: 0,
+                ..rec("MPI_Recv", 1_800, Some(2_600))
+            })
+            .expect("append");
             w.append(&Record { comm: 0, ..rec("MPI_Barrier", 4_000, None) }).expect("append");
         }
     }
@@ -67,7 +89,9 @@ fn journals_of_a_crashed_run_open_and_show_what_was_recorded() {
     app.pick_call(0, r0.len() - 1);
     let details = app.details(app.picked);
     assert!(details.iter().any(|(k, v)| k == "state" && v == "never returned"), "{details:?}");
-    let mut h = Harness::builder().with_size(egui::vec2(1200.0, 700.0)).build_ui_state(|ui, app: &mut GuiApp| app.show(ui), app);
+    let mut h = Harness::builder()
+        .with_size(egui::vec2(1200.0, 700.0))
+        .build_ui_state(|ui, app: &mut GuiApp| app.show(ui), app);
     h.run();
     assert!(h.state().crashed.is_none(), "{:?}", h.state().crashed);
     assert!(matches!(h.state().picked, Some(Pick::Call { rank: 0, .. })));

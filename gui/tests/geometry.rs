@@ -47,7 +47,10 @@ fn arrows_collectives_and_labels_of_a_small_trace() {
     // Plus the two user regions of rank 0 (bands at the top of its lane).
     assert_eq!(g.bars.vertices.len(), (16 + 2) * 4);
     let regions = &trace.analysed.as_ref().expect("analyses").regions[0];
-    assert_eq!(regions.iter().map(|r| (r.t0, r.t1, r.depth)).collect::<Vec<_>>(), vec![(1_500, 4_000, 0), (2_000, 2_500, 1)]);
+    assert_eq!(
+        regions.iter().map(|r| (r.t0, r.t1, r.depth)).collect::<Vec<_>>(),
+        vec![(1_500, 4_000, 0), (2_000, 2_500, 1)]
+    );
     // The arrow of rank 0 -> 1 goes from the send's start to the receive's end.
     let (a, b, id) = g.arrows.iter().find(|x| x.0.y < x.1.y && x.1.y < 30.0 + 40.0).copied().expect("0 -> 1");
     assert!((a.x - (100.0 + 200.0)).abs() < 1.0 && (b.x - (100.0 + 350.0)).abs() < 1.0, "{a:?} {b:?}");
@@ -97,12 +100,19 @@ fn range_statistics_of_a_small_trace() {
 fn dense_views_are_drawn_at_pixel_resolution_without_gaps() {
     use trace_lod::{Lod, RawCall};
     // A call of 5 ns every 10 ns: busy half of the time, everywhere.
-    let calls: Vec<RawCall> = (0..100_000).map(|i| RawCall { t_start: i * 10, t_end: i * 10 + 5, name: (i % 2) as u16, flags: 0, bytes: 0 }).collect();
+    let calls: Vec<RawCall> = (0..100_000)
+        .map(|i| RawCall { t_start: i * 10, t_end: i * 10 + 5, name: (i % 2) as u16, flags: 0, bytes: 0 })
+        .collect();
     let lod = Lod::from_calls(vec!["MPI_Send".into(), "MPI_Recv".into()], vec![(0, calls)]);
     let trace = Trace::new(lod);
     // The bars' x extents (4 vertices per rectangle), merged.
     let covered = |g: &timeline::Geometry| {
-        let mut spans: Vec<(f32, f32)> = g.bars.vertices.chunks(4).map(|q| q.iter().fold((f32::MAX, f32::MIN), |(a, b), v| (a.min(v.pos.x), b.max(v.pos.x)))).collect();
+        let mut spans: Vec<(f32, f32)> = g
+            .bars
+            .vertices
+            .chunks(4)
+            .map(|q| q.iter().fold((f32::MAX, f32::MIN), |(a, b), v| (a.min(v.pos.x), b.max(v.pos.x))))
+            .collect();
         spans.sort_by(|a, b| a.0.total_cmp(&b.0));
         let mut gaps = 0;
         let mut end = spans.first().map(|s| s.0).unwrap_or(0.0);
@@ -142,7 +152,9 @@ fn tag_and_comm_filters_on_the_timeline_and_in_the_numbers() {
         .iter()
         .enumerate()
         .flat_map(|(ri, v)| v.iter().map(move |k| (ri, k.call)))
-        .map(|(ri, c)| (trace.lod.ranks[ri].rank, trace.lod.name(trace.lod.ranks[ri].data.call(c as usize).name).to_string()))
+        .map(|(ri, c)| {
+            (trace.lod.ranks[ri].rank, trace.lod.name(trace.lod.ranks[ri].data.call(c as usize).name).to_string())
+        })
         .collect();
     assert_eq!(kept, vec![(2, "MPI_Send".to_string()), (3, "MPI_Recv".to_string())]);
     let g = scene_geometry(&trace, TimeView::new(0.0, 10_000.0), &f, None);
@@ -151,7 +163,11 @@ fn tag_and_comm_filters_on_the_timeline_and_in_the_numbers() {
     assert_eq!(g.colls_drawn, 0, "collectives have no tag");
     // The bars of ranks 0 and 1 are all dimmed; rank 2's send is not.
     let dim = egui::Color32::from_gray(215);
-    let lane = |k: f32| g.bars.vertices.chunks(4).filter(move |q| q[0].pos.y >= 30.0 + 20.0 * k && q[2].pos.y <= 30.0 + 20.0 * (k + 1.0) && q[2].pos.y - q[0].pos.y > 5.0);
+    let lane = |k: f32| {
+        g.bars.vertices.chunks(4).filter(move |q| {
+            q[0].pos.y >= 30.0 + 20.0 * k && q[2].pos.y <= 30.0 + 20.0 * (k + 1.0) && q[2].pos.y - q[0].pos.y > 5.0
+        })
+    };
     assert!(lane(0.0).count() >= 3 && lane(0.0).all(|q| q[0].color == dim));
     assert!(lane(1.0).all(|q| q[0].color == dim));
     assert!(lane(2.0).any(|q| q[0].color != dim), "rank 2's send stands out");
@@ -193,9 +209,14 @@ fn tag_and_comm_filters_on_the_timeline_and_in_the_numbers() {
 fn search_keeps_the_earliest_matches() {
     use gui::app::{search, MAX_FOUND};
     use trace_lod::{Lod, RawCall};
-    let calls = |from: i64| (0..8_000i64).map(|i| RawCall { t_start: from + i * 100, t_end: from + i * 100 + 50, name: 0, flags: 0, bytes: 0 }).collect::<Vec<_>>();
+    let calls = |from: i64| {
+        (0..8_000i64)
+            .map(|i| RawCall { t_start: from + i * 100, t_end: from + i * 100 + 50, name: 0, flags: 0, bytes: 0 })
+            .collect::<Vec<_>>()
+    };
     // Rank 2 runs first, then rank 1, then rank 0.
-    let lod = Lod::from_calls(vec!["MPI_Send".into()], vec![(0, calls(2_000_000)), (1, calls(1_000_000)), (2, calls(0))]);
+    let lod =
+        Lod::from_calls(vec!["MPI_Send".into()], vec![(0, calls(2_000_000)), (1, calls(1_000_000)), (2, calls(0))]);
     let trace = Trace::new(lod);
     let found = search(&trace, &Filter::parse("send").expect("filter"));
     assert_eq!(found.len(), MAX_FOUND);
@@ -214,8 +235,19 @@ fn search_keeps_the_earliest_matches() {
 fn thousands_of_ranks_on_many_hosts() {
     use trace_lod::{Lod, RawCall};
     let ranks = 4096;
-    let calls = |r: i64| (0..20i64).map(|i| RawCall { t_start: i * 1000 + r, t_end: i * 1000 + r + 500, name: (i % 2) as u16, flags: 0, bytes: 0 }).collect::<Vec<_>>();
-    let mut lod = Lod::from_calls(vec!["MPI_Send".into(), "MPI_Recv".into()], (0..ranks).map(|r| (r as i32, calls(r))).collect());
+    let calls = |r: i64| {
+        (0..20i64)
+            .map(|i| RawCall {
+                t_start: i * 1000 + r,
+                t_end: i * 1000 + r + 500,
+                name: (i % 2) as u16,
+                flags: 0,
+                bytes: 0,
+            })
+            .collect::<Vec<_>>()
+    };
+    let mut lod =
+        Lod::from_calls(vec!["MPI_Send".into(), "MPI_Recv".into()], (0..ranks).map(|r| (r as i32, calls(r))).collect());
     for r in &mut lod.ranks {
         r.host = Some(format!("node{:03}", r.rank / 32));
     }

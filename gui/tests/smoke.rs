@@ -21,11 +21,18 @@ impl Drop for Killed {
 }
 
 fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
 }
 
 fn on_path(cmd: &str) -> bool {
-    Command::new("sh").arg("-c").arg(format!("command -v {cmd}")).stdout(Stdio::null()).status().is_ok_and(|s| s.success())
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {cmd}"))
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// Decodes an XWD dump of a 24/32-bit screen into RGB rows.
@@ -54,7 +61,13 @@ fn the_real_program_shows_a_trace_on_xvfb() {
         panic!("Xvfb or xwd missing (apt-get install xvfb x11-apps; tests/run-all.sh installs them)");
     }
     let display = format!(":{}", 100 + std::process::id() % 800);
-    let _x = Killed(Command::new("Xvfb").args([display.as_str(), "-screen", "0", "1280x800x24", "-nolisten", "tcp"]).stderr(Stdio::null()).spawn().expect("Xvfb"));
+    let _x = Killed(
+        Command::new("Xvfb")
+            .args([display.as_str(), "-screen", "0", "1280x800x24", "-nolisten", "tcp"])
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("Xvfb"),
+    );
     let socket = PathBuf::from(format!("/tmp/.X11-unix/X{}", &display[1..]));
     let t = Instant::now();
     while !socket.exists() && t.elapsed() < Duration::from_secs(10) {
@@ -91,5 +104,9 @@ fn the_real_program_shows_a_trace_on_xvfb() {
     let shot = target_dir().join("gui-smoke.png");
     img.save(&shot).expect("save screenshot");
     let stderr = std::fs::read_to_string(&log).unwrap_or_default();
-    assert!(found.iter().all(|&n| n > 100), "the window does not show the trace (pixels of Send, Allreduce: {found:?}); screenshot {}; stderr:\n{stderr}", shot.display());
+    assert!(
+        found.iter().all(|&n| n > 100),
+        "the window does not show the trace (pixels of Send, Allreduce: {found:?}); screenshot {}; stderr:\n{stderr}",
+        shot.display()
+    );
 }

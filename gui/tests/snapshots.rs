@@ -26,10 +26,7 @@ fn snapshot(app: GuiApp, name: &str, setup: impl FnOnce(&mut Harness<'_, GuiApp>
 }
 
 fn snapshot_sized(app: GuiApp, name: &str, size: egui::Vec2, setup: impl FnOnce(&mut Harness<'_, GuiApp>)) {
-    let mut h = Harness::builder()
-        .with_size(size)
-        .wgpu()
-        .build_ui_state(|ui, app: &mut GuiApp| app.show(ui), app);
+    let mut h = Harness::builder().with_size(size).wgpu().build_ui_state(|ui, app: &mut GuiApp| app.show(ui), app);
     h.run();
     setup(&mut h);
     // The frame time shown in the toolbar varies: hide it.

@@ -21,7 +21,9 @@ fn loaded(name: &str) -> GuiApp {
 }
 
 fn harness(app: GuiApp) -> Harness<'static, GuiApp> {
-    let mut h = Harness::builder().with_size(egui::vec2(1200.0, 700.0)).build_ui_state(|ui, app: &mut GuiApp| app.show(ui), app);
+    let mut h = Harness::builder()
+        .with_size(egui::vec2(1200.0, 700.0))
+        .build_ui_state(|ui, app: &mut GuiApp| app.show(ui), app);
     h.run();
     h
 }
@@ -96,7 +98,12 @@ fn search_finds_calls_and_goes_to_them() {
     // By tag: the send and the receive of the message with tag 7.
     assert_eq!(h.state_mut().find("tag=7"), Ok(Some(2)));
     let t = h.state().trace.clone().expect("trace");
-    let found: Vec<(i32, String)> = h.state().found.iter().map(|f| (t.lod.ranks[f.rank].rank, t.lod.name(t.lod.ranks[f.rank].data.call(f.call).name).to_string())).collect();
+    let found: Vec<(i32, String)> = h
+        .state()
+        .found
+        .iter()
+        .map(|f| (t.lod.ranks[f.rank].rank, t.lod.name(t.lod.ranks[f.rank].data.call(f.call).name).to_string()))
+        .collect();
     assert_eq!(found, vec![(1, "MPI_Recv".to_string()), (0, "MPI_Send".to_string())]);
 }
 
@@ -151,7 +158,10 @@ fn filter_hides_ranks_and_dims_calls() {
     f.type_text("rank=2-3");
     h.run();
     assert_eq!(h.state().lanes.rows.len(), 2);
-    assert_eq!(h.state_mut().stats().expect("stats").profile.iter().find(|r| r.name == "MPI_Send").map(|r| r.count), Some(1));
+    assert_eq!(
+        h.state_mut().stats().expect("stats").profile.iter().find(|r| r.name == "MPI_Send").map(|r| r.count),
+        Some(1)
+    );
 }
 
 #[test]
@@ -193,7 +203,13 @@ fn wheel_zooms_and_keys_pan() {
     let r = h.get_by_label("timeline").rect();
     let p = Pos2::new(x_of(&h, 5_000.0), r.center().y);
     h.hover_at(p);
-    h.event(Event::MouseWheel { unit: egui::MouseWheelUnit::Point, delta: egui::vec2(0.0, 200.0), modifiers: Modifiers::NONE, phase: egui::TouchPhase::Move, source: egui::MouseWheelSource::Wheel });
+    h.event(Event::MouseWheel {
+        unit: egui::MouseWheelUnit::Point,
+        delta: egui::vec2(0.0, 200.0),
+        modifiers: Modifiers::NONE,
+        phase: egui::TouchPhase::Move,
+        source: egui::MouseWheelSource::Wheel,
+    });
     h.run();
     let after = h.state().view;
     assert!(after.span() < before.span() * 0.7, "{before:?} -> {after:?}");
@@ -316,7 +332,16 @@ fn histograms_have_titled_axes_and_bins() {
     h.get_by_label("Histograms").click();
     h.run();
     assert_eq!(h.state().tab, Tab::Histograms);
-    for title in ["Message sizes", "Size", "Messages", "Messages per bin", "Call durations", "Duration", "Calls", "Calls per bin"] {
+    for title in [
+        "Message sizes",
+        "Size",
+        "Messages",
+        "Messages per bin",
+        "Call durations",
+        "Duration",
+        "Calls",
+        "Calls per bin",
+    ] {
         assert!(h.query_by_label(title).is_some(), "{title}");
     }
     // The 1 KiB and the 64 B message, one bin each.

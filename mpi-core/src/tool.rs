@@ -134,7 +134,11 @@ pub static ENUMS: &[&EnumDef] = &[&BIND_ENUM, &PMI_ENUM];
 
 /// The enumeration a C handle points to, if it is one of ours.
 pub fn enum_of(p: *const std::ffi::c_void) -> ToolResult<&'static EnumDef> {
-    ENUMS.iter().copied().find(|e| std::ptr::eq(*e as *const EnumDef as *const std::ffi::c_void, p)).ok_or(ToolError::InvalidHandle)
+    ENUMS
+        .iter()
+        .copied()
+        .find(|e| std::ptr::eq(*e as *const EnumDef as *const std::ffi::c_void, p))
+        .ok_or(ToolError::InvalidHandle)
 }
 
 // ----- categories ----------------------------------------------------------------
@@ -231,12 +235,28 @@ const fn knob(name: &'static str, ty: Ty, category: usize, desc: &'static str, f
 
 /// A collective size threshold (writable).
 const fn coll_size(name: &'static str, desc: &'static str, f: fn(&mut Tune) -> &mut usize) -> Cvar {
-    Cvar { name, desc, ty: Ty::ULong, scope: MPI_T_SCOPE_ALL_EQ, category: CAT_COLL, enumtype: None, source: Source::TuneSize(f) }
+    Cvar {
+        name,
+        desc,
+        ty: Ty::ULong,
+        scope: MPI_T_SCOPE_ALL_EQ,
+        category: CAT_COLL,
+        enumtype: None,
+        source: Source::TuneSize(f),
+    }
 }
 
 /// A forced collective algorithm (read-only).
 const fn coll_alg(name: &'static str, desc: &'static str, f: fn(&mut Tune) -> &mut Option<String>) -> Cvar {
-    Cvar { name, desc, ty: Ty::Str, scope: MPI_T_SCOPE_READONLY, category: CAT_COLL, enumtype: None, source: Source::TuneAlg(f) }
+    Cvar {
+        name,
+        desc,
+        ty: Ty::Str,
+        scope: MPI_T_SCOPE_READONLY,
+        category: CAT_COLL,
+        enumtype: None,
+        source: Source::TuneAlg(f),
+    }
 }
 
 pub static CVARS: &[Cvar] = &[
@@ -347,10 +367,22 @@ const fn counter(name: &'static str, desc: &'static str, read: fn(Option<&State>
 }
 
 pub static PVARS: &[Pvar] = &[
-    counter("mpicore_p2p_sent_messages", "Point-to-point messages this rank sent (including those of collectives done with messages).", |_| load(&COUNTERS.sent_msgs)),
-    counter("mpicore_p2p_sent_bytes", "Bytes of the point-to-point messages this rank sent.", |_| load(&COUNTERS.sent_bytes)),
-    counter("mpicore_p2p_received_messages", "Point-to-point messages this rank received (counted when a receive matches them).", |_| load(&COUNTERS.recv_msgs)),
-    counter("mpicore_p2p_received_bytes", "Bytes of the point-to-point messages this rank received.", |_| load(&COUNTERS.recv_bytes)),
+    counter(
+        "mpicore_p2p_sent_messages",
+        "Point-to-point messages this rank sent (including those of collectives done with messages).",
+        |_| load(&COUNTERS.sent_msgs),
+    ),
+    counter("mpicore_p2p_sent_bytes", "Bytes of the point-to-point messages this rank sent.", |_| {
+        load(&COUNTERS.sent_bytes)
+    }),
+    counter(
+        "mpicore_p2p_received_messages",
+        "Point-to-point messages this rank received (counted when a receive matches them).",
+        |_| load(&COUNTERS.recv_msgs),
+    ),
+    counter("mpicore_p2p_received_bytes", "Bytes of the point-to-point messages this rank received.", |_| {
+        load(&COUNTERS.recv_bytes)
+    }),
     Pvar {
         name: "mpicore_p2p_unexpected_queue",
         desc: "Messages that arrived before their receive was posted and wait in the unexpected queue now.",

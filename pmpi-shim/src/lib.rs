@@ -43,13 +43,7 @@ fn region(name: *const c_char, kind: Kind) {
             return;
         };
         let t = clock::ticks();
-        rec::append(&Record {
-            head: head(0, kind, flags::DONE),
-            t_enter: t,
-            t_exit: t,
-            aux: id,
-            ..Default::default()
-        });
+        rec::append(&Record { head: head(0, kind, flags::DONE), t_enter: t, t_exit: t, aux: id, ..Default::default() });
     }));
     if r.is_err() {
         rec::fail("internal error recording a region");

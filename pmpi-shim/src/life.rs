@@ -58,8 +58,7 @@ pub fn start_session(session: c_int, call: usize, before: (u64, u64), after: u64
     // SAFETY: the session was just initialized; NUL-terminated names; live
     // out pointers.
     let ok = unsafe {
-        pmpi::MPI_Group_from_session_pset(session, c"mpi://WORLD".as_ptr(), &mut group)
-            == abi::MPI_SUCCESS
+        pmpi::MPI_Group_from_session_pset(session, c"mpi://WORLD".as_ptr(), &mut group) == abi::MPI_SUCCESS
             && pmpi::MPI_Comm_create_from_group(
                 group,
                 c"org.mpitrace.world".as_ptr(),
@@ -130,10 +129,7 @@ pub fn start(call: usize, before: (u64, u64), after: u64) {
     let process = process_info(rank, size);
     let mut tr = Tracer::new(dir.clone(), rank, size, Some(side), process.clone());
     tr.side(&SideEntry::Process(process));
-    tr.side(&SideEntry::Clock {
-        ticks: before.0,
-        ns: before.1,
-    });
+    tr.side(&SideEntry::Clock { ticks: before.0, ns: before.1 });
     tr.clock_point();
     let (t1, n1) = (tr.last_point, clock::mono_ns());
     if n1 > before.1 && t1 > before.0 {
@@ -155,24 +151,17 @@ pub fn start(call: usize, before: (u64, u64), after: u64) {
     tr.sync_comms = sync_comms(rank);
     let p = measure_offset(tr.sync_comms);
     tr.sync_init = Some(p);
-    tr.side(&SideEntry::Sync {
-        phase: "init".into(),
-        point: p,
-    });
+    tr.side(&SideEntry::Sync { phase: "init".into(), point: p });
     let aux = SideWriter::open(&layout::side(&dir, rank)).ok();
     *crate::state::AUX.lock().unwrap_or_else(|p| p.into_inner()) =
-        aux.map(|side| crate::state::Aux {
-            side,
-            regions: Default::default(),
-        });
+        aux.map(|side| crate::state::Aux { side, regions: Default::default() });
     let mut level = abi::MPI_THREAD_MULTIPLE;
     if started_by_init() {
         // SAFETY: MPI is initialized; live out pointer.
         unsafe { pmpi::MPI_Query_thread(&mut level) };
     }
     // Sessions choose their thread level each: the state is always locked.
-    let lock =
-        level == abi::MPI_THREAD_MULTIPLE || std::env::var("MPITRACE_LOCK").is_ok_and(|v| v == "1");
+    let lock = level == abi::MPI_THREAD_MULTIPLE || std::env::var("MPITRACE_LOCK").is_ok_and(|v| v == "1");
     let _ = OUT.set((dir, rank));
     *state() = Some(tr);
     crate::state::LOCKING.store(lock, Ordering::Relaxed);
@@ -190,21 +179,17 @@ pub fn start(call: usize, before: (u64, u64), after: u64) {
 
 /// `MPITRACE_DIR`, or `./mpitrace-<UTC time>` named by rank 0 for everyone.
 fn output_dir(rank: c_int) -> PathBuf {
-    let base = std::env::var_os("MPITRACE_DIR")
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from);
+    let base = std::env::var_os("MPITRACE_DIR").filter(|d| !d.is_empty()).map(PathBuf::from);
     // A job started by MPI_Comm_spawn inherits the environment of its
     // parent's launcher: it writes its own trace in a directory of its own
     // (under the parent's `spawned/`), never over the parent's ranks.
     match (base, spawned()) {
         (Some(d), false) => d,
-        (Some(d), true) => d
-            .join("spawned")
-            .join(agreed(rank, || format!("{}-{}", utc_stamp(), std::process::id()))),
+        (Some(d), true) => d.join("spawned").join(agreed(rank, || format!("{}-{}", utc_stamp(), std::process::id()))),
         (None, false) => PathBuf::from(agreed(rank, || format!("mpitrace-{}", utc_stamp()))),
-        (None, true) => PathBuf::from(agreed(rank, || {
-            format!("mpitrace-{}-spawned-{}", utc_stamp(), std::process::id())
-        })),
+        (None, true) => {
+            PathBuf::from(agreed(rank, || format!("mpitrace-{}-spawned-{}", utc_stamp(), std::process::id())))
+        }
     }
 }
 
@@ -230,25 +215,15 @@ fn agreed(rank: c_int, make: impl FnOnce() -> String) -> String {
         buf[..n].copy_from_slice(&name.as_bytes()[..n]);
     }
     // SAFETY: every rank passes a 256-byte buffer to the broadcast.
-    unsafe {
-        pmpi::MPI_Bcast(
-            buf.as_mut_ptr() as *mut _,
-            buf.len() as c_int,
-            abi::MPI_CHAR,
-            0,
-            world(),
-        )
-    };
+    unsafe { pmpi::MPI_Bcast(buf.as_mut_ptr() as *mut _, buf.len() as c_int, abi::MPI_CHAR, 0, world()) };
     let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
     String::from_utf8_lossy(&buf[..end]).into_owned()
 }
 
 /// `YYYYmmdd-HHMMSS` in UTC.
 fn utc_stamp() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0) as i64;
+    let secs =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0) as i64;
     let (days, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
     // Civil date from days since 1970-01-01 (proleptic Gregorian).
     let z = days + 719_468;
@@ -260,12 +235,7 @@ fn utc_stamp() -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    )
+    format!("{y:04}{m:02}{d:02}-{:02}{:02}{:02}", rem / 3600, rem / 60 % 60, rem % 60)
 }
 
 fn process_info(rank: c_int, size: c_int) -> ProcessInfo {
@@ -273,15 +243,10 @@ fn process_info(rank: c_int, size: c_int) -> ProcessInfo {
     // SAFETY: gethostname writes at most len bytes into our buffer.
     unsafe { libc::gethostname(host.as_mut_ptr(), host.len() - 1) };
     // SAFETY: NUL-terminated by the zeroed last byte.
-    let host = unsafe { std::ffi::CStr::from_ptr(host.as_ptr()) }
-        .to_string_lossy()
-        .into_owned();
+    let host = unsafe { std::ffi::CStr::from_ptr(host.as_ptr()) }.to_string_lossy().into_owned();
     let argv = std::fs::read("/proc/self/cmdline")
         .map(|b| {
-            b.split(|&c| c == 0)
-                .filter(|s| !s.is_empty())
-                .map(|s| String::from_utf8_lossy(s).into_owned())
-                .collect()
+            b.split(|&c| c == 0).filter(|s| !s.is_empty()).map(|s| String::from_utf8_lossy(s).into_owned()).collect()
         })
         .unwrap_or_default();
     let mut lib = vec![0 as c_char; abi::MPI_MAX_LIBRARY_VERSION_STRING as usize + 1];
@@ -291,10 +256,7 @@ fn process_info(rank: c_int, size: c_int) -> ProcessInfo {
     let library = unsafe {
         pmpi::MPI_Get_library_version(lib.as_mut_ptr(), &mut len);
         pmpi::MPI_Get_version(&mut major, &mut minor);
-        std::ffi::CStr::from_ptr(lib.as_ptr())
-            .to_string_lossy()
-            .trim()
-            .to_string()
+        std::ffi::CStr::from_ptr(lib.as_ptr()).to_string_lossy().trim().to_string()
     };
     ProcessInfo {
         rank,
@@ -347,11 +309,7 @@ fn isendrecv_fills_status(rank: c_int) -> bool {
             me,
             &mut req,
         );
-        let rc = if rc == abi::MPI_SUCCESS {
-            pmpi::MPI_Wait(&mut req, &mut st)
-        } else {
-            rc
-        };
+        let rc = if rc == abi::MPI_SUCCESS { pmpi::MPI_Wait(&mut req, &mut st) } else { rc };
         pmpi::MPI_Comm_free(&mut me);
         rc
     };
@@ -424,10 +382,7 @@ fn record_modules(tr: &mut Tracer, modules: Vec<Module>, ids: &std::collections:
         }
         if !tr.modules.iter().any(|o| o.path == m.path) {
             if let Some(id) = ids.get(&m.path) {
-                tr.side(&SideEntry::BuildId {
-                    path: m.path.clone(),
-                    build_id: id.clone(),
-                });
+                tr.side(&SideEntry::BuildId { path: m.path.clone(), build_id: id.clone() });
             }
         }
         tr.side(&SideEntry::Module(m.clone()));
@@ -452,11 +407,7 @@ fn module_map() -> (Vec<Module>, std::collections::BTreeMap<String, String>) {
 /// GNU build ids of the loaded objects, with the address range of each of
 /// their loadable segments: (start, end, id in lower-case hex).
 fn build_ids() -> Vec<(u64, u64, String)> {
-    unsafe extern "C" fn each(
-        info: *mut libc::dl_phdr_info,
-        _size: usize,
-        data: *mut std::ffi::c_void,
-    ) -> c_int {
+    unsafe extern "C" fn each(info: *mut libc::dl_phdr_info, _size: usize, data: *mut std::ffi::c_void) -> c_int {
         // SAFETY: `data` is the vector passed below; the loader passes a
         // valid `dl_phdr_info` whose program headers and note segments are
         // mapped at `dlpi_addr + p_vaddr` while the callback runs.
@@ -468,16 +419,10 @@ fn build_ids() -> Vec<(u64, u64, String)> {
             }
             let phdrs = std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize);
             let base = info.dlpi_addr;
-            let id = phdrs
-                .iter()
-                .filter(|p| p.p_type == libc::PT_NOTE && p.p_memsz > 0)
-                .find_map(|p| {
-                    let notes = std::slice::from_raw_parts(
-                        (base + p.p_vaddr) as *const u8,
-                        p.p_memsz as usize,
-                    );
-                    gnu_build_id(notes, if p.p_align == 8 { 8 } else { 4 })
-                });
+            let id = phdrs.iter().filter(|p| p.p_type == libc::PT_NOTE && p.p_memsz > 0).find_map(|p| {
+                let notes = std::slice::from_raw_parts((base + p.p_vaddr) as *const u8, p.p_memsz as usize);
+                gnu_build_id(notes, if p.p_align == 8 { 8 } else { 4 })
+            });
             if let Some(id) = id {
                 for p in phdrs.iter().filter(|p| p.p_type == libc::PT_LOAD) {
                     let lo = base + p.p_vaddr;
@@ -498,9 +443,7 @@ fn build_ids() -> Vec<(u64, u64, String)> {
 fn gnu_build_id(mut notes: &[u8], align: usize) -> Option<String> {
     const NT_GNU_BUILD_ID: u32 = 3;
     let pad = |n: usize| n.div_ceil(align) * align;
-    let word = |b: &[u8], i: usize| -> Option<u32> {
-        Some(u32::from_ne_bytes(b.get(i..i + 4)?.try_into().ok()?))
-    };
+    let word = |b: &[u8], i: usize| -> Option<u32> { Some(u32::from_ne_bytes(b.get(i..i + 4)?.try_into().ok()?)) };
     while notes.len() >= 12 {
         let (namesz, descsz, kind) = (word(notes, 0)? as usize, word(notes, 4)? as usize, word(notes, 8)?);
         let name = notes.get(12..12 + namesz)?;
@@ -527,13 +470,7 @@ fn sync_comms(rank: c_int) -> (c_int, c_int) {
         if per_rank {
             pmpi::MPI_Comm_split(world(), rank, 0, &mut node);
         } else {
-            pmpi::MPI_Comm_split_type(
-                world(),
-                abi::MPI_COMM_TYPE_SHARED,
-                rank,
-                abi::MPI_INFO_NULL,
-                &mut node,
-            );
+            pmpi::MPI_Comm_split_type(world(), abi::MPI_COMM_TYPE_SHARED, rank, abi::MPI_INFO_NULL, &mut node);
         }
         if node == abi::MPI_COMM_NULL {
             return (node, leaders);
@@ -552,11 +489,7 @@ fn measure_offset((node, leaders): (c_int, c_int)) -> SyncPoint {
     let now = || clock::mono_ns() as i64;
     let mut result = [0i64; 2];
     if node == abi::MPI_COMM_NULL {
-        return SyncPoint {
-            local_ns: now(),
-            offset_ns: 0,
-            rtt_ns: -1,
-        };
+        return SyncPoint { local_ns: now(), offset_ns: 0, rtt_ns: -1 };
     }
     if leaders != abi::MPI_COMM_NULL {
         let (mut lr, mut ls) = (0, 0);
@@ -595,11 +528,7 @@ fn measure_offset((node, leaders): (c_int, c_int)) -> SyncPoint {
     }
     // SAFETY: collective on the node communicator, two i64 per rank.
     unsafe { pmpi::MPI_Bcast(result.as_mut_ptr() as *mut _, 2, abi::MPI_INT64_T, 0, node) };
-    SyncPoint {
-        local_ns: now(),
-        offset_ns: result[0],
-        rtt_ns: result[1],
-    }
+    SyncPoint { local_ns: now(), offset_ns: result[0], rtt_ns: result[1] }
 }
 
 /// Before `PMPI_Finalize`: second clock measurement, and rank 0 writes
@@ -628,10 +557,7 @@ pub fn before_finalize() {
     if let Some(tr) = state().as_mut() {
         // Libraries loaded since MPI_Init (dlopen), for the conversion.
         record_modules(tr, meta.modules.clone(), &meta.build_ids);
-        tr.side(&SideEntry::Sync {
-            phase: "finalize".into(),
-            point: p,
-        });
+        tr.side(&SideEntry::Sync { phase: "finalize".into(), point: p });
     }
     let mine = serde_json::to_vec(&meta).unwrap_or_default();
     let len = mine.len() as c_int;
@@ -654,11 +580,7 @@ pub fn before_finalize() {
     for i in 1..lens.len() {
         displs[i] = displs[i - 1] + lens[i - 1];
     }
-    let total = if rank == 0 {
-        displs.last().copied().unwrap_or(0) + lens.last().copied().unwrap_or(0)
-    } else {
-        1
-    };
+    let total = if rank == 0 { displs.last().copied().unwrap_or(0) + lens.last().copied().unwrap_or(0) } else { 1 };
     let mut all = vec![0u8; total.max(1) as usize];
     // SAFETY: counts and displacements describe `all` at the root.
     unsafe {
@@ -693,10 +615,8 @@ pub fn before_finalize() {
         .filter_map(|(&l, &d)| serde_json::from_slice(&all[d as usize..(d + l) as usize]).ok())
         .collect();
     let mut m = Meta::from_ranks(ranks, "finalize");
-    m.launch_command = std::env::var("MPITRACE_LAUNCH")
-        .ok()
-        .and_then(|s| serde_json::from_str(&s).ok())
-        .unwrap_or_default();
+    m.launch_command =
+        std::env::var("MPITRACE_LAUNCH").ok().and_then(|s| serde_json::from_str(&s).ok()).unwrap_or_default();
     let dir = OUT.get().map(|(d, _)| d.clone()).unwrap_or_default();
     if let Err(e) = m.write(&dir.join(layout::META)) {
         eprintln!("mpitrace: {e}");
@@ -723,6 +643,8 @@ pub fn after_finalize() {
     }
     let keep = std::env::var("MPITRACE_KEEP_JOURNALS").is_ok_and(|v| v == "1");
     if let Err(e) = trace_format::convert_rank(&dir, rank, keep) {
-        eprintln!("mpitrace: rank {rank}: converting the journals failed: {e}; `mpitrace record` converts them after the job");
+        eprintln!(
+            "mpitrace: rank {rank}: converting the journals failed: {e}; `mpitrace record` converts them after the job"
+        );
     }
 }

@@ -9,8 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 use crate::PNAMES;
 
-static PTRS: [AtomicPtr<c_void>; PNAMES.len()] =
-    [const { AtomicPtr::new(std::ptr::null_mut()) }; PNAMES.len()];
+static PTRS: [AtomicPtr<c_void>; PNAMES.len()] = [const { AtomicPtr::new(std::ptr::null_mut()) }; PNAMES.len()];
 
 /// The address of `PMPI_X` for call id `idx`, if the MPI library has it.
 #[inline]

@@ -134,9 +134,7 @@ fn reserve_in(t: &Tls) -> *mut Record {
             Err(e) => {
                 t.broken.set(true);
                 *j = None;
-                eprintln!(
-                    "mpitrace: {e}; journal full, calls of this thread are no longer recorded"
-                );
+                eprintln!("mpitrace: {e}; journal full, calls of this thread are no longer recorded");
                 None
             }
         }
@@ -227,11 +225,7 @@ impl Call {
             write: m == mode::ON,
             cat,
             large,
-            rec: Record {
-                head: head(idx as u16, Kind::Call, 0),
-                site,
-                ..Default::default()
-            },
+            rec: Record { head: head(idx as u16, Kind::Call, 0), site, ..Default::default() },
             slot: std::ptr::null_mut(),
             comm_h: None,
             win_h: None,
@@ -436,11 +430,7 @@ impl Call {
         } else if let Some(p) = self.peer_raw {
             r.peer = p;
         }
-        let size = if r.datatype != NONE_I32 {
-            type_size(r.datatype)
-        } else {
-            0
-        };
+        let size = if r.datatype != NONE_I32 { type_size(r.datatype) } else { 0 };
         if r.count != NONE_I64 && r.datatype != NONE_I32 {
             r.bytes = r.count * size * self.partitions.map_or(1, i64::from);
         }
@@ -461,10 +451,7 @@ impl Call {
                 // At the leaves of rooted collectives the root's side of the
                 // arguments is not significant (and may be garbage).
                 if leaf {
-                    let name = crate::PNAMES
-                        .get(r.call() as usize)
-                        .map(|n| n.to_bytes())
-                        .unwrap_or(b"");
+                    let name = crate::PNAMES.get(r.call() as usize).map(|n| n.to_bytes()).unwrap_or(b"");
                     let has = |w: &[u8]| name.windows(w.len()).any(|x| x == w);
                     if has(b"catter") {
                         (r.count, r.bytes) = (NONE_I64, NONE_I64);
@@ -589,15 +576,7 @@ impl Call {
                 if !self.out_message.is_null() {
                     // SAFETY: MPI wrote the message handle.
                     let m = unsafe { *self.out_message };
-                    tr.messages.insert(
-                        m,
-                        MsgInfo {
-                            slot: self.rec.comm,
-                            seq: s,
-                            peer: p,
-                            tag: t,
-                        },
-                    );
+                    tr.messages.insert(m, MsgInfo { slot: self.rec.comm, seq: s, peer: p, tag: t });
                 }
             }
             (Cat::Sendrecv, Some(st)) => {
@@ -608,8 +587,7 @@ impl Call {
             }
             _ => {}
         }
-        let needs_comm =
-            !self.out_request.is_null() || !self.out_comm.is_null() || !self.out_win.is_null();
+        let needs_comm = !self.out_request.is_null() || !self.out_comm.is_null() || !self.out_win.is_null();
         let cs = if !needs_comm {
             None
         } else if self.cat == Cat::Mrecv {
@@ -671,9 +649,7 @@ impl Call {
             // SAFETY: MPI wrote the new communicator handle.
             let h = unsafe { *self.out_comm };
             if h != abi::MPI_COMM_NULL {
-                let name = crate::PNAMES[self.rec.call() as usize]
-                    .to_str()
-                    .unwrap_or("?");
+                let name = crate::PNAMES[self.rec.call() as usize].to_str().unwrap_or("?");
                 let parent = cs.as_ref().map(|c| c.id);
                 let new = tr.register_comm(h, parent, &name[1..]);
                 self.rec.aux = new.slot as i32;
@@ -700,13 +676,7 @@ fn is_leaf(root: Option<c_int>, cs: &CommState) -> bool {
 }
 
 /// Sums a counts array of collective `call`, where it is significant here.
-fn sum_counts(
-    call: u16,
-    root: Option<c_int>,
-    large: bool,
-    p: *const c_void,
-    cs: &CommState,
-) -> Option<i64> {
+fn sum_counts(call: u16, root: Option<c_int>, large: bool, p: *const c_void, cs: &CommState) -> Option<i64> {
     if p.is_null() || call as usize >= crate::PNAMES.len() {
         return None;
     }
@@ -723,14 +693,9 @@ fn sum_counts(
     // the group at every process where it is significant (checked above).
     let sum = unsafe {
         if large {
-            std::slice::from_raw_parts(p as *const i64, n)
-                .iter()
-                .sum::<i64>()
+            std::slice::from_raw_parts(p as *const i64, n).iter().sum::<i64>()
         } else {
-            std::slice::from_raw_parts(p as *const c_int, n)
-                .iter()
-                .map(|&c| c as i64)
-                .sum::<i64>()
+            std::slice::from_raw_parts(p as *const c_int, n).iter().map(|&c| c as i64).sum::<i64>()
         }
     };
     Some(sum)
@@ -757,10 +722,7 @@ pub fn complete_requests(c: &mut Call, saved: &[c_int], done: &[(usize, Option<M
             .iter()
             .enumerate()
             .map(|(k, &(i, _))| {
-                let posted = saved
-                    .get(i)
-                    .and_then(|h| tr.requests.get(h))
-                    .map_or(u64::MAX, |r| r.posted);
+                let posted = saved.get(i).and_then(|h| tr.requests.get(h)).map_or(u64::MAX, |r| r.posted);
                 (posted, k)
             })
             .collect();
@@ -778,12 +740,7 @@ pub fn complete_requests(c: &mut Call, saved: &[c_int], done: &[(usize, Option<M
 
 /// The completion record of request `saved[i]`, completed with status `st`
 /// (none for an inactive persistent request or a null handle).
-fn completion_of(
-    c: &Call,
-    tr: &mut Tracer,
-    saved: &[c_int],
-    (i, st): (usize, Option<MPI_Status>),
-) -> Option<Record> {
+fn completion_of(c: &Call, tr: &mut Tracer, saved: &[c_int], (i, st): (usize, Option<MPI_Status>)) -> Option<Record> {
     let &h = saved.get(i)?;
     if h == abi::MPI_REQUEST_NULL {
         return None;
@@ -813,21 +770,8 @@ fn completion_of(
     }
     rec.head = head(info.call, Kind::Completion, flags::DONE | fl);
     rec.comm = info.comm.as_ref().map(|c| c.slot).unwrap_or(NO_COMM);
-    (
-        rec.peer,
-        rec.tag,
-        rec.bytes,
-        rec.seq,
-        rec.count,
-        rec.datatype,
-    ) = (
-        info.peer,
-        info.tag,
-        info.bytes,
-        info.seq,
-        info.count,
-        info.datatype,
-    );
+    (rec.peer, rec.tag, rec.bytes, rec.seq, rec.count, rec.datatype) =
+        (info.peer, info.tag, info.bytes, info.seq, info.count, info.datatype);
     if info.kind == ReqKind::Sendrecv {
         // Like the completion row of `MPI_Sendrecv`: the receive half.
         (rec.count, rec.datatype) = (NONE_I64, NONE_I32);
@@ -860,11 +804,7 @@ fn completion_of(
 /// request's values), the source and tag the call named are used, with
 /// unknown bytes, and no sequence number when a wildcard leaves the
 /// message unknown.
-fn sendrecv_received(
-    tr: &mut Tracer,
-    info: &ReqInfo,
-    st: Option<MPI_Status>,
-) -> (i32, i32, i64, i64) {
+fn sendrecv_received(tr: &mut Tracer, info: &ReqInfo, st: Option<MPI_Status>) -> (i32, i32, i64, i64) {
     let (src, tag) = (info.recv_peer, info.recv_tag);
     if src == abi::MPI_PROC_NULL {
         return (abi::MPI_PROC_NULL, abi::MPI_ANY_TAG, 0, NONE_I64);
@@ -893,9 +833,7 @@ pub fn start_request(h: c_int) -> Option<ReqInfo> {
     let tr = g.as_mut()?;
     let mut info = tr.requests.get(&h).cloned()?;
     match (info.kind, &info.comm) {
-        (ReqKind::Send, Some(cs)) if info.peer >= 0 => {
-            info.seq = tr.next_send_seq(cs.slot, info.peer, info.tag)
-        }
+        (ReqKind::Send, Some(cs)) if info.peer >= 0 => info.seq = tr.next_send_seq(cs.slot, info.peer, info.tag),
         // Partitioned messages are numbered apart from the others (they
         // match among themselves, in the order of the init calls, and both
         // sides name their peer).

@@ -115,9 +115,7 @@ pub unsafe fn MPI_Abort(comm: c_int, errorcode: c_int) -> c_int {
         c.rec.aux = errorcode;
         c.enter();
         if let Some(tr) = state().as_mut() {
-            tr.side(&SideEntry::Note {
-                message: format!("MPI_Abort called with error code {errorcode}"),
-            });
+            tr.side(&SideEntry::Note { message: format!("MPI_Abort called with error code {errorcode}") });
         }
         rec::flush();
     }
@@ -170,11 +168,7 @@ impl Handles {
 
 /// The request handles before the call (completed ones become NULL).
 unsafe fn saved(reqs: *const c_int, n: c_int) -> Handles {
-    let mut h = Handles {
-        inline: [0; 8],
-        heap: Vec::new(),
-        n: 0,
-    };
+    let mut h = Handles { inline: [0; 8], heap: Vec::new(), n: 0 };
     if reqs.is_null() || n <= 0 {
         return h;
     }
@@ -209,11 +203,7 @@ unsafe fn status_at(st: *const MPI_Status, i: usize) -> Option<MPI_Status> {
 unsafe fn begin_completion(id: usize, reqs: *const c_int, n: c_int) -> (Call, Handles) {
     let mut c = Call::begin(id, Cat::Other, false);
     // SAFETY: forwarded contract of the caller's request array.
-    let s = if c.on() {
-        unsafe { saved(reqs, n) }
-    } else {
-        unsafe { saved(reqs, 0) }
-    };
+    let s = if c.on() { unsafe { saved(reqs, n) } } else { unsafe { saved(reqs, 0) } };
     if c.on() {
         c.rec.count = n as i64;
         if let [one] = s.as_slice() {
@@ -266,11 +256,7 @@ unsafe fn many_statuses(
     // SAFETY: forwarded contract of the caller's request array.
     let (mut c, s) = unsafe { begin_completion(id, reqs, n) };
     let mut own = Vec::new();
-    let st = if c.on() {
-        statuses(statuses_arg, n, &mut own)
-    } else {
-        statuses_arg
-    };
+    let st = if c.on() { statuses(statuses_arg, n, &mut own) } else { statuses_arg };
     let rc = call(st);
     if c.on() {
         complete_requests(&mut c, s.as_slice(), &done(rc, st));
@@ -375,18 +361,13 @@ unsafe fn all_done(rc: c_int, n: c_int, st: *const MPI_Status) -> Done {
             // SAFETY: MPI filled n statuses.
             let s = unsafe { status_at(st, i) };
             let done = rc == abi::MPI_SUCCESS
-                || (rc == abi::MPI_ERR_IN_STATUS
-                    && s.is_some_and(|s| s.MPI_ERROR != abi::MPI_ERR_PENDING));
+                || (rc == abi::MPI_ERR_IN_STATUS && s.is_some_and(|s| s.MPI_ERROR != abi::MPI_ERR_PENDING));
             done.then_some((i, s))
         })
         .collect()
 }
 
-pub unsafe fn MPI_Waitall(
-    count: c_int,
-    array_of_requests: *mut c_int,
-    array_of_statuses: *mut MPI_Status,
-) -> c_int {
+pub unsafe fn MPI_Waitall(count: c_int, array_of_requests: *mut c_int, array_of_statuses: *mut MPI_Status) -> c_int {
     // SAFETY: same contract as the caller's.
     unsafe {
         many_statuses(
@@ -426,12 +407,7 @@ pub unsafe fn MPI_Testall(
 }
 
 /// Completions of a Waitsome/Testsome.
-unsafe fn some_done(
-    rc: c_int,
-    outcount: *const c_int,
-    indices: *const c_int,
-    st: *const MPI_Status,
-) -> Done {
+unsafe fn some_done(rc: c_int, outcount: *const c_int, indices: *const c_int, st: *const MPI_Status) -> Done {
     if !(rc == abi::MPI_SUCCESS || rc == abi::MPI_ERR_IN_STATUS) || outcount.is_null() {
         return Vec::new();
     }
@@ -459,16 +435,7 @@ unsafe fn some(
     st: *mut MPI_Status,
 ) -> c_int {
     // SAFETY: same contract as the caller's.
-    unsafe {
-        many_statuses(
-            id,
-            reqs,
-            n,
-            st,
-            |st| f(n, reqs, out, idx, st),
-            |rc, st| some_done(rc, out, idx, st),
-        )
-    }
+    unsafe { many_statuses(id, reqs, n, st, |st| f(n, reqs, out, idx, st), |rc, st| some_done(rc, out, idx, st)) }
 }
 
 pub unsafe fn MPI_Waitsome(
@@ -573,9 +540,7 @@ pub unsafe fn MPI_Comm_set_name(comm: c_int, comm_name: *const c_char) -> c_int 
     let rc = unsafe { pmpi::MPI_Comm_set_name(comm, comm_name) };
     if c.on() && rc == abi::MPI_SUCCESS && !comm_name.is_null() {
         // SAFETY: the caller passes a NUL-terminated name.
-        let name = unsafe { std::ffi::CStr::from_ptr(comm_name) }
-            .to_string_lossy()
-            .into_owned();
+        let name = unsafe { std::ffi::CStr::from_ptr(comm_name) }.to_string_lossy().into_owned();
         if let Some(tr) = state().as_mut() {
             tr.name_comm(comm, name);
         }

@@ -62,11 +62,7 @@ impl CommState {
     /// roots refer to (the remote group of an intercommunicator). Negative
     /// MPI constants (PROC_NULL, ANY_SOURCE, ROOT) are kept.
     pub fn world(&self, r: c_int) -> i32 {
-        let group = if self.inter {
-            &self.remote
-        } else {
-            &self.members
-        };
+        let group = if self.inter { &self.remote } else { &self.members };
         if r >= 0 {
             group.get(r as usize).copied().unwrap_or(r)
         } else {
@@ -190,10 +186,7 @@ pub struct StateCell {
 unsafe impl Sync for StateCell {}
 
 /// `None` until `MPI_Init` returned.
-pub static STATE: StateCell = StateCell {
-    lock: Mutex::new(()),
-    cell: UnsafeCell::new(None),
-};
+pub static STATE: StateCell = StateCell { lock: Mutex::new(()), cell: UnsafeCell::new(None) };
 
 /// Whether [`state`] must lock (MPI_THREAD_MULTIPLE, or MPITRACE_LOCK=1).
 /// An uncontended lock costs two atomic instructions per call, which on
@@ -222,9 +215,7 @@ impl DerefMut for StateGuard {
 
 /// Access to the process-wide state (see [`StateCell`]).
 pub fn state() -> StateGuard {
-    let lock = LOCKING
-        .load(Ordering::Relaxed)
-        .then(|| STATE.lock.lock().unwrap_or_else(|p| p.into_inner()));
+    let lock = LOCKING.load(Ordering::Relaxed).then(|| STATE.lock.lock().unwrap_or_else(|p| p.into_inner()));
     StateGuard { _lock: lock }
 }
 
@@ -251,10 +242,7 @@ impl Aux {
         }
         let id = self.regions.len() as i32 + 1;
         self.regions.insert(name.to_string(), id);
-        let _ = self.side.write(&SideEntry::Region {
-            id,
-            name: name.to_string(),
-        });
+        let _ = self.side.write(&SideEntry::Region { id, name: name.to_string() });
         id
     }
 }
@@ -274,13 +262,7 @@ fn fnv(words: impl IntoIterator<Item = u64>) -> u64 {
 pub const WORLD_ID: u64 = 0;
 
 impl Tracer {
-    pub fn new(
-        dir: PathBuf,
-        rank: i32,
-        size: i32,
-        side: Option<SideWriter>,
-        process: ProcessInfo,
-    ) -> Tracer {
+    pub fn new(dir: PathBuf, rank: i32, size: i32, side: Option<SideWriter>, process: ProcessInfo) -> Tracer {
         let mut t = Tracer {
             dir,
             rank,
@@ -314,27 +296,9 @@ impl Tracer {
         unsafe { pmpi::MPI_Comm_group(crate::life::world(), &mut wg) };
         t.world_group = wg;
         let world: Vec<i32> = (0..size).collect();
-        t.add_comm(
-            crate::life::world(),
-            WORLD_ID,
-            None,
-            "predefined",
-            false,
-            world,
-            Vec::new(),
-            rank,
-        );
+        t.add_comm(crate::life::world(), WORLD_ID, None, "predefined", false, world, Vec::new(), rank);
         let self_id = fnv([0x5e1f, rank as u64]);
-        t.add_comm(
-            abi::MPI_COMM_SELF,
-            self_id,
-            None,
-            "predefined",
-            false,
-            vec![rank],
-            Vec::new(),
-            0,
-        );
+        t.add_comm(abi::MPI_COMM_SELF, self_id, None, "predefined", false, vec![rank], Vec::new(), 0);
         t
     }
 
@@ -344,10 +308,7 @@ impl Tracer {
         if let Some(s) = self.side.as_mut() {
             if let Err(err) = s.write(e) {
                 if !self.side_failed {
-                    eprintln!(
-                        "mpitrace: rank {}: {err}; communicator and region names may be missing",
-                        self.rank
-                    );
+                    eprintln!("mpitrace: rank {}: {err}; communicator and region names may be missing", self.rank);
                     self.side_failed = true;
                 }
             }
@@ -380,15 +341,7 @@ impl Tracer {
         };
         self.side(&SideEntry::Comm(info.clone()));
         self.all_comms.push(info);
-        let cs = CommState {
-            slot,
-            id,
-            inter,
-            members: members.into(),
-            remote: remote.into(),
-            coll_seq: 0,
-            rank,
-        };
+        let cs = CommState { slot, id, inter, members: members.into(), remote: remote.into(), coll_seq: 0, rank };
         self.comms.insert(h, cs.clone());
         cs
     }
@@ -402,15 +355,7 @@ impl Tracer {
         let mut out = vec![abi::MPI_UNDEFINED; n.max(0) as usize];
         if n > 0 {
             // SAFETY: both arrays hold n ints.
-            unsafe {
-                pmpi::MPI_Group_translate_ranks(
-                    g,
-                    n,
-                    ranks.as_ptr(),
-                    self.world_group,
-                    out.as_mut_ptr(),
-                )
-            };
+            unsafe { pmpi::MPI_Group_translate_ranks(g, n, ranks.as_ptr(), self.world_group, out.as_mut_ptr()) };
         }
         out
     }
@@ -445,11 +390,7 @@ impl Tracer {
         // Both sides of an intercommunicator have different parents and
         // local groups: key it on the two groups in a canonical order.
         let (key_parent, a, b) = if inter != 0 {
-            let (x, y) = if members <= remote {
-                (&members, &remote)
-            } else {
-                (&remote, &members)
-            };
+            let (x, y) = if members <= remote { (&members, &remote) } else { (&remote, &members) };
             (u64::MAX, x.clone(), y.clone())
         } else {
             (parent.unwrap_or(u64::MAX - 1), members.clone(), Vec::new())
@@ -563,10 +504,7 @@ impl Tracer {
     }
 
     /// The communicator of a call given by handle (or the window's).
-    pub fn lookup(
-        &mut self,
-        (comm, win): (Option<c_int>, Option<c_int>),
-    ) -> Option<&mut CommState> {
+    pub fn lookup(&mut self, (comm, win): (Option<c_int>, Option<c_int>)) -> Option<&mut CommState> {
         match (comm, win) {
             (Some(h), _) => self.comm(h),
             (None, Some(w)) => self.wins.get_mut(&w),
@@ -585,14 +523,7 @@ impl Tracer {
         let Some(cs) = self.lookup(key) else {
             return (st.MPI_SOURCE, st.MPI_TAG, bytes, NONE_I64);
         };
-        let (slot, peer) = (
-            cs.slot,
-            if st.MPI_SOURCE >= 0 {
-                cs.world(st.MPI_SOURCE)
-            } else {
-                st.MPI_SOURCE
-            },
-        );
+        let (slot, peer) = (cs.slot, if st.MPI_SOURCE >= 0 { cs.world(st.MPI_SOURCE) } else { st.MPI_SOURCE });
         let seq = if consume_seq && st.MPI_SOURCE >= 0 && !st.cancelled() {
             self.next_recv_seq(slot, peer, st.MPI_TAG)
         } else {
@@ -604,21 +535,12 @@ impl Tracer {
     /// Interpretation of a receive status on a communicator: (peer as world
     /// rank, tag, bytes, seq). The sequence number is consumed only for a
     /// real, uncancelled message.
-    pub fn received(
-        &mut self,
-        comm: Option<&CommState>,
-        st: &MPI_Status,
-        consume_seq: bool,
-    ) -> (i32, i32, i64, i64) {
+    pub fn received(&mut self, comm: Option<&CommState>, st: &MPI_Status, consume_seq: bool) -> (i32, i32, i64, i64) {
         let bytes = st.byte_count() as i64;
         let Some(cs) = comm else {
             return (st.MPI_SOURCE, st.MPI_TAG, bytes, NONE_I64);
         };
-        let peer = if st.MPI_SOURCE >= 0 {
-            cs.world(st.MPI_SOURCE)
-        } else {
-            st.MPI_SOURCE
-        };
+        let peer = if st.MPI_SOURCE >= 0 { cs.world(st.MPI_SOURCE) } else { st.MPI_SOURCE };
         let seq = if consume_seq && st.MPI_SOURCE >= 0 && !st.cancelled() {
             self.next_recv_seq(cs.slot, peer, st.MPI_TAG)
         } else {

@@ -16,11 +16,7 @@ fn traced(name: &str, src: &str, n: usize, env: &[(&str, &str)]) -> Trace {
     let exe = common::compile(src, &dir);
     let tdir = dir.join("trace");
     let out = common::run(n, &exe, &[], &tdir, env);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let t = Trace::open(&tdir).unwrap();
     assert!(t.problems.is_empty(), "{:?}", t.problems);
     t
@@ -75,32 +71,12 @@ fn check_matching_but(trace: &Trace, skip: impl Fn(&Event) -> bool) -> usize {
         if e.cancelled() || e.seq.is_none() || skip(e) {
             continue;
         }
-        if is_send(e)
-            || (e.kind == Kind::Completion && e.call.to_lowercase().ends_with("send_init"))
-        {
-            let k = (
-                e.comm.unwrap(),
-                e.rank,
-                e.peer.unwrap(),
-                e.tag.unwrap(),
-                e.seq.unwrap(),
-            );
-            assert!(
-                sends.insert(k, e.bytes.unwrap()).is_none(),
-                "duplicate send {k:?}"
-            );
+        if is_send(e) || (e.kind == Kind::Completion && e.call.to_lowercase().ends_with("send_init")) {
+            let k = (e.comm.unwrap(), e.rank, e.peer.unwrap(), e.tag.unwrap(), e.seq.unwrap());
+            assert!(sends.insert(k, e.bytes.unwrap()).is_none(), "duplicate send {k:?}");
         } else if is_recv(e) {
-            let k = (
-                e.comm.unwrap(),
-                e.peer.unwrap(),
-                e.rank,
-                e.tag.unwrap(),
-                e.seq.unwrap(),
-            );
-            assert!(
-                recvs.insert(k, e.bytes.unwrap()).is_none(),
-                "duplicate receive {k:?}"
-            );
+            let k = (e.comm.unwrap(), e.peer.unwrap(), e.rank, e.tag.unwrap(), e.seq.unwrap());
+            assert!(recvs.insert(k, e.bytes.unwrap()).is_none(), "duplicate receive {k:?}");
         }
     }
     assert_eq!(sends, recvs, "sends and receives do not match one to one");
@@ -128,21 +104,12 @@ fn check_collectives(trace: &Trace) {
     };
     let mut per: BTreeMap<(u64, i32), Vec<(i64, String)>> = BTreeMap::new();
     for e in trace.events().filter(|e| coll(e)) {
-        per.entry((e.comm.unwrap(), e.rank))
-            .or_default()
-            .push((e.seq.unwrap(), e.call.to_string()));
+        per.entry((e.comm.unwrap(), e.rank)).or_default().push((e.seq.unwrap(), e.call.to_string()));
     }
     for (id, c) in &trace.comms {
-        let seqs: Vec<_> = c
-            .members
-            .iter()
-            .map(|r| per.get(&(*id, *r)).cloned().unwrap_or_default())
-            .collect();
+        let seqs: Vec<_> = c.members.iter().map(|r| per.get(&(*id, *r)).cloned().unwrap_or_default()).collect();
         for s in &seqs {
-            assert_eq!(
-                s, &seqs[0],
-                "collectives on comm {id:x} differ between members"
-            );
+            assert_eq!(s, &seqs[0], "collectives on comm {id:x} differ between members");
             let numbers: Vec<i64> = s.iter().map(|x| x.0).collect();
             assert_eq!(numbers, (1..=s.len() as i64).collect::<Vec<_>>());
         }
@@ -196,11 +163,7 @@ fn traced_on_project_mpi_as(name: &str, src: &str, n: usize, whole_job: bool) ->
             .arg(format!("MPITRACE_DIR={}", tdir.display()));
     }
     let out = cmd.arg(&exe).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     Trace::open(&tdir).unwrap()
 }
 
@@ -209,11 +172,7 @@ fn check_p2p(t: &Trace, library: &str) {
     assert!(t.is_complete());
     assert_eq!(t.meta.ranks, 3);
     assert_eq!(t.meta.written_by, "finalize");
-    assert!(
-        t.meta.mpi_library.contains(library),
-        "{}",
-        t.meta.mpi_library
-    );
+    assert!(t.meta.mpi_library.contains(library), "{}", t.meta.mpi_library);
     assert_eq!(t.meta.rank_meta.len(), 3);
     for r in 0..3 {
         let ev = t.rank_events(r);
@@ -221,11 +180,7 @@ fn check_p2p(t: &Trace, library: &str) {
         assert_eq!(count(ev, "MPI_Init"), 1);
         assert_eq!(count(ev, "MPI_Finalize"), 1);
         assert_eq!(count(ev, "MPI_Send"), pp + usize::from(r != 0), "rank {r}");
-        assert_eq!(
-            count(ev, "MPI_Recv"),
-            pp + if r == 0 { 2 } else { 0 },
-            "rank {r}"
-        );
+        assert_eq!(count(ev, "MPI_Recv"), pp + if r == 0 { 2 } else { 0 }, "rank {r}");
         assert_eq!(count(ev, "MPI_Irecv"), 1);
         assert_eq!(count(ev, "MPI_Isend"), 1);
         assert_eq!(count(ev, "MPI_Waitall"), 1);
@@ -241,15 +196,9 @@ fn check_p2p(t: &Trace, library: &str) {
         let w = ev.iter().position(|e| e.is_call("MPI_Waitall")).unwrap();
         let done: Vec<&str> = ev[w + 1..w + 3].iter().map(|e| &*e.call).collect();
         assert!(ev[w + 1..w + 3].iter().all(|e| e.kind == Kind::Completion));
-        assert!(
-            done.contains(&"MPI_Irecv") && done.contains(&"MPI_Isend"),
-            "{done:?}"
-        );
+        assert!(done.contains(&"MPI_Irecv") && done.contains(&"MPI_Isend"), "{done:?}");
         let irecv = calls(ev, "MPI_Irecv")[0];
-        let comp = ev[w + 1..w + 3]
-            .iter()
-            .find(|e| &*e.call == "MPI_Irecv")
-            .unwrap();
+        let comp = ev[w + 1..w + 3].iter().find(|e| &*e.call == "MPI_Irecv").unwrap();
         assert_eq!(comp.request, irecv.request);
         assert_eq!(comp.peer, Some((r + 2) % 3));
         assert_eq!(comp.bytes, Some(10));
@@ -259,18 +208,9 @@ fn check_p2p(t: &Trace, library: &str) {
             .filter(|e| e.kind != Kind::Call && e.kind != Kind::Completion)
             .map(|e| (e.kind, &*e.call))
             .collect();
-        assert_eq!(
-            regions,
-            vec![
-                (Kind::RegionBegin, "pingpong"),
-                (Kind::RegionEnd, "pingpong")
-            ]
-        );
+        assert_eq!(regions, vec![(Kind::RegionBegin, "pingpong"), (Kind::RegionEnd, "pingpong")]);
         // Receives with MPI_STATUS_IGNORE got the shim's own status.
-        for e in calls(ev, "MPI_Recv")
-            .iter()
-            .filter(|e| e.tag == Some(7) || e.tag == Some(8))
-        {
+        for e in calls(ev, "MPI_Recv").iter().filter(|e| e.tag == Some(7) || e.tag == Some(8)) {
             assert!(e.flags & flags::OWN_STATUS != 0);
             assert_eq!(e.bytes, Some(16));
         }
@@ -280,20 +220,14 @@ fn check_p2p(t: &Trace, library: &str) {
             .all(|e| e.site.is_some() && e.t_end.is_some() && e.rc == Some(0)));
     }
     // ANY_SOURCE receives resolved to the real sources.
-    let any: Vec<&Event> = calls(t.rank_events(0), "MPI_Recv")
-        .into_iter()
-        .filter(|e| e.tag == Some(5))
-        .collect();
+    let any: Vec<&Event> = calls(t.rank_events(0), "MPI_Recv").into_iter().filter(|e| e.tag == Some(5)).collect();
     let mut srcs: Vec<i32> = any.iter().map(|e| e.peer.unwrap()).collect();
     srcs.sort();
     assert_eq!(srcs, vec![1, 2]);
     assert!(any.iter().all(|e| e.bytes == Some(24) && e.seq == Some(1)));
     // Ping-pong sends carry seq 1..5.
-    let seqs: Vec<i64> = calls(t.rank_events(0), "MPI_Send")
-        .iter()
-        .filter(|e| e.tag == Some(7))
-        .map(|e| e.seq.unwrap())
-        .collect();
+    let seqs: Vec<i64> =
+        calls(t.rank_events(0), "MPI_Send").iter().filter(|e| e.tag == Some(7)).map(|e| e.seq.unwrap()).collect();
     assert_eq!(seqs, vec![1, 2, 3, 4, 5]);
     assert_eq!(check_matching(t), 5 + 5 + 2 + 3);
     // Call sites symbolize to the source line of the call, with the build
@@ -303,11 +237,7 @@ fn check_p2p(t: &Trace, library: &str) {
     let mut sym = trace_format::Symbolizer::with_debug_dir(None);
     let site = sym.site(meta, send.site.unwrap());
     assert!(site.module.ends_with("/p2p"), "{site:?}");
-    assert_eq!(
-        (site.function.as_deref(), site.line, &site.problem),
-        (Some("main"), Some(19), &None),
-        "{site:?}"
-    );
+    assert_eq!((site.function.as_deref(), site.line, &site.problem), (Some("main"), Some(19), &None), "{site:?}");
     assert!(site.file.as_deref().unwrap().ends_with("tests/c/p2p.c"), "{site:?}");
     assert_eq!(site.to_string(), format!("main ({}:19)", site.file.as_deref().unwrap()));
     let exe_id = trace_format::symbolize::build_id_of(std::path::Path::new(&site.module));
@@ -320,35 +250,18 @@ fn check_p2p(t: &Trace, library: &str) {
     }
     check_collectives(t);
     // Communicators: world, 3 selves, two halves of the split.
-    let splits: Vec<_> = t
-        .comms
-        .values()
-        .filter(|c| c.call == "MPI_Comm_split")
-        .collect();
+    let splits: Vec<_> = t.comms.values().filter(|c| c.call == "MPI_Comm_split").collect();
     let mut members: Vec<Vec<i32>> = splits.iter().map(|c| c.members.clone()).collect();
     members.sort();
     assert_eq!(members, vec![vec![0, 2], vec![1]]);
     assert!(splits.iter().all(|c| c.parent == Some(0)));
-    let mut names: Vec<(Vec<i32>, Option<String>)> = splits
-        .iter()
-        .map(|c| (c.members.clone(), c.name.clone()))
-        .collect();
+    let mut names: Vec<(Vec<i32>, Option<String>)> =
+        splits.iter().map(|c| (c.members.clone(), c.name.clone())).collect();
     names.sort();
-    assert_eq!(
-        names,
-        vec![
-            (vec![0, 2], Some("even".into())),
-            (vec![1], Some("odd".into()))
-        ]
-    );
+    assert_eq!(names, vec![(vec![0, 2], Some("even".into())), (vec![1], Some("odd".into()))]);
     assert_eq!(t.comms[&0].members, vec![0, 1, 2]);
     for r in 0..3 {
-        let half = t
-            .comms
-            .iter()
-            .find(|(_, c)| c.call == "MPI_Comm_split" && c.members.contains(&r))
-            .unwrap()
-            .0;
+        let half = t.comms.iter().find(|(_, c)| c.call == "MPI_Comm_split" && c.members.contains(&r)).unwrap().0;
         let ar = calls(t.rank_events(r), "MPI_Allreduce");
         assert_eq!(ar[1].comm, Some(*half));
         let split = calls(t.rank_events(r), "MPI_Comm_split")[0];
@@ -374,35 +287,19 @@ fn check_requests(t: &Trace, mpich: bool) {
         let ev = t.rank_events(r);
         assert_eq!(count(ev, "MPI_Start"), 3);
         assert_eq!(count(ev, "MPI_Wait"), 6 + r as usize, "rank 1 also waits for the Imrecv");
-        let pers: Vec<&Event> = ev
-            .iter()
-            .filter(|e| e.kind == Kind::Completion && e.call.ends_with("_init"))
-            .collect();
+        let pers: Vec<&Event> = ev.iter().filter(|e| e.kind == Kind::Completion && e.call.ends_with("_init")).collect();
         assert_eq!(pers.len(), 3, "rank {r}");
         assert!(pers.iter().all(|e| e.flags & flags::PERSISTENT != 0));
-        assert_eq!(
-            pers.iter().map(|e| e.seq.unwrap()).collect::<Vec<_>>(),
-            vec![1, 2, 3]
-        );
+        assert_eq!(pers.iter().map(|e| e.seq.unwrap()).collect::<Vec<_>>(), vec![1, 2, 3]);
         // Waitany + Waitsome complete the two receives and the send.
-        let nb: Vec<&Event> = ev
-            .iter()
-            .filter(|e| e.kind == Kind::Completion && (e.tag == Some(12) || e.tag == Some(13)))
-            .collect();
+        let nb: Vec<&Event> =
+            ev.iter().filter(|e| e.kind == Kind::Completion && (e.tag == Some(12) || e.tag == Some(13))).collect();
         assert_eq!(nb.len(), 3, "rank {r}: {nb:?}");
         let cancelled: Vec<&Event> = ev.iter().filter(|e| e.cancelled()).collect();
         assert_eq!(cancelled.len(), 1);
         assert_eq!((cancelled[0].tag, cancelled[0].seq), (Some(99), None));
-        assert_eq!(
-            ev.iter()
-                .filter(|e| e.kind == Kind::Completion && e.tag == Some(14))
-                .count(),
-            2
-        );
-        let sr = ev
-            .iter()
-            .filter(|e| e.kind == Kind::Completion && &*e.call == "MPI_Sendrecv")
-            .collect::<Vec<_>>();
+        assert_eq!(ev.iter().filter(|e| e.kind == Kind::Completion && e.tag == Some(14)).count(), 2);
+        let sr = ev.iter().filter(|e| e.kind == Kind::Completion && &*e.call == "MPI_Sendrecv").collect::<Vec<_>>();
         assert_eq!(sr.len(), 1);
         assert_eq!((sr[0].peer, sr[0].bytes), (Some(1 - r), Some(12)));
         // Isendrecv: the call row is the send half, the completion at
@@ -458,10 +355,7 @@ fn check_requests(t: &Trace, mpich: bool) {
     }
     let ev = t.rank_events(1);
     let probe = calls(ev, "MPI_Iprobe").into_iter().last().unwrap();
-    assert_eq!(
-        (probe.peer, probe.tag, probe.bytes, probe.seq),
-        (Some(0), Some(16), Some(8), None)
-    );
+    assert_eq!((probe.peer, probe.tag, probe.bytes, probe.seq), (Some(0), Some(16), Some(8), None));
     let ip = calls(ev, "MPI_Improbe").into_iter().last().unwrap();
     assert_eq!((ip.peer, ip.tag, ip.seq), (Some(0), Some(23), Some(1)));
     let im = ev.iter().find(|e| e.kind == Kind::Completion && e.call.starts_with("MPI_Imrecv")).unwrap();
@@ -469,10 +363,7 @@ fn check_requests(t: &Trace, mpich: bool) {
     let mp = calls(ev, "MPI_Mprobe")[0];
     let mr = calls(ev, "MPI_Mrecv")[0];
     assert_eq!((mp.peer, mp.seq), (Some(0), Some(1)));
-    assert_eq!(
-        (mr.peer, mr.tag, mr.bytes, mr.seq),
-        (Some(0), Some(16), Some(8), Some(1))
-    );
+    assert_eq!((mr.peer, mr.tag, mr.bytes, mr.seq), (Some(0), Some(16), Some(8), Some(1)));
 }
 
 /// Call sites in a shared library loaded with `dlopen` after `MPI_Init`
@@ -529,7 +420,10 @@ fn partitioned_rounds() {
     for r in 0..2 {
         let ev = t.rank_events(r);
         let i = calls(ev, init[r as usize])[0];
-        assert_eq!((i.peer, i.tag, i.count, i.bytes, i.aux), (Some(peer[r as usize]), Some(9), Some(4), Some(64), Some(4)));
+        assert_eq!(
+            (i.peer, i.tag, i.count, i.bytes, i.aux),
+            (Some(peer[r as usize]), Some(9), Some(4), Some(64), Some(4))
+        );
         let req = i.request.unwrap();
         let starts: Vec<Option<i64>> = calls(ev, "MPI_Start").iter().map(|e| e.seq).collect();
         assert_eq!(starts, vec![Some(1), Some(2), Some(3)], "rank {r}");
@@ -599,11 +493,7 @@ fn cxx_sites_are_demangled() {
         assert_eq!((s.function.as_deref(), s.line), (Some("solver::Grid::exchange()"), Some(10)), "{s:?}");
         assert!(s.file.as_deref().unwrap().ends_with("cxx.cpp"), "{s:?}");
         let s = sym.site(meta, calls(ev, "MPI_Barrier")[0].site.unwrap());
-        assert_eq!(
-            (s.function.as_deref(), s.line),
-            (Some("solver::step(solver::Grid&, int)"), Some(15)),
-            "{s:?}"
-        );
+        assert_eq!((s.function.as_deref(), s.line), (Some("solver::step(solver::Grid&, int)"), Some(15)), "{s:?}");
     }
 }
 
@@ -650,7 +540,11 @@ fn check_sessions(t: &Trace) {
             assert_eq!(c.len(), 2, "rank {r}: {name}");
             for e in c {
                 let end = e.t_end.unwrap();
-                assert!(first <= e.t_start && e.t_start <= end && end <= last, "rank {r}: {name} at {}..{end}, trace {first}..{last}", e.t_start);
+                assert!(
+                    first <= e.t_start && e.t_start <= end && end <= last,
+                    "rank {r}: {name} at {}..{end}, trace {first}..{last}",
+                    e.t_start
+                );
             }
         }
     }
@@ -694,10 +588,7 @@ fn crash_case(mode: &str) -> Trace {
     let raw = Trace::open(&tdir).unwrap();
     let sends = calls(raw.rank_events(1), "MPI_Send");
     assert_eq!(sends.len(), 3, "{mode}: {:?}", raw.problems);
-    assert!(matches!(
-        raw.ranks[&1].completeness,
-        Completeness::Partial { .. }
-    ));
+    assert!(matches!(raw.ranks[&1].completeness, Completeness::Partial { .. }));
     // After `finish_dir` (what `mpitrace record` does): Parquet files.
     let fin = trace_format::finish_dir(&tdir, &[], false).unwrap();
     assert_eq!(fin.converted.len(), 2);
@@ -709,9 +600,7 @@ fn crash_case(mode: &str) -> Trace {
     let recvs = calls(t.rank_events(0), "MPI_Recv");
     assert!((1..=4).contains(&recvs.len()), "{mode}: {recvs:?}");
     let (last, done) = recvs.split_last().unwrap();
-    assert!(done
-        .iter()
-        .all(|e| e.t_end.is_some() && e.peer == Some(1) && e.tag == Some(9)));
+    assert!(done.iter().all(|e| e.t_end.is_some() && e.peer == Some(1) && e.tag == Some(9)));
     assert_eq!(last.t_end, None, "the last receive never returned");
     t
 }
@@ -719,12 +608,7 @@ fn crash_case(mode: &str) -> Trace {
 #[test]
 fn crash_mpi_abort() {
     let t = crash_case("abort");
-    let last = t
-        .rank_events(1)
-        .iter()
-        .rev()
-        .find(|e| e.kind == Kind::Call)
-        .unwrap();
+    let last = t.rank_events(1).iter().rev().find(|e| e.kind == Kind::Call).unwrap();
     assert_eq!(&*last.call, "MPI_Abort");
     assert_eq!((last.aux, last.t_end), (Some(42), None));
 }
@@ -732,12 +616,7 @@ fn crash_mpi_abort() {
 #[test]
 fn crash_segfault() {
     let t = crash_case("segv");
-    let last = t
-        .rank_events(1)
-        .iter()
-        .rev()
-        .find(|e| e.kind == Kind::Call)
-        .unwrap();
+    let last = t.rank_events(1).iter().rev().find(|e| e.kind == Kind::Call).unwrap();
     assert_eq!(&*last.call, "MPI_Send");
 }
 
@@ -758,24 +637,14 @@ fn thread_multiple_journals_per_thread() {
         for e in calls(ev, name) {
             *by_thread.entry(e.thread).or_default() += 1;
         }
-        assert_eq!(
-            by_thread.values().copied().collect::<Vec<_>>(),
-            vec![50, 50],
-            "rank {r}: {by_thread:?}"
-        );
+        assert_eq!(by_thread.values().copied().collect::<Vec<_>>(), vec![50, 50], "rank {r}: {by_thread:?}");
         // Each worker used its own communicator, a distinct dup of world.
-        let dups: Vec<u64> = calls(ev, "MPI_Comm_dup")
-            .iter()
-            .map(|e| e.new_comm.unwrap())
-            .collect();
+        let dups: Vec<u64> = calls(ev, "MPI_Comm_dup").iter().map(|e| e.new_comm.unwrap()).collect();
         assert_eq!(dups.len(), 2);
         assert_ne!(dups[0], dups[1]);
         for &th in by_thread.keys() {
-            let comms: std::collections::BTreeSet<u64> = ev
-                .iter()
-                .filter(|e| e.thread == th && e.is_call(name))
-                .map(|e| e.comm.unwrap())
-                .collect();
+            let comms: std::collections::BTreeSet<u64> =
+                ev.iter().filter(|e| e.thread == th && e.is_call(name)).map(|e| e.comm.unwrap()).collect();
             assert_eq!(comms.len(), 1);
             assert!(dups.contains(comms.iter().next().unwrap()));
         }
@@ -794,16 +663,8 @@ fn clock_sync_ping_pong() {
         assert!(p.offset_ns.abs() <= p.rtt_ns, "{p:?}");
     }
     // A message is never received before it was sent, on the reference clock.
-    for s in t
-        .rank_events(0)
-        .iter()
-        .filter(|e| e.is_call("MPI_Send") && e.tag == Some(7))
-    {
-        let r = t
-            .rank_events(1)
-            .iter()
-            .find(|e| e.is_call("MPI_Recv") && e.tag == Some(7) && e.seq == s.seq)
-            .unwrap();
+    for s in t.rank_events(0).iter().filter(|e| e.is_call("MPI_Send") && e.tag == Some(7)) {
+        let r = t.rank_events(1).iter().find(|e| e.is_call("MPI_Recv") && e.tag == Some(7) && e.seq == s.seq).unwrap();
         assert!(r.t_end.unwrap() >= s.t_start, "{s:?} {r:?}");
     }
 }
@@ -812,23 +673,10 @@ fn clock_sync_ping_pong() {
 fn unwritable_trace_dir_leaves_the_program_running() {
     let dir = common::scratch("unwritable");
     let exe = common::compile("p2p.c", &dir);
-    let out = common::run(
-        2,
-        &exe,
-        &[],
-        std::path::Path::new("/proc/mpitrace-no-such-dir"),
-        &[],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = common::run(2, &exe, &[], std::path::Path::new("/proc/mpitrace-no-such-dir"), &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("cannot write the trace") && err.contains("runs untraced"),
-        "{err}"
-    );
+    assert!(err.contains("cannot write the trace") && err.contains("runs untraced"), "{err}");
 }
 
 #[test]
@@ -839,42 +687,24 @@ fn collectives_and_communicators_on_four_ranks() {
     for r in 0..4 {
         let ev = t.rank_events(r);
         let g = calls(ev, "MPI_Gatherv")[0];
-        assert_eq!(
-            (g.root, g.bytes, g.seq),
-            (Some(2), Some(4 * (r as i64 + 1)), Some(1))
-        );
+        assert_eq!((g.root, g.bytes, g.seq), (Some(2), Some(4 * (r as i64 + 1)), Some(1)));
         // Only the root's receive counts are significant: 1+2+3+4 ints.
         assert_eq!(g.recv_bytes, if r == 2 { Some(40) } else { None });
         let a = calls(ev, "MPI_Alltoallv")[0];
-        assert_eq!(
-            (a.count, a.bytes, a.recv_bytes),
-            (Some(10), Some(40), Some(16 * (r as i64 + 1)))
-        );
+        assert_eq!((a.count, a.bytes, a.recv_bytes), (Some(10), Some(40), Some(16 * (r as i64 + 1))));
         let red = calls(ev, "MPI_Reduce")[0];
-        assert_eq!(
-            (red.root, red.op, red.seq),
-            (Some(0), Some(0x5800_0001), Some(3))
-        );
+        assert_eq!((red.root, red.op, red.seq), (Some(0), Some(0x5800_0001), Some(3)));
         // The nonblocking allreduce is the 4th collective on world; its
         // completion carries the same sequence number.
         let ia = calls(ev, "MPI_Iallreduce")[0];
         assert_eq!(ia.seq, Some(4));
-        let done = ev
-            .iter()
-            .find(|e| e.kind == Kind::Completion && &*e.call == "MPI_Iallreduce")
-            .unwrap();
+        let done = ev.iter().find(|e| e.kind == Kind::Completion && &*e.call == "MPI_Iallreduce").unwrap();
         assert_eq!((done.seq, done.request), (Some(4), ia.request));
         // Scatter: the send side counts only at the root.
         let sc = calls(ev, "MPI_Scatter")[0];
         let expect = if r == 3 { Some(8) } else { None };
-        assert_eq!(
-            (sc.bytes, sc.recv_bytes, sc.root, sc.seq),
-            (expect, Some(8), Some(3), Some(5))
-        );
-        let dups: Vec<u64> = calls(ev, "MPI_Comm_dup")
-            .iter()
-            .map(|e| e.new_comm.unwrap())
-            .collect();
+        assert_eq!((sc.bytes, sc.recv_bytes, sc.root, sc.seq), (expect, Some(8), Some(3), Some(5)));
+        let dups: Vec<u64> = calls(ev, "MPI_Comm_dup").iter().map(|e| e.new_comm.unwrap()).collect();
         assert_ne!(dups[0], dups[1]);
         assert_eq!(calls(ev, "MPI_Barrier")[0].comm, Some(dups[1]));
         let cart = calls(ev, "MPI_Cart_create")[0];
@@ -884,21 +714,9 @@ fn collectives_and_communicators_on_four_ranks() {
     }
     // Ids agree across ranks: every rank names the same dups, cart, inter, merged.
     let ids = |name: &str| -> Vec<Vec<u64>> {
-        (0..4)
-            .map(|r| {
-                calls(t.rank_events(r), name)
-                    .iter()
-                    .map(|e| e.new_comm.unwrap())
-                    .collect()
-            })
-            .collect()
+        (0..4).map(|r| calls(t.rank_events(r), name).iter().map(|e| e.new_comm.unwrap()).collect()).collect()
     };
-    for name in [
-        "MPI_Comm_dup",
-        "MPI_Cart_create",
-        "MPI_Intercomm_create",
-        "MPI_Intercomm_merge",
-    ] {
+    for name in ["MPI_Comm_dup", "MPI_Cart_create", "MPI_Intercomm_create", "MPI_Intercomm_merge"] {
         let v = ids(name);
         assert!(v.iter().all(|x| x == &v[0]), "{name}: {v:?}");
     }
@@ -912,13 +730,8 @@ fn collectives_and_communicators_on_four_ranks() {
     assert_eq!(merged.members, vec![0, 2, 1, 3]);
     // The communicator of MPI_Comm_idup is registered at its first use, with
     // the same id everywhere.
-    let idup: Vec<Option<u64>> = (0..4)
-        .map(|r| calls(t.rank_events(r), "MPI_Barrier")[1].comm)
-        .collect();
-    assert!(
-        idup.iter().all(|c| c.is_some() && *c == idup[0]),
-        "{idup:?}"
-    );
+    let idup: Vec<Option<u64>> = (0..4).map(|r| calls(t.rank_events(r), "MPI_Barrier")[1].comm).collect();
+    assert!(idup.iter().all(|c| c.is_some() && *c == idup[0]), "{idup:?}");
     assert_eq!(t.comms[&idup[0].unwrap()].members, vec![0, 1, 2, 3]);
     // The message across the intercommunicator: world rank 0 to world rank 1.
     let s = calls(t.rank_events(0), "MPI_Send")[0];
@@ -932,9 +745,7 @@ fn rma_targets_as_world_ranks() {
     let t = traced("rma", "rma.c", 3, &[]);
     let puts = calls(t.rank_events(0), "MPI_Put");
     assert_eq!(
-        puts.iter()
-            .map(|e| (e.peer, e.bytes, e.comm))
-            .collect::<Vec<_>>(),
+        puts.iter().map(|e| (e.peer, e.bytes, e.comm)).collect::<Vec<_>>(),
         vec![(Some(1), Some(12), Some(0)), (Some(2), Some(12), Some(0))]
     );
     for r in 0..3 {

@@ -83,12 +83,7 @@ pub fn compile(name: &str, with: Compiler) -> PathBuf {
         .arg(root().join("tests/c"))
         .output()
         .unwrap_or_else(|e| panic!("cannot run {}: {e}", cc.display()));
-    assert!(
-        out.status.success(),
-        "compiling {} failed:\n{}",
-        src.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "compiling {} failed:\n{}", src.display(), String::from_utf8_lossy(&out.stderr));
     std::fs::rename(&tmp, &exe).unwrap();
     done.push(exe.clone());
     exe
@@ -201,7 +196,13 @@ pub fn run_command(mut cmd: Command, timeout: Duration) -> Run {
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    Run { code, stdout: t_out.join().unwrap(), stderr: t_err.join().unwrap(), elapsed: start.elapsed(), pid: pid as u32 }
+    Run {
+        code,
+        stdout: t_out.join().unwrap(),
+        stderr: t_err.join().unwrap(),
+        elapsed: start.elapsed(),
+        pid: pid as u32,
+    }
 }
 
 /// Shared-memory files in /dev/shm left by the job of `run` (started by this

@@ -133,5 +133,10 @@ fn every_mpi_function_mpich_exports_is_exported_here_too() {
     let api: Vec<&String> = theirs.iter().filter(|s| s.starts_with("MPI_") || s.starts_with("PMPI_")).collect();
     assert!(api.len() > 800, "only {} MPI functions found in {}", api.len(), mpich.display());
     let missing: Vec<&&String> = api.iter().filter(|s| !ours.contains(**s)).collect();
-    assert!(missing.is_empty(), "{} MPI functions of {} are not exported by libmpi.so: {missing:?}", missing.len(), mpich.display());
+    assert!(
+        missing.is_empty(),
+        "{} MPI functions of {} are not exported by libmpi.so: {missing:?}",
+        missing.len(),
+        mpich.display()
+    );
 }

@@ -98,7 +98,11 @@ fn nonblocking_and_persistent_overlapped() {
 #[test]
 fn intercommunicator_nonblocking_persistent_v_w() {
     each_size("coll_inter", &[2, 3, 5, 7, 8], &[], &[], "coll_inter OK");
-    let forced: &[(&str, &str)] = &[("MPICORE_COLL_REDUCE", "reduce_scatter_gather"), ("MPICORE_COLL_BCAST", "scatter_allgather"), ("MPICORE_COLL_GATHER_SHORT", "0")];
+    let forced: &[(&str, &str)] = &[
+        ("MPICORE_COLL_REDUCE", "reduce_scatter_gather"),
+        ("MPICORE_COLL_BCAST", "scatter_allgather"),
+        ("MPICORE_COLL_GATHER_SHORT", "0"),
+    ];
     each_size("coll_inter", &[5, 8], &[], forced, "coll_inter OK");
 }
 

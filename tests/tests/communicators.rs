@@ -88,7 +88,10 @@ fn attribute_callbacks_and_predefined_attributes() {
     for n in [1, 2, 4] {
         let r = run(Launcher::Ours, n, &exe, &[], &[], T);
         r.assert_ok("attr_cache OK");
-        assert!(r.stdout.contains("self attribute 42 deleted at finalize"), "MPI_COMM_SELF attribute not deleted at finalize: {r}");
+        assert!(
+            r.stdout.contains("self attribute 42 deleted at finalize"),
+            "MPI_COMM_SELF attribute not deleted at finalize: {r}"
+        );
     }
 }
 
@@ -115,7 +118,8 @@ fn user_error_handlers_and_error_classes() {
 fn concurrent_communicator_creation_in_threads() {
     let exe = compile("comm_threads", Compiler::Ours);
     for n in [1, 2, 3, 4, 5] {
-        run(Launcher::Ours, n, &exe, &["60"], &[], T).assert_ok(&format!("comm_threads OK on {n} ranks, 60 iterations"));
+        run(Launcher::Ours, n, &exe, &["60"], &[], T)
+            .assert_ok(&format!("comm_threads OK on {n} ranks, 60 iterations"));
     }
 }
 
@@ -140,10 +144,13 @@ fn communicators_across_hosts() {
     let exe = compile("comm_hosts", Compiler::Ours);
     for k in ["2", "3"] {
         for n in [3, 4, 7] {
-            run(Launcher::Ours, n, &exe, &[], &[("MPICORE_FAKE_HOSTS", k)], T).assert_ok(&format!("comm_hosts OK on {n} ranks, {k} hosts"));
+            run(Launcher::Ours, n, &exe, &[], &[("MPICORE_FAKE_HOSTS", k)], T)
+                .assert_ok(&format!("comm_hosts OK on {n} ranks, {k} hosts"));
         }
     }
-    for (prog, args) in [("comm_threads", &["20"][..]), ("comm_idup", &[]), ("topo_neighbor", &[]), ("comm_inter_split", &[])] {
+    for (prog, args) in
+        [("comm_threads", &["20"][..]), ("comm_idup", &[]), ("topo_neighbor", &[]), ("comm_inter_split", &[])]
+    {
         let exe = compile(prog, Compiler::Ours);
         run(Launcher::Ours, 5, &exe, args, &[("MPICORE_FAKE_HOSTS", "2")], T).assert_ok(&format!("{prog} OK"));
     }

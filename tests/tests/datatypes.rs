@@ -66,7 +66,11 @@ fn random_types_pack_like_mpich() {
         let args = ["300", "0", seed];
         let r = run(Launcher::Ours, 1, &ours, &args, &[], T);
         r.assert_ok("299 ");
-        let m = std::process::Command::new(&theirs).args(args).env_remove("LD_LIBRARY_PATH").output().expect("run the MPICH build");
+        let m = std::process::Command::new(&theirs)
+            .args(args)
+            .env_remove("LD_LIBRARY_PATH")
+            .output()
+            .expect("run the MPICH build");
         assert!(m.status.success(), "MPICH build failed: {}", String::from_utf8_lossy(&m.stderr));
         let (a, b) = (strip(&r.stdout), strip(&String::from_utf8_lossy(&m.stdout)));
         assert_eq!(a.len(), b.len(), "seed {seed}: line counts differ");

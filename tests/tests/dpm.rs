@@ -18,11 +18,26 @@ fn scratch(what: &str) -> PathBuf {
 
 /// Runs the two jobs of `exe` at once under our mpirun: `na` ranks with
 /// `a_args`, `nb` with `b_args` (each with `env`).
-fn two_jobs(exe: &std::path::Path, na: usize, a_args: &[&str], nb: usize, b_args: &[&str], env: &[(&str, &str)]) -> (Run, Run) {
+fn two_jobs(
+    exe: &std::path::Path,
+    na: usize,
+    a_args: &[&str],
+    nb: usize,
+    b_args: &[&str],
+    env: &[(&str, &str)],
+) -> (Run, Run) {
     two_jobs_with(Launcher::Ours, exe, na, a_args, nb, b_args, env)
 }
 
-fn two_jobs_with(l: Launcher, exe: &std::path::Path, na: usize, a_args: &[&str], nb: usize, b_args: &[&str], env: &[(&str, &str)]) -> (Run, Run) {
+fn two_jobs_with(
+    l: Launcher,
+    exe: &std::path::Path,
+    na: usize,
+    a_args: &[&str],
+    nb: usize,
+    b_args: &[&str],
+    env: &[(&str, &str)],
+) -> (Run, Run) {
     std::thread::scope(|s| {
         let a = s.spawn(|| run(l, na, exe, a_args, env, T));
         let b = s.spawn(|| run(l, nb, exe, b_args, env, T));

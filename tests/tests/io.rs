@@ -28,8 +28,10 @@ impl TempDir {
     }
     /// Names of the files in the directory, sorted.
     fn names(&self) -> Vec<String> {
-        let mut v: Vec<String> =
-            std::fs::read_dir(&self.0).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        let mut v: Vec<String> = std::fs::read_dir(&self.0)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
         v.sort();
         v
     }
@@ -194,7 +196,8 @@ fn io_across_fake_hosts() {
     for (prog, n) in [("io_basic", 4), ("io_view", 5), ("io_shared", 4), ("io_errors", 3)] {
         let exe = compile(prog, Compiler::Ours);
         let dir = TempDir::new(&format!("hosts-{prog}"));
-        run(Launcher::Ours, n, &exe, &[&dir.arg()], &[("MPICORE_FAKE_HOSTS", "2")], T).assert_ok(&format!("{prog} OK on {n} ranks"));
+        run(Launcher::Ours, n, &exe, &[&dir.arg()], &[("MPICORE_FAKE_HOSTS", "2")], T)
+            .assert_ok(&format!("{prog} OK on {n} ranks"));
         if prog == "io_basic" {
             check_basic_file(&dir, n);
         }

@@ -112,7 +112,9 @@ fn ranks_in(text: &str) -> Vec<(i32, i32, String)> {
             let w: Vec<&str> = l.split_whitespace().collect();
             let at = w.iter().position(|&x| x == "rank")?;
             match &w[at..] {
-                ["rank", _, "pid", p, "ppid", q, "on", h, ..] => Some((p.parse().ok()?, q.parse().ok()?, h.to_string())),
+                ["rank", _, "pid", p, "ppid", q, "on", h, ..] => {
+                    Some((p.parse().ok()?, q.parse().ok()?, h.to_string()))
+                }
                 _ => None,
             }
         })
@@ -200,7 +202,13 @@ fn cut_a_host(hosts: &str, cut: impl FnOnce(&[(i32, i32, String)], i32)) -> (Run
         std::thread::sleep(Duration::from_millis(20));
     };
     let took = cut_at.elapsed();
-    let r = Run { code: status.code(), stdout: lines.join("\n"), stderr: err_text.join().unwrap(), elapsed: start.elapsed(), pid: child.id() };
+    let r = Run {
+        code: status.code(),
+        stdout: lines.join("\n"),
+        stderr: err_text.join().unwrap(),
+        elapsed: start.elapsed(),
+        pid: child.id(),
+    };
     let mut pids: Vec<i32> = ranks.iter().map(|(p, _, _)| *p).collect();
     pids.extend(ranks.iter().map(|(_, q, _)| *q));
     (r, took, pids)
@@ -299,7 +307,8 @@ fn stdin_echo() -> PathBuf {
         let src = dir.join(format!("mh_stdin_echo.{}.c", std::process::id()));
         let exe = dir.join("mh_stdin_echo");
         std::fs::write(&src, STDIN_ECHO).unwrap();
-        let out = Command::new(bin_dir().join("mpicc")).arg("-O1").arg("-o").arg(&exe).arg(&src).output().expect("run mpicc");
+        let out =
+            Command::new(bin_dir().join("mpicc")).arg("-O1").arg("-o").arg(&exe).arg(&src).output().expect("run mpicc");
         let _ = std::fs::remove_file(&src);
         assert!(out.status.success(), "mpicc failed:\n{}", String::from_utf8_lossy(&out.stderr));
         exe
@@ -341,7 +350,13 @@ fn run_with_input(mut cmd: Command, input: Vec<u8>, endless: bool) -> Run {
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    Run { code: status.code(), stdout: out.join().unwrap(), stderr: err.join().unwrap(), elapsed: start.elapsed(), pid: child.id() }
+    Run {
+        code: status.code(),
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+        elapsed: start.elapsed(),
+        pid: child.id(),
+    }
 }
 
 /// Our mpirun across namespaces with [`stdin_echo`].
@@ -378,7 +393,8 @@ fn stdin_reaches_rank_0_on_a_remote_host() {
         "echo: third line".into(),
         format!("rank 0 on mpins1 read {lines} lines {} bytes hash {hash}", text.len()),
     ];
-    let rank0: Vec<&str> = got.iter().copied().filter(|l| l.starts_with("echo: ") || l.starts_with("rank 0 ")).collect();
+    let rank0: Vec<&str> =
+        got.iter().copied().filter(|l| l.starts_with("echo: ") || l.starts_with("rank 0 ")).collect();
     assert_eq!(rank0, expect, "{r}");
     assert!(got.contains(&"rank 1 on mpins2 stdin empty") && got.contains(&"rank 2 on mpins3 stdin empty"), "{r}");
     assert_eq!(got.len(), 6, "{r}");
@@ -390,7 +406,12 @@ fn stdin_reaches_rank_0_on_a_remote_host() {
     let h = "endless\ninput\n".bytes().fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)));
     assert_eq!(
         got,
-        ["echo: endless", "echo: input", &format!("rank 0 on mpins2 read 2 lines 14 bytes hash {h}"), "rank 1 on mpins1 stdin empty"],
+        [
+            "echo: endless",
+            "echo: input",
+            &format!("rank 0 on mpins2 read 2 lines 14 bytes hash {h}"),
+            "rank 1 on mpins1 stdin empty"
+        ],
         "{r}"
     );
 }
@@ -408,7 +429,11 @@ struct Sshd {
 
 impl Sshd {
     fn start(namespaces: &[(&str, &str)]) -> Sshd {
-        for (tool, pkg) in [("/usr/bin/ssh", "openssh-client"), ("/usr/bin/ssh-keygen", "openssh-client"), ("/usr/sbin/sshd", "openssh-server")] {
+        for (tool, pkg) in [
+            ("/usr/bin/ssh", "openssh-client"),
+            ("/usr/bin/ssh-keygen", "openssh-client"),
+            ("/usr/sbin/sshd", "openssh-server"),
+        ] {
             assert!(
                 std::path::Path::new(tool).exists(),
                 "the test over real ssh needs {tool}: apt-get install {pkg} (tests/run-all.sh installs it)"
@@ -478,7 +503,11 @@ impl Sshd {
                 if banner.as_deref().is_some_and(|b| b.starts_with("SSH-2.0-")) {
                     break;
                 }
-                assert!(start.elapsed() < Duration::from_secs(15), "sshd in {ns} does not answer on {addr}:{port}\n{}", sshd.logs());
+                assert!(
+                    start.elapsed() < Duration::from_secs(15),
+                    "sshd in {ns} does not answer on {addr}:{port}\n{}",
+                    sshd.logs()
+                );
                 std::thread::sleep(Duration::from_millis(100));
             }
         }
@@ -535,7 +564,12 @@ fn launch_over_real_ssh() {
     let h = "over ssh\n".bytes().fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)));
     assert_eq!(
         got,
-        ["echo: over ssh", &format!("rank 0 on mpins1 read 1 lines 9 bytes hash {h}"), "rank 1 on mpins2 stdin empty", "rank 2 on mpins1 stdin empty"],
+        [
+            "echo: over ssh",
+            &format!("rank 0 on mpins1 read 1 lines 9 bytes hash {h}"),
+            "rank 1 on mpins2 stdin empty",
+            "rank 2 on mpins1 stdin empty"
+        ],
         "{r}"
     );
 

@@ -40,7 +40,8 @@ fn atomic_operations() {
     each_size("rma_atomics", &[1, 2, 3, 4, 7, 8], "rma_atomics OK");
     let exe = compile("rma_atomics", Compiler::Ours);
     for n in [2, 3, 8] {
-        run(Launcher::Ours, n, &exe, &[], &[("MPICORE_RMA_NO_SHM", "1")], T).assert_ok(&format!("rma_atomics OK on {n} ranks"));
+        run(Launcher::Ours, n, &exe, &[], &[("MPICORE_RMA_NO_SHM", "1")], T)
+            .assert_ok(&format!("rma_atomics OK on {n} ranks"));
     }
 }
 
@@ -52,7 +53,8 @@ fn pscw_and_passive_target() {
     each_size("rma_sync", &[1, 2, 3, 4, 6, 8], "rma_sync OK");
     let exe = compile("rma_sync", Compiler::Ours);
     for n in [2, 5] {
-        run(Launcher::Ours, n, &exe, &[], &[("MPICORE_RMA_NO_CMA", "1")], T).assert_ok(&format!("rma_sync OK on {n} ranks"));
+        run(Launcher::Ours, n, &exe, &[], &[("MPICORE_RMA_NO_CMA", "1")], T)
+            .assert_ok(&format!("rma_sync OK on {n} ranks"));
     }
 }
 

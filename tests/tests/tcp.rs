@@ -94,7 +94,15 @@ fn many_ranks_bounded_fds_and_threads() {
     r.assert_ok("tcp_many OK on 32 ranks");
     let line = r.stdout.lines().find(|l| l.contains("tcp_many OK")).unwrap();
     let num = |key: &str| -> usize {
-        line.split(key).nth(1).unwrap().trim_start().split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap()
+        line.split(key)
+            .nth(1)
+            .unwrap()
+            .trim_start()
+            .split(|c: char| !c.is_ascii_digit())
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
     };
     let (fds, threads) = (num("max fds"), num("max threads"));
     let remote_peers = 32 - 32 / 8;

@@ -27,7 +27,12 @@ fn control_variables_listed_read_and_set_through_the_environment() {
         assert!(r.stdout.contains("running: cvar MPICORE_COLL_ALLREDUCE = \"auto\"\n"), "{r}");
         assert!(r.stdout.contains("running: cvar MPICORE_ASYNC_PROGRESS = 1\n"), "{r}");
         assert!(r.stdout.contains("running: cvar MPICORE_PMI = pmi1 (mpicore_pmi)\n"), "{r}");
-        assert!(r.stdout.contains("category mpicore_p2p: MPICORE_EAGER_LIMIT MPICORE_TCP_EAGER_LIMIT MPICORE_RING_SIZE MPICORE_NO_CMA |"), "{r}");
+        assert!(
+            r.stdout.contains(
+                "category mpicore_p2p: MPICORE_EAGER_LIMIT MPICORE_TCP_EAGER_LIMIT MPICORE_RING_SIZE MPICORE_NO_CMA |"
+            ),
+            "{r}"
+        );
     }
     // Other knobs set through the environment read back as set.
     let env = [

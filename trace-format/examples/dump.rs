@@ -35,13 +35,7 @@ fn main() {
     }
     let mut sym = trace_format::Symbolizer::new();
     for r in trace.ranks.values() {
-        println!(
-            "rank {} {:?} {:?} {} events",
-            r.rank,
-            r.completeness,
-            r.source,
-            r.events.len()
-        );
+        println!("rank {} {:?} {:?} {} events", r.rank, r.completeness, r.source, r.events.len());
         for e in &r.events {
             println!(
                 "  {:>2} {:<12} {:<22} t={} dur={} rc={} comm={} peer={} tag={} count={} bytes={} seq={} req={} root={} op={} aux={} rb={} fl={} site={}",

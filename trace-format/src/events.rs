@@ -59,20 +59,12 @@ impl Event {
 /// Names of the API table's procedures, indexed by call id.
 pub fn call_names() -> &'static [&'static str] {
     static NAMES: OnceLock<Vec<&'static str>> = OnceLock::new();
-    NAMES.get_or_init(|| {
-        mpi_api::table::procedures()
-            .into_iter()
-            .map(|p| p.name)
-            .collect()
-    })
+    NAMES.get_or_init(|| mpi_api::table::procedures().into_iter().map(|p| p.name).collect())
 }
 
 /// Call id of a procedure name.
 pub fn call_id(name: &str) -> Option<u16> {
-    call_names()
-        .iter()
-        .position(|n| *n == name)
-        .map(|i| i as u16)
+    call_names().iter().position(|n| *n == name).map(|i| i as u16)
 }
 
 /// Maps journal clock ticks to CLOCK_MONOTONIC ns with the calibration points
@@ -87,16 +79,10 @@ pub struct TickMap {
 impl TickMap {
     pub fn new(clock: ClockKind, points: &[(u64, u64)]) -> TickMap {
         match (clock, points.first(), points.last()) {
-            (ClockKind::Tsc, Some(&(t0, n0)), Some(&(t1, n1))) if t1 > t0 => TickMap {
-                t0,
-                n0,
-                ns_per_tick: (n1 as f64 - n0 as f64) / (t1 - t0) as f64,
-            },
-            _ => TickMap {
-                t0: 0,
-                n0: 0,
-                ns_per_tick: 1.0,
-            },
+            (ClockKind::Tsc, Some(&(t0, n0)), Some(&(t1, n1))) if t1 > t0 => {
+                TickMap { t0, n0, ns_per_tick: (n1 as f64 - n0 as f64) / (t1 - t0) as f64 }
+            }
+            _ => TickMap { t0: 0, n0: 0, ns_per_tick: 1.0 },
         }
     }
     pub fn ns(&self, ticks: u64) -> i64 {
@@ -122,15 +108,7 @@ pub fn events_from_journals(
     problems: &mut Vec<String>,
 ) -> (Vec<Event>, bool) {
     let mut all = Vec::new();
-    let whole = stream_events(
-        rank,
-        side,
-        journals,
-        clock,
-        problems,
-        1 << 16,
-        &mut |chunk| all.append(chunk),
-    );
+    let whole = stream_events(rank, side, journals, clock, problems, 1 << 16, &mut |chunk| all.append(chunk));
     (all, whole)
 }
 
@@ -172,10 +150,8 @@ pub fn stream_events(
             ));
         }
         if j.header.clock == ClockKind::Tsc && points.len() < 2 {
-            problems.push(format!(
-                "{}: fewer than two clock calibration points; times are raw ticks",
-                j.path.display()
-            ));
+            problems
+                .push(format!("{}: fewer than two clock calibration points; times are raw ticks", j.path.display()));
         }
         let mut n = 0usize;
         loop {
@@ -186,28 +162,17 @@ pub fn stream_events(
             n += records.len();
             for r in &records {
                 let Some(kind) = r.kind() else {
-                    problems.push(format!(
-                        "{}: record with unknown kind {:#x}",
-                        j.path.display(),
-                        r.head
-                    ));
+                    problems.push(format!("{}: record with unknown kind {:#x}", j.path.display(), r.head));
                     continue;
                 };
-                let region_id = matches!(kind, Kind::RegionBegin | Kind::RegionEnd)
-                    .then_some(r.aux)
-                    .unwrap_or(0);
+                let region_id = matches!(kind, Kind::RegionBegin | Kind::RegionEnd).then_some(r.aux).unwrap_or(0);
                 let call = name_cache
                     .entry((kind as u8, r.call(), region_id))
                     .or_insert_with(|| match kind {
                         Kind::RegionBegin | Kind::RegionEnd => {
                             Arc::from(regions.get(&r.aux).copied().unwrap_or("<unknown region>"))
                         }
-                        _ => Arc::from(
-                            names
-                                .get(r.call() as usize)
-                                .copied()
-                                .unwrap_or("<unknown call>"),
-                        ),
+                        _ => Arc::from(names.get(r.call() as usize).copied().unwrap_or("<unknown call>")),
                     })
                     .clone();
                 let comm = if r.comm == NO_COMM {
@@ -217,16 +182,7 @@ pub fn stream_events(
                     missing_slots += usize::from(id.is_none());
                     id
                 };
-                let mut e = event_from_record(
-                    rank,
-                    j.header.thread as i32,
-                    kind,
-                    call,
-                    r,
-                    comm,
-                    &ticks,
-                    &clock,
-                );
+                let mut e = event_from_record(rank, j.header.thread as i32, kind, call, r, comm, &ticks, &clock);
                 if r.flags() & flags::NEW_COMM != 0 {
                     e.new_comm = slots.get(&(r.aux as u32)).copied();
                     e.aux = None;
@@ -244,9 +200,7 @@ pub fn stream_events(
         }
     }
     if missing_slots > 0 {
-        problems.push(format!(
-            "rank {rank}: {missing_slots} records name communicators missing from the side file"
-        ));
+        problems.push(format!("rank {rank}: {missing_slots} records name communicators missing from the side file"));
     }
     if !out.is_empty() {
         emit(&mut out);

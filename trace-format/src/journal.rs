@@ -81,33 +81,19 @@ impl JournalHeader {
     }
 
     fn from_bytes(path: &Path, b: &[u8]) -> Result<Self, Error> {
-        let bad = |what: String| Error::Corrupt {
-            path: path.to_path_buf(),
-            what,
-        };
+        let bad = |what: String| Error::Corrupt { path: path.to_path_buf(), what };
         if b.len() < RECORD_SIZE {
-            return Err(bad(format!(
-                "{} bytes, shorter than the journal header",
-                b.len()
-            )));
+            return Err(bad(format!("{} bytes, shorter than the journal header", b.len())));
         }
         if b[0..8] != MAGIC {
             return Err(bad("not an mpitrace journal (bad magic)".into()));
         }
         let w = |i: usize| u32::from_le_bytes(b[8 + 4 * i..12 + 4 * i].try_into().unwrap());
         if w(0) != JOURNAL_VERSION || w(1) as usize != RECORD_SIZE {
-            return Err(bad(format!(
-                "journal version {} record size {} not supported",
-                w(0),
-                w(1)
-            )));
+            return Err(bad(format!("journal version {} record size {} not supported", w(0), w(1))));
         }
         Ok(JournalHeader {
-            clock: if w(2) == 1 {
-                ClockKind::Tsc
-            } else {
-                ClockKind::MonotonicNs
-            },
+            clock: if w(2) == 1 { ClockKind::Tsc } else { ClockKind::MonotonicNs },
             pid: w(3),
             thread: w(4),
             rank: w(5) as i32,
@@ -132,28 +118,12 @@ unsafe impl Send for JournalWriter {}
 impl JournalWriter {
     /// Creates (truncating) the journal at `path` and writes its header.
     pub fn create(path: &Path, header: JournalHeader) -> Result<Self, Error> {
-        let io = |e| Error::Io {
-            path: path.to_path_buf(),
-            source: e,
-        };
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path)
-            .map_err(io)?;
-        let mut w = JournalWriter {
-            file,
-            path: path.to_path_buf(),
-            chunks: Vec::new(),
-            next: 1,
-        };
+        let io = |e| Error::Io { path: path.to_path_buf(), source: e };
+        let file = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(path).map_err(io)?;
+        let mut w = JournalWriter { file, path: path.to_path_buf(), chunks: Vec::new(), next: 1 };
         w.grow()?;
         // SAFETY: chunk 0 is mapped, writable and at least one slot long.
-        unsafe {
-            std::ptr::copy_nonoverlapping(header.to_bytes().as_ptr(), w.chunks[0], RECORD_SIZE)
-        };
+        unsafe { std::ptr::copy_nonoverlapping(header.to_bytes().as_ptr(), w.chunks[0], RECORD_SIZE) };
         Ok(w)
     }
 
@@ -171,10 +141,7 @@ impl JournalWriter {
     }
 
     fn grow(&mut self) -> Result<(), Error> {
-        let io = |e| Error::Io {
-            path: self.path.clone(),
-            source: e,
-        };
+        let io = |e| Error::Io { path: self.path.clone(), source: e };
         let offset = self.chunks.len() * CHUNK_BYTES;
         let fd = self.file.as_raw_fd();
         // Writing zeros (rather than fallocate) puts the pages in the page
@@ -312,25 +279,13 @@ impl ChunkReader {
     /// Opens a journal; errors only if the header is unreadable.
     pub fn open(path: &Path) -> Result<Self, Error> {
         use std::io::Read;
-        let io = |e| Error::Io {
-            path: path.to_path_buf(),
-            source: e,
-        };
+        let io = |e| Error::Io { path: path.to_path_buf(), source: e };
         let file = File::open(path).map_err(io)?;
         let mut file = std::io::BufReader::with_capacity(1 << 20, file);
         let mut head = Vec::with_capacity(RECORD_SIZE);
-        (&mut file)
-            .take(RECORD_SIZE as u64)
-            .read_to_end(&mut head)
-            .map_err(io)?;
+        (&mut file).take(RECORD_SIZE as u64).read_to_end(&mut head).map_err(io)?;
         let header = JournalHeader::from_bytes(path, &head)?;
-        Ok(ChunkReader {
-            file,
-            path: path.to_path_buf(),
-            header,
-            slot: 1,
-            end: None,
-        })
+        Ok(ChunkReader { file, path: path.to_path_buf(), header, slot: 1, end: None })
     }
 
     /// Up to `max` further records; empty once the journal is over.
@@ -345,11 +300,7 @@ impl ChunkReader {
             let n = read_full(&mut self.file, &mut buf);
             if n < RECORD_SIZE {
                 let trailing = buf[..n].iter().any(|&b| b != 0);
-                self.end = Some(if trailing {
-                    JournalEnd::Truncated { trailing_bytes: n }
-                } else {
-                    JournalEnd::Clean
-                });
+                self.end = Some(if trailing { JournalEnd::Truncated { trailing_bytes: n } } else { JournalEnd::Clean });
                 break;
             }
             let r = Record::from_bytes(&buf);
@@ -399,12 +350,7 @@ pub fn read_journal(path: &Path) -> Result<Journal, Error> {
     let mut r = ChunkReader::open(path)?;
     let records = r.next_chunk(usize::MAX);
     let end = r.end().cloned().unwrap_or(JournalEnd::Clean);
-    Ok(Journal {
-        path: path.to_path_buf(),
-        header: r.header,
-        records,
-        end,
-    })
+    Ok(Journal { path: path.to_path_buf(), header: r.header, records, end })
 }
 
 #[cfg(test)]
@@ -413,13 +359,7 @@ mod tests {
     use crate::record::{head, Kind};
 
     fn header() -> JournalHeader {
-        JournalHeader {
-            clock: ClockKind::Tsc,
-            pid: 42,
-            thread: 1,
-            rank: 3,
-            table_len: 700,
-        }
+        JournalHeader { clock: ClockKind::Tsc, pid: 42, thread: 1, rank: 3, table_len: 700 }
     }
 
     #[test]
@@ -429,11 +369,7 @@ mod tests {
         let mut w = JournalWriter::create(&path, header()).unwrap();
         let n = SLOTS_PER_CHUNK * 2 + 17;
         for i in 0..n {
-            let r = Record {
-                head: head(i as u16, Kind::Call, 1),
-                t_enter: i as u64,
-                ..Default::default()
-            };
+            let r = Record { head: head(i as u16, Kind::Call, 1), t_enter: i as u64, ..Default::default() };
             w.append(&r).unwrap();
         }
         // A reserved but unpublished slot ends the journal.
@@ -455,11 +391,8 @@ mod tests {
     }
 
     fn tempdir() -> PathBuf {
-        let d = std::env::temp_dir().join(format!(
-            "tf-journal-{}-{:?}",
-            std::process::id(),
-            std::thread::current().id()
-        ));
+        let d =
+            std::env::temp_dir().join(format!("tf-journal-{}-{:?}", std::process::id(), std::thread::current().id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         d

@@ -43,10 +43,7 @@ pub const SCHEMA_VERSION: u32 = 2;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Io { path: PathBuf, source: std::io::Error },
     #[error("{path}: corrupt: {what}")]
     Corrupt { path: PathBuf, what: String },
     #[error("{path}: parquet: {what}")]
@@ -67,12 +64,10 @@ pub mod layout {
     pub const COMMS_DIR: &str = "comms";
 
     pub fn journal(dir: &Path, rank: i32, thread: u32) -> PathBuf {
-        dir.join(JOURNAL_DIR)
-            .join(format!("rank-{rank:05}.t{thread}.journal"))
+        dir.join(JOURNAL_DIR).join(format!("rank-{rank:05}.t{thread}.journal"))
     }
     pub fn side(dir: &Path, rank: i32) -> PathBuf {
-        dir.join(JOURNAL_DIR)
-            .join(format!("rank-{rank:05}.side.jsonl"))
+        dir.join(JOURNAL_DIR).join(format!("rank-{rank:05}.side.jsonl"))
     }
     pub fn events(dir: &Path, rank: i32) -> PathBuf {
         dir.join(EVENTS_DIR).join(format!("rank-{rank:05}.parquet"))
@@ -114,11 +109,7 @@ pub mod layout {
             .filter_map(|e| {
                 let n = e.file_name().to_string_lossy().into_owned();
                 let (r, rest) = parse(&n)?;
-                let t: u32 = rest
-                    .strip_prefix('t')?
-                    .strip_suffix(".journal")?
-                    .parse()
-                    .ok()?;
+                let t: u32 = rest.strip_prefix('t')?.strip_suffix(".journal")?.parse().ok()?;
                 (r == rank).then(|| (t, e.path()))
             })
             .collect();
@@ -134,10 +125,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
         let _ = std::fs::remove_file(&tmp);
         return Err(Error::Io { path: tmp, source: e });
     }
-    std::fs::rename(&tmp, path).map_err(|e| Error::Io {
-        path: path.to_path_buf(),
-        source: e,
-    })
+    std::fs::rename(&tmp, path).map_err(|e| Error::Io { path: path.to_path_buf(), source: e })
 }
 
 /// What [`convert_rank`] did.
@@ -173,24 +161,14 @@ struct LoadedRank {
 
 fn load_rank(dir: &Path, rank: i32) -> Result<LoadedRank, Error> {
     let side_path = layout::side(dir, rank);
-    let side = if side_path.exists() {
-        side::read_side(&side_path)?
-    } else {
-        side::Side::default()
-    };
+    let side = if side_path.exists() { side::read_side(&side_path)? } else { side::Side::default() };
     let mut problems = side.bad_lines.clone();
     if !side_path.exists() {
-        problems.push(format!(
-            "{}: missing; communicators and clocks unknown",
-            side_path.display()
-        ));
+        problems.push(format!("{}: missing; communicators and clocks unknown", side_path.display()));
     }
     let journals = layout::journals_of(dir, rank);
     let complete = side.finalized();
-    let process = side.process().cloned().unwrap_or(side::ProcessInfo {
-        rank,
-        ..Default::default()
-    });
+    let process = side.process().cloned().unwrap_or(side::ProcessInfo { rank, ..Default::default() });
     let meta = RankMeta {
         process,
         sync_init: side.sync("init"),
@@ -200,14 +178,7 @@ fn load_rank(dir: &Path, rank: i32) -> Result<LoadedRank, Error> {
         build_ids: side.build_ids(),
     };
     let clock = meta::ClockMap::new(meta.sync_init, meta.sync_finalize);
-    Ok(LoadedRank {
-        side,
-        journals,
-        meta,
-        clock,
-        complete,
-        problems,
-    })
+    Ok(LoadedRank { side, journals, meta, clock, complete, problems })
 }
 
 /// Says how a rank that did not finalize ended, from its last call.
@@ -223,21 +194,14 @@ fn death_note(rank: i32, last: Option<&Event>, n: usize) -> String {
 /// Reads the journals of `rank` in `dir` (without writing anything).
 pub fn read_rank_journals(dir: &Path, rank: i32) -> Result<RankJournals, Error> {
     let mut l = load_rank(dir, rank)?;
-    let (events, whole) =
-        events::events_from_journals(rank, &l.side, &l.journals, l.clock, &mut l.problems);
+    let (events, whole) = events::events_from_journals(rank, &l.side, &l.journals, l.clock, &mut l.problems);
     l.complete &= whole;
     if !l.side.finalized() {
         let last = events.iter().rev().find(|e| e.kind == record::Kind::Call);
         l.problems.push(death_note(rank, last, events.len()));
     }
     let comms = l.side.comms().cloned().collect();
-    Ok(RankJournals {
-        meta: l.meta,
-        events,
-        comms,
-        complete: l.complete,
-        problems: l.problems,
-    })
+    Ok(RankJournals { meta: l.meta, events, comms, complete: l.complete, problems: l.problems })
 }
 
 /// Converts the journals of `rank` into its events and comms Parquet files,
@@ -252,23 +216,15 @@ pub fn convert_rank(dir: &Path, rank: i32, keep_journals: bool) -> Result<Conver
     let comm_path = layout::comms(dir, rank);
     let mut writer = table::EventsWriter::create(&ev_path, &l.meta)?;
     let (mut n, mut last, mut failed) = (0usize, None, None);
-    let _whole = events::stream_events(
-        rank,
-        &l.side,
-        &l.journals,
-        l.clock,
-        &mut l.problems,
-        1 << 16,
-        &mut |chunk| {
-            n += chunk.len();
-            if let Some(e) = chunk.iter().rev().find(|e| e.kind == record::Kind::Call) {
-                last = Some(e.clone());
-            }
-            if failed.is_none() {
-                failed = writer.write(chunk).err();
-            }
-        },
-    );
+    let _whole = events::stream_events(rank, &l.side, &l.journals, l.clock, &mut l.problems, 1 << 16, &mut |chunk| {
+        n += chunk.len();
+        if let Some(e) = chunk.iter().rev().find(|e| e.kind == record::Kind::Call) {
+            last = Some(e.clone());
+        }
+        if failed.is_none() {
+            failed = writer.write(chunk).err();
+        }
+    });
     if let Some(e) = failed {
         drop(writer);
         let _ = std::fs::remove_file(ev_path.with_extension("parquet.tmp"));
@@ -322,9 +278,7 @@ pub fn finish_dir(dir: &Path, launch_command: &[String], keep_journals: bool) ->
                 fin.problems.extend(c.problems.iter().cloned());
                 fin.converted.push(c);
             }
-            Err(e) => fin
-                .problems
-                .push(format!("rank {rank}: not converted: {e}")),
+            Err(e) => fin.problems.push(format!("rank {rank}: not converted: {e}")),
         }
     }
     let mut ranks = Vec::new();
@@ -332,9 +286,7 @@ pub fn finish_dir(dir: &Path, launch_command: &[String], keep_journals: bool) ->
         let path = layout::events(dir, rank);
         match table::read_parquet_meta(&path) {
             Ok(Some(m)) => ranks.push(m),
-            Ok(None) => fin
-                .problems
-                .push(format!("{}: no rank metadata in footer", path.display())),
+            Ok(None) => fin.problems.push(format!("{}: no rank metadata in footer", path.display())),
             Err(e) => fin.problems.push(e.to_string()),
         }
     }

@@ -92,22 +92,14 @@ impl Meta {
     }
 
     pub fn read(path: &Path) -> Result<Meta, Error> {
-        let text = std::fs::read(path).map_err(|e| Error::Io {
-            path: path.to_path_buf(),
-            source: e,
-        })?;
-        serde_json::from_slice(&text).map_err(|e| Error::Corrupt {
-            path: path.to_path_buf(),
-            what: e.to_string(),
-        })
+        let text = std::fs::read(path).map_err(|e| Error::Io { path: path.to_path_buf(), source: e })?;
+        serde_json::from_slice(&text).map_err(|e| Error::Corrupt { path: path.to_path_buf(), what: e.to_string() })
     }
 
     /// Writes atomically (temporary file and rename).
     pub fn write(&self, path: &Path) -> Result<(), Error> {
-        let text = serde_json::to_vec_pretty(self).map_err(|e| Error::Corrupt {
-            path: path.to_path_buf(),
-            what: e.to_string(),
-        })?;
+        let text = serde_json::to_vec_pretty(self)
+            .map_err(|e| Error::Corrupt { path: path.to_path_buf(), what: e.to_string() })?;
         crate::write_atomic(path, &text)
     }
 }
@@ -160,16 +152,8 @@ mod tests {
     #[test]
     fn drift_is_interpolated() {
         let m = ClockMap::new(
-            Some(SyncPoint {
-                local_ns: 1000,
-                offset_ns: 10,
-                rtt_ns: 0,
-            }),
-            Some(SyncPoint {
-                local_ns: 3000,
-                offset_ns: 30,
-                rtt_ns: 0,
-            }),
+            Some(SyncPoint { local_ns: 1000, offset_ns: 10, rtt_ns: 0 }),
+            Some(SyncPoint { local_ns: 3000, offset_ns: 30, rtt_ns: 0 }),
         );
         assert_eq!(m.to_reference(1000), 1010);
         assert_eq!(m.to_reference(2000), 2020);

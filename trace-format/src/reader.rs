@@ -81,20 +81,9 @@ impl Trace {
                 Ok((events, rmeta)) => {
                     let completeness = match &rmeta {
                         Some(m) if m.finalized => Completeness::Complete,
-                        _ => Completeness::Partial {
-                            reason: "did not finalize (converted after the job)".into(),
-                        },
+                        _ => Completeness::Partial { reason: "did not finalize (converted after the job)".into() },
                     };
-                    ranks.insert(
-                        rank,
-                        RankTrace {
-                            rank,
-                            completeness,
-                            source: Source::Parquet,
-                            meta: rmeta,
-                            events,
-                        },
-                    );
+                    ranks.insert(rank, RankTrace { rank, completeness, source: Source::Parquet, meta: rmeta, events });
                 }
                 Err(e) => problems.push(e.to_string()),
             }
@@ -104,19 +93,14 @@ impl Trace {
                 Err(e) => problems.push(e.to_string()),
             }
         }
-        let leftover: Vec<i32> = journal_ranks
-            .into_iter()
-            .filter(|r| !ranks.contains_key(r))
-            .collect();
+        let leftover: Vec<i32> = journal_ranks.into_iter().filter(|r| !ranks.contains_key(r)).collect();
         for rank in leftover {
             match crate::read_rank_journals(dir, rank) {
                 Ok(rj) => {
                     let completeness = if rj.complete {
                         Completeness::Complete
                     } else {
-                        Completeness::Partial {
-                            reason: rj.problems.last().cloned().unwrap_or_default(),
-                        }
+                        Completeness::Partial { reason: rj.problems.last().cloned().unwrap_or_default() }
                     };
                     problems.extend(rj.problems);
                     for mut c in rj.comms {
@@ -140,14 +124,8 @@ impl Trace {
         let meta = match meta {
             Some(m) => m,
             None => {
-                problems.push(format!(
-                    "{}: missing; rebuilt from the rank files",
-                    meta_path.display()
-                ));
-                Meta::from_ranks(
-                    ranks.values().filter_map(|r| r.meta.clone()).collect(),
-                    "reader",
-                )
+                problems.push(format!("{}: missing; rebuilt from the rank files", meta_path.display()));
+                Meta::from_ranks(ranks.values().filter_map(|r| r.meta.clone()).collect(), "reader")
             }
         };
         for rank in 0..meta.ranks as i32 {
@@ -162,13 +140,7 @@ impl Trace {
                 }
             });
         }
-        Ok(Trace {
-            dir: dir.to_path_buf(),
-            meta,
-            ranks,
-            comms,
-            problems,
-        })
+        Ok(Trace { dir: dir.to_path_buf(), meta, ranks, comms, problems })
     }
 
     /// All events, rank by rank.
@@ -178,16 +150,11 @@ impl Trace {
 
     /// Events of one rank (empty if the rank is unknown).
     pub fn rank_events(&self, rank: i32) -> &[Event] {
-        self.ranks
-            .get(&rank)
-            .map(|r| r.events.as_slice())
-            .unwrap_or(&[])
+        self.ranks.get(&rank).map(|r| r.events.as_slice()).unwrap_or(&[])
     }
 
     /// Whether every rank is complete.
     pub fn is_complete(&self) -> bool {
-        self.ranks
-            .values()
-            .all(|r| r.completeness == Completeness::Complete)
+        self.ranks.values().all(|r| r.completeness == Completeness::Complete)
     }
 }

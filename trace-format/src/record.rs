@@ -178,10 +178,7 @@ mod tests {
 
     #[test]
     fn head_roundtrip() {
-        let r = Record {
-            head: head(513, Kind::Completion, flags::DONE | flags::CANCELLED),
-            ..Default::default()
-        };
+        let r = Record { head: head(513, Kind::Completion, flags::DONE | flags::CANCELLED), ..Default::default() };
         assert_eq!(r.call(), 513);
         assert_eq!(r.kind(), Some(Kind::Completion));
         assert!(r.is_done());

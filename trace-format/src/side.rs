@@ -126,14 +126,8 @@ impl SideWriter {
             .create(true)
             .append(true)
             .open(path)
-            .map_err(|e| Error::Io {
-                path: path.to_path_buf(),
-                source: e,
-            })?;
-        Ok(SideWriter {
-            file,
-            path: path.to_path_buf(),
-        })
+            .map_err(|e| Error::Io { path: path.to_path_buf(), source: e })?;
+        Ok(SideWriter { file, path: path.to_path_buf() })
     }
 
     pub fn path(&self) -> &Path {
@@ -142,15 +136,10 @@ impl SideWriter {
 
     /// Appends one entry as one line in one write.
     pub fn write(&mut self, e: &SideEntry) -> Result<(), Error> {
-        let mut line = serde_json::to_vec(e).map_err(|e| Error::Corrupt {
-            path: self.path.clone(),
-            what: e.to_string(),
-        })?;
+        let mut line =
+            serde_json::to_vec(e).map_err(|e| Error::Corrupt { path: self.path.clone(), what: e.to_string() })?;
         line.push(b'\n');
-        self.file.write_all(&line).map_err(|e| Error::Io {
-            path: self.path.clone(),
-            source: e,
-        })
+        self.file.write_all(&line).map_err(|e| Error::Io { path: self.path.clone(), source: e })
     }
 }
 
@@ -218,18 +207,13 @@ impl Side {
             .collect()
     }
     pub fn finalized(&self) -> bool {
-        self.entries
-            .iter()
-            .any(|e| matches!(e, SideEntry::Finalized))
+        self.entries.iter().any(|e| matches!(e, SideEntry::Finalized))
     }
 }
 
 /// Reads a side file, keeping every line that parses.
 pub fn read_side(path: &Path) -> Result<Side, Error> {
-    let text = std::fs::read(path).map_err(|e| Error::Io {
-        path: path.to_path_buf(),
-        source: e,
-    })?;
+    let text = std::fs::read(path).map_err(|e| Error::Io { path: path.to_path_buf(), source: e })?;
     let mut side = Side::default();
     for (i, line) in text.split(|&b| b == b'\n').enumerate() {
         if line.is_empty() {
@@ -237,9 +221,7 @@ pub fn read_side(path: &Path) -> Result<Side, Error> {
         }
         match serde_json::from_slice::<SideEntry>(line) {
             Ok(e) => side.entries.push(e),
-            Err(e) => side
-                .bad_lines
-                .push(format!("{}:{}: {e}", path.display(), i + 1)),
+            Err(e) => side.bad_lines.push(format!("{}:{}: {e}", path.display(), i + 1)),
         }
     }
     Ok(side)
@@ -256,19 +238,9 @@ mod tests {
         let path = dir.join("s.jsonl");
         let _ = std::fs::remove_file(&path);
         let mut w = SideWriter::open(&path).unwrap();
-        let c = CommInfo {
-            slot: 2,
-            id: 77,
-            members: vec![0, 2],
-            call: "MPI_Comm_split".into(),
-            ..Default::default()
-        };
+        let c = CommInfo { slot: 2, id: 77, members: vec![0, 2], call: "MPI_Comm_split".into(), ..Default::default() };
         w.write(&SideEntry::Comm(c.clone())).unwrap();
-        w.write(&SideEntry::Region {
-            id: 1,
-            name: "solver".into(),
-        })
-        .unwrap();
+        w.write(&SideEntry::Region { id: 1, name: "solver".into() }).unwrap();
         w.write(&SideEntry::Finalized).unwrap();
         drop(w);
         let mut bytes = std::fs::read(&path).unwrap();

@@ -31,42 +31,18 @@ pub struct EventBatches {
 
 /// Opens `path` for streaming `columns` (names of the events schema; names
 /// absent from the file are simply not returned) in batches of `batch_size`.
-pub fn event_batches(
-    path: &Path,
-    columns: &[&str],
-    batch_size: usize,
-) -> Result<EventBatches, Error> {
-    let pq = |e: parquet::errors::ParquetError| Error::Parquet {
-        path: path.to_path_buf(),
-        what: e.to_string(),
-    };
-    let file = File::open(path).map_err(|e| Error::Io {
-        path: path.to_path_buf(),
-        source: e,
-    })?;
+pub fn event_batches(path: &Path, columns: &[&str], batch_size: usize) -> Result<EventBatches, Error> {
+    let pq = |e: parquet::errors::ParquetError| Error::Parquet { path: path.to_path_buf(), what: e.to_string() };
+    let file = File::open(path).map_err(|e| Error::Io { path: path.to_path_buf(), source: e })?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(pq)?;
     let kv = builder.metadata().file_metadata().key_value_metadata();
-    let get = |key: &str| {
-        kv.and_then(|kv| kv.iter().find(|k| k.key == key))
-            .and_then(|k| k.value.clone())
-    };
+    let get = |key: &str| kv.and_then(|kv| kv.iter().find(|k| k.key == key)).and_then(|k| k.value.clone());
     let rank_meta = get(RANK_META_KEY).and_then(|v| serde_json::from_str(&v).ok());
     let schema_version = get(SCHEMA_VERSION_KEY).and_then(|v| v.parse().ok());
     let rows = builder.metadata().file_metadata().num_rows();
     let mask = ProjectionMask::columns(builder.parquet_schema(), columns.iter().copied());
-    let reader = builder
-        .with_projection(mask)
-        .with_batch_size(batch_size.max(1))
-        .build()
-        .map_err(pq)?;
-    Ok(EventBatches {
-        reader,
-        path: path.to_path_buf(),
-        rank_meta,
-        schema_version,
-        rows,
-        failed: false,
-    })
+    let reader = builder.with_projection(mask).with_batch_size(batch_size.max(1)).build().map_err(pq)?;
+    Ok(EventBatches { reader, path: path.to_path_buf(), rank_meta, schema_version, rows, failed: false })
 }
 
 impl Iterator for EventBatches {
@@ -81,10 +57,7 @@ impl Iterator for EventBatches {
             Ok(b) => Some(Ok(b)),
             Err(e) => {
                 self.failed = true;
-                Some(Err(Error::Parquet {
-                    path: self.path.clone(),
-                    what: e.to_string(),
-                }))
+                Some(Err(Error::Parquet { path: self.path.clone(), what: e.to_string() }))
             }
         }
     }

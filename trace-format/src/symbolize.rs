@@ -116,42 +116,28 @@ pub struct Symbolizer {
 
 impl fmt::Debug for Symbolizer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Symbolizer")
-            .field("files", &self.files.len())
-            .field("cached", &self.cache.len())
-            .finish()
+        f.debug_struct("Symbolizer").field("files", &self.files.len()).field("cached", &self.cache.len()).finish()
     }
 }
 
 impl Symbolizer {
     /// A symbolizer that looks for separate debug files under `/usr/lib/debug`.
     pub fn new() -> Self {
-        Symbolizer {
-            debug_dir: Some(PathBuf::from("/usr/lib/debug")),
-            ..Default::default()
-        }
+        Symbolizer { debug_dir: Some(PathBuf::from("/usr/lib/debug")), ..Default::default() }
     }
 
     /// Looks for separate debug files under `dir` instead (`None`: only
     /// next to the file, by its `.gnu_debuglink`).
     pub fn with_debug_dir(dir: Option<&Path>) -> Self {
-        Symbolizer {
-            debug_dir: dir.map(Path::to_path_buf),
-            ..Default::default()
-        }
+        Symbolizer { debug_dir: dir.map(Path::to_path_buf), ..Default::default() }
     }
 
     /// Remembers the build ids a trace recorded (path, id), e.g. from
     /// [`RankMeta::build_ids`] of every rank, so that lookups without an
     /// explicit id ([`Symbolizer::call_at`]) still notice rebuilt files.
-    pub fn expect_build_ids<'a>(
-        &mut self,
-        ids: impl IntoIterator<Item = (&'a String, &'a String)>,
-    ) {
+    pub fn expect_build_ids<'a>(&mut self, ids: impl IntoIterator<Item = (&'a String, &'a String)>) {
         for (path, id) in ids {
-            self.expected
-                .entry(path.clone())
-                .or_insert_with(|| id.clone());
+            self.expected.entry(path.clone()).or_insert_with(|| id.clone());
         }
     }
 
@@ -180,10 +166,7 @@ impl Symbolizer {
     pub fn in_modules(&mut self, modules: &[Module], site: u64) -> Site {
         match call_in(modules, site) {
             Some((path, off)) => self.at_offset(path, off, None),
-            None => Site {
-                address: site,
-                ..Default::default()
-            },
+            None => Site { address: site, ..Default::default() },
         }
     }
 
@@ -191,20 +174,11 @@ impl Symbolizer {
     /// build id was `build_id`, if known; else the one given to
     /// [`Symbolizer::expect_build_ids`], if any).
     pub fn at_offset(&mut self, path: &str, offset: u64, build_id: Option<&str>) -> Site {
-        let build_id = build_id
-            .map(str::to_string)
-            .or_else(|| self.expected.get(path).cloned());
+        let build_id = build_id.map(str::to_string).or_else(|| self.expected.get(path).cloned());
         let build_id = build_id.as_deref();
         let debug_dir = self.debug_dir.clone();
-        let loaded = self
-            .files
-            .entry(path.to_string())
-            .or_insert_with(|| load(Path::new(path), debug_dir.as_deref()));
-        let mut site = Site {
-            module: path.to_string(),
-            address: offset,
-            ..Default::default()
-        };
+        let loaded = self.files.entry(path.to_string()).or_insert_with(|| load(Path::new(path), debug_dir.as_deref()));
+        let mut site = Site { module: path.to_string(), address: offset, ..Default::default() };
         let l = match loaded {
             Ok(l) => l,
             Err(e) => {
@@ -213,9 +187,7 @@ impl Symbolizer {
             }
         };
         let Some(addr) = l.svma(offset) else {
-            site.problem = Some(format!(
-                "{path}: offset {offset:#x} is in no loadable segment"
-            ));
+            site.problem = Some(format!("{path}: offset {offset:#x} is in no loadable segment"));
             return site;
         };
         site.address = addr;
@@ -245,10 +217,7 @@ fn call_in(modules: &[Module], site: u64) -> Option<(&str, u64)> {
 impl Loaded {
     /// The virtual address of file offset `off`.
     fn svma(&self, off: u64) -> Option<u64> {
-        self.segments
-            .iter()
-            .find(|&&(o, size, _)| off >= o && off - o < size)
-            .map(|&(o, _, vaddr)| off - o + vaddr)
+        self.segments.iter().find(|&&(o, size, _)| off >= o && off - o < size).map(|&(o, _, vaddr)| off - o + vaddr)
     }
 }
 
@@ -258,11 +227,7 @@ fn lookup(loader: &addr2line::Loader, addr: u64, site: &mut Site) {
         // The first frame is the innermost (inlined) function: the one
         // whose code makes the call.
         if let Ok(Some(frame)) = frames.next() {
-            site.function = frame
-                .function
-                .as_ref()
-                .and_then(|f| f.demangle().ok())
-                .map(|n| n.into_owned());
+            site.function = frame.function.as_ref().and_then(|f| f.demangle().ok()).map(|n| n.into_owned());
             if let Some(loc) = frame.location {
                 site.file = loc.file.map(str::to_string);
                 site.line = loc.line;
@@ -278,9 +243,7 @@ fn lookup(loader: &addr2line::Loader, addr: u64, site: &mut Site) {
         }
     }
     if site.function.is_none() {
-        site.function = loader
-            .find_symbol(addr)
-            .map(|n| addr2line::demangle_auto(n.into(), None).into_owned());
+        site.function = loader.find_symbol(addr).map(|n| addr2line::demangle_auto(n.into(), None).into_owned());
     }
 }
 
@@ -288,8 +251,7 @@ fn lookup(loader: &addr2line::Loader, addr: u64, site: &mut Site) {
 /// id when the file itself has no DWARF.
 fn load(path: &Path, debug_dir: Option<&Path>) -> Result<Loaded, String> {
     let bytes = map(path)?;
-    let file = object::File::parse(&*bytes)
-        .map_err(|e| format!("{}: not an object file: {e}", path.display()))?;
+    let file = object::File::parse(&*bytes).map_err(|e| format!("{}: not an object file: {e}", path.display()))?;
     let segments = file
         .segments()
         .filter_map(|s| {
@@ -297,28 +259,13 @@ fn load(path: &Path, debug_dir: Option<&Path>) -> Result<Loaded, String> {
             (size > 0).then_some((off, size, s.address()))
         })
         .collect();
-    let build_id = file
-        .build_id()
-        .ok()
-        .flatten()
-        .map(|id| id.iter().map(|b| format!("{b:02x}")).collect::<String>());
-    let has_dwarf = file
-        .section_by_name(".debug_info")
-        .is_some_and(|s| s.size() > 0);
-    let debug_file = if has_dwarf {
-        None
-    } else {
-        separate_debug_file(path, &file, build_id.as_deref(), debug_dir)
-    };
+    let build_id = file.build_id().ok().flatten().map(|id| id.iter().map(|b| format!("{b:02x}")).collect::<String>());
+    let has_dwarf = file.section_by_name(".debug_info").is_some_and(|s| s.size() > 0);
+    let debug_file = if has_dwarf { None } else { separate_debug_file(path, &file, build_id.as_deref(), debug_dir) };
     drop(file);
     let target = debug_file.as_deref().unwrap_or(path);
-    let loader =
-        addr2line::Loader::new(target).map_err(|e| format!("{}: {e}", target.display()))?;
-    Ok(Loaded {
-        loader,
-        segments,
-        build_id,
-    })
+    let loader = addr2line::Loader::new(target).map_err(|e| format!("{}: {e}", target.display()))?;
+    Ok(Loaded { loader, segments, build_id })
 }
 
 /// The separate debug file of `path` (whose object is `file`): by build id
@@ -333,10 +280,7 @@ fn separate_debug_file(
 ) -> Option<PathBuf> {
     if let (Some(id), Some(dir)) = (build_id, debug_dir) {
         if id.len() > 2 {
-            let p = dir
-                .join(".build-id")
-                .join(&id[..2])
-                .join(format!("{}.debug", &id[2..]));
+            let p = dir.join(".build-id").join(&id[..2]).join(format!("{}.debug", &id[2..]));
             if p.exists() {
                 return Some(p);
             }
@@ -349,10 +293,7 @@ fn separate_debug_file(
     if let Some(d) = debug_dir {
         candidates.push(d.join(dir.strip_prefix("/").unwrap_or(dir)).join(name));
     }
-    candidates
-        .into_iter()
-        .filter(|c| c != path)
-        .find(|c| map(c).is_ok_and(|bytes| crc32fast::hash(&bytes) == crc))
+    candidates.into_iter().filter(|c| c != path).find(|c| map(c).is_ok_and(|bytes| crc32fast::hash(&bytes) == crc))
 }
 
 /// `path` mapped read-only (only the pages looked at are read).
@@ -383,29 +324,15 @@ mod tests {
         let site = s.in_modules(&[], 0x1234);
         assert_eq!((site.module.as_str(), site.address), ("", 0x1234));
         assert_eq!(site.to_string(), "0x1234");
-        let m = Module {
-            start: 0x1000,
-            end: 0x2000,
-            offset: 0,
-            path: "/nonexistent/libgone.so".into(),
-        };
+        let m = Module { start: 0x1000, end: 0x2000, offset: 0, path: "/nonexistent/libgone.so".into() };
         let site = s.in_modules(&[m], 0x1801);
         assert_eq!(site.address, 0x800);
-        assert!(site
-            .problem
-            .as_deref()
-            .unwrap()
-            .contains("/nonexistent/libgone.so"));
+        assert!(site.problem.as_deref().unwrap().contains("/nonexistent/libgone.so"));
         assert_eq!(site.to_string(), "libgone.so+0x800");
         // A file that is not an object file.
         let text = std::env::temp_dir().join(format!("tf-sym-{}.txt", std::process::id()));
         std::fs::write(&text, "not an ELF file").unwrap();
-        let m = Module {
-            start: 0x1000,
-            end: 0x2000,
-            offset: 0,
-            path: text.display().to_string(),
-        };
+        let m = Module { start: 0x1000, end: 0x2000, offset: 0, path: text.display().to_string() };
         let site = s.in_modules(&[m], 0x1801);
         let _ = std::fs::remove_file(&text);
         let problem = site.problem.as_deref().unwrap_or("");
@@ -428,12 +355,7 @@ mod tests {
             Some("trace_format::symbolize::tests::own_code_resolves_to_this_file"),
             "{site:?}"
         );
-        assert!(
-            site.file
-                .as_deref()
-                .is_some_and(|f| f.ends_with("symbolize.rs")),
-            "{site:?}"
-        );
+        assert!(site.file.as_deref().is_some_and(|f| f.ends_with("symbolize.rs")), "{site:?}");
         // The entry of the function is the line of its `fn`.
         assert_eq!(site.line, Some(first - 1), "{site:?}");
         // Cached: the same answer again.
@@ -446,26 +368,15 @@ mod tests {
     fn rebuilt_file_is_reported() {
         let modules = own_modules();
         let here = rebuilt_file_is_reported as *const () as usize as u64;
-        let m = modules
-            .iter()
-            .find(|m| (m.start..m.end).contains(&here))
-            .unwrap();
+        let m = modules.iter().find(|m| (m.start..m.end).contains(&here)).unwrap();
         let id = build_id_of(Path::new(&m.path)).expect("test binaries have a build id");
-        let mut meta = RankMeta {
-            modules: modules.clone(),
-            ..Default::default()
-        };
+        let mut meta = RankMeta { modules: modules.clone(), ..Default::default() };
         meta.build_ids.insert(m.path.clone(), id);
         let good = Symbolizer::with_debug_dir(None).site(&meta, here + 1);
         assert_eq!(good.problem, None);
         meta.build_ids.insert(m.path.clone(), "00ff".into());
         let bad = Symbolizer::with_debug_dir(None).site(&meta, here + 1);
-        assert!(
-            bad.problem
-                .as_deref()
-                .is_some_and(|p| p.contains("rebuilt")),
-            "{bad:?}"
-        );
+        assert!(bad.problem.as_deref().is_some_and(|p| p.contains("rebuilt")), "{bad:?}");
         assert_eq!((&bad.function, bad.line), (&good.function, good.line));
         // The same through the (path, offset) interface of the analyzers.
         let (path, off) = meta.locate(here + 1).unwrap();
@@ -485,25 +396,9 @@ mod tests {
         let mut s = Symbolizer::with_debug_dir(None);
         let site = s.in_modules(&modules, f + 1);
         assert!(site.module_name().starts_with("libc"), "{site:?}");
-        assert!(
-            site.function
-                .as_deref()
-                .is_some_and(|n| n.contains("getpid")),
-            "{site:?}"
-        );
-        assert_eq!(
-            (site.file.as_deref(), site.problem.as_deref()),
-            (None, None),
-            "{site:?}"
-        );
-        assert_eq!(
-            site.to_string(),
-            format!(
-                "{} ({})",
-                site.function.as_deref().unwrap(),
-                site.module_name()
-            )
-        );
+        assert!(site.function.as_deref().is_some_and(|n| n.contains("getpid")), "{site:?}");
+        assert_eq!((site.file.as_deref(), site.problem.as_deref()), (None, None), "{site:?}");
+        assert_eq!(site.to_string(), format!("{} ({})", site.function.as_deref().unwrap(), site.module_name()));
     }
 
     #[test]

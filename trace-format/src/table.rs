@@ -7,13 +7,12 @@ use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::builder::{
-    BooleanBuilder, Int32Builder, Int64Builder, ListBuilder, StringBuilder,
-    StringDictionaryBuilder, UInt64Builder, UInt8Builder,
+    BooleanBuilder, Int32Builder, Int64Builder, ListBuilder, StringBuilder, StringDictionaryBuilder, UInt64Builder,
+    UInt8Builder,
 };
 use arrow_array::types::{Int16Type, Int32Type, Int64Type, Int8Type, UInt64Type, UInt8Type};
 use arrow_array::{
-    Array, ArrayRef, BooleanArray, DictionaryArray, ListArray, PrimitiveArray, RecordBatch,
-    StringArray,
+    Array, ArrayRef, BooleanArray, DictionaryArray, ListArray, PrimitiveArray, RecordBatch, StringArray,
 };
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -33,11 +32,7 @@ use crate::Error;
 pub const SCHEMA_VERSION_KEY: &str = "mpitrace.schema_version";
 
 fn dict(name: &str, key: DataType) -> Field {
-    Field::new(
-        name,
-        DataType::Dictionary(Box::new(key), Box::new(DataType::Utf8)),
-        false,
-    )
+    Field::new(name, DataType::Dictionary(Box::new(key), Box::new(DataType::Utf8)), false)
 }
 
 /// Schema of `events/rank-NNNNN.parquet`.
@@ -166,24 +161,16 @@ fn writer_props(delta_cols: &[&str], meta: Vec<KeyValue>) -> WriterProperties {
         .set_key_value_metadata(Some(meta));
     for c in delta_cols {
         let p = ColumnPath::from(*c);
-        b = b
-            .set_column_dictionary_enabled(p.clone(), false)
-            .set_column_encoding(p, Encoding::DELTA_BINARY_PACKED);
+        b = b.set_column_dictionary_enabled(p.clone(), false).set_column_encoding(p, Encoding::DELTA_BINARY_PACKED);
     }
     b.build()
 }
 
 fn write_batch(path: &Path, batch: &RecordBatch, props: WriterProperties) -> Result<(), Error> {
     let tmp = path.with_extension("parquet.tmp");
-    let io = |e| Error::Io {
-        path: tmp.clone(),
-        source: e,
-    };
+    let io = |e| Error::Io { path: tmp.clone(), source: e };
     let file = File::create(&tmp).map_err(io)?;
-    let pq = |e: parquet::errors::ParquetError| Error::Parquet {
-        path: path.to_path_buf(),
-        what: e.to_string(),
-    };
+    let pq = |e: parquet::errors::ParquetError| Error::Parquet { path: path.to_path_buf(), what: e.to_string() };
     let written = ArrowWriter::try_new(file, batch.schema(), Some(props)).and_then(|mut w| {
         w.write(batch)?;
         w.close().map(|_| ())
@@ -192,10 +179,7 @@ fn write_batch(path: &Path, batch: &RecordBatch, props: WriterProperties) -> Res
         let _ = std::fs::remove_file(&tmp);
         return Err(pq(e));
     }
-    std::fs::rename(&tmp, path).map_err(|e| Error::Io {
-        path: path.to_path_buf(),
-        source: e,
-    })
+    std::fs::rename(&tmp, path).map_err(|e| Error::Io { path: path.to_path_buf(), source: e })
 }
 
 /// Writes the events of one rank with its metadata in the footer.
@@ -216,43 +200,23 @@ pub struct EventsWriter {
 impl EventsWriter {
     pub fn create(path: &Path, rank: &RankMeta) -> Result<Self, Error> {
         let meta = vec![
-            KeyValue::new(
-                RANK_META_KEY.to_string(),
-                serde_json::to_string(rank).unwrap_or_default(),
-            ),
-            KeyValue::new(
-                SCHEMA_VERSION_KEY.to_string(),
-                crate::SCHEMA_VERSION.to_string(),
-            ),
+            KeyValue::new(RANK_META_KEY.to_string(), serde_json::to_string(rank).unwrap_or_default()),
+            KeyValue::new(SCHEMA_VERSION_KEY.to_string(), crate::SCHEMA_VERSION.to_string()),
         ];
         // Start times grow along each thread: delta-encoded. Durations jump
         // up and down (deltas would double their range) and clock offsets
         // hardly change: both dictionary/RLE encoded, like the rest.
         let props = writer_props(&["t_start", "seq"], meta);
         let tmp = path.with_extension("parquet.tmp");
-        let file = File::create(&tmp).map_err(|e| Error::Io {
-            path: tmp.clone(),
-            source: e,
-        })?;
-        let writer = ArrowWriter::try_new(file, events_schema(), Some(props)).map_err(|e| {
-            Error::Parquet {
-                path: path.to_path_buf(),
-                what: e.to_string(),
-            }
-        })?;
-        Ok(EventsWriter {
-            writer,
-            path: path.to_path_buf(),
-            tmp,
-        })
+        let file = File::create(&tmp).map_err(|e| Error::Io { path: tmp.clone(), source: e })?;
+        let writer = ArrowWriter::try_new(file, events_schema(), Some(props))
+            .map_err(|e| Error::Parquet { path: path.to_path_buf(), what: e.to_string() })?;
+        Ok(EventsWriter { writer, path: path.to_path_buf(), tmp })
     }
 
     pub fn write(&mut self, events: &[Event]) -> Result<(), Error> {
         let batch = events_batch(events)?;
-        self.writer.write(&batch).map_err(|e| Error::Parquet {
-            path: self.path.clone(),
-            what: e.to_string(),
-        })
+        self.writer.write(&batch).map_err(|e| Error::Parquet { path: self.path.clone(), what: e.to_string() })
     }
 
     /// Closes the file and moves it into place (on failure it is removed).
@@ -261,32 +225,21 @@ impl EventsWriter {
             let _ = std::fs::remove_file(&self.tmp);
             return Err(Error::Parquet { path: self.path.clone(), what: e.to_string() });
         }
-        std::fs::rename(&self.tmp, &self.path).map_err(|e| Error::Io {
-            path: self.path.clone(),
-            source: e,
-        })
+        std::fs::rename(&self.tmp, &self.path).map_err(|e| Error::Io { path: self.path.clone(), source: e })
     }
 }
 
 /// Writes the communicators a rank belongs to.
 pub fn write_comms(path: &Path, comms: &[CommInfo]) -> Result<(), Error> {
-    let meta = vec![KeyValue::new(
-        SCHEMA_VERSION_KEY.to_string(),
-        crate::SCHEMA_VERSION.to_string(),
-    )];
+    let meta = vec![KeyValue::new(SCHEMA_VERSION_KEY.to_string(), crate::SCHEMA_VERSION.to_string())];
     write_batch(path, &comms_batch(comms)?, writer_props(&[], meta))
 }
 
 /// Opens a Parquet file for reading, errors naming the file.
 pub fn open_parquet(path: &Path) -> Result<ParquetRecordBatchReaderBuilder<File>, Error> {
-    let file = File::open(path).map_err(|e| Error::Io {
-        path: path.to_path_buf(),
-        source: e,
-    })?;
-    ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| Error::Parquet {
-        path: path.to_path_buf(),
-        what: e.to_string(),
-    })
+    let file = File::open(path).map_err(|e| Error::Io { path: path.to_path_buf(), source: e })?;
+    ParquetRecordBatchReaderBuilder::try_new(file)
+        .map_err(|e| Error::Parquet { path: path.to_path_buf(), what: e.to_string() })
 }
 
 /// Reads every batch of a Parquet file and its key-value metadata.
@@ -296,22 +249,15 @@ fn read_batches(path: &Path) -> Result<(Vec<RecordBatch>, HashMap<String, String
         .metadata()
         .file_metadata()
         .key_value_metadata()
-        .map(|kv| {
-            kv.iter()
-                .map(|k| (k.key.clone(), k.value.clone().unwrap_or_default()))
-                .collect()
-        })
+        .map(|kv| kv.iter().map(|k| (k.key.clone(), k.value.clone().unwrap_or_default())).collect())
         .unwrap_or_default();
-    let reader = builder.with_batch_size(65536).build().map_err(|e| Error::Parquet {
-        path: path.to_path_buf(),
-        what: e.to_string(),
-    })?;
+    let reader = builder
+        .with_batch_size(65536)
+        .build()
+        .map_err(|e| Error::Parquet { path: path.to_path_buf(), what: e.to_string() })?;
     let mut batches = Vec::new();
     for b in reader {
-        batches.push(b.map_err(|e| Error::Parquet {
-            path: path.to_path_buf(),
-            what: e.to_string(),
-        })?);
+        batches.push(b.map_err(|e| Error::Parquet { path: path.to_path_buf(), what: e.to_string() })?);
     }
     Ok((batches, kv))
 }
@@ -326,33 +272,18 @@ impl<'a> Cols<'a> {
     fn col(&self, name: &str) -> Result<&'a ArrayRef, Error> {
         self.batch
             .column_by_name(name)
-            .ok_or_else(|| Error::Corrupt {
-                path: self.path.to_path_buf(),
-                what: format!("column `{name}` missing"),
-            })
+            .ok_or_else(|| Error::Corrupt { path: self.path.to_path_buf(), what: format!("column `{name}` missing") })
     }
-    fn prim<T: arrow_array::ArrowPrimitiveType>(
-        &self,
-        name: &str,
-    ) -> Result<&'a PrimitiveArray<T>, Error> {
-        self.col(name)?
-            .as_any()
-            .downcast_ref::<PrimitiveArray<T>>()
-            .ok_or_else(|| Error::Corrupt {
-                path: self.path.to_path_buf(),
-                what: format!(
-                    "column `{name}` has type {}",
-                    self.col(name)
-                        .map(|c| c.data_type().to_string())
-                        .unwrap_or_default()
-                ),
-            })
+    fn prim<T: arrow_array::ArrowPrimitiveType>(&self, name: &str) -> Result<&'a PrimitiveArray<T>, Error> {
+        self.col(name)?.as_any().downcast_ref::<PrimitiveArray<T>>().ok_or_else(|| Error::Corrupt {
+            path: self.path.to_path_buf(),
+            what: format!(
+                "column `{name}` has type {}",
+                self.col(name).map(|c| c.data_type().to_string()).unwrap_or_default()
+            ),
+        })
     }
-    fn opt<T: arrow_array::ArrowPrimitiveType>(
-        &self,
-        name: &str,
-        i: usize,
-    ) -> Result<Option<T::Native>, Error> {
+    fn opt<T: arrow_array::ArrowPrimitiveType>(&self, name: &str, i: usize) -> Result<Option<T::Native>, Error> {
         let a = self.prim::<T>(name)?;
         Ok(a.is_valid(i).then(|| a.value(i)))
     }
@@ -360,29 +291,17 @@ impl<'a> Cols<'a> {
     fn strings(&self, name: &str) -> Result<Vec<Option<Arc<str>>>, Error> {
         let c = self.col(name)?;
         let mut cache: HashMap<String, Arc<str>> = HashMap::new();
-        let mut intern = |s: &str| {
-            cache
-                .entry(s.to_string())
-                .or_insert_with(|| Arc::from(s))
-                .clone()
-        };
+        let mut intern = |s: &str| cache.entry(s.to_string()).or_insert_with(|| Arc::from(s)).clone();
         if let Some(s) = c.as_any().downcast_ref::<StringArray>() {
-            return Ok((0..s.len())
-                .map(|i| s.is_valid(i).then(|| intern(s.value(i))))
-                .collect());
+            return Ok((0..s.len()).map(|i| s.is_valid(i).then(|| intern(s.value(i)))).collect());
         }
         macro_rules! try_dict {
             ($k:ty) => {
                 if let Some(d) = c.as_any().downcast_ref::<DictionaryArray<$k>>() {
                     let values = d.values().as_any().downcast_ref::<StringArray>();
                     if let Some(values) = values {
-                        let names: Vec<Arc<str>> =
-                            (0..values.len()).map(|i| intern(values.value(i))).collect();
-                        return Ok(d
-                            .keys()
-                            .iter()
-                            .map(|k| k.map(|k| names[k as usize].clone()))
-                            .collect());
+                        let names: Vec<Arc<str>> = (0..values.len()).map(|i| intern(values.value(i))).collect();
+                        return Ok(d.keys().iter().map(|k| k.map(|k| names[k as usize].clone())).collect());
                     }
                 }
             };
@@ -390,30 +309,18 @@ impl<'a> Cols<'a> {
         try_dict!(Int8Type);
         try_dict!(Int16Type);
         try_dict!(Int32Type);
-        Err(Error::Corrupt {
-            path: self.path.to_path_buf(),
-            what: format!("column `{name}` is not a string column"),
-        })
+        Err(Error::Corrupt { path: self.path.to_path_buf(), what: format!("column `{name}` is not a string column") })
     }
 }
 
 fn kind_from_name(s: &str) -> Option<Kind> {
-    [
-        Kind::Call,
-        Kind::RegionBegin,
-        Kind::RegionEnd,
-        Kind::Completion,
-    ]
-    .into_iter()
-    .find(|k| k.name() == s)
+    [Kind::Call, Kind::RegionBegin, Kind::RegionEnd, Kind::Completion].into_iter().find(|k| k.name() == s)
 }
 
 /// Reads an events file: its rows and the rank metadata of its footer.
 pub fn read_events(path: &Path) -> Result<(Vec<Event>, Option<RankMeta>), Error> {
     let (batches, kv) = read_batches(path)?;
-    let meta = kv
-        .get(RANK_META_KEY)
-        .and_then(|s| serde_json::from_str(s).ok());
+    let meta = kv.get(RANK_META_KEY).and_then(|s| serde_json::from_str(s).ok());
     let mut out = Vec::new();
     for batch in &batches {
         let c = Cols { batch, path };
@@ -431,13 +338,10 @@ pub fn read_events(path: &Path) -> Result<(Vec<Event>, Option<RankMeta>), Error>
             Err(_) => (c.prim::<Int64Type>("t_local")?, false),
         };
         for i in 0..batch.num_rows() {
-            let kind = kinds[i]
-                .as_deref()
-                .and_then(kind_from_name)
-                .ok_or_else(|| Error::Corrupt {
-                    path: path.to_path_buf(),
-                    what: format!("row {i}: unknown kind {:?}", kinds[i]),
-                })?;
+            let kind = kinds[i].as_deref().and_then(kind_from_name).ok_or_else(|| Error::Corrupt {
+                path: path.to_path_buf(),
+                what: format!("row {i}: unknown kind {:?}", kinds[i]),
+            })?;
             let t0 = t_start.value(i);
             out.push(Event {
                 rank: rank.value(i),
@@ -478,21 +382,15 @@ pub fn read_comms(path: &Path) -> Result<Vec<CommInfo>, Error> {
         let calls = c.strings("call")?;
         let names = c.strings("name")?;
         let id = c.prim::<UInt64Type>("id")?;
-        let bad = |what: &str| Error::Corrupt {
-            path: path.to_path_buf(),
-            what: what.to_string(),
-        };
+        let bad = |what: &str| Error::Corrupt { path: path.to_path_buf(), what: what.to_string() };
         let inter = c
             .col("inter")?
             .as_any()
             .downcast_ref::<BooleanArray>()
             .ok_or_else(|| bad("column `inter` is not boolean"))?;
         let list = |name: &str| -> Result<Vec<Vec<i32>>, Error> {
-            let l = c
-                .col(name)?
-                .as_any()
-                .downcast_ref::<ListArray>()
-                .ok_or_else(|| bad("member column is not a list"))?;
+            let l =
+                c.col(name)?.as_any().downcast_ref::<ListArray>().ok_or_else(|| bad("member column is not a list"))?;
             (0..l.len())
                 .map(|i| {
                     let v = l.value(i);

@@ -22,10 +22,21 @@ fn write_rank(d: &Path, rank: i32, n: usize, finalize: bool) {
     let mut side = SideWriter::open(&layout::side(d, rank)).unwrap();
     let process = ProcessInfo { rank, size: 2, host: "h".into(), mpi_library: "Test MPI".into(), ..Default::default() };
     side.write(&SideEntry::Process(process)).unwrap();
-    side.write(&SideEntry::Comm(CommInfo { slot: 0, id: 0, call: "predefined".into(), members: vec![0, 1], ..Default::default() })).unwrap();
+    side.write(&SideEntry::Comm(CommInfo {
+        slot: 0,
+        id: 0,
+        call: "predefined".into(),
+        members: vec![0, 1],
+        ..Default::default()
+    }))
+    .unwrap();
     side.write(&SideEntry::Clock { ticks: 1000, ns: 500 }).unwrap();
     side.write(&SideEntry::Clock { ticks: 3000, ns: 1500 }).unwrap();
-    side.write(&SideEntry::Sync { phase: "init".into(), point: SyncPoint { local_ns: 0, offset_ns: 100 * rank as i64, rtt_ns: 1 } }).unwrap();
+    side.write(&SideEntry::Sync {
+        phase: "init".into(),
+        point: SyncPoint { local_ns: 0, offset_ns: 100 * rank as i64, rtt_ns: 1 },
+    })
+    .unwrap();
     let header = JournalHeader { clock: ClockKind::Tsc, pid: 1, thread: 0, rank, table_len: 0 };
     let mut j = JournalWriter::create(&layout::journal(d, rank, 0), header).unwrap();
     let send = call_id("MPI_Send").unwrap();
@@ -106,16 +117,20 @@ fn damaged_files_are_reported_and_the_rest_read() {
     assert_eq!(t.rank_events(0).len(), 20);
     assert_eq!(t.rank_events(1).len(), 10);
     assert!(t.problems.iter().any(|p| p.contains("rank-00000.t0.journal") && p.contains("Hole")), "{:?}", t.problems);
-    assert!(t.problems.iter().any(|p| p.contains("rank-00001.t0.journal") && p.contains("Truncated")), "{:?}", t.problems);
+    assert!(
+        t.problems.iter().any(|p| p.contains("rank-00001.t0.journal") && p.contains("Truncated")),
+        "{:?}",
+        t.problems
+    );
 }
 
 /// Events files of schema 1 (a `t_local` column instead of `clock_offset`)
 /// still read back the same events.
 #[test]
 fn schema_1_files_read_back() {
-    use std::sync::Arc;
     use arrow_array::{Int64Array, RecordBatch};
     use arrow_schema::{Field, Schema};
+    use std::sync::Arc;
     let d = dir("schema1");
     write_rank(&d, 1, 30, true);
     trace_format::finish_dir(&d, &[], false).unwrap();

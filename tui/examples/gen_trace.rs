@@ -22,7 +22,11 @@ fn main() {
     }
     let t = Instant::now();
     match write_stencil(&dir, &StencilParams::for_events(ranks, events)) {
-        Ok(rows) => println!("{rows} rows over {ranks} ranks written to {} in {:.1} s", dir.display(), t.elapsed().as_secs_f64()),
+        Ok(rows) => println!(
+            "{rows} rows over {ranks} ranks written to {} in {:.1} s",
+            dir.display(),
+            t.elapsed().as_secs_f64()
+        ),
         Err(e) => {
             eprintln!("{e}");
             std::process::exit(1);

@@ -22,7 +22,11 @@ fn thread_cpu() -> f64 {
 
 fn main() {
     let args: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
-    let (ranks, per_host, calls) = (args.first().copied().unwrap_or(8192), args.get(1).copied().unwrap_or(128), args.get(2).copied().unwrap_or(2000));
+    let (ranks, per_host, calls) = (
+        args.first().copied().unwrap_or(8192),
+        args.get(1).copied().unwrap_or(128),
+        args.get(2).copied().unwrap_or(2000),
+    );
     let names = ["MPI_Send", "MPI_Recv", "MPI_Allreduce"].map(String::from).to_vec();
     let t = Instant::now();
     let data = (0..ranks as i32)
@@ -30,7 +34,13 @@ fn main() {
             let c = (0..calls as i64)
                 .map(|k| {
                     let t0 = k * 1000 + (r as i64 * 37) % 300;
-                    RawCall { t_start: t0, t_end: t0 + 200 + (k * 13 + r as i64) % 500, name: (k % 3) as u16, flags: 0, bytes: 8 }
+                    RawCall {
+                        t_start: t0,
+                        t_end: t0 + 200 + (k * 13 + r as i64) % 500,
+                        name: (k % 3) as u16,
+                        flags: 0,
+                        bytes: 8,
+                    }
                 })
                 .collect();
             (r, c)

@@ -21,7 +21,9 @@ use tui::App;
 fn peak_rss_mib() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok()))
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+        })
         .unwrap_or(0.0)
         / 1024.0
 }
@@ -97,7 +99,8 @@ fn main() {
 
     let (lo, hi) = app.lod.as_ref().map(|l| l.span()).unwrap_or((0, 1));
     let mid = lo + (hi - lo) / 2;
-    let zooms: Vec<i64> = [1i64, 10, 100, 1_000, 10_000, 100_000, 1_000_000].iter().map(|z| ((hi - lo) / z).max(200)).collect();
+    let zooms: Vec<i64> =
+        [1i64, 10, 100, 1_000, 10_000, 100_000, 1_000_000].iter().map(|z| ((hi - lo) / z).max(200)).collect();
     println!("\nframe time by visible span (mean of 20 frames, panning; release build):");
     println!("{:>12} {:>12} {:>12} {:>16}", "span", "80x24 ms", "200x60 ms", "lod 1920px ms");
     for &span in &zooms {
@@ -134,11 +137,19 @@ fn main() {
     // when nothing matches) for comparison.
     let lod = app.lod.as_ref().expect("lod");
     let t = Instant::now();
-    let hits = lod.ranks.iter().map(|r| r.data.events().iter().filter(|e| lod.name(e.name).contains("nosuchcall")).count()).sum::<usize>();
+    let hits = lod
+        .ranks
+        .iter()
+        .map(|r| r.data.events().iter().filter(|e| lod.name(e.name).contains("nosuchcall")).count())
+        .sum::<usize>();
     println!("\nscan of every call (no index): {:.0} ms ({hits} hits)", t.elapsed().as_secs_f64() * 1e3);
     let t = Instant::now();
     let index = tui::search::SearchIndex::build(lod);
-    println!("search index: built in {:.0} ms, {:.2} MiB", t.elapsed().as_secs_f64() * 1e3, index.size_bytes() as f64 / 1048576.0);
+    println!(
+        "search index: built in {:.0} ms, {:.2} MiB",
+        t.elapsed().as_secs_f64() * 1e3,
+        index.size_bytes() as f64 / 1048576.0
+    );
     drop(index);
     println!("search from the start of the trace:");
     for q in ["finalize", "finalize", "allreduce", "dur>1ms", "waitall dur>100us", "nosuchcall"] {

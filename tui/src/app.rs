@@ -9,10 +9,10 @@ use ratatui::layout::Rect;
 use trace_lod::{Call, Lod};
 
 use crate::data::{Analysed, Loaded, Loader};
-use analyzers::model::Region;
 use crate::keys::{self, Action};
 use crate::search::{Filter, SearchIndex, BLOCK};
 use crate::view::{fmt_dur, fmt_time, View};
+use analyzers::model::Region;
 
 /// The panels, in tab order.
 pub const PANELS: [&str; 6] = ["Details", "Profile", "Collectives", "Wait states", "Matrix", "Info"];
@@ -208,7 +208,9 @@ impl App {
 
     /// Whether something is still being loaded.
     pub fn loading(&self) -> bool {
-        self.loader.is_some() && self.lod_error.is_none() && (self.lod.is_none() || (self.an.is_none() && self.an_error.is_none()))
+        self.loader.is_some()
+            && self.lod_error.is_none()
+            && (self.lod.is_none() || (self.an.is_none() && self.an_error.is_none()))
     }
 
     fn take(&mut self, x: Loaded) {
@@ -518,7 +520,8 @@ impl App {
             }
             Action::Mark => {
                 self.mark = Some(self.cursor_t);
-                self.message = Some(format!("mark at {}; move the cursor and press z to zoom", self.fmt_abs(self.cursor_t)));
+                self.message =
+                    Some(format!("mark at {}; move the cursor and press z to zoom", self.fmt_abs(self.cursor_t)));
             }
             Action::ZoomSelection => match self.mark.take() {
                 Some(m) if m != self.cursor_t => self.zoom_to(m, self.cursor_t),
@@ -720,11 +723,16 @@ impl App {
                 let c = self.lod.as_ref().map(|l| (l.ranks[i].rank, l.ranks[i].data.call(j)));
                 if let Some((rank, c)) = c {
                     let name = self.lod.as_ref().map(|l| l.name(c.name).to_string()).unwrap_or_default();
-                    self.message = Some(format!("{name} on rank {rank} at {}, {}", self.fmt_abs(c.t_start), fmt_dur(c.duration())));
+                    self.message = Some(format!(
+                        "{name} on rank {rank} at {}, {}",
+                        self.fmt_abs(c.t_start),
+                        fmt_dur(c.duration())
+                    ));
                 }
             }
             None => {
-                self.message = Some(format!("no {} match for `{}`", if forward { "later" } else { "earlier" }, self.filter.text))
+                self.message =
+                    Some(format!("no {} match for `{}`", if forward { "later" } else { "earlier" }, self.filter.text))
             }
         }
     }
@@ -742,7 +750,9 @@ impl App {
         for (i, r) in lod.ranks.iter().enumerate() {
             let Some(regs) = an.regions_of(r.rank).filter(|_| f.rank_matches(r.rank)) else { continue };
             for list in &regs.depths {
-                let good = |x: &&Region| f.region_matches(an.an.model.name(x.name)) && f.min_dur.is_none_or(|m| x.t1 - x.t0 >= m);
+                let good = |x: &&Region| {
+                    f.region_matches(an.an.model.name(x.name)) && f.min_dur.is_none_or(|m| x.t1 - x.t0 >= m)
+                };
                 let hit = if forward {
                     let from = list.partition_point(|x| x.t0 < here.0 + i64::from(r.rank <= here.1));
                     list[from..].iter().find(good)
@@ -770,7 +780,8 @@ impl App {
                 self.message = Some(msg);
             }
             None => {
-                self.message = Some(format!("no {} region for `{}`", if forward { "later" } else { "earlier" }, self.filter.text))
+                self.message =
+                    Some(format!("no {} region for `{}`", if forward { "later" } else { "earlier" }, self.filter.text))
             }
         }
     }
@@ -784,7 +795,8 @@ impl App {
         let Some(idx) = an.model_call(rank, c.t_start, lod.name(c.name)) else { return false };
         let m = &an.an.model;
         let r = &m.ranks[rank as usize];
-        let comm_ok = |comm: u32| m.comms.get(comm as usize).is_some_and(|d| self.filter.comm_matches(d.id, &d.label()));
+        let comm_ok =
+            |comm: u32| m.comms.get(comm as usize).is_some_and(|d| self.filter.comm_matches(d.id, &d.label()));
         let p2p = [&r.sends, &r.recvs].into_iter().any(|ends| {
             Analysed::p2p_of(ends, idx).into_iter().any(|k| {
                 let p = ends.at(k);
@@ -865,7 +877,8 @@ impl App {
             return;
         }
         let Some(an) = self.an.as_deref() else { return };
-        let here = (self.cursor_t, self.cursor_rank().and_then(|i| self.lod.as_ref().map(|l| l.ranks[i].rank)).unwrap_or(-1));
+        let here =
+            (self.cursor_t, self.cursor_rank().and_then(|i| self.lod.as_ref().map(|l| l.ranks[i].rank)).unwrap_or(-1));
         let ls = &an.late_senders;
         let pick = if forward {
             ls.iter().find(|l| (l.t, l.rank) > here)
@@ -873,7 +886,8 @@ impl App {
             ls.iter().rev().find(|l| (l.t, l.rank) < here)
         };
         let Some(l) = pick.copied() else {
-            self.message = Some(format!("no {} late sender ({} in all)", if forward { "later" } else { "earlier" }, ls.len()));
+            self.message =
+                Some(format!("no {} late sender ({} in all)", if forward { "later" } else { "earlier" }, ls.len()));
             return;
         };
         let name = {

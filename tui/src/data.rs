@@ -189,8 +189,9 @@ impl Analysed {
         let mut spreads: Vec<i64> = colls.instances.iter().map(|i| i.spread()).collect();
         spreads.sort_unstable();
         let slow_threshold = spreads.get(spreads.len() * 9 / 10).copied().unwrap_or(0).max(1);
-        let mut slow: Vec<u32> =
-            (0..colls.instances.len() as u32).filter(|&i| colls.instances[i as usize].spread() >= slow_threshold).collect();
+        let mut slow: Vec<u32> = (0..colls.instances.len() as u32)
+            .filter(|&i| colls.instances[i as usize].spread() >= slow_threshold)
+            .collect();
         let first_raw = |i: u32| {
             let inst = &colls.instances[i as usize];
             let mb = &colls.members[inst.first as usize..(inst.first + inst.n) as usize];
@@ -295,7 +296,10 @@ fn catch<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
         Ok(r) => r,
         Err(p) => Err(format!(
             "internal error: {}",
-            p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned()).unwrap_or_default()
+            p.downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_default()
         )),
     }
 }
@@ -369,7 +373,12 @@ mod tests {
         let regs = RankRegions::new(all);
         assert_eq!(regs.depths.iter().map(Vec::len).collect::<Vec<_>>(), vec![2, 20_000, 200]);
         let mut out = Vec::new();
-        for (v, n) in [(View::new(-500, 1_100_000), 77), (View::new(0, 1000), 100), (View::new(4_990, 5_010), 20), (View::new(999_000, 1_000_300), 13)] {
+        for (v, n) in [
+            (View::new(-500, 1_100_000), 77),
+            (View::new(0, 1000), 100),
+            (View::new(4_990, 5_010), 20),
+            (View::new(999_000, 1_000_300), 13),
+        ] {
             regs.columns(v, n, &mut out);
             assert_eq!(out, brute(&regs, v, n), "{v:?} over {n}");
         }

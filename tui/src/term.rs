@@ -370,7 +370,10 @@ fn with_terminal(dir: &Path) -> Result<(), Error> {
     match result {
         Ok(r) => r,
         Err(p) => Err(Error::Internal(
-            p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned()).unwrap_or_default(),
+            p.downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_default(),
         )),
     }
 }

@@ -196,7 +196,10 @@ fn details_show_the_matched_message() {
     let buf = render(&mut app);
     let lines = text(&buf);
     let all = lines.join("\n");
-    assert!(all.contains("MPI_Allreduce #1 on WORLD: 4/4 ranks, 8 B each, arrival spread 30.0µs, rank 3 last"), "{all}");
+    assert!(
+        all.contains("MPI_Allreduce #1 on WORLD: 4/4 ranks, 8 B each, arrival spread 30.0µs, rank 3 last"),
+        "{all}"
+    );
     assert!(all.contains("this rank waited 30.0µs for rank 3"), "{all}");
     let r3 = row_of(&lines, "r3") as u16;
     let lw = app.label_width();
@@ -276,7 +279,11 @@ fn search_skips_blocks_without_a_match() {
     let blocks = n.div_ceil(BLOCK);
     let may: usize = (0..3).map(|i| (0..blocks).filter(|&b| index.may_match(i, b, &mask, None)).count()).sum();
     assert_eq!(may, 2, "only the blocks holding a barrier");
-    let long: usize = (0..3).map(|i| (0..blocks).filter(|&b| index.may_match(i, b, &index.mask(&lod, &Filter::default()), Some(1_000))).count()).sum();
+    let long: usize = (0..3)
+        .map(|i| {
+            (0..blocks).filter(|&b| index.may_match(i, b, &index.mask(&lod, &Filter::default()), Some(1_000))).count()
+        })
+        .sum();
     assert_eq!(long, 1, "only the block of the long call");
 
     let mut app = tui::App::with(lod, None);
@@ -316,7 +323,10 @@ fn jumps_to_late_senders_and_slow_collectives() {
     key(&mut app, 'c');
     assert_eq!((app.cursor_row, app.cursor_t), (3, 80_000));
     let status = screen(&mut app)[0].clone();
-    assert!(status.contains("Allreduce #1 on WORLD: arrivals spread over 30.0µs, rank 3 last (1 slow of 1)"), "{status}");
+    assert!(
+        status.contains("Allreduce #1 on WORLD: arrivals spread over 30.0µs, rank 3 last (1 slow of 1)"),
+        "{status}"
+    );
     key(&mut app, 'C');
     assert!(app.message.as_deref().unwrap_or("").contains("no earlier slow collective"));
 }
@@ -392,7 +402,8 @@ fn crashed_run_journals_open() {
     let names = trace_format::events::call_names();
     let id = |n: &str| names.iter().position(|x| *x == n).unwrap() as u16;
     for rank in 0..2 {
-        let hdr = JournalHeader { clock: ClockKind::MonotonicNs, pid: 1, thread: 0, rank, table_len: names.len() as u32 };
+        let hdr =
+            JournalHeader { clock: ClockKind::MonotonicNs, pid: 1, thread: 0, rank, table_len: names.len() as u32 };
         let mut w = JournalWriter::create(&trace_format::layout::journal(&dir, rank, 0), hdr).unwrap();
         let rec = |call: &str, t0: u64, t1: u64, done: bool| Record {
             head: head(id(call), Kind::Call, if done { flags::DONE } else { 0 }),
@@ -497,7 +508,12 @@ fn user_regions_band_above_the_calls() {
     let s = screen(&mut app);
     assert!(s.iter().any(|l| l.contains("in region solve › halo")), "details name the regions");
     // A click on rank 1's band selects rank 1.
-    let ev = MouseEvent { kind: MouseEventKind::Down(MouseButton::Left), column: (lw + 5) as u16, row: (r1 - 1) as u16, modifiers: KeyModifiers::NONE };
+    let ev = MouseEvent {
+        kind: MouseEventKind::Down(MouseButton::Left),
+        column: (lw + 5) as u16,
+        row: (r1 - 1) as u16,
+        modifiers: KeyModifiers::NONE,
+    };
     app.on_mouse(ev);
     assert_eq!(app.cursor_row, 1);
     // `r` hides the band: one line per rank again.
@@ -545,7 +561,12 @@ fn message_lines_to_ranks_out_of_view() {
     let r1 = row_of(&lines, "r1");
     assert!(!lines.iter().any(|l| l.starts_with("r30")), "rank 30 is out of view");
     assert_eq!(col(&lines[r1], '•'), Some(x(10_000)), "{}", lines[r1]);
-    assert_eq!(col(&lines[bottom], '↓'), Some(x(10_000) + (x(20_000) - x(10_000)) * (bottom - r1) / (29)), "{}", lines[bottom]);
+    assert_eq!(
+        col(&lines[bottom], '↓'),
+        Some(x(10_000) + (x(20_000) - x(10_000)) * (bottom - r1) / (29)),
+        "{}",
+        lines[bottom]
+    );
     // Scrolled to the end: the line comes in at the top edge.
     for _ in 0..3 {
         code(&mut app, KeyCode::PageDown);
@@ -558,7 +579,8 @@ fn message_lines_to_ranks_out_of_view() {
     key(&mut app, 'F');
     let lines = screen(&mut app);
     let (g0, g1) = (row_of(&lines, "▸0-15"), row_of(&lines, "▸16-31"));
-    let in_timeline = |l: &str, ch: char| l.chars().enumerate().skip(g.timeline.x as usize).find(|c| c.1 == ch).map(|c| c.0);
+    let in_timeline =
+        |l: &str, ch: char| l.chars().enumerate().skip(g.timeline.x as usize).find(|c| c.1 == ch).map(|c| c.0);
     assert_eq!(in_timeline(&lines[g0], '•'), Some(x(10_000)), "{}", lines[g0]);
     assert_eq!(in_timeline(&lines[g1], '▸'), Some(x(20_000)), "{}", lines[g1]);
 }
@@ -568,7 +590,11 @@ fn message_lines_to_ranks_out_of_view() {
 #[test]
 fn large_hosts_fold_into_rows_of_at_most_max_group_ranks() {
     use trace_lod::{Lod, RawCall};
-    let calls = |r: i32| (0..10).map(|k| RawCall { t_start: k * 1000 + r as i64, t_end: k * 1000 + 500, name: 0, flags: 0, bytes: 8 }).collect();
+    let calls = |r: i32| {
+        (0..10)
+            .map(|k| RawCall { t_start: k * 1000 + r as i64, t_end: k * 1000 + 500, name: 0, flags: 0, bytes: 8 })
+            .collect()
+    };
     let mut lod = Lod::from_calls(vec!["MPI_Barrier".into()], (0..300).map(|r| (r, calls(r))).collect());
     for (i, r) in lod.ranks.iter_mut().enumerate() {
         r.host = Some(format!("node{}", i / 100));
@@ -582,7 +608,11 @@ fn large_hosts_fold_into_rows_of_at_most_max_group_ranks() {
     assert_eq!(app.groups.iter().map(|g| g.members.len()).sum::<usize>(), 300);
     let lines = screen(&mut app);
     let r = row_of(&lines, "▸node0:32-63");
-    assert!(lines[r].contains('█') || lines[r].contains('▓') || lines[r].contains('▒') || lines[r].contains('░'), "{}", lines[r]);
+    assert!(
+        lines[r].contains('█') || lines[r].contains('▓') || lines[r].contains('▒') || lines[r].contains('░'),
+        "{}",
+        lines[r]
+    );
 }
 
 /// `region=` searches user regions: in time order across ranks, with

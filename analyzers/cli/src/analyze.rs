@@ -251,9 +251,15 @@ fn analyze_dir(dir: &Path, timing: bool) -> Result<Analyses> {
 fn report_of(path: &Path) -> Result<Report> {
     if path.is_file() {
         let text = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-        let r: Report = serde_json::from_slice(&text).with_context(|| format!("{}: not a JSON report of mpitrace", path.display()))?;
+        let r: Report = serde_json::from_slice(&text)
+            .with_context(|| format!("{}: not a JSON report of mpitrace", path.display()))?;
         if r.schema_version > report::SCHEMA_VERSION {
-            eprintln!("mpitrace: {}: report schema {} is newer than this tool's ({})", path.display(), r.schema_version, report::SCHEMA_VERSION);
+            eprintln!(
+                "mpitrace: {}: report schema {} is newer than this tool's ({})",
+                path.display(),
+                r.schema_version,
+                report::SCHEMA_VERSION
+            );
         }
         return Ok(r);
     }
@@ -359,13 +365,16 @@ fn run_check(a: CheckArgs) -> Result<i32> {
         bail!("no rules given: pass --rules FILE or limits such as --max-mpi-fraction 30%");
     }
     if let Some(p) = &a.junit {
-        std::fs::write(p, check::junit(&a.dir.display().to_string(), &outcomes)).with_context(|| format!("cannot write {}", p.display()))?;
+        std::fs::write(p, check::junit(&a.dir.display().to_string(), &outcomes))
+            .with_context(|| format!("cannot write {}", p.display()))?;
     }
     let failed = outcomes.iter().filter(|o| !o.passed).count();
     let text = match a.out.format {
         Format::Json => serde_json::to_string_pretty(&outcomes)? + "\n",
         Format::Md => report::render_markdown(&check::check_document(&a.dir.display().to_string(), &outcomes)),
-        Format::Html => analyzers::html::render_document(&check::check_document(&a.dir.display().to_string(), &outcomes)),
+        Format::Html => {
+            analyzers::html::render_document(&check::check_document(&a.dir.display().to_string(), &outcomes))
+        }
         Format::Text => {
             let color = text_options(&a.out).color;
             let mut s = String::new();
@@ -395,7 +404,12 @@ fn run_diff(a: DiffArgs) -> Result<i32> {
     let text = match a.out.format {
         Format::Json => serde_json::to_string_pretty(&changes)? + "\n",
         Format::Md | Format::Html => {
-            let doc = check::diff_document(&a.before.display().to_string(), &a.after.display().to_string(), &changes, threshold);
+            let doc = check::diff_document(
+                &a.before.display().to_string(),
+                &a.after.display().to_string(),
+                &changes,
+                threshold,
+            );
             if a.out.format == Format::Md {
                 report::render_markdown(&doc)
             } else {

@@ -42,19 +42,13 @@ fn find_lib(arg: Option<PathBuf>) -> Result<PathBuf> {
         }
     };
     if !candidate.exists() {
-        bail!(
-            "{}: not found; build it with `cargo build -p pmpi-shim` or pass --lib",
-            candidate.display()
-        );
+        bail!("{}: not found; build it with `cargo build -p pmpi-shim` or pass --lib", candidate.display());
     }
     Ok(std::fs::canonicalize(&candidate)?)
 }
 
 fn default_dir() -> PathBuf {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     PathBuf::from(format!("mpitrace-{secs}"))
 }
 
@@ -66,17 +60,12 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         || dir.join(layout::EVENTS_DIR).exists()
         || dir.join(layout::JOURNAL_DIR).exists()
     {
-        bail!(
-            "{} already holds a trace; choose another directory with -o",
-            dir.display()
-        );
+        bail!("{} already holds a trace; choose another directory with -o", dir.display());
     }
-    std::fs::create_dir_all(&dir)
-        .with_context(|| format!("cannot create the trace directory {}", dir.display()))?;
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create the trace directory {}", dir.display()))?;
     let dir = std::fs::canonicalize(&dir)?;
     let probe = dir.join(".mpitrace-write-test");
-    std::fs::write(&probe, b"")
-        .with_context(|| format!("the trace directory {} is not writable", dir.display()))?;
+    std::fs::write(&probe, b"").with_context(|| format!("the trace directory {} is not writable", dir.display()))?;
     let _ = std::fs::remove_file(&probe);
 
     let preload = match std::env::var("LD_PRELOAD") {
@@ -91,9 +80,7 @@ pub fn run(args: RecordArgs) -> Result<i32> {
     if args.keep_journals {
         cmd.env("MPITRACE_KEEP_JOURNALS", "1");
     }
-    let mut child = cmd
-        .spawn()
-        .with_context(|| format!("cannot run `{}`", args.command[0]))?;
+    let mut child = cmd.spawn().with_context(|| format!("cannot run `{}`", args.command[0]))?;
     // Ctrl-C goes to the whole job; mpitrace stays to finish the trace.
     // SAFETY: changing the disposition of SIGINT in this process only (the
     // child was spawned before).
@@ -128,7 +115,10 @@ fn summarize(dir: &Path, launch: &[String], keep: bool) -> Result<()> {
     let fin = match trace_format::finish_dir(dir, launch, keep) {
         Ok(f) => f,
         Err(trace_format::Error::NotATrace(_)) => {
-            eprintln!("mpitrace: no trace in {}: the program did not call MPI_Init (is it dynamically linked against MPI?)", dir.display());
+            eprintln!(
+                "mpitrace: no trace in {}: the program did not call MPI_Init (is it dynamically linked against MPI?)",
+                dir.display()
+            );
             return Ok(());
         }
         Err(e) => return Err(e.into()),
@@ -146,23 +136,11 @@ fn summarize(dir: &Path, launch: &[String], keep: bool) -> Result<()> {
         files += 1;
         bytes += std::fs::metadata(&entry).map(|m| m.len()).unwrap_or(0);
     }
-    let partial: Vec<i32> = fin
-        .meta
-        .rank_meta
-        .iter()
-        .filter(|r| !r.finalized)
-        .map(|r| r.process.rank)
-        .collect();
-    let missing: Vec<i32> = (0..fin.meta.ranks as i32)
-        .filter(|r| !ranks.contains(r))
-        .collect();
+    let partial: Vec<i32> = fin.meta.rank_meta.iter().filter(|r| !r.finalized).map(|r| r.process.rank).collect();
+    let missing: Vec<i32> = (0..fin.meta.ranks as i32).filter(|r| !ranks.contains(r)).collect();
     let mut state = String::new();
     if !partial.is_empty() {
-        state += &format!(
-            "; {} ranks did not finalize (partial traces: {:?})",
-            partial.len(),
-            partial
-        );
+        state += &format!("; {} ranks did not finalize (partial traces: {:?})", partial.len(), partial);
     }
     if !missing.is_empty() {
         state += &format!("; no trace from ranks {missing:?}");
@@ -174,11 +152,7 @@ fn summarize(dir: &Path, launch: &[String], keep: bool) -> Result<()> {
         events,
         human(bytes),
         files,
-        if events > 0 {
-            bytes as f64 / events as f64
-        } else {
-            0.0
-        },
+        if events > 0 { bytes as f64 / events as f64 } else { 0.0 },
         dir.display(),
         state
     );

@@ -25,7 +25,8 @@ fn build_tools() {
     static BUILT: OnceLock<()> = OnceLock::new();
     BUILT.get_or_init(|| {
         let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "-q", "-p", "pmpi-shim", "-p", "mpi-core", "-p", "mpi-launcher"]).current_dir(env!("CARGO_MANIFEST_DIR"));
+        cmd.args(["build", "-q", "-p", "pmpi-shim", "-p", "mpi-core", "-p", "mpi-launcher"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"));
         if bin_dir().ends_with("release") {
             cmd.arg("--release");
         }
@@ -63,7 +64,14 @@ fn program(mpi: Mpi) -> PathBuf {
                 Mpi::Ours => bin_dir().join("mpicc"),
             };
             let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/patterns.c");
-            let st = Command::new(cc).env_remove("LD_LIBRARY_PATH").args(["-O1", "-g"]).arg(&src).arg("-o").arg(&tmp).status().expect("mpicc");
+            let st = Command::new(cc)
+                .env_remove("LD_LIBRARY_PATH")
+                .args(["-O1", "-g"])
+                .arg(&src)
+                .arg("-o")
+                .arg(&tmp)
+                .status()
+                .expect("mpicc");
             assert!(st.success(), "compiling patterns.c for {mpi:?} failed");
             std::fs::rename(&tmp, &out).unwrap();
             out
@@ -105,7 +113,12 @@ fn report(trace: &Path) -> Report {
 }
 
 fn ok(out: &Output) {
-    assert!(out.status.success(), "failed: {}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 fn late_sender(mpi: Mpi) {
@@ -232,13 +245,15 @@ fn ring(mpi: Mpi) {
         })
         .collect();
     msgs.sort();
-    let mut expect: Vec<(usize, usize, i64)> = (0..4).flat_map(|s| [(s, (s + 1) % 4, (s as i64 + 1) * 1000), (s, (s + 3) % 4, 100)]).collect();
+    let mut expect: Vec<(usize, usize, i64)> =
+        (0..4).flat_map(|s| [(s, (s + 1) % 4, (s as i64 + 1) * 1000), (s, (s + 3) % 4, 100)]).collect();
     expect.sort();
     assert_eq!(msgs, expect, "{csv}");
     // OTF2, read back with otf2-print: the ring's 8 messages with their sizes.
     let otf2 = dir.join("otf2");
     ok(&run(&["export", trace.to_str().unwrap(), "-f", "otf2", "-o", otf2.to_str().unwrap()]));
-    let printed = Command::new("otf2-print").arg(otf2.join("traces.otf2")).output().expect("otf2-print (apt install otf2-tools)");
+    let printed =
+        Command::new("otf2-print").arg(otf2.join("traces.otf2")).output().expect("otf2-print (apt install otf2-tools)");
     assert!(printed.status.success(), "{}", String::from_utf8_lossy(&printed.stderr));
     let printed = String::from_utf8_lossy(&printed.stdout);
     let mut sent: Vec<(usize, usize, i64)> = printed
@@ -353,7 +368,8 @@ fn check_and_diff_flag_the_bad_run() {
     let md = String::from_utf8_lossy(&md.stdout);
     assert!(md.lines().any(|l| l.starts_with("| Late Sender |") && l.ends_with("| worse |")), "{md}");
     let page = bad_dir.join("diff.html");
-    let h = run(&["diff", base.to_str().unwrap(), bad.to_str().unwrap(), "--format", "html", "-o", page.to_str().unwrap()]);
+    let h =
+        run(&["diff", base.to_str().unwrap(), bad.to_str().unwrap(), "--format", "html", "-o", page.to_str().unwrap()]);
     assert_eq!(h.status.code(), Some(1));
     let page = std::fs::read_to_string(&page).unwrap();
     assert!(page.contains("<td>Late Sender</td>") && page.contains("<td class=\"t-bad\">worse</td>"), "{page}");
@@ -391,7 +407,11 @@ fn mpich_abort_journals_without_record_still_report() {
     assert!(trace.join("journal").exists());
     let r = report(&trace);
     assert_eq!(r.trace.incomplete_ranks.len(), 3, "{:?}", r.trace.incomplete_ranks);
-    assert!(r.trace.incomplete_ranks.iter().any(|(rank, why)| *rank == 1 && why.contains("MPI_Abort")), "{:?}", r.trace.incomplete_ranks);
+    assert!(
+        r.trace.incomplete_ranks.iter().any(|(rank, why)| *rank == 1 && why.contains("MPI_Abort")),
+        "{:?}",
+        r.trace.incomplete_ranks
+    );
     assert_eq!(r.messages.matched, 1);
     assert!(r.trace.problems.iter().any(|p| p.contains("meta.json")));
 }

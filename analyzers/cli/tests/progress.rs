@@ -35,7 +35,11 @@ fn progress_is_drawn_on_a_terminal_only() {
     assert!(tty.trim_end().ends_with("\x1b[2K"), "{tty:?}");
     assert!(std::fs::read_to_string(&out_file).unwrap().contains("Wait states"));
     // Without a terminal: nothing on standard error.
-    let plain = Command::new(exe).args(["report", dir.to_str().unwrap(), "--format", "json"]).env("MPITRACE_PROGRESS_AFTER", "0").output().unwrap();
+    let plain = Command::new(exe)
+        .args(["report", dir.to_str().unwrap(), "--format", "json"])
+        .env("MPITRACE_PROGRESS_AFTER", "0")
+        .output()
+        .unwrap();
     assert!(plain.status.success());
     assert!(plain.stderr.is_empty(), "{}", String::from_utf8_lossy(&plain.stderr));
     let _ = std::fs::remove_dir_all(&dir);

@@ -8,13 +8,7 @@ use trace_format::Trace;
 
 fn scratch(name: &str) -> PathBuf {
     let exe = std::env::current_exe().unwrap();
-    let d = exe
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("mpitrace-tests")
-        .join(name);
+    let d = exe.parent().unwrap().parent().unwrap().join("mpitrace-tests").join(name);
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
@@ -95,24 +89,13 @@ fn record_p2p_and_read_with_pyarrow() {
         trace.display(),
         trace.display()
     );
-    let py = Command::new("python3")
-        .arg("-c")
-        .arg(script)
-        .output()
-        .unwrap();
+    let py = Command::new("python3").arg("-c").arg(script).output().unwrap();
     let text = String::from_utf8_lossy(&py.stdout);
-    assert!(
-        py.status.success(),
-        "{}",
-        String::from_utf8_lossy(&py.stderr)
-    );
+    assert!(py.status.success(), "{}", String::from_utf8_lossy(&py.stderr));
     if text.trim() == "SKIP" {
         panic!("pyarrow is not installed: the independent-reader check needs it (pip install pyarrow; tests/run-all.sh installs it)");
     }
-    let nums: Vec<usize> = text
-        .split_whitespace()
-        .map(|s| s.parse().unwrap())
-        .collect();
+    let nums: Vec<usize> = text.split_whitespace().map(|s| s.parse().unwrap()).collect();
     let sends = t.events().filter(|e| e.is_call("MPI_Send")).count();
     // comms files: per rank world, self and its half of the split.
     assert_eq!(nums, vec![total, sends, 6]);
@@ -125,11 +108,7 @@ fn record_killed_rank_and_exit_code() {
     let trace = dir.join("trace");
     let out = record(&trace, 2, &exe, &["kill"]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_ne!(
-        out.status.code(),
-        Some(0),
-        "the job's failure is passed through: {err}"
-    );
+    assert_ne!(out.status.code(), Some(0), "the job's failure is passed through: {err}");
     assert!(err.contains("did not finalize"), "{err}");
     // Recording again into the same directory is refused.
     let again = record(&trace, 2, &exe, &["kill"]);
@@ -137,44 +116,26 @@ fn record_killed_rank_and_exit_code() {
     assert!(String::from_utf8_lossy(&again.stderr).contains("already holds a trace"));
     let t = Trace::open(&trace).unwrap();
     assert_eq!(t.meta.ranks, 2);
-    assert_eq!(
-        t.rank_events(1)
-            .iter()
-            .filter(|e| e.is_call("MPI_Send"))
-            .count(),
-        3
-    );
+    assert_eq!(t.rank_events(1).iter().filter(|e| e.is_call("MPI_Send")).count(), 3);
     assert!(!t.is_complete());
 }
 
 #[test]
 fn unwritable_output_is_a_clear_error() {
     let out = Command::new(env!("CARGO_BIN_EXE_mpitrace"))
-        .args([
-            "record",
-            "-o",
-            "/proc/mpitrace-cannot-be-here",
-            "--",
-            "true",
-        ])
+        .args(["record", "-o", "/proc/mpitrace-cannot-be-here", "--", "true"])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        err.contains("cannot create the trace directory") || err.contains("not found"),
-        "{err}"
-    );
+    assert!(err.contains("cannot create the trace directory") || err.contains("not found"), "{err}");
 }
 
 /// The same through this project's MPI (mpi-core's mpicc and mpirun), when
 /// they are built next to mpitrace; skipped otherwise.
 #[test]
 fn record_on_the_project_mpi() {
-    let bin = Path::new(env!("CARGO_BIN_EXE_mpitrace"))
-        .parent()
-        .unwrap()
-        .to_path_buf();
+    let bin = Path::new(env!("CARGO_BIN_EXE_mpitrace")).parent().unwrap().to_path_buf();
     let (mpicc, mpirun) = (bin.join("mpicc"), bin.join("mpirun"));
     if !mpicc.exists() || !mpirun.exists() {
         panic!("mpi-core's mpicc/mpirun are not built next to mpitrace (cargo build --workspace first)");
@@ -208,11 +169,7 @@ fn record_on_the_project_mpi() {
     assert_eq!(out.status.code(), Some(0), "{err}");
     let t = Trace::open(&trace).unwrap();
     assert!(t.is_complete() && t.problems.is_empty(), "{:?}", t.problems);
-    assert!(
-        t.meta.mpi_library.contains("mpi-core"),
-        "{}",
-        t.meta.mpi_library
-    );
+    assert!(t.meta.mpi_library.contains("mpi-core"), "{}", t.meta.mpi_library);
     let sends = t.events().filter(|e| e.is_call("MPI_Send")).count();
     assert_eq!(sends, 5 + 5 + 1);
 }

@@ -27,7 +27,8 @@ impl Session {
         let _ = std::fs::remove_file(&pid_file);
         let cmd = cmd.replace("PIDFILE", &pid_file.display().to_string());
         let mut s = Session { name, pid_file, socket: None };
-        let out = s.command().args(["new-session", "-d", "-s", &s.name, "-x", "100", "-y", "30", &cmd]).output().unwrap();
+        let out =
+            s.command().args(["new-session", "-d", "-s", &s.name, "-x", "100", "-y", "30", &cmd]).output().unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         s.socket = Some(PathBuf::from(s.pane("#{socket_path}")));
         s
@@ -163,7 +164,8 @@ fn small_trace(tag: &str) -> PathBuf {
 /// runs `then`.
 fn start_viewer(tag: &str, env: &str, then: &str) -> (Session, PathBuf) {
     let dir = small_trace(tag);
-    let cmd = format!("{env} {} tui {}; echo mpitrace-exited-$?; {then}", env!("CARGO_BIN_EXE_mpitrace"), dir.display());
+    let cmd =
+        format!("{env} {} tui {}; echo mpitrace-exited-$?; {then}", env!("CARGO_BIN_EXE_mpitrace"), dir.display());
     (Session::start(tag, &cmd), dir)
 }
 
@@ -322,12 +324,17 @@ fn a_panic_restores_the_terminal_and_prints_its_message() {
     let (s, dir) = start_viewer("panic", "RUST_BACKTRACE=0 MPITRACE_TUI_TEST=panic", "exec sh");
     let after = s.wait_for("mpitrace-exited-2");
     let lines: Vec<&str> = after.lines().collect();
-    let at = |what: &str| lines.iter().position(|l| l.contains(what)).unwrap_or_else(|| panic!("no {what:?} on the screen:\n{after}"));
+    let at = |what: &str| {
+        lines.iter().position(|l| l.contains(what)).unwrap_or_else(|| panic!("no {what:?} on the screen:\n{after}"))
+    };
     // Printed after the restore: on the normal screen, starting at the left
     // edge (in raw mode a newline does not return the carriage).
     assert!(lines[at("panicked at")].starts_with("thread 'main'"), "{after}");
     assert!(lines[at("the viewer panics after its first frame")].starts_with("MPITRACE_TUI_TEST=panic"), "{after}");
-    assert!(lines[at("mpitrace: internal error")].starts_with("mpitrace: internal error: MPITRACE_TUI_TEST=panic"), "{after}");
+    assert!(
+        lines[at("mpitrace: internal error")].starts_with("mpitrace: internal error: MPITRACE_TUI_TEST=panic"),
+        "{after}"
+    );
     assert!(!after.contains("Allreduce"), "the viewer's screen is gone:\n{after}");
     assert_pane_restored(&s);
     // Cooked mode with echo: the typed line shows and runs on Enter.
@@ -402,7 +409,11 @@ fn suspend_gives_the_terminal_back_and_fg_takes_it_again() {
     s.keys(&[&cmd, "Enter"]);
     s.wait_for("r3");
     let pid = s.pid();
-    let state = || std::fs::read_to_string(format!("/proc/{pid}/stat")).ok().and_then(|st| st.rsplit(')').next()?.trim_start().chars().next());
+    let state = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|st| st.rsplit(')').next()?.trim_start().chars().next())
+    };
     for suspend in ["key", "signal"] {
         match suspend {
             "key" => s.keys(&["C-z"]),

@@ -46,7 +46,12 @@ pub fn small_variant(shift: i64, slower: i64) -> SynthTrace {
     }
     t.finalize(s + 9_000 + slower);
     // Rank 0 marks a user region "solve" over the exchange, with "inner" nested in it.
-    for (kind, name, at) in [(Kind::RegionBegin, "solve", 1_500), (Kind::RegionBegin, "inner", 2_000), (Kind::RegionEnd, "inner", 2_500), (Kind::RegionEnd, "solve", 4_000)] {
+    for (kind, name, at) in [
+        (Kind::RegionBegin, "solve", 1_500),
+        (Kind::RegionBegin, "inner", 2_000),
+        (Kind::RegionEnd, "inner", 2_500),
+        (Kind::RegionEnd, "solve", 4_000),
+    ] {
         t.ranks[0].push(event(0, kind, name, s + at, s + at));
     }
     t.ranks[0].sort_by_key(|e| e.t_start);

@@ -530,10 +530,7 @@ pub fn builtin_type_size(dt: MPI_Datatype) -> Option<usize> {
 
 /// Name of a predefined handle, as it is spelled in C (`"MPI_INT"`), if any.
 pub fn predefined_name(ctype: CType, value: c_int) -> Option<&'static str> {
-    CONSTANTS
-        .iter()
-        .find(|c| c.ctype == ctype && c.value as c_int == value)
-        .map(|c| c.name)
+    CONSTANTS.iter().find(|c| c.ctype == ctype && c.value as c_int == value).map(|c| c.name)
 }
 
 #[cfg(test)]

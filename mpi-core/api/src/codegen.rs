@@ -13,8 +13,8 @@ fn rust_base(base: &str) -> &'static str {
         "char" => "::std::os::raw::c_char",
         "double" => "f64",
         "MPI_Aint" | "MPI_Offset" | "MPI_Count" => "i64",
-        "MPI_Comm" | "MPI_Group" | "MPI_Datatype" | "MPI_Op" | "MPI_Request" | "MPI_Errhandler"
-        | "MPI_Info" | "MPI_Win" | "MPI_Message" | "MPI_Session" => "::std::os::raw::c_int",
+        "MPI_Comm" | "MPI_Group" | "MPI_Datatype" | "MPI_Op" | "MPI_Request" | "MPI_Errhandler" | "MPI_Info"
+        | "MPI_Win" | "MPI_Message" | "MPI_Session" => "::std::os::raw::c_int",
         "MPI_Status" => "mpi_api::abi::MPI_Status",
         // Opaque pointers and function types are passed as untyped pointers.
         _ => "::std::ffi::c_void",
@@ -74,20 +74,16 @@ pub fn rust_ret(p: &Procedure) -> &'static str {
 /// Parameter name safe as a Rust identifier.
 pub fn rust_ident(name: &str) -> String {
     match name {
-        "type" | "in" | "ref" | "fn" | "match" | "loop" | "move" | "use" | "where" | "box" | "impl"
-        | "mod" | "self" | "super" | "crate" | "struct" | "enum" | "trait" | "const" | "static"
-        | "mut" | "dyn" | "async" | "await" | "final" | "override" => format!("{name}_"),
+        "type" | "in" | "ref" | "fn" | "match" | "loop" | "move" | "use" | "where" | "box" | "impl" | "mod"
+        | "self" | "super" | "crate" | "struct" | "enum" | "trait" | "const" | "static" | "mut" | "dyn" | "async"
+        | "await" | "final" | "override" => format!("{name}_"),
         _ => name.to_string(),
     }
 }
 
 /// `name: Type, ...` for a Rust signature.
 pub fn rust_params(p: &Procedure) -> String {
-    p.params
-        .iter()
-        .map(|q| format!("{}: {}", rust_ident(q.name), rust_type(q)))
-        .collect::<Vec<_>>()
-        .join(", ")
+    p.params.iter().map(|q| format!("{}: {}", rust_ident(q.name), rust_type(q))).collect::<Vec<_>>().join(", ")
 }
 
 /// `name, ...` for a Rust call.
@@ -172,7 +168,9 @@ mod tests {
         let ce = get("MPI_Comm_create_errhandler");
         assert_eq!(rust_type(&ce.params[0]), "*mut ::std::ffi::c_void");
         let scope = crate::abi::C_ENUMS.iter().find(|e| e.name == "MPIR_T_scope_t").unwrap();
-        assert!(c_enum(scope).starts_with("typedef enum MPIR_T_scope_t {\n    MPI_T_SCOPE_INVALID = 0,\n    MPI_T_SCOPE_CONSTANT = 60438,"));
+        assert!(c_enum(scope).starts_with(
+            "typedef enum MPIR_T_scope_t {\n    MPI_T_SCOPE_INVALID = 0,\n    MPI_T_SCOPE_CONSTANT = 60438,"
+        ));
         assert!(c_enum(scope).ends_with("MPI_T_SCOPE_ALL_EQ = 60444\n} MPIR_T_scope_t;"));
         let ri = get("MPI_Group_range_incl");
         assert_eq!(rust_type(ri.param("ranges").unwrap()), "*mut ::std::os::raw::c_int");

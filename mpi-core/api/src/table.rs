@@ -64,11 +64,7 @@ pub const TABLE_TSV: &str = include_str!("../data/mpi-api.tsv");
 
 /// Every procedure of the table, sorted by name.
 pub fn procedures() -> Vec<Procedure> {
-    TABLE_TSV
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .map(parse_line)
-        .collect()
+    TABLE_TSV.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()).map(parse_line).collect()
 }
 
 fn parse_line(line: &'static str) -> Procedure {

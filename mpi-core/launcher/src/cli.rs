@@ -149,8 +149,8 @@ fn arity(name: &str) -> Option<Arity> {
         | "-timeout" | "-launcher" | "-bootstrap" | "-launcher-exec" | "-bootstrap-exec" => One,
         "-genv" | "-env" | "-mca" | "-gmca" => Two,
         "-oversubscribe" | "-allow-run-as-root" | "-genvall" | "-genvnone" | "-envall" | "-envnone" | "-l"
-        | "-prepend-rank" | "-tag-output" | "-no-libpath" | "-v" | "-verbose" | "-h" | "-help" | "-version"
-        | "-V" | "-report-bindings" | "-q" | "-quiet" => Flag,
+        | "-prepend-rank" | "-tag-output" | "-no-libpath" | "-v" | "-verbose" | "-h" | "-help" | "-version" | "-V"
+        | "-report-bindings" | "-q" | "-quiet" => Flag,
         _ => return None,
     })
 }
@@ -198,9 +198,13 @@ fn parse_hosts(list: &str) -> Result<Vec<String>> {
     let mut out = Vec::new();
     for entry in list.split(',').map(str::trim).filter(|e| !e.is_empty()) {
         let (host, slots) = match entry.rsplit_once(':') {
-            Some((h, s)) if !h.is_empty() => (h, s.parse::<usize>().ok().filter(|&n| n > 0).ok_or_else(|| {
-                Error::Usage(format!("bad slot count in host entry '{entry}'"))
-            })?),
+            Some((h, s)) if !h.is_empty() => (
+                h,
+                s.parse::<usize>()
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .ok_or_else(|| Error::Usage(format!("bad slot count in host entry '{entry}'")))?,
+            ),
             _ => (entry, 1),
         };
         out.extend(std::iter::repeat_n(host.to_string(), slots));
@@ -460,9 +464,25 @@ mod tests {
     #[test]
     fn usage_lists_options() {
         let text = usage("mpirun");
-        for opt in ["-np", "-host", "-ppn", "-genv", "-env", "-x", "-genvall", "-genvnone", "-l", "-wdir", "--oversubscribe",
-            "--allow-run-as-root", "--bind-to", "--version", "--help", "--tag-output", "-prepend-rank"]
-        {
+        for opt in [
+            "-np",
+            "-host",
+            "-ppn",
+            "-genv",
+            "-env",
+            "-x",
+            "-genvall",
+            "-genvnone",
+            "-l",
+            "-wdir",
+            "--oversubscribe",
+            "--allow-run-as-root",
+            "--bind-to",
+            "--version",
+            "--help",
+            "--tag-output",
+            "-prepend-rank",
+        ] {
             assert!(text.contains(opt), "{opt}");
         }
     }

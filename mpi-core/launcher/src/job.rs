@@ -560,14 +560,16 @@ impl Job {
         for ev in self.pmi.take_events() {
             match ev {
                 PmiEvent::Abort { rank, code, message } => {
-                    let mut text = format!("mpirun: rank {rank} called MPI_Abort (error code {code}); terminating the job");
+                    let mut text =
+                        format!("mpirun: rank {rank} called MPI_Abort (error code {code}); terminating the job");
                     if let Some(m) = message.filter(|m| !m.is_empty()) {
                         text.push_str(&format!("\nmpirun: abort message: {m}"));
                     }
                     self.fail(Outcome::Aborted(code), text);
                 }
                 PmiEvent::ProtocolError { rank, message } => {
-                    self.output.message(&format!("mpirun: rank {rank}: PMI protocol error: {message}; connection closed"));
+                    self.output
+                        .message(&format!("mpirun: rank {rank}: PMI protocol error: {message}; connection closed"));
                     self.ranks[rank].pmi = None;
                     self.close_remote_pmi(rank);
                 }
@@ -826,7 +828,9 @@ impl Job {
             };
             self.fail(
                 Outcome::RankFailed(ExitKind::Code(1)),
-                format!("mpirun: rank {rank} {how} while other ranks wait for it in a PMI barrier; terminating the job"),
+                format!(
+                    "mpirun: rank {rank} {how} while other ranks wait for it in a PMI barrier; terminating the job"
+                ),
             );
         }
     }
@@ -843,7 +847,9 @@ impl Job {
             let secs = self.timeout.map_or(0.0, |t| t.as_secs_f64());
             self.fail(
                 Outcome::TimedOut,
-                format!("mpirun: job did not finish within the time limit of {secs} s (MPIEXEC_TIMEOUT); terminating it"),
+                format!(
+                    "mpirun: job did not finish within the time limit of {secs} s (MPIEXEC_TIMEOUT); terminating it"
+                ),
             );
         }
         if let Some(since) = self.terminating_since {
@@ -1001,7 +1007,9 @@ mod tests {
     #[test]
     fn local_hosts() {
         let addrs = || vec!["192.0.2.2".parse().unwrap()];
-        for h in ["localhost", "LOCALHOST", "127.0.0.1", "127.0.1.1", "::1", "[::1]", "vm", "vm.example.org", "192.0.2.2"] {
+        for h in
+            ["localhost", "LOCALHOST", "127.0.0.1", "127.0.1.1", "::1", "[::1]", "vm", "vm.example.org", "192.0.2.2"]
+        {
             assert!(is_local_host(h, "vm.example.org", &addrs), "{h}");
         }
         for h in ["10.0.0.1", "192.0.2.3", "no-such-host.invalid"] {

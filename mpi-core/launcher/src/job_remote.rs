@@ -290,9 +290,11 @@ impl Job {
         let (conn, _, _) = self.remote.pending.remove(i);
         let Some(frame) = frame.filter(|f| {
             f.kind == Kind::Hello
-                && self.remote.proxies.get(f.value as usize).is_some_and(|px| {
-                    px.state == State::Starting && same_secret(px.token.as_bytes(), &f.data)
-                })
+                && self
+                    .remote
+                    .proxies
+                    .get(f.value as usize)
+                    .is_some_and(|px| px.state == State::Starting && same_secret(px.token.as_bytes(), &f.data))
         }) else {
             self.output.message(&format!("mpirun: rejected a connection from {addr}: not a proxy of this job"));
             return;
@@ -336,7 +338,8 @@ impl Job {
                 Kind::Stderr => self.output.feed(rank, Stream::Stderr, &frame.data, Instant::now()),
                 Kind::StdinAck => self.stdin_acked(rank, &frame.data),
                 Kind::Started => {
-                    self.ranks[rank].remote_pid = std::str::from_utf8(&frame.data).ok().and_then(|s| s.parse().ok()).unwrap_or(0)
+                    self.ranks[rank].remote_pid =
+                        std::str::from_utf8(&frame.data).ok().and_then(|s| s.parse().ok()).unwrap_or(0)
                 }
                 Kind::Exited if self.ranks[rank].exit.is_none() => {
                     // What the rank said last comes before the verdict.
@@ -486,7 +489,10 @@ impl Job {
                     ExitKind::Code(c) => format!("exited with code {c}"),
                     ExitKind::Signal(s) => format!("was killed by {}", sys::signal_name(s)),
                 };
-                self.proxy_failed(p, format!("mpirun: the launch agent for host {host} {how} before the proxy connected"));
+                self.proxy_failed(
+                    p,
+                    format!("mpirun: the launch agent for host {host} {how} before the proxy connected"),
+                );
             }
         }
     }

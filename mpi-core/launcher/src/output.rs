@@ -53,11 +53,7 @@ impl Output {
     /// Output for `ranks` ranks, written to `stdout` and `stderr`.
     pub fn new(ranks: usize, tag: bool, stdout: Box<dyn Write>, stderr: Box<dyn Write>) -> Self {
         let sink = |writer| Sink { writer, open_line: None, broken: false };
-        Output {
-            tag,
-            sinks: [sink(stdout), sink(stderr)],
-            partial: (0..ranks).map(|_| Default::default()).collect(),
-        }
+        Output { tag, sinks: [sink(stdout), sink(stderr)], partial: (0..ranks).map(|_| Default::default()).collect() }
     }
 
     /// Text a rank wrote to `stream`.

@@ -57,9 +57,15 @@ enum Wire {
 enum Wait {
     None,
     /// In a barrier (`barrier_in` or PMI-2 `kvs-fence`).
-    Barrier { wire: Wire, thrid: Option<String> },
+    Barrier {
+        wire: Wire,
+        thrid: Option<String>,
+    },
     /// PMI-2 `info-getnodeattr` with `wait=TRUE` for a key not yet put.
-    NodeAttr { key: String, thrid: Option<String> },
+    NodeAttr {
+        key: String,
+        thrid: Option<String>,
+    },
 }
 
 #[derive(Debug)]
@@ -395,10 +401,7 @@ impl PmiServer {
                     return Ok(None);
                 }
                 let len_text = String::from_utf8_lossy(&input[..6]);
-                let len: usize = len_text
-                    .trim()
-                    .parse()
-                    .map_err(|_| format!("bad PMI-2 length field {len_text:?}"))?;
+                let len: usize = len_text.trim().parse().map_err(|_| format!("bad PMI-2 length field {len_text:?}"))?;
                 if len > MAX_MESSAGE {
                     return Err(format!("PMI-2 message of {len} bytes is too long"));
                 }
@@ -497,7 +500,9 @@ impl PmiServer {
             }
             "initack" => {
                 let r = rank.to_string();
-                let text = v1("initack", &[]) + &v1("set", &[("size", &size)]) + &v1("set", &[("rank", &r)])
+                let text = v1("initack", &[])
+                    + &v1("set", &[("size", &size)])
+                    + &v1("set", &[("rank", &r)])
                     + &v1("set", &[("debug", "0")]);
                 self.send(rank, &text);
             }
@@ -593,16 +598,24 @@ impl PmiServer {
     /// [`PmiEvent::Spawn`].
     fn handle_spawn_v1(&mut self, rank: usize, block: &str) {
         let field = |name: &str| {
-            block.lines().find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix('=')).map(|v| v.trim_end_matches('\r')))
+            block
+                .lines()
+                .find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix('=')).map(|v| v.trim_end_matches('\r')))
         };
         let num = |name: &str| field(name).and_then(|v| v.trim().parse::<usize>().ok()).unwrap_or(0);
-        let mut app = SpawnApp { nprocs: num("nprocs"), exe: field("execname").unwrap_or("").to_string(), ..Default::default() };
+        let mut app =
+            SpawnApp { nprocs: num("nprocs"), exe: field("execname").unwrap_or("").to_string(), ..Default::default() };
         for i in 1..=num("argcnt") {
             app.args.push(field(&format!("arg{i}")).unwrap_or("").to_string());
         }
         let pairs = |n: &str, k: &str, v: &str| -> Vec<(String, String)> {
             (0..num(n))
-                .map(|i| (field(&format!("{k}_{i}")).unwrap_or("").to_string(), field(&format!("{v}_{i}")).unwrap_or("").to_string()))
+                .map(|i| {
+                    (
+                        field(&format!("{k}_{i}")).unwrap_or("").to_string(),
+                        field(&format!("{v}_{i}")).unwrap_or("").to_string(),
+                    )
+                })
                 .collect()
         };
         app.info = pairs("info_num", "info_key", "info_val");
@@ -739,8 +752,11 @@ impl PmiServer {
         for r in 0..self.size() {
             if let Wait::NodeAttr { key: k, thrid } = &self.conns[r].wait {
                 if k == key {
-                    let reply =
-                        v2("info-getnodeattr-response", thrid.as_deref(), &[("found", "TRUE"), ("value", &value), ("rc", "0")]);
+                    let reply = v2(
+                        "info-getnodeattr-response",
+                        thrid.as_deref(),
+                        &[("found", "TRUE"), ("value", &value), ("rc", "0")],
+                    );
                     self.conns[r].wait = Wait::None;
                     self.send(r, &reply);
                     self.process(r);
@@ -863,10 +879,7 @@ mod tests {
     fn abort_and_finalize() {
         let mut s = server(1);
         s.receive(0, b"cmd=abort exitcode=7 message=bad\\ thing\n");
-        assert_eq!(
-            s.take_events(),
-            vec![PmiEvent::Abort { rank: 0, code: 7, message: Some("bad thing".into()) }]
-        );
+        assert_eq!(s.take_events(), vec![PmiEvent::Abort { rank: 0, code: 7, message: Some("bad thing".into()) }]);
         s.receive(0, b"cmd=finalize\n");
         assert_eq!(out(&mut s, 0), "cmd=finalize_ack\n");
         assert!(s.finalized(0));
@@ -905,8 +918,14 @@ mod tests {
         s.receive(0, b"mcmd=spawn\nnprocs=3\nexecname=b\ntotspawns=2\nspawnssofar=2\nargcnt=0\ninfo_num=1\ninfo_key_0=wdir\ninfo_val_0=/tmp\nendcmd\n");
         let ev = s.take_events();
         let [PmiEvent::Spawn { rank: 0, apps, preput }] = &ev[..] else { panic!("{ev:?}") };
-        assert_eq!(apps[0], SpawnApp { nprocs: 1, exe: "a".into(), args: vec!["x y".into(), "z".into()], info: vec![] });
-        assert_eq!(apps[1], SpawnApp { nprocs: 3, exe: "b".into(), args: vec![], info: vec![("wdir".into(), "/tmp".into())] });
+        assert_eq!(
+            apps[0],
+            SpawnApp { nprocs: 1, exe: "a".into(), args: vec!["x y".into(), "z".into()], info: vec![] }
+        );
+        assert_eq!(
+            apps[1],
+            SpawnApp { nprocs: 3, exe: "b".into(), args: vec![], info: vec![("wdir".into(), "/tmp".into())] }
+        );
         assert_eq!(preput, &[("PARENT_ROOT_PORT_NAME".to_string(), "p:1".to_string())]);
         s.spawn_result(0, false, "no such program");
         assert_eq!(out(&mut s, 0), "cmd=spawn_result rc=-1 msg=no_such_program\n");

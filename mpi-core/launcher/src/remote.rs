@@ -235,7 +235,13 @@ fn keepalive(sock: &TcpStream) {
         // SAFETY: `fd` is an open socket; the option value is a c_int that
         // lives for the call, and its size is passed.
         unsafe {
-            libc::setsockopt(fd, level, opt, (&v as *const libc::c_int).cast(), std::mem::size_of::<libc::c_int>() as u32)
+            libc::setsockopt(
+                fd,
+                level,
+                opt,
+                (&v as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as u32,
+            )
         };
     }
 }

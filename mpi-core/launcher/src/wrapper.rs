@@ -126,8 +126,7 @@ fn flag(prefix: &str, dir: &Path) -> OsString {
 /// Quotes a word for a POSIX shell when it needs it.
 pub fn shell_quote(word: &OsStr) -> String {
     let text = word.to_string_lossy();
-    let plain = !text.is_empty()
-        && text.bytes().all(|b| b.is_ascii_alphanumeric() || b"_@%+=:,./-".contains(&b));
+    let plain = !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphanumeric() || b"_@%+=:,./-".contains(&b));
     if plain {
         text.into_owned()
     } else {
@@ -208,14 +207,23 @@ mod tests {
     fn mk(lang: Language, args: &[&str], env: &[(&str, &str)]) -> Plan {
         let args: Vec<OsString> = args.iter().map(OsString::from).collect();
         let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        plan(lang, &args, &move |k| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()), Path::new("/p/include"), Path::new("/p/lib"))
+        plan(
+            lang,
+            &args,
+            &move |k| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()),
+            Path::new("/p/include"),
+            Path::new("/p/lib"),
+        )
     }
 
     #[test]
     fn link_and_compile() {
         let p = mk(Language::C, &["-O2", "x.c", "-o", "x"], &[]);
         assert_eq!(p.action, Action::Run);
-        assert_eq!(words(&p), ["cc", "-O2", "x.c", "-o", "x", "-I/p/include", "-L/p/lib", "-Wl,-rpath,/p/lib", "-lmpi"]);
+        assert_eq!(
+            words(&p),
+            ["cc", "-O2", "x.c", "-o", "x", "-I/p/include", "-L/p/lib", "-Wl,-rpath,/p/lib", "-lmpi"]
+        );
         let p = mk(Language::C, &["-c", "x.c"], &[]);
         assert_eq!(words(&p), ["cc", "-c", "x.c", "-I/p/include"]);
         for flag in ["-E", "-S", "-M", "-MM"] {

@@ -83,8 +83,12 @@ fn collect(mut r: impl Read + Send + 'static) -> std::thread::JoinHandle<String>
 /// Waits for `child` until `limit`; kills it and fails the test after that.
 fn wait_with_deadline(mut child: Child, limit: Duration, what: &str) -> Run {
     let start = Instant::now();
-    let out = collect(child.stdout.take().map_or_else(|| Box::new(std::io::empty()) as Box<dyn Read + Send>, |o| Box::new(o)));
-    let err = collect(child.stderr.take().map_or_else(|| Box::new(std::io::empty()) as Box<dyn Read + Send>, |e| Box::new(e)));
+    let out = collect(
+        child.stdout.take().map_or_else(|| Box::new(std::io::empty()) as Box<dyn Read + Send>, |o| Box::new(o)),
+    );
+    let err = collect(
+        child.stderr.take().map_or_else(|| Box::new(std::io::empty()) as Box<dyn Read + Send>, |e| Box::new(e)),
+    );
     let status = loop {
         if let Some(st) = child.try_wait().unwrap() {
             break st;
@@ -92,8 +96,11 @@ fn wait_with_deadline(mut child: Child, limit: Duration, what: &str) -> Run {
         if start.elapsed() > limit {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("{what}: still running after {limit:?}; killed.\nstdout:\n{}\nstderr:\n{}",
-                out.join().unwrap(), err.join().unwrap());
+            panic!(
+                "{what}: still running after {limit:?}; killed.\nstdout:\n{}\nstderr:\n{}",
+                out.join().unwrap(),
+                err.join().unwrap()
+            );
         }
         std::thread::sleep(Duration::from_millis(5));
     };
@@ -203,10 +210,7 @@ fn hundreds_of_ranks_share_a_barrier() {
     let lines = r.lines();
     assert_eq!(lines.len(), n);
     for line in lines {
-        assert_eq!(
-            line,
-            "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0 cmd=barrier_out cmd=finalize_ack "
-        );
+        assert_eq!(line, "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0 cmd=barrier_out cmd=finalize_ack ");
     }
 }
 
@@ -356,7 +360,10 @@ fn pmi_abort_ends_the_job_with_its_code() {
 #[test]
 fn timeout_kills_the_job() {
     // The ranks ignore SIGTERM, so the launcher has to follow up with SIGKILL.
-    let r = mpirun_env(&["-n", "2", "bash", "-c", "trap '' TERM; echo pid $$; sleep 30 & wait"], &[("MPIEXEC_TIMEOUT", "1")]);
+    let r = mpirun_env(
+        &["-n", "2", "bash", "-c", "trap '' TERM; echo pid $$; sleep 30 & wait"],
+        &[("MPIEXEC_TIMEOUT", "1")],
+    );
     assert_eq!(r.code, Some(124), "{r:#?}");
     assert!(r.stderr.contains("MPIEXEC_TIMEOUT"), "{r:#?}");
     assert!(r.elapsed >= Duration::from_millis(900) && r.elapsed < Duration::from_secs(8), "{r:#?}");
@@ -437,7 +444,8 @@ fn no_rank_outlives_a_killed_launcher() {
 #[test]
 fn ranks_through_proxies_share_the_kvs_and_the_output() {
     let script = pmi_rank();
-    let lines = sorted_lines(&["-launcher", "fork", "-host", "hosta,hostb", "-n", "4", "-l", "python3", &script, "kvs"]);
+    let lines =
+        sorted_lines(&["-launcher", "fork", "-host", "hosta,hostb", "-n", "4", "-l", "python3", &script, "kvs"]);
     let seen = "saw val-0-0,val-1-1,val-2-4,val-3-9";
     assert_eq!(lines, (0..4).map(|r| format!("[{r}] rank {r} {seen}")).collect::<Vec<_>>());
     // Mixed: this machine and a "remote" host, hosts with slots, -ppn.
@@ -453,8 +461,18 @@ fn ranks_through_proxies_share_the_kvs_and_the_output() {
     let r = mpirun(&["-launcher", "fork", "-hostfile", file.to_str().unwrap(), "python3", &script, "info"]);
     assert!(r.stdout.contains("universe 5 mapping (vector,(0,1,2),(1,1,3))"), "{r:#?}");
     // Each rank knows how many ranks share its host, and gets the job secret.
-    let r = mpirun(&["-launcher", "fork", "-host", "hosta:3,hostb", "-n", "4", "-l", "bash", "-c",
-        "echo $MPI_LOCALRANKID/$MPI_LOCALNRANKS ${#MPICORE_JOB_SECRET}"]);
+    let r = mpirun(&[
+        "-launcher",
+        "fork",
+        "-host",
+        "hosta:3,hostb",
+        "-n",
+        "4",
+        "-l",
+        "bash",
+        "-c",
+        "echo $MPI_LOCALRANKID/$MPI_LOCALNRANKS ${#MPICORE_JOB_SECRET}",
+    ]);
     let mut lines = r.lines();
     lines.sort();
     assert_eq!(lines, ["[0] 0/3 32", "[1] 1/3 32", "[2] 2/3 32", "[3] 0/1 32"], "{r:#?}");
@@ -471,8 +489,10 @@ fn remote_rank_failures_end_the_job() {
     let script = r#"echo "rank $PMI_RANK pid $$"; if [ $PMI_RANK = 1 ]; then sleep 0.5; kill -9 $$; fi; exec sleep 30"#;
     let r = mpirun(&[&fork[..], &["-n", "4", "bash", "-c", script]].concat());
     assert_eq!(r.code, Some(128 + 9), "{r:#?}");
-    assert!(r.stderr.contains("mpirun: rank 1 (pid ") && r.stderr.contains(") on host hostb killed by signal 9 (SIGKILL)"),
-        "{r:#?}");
+    assert!(
+        r.stderr.contains("mpirun: rank 1 (pid ") && r.stderr.contains(") on host hostb killed by signal 9 (SIGKILL)"),
+        "{r:#?}"
+    );
     assert!(r.elapsed < Duration::from_secs(8), "{r:#?}");
     let pids = pids_in(&r.stdout);
     assert_eq!(pids.len(), 4, "{r:#?}");
@@ -491,9 +511,7 @@ fn mpirun_with_input(args: &[&str], input: Vec<u8>, endless: bool) -> Run {
         .spawn()
         .unwrap();
     let mut pipe = child.stdin.take().unwrap();
-    std::thread::spawn(move || {
-        while pipe.write_all(&input).is_ok() && endless {}
-    });
+    std::thread::spawn(move || while pipe.write_all(&input).is_ok() && endless {});
     wait_with_deadline(child, LIMIT + Duration::from_secs(5), &format!("mpirun {args:?} with input"))
 }
 
@@ -510,7 +528,11 @@ fn stdin_reaches_rank_0_on_another_host() {
         "if [ $PMI_RANK = 0 ]; then cat > {}; echo rank 0 done; else echo rank $PMI_RANK read $(wc -c) bytes; fi",
         out.display()
     );
-    let r = mpirun_with_input(&["-launcher", "fork", "-host", "hosta,hostb", "-n", "3", "bash", "-c", &script], input.clone(), false);
+    let r = mpirun_with_input(
+        &["-launcher", "fork", "-host", "hosta,hostb", "-n", "3", "bash", "-c", &script],
+        input.clone(),
+        false,
+    );
     r.assert_ok();
     let mut lines = r.lines();
     lines.sort();
@@ -520,8 +542,17 @@ fn stdin_reaches_rank_0_on_another_host() {
     assert!(got == input, "rank 0 read other bytes than mpirun was given");
 
     let r = mpirun_with_input(
-        &["-launcher", "fork", "-host", "hosta,hostb", "-n", "2", "bash", "-c",
-          "if [ $PMI_RANK = 0 ]; then head -n 2; else sleep 0.3; fi"],
+        &[
+            "-launcher",
+            "fork",
+            "-host",
+            "hosta,hostb",
+            "-n",
+            "2",
+            "bash",
+            "-c",
+            "if [ $PMI_RANK = 0 ]; then head -n 2; else sleep 0.3; fi",
+        ],
         b"line one\nline two\nline three\n".to_vec(),
         true,
     );
@@ -533,8 +564,8 @@ fn stdin_reaches_rank_0_on_another_host() {
 /// (no token, a wrong one) are dropped; the job goes on.
 #[test]
 fn strangers_on_the_proxy_port_are_turned_away() {
-    let mut child = spawn_mpirun(&["-v", "-launcher", "fork", "-host", "hosta", "-n", "1", "bash", "-c",
-        "sleep 1.5; echo done"]);
+    let mut child =
+        spawn_mpirun(&["-v", "-launcher", "fork", "-host", "hosta", "-n", "1", "bash", "-c", "sleep 1.5; echo done"]);
     let err = child.stderr.take().unwrap();
     let mut lines = BufReader::new(err).lines().map_while(Result::ok);
     // "mpirun: proxy 0 on host hosta: /path/mpirun --proxy A,B:PORT 0 hosta"
@@ -566,8 +597,10 @@ fn strangers_on_the_proxy_port_are_turned_away() {
 
 #[test]
 fn a_lost_proxy_ends_the_job_and_leaves_nothing() {
-    let (child, rx) =
-        start_ready(&["-launcher", "fork", "-host", "hosta,hostb", "-n", "4", "bash", "-c", "echo ready pid $$; exec sleep 30"], 4);
+    let (child, rx) = start_ready(
+        &["-launcher", "fork", "-host", "hosta,hostb", "-n", "4", "bash", "-c", "echo ready pid $$; exec sleep 30"],
+        4,
+    );
     let _ = rx;
     // The proxies are the launcher's children (fork launcher); their ranks
     // are theirs.
@@ -613,7 +646,8 @@ fn field<'a>(line: &'a str, key: &str) -> &'a str {
 #[test]
 fn environment_options() {
     let env = [("INHERITED", "yes"), ("LD_LIBRARY_PATH", "/old/lib")];
-    let args = ["-genv", "GA", "1", "-env", "LA", "2", "-x", "XA=3", "-x", "INHERITED", "-n", "2", "bash", "-c", env_report()];
+    let args =
+        ["-genv", "GA", "1", "-env", "LA", "2", "-x", "XA=3", "-x", "INHERITED", "-n", "2", "bash", "-c", env_report()];
     let r = mpirun_env(&args, &env);
     r.assert_ok();
     let lines = r.lines();
@@ -667,7 +701,12 @@ fn installed_prefix_layout_gets_library_path_and_aliases() {
     std::fs::create_dir_all(&lib).unwrap();
     std::fs::copy(MPIRUN, bin.join("mpirun")).unwrap();
     std::fs::write(lib.join("libmpi.so"), b"not really a library").unwrap();
-    let r = run_prog(bin.join("mpirun").to_str().unwrap(), &["-n", "1", "bash", "-c", "echo LD=$LD_LIBRARY_PATH"], &[("LD_LIBRARY_PATH", "")], None);
+    let r = run_prog(
+        bin.join("mpirun").to_str().unwrap(),
+        &["-n", "1", "bash", "-c", "echo LD=$LD_LIBRARY_PATH"],
+        &[("LD_LIBRARY_PATH", "")],
+        None,
+    );
     r.assert_ok();
     assert_eq!(r.stdout.trim(), format!("LD={}", lib.display()));
     for alias in ["libmpi.so.12", "libmpich.so.12"] {
@@ -696,9 +735,23 @@ fn working_directory() {
 fn command_line_handling() {
     let r = mpirun(&["--help"]);
     r.assert_ok();
-    for opt in ["-np", "-host", "-ppn", "-genv", "-env", "-x", "-genvall", "-genvnone", "-l", "-wdir", "--oversubscribe",
-        "--allow-run-as-root", "--bind-to", "--version", "MPIEXEC_TIMEOUT"]
-    {
+    for opt in [
+        "-np",
+        "-host",
+        "-ppn",
+        "-genv",
+        "-env",
+        "-x",
+        "-genvall",
+        "-genvnone",
+        "-l",
+        "-wdir",
+        "--oversubscribe",
+        "--allow-run-as-root",
+        "--bind-to",
+        "--version",
+        "MPIEXEC_TIMEOUT",
+    ] {
         assert!(r.stdout.contains(opt), "--help does not mention {opt}");
     }
     assert_eq!(mpirun(&["-h"]).code, Some(0));
@@ -727,8 +780,22 @@ fn command_line_handling() {
     // This machine under all its names; options other launchers use.
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap().trim().to_string();
     let hosts = format!("localhost,127.0.0.1,{host}");
-    let r = mpirun(&["--host", &hosts, "-ppn", "1", "--oversubscribe", "--allow-run-as-root", "--bind-to", "core",
-        "-bind-to", "none", "-genvall", "bash", "-c", "echo $PMI_RANK"]);
+    let r = mpirun(&[
+        "--host",
+        &hosts,
+        "-ppn",
+        "1",
+        "--oversubscribe",
+        "--allow-run-as-root",
+        "--bind-to",
+        "core",
+        "-bind-to",
+        "none",
+        "-genvall",
+        "bash",
+        "-c",
+        "echo $PMI_RANK",
+    ]);
     r.assert_ok();
     let mut lines = r.lines();
     lines.sort();
@@ -871,9 +938,17 @@ fn mpicc_builds_against_a_prefix_and_exit_code_passes_through() {
         std::fs::create_dir_all(root.join(d)).unwrap();
     }
     std::fs::copy(MPICC, root.join("bin/mpicc")).unwrap();
-    std::fs::write(root.join("include/mpi.h"), "#define MPI_VERSION 4\n#define MPI_SUBVERSION 0\nint MPI_Get_version(int *, int *);\n").unwrap();
+    std::fs::write(
+        root.join("include/mpi.h"),
+        "#define MPI_VERSION 4\n#define MPI_SUBVERSION 0\nint MPI_Get_version(int *, int *);\n",
+    )
+    .unwrap();
     std::fs::write(root.join("fake.c"), "int MPI_Get_version(int *v, int *s) { *v = 4; *s = 0; return 0; }\n").unwrap();
-    let lib = Command::new("cc").args(["-shared", "-fPIC", "-o"]).arg(root.join("lib/libmpi.so")).arg(root.join("fake.c")).status();
+    let lib = Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(root.join("lib/libmpi.so"))
+        .arg(root.join("fake.c"))
+        .status();
     if !lib.is_ok_and(|s| s.success()) {
         eprintln!("note: no working C compiler; mpicc compile test skipped");
         return;
@@ -881,14 +956,20 @@ fn mpicc_builds_against_a_prefix_and_exit_code_passes_through() {
     std::fs::write(root.join("v.c"), VERSION_C).unwrap();
     let mpicc = root.join("bin/mpicc");
     let exe = root.join("v");
-    let r = run_prog(mpicc.to_str().unwrap(), &[root.join("v.c").to_str().unwrap(), "-o", exe.to_str().unwrap()], &[], None);
+    let r = run_prog(
+        mpicc.to_str().unwrap(),
+        &[root.join("v.c").to_str().unwrap(), "-o", exe.to_str().unwrap()],
+        &[],
+        None,
+    );
     r.assert_ok();
     // The rpath finds the library without LD_LIBRARY_PATH.
     let out = Command::new(&exe).env_remove("LD_LIBRARY_PATH").output().unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "MPI 4.0 header 4.0\n");
     // The compiler's failure is the wrapper's failure.
     std::fs::write(root.join("bad.c"), "int main(void) { return missing; }\n").unwrap();
-    let r = run_prog(mpicc.to_str().unwrap(), &["-c", root.join("bad.c").to_str().unwrap(), "-o", "/dev/null"], &[], None);
+    let r =
+        run_prog(mpicc.to_str().unwrap(), &["-c", root.join("bad.c").to_str().unwrap(), "-o", "/dev/null"], &[], None);
     assert_eq!(r.code, Some(1), "{r:#?}");
     assert!(r.stderr.contains("missing"), "{r:#?}");
     let r = run_prog(mpicc.to_str().unwrap(), &["x.c"], &[("MPICH_CC", "no-such-compiler-xyz")], None);

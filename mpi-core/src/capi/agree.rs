@@ -215,10 +215,14 @@ impl View {
             let from = (self.rank + n - k) % n;
             let len_out = (out[to].len() as u64).to_ne_bytes();
             let mut len = [0u8; 8];
-            let ids = rt::with(|st| Ok([self.isend(st, &len_out, to, TAG_EXCHANGE), self.irecv(st, &mut len, from, TAG_EXCHANGE)]))?;
+            let ids = rt::with(|st| {
+                Ok([self.isend(st, &len_out, to, TAG_EXCHANGE), self.irecv(st, &mut len, from, TAG_EXCHANGE)])
+            })?;
             wait_all(&ids)?;
             inb[from] = vec![0u8; u64::from_ne_bytes(len) as usize];
-            let ids = rt::with(|st| Ok([self.isend(st, &out[to], to, TAG_EXCHANGE), self.irecv(st, &mut inb[from], from, TAG_EXCHANGE)]))?;
+            let ids = rt::with(|st| {
+                Ok([self.isend(st, &out[to], to, TAG_EXCHANGE), self.irecv(st, &mut inb[from], from, TAG_EXCHANGE)])
+            })?;
             wait_all(&ids)?;
         }
         Ok(inb)

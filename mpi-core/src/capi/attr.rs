@@ -96,7 +96,10 @@ fn attrs_of(st: &mut State, kind: ObjKind, obj: c_int) -> MpiResult<&mut Attrs> 
 /// The error a failing callback reports.
 fn callback_error(what: &str, kind: ObjKind, keyval: c_int, rc: c_int) -> MpiError {
     let class = if rc > 0 { rc } else { MPI_ERR_OTHER };
-    MpiError::new(class, format!("the {what} callback of keyval 0x{:08x} on a {} returned {rc}", keyval as u32, kind.name()))
+    MpiError::new(
+        class,
+        format!("the {what} callback of keyval 0x{:08x} on a {} returned {rc}", keyval as u32, kind.name()),
+    )
 }
 
 /// Runs the delete callback of `kv` for value `v` (lock not held).
@@ -133,7 +136,9 @@ pub(crate) fn copy_attrs(kind: ObjKind, old: c_int, attrs: &Attrs) -> MpiResult<
             // SAFETY: registered by *_create_keyval as a copy callback of this C type.
             let f: CopyFn = unsafe { std::mem::transmute::<usize, CopyFn>(kv.copy_fn) };
             // SAFETY: calling the user's callback with the arguments the standard defines.
-            unsafe { f(old, k, kv.extra as *mut c_void, v as *mut c_void, &mut newv as *mut _ as *mut c_void, &mut flag) }
+            unsafe {
+                f(old, k, kv.extra as *mut c_void, v as *mut c_void, &mut newv as *mut _ as *mut c_void, &mut flag)
+            }
         };
         if rc != MPI_SUCCESS {
             return Err(callback_error("copy", kind, k, rc));
@@ -206,7 +211,13 @@ pub(crate) fn finalize_attrs() -> MpiResult<()> {
     delete_attrs(ObjKind::Comm, MPI_COMM_SELF, attrs)
 }
 
-unsafe fn create_keyval(kind: ObjKind, copy_fn: *mut c_void, delete_fn: *mut c_void, keyval: *mut c_int, extra: *mut c_void) -> MpiResult<()> {
+unsafe fn create_keyval(
+    kind: ObjKind,
+    copy_fn: *mut c_void,
+    delete_fn: *mut c_void,
+    keyval: *mut c_int,
+    extra: *mut c_void,
+) -> MpiResult<()> {
     if keyval.is_null() {
         bail!(MPI_ERR_ARG, "keyval is a NULL pointer");
     }
@@ -289,11 +300,25 @@ fn delete_attr(kind: ObjKind, obj: c_int, keyval: c_int) -> MpiResult<()> {
 
 // Communicators.
 
-pub unsafe fn MPI_Comm_create_keyval(comm_copy_attr_fn: *mut c_void, comm_delete_attr_fn: *mut c_void, comm_keyval: *mut c_int, extra_state: *mut c_void) -> c_int {
-    ret(MPI_COMM_WORLD, "MPI_Comm_create_keyval", create_keyval(ObjKind::Comm, comm_copy_attr_fn, comm_delete_attr_fn, comm_keyval, extra_state))
+pub unsafe fn MPI_Comm_create_keyval(
+    comm_copy_attr_fn: *mut c_void,
+    comm_delete_attr_fn: *mut c_void,
+    comm_keyval: *mut c_int,
+    extra_state: *mut c_void,
+) -> c_int {
+    ret(
+        MPI_COMM_WORLD,
+        "MPI_Comm_create_keyval",
+        create_keyval(ObjKind::Comm, comm_copy_attr_fn, comm_delete_attr_fn, comm_keyval, extra_state),
+    )
 }
 
-pub unsafe fn MPI_Keyval_create(copy_fn: *mut c_void, delete_fn: *mut c_void, keyval: *mut c_int, extra_state: *mut c_void) -> c_int {
+pub unsafe fn MPI_Keyval_create(
+    copy_fn: *mut c_void,
+    delete_fn: *mut c_void,
+    keyval: *mut c_int,
+    extra_state: *mut c_void,
+) -> c_int {
     ret(MPI_COMM_WORLD, "MPI_Keyval_create", create_keyval(ObjKind::Comm, copy_fn, delete_fn, keyval, extra_state))
 }
 
@@ -313,7 +338,12 @@ pub unsafe fn MPI_Attr_put(comm: MPI_Comm, keyval: c_int, attribute_val: *mut c_
     ret(comm, "MPI_Attr_put", set_attr(ObjKind::Comm, comm, keyval, attribute_val))
 }
 
-pub unsafe fn MPI_Comm_get_attr(comm: MPI_Comm, comm_keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int) -> c_int {
+pub unsafe fn MPI_Comm_get_attr(
+    comm: MPI_Comm,
+    comm_keyval: c_int,
+    attribute_val: *mut c_void,
+    flag: *mut c_int,
+) -> c_int {
     ret(comm, "MPI_Comm_get_attr", get_attr(ObjKind::Comm, comm, comm_keyval, attribute_val, flag))
 }
 
@@ -331,8 +361,17 @@ pub unsafe fn MPI_Attr_delete(comm: MPI_Comm, keyval: c_int) -> c_int {
 
 // Datatypes.
 
-pub unsafe fn MPI_Type_create_keyval(type_copy_attr_fn: *mut c_void, type_delete_attr_fn: *mut c_void, type_keyval: *mut c_int, extra_state: *mut c_void) -> c_int {
-    ret(MPI_COMM_WORLD, "MPI_Type_create_keyval", create_keyval(ObjKind::Type, type_copy_attr_fn, type_delete_attr_fn, type_keyval, extra_state))
+pub unsafe fn MPI_Type_create_keyval(
+    type_copy_attr_fn: *mut c_void,
+    type_delete_attr_fn: *mut c_void,
+    type_keyval: *mut c_int,
+    extra_state: *mut c_void,
+) -> c_int {
+    ret(
+        MPI_COMM_WORLD,
+        "MPI_Type_create_keyval",
+        create_keyval(ObjKind::Type, type_copy_attr_fn, type_delete_attr_fn, type_keyval, extra_state),
+    )
 }
 
 pub unsafe fn MPI_Type_free_keyval(type_keyval: *mut c_int) -> c_int {
@@ -343,7 +382,12 @@ pub unsafe fn MPI_Type_set_attr(datatype: MPI_Datatype, type_keyval: c_int, attr
     ret(MPI_COMM_WORLD, "MPI_Type_set_attr", set_attr(ObjKind::Type, datatype, type_keyval, attribute_val))
 }
 
-pub unsafe fn MPI_Type_get_attr(datatype: MPI_Datatype, type_keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int) -> c_int {
+pub unsafe fn MPI_Type_get_attr(
+    datatype: MPI_Datatype,
+    type_keyval: c_int,
+    attribute_val: *mut c_void,
+    flag: *mut c_int,
+) -> c_int {
     ret(MPI_COMM_WORLD, "MPI_Type_get_attr", get_attr(ObjKind::Type, datatype, type_keyval, attribute_val, flag))
 }
 
@@ -353,8 +397,17 @@ pub unsafe fn MPI_Type_delete_attr(datatype: MPI_Datatype, type_keyval: c_int) -
 
 // Windows.
 
-pub unsafe fn MPI_Win_create_keyval(win_copy_attr_fn: *mut c_void, win_delete_attr_fn: *mut c_void, win_keyval: *mut c_int, extra_state: *mut c_void) -> c_int {
-    ret(MPI_COMM_WORLD, "MPI_Win_create_keyval", create_keyval(ObjKind::Win, win_copy_attr_fn, win_delete_attr_fn, win_keyval, extra_state))
+pub unsafe fn MPI_Win_create_keyval(
+    win_copy_attr_fn: *mut c_void,
+    win_delete_attr_fn: *mut c_void,
+    win_keyval: *mut c_int,
+    extra_state: *mut c_void,
+) -> c_int {
+    ret(
+        MPI_COMM_WORLD,
+        "MPI_Win_create_keyval",
+        create_keyval(ObjKind::Win, win_copy_attr_fn, win_delete_attr_fn, win_keyval, extra_state),
+    )
 }
 
 pub unsafe fn MPI_Win_free_keyval(win_keyval: *mut c_int) -> c_int {

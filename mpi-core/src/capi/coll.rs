@@ -38,13 +38,22 @@ pub(crate) enum Call {
 
 /// Builds the schedule of a collective on `comm` with `build`, then runs it
 /// as `call` says.
-pub(super) fn run(comm: MPI_Comm, call: Call, build: impl FnOnce(&mut State, &mut Sched) -> MpiResult<()>) -> MpiResult<()> {
+pub(super) fn run(
+    comm: MPI_Comm,
+    call: Call,
+    build: impl FnOnce(&mut State, &mut Sched) -> MpiResult<()>,
+) -> MpiResult<()> {
     run_or(comm, call, None, build)
 }
 
 /// [`run`], with the shared-memory part a persistent operation runs when
 /// the communicator has a segment.
-fn run_or(comm: MPI_Comm, call: Call, plan: Option<(usize, Box<dyn NbKind>)>, build: impl FnOnce(&mut State, &mut Sched) -> MpiResult<()>) -> MpiResult<()> {
+fn run_or(
+    comm: MPI_Comm,
+    call: Call,
+    plan: Option<(usize, Box<dyn NbKind>)>,
+    build: impl FnOnce(&mut State, &mut Sched) -> MpiResult<()>,
+) -> MpiResult<()> {
     run_sched(comm, call, plan, None, build)
 }
 
@@ -54,7 +63,13 @@ fn run_tagged(comm: MPI_Comm, tag: i32, build: impl FnOnce(&mut State, &mut Sche
 }
 
 /// [`run_or`], with messages under `tag` if given.
-fn run_sched(comm: MPI_Comm, call: Call, plan: Option<(usize, Box<dyn NbKind>)>, tag: Option<i32>, build: impl FnOnce(&mut State, &mut Sched) -> MpiResult<()>) -> MpiResult<()> {
+fn run_sched(
+    comm: MPI_Comm,
+    call: Call,
+    plan: Option<(usize, Box<dyn NbKind>)>,
+    tag: Option<i32>,
+    build: impl FnOnce(&mut State, &mut Sched) -> MpiResult<()>,
+) -> MpiResult<()> {
     let blocking = rt::with(|st| {
         // The guard a nonblocking call's shared-memory look took (none for
         // other calls): completed by this schedule before its first step,
@@ -200,7 +215,13 @@ pub(super) fn elem(buf: *const c_void, i: usize, dt: &Dtype) -> *mut u8 {
 }
 
 /// A buffer argument with its count and type, checked.
-pub(super) fn typed(st: &mut State, buf: *const c_void, count: i64, datatype: MPI_Datatype, what: &str) -> MpiResult<(usize, Arc<Dtype>)> {
+pub(super) fn typed(
+    st: &mut State,
+    buf: *const c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    what: &str,
+) -> MpiResult<(usize, Arc<Dtype>)> {
     let n = check_count(count)?;
     let dt = st.types.get(datatype)?;
     check_buf(buf, n, &dt, what)?;
@@ -287,7 +308,9 @@ fn flat<T>(
             Ok(Ok((f, p))) => return Shm::Done(f.wait_turn().and_then(|()| unsafe { flat_go(&f, p) })),
             // Too large for the segment: messages, once every rank's length
             // is known to match (see `flat::guard`).
-            Ok(Err(NotHere::Msg(Some((g, bytes))))) => return g.guard_check(bytes).map_or_else(|e| Shm::Done(Err(e)), |()| Shm::No),
+            Ok(Err(NotHere::Msg(Some((g, bytes))))) => {
+                return g.guard_check(bytes).map_or_else(|e| Shm::Done(Err(e)), |()| Shm::No)
+            }
             Ok(Err(NotHere::Msg(None))) | Err(_) => return Shm::No,
             Ok(Err(NotHere::Setup(ctx, rank, size, room))) => (ctx, rank, size, room),
         };
@@ -325,7 +348,11 @@ struct Who {
 
 /// [`flat`] for a persistent call: its part, if `prep` and `part` take it
 /// (bad arguments are reported by the message path).
-fn flat_plan<T>(comm: MPI_Comm, prep: impl FnOnce(&mut State, usize) -> Option<(T, usize)>, part: impl FnOnce(&mut State, &Who, T) -> Part) -> Option<(usize, Box<dyn NbKind>)> {
+fn flat_plan<T>(
+    comm: MPI_Comm,
+    prep: impl FnOnce(&mut State, usize) -> Option<(T, usize)>,
+    part: impl FnOnce(&mut State, &Who, T) -> Part,
+) -> Option<(usize, Box<dyn NbKind>)> {
     rt::with(|st| {
         let c = st.comms.get(comm)?;
         let who = Who { rank: c.rank as usize, size: c.size() as usize };
@@ -366,7 +393,9 @@ fn flat_setup(comm: MPI_Comm, ctx: u32, rank: usize, size: usize, room: bool) ->
     }
     let mut all = [map.is_some() as c_int];
     // SAFETY: as above.
-    unsafe { allreduce(Call::Msg, MPI_IN_PLACE as *const c_void, all.as_mut_ptr() as *mut c_void, 1, MPI_INT, MPI_MIN, comm)? };
+    unsafe {
+        allreduce(Call::Msg, MPI_IN_PLACE as *const c_void, all.as_mut_ptr() as *mut c_void, 1, MPI_INT, MPI_MIN, comm)?
+    };
     if rank == 0 && hello[0] != 0 {
         flat::unlink(&name);
     }
@@ -446,7 +475,14 @@ fn typed_view(p: *const c_void, count: usize, dt: &Arc<Dtype>) -> parts::Typed {
 }
 
 /// A buffer argument whose packed size must be `blk`.
-fn typed_blk(st: &mut State, buf: *const c_void, count: i64, t: MPI_Datatype, blk: usize, what: &str) -> MpiResult<(usize, Arc<Dtype>)> {
+fn typed_blk(
+    st: &mut State,
+    buf: *const c_void,
+    count: i64,
+    t: MPI_Datatype,
+    blk: usize,
+    what: &str,
+) -> MpiResult<(usize, Arc<Dtype>)> {
     let (c, dt) = typed(st, buf, count, t, what)?;
     signature_match(dt.packed_size(c), blk)?;
     Ok((c, dt))
@@ -456,7 +492,14 @@ fn flat_barrier(call: Call, comm: MPI_Comm) -> Shm {
     flat(call, comm, |_, _| Some(((), 0)), |_, _, ()| Ok(Box::new(parts::Arrive)))
 }
 
-unsafe fn flat_bcast(call: Call, buffer: *mut c_void, count: i64, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> Shm {
+unsafe fn flat_bcast(
+    call: Call,
+    buffer: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> Shm {
     let prep = |st: &mut State, size: usize| {
         let (n, dt) = (check_count(count).ok()?, st.types.get(datatype).ok()?);
         let root = check_root(root, size).ok()?;
@@ -471,7 +514,11 @@ unsafe fn flat_bcast(call: Call, buffer: *mut c_void, count: i64, datatype: MPI_
         Ok(Box::new(if is_root {
             parts::Moves { src: Some(view), publish: Some(bytes), reads: Vec::new() }
         } else {
-            parts::Moves { src: None, publish: None, reads: vec![parts::Read { rank: root, off: 0, expect: bytes, to: view }] }
+            parts::Moves {
+                src: None,
+                publish: None,
+                reads: vec![parts::Read { rank: root, off: 0, expect: bytes, to: view }],
+            }
         }))
     })
 }
@@ -489,7 +536,16 @@ enum Target {
 }
 
 /// Reduce, Allreduce, Scan or Exscan in shared memory.
-unsafe fn flat_reduce(call: Call, sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: MPI_Datatype, op: MPI_Op, target: Target, comm: MPI_Comm) -> Shm {
+unsafe fn flat_reduce(
+    call: Call,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    target: Target,
+    comm: MPI_Comm,
+) -> Shm {
     let prep = |st: &mut State, size: usize| {
         let n = check_count(count).ok()?;
         let dt = st.types.get(datatype).ok()?;
@@ -534,7 +590,15 @@ unsafe fn flat_reduce(call: Call, sendbuf: *const c_void, recvbuf: *mut c_void, 
 /// Reduce_scatter (`counts`) or Reduce_scatter_block (`Err(count)`) in
 /// shared memory: each rank writes its whole vector and combines its block
 /// of every rank's in rank order (the counts are alike on every rank).
-unsafe fn flat_reduce_scatter(call: Call, sendbuf: *const c_void, recvbuf: *mut c_void, counts: Result<Arr, i64>, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> Shm {
+unsafe fn flat_reduce_scatter(
+    call: Call,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    counts: Result<Arr, i64>,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> Shm {
     let prep = |st: &mut State, size: usize| {
         let counts = match counts {
             Ok(a) => a.counts(size, "recvcounts").ok()?,
@@ -559,7 +623,16 @@ unsafe fn flat_reduce_scatter(call: Call, sendbuf: *const c_void, recvbuf: *mut 
         })()
         .map_err(|e| (e, Some(dt.packed_size(total))))?;
         let off = counts[..f.rank].iter().map(|&c| dt.packed_size(c)).sum();
-        Ok(Box::new(parts::Reduce { from: 0..f.size, input: input as *const u8, n_in: total, off, out: recvbuf as P, n: mine, dt, red }))
+        Ok(Box::new(parts::Reduce {
+            from: 0..f.size,
+            input: input as *const u8,
+            n_in: total,
+            off,
+            out: recvbuf as P,
+            n: mine,
+            dt,
+            red,
+        }))
     })
 }
 
@@ -569,7 +642,14 @@ unsafe fn flat_reduce_scatter(call: Call, sendbuf: *const c_void, recvbuf: *mut 
 /// every piece (an Allgatherv). The combining is shared out instead of done
 /// in full by every rank, which counts with more ranks than cores. None:
 /// not taken (decided alike on every rank, before any step).
-unsafe fn flat_allreduce_split(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> Option<MpiResult<()>> {
+unsafe fn flat_allreduce_split(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> Option<MpiResult<()>> {
     let (n, size, me) = rt::with(|st| {
         let c = st.comms.get(comm)?;
         let (size, me) = (c.size() as usize, c.rank as usize);
@@ -613,7 +693,16 @@ unsafe fn flat_allreduce_split(sendbuf: *const c_void, recvbuf: *mut c_void, cou
 
 /// Allgather in shared memory: each rank writes its block, every rank
 /// reads all blocks.
-unsafe fn flat_allgather(call: Call, sendbuf: *const c_void, sendcount: i64, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: i64, recvtype: MPI_Datatype, comm: MPI_Comm) -> Shm {
+unsafe fn flat_allgather(
+    call: Call,
+    sendbuf: *const c_void,
+    sendcount: i64,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: i64,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> Shm {
     let prep = |st: &mut State, _| {
         let (rc, rdt) = (check_count(recvcount).ok()?, st.types.get(recvtype).ok()?);
         let blk = rdt.packed_size(rc);
@@ -634,7 +723,12 @@ unsafe fn flat_allgather(call: Call, sendbuf: *const c_void, sendcount: i64, sen
         .map_err(|e| (e, Some(blk)))?;
         let reads = (0..f.size)
             .filter(|&r| !(inp && r == me))
-            .map(|r| parts::Read { rank: r, off: 0, expect: blk, to: typed_view(elem(recvbuf, r * rc, &rdt) as *const c_void, rc, &rdt) })
+            .map(|r| parts::Read {
+                rank: r,
+                off: 0,
+                expect: blk,
+                to: typed_view(elem(recvbuf, r * rc, &rdt) as *const c_void, rc, &rdt),
+            })
             .collect();
         Ok(Box::new(parts::Moves { src: Some(src), publish: Some(blk), reads }))
     })
@@ -643,7 +737,17 @@ unsafe fn flat_allgather(call: Call, sendbuf: *const c_void, sendcount: i64, sen
 /// Allgatherv in shared memory: each rank writes its block, every rank
 /// reads all blocks (the counts are alike on every rank; the largest block
 /// decides).
-unsafe fn flat_allgatherv(call: Call, sendbuf: *const c_void, sendcount: i64, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: Arr, displs: Arr, recvtype: MPI_Datatype, comm: MPI_Comm) -> Shm {
+unsafe fn flat_allgatherv(
+    call: Call,
+    sendbuf: *const c_void,
+    sendcount: i64,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: Arr,
+    displs: Arr,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> Shm {
     let prep = |st: &mut State, size: usize| {
         let counts = recvcounts.counts(size, "recvcounts").ok()?;
         let rdt = st.types.get(recvtype).ok()?;
@@ -667,7 +771,12 @@ unsafe fn flat_allgatherv(call: Call, sendbuf: *const c_void, sendcount: i64, se
         .map_err(|e| (e, Some(mine)))?;
         let reads = (0..f.size)
             .filter(|&r| !(inp && r == me))
-            .map(|r| parts::Read { rank: r, off: 0, expect: rdt.packed_size(counts[r]), to: typed_view(place(displs[r]), counts[r], &rdt) })
+            .map(|r| parts::Read {
+                rank: r,
+                off: 0,
+                expect: rdt.packed_size(counts[r]),
+                to: typed_view(place(displs[r]), counts[r], &rdt),
+            })
             .collect();
         Ok(Box::new(parts::Moves { src: Some(src), publish: Some(mine), reads }))
     })
@@ -675,7 +784,16 @@ unsafe fn flat_allgatherv(call: Call, sendbuf: *const c_void, sendcount: i64, se
 
 /// Alltoall in shared memory: each rank writes its whole send buffer and
 /// takes its block from every rank's.
-unsafe fn flat_alltoall(call: Call, sendbuf: *const c_void, sendcount: i64, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: i64, recvtype: MPI_Datatype, comm: MPI_Comm) -> Shm {
+unsafe fn flat_alltoall(
+    call: Call,
+    sendbuf: *const c_void,
+    sendcount: i64,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: i64,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> Shm {
     let prep = |st: &mut State, size: usize| {
         let (rc, rdt) = (check_count(recvcount).ok()?, st.types.get(recvtype).ok()?);
         let blk = rdt.packed_size(rc);
@@ -695,7 +813,12 @@ unsafe fn flat_alltoall(call: Call, sendbuf: *const c_void, sendcount: i64, send
         })()
         .map_err(|e| (e, Some(blk * size)))?;
         let reads = (0..size)
-            .map(|r| parts::Read { rank: r, off: me * blk, expect: blk * size, to: typed_view(elem(recvbuf, r * rc, &rdt) as *const c_void, rc, &rdt) })
+            .map(|r| parts::Read {
+                rank: r,
+                off: me * blk,
+                expect: blk * size,
+                to: typed_view(elem(recvbuf, r * rc, &rdt) as *const c_void, rc, &rdt),
+            })
             .collect();
         Ok(Box::new(parts::Moves { src: Some(src), publish: Some(blk * size), reads }))
     })
@@ -748,7 +871,12 @@ unsafe fn flat_rooted(
                     }
                     reads = (0..size)
                         .filter(|&r| r != me || mine.is_some())
-                        .map(|r| parts::Read { rank: r, off: 0, expect: blk, to: typed_view(elem(recvbuf, r * rc, &rdt) as *const c_void, rc, &rdt) })
+                        .map(|r| parts::Read {
+                            rank: r,
+                            off: 0,
+                            expect: blk,
+                            to: typed_view(elem(recvbuf, r * rc, &rdt) as *const c_void, rc, &rdt),
+                        })
                         .collect();
                 }
                 Ok(parts::Moves { src: mine, publish: Some(blk), reads })
@@ -766,7 +894,9 @@ unsafe fn flat_rooted(
             })()
             .map_err(|e| (e, Some(blk * size)))
         } else {
-            out(st, me * blk, blk * size).map(|r| parts::Moves { src: None, publish: None, reads: vec![r] }).map_err(|e| (e, None))
+            out(st, me * blk, blk * size)
+                .map(|r| parts::Moves { src: None, publish: None, reads: vec![r] })
+                .map_err(|e| (e, None))
         };
         part.map(|m| Box::new(m) as Box<dyn NbKind>)
     })
@@ -862,7 +992,13 @@ fn fast_barrier(comm: MPI_Comm) -> Option<MpiResult<()>> {
     })())
 }
 
-unsafe fn fast_bcast(buffer: *mut c_void, count: i64, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> Option<MpiResult<()>> {
+unsafe fn fast_bcast(
+    buffer: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> Option<MpiResult<()>> {
     let (f, (root, n)) = fast(comm, |st, w| {
         let n = fast_bytes(st, count, datatype)?;
         let root = check_root(root, w.size).ok()?;
@@ -885,7 +1021,14 @@ unsafe fn fast_bcast(buffer: *mut c_void, count: i64, datatype: MPI_Datatype, ro
     })())
 }
 
-unsafe fn fast_allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> Option<MpiResult<()>> {
+unsafe fn fast_allreduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> Option<MpiResult<()>> {
     let (f, (n, red)) = fast(comm, |st, _| {
         let (n, dt) = fast_type(st, count, datatype)?;
         let red = reducer(st, op, datatype, dt).ok()?;
@@ -906,7 +1049,16 @@ unsafe fn fast_allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: i6
 
 /// Allgather (`alltoall` false: each rank's block to every rank) or Alltoall
 /// (block j of each rank to rank j).
-unsafe fn fast_gather_all(alltoall: bool, sendbuf: *const c_void, sendcount: i64, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: i64, recvtype: MPI_Datatype, comm: MPI_Comm) -> Option<MpiResult<()>> {
+unsafe fn fast_gather_all(
+    alltoall: bool,
+    sendbuf: *const c_void,
+    sendcount: i64,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: i64,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> Option<MpiResult<()>> {
     let (f, blk) = fast(comm, |st, w| {
         let blk = fast_bytes(st, recvcount, recvtype)?;
         let sent = if in_place(sendbuf) { blk } else { fast_bytes(st, sendcount, sendtype)? };
@@ -945,7 +1097,10 @@ unsafe fn fast_gather_all(alltoall: bool, sendbuf: *const c_void, sendcount: i64
 /// decided before any step: `args` gives what the call needs and its
 /// bytes, or None (not taken). Returns that and the first piece's
 /// operation (the next ones follow it: see [`next_op`]), or None.
-fn pieces_start<T>(comm: MPI_Comm, args: impl FnOnce(&mut State) -> MpiResult<Option<(T, usize)>>) -> Option<(T, Flat)> {
+fn pieces_start<T>(
+    comm: MPI_Comm,
+    args: impl FnOnce(&mut State) -> MpiResult<Option<(T, usize)>>,
+) -> Option<(T, Flat)> {
     rt::with(|st| {
         let t = &st.coll.tune;
         if t.shm_max == 0 || (st.oversubscribed && !t.shm_pieces_oversub) {
@@ -981,7 +1136,14 @@ fn next_op(comm: MPI_Comm, bytes: usize) -> MpiResult<Flat> {
 /// combines its own block of every rank (in rank order) into its result,
 /// in a second it writes that block and takes the others' results. Each
 /// block is computed once, so every rank gets the same bits.
-unsafe fn pieces_allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> Option<MpiResult<()>> {
+unsafe fn pieces_allreduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> Option<MpiResult<()>> {
     let ((n, dt, red, bytes), first) = pieces_start(comm, |st| {
         let n = check_count(count)?;
         let dt = st.types.get(datatype)?;
@@ -1118,7 +1280,16 @@ const HELLO: usize = 4 * 8;
 /// worked, and the data is left alone until every rank has. Otherwise
 /// (seen alike by every rank) None: the other paths run the call. Blocks
 /// whose sizes differ between ranks fail with `MPI_ERR_TRUNCATE` everywhere.
-unsafe fn direct_gather_all(alltoall: bool, sendbuf: *const c_void, sendcount: i64, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: i64, recvtype: MPI_Datatype, comm: MPI_Comm) -> Option<MpiResult<()>> {
+unsafe fn direct_gather_all(
+    alltoall: bool,
+    sendbuf: *const c_void,
+    sendcount: i64,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: i64,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> Option<MpiResult<()>> {
     let inp = in_place(sendbuf);
     let (f, blk, ok) = rt::with(|st| {
         let t = &st.coll.tune;
@@ -1137,7 +1308,10 @@ unsafe fn direct_gather_all(alltoall: bool, sendbuf: *const c_void, sendcount: i
         // Whether this rank's data may be read where it is, and its blocks
         // written straight into its receive buffer.
         let sent = if inp { None } else { fast_bytes(st, sendcount, sendtype) };
-        let ok = st.engine.cma_enabled() && rdt.contig && fast_bufs(sendbuf, recvbuf) && if inp { !alltoall } else { sent == Some(blk) };
+        let ok = st.engine.cma_enabled()
+            && rdt.contig
+            && fast_bufs(sendbuf, recvbuf)
+            && if inp { !alltoall } else { sent == Some(blk) };
         Ok(match flat::lookup(st, comm, HELLO)? {
             Lookup::Ready(f) => Some((f, blk, ok)),
             _ => None,
@@ -1176,7 +1350,13 @@ unsafe fn direct_gather_all(alltoall: bool, sendbuf: *const c_void, sendcount: i
 /// `MPI_ERR_TRUNCATE` (as does a rank that took another path, see
 /// [`Flat::wait_all_len`]); Ok(None) if a rank may not be read; else the
 /// process and address of every rank.
-fn direct_hello(f: &Flat, addr: *const u8, ok: bool, bytes: usize, meanwhile: impl FnOnce()) -> MpiResult<Option<Vec<(i32, usize)>>> {
+fn direct_hello(
+    f: &Flat,
+    addr: *const u8,
+    ok: bool,
+    bytes: usize,
+    meanwhile: impl FnOnce(),
+) -> MpiResult<Option<Vec<(i32, usize)>>> {
     f.wait_turn()?;
     f.wait_free()?;
     let words: [u64; 4] = [pid(), addr as u64, ok as u64, bytes as u64];
@@ -1226,7 +1406,13 @@ const DIRECT_BCAST_MIN: usize = 32 << 10;
 /// whether it may be read or written there, and its bytes; then, after the
 /// copies, whether they worked (the root's buffer is left alone until
 /// then). None (seen alike everywhere): the other paths run the call.
-unsafe fn direct_bcast(buffer: *mut c_void, count: i64, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> Option<MpiResult<()>> {
+unsafe fn direct_bcast(
+    buffer: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> Option<MpiResult<()>> {
     let (f, bytes, root, ok) = rt::with(|st| {
         let t = &st.coll.tune;
         if !direct_allowed(st) {
@@ -1279,7 +1465,16 @@ unsafe fn direct_bcast(buffer: *mut c_void, count: i64, datatype: MPI_Datatype, 
 /// # Safety
 /// `counts` and `displs` are NULL or address `size` values.
 #[allow(clippy::too_many_arguments)]
-unsafe fn vblocks(buf: *const c_void, counts: Arr, displs: Arr, types: &[MPI_Datatype], st: &mut State, size: usize, bytes_disp: bool, what: [&str; 3]) -> MpiResult<Vec<parts::Typed>> {
+unsafe fn vblocks(
+    buf: *const c_void,
+    counts: Arr,
+    displs: Arr,
+    types: &[MPI_Datatype],
+    st: &mut State,
+    size: usize,
+    bytes_disp: bool,
+    what: [&str; 3],
+) -> MpiResult<Vec<parts::Typed>> {
     let n = counts.counts(size, what[1])?;
     let d = displs.read(size, what[2])?;
     // One type for all blocks but in an Alltoallw: looked up once.
@@ -1327,7 +1522,12 @@ unsafe fn tget(buf: *const u8, i: usize) -> usize {
 ///
 /// # Safety
 /// `buf` holds the table and the blocks.
-unsafe fn write_blocks(buf: *mut u8, size: usize, table: usize, mut block: impl FnMut(usize, *mut u8) -> usize) -> usize {
+unsafe fn write_blocks(
+    buf: *mut u8,
+    size: usize,
+    table: usize,
+    mut block: impl FnMut(usize, *mut u8) -> usize,
+) -> usize {
     let mut off = 0;
     for j in 0..size {
         tput(buf, j, off);
@@ -1391,8 +1591,26 @@ unsafe fn shm_alltoall_vw(
             return Ok(None);
         }
         Ok(Some((|| {
-            let sv = vblocks(sendbuf, sendcounts, sdispls, sendtypes, st, size, bytes_disp, ["sendbuf", "sendcounts", "sdispls"])?;
-            let rv = vblocks(recvbuf, recvcounts, rdispls, recvtypes, st, size, bytes_disp, ["recvbuf", "recvcounts", "rdispls"])?;
+            let sv = vblocks(
+                sendbuf,
+                sendcounts,
+                sdispls,
+                sendtypes,
+                st,
+                size,
+                bytes_disp,
+                ["sendbuf", "sendcounts", "sdispls"],
+            )?;
+            let rv = vblocks(
+                recvbuf,
+                recvcounts,
+                rdispls,
+                recvtypes,
+                st,
+                size,
+                bytes_disp,
+                ["recvbuf", "recvcounts", "rdispls"],
+            )?;
             if std::ptr::eq(sendbuf, recvbuf) && sv.iter().any(|v| v.bytes() > 0) {
                 no_alias(sendbuf, recvbuf, 1)?;
             }
@@ -1470,14 +1688,22 @@ unsafe fn fast_alltoallv(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> Option<MpiResult<()>> {
-    if in_place(sendbuf) || std::ptr::eq(sendbuf, recvbuf) || sendcounts.is_null() || sdispls.is_null() || recvcounts.is_null() || rdispls.is_null() {
+    if in_place(sendbuf)
+        || std::ptr::eq(sendbuf, recvbuf)
+        || sendcounts.is_null()
+        || sdispls.is_null()
+        || recvcounts.is_null()
+        || rdispls.is_null()
+    {
         return None;
     }
     // Elements' sizes and extents of the two types.
     let (f, (su, se), (ru, re)) = rt::with(|st| {
         let c = st.comms.get(comm)?;
         let (size, rank, ctx) = (c.size() as usize, c.rank as usize, c.coll_ctx());
-        let (Some(sdt), Some(rdt)) = (st.types.committed(sendtype), st.types.committed(recvtype)) else { return Ok(None) };
+        let (Some(sdt), Some(rdt)) = (st.types.committed(sendtype), st.types.committed(recvtype)) else {
+            return Ok(None);
+        };
         if c.is_inter() || size < 2 || !sdt.contig || !rdt.contig {
             return Ok(None);
         }
@@ -1490,7 +1716,9 @@ unsafe fn fast_alltoallv(
             }
             total += sc as usize * s.0;
         }
-        if sendcounts.get(rank) as usize * s.0 != recvcounts.get(rank) as usize * r.0 || flat::fits(&st.coll.tune, total).is_none() {
+        if sendcounts.get(rank) as usize * s.0 != recvcounts.get(rank) as usize * r.0
+            || flat::fits(&st.coll.tune, total).is_none()
+        {
             return Ok(None);
         }
         Ok(match flat::lookup_in(st, comm, ctx, rank, size, total)? {
@@ -1514,7 +1742,18 @@ unsafe fn fast_alltoallv(
         if (0..size).any(|r| vway(&f, r) != VWay::Segment) {
             // Another rank's blocks go as messages, or its arguments are
             // bad: the general reading, with this rank's views.
-            let rv = rt::with(|st| vblocks(recvbuf, recvcounts, rdispls, &[recvtype], st, size, false, ["recvbuf", "recvcounts", "rdispls"]))?;
+            let rv = rt::with(|st| {
+                vblocks(
+                    recvbuf,
+                    recvcounts,
+                    rdispls,
+                    &[recvtype],
+                    st,
+                    size,
+                    false,
+                    ["recvbuf", "recvcounts", "rdispls"],
+                )
+            })?;
             return vw_finish(&f, Some((&[], &rv)), false, comm);
         }
         for r in 0..size {
@@ -1539,7 +1778,12 @@ enum VWay {
 /// The operation of [`shm_alltoall_vw`] (`f`, taken) with this rank's
 /// blocks and bytes (None: its arguments are bad); `msg`: they go as
 /// messages.
-unsafe fn vw_run(f: &Flat, mine: Option<(Vec<parts::Typed>, Vec<parts::Typed>, usize)>, msg: bool, comm: MPI_Comm) -> MpiResult<()> {
+unsafe fn vw_run(
+    f: &Flat,
+    mine: Option<(Vec<parts::Typed>, Vec<parts::Typed>, usize)>,
+    msg: bool,
+    comm: MPI_Comm,
+) -> MpiResult<()> {
     let (me, size, table) = (f.rank, f.size, vtable(f.size));
     f.wait_turn()?;
     f.wait_free()?;
@@ -1574,7 +1818,12 @@ fn vway(f: &Flat, r: usize) -> VWay {
 /// The reading part of [`vw_run`], once every rank has published: this
 /// rank's blocks to send and receive (None: its arguments are bad), `msg`:
 /// it sends its blocks as messages.
-unsafe fn vw_finish(f: &Flat, mine: Option<(&[parts::Typed], &[parts::Typed])>, msg: bool, comm: MPI_Comm) -> MpiResult<()> {
+unsafe fn vw_finish(
+    f: &Flat,
+    mine: Option<(&[parts::Typed], &[parts::Typed])>,
+    msg: bool,
+    comm: MPI_Comm,
+) -> MpiResult<()> {
     let (me, size, table) = (f.rank, f.size, vtable(f.size));
     let ways: Vec<VWay> = (0..size).map(|r| vway(f, r)).collect();
     let mut err = None;
@@ -1588,7 +1837,10 @@ unsafe fn vw_finish(f: &Flat, mine: Option<(&[parts::Typed], &[parts::Typed])>, 
                     }
                 },
                 VWay::Nothing => {
-                    err.get_or_insert(MpiError::new(MPI_ERR_TRUNCATE, format!("rank {r} of the collective sends nothing (its arguments are bad)")));
+                    err.get_or_insert(MpiError::new(
+                        MPI_ERR_TRUNCATE,
+                        format!("rank {r} of the collective sends nothing (its arguments are bad)"),
+                    ));
                 }
                 VWay::Messages => {}
             }
@@ -1608,7 +1860,8 @@ unsafe fn vw_finish(f: &Flat, mine: Option<(&[parts::Typed], &[parts::Typed])>, 
                     let p = s.input(sv[j].p, sv[j].count, &sv[j].dt);
                     s.send(p, sv[j].bytes(), j);
                 }
-                let (i, o) = (s.input(sv[me].p, sv[me].count, &sv[me].dt), s.output(rv[me].p, rv[me].count, &rv[me].dt));
+                let (i, o) =
+                    (s.input(sv[me].p, sv[me].count, &sv[me].dt), s.output(rv[me].p, rv[me].count, &rv[me].dt));
                 s.copy(i, o, rv[me].bytes());
             }
             Ok(())
@@ -1629,7 +1882,11 @@ const BAD: usize = flat::BAD_LEN;
 /// run in the segment, and what [`this`] makes of this rank's arguments
 /// (under the lock). None: messages (an intercommunicator, one rank, or a
 /// bad communicator or root: alike everywhere, reported there).
-fn rooted<T>(comm: MPI_Comm, root: c_int, this: impl FnOnce(&mut State, usize, usize, usize) -> MpiResult<T>) -> Option<(usize, usize, usize, MpiResult<T>)> {
+fn rooted<T>(
+    comm: MPI_Comm,
+    root: c_int,
+    this: impl FnOnce(&mut State, usize, usize, usize) -> MpiResult<T>,
+) -> Option<(usize, usize, usize, MpiResult<T>)> {
     rt::with(|st| {
         let c = st.comms.get(comm)?;
         let (size, rank) = (c.size() as usize, c.rank as usize);
@@ -1754,7 +2011,14 @@ unsafe fn fast_gatherv(
     comm: MPI_Comm,
 ) -> Option<MpiResult<()>> {
     let (f, (part, root)) = fast(comm, |st, w| {
-        let (part, root, _) = fastv_pick(st, w, root, (sendbuf, sendcount, sendtype), (recvbuf, recvcounts, displs, recvtype), (sendbuf, recvbuf))?;
+        let (part, root, _) = fastv_pick(
+            st,
+            w,
+            root,
+            (sendbuf, sendcount, sendtype),
+            (recvbuf, recvcounts, displs, recvtype),
+            (sendbuf, recvbuf),
+        )?;
         // A non-root writes its block; the root only arrives.
         let bytes = match part {
             FastV::Leaf(n) => n,
@@ -1781,7 +2045,18 @@ unsafe fn fast_gatherv(
         f.wait_data(0..root)?;
         f.wait_data(root + 1..f.size)?;
         if (0..f.size).any(|r| r != root && (f.sent_by_message(r) || f.len_of(r) == BAD)) {
-            let rv = rt::with(|st| vblocks(recvbuf, recvcounts, displs, &[recvtype], st, f.size, false, ["recvbuf", "recvcounts", "displs"]))?;
+            let rv = rt::with(|st| {
+                vblocks(
+                    recvbuf,
+                    recvcounts,
+                    displs,
+                    &[recvtype],
+                    st,
+                    f.size,
+                    false,
+                    ["recvbuf", "recvcounts", "displs"],
+                )
+            })?;
             return gatherv_collect(&f, Some(&rv), comm);
         }
         for r in (0..f.size).filter(|&r| r != root) {
@@ -1812,7 +2087,14 @@ unsafe fn fast_scatterv(
         let table = vtable(w.size) + 4;
         // (Whether the table fits decides for every rank, as in shm_scatterv.)
         flat::fits(&st.coll.tune, table)?;
-        let (part, root, others) = fastv_pick(st, w, root, (recvbuf, recvcount, recvtype), (sendbuf, sendcounts, displs, sendtype), (sendbuf, recvbuf))?;
+        let (part, root, others) = fastv_pick(
+            st,
+            w,
+            root,
+            (recvbuf, recvcount, recvtype),
+            (sendbuf, sendcounts, displs, sendtype),
+            (sendbuf, recvbuf),
+        )?;
         // The root writes the table and the others' blocks; the others only arrive.
         let bytes = match part {
             FastV::Leaf(_) => 0,
@@ -1846,7 +2128,8 @@ unsafe fn fast_scatterv(
         f.wait_data(root..root + 1)?;
         let len = f.len_of(root);
         if len < table || len == BAD || tget(f.buf(root), size + 1) != 0 {
-            let v = rt::with(|st| typed(st, recvbuf, recvcount, recvtype, "recvbuf")).map(|(c, dt)| typed_view(recvbuf, c, &dt))?;
+            let v = rt::with(|st| typed(st, recvbuf, recvcount, recvtype, "recvbuf"))
+                .map(|(c, dt)| typed_view(recvbuf, c, &dt))?;
             return scatterv_take(&f, root, Some(&v), comm);
         }
         fast_copy(table_block(&f, root, me, table, n)?, recvbuf as *mut u8, n);
@@ -1875,7 +2158,14 @@ unsafe fn shm_gatherv(
     comm: MPI_Comm,
 ) -> Option<MpiResult<()>> {
     let (size, me, root, mine) = rooted(comm, root, |st, size, rank, root| {
-        rooted_args(st, size, rank, root, (sendbuf, sendcount, sendtype, "sendbuf"), (recvbuf, recvcounts, displs, recvtype, ["recvbuf", "recvcounts", "displs"]))
+        rooted_args(
+            st,
+            size,
+            rank,
+            root,
+            (sendbuf, sendcount, sendtype, "sendbuf"),
+            (recvbuf, recvcounts, displs, recvtype, ["recvbuf", "recvcounts", "displs"]),
+        )
     })?;
     let bytes = match &mine {
         Ok(Err(v)) => v.bytes(),
@@ -1936,7 +2226,10 @@ unsafe fn gatherv_collect(f: &Flat, rv: Option<&[parts::Typed]>, comm: MPI_Comm)
         if f.sent_by_message(r) {
             by_msg.push(r);
         } else if got == BAD {
-            err.get_or_insert(MpiError::new(MPI_ERR_TRUNCATE, format!("rank {r} of the Gatherv sends nothing (its arguments are bad)")));
+            err.get_or_insert(MpiError::new(
+                MPI_ERR_TRUNCATE,
+                format!("rank {r} of the Gatherv sends nothing (its arguments are bad)"),
+            ));
         } else if let Some(rv) = rv {
             if got != rv[r].bytes() {
                 err.get_or_insert(len_mismatch(r, got, rv[r].bytes()));
@@ -2053,7 +2346,14 @@ unsafe fn shm_scatterv(
     comm: MPI_Comm,
 ) -> Option<MpiResult<()>> {
     let (size, me, root, mine) = rooted(comm, root, |st, size, rank, root| {
-        rooted_args(st, size, rank, root, (recvbuf, recvcount, recvtype, "recvbuf"), (sendbuf, sendcounts, displs, sendtype, ["sendbuf", "sendcounts", "displs"]))
+        rooted_args(
+            st,
+            size,
+            rank,
+            root,
+            (recvbuf, recvcount, recvtype, "recvbuf"),
+            (sendbuf, sendcounts, displs, sendtype, ["sendbuf", "sendcounts", "displs"]),
+        )
     })?;
     // The offsets of the blocks, then whether they go as messages.
     let table = vtable(size) + 4;
@@ -2065,11 +2365,23 @@ unsafe fn shm_scatterv(
     // Whether the table fits (else messages, decided by the size alike
     // everywhere), and whether the blocks do (else the root writes the
     // table alone).
-    let (table_fits, msg) = rt::with(|st| Ok((flat::fits(&st.coll.tune, table).is_some(), flat::fits(&st.coll.tune, table + data).is_none()))).ok()?;
+    let (table_fits, msg) = rt::with(|st| {
+        Ok((flat::fits(&st.coll.tune, table).is_some(), flat::fits(&st.coll.tune, table + data).is_none()))
+    })
+    .ok()?;
     if !table_fits {
         return None;
     }
-    let (f, _) = match seg_op(comm, if me != root { 0 } else if msg { table } else { table + data })? {
+    let (f, _) = match seg_op(
+        comm,
+        if me != root {
+            0
+        } else if msg {
+            table
+        } else {
+            table + data
+        },
+    )? {
         Ok(x) => x,
         Err(e) => return Some(Err(e)),
     };
@@ -2118,7 +2430,6 @@ unsafe fn shm_scatterv(
 
 // ----- the collectives -------------------------------------------------------------
 
-
 pub(crate) fn barrier(call: Call, comm: MPI_Comm) -> MpiResult<()> {
     if let Call::Block = call {
         if let Some(r) = fast_barrier(comm) {
@@ -2140,7 +2451,14 @@ pub(crate) fn barrier(call: Call, comm: MPI_Comm) -> MpiResult<()> {
     })
 }
 
-pub(crate) unsafe fn bcast(call: Call, buffer: *mut c_void, count: i64, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> MpiResult<()> {
+pub(crate) unsafe fn bcast(
+    call: Call,
+    buffer: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> MpiResult<()> {
     if let Call::Block = call {
         if let Some(r) = fast_bcast(buffer, count, datatype, root, comm) {
             return r;
@@ -2160,7 +2478,8 @@ pub(crate) unsafe fn bcast(call: Call, buffer: *mut c_void, count: i64, datatype
         }
         let root = check_root(root, s.size)?;
         let (n, dt) = typed(st, buffer, count, datatype, "buffer")?;
-        let buf = if s.rank == root { s.input(buffer as *const u8, n, &dt) } else { s.output(buffer as *mut u8, n, &dt) };
+        let buf =
+            if s.rank == root { s.input(buffer as *const u8, n, &dt) } else { s.output(buffer as *mut u8, n, &dt) };
         algo::bcast(s, &st.coll.tune, buf, dt.packed_size(n), root);
         Ok(())
     })
@@ -2276,7 +2595,18 @@ pub(crate) unsafe fn gatherv(
     }
     run(comm, call, |st, s| {
         if s.is_inter() {
-            return intercoll::gather(st, s, sendbuf, sendcount, sendtype, recvbuf, 0, Some((recvcounts, displs)), recvtype, root);
+            return intercoll::gather(
+                st,
+                s,
+                sendbuf,
+                sendcount,
+                sendtype,
+                recvbuf,
+                0,
+                Some((recvcounts, displs)),
+                recvtype,
+                root,
+            );
         }
         let root = check_root(root, s.size)?;
         if s.rank != root {
@@ -2289,7 +2619,8 @@ pub(crate) unsafe fn gatherv(
         let displs = displs.read(s.size, "displs")?;
         let rdt = st.types.get(recvtype)?;
         let inp = in_place(sendbuf);
-        let mut v = views(s, recvbuf, &counts, &displs, std::slice::from_ref(&rdt), false, Dir::Out, inp.then_some(root));
+        let mut v =
+            views(s, recvbuf, &counts, &displs, std::slice::from_ref(&rdt), false, Dir::Out, inp.then_some(root));
         let mine = if inp {
             let p = elem(recvbuf, 0, &rdt).wrapping_offset(displs[root] as isize * rdt.extent);
             v[root].0 = s.inout(p, counts[root], &rdt);
@@ -2362,7 +2693,8 @@ pub(crate) unsafe fn scatterv(
     comm: MPI_Comm,
 ) -> MpiResult<()> {
     if let Call::Block = call {
-        if let Some(r) = fast_scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm) {
+        if let Some(r) = fast_scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm)
+        {
             return r;
         }
         if let Some(r) = shm_scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm) {
@@ -2371,7 +2703,18 @@ pub(crate) unsafe fn scatterv(
     }
     run(comm, call, |st, s| {
         if s.is_inter() {
-            return intercoll::scatter(st, s, sendbuf, 0, Some((sendcounts, displs)), sendtype, recvbuf, recvcount, recvtype, root);
+            return intercoll::scatter(
+                st,
+                s,
+                sendbuf,
+                0,
+                Some((sendcounts, displs)),
+                sendtype,
+                recvbuf,
+                recvcount,
+                recvtype,
+                root,
+            );
         }
         let root = check_root(root, s.size)?;
         if s.rank != root {
@@ -2546,13 +2889,17 @@ unsafe fn alltoall_vw(
     bytes_disp: bool,
 ) -> MpiResult<()> {
     if let Call::Block = call {
-        if let Some(r) = shm_alltoall_vw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, bytes_disp) {
+        if let Some(r) = shm_alltoall_vw(
+            sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, bytes_disp,
+        ) {
             return r;
         }
     }
     run(comm, call, |st, s| {
         if s.is_inter() {
-            return intercoll::alltoall_vw(st, s, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, bytes_disp);
+            return intercoll::alltoall_vw(
+                st, s, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, bytes_disp,
+            );
         }
         let size = s.size;
         let rc = recvcounts.counts(size, "recvcounts")?;
@@ -2590,7 +2937,9 @@ pub(crate) unsafe fn alltoallv(
     comm: MPI_Comm,
 ) -> MpiResult<()> {
     if let Call::Block = call {
-        if let Some(r) = fast_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm) {
+        if let Some(r) =
+            fast_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm)
+        {
             return r;
         }
     }
@@ -2611,7 +2960,13 @@ pub(crate) unsafe fn alltoallw(
     comm: MPI_Comm,
 ) -> MpiResult<()> {
     let size = rt::with(|st| Ok(st.comms.get(comm)?.size() as usize))?;
-    let types = |p: *const MPI_Datatype| if p.is_null() { vec![MPI_DATATYPE_NULL] } else { std::slice::from_raw_parts(p, size).to_vec() };
+    let types = |p: *const MPI_Datatype| {
+        if p.is_null() {
+            vec![MPI_DATATYPE_NULL]
+        } else {
+            std::slice::from_raw_parts(p, size).to_vec()
+        }
+    };
     let rts = types(recvtypes);
     let sts = if in_place(sendbuf) { rts.clone() } else { types(sendtypes) };
     alltoall_vw(call, sendbuf, sendcounts, sdispls, &sts, recvbuf, recvcounts, rdispls, &rts, comm, true)
@@ -2731,7 +3086,16 @@ pub(crate) unsafe fn scan(
             bail!(MPI_ERR_COMM, "Scan and Exscan are not defined on intercommunicators");
         }
         // Exscan leaves rank 0's receive buffer alone.
-        let (sb, mut rb, n) = reduce_views(st, s, sendbuf, recvbuf, count, datatype, op, !(exclusive && s.rank == 0) || in_place(sendbuf))?;
+        let (sb, mut rb, n) = reduce_views(
+            st,
+            s,
+            sendbuf,
+            recvbuf,
+            count,
+            datatype,
+            op,
+            !(exclusive && s.rank == 0) || in_place(sendbuf),
+        )?;
         if rb.is_null() {
             rb = s.tmp(n);
         }
@@ -2805,7 +3169,14 @@ pub(crate) unsafe fn reduce_scatter_block(
     reduce_scatter_any(call, sendbuf, recvbuf, Err(recvcount), datatype, op, comm)
 }
 
-unsafe fn reduce_local(name: &str, inbuf: *const c_void, inoutbuf: *mut c_void, count: i64, datatype: MPI_Datatype, op: MPI_Op) -> c_int {
+unsafe fn reduce_local(
+    name: &str,
+    inbuf: *const c_void,
+    inoutbuf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+) -> c_int {
     let r = rt::with(|st| {
         let n = check_count(count)?;
         let dt = st.types.get(datatype)?;

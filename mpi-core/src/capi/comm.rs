@@ -11,7 +11,9 @@ use super::attr::{copy_attrs, delete_attrs};
 use super::{put, put_str, ret};
 use crate::bail;
 use crate::rt::attr::ObjKind;
-use crate::rt::comm::{combine_offers, ctx_key, failed_elsewhere, Comm, CtxKey, CTX_BUSY, CTX_FAILED, CTX_SPAN_INTER, CTX_SPAN_INTRA};
+use crate::rt::comm::{
+    combine_offers, ctx_key, failed_elsewhere, Comm, CtxKey, CTX_BUSY, CTX_FAILED, CTX_SPAN_INTER, CTX_SPAN_INTRA,
+};
 use crate::rt::error::{MpiError, MpiResult};
 use crate::rt::group;
 use crate::rt::info::Pairs;
@@ -103,7 +105,11 @@ impl Agreement {
         if !self.inter {
             return l.allreduce_u32(offer, combine_offers);
         }
-        let mut m = if self.leader == 0 { l.reduce_u32(offer, combine_offers)? } else { l.allreduce_u32(offer, combine_offers)? };
+        let mut m = if self.leader == 0 {
+            l.reduce_u32(offer, combine_offers)?
+        } else {
+            l.allreduce_u32(offer, combine_offers)?
+        };
         if l.rank == self.leader {
             let Some((pv, remote_leader)) = &self.peer else {
                 bail!(MPI_ERR_INTERN, "the leader of an intercommunicator agreement has no link to the other group");
@@ -133,7 +139,13 @@ pub(crate) fn agree_ctx(key: CtxKey, span: u32, a: &Agreement, ready: bool) -> M
 /// their check): it then takes part in one round that fails the agreement
 /// in every process, and returns its own error; the others return
 /// [`failed_elsewhere`].
-pub(crate) fn agree_ctx_or_fail(key: CtxKey, span: u32, a: &Agreement, ready: bool, mine: MpiResult<()>) -> MpiResult<u32> {
+pub(crate) fn agree_ctx_or_fail(
+    key: CtxKey,
+    span: u32,
+    a: &Agreement,
+    ready: bool,
+    mine: MpiResult<()>,
+) -> MpiResult<u32> {
     if let Err(e) = mine {
         // Every member sees the flag in the round that pairs with this one.
         a.round(CTX_FAILED | CTX_BUSY)?;
@@ -154,7 +166,9 @@ pub(crate) fn agree_ctx_or_fail(key: CtxKey, span: u32, a: &Agreement, ready: bo
         Ok(())
     })?;
     let r = loop {
-        let settled = rt::with(|st| st.comms.offer(key, span)).and_then(|o| a.round(o)).and_then(|m| rt::with(|st| st.comms.settle(key, m, span)));
+        let settled = rt::with(|st| st.comms.offer(key, span))
+            .and_then(|o| a.round(o))
+            .and_then(|m| rt::with(|st| st.comms.settle(key, m, span)));
         match settled {
             Ok(Some(ctx)) => break Ok(ctx),
             Ok(None) => std::thread::yield_now(),
@@ -257,7 +271,12 @@ unsafe impl Send for SendPtr {}
 /// earlier idups of the same parent), which then writes `newcomm` and
 /// completes the request. A constructor called later on the same parent
 /// waits for it ([`quiet`]).
-unsafe fn idup_common(comm: MPI_Comm, info: Option<MPI_Info>, newcomm: *mut MPI_Comm, request: *mut MPI_Request) -> MpiResult<()> {
+unsafe fn idup_common(
+    comm: MPI_Comm,
+    info: Option<MPI_Info>,
+    newcomm: *mut MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult<()> {
     if request.is_null() {
         bail!(MPI_ERR_ARG, "request is a NULL pointer");
     }
@@ -293,7 +312,9 @@ unsafe fn idup_common(comm: MPI_Comm, info: Option<MPI_Info>, newcomm: *mut MPI_
                 // SAFETY: see `SendPtr`.
                 .and_then(|ctx| unsafe { publish(Comm { ctx, attrs, hints, name: String::new(), ..parent }, out.0) })
         }))
-        .unwrap_or_else(|_| Err(MpiError::new(MPI_ERR_INTERN, "internal error (panic) in the thread of MPI_Comm_idup")));
+        .unwrap_or_else(|_| {
+            Err(MpiError::new(MPI_ERR_INTERN, "internal error (panic) in the thread of MPI_Comm_idup"))
+        });
         let _ = rt::with(|st| {
             st.comms.idup_end(pctx);
             if let Err(e) = &r {
@@ -319,7 +340,12 @@ pub unsafe fn MPI_Comm_idup(comm: MPI_Comm, newcomm: *mut MPI_Comm, request: *mu
     ret(comm, "MPI_Comm_idup", idup_common(comm, None, newcomm, request))
 }
 
-pub unsafe fn MPI_Comm_idup_with_info(comm: MPI_Comm, info: MPI_Info, newcomm: *mut MPI_Comm, request: *mut MPI_Request) -> c_int {
+pub unsafe fn MPI_Comm_idup_with_info(
+    comm: MPI_Comm,
+    info: MPI_Info,
+    newcomm: *mut MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
     ret(comm, "MPI_Comm_idup_with_info", idup_common(comm, Some(info), newcomm, request))
 }
 
@@ -363,7 +389,13 @@ unsafe fn make_intra(parent: &Comm, ctx: u32, members: Vec<usize>, newcomm: *mut
 }
 
 /// [`make_intra`] with info hints on the new communicator.
-unsafe fn make_intra_with(parent: &Comm, ctx: u32, members: Vec<usize>, hints: Pairs, newcomm: *mut MPI_Comm) -> MpiResult<()> {
+unsafe fn make_intra_with(
+    parent: &Comm,
+    ctx: u32,
+    members: Vec<usize>,
+    hints: Pairs,
+    newcomm: *mut MPI_Comm,
+) -> MpiResult<()> {
     let me = rt::with(|st| Ok(st.world_rank))?;
     match group::rank_of(&members, me) {
         None => put(newcomm, MPI_COMM_NULL, "newcomm"),
@@ -437,7 +469,13 @@ pub unsafe fn MPI_Comm_split(comm: MPI_Comm, color: c_int, key: c_int, newcomm: 
     ret(comm, "MPI_Comm_split", r)
 }
 
-pub unsafe fn MPI_Comm_split_type(comm: MPI_Comm, split_type: c_int, key: c_int, info: MPI_Info, newcomm: *mut MPI_Comm) -> c_int {
+pub unsafe fn MPI_Comm_split_type(
+    comm: MPI_Comm,
+    split_type: c_int,
+    key: c_int,
+    info: MPI_Info,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
     let r = (|| {
         if newcomm.is_null() {
             bail!(MPI_ERR_ARG, "newcomm is a NULL pointer");
@@ -491,7 +529,10 @@ pub unsafe fn MPI_Comm_create(comm: MPI_Comm, group: MPI_Group, newcomm: *mut MP
         // every process instead of leaving the others waiting.
         let members = rt::with(|st| st.comms.groups.get(group)).and_then(|m| {
             if let Some(w) = m.iter().find(|w| !parent.local_group().contains(w)) {
-                bail!(MPI_ERR_GROUP, "the group is not a subgroup of the communicator's (local) group (world rank {w} is not a member)");
+                bail!(
+                    MPI_ERR_GROUP,
+                    "the group is not a subgroup of the communicator's (local) group (world rank {w} is not a member)"
+                );
             }
             Ok(m)
         });
@@ -530,7 +571,10 @@ pub unsafe fn MPI_Comm_create_group(comm: MPI_Comm, group: MPI_Group, tag: c_int
         let parent = intra_of(comm, "MPI_Comm_create_group")?;
         let (members, me) = rt::with(|st| Ok((st.comms.groups.get(group)?, st.world_rank)))?;
         if let Some(w) = members.iter().find(|w| !parent.group.contains(w)) {
-            bail!(MPI_ERR_GROUP, "the group is not a subgroup of the communicator's group (world rank {w} is not a member)");
+            bail!(
+                MPI_ERR_GROUP,
+                "the group is not a subgroup of the communicator's group (world rank {w} is not a member)"
+            );
         }
         let Some(rank) = group::rank_of(&members, me) else {
             return put(newcomm, MPI_COMM_NULL, "newcomm");
@@ -589,4 +633,3 @@ pub unsafe fn MPI_Comm_get_info(comm: MPI_Comm, info_used: *mut MPI_Info) -> c_i
     });
     ret(comm, "MPI_Comm_get_info", r)
 }
-

@@ -45,7 +45,12 @@ pub unsafe fn MPI_Close_port(port_name: *const c_char) -> c_int {
 /// `comm`): at `root`, `reach` finds the other root and returns the
 /// meeting socket and the session secret. The acceptor's side (`accepting`)
 /// is rank 0 of the roots' bridge. Returns the new intercommunicator.
-pub(crate) fn meet(comm: MPI_Comm, root: c_int, accepting: bool, reach: impl FnOnce() -> MpiResult<(Side, [u8; 32])>) -> MpiResult<MPI_Comm> {
+pub(crate) fn meet(
+    comm: MPI_Comm,
+    root: c_int,
+    accepting: bool,
+    reach: impl FnOnce() -> MpiResult<(Side, [u8; 32])>,
+) -> MpiResult<MPI_Comm> {
     quiet(comm)?;
     let local = intra_of(comm, "a connect or accept")?;
     if root < 0 || root >= local.size() {
@@ -85,8 +90,10 @@ pub(crate) fn meet(comm: MPI_Comm, root: c_int, accepting: bool, reach: impl FnO
     let key: [u8; 32] = outcome[1..33].try_into().expect("32 bytes");
     let text = String::from_utf8_lossy(&outcome[33..]).into_owned();
     let mut lines = text.lines();
-    let their_root_rank: usize =
-        lines.next().and_then(|l| l.parse().ok()).ok_or_else(|| MpiError::new(MPI_ERR_INTERN, "malformed group from the other side"))?;
+    let their_root_rank: usize = lines
+        .next()
+        .and_then(|l| l.parse().ok())
+        .ok_or_else(|| MpiError::new(MPI_ERR_INTERN, "malformed group from the other side"))?;
     let ids = lines.map(Ident::decode).collect::<MpiResult<Vec<_>>>()?;
     if their_root_rank >= ids.len() {
         bail!(MPI_ERR_INTERN, "malformed group from the other side");
@@ -98,7 +105,8 @@ pub(crate) fn meet(comm: MPI_Comm, root: c_int, accepting: bool, reach: impl FnO
         }
         let peer = match their_root {
             Some(them) => {
-                let (group, rank) = if accepting { (vec![st.world_rank, them], 0) } else { (vec![them, st.world_rank], 1) };
+                let (group, rank) =
+                    if accepting { (vec![st.world_rank, them], 0) } else { (vec![them, st.world_rank], 1) };
                 Some((View::new(st, BRIDGE_CTX, rank, Arc::new(group))?, 1 - rank))
             }
             None => None,
@@ -127,7 +135,13 @@ unsafe fn port_at_root(port_name: *const c_char, root: c_int, comm: MPI_Comm) ->
 }
 
 /// `MPI_Comm_accept` (`accepting`) or `MPI_Comm_connect`.
-unsafe fn accept_or_connect(port_name: *const c_char, root: c_int, comm: MPI_Comm, newcomm: *mut MPI_Comm, accepting: bool) -> MpiResult<()> {
+unsafe fn accept_or_connect(
+    port_name: *const c_char,
+    root: c_int,
+    comm: MPI_Comm,
+    newcomm: *mut MPI_Comm,
+    accepting: bool,
+) -> MpiResult<()> {
     if newcomm.is_null() {
         bail!(MPI_ERR_ARG, "newcomm is a NULL pointer");
     }
@@ -136,11 +150,23 @@ unsafe fn accept_or_connect(port_name: *const c_char, root: c_int, comm: MPI_Com
     put(newcomm, h, "newcomm")
 }
 
-pub unsafe fn MPI_Comm_accept(port_name: *const c_char, _info: MPI_Info, root: c_int, comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
+pub unsafe fn MPI_Comm_accept(
+    port_name: *const c_char,
+    _info: MPI_Info,
+    root: c_int,
+    comm: MPI_Comm,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
     ret(comm, "MPI_Comm_accept", accept_or_connect(port_name, root, comm, newcomm, true))
 }
 
-pub unsafe fn MPI_Comm_connect(port_name: *const c_char, _info: MPI_Info, root: c_int, comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
+pub unsafe fn MPI_Comm_connect(
+    port_name: *const c_char,
+    _info: MPI_Info,
+    root: c_int,
+    comm: MPI_Comm,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
     ret(comm, "MPI_Comm_connect", accept_or_connect(port_name, root, comm, newcomm, false))
 }
 
@@ -196,7 +222,12 @@ unsafe fn c_strings(mut p: *mut *mut c_char, what: &str) -> MpiResult<Vec<String
 }
 
 /// One program of a spawn, read at the root.
-unsafe fn spawn_request(command: *const c_char, argv: *mut *mut c_char, maxprocs: c_int, info: MPI_Info) -> MpiResult<SpawnRequest> {
+unsafe fn spawn_request(
+    command: *const c_char,
+    argv: *mut *mut c_char,
+    maxprocs: c_int,
+    info: MPI_Info,
+) -> MpiResult<SpawnRequest> {
     if maxprocs <= 0 {
         bail!(MPI_ERR_ARG, "maxprocs {maxprocs} is not positive");
     }
@@ -215,7 +246,13 @@ unsafe fn spawn_request(command: *const c_char, argv: *mut *mut c_char, maxprocs
 /// its `PARENT_ROOT_PORT_NAME`, and accepts the new job's connection
 /// (see `connect_parent`). Fills `errcodes` (unless NULL) with one code
 /// per process started (at the root, per process asked for on failure).
-unsafe fn spawn(comm: MPI_Comm, root: c_int, requests: impl FnOnce() -> MpiResult<Vec<SpawnRequest>>, intercomm: *mut MPI_Comm, errcodes: *mut c_int) -> MpiResult<()> {
+unsafe fn spawn(
+    comm: MPI_Comm,
+    root: c_int,
+    requests: impl FnOnce() -> MpiResult<Vec<SpawnRequest>>,
+    intercomm: *mut MPI_Comm,
+    errcodes: *mut c_int,
+) -> MpiResult<()> {
     if intercomm.is_null() {
         bail!(MPI_ERR_ARG, "intercomm is a NULL pointer");
     }
@@ -228,7 +265,9 @@ unsafe fn spawn(comm: MPI_Comm, root: c_int, requests: impl FnOnce() -> MpiResul
         let name = rt::with(dpm::open_port)?;
         port = Some(name.clone());
         let started = rt::with(|st| {
-            st.pmi.spawn(&reqs, &[("PARENT_ROOT_PORT_NAME", &name)]).map_err(|e| MpiError::new(MPI_ERR_SPAWN, e.to_string()))
+            st.pmi
+                .spawn(&reqs, &[("PARENT_ROOT_PORT_NAME", &name)])
+                .map_err(|e| MpiError::new(MPI_ERR_SPAWN, e.to_string()))
         })?;
         if !started {
             bail!(MPI_ERR_SPAWN, "the process manager could not start the new processes");
@@ -321,7 +360,12 @@ pub unsafe fn MPI_Comm_get_parent(parent: *mut MPI_Comm) -> c_int {
 }
 
 /// `MPI_Publish_name` / `MPI_Unpublish_name`: `f` on the two names.
-unsafe fn with_names(name: &str, service_name: *const c_char, port_name: *const c_char, f: fn(&str, &str) -> MpiResult<()>) -> c_int {
+unsafe fn with_names(
+    name: &str,
+    service_name: *const c_char,
+    port_name: *const c_char,
+    f: fn(&str, &str) -> MpiResult<()>,
+) -> c_int {
     let r = cstr(service_name, "service_name")
         .and_then(|s| Ok((s, cstr(port_name, "port_name")?)))
         .and_then(|(s, p)| rt::with(|_| f(&s, &p)));

@@ -63,7 +63,11 @@ fn to_int(v: i64, what: &str) -> MpiResult<c_int> {
 fn elem_disps(disps: &[i64], old: &Dtype) -> MpiResult<Vec<isize>> {
     disps
         .iter()
-        .map(|&d| to_isize(d)?.checked_mul(old.extent).ok_or_else(|| MpiError::new(MPI_ERR_ARG, format!("displacement {d} overflows"))))
+        .map(|&d| {
+            to_isize(d)?
+                .checked_mul(old.extent)
+                .ok_or_else(|| MpiError::new(MPI_ERR_ARG, format!("displacement {d} overflows")))
+        })
         .collect()
 }
 
@@ -89,7 +93,13 @@ fn contiguous_impl(count: i64, old: MPI_Datatype, newtype: *mut MPI_Datatype, la
     construct(newtype, name, |st| {
         let n = check_count(count)?;
         let o = st.types.lookup(old)?;
-        Ok(dtm::contiguous(n, &o)?.with_contents(Contents::new(MPI_COMBINER_CONTIGUOUS, vec![count], vec![], vec![o], large)))
+        Ok(dtm::contiguous(n, &o)?.with_contents(Contents::new(
+            MPI_COMBINER_CONTIGUOUS,
+            vec![count],
+            vec![],
+            vec![o],
+            large,
+        )))
     })
 }
 
@@ -110,7 +120,11 @@ fn vector_impl(
         let b = blocklen(bl)?;
         let o = st.types.lookup(old)?;
         let s = to_isize(stride)?;
-        let sb = if bytes { s } else { s.checked_mul(o.extent).ok_or_else(|| MpiError::new(MPI_ERR_ARG, "stride overflows"))? };
+        let sb = if bytes {
+            s
+        } else {
+            s.checked_mul(o.extent).ok_or_else(|| MpiError::new(MPI_ERR_ARG, "stride overflows"))?
+        };
         let t = dtm::hvector(n, b, sb, &o)?;
         let c = if bytes {
             Contents::new(MPI_COMBINER_HVECTOR, vec![count, bl], vec![stride], vec![o], large)
@@ -137,9 +151,14 @@ fn indexed_impl(
 ) -> c_int {
     construct(newtype, name, |st| {
         let o = st.types.lookup(old)?;
-        let d = if bytes { disps.iter().map(|&v| to_isize(v)).collect::<MpiResult<Vec<_>>>()? } else { elem_disps(&disps, &o)? };
+        let d = if bytes {
+            disps.iter().map(|&v| to_isize(v)).collect::<MpiResult<Vec<_>>>()?
+        } else {
+            elem_disps(&disps, &o)?
+        };
         let lens = bls.iter().map(|&v| blocklen(v)).collect::<MpiResult<Vec<_>>>()?;
-        let blocks: Vec<(usize, isize)> = d.iter().enumerate().map(|(i, &d)| (if block { lens[0] } else { lens[i] }, d)).collect();
+        let blocks: Vec<(usize, isize)> =
+            d.iter().enumerate().map(|(i, &d)| (if block { lens[0] } else { lens[i] }, d)).collect();
         let t = dtm::hindexed(&blocks, &o)?;
         let combiner = match (bytes, block) {
             (false, false) => MPI_COMBINER_INDEXED,
@@ -239,7 +258,13 @@ twins! {
     }
 }
 
-pub unsafe fn MPI_Type_hvector(count: c_int, blocklength: c_int, stride: MPI_Aint, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+pub unsafe fn MPI_Type_hvector(
+    count: c_int,
+    blocklength: c_int,
+    stride: MPI_Aint,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
     vector_impl(count as i64, blocklength as i64, stride, oldtype, newtype, true, false, "MPI_Type_hvector")
 }
 
@@ -292,7 +317,13 @@ unsafe fn struct_impl<L: Copy + Into<i64>>(
     construct(newtype, name, |st| {
         let n = check_count(count)?;
         // SAFETY: the caller passes arrays of `count` values.
-        let (l, d, t) = unsafe { (arr(bls, n, "array_of_blocklengths")?, arr(disps, n, "array_of_displacements")?, arr(types, n, "array_of_types")?) };
+        let (l, d, t) = unsafe {
+            (
+                arr(bls, n, "array_of_blocklengths")?,
+                arr(disps, n, "array_of_displacements")?,
+                arr(types, n, "array_of_types")?,
+            )
+        };
         let l: Vec<i64> = l.iter().map(|&v| v.into()).collect();
         let mut blocks = Vec::with_capacity(n);
         let mut tv = Vec::with_capacity(n);
@@ -323,7 +354,17 @@ pub unsafe fn MPI_Type_struct(
     newtype: *mut MPI_Datatype,
 ) -> c_int {
     // SAFETY: the caller passes arrays of `count` values.
-    unsafe { struct_impl(count as i64, array_of_blocklengths as *const c_int, array_of_displacements, array_of_types, newtype, false, "MPI_Type_struct") }
+    unsafe {
+        struct_impl(
+            count as i64,
+            array_of_blocklengths as *const c_int,
+            array_of_displacements,
+            array_of_types,
+            newtype,
+            false,
+            "MPI_Type_struct",
+        )
+    }
 }
 
 /// Subarray over i64 arrays.
@@ -348,7 +389,8 @@ unsafe fn subarray_impl<T: Copy + Into<i64>>(
             // SAFETY: the caller passes arrays of `ndims` values.
             Ok(unsafe { arr(p, n, what) }?.iter().map(|&v| v.into()).collect())
         };
-        let (s, ss, s0) = (wide(sizes, "array_of_sizes")?, wide(subsizes, "array_of_subsizes")?, wide(starts, "array_of_starts")?);
+        let (s, ss, s0) =
+            (wide(sizes, "array_of_sizes")?, wide(subsizes, "array_of_subsizes")?, wide(starts, "array_of_starts")?);
         let o = st.types.lookup(old)?;
         let t = dtm::subarray(&s, &ss, &s0, order, &o)?;
         let mut is = vec![ndims as i64];
@@ -571,7 +613,12 @@ pub unsafe fn MPI_Type_get_envelope_c(
 ///
 /// # Safety
 /// `p` is NULL or points to `max` writable values.
-unsafe fn out_arr<T>(p: *mut T, max: i64, vals: impl ExactSizeIterator<Item = MpiResult<T>>, what: &str) -> MpiResult<()> {
+unsafe fn out_arr<T>(
+    p: *mut T,
+    max: i64,
+    vals: impl ExactSizeIterator<Item = MpiResult<T>>,
+    what: &str,
+) -> MpiResult<()> {
     if (max as i128) < vals.len() as i128 {
         bail!(MPI_ERR_ARG, "{what}: room for {max} values, {} needed", vals.len());
     }
@@ -633,7 +680,18 @@ pub unsafe fn MPI_Type_get_contents(
     let max = [max_integers as i64, max_addresses as i64, 0, max_datatypes as i64];
     let r = rt::with(|st| {
         // SAFETY: the caller passes arrays of the given sizes.
-        unsafe { contents_impl(st, datatype, false, max, array_of_integers, array_of_addresses, std::ptr::null_mut(), array_of_datatypes) }
+        unsafe {
+            contents_impl(
+                st,
+                datatype,
+                false,
+                max,
+                array_of_integers,
+                array_of_addresses,
+                std::ptr::null_mut(),
+                array_of_datatypes,
+            )
+        }
     });
     ret(WORLD, "MPI_Type_get_contents", r)
 }
@@ -653,7 +711,18 @@ pub unsafe fn MPI_Type_get_contents_c(
     let max = [max_integers, max_addresses, max_large_counts, max_datatypes];
     let r = rt::with(|st| {
         // SAFETY: the caller passes arrays of the given sizes.
-        unsafe { contents_impl(st, datatype, true, max, array_of_integers, array_of_addresses, array_of_large_counts, array_of_datatypes) }
+        unsafe {
+            contents_impl(
+                st,
+                datatype,
+                true,
+                max,
+                array_of_integers,
+                array_of_addresses,
+                array_of_large_counts,
+                array_of_datatypes,
+            )
+        }
     });
     ret(WORLD, "MPI_Type_get_contents_c", r)
 }
@@ -771,7 +840,13 @@ pub unsafe fn MPI_Type_size_c(datatype: MPI_Datatype, size: *mut MPI_Count) -> c
 ///
 /// # Safety
 /// `a` and `b` are NULL or writable.
-unsafe fn put_bounds(datatype: MPI_Datatype, a: *mut MPI_Aint, b: *mut MPI_Aint, name: &str, f: fn(&Dtype) -> (isize, isize)) -> c_int {
+unsafe fn put_bounds(
+    datatype: MPI_Datatype,
+    a: *mut MPI_Aint,
+    b: *mut MPI_Aint,
+    name: &str,
+    f: fn(&Dtype) -> (isize, isize),
+) -> c_int {
     let r = query(datatype, |t| {
         let (x, y) = f(t);
         put(a, x as i64, "lb")?;
@@ -792,15 +867,27 @@ pub unsafe fn MPI_Type_get_extent_c(datatype: MPI_Datatype, lb: *mut MPI_Count, 
     MPI_Type_get_extent(datatype, lb, extent)
 }
 
-pub unsafe fn MPI_Type_get_true_extent(datatype: MPI_Datatype, true_lb: *mut MPI_Aint, true_extent: *mut MPI_Aint) -> c_int {
+pub unsafe fn MPI_Type_get_true_extent(
+    datatype: MPI_Datatype,
+    true_lb: *mut MPI_Aint,
+    true_extent: *mut MPI_Aint,
+) -> c_int {
     put_bounds(datatype, true_lb, true_extent, "MPI_Type_get_true_extent", |t| (t.true_lb, t.true_extent))
 }
 
-pub unsafe fn MPI_Type_get_true_extent_x(datatype: MPI_Datatype, true_lb: *mut MPI_Count, true_extent: *mut MPI_Count) -> c_int {
+pub unsafe fn MPI_Type_get_true_extent_x(
+    datatype: MPI_Datatype,
+    true_lb: *mut MPI_Count,
+    true_extent: *mut MPI_Count,
+) -> c_int {
     MPI_Type_get_true_extent(datatype, true_lb, true_extent)
 }
 
-pub unsafe fn MPI_Type_get_true_extent_c(datatype: MPI_Datatype, true_lb: *mut MPI_Count, true_extent: *mut MPI_Count) -> c_int {
+pub unsafe fn MPI_Type_get_true_extent_c(
+    datatype: MPI_Datatype,
+    true_lb: *mut MPI_Count,
+    true_extent: *mut MPI_Count,
+) -> c_int {
     MPI_Type_get_true_extent(datatype, true_lb, true_extent)
 }
 
@@ -853,7 +940,11 @@ pub unsafe fn MPI_Type_match_size(typeclass: c_int, size: c_int, datatype: *mut 
     ret(WORLD, "MPI_Type_match_size", r)
 }
 
-pub unsafe fn MPI_Type_get_value_index(value_type: MPI_Datatype, index_type: MPI_Datatype, pair_type: *mut MPI_Datatype) -> c_int {
+pub unsafe fn MPI_Type_get_value_index(
+    value_type: MPI_Datatype,
+    index_type: MPI_Datatype,
+    pair_type: *mut MPI_Datatype,
+) -> c_int {
     let r = rt::with(|st| {
         st.types.lookup(value_type)?;
         st.types.lookup(index_type)?;
@@ -1081,7 +1172,10 @@ unsafe fn unpack_impl(
 ///
 /// # Safety
 /// `p` is NULL or points to the caller's position variable.
-unsafe fn at_position<T: Copy + Into<i64> + TryFrom<usize>>(p: *mut T, f: impl FnOnce(usize) -> MpiResult<usize>) -> MpiResult<()> {
+unsafe fn at_position<T: Copy + Into<i64> + TryFrom<usize>>(
+    p: *mut T,
+    f: impl FnOnce(usize) -> MpiResult<usize>,
+) -> MpiResult<()> {
     // SAFETY: forwarded contract.
     unsafe {
         let q = f(read_pos(p)?)?;
@@ -1125,7 +1219,12 @@ pub unsafe fn MPI_Pack_size(incount: c_int, datatype: MPI_Datatype, comm: MPI_Co
     ret(comm, "MPI_Pack_size", r)
 }
 
-pub unsafe fn MPI_Pack_size_c(incount: MPI_Count, datatype: MPI_Datatype, comm: MPI_Comm, size: *mut MPI_Count) -> c_int {
+pub unsafe fn MPI_Pack_size_c(
+    incount: MPI_Count,
+    datatype: MPI_Datatype,
+    comm: MPI_Comm,
+    size: *mut MPI_Count,
+) -> c_int {
     let r = pack_size_impl(Some(comm), Rep::Native, incount, datatype).and_then(|s| put(size, s as i64, "size"));
     ret(comm, "MPI_Pack_size_c", r)
 }
@@ -1152,7 +1251,9 @@ pub unsafe fn MPI_Pack_external_c(
     position: *mut MPI_Count,
 ) -> c_int {
     // SAFETY: the caller's buffers and position.
-    let r = check_datarep(datarep).and_then(|()| unsafe { at_position(position, |p| pack_impl(None, Rep::External32, inbuf, incount, datatype, outbuf, outsize, p)) });
+    let r = check_datarep(datarep).and_then(|()| unsafe {
+        at_position(position, |p| pack_impl(None, Rep::External32, inbuf, incount, datatype, outbuf, outsize, p))
+    });
     ret(WORLD, "MPI_Pack_external", r)
 }
 
@@ -1178,15 +1279,27 @@ pub unsafe fn MPI_Unpack_external_c(
     datatype: MPI_Datatype,
 ) -> c_int {
     // SAFETY: the caller's buffers and position.
-    let r = check_datarep(datarep).and_then(|()| unsafe { at_position(position, |p| unpack_impl(None, Rep::External32, inbuf, insize, p, outbuf, outcount, datatype)) });
+    let r = check_datarep(datarep).and_then(|()| unsafe {
+        at_position(position, |p| unpack_impl(None, Rep::External32, inbuf, insize, p, outbuf, outcount, datatype))
+    });
     ret(WORLD, "MPI_Unpack_external", r)
 }
 
-pub unsafe fn MPI_Pack_external_size(datarep: *const c_char, incount: c_int, datatype: MPI_Datatype, size: *mut MPI_Aint) -> c_int {
+pub unsafe fn MPI_Pack_external_size(
+    datarep: *const c_char,
+    incount: c_int,
+    datatype: MPI_Datatype,
+    size: *mut MPI_Aint,
+) -> c_int {
     MPI_Pack_external_size_c(datarep, incount as i64, datatype, size)
 }
 
-pub unsafe fn MPI_Pack_external_size_c(datarep: *const c_char, incount: MPI_Count, datatype: MPI_Datatype, size: *mut MPI_Count) -> c_int {
+pub unsafe fn MPI_Pack_external_size_c(
+    datarep: *const c_char,
+    incount: MPI_Count,
+    datatype: MPI_Datatype,
+    size: *mut MPI_Count,
+) -> c_int {
     let r = check_datarep(datarep)
         .and_then(|()| pack_size_impl(None, Rep::External32, incount, datatype))
         .and_then(|s| put(size, s as i64, "size"));

@@ -76,8 +76,8 @@ pub unsafe fn MPI_Query_thread(provided: *mut c_int) -> c_int {
 }
 
 pub unsafe fn MPI_Is_thread_main(flag: *mut c_int) -> c_int {
-    let r = rt::with(|st| Ok(st.main_thread == std::thread::current().id()))
-        .and_then(|m| put(flag, m as c_int, "flag"));
+    let r =
+        rt::with(|st| Ok(st.main_thread == std::thread::current().id())).and_then(|m| put(flag, m as c_int, "flag"));
     ret(MPI_COMM_WORLD, "MPI_Is_thread_main", r)
 }
 

@@ -24,7 +24,11 @@ pub(crate) fn check_errhandler(st: &rt::State, h: MPI_Errhandler, kind: HandlerK
         {
             match st.comms.errors.kinds.get(&handle_index(h)) {
                 Some(&k) if k != kind => {
-                    bail!(MPI_ERR_ARG, "error handler 0x{:08x} was created for {k:?} objects, not {kind:?} ones", h as u32)
+                    bail!(
+                        MPI_ERR_ARG,
+                        "error handler 0x{:08x} was created for {k:?} objects, not {kind:?} ones",
+                        h as u32
+                    )
                 }
                 _ => Ok(()),
             }
@@ -92,7 +96,10 @@ pub unsafe fn MPI_File_create_errhandler(file_errhandler_fn: *mut c_void, errhan
     create_errhandler("MPI_File_create_errhandler", file_errhandler_fn, HandlerKind::File, errhandler)
 }
 
-pub unsafe fn MPI_Session_create_errhandler(session_errhandler_fn: *mut c_void, errhandler: *mut MPI_Errhandler) -> c_int {
+pub unsafe fn MPI_Session_create_errhandler(
+    session_errhandler_fn: *mut c_void,
+    errhandler: *mut MPI_Errhandler,
+) -> c_int {
     create_errhandler("MPI_Session_create_errhandler", session_errhandler_fn, HandlerKind::Session, errhandler)
 }
 

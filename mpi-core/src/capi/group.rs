@@ -17,7 +17,6 @@ fn done(name: &str, r: MpiResult<()>) -> c_int {
     ret(MPI_COMM_WORLD, name, r)
 }
 
-
 /// Publishes a new group built from `f` over existing groups.
 unsafe fn new_group(newgroup: *mut MPI_Group, f: impl FnOnce(&mut State) -> MpiResult<Vec<usize>>) -> MpiResult<()> {
     if newgroup.is_null() {
@@ -67,7 +66,13 @@ pub unsafe fn MPI_Group_compare(group1: MPI_Group, group2: MPI_Group, result: *m
     done("MPI_Group_compare", r)
 }
 
-pub unsafe fn MPI_Group_translate_ranks(group1: MPI_Group, n: c_int, ranks1: *const c_int, group2: MPI_Group, ranks2: *mut c_int) -> c_int {
+pub unsafe fn MPI_Group_translate_ranks(
+    group1: MPI_Group,
+    n: c_int,
+    ranks1: *const c_int,
+    group2: MPI_Group,
+    ranks2: *mut c_int,
+) -> c_int {
     let r = rt::with(|st| {
         let (a, b) = get2(st, group1, group2)?;
         let r1 = c_array(ranks1, n, "ranks1")?;
@@ -84,7 +89,13 @@ pub unsafe fn MPI_Group_translate_ranks(group1: MPI_Group, n: c_int, ranks1: *co
 }
 
 /// A group made of two others by `f` (union, intersection, difference).
-unsafe fn set_op(name: &str, group1: MPI_Group, group2: MPI_Group, newgroup: *mut MPI_Group, f: fn(&[usize], &[usize]) -> Vec<usize>) -> c_int {
+unsafe fn set_op(
+    name: &str,
+    group1: MPI_Group,
+    group2: MPI_Group,
+    newgroup: *mut MPI_Group,
+    f: fn(&[usize], &[usize]) -> Vec<usize>,
+) -> c_int {
     let r = new_group(newgroup, |st| {
         let (a, b) = get2(st, group1, group2)?;
         Ok(f(&a, &b))

@@ -86,7 +86,13 @@ unsafe fn lookup(st: &mut State, info: MPI_Info, key: *const c_char) -> MpiResul
     Ok(info::get(pairs(st, info)?, &k).map(str::to_string))
 }
 
-pub unsafe fn MPI_Info_get(info: MPI_Info, key: *const c_char, valuelen: c_int, value: *mut c_char, flag: *mut c_int) -> c_int {
+pub unsafe fn MPI_Info_get(
+    info: MPI_Info,
+    key: *const c_char,
+    valuelen: c_int,
+    value: *mut c_char,
+    flag: *mut c_int,
+) -> c_int {
     let r = rt::with(|st| {
         let v = lookup(st, info, key)?;
         if flag.is_null() {
@@ -111,7 +117,12 @@ pub unsafe fn MPI_Info_get(info: MPI_Info, key: *const c_char, valuelen: c_int, 
     done("MPI_Info_get", r)
 }
 
-pub unsafe fn MPI_Info_get_valuelen(info: MPI_Info, key: *const c_char, valuelen: *mut c_int, flag: *mut c_int) -> c_int {
+pub unsafe fn MPI_Info_get_valuelen(
+    info: MPI_Info,
+    key: *const c_char,
+    valuelen: *mut c_int,
+    flag: *mut c_int,
+) -> c_int {
     let r = rt::with(|st| {
         let v = lookup(st, info, key)?;
         if let Some(v) = &v {
@@ -122,7 +133,13 @@ pub unsafe fn MPI_Info_get_valuelen(info: MPI_Info, key: *const c_char, valuelen
     done("MPI_Info_get_valuelen", r)
 }
 
-pub unsafe fn MPI_Info_get_string(info: MPI_Info, key: *const c_char, buflen: *mut c_int, value: *mut c_char, flag: *mut c_int) -> c_int {
+pub unsafe fn MPI_Info_get_string(
+    info: MPI_Info,
+    key: *const c_char,
+    buflen: *mut c_int,
+    value: *mut c_char,
+    flag: *mut c_int,
+) -> c_int {
     let r = rt::with(|st| {
         let v = lookup(st, info, key)?;
         if buflen.is_null() || flag.is_null() {

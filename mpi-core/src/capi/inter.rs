@@ -99,7 +99,8 @@ pub unsafe fn MPI_Intercomm_create(
                 if remote_leader < 0 || remote_leader >= p.size() {
                     bail!(MPI_ERR_RANK, "remote_leader {remote_leader} is not a rank of peer_comm (size {})", p.size());
                 }
-                let pv = rt::with(|st| View::new(st, p.coll_ctx(), p.rank as usize, p.group.clone()))?.with_user_tag(tag);
+                let pv =
+                    rt::with(|st| View::new(st, p.coll_ctx(), p.rank as usize, p.group.clone()))?.with_user_tag(tag);
                 let mut msg = [mine.0, mine.1].iter().flat_map(|x| x.to_ne_bytes()).collect::<Vec<u8>>();
                 msg.extend_from_slice(&ranks_to_bytes(&local.group));
                 let theirs = pv.sendrecv_vec(&msg, remote_leader as usize, TAG_EXCHANGE)?;
@@ -126,7 +127,10 @@ pub unsafe fn MPI_Intercomm_create(
             outcome = view.bcast_vec(outcome, leader)?;
         }
         if outcome.len() < 9 || outcome[0] != 1 {
-            bail!(MPI_ERR_ARG, "intercommunicator creation failed: the leaders could not agree, or the two groups overlap");
+            bail!(
+                MPI_ERR_ARG,
+                "intercommunicator creation failed: the leaders could not agree, or the two groups overlap"
+            );
         }
         let name = |i: usize| u32::from_ne_bytes(outcome[i..i + 4].try_into().unwrap());
         let key = (name(1), name(5), KEY_INTERCOMM_CREATE | tag as u64);
@@ -175,9 +179,15 @@ pub unsafe fn MPI_Intercomm_merge(intercomm: MPI_Comm, high: c_int, newintracomm
         }
         let local_first = local.bcast_u32(first, 0)? != 0;
         let l = c.local_group();
-        let members: Vec<usize> =
-            if local_first { l.iter().chain(c.group.iter()).copied().collect() } else { c.group.iter().chain(l.iter()).copied().collect() };
-        let rank = members.iter().position(|&w| w == me).ok_or_else(|| MpiError::new(MPI_ERR_INTERN, "not in the merged group"))?;
+        let members: Vec<usize> = if local_first {
+            l.iter().chain(c.group.iter()).copied().collect()
+        } else {
+            c.group.iter().chain(l.iter()).copied().collect()
+        };
+        let rank = members
+            .iter()
+            .position(|&w| w == me)
+            .ok_or_else(|| MpiError::new(MPI_ERR_INTERN, "not in the merged group"))?;
         publish(Comm::intra(ctx, Arc::new(members), rank as c_int, c.errhandler), newintracomm)
     })();
     ret(intercomm, "MPI_Intercomm_merge", r)
@@ -189,7 +199,13 @@ pub unsafe fn MPI_Intercomm_merge(intercomm: MPI_Comm, high: c_int, newintracomm
 /// `MPI_UNDEFINED`, gives `MPI_COMM_NULL`. `MPI_Comm_create` on an
 /// intercommunicator is the split with color 0 for the members of the
 /// group (keyed by their rank in it).
-pub(crate) unsafe fn inter_split(comm: MPI_Comm, c: &Comm, color: c_int, key: c_int, newcomm: *mut MPI_Comm) -> MpiResult<()> {
+pub(crate) unsafe fn inter_split(
+    comm: MPI_Comm,
+    c: &Comm,
+    color: c_int,
+    key: c_int,
+    newcomm: *mut MPI_Comm,
+) -> MpiResult<()> {
     let (local, remote) = rt::with(|st| Ok((View::local(st, c)?, View::remote(st, c)?)))?;
     // Both sides' (color, key) tables, everywhere: gathered in each group,
     // swapped by the leaders, broadcast.

@@ -95,7 +95,14 @@ pub(super) fn barrier(st: &mut State, s: &mut Sched) {
 
 /// # Safety
 /// As `MPI_Bcast`.
-pub(super) unsafe fn bcast(st: &mut State, s: &mut Sched, buffer: *mut c_void, count: i64, datatype: MPI_Datatype, root: c_int) -> MpiResult<()> {
+pub(super) unsafe fn bcast(
+    st: &mut State,
+    s: &mut Sched,
+    buffer: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    root: c_int,
+) -> MpiResult<()> {
     match root_of(s, root)? {
         Root::Idle => {}
         Root::Me => {
@@ -120,7 +127,14 @@ pub(super) unsafe fn bcast(st: &mut State, s: &mut Sched, buffer: *mut c_void, c
 
 /// This group's reduction at local rank 0 (in a temporary; null at the
 /// other ranks): (where, bytes).
-unsafe fn reduce_local(st: &mut State, s: &mut Sched, sendbuf: *const c_void, count: i64, datatype: MPI_Datatype, op: MPI_Op) -> MpiResult<(P, usize)> {
+unsafe fn reduce_local(
+    st: &mut State,
+    s: &mut Sched,
+    sendbuf: *const c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+) -> MpiResult<(P, usize)> {
     no_in_place(sendbuf, "sendbuf")?;
     let (n, dt) = typed(st, sendbuf, count, datatype, "sendbuf")?;
     s.red = Some(reducer(st, op, datatype, &dt)?);
@@ -134,7 +148,16 @@ unsafe fn reduce_local(st: &mut State, s: &mut Sched, sendbuf: *const c_void, co
 
 /// # Safety
 /// As `MPI_Reduce`.
-pub(super) unsafe fn reduce(st: &mut State, s: &mut Sched, sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: MPI_Datatype, op: MPI_Op, root: c_int) -> MpiResult<()> {
+pub(super) unsafe fn reduce(
+    st: &mut State,
+    s: &mut Sched,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    root: c_int,
+) -> MpiResult<()> {
     match root_of(s, root)? {
         Root::Idle => {}
         Root::Me => {
@@ -158,7 +181,15 @@ pub(super) unsafe fn reduce(st: &mut State, s: &mut Sched, sendbuf: *const c_voi
 
 /// # Safety
 /// As `MPI_Allreduce`.
-pub(super) unsafe fn allreduce(st: &mut State, s: &mut Sched, sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: MPI_Datatype, op: MPI_Op) -> MpiResult<()> {
+pub(super) unsafe fn allreduce(
+    st: &mut State,
+    s: &mut Sched,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+) -> MpiResult<()> {
     no_in_place(recvbuf, "recvbuf")?;
     let (n, dt) = typed(st, recvbuf, count, datatype, "recvbuf")?;
     let rb = s.output(recvbuf as *mut u8, n, &dt);
@@ -175,7 +206,15 @@ pub(super) unsafe fn allreduce(st: &mut State, s: &mut Sched, sendbuf: *const c_
 ///
 /// # Safety
 /// As `MPI_Reduce_scatter`.
-pub(super) unsafe fn reduce_scatter(st: &mut State, s: &mut Sched, sendbuf: *const c_void, recvbuf: *mut c_void, counts: Result<Arr, i64>, datatype: MPI_Datatype, op: MPI_Op) -> MpiResult<()> {
+pub(super) unsafe fn reduce_scatter(
+    st: &mut State,
+    s: &mut Sched,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    counts: Result<Arr, i64>,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+) -> MpiResult<()> {
     let lsize = s.local_size();
     let counts = match counts {
         Ok(a) => a.counts(lsize, "recvcounts")?,
@@ -202,7 +241,16 @@ pub(super) unsafe fn reduce_scatter(st: &mut State, s: &mut Sched, sendbuf: *con
 
 /// # Safety
 /// As `MPI_Allgather`.
-pub(super) unsafe fn allgather(st: &mut State, s: &mut Sched, sendbuf: *const c_void, sendcount: i64, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: i64, recvtype: MPI_Datatype) -> MpiResult<()> {
+pub(super) unsafe fn allgather(
+    st: &mut State,
+    s: &mut Sched,
+    sendbuf: *const c_void,
+    sendcount: i64,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: i64,
+    recvtype: MPI_Datatype,
+) -> MpiResult<()> {
     no_in_place(sendbuf, "sendbuf")?;
     let (sc, sdt) = typed(st, sendbuf, sendcount, sendtype, "sendbuf")?;
     let (rc, rdt) = typed(st, recvbuf, recvcount, recvtype, "recvbuf")?;
@@ -224,7 +272,17 @@ pub(super) unsafe fn allgather(st: &mut State, s: &mut Sched, sendbuf: *const c_
 ///
 /// # Safety
 /// As `MPI_Allgatherv`.
-pub(super) unsafe fn allgatherv(st: &mut State, s: &mut Sched, sendbuf: *const c_void, sendcount: i64, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: Arr, displs: Arr, recvtype: MPI_Datatype) -> MpiResult<()> {
+pub(super) unsafe fn allgatherv(
+    st: &mut State,
+    s: &mut Sched,
+    sendbuf: *const c_void,
+    sendcount: i64,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: Arr,
+    displs: Arr,
+    recvtype: MPI_Datatype,
+) -> MpiResult<()> {
     no_in_place(sendbuf, "sendbuf")?;
     let size = s.remote_size();
     let (sc, sdt) = typed(st, sendbuf, sendcount, sendtype, "sendbuf")?;
@@ -340,7 +398,16 @@ pub(super) unsafe fn scatter(
 ///
 /// # Safety
 /// As `MPI_Alltoall`.
-pub(super) unsafe fn alltoall(st: &mut State, s: &mut Sched, sendbuf: *const c_void, sendcount: i64, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: i64, recvtype: MPI_Datatype) -> MpiResult<()> {
+pub(super) unsafe fn alltoall(
+    st: &mut State,
+    s: &mut Sched,
+    sendbuf: *const c_void,
+    sendcount: i64,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: i64,
+    recvtype: MPI_Datatype,
+) -> MpiResult<()> {
     no_in_place(sendbuf, "sendbuf")?;
     let size = s.remote_size();
     let (sc, sdt) = typed(st, sendbuf, sendcount, sendtype, "sendbuf")?;
@@ -388,4 +455,3 @@ fn exchange(s: &mut Sched, sv: &[(P, usize)], rv: &[(P, usize)]) {
         s.send(sp, sl, r);
     }
 }
-

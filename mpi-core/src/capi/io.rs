@@ -63,7 +63,11 @@ pub(crate) fn raise_file(fh: MPI_File, name: &str, e: MpiError) -> c_int {
 /// Invokes error handler `h` for error `e` raised in `name` on file `fh`.
 fn raise_with(h: MPI_Errhandler, fh: MPI_File, name: &str, e: MpiError) -> c_int {
     let found = rt::try_with(|st| {
-        let user = if handle_kind(h) == HANDLE_KIND_DIRECT { st.errhandlers.get(handle_index(h) as usize).copied().flatten() } else { None };
+        let user = if handle_kind(h) == HANDLE_KIND_DIRECT {
+            st.errhandlers.get(handle_index(h) as usize).copied().flatten()
+        } else {
+            None
+        };
         (user, st.world_rank)
     });
     // Before MPI_Init or after MPI_Finalize: just return the class.
@@ -155,7 +159,13 @@ unsafe fn path_arg(filename: *const c_char) -> MpiResult<PathBuf> {
     Ok(PathBuf::from(OsStr::from_bytes(b)))
 }
 
-unsafe fn open(comm: MPI_Comm, filename: *const c_char, amode: c_int, info: MPI_Info, fh: *mut MPI_File) -> MpiResult<()> {
+unsafe fn open(
+    comm: MPI_Comm,
+    filename: *const c_char,
+    amode: c_int,
+    info: MPI_Info,
+    fh: *mut MPI_File,
+) -> MpiResult<()> {
     let c = comm_of(comm)?;
     if c.is_inter() {
         bail!(MPI_ERR_COMM, "MPI_File_open needs an intracommunicator, and this is an intercommunicator");
@@ -294,7 +304,13 @@ unsafe fn open(comm: MPI_Comm, filename: *const c_char, amode: c_int, info: MPI_
     Ok(())
 }
 
-pub unsafe fn MPI_File_open(comm: MPI_Comm, filename: *const c_char, amode: c_int, info: MPI_Info, fh: *mut MPI_File) -> c_int {
+pub unsafe fn MPI_File_open(
+    comm: MPI_Comm,
+    filename: *const c_char,
+    amode: c_int,
+    info: MPI_Info,
+    fh: *mut MPI_File,
+) -> c_int {
     fret(std::ptr::null_mut(), "MPI_File_open", open(comm, filename, amode, info, fh))
 }
 
@@ -552,7 +568,10 @@ pub unsafe fn MPI_File_set_view(
             let rep = unsafe { CStr::from_ptr(datarep) }.to_string_lossy().into_owned();
             let user = datarep::lookup(&rep);
             if !matches!(rep.as_str(), "native" | "internal" | "external32") && user.is_none() {
-                bail!(MPI_ERR_UNSUPPORTED_DATAREP, "unknown data representation \"{rep}\" (not registered with MPI_Register_datarep)");
+                bail!(
+                    MPI_ERR_UNSUPPORTED_DATAREP,
+                    "unknown data representation \"{rep}\" (not registered with MPI_Register_datarep)"
+                );
             }
             let sequential = f.amode & MPI_MODE_SEQUENTIAL != 0;
             let disp = match (disp == MPI_DISPLACEMENT_CURRENT, sequential) {
@@ -560,11 +579,17 @@ pub unsafe fn MPI_File_set_view(
                     let at = f.shared()?.get()?;
                     f.view.byte_position(at * f.view.esize())
                 }
-                (true, false) => bail!(MPI_ERR_ARG, "MPI_DISPLACEMENT_CURRENT is for files opened with MPI_MODE_SEQUENTIAL only"),
-                (false, true) => bail!(MPI_ERR_ARG, "a file opened with MPI_MODE_SEQUENTIAL takes MPI_DISPLACEMENT_CURRENT as displacement"),
+                (true, false) => {
+                    bail!(MPI_ERR_ARG, "MPI_DISPLACEMENT_CURRENT is for files opened with MPI_MODE_SEQUENTIAL only")
+                }
+                (false, true) => bail!(
+                    MPI_ERR_ARG,
+                    "a file opened with MPI_MODE_SEQUENTIAL takes MPI_DISPLACEMENT_CURRENT as displacement"
+                ),
                 (false, false) => disp,
             };
-            let (et, ft, pairs) = rt::with(|st| Ok((st.types.get(etype)?, st.types.get(filetype)?, st.comms.infos.get_or_null(info)?)))?;
+            let (et, ft, pairs) =
+                rt::with(|st| Ok((st.types.get(etype)?, st.types.get(filetype)?, st.comms.infos.get_or_null(info)?)))?;
             if rep == "external32" {
                 same_external_size(&et, "etype")?;
                 same_external_size(&ft, "filetype")?;
@@ -596,7 +621,10 @@ pub unsafe fn MPI_File_set_view(
                 bail!(class, "MPI_File_set_view failed at rank {r} of the file's group");
             }
             if m[4..] != msg[4..] {
-                bail!(MPI_ERR_NOT_SAME, "rank {r} of the file's group gives another etype extent or data representation");
+                bail!(
+                    MPI_ERR_NOT_SAME,
+                    "rank {r} of the file's group gives another etype extent or data representation"
+                );
             }
         }
         let reset = {
@@ -871,7 +899,14 @@ fn status_of(bytes: usize) -> MPI_Status {
 }
 
 /// An independent access (also the body of the `_all` forms).
-fn access(fh: MPI_File, write: bool, at: At, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype) -> MpiResult<MPI_Status> {
+fn access(
+    fh: MPI_File,
+    write: bool,
+    at: At,
+    buf: *const c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+) -> MpiResult<MPI_Status> {
     let file = io::get(fh)?;
     let mut f = io::lock(&file);
     if write {
@@ -941,7 +976,14 @@ struct Plan {
 /// each owner writes its domain in a few large runs. Other writes, and all
 /// in atomic mode, with "external32" or a registered representation, are
 /// each process's own.
-fn access_all(fh: MPI_File, write: bool, at: At, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype) -> MpiResult<MPI_Status> {
+fn access_all(
+    fh: MPI_File,
+    write: bool,
+    at: At,
+    buf: *const c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+) -> MpiResult<MPI_Status> {
     let file = io::get(fh)?;
     let v = group_view_of(&file)?;
     if v.size() == 1 || !write {
@@ -1134,7 +1176,13 @@ fn two_phase_write(file: &FileRef, v: &View, p: &Plan, doms: &Domains) -> MpiRes
 
 /// `MPI_File_read/write_ordered`: the shared file pointer moves by the sum
 /// of every process's data, and each accesses its part in rank order.
-fn ordered(fh: MPI_File, write: bool, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype) -> MpiResult<MPI_Status> {
+fn ordered(
+    fh: MPI_File,
+    write: bool,
+    buf: *const c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+) -> MpiResult<MPI_Status> {
     let file = io::get(fh)?;
     let v = group_view_of(&file)?;
     let mine = (|| {
@@ -1444,14 +1492,41 @@ pub unsafe fn MPI_File_write_ordered_end(fh: MPI_File, _buf: *const c_void, stat
     split_end("MPI_File_write_ordered_end", fh, Split::WriteOrdered, status)
 }
 
-
 // (Not `twins!`: the large form differs in its conversion functions' type.)
-pub unsafe fn MPI_Register_datarep(datarep: *const c_char, read_conversion_fn: *mut c_void, write_conversion_fn: *mut c_void, dtype_file_extent_fn: *mut c_void, extra_state: *mut c_void) -> c_int {
-    register_datarep("MPI_Register_datarep", datarep, read_conversion_fn, write_conversion_fn, dtype_file_extent_fn, extra_state, false)
+pub unsafe fn MPI_Register_datarep(
+    datarep: *const c_char,
+    read_conversion_fn: *mut c_void,
+    write_conversion_fn: *mut c_void,
+    dtype_file_extent_fn: *mut c_void,
+    extra_state: *mut c_void,
+) -> c_int {
+    register_datarep(
+        "MPI_Register_datarep",
+        datarep,
+        read_conversion_fn,
+        write_conversion_fn,
+        dtype_file_extent_fn,
+        extra_state,
+        false,
+    )
 }
 
-pub unsafe fn MPI_Register_datarep_c(datarep: *const c_char, read_conversion_fn: *mut c_void, write_conversion_fn: *mut c_void, dtype_file_extent_fn: *mut c_void, extra_state: *mut c_void) -> c_int {
-    register_datarep("MPI_Register_datarep_c", datarep, read_conversion_fn, write_conversion_fn, dtype_file_extent_fn, extra_state, true)
+pub unsafe fn MPI_Register_datarep_c(
+    datarep: *const c_char,
+    read_conversion_fn: *mut c_void,
+    write_conversion_fn: *mut c_void,
+    dtype_file_extent_fn: *mut c_void,
+    extra_state: *mut c_void,
+) -> c_int {
+    register_datarep(
+        "MPI_Register_datarep_c",
+        datarep,
+        read_conversion_fn,
+        write_conversion_fn,
+        dtype_file_extent_fn,
+        extra_state,
+        true,
+    )
 }
 
 /// Both forms of `MPI_Register_datarep` (`large`: the `_c` conversions).
@@ -1459,10 +1534,19 @@ pub unsafe fn MPI_Register_datarep_c(datarep: *const c_char, read_conversion_fn:
 /// # Safety
 /// The pointers are the program's: a string and functions of the types
 /// the standard names (or NULL).
-unsafe fn register_datarep(name: &str, rep: *const c_char, read: *mut c_void, write: *mut c_void, extent: *mut c_void, extra: *mut c_void, large: bool) -> c_int {
+unsafe fn register_datarep(
+    name: &str,
+    rep: *const c_char,
+    read: *mut c_void,
+    write: *mut c_void,
+    extent: *mut c_void,
+    extra: *mut c_void,
+    large: bool,
+) -> c_int {
     // SAFETY: a NUL-terminated string from the caller (or NULL, refused);
     // the functions as promised.
-    let r = unsafe { cstr(rep, "datarep").and_then(|name| datarep::register(&name, read, write, extent, extra, large)) };
+    let r =
+        unsafe { cstr(rep, "datarep").and_then(|name| datarep::register(&name, read, write, extent, extra, large)) };
     // Errors of this call are raised on MPI_FILE_NULL's handler, as for
     // the other file calls without a file.
     fret(std::ptr::null_mut(), name, r)

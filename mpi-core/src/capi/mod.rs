@@ -104,7 +104,14 @@ pub(crate) fn raise_on(h: MPI_Errhandler, obj: c_int, name: &str, e: MpiError) -
 /// Acts on error `e` of call `name` with handler `h` (`user`: the function
 /// of a user handler, which `call` invokes with the error class); returns
 /// the code to give back.
-pub(crate) fn dispatch(h: MPI_Errhandler, user: Option<usize>, rank: usize, name: &str, e: MpiError, call: impl FnOnce(usize, c_int)) -> c_int {
+pub(crate) fn dispatch(
+    h: MPI_Errhandler,
+    user: Option<usize>,
+    rank: usize,
+    name: &str,
+    e: MpiError,
+    call: impl FnOnce(usize, c_int),
+) -> c_int {
     match (h, user) {
         (MPI_ERRORS_RETURN, _) => e.class,
         (_, Some(f)) => {

@@ -105,19 +105,35 @@ impl Side {
                 let dt = st.types.get(dt)?;
                 let count = check_count(count)?;
                 let stride = count as isize * dt.extent;
-                Ok((0..n).map(|i| Block { p: (buf as *mut u8).wrapping_offset(i as isize * stride), count, dt: dt.clone() }).collect())
+                Ok((0..n)
+                    .map(|i| Block { p: (buf as *mut u8).wrapping_offset(i as isize * stride), count, dt: dt.clone() })
+                    .collect())
             }
             Side::V { buf, counts, displs, dt } => {
                 let dt = st.types.get(dt)?;
                 let c = counts.counts(n, "counts")?;
                 let d = displs.read(n, "displacements")?;
-                Ok((0..n).map(|i| Block { p: (buf as *mut u8).wrapping_offset(d[i] as isize * dt.extent), count: c[i], dt: dt.clone() }).collect())
+                Ok((0..n)
+                    .map(|i| Block {
+                        p: (buf as *mut u8).wrapping_offset(d[i] as isize * dt.extent),
+                        count: c[i],
+                        dt: dt.clone(),
+                    })
+                    .collect())
             }
             Side::W { buf, counts, displs, types } => {
                 let c = counts.counts(n, "counts")?;
                 let d = Arr::I64(displs).read(n, "displacements")?;
                 let t = c_array(types, n as c_int, "datatypes")?;
-                (0..n).map(|i| Ok(Block { p: (buf as *mut u8).wrapping_offset(d[i] as isize), count: c[i], dt: st.types.get(t[i])? })).collect()
+                (0..n)
+                    .map(|i| {
+                        Ok(Block {
+                            p: (buf as *mut u8).wrapping_offset(d[i] as isize),
+                            count: c[i],
+                            dt: st.types.get(t[i])?,
+                        })
+                    })
+                    .collect()
             }
         }
     }
@@ -129,7 +145,8 @@ unsafe fn allgather(call: Call, send: Side, recv: Side, comm: MPI_Comm) -> MpiRe
     run(comm, call, |st, s| {
         let pl = plan(st, comm)?;
         let one = send.blocks(st, 1)?.pop().expect("one block");
-        let sends: Vec<Block> = pl.outs.iter().map(|_| Block { p: one.p, count: one.count, dt: one.dt.clone() }).collect();
+        let sends: Vec<Block> =
+            pl.outs.iter().map(|_| Block { p: one.p, count: one.count, dt: one.dt.clone() }).collect();
         let recvs = recv.blocks(st, pl.ins.len())?;
         build(s, &pl, &sends, &recvs);
         Ok(())

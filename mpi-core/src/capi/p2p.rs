@@ -151,7 +151,15 @@ pub(crate) fn start_send_dt(
 
 /// Validates the arguments of a send; returns (context, source rank).
 #[allow(clippy::too_many_arguments)]
-fn check_send(st: &State, buf: *const u8, count: usize, dt: &Dtype, dest: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult<(u32, i32)> {
+fn check_send(
+    st: &State,
+    buf: *const u8,
+    count: usize,
+    dt: &Dtype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> MpiResult<(u32, i32)> {
     let c = st.comms.get(comm)?;
     check_tag(tag, false)?;
     check_peer(dest, c.size(), false, "destination")?;
@@ -163,7 +171,16 @@ fn check_send(st: &State, buf: *const u8, count: usize, dt: &Dtype, dest: c_int,
 /// message goes out (or into the per-destination queue) at once and needs
 /// no request. Returns false if the send must take the general path.
 #[allow(clippy::too_many_arguments)]
-fn send_now(st: &mut State, buf: *const u8, count: i64, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, mode: Mode) -> MpiResult<bool> {
+fn send_now(
+    st: &mut State,
+    buf: *const u8,
+    count: i64,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    mode: Mode,
+) -> MpiResult<bool> {
     if !matches!(mode, Mode::Standard | Mode::Ready) || dest == MPI_PROC_NULL {
         return Ok(false);
     }
@@ -219,7 +236,18 @@ fn bsend(
     unsafe { dt.pack(buf, count, &mut copy) };
     let bytes_t = crate::rt::datatype::builtin(MPI_BYTE).expect("MPI_BYTE");
     let inner = st.reqs.alloc(Request::new(Kind::Null, MPI_COMM_WORLD));
-    st.engine.start_send(&mut st.reqs, inner, copy.as_ptr(), bytes, &bytes_t, dest_world, ctx, src, tag, Mode::Standard);
+    st.engine.start_send(
+        &mut st.reqs,
+        inner,
+        copy.as_ptr(),
+        bytes,
+        &bytes_t,
+        dest_world,
+        ctx,
+        src,
+        tag,
+        Mode::Standard,
+    );
     if let Kind::Send(s) = &mut st.reqs.get(inner).kind {
         if let Some(rdv) = &mut s.rdv {
             // The heap block does not move with the Vec: `rdv.addr` stays valid.
@@ -263,7 +291,15 @@ pub(crate) fn start_recv(
 }
 
 /// The argument checks of a receive, without starting it.
-fn check_recv(st: &mut State, buf: *mut u8, count: i64, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult<()> {
+fn check_recv(
+    st: &mut State,
+    buf: *mut u8,
+    count: i64,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> MpiResult<()> {
     let count = check_count(count)?;
     let dt = st.types.get(datatype)?;
     check_recv_dt(st, buf, count, &dt, source, tag, comm).map(|_| ())
@@ -271,7 +307,15 @@ fn check_recv(st: &mut State, buf: *mut u8, count: i64, datatype: MPI_Datatype, 
 
 /// [`check_recv`] with the count and datatype resolved; returns the
 /// communicator's context id.
-fn check_recv_dt(st: &State, buf: *mut u8, count: usize, dt: &Dtype, source: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult<u32> {
+fn check_recv_dt(
+    st: &State,
+    buf: *mut u8,
+    count: usize,
+    dt: &Dtype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> MpiResult<u32> {
     let c = st.comms.get(comm)?;
     check_tag(tag, true)?;
     check_peer(source, c.size(), true, "source")?;
@@ -405,7 +449,15 @@ const TCP_POLLS: u32 = 256;
 /// answer soon (some microseconds of polling; one poll when ranks outnumber
 /// the cores). `None`: take the general path (which also reports any
 /// argument error).
-fn recv_now(st: &mut State, buf: *mut u8, count: i64, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult<Option<MPI_Status>> {
+fn recv_now(
+    st: &mut State,
+    buf: *mut u8,
+    count: i64,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> MpiResult<Option<MPI_Status>> {
     Ok(match recv_direct(st, buf, count, datatype, source, tag, comm)? {
         Direct::Got(s) => Some(s),
         Direct::Nothing(_) | Direct::General => None,
@@ -425,7 +477,15 @@ enum Direct {
 
 /// [`recv_now`], telling apart an empty ring from a case for the general
 /// path.
-fn recv_direct(st: &mut State, buf: *mut u8, count: i64, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult<Direct> {
+fn recv_direct(
+    st: &mut State,
+    buf: *mut u8,
+    count: i64,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> MpiResult<Direct> {
     let general = Ok(Direct::General);
     if source < 0 || count < 0 {
         return general;
@@ -668,7 +728,21 @@ unsafe fn sendrecv_replace_common(
         Ok(p) => p,
         Err(e) => return raise(comm, name, e),
     };
-    sendrecv_common(name, packed.as_ptr() as *const c_void, packed.len() as i64, MPI_BYTE, dest, sendtag, buf, count, datatype, source, recvtag, comm, status)
+    sendrecv_common(
+        name,
+        packed.as_ptr() as *const c_void,
+        packed.len() as i64,
+        MPI_BYTE,
+        dest,
+        sendtag,
+        buf,
+        count,
+        datatype,
+        source,
+        recvtag,
+        comm,
+        status,
+    )
 }
 
 twins! {
@@ -686,7 +760,13 @@ fn probe_args(st: &mut State, source: c_int, tag: c_int, comm: MPI_Comm) -> MpiR
     Ok(c.ctx)
 }
 
-pub unsafe fn MPI_Iprobe(source: c_int, tag: c_int, comm: MPI_Comm, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
+pub unsafe fn MPI_Iprobe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
     let r = rt::with(|st| {
         let ctx = probe_args(st, source, tag, comm)?;
         if source == MPI_PROC_NULL {
@@ -722,7 +802,14 @@ pub unsafe fn MPI_Probe(source: c_int, tag: c_int, comm: MPI_Comm, status: *mut 
     ret(comm, "MPI_Probe", r)
 }
 
-pub unsafe fn MPI_Improbe(source: c_int, tag: c_int, comm: MPI_Comm, flag: *mut c_int, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
+pub unsafe fn MPI_Improbe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    flag: *mut c_int,
+    message: *mut MPI_Message,
+    status: *mut MPI_Status,
+) -> c_int {
     let r = rt::with(|st| {
         let ctx = probe_args(st, source, tag, comm)?;
         if source == MPI_PROC_NULL {
@@ -743,7 +830,13 @@ pub unsafe fn MPI_Improbe(source: c_int, tag: c_int, comm: MPI_Comm, flag: *mut 
     ret(comm, "MPI_Improbe", r)
 }
 
-pub unsafe fn MPI_Mprobe(source: c_int, tag: c_int, comm: MPI_Comm, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
+pub unsafe fn MPI_Mprobe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    message: *mut MPI_Message,
+    status: *mut MPI_Status,
+) -> c_int {
     let r = rt::with(|st| probe_args(st, source, tag, comm)).and_then(|ctx| {
         if source == MPI_PROC_NULL {
             put_status(status, &proc_null_status());
@@ -762,7 +855,13 @@ pub unsafe fn MPI_Mprobe(source: c_int, tag: c_int, comm: MPI_Comm, message: *mu
 }
 
 /// Starts the receive of a matched message; returns the request slot.
-unsafe fn start_mrecv(st: &mut State, buf: *mut c_void, count: i64, datatype: MPI_Datatype, message: *mut MPI_Message) -> MpiResult<u32> {
+unsafe fn start_mrecv(
+    st: &mut State,
+    buf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    message: *mut MPI_Message,
+) -> MpiResult<u32> {
     if message.is_null() {
         bail!(MPI_ERR_ARG, "message is a NULL pointer");
     }
@@ -778,7 +877,15 @@ unsafe fn start_mrecv(st: &mut State, buf: *mut c_void, count: i64, datatype: MP
     }
     let cap = dt.packed_size(count);
     let i = st.reqs.alloc(Request::new(
-        Kind::Recv(RecvOp { buf: buf as *mut u8, dt, ctx: u32::MAX, src: MPI_ANY_SOURCE, tag: MPI_ANY_TAG, cap, stream: None }),
+        Kind::Recv(RecvOp {
+            buf: buf as *mut u8,
+            dt,
+            ctx: u32::MAX,
+            src: MPI_ANY_SOURCE,
+            tag: MPI_ANY_TAG,
+            cap,
+            stream: None,
+        }),
         MPI_COMM_WORLD,
     ));
     if let Err(e) = st.engine.mrecv(&mut st.reqs, i, m) {
@@ -789,7 +896,14 @@ unsafe fn start_mrecv(st: &mut State, buf: *mut c_void, count: i64, datatype: MP
     Ok(i)
 }
 
-unsafe fn mrecv_common(name: &str, buf: *mut c_void, count: i64, datatype: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
+unsafe fn mrecv_common(
+    name: &str,
+    buf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    message: *mut MPI_Message,
+    status: *mut MPI_Status,
+) -> c_int {
     match rt::with(|st| start_mrecv(st, buf, count, datatype, message)) {
         Ok(i) => complete_blocking(MPI_COMM_WORLD, name, i, status),
         Err(e) => raise(MPI_COMM_WORLD, name, e),
@@ -802,7 +916,14 @@ twins! {
     }
 }
 
-unsafe fn imrecv_common(name: &str, buf: *mut c_void, count: i64, datatype: MPI_Datatype, message: *mut MPI_Message, request: *mut MPI_Request) -> c_int {
+unsafe fn imrecv_common(
+    name: &str,
+    buf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    message: *mut MPI_Message,
+    request: *mut MPI_Request,
+) -> c_int {
     let r = rt::with(|st| {
         if request.is_null() {
             bail!(MPI_ERR_ARG, "request is a NULL pointer");
@@ -867,7 +988,16 @@ twins! {
     }
 }
 
-unsafe fn recv_init_common(name: &str, buf: *mut c_void, count: i64, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+unsafe fn recv_init_common(
+    name: &str,
+    buf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
     let r = rt::with(|st| {
         let c = st.comms.get(comm)?;
         let size = c.size();
@@ -1049,7 +1179,22 @@ unsafe fn isendrecv_replace_common(
     match pack_replace(buf, count, datatype) {
         Ok(p) => {
             let len = p.len() as i64;
-            isendrecv_common(name, std::ptr::null(), len, MPI_BYTE, dest, sendtag, buf, count, datatype, source, recvtag, comm, Some(p), request)
+            isendrecv_common(
+                name,
+                std::ptr::null(),
+                len,
+                MPI_BYTE,
+                dest,
+                sendtag,
+                buf,
+                count,
+                datatype,
+                source,
+                recvtag,
+                comm,
+                Some(p),
+                request,
+            )
         }
         Err(e) => raise(comm, name, e),
     }

@@ -37,7 +37,11 @@ fn pinit(
     let dt = st.types.get(datatype)?;
     check_tag(tag, false)?;
     if !(0..size).contains(&peer) && peer != MPI_PROC_NULL {
-        bail!(MPI_ERR_RANK, "invalid {} rank {peer} in a communicator of size {size}", if send { "destination" } else { "source" });
+        bail!(
+            MPI_ERR_RANK,
+            "invalid {} rank {peer} in a communicator of size {size}",
+            if send { "destination" } else { "source" }
+        );
     }
     let partitions = partitions as usize;
     let mut req = Request::new(Kind::Null, comm);
@@ -51,7 +55,17 @@ fn pinit(
     Ok(ReqTable::handle(st.reqs.alloc(req)))
 }
 
-pub unsafe fn MPI_Psend_init(buf: *const c_void, partitions: c_int, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+pub unsafe fn MPI_Psend_init(
+    buf: *const c_void,
+    partitions: c_int,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
     let r = rt::with(|st| {
         let h = pinit(st, true, buf as *mut u8, partitions, count, datatype, dest, tag, comm)?;
         put(request, h, "request")
@@ -59,7 +73,17 @@ pub unsafe fn MPI_Psend_init(buf: *const c_void, partitions: c_int, count: MPI_C
     ret(comm, "MPI_Psend_init", r)
 }
 
-pub unsafe fn MPI_Precv_init(buf: *mut c_void, partitions: c_int, count: MPI_Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+pub unsafe fn MPI_Precv_init(
+    buf: *mut c_void,
+    partitions: c_int,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
     let r = rt::with(|st| {
         let h = pinit(st, false, buf as *mut u8, partitions, count, datatype, source, tag, comm)?;
         put(request, h, "request")
@@ -103,7 +127,8 @@ pub unsafe fn MPI_Pready_list(length: c_int, array_of_partitions: *const c_int, 
         if length < 0 || (length > 0 && array_of_partitions.is_null()) {
             bail!(MPI_ERR_ARG, "bad partition list");
         }
-        let list: &[c_int] = if length == 0 { &[] } else { std::slice::from_raw_parts(array_of_partitions, length as usize) };
+        let list: &[c_int] =
+            if length == 0 { &[] } else { std::slice::from_raw_parts(array_of_partitions, length as usize) };
         ready(st, request, list.iter().copied())
     });
     ret(MPI_COMM_WORLD, "MPI_Pready_list", r)

@@ -283,7 +283,12 @@ pub unsafe fn MPI_Request_get_status(request: MPI_Request, flag: *mut c_int, sta
 
 /// Completes everything done in `hs`; returns (any error, first erroneous
 /// comm, the generalized requests among them for [`greqs_done`]).
-unsafe fn finish_all_done(st: &mut State, hs: &mut [MPI_Request], slots: &[Option<u32>], statuses: *mut MPI_Status) -> (bool, MPI_Comm, Vec<(usize, Greq)>) {
+unsafe fn finish_all_done(
+    st: &mut State,
+    hs: &mut [MPI_Request],
+    slots: &[Option<u32>],
+    statuses: *mut MPI_Status,
+) -> (bool, MPI_Comm, Vec<(usize, Greq)>) {
     let mut any_err = false;
     let mut comm = MPI_COMM_WORLD;
     let mut greqs = Vec::new();
@@ -310,7 +315,11 @@ unsafe fn finish_all_done(st: &mut State, hs: &mut [MPI_Request], slots: &[Optio
     (any_err, comm, greqs)
 }
 
-pub unsafe fn MPI_Waitall(count: c_int, array_of_requests: *mut MPI_Request, array_of_statuses: *mut MPI_Status) -> c_int {
+pub unsafe fn MPI_Waitall(
+    count: c_int,
+    array_of_requests: *mut MPI_Request,
+    array_of_statuses: *mut MPI_Status,
+) -> c_int {
     let slots = match wait_slots(count, array_of_requests) {
         Ok(s) => s,
         Err(e) => return raise(MPI_COMM_WORLD, "MPI_Waitall", e),
@@ -329,7 +338,12 @@ pub unsafe fn MPI_Waitall(count: c_int, array_of_requests: *mut MPI_Request, arr
     MPI_SUCCESS
 }
 
-pub unsafe fn MPI_Testall(count: c_int, array_of_requests: *mut MPI_Request, flag: *mut c_int, array_of_statuses: *mut MPI_Status) -> c_int {
+pub unsafe fn MPI_Testall(
+    count: c_int,
+    array_of_requests: *mut MPI_Request,
+    flag: *mut c_int,
+    array_of_statuses: *mut MPI_Status,
+) -> c_int {
     let mut comm = MPI_COMM_WORLD;
     let mut greqs = Vec::new();
     let r = rt::with(|st| {
@@ -356,7 +370,14 @@ pub unsafe fn MPI_Testall(count: c_int, array_of_requests: *mut MPI_Request, fla
 
 /// Finishes the first done request among `slots`; writes index and status
 /// (a generalized request's callbacks go to `greq`, for the caller).
-unsafe fn any_done(st: &mut State, hs: &mut [MPI_Request], slots: &[Option<u32>], index: *mut c_int, status: *mut MPI_Status, greq: &mut Option<Greq>) -> MpiResult<Option<MPI_Comm>> {
+unsafe fn any_done(
+    st: &mut State,
+    hs: &mut [MPI_Request],
+    slots: &[Option<u32>],
+    index: *mut c_int,
+    status: *mut MPI_Status,
+    greq: &mut Option<Greq>,
+) -> MpiResult<Option<MPI_Comm>> {
     for (k, s) in slots.iter().enumerate() {
         if let Some(i) = *s {
             if st.reqs.get(i).done {
@@ -378,7 +399,12 @@ unsafe fn any_done(st: &mut State, hs: &mut [MPI_Request], slots: &[Option<u32>]
     Ok(None)
 }
 
-pub unsafe fn MPI_Waitany(count: c_int, array_of_requests: *mut MPI_Request, index: *mut c_int, status: *mut MPI_Status) -> c_int {
+pub unsafe fn MPI_Waitany(
+    count: c_int,
+    array_of_requests: *mut MPI_Request,
+    index: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
     let slots = match wait_slots(count, array_of_requests) {
         Ok(s) => s,
         Err(e) => return raise(MPI_COMM_WORLD, "MPI_Waitany", e),
@@ -401,7 +427,13 @@ pub unsafe fn MPI_Waitany(count: c_int, array_of_requests: *mut MPI_Request, ind
     ret(comm, "MPI_Waitany", after_greq(r, greq, status))
 }
 
-pub unsafe fn MPI_Testany(count: c_int, array_of_requests: *mut MPI_Request, index: *mut c_int, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
+pub unsafe fn MPI_Testany(
+    count: c_int,
+    array_of_requests: *mut MPI_Request,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
     let mut comm = MPI_COMM_WORLD;
     let mut greq = None;
     let r = rt::with(|st| {
@@ -464,7 +496,13 @@ unsafe fn some_done(
     Ok((n as c_int, err, comm))
 }
 
-pub unsafe fn MPI_Waitsome(incount: c_int, array_of_requests: *mut MPI_Request, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MPI_Status) -> c_int {
+pub unsafe fn MPI_Waitsome(
+    incount: c_int,
+    array_of_requests: *mut MPI_Request,
+    outcount: *mut c_int,
+    array_of_indices: *mut c_int,
+    array_of_statuses: *mut MPI_Status,
+) -> c_int {
     let slots = match wait_slots(incount, array_of_requests) {
         Ok(s) => s,
         Err(e) => return raise(MPI_COMM_WORLD, "MPI_Waitsome", e),
@@ -490,7 +528,13 @@ pub unsafe fn MPI_Waitsome(incount: c_int, array_of_requests: *mut MPI_Request, 
     ret(comm, "MPI_Waitsome", in_status(r, greqs_done(&greqs, array_of_statuses)))
 }
 
-pub unsafe fn MPI_Testsome(incount: c_int, array_of_requests: *mut MPI_Request, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MPI_Status) -> c_int {
+pub unsafe fn MPI_Testsome(
+    incount: c_int,
+    array_of_requests: *mut MPI_Request,
+    outcount: *mut c_int,
+    array_of_indices: *mut c_int,
+    array_of_statuses: *mut MPI_Status,
+) -> c_int {
     let mut comm = MPI_COMM_WORLD;
     let mut greqs = Vec::new();
     let r = rt::with(|st| {
@@ -561,7 +605,9 @@ pub unsafe fn MPI_Cancel(request: *mut MPI_Request) -> c_int {
     });
     let r = match greq {
         // Its cancel_fn, told whether MPI_Grequest_complete was called.
-        Some((Greq { cancel: Some(cancel), extra, .. }, done)) => r.and(greq_result(cancel(extra, done as c_int), "cancel")),
+        Some((Greq { cancel: Some(cancel), extra, .. }, done)) => {
+            r.and(greq_result(cancel(extra, done as c_int), "cancel"))
+        }
         _ => r,
     };
     ret(MPI_COMM_WORLD, "MPI_Cancel", r)
@@ -642,7 +688,13 @@ unsafe fn greq_free(g: &Greq) -> c_int {
     }
 }
 
-pub unsafe fn MPI_Grequest_start(query_fn: *mut std::ffi::c_void, free_fn: *mut std::ffi::c_void, cancel_fn: *mut std::ffi::c_void, extra_state: *mut std::ffi::c_void, request: *mut MPI_Request) -> c_int {
+pub unsafe fn MPI_Grequest_start(
+    query_fn: *mut std::ffi::c_void,
+    free_fn: *mut std::ffi::c_void,
+    cancel_fn: *mut std::ffi::c_void,
+    extra_state: *mut std::ffi::c_void,
+    request: *mut MPI_Request,
+) -> c_int {
     let r = rt::with(|st| {
         if request.is_null() {
             bail!(MPI_ERR_ARG, "request is a NULL pointer");

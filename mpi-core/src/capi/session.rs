@@ -94,7 +94,11 @@ pub unsafe fn MPI_Session_init(info: MPI_Info, errhandler: MPI_Errhandler, sessi
                     bail!(MPI_ERR_ARG, "invalid error handler 0x{:08x} (MPI is not running yet, so only the predefined handlers exist)", errhandler as u32);
                 }
                 if info != MPI_INFO_NULL && info != MPI_INFO_ENV {
-                    bail!(MPI_ERR_INFO, "invalid info handle 0x{:08x} (MPI is not running yet, so no info object exists)", info as u32);
+                    bail!(
+                        MPI_ERR_INFO,
+                        "invalid info handle 0x{:08x} (MPI is not running yet, so no info object exists)",
+                        info as u32
+                    );
                 }
                 Pairs::new()
             }
@@ -147,7 +151,13 @@ pub unsafe fn MPI_Session_get_num_psets(session: MPI_Session, info: MPI_Info, np
 /// if it is 0, `pset_name` is not looked at and `pset_len` is set to the
 /// length of the name plus one for the NUL (as MPICH does: a non-zero
 /// `pset_len` is left as it is).
-pub unsafe fn MPI_Session_get_nth_pset(session: MPI_Session, info: MPI_Info, n: c_int, pset_len: *mut c_int, pset_name: *mut c_char) -> c_int {
+pub unsafe fn MPI_Session_get_nth_pset(
+    session: MPI_Session,
+    info: MPI_Info,
+    n: c_int,
+    pset_len: *mut c_int,
+    pset_name: *mut c_char,
+) -> c_int {
     let r = with_session(session, |st, _| {
         st.comms.infos.get_or_null(info)?;
         let Some(name) = usize::try_from(n).ok().and_then(|n| PSETS.get(n)) else {
@@ -235,7 +245,11 @@ pub unsafe fn MPI_Session_fromint(session: c_int) -> MPI_Session {
     session
 }
 
-pub unsafe fn MPI_Group_from_session_pset(session: MPI_Session, pset_name: *const c_char, newgroup: *mut MPI_Group) -> c_int {
+pub unsafe fn MPI_Group_from_session_pset(
+    session: MPI_Session,
+    pset_name: *const c_char,
+    newgroup: *mut MPI_Group,
+) -> c_int {
     let r = with_session(session, |st, _| {
         let members = pset_of(st, pset_name)?;
         if newgroup.is_null() {
@@ -260,10 +274,20 @@ fn from_groups_ret(errhandler: MPI_Errhandler, name: &str, r: MpiResult<()>) -> 
 
 /// The arguments of a constructor from groups that every process checks
 /// alone: the string tag, the new communicator's handler and info hints.
-unsafe fn tag_handler_hints(st: &State, stringtag: *const c_char, errhandler: MPI_Errhandler, info: MPI_Info) -> MpiResult<(String, Pairs)> {
+unsafe fn tag_handler_hints(
+    st: &State,
+    stringtag: *const c_char,
+    errhandler: MPI_Errhandler,
+    info: MPI_Info,
+) -> MpiResult<(String, Pairs)> {
     let tag = cstr(stringtag, "stringtag")?.into_owned();
     if tag.len() >= MPI_MAX_STRINGTAG_LEN as usize {
-        bail!(MPI_ERR_ARG, "stringtag of {} characters is longer than MPI_MAX_STRINGTAG_LEN - 1 ({})", tag.len(), MPI_MAX_STRINGTAG_LEN - 1);
+        bail!(
+            MPI_ERR_ARG,
+            "stringtag of {} characters is longer than MPI_MAX_STRINGTAG_LEN - 1 ({})",
+            tag.len(),
+            MPI_MAX_STRINGTAG_LEN - 1
+        );
     }
     check_errhandler(st, errhandler, HandlerKind::Comm)?;
     Ok((tag, st.comms.infos.get_or_null(info)?))
@@ -286,7 +310,13 @@ fn view_of(st: &mut State, rank: usize, members: Members, h: u32) -> MpiResult<V
     Ok(View::new(st, CTX_SESSIONS, rank, members)?.with_user_tag((h & 0x01ff_ffff) as c_int))
 }
 
-pub unsafe fn MPI_Comm_create_from_group(group: MPI_Group, stringtag: *const c_char, info: MPI_Info, errhandler: MPI_Errhandler, newcomm: *mut MPI_Comm) -> c_int {
+pub unsafe fn MPI_Comm_create_from_group(
+    group: MPI_Group,
+    stringtag: *const c_char,
+    info: MPI_Info,
+    errhandler: MPI_Errhandler,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
     let r = (|| {
         if newcomm.is_null() {
             bail!(MPI_ERR_ARG, "newcomm is a NULL pointer");

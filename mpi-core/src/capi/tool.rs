@@ -120,7 +120,11 @@ unsafe fn put_indices(indices: *mut c_int, len: c_int, list: &[usize]) -> ToolRe
 ///
 /// # Safety
 /// `handle` and `count` are NULL or valid for writing.
-unsafe fn put_new(handle: *mut *mut c_void, count: *mut c_int, alloc: impl FnOnce() -> ToolResult<(usize, usize)>) -> ToolResult<()> {
+unsafe fn put_new(
+    handle: *mut *mut c_void,
+    count: *mut c_int,
+    alloc: impl FnOnce() -> ToolResult<(usize, usize)>,
+) -> ToolResult<()> {
     if handle.is_null() || count.is_null() {
         return Err(ToolError::Invalid);
     }
@@ -202,7 +206,12 @@ pub unsafe fn MPI_T_cvar_get_index(name_: *const c_char, cvar_index: *mut c_int)
     })
 }
 
-pub unsafe fn MPI_T_cvar_handle_alloc(cvar_index: c_int, _obj_handle: *mut c_void, handle: *mut *mut c_void, count: *mut c_int) -> c_int {
+pub unsafe fn MPI_T_cvar_handle_alloc(
+    cvar_index: c_int,
+    _obj_handle: *mut c_void,
+    handle: *mut *mut c_void,
+    count: *mut c_int,
+) -> c_int {
     call(|t| put_new(handle, count, || t.cvar_alloc(index(cvar_index, CVARS.len())?)))
 }
 
@@ -242,7 +251,12 @@ pub unsafe fn MPI_T_cvar_write(handle: *mut c_void, buf: *const c_void) -> c_int
 
 // ----- enumerations --------------------------------------------------------------
 
-pub unsafe fn MPI_T_enum_get_info(enumtype: *mut c_void, num: *mut c_int, name: *mut c_char, name_len: *mut c_int) -> c_int {
+pub unsafe fn MPI_T_enum_get_info(
+    enumtype: *mut c_void,
+    num: *mut c_int,
+    name: *mut c_char,
+    name_len: *mut c_int,
+) -> c_int {
     call(|_| {
         let e = tool::enum_of(enumtype)?;
         out(num, count_int(e.items.len()))?;
@@ -251,7 +265,13 @@ pub unsafe fn MPI_T_enum_get_info(enumtype: *mut c_void, num: *mut c_int, name: 
     })
 }
 
-pub unsafe fn MPI_T_enum_get_item(enumtype: *mut c_void, index_: c_int, value: *mut c_int, name: *mut c_char, name_len: *mut c_int) -> c_int {
+pub unsafe fn MPI_T_enum_get_item(
+    enumtype: *mut c_void,
+    index_: c_int,
+    value: *mut c_int,
+    name: *mut c_char,
+    name_len: *mut c_int,
+) -> c_int {
     call(|_| {
         let e = tool::enum_of(enumtype)?;
         let (v, n) = e.items[index(index_, e.items.len())?];
@@ -480,7 +500,12 @@ pub unsafe fn MPI_T_event_get_index(name_: *const c_char, _event_index: *mut c_i
     })
 }
 
-pub unsafe fn MPI_T_event_handle_alloc(_event_index: c_int, _obj_handle: *mut c_void, _info: c_int, _event_registration: *mut *mut c_void) -> c_int {
+pub unsafe fn MPI_T_event_handle_alloc(
+    _event_index: c_int,
+    _obj_handle: *mut c_void,
+    _info: c_int,
+    _event_registration: *mut *mut c_void,
+) -> c_int {
     call(|_| Err(ToolError::InvalidIndex))
 }
 
@@ -489,7 +514,11 @@ fn no_event() -> c_int {
     call(|_| Err(ToolError::InvalidHandle))
 }
 
-pub unsafe fn MPI_T_event_handle_free(_event_registration: *mut c_void, _user_data: *mut c_void, _free_cb_function: *mut c_void) -> c_int {
+pub unsafe fn MPI_T_event_handle_free(
+    _event_registration: *mut c_void,
+    _user_data: *mut c_void,
+    _free_cb_function: *mut c_void,
+) -> c_int {
     no_event()
 }
 
@@ -511,15 +540,26 @@ pub unsafe fn MPI_T_event_register_callback(
     no_event()
 }
 
-pub unsafe fn MPI_T_event_callback_get_info(_event_registration: *mut c_void, _cb_safety: c_int, _info_used: *mut c_int) -> c_int {
+pub unsafe fn MPI_T_event_callback_get_info(
+    _event_registration: *mut c_void,
+    _cb_safety: c_int,
+    _info_used: *mut c_int,
+) -> c_int {
     no_event()
 }
 
-pub unsafe fn MPI_T_event_callback_set_info(_event_registration: *mut c_void, _cb_safety: c_int, _info: c_int) -> c_int {
+pub unsafe fn MPI_T_event_callback_set_info(
+    _event_registration: *mut c_void,
+    _cb_safety: c_int,
+    _info: c_int,
+) -> c_int {
     no_event()
 }
 
-pub unsafe fn MPI_T_event_set_dropped_handler(_event_registration: *mut c_void, _dropped_cb_function: *mut c_void) -> c_int {
+pub unsafe fn MPI_T_event_set_dropped_handler(
+    _event_registration: *mut c_void,
+    _dropped_cb_function: *mut c_void,
+) -> c_int {
     no_event()
 }
 

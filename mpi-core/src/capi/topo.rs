@@ -11,8 +11,8 @@ use mpi_api::abi::*;
 
 use super::agree::{bytes_to_ints, ints_to_bytes, View};
 use super::comm::{comm_of, new_context_or_fail, publish, quiet, split};
-use super::{c_array, put, ret};
 use super::SentinelPtr;
+use super::{c_array, put, ret};
 use crate::bail;
 use crate::rt::comm::{Comm, CTX_SPAN_INTRA};
 use crate::rt::error::{MpiError, MpiResult};
@@ -32,7 +32,6 @@ pub static MPI_WEIGHTS_EMPTY: SentinelPtr = SentinelPtr(&WEIGHTS_EMPTY_TARGET);
 fn is_unweighted(p: *const c_int) -> bool {
     std::ptr::eq(p, MPI_UNWEIGHTED.0)
 }
-
 
 /// Copies `v` to `out` (at most `max` values).
 unsafe fn write_ints(out: *mut c_int, max: c_int, v: &[c_int], what: &str) -> MpiResult<()> {
@@ -99,7 +98,11 @@ fn intra(comm: MPI_Comm, what: &str) -> MpiResult<Comm> {
 }
 
 /// Validates the arguments of a Cartesian grid: (dims, periods, processes).
-unsafe fn grid_args(ndims: c_int, dims: *const c_int, periods: *const c_int) -> MpiResult<(Vec<c_int>, Vec<bool>, usize)> {
+unsafe fn grid_args(
+    ndims: c_int,
+    dims: *const c_int,
+    periods: *const c_int,
+) -> MpiResult<(Vec<c_int>, Vec<bool>, usize)> {
     if ndims < 0 {
         bail!(MPI_ERR_DIMS, "ndims = {ndims} is negative");
     }
@@ -109,7 +112,14 @@ unsafe fn grid_args(ndims: c_int, dims: *const c_int, periods: *const c_int) -> 
     Ok((d, p, n))
 }
 
-pub unsafe fn MPI_Cart_create(comm_old: MPI_Comm, ndims: c_int, dims: *const c_int, periods: *const c_int, _reorder: c_int, comm_cart: *mut MPI_Comm) -> c_int {
+pub unsafe fn MPI_Cart_create(
+    comm_old: MPI_Comm,
+    ndims: c_int,
+    dims: *const c_int,
+    periods: *const c_int,
+    _reorder: c_int,
+    comm_cart: *mut MPI_Comm,
+) -> c_int {
     let r = (|| {
         if comm_cart.is_null() {
             bail!(MPI_ERR_ARG, "comm_cart is a NULL pointer");
@@ -155,7 +165,13 @@ pub unsafe fn MPI_Cartdim_get(comm: MPI_Comm, ndims: *mut c_int) -> c_int {
     ret(comm, "MPI_Cartdim_get", r)
 }
 
-pub unsafe fn MPI_Cart_get(comm: MPI_Comm, maxdims: c_int, dims: *mut c_int, periods: *mut c_int, coords: *mut c_int) -> c_int {
+pub unsafe fn MPI_Cart_get(
+    comm: MPI_Comm,
+    maxdims: c_int,
+    dims: *mut c_int,
+    periods: *mut c_int,
+    coords: *mut c_int,
+) -> c_int {
     let r = cart_of(comm).and_then(|(c, d, p)| {
         let pi: Vec<c_int> = p.iter().map(|&x| x as c_int).collect();
         write_ints(dims, maxdims, &d, "dims")?;
@@ -186,7 +202,13 @@ pub unsafe fn MPI_Cart_coords(comm: MPI_Comm, rank: c_int, maxdims: c_int, coord
     ret(comm, "MPI_Cart_coords", r)
 }
 
-pub unsafe fn MPI_Cart_shift(comm: MPI_Comm, direction: c_int, disp: c_int, rank_source: *mut c_int, rank_dest: *mut c_int) -> c_int {
+pub unsafe fn MPI_Cart_shift(
+    comm: MPI_Comm,
+    direction: c_int,
+    disp: c_int,
+    rank_source: *mut c_int,
+    rank_dest: *mut c_int,
+) -> c_int {
     let r = cart_of(comm).and_then(|(c, d, p)| {
         if direction < 0 || direction as usize >= d.len() {
             bail!(MPI_ERR_DIMS, "direction {direction} is not a dimension of the grid (0..{})", d.len());
@@ -228,7 +250,13 @@ pub unsafe fn MPI_Cart_sub(comm: MPI_Comm, remain_dims: *const c_int, newcomm: *
     ret(comm, "MPI_Cart_sub", r)
 }
 
-pub unsafe fn MPI_Cart_map(comm: MPI_Comm, ndims: c_int, dims: *const c_int, periods: *const c_int, newrank: *mut c_int) -> c_int {
+pub unsafe fn MPI_Cart_map(
+    comm: MPI_Comm,
+    ndims: c_int,
+    dims: *const c_int,
+    periods: *const c_int,
+    newrank: *mut c_int,
+) -> c_int {
     let r = (|| {
         let c = intra(comm, "MPI_Cart_map")?;
         let (_, _, n) = grid_args(ndims, dims, periods)?;
@@ -260,7 +288,14 @@ unsafe fn graph_args(nnodes: c_int, index: *const c_int, edges: *const c_int) ->
     Ok((idx, e))
 }
 
-pub unsafe fn MPI_Graph_create(comm_old: MPI_Comm, nnodes: c_int, index: *const c_int, edges: *const c_int, _reorder: c_int, comm_graph: *mut MPI_Comm) -> c_int {
+pub unsafe fn MPI_Graph_create(
+    comm_old: MPI_Comm,
+    nnodes: c_int,
+    index: *const c_int,
+    edges: *const c_int,
+    _reorder: c_int,
+    comm_graph: *mut MPI_Comm,
+) -> c_int {
     let r = (|| {
         if comm_graph.is_null() {
             bail!(MPI_ERR_ARG, "comm_graph is a NULL pointer");
@@ -269,7 +304,11 @@ pub unsafe fn MPI_Graph_create(comm_old: MPI_Comm, nnodes: c_int, index: *const 
         let c = intra(comm_old, "MPI_Graph_create")?;
         let args = graph_args(nnodes, index, edges).and_then(|(idx, e)| {
             if nnodes > c.size() {
-                bail!(MPI_ERR_TOPOLOGY, "the graph has {nnodes} nodes, more than the {} processes of the communicator", c.size());
+                bail!(
+                    MPI_ERR_TOPOLOGY,
+                    "the graph has {nnodes} nodes, more than the {} processes of the communicator",
+                    c.size()
+                );
             }
             Ok((nnodes as usize, Topo::Graph { index: idx, edges: e }))
         });
@@ -286,7 +325,13 @@ pub unsafe fn MPI_Graphdims_get(comm: MPI_Comm, nnodes: *mut c_int, nedges: *mut
     ret(comm, "MPI_Graphdims_get", r)
 }
 
-pub unsafe fn MPI_Graph_get(comm: MPI_Comm, maxindex: c_int, maxedges: c_int, index: *mut c_int, edges: *mut c_int) -> c_int {
+pub unsafe fn MPI_Graph_get(
+    comm: MPI_Comm,
+    maxindex: c_int,
+    maxedges: c_int,
+    index: *mut c_int,
+    edges: *mut c_int,
+) -> c_int {
     let r = graph_of(comm).and_then(|(_, idx, e)| {
         write_ints(index, maxindex, &idx, "index")?;
         write_ints(edges, maxedges, &e, "edges")
@@ -317,12 +362,22 @@ pub unsafe fn MPI_Graph_neighbors(comm: MPI_Comm, rank: c_int, maxneighbors: c_i
     ret(comm, "MPI_Graph_neighbors", r)
 }
 
-pub unsafe fn MPI_Graph_map(comm: MPI_Comm, nnodes: c_int, index: *const c_int, edges: *const c_int, newrank: *mut c_int) -> c_int {
+pub unsafe fn MPI_Graph_map(
+    comm: MPI_Comm,
+    nnodes: c_int,
+    index: *const c_int,
+    edges: *const c_int,
+    newrank: *mut c_int,
+) -> c_int {
     let r = (|| {
         let c = intra(comm, "MPI_Graph_map")?;
         graph_args(nnodes, index, edges)?;
         if nnodes > c.size() {
-            bail!(MPI_ERR_TOPOLOGY, "the graph has {nnodes} nodes, more than the {} processes of the communicator", c.size());
+            bail!(
+                MPI_ERR_TOPOLOGY,
+                "the graph has {nnodes} nodes, more than the {} processes of the communicator",
+                c.size()
+            );
         }
         put(newrank, if c.rank < nnodes { c.rank } else { MPI_UNDEFINED }, "newrank")
     })();
@@ -388,7 +443,16 @@ pub unsafe fn MPI_Dist_graph_create_adjacent(
                 bail!(MPI_ERR_ARG, "sourceweights and destweights must both be MPI_UNWEIGHTED or neither");
             }
             let weighted = sw.is_some();
-            Ok((c.size() as usize, Topo::Dist { sources: s, sweights: sw.unwrap_or_default(), dests: d, dweights: dw.unwrap_or_default(), weighted }))
+            Ok((
+                c.size() as usize,
+                Topo::Dist {
+                    sources: s,
+                    sweights: sw.unwrap_or_default(),
+                    dests: d,
+                    dweights: dw.unwrap_or_default(),
+                    weighted,
+                },
+            ))
         })();
         topo_comm(comm_old, args, comm_dist_graph)
     })();
@@ -477,7 +541,12 @@ fn dist_of(comm: MPI_Comm) -> MpiResult<Arc<Topo>> {
     Ok(t)
 }
 
-pub unsafe fn MPI_Dist_graph_neighbors_count(comm: MPI_Comm, indegree: *mut c_int, outdegree: *mut c_int, weighted: *mut c_int) -> c_int {
+pub unsafe fn MPI_Dist_graph_neighbors_count(
+    comm: MPI_Comm,
+    indegree: *mut c_int,
+    outdegree: *mut c_int,
+    weighted: *mut c_int,
+) -> c_int {
     let r = dist_of(comm).and_then(|t| match &*t {
         Topo::Dist { sources, dests, weighted: w, .. } => {
             put(indegree, sources.len() as c_int, "indegree")?;

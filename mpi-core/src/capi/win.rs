@@ -40,7 +40,11 @@ fn raise_win(win: MPI_Win, name: &str, e: MpiError) -> c_int {
     let h = rt::try_with(|st| {
         st.wins.get(win).ok().map(|w| {
             let h = w.errhandler;
-            let user = if handle_kind(h) == HANDLE_KIND_DIRECT { st.errhandlers.get(handle_index(h) as usize).copied().flatten() } else { None };
+            let user = if handle_kind(h) == HANDLE_KIND_DIRECT {
+                st.errhandlers.get(handle_index(h) as usize).copied().flatten()
+            } else {
+                None
+            };
             (h, user, st.world_rank)
         })
     })
@@ -99,7 +103,13 @@ fn map_shared(view: &View, ctx: u32, sizes: &[usize], align: usize) -> MpiResult
     let name = rt::with(|st| Ok(crate::coll::flat::name(st, ctx, creator)))?;
     let mine = if view.rank == 0 { crate::coll::flat::create(&name, len) } else { None };
     let made = view.bcast_u32((view.rank != 0 || mine.is_some()) as u32, 0)?;
-    let map = if made == 0 { None } else if view.rank == 0 { mine } else { crate::coll::flat::open(&name, len) };
+    let map = if made == 0 {
+        None
+    } else if view.rank == 0 {
+        mine
+    } else {
+        crate::coll::flat::open(&name, len)
+    };
     let all = view.allreduce_u32(map.is_some() as u32, |a, b| a.min(b))?;
     if view.rank == 0 && made != 0 {
         crate::coll::flat::unlink(&name);
@@ -125,7 +135,8 @@ type SharedParts = (Mem, usize, Vec<Option<usize>>, usize);
 
 /// [`map_shared`] for a window whose members each give `size` bytes.
 fn shared_parts(view: &View, ctx: u32, size: usize, align: usize) -> MpiResult<Option<SharedParts>> {
-    let sizes: Vec<usize> = view.allgather_vec(&(size as u64).to_ne_bytes())?.iter().map(|b| u64_of(b) as usize).collect();
+    let sizes: Vec<usize> =
+        view.allgather_vec(&(size as u64).to_ne_bytes())?.iter().map(|b| u64_of(b) as usize).collect();
     Ok(map_shared(view, ctx, &sizes, align)?.map(|((p, len), offs)| {
         let locals = offs.iter().map(|&o| Some(p as usize + o)).collect();
         (Mem::Shared(p, len), p as usize + offs[view.rank], locals, p as usize)
@@ -136,7 +147,15 @@ fn shared_parts(view: &View, ctx: u32, size: usize, align: usize) -> MpiResult<O
 ///
 /// # Safety
 /// `baseptr` is NULL or points to a `void *`; `newwin` to an `MPI_Win`.
-unsafe fn create_common(comm: MPI_Comm, info: MPI_Info, memory: Memory, size: MPI_Aint, disp_unit: MPI_Aint, baseptr: *mut c_void, newwin: *mut MPI_Win) -> MpiResult<()> {
+unsafe fn create_common(
+    comm: MPI_Comm,
+    info: MPI_Info,
+    memory: Memory,
+    size: MPI_Aint,
+    disp_unit: MPI_Aint,
+    baseptr: *mut c_void,
+    newwin: *mut MPI_Win,
+) -> MpiResult<()> {
     if newwin.is_null() {
         bail!(MPI_ERR_ARG, "win is a NULL pointer");
     }
@@ -160,12 +179,16 @@ unsafe fn create_common(comm: MPI_Comm, info: MPI_Info, memory: Memory, size: MP
         // hosts, every member has some member on another host.
         let remote = rt::with(|st| Ok(c.group.iter().any(|&w| st.engine.is_remote(w))))?;
         if remote {
-            mine = Err(MpiError::new(MPI_ERR_RMA_SHARED, "MPI_Win_allocate_shared needs all processes of the communicator on one host"));
+            mine = Err(MpiError::new(
+                MPI_ERR_RMA_SHARED,
+                "MPI_Win_allocate_shared needs all processes of the communicator on one host",
+            ));
         }
     }
     let ctx = new_context_or_fail(comm, CTX_SPAN_INTRA, false, mine)?;
     let size = size as usize;
-    let (view, bytes) = rt::with(|st| Ok((View::new(st, ctx + 1, c.rank as usize, c.group.clone())?, st.types.get(MPI_BYTE)?)))?;
+    let (view, bytes) =
+        rt::with(|st| Ok((View::new(st, ctx + 1, c.rank as usize, c.group.clone())?, st.types.get(MPI_BYTE)?)))?;
     let n = c.group.len();
     // Windows of MPI_Win_allocate whose members share a host live in one
     // shared segment too: Put, Get and accumulates are then done in place.
@@ -175,14 +198,18 @@ unsafe fn create_common(comm: MPI_Comm, info: MPI_Info, memory: Memory, size: MP
     let (mem, base, locals) = match memory {
         Memory::User(b) => (Mem::None, b, vec![None; n]),
         Memory::Dynamic => (Mem::None, 0, vec![None; n]),
-        Memory::Shared | Memory::Allocate if matches!(memory, Memory::Shared) || shm_alloc => match shared_parts(&view, ctx, size, if matches!(memory, Memory::Shared) { 1 } else { 64 })? {
-            Some((m, b, l, lk)) => {
-                locks = lk;
-                (m, b, l)
+        Memory::Shared | Memory::Allocate if matches!(memory, Memory::Shared) || shm_alloc => {
+            match shared_parts(&view, ctx, size, if matches!(memory, Memory::Shared) { 1 } else { 64 })? {
+                Some((m, b, l, lk)) => {
+                    locks = lk;
+                    (m, b, l)
+                }
+                None if matches!(memory, Memory::Shared) => {
+                    bail!(MPI_ERR_NO_MEM, "cannot map a shared segment for the window")
+                }
+                None => heap_part(&view, size, n)?,
             }
-            None if matches!(memory, Memory::Shared) => bail!(MPI_ERR_NO_MEM, "cannot map a shared segment for the window"),
-            None => heap_part(&view, size, n)?,
-        },
+        }
         Memory::Allocate | Memory::Shared => heap_part(&view, size, n)?,
     };
     let mut card = Vec::with_capacity(24);
@@ -193,7 +220,13 @@ unsafe fn create_common(comm: MPI_Comm, info: MPI_Info, memory: Memory, size: MP
         .allgather_vec(&card)?
         .iter()
         .zip(locals)
-        .map(|(b, local)| Peer { base: u64_of(&b[0..]) as usize, size: u64_of(&b[8..]) as usize, disp_unit: u64_of(&b[16..]) as usize, local, pid: 0 })
+        .map(|(b, local)| Peer {
+            base: u64_of(&b[0..]) as usize,
+            size: u64_of(&b[8..]) as usize,
+            disp_unit: u64_of(&b[16..]) as usize,
+            local,
+            pid: 0,
+        })
         .collect();
     let mut peers = peers;
     if flavor != MPI_WIN_FLAVOR_DYNAMIC {
@@ -201,7 +234,9 @@ unsafe fn create_common(comm: MPI_Comm, info: MPI_Info, memory: Memory, size: MP
         // parts of other processes on this host, through CMA.
         let me = c.rank as usize;
         peers[me].local = Some(base);
-        if matches!(flavor, MPI_WIN_FLAVOR_CREATE | MPI_WIN_FLAVOR_ALLOCATE) && std::env::var_os("MPICORE_RMA_NO_CMA").is_none() {
+        if matches!(flavor, MPI_WIN_FLAVOR_CREATE | MPI_WIN_FLAVOR_ALLOCATE)
+            && std::env::var_os("MPICORE_RMA_NO_CMA").is_none()
+        {
             rt::with(|st| {
                 for (t, p) in peers.iter_mut().enumerate().filter(|&(t, _)| t != me) {
                     if let Some(ctl) = st.engine.ctl_of(c.group[t]) {
@@ -215,7 +250,19 @@ unsafe fn create_common(comm: MPI_Comm, info: MPI_Info, memory: Memory, size: MP
         }
     }
     let size = if flavor == MPI_WIN_FLAVOR_DYNAMIC { 0 } else { size };
-    let mut w = Win::new(ctx, c.group.clone(), c.rank as usize, base, size, disp_unit as usize, flavor, peers, mem, MPI_ERRORS_ARE_FATAL, bytes);
+    let mut w = Win::new(
+        ctx,
+        c.group.clone(),
+        c.rank as usize,
+        base,
+        size,
+        disp_unit as usize,
+        flavor,
+        peers,
+        mem,
+        MPI_ERRORS_ARE_FATAL,
+        bytes,
+    );
     w.hints = hints;
     w.shm_locks = (locks != 0).then_some(locks);
     w.acc_locks = w.shm_locks;
@@ -284,7 +331,11 @@ twins! {
 }
 
 pub unsafe fn MPI_Win_create_dynamic(info: MPI_Info, comm: MPI_Comm, win: *mut MPI_Win) -> c_int {
-    super::ret(comm, "MPI_Win_create_dynamic", create_common(comm, info, Memory::Dynamic, 0, 1, std::ptr::null_mut(), win))
+    super::ret(
+        comm,
+        "MPI_Win_create_dynamic",
+        create_common(comm, info, Memory::Dynamic, 0, 1, std::ptr::null_mut(), win),
+    )
 }
 
 /// `MPI_Win_shared_query(_c)`: the part of `rank` (`MPI_PROC_NULL`: the
@@ -292,7 +343,13 @@ pub unsafe fn MPI_Win_create_dynamic(info: MPI_Info, comm: MPI_Comm, win: *mut M
 ///
 /// # Safety
 /// `size` and `baseptr` are NULL or point to an `MPI_Aint` and a `void *`.
-unsafe fn shared_query(win: MPI_Win, rank: c_int, size: *mut MPI_Aint, baseptr: *mut c_void, put_du: impl FnOnce(usize) -> MpiResult<()>) -> MpiResult<()> {
+unsafe fn shared_query(
+    win: MPI_Win,
+    rank: c_int,
+    size: *mut MPI_Aint,
+    baseptr: *mut c_void,
+    put_du: impl FnOnce(usize) -> MpiResult<()>,
+) -> MpiResult<()> {
     let p = rt::with(|st| {
         let w = st.wins.get(win)?;
         if w.flavor != MPI_WIN_FLAVOR_SHARED {
@@ -301,7 +358,9 @@ unsafe fn shared_query(win: MPI_Win, rank: c_int, size: *mut MPI_Aint, baseptr: 
         if rank == MPI_PROC_NULL {
             return Ok(w.peers.iter().find(|p| p.size > 0).copied().unwrap_or(w.peers[0]));
         }
-        w.peers.get(usize::try_from(rank).unwrap_or(usize::MAX)).copied().ok_or_else(|| MpiError::new(MPI_ERR_RANK, format!("rank {rank} is not in the window's group of {}", w.peers.len())))
+        w.peers.get(usize::try_from(rank).unwrap_or(usize::MAX)).copied().ok_or_else(|| {
+            MpiError::new(MPI_ERR_RANK, format!("rank {rank} is not in the window's group of {}", w.peers.len()))
+        })
     })?;
     if baseptr.is_null() {
         bail!(MPI_ERR_ARG, "baseptr is a NULL pointer");
@@ -572,7 +631,15 @@ struct Op {
 }
 
 impl Op {
-    fn put(origin: *const c_void, ocount: MPI_Count, odt: MPI_Datatype, target: c_int, disp: MPI_Aint, tcount: MPI_Count, tdt: MPI_Datatype) -> Op {
+    fn put(
+        origin: *const c_void,
+        ocount: MPI_Count,
+        odt: MPI_Datatype,
+        target: c_int,
+        disp: MPI_Aint,
+        tcount: MPI_Count,
+        tdt: MPI_Datatype,
+    ) -> Op {
         Op {
             kind: kind::PUT,
             op: MPI_REPLACE,
@@ -619,7 +686,10 @@ fn check_op(st: &mut State, win: MPI_Win, o: &Op) -> MpiResult<Option<Checked>> 
         _ => bail!(MPI_ERR_RANK, "target rank {} is not in the window's group of {n}", o.target),
     };
     if !w.may_access(t) {
-        bail!(MPI_ERR_RMA_SYNC, "no access epoch covers target {t} (call MPI_Win_fence, MPI_Win_start or MPI_Win_lock first)");
+        bail!(
+            MPI_ERR_RMA_SYNC,
+            "no access epoch covers target {t} (call MPI_Win_fence, MPI_Win_start or MPI_Win_lock first)"
+        );
     }
     let dynamic = w.flavor == MPI_WIN_FLAVOR_DYNAMIC;
     if o.disp < 0 && !dynamic {
@@ -634,13 +704,21 @@ fn check_op(st: &mut State, win: MPI_Win, o: &Op) -> MpiResult<Option<Checked>> 
     let odt = if o.kind == kind::GACC && o.op == MPI_NO_OP { tdt.clone() } else { st.types.get(o.odt)? };
     let bytes = tdt.packed_size(tcount);
     if (uses_origin || o.kind == kind::GET) && odt.packed_size(ocount) != bytes {
-        bail!(MPI_ERR_TYPE, "origin data ({} bytes) and target data ({bytes} bytes) differ in size", odt.packed_size(ocount));
+        bail!(
+            MPI_ERR_TYPE,
+            "origin data ({} bytes) and target data ({bytes} bytes) differ in size",
+            odt.packed_size(ocount)
+        );
     }
     let rdt = if matches!(o.kind, kind::GACC | kind::CAS) {
         let rdt = st.types.get(o.rdt)?;
         let rcount = count_of(o.rcount, "result count")?;
         if rdt.packed_size(rcount) != bytes {
-            bail!(MPI_ERR_TYPE, "result buffer ({} bytes) and target data ({bytes} bytes) differ in size", rdt.packed_size(rcount));
+            bail!(
+                MPI_ERR_TYPE,
+                "result buffer ({} bytes) and target data ({bytes} bytes) differ in size",
+                rdt.packed_size(rcount)
+            );
         }
         Some(rdt)
     } else {
@@ -653,7 +731,10 @@ fn check_op(st: &mut State, win: MPI_Win, o: &Op) -> MpiResult<Option<Checked>> 
         }
         basic = match tdt.basic {
             Some(b) if !uses_origin || odt.basic == Some(b) => b,
-            _ => bail!(MPI_ERR_TYPE, "origin and target datatypes of an accumulate must be made of one and the same predefined type"),
+            _ => bail!(
+                MPI_ERR_TYPE,
+                "origin and target datatypes of an accumulate must be made of one and the same predefined type"
+            ),
         };
         if !matches!(o.op, MPI_REPLACE | MPI_NO_OP) {
             crate::rt::op::check(o.op, basic)?;
@@ -671,7 +752,13 @@ fn check_op(st: &mut State, win: MPI_Win, o: &Op) -> MpiResult<Option<Checked>> 
         };
         let at = o.disp.saturating_mul(peer.disp_unit as i64) as isize;
         if at + lo < 0 || at + hi > peer.size as isize {
-            bail!(MPI_ERR_RMA_RANGE, "the access [{}, {}) lies outside target {t}'s window of {} bytes", at + lo, at + hi, peer.size);
+            bail!(
+                MPI_ERR_RMA_RANGE,
+                "the access [{}, {}) lies outside target {t}'s window of {} bytes",
+                at + lo,
+                at + hi,
+                peer.size
+            );
         }
     }
     Ok(Some(Checked { t, odt, tdt, rdt, bytes, basic, need_grant }))
@@ -772,7 +859,8 @@ unsafe fn start_op(st: &mut State, win: MPI_Win, o: &Op, c: &Checked, want_req: 
                 };
                 // SAFETY: `buf` holds the `c.bytes` packed bytes (the program's
                 // contiguous buffer or our staging copy).
-                let ok = unsafe { win::cma(peer.pid, (peer.base as isize + off) as usize, buf, c.bytes, write) }.is_ok();
+                let ok =
+                    unsafe { win::cma(peer.pid, (peer.base as isize + off) as usize, buf, c.bytes, write) }.is_ok();
                 if ok && !write && !c.odt.contig {
                     c.odt.unpack(&tmp, o.origin as *mut u8);
                 }
@@ -865,7 +953,16 @@ unsafe fn start_op(st: &mut State, win: MPI_Win, o: &Op, c: &Checked, want_req: 
         w.pending.push(Pending { id: reqs.proto_id(ri), owned: true, keep: Some(code), ack: true });
     }
     let epoch = if w.fence_open && !passive && w.start.is_none() { w.fences } else { 0 };
-    let h = Hdr { kind: o.kind, op: o.op, basic: c.basic, reply, addr, count: tcount as u64, extent: c.tdt.extent as i64, epoch };
+    let h = Hdr {
+        kind: o.kind,
+        op: o.op,
+        basic: c.basic,
+        reply,
+        addr,
+        count: tcount as u64,
+        extent: c.tdt.extent as i64,
+        epoch,
+    };
     let msg = win::encode(&h, &runs, &[&data]);
     w.sent[c.t] += 1;
     if passive {
@@ -919,7 +1016,19 @@ twins! {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn gacc(origin_addr: *const c_void, origin_count: MPI_Count, origin_datatype: MPI_Datatype, result_addr: *mut c_void, result_count: MPI_Count, result_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: MPI_Count, target_datatype: MPI_Datatype, op: MPI_Op) -> Op {
+fn gacc(
+    origin_addr: *const c_void,
+    origin_count: MPI_Count,
+    origin_datatype: MPI_Datatype,
+    result_addr: *mut c_void,
+    result_count: MPI_Count,
+    result_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: MPI_Count,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+) -> Op {
     Op {
         kind: kind::GACC,
         op,
@@ -937,13 +1046,33 @@ twins! {
     }
 }
 
-pub unsafe fn MPI_Fetch_and_op(origin_addr: *const c_void, result_addr: *mut c_void, datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, op: MPI_Op, win: MPI_Win) -> c_int {
+pub unsafe fn MPI_Fetch_and_op(
+    origin_addr: *const c_void,
+    result_addr: *mut c_void,
+    datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    op: MPI_Op,
+    win: MPI_Win,
+) -> c_int {
     let o = gacc(origin_addr, 1, datatype, result_addr, 1, datatype, target_rank, target_disp, 1, datatype, op);
     ret_win(win, "MPI_Fetch_and_op", rma(win, o, false).map(drop))
 }
 
-pub unsafe fn MPI_Compare_and_swap(origin_addr: *const c_void, compare_addr: *const c_void, result_addr: *mut c_void, datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, win: MPI_Win) -> c_int {
-    let o = Op { kind: kind::CAS, compare: compare_addr as *const u8, ..gacc(origin_addr, 1, datatype, result_addr, 1, datatype, target_rank, target_disp, 1, datatype, MPI_REPLACE) };
+pub unsafe fn MPI_Compare_and_swap(
+    origin_addr: *const c_void,
+    compare_addr: *const c_void,
+    result_addr: *mut c_void,
+    datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    win: MPI_Win,
+) -> c_int {
+    let o = Op {
+        kind: kind::CAS,
+        compare: compare_addr as *const u8,
+        ..gacc(origin_addr, 1, datatype, result_addr, 1, datatype, target_rank, target_disp, 1, datatype, MPI_REPLACE)
+    };
     ret_win(win, "MPI_Compare_and_swap", rma(win, o, false).map(drop))
 }
 
@@ -1065,7 +1194,10 @@ fn ranks_of(st: &mut State, win: MPI_Win, group: MPI_Group) -> MpiResult<Vec<usi
     let m = st.comms.groups.get(group)?;
     let w = st.wins.get(win)?;
     m.iter()
-        .map(|&wr| crate::rt::group::rank_of(&w.group, wr).ok_or_else(|| MpiError::new(MPI_ERR_GROUP, "the group has a process outside the window")))
+        .map(|&wr| {
+            crate::rt::group::rank_of(&w.group, wr)
+                .ok_or_else(|| MpiError::new(MPI_ERR_GROUP, "the group has a process outside the window"))
+        })
         .collect()
 }
 
@@ -1318,8 +1450,13 @@ fn flush_targets(win: MPI_Win, rank: Option<c_int>) -> MpiResult<Vec<usize>> {
             None => (0..st.wins.get(win)?.size_n()).collect(),
         };
         let w = st.wins.get(win)?;
-        if rank.is_some() && targets.iter().any(|&t| !w.passive(t)) || rank.is_none() && !w.lock_all && w.locks.iter().all(Option::is_none) {
-            bail!(MPI_ERR_RMA_SYNC, "flush outside a passive-target epoch (call MPI_Win_lock or MPI_Win_lock_all first)");
+        if rank.is_some() && targets.iter().any(|&t| !w.passive(t))
+            || rank.is_none() && !w.lock_all && w.locks.iter().all(Option::is_none)
+        {
+            bail!(
+                MPI_ERR_RMA_SYNC,
+                "flush outside a passive-target epoch (call MPI_Win_lock or MPI_Win_lock_all first)"
+            );
         }
         Ok(targets.into_iter().filter(|&t| w.passive(t)).collect())
     })
@@ -1333,7 +1470,10 @@ fn flush(win: MPI_Win, rank: Option<c_int>, local: bool) -> MpiResult<()> {
         let State { wins, reqs, .. } = st;
         let w = wins.get_mut(win)?;
         let covered = match rank {
-            Some(r) => usize::try_from(r).ok().filter(|&t| t < w.size_n()).is_some_and(|t| w.passive(t) && w.sent[t] == w.flushed[t]),
+            Some(r) => usize::try_from(r)
+                .ok()
+                .filter(|&t| t < w.size_n())
+                .is_some_and(|t| w.passive(t) && w.sent[t] == w.flushed[t]),
             None => w.lock_all && w.sent == w.flushed,
         };
         Ok(covered && w.local_done(reqs))

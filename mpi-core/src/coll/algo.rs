@@ -347,7 +347,14 @@ pub fn allreduce(s: &mut Sched, t: &Tune, sbuf: P, rbuf: P, n: usize) {
         Some(a @ ("rabenseifner" | "ring")) if commutative(s) && units >= s.size => a,
         // More ranks than cores: two rounds of messages all at once instead
         // of 2 log2(p) rounds that each need every rank scheduled.
-        _ if s.oversub && n > t.allreduce_short && n <= t.allreduce_direct && units >= s.size && s.size <= t.linear_max => "direct",
+        _ if s.oversub
+            && n > t.allreduce_short
+            && n <= t.allreduce_direct
+            && units >= s.size
+            && s.size <= t.linear_max =>
+        {
+            "direct"
+        }
         _ if !commutative(s) || n <= t.allreduce_short || units < s.size => "recursive_doubling",
         _ if p2 != s.size && n >= t.allreduce_ring => "ring",
         _ => "rabenseifner",
@@ -676,11 +683,14 @@ fn reduce_scatter_gather(s: &mut Sched, sbuf: P, rbuf: P, n: usize, root: usize)
 /// units). `sbuf` holds the whole input, `out` receives this rank's block.
 pub fn reduce_scatter(s: &mut Sched, sbuf: P, out: P, counts: &[usize]) {
     let (size, rank) = (s.size, s.rank);
-    let offs: Vec<usize> = counts.iter().scan(0, |a, &c| {
-        let o = *a;
-        *a += c;
-        Some(o)
-    }).collect();
+    let offs: Vec<usize> = counts
+        .iter()
+        .scan(0, |a, &c| {
+            let o = *a;
+            *a += c;
+            Some(o)
+        })
+        .collect();
     let total: usize = counts.iter().sum();
     if size == 1 {
         s.copy(sbuf, out, total);

@@ -44,7 +44,6 @@ use crate::rt::error::MpiResult;
 use crate::rt::shm::Ctl;
 use crate::rt::{self, State};
 
-
 /// Bytes of one data buffer.
 pub const SLOT: usize = 8 << 10;
 /// Bytes of one large data buffer (for messages above `SLOT`).
@@ -152,7 +151,6 @@ impl Gate {
         self.low.load(Ordering::Acquire).saturating_add(WINDOW) > k
     }
 }
-
 
 impl Drop for Shared {
     fn drop(&mut self) {
@@ -407,7 +405,12 @@ impl Flat {
     /// Waits until `word(r)` reaches `at_least` for every rank of `ranks`
     /// (see [`Flat::wait`]).
     #[inline]
-    fn wait_on<'a>(&'a self, ranks: std::ops::Range<usize>, word: impl Fn(usize) -> &'a AtomicU64, at_least: u64) -> MpiResult<()> {
+    fn wait_on<'a>(
+        &'a self,
+        ranks: std::ops::Range<usize>,
+        word: impl Fn(usize) -> &'a AtomicU64,
+        at_least: u64,
+    ) -> MpiResult<()> {
         let ready = || ranks.clone().all(|r| word(r).load(Ordering::Acquire) >= at_least);
         if ready() {
             return Ok(());
@@ -431,7 +434,12 @@ impl Flat {
     /// whether a rank awaited may be waiting for this rank's CPU (see
     /// `wait_on`); `words`: the same condition for the library's wait loop.
     #[inline(never)]
-    fn wait_long(&self, ready: &dyn Fn() -> bool, here: &dyn Fn(u64) -> bool, words: &dyn Fn() -> Awaited) -> MpiResult<()> {
+    fn wait_long(
+        &self,
+        ready: &dyn Fn() -> bool,
+        here: &dyn Fn(u64) -> bool,
+        words: &dyn Fn() -> Awaited,
+    ) -> MpiResult<()> {
         if !self.oversub {
             // Poll for up to 50 us; the library's loop polls with the lock
             // and its progress in each round, which reacts later.
@@ -797,7 +805,14 @@ pub fn lookup(st: &mut State, comm: MPI_Comm, bytes: usize) -> MpiResult<Lookup>
 
 /// [`lookup`] for intracommunicator `comm` whose collective context, rank
 /// and size the caller has looked up already.
-pub fn lookup_in(st: &mut State, comm: MPI_Comm, ctx: u32, rank: usize, size: usize, bytes: usize) -> MpiResult<Lookup> {
+pub fn lookup_in(
+    st: &mut State,
+    comm: MPI_Comm,
+    ctx: u32,
+    rank: usize,
+    size: usize,
+    bytes: usize,
+) -> MpiResult<Lookup> {
     if fits(&st.coll.tune, bytes).is_none() || size < 2 {
         return Ok(Lookup::No);
     }
@@ -878,7 +893,13 @@ pub fn install(st: &mut State, comm: MPI_Comm, ctx: u32, map: Option<(*mut u8, u
     };
     let seg = map.map(|(base, len)| Seg {
         next: 0,
-        sh: Arc::new(Shared { base, len, wake, seen: AtomicU64::new(0), gate: Gate { open: Default::default(), low: AtomicU64::new(u64::MAX) } }),
+        sh: Arc::new(Shared {
+            base,
+            len,
+            wake,
+            seen: AtomicU64::new(0),
+            gate: Gate { open: Default::default(), low: AtomicU64::new(u64::MAX) },
+        }),
     });
     st.coll.flat.insert(ctx, Entry { comm, seg: if all_ok { seg } else { None } });
 }
@@ -929,4 +950,3 @@ fn map_fd(fd: c_int, len: usize) -> Option<(*mut u8, usize)> {
     }
     Some((p as *mut u8, len))
 }
-

@@ -235,7 +235,12 @@ pub(crate) fn drop_pending_guard(st: &mut State) {
 /// Starts a nonblocking collective in shared memory: a request completing
 /// with `op` (None: the call failed on this rank; the operation still does
 /// this rank's part, without a request).
-pub(crate) fn start_flat(st: &mut State, comm: MPI_Comm, mut op: flat::NbOp, with_request: bool) -> Option<MPI_Request> {
+pub(crate) fn start_flat(
+    st: &mut State,
+    comm: MPI_Comm,
+    mut op: flat::NbOp,
+    with_request: bool,
+) -> Option<MPI_Request> {
     let req = with_request.then(|| st.reqs.alloc(crate::rt::p2p::Request::new(crate::rt::p2p::Kind::Coll, comm)));
     if op.advance() {
         if let Some(i) = req {
@@ -320,7 +325,11 @@ fn kick(st: &State) {
         if !async_progress_requested() {
             return None;
         }
-        std::thread::Builder::new().name("mpi-coll-progress".into()).spawn(move || progress_thread(oversub)).ok().map(|h| h.thread().clone())
+        std::thread::Builder::new()
+            .name("mpi-coll-progress".into())
+            .spawn(move || progress_thread(oversub))
+            .ok()
+            .map(|h| h.thread().clone())
     });
     if let Some(t) = t {
         t.unpark();

@@ -76,7 +76,8 @@ impl Reducer {
                     return Ok(());
                 }
                 // The function sees elements laid out as the type describes.
-                let span = if count == 0 { 0 } else { (count as isize - 1) * dt.extent.max(0) + dt.true_extent.max(0) } as usize;
+                let span = if count == 0 { 0 } else { (count as isize - 1) * dt.extent.max(0) + dt.true_extent.max(0) }
+                    as usize;
                 let mut la = vec![0u8; span];
                 let mut lb = vec![0u8; span];
                 let base = |v: &mut Vec<u8>| v.as_mut_ptr().wrapping_offset(-dt.true_lb);
@@ -95,17 +96,46 @@ impl Reducer {
 /// One step of a schedule.
 pub enum Act {
     /// To rank `to` of route `via` (see [`Sched::local`]).
-    Send { p: P, n: usize, to: usize, via: u8 },
-    Recv { p: P, n: usize, from: usize, via: u8 },
+    Send {
+        p: P,
+        n: usize,
+        to: usize,
+        via: u8,
+    },
+    Recv {
+        p: P,
+        n: usize,
+        from: usize,
+        via: u8,
+    },
     /// Wait for every send and receive posted so far.
     Fence,
-    Copy { src: P, dst: P, n: usize },
+    Copy {
+        src: P,
+        dst: P,
+        n: usize,
+    },
     /// `dst = src op dst` (`dst op src` when `rev`), `n` bytes.
-    Reduce { src: P, dst: P, n: usize, rev: bool },
+    Reduce {
+        src: P,
+        dst: P,
+        n: usize,
+        rev: bool,
+    },
     /// Packs `count` elements of `dt` at user address `src` into `dst`.
-    Pack { src: P, count: usize, dt: Arc<Dtype>, dst: P },
+    Pack {
+        src: P,
+        count: usize,
+        dt: Arc<Dtype>,
+        dst: P,
+    },
     /// Unpacks `n` bytes at `src` to user address `dst`.
-    Unpack { src: P, n: usize, dt: Arc<Dtype>, dst: P },
+    Unpack {
+        src: P,
+        n: usize,
+        dt: Arc<Dtype>,
+        dst: P,
+    },
 }
 
 /// A collective operation of one rank.
@@ -273,7 +303,8 @@ impl Sched {
 
     /// A temporary buffer of `n` bytes, alive as long as the schedule.
     pub fn tmp(&mut self, n: usize) -> P {
-        let pos = self.pool.iter().enumerate().filter(|(_, v)| v.len() >= n).min_by_key(|(_, v)| v.len()).map(|(i, _)| i);
+        let pos =
+            self.pool.iter().enumerate().filter(|(_, v)| v.len() >= n).min_by_key(|(_, v)| v.len()).map(|(i, _)| i);
         let mut v = match pos {
             Some(i) => self.pool.swap_remove(i),
             None => vec![0u8; n.max(64)],
@@ -396,12 +427,31 @@ impl Sched {
                         let i = st.reqs.alloc(Request::new(Kind::Null, MPI_COMM_WORLD));
                         let r = &self.routes[via as usize];
                         let dest = r.group[to];
-                        st.engine.start_send(&mut st.reqs, i, p, n, &self.bytes, dest, r.ctx, r.rank as i32, r.tag, Mode::Standard);
+                        st.engine.start_send(
+                            &mut st.reqs,
+                            i,
+                            p,
+                            n,
+                            &self.bytes,
+                            dest,
+                            r.ctx,
+                            r.rank as i32,
+                            r.tag,
+                            Mode::Standard,
+                        );
                         self.pending.push((i, n, false));
                     }
                     &Act::Recv { p, n, from, via } => {
                         let r = &self.routes[via as usize];
-                        let op = RecvOp { buf: p, dt: self.bytes.clone(), ctx: r.ctx, src: from as i32, tag: r.tag, cap: n, stream: None };
+                        let op = RecvOp {
+                            buf: p,
+                            dt: self.bytes.clone(),
+                            ctx: r.ctx,
+                            src: from as i32,
+                            tag: r.tag,
+                            cap: n,
+                            stream: None,
+                        };
                         let i = st.reqs.alloc(Request::new(Kind::Recv(op), MPI_COMM_WORLD));
                         st.engine.start_recv(&mut st.reqs, i);
                         self.pending.push((i, n, true));

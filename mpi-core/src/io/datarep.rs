@@ -25,7 +25,8 @@ use crate::rt::error::{MpiError, MpiResult};
 /// `MPI_Datarep_conversion_function` (`int` count).
 type ConvFn = unsafe extern "C" fn(*mut c_void, MPI_Datatype, c_int, *mut c_void, MPI_Offset, *mut c_void) -> c_int;
 /// `MPI_Datarep_conversion_function_c` (`MPI_Count` count).
-type ConvFnC = unsafe extern "C" fn(*mut c_void, MPI_Datatype, MPI_Count, *mut c_void, MPI_Offset, *mut c_void) -> c_int;
+type ConvFnC =
+    unsafe extern "C" fn(*mut c_void, MPI_Datatype, MPI_Count, *mut c_void, MPI_Offset, *mut c_void) -> c_int;
 /// `MPI_Datarep_extent_function`.
 type ExtentFn = unsafe extern "C" fn(MPI_Datatype, *mut MPI_Aint, *mut c_void) -> c_int;
 
@@ -77,7 +78,14 @@ static REPS: Mutex<Option<HashMap<String, Datarep>>> = Mutex::new(None);
 /// # Safety
 /// The pointers are NULL or functions of the types their names say
 /// (`large`: the `_c` conversion type).
-pub unsafe fn register(name: &str, read: *mut c_void, write: *mut c_void, extent: *mut c_void, extra: *mut c_void, large: bool) -> MpiResult<()> {
+pub unsafe fn register(
+    name: &str,
+    read: *mut c_void,
+    write: *mut c_void,
+    extent: *mut c_void,
+    extra: *mut c_void,
+    large: bool,
+) -> MpiResult<()> {
     if name.is_empty() || name.len() >= MPI_MAX_DATAREP_STRING as usize {
         bail!(MPI_ERR_ARG, "a data representation's name has 1 to {} characters", MPI_MAX_DATAREP_STRING - 1);
     }
@@ -114,7 +122,13 @@ impl Datarep {
     /// # Safety
     /// The user's buffer holds the elements those items belong to; `file`
     /// has their bytes; the functions are the program's.
-    pub unsafe fn convert(&self, read: bool, user: (*mut u8, &Dtype, MPI_Datatype), items: u64, file: &mut [u8]) -> MpiResult<()> {
+    pub unsafe fn convert(
+        &self,
+        read: bool,
+        user: (*mut u8, &Dtype, MPI_Datatype),
+        items: u64,
+        file: &mut [u8],
+    ) -> MpiResult<()> {
         let (ptr, dt, handle) = user;
         let per = dt.items() as u64;
         if per == 0 || items == 0 {
@@ -150,7 +164,11 @@ impl Datarep {
                 }
             };
             if rc != MPI_SUCCESS {
-                bail!(MPI_ERR_CONVERSION, "the {} conversion function of the data representation returned error code {rc}", if read { "read" } else { "write" });
+                bail!(
+                    MPI_ERR_CONVERSION,
+                    "the {} conversion function of the data representation returned error code {rc}",
+                    if read { "read" } else { "write" }
+                );
             }
             pos += k;
         }
@@ -166,7 +184,10 @@ impl Datarep {
             // SAFETY: the program's extent function, called as the standard says.
             let rc = unsafe { f(dt, &mut ext, self.extra) };
             if rc != MPI_SUCCESS {
-                return Err(MpiError::new(MPI_ERR_CONVERSION, format!("the extent function of the data representation returned error code {rc}")));
+                return Err(MpiError::new(
+                    MPI_ERR_CONVERSION,
+                    format!("the extent function of the data representation returned error code {rc}"),
+                ));
             }
             if ext != size as MPI_Aint {
                 bail!(

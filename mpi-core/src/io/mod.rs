@@ -286,7 +286,9 @@ impl File {
     pub fn shared(&self) -> MpiResult<&SharedPtr> {
         match (&self.shared, &self.shared_err) {
             (Some(s), _) => Ok(s),
-            (None, Some(e)) => Err(MpiError::new(MPI_ERR_UNSUPPORTED_OPERATION, format!("no shared file pointer: {}", e.msg))),
+            (None, Some(e)) => {
+                Err(MpiError::new(MPI_ERR_UNSUPPORTED_OPERATION, format!("no shared file pointer: {}", e.msg)))
+            }
             (None, None) => bail!(MPI_ERR_UNSUPPORTED_OPERATION, "no shared file pointer"),
         }
     }
@@ -451,7 +453,6 @@ const STREAM_SLICE: usize = 4 << 20;
 const SIEVE_GAP: i64 = 64 << 10;
 /// Largest span one sieving read covers.
 const SIEVE_SPAN: i64 = 8 << 20;
-
 
 // ---------------------------------------------------------------------------
 // The table of open files.

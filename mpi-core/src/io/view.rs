@@ -45,7 +45,13 @@ impl FileView {
 
     /// Checks and builds a view. `writable`: the file is open for writing,
     /// so the filetype may not overlap itself.
-    pub fn new(disp: i64, etype: Arc<Dtype>, filetype: Arc<Dtype>, datarep: &str, writable: bool) -> MpiResult<FileView> {
+    pub fn new(
+        disp: i64,
+        etype: Arc<Dtype>,
+        filetype: Arc<Dtype>,
+        datarep: &str,
+        writable: bool,
+    ) -> MpiResult<FileView> {
         if disp < 0 {
             bail!(MPI_ERR_ARG, "displacement {disp} is negative");
         }
@@ -89,7 +95,11 @@ impl FileView {
         }
         if writable && !runs.is_empty() && prev_end > filetype.extent as i64 + runs[0].0 {
             // Consecutive copies of the filetype would overlap.
-            bail!(MPI_ERR_TYPE, "copies of the filetype overlap (data reaches byte {prev_end}, extent {})", filetype.extent);
+            bail!(
+                MPI_ERR_TYPE,
+                "copies of the filetype overlap (data reaches byte {prev_end}, extent {})",
+                filetype.extent
+            );
         }
         Ok(FileView {
             disp,

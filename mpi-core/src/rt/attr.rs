@@ -89,7 +89,13 @@ impl Keyvals {
     fn index(&self, k: c_int, kind: ObjKind) -> MpiResult<u32> {
         if let Some(pk) = predefined_kind(k) {
             if pk != kind {
-                bail!(MPI_ERR_KEYVAL, "predefined keyval 0x{:08x} is a {} attribute, not a {} one", k as u32, pk.name(), kind.name());
+                bail!(
+                    MPI_ERR_KEYVAL,
+                    "predefined keyval 0x{:08x} is a {} attribute, not a {} one",
+                    k as u32,
+                    pk.name(),
+                    kind.name()
+                );
             }
             bail!(MPI_ERR_KEYVAL, "predefined keyval 0x{:08x} cannot be changed or freed", k as u32);
         }
@@ -111,7 +117,10 @@ impl Keyvals {
                 }
                 Ok(i)
             }
-            _ => Err(MpiError::new(MPI_ERR_KEYVAL, format!("invalid keyval 0x{:08x} (freed or never created)", k as u32))),
+            _ => Err(MpiError::new(
+                MPI_ERR_KEYVAL,
+                format!("invalid keyval 0x{:08x} (freed or never created)", k as u32),
+            )),
         }
     }
 

@@ -106,7 +106,12 @@ impl Node {
             Kind::Rep { off, count, stride, child } if n == 1 => {
                 return Node {
                     size: node.size,
-                    kind: Kind::Rep { off: off.wrapping_add(disp), count: *count, stride: *stride, child: child.clone() },
+                    kind: Kind::Rep {
+                        off: off.wrapping_add(disp),
+                        count: *count,
+                        stride: *stride,
+                        child: child.clone(),
+                    },
                 };
             }
             _ => {}
@@ -218,7 +223,9 @@ impl Node {
                 }
             }
             // child.size > 0 here: otherwise self.size == 0 <= skip.
-            Kind::Rep { off, count, stride, child } => walk_reps_part(base.wrapping_add(*off), *count, *stride, child, cur, f),
+            Kind::Rep { off, count, stride, child } => {
+                walk_reps_part(base.wrapping_add(*off), *count, *stride, child, cur, f)
+            }
             Kind::Seq(c) => {
                 for n in c {
                     n.walk_part(base, cur, f);
@@ -508,7 +515,12 @@ mod rows {
         unsafe {
             let s = s as *const __m256i;
             let d = d as *mut __m256i;
-            let (v0, v1, v2, v3) = (_mm256_loadu_si256(s), _mm256_loadu_si256(s.add(1)), _mm256_loadu_si256(s.add(2)), _mm256_loadu_si256(s.add(3)));
+            let (v0, v1, v2, v3) = (
+                _mm256_loadu_si256(s),
+                _mm256_loadu_si256(s.add(1)),
+                _mm256_loadu_si256(s.add(2)),
+                _mm256_loadu_si256(s.add(3)),
+            );
             _mm256_storeu_si256(d, v0);
             _mm256_storeu_si256(d.add(1), v1);
             _mm256_storeu_si256(d.add(2), v2);
@@ -536,7 +548,15 @@ mod rows {
     /// # Safety
     /// As [`copy`], on a CPU with AVX2, and with PREFETCHW if `pfw`.
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn avx2(gather: bool, pfw: bool, strided: *mut u8, stride: isize, n: usize, len: usize, packed: *mut u8) {
+    pub(super) unsafe fn avx2(
+        gather: bool,
+        pfw: bool,
+        strided: *mut u8,
+        stride: isize,
+        n: usize,
+        len: usize,
+        packed: *mut u8,
+    ) {
         // SAFETY: (caller) every row and the packed side are valid for the
         // accesses; the chunks stay inside the rows since len >= 128.
         unsafe { row_loop!(gather, pfw, strided, stride, n, len, packed, chunk_avx2) }
@@ -546,7 +566,15 @@ mod rows {
     ///
     /// # Safety
     /// As [`avx2`], on any x86-64 CPU (with PREFETCHW if `pfw`).
-    pub(super) unsafe fn sse2(gather: bool, pfw: bool, strided: *mut u8, stride: isize, n: usize, len: usize, packed: *mut u8) {
+    pub(super) unsafe fn sse2(
+        gather: bool,
+        pfw: bool,
+        strided: *mut u8,
+        stride: isize,
+        n: usize,
+        len: usize,
+        packed: *mut u8,
+    ) {
         // SAFETY: as in `avx2`.
         unsafe { row_loop!(gather, pfw, strided, stride, n, len, packed, chunk_sse2) }
     }
@@ -568,7 +596,9 @@ impl Sink for Gather {
     }
     fn strided(&mut self, off: isize, stride: isize, count: usize, len: usize) {
         // SAFETY: as in `run`, for `count` runs.
-        unsafe { strided_copy(true, self.buf.wrapping_offset(off) as *mut u8, stride, count, len, self.out.add(self.pos)) };
+        unsafe {
+            strided_copy(true, self.buf.wrapping_offset(off) as *mut u8, stride, count, len, self.out.add(self.pos))
+        };
         self.pos += count * len;
     }
 }
@@ -583,7 +613,9 @@ impl Sink for Scatter {
     }
     fn strided(&mut self, off: isize, stride: isize, count: usize, len: usize) {
         // SAFETY: as in `run`, for `count` runs.
-        unsafe { strided_copy(false, self.buf.wrapping_offset(off), stride, count, len, self.inp.add(self.pos) as *mut u8) };
+        unsafe {
+            strided_copy(false, self.buf.wrapping_offset(off), stride, count, len, self.inp.add(self.pos) as *mut u8)
+        };
         self.pos += count * len;
     }
 }
@@ -618,9 +650,16 @@ pub struct Sig {
 #[derive(Debug)]
 enum SigKind {
     /// `n` consecutive values of predefined type `dt` of `size` bytes each.
-    Basic { dt: MPI_Datatype, size: usize, n: usize },
+    Basic {
+        dt: MPI_Datatype,
+        size: usize,
+        n: usize,
+    },
     Seq(Vec<Arc<Sig>>),
-    Rep { n: usize, child: Arc<Sig> },
+    Rep {
+        n: usize,
+        child: Arc<Sig>,
+    },
 }
 
 impl Sig {
@@ -931,7 +970,10 @@ pub fn combine(places: &[Place], pad: bool) -> MpiResult<Dtype> {
         let bytes = t.size.checked_mul(p.n).ok_or_else(overflow)?;
         size = size.checked_add(bytes).ok_or_else(overflow)?;
         let span = (p.n as isize - 1).checked_mul(p.sp).ok_or_else(overflow)?;
-        let (lo, hi) = (p.disp.checked_add(span.min(0)).ok_or_else(overflow)?, p.disp.checked_add(span.max(0)).ok_or_else(overflow)?);
+        let (lo, hi) = (
+            p.disp.checked_add(span.min(0)).ok_or_else(overflow)?,
+            p.disp.checked_add(span.max(0)).ok_or_else(overflow)?,
+        );
         lbb = lbb.join(t.lbb.shift(lo)?, true);
         ubb = ubb.join(t.ubb.shift(hi)?, false);
         if let Some((dl, dh)) = t.data {
@@ -1363,7 +1405,10 @@ pub fn darray(
             MPI_DISTRIBUTE_BLOCK if darg == MPI_DISTRIBUTE_DFLT_DARG => (g + p - 1) / p,
             MPI_DISTRIBUTE_BLOCK => {
                 if darg < 1 || (darg as i64).saturating_mul(p) < g {
-                    bail!(MPI_ERR_ARG, "dimension {d}: block size {darg} times {p} processes does not cover {g} elements");
+                    bail!(
+                        MPI_ERR_ARG,
+                        "dimension {d}: block size {darg} times {p} processes does not cover {g} elements"
+                    );
                 }
                 darg as i64
             }
@@ -1489,7 +1534,16 @@ pub fn builtin(dt: MPI_Datatype) -> Option<Dtype> {
         let align = if halves(dt) { size / 2 } else { size }.max(1);
         let basic_size = if two_of(dt).is_some() { size / 2 } else { size };
         let ubb = Bound::Natural(size as isize);
-        Dtype::finish(Arc::new(Node::from_runs([(0, size)])), sig, size, Bound::Natural(0), ubb, Some((0, size as isize)), align, Basics::One(dt, basic_size))
+        Dtype::finish(
+            Arc::new(Node::from_runs([(0, size)])),
+            sig,
+            size,
+            Bound::Natural(0),
+            ubb,
+            Some((0, size as isize)),
+            align,
+            Basics::One(dt, basic_size),
+        )
     };
     t.named = Some(dt);
     Some(t)
@@ -1668,7 +1722,14 @@ impl Default for TypeTable {
                 _ => pairs[(h & 0x7) as usize] = t,
             }
         }
-        TypeTable { derived: Vec::new(), free_slots: Vec::new(), builtin, pairs, names: Default::default(), f90: Default::default() }
+        TypeTable {
+            derived: Vec::new(),
+            free_slots: Vec::new(),
+            builtin,
+            pairs,
+            names: Default::default(),
+            f90: Default::default(),
+        }
     }
 }
 
@@ -1828,7 +1889,11 @@ impl TypeTable {
                 };
                 let reals = [MPI_REAL4, MPI_REAL8, MPI_REAL16];
                 let complexes = [MPI_COMPLEX8, MPI_COMPLEX16, MPI_COMPLEX32];
-                if combiner == MPI_COMBINER_F90_REAL { reals[k] } else { complexes[k] }
+                if combiner == MPI_COMBINER_F90_REAL {
+                    reals[k]
+                } else {
+                    complexes[k]
+                }
             }
         };
         if let Some(&h) = self.f90.get(&(combiner, p, r)) {
@@ -2039,7 +2104,8 @@ mod tests {
     fn darray_block_cyclic() {
         let i = b(MPI_INT);
         // 1-D, 10 elements, block over 3 procs: 4,4,2.
-        let t = darray(3, 2, &[10], &[MPI_DISTRIBUTE_BLOCK], &[MPI_DISTRIBUTE_DFLT_DARG], &[3], MPI_ORDER_C, &i).unwrap();
+        let t =
+            darray(3, 2, &[10], &[MPI_DISTRIBUTE_BLOCK], &[MPI_DISTRIBUTE_DFLT_DARG], &[3], MPI_ORDER_C, &i).unwrap();
         assert_eq!(darray_elems(&t), vec![8, 9]);
         assert_eq!((t.lb, t.extent), (0, 40));
         // Cyclic(2) over 3 procs, rank 1: 2,3, 8,9.
@@ -2077,7 +2143,8 @@ mod tests {
         .unwrap();
         assert_eq!(darray_elems(&f), vec![4 + 2, 4 + 3, 4 * 4 + 2, 4 * 4 + 3]);
         // NONE with 1 proc; rank with nothing (block 4 over 4 procs of 3 elements... )
-        let e = darray(4, 3, &[3], &[MPI_DISTRIBUTE_BLOCK], &[MPI_DISTRIBUTE_DFLT_DARG], &[4], MPI_ORDER_C, &i).unwrap();
+        let e =
+            darray(4, 3, &[3], &[MPI_DISTRIBUTE_BLOCK], &[MPI_DISTRIBUTE_DFLT_DARG], &[4], MPI_ORDER_C, &i).unwrap();
         assert_eq!((e.size, e.extent), (0, 12));
         // Errors.
         let bad = |d, a, p| darray(2, 0, &[10], &[d], &[a], &[p], MPI_ORDER_C, &i).is_err();
@@ -2112,7 +2179,9 @@ mod tests {
 
     #[test]
     fn external32_conversions() {
-        let t = structure(&[(1, 0, Arc::new(b(MPI_INT))), (1, 8, Arc::new(b(MPI_LONG))), (1, 16, Arc::new(b(MPI_DOUBLE)))]).unwrap();
+        let t =
+            structure(&[(1, 0, Arc::new(b(MPI_INT))), (1, 8, Arc::new(b(MPI_LONG))), (1, 16, Arc::new(b(MPI_DOUBLE)))])
+                .unwrap();
         assert_eq!(t.ext_size(1), 16);
         let mut native = vec![];
         native.extend_from_slice(&0x01020304i32.to_le_bytes());

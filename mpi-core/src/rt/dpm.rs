@@ -94,7 +94,12 @@ pub fn open_port(st: &mut State) -> MpiResult<String> {
 
 /// `MPI_Close_port`.
 pub fn close_port(st: &mut State, name: &str) -> MpiResult<()> {
-    let k = st.dpm.ports.iter().position(|p| p.name == name).ok_or_else(|| port_err(format!("no open port named {name:?}")))?;
+    let k = st
+        .dpm
+        .ports
+        .iter()
+        .position(|p| p.name == name)
+        .ok_or_else(|| port_err(format!("no open port named {name:?}")))?;
     st.dpm.ports.remove(k);
     Ok(())
 }
@@ -158,7 +163,9 @@ impl Side {
             match self.sock.read(&mut buf[got..]) {
                 Ok(0) => return Err(port_err("the other side closed the connection")),
                 Ok(n) => got += n,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => wait_fd(self.sock.as_raw_fd(), libc::POLLIN, self.deadline)?,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    wait_fd(self.sock.as_raw_fd(), libc::POLLIN, self.deadline)?
+                }
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) => return Err(port_err(e)),
             }
@@ -171,7 +178,9 @@ impl Side {
         while off < buf.len() {
             match self.sock.write(&buf[off..]) {
                 Ok(n) => off += n,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => wait_fd(self.sock.as_raw_fd(), libc::POLLOUT, self.deadline)?,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    wait_fd(self.sock.as_raw_fd(), libc::POLLOUT, self.deadline)?
+                }
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) => return Err(port_err(e)),
             }
@@ -242,7 +251,12 @@ fn greet_acceptor(side: &mut Side, secret: &[u8]) -> MpiResult<[u8; 32]> {
 /// the session secret.
 pub fn accept(name: &str, deadline: Option<Instant>) -> MpiResult<(Side, [u8; 32])> {
     let secret = super::with(|st| {
-        let p = st.dpm.ports.iter().find(|p| p.name == name).ok_or_else(|| port_err(format!("no open port named {name:?}")))?;
+        let p = st
+            .dpm
+            .ports
+            .iter()
+            .find(|p| p.name == name)
+            .ok_or_else(|| port_err(format!("no open port named {name:?}")))?;
         Ok(p.secret)
     })?;
     loop {

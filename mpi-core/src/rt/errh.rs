@@ -80,7 +80,10 @@ impl ErrorRegistry {
 
     pub fn set_string(&mut self, code: c_int, s: &str) -> MpiResult<()> {
         if !self.class_of.contains_key(&code) {
-            bail!(MPI_ERR_ARG, "error code {code} was not added with MPI_Add_error_class/code (predefined strings cannot be changed)");
+            bail!(
+                MPI_ERR_ARG,
+                "error code {code} was not added with MPI_Add_error_class/code (predefined strings cannot be changed)"
+            );
         }
         if s.len() >= MPI_MAX_ERROR_STRING as usize {
             bail!(MPI_ERR_ARG, "error string of {} characters is longer than MPI_MAX_ERROR_STRING - 1", s.len());

@@ -92,7 +92,12 @@ pub fn check_key(key: &str) -> MpiResult<&str> {
         bail!(MPI_ERR_INFO_KEY, "an info key cannot be empty");
     }
     if key.len() > MPI_MAX_INFO_KEY as usize {
-        bail!(MPI_ERR_INFO_KEY, "info key of {} characters is longer than MPI_MAX_INFO_KEY ({})", key.len(), MPI_MAX_INFO_KEY);
+        bail!(
+            MPI_ERR_INFO_KEY,
+            "info key of {} characters is longer than MPI_MAX_INFO_KEY ({})",
+            key.len(),
+            MPI_MAX_INFO_KEY
+        );
     }
     Ok(key)
 }
@@ -100,7 +105,12 @@ pub fn check_key(key: &str) -> MpiResult<&str> {
 /// Checks a value: at most `MPI_MAX_INFO_VAL` characters.
 pub fn check_value(value: &str) -> MpiResult<&str> {
     if value.len() > MPI_MAX_INFO_VAL as usize {
-        bail!(MPI_ERR_INFO_VALUE, "info value of {} characters is longer than MPI_MAX_INFO_VAL ({})", value.len(), MPI_MAX_INFO_VAL);
+        bail!(
+            MPI_ERR_INFO_VALUE,
+            "info value of {} characters is longer than MPI_MAX_INFO_VAL ({})",
+            value.len(),
+            MPI_MAX_INFO_VAL
+        );
     }
     Ok(value)
 }

@@ -18,8 +18,8 @@ pub mod p2p;
 pub mod pmi;
 pub mod session;
 pub mod shm;
-pub mod tcp;
 pub mod slots;
+pub mod tcp;
 pub mod topo;
 pub mod unexp;
 pub mod win;
@@ -160,7 +160,9 @@ pub fn with<R>(f: impl FnOnce(&mut State) -> MpiResult<R>) -> MpiResult<R> {
     let mut g = lock();
     match g.as_deref_mut() {
         Some(st) => f(st),
-        None if TORN_DOWN.load(Ordering::Acquire) => Err(MpiError::new(MPI_ERR_OTHER, "MPI has already been finalized")),
+        None if TORN_DOWN.load(Ordering::Acquire) => {
+            Err(MpiError::new(MPI_ERR_OTHER, "MPI has already been finalized"))
+        }
         None => Err(MpiError::new(MPI_ERR_OTHER, "MPI has not been initialized (call MPI_Init first)")),
     }
 }
@@ -393,7 +395,8 @@ fn check_local_peers() {
         }
         *last = Some(Instant::now());
     }
-    let dead = try_with(|st| st.engine.dead_local_peer().map(|(w, pid)| (w, pid, st.world_rank, st.processor_name.clone())));
+    let dead =
+        try_with(|st| st.engine.dead_local_peer().map(|(w, pid)| (w, pid, st.world_rank, st.processor_name.clone())));
     if let Some(Some((w, pid, me, host))) = dead {
         let why = format!("rank {w} (pid {pid}) on {host} ended without calling MPI_Finalize");
         eprintln!("mpi-core: rank {me}: {why}; ending the job");
@@ -613,11 +616,17 @@ pub fn ensure_tcp(st: &mut State) -> MpiResult<()> {
     if st.engine.tcp.is_some() {
         return Ok(());
     }
-    let (listener, _) = tcp::Tcp::listen()
-        .map_err(|e| MpiError::new(MPI_ERR_OTHER, format!("cannot open a TCP port: {e}")))?;
+    let (listener, _) =
+        tcp::Tcp::listen().map_err(|e| MpiError::new(MPI_ERR_OTHER, format!("cannot open a TCP port: {e}")))?;
     let secret: [u8; 32] = tcp::random_bytes();
     let n = st.world_size;
-    st.engine.tcp = Some(tcp::Tcp::new(st.world_rank, secret.to_vec(), listener, vec![None; n], vec![st.processor_name.clone(); n]));
+    st.engine.tcp = Some(tcp::Tcp::new(
+        st.world_rank,
+        secret.to_vec(),
+        listener,
+        vec![None; n],
+        vec![st.processor_name.clone(); n],
+    ));
     TCP_ACTIVE.store(true, Ordering::Relaxed);
     enable_wake_socket();
     Ok(())

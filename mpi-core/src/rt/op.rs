@@ -33,21 +33,53 @@ enum Class {
 
 fn class(dt: MPI_Datatype) -> Class {
     match dt {
-        MPI_CHAR | MPI_SIGNED_CHAR | MPI_UNSIGNED_CHAR | MPI_SHORT | MPI_UNSIGNED_SHORT | MPI_INT | MPI_UNSIGNED
-        | MPI_LONG | MPI_UNSIGNED_LONG | MPI_LONG_LONG_INT | MPI_UNSIGNED_LONG_LONG | MPI_INT8_T | MPI_INT16_T
-        | MPI_INT32_T | MPI_INT64_T | MPI_UINT8_T | MPI_UINT16_T | MPI_UINT32_T | MPI_UINT64_T | MPI_WCHAR => Class::CInt,
+        MPI_CHAR
+        | MPI_SIGNED_CHAR
+        | MPI_UNSIGNED_CHAR
+        | MPI_SHORT
+        | MPI_UNSIGNED_SHORT
+        | MPI_INT
+        | MPI_UNSIGNED
+        | MPI_LONG
+        | MPI_UNSIGNED_LONG
+        | MPI_LONG_LONG_INT
+        | MPI_UNSIGNED_LONG_LONG
+        | MPI_INT8_T
+        | MPI_INT16_T
+        | MPI_INT32_T
+        | MPI_INT64_T
+        | MPI_UINT8_T
+        | MPI_UINT16_T
+        | MPI_UINT32_T
+        | MPI_UINT64_T
+        | MPI_WCHAR => Class::CInt,
         MPI_INTEGER | MPI_INTEGER1 | MPI_INTEGER2 | MPI_INTEGER4 | MPI_INTEGER8 | MPI_AINT | MPI_OFFSET | MPI_COUNT => {
             Class::FInt
         }
-        MPI_FLOAT | MPI_DOUBLE | MPI_LONG_DOUBLE | MPI_REAL | MPI_DOUBLE_PRECISION | MPI_REAL4 | MPI_REAL8 => Class::Float,
-        MPI_C_FLOAT_COMPLEX | MPI_C_DOUBLE_COMPLEX | MPI_C_LONG_DOUBLE_COMPLEX | MPI_COMPLEX | MPI_DOUBLE_COMPLEX
-        | MPI_COMPLEX8 | MPI_COMPLEX16 | MPI_CXX_FLOAT_COMPLEX | MPI_CXX_DOUBLE_COMPLEX | MPI_CXX_LONG_DOUBLE_COMPLEX => {
-            Class::Complex
+        MPI_FLOAT | MPI_DOUBLE | MPI_LONG_DOUBLE | MPI_REAL | MPI_DOUBLE_PRECISION | MPI_REAL4 | MPI_REAL8 => {
+            Class::Float
         }
+        MPI_C_FLOAT_COMPLEX
+        | MPI_C_DOUBLE_COMPLEX
+        | MPI_C_LONG_DOUBLE_COMPLEX
+        | MPI_COMPLEX
+        | MPI_DOUBLE_COMPLEX
+        | MPI_COMPLEX8
+        | MPI_COMPLEX16
+        | MPI_CXX_FLOAT_COMPLEX
+        | MPI_CXX_DOUBLE_COMPLEX
+        | MPI_CXX_LONG_DOUBLE_COMPLEX => Class::Complex,
         MPI_LOGICAL | MPI_C_BOOL | MPI_CXX_BOOL => Class::Logical,
         MPI_BYTE => Class::Byte,
-        MPI_2INT | MPI_2INTEGER | MPI_2REAL | MPI_2DOUBLE_PRECISION | MPI_FLOAT_INT | MPI_DOUBLE_INT | MPI_LONG_INT
-        | MPI_SHORT_INT | MPI_LONG_DOUBLE_INT => Class::Pair,
+        MPI_2INT
+        | MPI_2INTEGER
+        | MPI_2REAL
+        | MPI_2DOUBLE_PRECISION
+        | MPI_FLOAT_INT
+        | MPI_DOUBLE_INT
+        | MPI_LONG_INT
+        | MPI_SHORT_INT
+        | MPI_LONG_DOUBLE_INT => Class::Pair,
         _ => Class::Other,
     }
 }
@@ -77,7 +109,10 @@ pub fn check(op: MPI_Op, dt: MPI_Datatype) -> MpiResult<()> {
         MPI_BAND | MPI_BOR | MPI_BXOR => matches!(c, CInt | FInt | Byte),
         MPI_MAXLOC | MPI_MINLOC => c == Pair,
         MPI_REPLACE | MPI_NO_OP => {
-            return Err(MpiError::new(MPI_ERR_OP, format!("{} is only valid in one-sided accumulate operations", name(op))))
+            return Err(MpiError::new(
+                MPI_ERR_OP,
+                format!("{} is only valid in one-sided accumulate operations", name(op)),
+            ))
         }
         _ => return Err(MpiError::new(MPI_ERR_OP, format!("invalid operation handle 0x{:08x}", op as u32))),
     };
@@ -103,7 +138,10 @@ fn lanes<T: Pod>(a: &[u8], b: &mut [u8], rev: bool, f: impl Fn(T, T) -> T) {
         // SAFETY: both buffers are aligned for T and hold `cnt` elements; T
         // is plain data valid for any bits; `a` and `b` are distinct borrows.
         let (av, bv) = unsafe {
-            (std::slice::from_raw_parts(a.as_ptr() as *const T, cnt), std::slice::from_raw_parts_mut(b.as_mut_ptr() as *mut T, cnt))
+            (
+                std::slice::from_raw_parts(a.as_ptr() as *const T, cnt),
+                std::slice::from_raw_parts_mut(b.as_mut_ptr() as *mut T, cnt),
+            )
         };
         if rev {
             for (x, y) in av.iter().zip(bv.iter_mut()) {
@@ -169,7 +207,10 @@ fn int_op<T: Int>(op: MPI_Op, a: &[u8], b: &mut [u8], rev: bool) -> bool {
     true
 }
 
-trait Float: Pod + PartialOrd + std::ops::Add<Output = Self> + std::ops::Mul<Output = Self> + std::ops::Sub<Output = Self> {}
+trait Float:
+    Pod + PartialOrd + std::ops::Add<Output = Self> + std::ops::Mul<Output = Self> + std::ops::Sub<Output = Self>
+{
+}
 impl Float for f32 {}
 impl Float for f64 {}
 
@@ -213,7 +254,15 @@ val!(i16, i32, i64, f32, f64);
 
 /// MINLOC/MAXLOC on packed (value, index) pairs: `stride` bytes per pair, the
 /// index at `ioff`. Ties keep the smaller index (so the op is commutative).
-fn loc_op<V: Val, I: Val>(max: bool, a: &[u8], b: &mut [u8], stride: usize, ioff: usize, read_v: impl Fn(&[u8]) -> V, read_i: impl Fn(&[u8]) -> I) {
+fn loc_op<V: Val, I: Val>(
+    max: bool,
+    a: &[u8],
+    b: &mut [u8],
+    stride: usize,
+    ioff: usize,
+    read_v: impl Fn(&[u8]) -> V,
+    read_i: impl Fn(&[u8]) -> I,
+) {
     for (ca, cb) in a.chunks_exact(stride).zip(b.chunks_exact_mut(stride)) {
         let (va, vb) = (read_v(ca), read_v(cb));
         let (ia, ib) = (read_i(&ca[ioff..]), read_i(&cb[ioff..]));
@@ -289,8 +338,16 @@ pub fn apply_dir(op: MPI_Op, dt: MPI_Datatype, a: &[u8], b: &mut [u8], rev: bool
         (Class::CInt | Class::FInt, _) => {
             let signed = !matches!(
                 dt,
-                MPI_UNSIGNED_CHAR | MPI_UNSIGNED_SHORT | MPI_UNSIGNED | MPI_UNSIGNED_LONG | MPI_UNSIGNED_LONG_LONG | MPI_UINT8_T
-                    | MPI_UINT16_T | MPI_UINT32_T | MPI_UINT64_T | MPI_WCHAR
+                MPI_UNSIGNED_CHAR
+                    | MPI_UNSIGNED_SHORT
+                    | MPI_UNSIGNED
+                    | MPI_UNSIGNED_LONG
+                    | MPI_UNSIGNED_LONG_LONG
+                    | MPI_UINT8_T
+                    | MPI_UINT16_T
+                    | MPI_UINT32_T
+                    | MPI_UINT64_T
+                    | MPI_WCHAR
             );
             match (builtin_type_size(dt), signed) {
                 (Some(1), true) => int_op::<i8>(op, a, b, rev),

@@ -38,12 +38,43 @@ pub enum Mode {
 /// Arguments of a persistent request, replayed by `MPI_Start`.
 #[derive(Clone)]
 pub enum Persist {
-    Send { buf: *const u8, count: usize, dt: Arc<Dtype>, dest: i32, tag: i32, comm: MPI_Comm, mode: Mode },
-    Recv { buf: *mut u8, count: usize, dt: Arc<Dtype>, src: i32, tag: i32, comm: MPI_Comm },
+    Send {
+        buf: *const u8,
+        count: usize,
+        dt: Arc<Dtype>,
+        dest: i32,
+        tag: i32,
+        comm: MPI_Comm,
+        mode: Mode,
+    },
+    Recv {
+        buf: *mut u8,
+        count: usize,
+        dt: Arc<Dtype>,
+        src: i32,
+        tag: i32,
+        comm: MPI_Comm,
+    },
     /// Partitioned send (MPI 4.0): `count` elements per partition.
-    Psend { buf: *const u8, partitions: usize, count: usize, dt: Arc<Dtype>, dest: i32, tag: i32, comm: MPI_Comm },
+    Psend {
+        buf: *const u8,
+        partitions: usize,
+        count: usize,
+        dt: Arc<Dtype>,
+        dest: i32,
+        tag: i32,
+        comm: MPI_Comm,
+    },
     /// Partitioned receive.
-    Precv { buf: *mut u8, partitions: usize, count: usize, dt: Arc<Dtype>, src: i32, tag: i32, comm: MPI_Comm },
+    Precv {
+        buf: *mut u8,
+        partitions: usize,
+        count: usize,
+        dt: Arc<Dtype>,
+        src: i32,
+        tag: i32,
+        comm: MPI_Comm,
+    },
     /// A persistent collective: its schedule, run again by each start.
     Coll(crate::coll::SharedSched),
 }
@@ -134,9 +165,14 @@ pub enum Kind {
     /// Done when all `parts` (internal requests) are; the status is that of
     /// the last part (the receive of `Isendrecv`). `keep` holds data the parts
     /// read from (the packed send side of `Isendrecv_replace`).
-    Compound { parts: Vec<u32>, keep: Option<Vec<u8>> },
+    Compound {
+        parts: Vec<u32>,
+        keep: Option<Vec<u8>>,
+    },
     /// A started partitioned send waiting for `MPI_Pready` of every partition.
-    Partitioned { ready: Vec<bool> },
+    Partitioned {
+        ready: Vec<bool>,
+    },
     /// A nonblocking or persistent collective: `crate::coll` drives its
     /// schedule and completes the request with `ReqTable::finish`.
     Coll,
@@ -200,7 +236,13 @@ impl Request {
 
 /// The status of an operation with nothing to receive (PROC_NULL).
 pub fn empty_status() -> MPI_Status {
-    MPI_Status { count_lo: 0, count_hi_and_cancelled: 0, MPI_SOURCE: MPI_ANY_SOURCE, MPI_TAG: MPI_ANY_TAG, MPI_ERROR: MPI_SUCCESS }
+    MPI_Status {
+        count_lo: 0,
+        count_hi_and_cancelled: 0,
+        MPI_SOURCE: MPI_ANY_SOURCE,
+        MPI_TAG: MPI_ANY_TAG,
+        MPI_ERROR: MPI_SUCCESS,
+    }
 }
 
 pub fn proc_null_status() -> MPI_Status {
@@ -242,7 +284,10 @@ impl ReqTable {
     /// collective) has not completed yet.
     pub fn pending_on(&self, comm: MPI_Comm) -> bool {
         self.slots.iter().filter_map(|s| s.req.as_ref()).any(|r| {
-            r.comm == comm && !r.done && r.active && matches!(r.kind, Kind::Send(_) | Kind::Recv(_) | Kind::Compound { .. } | Kind::Coll)
+            r.comm == comm
+                && !r.done
+                && r.active
+                && matches!(r.kind, Kind::Send(_) | Kind::Recv(_) | Kind::Compound { .. } | Kind::Coll)
         })
     }
     pub fn handle(idx: u32) -> MPI_Request {
@@ -360,10 +405,17 @@ pub struct Unexp {
 }
 
 pub enum Body {
-    Eager { data: Vec<u8>, sync_sreq: Option<u64> },
+    Eager {
+        data: Vec<u8>,
+        sync_sreq: Option<u64>,
+    },
     /// `progress`: address of the sender's counter of packed bytes, 0 if
     /// everything is ready.
-    Rts { addr: u64, sreq: u64, progress: u64 },
+    Rts {
+        addr: u64,
+        sreq: u64,
+        progress: u64,
+    },
 }
 
 struct Posted {
@@ -476,7 +528,14 @@ pub fn configured_eager_limit() -> usize {
 }
 
 impl Engine {
-    pub fn new(me: usize, world_size: usize, seg: Segment, local_world: Vec<usize>, my_local: usize, tcp: Option<Tcp>) -> Self {
+    pub fn new(
+        me: usize,
+        world_size: usize,
+        seg: Segment,
+        local_world: Vec<usize>,
+        my_local: usize,
+        tcp: Option<Tcp>,
+    ) -> Self {
         let n = local_world.len();
         let mut local_of_world = vec![REMOTE; world_size];
         for (l, &w) in local_world.iter().enumerate() {
@@ -995,7 +1054,16 @@ impl Engine {
             let mut card = [0u8; 16];
             card[..8].copy_from_slice(&(tmp_ptr as u64).to_ne_bytes());
             card[8..].copy_from_slice(&(counter as u64).to_ne_bytes());
-            let hdr = MsgHdr { kind: kind::RTS, flags: FLAG_PIPE, src, tag, ctx, len: bytes as u64, aux: id, ..Default::default() };
+            let hdr = MsgHdr {
+                kind: kind::RTS,
+                flags: FLAG_PIPE,
+                src,
+                tag,
+                ctx,
+                len: bytes as u64,
+                aux: id,
+                ..Default::default()
+            };
             self.post(reqs, dest_world, hdr, &card, id);
             let mut off = PIPE_PIECE;
             while off < bytes {
@@ -1034,7 +1102,16 @@ impl Engine {
     /// fast path of a blocking standard send): the data is in the ring, or
     /// copied into the destination's queue, when this returns.
     #[allow(clippy::too_many_arguments, clippy::not_unsafe_ptr_arg_deref)]
-    pub fn send_eager_now(&mut self, reqs: &mut ReqTable, buf: *const u8, bytes: usize, dest_world: usize, ctx: u32, src: i32, tag: i32) {
+    pub fn send_eager_now(
+        &mut self,
+        reqs: &mut ReqTable,
+        buf: *const u8,
+        bytes: usize,
+        dest_world: usize,
+        ctx: u32,
+        src: i32,
+        tag: i32,
+    ) {
         debug_assert!(bytes <= self.eager_limit_to(dest_world));
         COUNTERS.sent(bytes);
         let hdr = MsgHdr { kind: kind::EAGER, src, tag, ctx, len: bytes as u64, ..Default::default() };
@@ -1154,9 +1231,7 @@ impl Engine {
     /// Whether [`Engine::recv_direct`] may run: nothing posted, nothing
     /// queued to send, and no unexpected message for this envelope.
     pub fn direct_recv_ok(&self, ctx: u32, src: i32, tag: i32) -> bool {
-        self.posted.is_empty()
-            && self.n_pending == 0
-            && !self.unexpected.any(ctx, src, tag)
+        self.posted.is_empty() && self.n_pending == 0 && !self.unexpected.any(ctx, src, tag)
     }
 
     /// Starts receive `ri` (already allocated as a `Kind::Recv`).

@@ -91,11 +91,7 @@ fn parse_v2(body: &str) -> HashMap<String, String> {
     if !cur.is_empty() {
         fields.push(cur);
     }
-    fields
-        .iter()
-        .filter_map(|f| f.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
+    fields.iter().filter_map(|f| f.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect()
 }
 
 impl Conn {
@@ -117,7 +113,8 @@ impl Conn {
         let mut len = [0u8; 6];
         self.reader.read_exact(&mut len)?;
         let text = String::from_utf8_lossy(&len);
-        let n: usize = text.trim().parse().map_err(|_| PmiError::Protocol { cmd: cmd.into(), line: text.to_string() })?;
+        let n: usize =
+            text.trim().parse().map_err(|_| PmiError::Protocol { cmd: cmd.into(), line: text.to_string() })?;
         let mut body = vec![0u8; n];
         self.reader.read_exact(&mut body)?;
         let line = String::from_utf8_lossy(&body).into_owned();
@@ -158,10 +155,7 @@ impl Conn {
 }
 
 fn parse(line: &str) -> HashMap<String, String> {
-    line.split_whitespace()
-        .filter_map(|kv| kv.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
+    line.split_whitespace().filter_map(|kv| kv.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect()
 }
 
 fn env_num(name: &'static str) -> Result<Option<usize>, PmiError> {
@@ -227,40 +221,19 @@ impl Pmi {
         Self::handshake(conn, rank, size, local)
     }
 
-    fn handshake(
-        mut conn: Conn,
-        rank: usize,
-        size: usize,
-        local: Option<(usize, usize)>,
-    ) -> Result<Pmi, PmiError> {
+    fn handshake(mut conn: Conn, rank: usize, size: usize, local: Option<(usize, usize)>) -> Result<Pmi, PmiError> {
         let r = conn.call("cmd=init pmi_version=1 pmi_subversion=1\n", "response_to_init")?;
         if r.get("rc").map(String::as_str) != Some("0") {
             return Err(PmiError::Protocol { cmd: "init".into(), line: format!("{r:?}") });
         }
-        let kvsname = conn
-            .call("cmd=get_my_kvsname\n", "my_kvsname")?
-            .remove("kvsname")
-            .unwrap_or_default();
-        let appnum = conn
-            .call("cmd=get_appnum\n", "appnum")?
-            .get("appnum")
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0);
+        let kvsname = conn.call("cmd=get_my_kvsname\n", "my_kvsname")?.remove("kvsname").unwrap_or_default();
+        let appnum = conn.call("cmd=get_appnum\n", "appnum")?.get("appnum").and_then(|s| s.parse().ok()).unwrap_or(0);
         let universe_size = conn
             .call("cmd=get_universe_size\n", "universe_size")?
             .get("size")
             .and_then(|s| s.parse().ok())
             .unwrap_or(size);
-        Ok(Pmi {
-            conn: Some(conn),
-            rank,
-            size,
-            kvsname,
-            appnum,
-            universe_size,
-            local,
-            singleton_kvs: HashMap::new(),
-        })
+        Ok(Pmi { conn: Some(conn), rank, size, kvsname, appnum, universe_size, local, singleton_kvs: HashMap::new() })
     }
 
     /// PMI-2: the `init` line, then `fullinit` (rank, size, appnum) and

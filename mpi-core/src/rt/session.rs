@@ -49,7 +49,11 @@ pub fn index(table: &Slots<Session>, h: MPI_Session) -> MpiResult<u32> {
     if handle_kind(h) == HANDLE_KIND_DIRECT && handle_obj(h) == OBJ_SESSION && table.get(i).is_some() {
         return Ok(i);
     }
-    let what = if h == MPI_SESSION_NULL { "MPI_SESSION_NULL is not a session".to_string() } else { format!("invalid session handle 0x{:08x} (finalized or never opened)", h as u32) };
+    let what = if h == MPI_SESSION_NULL {
+        "MPI_SESSION_NULL is not a session".to_string()
+    } else {
+        format!("invalid session handle 0x{:08x} (finalized or never opened)", h as u32)
+    };
     Err(MpiError::new(MPI_ERR_SESSION, what))
 }
 
@@ -107,7 +111,8 @@ mod tests {
     #[test]
     fn handles_name_open_sessions_only() {
         let mut t = Slots::default();
-        let i = t.insert(Session { errhandler: MPI_ERRORS_RETURN, thread_level: MPI_THREAD_SINGLE, info: Pairs::new() });
+        let i =
+            t.insert(Session { errhandler: MPI_ERRORS_RETURN, thread_level: MPI_THREAD_SINGLE, info: Pairs::new() });
         let h = handle(i);
         assert_ne!(h, MPI_SESSION_NULL);
         assert_eq!(get(&t, h).unwrap().errhandler, MPI_ERRORS_RETURN);

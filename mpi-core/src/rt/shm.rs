@@ -58,7 +58,6 @@ pub struct Ctl {
     pub wake_pending: AtomicU32,
 }
 
-
 #[repr(C)]
 struct RingCtl {
     /// Written by the producer (for inspection only; consumers poll stamps).
@@ -157,9 +156,7 @@ impl Segment {
         let bytes = Self::layout(nlocal, ring_size);
         let cname = CString::new(name).unwrap();
         // SAFETY: plain libc calls with a valid C string; the fd is closed below.
-        let fd = unsafe {
-            libc::shm_open(cname.as_ptr(), libc::O_CREAT | libc::O_EXCL | libc::O_RDWR, 0o600)
-        };
+        let fd = unsafe { libc::shm_open(cname.as_ptr(), libc::O_CREAT | libc::O_EXCL | libc::O_RDWR, 0o600) };
         if fd < 0 {
             return Err(os_err(name, "create"));
         }
@@ -219,14 +216,7 @@ impl Segment {
     fn map(name: &str, fd: i32, bytes: usize) -> Result<Segment, ShmError> {
         // SAFETY: mapping a shm fd of `bytes` bytes; the fd can be closed after.
         let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                bytes,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd,
-                0,
-            )
+            libc::mmap(std::ptr::null_mut(), bytes, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0)
         };
         // SAFETY: fd is ours.
         unsafe { libc::close(fd) };
@@ -252,11 +242,7 @@ impl Segment {
         assert!(from < self.nlocal && to < self.nlocal);
         let slot = from * self.nlocal + to;
         // SAFETY: in bounds by the layout.
-        unsafe {
-            self.base.add(
-                HEADER_BYTES + self.nlocal * CTL_BYTES + slot * (RING_CTL_BYTES + self.ring_size),
-            )
-        }
+        unsafe { self.base.add(HEADER_BYTES + self.nlocal * CTL_BYTES + slot * (RING_CTL_BYTES + self.ring_size)) }
     }
 
     /// The producer end of the ring `from -> to`. Only local rank `from` may
@@ -361,11 +347,7 @@ impl Producer {
         // bounds; the consumer reads it only after seeing the stamp, which is
         // stored last with release ordering.
         unsafe {
-            std::ptr::copy_nonoverlapping(
-                (&h as *const MsgHdr as *const u8).add(8),
-                self.data.add(at + 8),
-                HDR - 8,
-            );
+            std::ptr::copy_nonoverlapping((&h as *const MsgHdr as *const u8).add(8), self.data.add(at + 8), HDR - 8);
             fill(std::slice::from_raw_parts_mut(self.data.add(at + HDR), payload));
             stamp_at(self.data, at).store(self.head + 1, Ordering::Release);
         }

@@ -99,9 +99,19 @@ impl Arrivals {
 }
 
 enum Item {
-    Bytes { buf: Vec<u8>, off: usize },
+    Bytes {
+        buf: Vec<u8>,
+        off: usize,
+    },
     /// `len` bytes at `ptr` as DATA records; `hdr` is the template.
-    Stream { hdr: MsgHdr, ptr: *const u8, len: usize, off: usize, in_frame: usize, sreq: u64 },
+    Stream {
+        hdr: MsgHdr,
+        ptr: *const u8,
+        len: usize,
+        off: usize,
+        in_frame: usize,
+        sreq: u64,
+    },
 }
 
 /// A connection to a rank on another host, dialed or accepted; records may
@@ -304,7 +314,13 @@ impl Tcp {
         Ok((l, format!("{}:{port}", local_addresses().join(","))))
     }
 
-    pub fn new(me: usize, secret: Vec<u8>, listener: TcpListener, addrs: Vec<Option<String>>, hosts: Vec<String>) -> Tcp {
+    pub fn new(
+        me: usize,
+        secret: Vec<u8>,
+        listener: TcpListener,
+        addrs: Vec<Option<String>>,
+        hosts: Vec<String>,
+    ) -> Tcp {
         let n = addrs.len();
         Tcp {
             me,
@@ -525,11 +541,8 @@ impl Tcp {
                     let hb = unsafe { std::slice::from_raw_parts(&h as *const MsgHdr as *const u8, HDR) };
                     let data = unsafe { std::slice::from_raw_parts(ptr.add(*off), n) };
                     let frame = HDR + n;
-                    let (a, b) = if *in_frame < HDR {
-                        (&hb[*in_frame..], data)
-                    } else {
-                        (&data[*in_frame - HDR..], &[][..])
-                    };
+                    let (a, b) =
+                        if *in_frame < HDR { (&hb[*in_frame..], data) } else { (&data[*in_frame - HDR..], &[][..]) };
                     match send2(fd, a, b) {
                         Ok(r) => *in_frame += r,
                         Err(e) if e.kind() == ErrorKind::WouldBlock => return,
@@ -651,7 +664,12 @@ impl Tcp {
             Ok(None) => {
                 let c = &self.inc[k];
                 let p = c.peer.unwrap_or(usize::MAX);
-                if !was && c.authed && p != usize::MAX && self.lower(p) && self.out[p].as_ref().is_some_and(|o| o.dialed) {
+                if !was
+                    && c.authed
+                    && p != usize::MAX
+                    && self.lower(p)
+                    && self.out[p].as_ref().is_some_and(|o| o.dialed)
+                {
                     self.switch_to(k, a);
                     return false;
                 }

@@ -10,11 +10,23 @@ use crate::bail;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Topo {
-    Cart { dims: Vec<c_int>, periods: Vec<bool> },
+    Cart {
+        dims: Vec<c_int>,
+        periods: Vec<bool>,
+    },
     /// `index`/`edges` as given to `MPI_Graph_create`.
-    Graph { index: Vec<c_int>, edges: Vec<c_int> },
+    Graph {
+        index: Vec<c_int>,
+        edges: Vec<c_int>,
+    },
     /// This process's in- and out-edges, in the order of the neighbor queries.
-    Dist { sources: Vec<c_int>, sweights: Vec<c_int>, dests: Vec<c_int>, dweights: Vec<c_int>, weighted: bool },
+    Dist {
+        sources: Vec<c_int>,
+        sweights: Vec<c_int>,
+        dests: Vec<c_int>,
+        dweights: Vec<c_int>,
+        weighted: bool,
+    },
 }
 
 impl Topo {
@@ -55,9 +67,10 @@ pub fn grid_size(dims: &[c_int]) -> MpiResult<usize> {
         if d <= 0 {
             bail!(MPI_ERR_DIMS, "dims[{i}] = {d} (every dimension of a grid must be positive)");
         }
-        n = n.checked_mul(d as usize).filter(|&n| n <= c_int::MAX as usize).ok_or_else(|| {
-            super::error::MpiError::new(MPI_ERR_DIMS, "the grid has more than INT_MAX processes")
-        })?;
+        n = n
+            .checked_mul(d as usize)
+            .filter(|&n| n <= c_int::MAX as usize)
+            .ok_or_else(|| super::error::MpiError::new(MPI_ERR_DIMS, "the grid has more than INT_MAX processes"))?;
     }
     Ok(n)
 }

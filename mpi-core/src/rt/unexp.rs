@@ -69,7 +69,10 @@ impl UnexpQueue {
     /// Adds a message that arrived now.
     pub fn push(&mut self, u: Unexp) {
         let spare = &mut self.spare;
-        self.by_src.entry(key(u.ctx, u.src)).or_insert_with(|| spare.pop().unwrap_or_default()).push_back((self.next, u));
+        self.by_src
+            .entry(key(u.ctx, u.src))
+            .or_insert_with(|| spare.pop().unwrap_or_default())
+            .push_back((self.next, u));
         self.next += 1;
         self.len += 1;
     }

@@ -179,7 +179,19 @@ unsafe impl Send for Win {}
 
 impl Win {
     #[allow(clippy::too_many_arguments)]
-    pub fn new(ctx: u32, group: Arc<Vec<usize>>, rank: usize, base: usize, size: usize, disp_unit: usize, flavor: c_int, peers: Vec<Peer>, mem: Mem, errhandler: MPI_Errhandler, bytes: Arc<Dtype>) -> Win {
+    pub fn new(
+        ctx: u32,
+        group: Arc<Vec<usize>>,
+        rank: usize,
+        base: usize,
+        size: usize,
+        disp_unit: usize,
+        flavor: c_int,
+        peers: Vec<Peer>,
+        mem: Mem,
+        errhandler: MPI_Errhandler,
+        bytes: Arc<Dtype>,
+    ) -> Win {
         let n = group.len();
         Win {
             ctx,
@@ -249,7 +261,10 @@ impl Win {
 
     /// Whether this process may access `target` now (an access epoch covers it).
     pub fn may_access(&self, target: usize) -> bool {
-        self.fence_open || self.lock_all || self.locks[target].is_some() || self.start.as_ref().is_some_and(|g| g.contains(&target))
+        self.fence_open
+            || self.lock_all
+            || self.locks[target].is_some()
+            || self.start.as_ref().is_some_and(|g| g.contains(&target))
     }
 
     /// Whether a passive-target epoch covers `target`.
@@ -296,7 +311,8 @@ impl Drop for Win {
 
 /// Memory for `MPI_Win_allocate` (64-byte aligned, zeroed).
 pub fn alloc_heap(size: usize) -> MpiResult<Mem> {
-    let layout = std::alloc::Layout::from_size_align(size.max(1), 64).map_err(|_| MpiError::new(MPI_ERR_NO_MEM, format!("cannot allocate {size} bytes")))?;
+    let layout = std::alloc::Layout::from_size_align(size.max(1), 64)
+        .map_err(|_| MpiError::new(MPI_ERR_NO_MEM, format!("cannot allocate {size} bytes")))?;
     // SAFETY: a layout of non-zero size.
     let p = unsafe { std::alloc::alloc_zeroed(layout) };
     if p.is_null() {
@@ -496,7 +512,18 @@ fn decode(b: &[u8]) -> Option<(Hdr, Runs, &[u8])> {
 /// request, or `None` when it completed at once (eager: the data was copied).
 pub fn send_bytes(engine: &mut Engine, reqs: &mut ReqTable, w: &Win, to: usize, tag: i32, data: &[u8]) -> Option<u32> {
     let i = reqs.alloc(Request::new(Kind::Null, MPI_COMM_WORLD));
-    engine.start_send(reqs, i, data.as_ptr(), data.len(), &w.bytes, w.group[to], w.ctx, w.rank as i32, tag, Mode::Standard);
+    engine.start_send(
+        reqs,
+        i,
+        data.as_ptr(),
+        data.len(),
+        &w.bytes,
+        w.group[to],
+        w.ctx,
+        w.rank as i32,
+        tag,
+        Mode::Standard,
+    );
     if reqs.get(i).done {
         reqs.release(i);
         None
@@ -508,7 +535,16 @@ pub fn send_bytes(engine: &mut Engine, reqs: &mut ReqTable, w: &Win, to: usize, 
 /// Posts a receive of the reply on `tag` from window rank `from` into
 /// `count` elements of `dt` at `buf`; returns the request.
 #[allow(clippy::too_many_arguments)]
-pub fn post_reply(engine: &mut Engine, reqs: &mut ReqTable, w: &Win, from: usize, tag: i32, buf: *mut u8, count: usize, dt: Arc<Dtype>) -> u32 {
+pub fn post_reply(
+    engine: &mut Engine,
+    reqs: &mut ReqTable,
+    w: &Win,
+    from: usize,
+    tag: i32,
+    buf: *mut u8,
+    count: usize,
+    dt: Arc<Dtype>,
+) -> u32 {
     let cap = dt.packed_size(count);
     let op = RecvOp { buf, dt, ctx: w.ctx, src: from as i32, tag, cap, stream: None };
     let i = reqs.alloc(Request::new(Kind::Recv(op), MPI_COMM_WORLD));
@@ -527,7 +563,15 @@ pub fn fence_round(engine: &mut Engine, reqs: &mut ReqTable, w: &Win, bufs: &mut
     let total: u64 = w.sent.iter().sum();
     let mut ids = Vec::with_capacity(w.group.len());
     for (r, b) in bufs.iter_mut().enumerate().filter(|&(r, _)| r != w.rank) {
-        let op = RecvOp { buf: b.as_mut_ptr(), dt: w.bytes.clone(), ctx: w.ctx + 1, src: r as i32, tag: TAG_FENCE, cap: 16, stream: None };
+        let op = RecvOp {
+            buf: b.as_mut_ptr(),
+            dt: w.bytes.clone(),
+            ctx: w.ctx + 1,
+            src: r as i32,
+            tag: TAG_FENCE,
+            cap: 16,
+            stream: None,
+        };
         let i = reqs.alloc(Request::new(Kind::Recv(op), MPI_COMM_WORLD));
         engine.start_recv(reqs, i);
         ids.push(i);
@@ -538,7 +582,18 @@ pub fn fence_round(engine: &mut Engine, reqs: &mut ReqTable, w: &Win, bufs: &mut
         card[8..].copy_from_slice(&total.to_ne_bytes());
         // 16 bytes leave eagerly: the request is done at once.
         let i = reqs.alloc(Request::new(Kind::Null, MPI_COMM_WORLD));
-        engine.start_send(reqs, i, card.as_ptr(), 16, &w.bytes, w.group[r], w.ctx + 1, w.rank as i32, TAG_FENCE, Mode::Standard);
+        engine.start_send(
+            reqs,
+            i,
+            card.as_ptr(),
+            16,
+            &w.bytes,
+            w.group[r],
+            w.ctx + 1,
+            w.rank as i32,
+            TAG_FENCE,
+            Mode::Standard,
+        );
         ids.push(i);
     }
     ids
@@ -577,7 +632,15 @@ pub fn progress(st: &mut State) -> bool {
         while let Some((m, status)) = engine.mprobe(w.ctx, MPI_ANY_SOURCE, TAG_REQ) {
             let n = status.byte_count() as usize;
             let mut buf = vec![0u8; n];
-            let op = RecvOp { buf: buf.as_mut_ptr(), dt: w.bytes.clone(), ctx: w.ctx, src: MPI_ANY_SOURCE, tag: TAG_REQ, cap: n, stream: None };
+            let op = RecvOp {
+                buf: buf.as_mut_ptr(),
+                dt: w.bytes.clone(),
+                ctx: w.ctx,
+                src: MPI_ANY_SOURCE,
+                tag: TAG_REQ,
+                cap: n,
+                stream: None,
+            };
             let ri = reqs.alloc(Request::new(Kind::Recv(op), MPI_COMM_WORLD));
             if engine.mrecv(reqs, ri, m).is_err() {
                 reqs.release(ri);
@@ -686,7 +749,9 @@ fn handle(w: &mut Win, engine: &mut Engine, reqs: &mut ReqTable, src: usize, msg
             let res = match (ok, w.acc_locks) {
                 (false, _) => Err(MpiError::new(MPI_ERR_RMA_RANGE, "outside the window")),
                 // Other processes may apply accumulates to this part too.
-                (true, Some(locks)) if matches!(h.kind, kind::ACC | kind::GACC | kind::CAS) => with_part_lock(locks, w.rank, || apply(&h, &t, bytes, data)),
+                (true, Some(locks)) if matches!(h.kind, kind::ACC | kind::GACC | kind::CAS) => {
+                    with_part_lock(locks, w.rank, || apply(&h, &t, bytes, data))
+                }
                 (true, _) => apply(&h, &t, bytes, data),
             };
             let acked = h.reply != 0 && matches!(h.kind, kind::PUT | kind::ACC);
@@ -810,7 +875,10 @@ pub unsafe fn cma(pid: i32, addr: usize, buf: *mut u8, len: usize, write: bool) 
             return Err(std::io::Error::last_os_error());
         }
         if r == 0 {
-            return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "process_vm_readv/writev moved nothing"));
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "process_vm_readv/writev moved nothing",
+            ));
         }
         done += r as usize;
     }
@@ -917,11 +985,23 @@ mod tests {
 
     #[test]
     fn request_round_trip() {
-        let h = Hdr { kind: kind::ACC, op: MPI_SUM, basic: MPI_INT, reply: 7, addr: 0x1000, count: 3, extent: -16, epoch: 9 };
+        let h = Hdr {
+            kind: kind::ACC,
+            op: MPI_SUM,
+            basic: MPI_INT,
+            reply: 7,
+            addr: 0x1000,
+            count: 3,
+            extent: -16,
+            epoch: 9,
+        };
         let runs = vec![(0isize, 4usize), (8, 4)];
         let msg = encode(&h, &runs, &[&[1, 2, 3], &[4]]);
         let (g, r, data) = decode(&msg).expect("decodes");
-        assert_eq!((g.kind, g.op, g.basic, g.reply, g.addr, g.count, g.extent, g.epoch), (kind::ACC, MPI_SUM, MPI_INT, 7, 0x1000, 3, -16, 9));
+        assert_eq!(
+            (g.kind, g.op, g.basic, g.reply, g.addr, g.count, g.extent, g.epoch),
+            (kind::ACC, MPI_SUM, MPI_INT, 7, 0x1000, 3, -16, 9)
+        );
         assert_eq!(r, runs);
         assert_eq!(data, &[1, 2, 3, 4]);
         assert_eq!(decode_epoch(&msg), 9);

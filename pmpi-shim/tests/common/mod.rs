@@ -81,38 +81,19 @@ pub fn compile_with(src: &str, dir: &Path, extra: &[&str], out: &str) -> PathBuf
 }
 
 /// Runs `exe args` on `n` ranks under the shim, tracing into `trace`.
-pub fn run(
-    n: usize,
-    exe: &Path,
-    args: &[&str],
-    trace: &Path,
-    extra_env: &[(&str, &str)],
-) -> Output {
+pub fn run(n: usize, exe: &Path, args: &[&str], trace: &Path, extra_env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new("timeout");
     // cargo puts target/<profile> on LD_LIBRARY_PATH, where mpi-core's
     // libmpich.so.12 lives: these tests run on Debian's MPICH.
     cmd.env_remove("LD_LIBRARY_PATH");
-    cmd.args([
-        "-k",
-        "5",
-        "120",
-        "mpiexec.mpich",
-        "-n",
-        &n.to_string(),
-        "env",
-    ])
-    .arg(format!("LD_PRELOAD={}", shim().display()))
-    .arg(format!("MPITRACE_DIR={}", trace.display()));
+    cmd.args(["-k", "5", "120", "mpiexec.mpich", "-n", &n.to_string(), "env"])
+        .arg(format!("LD_PRELOAD={}", shim().display()))
+        .arg(format!("MPITRACE_DIR={}", trace.display()));
     for (k, v) in extra_env {
         cmd.arg(format!("{k}={v}"));
     }
     cmd.arg(exe).args(args);
     let out = cmd.output().expect("mpiexec.mpich");
-    assert_ne!(
-        out.status.code(),
-        Some(124),
-        "timed out: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ne!(out.status.code(), Some(124), "timed out: {}", String::from_utf8_lossy(&out.stderr));
     out
 }

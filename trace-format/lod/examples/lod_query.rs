@@ -26,7 +26,13 @@ fn main() {
             std::process::exit(1);
         }
     };
-    println!("opened {} ranks, {} calls in {:.1} ms (cached: {})", lod.ranks.len(), lod.calls(), t.elapsed().as_secs_f64() * 1e3, lod.cached);
+    println!(
+        "opened {} ranks, {} calls in {:.1} ms (cached: {})",
+        lod.ranks.len(),
+        lod.calls(),
+        t.elapsed().as_secs_f64() * 1e3,
+        lod.cached
+    );
     let (lo, hi) = lod.span();
     let mid = lo + (hi - lo) / 3;
     let mut cells = Vec::new();
@@ -54,7 +60,13 @@ fn main() {
         let cpu = thread_cpu_ns().zip(cpu0).map(|(b, a)| (b - a) as f64 / 1e6 / frames as f64);
         let per_col = calls as f64 / (lod.ranks.len().max(1) * n) as f64;
         let cpu = cpu.map(|c| format!("{c:.2}")).unwrap_or_else(|| "?".into());
-        println!("{:>10.3}ms {:>10.2} {:>10.2} {:>10.2} {cpu:>10}", span as f64 / 1e6, per_col, sum / frames as f64, max);
+        println!(
+            "{:>10.3}ms {:>10.2} {:>10.2} {:>10.2} {cpu:>10}",
+            span as f64 / 1e6,
+            per_col,
+            sum / frames as f64,
+            max
+        );
         span /= 2;
     }
 }

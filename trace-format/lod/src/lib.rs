@@ -255,7 +255,15 @@ impl Lod {
             ranks.push(RankEntry { rank: r.rank, state: r.state, host: r.host, data });
         }
         let meta = Meta::read(&dir.join(layout::META)).ok();
-        Ok(Lod { dir: dir.to_path_buf(), names: index.names, ranks, problems: index.problems, cached: true, cache_note: None, meta })
+        Ok(Lod {
+            dir: dir.to_path_buf(),
+            names: index.names,
+            ranks,
+            problems: index.problems,
+            cached: true,
+            cache_note: None,
+            meta,
+        })
     }
 
     /// Builds the level of detail of the trace in `dir` (ranks in
@@ -315,7 +323,12 @@ impl Lod {
                             } else {
                                 (RankLod::from_image(image), None)
                             };
-                            out.push((i, RankEntry { rank: rc.rank, state: rc.state, host: rc.host, data }, rc.problems, note));
+                            out.push((
+                                i,
+                                RankEntry { rank: rc.rank, state: rc.state, host: rc.host, data },
+                                rc.problems,
+                                note,
+                            ));
                             progress.ranks_done.fetch_add(1, Ordering::Relaxed);
                         }
                         out
@@ -399,7 +412,9 @@ impl Lod {
     /// Earliest start and latest end of any call, or `(0, 0)`.
     pub fn span(&self) -> (i64, i64) {
         let spans = self.ranks.iter().filter_map(|r| r.data.span());
-        spans.fold(None, |acc: Option<(i64, i64)>, (a, b)| Some(acc.map_or((a, b), |(x, y)| (x.min(a), y.max(b))))).unwrap_or((0, 0))
+        spans
+            .fold(None, |acc: Option<(i64, i64)>, (a, b)| Some(acc.map_or((a, b), |(x, y)| (x.min(a), y.max(b)))))
+            .unwrap_or((0, 0))
     }
 
     /// Number of calls of all ranks.

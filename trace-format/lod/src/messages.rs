@@ -67,7 +67,10 @@ impl MessageIndex {
 
     /// Number of messages starting in `[t0, t1)`.
     pub fn count_starting(&self, t0: i64, t1: i64) -> usize {
-        self.groups.iter().map(|(_, v)| v.partition_point(|m| m.start() < t1) - v.partition_point(|m| m.start() < t0)).sum()
+        self.groups
+            .iter()
+            .map(|(_, v)| v.partition_point(|m| m.start() < t1) - v.partition_point(|m| m.start() < t0))
+            .sum()
     }
 
     /// The messages whose time span overlaps `[t0, t1)`, group by group
@@ -103,7 +106,15 @@ mod tests {
                 let t = rnd(1_000_000) as i64;
                 let l = if rnd(10) == 0 { rnd(500_000) } else { rnd(2_000) } as i64;
                 let back = rnd(20) == 0;
-                Msg { src: 0, dst: 1, t_send: if back { t + l } else { t }, t_recv: if back { t } else { t + l }, bytes: 8, tag: 0, id: i }
+                Msg {
+                    src: 0,
+                    dst: 1,
+                    t_send: if back { t + l } else { t },
+                    t_recv: if back { t } else { t + l },
+                    bytes: 8,
+                    tag: 0,
+                    id: i,
+                }
             })
             .collect();
         let idx = MessageIndex::new(msgs.clone());

@@ -262,7 +262,8 @@ impl Image {
     /// The image as 8-byte words (for keeping it in memory).
     pub fn into_words(self) -> Vec<u64> {
         let mut out = Vec::with_capacity(self.size() / 8);
-        let mut push = |b: &[u8]| out.extend(b.chunks_exact(8).map(|c| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8]))));
+        let mut push =
+            |b: &[u8]| out.extend(b.chunks_exact(8).map(|c| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8]))));
         push(as_bytes(std::slice::from_ref(&self.header)));
         push(as_bytes(&self.level_lens()));
         push(as_bytes(&self.events));
@@ -275,6 +276,8 @@ impl Image {
 
     /// Size of the image in bytes.
     pub fn size(&self) -> usize {
-        72 + 8 * self.levels.len() + 16 * (self.events.len() + self.long.len()) + 40 * self.levels.iter().map(Vec::len).sum::<usize>()
+        72 + 8 * self.levels.len()
+            + 16 * (self.events.len() + self.long.len())
+            + 40 * self.levels.iter().map(Vec::len).sum::<usize>()
     }
 }

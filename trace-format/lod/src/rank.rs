@@ -310,7 +310,10 @@ impl RankLod {
                 if reach >= z {
                     let call = match covering {
                         Some((i, x)) if x.t_start <= a && x.t_end >= z => Some((i, x)),
-                        _ => gallop_le(evs, seen, a).checked_sub(1).map(|i| (i, self.call(i))).filter(|(_, x)| x.t_end >= z),
+                        _ => gallop_le(evs, seen, a)
+                            .checked_sub(1)
+                            .map(|i| (i, self.call(i)))
+                            .filter(|(_, x)| x.t_end >= z),
                     };
                     if let Some((i, x)) = call {
                         covering = Some((i, x));
@@ -338,7 +341,11 @@ impl RankLod {
                 let mut given = 0i64;
                 loop {
                     let last = cc + 1 >= n || b[cc + 1] >= end;
-                    let part = if last { bk.busy - given } else { (bk.busy as f64 * (b[cc + 1] - start.max(b[cc])) as f64 / total) as i64 };
+                    let part = if last {
+                        bk.busy - given
+                    } else {
+                        (bk.busy as f64 * (b[cc + 1] - start.max(b[cc])) as f64 / total) as i64
+                    };
                     given += part;
                     let cell = &mut out[cc];
                     cell.busy += part;
@@ -435,11 +442,21 @@ mod tests {
 
     #[test]
     fn window_bounds_equal_the_formula() {
-        for (t0, t1, n) in [(0i64, 1920i64, 1920usize), (5, 6, 7), (-100, 1_000_003, 1920), (i64::MIN / 2, i64::MAX / 2, 1920), (10, 10_000_000_007, 333)] {
+        for (t0, t1, n) in [
+            (0i64, 1920i64, 1920usize),
+            (5, 6, 7),
+            (-100, 1_000_003, 1920),
+            (i64::MIN / 2, i64::MAX / 2, 1920),
+            (10, 10_000_000_007, 333),
+        ] {
             let w = Window::new(t0, t1, n);
             assert_eq!(w.bounds.len(), n + 1);
             for (c, &b) in w.bounds.iter().enumerate() {
-                assert_eq!(b as i128, t0 as i128 + (t1 as i128 - t0 as i128) * c as i128 / n as i128, "column {c} of {n} over [{t0}, {t1})");
+                assert_eq!(
+                    b as i128,
+                    t0 as i128 + (t1 as i128 - t0 as i128) * c as i128 / n as i128,
+                    "column {c} of {n} over [{t0}, {t1})"
+                );
             }
         }
     }

@@ -85,7 +85,8 @@ pub struct RankCalls {
 pub fn rank_sources(dir: &Path, meta: Option<&Meta>) -> Vec<(i32, RankSource)> {
     let parquet = layout::ranks_in(dir, layout::EVENTS_DIR, ".parquet");
     let journals = layout::ranks_in(dir, layout::JOURNAL_DIR, ".journal");
-    let mut out: Vec<(i32, RankSource)> = parquet.iter().map(|&r| (r, RankSource::Parquet(layout::events(dir, r)))).collect();
+    let mut out: Vec<(i32, RankSource)> =
+        parquet.iter().map(|&r| (r, RankSource::Parquet(layout::events(dir, r)))).collect();
     out.extend(journals.into_iter().filter(|r| !parquet.contains(r)).map(|r| (r, RankSource::Journals)));
     for r in 0..meta.map(|m| m.ranks as i32).unwrap_or(0) {
         if !out.iter().any(|(x, _)| *x == r) {
@@ -97,7 +98,13 @@ pub fn rank_sources(dir: &Path, meta: Option<&Meta>) -> Vec<(i32, RankSource)> {
 }
 
 /// Reads the calls of `rank`; damaged data is reported in the problems.
-pub fn read_rank(dir: &Path, rank: i32, src: &RankSource, names: &Names, rows: &std::sync::atomic::AtomicU64) -> RankCalls {
+pub fn read_rank(
+    dir: &Path,
+    rank: i32,
+    src: &RankSource,
+    names: &Names,
+    rows: &std::sync::atomic::AtomicU64,
+) -> RankCalls {
     let mut rc = RankCalls { rank, state: RankState::Missing, host: None, calls: Vec::new(), problems: Vec::new() };
     match src {
         RankSource::Parquet(p) => read_parquet(p, names, rows, &mut rc),
@@ -144,10 +151,13 @@ fn finish_unfinished(calls: &mut [RawCall]) {
 
 /// A string column as per-row keys into its distinct values.
 fn strings(col: &ArrayRef) -> Option<(Vec<Option<usize>>, Vec<String>)> {
-    fn dict<K: arrow_array::types::ArrowDictionaryKeyType>(col: &ArrayRef) -> Option<(Vec<Option<usize>>, Vec<String>)> {
+    fn dict<K: arrow_array::types::ArrowDictionaryKeyType>(
+        col: &ArrayRef,
+    ) -> Option<(Vec<Option<usize>>, Vec<String>)> {
         let d = col.as_any().downcast_ref::<DictionaryArray<K>>()?;
         let v = d.values().as_any().downcast_ref::<StringArray>()?;
-        let keys = d.keys().values().iter().enumerate().map(|(i, k)| d.keys().is_valid(i).then(|| k.as_usize())).collect();
+        let keys =
+            d.keys().values().iter().enumerate().map(|(i, k)| d.keys().is_valid(i).then(|| k.as_usize())).collect();
         Some((keys, v.iter().map(|s| s.unwrap_or("").to_string()).collect()))
     }
     if let Some(x) = dict::<Int8Type>(col).or_else(|| dict::<Int16Type>(col)).or_else(|| dict::<Int32Type>(col)) {

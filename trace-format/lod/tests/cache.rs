@@ -146,7 +146,8 @@ fn journals_of_a_crashed_run() {
     std::fs::create_dir_all(dir.join(layout::JOURNAL_DIR)).unwrap();
     let names = trace_format::events::call_names();
     let id = |n: &str| names.iter().position(|x| *x == n).unwrap() as u16;
-    let hdr = JournalHeader { clock: ClockKind::MonotonicNs, pid: 1, thread: 0, rank: 0, table_len: names.len() as u32 };
+    let hdr =
+        JournalHeader { clock: ClockKind::MonotonicNs, pid: 1, thread: 0, rank: 0, table_len: names.len() as u32 };
     let mut w = JournalWriter::create(&layout::journal(&dir, 0, 0), hdr).unwrap();
     let rec = |call: &str, t0: u64, t1: u64, done: bool| Record {
         head: head(id(call), Kind::Call, if done { flags::DONE } else { 0 }),

@@ -1,7 +1,7 @@
 //! The pyramid and the cells against brute-force computations over random calls.
 
 use trace_lod::pyramid::dominant;
-use trace_lod::{flags, Lod, RawCall, RankLod};
+use trace_lod::{flags, Lod, RankLod, RawCall};
 
 struct Rng(u64);
 impl Rng {
@@ -322,7 +322,9 @@ fn binned_cells_count_every_call_once() {
 #[test]
 fn dense_calls_leave_no_empty_columns_when_binned() {
     // A call of 100 ns every 120 ns.
-    let calls: Vec<RawCall> = (0..200_000i64).map(|i| RawCall { t_start: i * 120, t_end: i * 120 + 100, name: (i % 3) as u16, flags: 0, bytes: 0 }).collect();
+    let calls: Vec<RawCall> = (0..200_000i64)
+        .map(|i| RawCall { t_start: i * 120, t_end: i * 120 + 100, name: (i % 3) as u16, flags: 0, bytes: 0 })
+        .collect();
     let lod = built(&calls);
     assert!(lod.level_width(0) >= 8 * 120, "finest level {} ns", lod.level_width(0));
     let mut out = Vec::new();

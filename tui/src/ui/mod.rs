@@ -75,18 +75,23 @@ pub fn draw(f: &mut Frame, app: &App) {
     title(buf, g.title, app);
     status(buf, g.status, app);
     match (&app.lod, &app.lod_error) {
-        (_, Some(e)) => centered(buf, Rect::new(area.x, g.axis.y, area.width, g.labels.height + 1), &[
-            Line::from(Span::styled("Cannot open the trace", Style::default().add_modifier(Modifier::BOLD))),
-            Line::from(e.clone()),
-            Line::from(""),
-            Line::from("q quits"),
-        ]),
+        (_, Some(e)) => centered(
+            buf,
+            Rect::new(area.x, g.axis.y, area.width, g.labels.height + 1),
+            &[
+                Line::from(Span::styled("Cannot open the trace", Style::default().add_modifier(Modifier::BOLD))),
+                Line::from(e.clone()),
+                Line::from(""),
+                Line::from("q quits"),
+            ],
+        ),
         (None, None) => {
             let pct = app.loader.as_ref().map(|l| l.progress.fraction() * 100.0).unwrap_or(0.0);
-            centered(buf, Rect::new(area.x, g.axis.y, area.width, g.labels.height + 1), &[Line::from(format!(
-                "Building the level of detail of {}… {pct:.0}%",
-                app.dir.display()
-            ))]);
+            centered(
+                buf,
+                Rect::new(area.x, g.axis.y, area.width, g.labels.height + 1),
+                &[Line::from(format!("Building the level of detail of {}… {pct:.0}%", app.dir.display()))],
+            );
         }
         (Some(lod), None) => timeline::draw(buf, &g, app, lod),
     }
@@ -101,7 +106,13 @@ pub fn draw(f: &mut Frame, app: &App) {
 fn too_small(buf: &mut Buffer, area: Rect) {
     let lines = [
         Line::from("Terminal too small"),
-        Line::from(format!("{}x{}: need at least {}x{}", area.width, area.height, crate::app::MIN_SIZE.0, crate::app::MIN_SIZE.1)),
+        Line::from(format!(
+            "{}x{}: need at least {}x{}",
+            area.width,
+            area.height,
+            crate::app::MIN_SIZE.0,
+            crate::app::MIN_SIZE.1
+        )),
         Line::from("q quits"),
     ];
     centered(buf, area, &lines);
@@ -141,7 +152,10 @@ fn title(buf: &mut Buffer, r: Rect, app: &App) {
             spans.push(Span::styled(format!("  {bad} incomplete"), Style::default().fg(colors::WAIT)));
         }
         if !lod.problems.is_empty() {
-            spans.push(Span::styled(format!("  {} problems (6)", lod.problems.len()), Style::default().fg(colors::WAIT)));
+            spans.push(Span::styled(
+                format!("  {} problems (6)", lod.problems.len()),
+                Style::default().fg(colors::WAIT),
+            ));
         }
         if app.an.is_none() {
             let s = match &app.an_error {
@@ -160,7 +174,10 @@ fn status(buf: &mut Buffer, r: Rect, app: &App) {
             Span::styled("/", Style::default().add_modifier(Modifier::BOLD)),
             Span::raw(p.clone()),
             Span::styled(" ", Style::default().add_modifier(Modifier::REVERSED)),
-            Span::styled("  Enter: search  Esc: cancel  (? lists the syntax)", Style::default().add_modifier(Modifier::DIM)),
+            Span::styled(
+                "  Enter: search  Esc: cancel  (? lists the syntax)",
+                Style::default().add_modifier(Modifier::DIM),
+            ),
         ]);
         buf.set_line(r.x, r.y, &line, r.width);
         return;

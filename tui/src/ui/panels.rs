@@ -71,11 +71,18 @@ fn details(app: &App) -> Vec<Line<'static>> {
     let rows = app.rows();
     if let Some(Row::Group(g)) = rows.get(app.cursor_row) {
         let grp = &app.groups[*g];
-        return vec![Line::from(format!("Group {}: {} ranks, folded (Enter unfolds, F unfolds all)", grp.name, grp.members.len()))];
+        return vec![Line::from(format!(
+            "Group {}: {} ranks, folded (Enter unfolds, F unfolds all)",
+            grp.name,
+            grp.members.len()
+        ))];
     }
     let Some((i, j)) = app.cursor_call() else {
         let at = app.cursor_rank().map(|i| format!("rank {} ", lod.ranks[i].rank)).unwrap_or_default();
-        return vec![Line::from(format!("No call under the cursor ({at}at {}); e and E go to the next and previous call.", app.fmt_abs(app.cursor_t)))];
+        return vec![Line::from(format!(
+            "No call under the cursor ({at}at {}); e and E go to the next and previous call.",
+            app.fmt_abs(app.cursor_t)
+        ))];
     };
     let rank = lod.ranks[i].rank;
     let c = lod.ranks[i].data.call(j);
@@ -105,7 +112,10 @@ fn details(app: &App) -> Vec<Line<'static>> {
     let m = &an.an.model;
     let r = &m.ranks[rank as usize];
     let site = r.calls.at(idx as usize).site;
-    out.push(Line::from(vec![Span::raw(format!("call site {}", m.site_label(site))), dim("   (g: go to the other end of a message)")]));
+    out.push(Line::from(vec![
+        Span::raw(format!("call site {}", m.site_label(site))),
+        dim("   (g: go to the other end of a message)"),
+    ]));
     if let Some(regs) = an.regions_of(rank) {
         let mut spans = vec![Span::raw("in region ")];
         for (k, x) in regs.at(c.t_start).into_iter().enumerate() {
@@ -113,7 +123,10 @@ fn details(app: &App) -> Vec<Line<'static>> {
             if k > 0 {
                 spans.push(Span::raw(" › "));
             }
-            spans.push(Span::styled(name.to_string(), Style::default().fg(region_color(name)).add_modifier(Modifier::BOLD)));
+            spans.push(Span::styled(
+                name.to_string(),
+                Style::default().fg(region_color(name)).add_modifier(Modifier::BOLD),
+            ));
         }
         if spans.len() > 1 {
             out.push(Line::from(spans));
@@ -155,7 +168,12 @@ fn p2p_lines(app: &App, an: &Analysed, rank: i32, k: usize, send: bool) -> Vec<L
                 let rv = &pr.recvs.at(q.idx as usize);
                 let call = if rv.done != NONE { rv.done } else { rv.post };
                 let c = &pr.calls.at(call as usize);
-                s += &format!(" → received by rank {} in {} at {}", q.rank, m.name(c.name), app.fmt_abs(an.raw(q.rank as i32, c.t_end)));
+                s += &format!(
+                    " → received by rank {} in {} at {}",
+                    q.rank,
+                    m.name(c.name),
+                    app.fmt_abs(an.raw(q.rank as i32, c.t_end))
+                );
             } else {
                 let sd = &pr.sends.at(q.idx as usize);
                 let c = &pr.calls.at(sd.post as usize);
@@ -181,9 +199,15 @@ fn coll_lines(an: &Analysed, rank: i32, k: usize) -> Vec<Line<'static>> {
     let c = &m.ranks[rank as usize].colls[k];
     let inst = an.coll_instance.get(rank as usize).and_then(|v| v.get(k)).copied().unwrap_or(NONE);
     let Some(i) = an.an.collectives.instances.get(inst as usize) else {
-        return vec![Line::from(format!("collective #{} on {}, {} bytes (instance not found)", c.seq, m.comm_label(c.comm), c.bytes))];
+        return vec![Line::from(format!(
+            "collective #{} on {}, {} bytes (instance not found)",
+            c.seq,
+            m.comm_label(c.comm),
+            c.bytes
+        ))];
     };
-    let mine = an.an.collectives.members[i.first as usize..(i.first + i.n) as usize].iter().find(|x| x.rank as i32 == rank);
+    let mine =
+        an.an.collectives.members[i.first as usize..(i.first + i.n) as usize].iter().find(|x| x.rank as i32 == rank);
     let s = format!(
         "{} #{} on {}: {}/{} ranks, {} each, arrival spread {}, rank {} last",
         m.name(i.name),
@@ -211,14 +235,21 @@ fn table(head: &[(&str, bool)], rows: Vec<Vec<String>>) -> Vec<Line<'static>> {
             w[i] = w[i].max(c.chars().count());
         }
     }
-    let fmt = |cells: Vec<String>| {
-        cells
-            .iter()
-            .enumerate()
-            .map(|(i, c)| if head[i].1 { format!("{c:>width$}", width = w[i]) } else { format!("{c:<width$}", width = w[i]) })
-            .collect::<Vec<_>>()
-            .join("  ")
-    };
+    let fmt =
+        |cells: Vec<String>| {
+            cells
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    if head[i].1 {
+                        format!("{c:>width$}", width = w[i])
+                    } else {
+                        format!("{c:<width$}", width = w[i])
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("  ")
+        };
     let mut out = vec![Line::from(bold(fmt(head.iter().map(|h| h.0.to_string()).collect())))];
     out.extend(rows.into_iter().map(|r| Line::from(fmt(r))));
     out
@@ -269,7 +300,16 @@ fn profile(app: &App, an: &Analysed) -> Vec<Line<'static>> {
         })
         .collect();
     out.extend(table(
-        &[("call", false), ("calls", true), ("time", true), ("%MPI", true), ("bytes", true), ("mean/rank", true), ("max/rank", true), ("cv", true)],
+        &[
+            ("call", false),
+            ("calls", true),
+            ("time", true),
+            ("%MPI", true),
+            ("bytes", true),
+            ("mean/rank", true),
+            ("max/rank", true),
+            ("cv", true),
+        ],
         rows,
     ));
     out
@@ -293,7 +333,11 @@ fn collectives(an: &Analysed) -> Vec<Line<'static>> {
             vec![
                 s.call.clone(),
                 s.comm.clone(),
-                if s.size_lo == s.size_hi { fmt_bytes(s.size_lo) } else { format!("{}-{}", fmt_bytes(s.size_lo), fmt_bytes(s.size_hi)) },
+                if s.size_lo == s.size_hi {
+                    fmt_bytes(s.size_lo)
+                } else {
+                    format!("{}-{}", fmt_bytes(s.size_lo), fmt_bytes(s.size_hi))
+                },
                 s.instances.to_string(),
                 fmt_dur(s.time_ns),
                 fmt_dur(s.wait_ns),
@@ -340,11 +384,25 @@ fn wait_states(an: &Analysed) -> Vec<Line<'static>> {
         .iter()
         .map(|p| {
             let site = p.sites.first().map(|s| format!("{} at {}", s.call, s.site)).unwrap_or_else(|| "-".into());
-            vec![p.name.clone(), fmt_dur(p.time_ns), p.count.to_string(), top_rank(&p.by_rank), top_rank(&p.by_cause), site]
+            vec![
+                p.name.clone(),
+                fmt_dur(p.time_ns),
+                p.count.to_string(),
+                top_rank(&p.by_rank),
+                top_rank(&p.by_cause),
+                site,
+            ]
         })
         .collect();
     out.extend(table(
-        &[("pattern", false), ("time", true), ("calls", true), ("most waiting", true), ("most responsible", true), ("where", false)],
+        &[
+            ("pattern", false),
+            ("time", true),
+            ("calls", true),
+            ("most waiting", true),
+            ("most responsible", true),
+            ("where", false),
+        ],
         rows,
     ));
     out
@@ -387,12 +445,17 @@ fn matrix(an: &Analysed, w: usize) -> Vec<Line<'static>> {
             }
         }
     };
-    let label = |a: usize| if per == 1 { format!("r{a}") } else { format!("{}-{}", a * per, ((a + 1) * per).min(n) - 1) };
+    let label =
+        |a: usize| if per == 1 { format!("r{a}") } else { format!("{}-{}", a * per, ((a + 1) * per).min(n) - 1) };
     let lw = (0..k).map(|a| label(a).len()).max().unwrap_or(2);
     let heat = Style::default().fg(colors::COLLECTIVE);
     let mut left: Vec<Line> = vec![Line::from(dim(format!("bytes from row to column, max {}", fmt_bytes(max as i64))))];
     if per == 1 {
-        left.push(Line::from(dim(format!("{:lw$} {}", "", (0..k).map(|b| format!("{:<2}", b % 100)).collect::<String>()))));
+        left.push(Line::from(dim(format!(
+            "{:lw$} {}",
+            "",
+            (0..k).map(|b| format!("{:<2}", b % 100)).collect::<String>()
+        ))));
     }
     for (a, row) in cells.iter().enumerate() {
         let mut spans = vec![Span::raw(format!("{:>lw$} ", label(a)))];
@@ -460,7 +523,9 @@ fn info(app: &App) -> Vec<Line<'static>> {
                 c.violations_after
             )));
         }
-        (None, Some(e)) => out.push(Line::from(Span::styled(format!("analyses failed: {e}"), Style::default().fg(colors::WAIT)))),
+        (None, Some(e)) => {
+            out.push(Line::from(Span::styled(format!("analyses failed: {e}"), Style::default().fg(colors::WAIT))))
+        }
         (None, None) => out.push(Line::from("analyses: running…")),
     }
     for r in &lod.ranks {

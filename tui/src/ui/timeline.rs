@@ -192,7 +192,8 @@ fn labels(buf: &mut Buffer, x0: u16, y: u16, cells: &[Cell], lod: &Lod, name_ok:
         let name = cells[x].dominant.map(|d| lod.name(d)).unwrap_or("");
         let short = name.strip_prefix("MPI_").unwrap_or(name);
         let len = short.chars().count();
-        if end - x >= len + 2 && (app.filter.calls.is_empty() || cells[x].dominant.is_some_and(|d| name_ok[d as usize])) {
+        if end - x >= len + 2 && (app.filter.calls.is_empty() || cells[x].dominant.is_some_and(|d| name_ok[d as usize]))
+        {
             let at = x + (end - x - len) / 2;
             let style = Style::default().fg(call_color(name)).add_modifier(Modifier::REVERSED);
             for k in x..end {

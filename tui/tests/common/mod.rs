@@ -5,11 +5,11 @@
 use std::path::{Path, PathBuf};
 
 use analyzers::synth::{event, SynthTrace};
-use trace_format::record::Kind;
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
+use trace_format::record::Kind;
 use tui::App;
 
 /// A fresh temporary directory.
@@ -38,7 +38,11 @@ pub fn small_trace(dir: &Path) {
 /// at 90 µs and never closes it (it lasts to the rank's end, 100 µs).
 pub fn regions_trace(dir: &Path) {
     let mut t = small_synth();
-    let marks = [(0, Kind::RegionBegin, "solve", 8_000), (0, Kind::RegionBegin, "halo", 9_000), (0, Kind::RegionEnd, "halo", 21_000)];
+    let marks = [
+        (0, Kind::RegionBegin, "solve", 8_000),
+        (0, Kind::RegionBegin, "halo", 9_000),
+        (0, Kind::RegionEnd, "halo", 21_000),
+    ];
     let marks = marks.into_iter().chain([(0, Kind::RegionEnd, "solve", 60_000), (1, Kind::RegionBegin, "io", 90_000)]);
     for (rank, kind, name, at) in marks {
         t.ranks[rank as usize].push(event(rank, kind, name, at, at));
@@ -107,5 +111,12 @@ pub fn typed(app: &mut App, s: &str) {
 
 /// Row of the screen whose label is `label` (e.g. "r2").
 pub fn row_of(lines: &[String], label: &str) -> usize {
-    lines.iter().position(|l| l.split_whitespace().next() == Some(label) || l.starts_with(&format!("{label} ")) || l.starts_with(&format!("{label}│"))).unwrap_or_else(|| panic!("no row {label}"))
+    lines
+        .iter()
+        .position(|l| {
+            l.split_whitespace().next() == Some(label)
+                || l.starts_with(&format!("{label} "))
+                || l.starts_with(&format!("{label}│"))
+        })
+        .unwrap_or_else(|| panic!("no row {label}"))
 }
