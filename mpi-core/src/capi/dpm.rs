@@ -13,12 +13,13 @@ use std::sync::Arc;
 
 use mpi_api::abi::*;
 
-use super::agree::View;
-use super::comm::{agree_ctx, agreement_of, free_comm, intra_of, publish, quiet, Agreement, KEY_DPM};
+use super::comm::{free_comm, publish};
 use super::info::cstr;
 use super::{c_array, put, put_str, ret};
 use crate::bail;
+use crate::rt::agree::View;
 use crate::rt::comm::{ctx_key, CTX_SPAN_INTER};
+use crate::rt::ctxid::{agree_ctx, agreement_of, intra_of, quiet, Agreement, KEY_DPM};
 use crate::rt::dpm::{self, Ident, Side, BRIDGE_CTX};
 use crate::rt::error::{MpiError, MpiResult};
 use crate::rt::pmi::SpawnRequest;

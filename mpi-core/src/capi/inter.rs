@@ -12,11 +12,12 @@ use std::sync::Arc;
 
 use mpi_api::abi::*;
 
-use super::agree::{bytes_to_ints, bytes_to_ranks, ints_to_bytes, ranks_to_bytes, View, TAG_EXCHANGE};
-use super::comm::{agree_ctx, check_colors, comm_of, new_context, publish, quiet, Agreement, KEY_INTERCOMM_CREATE};
+use super::comm::publish;
 use super::{put, ret};
 use crate::bail;
+use crate::rt::agree::{bytes_to_ints, bytes_to_ranks, ints_to_bytes, ranks_to_bytes, View, TAG_EXCHANGE};
 use crate::rt::comm::{ctx_key, Comm, CTX_SPAN_INTER, CTX_SPAN_INTRA};
+use crate::rt::ctxid::{agree_ctx, check_colors, comm_of, new_context, quiet, Agreement, KEY_INTERCOMM_CREATE};
 use crate::rt::error::{MpiError, MpiResult};
 use crate::rt::group;
 use crate::rt::{self};

@@ -6,7 +6,9 @@
 // The C signatures are the standard's: many arguments are a given.
 #![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
 
-mod agree;
+// The internal collectives moved below the boundary (`rt::agree`); the
+// alias keeps `super::agree` paths of the chapters working.
+pub(crate) use crate::rt::agree;
 mod attr;
 mod coll;
 mod comm;

@@ -22,13 +22,14 @@ use std::sync::Arc;
 
 use mpi_api::abi::*;
 
-use super::agree::{ranks_to_bytes, View, TAG_EXCHANGE};
-use super::comm::{agree_ctx, publish, Agreement};
+use super::comm::publish;
 use super::errh::check_errhandler;
 use super::info::cstr;
 use super::{put, put_str, raise, raise_on};
 use crate::bail;
+use crate::rt::agree::{ranks_to_bytes, View, TAG_EXCHANGE};
 use crate::rt::comm::{Comm, CTX_SESSIONS, CTX_SPAN_INTER, CTX_SPAN_INTRA};
+use crate::rt::ctxid::{agree_ctx, Agreement};
 use crate::rt::errh::HandlerKind;
 use crate::rt::error::MpiResult;
 use crate::rt::group::{self, Members};

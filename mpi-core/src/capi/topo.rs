@@ -9,12 +9,13 @@ use std::sync::Arc;
 
 use mpi_api::abi::*;
 
-use super::agree::{bytes_to_ints, ints_to_bytes, View};
-use super::comm::{comm_of, new_context_or_fail, publish, quiet, split};
+use super::comm::publish;
 use super::SentinelPtr;
 use super::{c_array, put, ret};
 use crate::bail;
+use crate::rt::agree::{bytes_to_ints, ints_to_bytes, View};
 use crate::rt::comm::{Comm, CTX_SPAN_INTRA};
+use crate::rt::ctxid::{comm_of, new_context_or_fail, quiet, split};
 use crate::rt::error::{MpiError, MpiResult};
 use crate::rt::topo::{self, Topo};
 use crate::rt::{self};

@@ -5,8 +5,10 @@
 //! loop "lock, progress, test, unlock, back off" in [`wait_until`], so other
 //! threads and the progress of other requests go on while one waits.
 
+pub mod agree;
 pub mod attr;
 pub mod comm;
+pub mod ctxid;
 pub mod datatype;
 pub mod dpm;
 pub mod errh;
