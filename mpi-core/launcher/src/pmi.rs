@@ -2,6 +2,9 @@
 //! service of one job, speaking the PMI-1 wire protocol (and PMI-2 after a
 //! `cmd=init pmi_version=2` handshake) with every rank.
 //!
+//! The wire formats are `mpi-pmi`'s, the same code the library's client
+//! uses; this module holds what the server does with the messages.
+//!
 //! This module does no I/O. The launcher feeds it the bytes read from rank
 //! R's socket ([`PmiServer::receive`]) and writes out what
 //! [`PmiServer::pending_output`] holds; events that concern the whole job

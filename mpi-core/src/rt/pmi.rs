@@ -5,6 +5,9 @@
 //! PMI-1 is spoken by default. PMI-2 is chosen with `MPICORE_PMI=2`, or
 //! automatically under `srun --mpi=pmi2` (Slurm sets `SLURM_MPI_TYPE=pmi2`);
 //! `MPICORE_PMI=1` forces PMI-1.
+//!
+//! The messages themselves are built and read by `mpi-pmi`, the codec the
+//! launcher's server shares.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
