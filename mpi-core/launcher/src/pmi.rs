@@ -779,6 +779,22 @@ mod tests {
     }
 
     #[test]
+    fn pmi2_values_keep_their_semicolons() {
+        // A client doubles `;` inside a value; the server stores the value
+        // itself and doubles it again on the way out.
+        let mut s = server(1);
+        s.receive(0, b"cmd=init pmi_version=2 pmi_subversion=0\n");
+        out(&mut s, 0);
+        s.receive(0, &v2_msg("cmd=kvs-put;key=card;value=a;;b=c;;;"));
+        assert_eq!(out(&mut s, 0), exp("cmd=kvs-put-response;rc=0;"));
+        s.receive(0, &v2_msg("cmd=kvs-get;key=card;"));
+        let reply = out(&mut s, 0);
+        assert_eq!(reply, exp("cmd=kvs-get-response;found=TRUE;value=a;;b=c;;;rc=0;"));
+        let msg = mpi_pmi::Message::parse_v2_body(&reply[6..]).unwrap();
+        assert_eq!(msg.get("value"), Some("a;b=c;"));
+    }
+
+    #[test]
     fn garbage_is_a_protocol_error() {
         let mut s = server(1);
         s.receive(0, b"hello\n");
