@@ -10,8 +10,9 @@
 //!    or `MPI_Aint`) may share one definition: an item
 //!    `pub unsafe fn MPI_X | MPI_X_c(...)` in a `twins!` block (the macro is
 //!    in `src/capi/p2p.rs`), whose parameter types say `Count`, `Disp` or
-//!    `Offset` where the two differ. This script reads such a line (it must
-//!    stay on one line) as the implementation of both, and fails the build
+//!    `Offset` where the two differ. This script parses the sources
+//!    (`build/capi_scan.rs`, with `syn`, so line breaks never matter), reads
+//!    such an item as the implementation of both, and fails the build
 //!    unless the table says `MPI_X_c` is the large-count variant of `MPI_X`
 //!    with the same parameters, differing only in those types. The generated
 //!    exports call `capi::MPI_X` with the table's types, so the compiler
@@ -22,11 +23,13 @@
 //! 3. Sets the SONAME `libmpi.so.12` and makes `libmpi.so.12` and
 //!    `libmpich.so.12` links to `libmpi.so` next to it.
 
-use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use mpi_api::{abi, codegen, table};
+
+#[path = "build/capi_scan.rs"]
+mod capi_scan;
 
 fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
@@ -37,7 +40,8 @@ fn main() {
     println!("cargo:rerun-if-changed=api/src");
 
     let procs = table::procedures();
-    let (implemented, twins) = scan_implemented(&manifest.join("src/capi"));
+    let capi_scan::Implemented { names: implemented, twins } =
+        capi_scan::scan_dir(&manifest.join("src/capi")).unwrap_or_else(|e| panic!("cannot read src/capi: {e}"));
     check_twins(&procs, &twins);
 
     // 1. Exports.
@@ -92,37 +96,6 @@ fn main() {
         let _ = std::fs::remove_file(&link);
         let _ = std::os::unix::fs::symlink("libmpi.so", &link);
     }
-}
-
-/// Names `MPI_X` of the functions defined in `dir`: as `pub unsafe fn MPI_X(`,
-/// or as a pair `pub unsafe fn MPI_X | MPI_X_c(` in a `twins!` block (both
-/// names; returned as pairs (`MPI_X`, `MPI_X_c`) too, for [`check_twins`]).
-fn scan_implemented(dir: &Path) -> (BTreeSet<String>, Vec<(String, String)>) {
-    let mut set = BTreeSet::new();
-    let mut twins = Vec::new();
-    let mut files: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().map(|e| e.path()).collect();
-    files.sort();
-    let ident = |s: &str| -> String { s.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect() };
-    for f in files.iter().filter(|f| f.extension().is_some_and(|e| e == "rs")) {
-        let text = std::fs::read_to_string(f).unwrap();
-        for line in text.lines() {
-            let l = line.trim_start();
-            if let Some(rest) = l.strip_prefix("pub unsafe fn MPI_") {
-                let name = format!("MPI_{}", ident(rest));
-                let after = rest[name.len() - 4..].trim_start();
-                if let Some(twin) = after.strip_prefix('|') {
-                    let twin = ident(twin.trim_start());
-                    if !twin.starts_with("MPI_") {
-                        panic!("{}: the second name of a twins! item is not an MPI_ name: {line}", f.display());
-                    }
-                    set.insert(twin.clone());
-                    twins.push((name.clone(), twin));
-                }
-                set.insert(name);
-            }
-        }
-    }
-    (set, twins)
 }
 
 /// Each `twins!` pair must be a procedure and its large-count variant with

@@ -301,7 +301,7 @@ pub fn run(opts: &Options) -> Result<i32> {
             })
         })
         .collect();
-    let mapping = remote::process_mapping(&nodes);
+    let mapping = mpi_pmi::format_process_mapping(&nodes);
     if opts.verbose {
         eprintln!(
             "mpirun: {size} rank(s), kvs {kvsname}, library dir {}",

@@ -2,6 +2,9 @@
 //! service of one job, speaking the PMI-1 wire protocol (and PMI-2 after a
 //! `cmd=init pmi_version=2` handshake) with every rank.
 //!
+//! The wire formats are `mpi-pmi`'s, the same code the library's client
+//! uses; this module holds what the server does with the messages.
+//!
 //! This module does no I/O. The launcher feeds it the bytes read from rank
 //! R's socket ([`PmiServer::receive`]) and writes out what
 //! [`PmiServer::pending_output`] holds; events that concern the whole job
@@ -10,15 +13,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
 
-/// Limits announced by `get_maxes`.
-pub const KVSNAME_MAX: usize = 256;
-/// Longest key a client may use.
-pub const KEYLEN_MAX: usize = 64;
-/// Longest value a client may use.
-pub const VALLEN_MAX: usize = 1024;
-
-/// A message longer than this without its end is a protocol error.
-const MAX_MESSAGE: usize = 1 << 20;
+use mpi_pmi::{take_frame, Frame, Message, SpawnSegment, Wire, KEYLEN_MAX, KVSNAME_MAX, VALLEN_MAX};
 
 /// What the launcher must act on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,13 +38,6 @@ pub struct SpawnApp {
     pub exe: String,
     pub args: Vec<String>,
     pub info: Vec<(String, String)>,
-}
-
-/// Which wire format a connection speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Wire {
-    V1,
-    V2,
 }
 
 /// What a connection waits for before its next message is handled.
@@ -85,7 +73,7 @@ pub struct JobInfo {
     pub kvsname: String,
     /// The application number of each rank (MPMD index), one entry per rank.
     pub appnums: Vec<usize>,
-    /// `PMI_process_mapping` (see [`process_mapping`] for one node).
+    /// `PMI_process_mapping` (see [`mpi_pmi::format_process_mapping`]).
     pub mapping: String,
 }
 
@@ -106,120 +94,18 @@ pub struct PmiServer {
     trace_lines: Vec<String>,
 }
 
-/// One parsed message: the command name and its key=value pairs.
-#[derive(Debug, Default)]
-struct Msg {
-    cmd: String,
-    args: Vec<(String, String)>,
-}
-
-impl Msg {
-    fn get(&self, key: &str) -> Option<&str> {
-        self.args.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
-    }
-}
-
-/// The value of `PMI_process_mapping` for `size` ranks on one node.
-pub fn process_mapping(size: usize) -> String {
-    format!("(vector,(0,1,{size}))")
-}
-
-/// Formats a PMI-1 message line.
+/// A PMI-1 reply.
 fn v1(cmd: &str, args: &[(&str, &str)]) -> String {
-    let mut s = format!("cmd={cmd}");
-    for (k, v) in args {
-        let _ = write!(s, " {k}={v}");
-    }
-    s.push('\n');
-    s
+    args.iter().fold(Message::new(cmd), |msg, &(k, v)| msg.with(k, v)).to_v1_line()
 }
 
-/// Formats a PMI-2 message: a 6-character length, then `cmd=..;k=v;...;`.
+/// A PMI-2 reply, with the request's `thrid` (if it had one) first.
 fn v2(cmd: &str, thrid: Option<&str>, args: &[(&str, &str)]) -> String {
-    let mut body = format!("cmd={cmd};");
-    if let Some(t) = thrid {
-        let _ = write!(body, "thrid={t};");
+    let mut msg = Message::new(cmd);
+    if let Some(thrid) = thrid {
+        msg.push("thrid", thrid);
     }
-    for (k, v) in args {
-        let _ = write!(body, "{k}={v};");
-    }
-    format!("{:<6}{body}", body.len())
-}
-
-/// Splits a PMI-1 line into `key=value` words. Words are separated by spaces;
-/// a backslash escapes the next character (newer MPICH clients escape spaces
-/// in values that way). Values are kept verbatim, escapes included, so that
-/// what a client puts is exactly what another client gets.
-fn parse_v1(line: &str) -> Option<Msg> {
-    let mut words = Vec::new();
-    let mut cur = String::new();
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => {
-                cur.push(c);
-                if let Some(n) = chars.next() {
-                    cur.push(n);
-                }
-            }
-            ' ' | '\t' | '\r' => {
-                if !cur.is_empty() {
-                    words.push(std::mem::take(&mut cur));
-                }
-            }
-            _ => cur.push(c),
-        }
-    }
-    if !cur.is_empty() {
-        words.push(cur);
-    }
-    let mut msg = Msg::default();
-    for (i, w) in words.into_iter().enumerate() {
-        let (k, v) = match w.split_once('=') {
-            Some((k, v)) => (k.to_string(), v.to_string()),
-            None => (w, String::new()),
-        };
-        if i == 0 {
-            if k != "cmd" {
-                return None;
-            }
-            msg.cmd = v;
-        } else {
-            msg.args.push((k, v));
-        }
-    }
-    (!msg.cmd.is_empty()).then_some(msg)
-}
-
-/// Parses the body of a PMI-2 message (`cmd=..;k=v;...;`).
-fn parse_v2(body: &str) -> Option<Msg> {
-    let mut msg = Msg::default();
-    for field in body.split(';').filter(|f| !f.is_empty()) {
-        let (k, v) = field.split_once('=').unwrap_or((field, ""));
-        if k == "cmd" && msg.cmd.is_empty() {
-            msg.cmd = v.to_string();
-        } else {
-            msg.args.push((k.to_string(), v.to_string()));
-        }
-    }
-    (!msg.cmd.is_empty()).then_some(msg)
-}
-
-/// Removes the backslash escapes of a PMI-1 value (for values the server
-/// itself interprets, like an abort message).
-fn unescape(v: &str) -> String {
-    let mut out = String::with_capacity(v.len());
-    let mut chars = v.chars();
-    while let Some(c) = chars.next() {
-        if c == '\\' {
-            if let Some(n) = chars.next() {
-                out.push(n);
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    args.iter().fold(msg, |msg, &(k, v)| msg.with(k, v)).to_v2()
 }
 
 /// `0-2,5` style list of ranks.
@@ -242,14 +128,6 @@ fn rank_ranges(ranks: &BTreeSet<usize>) -> String {
         }
     }
     out
-}
-
-/// A complete message taken off a connection's input.
-enum Frame {
-    V1(String),
-    /// A multi-line `mcmd=spawn ... endcmd` block.
-    Mcmd(String),
-    V2(String),
 }
 
 impl PmiServer {
@@ -376,51 +254,9 @@ impl PmiServer {
     }
 
     /// Takes the next complete message off rank `rank`'s input, if any.
-    fn next_frame(&mut self, rank: usize) -> Result<Option<Frame>, String> {
+    fn next_frame(&mut self, rank: usize) -> Result<Option<Frame>, mpi_pmi::DecodeError> {
         let conn = &mut self.conns[rank];
-        let input = &conn.input;
-        let frame = match conn.wire {
-            Wire::V1 if input.starts_with(b"mcmd=") => {
-                // Each spawn segment ends with a line "endcmd".
-                let Some(end) = find(input, b"endcmd\n") else {
-                    return self.check_size(rank);
-                };
-                let take = end + b"endcmd\n".len();
-                let block = conn.input.drain(..take).collect::<Vec<u8>>();
-                Frame::Mcmd(String::from_utf8_lossy(&block).into_owned())
-            }
-            Wire::V1 => {
-                let Some(nl) = input.iter().position(|&b| b == b'\n') else {
-                    return self.check_size(rank);
-                };
-                let line = conn.input.drain(..=nl).collect::<Vec<u8>>();
-                Frame::V1(String::from_utf8_lossy(&line[..nl]).into_owned())
-            }
-            Wire::V2 => {
-                if input.len() < 6 {
-                    return Ok(None);
-                }
-                let len_text = String::from_utf8_lossy(&input[..6]);
-                let len: usize = len_text.trim().parse().map_err(|_| format!("bad PMI-2 length field {len_text:?}"))?;
-                if len > MAX_MESSAGE {
-                    return Err(format!("PMI-2 message of {len} bytes is too long"));
-                }
-                if input.len() < 6 + len {
-                    return Ok(None);
-                }
-                let msg = conn.input.drain(..6 + len).collect::<Vec<u8>>();
-                Frame::V2(String::from_utf8_lossy(&msg[6..]).into_owned())
-            }
-        };
-        Ok(Some(frame))
-    }
-
-    fn check_size(&self, rank: usize) -> Result<Option<Frame>, String> {
-        if self.conns[rank].input.len() > MAX_MESSAGE {
-            Err(format!("no end of message after {MAX_MESSAGE} bytes"))
-        } else {
-            Ok(None)
-        }
+        take_frame(&mut conn.input, conn.wire)
     }
 
     /// Handles the complete messages of rank `rank` until it waits.
@@ -430,7 +266,7 @@ impl PmiServer {
                 Ok(Some(f)) => f,
                 Ok(None) => break,
                 Err(e) => {
-                    self.protocol_error(rank, e);
+                    self.protocol_error(rank, e.to_string());
                     break;
                 }
             };
@@ -441,9 +277,9 @@ impl PmiServer {
                     if line.trim().is_empty() {
                         continue;
                     }
-                    match parse_v1(line) {
-                        Some(msg) => self.handle_v1(rank, msg),
-                        None => self.protocol_error(rank, format!("malformed PMI-1 line {line:?}")),
+                    match Message::parse_v1_line(line) {
+                        Ok(msg) => self.handle_v1(rank, msg),
+                        Err(_) => self.protocol_error(rank, format!("malformed PMI-1 line {line:?}")),
                     }
                 }
                 Frame::Mcmd(block) => {
@@ -452,9 +288,9 @@ impl PmiServer {
                 }
                 Frame::V2(body) => {
                     self.note(|| format!("[pmi] from rank {rank}: {body}"));
-                    match parse_v2(&body) {
-                        Some(msg) => self.handle_v2(rank, msg),
-                        None => self.protocol_error(rank, format!("malformed PMI-2 message {body:?}")),
+                    match Message::parse_v2_body(&body) {
+                        Ok(msg) => self.handle_v2(rank, msg),
+                        Err(_) => self.protocol_error(rank, format!("malformed PMI-2 message {body:?}")),
                     }
                 }
             }
@@ -475,28 +311,17 @@ impl PmiServer {
         matches!(key, "PMI_process_mapping" | "PMI_dead_processes")
     }
 
-    fn handle_v1(&mut self, rank: usize, msg: Msg) {
+    fn handle_v1(&mut self, rank: usize, msg: Message) {
         let size = self.size().to_string();
         match msg.cmd.as_str() {
             "init" => {
-                let version = msg.get("pmi_version").unwrap_or("1");
-                match version {
-                    "1" => self.send(
-                        rank,
-                        &v1("response_to_init", &[("pmi_version", "1"), ("pmi_subversion", "1"), ("rc", "0")]),
-                    ),
-                    "2" => {
-                        self.send(
-                            rank,
-                            &v1("response_to_init", &[("pmi_version", "2"), ("pmi_subversion", "0"), ("rc", "0")]),
-                        );
-                        self.conns[rank].wire = Wire::V2;
-                    }
-                    _ => self.send(
-                        rank,
-                        &v1("response_to_init", &[("pmi_version", "1"), ("pmi_subversion", "1"), ("rc", "-1")]),
-                    ),
-                }
+                let (wire, accepted) = match msg.get("pmi_version").unwrap_or("1") {
+                    "1" => (Wire::V1, true),
+                    "2" => (Wire::V2, true),
+                    _ => (Wire::V1, false),
+                };
+                self.send(rank, &mpi_pmi::init_response(wire, accepted).to_v1_line());
+                self.conns[rank].wire = wire;
             }
             "initack" => {
                 let r = rank.to_string();
@@ -556,7 +381,7 @@ impl PmiServer {
             }
             "abort" => {
                 let code = msg.get("exitcode").and_then(|c| c.parse().ok()).unwrap_or(1);
-                let message = msg.get("message").or_else(|| msg.get("msg")).map(unescape);
+                let message = msg.get("message").or_else(|| msg.get("msg")).map(mpi_pmi::unescape_v1);
                 self.events.push(PmiEvent::Abort { rank, code, message });
             }
             "publish_name" => {
@@ -597,34 +422,20 @@ impl PmiServer {
     /// (`spawnssofar` = `totspawns`), then handed to the launcher as a
     /// [`PmiEvent::Spawn`].
     fn handle_spawn_v1(&mut self, rank: usize, block: &str) {
-        let field = |name: &str| {
-            block
-                .lines()
-                .find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix('=')).map(|v| v.trim_end_matches('\r')))
+        let segment = match Message::parse_mcmd(block) {
+            Ok(msg) => SpawnSegment::from_message(&msg),
+            Err(e) => return self.protocol_error(rank, e.to_string()),
         };
-        let num = |name: &str| field(name).and_then(|v| v.trim().parse::<usize>().ok()).unwrap_or(0);
-        let mut app =
-            SpawnApp { nprocs: num("nprocs"), exe: field("execname").unwrap_or("").to_string(), ..Default::default() };
-        for i in 1..=num("argcnt") {
-            app.args.push(field(&format!("arg{i}")).unwrap_or("").to_string());
-        }
-        let pairs = |n: &str, k: &str, v: &str| -> Vec<(String, String)> {
-            (0..num(n))
-                .map(|i| {
-                    (
-                        field(&format!("{k}_{i}")).unwrap_or("").to_string(),
-                        field(&format!("{v}_{i}")).unwrap_or("").to_string(),
-                    )
-                })
-                .collect()
-        };
-        app.info = pairs("info_num", "info_key", "info_val");
-        let preput = pairs("preput_num", "preput_key", "preput_val");
+        let last = segment.is_last();
         let entry = self.spawning.entry(rank).or_default();
-        entry.0.push(app);
-        entry.1.extend(preput);
-        let (total, sofar) = (field("totspawns"), field("spawnssofar"));
-        if total.is_none() || total == sofar {
+        entry.0.push(SpawnApp {
+            nprocs: segment.nprocs,
+            exe: segment.execname,
+            args: segment.args,
+            info: segment.info,
+        });
+        entry.1.extend(segment.preput);
+        if last {
             let (apps, preput) = self.spawning.remove(&rank).unwrap_or_default();
             self.events.push(PmiEvent::Spawn { rank, apps, preput });
         }
@@ -636,7 +447,7 @@ impl PmiServer {
         self.send(rank, &v1("spawn_result", &[("rc", if ok { "0" } else { "-1" }), ("msg", &msg)]));
     }
 
-    fn handle_v2(&mut self, rank: usize, msg: Msg) {
+    fn handle_v2(&mut self, rank: usize, msg: Message) {
         let thrid = msg.get("thrid").map(str::to_string);
         let t = thrid.as_deref();
         let size = self.size().to_string();
@@ -675,7 +486,7 @@ impl PmiServer {
                 self.send(rank, &reply);
             }
             "kvs-get" | "info-getjobattr" => {
-                let response = format!("{}-response", msg.cmd);
+                let response = mpi_pmi::v2_response_name(&msg.cmd);
                 let reply = match msg.get("key").and_then(|k| self.lookup(k)) {
                     Some(value) => v2(&response, t, &[("found", "TRUE"), ("value", &value), ("rc", "0")]),
                     None => v2(&response, t, &[("found", "FALSE"), ("rc", "0")]),
@@ -741,7 +552,7 @@ impl PmiServer {
                 self.send(rank, &v2("spawn-response", t, &[("rc", "-1"), ("errmsg", "spawn not supported")]));
             }
             other => {
-                let reply = v2(&format!("{other}-response"), t, &[("rc", "-1"), ("errmsg", "unknown command")]);
+                let reply = v2(&mpi_pmi::v2_response_name(other), t, &[("rc", "-1"), ("errmsg", "unknown command")]);
                 self.send(rank, &reply);
             }
         }
@@ -791,16 +602,13 @@ impl PmiServer {
     }
 }
 
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn server(n: usize) -> PmiServer {
-        PmiServer::new(JobInfo { kvsname: "kvs_test".into(), appnums: vec![0; n], mapping: process_mapping(n) }, false)
+        let mapping = mpi_pmi::format_process_mapping(&vec![0; n]);
+        PmiServer::new(JobInfo { kvsname: "kvs_test".into(), appnums: vec![0; n], mapping }, false)
     }
 
     fn out(s: &mut PmiServer, rank: usize) -> String {
@@ -968,6 +776,22 @@ mod tests {
         assert!(out(&mut s, 1).contains("found=TRUE;value=(vector,(0,1,2));"));
         s.receive(1, &v2_msg("cmd=abort;isworld=TRUE;msg=oops;"));
         assert_eq!(s.take_events(), vec![PmiEvent::Abort { rank: 1, code: 1, message: Some("oops".into()) }]);
+    }
+
+    #[test]
+    fn pmi2_values_keep_their_semicolons() {
+        // A client doubles `;` inside a value; the server stores the value
+        // itself and doubles it again on the way out.
+        let mut s = server(1);
+        s.receive(0, b"cmd=init pmi_version=2 pmi_subversion=0\n");
+        out(&mut s, 0);
+        s.receive(0, &v2_msg("cmd=kvs-put;key=card;value=a;;b=c;;;"));
+        assert_eq!(out(&mut s, 0), exp("cmd=kvs-put-response;rc=0;"));
+        s.receive(0, &v2_msg("cmd=kvs-get;key=card;"));
+        let reply = out(&mut s, 0);
+        assert_eq!(reply, exp("cmd=kvs-get-response;found=TRUE;value=a;;b=c;;;rc=0;"));
+        let msg = mpi_pmi::Message::parse_v2_body(&reply[6..]).unwrap();
+        assert_eq!(msg.get("value"), Some("a;b=c;"));
     }
 
     #[test]

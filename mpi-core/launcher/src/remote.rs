@@ -331,44 +331,6 @@ pub fn place(hosts: &[String], ppn: Option<usize>, size: usize) -> Vec<String> {
     out
 }
 
-/// `PMI_process_mapping` for node ids per rank: `(vector,(node,count,block),...)`
-/// where a triple means `block` ranks on each of `count` consecutive nodes
-/// from `node` on.
-pub fn process_mapping(nodes: &[usize]) -> String {
-    // Runs of one node, then runs of equal-size runs on consecutive nodes.
-    let mut runs: Vec<(usize, usize)> = Vec::new();
-    for &n in nodes {
-        match runs.last_mut() {
-            Some((node, len)) if *node == n => *len += 1,
-            _ => runs.push((n, 1)),
-        }
-    }
-    let mut triples: Vec<(usize, usize, usize)> = Vec::new();
-    for (node, len) in runs {
-        match triples.last_mut() {
-            Some((start, count, block)) if *block == len && *start + *count == node => *count += 1,
-            _ => triples.push((node, 1, len)),
-        }
-    }
-    // The vector repeats until every rank has a node: the shortest prefix
-    // that reproduces the mapping is enough (round robin is one triple).
-    let expand = |t: &[(usize, usize, usize)]| -> Vec<usize> {
-        let mut out = Vec::with_capacity(nodes.len());
-        while out.len() < nodes.len() {
-            for &(start, count, block) in t {
-                for node in start..start + count {
-                    out.extend(std::iter::repeat_n(node, block));
-                }
-            }
-        }
-        out.truncate(nodes.len());
-        out
-    };
-    let period = (1..triples.len()).find(|&p| expand(&triples[..p]) == nodes).unwrap_or(triples.len());
-    let body: Vec<String> = triples[..period].iter().map(|(n, c, b)| format!("({n},{c},{b})")).collect();
-    format!("(vector,{})", body.join(","))
-}
-
 /// Compares a secret in time that does not depend on where it differs.
 pub fn same_secret(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
@@ -398,17 +360,6 @@ mod tests {
         assert_eq!(place(&hosts("a,b"), Some(2), 5), hosts("a,a,b,b,a"));
         assert_eq!(place(&hosts("a,b,b"), None, 3), hosts("a,b,b"));
         assert_eq!(place(&[], None, 2), vec![String::new(); 2]);
-    }
-
-    #[test]
-    fn mappings() {
-        assert_eq!(process_mapping(&[0, 0, 0, 0]), "(vector,(0,1,4))");
-        assert_eq!(process_mapping(&[0, 0, 1, 1]), "(vector,(0,2,2))");
-        assert_eq!(process_mapping(&[0, 1, 0, 1]), "(vector,(0,2,1))");
-        assert_eq!(process_mapping(&[0, 0, 1]), "(vector,(0,1,2),(1,1,1))");
-        assert_eq!(process_mapping(&[0, 1, 2, 0, 1]), "(vector,(0,3,1))");
-        assert_eq!(process_mapping(&[0, 1, 1, 0, 1]), "(vector,(0,1,1),(1,1,2))");
-        assert_eq!(process_mapping(&[0, 1, 1, 0, 0]), "(vector,(0,1,1),(1,1,2),(0,1,2))");
     }
 
     #[test]
