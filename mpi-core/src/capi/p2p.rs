@@ -2,17 +2,41 @@
 
 use std::ffi::c_void;
 use std::os::raw::c_int;
-use std::sync::Arc;
 
 use mpi_api::abi::*;
 
 use super::req::{complete_blocking, finish_req};
 use super::{put, put_status, raise, ret};
 use crate::bail;
-use crate::rt::datatype::{check_count, Dtype};
 use crate::rt::error::{MpiError, MpiResult};
-use crate::rt::p2p::{proc_null_status, Kind, Mode, Persist, RecvOp, ReqTable, Request};
-use crate::rt::{self, shm, State};
+use crate::rt::p2p::{proc_null_status, Kind, Mode, Persist, ReqTable, Request};
+// Chapters that still name these through `super::p2p` (partitioned).
+use crate::rt::sendrecv::{
+    check_buf, check_peer, check_recv, pack_replace, probe_context, reap_bsends, recv_direct, recv_now, send_now,
+    start_mrecv, start_recv, start_recv_typed, start_send, DirectRecv, Envelope, TypedBuf, UserBuf,
+};
+pub(crate) use crate::rt::sendrecv::{check_tag, start_send_typed};
+use crate::rt::{self, State};
+
+/// The buffer of data a call sends.
+///
+/// # Safety
+/// `buf` is NULL or addresses `count` readable elements of `datatype` until
+/// the operation completes (the caller's MPI contract).
+unsafe fn send_buf(buf: *const c_void, count: i64, datatype: MPI_Datatype) -> UserBuf {
+    // SAFETY: the caller's contract, which is UserBuf::new's for data sent.
+    unsafe { UserBuf::new(buf, count, datatype) }
+}
+
+/// The buffer into which a call receives.
+///
+/// # Safety
+/// `buf` is NULL or addresses `count` writable elements of `datatype` until
+/// the operation completes (the caller's MPI contract).
+unsafe fn recv_buf(buf: *mut c_void, count: i64, datatype: MPI_Datatype) -> UserBuf {
+    // SAFETY: the caller's contract, which is UserBuf::new's for data received.
+    unsafe { UserBuf::new(buf, count, datatype) }
+}
 
 /// One body for an MPI procedure and its large-count (`_c`) twin.
 ///
@@ -69,311 +93,15 @@ macro_rules! twins {
 }
 pub(crate) use twins;
 
-pub(crate) fn check_tag(tag: c_int, recv: bool) -> MpiResult<()> {
-    if (recv && tag == MPI_ANY_TAG) || (0..=TAG_UB).contains(&tag) {
-        Ok(())
-    } else {
-        bail!(MPI_ERR_TAG, "invalid tag {tag} (tags are 0..={TAG_UB}{})", if recv { " or MPI_ANY_TAG" } else { "" })
-    }
-}
-
-fn check_peer(rank: c_int, size: i32, recv: bool, what: &str) -> MpiResult<()> {
-    if rank == MPI_PROC_NULL || (recv && rank == MPI_ANY_SOURCE) || (0..size).contains(&rank) {
-        Ok(())
-    } else {
-        bail!(MPI_ERR_RANK, "invalid {what} rank {rank} in a communicator of size {size}")
-    }
-}
-
-fn check_buf(buf: *const u8, count: usize, dt: &Dtype) -> MpiResult<()> {
-    // A contiguous type starts at the buffer; other (derived) types may
-    // address absolute locations from MPI_BOTTOM (NULL).
-    if buf.is_null() && count > 0 && dt.size > 0 && dt.contig {
-        bail!(MPI_ERR_BUFFER, "NULL buffer with count {count}");
-    }
-    Ok(())
-}
-
-/// Starts a send (into request slot `reuse`, or a new one); returns the slot.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn start_send(
-    st: &mut State,
-    buf: *const u8,
-    count: i64,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    mode: Mode,
-    reuse: Option<u32>,
-) -> MpiResult<u32> {
-    let count = check_count(count)?;
-    let dt = st.types.get(datatype)?;
-    start_send_dt(st, buf, count, dt, dest, tag, comm, mode, reuse)
-}
-
-/// [`start_send`] with the datatype already resolved.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn start_send_dt(
-    st: &mut State,
-    buf: *const u8,
-    count: usize,
-    dt: Arc<Dtype>,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    mode: Mode,
-    reuse: Option<u32>,
-) -> MpiResult<u32> {
-    let (ctx, src) = check_send(st, buf, count, &dt, dest, tag, comm)?;
-    let ri = match reuse {
-        Some(i) => i,
-        None => st.reqs.alloc(Request::new(Kind::Null, comm)),
-    };
-    if dest == MPI_PROC_NULL {
-        let r = st.reqs.get(ri);
-        r.kind = Kind::Null;
-        r.status = proc_null_status();
-        st.reqs.finish(ri);
-        return Ok(ri);
-    }
-    let dest_world = st.comms.get(comm)?.group[dest as usize];
-    if mode == Mode::Buffered {
-        return bsend(st, ri, buf, count, &dt, dest_world, ctx, src, tag);
-    }
-    let r = st.reqs.get(ri);
-    r.done = false;
-    r.err = MPI_SUCCESS;
-    r.status = MPI_Status::default();
-    st.engine.start_send(&mut st.reqs, ri, buf, count, &dt, dest_world, ctx, src, tag, mode);
-    Ok(ri)
-}
-
-/// Validates the arguments of a send; returns (context, source rank).
-#[allow(clippy::too_many_arguments)]
-fn check_send(
-    st: &State,
-    buf: *const u8,
-    count: usize,
-    dt: &Dtype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-) -> MpiResult<(u32, i32)> {
-    let c = st.comms.get(comm)?;
-    check_tag(tag, false)?;
-    check_peer(dest, c.size(), false, "destination")?;
-    check_buf(buf, count, dt)?;
-    Ok((c.ctx, c.rank))
-}
-
-/// The fast path of a blocking standard or ready send: a small contiguous
-/// message goes out (or into the per-destination queue) at once and needs
-/// no request. Returns false if the send must take the general path.
-#[allow(clippy::too_many_arguments)]
-fn send_now(
-    st: &mut State,
-    buf: *const u8,
-    count: i64,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    mode: Mode,
-) -> MpiResult<bool> {
-    if !matches!(mode, Mode::Standard | Mode::Ready) || dest == MPI_PROC_NULL {
-        return Ok(false);
-    }
-    let count = check_count(count)?;
-    let dt = st.types.get(datatype)?;
-    let bytes = dt.packed_size(count);
-    if !dt.contig {
-        return Ok(false);
-    }
-    let (ctx, src) = check_send(st, buf, count, &dt, dest, tag, comm)?;
-    let dest_world = st.comms.get(comm)?.group[dest as usize];
-    if bytes > st.engine.eager_limit_to(dest_world) {
-        return Ok(false);
-    }
-    st.engine.send_eager_now(&mut st.reqs, buf, bytes, dest_world, ctx, src, tag);
-    Ok(true)
-}
-
-/// Buffered send: the data is copied into library memory charged against
-/// the attached buffer, and sent from there; request `ri` completes at once.
-#[allow(clippy::too_many_arguments)]
-fn bsend(
-    st: &mut State,
-    ri: u32,
-    buf: *const u8,
-    count: usize,
-    dt: &Dtype,
-    dest_world: usize,
-    ctx: u32,
-    src: i32,
-    tag: i32,
-) -> MpiResult<u32> {
-    reap_bsends(&mut st.reqs, &mut st.bsend);
-    let bytes = dt.packed_size(count);
-    let charge = bytes + MPI_BSEND_OVERHEAD as usize;
-    let used: usize = st.bsend.pending.iter().map(|p| p.1).sum();
-    if used + charge > st.bsend.size {
-        if let Some(r) = st.reqs.try_get(ri) {
-            if r.persist.is_none() {
-                st.reqs.release(ri);
-            }
-        }
-        bail!(
-            MPI_ERR_BUFFER,
-            "buffered send of {bytes} bytes does not fit in the attached buffer ({} of {} bytes in use{})",
-            used,
-            st.bsend.size,
-            if st.bsend.size == 0 { "; call MPI_Buffer_attach first" } else { "" }
-        );
-    }
-    let mut copy = vec![0u8; bytes];
-    // SAFETY: buf holds `count` elements of dt (checked by the caller).
-    unsafe { dt.pack(buf, count, &mut copy) };
-    let bytes_t = crate::rt::datatype::builtin(MPI_BYTE).expect("MPI_BYTE");
-    let inner = st.reqs.alloc(Request::new(Kind::Null, MPI_COMM_WORLD));
-    st.engine.start_send(
-        &mut st.reqs,
-        inner,
-        copy.as_ptr(),
-        bytes,
-        &bytes_t,
-        dest_world,
-        ctx,
-        src,
-        tag,
-        Mode::Standard,
-    );
-    if let Kind::Send(s) = &mut st.reqs.get(inner).kind {
-        if let Some(rdv) = &mut s.rdv {
-            // The heap block does not move with the Vec: `rdv.addr` stays valid.
-            rdv.owned = Some(copy);
-        }
-    }
-    st.bsend.pending.push((inner, charge));
-    let r = st.reqs.get(ri);
-    r.kind = Kind::Null;
-    r.status = MPI_Status::default();
-    st.reqs.finish(ri);
-    Ok(ri)
-}
-
-fn reap_bsends(reqs: &mut ReqTable, b: &mut rt::BsendBuffer) {
-    b.pending.retain(|&(i, _)| {
-        if reqs.try_get(i).is_some_and(|r| r.done) {
-            reqs.release(i);
-            false
-        } else {
-            true
-        }
-    });
-}
-
-/// Starts a receive (into slot `reuse`, or a new one); returns the slot.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn start_recv(
-    st: &mut State,
-    buf: *mut u8,
-    count: i64,
-    datatype: MPI_Datatype,
-    source: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    reuse: Option<u32>,
-) -> MpiResult<u32> {
-    let count = check_count(count)?;
-    let dt = st.types.get(datatype)?;
-    start_recv_dt(st, buf, count, dt, source, tag, comm, reuse)
-}
-
-/// The argument checks of a receive, without starting it.
-fn check_recv(
-    st: &mut State,
-    buf: *mut u8,
-    count: i64,
-    datatype: MPI_Datatype,
-    source: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-) -> MpiResult<()> {
-    let count = check_count(count)?;
-    let dt = st.types.get(datatype)?;
-    check_recv_dt(st, buf, count, &dt, source, tag, comm).map(|_| ())
-}
-
-/// [`check_recv`] with the count and datatype resolved; returns the
-/// communicator's context id.
-fn check_recv_dt(
-    st: &State,
-    buf: *mut u8,
-    count: usize,
-    dt: &Dtype,
-    source: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-) -> MpiResult<u32> {
-    let c = st.comms.get(comm)?;
-    check_tag(tag, true)?;
-    check_peer(source, c.size(), true, "source")?;
-    check_buf(buf, count, dt)?;
-    Ok(c.ctx)
-}
-
-/// [`start_recv`] with the datatype already resolved.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn start_recv_dt(
-    st: &mut State,
-    buf: *mut u8,
-    count: usize,
-    dt: Arc<Dtype>,
-    source: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    reuse: Option<u32>,
-) -> MpiResult<u32> {
-    let ctx = check_recv_dt(st, buf, count, &dt, source, tag, comm)?;
-    let src = source;
-    let ri = match reuse {
-        Some(i) => i,
-        None => st.reqs.alloc(Request::new(Kind::Null, comm)),
-    };
-    let r = st.reqs.get(ri);
-    r.err = MPI_SUCCESS;
-    if source == MPI_PROC_NULL {
-        r.kind = Kind::Null;
-        r.status = proc_null_status();
-        st.reqs.finish(ri);
-        return Ok(ri);
-    }
-    r.done = false;
-    r.status = MPI_Status::default();
-    let cap = dt.packed_size(count);
-    r.kind = Kind::Recv(RecvOp { buf, dt, ctx, src, tag, cap, stream: None });
-    st.engine.start_recv(&mut st.reqs, ri);
-    Ok(ri)
-}
-
 // ----- blocking sends --------------------------------------------------------
 
-unsafe fn send_common(
-    name: &str,
-    buf: *const c_void,
-    count: i64,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    mode: Mode,
-) -> c_int {
+fn send_common(name: &str, buf: UserBuf, to: Envelope, mode: Mode) -> c_int {
+    let comm = to.comm;
     let r = rt::with(|st| {
-        if send_now(st, buf as *const u8, count, datatype, dest, tag, comm, mode)? {
+        if send_now(st, &buf, &to, mode)? {
             return Ok(Err((MPI_Status::default(), MPI_SUCCESS)));
         }
-        let i = start_send(st, buf as *const u8, count, datatype, dest, tag, comm, mode, None)?;
+        let i = start_send(st, &buf, &to, mode, None)?;
         Ok(if st.reqs.get(i).done { Err(finish_req(st, i)) } else { Ok(i) })
     });
     match r {
@@ -385,159 +113,57 @@ unsafe fn send_common(
 
 twins! {
     pub unsafe fn MPI_Send | MPI_Send_c(buf: *const c_void, count: Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
-        send_common(NAME, buf, count as i64, datatype, dest, tag, comm, Mode::Standard)
+        send_common(NAME, send_buf(buf, count as i64, datatype), Envelope { peer: dest, tag, comm }, Mode::Standard)
     }
     pub unsafe fn MPI_Ssend | MPI_Ssend_c(buf: *const c_void, count: Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
-        send_common(NAME, buf, count as i64, datatype, dest, tag, comm, Mode::Sync)
+        send_common(NAME, send_buf(buf, count as i64, datatype), Envelope { peer: dest, tag, comm }, Mode::Sync)
     }
     pub unsafe fn MPI_Rsend | MPI_Rsend_c(buf: *const c_void, count: Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
-        send_common(NAME, buf, count as i64, datatype, dest, tag, comm, Mode::Ready)
+        send_common(NAME, send_buf(buf, count as i64, datatype), Envelope { peer: dest, tag, comm }, Mode::Ready)
     }
     pub unsafe fn MPI_Bsend | MPI_Bsend_c(buf: *const c_void, count: Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
-        send_common(NAME, buf, count as i64, datatype, dest, tag, comm, Mode::Buffered)
+        send_common(NAME, send_buf(buf, count as i64, datatype), Envelope { peer: dest, tag, comm }, Mode::Buffered)
     }
 }
 
 // ----- nonblocking sends -----------------------------------------------------
 
-#[allow(clippy::too_many_arguments)]
-unsafe fn isend_common(
-    name: &str,
-    buf: *const c_void,
-    count: i64,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    mode: Mode,
-    request: *mut MPI_Request,
-) -> c_int {
+/// # Safety
+/// `request` is NULL or points to a writable `MPI_Request`.
+unsafe fn isend_common(name: &str, buf: UserBuf, to: Envelope, mode: Mode, request: *mut MPI_Request) -> c_int {
     let r = rt::with(|st| {
         if request.is_null() {
             bail!(MPI_ERR_ARG, "request is a NULL pointer");
         }
-        let i = start_send(st, buf as *const u8, count, datatype, dest, tag, comm, mode, None)?;
-        *request = ReqTable::handle(i);
+        let i = start_send(st, &buf, &to, mode, None)?;
+        // SAFETY: `request` is not NULL, so writable (the caller's contract).
+        unsafe { *request = ReqTable::handle(i) };
         Ok(())
     });
-    ret(comm, name, r)
+    ret(to.comm, name, r)
 }
 
 twins! {
     pub unsafe fn MPI_Isend | MPI_Isend_c(buf: *const c_void, count: Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        isend_common(NAME, buf, count as i64, datatype, dest, tag, comm, Mode::Standard, request)
+        isend_common(NAME, send_buf(buf, count as i64, datatype), Envelope { peer: dest, tag, comm }, Mode::Standard, request)
     }
     pub unsafe fn MPI_Issend | MPI_Issend_c(buf: *const c_void, count: Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        isend_common(NAME, buf, count as i64, datatype, dest, tag, comm, Mode::Sync, request)
+        isend_common(NAME, send_buf(buf, count as i64, datatype), Envelope { peer: dest, tag, comm }, Mode::Sync, request)
     }
     pub unsafe fn MPI_Irsend | MPI_Irsend_c(buf: *const c_void, count: Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        isend_common(NAME, buf, count as i64, datatype, dest, tag, comm, Mode::Ready, request)
+        isend_common(NAME, send_buf(buf, count as i64, datatype), Envelope { peer: dest, tag, comm }, Mode::Ready, request)
     }
     pub unsafe fn MPI_Ibsend | MPI_Ibsend_c(buf: *const c_void, count: Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        isend_common(NAME, buf, count as i64, datatype, dest, tag, comm, Mode::Buffered, request)
+        isend_common(NAME, send_buf(buf, count as i64, datatype), Envelope { peer: dest, tag, comm }, Mode::Buffered, request)
     }
 }
 
 // ----- receives --------------------------------------------------------------
 
-/// Non-blocking reads of a remote peer's socket in [`recv_now`].
-const TCP_POLLS: u32 = 256;
-
-/// The fast path of a blocking receive: contiguous data from one peer, with
-/// nothing else posted or queued, is taken straight from that peer's ring
-/// (on this host) or socket (on another host) while the peer is expected to
-/// answer soon (some microseconds of polling; one poll when ranks outnumber
-/// the cores). `None`: take the general path (which also reports any
-/// argument error).
-fn recv_now(
-    st: &mut State,
-    buf: *mut u8,
-    count: i64,
-    datatype: MPI_Datatype,
-    source: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-) -> MpiResult<Option<MPI_Status>> {
-    Ok(match recv_direct(st, buf, count, datatype, source, tag, comm)? {
-        Direct::Got(s) => Some(s),
-        Direct::Nothing(_) | Direct::General => None,
-    })
-}
-
-/// What [`recv_direct`] found.
-enum Direct {
-    /// The message, received.
-    Got(MPI_Status),
-    /// Nothing from that peer on this host yet, and the fast path may be
-    /// tried again once the watch on that peer's ring shows a record.
-    Nothing(shm::RingWatch),
-    /// The general path must take it.
-    General,
-}
-
-/// [`recv_now`], telling apart an empty ring from a case for the general
-/// path.
-fn recv_direct(
-    st: &mut State,
-    buf: *mut u8,
-    count: i64,
-    datatype: MPI_Datatype,
-    source: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-) -> MpiResult<Direct> {
-    let general = Ok(Direct::General);
-    if source < 0 || count < 0 {
-        return general;
-    }
-    let count = count as usize;
-    let dt = st.types.get(datatype)?;
-    if !dt.contig {
-        return general;
-    }
-    let c = st.comms.get(comm)?;
-    let Some(&src_world) = c.group.get(source as usize) else { return general };
-    if check_tag(tag, true).is_err() || check_buf(buf, count, &dt).is_err() {
-        return general;
-    }
-    let ctx = c.ctx;
-    if !st.engine.direct_recv_ok(ctx, source, tag) {
-        return general;
-    }
-    // (A look at a socket is a system call: fewer, for about as long.)
-    let polls = match (rt::oversubscribed(), st.engine.is_remote(src_world)) {
-        (true, _) => 1,
-        (false, false) => 8192,
-        (false, true) => TCP_POLLS,
-    };
-    let cap = dt.packed_size(count);
-    // SAFETY: check_buf accepted `buf` for `count` elements of a contiguous
-    // type, that is `cap` bytes.
-    let got = unsafe { st.engine.recv_direct(&mut st.reqs, src_world, ctx, source, tag, buf, cap, polls) };
-    Ok(match got {
-        Some((t, n)) => {
-            let mut s = MPI_Status { MPI_SOURCE: source, MPI_TAG: t, ..Default::default() };
-            s.set_byte_count(n as u64);
-            Direct::Got(s)
-        }
-        None if st.engine.direct_recv_ok(ctx, source, tag) => match st.engine.local_ring_watch(src_world) {
-            Some(w) if !w.ready() => Direct::Nothing(w),
-            _ => Direct::General,
-        },
-        None => Direct::General,
-    })
-}
-
-unsafe fn recv_common(
-    name: &str,
-    buf: *mut c_void,
-    count: i64,
-    datatype: MPI_Datatype,
-    source: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    status: *mut MPI_Status,
-) -> c_int {
+/// # Safety
+/// `status` is NULL, `MPI_STATUS_IGNORE` or points to a writable `MPI_Status`.
+unsafe fn recv_common(name: &str, buf: UserBuf, from: Envelope, status: *mut MPI_Status) -> c_int {
+    let comm = from.comm;
     // With more ranks than cores, a receive from a peer on this host that
     // found nothing keeps looking at that one ring between yields of the CPU
     // for a while (no request, no full progress round per turn), as the
@@ -551,9 +177,9 @@ unsafe fn recv_common(
     let mut watch = None;
     let r = loop {
         let r = rt::with(|st| {
-            match recv_direct(st, buf as *mut u8, count, datatype, source, tag, comm)? {
-                Direct::Got(s) => return Ok(Some(Err((s, MPI_SUCCESS)))),
-                Direct::Nothing(w) => {
+            match recv_direct(st, &buf, &from)? {
+                DirectRecv::Got(s) => return Ok(Some(Err((s, MPI_SUCCESS)))),
+                DirectRecv::Nothing(w) => {
                     if let Some(win) = window {
                         let end = *until.get_or_insert_with(|| std::time::Instant::now() + win);
                         if std::time::Instant::now() < end {
@@ -562,9 +188,9 @@ unsafe fn recv_common(
                         }
                     }
                 }
-                Direct::General => {}
+                DirectRecv::General => {}
             }
-            let i = start_recv(st, buf as *mut u8, count, datatype, source, tag, comm, None)?;
+            let i = start_recv(st, &buf, &from, None)?;
             Ok(Some(if st.reqs.get(i).done { Err(finish_req(st, i)) } else { Ok(i) }))
         });
         match r {
@@ -588,7 +214,8 @@ unsafe fn recv_common(
     match r {
         Err(e) => raise(comm, name, e),
         Ok(Err((s, err))) => {
-            put_status(status, &s);
+            // SAFETY: the caller's contract for `status`.
+            unsafe { put_status(status, &s) };
             ret(comm, name, super::req::status_error(err, &s))
         }
         Ok(Ok(i)) => complete_blocking(comm, name, i, status),
@@ -597,70 +224,58 @@ unsafe fn recv_common(
 
 twins! {
     pub unsafe fn MPI_Recv | MPI_Recv_c(buf: *mut c_void, count: Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
-        recv_common(NAME, buf, count as i64, datatype, source, tag, comm, status)
+        recv_common(NAME, recv_buf(buf, count as i64, datatype), Envelope { peer: source, tag, comm }, status)
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-unsafe fn irecv_common(
-    name: &str,
-    buf: *mut c_void,
-    count: i64,
-    datatype: MPI_Datatype,
-    source: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
+/// # Safety
+/// `request` is NULL or points to a writable `MPI_Request`.
+unsafe fn irecv_common(name: &str, buf: UserBuf, from: Envelope, request: *mut MPI_Request) -> c_int {
     let r = rt::with(|st| {
         if request.is_null() {
             bail!(MPI_ERR_ARG, "request is a NULL pointer");
         }
-        let i = start_recv(st, buf as *mut u8, count, datatype, source, tag, comm, None)?;
-        *request = ReqTable::handle(i);
+        let i = start_recv(st, &buf, &from, None)?;
+        // SAFETY: `request` is not NULL, so writable (the caller's contract).
+        unsafe { *request = ReqTable::handle(i) };
         Ok(())
     });
-    ret(comm, name, r)
+    ret(from.comm, name, r)
 }
 
 twins! {
     pub unsafe fn MPI_Irecv | MPI_Irecv_c(buf: *mut c_void, count: Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        irecv_common(NAME, buf, count as i64, datatype, source, tag, comm, request)
+        irecv_common(NAME, recv_buf(buf, count as i64, datatype), Envelope { peer: source, tag, comm }, request)
     }
 }
 
 // ----- send-receive ----------------------------------------------------------
 
-#[allow(clippy::too_many_arguments)]
+/// # Safety
+/// `status` is NULL, `MPI_STATUS_IGNORE` or points to a writable `MPI_Status`.
 unsafe fn sendrecv_common(
     name: &str,
-    sendbuf: *const c_void,
-    sendcount: i64,
-    sendtype: MPI_Datatype,
-    dest: c_int,
-    sendtag: c_int,
-    recvbuf: *mut c_void,
-    recvcount: i64,
-    recvtype: MPI_Datatype,
-    source: c_int,
-    recvtag: c_int,
-    comm: MPI_Comm,
+    send: UserBuf,
+    to: Envelope,
+    recv: UserBuf,
+    from: Envelope,
     status: *mut MPI_Status,
 ) -> c_int {
+    let comm = to.comm;
     let r = rt::with(|st| {
         // Fast path: a small contiguous send goes out at once, then the
         // receive may be taken straight from the source's ring. (The receive
         // arguments are checked first: a failing call sends nothing.)
-        check_recv(st, recvbuf as *mut u8, recvcount, recvtype, source, recvtag, comm)?;
-        if send_now(st, sendbuf as *const u8, sendcount, sendtype, dest, sendtag, comm, Mode::Standard)? {
-            if let Some(s) = recv_now(st, recvbuf as *mut u8, recvcount, recvtype, source, recvtag, comm)? {
+        check_recv(st, &recv, &from)?;
+        if send_now(st, &send, &to, Mode::Standard)? {
+            if let Some(s) = recv_now(st, &recv, &from)? {
                 return Ok(Err(s));
             }
-            let ri = start_recv(st, recvbuf as *mut u8, recvcount, recvtype, source, recvtag, comm, None)?;
+            let ri = start_recv(st, &recv, &from, None)?;
             return Ok(Ok((None, ri)));
         }
-        let ri = start_recv(st, recvbuf as *mut u8, recvcount, recvtype, source, recvtag, comm, None)?;
-        match start_send(st, sendbuf as *const u8, sendcount, sendtype, dest, sendtag, comm, Mode::Standard, None) {
+        let ri = start_recv(st, &recv, &from, None)?;
+        match start_send(st, &send, &to, Mode::Standard, None) {
             Ok(si) => Ok(Ok((Some(si), ri))),
             Err(e) => {
                 st.engine.cancel(&mut st.reqs, ri);
@@ -671,7 +286,8 @@ unsafe fn sendrecv_common(
     let (si, ri) = match r {
         Ok(Ok(x)) => x,
         Ok(Err(s)) => {
-            put_status(status, &s);
+            // SAFETY: the caller's contract for `status`.
+            unsafe { put_status(status, &s) };
             return MPI_SUCCESS;
         }
         Err(e) => return raise(comm, name, e),
@@ -681,7 +297,8 @@ unsafe fn sendrecv_common(
     }
     let (serr, (s, rerr)) =
         rt::with(|st| Ok((si.map_or(MPI_SUCCESS, |si| finish_req(st, si).1), finish_req(st, ri)))).expect("running");
-    put_status(status, &s);
+    // SAFETY: the caller's contract for `status`.
+    unsafe { put_status(status, &s) };
     if serr != MPI_SUCCESS {
         return raise(comm, name, MpiError::new(serr, "send part failed"));
     }
@@ -690,75 +307,37 @@ unsafe fn sendrecv_common(
 
 twins! {
     pub unsafe fn MPI_Sendrecv | MPI_Sendrecv_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
-        sendrecv_common(NAME, sendbuf, sendcount as i64, sendtype, dest, sendtag, recvbuf, recvcount as i64, recvtype, source, recvtag, comm, status)
+        sendrecv_common(NAME, send_buf(sendbuf, sendcount as i64, sendtype), Envelope { peer: dest, tag: sendtag, comm }, recv_buf(recvbuf, recvcount as i64, recvtype), Envelope { peer: source, tag: recvtag, comm }, status)
     }
 }
 
-/// The data a `*_replace` call sends, packed first so that the receive may
-/// overwrite the buffer.
-///
 /// # Safety
-/// `buf` holds `count` elements of `datatype` (or is NULL).
-unsafe fn pack_replace(buf: *mut c_void, count: i64, datatype: MPI_Datatype) -> MpiResult<Vec<u8>> {
-    rt::with(|st| {
-        let dt = st.types.get(datatype)?;
-        let n = check_count(count)?;
-        let mut tmp = vec![0u8; dt.packed_size(n)];
-        if n > 0 && !buf.is_null() {
-            dt.pack(buf as *const u8, n, &mut tmp);
-        }
-        Ok(tmp)
-    })
-}
-
-#[allow(clippy::too_many_arguments)]
+/// `status` is NULL, `MPI_STATUS_IGNORE` or points to a writable `MPI_Status`.
 unsafe fn sendrecv_replace_common(
     name: &str,
-    buf: *mut c_void,
-    count: i64,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    sendtag: c_int,
-    source: c_int,
-    recvtag: c_int,
-    comm: MPI_Comm,
+    buf: UserBuf,
+    to: Envelope,
+    from: Envelope,
     status: *mut MPI_Status,
 ) -> c_int {
-    let packed = match pack_replace(buf, count, datatype) {
+    let packed = match rt::with(|st| pack_replace(st, &buf)) {
         Ok(p) => p,
-        Err(e) => return raise(comm, name, e),
+        Err(e) => return raise(to.comm, name, e),
     };
-    sendrecv_common(
-        name,
-        packed.as_ptr() as *const c_void,
-        packed.len() as i64,
-        MPI_BYTE,
-        dest,
-        sendtag,
-        buf,
-        count,
-        datatype,
-        source,
-        recvtag,
-        comm,
-        status,
-    )
+    // SAFETY: `packed` holds its length in bytes and outlives the call,
+    // which completes the send before returning.
+    let send = unsafe { UserBuf::new(packed.as_ptr() as *const c_void, packed.len() as i64, MPI_BYTE) };
+    // SAFETY: the caller's contract for `status`.
+    unsafe { sendrecv_common(name, send, to, buf, from, status) }
 }
 
 twins! {
     pub unsafe fn MPI_Sendrecv_replace | MPI_Sendrecv_replace_c(buf: *mut c_void, count: Count, datatype: MPI_Datatype, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
-        sendrecv_replace_common(NAME, buf, count as i64, datatype, dest, sendtag, source, recvtag, comm, status)
+        sendrecv_replace_common(NAME, recv_buf(buf, count as i64, datatype), Envelope { peer: dest, tag: sendtag, comm }, Envelope { peer: source, tag: recvtag, comm }, status)
     }
 }
 
 // ----- probe -----------------------------------------------------------------
-
-fn probe_args(st: &mut State, source: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult<u32> {
-    let c = st.comms.get(comm)?;
-    check_tag(tag, true)?;
-    check_peer(source, c.size(), true, "source")?;
-    Ok(c.ctx)
-}
 
 pub unsafe fn MPI_Iprobe(
     source: c_int,
@@ -768,7 +347,7 @@ pub unsafe fn MPI_Iprobe(
     status: *mut MPI_Status,
 ) -> c_int {
     let r = rt::with(|st| {
-        let ctx = probe_args(st, source, tag, comm)?;
+        let ctx = probe_context(st, &Envelope { peer: source, tag, comm })?;
         if source == MPI_PROC_NULL {
             put_status(status, &proc_null_status());
             return put(flag, 1, "flag");
@@ -786,7 +365,7 @@ pub unsafe fn MPI_Iprobe(
 }
 
 pub unsafe fn MPI_Probe(source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
-    let r = rt::with(|st| probe_args(st, source, tag, comm)).and_then(|ctx| {
+    let r = rt::with(|st| probe_context(st, &Envelope { peer: source, tag, comm })).and_then(|ctx| {
         if source == MPI_PROC_NULL {
             put_status(status, &proc_null_status());
             return Ok(());
@@ -811,7 +390,7 @@ pub unsafe fn MPI_Improbe(
     status: *mut MPI_Status,
 ) -> c_int {
     let r = rt::with(|st| {
-        let ctx = probe_args(st, source, tag, comm)?;
+        let ctx = probe_context(st, &Envelope { peer: source, tag, comm })?;
         if source == MPI_PROC_NULL {
             put_status(status, &proc_null_status());
             put(message, MPI_MESSAGE_NO_PROC, "message")?;
@@ -837,7 +416,7 @@ pub unsafe fn MPI_Mprobe(
     message: *mut MPI_Message,
     status: *mut MPI_Status,
 ) -> c_int {
-    let r = rt::with(|st| probe_args(st, source, tag, comm)).and_then(|ctx| {
+    let r = rt::with(|st| probe_context(st, &Envelope { peer: source, tag, comm })).and_then(|ctx| {
         if source == MPI_PROC_NULL {
             put_status(status, &proc_null_status());
             return put(message, MPI_MESSAGE_NO_PROC, "message");
@@ -854,57 +433,29 @@ pub unsafe fn MPI_Mprobe(
     ret(comm, "MPI_Mprobe", r)
 }
 
-/// Starts the receive of a matched message; returns the request slot.
-unsafe fn start_mrecv(
-    st: &mut State,
-    buf: *mut c_void,
-    count: i64,
-    datatype: MPI_Datatype,
-    message: *mut MPI_Message,
-) -> MpiResult<u32> {
+/// Starts the receive of the message `*message` names and sets
+/// `*message` to `MPI_MESSAGE_NULL`; returns the request slot.
+///
+/// # Safety
+/// `message` is NULL or points to a readable and writable `MPI_Message`.
+unsafe fn start_matched_recv(st: &mut State, buf: &UserBuf, message: *mut MPI_Message) -> MpiResult<u32> {
     if message.is_null() {
         bail!(MPI_ERR_ARG, "message is a NULL pointer");
     }
-    let m = *message;
-    let count = check_count(count)?;
-    let dt = st.types.get(datatype)?;
-    if m == MPI_MESSAGE_NO_PROC {
-        let i = st.reqs.alloc(Request::new(Kind::Null, MPI_COMM_WORLD));
-        st.reqs.get(i).status = proc_null_status();
-        st.reqs.finish(i);
-        *message = MPI_MESSAGE_NULL;
-        return Ok(i);
-    }
-    let cap = dt.packed_size(count);
-    let i = st.reqs.alloc(Request::new(
-        Kind::Recv(RecvOp {
-            buf: buf as *mut u8,
-            dt,
-            ctx: u32::MAX,
-            src: MPI_ANY_SOURCE,
-            tag: MPI_ANY_TAG,
-            cap,
-            stream: None,
-        }),
-        MPI_COMM_WORLD,
-    ));
-    if let Err(e) = st.engine.mrecv(&mut st.reqs, i, m) {
-        st.reqs.release(i);
-        return Err(e);
-    }
-    *message = MPI_MESSAGE_NULL;
+    // SAFETY: not NULL, so readable (the caller's contract).
+    let m = unsafe { *message };
+    let i = start_mrecv(st, buf, m)?;
+    // SAFETY: not NULL, so writable (the caller's contract).
+    unsafe { *message = MPI_MESSAGE_NULL };
     Ok(i)
 }
 
-unsafe fn mrecv_common(
-    name: &str,
-    buf: *mut c_void,
-    count: i64,
-    datatype: MPI_Datatype,
-    message: *mut MPI_Message,
-    status: *mut MPI_Status,
-) -> c_int {
-    match rt::with(|st| start_mrecv(st, buf, count, datatype, message)) {
+/// # Safety
+/// `message` as for [`start_matched_recv`]; `status` is NULL,
+/// `MPI_STATUS_IGNORE` or points to a writable `MPI_Status`.
+unsafe fn mrecv_common(name: &str, buf: UserBuf, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
+    // SAFETY: the caller's contract for `message`.
+    match rt::with(|st| unsafe { start_matched_recv(st, &buf, message) }) {
         Ok(i) => complete_blocking(MPI_COMM_WORLD, name, i, status),
         Err(e) => raise(MPI_COMM_WORLD, name, e),
     }
@@ -912,24 +463,22 @@ unsafe fn mrecv_common(
 
 twins! {
     pub unsafe fn MPI_Mrecv | MPI_Mrecv_c(buf: *mut c_void, count: Count, datatype: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
-        mrecv_common(NAME, buf, count as i64, datatype, message, status)
+        mrecv_common(NAME, recv_buf(buf, count as i64, datatype), message, status)
     }
 }
 
-unsafe fn imrecv_common(
-    name: &str,
-    buf: *mut c_void,
-    count: i64,
-    datatype: MPI_Datatype,
-    message: *mut MPI_Message,
-    request: *mut MPI_Request,
-) -> c_int {
+/// # Safety
+/// `message` as for [`start_matched_recv`]; `request` is NULL or points to
+/// a writable `MPI_Request`.
+unsafe fn imrecv_common(name: &str, buf: UserBuf, message: *mut MPI_Message, request: *mut MPI_Request) -> c_int {
     let r = rt::with(|st| {
         if request.is_null() {
             bail!(MPI_ERR_ARG, "request is a NULL pointer");
         }
-        let i = start_mrecv(st, buf, count, datatype, message)?;
-        *request = ReqTable::handle(i);
+        // SAFETY: the caller's contract for `message`.
+        let i = unsafe { start_matched_recv(st, &buf, message) }?;
+        // SAFETY: `request` is not NULL, so writable (the caller's contract).
+        unsafe { *request = ReqTable::handle(i) };
         Ok(())
     });
     ret(MPI_COMM_WORLD, name, r)
@@ -937,92 +486,92 @@ unsafe fn imrecv_common(
 
 twins! {
     pub unsafe fn MPI_Imrecv | MPI_Imrecv_c(buf: *mut c_void, count: Count, datatype: MPI_Datatype, message: *mut MPI_Message, request: *mut MPI_Request) -> c_int {
-        imrecv_common(NAME, buf, count as i64, datatype, message, request)
+        imrecv_common(NAME, recv_buf(buf, count as i64, datatype), message, request)
     }
 }
 
 // ----- persistent requests ---------------------------------------------------
 
-#[allow(clippy::too_many_arguments)]
-unsafe fn send_init_common(
-    name: &str,
-    buf: *const c_void,
-    count: i64,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    mode: Mode,
-    request: *mut MPI_Request,
-) -> c_int {
+/// # Safety
+/// `request` is NULL or points to a writable `MPI_Request`.
+unsafe fn send_init_common(name: &str, buf: UserBuf, to: Envelope, mode: Mode, request: *mut MPI_Request) -> c_int {
     let r = rt::with(|st| {
-        let c = st.comms.get(comm)?;
+        let c = st.comms.get(to.comm)?;
         let size = c.size();
-        let n = check_count(count)?;
-        let dt = st.types.get(datatype)?;
-        check_tag(tag, false)?;
-        check_peer(dest, size, false, "destination")?;
-        check_buf(buf as *const u8, n, &dt)?;
-        let mut req = Request::new(Kind::Null, comm);
-        req.persist = Some(Persist::Send { buf: buf as *const u8, count: n, dt, dest, tag, comm, mode });
+        let typed = buf.typed(st)?;
+        check_tag(to.tag, false)?;
+        check_peer(to.peer, size, false, "destination")?;
+        check_buf(typed.addr(), typed.count, &typed.dt)?;
+        let mut req = Request::new(Kind::Null, to.comm);
+        req.persist = Some(Persist::Send {
+            buf: typed.addr(),
+            count: typed.count,
+            dt: typed.dt,
+            dest: to.peer,
+            tag: to.tag,
+            comm: to.comm,
+            mode,
+        });
         req.active = false;
         req.done = true;
         let i = st.reqs.alloc(req);
-        put(request, ReqTable::handle(i), "request")
+        // SAFETY: the caller's contract for `request`.
+        unsafe { put(request, ReqTable::handle(i), "request") }
     });
-    ret(comm, name, r)
+    ret(to.comm, name, r)
 }
 
 twins! {
     pub unsafe fn MPI_Send_init | MPI_Send_init_c(buf: *const c_void, count: Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        send_init_common(NAME, buf, count as i64, datatype, dest, tag, comm, Mode::Standard, request)
+        send_init_common(NAME, send_buf(buf, count as i64, datatype), Envelope { peer: dest, tag, comm }, Mode::Standard, request)
     }
     pub unsafe fn MPI_Ssend_init | MPI_Ssend_init_c(buf: *const c_void, count: Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        send_init_common(NAME, buf, count as i64, datatype, dest, tag, comm, Mode::Sync, request)
+        send_init_common(NAME, send_buf(buf, count as i64, datatype), Envelope { peer: dest, tag, comm }, Mode::Sync, request)
     }
     pub unsafe fn MPI_Rsend_init | MPI_Rsend_init_c(buf: *const c_void, count: Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        send_init_common(NAME, buf, count as i64, datatype, dest, tag, comm, Mode::Ready, request)
+        send_init_common(NAME, send_buf(buf, count as i64, datatype), Envelope { peer: dest, tag, comm }, Mode::Ready, request)
     }
     pub unsafe fn MPI_Bsend_init | MPI_Bsend_init_c(buf: *const c_void, count: Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        send_init_common(NAME, buf, count as i64, datatype, dest, tag, comm, Mode::Buffered, request)
+        send_init_common(NAME, send_buf(buf, count as i64, datatype), Envelope { peer: dest, tag, comm }, Mode::Buffered, request)
     }
 }
 
-unsafe fn recv_init_common(
-    name: &str,
-    buf: *mut c_void,
-    count: i64,
-    datatype: MPI_Datatype,
-    source: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
+/// # Safety
+/// `request` is NULL or points to a writable `MPI_Request`.
+unsafe fn recv_init_common(name: &str, buf: UserBuf, from: Envelope, request: *mut MPI_Request) -> c_int {
     let r = rt::with(|st| {
-        let c = st.comms.get(comm)?;
+        let c = st.comms.get(from.comm)?;
         let size = c.size();
-        let n = check_count(count)?;
-        let dt = st.types.get(datatype)?;
-        check_tag(tag, true)?;
-        check_peer(source, size, true, "source")?;
-        check_buf(buf as *const u8, n, &dt)?;
-        let mut req = Request::new(Kind::Null, comm);
-        req.persist = Some(Persist::Recv { buf: buf as *mut u8, count: n, dt, src: source, tag, comm });
+        let typed = buf.typed(st)?;
+        check_tag(from.tag, true)?;
+        check_peer(from.peer, size, true, "source")?;
+        check_buf(typed.addr(), typed.count, &typed.dt)?;
+        let mut req = Request::new(Kind::Null, from.comm);
+        req.persist = Some(Persist::Recv {
+            buf: typed.addr(),
+            count: typed.count,
+            dt: typed.dt,
+            src: from.peer,
+            tag: from.tag,
+            comm: from.comm,
+        });
         req.active = false;
         req.done = true;
         let i = st.reqs.alloc(req);
-        put(request, ReqTable::handle(i), "request")
+        // SAFETY: the caller's contract for `request`.
+        unsafe { put(request, ReqTable::handle(i), "request") }
     });
-    ret(comm, name, r)
+    ret(from.comm, name, r)
 }
 
 twins! {
     pub unsafe fn MPI_Recv_init | MPI_Recv_init_c(buf: *mut c_void, count: Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        recv_init_common(NAME, buf, count as i64, datatype, source, tag, comm, request)
+        recv_init_common(NAME, recv_buf(buf, count as i64, datatype), Envelope { peer: source, tag, comm }, request)
     }
 }
 
-/// Starts persistent request `i`.
+/// Starts persistent request `i`. (The dispatch to the layer that owns the
+/// kind of request is the boundary's: collectives live above the runtime.)
 pub(crate) fn start_persistent(st: &mut State, i: u32) -> MpiResult<()> {
     let r = st.reqs.get(i);
     if r.active {
@@ -1036,9 +585,17 @@ pub(crate) fn start_persistent(st: &mut State, i: u32) -> MpiResult<()> {
     r.status.set_cancelled(false);
     let res = match p {
         Persist::Send { buf, count, dt, dest, tag, comm, mode } => {
-            start_send_dt(st, buf, count, dt, dest, tag, comm, mode, Some(i))
+            // SAFETY: the buffer the program gave MPI_*send_init, which it
+            // keeps for the persistent request's life (the standard's rule).
+            let buf = unsafe { TypedBuf::new(buf, count, dt) };
+            start_send_typed(st, buf, &Envelope { peer: dest, tag, comm }, mode, Some(i))
         }
-        Persist::Recv { buf, count, dt, src, tag, comm } => start_recv_dt(st, buf, count, dt, src, tag, comm, Some(i)),
+        Persist::Recv { buf, count, dt, src, tag, comm } => {
+            // SAFETY: the buffer the program gave MPI_Recv_init, kept for the
+            // persistent request's life.
+            let buf = unsafe { TypedBuf::new(buf, count, dt) };
+            start_recv_typed(st, buf, &Envelope { peer: src, tag, comm }, Some(i))
+        }
         Persist::Psend { partitions, .. } => {
             st.reqs.get(i).kind = Kind::Partitioned { ready: vec![false; partitions] };
             Ok(i)
@@ -1046,7 +603,10 @@ pub(crate) fn start_persistent(st: &mut State, i: u32) -> MpiResult<()> {
         Persist::Precv { buf, partitions, count, dt, src, tag, comm } => {
             // The whole buffer arrives as one message once every partition
             // was marked ready on the sender.
-            start_recv_dt(st, buf, partitions * count, dt, src, tag, comm, None).map(|inner| {
+            // SAFETY: the buffer of `partitions * count` elements the
+            // program gave MPI_Precv_init, kept for the request's life.
+            let buf = unsafe { TypedBuf::new(buf, partitions * count, dt) };
+            start_recv_typed(st, buf, &Envelope { peer: src, tag, comm }, None).map(|inner| {
                 st.reqs.make_compound(i, vec![inner], None);
                 i
             })
@@ -1118,20 +678,18 @@ pub unsafe fn MPI_Buffer_detach_c(buffer_addr: *mut c_void, size: *mut MPI_Count
 
 // ----- nonblocking send-receive (MPI 4.0) --------------------------------------
 
-#[allow(clippy::too_many_arguments)]
+/// Starts the send and the receive of an `MPI_Isendrecv` as one compound
+/// request; `keep` holds the packed data of a `_replace` call (sent from
+/// there) until the request is freed.
+///
+/// # Safety
+/// `request` is NULL or points to a writable `MPI_Request`.
 unsafe fn isendrecv_common(
     name: &str,
-    sendbuf: *const c_void,
-    sendcount: i64,
-    sendtype: MPI_Datatype,
-    dest: c_int,
-    sendtag: c_int,
-    recvbuf: *mut c_void,
-    recvcount: i64,
-    recvtype: MPI_Datatype,
-    source: c_int,
-    recvtag: c_int,
-    comm: MPI_Comm,
+    send: UserBuf,
+    to: Envelope,
+    recv: UserBuf,
+    from: Envelope,
     keep: Option<Vec<u8>>,
     request: *mut MPI_Request,
 ) -> c_int {
@@ -1139,69 +697,55 @@ unsafe fn isendrecv_common(
         if request.is_null() {
             bail!(MPI_ERR_ARG, "request is a NULL pointer");
         }
-        let send_from = keep.as_ref().map_or(sendbuf as *const u8, |k| k.as_ptr());
-        let ri = start_recv(st, recvbuf as *mut u8, recvcount, recvtype, source, recvtag, comm, None)?;
-        let si = match start_send(st, send_from, sendcount, sendtype, dest, sendtag, comm, Mode::Standard, None) {
+        let send = match &keep {
+            // SAFETY: `keep` holds its length in bytes and is kept by the
+            // compound request until it completes.
+            Some(k) => unsafe { UserBuf::new(k.as_ptr() as *const c_void, k.len() as i64, MPI_BYTE) },
+            None => send,
+        };
+        let ri = start_recv(st, &recv, &from, None)?;
+        let si = match start_send(st, &send, &to, Mode::Standard, None) {
             Ok(si) => si,
             Err(e) => {
                 st.engine.cancel(&mut st.reqs, ri);
                 bail!(e.class, "{}", e.msg);
             }
         };
-        let i = st.reqs.alloc(Request::new(Kind::Null, comm));
+        let i = st.reqs.alloc(Request::new(Kind::Null, to.comm));
         // The receive goes last: the compound request reports its status.
         st.reqs.make_compound(i, vec![si, ri], keep);
-        *request = ReqTable::handle(i);
+        // SAFETY: `request` is not NULL, so writable (the caller's contract).
+        unsafe { *request = ReqTable::handle(i) };
         Ok(())
     });
-    ret(comm, name, r)
+    ret(to.comm, name, r)
 }
 
 twins! {
     pub unsafe fn MPI_Isendrecv | MPI_Isendrecv_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, source: c_int, recvtag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        isendrecv_common(NAME, sendbuf, sendcount as i64, sendtype, dest, sendtag, recvbuf, recvcount as i64, recvtype, source, recvtag, comm, None, request)
+        isendrecv_common(NAME, send_buf(sendbuf, sendcount as i64, sendtype), Envelope { peer: dest, tag: sendtag, comm }, recv_buf(recvbuf, recvcount as i64, recvtype), Envelope { peer: source, tag: recvtag, comm }, None, request)
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// # Safety
+/// `request` is NULL or points to a writable `MPI_Request`.
 unsafe fn isendrecv_replace_common(
     name: &str,
-    buf: *mut c_void,
-    count: i64,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    sendtag: c_int,
-    source: c_int,
-    recvtag: c_int,
-    comm: MPI_Comm,
+    buf: UserBuf,
+    to: Envelope,
+    from: Envelope,
     request: *mut MPI_Request,
 ) -> c_int {
-    match pack_replace(buf, count, datatype) {
-        Ok(p) => {
-            let len = p.len() as i64;
-            isendrecv_common(
-                name,
-                std::ptr::null(),
-                len,
-                MPI_BYTE,
-                dest,
-                sendtag,
-                buf,
-                count,
-                datatype,
-                source,
-                recvtag,
-                comm,
-                Some(p),
-                request,
-            )
-        }
-        Err(e) => raise(comm, name, e),
+    match rt::with(|st| pack_replace(st, &buf)) {
+        // SAFETY: the caller's contract for `request`; the send goes from
+        // the packed copy (`keep`), so its buffer here is only a placeholder.
+        Ok(p) => unsafe { isendrecv_common(name, buf, to, buf, from, Some(p), request) },
+        Err(e) => raise(to.comm, name, e),
     }
 }
 
 twins! {
     pub unsafe fn MPI_Isendrecv_replace | MPI_Isendrecv_replace_c(buf: *mut c_void, count: Count, datatype: MPI_Datatype, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        isendrecv_replace_common(NAME, buf, count as i64, datatype, dest, sendtag, source, recvtag, comm, request)
+        isendrecv_replace_common(NAME, recv_buf(buf, count as i64, datatype), Envelope { peer: dest, tag: sendtag, comm }, Envelope { peer: source, tag: recvtag, comm }, request)
     }
 }

@@ -8,12 +8,13 @@ use std::os::raw::c_int;
 
 use mpi_api::abi::*;
 
-use super::p2p::{check_tag, start_send_dt};
+use super::p2p::{check_tag, start_send_typed};
 use super::{put, ret};
 use crate::bail;
 use crate::rt::datatype::check_count;
 use crate::rt::error::MpiResult;
 use crate::rt::p2p::{Kind, Mode, Persist, ReqTable, Request};
+use crate::rt::sendrecv::{Envelope, TypedBuf};
 use crate::rt::{self, State};
 
 #[allow(clippy::too_many_arguments)]
@@ -108,7 +109,10 @@ fn ready(st: &mut State, request: MPI_Request, parts: impl Iterator<Item = c_int
         ready[p as usize] = true;
     }
     if ready.iter().all(|&b| b) {
-        let inner = start_send_dt(st, buf, partitions * count, dt, dest, tag, comm, Mode::Standard, None)?;
+        // SAFETY: the buffer of `partitions * count` elements the program
+        // gave MPI_Psend_init, kept for the request's life (the standard's rule).
+        let whole = unsafe { TypedBuf::new(buf, partitions * count, dt) };
+        let inner = start_send_typed(st, whole, &Envelope { peer: dest, tag, comm }, Mode::Standard, None)?;
         st.reqs.make_compound(i, vec![inner], None);
     }
     Ok(())
