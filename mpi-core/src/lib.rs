@@ -18,3 +18,6 @@ pub mod exports {
 }
 
 pub(crate) mod layers;
+
+#[cfg(test)]
+mod coll_loopback_tests;

@@ -141,6 +141,29 @@ impl State {
     }
 }
 
+/// The runtimes of an in-process job of `n` ranks over the loopback
+/// transport (see [`transport::loopback`]), each with the layers'
+/// `progress_hooks`: for unit tests that run the engine and the layers above
+/// it without processes. Nothing here touches the process-wide runtime
+/// ([`lock`], [`init`]).
+pub fn loopback_job(n: usize, progress_hooks: &'static [ProgressHook]) -> MpiResult<Vec<State>> {
+    transport::loopback::Loopback::job(n)
+        .into_iter()
+        .enumerate()
+        .map(|(rank, lb)| {
+            // (A singleton's PMI: the job exists only in this process.)
+            let mut pmi = Pmi::init().map_err(|e| MpiError::new(MPI_ERR_OTHER, e.to_string()))?;
+            if !pmi.is_singleton() {
+                return Err(MpiError::new(MPI_ERR_OTHER, "an in-process job cannot run under a process manager"));
+            }
+            (pmi.rank, pmi.size) = (rank, n);
+            let engine = Engine::with_loopback(rank, n, lb)?;
+            let host = format!("loopback-{rank}");
+            Ok(State::new(pmi, engine, rank, n, host, false, MPI_THREAD_SINGLE, "loopback".into(), progress_hooks))
+        })
+        .collect()
+}
+
 const UNINIT: u8 = 0;
 const INITIALIZED: u8 = 1;
 const FINALIZED: u8 = 2;
