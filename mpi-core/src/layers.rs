@@ -21,6 +21,10 @@ use crate::rt::ProgressHook;
 /// nonblocking operations, user operations, tuning, shared-memory segments.
 pub type CollState = crate::coll::Colls;
 
+/// A persistent collective's schedule, kept in its request
+/// (`rt::p2p::Persist::Coll`) and run again by each `MPI_Start`.
+pub type PersistentColl = crate::coll::SharedSched;
+
 /// One-sided communication's state in [`crate::rt::State::wins`]: the windows.
 pub type RmaState = crate::rt::win::Wins;
 

@@ -80,8 +80,9 @@ pub enum Persist {
         tag: i32,
         comm: MPI_Comm,
     },
-    /// A persistent collective: its schedule, run again by each start.
-    Coll(crate::coll::SharedSched),
+    /// A persistent collective: its schedule, run again by each start (the
+    /// type is the collectives', bound in `crate::layers`).
+    Coll(crate::layers::PersistentColl),
 }
 
 pub struct SendOp {
