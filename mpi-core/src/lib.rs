@@ -17,5 +17,7 @@ pub mod exports {
     include!(concat!(env!("OUT_DIR"), "/exports.rs"));
 }
 
-/// Progress hook of the nonblocking collectives.
-pub(crate) use coll::progress as coll_progress;
+pub(crate) mod layers;
+
+#[cfg(test)]
+mod coll_loopback_tests;

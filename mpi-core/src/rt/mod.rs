@@ -24,6 +24,7 @@ pub mod shm;
 pub mod slots;
 pub mod tcp;
 pub mod topo;
+pub mod transport;
 pub mod unexp;
 pub mod win;
 
@@ -59,10 +60,14 @@ pub struct State {
     pub errhandlers: Vec<Option<usize>>,
     /// Buffered-send accounting (`MPI_Buffer_attach`).
     pub bsend: BsendBuffer,
-    /// Collectives: tags, active nonblocking operations, user ops, tuning.
-    pub coll: crate::coll::Colls,
-    /// One-sided communication windows (`rt/win.rs`).
-    pub wins: win::Wins,
+    /// The collectives' state (its type is bound in `crate::layers`, so the
+    /// runtime does not name the collectives' module).
+    pub coll: crate::layers::CollState,
+    /// One-sided communication's windows (bound in `crate::layers`).
+    pub wins: crate::layers::RmaState,
+    /// What a progress round calls after the engine: the layers' hooks,
+    /// given at start (`crate::layers::PROGRESS_HOOKS`).
+    pub progress_hooks: &'static [ProgressHook],
     /// Open sessions (`MPI_Session_init`, `capi/session.rs`).
     pub sessions: slots::Slots<session::Session>,
     /// Names this job among jobs that meet (`rt/dpm.rs`): the key-value
@@ -82,17 +87,84 @@ pub struct BsendBuffer {
     pub pending: Vec<(u32, usize)>,
 }
 
+/// A layer's part of a progress round (see [`State::progress`]): true if
+/// it did anything.
+pub type ProgressHook = fn(&mut State) -> bool;
+
 impl State {
-    /// One round of progress: drain the rings, push queued records, then let
-    /// the nonblocking collectives advance their schedules. True if anything
-    /// happened.
+    /// One round of progress: the engine writes queued records and handles
+    /// the ones that arrived, compound requests complete, then each layer's
+    /// hook runs (the nonblocking collectives advance their schedules, RMA
+    /// targets apply operations). True if anything happened.
     pub fn progress(&mut self) -> bool {
         let mut did = self.engine.progress(&mut self.reqs);
         did |= self.reqs.complete_compounds();
-        did |= crate::coll_progress(self);
-        did |= win::progress(self);
+        for i in 0..self.progress_hooks.len() {
+            did |= (self.progress_hooks[i])(self);
+        }
         did
     }
+
+    /// The state of a runtime whose engine is `engine`, before any MPI
+    /// object but the predefined ones exists: world rank `rank` of `size`,
+    /// on host `host`, with the layers' `progress_hooks`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        pmi: Pmi,
+        engine: Engine,
+        rank: usize,
+        size: usize,
+        host: String,
+        oversubscribed: bool,
+        thread_level: c_int,
+        job_id: String,
+        progress_hooks: &'static [ProgressHook],
+    ) -> State {
+        State {
+            world_rank: rank,
+            world_size: size,
+            pmi,
+            engine,
+            reqs: ReqTable::default(),
+            comms: CommTable::new(rank, size),
+            types: TypeTable::default(),
+            thread_level,
+            main_thread: std::thread::current().id(),
+            processor_name: host,
+            oversubscribed,
+            errhandlers: Vec::new(),
+            bsend: BsendBuffer::default(),
+            coll: Default::default(),
+            wins: Default::default(),
+            progress_hooks,
+            sessions: slots::Slots::default(),
+            job_id,
+            dpm: dpm::Dpm::default(),
+        }
+    }
+}
+
+/// The runtimes of an in-process job of `n` ranks over the loopback
+/// transport (see [`transport::loopback`]), each with the layers'
+/// `progress_hooks`: for unit tests that run the engine and the layers above
+/// it without processes. Nothing here touches the process-wide runtime
+/// ([`lock`], [`init`]).
+pub fn loopback_job(n: usize, progress_hooks: &'static [ProgressHook]) -> MpiResult<Vec<State>> {
+    transport::loopback::Loopback::job(n)
+        .into_iter()
+        .enumerate()
+        .map(|(rank, lb)| {
+            // (A singleton's PMI: the job exists only in this process.)
+            let mut pmi = Pmi::init().map_err(|e| MpiError::new(MPI_ERR_OTHER, e.to_string()))?;
+            if !pmi.is_singleton() {
+                return Err(MpiError::new(MPI_ERR_OTHER, "an in-process job cannot run under a process manager"));
+            }
+            (pmi.rank, pmi.size) = (rank, n);
+            let engine = Engine::with_loopback(rank, n, lb)?;
+            let host = format!("loopback-{rank}");
+            Ok(State::new(pmi, engine, rank, n, host, false, MPI_THREAD_SINGLE, "loopback".into(), progress_hooks))
+        })
+        .collect()
 }
 
 const UNINIT: u8 = 0;
@@ -417,8 +489,8 @@ fn sleep_polling(ctl: &shm::Ctl, wake: &shm::WakeSocket, ready: &mut impl FnMut(
         match g.as_deref_mut() {
             Some(st) => {
                 let r = ready(st);
-                if let (false, Some(t)) = (r, &st.engine.tcp) {
-                    t.poll_fds(&mut fds);
+                if !r {
+                    st.engine.poll_fds(&mut fds);
                 }
                 r
             }
@@ -568,26 +640,18 @@ fn start(g: &mut MutexGuard<'static, Option<Box<State>>>, required: c_int) -> Mp
     let engine = Engine::new(rank, size, seg, local_world, my_local, tcp);
     let pmi_kvs = pmi.kvsname.clone();
     let provided = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_MULTIPLE);
-    let mut st = Box::new(State {
-        world_rank: rank,
-        world_size: size,
+    let job_id = format!("{}@{}", sanitize(&pmi_kvs), sanitize(&hosts[0]));
+    let mut st = Box::new(State::new(
         pmi,
         engine,
-        reqs: ReqTable::default(),
-        comms: CommTable::new(rank, size),
-        types: TypeTable::default(),
-        thread_level: provided,
-        main_thread: std::thread::current().id(),
-        processor_name: host,
+        rank,
+        size,
+        host,
         oversubscribed,
-        errhandlers: Vec::new(),
-        bsend: BsendBuffer::default(),
-        coll: crate::coll::Colls::default(),
-        wins: win::Wins::default(),
-        sessions: slots::Slots::default(),
-        job_id: format!("{}@{}", sanitize(&pmi_kvs), sanitize(&hosts[0])),
-        dpm: dpm::Dpm::default(),
-    });
+        provided,
+        job_id,
+        crate::layers::PROGRESS_HOOKS,
+    ));
     MY_CTL.store(st.engine.my_ctl_ptr(), Ordering::Release);
     if TCP_ACTIVE.load(Ordering::Relaxed) {
         enable_wake_socket();

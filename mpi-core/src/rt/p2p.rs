@@ -1,5 +1,5 @@
 //! Point-to-point engine: requests, matching and the wire protocols over the
-//! shared-memory rings.
+//! transports (`rt/transport/`: shared-memory rings, TCP, in-process loopback).
 //!
 //! Protocols (record kinds in [`shm::kind`]):
 //! * eager (`len <= eager_limit`): header + data in one record. A synchronous
@@ -11,8 +11,10 @@
 //!   `DATA` records through the ring instead.
 //! * cancel of a send not yet matched: `CANCEL_REQ` -> `CANCEL_ACK`.
 //!
-//! Messages to a rank wait in a per-destination FIFO when its ring is full,
-//! so order between two ranks is always the order of the sends.
+//! Each peer has a [`Route`]: the transport that reaches it. A transport
+//! keeps the records to one peer in order (the rings queue them per
+//! destination when full), so order between two ranks is always the order
+//! of the sends.
 
 use std::collections::VecDeque;
 use std::os::raw::c_int;
@@ -23,8 +25,11 @@ use mpi_api::abi::*;
 
 use super::datatype::Dtype;
 use super::error::{MpiError, MpiResult};
-use super::shm::{self, kind, Consumer, Ctl, MsgHdr, Producer, Segment, FLAG_PIPE, FLAG_SYNC};
-use super::tcp::{Arrivals, Tcp};
+use super::shm::{self, kind, Ctl, MsgHdr, Segment, FLAG_PIPE, FLAG_SYNC};
+use super::tcp::Tcp;
+use super::transport::loopback::Loopback;
+use super::transport::shm::ShmTransport;
+use super::transport::{Route, Transport};
 
 /// Send modes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,8 +80,9 @@ pub enum Persist {
         tag: i32,
         comm: MPI_Comm,
     },
-    /// A persistent collective: its schedule, run again by each start.
-    Coll(crate::coll::SharedSched),
+    /// A persistent collective: its schedule, run again by each start (the
+    /// type is the collectives', bound in `crate::layers`).
+    Coll(crate::layers::PersistentColl),
 }
 
 pub struct SendOp {
@@ -425,11 +431,6 @@ struct Posted {
     req: u32,
 }
 
-enum Out {
-    Msg { hdr: MsgHdr, data: Vec<u8>, sreq: u64 },
-    Stream { hdr: MsgHdr, ptr: *const u8, len: usize, off: usize, sreq: u64 },
-}
-
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Cma {
     Untested,
@@ -487,14 +488,12 @@ impl Counters {
 
 pub struct Engine {
     me: usize,
-    seg: Segment,
-    local_world: Vec<usize>,
-    local_of_world: Vec<usize>,
-    my_local: usize,
-    producers: Vec<Option<Producer>>,
-    consumers: Vec<(usize, Consumer)>,
-    pending_out: Vec<VecDeque<Out>>,
-    n_pending: usize,
+    /// How each peer is reached, by world rank (then peer index of the
+    /// processes of other jobs).
+    routes: Vec<Route>,
+    /// The rings to the ranks of this host (every rank has a node segment,
+    /// of one rank if it is alone on its host).
+    shm: ShmTransport,
     posted: VecDeque<Posted>,
     pub unexpected: super::unexp::UnexpQueue,
     eager_limit: usize,
@@ -503,13 +502,13 @@ pub struct Engine {
     messages: Vec<Option<Unexp>>,
     /// Transport to ranks on other hosts, if the job spans hosts.
     pub tcp: Option<Tcp>,
+    /// Transport to engines of this process (unit tests).
+    loopback: Option<Loopback>,
 }
 
-/// `local_of_world` entry of a rank on another host.
-const REMOTE: usize = usize::MAX;
-
-// SAFETY: as for `Request`: queued stream pointers are user send buffers
-// owned by a pending request, used only under the runtime lock.
+// SAFETY: as for `Request`: raw pointers the engine keeps (in its
+// transports' queues) are user send buffers owned by a pending request,
+// used only under the runtime lock.
 unsafe impl Send for Engine {}
 
 #[inline]
@@ -528,6 +527,9 @@ pub fn configured_eager_limit() -> usize {
 }
 
 impl Engine {
+    /// The engine of world rank `me` of `world_size`: `seg` is the node
+    /// segment, shared with the ranks `local_world` (by local rank; this
+    /// rank is `my_local`); the other ranks are reached over `tcp`.
     pub fn new(
         me: usize,
         world_size: usize,
@@ -536,33 +538,41 @@ impl Engine {
         my_local: usize,
         tcp: Option<Tcp>,
     ) -> Self {
-        let n = local_world.len();
-        let mut local_of_world = vec![REMOTE; world_size];
+        let mut routes = vec![Route::Tcp; world_size];
         for (l, &w) in local_world.iter().enumerate() {
-            local_of_world[w] = l;
+            routes[w] = Route::Shm(l as u32);
         }
-        let producers = (0..n).map(|l| (l != my_local).then(|| seg.producer(my_local, l))).collect();
-        let consumers = (0..n).filter(|&l| l != my_local).map(|l| (l, seg.consumer(l, my_local))).collect();
-        let max_payload = seg.ring_size / 2 - shm::HDR;
-        let eager_limit = configured_eager_limit().min(max_payload);
+        routes[me] = Route::Me;
+        let shm = ShmTransport::new(seg, local_world, my_local);
+        let eager_limit = configured_eager_limit().min(shm.max_payload());
         let cma = if std::env::var_os("MPICORE_NO_CMA").is_some() { Cma::Refused } else { Cma::Untested };
         Engine {
             me,
-            seg,
-            local_world,
-            local_of_world,
-            my_local,
-            producers,
-            consumers,
-            pending_out: (0..n).map(|_| VecDeque::new()).collect(),
-            n_pending: 0,
+            routes,
+            shm,
             posted: VecDeque::new(),
             unexpected: Default::default(),
             eager_limit,
             cma,
             messages: Vec::new(),
             tcp,
+            loopback: None,
         }
+    }
+
+    /// The engine of world rank `me` of an in-process job whose ranks are
+    /// all reached through `loopback` (see [`Loopback`]). Its node segment
+    /// is private, of this rank alone.
+    pub fn with_loopback(me: usize, world_size: usize, loopback: Loopback) -> MpiResult<Self> {
+        let seg = Segment::private(1).map_err(|e| MpiError::new(MPI_ERR_OTHER, e.to_string()))?;
+        let mut e = Engine::new(me, world_size, seg, vec![me], 0, None);
+        for (w, r) in e.routes.iter_mut().enumerate() {
+            if w != me {
+                *r = Route::Loopback;
+            }
+        }
+        e.loopback = Some(loopback);
+        Ok(e)
     }
 
     /// The peer index of process `uid` of another job (see rt/dpm.rs),
@@ -570,20 +580,28 @@ impl Engine {
     /// like a rank on another host. The TCP transport must exist.
     pub fn add_foreign(&mut self, uid: u64, card: &str, secret: &[u8]) -> usize {
         let p = self.tcp.as_mut().expect("TCP transport").foreign_peer(uid, card, secret);
-        if self.local_of_world.len() <= p {
-            self.local_of_world.resize(p + 1, REMOTE);
+        if self.routes.len() <= p {
+            self.routes.resize(p + 1, Route::Tcp);
         }
         p
     }
 
     /// True if peer `world` (a world rank, or a process of another job) is
-    /// on another host or in another job (reached over TCP).
+    /// not this rank and does not share this host's node segment (it is
+    /// reached over TCP, or over loopback in tests).
+    #[inline]
     pub fn is_remote(&self, world: usize) -> bool {
-        self.local_of_world[world] == REMOTE
+        !matches!(self.routes[world], Route::Me | Route::Shm(_))
+    }
+
+    /// How peer `world` is reached.
+    #[inline]
+    pub fn route(&self, world: usize) -> Route {
+        self.routes[world]
     }
 
     pub fn my_ctl_ptr(&self) -> *mut Ctl {
-        self.seg.ctl(self.my_local) as *const Ctl as *mut Ctl
+        self.shm.ctl(self.shm.my_local()) as *const Ctl as *mut Ctl
     }
 
     /// Lets peers read our memory with `process_vm_readv` where a Yama
@@ -597,39 +615,27 @@ impl Engine {
     /// `MPI_Finalize` (gone, or a zombie its launcher has not reaped):
     /// its world rank and process id.
     pub fn dead_local_peer(&self) -> Option<(usize, i32)> {
-        use std::sync::atomic::Ordering::Acquire;
-        for (l, &w) in self.local_world.iter().enumerate() {
-            let c = self.seg.ctl(l);
-            if l == self.my_local || c.finalized.load(Acquire) != 0 {
-                continue;
-            }
-            let pid = c.pid.load(Acquire);
-            if pid <= 0 {
-                continue;
-            }
-            // SAFETY: signal 0 only checks that the process exists.
-            let gone = unsafe { libc::kill(pid, 0) } == -1
-                && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
-            let zombie = || {
-                std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                    .ok()
-                    .and_then(|t| t.rsplit_once(") ").map(|(_, rest)| rest.starts_with('Z')))
-                    .unwrap_or(false)
-            };
-            if gone || zombie() {
-                return Some((w, pid));
-            }
-        }
-        None
+        self.shm.dead_peer()
     }
 
     /// Marks this rank as finalizing in its control block.
     pub fn mark_finalized(&self) {
-        self.seg.ctl(self.my_local).finalized.store(1, std::sync::atomic::Ordering::Release);
+        self.shm.mark_finalized();
     }
 
+    /// Whether records wait to be written by any transport.
     pub fn has_pending_out(&self) -> bool {
-        self.n_pending != 0 || self.tcp.as_ref().is_some_and(Tcp::has_pending)
+        self.shm.has_pending_out()
+            || self.tcp.as_ref().is_some_and(Tcp::has_pending)
+            || self.loopback.as_ref().is_some_and(Loopback::has_pending_out)
+    }
+
+    /// The file descriptors a rank about to sleep watches for input of
+    /// transports that cannot wake it themselves.
+    pub fn poll_fds(&self, fds: &mut Vec<libc::pollfd>) {
+        if let Some(t) = &self.tcp {
+            t.poll_fds(fds);
+        }
     }
 
     pub fn world_rank(&self) -> usize {
@@ -638,144 +644,100 @@ impl Engine {
 
     // ----- sending records -------------------------------------------------
 
-    /// Sends one record to world rank `to` (queued if its ring is full).
+    /// Sends one record to world rank `to` through the transport of its
+    /// route (which queues what it cannot write yet).
+    #[inline]
     fn post(&mut self, reqs: &mut ReqTable, to: usize, hdr: MsgHdr, payload: &[u8], sreq: u64) {
-        if to == self.me {
-            self.incoming(reqs, to, &hdr, payload);
-            return;
+        match self.routes[to] {
+            Route::Me => self.incoming(reqs, to, &hdr, payload),
+            Route::Shm(l) => self.shm.send(l as usize, &hdr, payload, sreq),
+            Route::Tcp => self.tcp.as_mut().expect("TCP transport for a remote rank").send(to, &hdr, payload, sreq),
+            Route::Loopback => self.loopback.as_mut().expect("loopback transport").send(to, &hdr, payload, sreq),
         }
-        let l = self.local_of_world[to];
-        if l == REMOTE {
-            self.tcp.as_mut().expect("TCP transport for a remote rank").send(to, &hdr, payload);
-            return;
-        }
-        if self.pending_out[l].is_empty() {
-            let p = self.producers[l].as_mut().expect("producer");
-            if p.try_push(&hdr, payload) {
-                shm::notify(self.seg.ctl(l));
-                return;
-            }
-        }
-        self.pending_out[l].push_back(Out::Msg { hdr, data: payload.to_vec(), sreq });
-        self.n_pending += 1;
     }
 
-    /// Packs `count` elements of `dt` at `buf` (`bytes` packed) straight into a record of the
-    /// ring to `to`, a rank of this host, when nothing waits to go there
-    /// first and the ring has room. False if the caller must post the data
-    /// itself.
-    ///
-    /// The ring's lines were last read by the receiver, so a store to one
-    /// waits for the line to come back from that CPU. Copying a packed
-    /// temporary into the ring is all such stores (8 KiB took 0.74-1.09 us
-    /// on the 2026-11-27 host, 2.9-3.2 us when it ran the two CPUs far
-    /// apart); packing in place spreads them over the packing loop, whose
-    /// strided loads go on meanwhile: a whole 8 KiB column send 1.25-1.57
-    /// us instead of 1.64-2.23 (BENCHMARKS.md, derived datatypes).
+    /// Streams `len` bytes at `ptr` to `to` as `DATA` records (the answer to
+    /// its `CTS` for send `sreq`).
+    fn post_stream(&mut self, to: usize, hdr: MsgHdr, ptr: *const u8, len: usize, sreq: u64) {
+        match self.routes[to] {
+            // (A rank never answers its own RTS with a CTS: it copies.)
+            Route::Me => unreachable!("streaming to this rank"),
+            Route::Shm(l) => self.shm.stream(l as usize, hdr, ptr, len, sreq),
+            Route::Tcp => self.tcp.as_mut().expect("TCP transport").stream(to, hdr, ptr, len, sreq),
+            Route::Loopback => self.loopback.as_mut().expect("loopback transport").stream(to, hdr, ptr, len, sreq),
+        }
+    }
+
+    /// Packs `count` elements of `dt` at `buf` (`bytes` packed) straight
+    /// into a ring record to `to` when it is a rank of this host (see
+    /// [`ShmTransport::push_packed`]). False if the caller must post the
+    /// data itself.
     fn push_packed(&mut self, to: usize, hdr: &MsgHdr, buf: *const u8, count: usize, dt: &Dtype, bytes: usize) -> bool {
-        let l = self.local_of_world[to];
-        if to == self.me || l == REMOTE || !self.pending_out[l].is_empty() {
-            return false;
+        match self.routes[to] {
+            Route::Shm(l) => self.shm.push_packed(l as usize, hdr, buf, count, dt, bytes),
+            _ => false,
         }
-        let p = self.producers[l].as_mut().expect("producer");
-        if bytes > p.max_payload() {
-            return false;
-        }
-        // SAFETY: buf holds `count` elements of dt (the send's contract), and
-        // the record's payload has exactly their packed size.
-        if !p.try_push_with(hdr, bytes, |d| unsafe { dt.pack(buf, count, d) }) {
-            return false;
-        }
-        shm::notify(self.seg.ctl(l));
-        true
-    }
-
-    /// Pushes queued records while the rings take them; a stream whose last
-    /// chunk went out completes its send request.
-    fn flush_out(&mut self, reqs: &mut ReqTable) -> bool {
-        if self.n_pending == 0 {
-            return false;
-        }
-        let mut did = false;
-        for l in 0..self.pending_out.len() {
-            let mut pushed_any = false;
-            while let Some(front) = self.pending_out[l].front_mut() {
-                let p = self.producers[l].as_mut().expect("producer");
-                match front {
-                    Out::Msg { hdr, data, .. } => {
-                        if !p.try_push(hdr, data) {
-                            break;
-                        }
-                    }
-                    Out::Stream { hdr, ptr, len, off, .. } => {
-                        let n = (*len - *off).min(p.max_payload());
-                        hdr.len = *off as u64;
-                        // SAFETY: ptr..ptr+len is the send data, kept valid by
-                        // the send request until the stream is done.
-                        let chunk = unsafe { std::slice::from_raw_parts(ptr.add(*off), n) };
-                        if !p.try_push(hdr, chunk) {
-                            break;
-                        }
-                        pushed_any = true;
-                        *off += n;
-                        if *off < *len {
-                            continue;
-                        }
-                    }
-                }
-                pushed_any = true;
-                if let Some(Out::Stream { sreq, .. }) = self.pending_out[l].pop_front() {
-                    if let Some((i, _)) = reqs.by_proto(sreq) {
-                        reqs.finish(i);
-                    }
-                }
-                self.n_pending -= 1;
-            }
-            if pushed_any {
-                shm::notify(self.seg.ctl(l));
-                did = true;
-            }
-        }
-        did
     }
 
     // ----- progress ----------------------------------------------------------
 
-    /// Drains incoming rings and pushes queued records. True if anything happened.
+    /// Writes queued records and handles every record that arrived, through
+    /// each transport. True if anything happened.
     pub fn progress(&mut self, reqs: &mut ReqTable) -> bool {
-        let mut did = self.flush_out(reqs);
-        for i in 0..self.consumers.len() {
-            while let Some((hdr, ptr, n)) = self.consumers[i].1.peek().map(|(h, p)| (h, p.as_ptr(), p.len())) {
-                // SAFETY: the record stays in the ring until the pop below;
-                // `incoming` never consumes from this ring.
-                let payload = unsafe { std::slice::from_raw_parts(ptr, n) };
-                let from = self.local_world[self.consumers[i].0];
-                self.incoming(reqs, from, &hdr, payload);
-                self.consumers[i].1.pop(&hdr);
-                did = true;
+        let mut finish = |id: u64| {
+            if let Some((i, _)) = reqs.by_proto(id) {
+                reqs.finish(i);
             }
+        };
+        let mut did = self.shm.flush(&mut finish);
+        while let Some(rec) = self.shm.next_incoming() {
+            // SAFETY: the record stays in the ring until `consume`.
+            self.incoming(reqs, rec.from, &rec.hdr, unsafe { rec.payload() });
+            self.shm.consume(&rec);
+            did = true;
         }
-        if let Some(t) = &mut self.tcp {
-            let mut a = t.take_arrivals();
-            t.poll(&mut a);
-            for &id in &a.streamed {
-                if let Some((i, _)) = reqs.by_proto(id) {
-                    reqs.finish(i);
-                }
-            }
-            did |= !a.streamed.is_empty() || !a.is_empty();
-            self.incoming_all(reqs, &a);
-            self.tcp.as_mut().expect("TCP transport").recycle(a);
+        if self.tcp.is_some() {
+            did |= self.drain_tcp(reqs);
+        }
+        if self.loopback.is_some() {
+            did |= self.drain_loopback(reqs);
         }
         did
     }
 
-    /// Handles every frame of `a`, in order.
-    fn incoming_all(&mut self, reqs: &mut ReqTable, a: &Arrivals) {
-        for i in 0..a.len() {
-            let (from, hdr, payload) = a.get(i);
-            self.incoming(reqs, from, hdr, payload);
+    /// Progress of the TCP transport (kept out of the rings' path).
+    #[inline(never)]
+    fn drain_tcp(&mut self, reqs: &mut ReqTable) -> bool {
+        let t = self.tcp.as_mut().expect("TCP transport");
+        let did = t.flush(&mut |id| {
+            if let Some((i, _)) = reqs.by_proto(id) {
+                reqs.finish(i);
+            }
+        });
+        while let Some(rec) = self.tcp.as_mut().expect("TCP transport").next_incoming() {
+            // SAFETY: the frame stays in the transport's buffer until `consume`.
+            self.incoming(reqs, rec.from, &rec.hdr, unsafe { rec.payload() });
+            self.tcp.as_mut().expect("TCP transport").consume(&rec);
         }
+        did
+    }
+
+    /// Progress of the loopback transport.
+    #[inline(never)]
+    fn drain_loopback(&mut self, reqs: &mut ReqTable) -> bool {
+        let lb = self.loopback.as_mut().expect("loopback transport");
+        let mut did = lb.flush(&mut |id| {
+            if let Some((i, _)) = reqs.by_proto(id) {
+                reqs.finish(i);
+            }
+        });
+        while let Some(rec) = self.loopback.as_mut().expect("loopback transport").next_incoming() {
+            // SAFETY: the record is held by the transport until `consume`.
+            self.incoming(reqs, rec.from, &rec.hdr, unsafe { rec.payload() });
+            self.loopback.as_mut().expect("loopback transport").consume(&rec);
+            did = true;
+        }
+        did
     }
 
     /// Handles one record from world rank `from`.
@@ -832,13 +794,7 @@ impl Engine {
                         let rdv = s.rdv.as_ref().expect("rendezvous send");
                         let (ptr, len) = (rdv.addr, rdv.len);
                         let h = MsgHdr { kind: kind::DATA, aux: hdr.len, ..Default::default() };
-                        let l = self.local_of_world[from];
-                        if l == REMOTE {
-                            self.tcp.as_mut().expect("TCP transport").stream(from, h, ptr, len, hdr.aux);
-                        } else {
-                            self.pending_out[l].push_back(Out::Stream { hdr: h, ptr, len, off: 0, sreq: hdr.aux });
-                            self.n_pending += 1;
-                        }
+                        self.post_stream(from, h, ptr, len, hdr.aux);
                     }
                 }
             }
@@ -949,8 +905,8 @@ impl Engine {
                         }
                     }
                     true
-                } else if self.cma != Cma::Refused && !self.is_remote(u.from) {
-                    let pid = self.seg.ctl(self.local_of_world[u.from]).pid.load(std::sync::atomic::Ordering::Acquire);
+                } else if let (true, Route::Shm(l)) = (self.cma != Cma::Refused, self.routes[u.from]) {
+                    let pid = self.shm.pid(l as usize);
                     let res = cma_receive(pid, addr, progress, n, op);
                     match res {
                         Ok(()) => {
@@ -1037,7 +993,7 @@ impl Engine {
         // piece the sender has finished while it packs the next.
         let pipe = !dt.contig
             && dest_world != self.me
-            && self.local_of_world[dest_world] != REMOTE
+            && matches!(self.routes[dest_world], Route::Shm(_))
             && self.cma != Cma::Refused
             && bytes > 2 * PIPE_PIECE;
         if pipe {
@@ -1147,50 +1103,13 @@ impl Engine {
         cap: usize,
         polls: u32,
     ) -> Option<(i32, usize)> {
-        let l = self.local_of_world[src_world];
-        if src_world == self.me {
-            return None;
-        }
-        if l == REMOTE {
-            // A rank on another host: up to `polls` non-blocking reads of
-            // its connection (while nothing waits to be sent over TCP).
-            let mut a = self.tcp.as_mut()?.take_arrivals();
-            let (mut got, mut give_up) = (None, false);
-            for _ in 0..polls {
-                let t = self.tcp.as_mut().expect("TCP transport");
-                if t.has_pending() || !t.read_from(src_world, &mut a) {
-                    break;
-                }
-                for i in 0..a.len() {
-                    let (from, hdr, payload) = a.get(i);
-                    let first = got.is_none()
-                        && !give_up
-                        && (hdr.kind == kind::EAGER || hdr.kind == kind::RTS)
-                        && matches(ctx, src, tag, hdr.ctx, hdr.src, hdr.tag);
-                    if first && hdr.kind == kind::EAGER && hdr.flags & FLAG_SYNC == 0 && payload.len() <= cap {
-                        // SAFETY: `buf` holds `cap` bytes (caller's contract).
-                        unsafe { std::ptr::copy_nonoverlapping(payload.as_ptr(), buf, payload.len()) };
-                        got = Some((hdr.tag, payload.len()));
-                        COUNTERS.received(payload.len());
-                    } else {
-                        // (A matching message that needs more than a copy goes
-                        // to the unexpected queue for the general path.)
-                        give_up |= first;
-                        self.incoming(reqs, from, hdr, payload);
-                    }
-                }
-                a.clear();
-                if got.is_some() || give_up || !self.direct_recv_ok(ctx, src, tag) {
-                    break;
-                }
-            }
-            self.tcp.as_mut().expect("TCP transport").recycle(a);
-            return got;
-        }
-        // Consumers are kept for every local peer but this rank, in order.
-        let ci = if l < self.my_local { l } else { l - 1 };
+        let l = match self.routes[src_world] {
+            Route::Shm(l) => l as usize,
+            Route::Tcp => return self.recv_direct_tcp(reqs, src_world, ctx, src, tag, buf, cap, polls),
+            Route::Me | Route::Loopback => return None,
+        };
         for _ in 0..polls {
-            let Some((hdr, ptr, n)) = self.consumers[ci].1.peek().map(|(h, p)| (h, p.as_ptr(), p.len())) else {
+            let Some((hdr, ptr, n)) = self.shm.consumer(l).peek().map(|(h, p)| (h, p.as_ptr(), p.len())) else {
                 std::hint::spin_loop();
                 continue;
             };
@@ -1203,14 +1122,14 @@ impl Engine {
                     // pop below; `buf` holds `cap >= n` bytes (caller's contract).
                     unsafe { std::ptr::copy_nonoverlapping(ptr, buf, n) };
                 }
-                self.consumers[ci].1.pop(&hdr);
+                self.shm.consumer(l).pop(&hdr);
                 COUNTERS.received(n);
                 return Some((hdr.tag, n));
             }
             // SAFETY: as in `progress`: the record stays until the pop.
             let payload = unsafe { std::slice::from_raw_parts(ptr, n) };
             self.incoming(reqs, src_world, &hdr, payload);
-            self.consumers[ci].1.pop(&hdr);
+            self.shm.consumer(l).pop(&hdr);
             if !self.direct_recv_ok(ctx, src, tag) {
                 return None;
             }
@@ -1218,20 +1137,71 @@ impl Engine {
         None
     }
 
+    /// [`Engine::recv_direct`] from a rank on another host.
+    ///
+    /// # Safety
+    /// As for [`Engine::recv_direct`].
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    unsafe fn recv_direct_tcp(
+        &mut self,
+        reqs: &mut ReqTable,
+        src_world: usize,
+        ctx: u32,
+        src: i32,
+        tag: i32,
+        buf: *mut u8,
+        cap: usize,
+        polls: u32,
+    ) -> Option<(i32, usize)> {
+        // A rank on another host: up to `polls` non-blocking reads of
+        // its connection (while nothing waits to be sent over TCP).
+        let mut a = self.tcp.as_mut()?.take_arrivals();
+        let (mut got, mut give_up) = (None, false);
+        for _ in 0..polls {
+            let t = self.tcp.as_mut().expect("TCP transport");
+            if t.has_pending() || !t.read_from(src_world, &mut a) {
+                break;
+            }
+            for i in 0..a.len() {
+                let (from, hdr, payload) = a.get(i);
+                let first = got.is_none()
+                    && !give_up
+                    && (hdr.kind == kind::EAGER || hdr.kind == kind::RTS)
+                    && matches(ctx, src, tag, hdr.ctx, hdr.src, hdr.tag);
+                if first && hdr.kind == kind::EAGER && hdr.flags & FLAG_SYNC == 0 && payload.len() <= cap {
+                    // SAFETY: `buf` holds `cap` bytes (caller's contract).
+                    unsafe { std::ptr::copy_nonoverlapping(payload.as_ptr(), buf, payload.len()) };
+                    got = Some((hdr.tag, payload.len()));
+                    COUNTERS.received(payload.len());
+                } else {
+                    // (A matching message that needs more than a copy goes
+                    // to the unexpected queue for the general path.)
+                    give_up |= first;
+                    self.incoming(reqs, from, hdr, payload);
+                }
+            }
+            a.clear();
+            if got.is_some() || give_up || !self.direct_recv_ok(ctx, src, tag) {
+                break;
+            }
+        }
+        self.tcp.as_mut().expect("TCP transport").recycle(a);
+        got
+    }
+
     /// The watch on the ring from world rank `w`, a peer on this host.
     pub fn local_ring_watch(&self, w: usize) -> Option<shm::RingWatch> {
-        let l = self.local_of_world[w];
-        if w == self.me || l == REMOTE {
-            return None;
+        match self.routes[w] {
+            Route::Shm(l) => Some(self.shm.watch(l as usize)),
+            _ => None,
         }
-        let ci = if l < self.my_local { l } else { l - 1 };
-        Some(self.consumers[ci].1.watch())
     }
 
     /// Whether [`Engine::recv_direct`] may run: nothing posted, nothing
     /// queued to send, and no unexpected message for this envelope.
     pub fn direct_recv_ok(&self, ctx: u32, src: i32, tag: i32) -> bool {
-        self.posted.is_empty() && self.n_pending == 0 && !self.unexpected.any(ctx, src, tag)
+        self.posted.is_empty() && !self.shm.has_pending_out() && !self.unexpected.any(ctx, src, tag)
     }
 
     /// Starts receive `ri` (already allocated as a `Kind::Recv`).
@@ -1310,11 +1280,8 @@ impl Engine {
                 }
                 let dest = s.dest_world;
                 // Still queued here: just drop it.
-                if dest != self.me && !self.is_remote(dest) {
-                    let l = self.local_of_world[dest];
-                    if let Some(p) = self.pending_out[l].iter().position(|o| matches!(o, Out::Msg { sreq, hdr, .. } if *sreq == id && (hdr.kind == kind::RTS || hdr.kind == kind::EAGER))) {
-                        self.pending_out[l].remove(p);
-                        self.n_pending -= 1;
+                if let Route::Shm(l) = self.routes[dest] {
+                    if self.shm.withdraw(l as usize, id) {
                         r.status.set_cancelled(true);
                         reqs.finish(ri);
                         return;
@@ -1337,7 +1304,7 @@ impl Engine {
     /// the TCP transport's limit (see [`Tcp::eager_limit`]).
     pub fn eager_limit_to(&self, to: usize) -> usize {
         match &self.tcp {
-            Some(t) if self.is_remote(to) => t.eager_limit,
+            Some(t) if self.routes[to] == Route::Tcp => t.eager_limit,
             _ => self.eager_limit,
         }
     }
@@ -1351,7 +1318,7 @@ impl Engine {
 
     /// Bytes of each shared-memory ring of this node.
     pub fn ring_size(&self) -> usize {
-        self.seg.ring_size
+        self.shm.ring_size()
     }
 
     /// Receives posted and not yet matched.
@@ -1371,7 +1338,10 @@ impl Engine {
     /// The control block of world rank `w` for waking it (None for this
     /// rank and ranks on other hosts); valid while the engine lives.
     pub fn ctl_of(&self, w: usize) -> Option<*const Ctl> {
-        (w != self.me && !self.is_remote(w)).then(|| self.seg.ctl(self.local_of_world[w]) as *const Ctl)
+        match self.routes[w] {
+            Route::Shm(l) => Some(self.shm.ctl(l as usize) as *const Ctl),
+            _ => None,
+        }
     }
 }
 

@@ -185,6 +185,37 @@ impl Segment {
         Ok(seg)
     }
 
+    /// A segment of `nlocal` ranks in anonymous memory of this process
+    /// only, for engines that share no memory with other processes (the
+    /// in-process engines of unit tests): nothing is created in /dev/shm.
+    pub fn private(nlocal: usize) -> Result<Segment, ShmError> {
+        let ring_size = ring_size_for(nlocal);
+        let bytes = Self::layout(nlocal, ring_size);
+        // SAFETY: a new anonymous mapping, owned by the returned segment.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                bytes,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(os_err("(private)", "map"));
+        }
+        let hp = p as *mut SegHeader;
+        // SAFETY: the header is at the start of the (zeroed) mapping, which
+        // nothing else uses yet.
+        unsafe {
+            (*hp).nlocal = nlocal as u32;
+            (*hp).ring_size = ring_size as u32;
+            (*hp).magic.store(MAGIC, Ordering::Release);
+        }
+        Ok(Segment { base: p as *mut u8, bytes, nlocal, ring_size })
+    }
+
     /// Attaches to the segment `name` created by local rank 0.
     pub fn attach(name: &str) -> Result<Segment, ShmError> {
         let cname = CString::new(name).unwrap();

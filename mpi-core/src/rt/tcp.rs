@@ -39,6 +39,7 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
 use super::shm::{MsgHdr, HDR};
+use super::transport::{Incoming, Transport};
 
 const MAGIC: &[u8; 8] = b"mpicore1";
 const AUTH_LEN: usize = 8 + 4 + 32;
@@ -227,8 +228,11 @@ pub struct Tcp {
     pub eager_limit: usize,
     /// Streams fully written since the last `poll` (their send request ids).
     streamed: Vec<u64>,
-    /// Buffers reused by every `poll`.
+    /// Buffers reused by every `poll`; between two polls, the frames the
+    /// engine reads one by one ([`Transport::next_incoming`]).
     arrivals: Arrivals,
+    /// The next frame of `arrivals` to hand to the engine.
+    inbox_next: usize,
     fds: Vec<libc::pollfd>,
     ready: Vec<bool>,
 }
@@ -337,6 +341,7 @@ impl Tcp {
             eager_limit: configured_eager_limit(),
             streamed: Vec::new(),
             arrivals: Arrivals::default(),
+            inbox_next: 0,
             fds: Vec::new(),
             ready: Vec::new(),
         }
@@ -346,16 +351,6 @@ impl Tcp {
     pub fn card(&self) -> String {
         let port = self.listener.local_addr().map(|a| a.port()).unwrap_or(0);
         format!("{}:{port}", local_addresses().join(","))
-    }
-
-    /// The sockets a sleeping rank waits on: all of them for reading (and
-    /// the ones with queued records for writing).
-    pub fn poll_fds(&self, fds: &mut Vec<libc::pollfd>) {
-        self.incoming_fds(fds);
-        for c in self.out.iter().flatten().chain(&self.retiring) {
-            let events = if c.queue.is_empty() { libc::POLLIN } else { libc::POLLIN | libc::POLLOUT };
-            fds.push(libc::pollfd { fd: c.sock.as_raw_fd(), events, revents: 0 });
-        }
     }
 
     /// The listener, then every incoming connection, for reading.
@@ -473,7 +468,7 @@ impl Tcp {
     /// connection header and payload leave in one system call straight from
     /// the caller's buffer; what the socket does not take (or everything,
     /// behind queued records or the handshake) is queued and written later.
-    pub fn send(&mut self, to: usize, hdr: &MsgHdr, payload: &[u8]) {
+    pub fn write_record(&mut self, to: usize, hdr: &MsgHdr, payload: &[u8]) {
         let mut h = *hdr;
         h.payload = payload.len() as u32;
         // SAFETY: MsgHdr is plain old data.
@@ -493,12 +488,6 @@ impl Tcp {
         buf.extend_from_slice(hb);
         buf.extend_from_slice(payload);
         self.enqueue(to, Item::Bytes { buf, off });
-    }
-
-    /// Streams `len` bytes at `ptr` to `to` as DATA records (answer to CTS);
-    /// `sreq` is reported by `poll` once everything is written.
-    pub fn stream(&mut self, to: usize, hdr: MsgHdr, ptr: *const u8, len: usize, sreq: u64) {
-        self.enqueue(to, Item::Stream { hdr, ptr, len, off: 0, in_frame: 0, sreq });
     }
 
     /// Queues `item` on the connection to `to` and writes what the socket
@@ -566,7 +555,13 @@ impl Tcp {
     /// The buffers [`Tcp::poll`] and [`Tcp::read_from`] fill, lent out
     /// (give them back with [`Tcp::recycle`]).
     pub fn take_arrivals(&mut self) -> Arrivals {
-        std::mem::take(&mut self.arrivals)
+        // (The frames of the last poll were all handed to the engine: it
+        // reads until `next_incoming` says there are no more.)
+        debug_assert!(self.inbox_next >= self.arrivals.len());
+        let mut a = std::mem::take(&mut self.arrivals);
+        a.clear();
+        self.inbox_next = 0;
+        a
     }
 
     /// Takes back buffers lent by [`Tcp::take_arrivals`], emptied.
@@ -879,4 +874,60 @@ fn send2(fd: std::os::fd::RawFd, a: &[u8], b: &[u8]) -> std::io::Result<usize> {
 
 fn send_failed(me: usize, to: usize, e: std::io::Error) -> ! {
     fatal(format!("mpi-core: rank {me}: sending to rank {to} failed: {e} (did it die?)"))
+}
+
+impl Transport for Tcp {
+    #[inline]
+    fn send(&mut self, to: usize, hdr: &MsgHdr, payload: &[u8], _sreq: u64) {
+        self.write_record(to, hdr, payload);
+    }
+
+    /// `sreq` is reported by `flush` once everything is written.
+    fn stream(&mut self, to: usize, hdr: MsgHdr, ptr: *const u8, len: usize, sreq: u64) {
+        self.enqueue(to, Item::Stream { hdr, ptr, len, off: 0, in_frame: 0, sreq });
+    }
+
+    /// One [`Tcp::poll`]: its frames are then read by `next_incoming`.
+    fn flush(&mut self, streamed: &mut impl FnMut(u64)) -> bool {
+        let mut a = self.take_arrivals();
+        self.poll(&mut a);
+        for &id in &a.streamed {
+            streamed(id);
+        }
+        let did = !a.streamed.is_empty() || !a.is_empty();
+        self.arrivals = a;
+        did
+    }
+
+    #[inline]
+    fn next_incoming(&mut self) -> Option<Incoming> {
+        if self.inbox_next >= self.arrivals.len() {
+            return None;
+        }
+        let (from, hdr, payload) = self.arrivals.get(self.inbox_next);
+        // SAFETY: `arrivals` is not written until the next `flush` or
+        // `take_arrivals`, which come after the engine consumed every frame
+        // (sending, meanwhile, does not touch it).
+        Some(unsafe { Incoming::new(from, *hdr, payload.as_ptr(), payload.len()) })
+    }
+
+    #[inline]
+    fn consume(&mut self, _rec: &Incoming) {
+        self.inbox_next += 1;
+    }
+
+    #[inline]
+    fn has_pending_out(&self) -> bool {
+        self.has_pending()
+    }
+
+    /// All sockets for reading (and the ones with queued records for
+    /// writing).
+    fn poll_fds(&self, fds: &mut Vec<libc::pollfd>) {
+        self.incoming_fds(fds);
+        for c in self.out.iter().flatten().chain(&self.retiring) {
+            let events = if c.queue.is_empty() { libc::POLLIN } else { libc::POLLIN | libc::POLLOUT };
+            fds.push(libc::pollfd { fd: c.sock.as_raw_fd(), events, revents: 0 });
+        }
+    }
 }
