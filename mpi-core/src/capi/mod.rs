@@ -6,10 +6,10 @@
 // The C signatures are the standard's: many arguments are a given.
 #![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
 
-mod agree;
+pub(crate) mod agree;
 mod attr;
 mod coll;
-mod comm;
+pub(crate) mod comm;
 mod dpm;
 mod dtype;
 mod env;
