@@ -27,6 +27,7 @@ mod session;
 mod tool;
 mod topo;
 mod win;
+mod win_errh;
 
 pub use attr::*;
 pub use coll::*;
@@ -47,6 +48,7 @@ pub use session::*;
 pub use tool::*;
 pub use topo::*;
 pub use win::*;
+pub use win_errh::*;
 
 use std::os::raw::c_int;
 
