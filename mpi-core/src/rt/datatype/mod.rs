@@ -18,6 +18,10 @@
 //! Constructors reduce to "placements": `n` copies of a child at a
 //! displacement and a spacing (see [`combine`]).
 
+pub mod construct;
+pub mod decode;
+pub mod pack;
+
 use std::os::raw::c_int;
 use std::sync::Arc;
 
@@ -1563,6 +1567,20 @@ pub fn predefined_handles() -> Vec<MPI_Datatype> {
 }
 
 /// `MPI_Type_match_size`: the Fortran-named type of a class and size.
+/// The predefined pair type of `MPI_Type_get_value_index` for a value
+/// and an index type (`MPI_DATATYPE_NULL` if there is none).
+pub fn value_index_pair(value: MPI_Datatype, index: MPI_Datatype) -> MPI_Datatype {
+    match (value, index) {
+        (MPI_FLOAT, MPI_INT) => MPI_FLOAT_INT,
+        (MPI_DOUBLE, MPI_INT) => MPI_DOUBLE_INT,
+        (MPI_LONG, MPI_INT) => MPI_LONG_INT,
+        (MPI_SHORT, MPI_INT) => MPI_SHORT_INT,
+        (MPI_LONG_DOUBLE, MPI_INT) => MPI_LONG_DOUBLE_INT,
+        (MPI_INT, MPI_INT) => MPI_2INT,
+        _ => MPI_DATATYPE_NULL,
+    }
+}
+
 pub fn match_size(typeclass: c_int, size: c_int) -> MpiResult<MPI_Datatype> {
     let t = match (typeclass, size) {
         (MPI_TYPECLASS_REAL, 4) => MPI_REAL4,
