@@ -8,7 +8,9 @@ use std::os::raw::c_int;
 
 use mpi_api::abi::*;
 
-use super::{check_count, contiguous, darray, hindexed, hvector, structure, subarray, Contents, Dtype, TypeTable};
+use std::sync::Arc;
+
+use super::*;
 use crate::bail;
 use crate::rt::error::{MpiError, MpiResult};
 
@@ -195,4 +197,183 @@ pub fn resized_of(types: &TypeTable, old: MPI_Datatype, lb: i64, extent: i64, la
     let o = types.lookup(old)?;
     let t = o.resized(to_isize(lb)?, to_isize(extent)?)?;
     Ok(t.with_contents(Contents::new(MPI_COMBINER_RESIZED, vec![], vec![lb, extent], vec![o], large)))
+}
+
+// ---------------------------------------------------------------------------
+// Constructors on resolved types.
+
+/// `MPI_Type_contiguous`.
+pub fn contiguous(count: usize, old: &Dtype) -> MpiResult<Dtype> {
+    combine(&[Place::block(old, 0, count)], false)
+}
+
+/// `MPI_Type_(h)vector`: `count` blocks of `bl` elements, `stride` bytes apart.
+pub fn hvector(count: usize, bl: usize, stride: isize, old: &Dtype) -> MpiResult<Dtype> {
+    let block = combine(&[Place::block(old, 0, bl)], false)?;
+    combine(&[Place { t: &block, disp: 0, n: count, sp: stride }], false)
+}
+
+/// `MPI_Type_(h)indexed(_block)`: blocks `(length, displacement in bytes)`.
+pub fn hindexed(blocks: &[(usize, isize)], old: &Dtype) -> MpiResult<Dtype> {
+    let places: Vec<Place> = blocks.iter().map(|&(n, d)| Place::block(old, d, n)).collect();
+    combine(&places, false)
+}
+
+/// `MPI_Type_create_struct`: blocks `(length, displacement, type)`. The
+/// extent is padded to the members' alignment unless every block has the
+/// same type (as MPICH does: such a struct is an hindexed in disguise).
+pub fn structure(blocks: &[(usize, isize, Arc<Dtype>)]) -> MpiResult<Dtype> {
+    let places: Vec<Place> = blocks.iter().map(|(n, d, t)| Place::block(t, *d, *n)).collect();
+    let same = blocks.windows(2).all(|w| Arc::ptr_eq(&w[0].2, &w[1].2));
+    combine(&places, !same)
+}
+
+fn check_order(order: c_int) -> MpiResult<bool> {
+    match order {
+        MPI_ORDER_C => Ok(true),
+        MPI_ORDER_FORTRAN => Ok(false),
+        _ => bail!(MPI_ERR_ARG, "order {order} is neither MPI_ORDER_C nor MPI_ORDER_FORTRAN"),
+    }
+}
+
+/// The dimensions from the fastest varying to the slowest.
+fn fast_to_slow(ndims: usize, c_order: bool) -> Vec<usize> {
+    if c_order {
+        (0..ndims).rev().collect()
+    } else {
+        (0..ndims).collect()
+    }
+}
+
+/// `MPI_Type_create_subarray`.
+pub fn subarray(sizes: &[i64], subsizes: &[i64], starts: &[i64], order: c_int, old: &Dtype) -> MpiResult<Dtype> {
+    let c_order = check_order(order)?;
+    let nd = sizes.len();
+    if nd == 0 {
+        bail!(MPI_ERR_ARG, "ndims must be positive");
+    }
+    for d in 0..nd {
+        let (s, ss, st) = (sizes[d], subsizes[d], starts[d]);
+        if s < 1 || ss < 1 || st < 0 || ss > s || st > s - ss {
+            bail!(
+                MPI_ERR_ARG,
+                "dimension {d}: size {s}, subsize {ss}, start {st} (need size >= 1, 1 <= subsize <= size, 0 <= start <= size - subsize)"
+            );
+        }
+    }
+    let mut t = old.clone();
+    let mut estride = old.extent;
+    let mut disp = 0isize;
+    for d in fast_to_slow(nd, c_order) {
+        t = combine(&[Place { t: &t, disp: 0, n: subsizes[d] as usize, sp: estride }], false)?;
+        disp = (starts[d] as isize).checked_mul(estride).and_then(|x| x.checked_add(disp)).ok_or_else(overflow)?;
+        estride = estride.checked_mul(sizes[d] as isize).ok_or_else(overflow)?;
+    }
+    let placed = combine(&[Place { t: &t, disp, n: 1, sp: 0 }], false)?;
+    placed.resized(0, estride)
+}
+
+/// `MPI_Type_create_darray`.
+#[allow(clippy::too_many_arguments)]
+pub fn darray(
+    size: c_int,
+    rank: c_int,
+    gsizes: &[i64],
+    distribs: &[c_int],
+    dargs: &[c_int],
+    psizes: &[c_int],
+    order: c_int,
+    old: &Dtype,
+) -> MpiResult<Dtype> {
+    let c_order = check_order(order)?;
+    let nd = gsizes.len();
+    if nd == 0 {
+        bail!(MPI_ERR_ARG, "ndims must be positive");
+    }
+    if size < 1 || rank < 0 || rank >= size {
+        bail!(MPI_ERR_ARG, "rank {rank} is not in a group of size {size}");
+    }
+    let mut prod: i64 = 1;
+    for (d, &p) in psizes.iter().enumerate() {
+        if p < 1 {
+            bail!(MPI_ERR_ARG, "array_of_psizes[{d}] = {p} is not positive");
+        }
+        prod = prod.saturating_mul(p as i64);
+    }
+    if prod != size as i64 {
+        bail!(MPI_ERR_ARG, "the process grid has {prod} processes, not size = {size}");
+    }
+    // Coordinates of `rank` in the row-major process grid (both orders).
+    let mut coords = vec![0i64; nd];
+    let (mut r, mut t_size) = (rank as i64, prod);
+    for d in 0..nd {
+        t_size /= psizes[d] as i64;
+        coords[d] = r / t_size;
+        r %= t_size;
+    }
+    // Each dimension as cyclic(darg) over the process row.
+    let mut dims = Vec::with_capacity(nd);
+    for d in 0..nd {
+        let (g, p, darg) = (gsizes[d], psizes[d] as i64, dargs[d]);
+        if g < 1 {
+            bail!(MPI_ERR_ARG, "array_of_gsizes[{d}] = {g} is not positive");
+        }
+        let b = match distribs[d] {
+            MPI_DISTRIBUTE_NONE => {
+                if p != 1 {
+                    bail!(MPI_ERR_ARG, "dimension {d} is not distributed but has {p} processes");
+                }
+                g
+            }
+            MPI_DISTRIBUTE_BLOCK if darg == MPI_DISTRIBUTE_DFLT_DARG => (g + p - 1) / p,
+            MPI_DISTRIBUTE_BLOCK => {
+                if darg < 1 || (darg as i64).saturating_mul(p) < g {
+                    bail!(
+                        MPI_ERR_ARG,
+                        "dimension {d}: block size {darg} times {p} processes does not cover {g} elements"
+                    );
+                }
+                darg as i64
+            }
+            MPI_DISTRIBUTE_CYCLIC if darg == MPI_DISTRIBUTE_DFLT_DARG => 1,
+            MPI_DISTRIBUTE_CYCLIC => {
+                if darg < 1 {
+                    bail!(MPI_ERR_ARG, "dimension {d}: cyclic distribution argument {darg} is not positive");
+                }
+                darg as i64
+            }
+            x => bail!(MPI_ERR_ARG, "dimension {d}: unknown distribution {x}"),
+        };
+        dims.push((g, p, b, coords[d]));
+    }
+    let mut t = old.clone();
+    let mut estride = old.extent;
+    for d in fast_to_slow(nd, c_order) {
+        let (g, p, b, c) = dims[d];
+        // Full blocks of b elements start at (c + k p) b; the last may be short.
+        let first = c * b;
+        let period = p.saturating_mul(b);
+        let (mut nfull, mut last) = (0i64, 0i64);
+        if first < g {
+            let nblocks = (g - first + period - 1) / period;
+            let last_start = first + (nblocks - 1) * period;
+            let last_len = b.min(g - last_start);
+            if last_len == b {
+                nfull = nblocks;
+            } else {
+                nfull = nblocks - 1;
+                last = last_len;
+            }
+        }
+        let sp = |x: i64| (x as isize).checked_mul(estride).ok_or_else(overflow);
+        let block = combine(&[Place { t: &t, disp: 0, n: b as usize, sp: estride }], false)?;
+        let mut places = vec![Place { t: &block, disp: sp(first)?, n: nfull as usize, sp: sp(period)? }];
+        if last > 0 {
+            places.push(Place { t: &t, disp: sp(first + nfull * period)?, n: last as usize, sp: estride });
+        }
+        let dim = combine(&places, false)?;
+        estride = sp(g)?;
+        t = dim.resized(0, estride)?;
+    }
+    Ok(t)
 }
