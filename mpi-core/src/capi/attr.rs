@@ -263,7 +263,7 @@ unsafe fn get_attr(kind: ObjKind, obj: c_int, keyval: c_int, val: *mut c_void, f
             }
         }
         if kind == ObjKind::Win {
-            if let Some(p) = super::win::predefined_attr(st, obj, keyval) {
+            if let Some(p) = crate::rt::win::predefined_attr(st, obj, keyval) {
                 return Ok(Some(p as usize));
             }
         }
@@ -415,13 +415,13 @@ pub unsafe fn MPI_Win_free_keyval(win_keyval: *mut c_int) -> c_int {
 }
 
 pub unsafe fn MPI_Win_set_attr(win: MPI_Win, win_keyval: c_int, attribute_val: *mut c_void) -> c_int {
-    super::win::ret_win(win, "MPI_Win_set_attr", set_attr(ObjKind::Win, win, win_keyval, attribute_val))
+    super::win_errh::ret_win(win, "MPI_Win_set_attr", set_attr(ObjKind::Win, win, win_keyval, attribute_val))
 }
 
 pub unsafe fn MPI_Win_get_attr(win: MPI_Win, win_keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int) -> c_int {
-    super::win::ret_win(win, "MPI_Win_get_attr", get_attr(ObjKind::Win, win, win_keyval, attribute_val, flag))
+    super::win_errh::ret_win(win, "MPI_Win_get_attr", get_attr(ObjKind::Win, win, win_keyval, attribute_val, flag))
 }
 
 pub unsafe fn MPI_Win_delete_attr(win: MPI_Win, win_keyval: c_int) -> c_int {
-    super::win::ret_win(win, "MPI_Win_delete_attr", delete_attr(ObjKind::Win, win, win_keyval))
+    super::win_errh::ret_win(win, "MPI_Win_delete_attr", delete_attr(ObjKind::Win, win, win_keyval))
 }

@@ -6,9 +6,6 @@
 // The C signatures are the standard's: many arguments are a given.
 #![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
 
-// The internal collectives moved below the boundary (`rt::agree`); the
-// alias keeps `super::agree` paths of the chapters working.
-pub(crate) use crate::rt::agree;
 mod attr;
 mod coll;
 mod comm;
@@ -23,12 +20,14 @@ mod intercoll;
 mod io;
 mod neighbor;
 mod p2p;
+mod pack;
 mod part;
 mod req;
 mod session;
 mod tool;
 mod topo;
 mod win;
+mod win_errh;
 
 pub use attr::*;
 pub use coll::*;
@@ -43,12 +42,14 @@ pub use inter::*;
 pub use io::*;
 pub use neighbor::*;
 pub use p2p::*;
+pub use pack::*;
 pub use part::*;
 pub use req::*;
 pub use session::*;
 pub use tool::*;
 pub use topo::*;
 pub use win::*;
+pub use win_errh::*;
 
 use std::os::raw::c_int;
 

@@ -8,11 +8,18 @@
 //! nothing is cached, so what one process wrote is seen by the others as soon
 //! as its write returned, as the file system gives it.
 //!
-//! The collective protocols (agreeing on an open, on a view, the ordered
-//! accesses) live in `capi/io.rs`, which owns the internal messages; this
-//! module does no communication. See `mpi-core/IO.md`.
+//! The collective protocols run over the file's own context: agreeing on
+//! an open, a close, a view, a shared-pointer seek (`open.rs`, with the
+//! group helpers of `group.rs`), the ordered accesses and the completion of
+//! nonblocking and split accesses (`access.rs`), two-phase collective
+//! writes (`collective.rs`). `capi/io.rs` only converts the C arguments
+//! and reports errors. See `mpi-core/IO.md`.
 
+pub(crate) mod access;
+pub(crate) mod collective;
 pub mod datarep;
+pub(crate) mod group;
+pub(crate) mod open;
 pub mod view;
 
 use std::fs::File as OsFile;
@@ -438,6 +445,26 @@ impl File {
             }
         }
         Ok(done)
+    }
+
+    /// Truncates or extends the file to `size` bytes.
+    pub fn set_len(&self, size: MPI_Offset) -> MpiResult<()> {
+        self.os.set_len(size as u64).map_err(|e| os_error(&e, &self.path.display().to_string()))
+    }
+
+    /// Reserves the file's first `size` bytes on disk (`posix_fallocate`).
+    pub fn preallocate(&self, size: MPI_Offset) -> MpiResult<()> {
+        // SAFETY: posix_fallocate on our open descriptor, no memory passed.
+        let rc = unsafe { libc::posix_fallocate(self.os.as_raw_fd(), 0, size) };
+        if rc != 0 {
+            return Err(os_error(&std::io::Error::from_raw_os_error(rc), &self.path.display().to_string()));
+        }
+        Ok(())
+    }
+
+    /// Flushes what this process wrote to the storage device.
+    pub fn sync(&self) -> MpiResult<()> {
+        self.os.sync_all().map_err(|e| os_error(&e, &self.path.display().to_string()))
     }
 
     /// Writes `data` at file position `off`.
