@@ -20,10 +20,11 @@ use std::sync::Arc;
 
 use mpi_api::abi::*;
 
-use super::coll::{run, Arr, Call};
 use super::p2p::twins;
 use super::{c_array, ret};
 use crate::bail;
+use crate::coll::args::Arr;
+use crate::coll::call::{run, Call};
 use crate::coll::sched::{Sched, P};
 use crate::rt::datatype::{check_count, Dtype};
 use crate::rt::error::MpiResult;

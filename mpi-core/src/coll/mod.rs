@@ -18,9 +18,14 @@
 //! `MPICORE_COLL_<NAME>_SHORT` etc. move the size thresholds.
 
 pub mod algo;
+pub(crate) mod args;
+pub(crate) mod call;
+pub(crate) mod entry;
 pub mod flat;
+pub(crate) mod inter;
 pub mod parts;
 pub mod sched;
+pub(crate) mod shm;
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};

@@ -29,10 +29,10 @@ use std::sync::Arc;
 
 use mpi_api::abi::*;
 
-use super::coll::{at, reducer, typed, views, Arr, Dir};
+use super::algo;
+use super::args::{at, reducer, typed, views, Arr, Dir};
+use super::sched::{Sched, P};
 use crate::bail;
-use crate::coll::algo;
-use crate::coll::sched::{Sched, P};
 use crate::rt::datatype::{check_count, Dtype};
 use crate::rt::error::MpiResult;
 use crate::rt::State;
@@ -84,7 +84,7 @@ fn leaders_swap(s: &mut Sched, send: P, sn: usize, recv: P, rn: usize) {
     s.local();
 }
 
-pub(super) fn barrier(st: &mut State, s: &mut Sched) {
+pub(crate) fn barrier(st: &mut State, s: &mut Sched) {
     // Every member of this group has arrived at local rank 0, the leaders
     // meet, each leader lets its group go.
     s.local();
@@ -95,7 +95,7 @@ pub(super) fn barrier(st: &mut State, s: &mut Sched) {
 
 /// # Safety
 /// As `MPI_Bcast`.
-pub(super) unsafe fn bcast(
+pub(crate) unsafe fn bcast(
     st: &mut State,
     s: &mut Sched,
     buffer: *mut c_void,
@@ -148,7 +148,7 @@ unsafe fn reduce_local(
 
 /// # Safety
 /// As `MPI_Reduce`.
-pub(super) unsafe fn reduce(
+pub(crate) unsafe fn reduce(
     st: &mut State,
     s: &mut Sched,
     sendbuf: *const c_void,
@@ -181,7 +181,7 @@ pub(super) unsafe fn reduce(
 
 /// # Safety
 /// As `MPI_Allreduce`.
-pub(super) unsafe fn allreduce(
+pub(crate) unsafe fn allreduce(
     st: &mut State,
     s: &mut Sched,
     sendbuf: *const c_void,
@@ -206,7 +206,7 @@ pub(super) unsafe fn allreduce(
 ///
 /// # Safety
 /// As `MPI_Reduce_scatter`.
-pub(super) unsafe fn reduce_scatter(
+pub(crate) unsafe fn reduce_scatter(
     st: &mut State,
     s: &mut Sched,
     sendbuf: *const c_void,
@@ -241,7 +241,7 @@ pub(super) unsafe fn reduce_scatter(
 
 /// # Safety
 /// As `MPI_Allgather`.
-pub(super) unsafe fn allgather(
+pub(crate) unsafe fn allgather(
     st: &mut State,
     s: &mut Sched,
     sendbuf: *const c_void,
@@ -272,7 +272,7 @@ pub(super) unsafe fn allgather(
 ///
 /// # Safety
 /// As `MPI_Allgatherv`.
-pub(super) unsafe fn allgatherv(
+pub(crate) unsafe fn allgatherv(
     st: &mut State,
     s: &mut Sched,
     sendbuf: *const c_void,
@@ -304,7 +304,7 @@ pub(super) unsafe fn allgatherv(
 ///
 /// # Safety
 /// As `MPI_Gatherv`.
-pub(super) unsafe fn gather(
+pub(crate) unsafe fn gather(
     st: &mut State,
     s: &mut Sched,
     sendbuf: *const c_void,
@@ -351,7 +351,7 @@ pub(super) unsafe fn gather(
 ///
 /// # Safety
 /// As `MPI_Scatterv`.
-pub(super) unsafe fn scatter(
+pub(crate) unsafe fn scatter(
     st: &mut State,
     s: &mut Sched,
     sendbuf: *const c_void,
@@ -398,7 +398,7 @@ pub(super) unsafe fn scatter(
 ///
 /// # Safety
 /// As `MPI_Alltoall`.
-pub(super) unsafe fn alltoall(
+pub(crate) unsafe fn alltoall(
     st: &mut State,
     s: &mut Sched,
     sendbuf: *const c_void,
@@ -423,7 +423,7 @@ pub(super) unsafe fn alltoall(
 ///
 /// # Safety
 /// As `MPI_Alltoallw`.
-pub(super) unsafe fn alltoall_vw(
+pub(crate) unsafe fn alltoall_vw(
     st: &mut State,
     s: &mut Sched,
     sendbuf: *const c_void,
