@@ -7,6 +7,7 @@
 
 use std::ffi::c_void;
 use std::os::raw::c_int;
+use std::slice;
 
 use mpi_api::abi::*;
 
@@ -14,10 +15,12 @@ use super::p2p::twins;
 use super::{put, ret};
 use crate::bail;
 use crate::coll::args::{check_buf, reducer, user_op, Arr};
+use crate::coll::buf::{Reduction, UserBlocks, UserBuf};
 use crate::coll::call::Call;
-use crate::coll::entry::*;
+use crate::coll::entry::{self, *};
 use crate::rt;
 use crate::rt::datatype::check_count;
+use crate::rt::error::MpiResult;
 use crate::rt::op::{self, UserOp};
 
 unsafe fn reduce_local(
@@ -120,6 +123,43 @@ twins! {
     }
 }
 
+/// Alltoallw with its arrays of types, one per rank (read where they are,
+/// while the call builds its operation).
+unsafe fn alltoallw(
+    call: Call,
+    sendbuf: *const c_void,
+    sendcounts: Arr,
+    sdispls: Arr,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: Arr,
+    rdispls: Arr,
+    recvtypes: *const MPI_Datatype,
+    comm: MPI_Comm,
+) -> MpiResult<()> {
+    let size = rt::with(|st| Ok(st.comms.get(comm)?.size() as usize))?;
+    let recv = UserBlocks::new(recvbuf, recvcounts, rdispls, type_array(recvtypes, size));
+    let send = if sendbuf as usize == MPI_IN_PLACE {
+        UserBlocks::new(sendbuf, sendcounts, sdispls, recv.types)
+    } else {
+        UserBlocks::new(sendbuf, sendcounts, sdispls, type_array(sendtypes, size))
+    };
+    entry::alltoallw(call, send, recv, comm)
+}
+
+/// The `n` datatype handles at `p` (NULL: one `MPI_DATATYPE_NULL`, which the
+/// collective reports).
+///
+/// # Safety
+/// `p` is NULL or addresses `n` handles, readable while the returned slice lives.
+unsafe fn type_array<'a>(p: *const MPI_Datatype, n: usize) -> &'a [MPI_Datatype] {
+    if p.is_null() {
+        &[MPI_DATATYPE_NULL]
+    } else {
+        slice::from_raw_parts(p, n)
+    }
+}
+
 /// A count argument, `int` or `MPI_Count`.
 fn cnt<T: Into<i64>>(c: T) -> i64 {
     c.into()
@@ -138,85 +178,85 @@ pub unsafe fn MPI_Barrier_init(comm: MPI_Comm, _info: MPI_Info, request: *mut MP
 }
 twins! {
     pub unsafe fn MPI_Bcast | MPI_Bcast_c(buffer: *mut c_void, count: Count, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-        ret(comm, NAME, bcast(Call::Block, buffer, cnt(count), datatype, root, comm))
+        ret(comm, NAME, bcast(Call::Block, UserBuf::new(buffer, cnt(count), datatype), root, comm))
     }
     pub unsafe fn MPI_Ibcast | MPI_Ibcast_c(buffer: *mut c_void, count: Count, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, bcast(Call::Nb(request), buffer, cnt(count), datatype, root, comm))
+        ret(comm, NAME, bcast(Call::Nb(request), UserBuf::new(buffer, cnt(count), datatype), root, comm))
     }
     pub unsafe fn MPI_Bcast_init | MPI_Bcast_init_c(buffer: *mut c_void, count: Count, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, bcast(Call::Init(request), buffer, cnt(count), datatype, root, comm))
+        ret(comm, NAME, bcast(Call::Init(request), UserBuf::new(buffer, cnt(count), datatype), root, comm))
     }
     pub unsafe fn MPI_Gather | MPI_Gather_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-        ret(comm, NAME, gather(Call::Block, sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
+        ret(comm, NAME, gather(Call::Block, UserBuf::new(sendbuf, cnt(sendcount), sendtype), UserBuf::new(recvbuf, cnt(recvcount), recvtype), root, comm))
     }
     pub unsafe fn MPI_Igather | MPI_Igather_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, gather(Call::Nb(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
+        ret(comm, NAME, gather(Call::Nb(request), UserBuf::new(sendbuf, cnt(sendcount), sendtype), UserBuf::new(recvbuf, cnt(recvcount), recvtype), root, comm))
     }
     pub unsafe fn MPI_Gather_init | MPI_Gather_init_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, gather(Call::Init(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
+        ret(comm, NAME, gather(Call::Init(request), UserBuf::new(sendbuf, cnt(sendcount), sendtype), UserBuf::new(recvbuf, cnt(recvcount), recvtype), root, comm))
     }
     pub unsafe fn MPI_Gatherv | MPI_Gatherv_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Disp, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-        ret(comm, NAME, gatherv(Call::Block, sendbuf, cnt(sendcount), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(displs), recvtype, root, comm))
+        ret(comm, NAME, gatherv(Call::Block, UserBuf::new(sendbuf, cnt(sendcount), sendtype), UserBlocks::new(recvbuf, Arr::from(recvcounts), Arr::from(displs), slice::from_ref(&recvtype)), root, comm))
     }
     pub unsafe fn MPI_Igatherv | MPI_Igatherv_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Disp, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, gatherv(Call::Nb(request), sendbuf, cnt(sendcount), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(displs), recvtype, root, comm))
+        ret(comm, NAME, gatherv(Call::Nb(request), UserBuf::new(sendbuf, cnt(sendcount), sendtype), UserBlocks::new(recvbuf, Arr::from(recvcounts), Arr::from(displs), slice::from_ref(&recvtype)), root, comm))
     }
     pub unsafe fn MPI_Gatherv_init | MPI_Gatherv_init_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Disp, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, gatherv(Call::Init(request), sendbuf, cnt(sendcount), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(displs), recvtype, root, comm))
+        ret(comm, NAME, gatherv(Call::Init(request), UserBuf::new(sendbuf, cnt(sendcount), sendtype), UserBlocks::new(recvbuf, Arr::from(recvcounts), Arr::from(displs), slice::from_ref(&recvtype)), root, comm))
     }
     pub unsafe fn MPI_Scatter | MPI_Scatter_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-        ret(comm, NAME, scatter(Call::Block, sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
+        ret(comm, NAME, scatter(Call::Block, UserBuf::new(sendbuf, cnt(sendcount), sendtype), UserBuf::new(recvbuf, cnt(recvcount), recvtype), root, comm))
     }
     pub unsafe fn MPI_Iscatter | MPI_Iscatter_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, scatter(Call::Nb(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
+        ret(comm, NAME, scatter(Call::Nb(request), UserBuf::new(sendbuf, cnt(sendcount), sendtype), UserBuf::new(recvbuf, cnt(recvcount), recvtype), root, comm))
     }
     pub unsafe fn MPI_Scatter_init | MPI_Scatter_init_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, scatter(Call::Init(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
+        ret(comm, NAME, scatter(Call::Init(request), UserBuf::new(sendbuf, cnt(sendcount), sendtype), UserBuf::new(recvbuf, cnt(recvcount), recvtype), root, comm))
     }
     pub unsafe fn MPI_Scatterv | MPI_Scatterv_c(sendbuf: *const c_void, sendcounts: *const Count, displs: *const Disp, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-        ret(comm, NAME, scatterv(Call::Block, sendbuf, Arr::from(sendcounts), Arr::from(displs), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
+        ret(comm, NAME, scatterv(Call::Block, UserBlocks::new(sendbuf, Arr::from(sendcounts), Arr::from(displs), slice::from_ref(&sendtype)), UserBuf::new(recvbuf, cnt(recvcount), recvtype), root, comm))
     }
     pub unsafe fn MPI_Iscatterv | MPI_Iscatterv_c(sendbuf: *const c_void, sendcounts: *const Count, displs: *const Disp, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, scatterv(Call::Nb(request), sendbuf, Arr::from(sendcounts), Arr::from(displs), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
+        ret(comm, NAME, scatterv(Call::Nb(request), UserBlocks::new(sendbuf, Arr::from(sendcounts), Arr::from(displs), slice::from_ref(&sendtype)), UserBuf::new(recvbuf, cnt(recvcount), recvtype), root, comm))
     }
     pub unsafe fn MPI_Scatterv_init | MPI_Scatterv_init_c(sendbuf: *const c_void, sendcounts: *const Count, displs: *const Disp, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, scatterv(Call::Init(request), sendbuf, Arr::from(sendcounts), Arr::from(displs), sendtype, recvbuf, cnt(recvcount), recvtype, root, comm))
+        ret(comm, NAME, scatterv(Call::Init(request), UserBlocks::new(sendbuf, Arr::from(sendcounts), Arr::from(displs), slice::from_ref(&sendtype)), UserBuf::new(recvbuf, cnt(recvcount), recvtype), root, comm))
     }
     pub unsafe fn MPI_Allgather | MPI_Allgather_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-        ret(comm, NAME, allgather(Call::Block, sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, comm))
+        ret(comm, NAME, allgather(Call::Block, UserBuf::new(sendbuf, cnt(sendcount), sendtype), UserBuf::new(recvbuf, cnt(recvcount), recvtype), comm))
     }
     pub unsafe fn MPI_Iallgather | MPI_Iallgather_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, allgather(Call::Nb(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, comm))
+        ret(comm, NAME, allgather(Call::Nb(request), UserBuf::new(sendbuf, cnt(sendcount), sendtype), UserBuf::new(recvbuf, cnt(recvcount), recvtype), comm))
     }
     pub unsafe fn MPI_Allgather_init | MPI_Allgather_init_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, allgather(Call::Init(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, comm))
+        ret(comm, NAME, allgather(Call::Init(request), UserBuf::new(sendbuf, cnt(sendcount), sendtype), UserBuf::new(recvbuf, cnt(recvcount), recvtype), comm))
     }
     pub unsafe fn MPI_Allgatherv | MPI_Allgatherv_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Disp, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-        ret(comm, NAME, allgatherv(Call::Block, sendbuf, cnt(sendcount), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(displs), recvtype, comm))
+        ret(comm, NAME, allgatherv(Call::Block, UserBuf::new(sendbuf, cnt(sendcount), sendtype), UserBlocks::new(recvbuf, Arr::from(recvcounts), Arr::from(displs), slice::from_ref(&recvtype)), comm))
     }
     pub unsafe fn MPI_Iallgatherv | MPI_Iallgatherv_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Disp, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, allgatherv(Call::Nb(request), sendbuf, cnt(sendcount), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(displs), recvtype, comm))
+        ret(comm, NAME, allgatherv(Call::Nb(request), UserBuf::new(sendbuf, cnt(sendcount), sendtype), UserBlocks::new(recvbuf, Arr::from(recvcounts), Arr::from(displs), slice::from_ref(&recvtype)), comm))
     }
     pub unsafe fn MPI_Allgatherv_init | MPI_Allgatherv_init_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Disp, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, allgatherv(Call::Init(request), sendbuf, cnt(sendcount), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(displs), recvtype, comm))
+        ret(comm, NAME, allgatherv(Call::Init(request), UserBuf::new(sendbuf, cnt(sendcount), sendtype), UserBlocks::new(recvbuf, Arr::from(recvcounts), Arr::from(displs), slice::from_ref(&recvtype)), comm))
     }
     pub unsafe fn MPI_Alltoall | MPI_Alltoall_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-        ret(comm, NAME, alltoall(Call::Block, sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, comm))
+        ret(comm, NAME, alltoall(Call::Block, UserBuf::new(sendbuf, cnt(sendcount), sendtype), UserBuf::new(recvbuf, cnt(recvcount), recvtype), comm))
     }
     pub unsafe fn MPI_Ialltoall | MPI_Ialltoall_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, alltoall(Call::Nb(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, comm))
+        ret(comm, NAME, alltoall(Call::Nb(request), UserBuf::new(sendbuf, cnt(sendcount), sendtype), UserBuf::new(recvbuf, cnt(recvcount), recvtype), comm))
     }
     pub unsafe fn MPI_Alltoall_init | MPI_Alltoall_init_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, alltoall(Call::Init(request), sendbuf, cnt(sendcount), sendtype, recvbuf, cnt(recvcount), recvtype, comm))
+        ret(comm, NAME, alltoall(Call::Init(request), UserBuf::new(sendbuf, cnt(sendcount), sendtype), UserBuf::new(recvbuf, cnt(recvcount), recvtype), comm))
     }
     pub unsafe fn MPI_Alltoallv | MPI_Alltoallv_c(sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Disp, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const Disp, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-        ret(comm, NAME, alltoallv(Call::Block, sendbuf, Arr::from(sendcounts), Arr::from(sdispls), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(rdispls), recvtype, comm))
+        ret(comm, NAME, alltoallv(Call::Block, UserBlocks::new(sendbuf, Arr::from(sendcounts), Arr::from(sdispls), slice::from_ref(&sendtype)), UserBlocks::new(recvbuf, Arr::from(recvcounts), Arr::from(rdispls), slice::from_ref(&recvtype)), comm))
     }
     pub unsafe fn MPI_Ialltoallv | MPI_Ialltoallv_c(sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Disp, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const Disp, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, alltoallv(Call::Nb(request), sendbuf, Arr::from(sendcounts), Arr::from(sdispls), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(rdispls), recvtype, comm))
+        ret(comm, NAME, alltoallv(Call::Nb(request), UserBlocks::new(sendbuf, Arr::from(sendcounts), Arr::from(sdispls), slice::from_ref(&sendtype)), UserBlocks::new(recvbuf, Arr::from(recvcounts), Arr::from(rdispls), slice::from_ref(&recvtype)), comm))
     }
     pub unsafe fn MPI_Alltoallv_init | MPI_Alltoallv_init_c(sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Disp, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const Disp, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, alltoallv(Call::Init(request), sendbuf, Arr::from(sendcounts), Arr::from(sdispls), sendtype, recvbuf, Arr::from(recvcounts), Arr::from(rdispls), recvtype, comm))
+        ret(comm, NAME, alltoallv(Call::Init(request), UserBlocks::new(sendbuf, Arr::from(sendcounts), Arr::from(sdispls), slice::from_ref(&sendtype)), UserBlocks::new(recvbuf, Arr::from(recvcounts), Arr::from(rdispls), slice::from_ref(&recvtype)), comm))
     }
     pub unsafe fn MPI_Alltoallw | MPI_Alltoallw_c(sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Disp, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const Disp, recvtypes: *const MPI_Datatype, comm: MPI_Comm) -> c_int {
         ret(comm, NAME, alltoallw(Call::Block, sendbuf, Arr::from(sendcounts), Arr::from(sdispls), sendtypes, recvbuf, Arr::from(recvcounts), Arr::from(rdispls), recvtypes, comm))
@@ -228,57 +268,57 @@ twins! {
         ret(comm, NAME, alltoallw(Call::Init(request), sendbuf, Arr::from(sendcounts), Arr::from(sdispls), sendtypes, recvbuf, Arr::from(recvcounts), Arr::from(rdispls), recvtypes, comm))
     }
     pub unsafe fn MPI_Reduce | MPI_Reduce_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm) -> c_int {
-        ret(comm, NAME, reduce(Call::Block, sendbuf, recvbuf, cnt(count), datatype, op, root, comm))
+        ret(comm, NAME, reduce(Call::Block, Reduction::new(sendbuf, recvbuf, datatype, op), cnt(count), root, comm))
     }
     pub unsafe fn MPI_Ireduce | MPI_Ireduce_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, reduce(Call::Nb(request), sendbuf, recvbuf, cnt(count), datatype, op, root, comm))
+        ret(comm, NAME, reduce(Call::Nb(request), Reduction::new(sendbuf, recvbuf, datatype, op), cnt(count), root, comm))
     }
     pub unsafe fn MPI_Reduce_init | MPI_Reduce_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, reduce(Call::Init(request), sendbuf, recvbuf, cnt(count), datatype, op, root, comm))
+        ret(comm, NAME, reduce(Call::Init(request), Reduction::new(sendbuf, recvbuf, datatype, op), cnt(count), root, comm))
     }
     pub unsafe fn MPI_Allreduce | MPI_Allreduce_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-        ret(comm, NAME, allreduce(Call::Block, sendbuf, recvbuf, cnt(count), datatype, op, comm))
+        ret(comm, NAME, allreduce(Call::Block, Reduction::new(sendbuf, recvbuf, datatype, op), cnt(count), comm))
     }
     pub unsafe fn MPI_Iallreduce | MPI_Iallreduce_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, allreduce(Call::Nb(request), sendbuf, recvbuf, cnt(count), datatype, op, comm))
+        ret(comm, NAME, allreduce(Call::Nb(request), Reduction::new(sendbuf, recvbuf, datatype, op), cnt(count), comm))
     }
     pub unsafe fn MPI_Allreduce_init | MPI_Allreduce_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, allreduce(Call::Init(request), sendbuf, recvbuf, cnt(count), datatype, op, comm))
+        ret(comm, NAME, allreduce(Call::Init(request), Reduction::new(sendbuf, recvbuf, datatype, op), cnt(count), comm))
     }
     pub unsafe fn MPI_Reduce_scatter | MPI_Reduce_scatter_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-        ret(comm, NAME, reduce_scatter(Call::Block, sendbuf, recvbuf, Arr::from(recvcounts), datatype, op, comm))
+        ret(comm, NAME, reduce_scatter(Call::Block, Reduction::new(sendbuf, recvbuf, datatype, op), Arr::from(recvcounts), comm))
     }
     pub unsafe fn MPI_Ireduce_scatter | MPI_Ireduce_scatter_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, reduce_scatter(Call::Nb(request), sendbuf, recvbuf, Arr::from(recvcounts), datatype, op, comm))
+        ret(comm, NAME, reduce_scatter(Call::Nb(request), Reduction::new(sendbuf, recvbuf, datatype, op), Arr::from(recvcounts), comm))
     }
     pub unsafe fn MPI_Reduce_scatter_init | MPI_Reduce_scatter_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, reduce_scatter(Call::Init(request), sendbuf, recvbuf, Arr::from(recvcounts), datatype, op, comm))
+        ret(comm, NAME, reduce_scatter(Call::Init(request), Reduction::new(sendbuf, recvbuf, datatype, op), Arr::from(recvcounts), comm))
     }
     pub unsafe fn MPI_Reduce_scatter_block | MPI_Reduce_scatter_block_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-        ret(comm, NAME, reduce_scatter_block(Call::Block, sendbuf, recvbuf, cnt(recvcount), datatype, op, comm))
+        ret(comm, NAME, reduce_scatter_block(Call::Block, Reduction::new(sendbuf, recvbuf, datatype, op), cnt(recvcount), comm))
     }
     pub unsafe fn MPI_Ireduce_scatter_block | MPI_Ireduce_scatter_block_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, reduce_scatter_block(Call::Nb(request), sendbuf, recvbuf, cnt(recvcount), datatype, op, comm))
+        ret(comm, NAME, reduce_scatter_block(Call::Nb(request), Reduction::new(sendbuf, recvbuf, datatype, op), cnt(recvcount), comm))
     }
     pub unsafe fn MPI_Reduce_scatter_block_init | MPI_Reduce_scatter_block_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, reduce_scatter_block(Call::Init(request), sendbuf, recvbuf, cnt(recvcount), datatype, op, comm))
+        ret(comm, NAME, reduce_scatter_block(Call::Init(request), Reduction::new(sendbuf, recvbuf, datatype, op), cnt(recvcount), comm))
     }
     pub unsafe fn MPI_Scan | MPI_Scan_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-        ret(comm, NAME, scan(Call::Block, sendbuf, recvbuf, cnt(count), datatype, op, comm, false))
+        ret(comm, NAME, scan(Call::Block, Reduction::new(sendbuf, recvbuf, datatype, op), cnt(count), comm, false))
     }
     pub unsafe fn MPI_Iscan | MPI_Iscan_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, scan(Call::Nb(request), sendbuf, recvbuf, cnt(count), datatype, op, comm, false))
+        ret(comm, NAME, scan(Call::Nb(request), Reduction::new(sendbuf, recvbuf, datatype, op), cnt(count), comm, false))
     }
     pub unsafe fn MPI_Scan_init | MPI_Scan_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, scan(Call::Init(request), sendbuf, recvbuf, cnt(count), datatype, op, comm, false))
+        ret(comm, NAME, scan(Call::Init(request), Reduction::new(sendbuf, recvbuf, datatype, op), cnt(count), comm, false))
     }
     pub unsafe fn MPI_Exscan | MPI_Exscan_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-        ret(comm, NAME, scan(Call::Block, sendbuf, recvbuf, cnt(count), datatype, op, comm, true))
+        ret(comm, NAME, scan(Call::Block, Reduction::new(sendbuf, recvbuf, datatype, op), cnt(count), comm, true))
     }
     pub unsafe fn MPI_Iexscan | MPI_Iexscan_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, scan(Call::Nb(request), sendbuf, recvbuf, cnt(count), datatype, op, comm, true))
+        ret(comm, NAME, scan(Call::Nb(request), Reduction::new(sendbuf, recvbuf, datatype, op), cnt(count), comm, true))
     }
     pub unsafe fn MPI_Exscan_init | MPI_Exscan_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, scan(Call::Init(request), sendbuf, recvbuf, cnt(count), datatype, op, comm, true))
+        ret(comm, NAME, scan(Call::Init(request), Reduction::new(sendbuf, recvbuf, datatype, op), cnt(count), comm, true))
     }
 }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use mpi_api::abi::*;
 
 use crate::bail;
+use crate::coll::buf::UserBuf;
 use crate::coll::parts;
 use crate::coll::sched::{Reducer, Sched, P};
 use crate::rt::datatype::{check_count, Dtype};
@@ -105,16 +106,10 @@ pub(crate) fn elem(buf: *const c_void, i: usize, dt: &Dtype) -> *mut u8 {
 }
 
 /// A buffer argument with its count and type, checked.
-pub(crate) fn typed(
-    st: &mut State,
-    buf: *const c_void,
-    count: i64,
-    datatype: MPI_Datatype,
-    what: &str,
-) -> MpiResult<(usize, Arc<Dtype>)> {
-    let n = check_count(count)?;
-    let dt = st.types.get(datatype)?;
-    check_buf(buf, n, &dt, what)?;
+pub(crate) fn typed(st: &mut State, buf: UserBuf, what: &str) -> MpiResult<(usize, Arc<Dtype>)> {
+    let n = check_count(buf.count)?;
+    let dt = st.types.get(buf.datatype)?;
+    check_buf(buf.addr(), n, &dt, what)?;
     Ok((n, dt))
 }
 
@@ -157,15 +152,8 @@ pub(crate) fn typed_view(p: *const c_void, count: usize, dt: &Arc<Dtype>) -> par
 }
 
 /// A buffer argument whose packed size must be `blk`.
-pub(crate) fn typed_blk(
-    st: &mut State,
-    buf: *const c_void,
-    count: i64,
-    t: MPI_Datatype,
-    blk: usize,
-    what: &str,
-) -> MpiResult<(usize, Arc<Dtype>)> {
-    let (c, dt) = typed(st, buf, count, t, what)?;
+pub(crate) fn typed_blk(st: &mut State, buf: UserBuf, blk: usize, what: &str) -> MpiResult<(usize, Arc<Dtype>)> {
+    let (c, dt) = typed(st, buf, what)?;
     signature_match(dt.packed_size(c), blk)?;
     Ok((c, dt))
 }
@@ -174,13 +162,13 @@ pub(crate) fn at(p: P, off: usize) -> P {
     p.wrapping_add(off)
 }
 
-/// Packed views of blocks `counts[i]` elements of `dt` at `buf + displs[i]`
-/// (in units of `disp_unit` bytes, or of the extent when None).
+/// Packed views of blocks `counts[i]` elements of `dts[i]` (or of the one
+/// type) at `buf + displs[i]` (in bytes when `bytes_disp`, else in extents
+/// of the type); block `skip` gets no view.
 pub(crate) fn views(
     s: &mut Sched,
     buf: *const c_void,
-    counts: &[usize],
-    displs: &[i64],
+    (counts, displs): (&[usize], &[i64]),
     dts: &[Arc<Dtype>],
     bytes_disp: bool,
     dir: Dir,

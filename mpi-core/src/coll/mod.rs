@@ -19,6 +19,7 @@
 
 pub mod algo;
 pub(crate) mod args;
+pub(crate) mod buf;
 pub(crate) mod call;
 pub(crate) mod entry;
 pub mod flat;

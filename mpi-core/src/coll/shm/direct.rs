@@ -9,6 +9,7 @@ use mpi_api::abi::*;
 
 use crate::bail;
 use crate::coll::args::{check_root, in_place};
+use crate::coll::buf::UserBuf;
 use crate::coll::flat::{self, Flat, Lookup};
 use crate::coll::shm::fast::{fast_bufs, fast_bytes, fast_copy};
 use crate::coll::shm::next_op;
@@ -51,14 +52,12 @@ pub(crate) const HELLO: usize = 4 * 8;
 /// whose sizes differ between ranks fail with `MPI_ERR_TRUNCATE` everywhere.
 pub(crate) unsafe fn direct_gather_all(
     alltoall: bool,
-    sendbuf: *const c_void,
-    sendcount: i64,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: i64,
-    recvtype: MPI_Datatype,
+    send: UserBuf,
+    recv: UserBuf,
     comm: MPI_Comm,
 ) -> Option<MpiResult<()>> {
+    let (sendbuf, sendcount, sendtype) = (send.addr() as *const c_void, send.count, send.datatype);
+    let (recvbuf, recvcount, recvtype) = (recv.addr(), recv.count, recv.datatype);
     let inp = in_place(sendbuf);
     let (f, blk, ok) = rt::with(|st| {
         let t = &st.coll.tune;
@@ -175,13 +174,8 @@ pub(crate) const DIRECT_BCAST_MIN: usize = 32 << 10;
 /// whether it may be read or written there, and its bytes; then, after the
 /// copies, whether they worked (the root's buffer is left alone until
 /// then). None (seen alike everywhere): the other paths run the call.
-pub(crate) unsafe fn direct_bcast(
-    buffer: *mut c_void,
-    count: i64,
-    datatype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> Option<MpiResult<()>> {
+pub(crate) unsafe fn direct_bcast(buf: UserBuf, root: c_int, comm: MPI_Comm) -> Option<MpiResult<()>> {
+    let (buffer, count, datatype) = (buf.addr(), buf.count, buf.datatype);
     let (f, bytes, root, ok) = rt::with(|st| {
         let t = &st.coll.tune;
         if !direct_allowed(st) {

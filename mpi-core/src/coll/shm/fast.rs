@@ -7,6 +7,7 @@ use std::sync::Arc;
 use mpi_api::abi::*;
 
 use crate::coll::args::{check_root, in_place, reducer};
+use crate::coll::buf::{Reduction, UserBuf};
 use crate::coll::flat::{self, Flat, Lookup};
 use crate::coll::sched::Reducer;
 use crate::coll::shm::Who;
@@ -104,13 +105,8 @@ pub(crate) fn fast_barrier(comm: MPI_Comm) -> Option<MpiResult<()>> {
     })())
 }
 
-pub(crate) unsafe fn fast_bcast(
-    buffer: *mut c_void,
-    count: i64,
-    datatype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> Option<MpiResult<()>> {
+pub(crate) unsafe fn fast_bcast(buf: UserBuf, root: c_int, comm: MPI_Comm) -> Option<MpiResult<()>> {
+    let (buffer, count, datatype) = (buf.addr(), buf.count, buf.datatype);
     let (f, (root, n)) = fast(comm, |st, w| {
         let n = fast_bytes(st, count, datatype)?;
         let root = check_root(root, w.size).ok()?;
@@ -133,14 +129,8 @@ pub(crate) unsafe fn fast_bcast(
     })())
 }
 
-pub(crate) unsafe fn fast_allreduce(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: i64,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-) -> Option<MpiResult<()>> {
+pub(crate) unsafe fn fast_allreduce(red: Reduction, count: i64, comm: MPI_Comm) -> Option<MpiResult<()>> {
+    let ((sendbuf, recvbuf), datatype, op) = (red.bufs(), red.datatype, red.op);
     let (f, (n, red)) = fast(comm, |st, _| {
         let (n, dt) = fast_type(st, count, datatype)?;
         let red = reducer(st, op, datatype, dt).ok()?;
@@ -163,14 +153,12 @@ pub(crate) unsafe fn fast_allreduce(
 /// (block j of each rank to rank j).
 pub(crate) unsafe fn fast_gather_all(
     alltoall: bool,
-    sendbuf: *const c_void,
-    sendcount: i64,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: i64,
-    recvtype: MPI_Datatype,
+    send: UserBuf,
+    recv: UserBuf,
     comm: MPI_Comm,
 ) -> Option<MpiResult<()>> {
+    let (sendbuf, sendcount, sendtype) = (send.addr() as *const c_void, send.count, send.datatype);
+    let (recvbuf, recvcount, recvtype) = (recv.addr(), recv.count, recv.datatype);
     let (f, blk) = fast(comm, |st, w| {
         let blk = fast_bytes(st, recvcount, recvtype)?;
         let sent = if in_place(sendbuf) { blk } else { fast_bytes(st, sendcount, sendtype)? };

@@ -9,6 +9,7 @@ use std::os::raw::c_int;
 use mpi_api::abi::*;
 
 use crate::bail;
+use crate::coll::buf::{Reduction, UserBuf};
 use crate::coll::call::Call;
 use crate::coll::entry::{allreduce, bcast};
 use crate::coll::flat::{self, Flat, Lookup, NbKind, NbOp};
@@ -150,16 +151,16 @@ pub(crate) fn make_segment(comm: MPI_Comm, new: NewSegment) -> MpiResult<()> {
         hello = [map.is_some() as c_int, std::process::id() as c_int];
     }
     // SAFETY: `hello` and `all` live across the blocking calls.
-    unsafe { bcast(Call::Msg, hello.as_mut_ptr() as *mut c_void, 2, MPI_INT, 0, comm)? };
+    bcast(Call::Msg, unsafe { UserBuf::new(hello.as_mut_ptr() as *const c_void, 2, MPI_INT) }, 0, comm)?;
     let name = rt::with(|st| Ok(flat::name(st, ctx, hello[1] as u32)))?;
     if rank != 0 && hello[0] != 0 && room {
         map = flat::open(&name, len);
     }
     let mut all = [map.is_some() as c_int];
     // SAFETY: as above.
-    unsafe {
-        allreduce(Call::Msg, MPI_IN_PLACE as *const c_void, all.as_mut_ptr() as *mut c_void, 1, MPI_INT, MPI_MIN, comm)?
-    };
+    let red =
+        unsafe { Reduction::new(MPI_IN_PLACE as *const c_void, all.as_mut_ptr() as *mut c_void, MPI_INT, MPI_MIN) };
+    allreduce(Call::Msg, red, 1, comm)?;
     if rank == 0 && hello[0] != 0 {
         flat::unlink(&name);
     }

@@ -5,10 +5,13 @@
 use std::ffi::c_void;
 use std::os::raw::c_int;
 
+use std::slice;
+
 use mpi_api::abi::*;
 
 use crate::bail;
 use crate::coll::args::{check_buf, check_root, elem, in_place, no_alias, reducer, typed_blk, typed_view, Arr};
+use crate::coll::buf::{Reduction, UserBlocks, UserBuf};
 use crate::coll::call::Call;
 use crate::coll::entry::allgatherv;
 use crate::coll::flat::{self, NbKind};
@@ -23,14 +26,8 @@ pub(crate) fn flat_barrier(call: Call, comm: MPI_Comm) -> Shm {
     in_segment(call, comm, |_, _| Some(((), 0)), |_, _, ()| Ok(Box::new(parts::Arrive)))
 }
 
-pub(crate) unsafe fn flat_bcast(
-    call: Call,
-    buffer: *mut c_void,
-    count: i64,
-    datatype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> Shm {
+pub(crate) unsafe fn flat_bcast(call: Call, buf: UserBuf, root: c_int, comm: MPI_Comm) -> Shm {
+    let (buffer, count, datatype) = (buf.addr(), buf.count, buf.datatype);
     let prep = |st: &mut State, size: usize| {
         let (n, dt) = (check_count(count).ok()?, st.types.get(datatype).ok()?);
         let root = check_root(root, size).ok()?;
@@ -67,16 +64,8 @@ pub(crate) enum Target {
 }
 
 /// Reduce, Allreduce, Scan or Exscan in shared memory.
-pub(crate) unsafe fn flat_reduce(
-    call: Call,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: i64,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    target: Target,
-    comm: MPI_Comm,
-) -> Shm {
+pub(crate) unsafe fn flat_reduce(call: Call, red: Reduction, count: i64, target: Target, comm: MPI_Comm) -> Shm {
+    let ((sendbuf, recvbuf), datatype, op) = (red.bufs(), red.datatype, red.op);
     let prep = |st: &mut State, size: usize| {
         let n = check_count(count).ok()?;
         let dt = st.types.get(datatype).ok()?;
@@ -121,15 +110,8 @@ pub(crate) unsafe fn flat_reduce(
 /// Reduce_scatter (`counts`) or Reduce_scatter_block (`Err(count)`) in
 /// shared memory: each rank writes its whole vector and combines its block
 /// of every rank's in rank order (the counts are alike on every rank).
-pub(crate) unsafe fn flat_reduce_scatter(
-    call: Call,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    counts: Result<Arr, i64>,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-) -> Shm {
+pub(crate) unsafe fn flat_reduce_scatter(call: Call, red: Reduction, counts: Result<Arr, i64>, comm: MPI_Comm) -> Shm {
+    let ((sendbuf, recvbuf), datatype, op) = (red.bufs(), red.datatype, red.op);
     let prep = |st: &mut State, size: usize| {
         let counts = match counts {
             Ok(a) => a.counts(size, "recvcounts").ok()?,
@@ -173,14 +155,8 @@ pub(crate) unsafe fn flat_reduce_scatter(
 /// every piece (an Allgatherv). The combining is shared out instead of done
 /// in full by every rank, which counts with more ranks than cores. None:
 /// not taken (decided alike on every rank, before any step).
-pub(crate) unsafe fn flat_allreduce_split(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: i64,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-) -> Option<MpiResult<()>> {
+pub(crate) unsafe fn flat_allreduce_split(red: Reduction, count: i64, comm: MPI_Comm) -> Option<MpiResult<()>> {
+    let ((sendbuf, recvbuf), datatype, op) = (red.bufs(), red.datatype, red.op);
     let (n, size, me) = rt::with(|st| {
         let c = st.comms.get(comm)?;
         let (size, me) = (c.size() as usize, c.rank as usize);
@@ -207,33 +183,35 @@ pub(crate) unsafe fn flat_allreduce_split(
     let mut tmp = vec![0u8; piece.max(1)];
     let input = if in_place(sendbuf) { recvbuf as *const c_void } else { sendbuf };
     let tp = tmp.as_mut_ptr() as *mut c_void;
-    let first = match flat_reduce_scatter(Call::Block, input, tp, Ok(Arr::I64(counts.as_ptr())), datatype, op, comm) {
+    // SAFETY: `tmp`, `counts` and `displs` live across both steps; the user
+    // buffers are lent as `Reduction::new` says.
+    let (split, piece) = unsafe {
+        let (c, d) = (Arr::I64(counts.as_ptr()), Arr::I64(displs.as_ptr()));
+        (
+            Reduction::new(input, tp, datatype, op),
+            (UserBuf::new(tp, counts[me], datatype), UserBlocks::new(recvbuf, c, d, slice::from_ref(&datatype))),
+        )
+    };
+    let first = match flat_reduce_scatter(Call::Block, split, Ok(Arr::I64(counts.as_ptr())), comm) {
         Shm::Done(r) => r,
         // Nothing done on any rank: the ordinary paths.
         _ => return None,
     };
     // Every rank takes part in the second step, even if the first failed
     // here, so the ranks stay in step.
-    let (c, d) = (Arr::I64(counts.as_ptr()), Arr::I64(displs.as_ptr()));
-    let second = match flat_allgatherv(Call::Block, tp, counts[me], datatype, recvbuf, c, d, datatype, comm) {
+    let (mine, all) = piece;
+    let second = match flat_allgatherv(Call::Block, mine, all, comm) {
         Shm::Done(r) => r,
-        _ => allgatherv(Call::Msg, tp, counts[me], datatype, recvbuf, c, d, datatype, comm),
+        _ => allgatherv(Call::Msg, mine, all, comm),
     };
     Some(first.and(second))
 }
 
 /// Allgather in shared memory: each rank writes its block, every rank
 /// reads all blocks.
-pub(crate) unsafe fn flat_allgather(
-    call: Call,
-    sendbuf: *const c_void,
-    sendcount: i64,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: i64,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> Shm {
+pub(crate) unsafe fn flat_allgather(call: Call, send: UserBuf, recv: UserBuf, comm: MPI_Comm) -> Shm {
+    let sendbuf = send.addr() as *const c_void;
+    let (recvbuf, recvcount, recvtype) = (recv.addr(), recv.count, recv.datatype);
     let prep = |st: &mut State, _| {
         let (rc, rdt) = (check_count(recvcount).ok()?, st.types.get(recvtype).ok()?);
         let blk = rdt.packed_size(rc);
@@ -247,7 +225,7 @@ pub(crate) unsafe fn flat_allgather(
             if inp {
                 return Ok(typed_view(elem(recvbuf, me * rc, &rdt) as *const c_void, rc, &rdt));
             }
-            let (sc, sdt) = typed_blk(st, sendbuf, sendcount, sendtype, blk, "sendbuf")?;
+            let (sc, sdt) = typed_blk(st, send, blk, "sendbuf")?;
             no_alias(sendbuf, recvbuf, blk)?;
             Ok(typed_view(sendbuf, sc, &sdt))
         })()
@@ -268,17 +246,9 @@ pub(crate) unsafe fn flat_allgather(
 /// Allgatherv in shared memory: each rank writes its block, every rank
 /// reads all blocks (the counts are alike on every rank; the largest block
 /// decides).
-pub(crate) unsafe fn flat_allgatherv(
-    call: Call,
-    sendbuf: *const c_void,
-    sendcount: i64,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: Arr,
-    displs: Arr,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> Shm {
+pub(crate) unsafe fn flat_allgatherv(call: Call, send: UserBuf, recv: UserBlocks, comm: MPI_Comm) -> Shm {
+    let (recvbuf, recvcounts, displs, recvtype) = (recv.addr(), recv.counts, recv.displs, recv.datatype());
+    let sendbuf = send.addr() as *const c_void;
     let prep = |st: &mut State, size: usize| {
         let counts = recvcounts.counts(size, "recvcounts").ok()?;
         let rdt = st.types.get(recvtype).ok()?;
@@ -295,7 +265,7 @@ pub(crate) unsafe fn flat_allgatherv(
             if inp {
                 return Ok((typed_view(place(displs[me]), counts[me], &rdt), displs));
             }
-            let (sc, sdt) = typed_blk(st, sendbuf, sendcount, sendtype, mine, "sendbuf")?;
+            let (sc, sdt) = typed_blk(st, send, mine, "sendbuf")?;
             no_alias(sendbuf, recvbuf, mine)?;
             Ok((typed_view(sendbuf, sc, &sdt), displs))
         })()
@@ -315,16 +285,9 @@ pub(crate) unsafe fn flat_allgatherv(
 
 /// Alltoall in shared memory: each rank writes its whole send buffer and
 /// takes its block from every rank's.
-pub(crate) unsafe fn flat_alltoall(
-    call: Call,
-    sendbuf: *const c_void,
-    sendcount: i64,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: i64,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> Shm {
+pub(crate) unsafe fn flat_alltoall(call: Call, send: UserBuf, recv: UserBuf, comm: MPI_Comm) -> Shm {
+    let sendbuf = send.addr() as *const c_void;
+    let (recvbuf, recvcount, recvtype) = (recv.addr(), recv.count, recv.datatype);
     let prep = |st: &mut State, size: usize| {
         let (rc, rdt) = (check_count(recvcount).ok()?, st.types.get(recvtype).ok()?);
         let blk = rdt.packed_size(rc);
@@ -338,7 +301,7 @@ pub(crate) unsafe fn flat_alltoall(
             if in_place(sendbuf) {
                 return Ok(typed_view(recvbuf, rc * size, &rdt));
             }
-            let (sc, sdt) = typed_blk(st, sendbuf, sendcount, sendtype, blk, "sendbuf")?;
+            let (sc, sdt) = typed_blk(st, send, blk, "sendbuf")?;
             no_alias(sendbuf, recvbuf, blk * size)?;
             Ok(typed_view(sendbuf, sc * size, &sdt))
         })()
@@ -361,15 +324,13 @@ pub(crate) unsafe fn flat_alltoall(
 pub(crate) unsafe fn flat_rooted(
     call: Call,
     scatter: bool,
-    sendbuf: *const c_void,
-    sendcount: i64,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: i64,
-    recvtype: MPI_Datatype,
+    send: UserBuf,
+    recv: UserBuf,
     root: c_int,
     comm: MPI_Comm,
 ) -> Shm {
+    let (sendbuf, sendcount, sendtype) = (send.addr() as *const c_void, send.count, send.datatype);
+    let (recvbuf, recvcount, recvtype) = (recv.addr(), recv.count, recv.datatype);
     let prep = |st: &mut State, size: usize| {
         let root = check_root(root, size).ok()?;
         let me = st.comms.get(comm).ok()?.rank as usize;
@@ -383,7 +344,7 @@ pub(crate) unsafe fn flat_rooted(
     in_segment(call, comm, prep, |st, f, (root, blk)| {
         let (me, size) = (f.rank, f.size);
         let out = |st: &mut State, off: usize, expect: usize| {
-            let (rc, rdt) = typed_blk(st, recvbuf, recvcount, recvtype, blk, "recvbuf")?;
+            let (rc, rdt) = typed_blk(st, recv, blk, "recvbuf")?;
             Ok(parts::Read { rank: root, off, expect, to: typed_view(recvbuf, rc, &rdt) })
         };
         let part: Result<parts::Moves, (MpiError, Option<usize>)> = if !scatter {
@@ -391,12 +352,12 @@ pub(crate) unsafe fn flat_rooted(
                 let mine = if me == root && in_place(sendbuf) {
                     None
                 } else {
-                    let (sc, sdt) = typed_blk(st, sendbuf, sendcount, sendtype, blk, "sendbuf")?;
+                    let (sc, sdt) = typed_blk(st, send, blk, "sendbuf")?;
                     Some(typed_view(sendbuf, sc, &sdt))
                 };
                 let mut reads = Vec::new();
                 if me == root {
-                    let (rc, rdt) = typed_blk(st, recvbuf, recvcount, recvtype, blk, "recvbuf")?;
+                    let (rc, rdt) = typed_blk(st, recv, blk, "recvbuf")?;
                     if mine.is_some() {
                         no_alias(sendbuf, recvbuf, blk)?;
                     }
@@ -415,7 +376,7 @@ pub(crate) unsafe fn flat_rooted(
             .map_err(|e| (e, Some(blk)))
         } else if me == root {
             (|| {
-                let (sc, sdt) = typed_blk(st, sendbuf, sendcount, sendtype, blk, "sendbuf")?;
+                let (sc, sdt) = typed_blk(st, send, blk, "sendbuf")?;
                 let mut reads = Vec::new();
                 if !in_place(recvbuf) {
                     reads.push(out(st, me * blk, blk * size)?);

@@ -5,6 +5,7 @@ use std::ffi::c_void;
 use mpi_api::abi::*;
 
 use crate::coll::args::{check_buf, in_place, no_alias, reducer};
+use crate::coll::buf::Reduction;
 use crate::coll::flat::{self, Flat, Lookup};
 use crate::coll::sched::Reducer;
 use crate::coll::shm::fast::fast_copy;
@@ -56,14 +57,8 @@ pub(crate) fn pieces_start<T>(
 /// combines its own block of every rank (in rank order) into its result,
 /// in a second it writes that block and takes the others' results. Each
 /// block is computed once, so every rank gets the same bits.
-pub(crate) unsafe fn pieces_allreduce(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: i64,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-) -> Option<MpiResult<()>> {
+pub(crate) unsafe fn pieces_allreduce(red: Reduction, count: i64, comm: MPI_Comm) -> Option<MpiResult<()>> {
+    let ((sendbuf, recvbuf), datatype, op) = (red.bufs(), red.datatype, red.op);
     let ((n, dt, red, bytes), first) = pieces_start(comm, |st| {
         let n = check_count(count)?;
         let dt = st.types.get(datatype)?;

@@ -7,7 +7,8 @@ use std::os::raw::c_int;
 use mpi_api::abi::*;
 
 use crate::bail;
-use crate::coll::args::{check_root, in_place, no_alias, signature_match, typed, typed_view, Arr};
+use crate::coll::args::{check_root, in_place, no_alias, signature_match, typed, typed_view};
+use crate::coll::buf::{UserBlocks, UserBuf};
 use crate::coll::call::run_tagged;
 use crate::coll::flat::{self, Flat};
 use crate::coll::parts;
@@ -42,77 +43,74 @@ pub(crate) fn rooted<T>(
 }
 
 /// This rank's part of a Gatherv or Scatterv: at the root, the blocks of
-/// every rank (`many`: buffer, counts, displacements, type, their names)
-/// and its own block to copy (`one`, the other side: buffer, count, type,
-/// name; None when it is `MPI_IN_PLACE`); at another rank, its block
-/// (`one`).
+/// every rank (`many`, and the names of its arguments) and its own block
+/// to copy (`one`, the other side, and its name; None when it is
+/// `MPI_IN_PLACE`); at another rank, its block (`one`).
 ///
 /// # Safety
 /// The arrays of `many` are NULL or address `size` values.
 #[allow(clippy::type_complexity)]
 pub(crate) unsafe fn rooted_args(
     st: &mut State,
-    size: usize,
-    rank: usize,
+    who: &Who,
     root: usize,
-    one: (*const c_void, i64, MPI_Datatype, &str),
-    many: (*const c_void, Arr, Arr, MPI_Datatype, [&str; 3]),
+    (one, name): (UserBuf, &str),
+    (many, names): (UserBlocks, [&str; 3]),
 ) -> MpiResult<Result<(Vec<parts::Typed>, Option<parts::Typed>), parts::Typed>> {
-    let (buf, count, t, name) = one;
-    if rank != root {
-        let (n, dt) = typed(st, buf, count, t, name)?;
+    let buf = one.addr() as *const c_void;
+    if who.rank != root {
+        let (n, dt) = typed(st, one, name)?;
         return Ok(Err(typed_view(buf, n, &dt)));
     }
-    let v = vblocks(many.0, many.1, many.2, &[many.3], st, size, false, many.4)?;
+    let v = vblocks(st, many, who.size, false, names)?;
     if in_place(buf) {
         return Ok(Ok((v, None)));
     }
-    let (n, dt) = typed(st, buf, count, t, name)?;
+    let (n, dt) = typed(st, one, name)?;
     signature_match(dt.packed_size(n), v[root].bytes())?;
-    no_alias(buf, many.0, v[root].bytes())?;
+    no_alias(buf, many.addr(), v[root].bytes())?;
     Ok(Ok((v, Some(typed_view(buf, n, &dt)))))
 }
 
 /// What a rank does in [`fast_gatherv`] or [`fast_scatterv`] (see
 /// [`fastv_pick`]).
-pub(crate) enum FastV {
-    /// The root, with its type's element size and extent, and the bytes of
-    /// its own block to copy (None: in place).
-    Root(usize, isize, Option<usize>),
+pub(crate) enum FastVPart {
+    /// The root, with its blocks' type's element size and extent, and the
+    /// bytes of its own block to copy (None: in place).
+    Root { elem_size: usize, extent: isize, own: Option<usize> },
     /// Another rank, with the bytes of its block.
-    Leaf(usize),
+    Leaf { bytes: usize },
 }
 
 /// This rank's part of [`fast_gatherv`] or [`fast_scatterv`], if its
 /// arguments take it (else None: the general path runs the call): the
-/// root's `root` checked; `one` (buffer, count, type) is a non-root's
-/// block and, at the root, its own block (`MPI_IN_PLACE`: none); `many`
-/// (buffer, counts, displacements, type) the root's blocks of every rank.
+/// root's `root` checked; `one` is a non-root's block and, at the root,
+/// its own block (`MPI_IN_PLACE`: none); `many` the root's blocks of every
+/// rank; `sendbuf` and `recvbuf` the call's two buffers.
 /// Contiguous types, good counts and buffers, and at the root its own
 /// block's size matching its count. Gives the part, the root, and the
 /// bytes of the root's blocks but its own (0 at other ranks).
-#[allow(clippy::type_complexity)]
 pub(crate) unsafe fn fastv_pick(
     st: &State,
     w: &Who,
     root: c_int,
-    one: (*const c_void, i64, MPI_Datatype),
-    many: (*const c_void, Arr, Arr, MPI_Datatype),
+    one: UserBuf,
+    many: UserBlocks,
     (sendbuf, recvbuf): (*const c_void, *const c_void),
-) -> Option<(FastV, usize, usize)> {
+) -> Option<(FastVPart, usize, usize)> {
     let root = check_root(root, w.size).ok()?;
     if w.rank != root {
-        let n = fast_bytes(st, one.1, one.2)?;
-        return (n == 0 || !one.0.is_null()).then_some((FastV::Leaf(n), root, 0));
+        let n = fast_bytes(st, one.count, one.datatype)?;
+        return (n == 0 || !one.addr().is_null()).then_some((FastVPart::Leaf { bytes: n }, root, 0));
     }
-    let own = if in_place(one.0) {
+    let own = if one.is_in_place() {
         None
     } else {
-        let n = fast_bytes(st, one.1, one.2)?;
+        let n = fast_bytes(st, one.count, one.datatype)?;
         fast_bufs(sendbuf, recvbuf).then_some(())?;
         Some(n)
     };
-    let (buf, counts, displs, t) = many;
+    let (buf, counts, displs, t) = many.parts();
     if counts.is_null() || displs.is_null() || buf.is_null() {
         return None;
     }
@@ -133,7 +131,7 @@ pub(crate) unsafe fn fastv_pick(
     if own.is_some_and(|n| n != counts.get(root) as usize * dt.size) {
         return None;
     }
-    Some((FastV::Root(dt.size, dt.extent, own), root, others))
+    Some((FastVPart::Root { elem_size: dt.size, extent: dt.extent, own }, root, others))
 }
 
 /// [`shm_gatherv`] for contiguous types and good arguments (else None,
@@ -141,42 +139,32 @@ pub(crate) unsafe fn fastv_pick(
 /// each rank chooses alone), without typed views or allocations (see
 /// [`fast_alltoallv`]).
 pub(crate) unsafe fn fast_gatherv(
-    sendbuf: *const c_void,
-    sendcount: i64,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: Arr,
-    displs: Arr,
-    recvtype: MPI_Datatype,
+    send: UserBuf,
+    recv: UserBlocks,
     root: c_int,
     comm: MPI_Comm,
 ) -> Option<MpiResult<()>> {
+    let (recvbuf, recvcounts, displs) = (recv.addr(), recv.counts, recv.displs);
+    let sendbuf = send.addr() as *const c_void;
     let (f, (part, root)) = fast(comm, |st, w| {
-        let (part, root, _) = fastv_pick(
-            st,
-            w,
-            root,
-            (sendbuf, sendcount, sendtype),
-            (recvbuf, recvcounts, displs, recvtype),
-            (sendbuf, recvbuf),
-        )?;
+        let (part, root, _) = fastv_pick(st, w, root, send, recv, (sendbuf, recvbuf))?;
         // A non-root writes its block; the root only arrives.
         let bytes = match part {
-            FastV::Leaf(n) => n,
-            FastV::Root(..) => 0,
+            FastVPart::Leaf { bytes } => bytes,
+            FastVPart::Root { .. } => 0,
         };
         Some(((part, root), bytes))
     })?;
     Some((|| {
         f.wait_turn()?;
         let (u, e, own) = match part {
-            FastV::Leaf(n) => {
+            FastVPart::Leaf { bytes: n } => {
                 f.wait_free()?;
                 fast_copy(sendbuf as *const u8, f.buf(f.rank), n);
                 f.publish(Some(n));
                 return Ok(());
             }
-            FastV::Root(u, e, own) => (u, e, own),
+            FastVPart::Root { elem_size, extent, own } => (elem_size, extent, own),
         };
         f.publish(None);
         let at = |j: usize| (recvbuf as *mut u8).wrapping_offset(displs.get(j) as isize * e);
@@ -186,18 +174,7 @@ pub(crate) unsafe fn fast_gatherv(
         f.wait_data(0..root)?;
         f.wait_data(root + 1..f.size)?;
         if (0..f.size).any(|r| r != root && (f.sent_by_message(r) || f.len_of(r) == flat::BAD_LEN)) {
-            let rv = rt::with(|st| {
-                vblocks(
-                    recvbuf,
-                    recvcounts,
-                    displs,
-                    &[recvtype],
-                    st,
-                    f.size,
-                    false,
-                    ["recvbuf", "recvcounts", "displs"],
-                )
-            })?;
+            let rv = rt::with(|st| vblocks(st, recv, f.size, false, ["recvbuf", "recvcounts", "displs"]))?;
             return gatherv_collect(&f, Some(&rv), comm);
         }
         for r in (0..f.size).filter(|&r| r != root) {
@@ -214,32 +191,22 @@ pub(crate) unsafe fn fast_gatherv(
 /// [`shm_scatterv`] for contiguous types, good arguments and blocks that fit
 /// a small buffer (else None, before any step: see [`fast_gatherv`]).
 pub(crate) unsafe fn fast_scatterv(
-    sendbuf: *const c_void,
-    sendcounts: Arr,
-    displs: Arr,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: i64,
-    recvtype: MPI_Datatype,
+    send: UserBlocks,
+    recv: UserBuf,
     root: c_int,
     comm: MPI_Comm,
 ) -> Option<MpiResult<()>> {
+    let (sendbuf, sendcounts, displs) = (send.addr() as *const c_void, send.counts, send.displs);
+    let recvbuf = recv.addr();
     let (f, (part, root, table)) = fast(comm, |st, w| {
         let table = vtable(w.size) + 4;
         // (Whether the table fits decides for every rank, as in shm_scatterv.)
         flat::fits(&st.coll.tune, table)?;
-        let (part, root, others) = fastv_pick(
-            st,
-            w,
-            root,
-            (recvbuf, recvcount, recvtype),
-            (sendbuf, sendcounts, displs, sendtype),
-            (sendbuf, recvbuf),
-        )?;
+        let (part, root, others) = fastv_pick(st, w, root, recv, send, (sendbuf, recvbuf))?;
         // The root writes the table and the others' blocks; the others only arrive.
         let bytes = match part {
-            FastV::Leaf(_) => 0,
-            FastV::Root(..) => table + others,
+            FastVPart::Leaf { .. } => 0,
+            FastVPart::Root { .. } => table + others,
         };
         Some(((part, root, table), bytes))
     })?;
@@ -247,8 +214,8 @@ pub(crate) unsafe fn fast_scatterv(
     Some((|| {
         f.wait_turn()?;
         let n = match part {
-            FastV::Leaf(n) => n,
-            FastV::Root(u, e, own) => {
+            FastVPart::Leaf { bytes } => bytes,
+            FastVPart::Root { elem_size: u, extent: e, own } => {
                 f.wait_free()?;
                 let at = |j: usize| (sendbuf as *const u8).wrapping_offset(displs.get(j) as isize * e);
                 let buf = f.buf(me);
@@ -269,8 +236,7 @@ pub(crate) unsafe fn fast_scatterv(
         f.wait_data(root..root + 1)?;
         let len = f.len_of(root);
         if len < table || len == flat::BAD_LEN || read_table_word(f.buf(root), size + 1) != 0 {
-            let v = rt::with(|st| typed(st, recvbuf, recvcount, recvtype, "recvbuf"))
-                .map(|(c, dt)| typed_view(recvbuf, c, &dt))?;
+            let v = rt::with(|st| typed(st, recv, "recvbuf")).map(|(c, dt)| typed_view(recvbuf, c, &dt))?;
             return scatterv_take(&f, root, Some(&v), comm);
         }
         fast_copy(table_block(&f, root, me, table, n)?, recvbuf as *mut u8, n);
@@ -288,25 +254,13 @@ pub(crate) unsafe fn fast_scatterv(
 /// blocks out, and receives the ones sent as messages (into a temporary if
 /// their length is not what it expects, so no sender waits forever).
 pub(crate) unsafe fn shm_gatherv(
-    sendbuf: *const c_void,
-    sendcount: i64,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: Arr,
-    displs: Arr,
-    recvtype: MPI_Datatype,
+    send: UserBuf,
+    recv: UserBlocks,
     root: c_int,
     comm: MPI_Comm,
 ) -> Option<MpiResult<()>> {
     let (size, me, root, mine) = rooted(comm, root, |st, size, rank, root| {
-        rooted_args(
-            st,
-            size,
-            rank,
-            root,
-            (sendbuf, sendcount, sendtype, "sendbuf"),
-            (recvbuf, recvcounts, displs, recvtype, ["recvbuf", "recvcounts", "displs"]),
-        )
+        rooted_args(st, &Who { rank, size }, root, (send, "sendbuf"), (recv, ["recvbuf", "recvcounts", "displs"]))
     })?;
     let bytes = match &mine {
         Ok(Err(v)) => v.bytes(),
@@ -476,25 +430,13 @@ pub(crate) fn len_mismatch(r: usize, got: usize, want: usize) -> MpiError {
 /// bad arguments publishes [`flat::BAD_LEN`]. Runs only if the table fits the
 /// segment (up to 8190 ranks; decided by the size, alike everywhere).
 pub(crate) unsafe fn shm_scatterv(
-    sendbuf: *const c_void,
-    sendcounts: Arr,
-    displs: Arr,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: i64,
-    recvtype: MPI_Datatype,
+    send: UserBlocks,
+    recv: UserBuf,
     root: c_int,
     comm: MPI_Comm,
 ) -> Option<MpiResult<()>> {
     let (size, me, root, mine) = rooted(comm, root, |st, size, rank, root| {
-        rooted_args(
-            st,
-            size,
-            rank,
-            root,
-            (recvbuf, recvcount, recvtype, "recvbuf"),
-            (sendbuf, sendcounts, displs, sendtype, ["sendbuf", "sendcounts", "displs"]),
-        )
+        rooted_args(st, &Who { rank, size }, root, (recv, "recvbuf"), (send, ["sendbuf", "sendcounts", "displs"]))
     })?;
     // The offsets of the blocks, then whether they go as messages.
     let table = vtable(size) + 4;

@@ -5,7 +5,8 @@ use std::ffi::c_void;
 
 use mpi_api::abi::*;
 
-use crate::coll::args::{check_buf, in_place, no_alias, signature_match, typed_view, Arr};
+use crate::coll::args::{check_buf, in_place, no_alias, signature_match, typed_view};
+use crate::coll::buf::UserBlocks;
 use crate::coll::call::{run, Call};
 use crate::coll::flat::{self, Flat, Lookup};
 use crate::coll::parts;
@@ -22,20 +23,17 @@ use crate::rt::{self, State};
 /// and displacement arguments.
 ///
 /// # Safety
-/// `counts` and `displs` are NULL or address `size` values.
-#[allow(clippy::too_many_arguments)]
+/// The counts and displacements of `blocks` are NULL or address `size` values.
 pub(crate) unsafe fn vblocks(
-    buf: *const c_void,
-    counts: Arr,
-    displs: Arr,
-    types: &[MPI_Datatype],
     st: &mut State,
+    blocks: UserBlocks,
     size: usize,
     bytes_disp: bool,
     what: [&str; 3],
 ) -> MpiResult<Vec<parts::Typed>> {
-    let n = counts.counts(size, what[1])?;
-    let d = displs.read(size, what[2])?;
+    let (buf, types) = (blocks.addr() as *const c_void, blocks.types);
+    let n = blocks.counts.counts(size, what[1])?;
+    let d = blocks.displs.read(size, what[2])?;
     // One type for all blocks but in an Alltoallw: looked up once.
     let one = if types.len() == 1 { Some(st.types.get(types[0])?) } else { None };
     (0..size)
@@ -127,17 +125,12 @@ pub(crate) unsafe fn table_block(f: &Flat, r: usize, i: usize, table: usize, wan
 /// schedule per call at any size (2 ranks, 8 bytes: 0.9-1.2 us against
 /// Open MPI's 0.25).
 pub(crate) unsafe fn shm_alltoall_vw(
-    sendbuf: *const c_void,
-    sendcounts: Arr,
-    sdispls: Arr,
-    sendtypes: &[MPI_Datatype],
-    recvbuf: *mut c_void,
-    recvcounts: Arr,
-    rdispls: Arr,
-    recvtypes: &[MPI_Datatype],
+    send: UserBlocks,
+    recv: UserBlocks,
     comm: MPI_Comm,
     bytes_disp: bool,
 ) -> Option<MpiResult<()>> {
+    let (sendbuf, recvbuf) = (send.addr() as *const c_void, recv.addr() as *const c_void);
     if in_place(sendbuf) {
         return None;
     }
@@ -150,26 +143,8 @@ pub(crate) unsafe fn shm_alltoall_vw(
             return Ok(None);
         }
         Ok(Some((|| {
-            let sv = vblocks(
-                sendbuf,
-                sendcounts,
-                sdispls,
-                sendtypes,
-                st,
-                size,
-                bytes_disp,
-                ["sendbuf", "sendcounts", "sdispls"],
-            )?;
-            let rv = vblocks(
-                recvbuf,
-                recvcounts,
-                rdispls,
-                recvtypes,
-                st,
-                size,
-                bytes_disp,
-                ["recvbuf", "recvcounts", "rdispls"],
-            )?;
+            let sv = vblocks(st, send, size, bytes_disp, ["sendbuf", "sendcounts", "sdispls"])?;
+            let rv = vblocks(st, recv, size, bytes_disp, ["recvbuf", "recvcounts", "rdispls"])?;
             if std::ptr::eq(sendbuf, recvbuf) && sv.iter().any(|v| v.bytes() > 0) {
                 no_alias(sendbuf, recvbuf, 1)?;
             }
@@ -204,17 +179,10 @@ pub(crate) unsafe fn shm_alltoall_vw(
 /// a call touches is fetched again after each switch of processes: the
 /// general path's typed views made an 8-byte Alltoallv at 4 ranks take
 /// 4.1-4.7 us against 2.4-3.2 for an Alltoall, with as many switches.
-pub(crate) unsafe fn fast_alltoallv(
-    sendbuf: *const c_void,
-    sendcounts: Arr,
-    sdispls: Arr,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: Arr,
-    rdispls: Arr,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> Option<MpiResult<()>> {
+pub(crate) unsafe fn fast_alltoallv(send: UserBlocks, recv: UserBlocks, comm: MPI_Comm) -> Option<MpiResult<()>> {
+    let (sendbuf, sendcounts, sdispls, sendtype) =
+        (send.addr() as *const c_void, send.counts, send.displs, send.datatype());
+    let (recvbuf, recvcounts, rdispls, recvtype) = (recv.addr(), recv.counts, recv.displs, recv.datatype());
     if in_place(sendbuf)
         || std::ptr::eq(sendbuf, recvbuf)
         || sendcounts.is_null()
@@ -269,18 +237,7 @@ pub(crate) unsafe fn fast_alltoallv(
         if (0..size).any(|r| block_route(&f, r) != BlockRoute::Segment) {
             // Another rank's blocks go as messages, or its arguments are
             // bad: the general reading, with this rank's views.
-            let rv = rt::with(|st| {
-                vblocks(
-                    recvbuf,
-                    recvcounts,
-                    rdispls,
-                    &[recvtype],
-                    st,
-                    size,
-                    false,
-                    ["recvbuf", "recvcounts", "rdispls"],
-                )
-            })?;
+            let rv = rt::with(|st| vblocks(st, recv, size, false, ["recvbuf", "recvcounts", "rdispls"]))?;
             return alltoall_vw_read(&f, Some((&[], &rv)), false, comm);
         }
         for r in 0..size {
