@@ -14,44 +14,16 @@ use mpi_api::abi::*;
 use super::p2p::twins;
 use super::{put, ret};
 use crate::bail;
-use crate::coll::args::{check_buf, reducer, user_op, Arr};
+use crate::coll::args::{user_op, Arr};
 use crate::coll::buf::{Reduction, UserBlocks, UserBuf};
 use crate::coll::call::Call;
-use crate::coll::entry::{self, *};
+use crate::coll::entry::{
+    self, allgather, allgatherv, allreduce, alltoall, alltoallv, barrier, bcast, gather, gatherv, reduce, reduce_local,
+    reduce_scatter, reduce_scatter_block, scan, scatter, scatterv,
+};
 use crate::rt;
-use crate::rt::datatype::check_count;
 use crate::rt::error::MpiResult;
 use crate::rt::op::{self, UserOp};
-
-unsafe fn reduce_local(
-    name: &str,
-    inbuf: *const c_void,
-    inoutbuf: *mut c_void,
-    count: i64,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-) -> c_int {
-    let r = rt::with(|st| {
-        let n = check_count(count)?;
-        let dt = st.types.get(datatype)?;
-        let red = reducer(st, op, datatype, &dt)?;
-        check_buf(inbuf, n, &dt, "inbuf")?;
-        check_buf(inoutbuf, n, &dt, "inoutbuf")?;
-        Ok((n, dt, red))
-    })
-    .and_then(|(n, dt, red)| {
-        // Outside the lock: a user function may call MPI.
-        let bytes = dt.packed_size(n);
-        let mut a = vec![0u8; bytes];
-        let mut b = vec![0u8; bytes];
-        dt.pack(inbuf as *const u8, n, &mut a);
-        dt.pack(inoutbuf as *const u8, n, &mut b);
-        red.apply(a.as_mut_ptr(), b.as_mut_ptr(), bytes, false)?;
-        dt.unpack(&b, inoutbuf as *mut u8);
-        Ok(())
-    });
-    ret(MPI_COMM_WORLD, name, r)
-}
 
 // ----- operations ------------------------------------------------------------------
 
@@ -119,7 +91,7 @@ pub unsafe fn MPI_Op_fromint(op: c_int) -> MPI_Op {
 
 twins! {
     pub unsafe fn MPI_Reduce_local | MPI_Reduce_local_c(inbuf: *const c_void, inoutbuf: *mut c_void, count: Count, datatype: MPI_Datatype, op: MPI_Op) -> c_int {
-        reduce_local(NAME, inbuf, inoutbuf, cnt(count), datatype, op)
+        ret(MPI_COMM_WORLD, NAME, reduce_local(Reduction::new(inbuf, inoutbuf, datatype, op), count_arg(count)))
     }
 }
 
@@ -161,7 +133,7 @@ unsafe fn type_array<'a>(p: *const MPI_Datatype, n: usize) -> &'a [MPI_Datatype]
 }
 
 /// A count argument, `int` or `MPI_Count`.
-fn cnt<T: Into<i64>>(c: T) -> i64 {
+fn count_arg<T: Into<i64>>(c: T) -> i64 {
     c.into()
 }
 
@@ -171,154 +143,154 @@ pub unsafe fn MPI_Barrier(comm: MPI_Comm) -> c_int {
     ret(comm, "MPI_Barrier", barrier(Call::Block, comm))
 }
 pub unsafe fn MPI_Ibarrier(comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Ibarrier", barrier(Call::Nb(request), comm))
+    ret(comm, "MPI_Ibarrier", barrier(Call::nonblocking(request), comm))
 }
 pub unsafe fn MPI_Barrier_init(comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Barrier_init", barrier(Call::Init(request), comm))
+    ret(comm, "MPI_Barrier_init", barrier(Call::persistent(request), comm))
 }
 twins! {
     pub unsafe fn MPI_Bcast | MPI_Bcast_c(buffer: *mut c_void, count: Count, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-        ret(comm, NAME, bcast(Call::Block, UserBuf::new(buffer, cnt(count), datatype), root, comm))
+        ret(comm, NAME, bcast(Call::Block, UserBuf::new(buffer, count_arg(count), datatype), root, comm))
     }
     pub unsafe fn MPI_Ibcast | MPI_Ibcast_c(buffer: *mut c_void, count: Count, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, bcast(Call::Nb(request), UserBuf::new(buffer, cnt(count), datatype), root, comm))
+        ret(comm, NAME, bcast(Call::nonblocking(request), UserBuf::new(buffer, count_arg(count), datatype), root, comm))
     }
     pub unsafe fn MPI_Bcast_init | MPI_Bcast_init_c(buffer: *mut c_void, count: Count, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, bcast(Call::Init(request), UserBuf::new(buffer, cnt(count), datatype), root, comm))
+        ret(comm, NAME, bcast(Call::persistent(request), UserBuf::new(buffer, count_arg(count), datatype), root, comm))
     }
     pub unsafe fn MPI_Gather | MPI_Gather_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-        ret(comm, NAME, gather(Call::Block, UserBuf::new(sendbuf, cnt(sendcount), sendtype), UserBuf::new(recvbuf, cnt(recvcount), recvtype), root, comm))
+        ret(comm, NAME, gather(Call::Block, UserBuf::new(sendbuf, count_arg(sendcount), sendtype), UserBuf::new(recvbuf, count_arg(recvcount), recvtype), root, comm))
     }
     pub unsafe fn MPI_Igather | MPI_Igather_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, gather(Call::Nb(request), UserBuf::new(sendbuf, cnt(sendcount), sendtype), UserBuf::new(recvbuf, cnt(recvcount), recvtype), root, comm))
+        ret(comm, NAME, gather(Call::nonblocking(request), UserBuf::new(sendbuf, count_arg(sendcount), sendtype), UserBuf::new(recvbuf, count_arg(recvcount), recvtype), root, comm))
     }
     pub unsafe fn MPI_Gather_init | MPI_Gather_init_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, gather(Call::Init(request), UserBuf::new(sendbuf, cnt(sendcount), sendtype), UserBuf::new(recvbuf, cnt(recvcount), recvtype), root, comm))
+        ret(comm, NAME, gather(Call::persistent(request), UserBuf::new(sendbuf, count_arg(sendcount), sendtype), UserBuf::new(recvbuf, count_arg(recvcount), recvtype), root, comm))
     }
     pub unsafe fn MPI_Gatherv | MPI_Gatherv_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Disp, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-        ret(comm, NAME, gatherv(Call::Block, UserBuf::new(sendbuf, cnt(sendcount), sendtype), UserBlocks::new(recvbuf, Arr::from(recvcounts), Arr::from(displs), slice::from_ref(&recvtype)), root, comm))
+        ret(comm, NAME, gatherv(Call::Block, UserBuf::new(sendbuf, count_arg(sendcount), sendtype), UserBlocks::new(recvbuf, Arr::from(recvcounts), Arr::from(displs), slice::from_ref(&recvtype)), root, comm))
     }
     pub unsafe fn MPI_Igatherv | MPI_Igatherv_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Disp, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, gatherv(Call::Nb(request), UserBuf::new(sendbuf, cnt(sendcount), sendtype), UserBlocks::new(recvbuf, Arr::from(recvcounts), Arr::from(displs), slice::from_ref(&recvtype)), root, comm))
+        ret(comm, NAME, gatherv(Call::nonblocking(request), UserBuf::new(sendbuf, count_arg(sendcount), sendtype), UserBlocks::new(recvbuf, Arr::from(recvcounts), Arr::from(displs), slice::from_ref(&recvtype)), root, comm))
     }
     pub unsafe fn MPI_Gatherv_init | MPI_Gatherv_init_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Disp, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, gatherv(Call::Init(request), UserBuf::new(sendbuf, cnt(sendcount), sendtype), UserBlocks::new(recvbuf, Arr::from(recvcounts), Arr::from(displs), slice::from_ref(&recvtype)), root, comm))
+        ret(comm, NAME, gatherv(Call::persistent(request), UserBuf::new(sendbuf, count_arg(sendcount), sendtype), UserBlocks::new(recvbuf, Arr::from(recvcounts), Arr::from(displs), slice::from_ref(&recvtype)), root, comm))
     }
     pub unsafe fn MPI_Scatter | MPI_Scatter_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-        ret(comm, NAME, scatter(Call::Block, UserBuf::new(sendbuf, cnt(sendcount), sendtype), UserBuf::new(recvbuf, cnt(recvcount), recvtype), root, comm))
+        ret(comm, NAME, scatter(Call::Block, UserBuf::new(sendbuf, count_arg(sendcount), sendtype), UserBuf::new(recvbuf, count_arg(recvcount), recvtype), root, comm))
     }
     pub unsafe fn MPI_Iscatter | MPI_Iscatter_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, scatter(Call::Nb(request), UserBuf::new(sendbuf, cnt(sendcount), sendtype), UserBuf::new(recvbuf, cnt(recvcount), recvtype), root, comm))
+        ret(comm, NAME, scatter(Call::nonblocking(request), UserBuf::new(sendbuf, count_arg(sendcount), sendtype), UserBuf::new(recvbuf, count_arg(recvcount), recvtype), root, comm))
     }
     pub unsafe fn MPI_Scatter_init | MPI_Scatter_init_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, scatter(Call::Init(request), UserBuf::new(sendbuf, cnt(sendcount), sendtype), UserBuf::new(recvbuf, cnt(recvcount), recvtype), root, comm))
+        ret(comm, NAME, scatter(Call::persistent(request), UserBuf::new(sendbuf, count_arg(sendcount), sendtype), UserBuf::new(recvbuf, count_arg(recvcount), recvtype), root, comm))
     }
     pub unsafe fn MPI_Scatterv | MPI_Scatterv_c(sendbuf: *const c_void, sendcounts: *const Count, displs: *const Disp, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-        ret(comm, NAME, scatterv(Call::Block, UserBlocks::new(sendbuf, Arr::from(sendcounts), Arr::from(displs), slice::from_ref(&sendtype)), UserBuf::new(recvbuf, cnt(recvcount), recvtype), root, comm))
+        ret(comm, NAME, scatterv(Call::Block, UserBlocks::new(sendbuf, Arr::from(sendcounts), Arr::from(displs), slice::from_ref(&sendtype)), UserBuf::new(recvbuf, count_arg(recvcount), recvtype), root, comm))
     }
     pub unsafe fn MPI_Iscatterv | MPI_Iscatterv_c(sendbuf: *const c_void, sendcounts: *const Count, displs: *const Disp, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, scatterv(Call::Nb(request), UserBlocks::new(sendbuf, Arr::from(sendcounts), Arr::from(displs), slice::from_ref(&sendtype)), UserBuf::new(recvbuf, cnt(recvcount), recvtype), root, comm))
+        ret(comm, NAME, scatterv(Call::nonblocking(request), UserBlocks::new(sendbuf, Arr::from(sendcounts), Arr::from(displs), slice::from_ref(&sendtype)), UserBuf::new(recvbuf, count_arg(recvcount), recvtype), root, comm))
     }
     pub unsafe fn MPI_Scatterv_init | MPI_Scatterv_init_c(sendbuf: *const c_void, sendcounts: *const Count, displs: *const Disp, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, scatterv(Call::Init(request), UserBlocks::new(sendbuf, Arr::from(sendcounts), Arr::from(displs), slice::from_ref(&sendtype)), UserBuf::new(recvbuf, cnt(recvcount), recvtype), root, comm))
+        ret(comm, NAME, scatterv(Call::persistent(request), UserBlocks::new(sendbuf, Arr::from(sendcounts), Arr::from(displs), slice::from_ref(&sendtype)), UserBuf::new(recvbuf, count_arg(recvcount), recvtype), root, comm))
     }
     pub unsafe fn MPI_Allgather | MPI_Allgather_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-        ret(comm, NAME, allgather(Call::Block, UserBuf::new(sendbuf, cnt(sendcount), sendtype), UserBuf::new(recvbuf, cnt(recvcount), recvtype), comm))
+        ret(comm, NAME, allgather(Call::Block, UserBuf::new(sendbuf, count_arg(sendcount), sendtype), UserBuf::new(recvbuf, count_arg(recvcount), recvtype), comm))
     }
     pub unsafe fn MPI_Iallgather | MPI_Iallgather_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, allgather(Call::Nb(request), UserBuf::new(sendbuf, cnt(sendcount), sendtype), UserBuf::new(recvbuf, cnt(recvcount), recvtype), comm))
+        ret(comm, NAME, allgather(Call::nonblocking(request), UserBuf::new(sendbuf, count_arg(sendcount), sendtype), UserBuf::new(recvbuf, count_arg(recvcount), recvtype), comm))
     }
     pub unsafe fn MPI_Allgather_init | MPI_Allgather_init_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, allgather(Call::Init(request), UserBuf::new(sendbuf, cnt(sendcount), sendtype), UserBuf::new(recvbuf, cnt(recvcount), recvtype), comm))
+        ret(comm, NAME, allgather(Call::persistent(request), UserBuf::new(sendbuf, count_arg(sendcount), sendtype), UserBuf::new(recvbuf, count_arg(recvcount), recvtype), comm))
     }
     pub unsafe fn MPI_Allgatherv | MPI_Allgatherv_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Disp, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-        ret(comm, NAME, allgatherv(Call::Block, UserBuf::new(sendbuf, cnt(sendcount), sendtype), UserBlocks::new(recvbuf, Arr::from(recvcounts), Arr::from(displs), slice::from_ref(&recvtype)), comm))
+        ret(comm, NAME, allgatherv(Call::Block, UserBuf::new(sendbuf, count_arg(sendcount), sendtype), UserBlocks::new(recvbuf, Arr::from(recvcounts), Arr::from(displs), slice::from_ref(&recvtype)), comm))
     }
     pub unsafe fn MPI_Iallgatherv | MPI_Iallgatherv_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Disp, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, allgatherv(Call::Nb(request), UserBuf::new(sendbuf, cnt(sendcount), sendtype), UserBlocks::new(recvbuf, Arr::from(recvcounts), Arr::from(displs), slice::from_ref(&recvtype)), comm))
+        ret(comm, NAME, allgatherv(Call::nonblocking(request), UserBuf::new(sendbuf, count_arg(sendcount), sendtype), UserBlocks::new(recvbuf, Arr::from(recvcounts), Arr::from(displs), slice::from_ref(&recvtype)), comm))
     }
     pub unsafe fn MPI_Allgatherv_init | MPI_Allgatherv_init_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Disp, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, allgatherv(Call::Init(request), UserBuf::new(sendbuf, cnt(sendcount), sendtype), UserBlocks::new(recvbuf, Arr::from(recvcounts), Arr::from(displs), slice::from_ref(&recvtype)), comm))
+        ret(comm, NAME, allgatherv(Call::persistent(request), UserBuf::new(sendbuf, count_arg(sendcount), sendtype), UserBlocks::new(recvbuf, Arr::from(recvcounts), Arr::from(displs), slice::from_ref(&recvtype)), comm))
     }
     pub unsafe fn MPI_Alltoall | MPI_Alltoall_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-        ret(comm, NAME, alltoall(Call::Block, UserBuf::new(sendbuf, cnt(sendcount), sendtype), UserBuf::new(recvbuf, cnt(recvcount), recvtype), comm))
+        ret(comm, NAME, alltoall(Call::Block, UserBuf::new(sendbuf, count_arg(sendcount), sendtype), UserBuf::new(recvbuf, count_arg(recvcount), recvtype), comm))
     }
     pub unsafe fn MPI_Ialltoall | MPI_Ialltoall_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, alltoall(Call::Nb(request), UserBuf::new(sendbuf, cnt(sendcount), sendtype), UserBuf::new(recvbuf, cnt(recvcount), recvtype), comm))
+        ret(comm, NAME, alltoall(Call::nonblocking(request), UserBuf::new(sendbuf, count_arg(sendcount), sendtype), UserBuf::new(recvbuf, count_arg(recvcount), recvtype), comm))
     }
     pub unsafe fn MPI_Alltoall_init | MPI_Alltoall_init_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, alltoall(Call::Init(request), UserBuf::new(sendbuf, cnt(sendcount), sendtype), UserBuf::new(recvbuf, cnt(recvcount), recvtype), comm))
+        ret(comm, NAME, alltoall(Call::persistent(request), UserBuf::new(sendbuf, count_arg(sendcount), sendtype), UserBuf::new(recvbuf, count_arg(recvcount), recvtype), comm))
     }
     pub unsafe fn MPI_Alltoallv | MPI_Alltoallv_c(sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Disp, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const Disp, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
         ret(comm, NAME, alltoallv(Call::Block, UserBlocks::new(sendbuf, Arr::from(sendcounts), Arr::from(sdispls), slice::from_ref(&sendtype)), UserBlocks::new(recvbuf, Arr::from(recvcounts), Arr::from(rdispls), slice::from_ref(&recvtype)), comm))
     }
     pub unsafe fn MPI_Ialltoallv | MPI_Ialltoallv_c(sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Disp, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const Disp, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, alltoallv(Call::Nb(request), UserBlocks::new(sendbuf, Arr::from(sendcounts), Arr::from(sdispls), slice::from_ref(&sendtype)), UserBlocks::new(recvbuf, Arr::from(recvcounts), Arr::from(rdispls), slice::from_ref(&recvtype)), comm))
+        ret(comm, NAME, alltoallv(Call::nonblocking(request), UserBlocks::new(sendbuf, Arr::from(sendcounts), Arr::from(sdispls), slice::from_ref(&sendtype)), UserBlocks::new(recvbuf, Arr::from(recvcounts), Arr::from(rdispls), slice::from_ref(&recvtype)), comm))
     }
     pub unsafe fn MPI_Alltoallv_init | MPI_Alltoallv_init_c(sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Disp, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const Disp, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, alltoallv(Call::Init(request), UserBlocks::new(sendbuf, Arr::from(sendcounts), Arr::from(sdispls), slice::from_ref(&sendtype)), UserBlocks::new(recvbuf, Arr::from(recvcounts), Arr::from(rdispls), slice::from_ref(&recvtype)), comm))
+        ret(comm, NAME, alltoallv(Call::persistent(request), UserBlocks::new(sendbuf, Arr::from(sendcounts), Arr::from(sdispls), slice::from_ref(&sendtype)), UserBlocks::new(recvbuf, Arr::from(recvcounts), Arr::from(rdispls), slice::from_ref(&recvtype)), comm))
     }
     pub unsafe fn MPI_Alltoallw | MPI_Alltoallw_c(sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Disp, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const Disp, recvtypes: *const MPI_Datatype, comm: MPI_Comm) -> c_int {
         ret(comm, NAME, alltoallw(Call::Block, sendbuf, Arr::from(sendcounts), Arr::from(sdispls), sendtypes, recvbuf, Arr::from(recvcounts), Arr::from(rdispls), recvtypes, comm))
     }
     pub unsafe fn MPI_Ialltoallw | MPI_Ialltoallw_c(sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Disp, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const Disp, recvtypes: *const MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, alltoallw(Call::Nb(request), sendbuf, Arr::from(sendcounts), Arr::from(sdispls), sendtypes, recvbuf, Arr::from(recvcounts), Arr::from(rdispls), recvtypes, comm))
+        ret(comm, NAME, alltoallw(Call::nonblocking(request), sendbuf, Arr::from(sendcounts), Arr::from(sdispls), sendtypes, recvbuf, Arr::from(recvcounts), Arr::from(rdispls), recvtypes, comm))
     }
     pub unsafe fn MPI_Alltoallw_init | MPI_Alltoallw_init_c(sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Disp, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const Disp, recvtypes: *const MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, alltoallw(Call::Init(request), sendbuf, Arr::from(sendcounts), Arr::from(sdispls), sendtypes, recvbuf, Arr::from(recvcounts), Arr::from(rdispls), recvtypes, comm))
+        ret(comm, NAME, alltoallw(Call::persistent(request), sendbuf, Arr::from(sendcounts), Arr::from(sdispls), sendtypes, recvbuf, Arr::from(recvcounts), Arr::from(rdispls), recvtypes, comm))
     }
     pub unsafe fn MPI_Reduce | MPI_Reduce_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm) -> c_int {
-        ret(comm, NAME, reduce(Call::Block, Reduction::new(sendbuf, recvbuf, datatype, op), cnt(count), root, comm))
+        ret(comm, NAME, reduce(Call::Block, Reduction::new(sendbuf, recvbuf, datatype, op), count_arg(count), root, comm))
     }
     pub unsafe fn MPI_Ireduce | MPI_Ireduce_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, reduce(Call::Nb(request), Reduction::new(sendbuf, recvbuf, datatype, op), cnt(count), root, comm))
+        ret(comm, NAME, reduce(Call::nonblocking(request), Reduction::new(sendbuf, recvbuf, datatype, op), count_arg(count), root, comm))
     }
     pub unsafe fn MPI_Reduce_init | MPI_Reduce_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, reduce(Call::Init(request), Reduction::new(sendbuf, recvbuf, datatype, op), cnt(count), root, comm))
+        ret(comm, NAME, reduce(Call::persistent(request), Reduction::new(sendbuf, recvbuf, datatype, op), count_arg(count), root, comm))
     }
     pub unsafe fn MPI_Allreduce | MPI_Allreduce_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-        ret(comm, NAME, allreduce(Call::Block, Reduction::new(sendbuf, recvbuf, datatype, op), cnt(count), comm))
+        ret(comm, NAME, allreduce(Call::Block, Reduction::new(sendbuf, recvbuf, datatype, op), count_arg(count), comm))
     }
     pub unsafe fn MPI_Iallreduce | MPI_Iallreduce_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, allreduce(Call::Nb(request), Reduction::new(sendbuf, recvbuf, datatype, op), cnt(count), comm))
+        ret(comm, NAME, allreduce(Call::nonblocking(request), Reduction::new(sendbuf, recvbuf, datatype, op), count_arg(count), comm))
     }
     pub unsafe fn MPI_Allreduce_init | MPI_Allreduce_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, allreduce(Call::Init(request), Reduction::new(sendbuf, recvbuf, datatype, op), cnt(count), comm))
+        ret(comm, NAME, allreduce(Call::persistent(request), Reduction::new(sendbuf, recvbuf, datatype, op), count_arg(count), comm))
     }
     pub unsafe fn MPI_Reduce_scatter | MPI_Reduce_scatter_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
         ret(comm, NAME, reduce_scatter(Call::Block, Reduction::new(sendbuf, recvbuf, datatype, op), Arr::from(recvcounts), comm))
     }
     pub unsafe fn MPI_Ireduce_scatter | MPI_Ireduce_scatter_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, reduce_scatter(Call::Nb(request), Reduction::new(sendbuf, recvbuf, datatype, op), Arr::from(recvcounts), comm))
+        ret(comm, NAME, reduce_scatter(Call::nonblocking(request), Reduction::new(sendbuf, recvbuf, datatype, op), Arr::from(recvcounts), comm))
     }
     pub unsafe fn MPI_Reduce_scatter_init | MPI_Reduce_scatter_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, reduce_scatter(Call::Init(request), Reduction::new(sendbuf, recvbuf, datatype, op), Arr::from(recvcounts), comm))
+        ret(comm, NAME, reduce_scatter(Call::persistent(request), Reduction::new(sendbuf, recvbuf, datatype, op), Arr::from(recvcounts), comm))
     }
     pub unsafe fn MPI_Reduce_scatter_block | MPI_Reduce_scatter_block_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-        ret(comm, NAME, reduce_scatter_block(Call::Block, Reduction::new(sendbuf, recvbuf, datatype, op), cnt(recvcount), comm))
+        ret(comm, NAME, reduce_scatter_block(Call::Block, Reduction::new(sendbuf, recvbuf, datatype, op), count_arg(recvcount), comm))
     }
     pub unsafe fn MPI_Ireduce_scatter_block | MPI_Ireduce_scatter_block_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, reduce_scatter_block(Call::Nb(request), Reduction::new(sendbuf, recvbuf, datatype, op), cnt(recvcount), comm))
+        ret(comm, NAME, reduce_scatter_block(Call::nonblocking(request), Reduction::new(sendbuf, recvbuf, datatype, op), count_arg(recvcount), comm))
     }
     pub unsafe fn MPI_Reduce_scatter_block_init | MPI_Reduce_scatter_block_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, reduce_scatter_block(Call::Init(request), Reduction::new(sendbuf, recvbuf, datatype, op), cnt(recvcount), comm))
+        ret(comm, NAME, reduce_scatter_block(Call::persistent(request), Reduction::new(sendbuf, recvbuf, datatype, op), count_arg(recvcount), comm))
     }
     pub unsafe fn MPI_Scan | MPI_Scan_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-        ret(comm, NAME, scan(Call::Block, Reduction::new(sendbuf, recvbuf, datatype, op), cnt(count), comm, false))
+        ret(comm, NAME, scan(Call::Block, Reduction::new(sendbuf, recvbuf, datatype, op), count_arg(count), comm, false))
     }
     pub unsafe fn MPI_Iscan | MPI_Iscan_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, scan(Call::Nb(request), Reduction::new(sendbuf, recvbuf, datatype, op), cnt(count), comm, false))
+        ret(comm, NAME, scan(Call::nonblocking(request), Reduction::new(sendbuf, recvbuf, datatype, op), count_arg(count), comm, false))
     }
     pub unsafe fn MPI_Scan_init | MPI_Scan_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, scan(Call::Init(request), Reduction::new(sendbuf, recvbuf, datatype, op), cnt(count), comm, false))
+        ret(comm, NAME, scan(Call::persistent(request), Reduction::new(sendbuf, recvbuf, datatype, op), count_arg(count), comm, false))
     }
     pub unsafe fn MPI_Exscan | MPI_Exscan_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-        ret(comm, NAME, scan(Call::Block, Reduction::new(sendbuf, recvbuf, datatype, op), cnt(count), comm, true))
+        ret(comm, NAME, scan(Call::Block, Reduction::new(sendbuf, recvbuf, datatype, op), count_arg(count), comm, true))
     }
     pub unsafe fn MPI_Iexscan | MPI_Iexscan_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, scan(Call::Nb(request), Reduction::new(sendbuf, recvbuf, datatype, op), cnt(count), comm, true))
+        ret(comm, NAME, scan(Call::nonblocking(request), Reduction::new(sendbuf, recvbuf, datatype, op), count_arg(count), comm, true))
     }
     pub unsafe fn MPI_Exscan_init | MPI_Exscan_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, scan(Call::Init(request), Reduction::new(sendbuf, recvbuf, datatype, op), cnt(count), comm, true))
+        ret(comm, NAME, scan(Call::persistent(request), Reduction::new(sendbuf, recvbuf, datatype, op), count_arg(count), comm, true))
     }
 }

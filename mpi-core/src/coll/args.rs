@@ -11,7 +11,7 @@ use mpi_api::abi::*;
 use crate::bail;
 use crate::coll::buf::UserBuf;
 use crate::coll::parts;
-use crate::coll::sched::{Reducer, Sched, P};
+use crate::coll::sched::{Packed, Reducer, Sched};
 use crate::rt::datatype::{check_count, Dtype};
 use crate::rt::error::MpiResult;
 use crate::rt::op::{self, UserOp};
@@ -148,7 +148,7 @@ pub(crate) fn reducer(st: &State, op: MPI_Op, datatype: MPI_Datatype, dt: &Arc<D
 }
 
 pub(crate) fn typed_view(p: *const c_void, count: usize, dt: &Arc<Dtype>) -> parts::Typed {
-    parts::Typed { p: p as P, count, dt: dt.clone() }
+    parts::Typed { p: p as Packed, count, dt: dt.clone() }
 }
 
 /// A buffer argument whose packed size must be `blk`.
@@ -158,7 +158,7 @@ pub(crate) fn typed_blk(st: &mut State, buf: UserBuf, blk: usize, what: &str) ->
     Ok((c, dt))
 }
 
-pub(crate) fn at(p: P, off: usize) -> P {
+pub(crate) fn at(p: Packed, off: usize) -> Packed {
     p.wrapping_add(off)
 }
 
@@ -173,7 +173,7 @@ pub(crate) fn views(
     bytes_disp: bool,
     dir: Dir,
     skip: Option<usize>,
-) -> Vec<(P, usize)> {
+) -> Vec<(Packed, usize)> {
     (0..counts.len())
         .map(|i| {
             let dt = &dts[i.min(dts.len() - 1)];

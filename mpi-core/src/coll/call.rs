@@ -16,9 +16,61 @@ pub(crate) enum Call {
     /// Blocking, with messages only (never in shared memory).
     Msg,
     /// `MPI_I*`: a request completing with the operation.
-    Nb(*mut MPI_Request),
+    Nb(RequestOut),
     /// `MPI_*_init`: an inactive persistent request.
-    Init(*mut MPI_Request),
+    Init(RequestOut),
+}
+
+/// Where a nonblocking or persistent call returns its request: the C
+/// caller's `MPI_Request *` argument.
+#[derive(Clone, Copy)]
+pub(crate) struct RequestOut(*mut MPI_Request);
+
+impl RequestOut {
+    /// The request argument of a C call.
+    ///
+    /// # Safety
+    /// `request` is NULL (an error the call reports) or addresses an
+    /// `MPI_Request` the call may write.
+    #[inline]
+    pub(crate) unsafe fn new(request: *mut MPI_Request) -> RequestOut {
+        RequestOut(request)
+    }
+
+    /// Whether the argument is NULL.
+    #[inline]
+    pub(crate) fn is_null(self) -> bool {
+        self.0.is_null()
+    }
+
+    /// Returns handle `h` to the caller (nothing if the argument is NULL).
+    #[inline]
+    pub(crate) fn set(self, h: MPI_Request) {
+        if !self.0.is_null() {
+            // SAFETY: not NULL, so writable (`RequestOut::new`).
+            unsafe { self.0.write(h) };
+        }
+    }
+}
+
+impl Call {
+    /// `MPI_I*` with its request argument.
+    ///
+    /// # Safety
+    /// As for [`RequestOut::new`].
+    #[inline]
+    pub(crate) unsafe fn nonblocking(request: *mut MPI_Request) -> Call {
+        Call::Nb(RequestOut::new(request))
+    }
+
+    /// `MPI_*_init` with its request argument.
+    ///
+    /// # Safety
+    /// As for [`RequestOut::new`].
+    #[inline]
+    pub(crate) unsafe fn persistent(request: *mut MPI_Request) -> Call {
+        Call::Init(RequestOut::new(request))
+    }
 }
 
 /// Builds the schedule of a collective on `comm` with `build`, then runs it
@@ -94,14 +146,12 @@ pub(crate) fn run_sched(
             }
             Call::Nb(req) => {
                 let h = crate::coll::start_nonblocking(st, s);
-                // SAFETY: checked non-NULL above; the caller's request.
-                unsafe { req.write(h) };
+                req.set(h);
                 Ok(None)
             }
             Call::Init(req) => {
                 let h = crate::coll::persistent_request(st, s);
-                // SAFETY: as above.
-                unsafe { req.write(h) };
+                req.set(h);
                 Ok(None)
             }
         }

@@ -15,7 +15,7 @@ use crate::coll::args::{
 use crate::coll::buf::{Reduction, RootBlocks, UserBlocks, UserBuf};
 use crate::coll::call::{run, run_or, Call};
 use crate::coll::inter;
-use crate::coll::sched::{Sched, P};
+use crate::coll::sched::{Packed, Sched};
 use crate::coll::shm::direct::{direct_bcast, direct_gather_all};
 use crate::coll::shm::fast::{fast_allreduce, fast_barrier, fast_bcast, fast_gather_all};
 use crate::coll::shm::ops::{
@@ -28,7 +28,7 @@ use crate::coll::shm::vtables::{fast_alltoallv, shm_alltoall_vw};
 use crate::coll::shm::Shm;
 use crate::rt::datatype::check_count;
 use crate::rt::error::MpiResult;
-use crate::rt::State;
+use crate::rt::{self, State};
 
 /// The order every collective tries its ways, held once: a blocking call
 /// first tries the paths only blocking calls take (`blocking`: the fast,
@@ -363,7 +363,7 @@ pub(crate) fn alltoall(call: Call, send: UserBuf, recv: UserBuf, comm: MPI_Comm)
             let blk = rdt.packed_size(rc);
             if in_place(sendbuf) {
                 let buf = s.inout(recvbuf as *mut u8, rc * size, &rdt);
-                let v: Vec<(P, usize)> = (0..size).map(|i| (at(buf, i * blk), blk)).collect();
+                let v: Vec<(Packed, usize)> = (0..size).map(|i| (at(buf, i * blk), blk)).collect();
                 algo::alltoall_in_place(s, &v);
                 return Ok(());
             }
@@ -442,7 +442,7 @@ fn reduce_views(
     red: Reduction,
     count: i64,
     writes_result: bool,
-) -> MpiResult<(P, P, usize)> {
+) -> MpiResult<(Packed, Packed, usize)> {
     let ((sendbuf, recvbuf), datatype, op) = (red.bufs(), red.datatype, red.op);
     let n = check_count(count)?;
     let dt = st.types.get(datatype)?;
@@ -587,4 +587,33 @@ pub(crate) unsafe fn reduce_scatter(call: Call, red: Reduction, recvcounts: Arr,
 pub(crate) fn reduce_scatter_block(call: Call, red: Reduction, recvcount: i64, comm: MPI_Comm) -> MpiResult<()> {
     // SAFETY: no counts array.
     unsafe { reduce_scatter_any(call, red, Err(recvcount), comm) }
+}
+
+/// `MPI_Reduce_local`: combines `count` elements of the send buffer into
+/// the receive buffer (`inoutbuf = inbuf op inoutbuf`) on this process.
+pub(crate) fn reduce_local(red: Reduction, count: i64) -> MpiResult<()> {
+    let ((inbuf, inoutbuf), datatype, op) = (red.bufs(), red.datatype, red.op);
+    rt::with(|st| {
+        let n = check_count(count)?;
+        let dt = st.types.get(datatype)?;
+        let red = reducer(st, op, datatype, &dt)?;
+        check_buf(inbuf, n, &dt, "inbuf")?;
+        check_buf(inoutbuf, n, &dt, "inoutbuf")?;
+        Ok((n, dt, red))
+    })
+    .and_then(|(n, dt, red)| {
+        // Outside the lock: a user function may call MPI.
+        let bytes = dt.packed_size(n);
+        let mut a = vec![0u8; bytes];
+        let mut b = vec![0u8; bytes];
+        // SAFETY: the buffers hold `n` elements of `dt` (`Reduction::new`);
+        // `a` and `b` hold their packed bytes.
+        unsafe {
+            dt.pack(inbuf as *const u8, n, &mut a);
+            dt.pack(inoutbuf as *const u8, n, &mut b);
+            red.apply(a.as_mut_ptr(), b.as_mut_ptr(), bytes, false)?;
+            dt.unpack(&b, inoutbuf as *mut u8);
+        }
+        Ok(())
+    })
 }

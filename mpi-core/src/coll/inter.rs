@@ -31,7 +31,7 @@ use mpi_api::abi::*;
 use super::algo;
 use super::args::{at, reducer, typed, views, Arr, Dir};
 use super::buf::{Reduction, RootBlocks, UserBlocks, UserBuf};
-use super::sched::{Sched, P};
+use super::sched::{Packed, Sched};
 use crate::bail;
 use crate::rt::datatype::{check_count, Dtype};
 use crate::rt::error::MpiResult;
@@ -65,7 +65,14 @@ fn no_in_place(p: *const c_void, what: &str) -> MpiResult<()> {
 }
 
 /// Packed views of `size` consecutive blocks of `count` elements of `dt`.
-fn blocks(s: &mut Sched, buf: *const c_void, count: usize, dt: &Arc<Dtype>, size: usize, dir: Dir) -> Vec<(P, usize)> {
+fn blocks(
+    s: &mut Sched,
+    buf: *const c_void,
+    count: usize,
+    dt: &Arc<Dtype>,
+    size: usize,
+    dir: Dir,
+) -> Vec<(Packed, usize)> {
     let counts = vec![count; size];
     let displs: Vec<i64> = (0..size).map(|i| (i * count) as i64).collect();
     views(s, buf, (&counts, &displs), std::slice::from_ref(dt), false, dir, None)
@@ -73,7 +80,7 @@ fn blocks(s: &mut Sched, buf: *const c_void, count: usize, dt: &Arc<Dtype>, size
 
 /// The leaders (local rank 0) swap `send` for `recv` (each group's data of
 /// the whole operation), after the local steps before.
-fn leaders_swap(s: &mut Sched, send: P, sn: usize, recv: P, rn: usize) {
+fn leaders_swap(s: &mut Sched, send: Packed, sn: usize, recv: Packed, rn: usize) {
     s.fence();
     s.remote();
     if s.rank == 0 {
@@ -121,7 +128,7 @@ pub(crate) unsafe fn bcast(st: &mut State, s: &mut Sched, buf: UserBuf, root: c_
 
 /// This group's reduction at local rank 0 (in a temporary; null at the
 /// other ranks): (where, bytes).
-unsafe fn reduce_local(st: &mut State, s: &mut Sched, red: Reduction, count: i64) -> MpiResult<(P, usize)> {
+unsafe fn reduce_local(st: &mut State, s: &mut Sched, red: Reduction, count: i64) -> MpiResult<(Packed, usize)> {
     let (sendbuf, datatype, op) = (red.bufs().0, red.datatype, red.op);
     no_in_place(sendbuf, "sendbuf")?;
     let (n, dt) = typed(st, red.send_buf(count), "sendbuf")?;
@@ -198,7 +205,7 @@ pub(crate) unsafe fn reduce_scatter(
     let (acc, bytes) = reduce_local(st, s, red, total as i64)?;
     let theirs = if s.rank == 0 { s.tmp(bytes) } else { null_mut() };
     leaders_swap(s, acc, bytes, theirs, bytes);
-    let blocks: Vec<(P, usize)> = counts
+    let blocks: Vec<(Packed, usize)> = counts
         .iter()
         .scan(0, |o, &c| {
             let b = dt.packed_size(c);
@@ -386,7 +393,7 @@ pub(crate) unsafe fn alltoall_vw(
 }
 
 /// Block r of `sv` to remote rank r, block r of `rv` from it, all at once.
-fn exchange(s: &mut Sched, sv: &[(P, usize)], rv: &[(P, usize)]) {
+fn exchange(s: &mut Sched, sv: &[(Packed, usize)], rv: &[(Packed, usize)]) {
     for (r, (&(sp, sl), &(rp, rl))) in sv.iter().zip(rv).enumerate() {
         s.recv(rp, rl, r);
         s.send(sp, sl, r);

@@ -24,6 +24,7 @@ pub(crate) mod call;
 pub(crate) mod entry;
 pub mod flat;
 pub(crate) mod inter;
+pub(crate) mod neighbor;
 pub mod parts;
 pub mod sched;
 pub(crate) mod shm;

@@ -42,8 +42,9 @@ pub(crate) const HELLO: usize = 4 * 8;
 /// reads its blocks straight from the other ranks' send buffers
 /// (`process_vm_readv`, one copy), where going through the segment copies
 /// twice, and writing a buffer the other core has just read costs a
-/// cache-line invalidation per line (64 KiB: 5-9 us against 1.5-2 us for
-/// reading it, measured on the test machine). Two small operations: every
+/// cache-line invalidation per line (several times the cost of reading it;
+/// see BENCHMARKS.md, "Shared-memory collective thresholds"). Two small
+/// operations: every
 /// rank publishes its process, the address of its data and whether others
 /// may read it there (contiguous types, not in place for Alltoall, reads
 /// allowed); if all may, each reads, then all say whether their reads
@@ -67,8 +68,8 @@ pub(crate) unsafe fn direct_gather_all(
         let rc = check_count(recvcount)?;
         let rdt = st.types.get(recvtype)?;
         let blk = rdt.packed_size(rc);
-        // An Alltoall that fits the segment is faster there (2 ranks, 16 and
-        // 32 KiB per pair: 4.0 and 4.9 us against 5.1 and 5.9).
+        // An Alltoall that fits the segment is faster there (BENCHMARKS.md,
+        // "Shared-memory collective thresholds").
         let size = st.comms.get(comm)?.size() as usize;
         if blk < t.shm_direct || (alltoall && flat::fits(t, blk * size).is_some()) {
             return Ok(None);
@@ -159,9 +160,9 @@ pub(crate) fn direct_done(comm: MPI_Comm, size: usize, failed: bool) -> MpiResul
 }
 
 /// The fewest bytes [`direct_bcast`] takes: below, the segment's buffers are
-/// faster (2 ranks: 16 KiB 0.8-2.9 us against 4.0-4.5, 32 KiB a tie at
-/// 3.4-4.4; at 48 and 64 KiB the segment took 4.4-6.5 us in some runs and
-/// 15-28 in others, the direct copies 5.6-7.7 in all).
+/// faster; above, the direct copies take the same time in every run, where
+/// the segment's time varies several-fold (BENCHMARKS.md, "Shared-memory
+/// collective thresholds").
 pub(crate) const DIRECT_BCAST_MIN: usize = 32 << 10;
 
 /// A blocking Bcast of at least `MPICORE_COLL_SHM_DIRECT` and

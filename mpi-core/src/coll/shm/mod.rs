@@ -1,7 +1,15 @@
-//! Collectives in the communicator's shared-memory segment ([`in_segment`]):
-//! the driver that runs one rank's part of an operation (blocking, started
-//! nonblocking, or planned for a persistent request), makes the segment on
-//! first use, and takes the segment's next operation.
+//! Collectives in the communicator's shared-memory segment ([`flat`]): the
+//! driver that runs one rank's part of an operation ([`in_segment`]:
+//! blocking, started nonblocking, or planned for a persistent request),
+//! makes the segment on first use, and takes the segment's next operation;
+//! the protocols, one module per family:
+//!
+//! * [`ops`]: the general operation of each collective (packed parts).
+//! * [`fast`]: the blocking fast path of small contiguous data.
+//! * [`pieces`]: a large blocking Allreduce in consecutive operations.
+//! * [`direct`]: single copies between user buffers (`process_vm_readv`).
+//! * [`vtables`]: Alltoallv and Alltoallw with tables of offsets.
+//! * [`rooted`]: Gatherv and Scatterv with tables of offsets.
 
 use std::ffi::c_void;
 use std::os::raw::c_int;
@@ -10,7 +18,7 @@ use mpi_api::abi::*;
 
 use crate::bail;
 use crate::coll::buf::{Reduction, UserBuf};
-use crate::coll::call::Call;
+use crate::coll::call::{Call, RequestOut};
 use crate::coll::entry::{allreduce, bcast};
 use crate::coll::flat::{self, Flat, Lookup, NbKind, NbOp};
 use crate::coll::parts;
@@ -195,7 +203,7 @@ pub(crate) unsafe fn run_part(f: &Flat, part: Part) -> MpiResult<()> {
 /// still does a blank part and the call fails.
 pub(crate) fn segment_start<T>(
     comm: MPI_Comm,
-    req: *mut MPI_Request,
+    req: RequestOut,
     prep: impl FnOnce(&mut State, usize) -> Option<(T, usize)>,
     part: impl FnOnce(&mut State, &Who, T) -> Part,
 ) -> Option<MpiResult<()>> {
@@ -229,8 +237,7 @@ pub(crate) fn segment_start<T>(
             (Some(e), _) => Err(e),
             // SAFETY: checked non-NULL above; the caller's request.
             (None, Some(h)) => {
-                // SAFETY: checked non-NULL above; the caller's request.
-                unsafe { req.write(h) };
+                req.set(h);
                 Ok(())
             }
             (None, None) => Ok(()),
@@ -253,7 +260,7 @@ pub(crate) fn next_op(comm: MPI_Comm, bytes: usize) -> MpiResult<Flat> {
 /// they are too many for it (then the operation carries only their length,
 /// kind `Msg`, and they go as messages). None: the communicator uses
 /// messages only (alike on every rank).
-pub(crate) fn seg_op(comm: MPI_Comm, bytes: usize) -> Option<MpiResult<(Flat, bool)>> {
+pub(crate) fn segment_op(comm: MPI_Comm, bytes: usize) -> Option<MpiResult<(Flat, bool)>> {
     loop {
         let found = rt::with(|st| {
             let fits = flat::fits(&st.coll.tune, bytes).is_some();

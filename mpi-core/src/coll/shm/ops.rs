@@ -1,6 +1,7 @@
-//! The general shared-memory operations, one per collective: each checks
-//! this rank's arguments and gives its part ([`parts`]), which [`flat_run`]
-//! (blocking), a nonblocking request or a persistent one runs.
+//! The general shared-memory operation of each collective: each checks
+//! this rank's arguments and gives its part ([`parts`]), which
+//! [`in_segment`] runs (blocking), starts (nonblocking) or keeps as the plan
+//! of a persistent request.
 
 use std::ffi::c_void;
 use std::os::raw::c_int;
@@ -16,7 +17,7 @@ use crate::coll::call::Call;
 use crate::coll::entry::allgatherv;
 use crate::coll::flat::{self, NbKind};
 use crate::coll::parts;
-use crate::coll::sched::P;
+use crate::coll::sched::Packed;
 use crate::coll::shm::{in_segment, Shm};
 use crate::rt::datatype::check_count;
 use crate::rt::error::{MpiError, MpiResult};
@@ -103,7 +104,16 @@ pub(crate) unsafe fn flat_reduce(call: Call, red: Reduction, count: i64, target:
             Ok(())
         })()
         .map_err(|e| (e, Some(bytes)))?;
-        Ok(Box::new(parts::Reduce { from, input: input as *const u8, n_in: n, off: 0, out: recvbuf as P, n, dt, red }))
+        Ok(Box::new(parts::Reduce {
+            from,
+            input: input as *const u8,
+            n_in: n,
+            off: 0,
+            out: recvbuf as Packed,
+            n,
+            dt,
+            red,
+        }))
     })
 }
 
@@ -141,7 +151,7 @@ pub(crate) unsafe fn flat_reduce_scatter(call: Call, red: Reduction, counts: Res
             input: input as *const u8,
             n_in: total,
             off,
-            out: recvbuf as P,
+            out: recvbuf as Packed,
             n: mine,
             dt,
             red,

@@ -13,8 +13,10 @@ use crate::coll::call::run_tagged;
 use crate::coll::flat::{self, Flat};
 use crate::coll::parts;
 use crate::coll::shm::fast::{fast, fast_bufs, fast_bytes, fast_copy};
-use crate::coll::shm::vtables::{read_table_word, table_block, vblocks, vtable, write_blocks, write_table_word};
-use crate::coll::shm::{seg_op, Who};
+use crate::coll::shm::vtables::{
+    offset_table_bytes, read_table_word, table_block, typed_blocks, write_blocks, write_table_word,
+};
+use crate::coll::shm::{segment_op, Who};
 use crate::rt::error::{MpiError, MpiResult};
 use crate::rt::{self, State};
 
@@ -62,7 +64,7 @@ pub(crate) unsafe fn rooted_args(
         let (n, dt) = typed(st, one, name)?;
         return Ok(Err(typed_view(buf, n, &dt)));
     }
-    let v = vblocks(st, many, who.size, false, names)?;
+    let v = typed_blocks(st, many, who.size, false, names)?;
     if in_place(buf) {
         return Ok(Ok((v, None)));
     }
@@ -174,7 +176,7 @@ pub(crate) unsafe fn fast_gatherv(
         f.wait_data(0..root)?;
         f.wait_data(root + 1..f.size)?;
         if (0..f.size).any(|r| r != root && (f.sent_by_message(r) || f.len_of(r) == flat::BAD_LEN)) {
-            let rv = rt::with(|st| vblocks(st, recv, f.size, false, ["recvbuf", "recvcounts", "displs"]))?;
+            let rv = rt::with(|st| typed_blocks(st, recv, f.size, false, ["recvbuf", "recvcounts", "displs"]))?;
             return gatherv_collect(&f, Some(&rv), comm);
         }
         for r in (0..f.size).filter(|&r| r != root) {
@@ -199,7 +201,7 @@ pub(crate) unsafe fn fast_scatterv(
     let (sendbuf, sendcounts, displs) = (send.addr() as *const c_void, send.counts, send.displs);
     let recvbuf = recv.addr();
     let (f, (part, root, table)) = fast(comm, |st, w| {
-        let table = vtable(w.size) + 4;
+        let table = offset_table_bytes(w.size) + 4;
         // (Whether the table fits decides for every rank, as in shm_scatterv.)
         flat::fits(&st.coll.tune, table)?;
         let (part, root, others) = fastv_pick(st, w, root, recv, send, (sendbuf, recvbuf))?;
@@ -266,7 +268,7 @@ pub(crate) unsafe fn shm_gatherv(
         Ok(Err(v)) => v.bytes(),
         _ => 0,
     };
-    let (f, msg) = match seg_op(comm, bytes)? {
+    let (f, msg) = match segment_op(comm, bytes)? {
         Ok(x) => x,
         Err(e) => return Some(Err(e)),
     };
@@ -380,7 +382,7 @@ pub(crate) unsafe fn copy_typed(from: &parts::Typed, to: &parts::Typed) {
 /// its block into `v` (None: this rank's arguments are bad; a block sent
 /// as a message is only drained).
 pub(crate) unsafe fn scatterv_take(f: &Flat, root: usize, v: Option<&parts::Typed>, comm: MPI_Comm) -> MpiResult<()> {
-    let (me, size, table) = (f.rank, f.size, vtable(f.size) + 4);
+    let (me, size, table) = (f.rank, f.size, offset_table_bytes(f.size) + 4);
     let len = f.len_of(root);
     if len < table || len == flat::BAD_LEN {
         bail!(MPI_ERR_TRUNCATE, "the root of the Scatterv sends nothing (its arguments are bad)");
@@ -439,7 +441,7 @@ pub(crate) unsafe fn shm_scatterv(
         rooted_args(st, &Who { rank, size }, root, (recv, "recvbuf"), (send, ["sendbuf", "sendcounts", "displs"]))
     })?;
     // The offsets of the blocks, then whether they go as messages.
-    let table = vtable(size) + 4;
+    let table = offset_table_bytes(size) + 4;
     // The root's bytes: the table and the others' blocks.
     let data = match &mine {
         Ok(Ok((sv, _))) => (0..size).filter(|&j| j != root).map(|j| sv[j].bytes()).sum(),
@@ -455,7 +457,7 @@ pub(crate) unsafe fn shm_scatterv(
     if !table_fits {
         return None;
     }
-    let (f, _) = match seg_op(
+    let (f, _) = match segment_op(
         comm,
         if me != root {
             0

@@ -12,7 +12,7 @@ use crate::coll::flat::{self, Flat, Lookup};
 use crate::coll::parts;
 use crate::coll::shm::fast::fast_copy;
 use crate::coll::shm::rooted::len_mismatch;
-use crate::coll::shm::seg_op;
+use crate::coll::shm::segment_op;
 use crate::rt::error::{MpiError, MpiResult};
 use crate::rt::{self, State};
 
@@ -24,7 +24,7 @@ use crate::rt::{self, State};
 ///
 /// # Safety
 /// The counts and displacements of `blocks` are NULL or address `size` values.
-pub(crate) unsafe fn vblocks(
+pub(crate) unsafe fn typed_blocks(
     st: &mut State,
     blocks: UserBlocks,
     size: usize,
@@ -52,7 +52,7 @@ pub(crate) unsafe fn vblocks(
 /// Bytes of the table of offsets at the start of a rank's buffer in
 /// [`shm_alltoall_vw`]: `size + 1` 32-bit words (a buffer holds at most
 /// 64 KiB; small, so that 8 bytes to each of 8 ranks fit a tiny buffer).
-pub(crate) fn vtable(size: usize) -> usize {
+pub(crate) fn offset_table_bytes(size: usize) -> usize {
     4 * (size + 1)
 }
 
@@ -121,9 +121,8 @@ pub(crate) unsafe fn table_block(f: &Flat, r: usize, i: usize, table: usize, wan
 /// otherwise), and if any rank sends messages, all take part in one
 /// schedule (the same on every rank, as each sees every header), in which
 /// the ranks that send post their blocks (to every rank but those with bad
-/// arguments) and the others receive them. The message path built a
-/// schedule per call at any size (2 ranks, 8 bytes: 0.9-1.2 us against
-/// Open MPI's 0.25).
+/// arguments) and the others receive them. (The message path builds a
+/// schedule per call, several times slower for small blocks.)
 pub(crate) unsafe fn shm_alltoall_vw(
     send: UserBlocks,
     recv: UserBlocks,
@@ -143,20 +142,20 @@ pub(crate) unsafe fn shm_alltoall_vw(
             return Ok(None);
         }
         Ok(Some((|| {
-            let sv = vblocks(st, send, size, bytes_disp, ["sendbuf", "sendcounts", "sdispls"])?;
-            let rv = vblocks(st, recv, size, bytes_disp, ["recvbuf", "recvcounts", "rdispls"])?;
+            let sv = typed_blocks(st, send, size, bytes_disp, ["sendbuf", "sendcounts", "sdispls"])?;
+            let rv = typed_blocks(st, recv, size, bytes_disp, ["recvbuf", "recvcounts", "rdispls"])?;
             if std::ptr::eq(sendbuf, recvbuf) && sv.iter().any(|v| v.bytes() > 0) {
                 no_alias(sendbuf, recvbuf, 1)?;
             }
             signature_match(sv[rank].bytes(), rv[rank].bytes())?;
-            let b = vtable(size) + sv.iter().map(parts::Typed::bytes).sum::<usize>();
+            let b = offset_table_bytes(size) + sv.iter().map(parts::Typed::bytes).sum::<usize>();
             Ok((sv, rv, b))
         })()))
     })
     .ok()
     .flatten()?;
     let bytes = mine.as_ref().map_or(0, |m| m.2);
-    let (f, msg) = match seg_op(comm, bytes)? {
+    let (f, msg) = match segment_op(comm, bytes)? {
         Ok(x) => x,
         Err(e) => return Some(Err(e)),
     };
@@ -176,9 +175,9 @@ pub(crate) unsafe fn shm_alltoall_vw(
 /// step: the general path runs the call, in the same operation layout, so
 /// each rank chooses alone): the offsets come straight from the caller's
 /// arrays, and nothing is allocated. With more ranks than cores, every page
-/// a call touches is fetched again after each switch of processes: the
-/// general path's typed views made an 8-byte Alltoallv at 4 ranks take
-/// 4.1-4.7 us against 2.4-3.2 for an Alltoall, with as many switches.
+/// a call touches is fetched again after each switch of processes, so the
+/// general path's typed views cost more than the data (BENCHMARKS.md,
+/// "Shared-memory collective thresholds").
 pub(crate) unsafe fn fast_alltoallv(send: UserBlocks, recv: UserBlocks, comm: MPI_Comm) -> Option<MpiResult<()>> {
     let (sendbuf, sendcounts, sdispls, sendtype) =
         (send.addr() as *const c_void, send.counts, send.displs, send.datatype());
@@ -203,7 +202,7 @@ pub(crate) unsafe fn fast_alltoallv(send: UserBlocks, recv: UserBlocks, comm: MP
             return Ok(None);
         }
         let (s, r) = ((sdt.size, sdt.extent), (rdt.size, rdt.extent));
-        let mut total = vtable(size);
+        let mut total = offset_table_bytes(size);
         for j in 0..size {
             let (sc, rc) = (sendcounts.get(j), recvcounts.get(j));
             if sc < 0 || rc < 0 || (sc > 0 && sendbuf.is_null()) || (rc > 0 && recvbuf.is_null()) {
@@ -223,7 +222,7 @@ pub(crate) unsafe fn fast_alltoallv(send: UserBlocks, recv: UserBlocks, comm: MP
     })
     .ok()
     .flatten()?;
-    let (me, size, table) = (f.rank, f.size, vtable(f.size));
+    let (me, size, table) = (f.rank, f.size, offset_table_bytes(f.size));
     let r = (|| {
         f.wait_turn()?;
         f.wait_free()?;
@@ -237,7 +236,7 @@ pub(crate) unsafe fn fast_alltoallv(send: UserBlocks, recv: UserBlocks, comm: MP
         if (0..size).any(|r| block_route(&f, r) != BlockRoute::Segment) {
             // Another rank's blocks go as messages, or its arguments are
             // bad: the general reading, with this rank's views.
-            let rv = rt::with(|st| vblocks(st, recv, size, false, ["recvbuf", "recvcounts", "rdispls"]))?;
+            let rv = rt::with(|st| typed_blocks(st, recv, size, false, ["recvbuf", "recvcounts", "rdispls"]))?;
             return alltoall_vw_read(&f, Some((&[], &rv)), false, comm);
         }
         for r in 0..size {
@@ -268,7 +267,7 @@ pub(crate) unsafe fn alltoall_vw_write(
     msg: bool,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
-    let (me, size, table) = (f.rank, f.size, vtable(f.size));
+    let (me, size, table) = (f.rank, f.size, offset_table_bytes(f.size));
     f.wait_turn()?;
     f.wait_free()?;
     match &mine {
@@ -292,7 +291,7 @@ pub(crate) unsafe fn alltoall_vw_write(
 pub(crate) fn block_route(f: &Flat, r: usize) -> BlockRoute {
     if f.sent_by_message(r) {
         BlockRoute::Messages
-    } else if f.len_of(r) < vtable(f.size) {
+    } else if f.len_of(r) < offset_table_bytes(f.size) {
         BlockRoute::Nothing
     } else {
         BlockRoute::Segment
@@ -308,7 +307,7 @@ pub(crate) unsafe fn alltoall_vw_read(
     msg: bool,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
-    let (me, size, table) = (f.rank, f.size, vtable(f.size));
+    let (me, size, table) = (f.rank, f.size, offset_table_bytes(f.size));
     let ways: Vec<BlockRoute> = (0..size).map(|r| block_route(f, r)).collect();
     let mut err = None;
     if let Some((_, rv)) = mine {
