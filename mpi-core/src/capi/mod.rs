@@ -16,7 +16,6 @@ mod errh;
 mod group;
 mod info;
 mod inter;
-mod intercoll;
 mod io;
 mod neighbor;
 mod p2p;

@@ -1,185 +1,16 @@
-//! Chapter 7.6: neighborhood collectives on Cartesian, graph and
-//! distributed-graph communicators — blocking, nonblocking (`MPI_I*`),
-//! persistent (`*_init`) and with large counts (`*_c`).
-//!
-//! Each call becomes a collective schedule (`crate::coll::sched`) of one
-//! receive per in-neighbor and one send per out-neighbor, run by the
-//! collective engine as the call says ([`Call`]); non-contiguous blocks are
-//! packed and unpacked by the schedule. All blocks of one call share the
-//! call's tag, so two blocks between the same two processes pair up in the
-//! order they were posted: for a graph, in the order of the edges, as the
-//! standard says; on a Cartesian grid, where the same process can be the
-//! neighbor on both sides of a periodic dimension of size 1 or 2, the
-//! receives of a dimension are posted positive side first, which is the
-//! order in which that neighbor sends them (its negative side first).
+//! Chapter 7.6: neighborhood collectives, the C procedures: each converts
+//! its buffer arguments into the sides of `crate::coll::neighbor` and runs
+//! the call there.
 #![allow(clippy::too_many_arguments)] // the standard's argument lists
 
 use std::ffi::c_void;
-use std::os::raw::c_int;
-use std::sync::Arc;
 
 use mpi_api::abi::*;
 
-use super::coll::{run, Arr, Call};
 use super::p2p::twins;
-use super::{c_array, ret};
-use crate::bail;
-use crate::coll::sched::{Sched, P};
-use crate::rt::datatype::{check_count, Dtype};
-use crate::rt::error::MpiResult;
-use crate::rt::topo::Topo;
-use crate::rt::State;
-
-/// Who this process exchanges with.
-struct Plan {
-    ins: Vec<c_int>,
-    outs: Vec<c_int>,
-    cart: bool,
-}
-
-fn plan(st: &State, comm: MPI_Comm) -> MpiResult<Plan> {
-    let c = st.comms.get(comm)?;
-    let Some(t) = c.topo.clone() else {
-        bail!(MPI_ERR_TOPOLOGY, "neighborhood collectives need a communicator with a process topology");
-    };
-    let (ins, outs) = t.neighbors(c.rank);
-    Ok(Plan { ins, outs, cart: matches!(&*t, Topo::Cart { .. }) })
-}
-
-/// One block: user address, count and datatype.
-struct Block {
-    p: *mut u8,
-    count: usize,
-    dt: Arc<Dtype>,
-}
-
-/// Appends the transfers to `s`: block j from in-neighbor j, block k to
-/// out-neighbor k, in the order the module doc explains (neighbors
-/// `MPI_PROC_NULL` are skipped).
-fn build(s: &mut Sched, pl: &Plan, sends: &[Block], recvs: &[Block]) {
-    for i in 0..recvs.len() {
-        let j = if pl.cart { i ^ 1 } else { i };
-        let (src, b) = (pl.ins[j], &recvs[j]);
-        if src != MPI_PROC_NULL {
-            let p = s.output(b.p, b.count, &b.dt);
-            s.recv(p, b.dt.packed_size(b.count), src as usize);
-        }
-    }
-    // The same block sent to several neighbors is packed once.
-    let mut last: Option<(*mut u8, usize, *const Dtype, P)> = None;
-    for (k, b) in sends.iter().enumerate() {
-        let dst = pl.outs[k];
-        if dst == MPI_PROC_NULL {
-            continue;
-        }
-        let p = match last {
-            Some((bp, c, d, p)) if bp == b.p && c == b.count && d == Arc::as_ptr(&b.dt) => p,
-            _ => s.input(b.p, b.count, &b.dt),
-        };
-        last = Some((b.p, b.count, Arc::as_ptr(&b.dt), p));
-        s.send(p, b.dt.packed_size(b.count), dst as usize);
-    }
-}
-
-fn no_in_place(sendbuf: *const c_void) -> MpiResult<()> {
-    if sendbuf as usize == MPI_IN_PLACE {
-        bail!(MPI_ERR_BUFFER, "MPI_IN_PLACE is not allowed in neighborhood collectives");
-    }
-    Ok(())
-}
-
-/// One side of a call: one count for all blocks, or counts and
-/// displacements (in extents of the one type, or in bytes with a type per
-/// block).
-enum Side {
-    Regular { buf: *const c_void, count: i64, dt: MPI_Datatype },
-    V { buf: *const c_void, counts: Arr, displs: Arr, dt: MPI_Datatype },
-    W { buf: *const c_void, counts: Arr, displs: *const i64, types: *const MPI_Datatype },
-}
-
-impl Side {
-    /// The `n` blocks of this side.
-    unsafe fn blocks(&self, st: &mut State, n: usize) -> MpiResult<Vec<Block>> {
-        match *self {
-            Side::Regular { buf, count, dt } => {
-                let dt = st.types.get(dt)?;
-                let count = check_count(count)?;
-                let stride = count as isize * dt.extent;
-                Ok((0..n)
-                    .map(|i| Block { p: (buf as *mut u8).wrapping_offset(i as isize * stride), count, dt: dt.clone() })
-                    .collect())
-            }
-            Side::V { buf, counts, displs, dt } => {
-                let dt = st.types.get(dt)?;
-                let c = counts.counts(n, "counts")?;
-                let d = displs.read(n, "displacements")?;
-                Ok((0..n)
-                    .map(|i| Block {
-                        p: (buf as *mut u8).wrapping_offset(d[i] as isize * dt.extent),
-                        count: c[i],
-                        dt: dt.clone(),
-                    })
-                    .collect())
-            }
-            Side::W { buf, counts, displs, types } => {
-                let c = counts.counts(n, "counts")?;
-                let d = Arr::I64(displs).read(n, "displacements")?;
-                let t = c_array(types, n as c_int, "datatypes")?;
-                (0..n)
-                    .map(|i| {
-                        Ok(Block {
-                            p: (buf as *mut u8).wrapping_offset(d[i] as isize),
-                            count: c[i],
-                            dt: st.types.get(t[i])?,
-                        })
-                    })
-                    .collect()
-            }
-        }
-    }
-}
-
-/// Allgather(v): the one send block to every out-neighbor.
-unsafe fn allgather(call: Call, send: Side, recv: Side, comm: MPI_Comm) -> MpiResult<()> {
-    no_in_place(send_buf(&send))?;
-    run(comm, call, |st, s| {
-        let pl = plan(st, comm)?;
-        let one = send.blocks(st, 1)?.pop().expect("one block");
-        let sends: Vec<Block> =
-            pl.outs.iter().map(|_| Block { p: one.p, count: one.count, dt: one.dt.clone() }).collect();
-        let recvs = recv.blocks(st, pl.ins.len())?;
-        build(s, &pl, &sends, &recvs);
-        Ok(())
-    })
-}
-
-/// Alltoall(v, w): block k to out-neighbor k.
-unsafe fn alltoall(call: Call, send: Side, recv: Side, comm: MPI_Comm) -> MpiResult<()> {
-    no_in_place(send_buf(&send))?;
-    run(comm, call, |st, s| {
-        let pl = plan(st, comm)?;
-        let sends = send.blocks(st, pl.outs.len())?;
-        let recvs = recv.blocks(st, pl.ins.len())?;
-        build(s, &pl, &sends, &recvs);
-        Ok(())
-    })
-}
-
-fn send_buf(s: &Side) -> *const c_void {
-    match *s {
-        Side::Regular { buf, .. } | Side::V { buf, .. } | Side::W { buf, .. } => buf,
-    }
-}
-
-fn reg<C: Into<i64>>(buf: *const c_void, count: C, dt: MPI_Datatype) -> Side {
-    Side::Regular { buf, count: count.into(), dt }
-}
-fn v<A: Into<Arr>, B: Into<Arr>>(buf: *const c_void, counts: A, displs: B, dt: MPI_Datatype) -> Side {
-    Side::V { buf, counts: counts.into(), displs: displs.into(), dt }
-}
-fn w<A: Into<Arr>>(buf: *const c_void, counts: A, displs: *const i64, types: *const MPI_Datatype) -> Side {
-    Side::W { buf, counts: counts.into(), displs, types }
-}
+use super::ret;
+use crate::coll::call::Call;
+use crate::coll::neighbor::{allgather, alltoall, reg, v, w};
 
 // ----- the exported calls ----------------------------------------------------
 
@@ -189,11 +20,11 @@ twins! {
     }
 
     pub unsafe fn MPI_Ineighbor_allgather | MPI_Ineighbor_allgather_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, allgather(Call::Nb(request), reg(sendbuf, sendcount, sendtype), reg(recvbuf, recvcount, recvtype), comm))
+        ret(comm, NAME, allgather(Call::nonblocking(request), reg(sendbuf, sendcount, sendtype), reg(recvbuf, recvcount, recvtype), comm))
     }
 
     pub unsafe fn MPI_Neighbor_allgather_init | MPI_Neighbor_allgather_init_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, allgather(Call::Init(request), reg(sendbuf, sendcount, sendtype), reg(recvbuf, recvcount, recvtype), comm))
+        ret(comm, NAME, allgather(Call::persistent(request), reg(sendbuf, sendcount, sendtype), reg(recvbuf, recvcount, recvtype), comm))
     }
 
     pub unsafe fn MPI_Neighbor_allgatherv | MPI_Neighbor_allgatherv_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Disp, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
@@ -201,11 +32,11 @@ twins! {
     }
 
     pub unsafe fn MPI_Ineighbor_allgatherv | MPI_Ineighbor_allgatherv_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Disp, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, allgather(Call::Nb(request), reg(sendbuf, sendcount, sendtype), v(recvbuf, recvcounts, displs, recvtype), comm))
+        ret(comm, NAME, allgather(Call::nonblocking(request), reg(sendbuf, sendcount, sendtype), v(recvbuf, recvcounts, displs, recvtype), comm))
     }
 
     pub unsafe fn MPI_Neighbor_allgatherv_init | MPI_Neighbor_allgatherv_init_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Disp, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, allgather(Call::Init(request), reg(sendbuf, sendcount, sendtype), v(recvbuf, recvcounts, displs, recvtype), comm))
+        ret(comm, NAME, allgather(Call::persistent(request), reg(sendbuf, sendcount, sendtype), v(recvbuf, recvcounts, displs, recvtype), comm))
     }
 
     pub unsafe fn MPI_Neighbor_alltoall | MPI_Neighbor_alltoall_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
@@ -213,11 +44,11 @@ twins! {
     }
 
     pub unsafe fn MPI_Ineighbor_alltoall | MPI_Ineighbor_alltoall_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, alltoall(Call::Nb(request), reg(sendbuf, sendcount, sendtype), reg(recvbuf, recvcount, recvtype), comm))
+        ret(comm, NAME, alltoall(Call::nonblocking(request), reg(sendbuf, sendcount, sendtype), reg(recvbuf, recvcount, recvtype), comm))
     }
 
     pub unsafe fn MPI_Neighbor_alltoall_init | MPI_Neighbor_alltoall_init_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, alltoall(Call::Init(request), reg(sendbuf, sendcount, sendtype), reg(recvbuf, recvcount, recvtype), comm))
+        ret(comm, NAME, alltoall(Call::persistent(request), reg(sendbuf, sendcount, sendtype), reg(recvbuf, recvcount, recvtype), comm))
     }
 
     pub unsafe fn MPI_Neighbor_alltoallv | MPI_Neighbor_alltoallv_c(sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Disp, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const Disp, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
@@ -225,11 +56,11 @@ twins! {
     }
 
     pub unsafe fn MPI_Ineighbor_alltoallv | MPI_Ineighbor_alltoallv_c(sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Disp, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const Disp, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, alltoall(Call::Nb(request), v(sendbuf, sendcounts, sdispls, sendtype), v(recvbuf, recvcounts, rdispls, recvtype), comm))
+        ret(comm, NAME, alltoall(Call::nonblocking(request), v(sendbuf, sendcounts, sdispls, sendtype), v(recvbuf, recvcounts, rdispls, recvtype), comm))
     }
 
     pub unsafe fn MPI_Neighbor_alltoallv_init | MPI_Neighbor_alltoallv_init_c(sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Disp, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const Disp, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, alltoall(Call::Init(request), v(sendbuf, sendcounts, sdispls, sendtype), v(recvbuf, recvcounts, rdispls, recvtype), comm))
+        ret(comm, NAME, alltoall(Call::persistent(request), v(sendbuf, sendcounts, sdispls, sendtype), v(recvbuf, recvcounts, rdispls, recvtype), comm))
     }
 
     pub unsafe fn MPI_Neighbor_alltoallw | MPI_Neighbor_alltoallw_c(sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm) -> c_int {
@@ -237,10 +68,10 @@ twins! {
     }
 
     pub unsafe fn MPI_Ineighbor_alltoallw | MPI_Ineighbor_alltoallw_c(sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, alltoall(Call::Nb(request), w(sendbuf, sendcounts, sdispls, sendtypes), w(recvbuf, recvcounts, rdispls, recvtypes), comm))
+        ret(comm, NAME, alltoall(Call::nonblocking(request), w(sendbuf, sendcounts, sdispls, sendtypes), w(recvbuf, recvcounts, rdispls, recvtypes), comm))
     }
 
     pub unsafe fn MPI_Neighbor_alltoallw_init | MPI_Neighbor_alltoallw_init_c(sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
-        ret(comm, NAME, alltoall(Call::Init(request), w(sendbuf, sendcounts, sdispls, sendtypes), w(recvbuf, recvcounts, rdispls, recvtypes), comm))
+        ret(comm, NAME, alltoall(Call::persistent(request), w(sendbuf, sendcounts, sdispls, sendtypes), w(recvbuf, recvcounts, rdispls, recvtypes), comm))
     }
 }

@@ -12,7 +12,7 @@
 
 use std::ptr::null_mut;
 
-use super::sched::{Sched, P};
+use super::sched::{Packed, Sched};
 
 /// Algorithm choices and thresholds (bytes), from the environment.
 #[derive(Clone, Debug)]
@@ -98,7 +98,7 @@ fn split(units: usize, parts: usize, i: usize) -> (usize, usize) {
     (i * q + i.min(r), q + usize::from(i < r))
 }
 
-fn at(p: P, off: usize) -> P {
+fn at(p: Packed, off: usize) -> Packed {
     p.wrapping_add(off)
 }
 
@@ -116,7 +116,7 @@ pub fn barrier(s: &mut Sched) {
     }
 }
 
-pub fn bcast(s: &mut Sched, t: &Tune, buf: P, n: usize, root: usize) {
+pub fn bcast(s: &mut Sched, t: &Tune, buf: Packed, n: usize, root: usize) {
     if s.size == 1 {
         return;
     }
@@ -166,7 +166,7 @@ fn segments(n: usize, seg: usize) -> impl Iterator<Item = (usize, usize)> {
 
 /// Binomial tree in segments: a rank forwards segment i to its children
 /// while it receives segment i + 1.
-fn bcast_pipeline(s: &mut Sched, buf: P, n: usize, root: usize, seg: usize) {
+fn bcast_pipeline(s: &mut Sched, buf: Packed, n: usize, root: usize, seg: usize) {
     let (parent, children) = tree(s.rank, s.size, root);
     let segs: Vec<(usize, usize)> = segments(n, seg).collect();
     let Some(parent) = parent else {
@@ -193,7 +193,7 @@ fn bcast_pipeline(s: &mut Sched, buf: P, n: usize, root: usize, seg: usize) {
 }
 
 /// The root sends to every other rank at once.
-fn bcast_linear(s: &mut Sched, buf: P, n: usize, root: usize) {
+fn bcast_linear(s: &mut Sched, buf: Packed, n: usize, root: usize) {
     if s.rank != root {
         s.recv(buf, n, root);
         return;
@@ -204,7 +204,7 @@ fn bcast_linear(s: &mut Sched, buf: P, n: usize, root: usize) {
 }
 
 /// Binomial tree rooted at `root`.
-fn bcast_binomial(s: &mut Sched, buf: P, n: usize, root: usize) {
+fn bcast_binomial(s: &mut Sched, buf: Packed, n: usize, root: usize) {
     let size = s.size;
     let rel = (s.rank + size - root) % size;
     let abs = |x: usize| (x + root) % size;
@@ -227,7 +227,7 @@ fn bcast_binomial(s: &mut Sched, buf: P, n: usize, root: usize) {
 }
 
 /// Binomial scatter of `size` pieces, then a ring allgather of them.
-fn bcast_scatter_allgather(s: &mut Sched, buf: P, n: usize, root: usize) {
+fn bcast_scatter_allgather(s: &mut Sched, buf: Packed, n: usize, root: usize) {
     let size = s.size;
     let rel = (s.rank + size - root) % size;
     let abs = |x: usize| (x + root) % size;
@@ -279,7 +279,7 @@ fn unit(s: &Sched) -> usize {
 /// into `dst` and `mine` is folded in (saving a copy). `partner_lower` keeps
 /// operands in rank order.
 #[allow(clippy::too_many_arguments)]
-fn recv_reduce(s: &mut Sched, mine: P, dst: P, tmp: P, n: usize, from: usize, partner_lower: bool) {
+fn recv_reduce(s: &mut Sched, mine: Packed, dst: Packed, tmp: Packed, n: usize, from: usize, partner_lower: bool) {
     if mine == dst {
         s.recv(tmp, n, from);
         s.fence();
@@ -296,7 +296,7 @@ fn recv_reduce(s: &mut Sched, mine: P, dst: P, tmp: P, n: usize, from: usize, pa
 /// The fold of non-power-of-two sizes. Returns this rank's new rank among
 /// the remaining `pof2` (None for a rank that only waits for the result)
 /// and where its data now is.
-fn fold(s: &mut Sched, sbuf: P, rbuf: P, tmp: P, n: usize) -> (Option<usize>, P) {
+fn fold(s: &mut Sched, sbuf: Packed, rbuf: Packed, tmp: Packed, n: usize) -> (Option<usize>, Packed) {
     let (r, p2) = (s.rank, pof2(s.size));
     let rem = s.size - p2;
     if r >= 2 * rem {
@@ -323,7 +323,7 @@ fn unfolded(size: usize, nr: usize) -> usize {
 }
 
 /// The last step of a folded algorithm: odd ranks give the result back.
-fn unfold(s: &mut Sched, rbuf: P, n: usize) {
+fn unfold(s: &mut Sched, rbuf: Packed, n: usize) {
     let (r, rem) = (s.rank, s.size - pof2(s.size));
     if r < 2 * rem {
         if r % 2 == 1 {
@@ -334,7 +334,7 @@ fn unfold(s: &mut Sched, rbuf: P, n: usize) {
     }
 }
 
-pub fn allreduce(s: &mut Sched, t: &Tune, sbuf: P, rbuf: P, n: usize) {
+pub fn allreduce(s: &mut Sched, t: &Tune, sbuf: Packed, rbuf: Packed, n: usize) {
     if s.size == 1 {
         s.copy(sbuf, rbuf, n);
         return;
@@ -373,7 +373,7 @@ pub fn allreduce(s: &mut Sched, t: &Tune, sbuf: P, rbuf: P, n: usize) {
 }
 
 /// Recursive doubling: log2(pof2) exchanges of the whole vector.
-fn allreduce_recdbl(s: &mut Sched, sbuf: P, rbuf: P, n: usize) {
+fn allreduce_recdbl(s: &mut Sched, sbuf: Packed, rbuf: Packed, n: usize) {
     let tmp = s.tmp(n);
     let (nr, cur) = fold(s, sbuf, rbuf, tmp, n);
     if let Some(nr) = nr {
@@ -416,7 +416,7 @@ type Step = (usize, usize, usize);
 /// (new rank `nr`): data starts at `cur`, partial results go to `acc`.
 /// Returns the blocks this rank ends with and the steps (mask, blocks
 /// before the step), for the allgather or gather that follows.
-fn halving(s: &mut Sched, nr: usize, b: &Blocks, cur: P, acc: P, tmp: P) -> ((usize, usize), Vec<Step>) {
+fn halving(s: &mut Sched, nr: usize, b: &Blocks, cur: Packed, acc: Packed, tmp: Packed) -> ((usize, usize), Vec<Step>) {
     let mut cur = cur;
     let (mut lo, mut hi) = (0, b.parts);
     let mut steps = Vec::new();
@@ -440,7 +440,7 @@ fn halving(s: &mut Sched, nr: usize, b: &Blocks, cur: P, acc: P, tmp: P) -> ((us
 
 /// Rabenseifner: reduce-scatter by recursive halving, then allgather by
 /// recursive doubling, over `pof2` near-equal blocks.
-fn allreduce_rabenseifner(s: &mut Sched, sbuf: P, rbuf: P, n: usize) {
+fn allreduce_rabenseifner(s: &mut Sched, sbuf: Packed, rbuf: Packed, n: usize) {
     let u = unit(s);
     let tmp = s.tmp(n);
     let (nr, cur) = fold(s, sbuf, rbuf, tmp, n);
@@ -465,7 +465,7 @@ fn allreduce_rabenseifner(s: &mut Sched, sbuf: P, rbuf: P, n: usize) {
 /// the blocks it gets in rank order (so the op need not commute, and each
 /// block is computed once), then sends its result block to every rank.
 /// Two rounds of `p - 1` messages each, all posted at once.
-fn allreduce_direct(s: &mut Sched, sbuf: P, rbuf: P, n: usize) {
+fn allreduce_direct(s: &mut Sched, sbuf: Packed, rbuf: Packed, n: usize) {
     let (r, size, u) = (s.rank, s.size, unit(s));
     let units = n / u;
     let blk = |i: usize| {
@@ -503,7 +503,7 @@ fn allreduce_direct(s: &mut Sched, sbuf: P, rbuf: P, n: usize) {
 }
 
 /// Ring: reduce-scatter around the ring, then allgather around it.
-fn allreduce_ring(s: &mut Sched, sbuf: P, rbuf: P, n: usize) {
+fn allreduce_ring(s: &mut Sched, sbuf: Packed, rbuf: Packed, n: usize) {
     let (r, size, u) = (s.rank, s.size, unit(s));
     let units = n / u;
     let blk = |i: usize| {
@@ -532,7 +532,7 @@ fn allreduce_ring(s: &mut Sched, sbuf: P, rbuf: P, n: usize) {
     }
 }
 
-pub fn reduce(s: &mut Sched, t: &Tune, sbuf: P, rbuf: P, n: usize, root: usize) {
+pub fn reduce(s: &mut Sched, t: &Tune, sbuf: Packed, rbuf: Packed, n: usize, root: usize) {
     if s.size == 1 {
         s.copy(sbuf, rbuf, n);
         return;
@@ -558,7 +558,7 @@ pub fn reduce(s: &mut Sched, t: &Tune, sbuf: P, rbuf: P, n: usize, root: usize) 
 /// Binomial tree in segments of `seg` bytes (whole units): a rank combines
 /// segment i of its children, then sends it on while it receives segment
 /// i + 1. Rooted as [`reduce_binomial`], children combined in rank order.
-fn reduce_pipeline(s: &mut Sched, sbuf: P, rbuf: P, n: usize, root: usize, seg: usize) {
+fn reduce_pipeline(s: &mut Sched, sbuf: Packed, rbuf: Packed, n: usize, root: usize, seg: usize) {
     let rank = s.rank;
     let vroot = if commutative(s) { root } else { 0 };
     let (parent, children) = tree(rank, s.size, vroot);
@@ -570,7 +570,7 @@ fn reduce_pipeline(s: &mut Sched, sbuf: P, rbuf: P, n: usize, root: usize, seg: 
         s.copy(sbuf, a, n);
         a
     };
-    let tmps: Vec<P> = children.iter().map(|_| s.tmp(seg.min(n))).collect();
+    let tmps: Vec<Packed> = children.iter().map(|_| s.tmp(seg.min(n))).collect();
     for (o, l) in segments(n, seg) {
         for (&c, &t) in children.iter().zip(&tmps) {
             s.recv(t, l, c);
@@ -599,7 +599,7 @@ fn reduce_pipeline(s: &mut Sched, sbuf: P, rbuf: P, n: usize, root: usize, seg: 
 /// Binomial tree. For a commutative op the tree is rooted at `root`;
 /// otherwise at rank 0 (so every subtree is a contiguous range of ranks,
 /// combined in order) and the result moves to `root` at the end.
-fn reduce_binomial(s: &mut Sched, sbuf: P, rbuf: P, n: usize, root: usize) {
+fn reduce_binomial(s: &mut Sched, sbuf: Packed, rbuf: Packed, n: usize, root: usize) {
     let (size, rank) = (s.size, s.rank);
     let vroot = if commutative(s) { root } else { 0 };
     let rel = (rank + size - vroot) % size;
@@ -608,7 +608,7 @@ fn reduce_binomial(s: &mut Sched, sbuf: P, rbuf: P, n: usize, root: usize) {
     // temporary, allocated when a first child reports.
     let target = |s: &mut Sched| if rank == root { rbuf } else { s.tmp(n) };
     let mut acc = sbuf;
-    let mut tmp: P = null_mut();
+    let mut tmp: Packed = null_mut();
     let mut mask = 1;
     while mask < size {
         if rel & mask != 0 {
@@ -645,7 +645,7 @@ fn reduce_binomial(s: &mut Sched, sbuf: P, rbuf: P, n: usize, root: usize) {
 
 /// Reduce-scatter by recursive halving, then a binomial gather of the
 /// blocks to new rank 0, which hands the result to the root if needed.
-fn reduce_scatter_gather(s: &mut Sched, sbuf: P, rbuf: P, n: usize, root: usize) {
+fn reduce_scatter_gather(s: &mut Sched, sbuf: Packed, rbuf: Packed, n: usize, root: usize) {
     let (u, size, rank) = (unit(s), s.size, s.rank);
     let tmp = s.tmp(n);
     let acc = if rank == root { rbuf } else { s.tmp(n) };
@@ -681,7 +681,7 @@ fn reduce_scatter_gather(s: &mut Sched, sbuf: P, rbuf: P, n: usize, root: usize)
 
 /// Reduce-scatter with `counts[i]` bytes for rank i (each a whole number of
 /// units). `sbuf` holds the whole input, `out` receives this rank's block.
-pub fn reduce_scatter(s: &mut Sched, sbuf: P, out: P, counts: &[usize]) {
+pub fn reduce_scatter(s: &mut Sched, sbuf: Packed, out: Packed, counts: &[usize]) {
     let (size, rank) = (s.size, s.rank);
     let offs: Vec<usize> = counts
         .iter()
@@ -706,7 +706,7 @@ pub fn reduce_scatter(s: &mut Sched, sbuf: P, out: P, counts: &[usize]) {
         let acc = if rank == 0 { s.tmp(total) } else { null_mut() };
         reduce_binomial(s, sbuf, acc, total, 0);
         s.fence();
-        let views: Vec<(P, usize)> = (0..size).map(|i| (at(acc, offs[i]), counts[i])).collect();
+        let views: Vec<(Packed, usize)> = (0..size).map(|i| (at(acc, offs[i]), counts[i])).collect();
         scatterv(s, &views, out, counts[rank], 0, false);
         return;
     }
@@ -747,7 +747,7 @@ pub fn reduce_scatter(s: &mut Sched, sbuf: P, out: P, counts: &[usize]) {
 
 /// Inclusive (`exclusive == false`) or exclusive prefix reduction by
 /// recursive doubling. `sbuf` may equal `rbuf`.
-pub fn scan(s: &mut Sched, sbuf: P, rbuf: P, n: usize, exclusive: bool) {
+pub fn scan(s: &mut Sched, sbuf: Packed, rbuf: Packed, n: usize, exclusive: bool) {
     let (rank, size) = (s.rank, s.size);
     if size == 1 {
         if !exclusive {
@@ -790,10 +790,10 @@ pub fn scan(s: &mut Sched, sbuf: P, rbuf: P, n: usize, exclusive: bool) {
 /// Gather of `blk` bytes from every rank into `out` (packed, in rank
 /// order, at the root only). `mine` is this rank's block (at the root it
 /// may already be in place in `out`).
-pub fn gather(s: &mut Sched, t: &Tune, mine: P, blk: usize, out: P, root: usize) {
+pub fn gather(s: &mut Sched, t: &Tune, mine: Packed, blk: usize, out: Packed, root: usize) {
     let (size, rank) = (s.size, s.rank);
     if blk * size > t.gather_short || size <= 2 {
-        let views: Vec<(P, usize)> = (0..size).map(|i| (at(out, i * blk), blk)).collect();
+        let views: Vec<(Packed, usize)> = (0..size).map(|i| (at(out, i * blk), blk)).collect();
         return gatherv(s, mine, blk, &views, root);
     }
     let rel = (rank + size - root) % size;
@@ -819,7 +819,7 @@ pub fn gather(s: &mut Sched, t: &Tune, mine: P, blk: usize, out: P, root: usize)
 }
 
 /// Gather of blocks of different sizes straight into their places.
-pub fn gatherv(s: &mut Sched, mine: P, n: usize, views: &[(P, usize)], root: usize) {
+pub fn gatherv(s: &mut Sched, mine: Packed, n: usize, views: &[(Packed, usize)], root: usize) {
     if s.rank != root {
         s.send(mine, n, root);
         return;
@@ -835,10 +835,10 @@ pub fn gatherv(s: &mut Sched, mine: P, n: usize, views: &[(P, usize)], root: usi
 
 /// Scatter of `blk` bytes to every rank from `src` (packed, rank order, at
 /// the root) into `out`. `out` null at the root: nothing to copy (in place).
-pub fn scatter(s: &mut Sched, t: &Tune, src: P, blk: usize, out: P, root: usize) {
+pub fn scatter(s: &mut Sched, t: &Tune, src: Packed, blk: usize, out: Packed, root: usize) {
     let (size, rank) = (s.size, s.rank);
     if blk * size > t.gather_short || size <= 2 {
-        let views: Vec<(P, usize)> = (0..size).map(|i| (at(src, i * blk), blk)).collect();
+        let views: Vec<(Packed, usize)> = (0..size).map(|i| (at(src, i * blk), blk)).collect();
         return scatterv(s, &views, out, blk, root, out.is_null());
     }
     let rel = (rank + size - root) % size;
@@ -878,7 +878,7 @@ pub fn scatter(s: &mut Sched, t: &Tune, src: P, blk: usize, out: P, root: usize)
 
 /// Scatter of blocks of different sizes from their places. `in_place`: the
 /// root keeps its block where it is.
-pub fn scatterv(s: &mut Sched, views: &[(P, usize)], out: P, n: usize, root: usize, in_place: bool) {
+pub fn scatterv(s: &mut Sched, views: &[(Packed, usize)], out: Packed, n: usize, root: usize, in_place: bool) {
     if s.rank != root {
         s.recv(out, n, root);
         return;
@@ -896,7 +896,7 @@ pub fn scatterv(s: &mut Sched, views: &[(P, usize)], out: P, n: usize, root: usi
 
 /// Allgather of `blk` bytes per rank into `out` (packed, rank order). This
 /// rank's block must already be at `out + rank * blk` or be given as `mine`.
-pub fn allgather(s: &mut Sched, t: &Tune, mine: P, blk: usize, out: P) {
+pub fn allgather(s: &mut Sched, t: &Tune, mine: Packed, blk: usize, out: Packed) {
     let (size, rank) = (s.size, s.rank);
     let total = blk * size;
     let alg = match t.allgather.as_deref() {
@@ -938,7 +938,7 @@ pub fn allgather(s: &mut Sched, t: &Tune, mine: P, blk: usize, out: P) {
         }
         return;
     }
-    let views: Vec<(P, usize)> = (0..size).map(|i| (at(out, i * blk), blk)).collect();
+    let views: Vec<(Packed, usize)> = (0..size).map(|i| (at(out, i * blk), blk)).collect();
     if alg == "linear" {
         allgather_linear(s, &views);
     } else {
@@ -948,7 +948,7 @@ pub fn allgather(s: &mut Sched, t: &Tune, mine: P, blk: usize, out: P) {
 
 /// Allgather over per-rank views, every block to every rank at once; this
 /// rank's block is in place.
-pub fn allgather_linear(s: &mut Sched, views: &[(P, usize)]) {
+pub fn allgather_linear(s: &mut Sched, views: &[(Packed, usize)]) {
     let (size, rank) = (s.size, s.rank);
     for k in 1..size {
         let from = (rank + size - k) % size;
@@ -960,7 +960,7 @@ pub fn allgather_linear(s: &mut Sched, views: &[(P, usize)]) {
 }
 
 /// Ring allgather over per-rank views; this rank's block is in place.
-pub fn allgather_ring(s: &mut Sched, views: &[(P, usize)]) {
+pub fn allgather_ring(s: &mut Sched, views: &[(Packed, usize)]) {
     let (size, rank) = (s.size, s.rank);
     let (left, right) = ((rank + size - 1) % size, (rank + 1) % size);
     for k in 0..size - 1 {
@@ -973,7 +973,7 @@ pub fn allgather_ring(s: &mut Sched, views: &[(P, usize)]) {
 }
 
 /// Alltoall of `blk` bytes per pair between packed buffers.
-pub fn alltoall(s: &mut Sched, t: &Tune, src: P, blk: usize, out: P) {
+pub fn alltoall(s: &mut Sched, t: &Tune, src: Packed, blk: usize, out: Packed) {
     let (size, rank) = (s.size, s.rank);
     let bruck = match t.alltoall.as_deref() {
         Some("bruck") => true,
@@ -981,8 +981,8 @@ pub fn alltoall(s: &mut Sched, t: &Tune, src: P, blk: usize, out: P) {
         None => blk <= t.alltoall_short && size >= 8,
     };
     if !bruck {
-        let sv: Vec<(P, usize)> = (0..size).map(|i| (at(src, i * blk), blk)).collect();
-        let rv: Vec<(P, usize)> = (0..size).map(|i| (at(out, i * blk), blk)).collect();
+        let sv: Vec<(Packed, usize)> = (0..size).map(|i| (at(src, i * blk), blk)).collect();
+        let rv: Vec<(Packed, usize)> = (0..size).map(|i| (at(out, i * blk), blk)).collect();
         let pairwise = match t.alltoall.as_deref() {
             Some("pairwise") => true,
             Some(_) => false,
@@ -1019,7 +1019,7 @@ pub fn alltoall(s: &mut Sched, t: &Tune, src: P, blk: usize, out: P) {
 }
 
 /// Alltoall of per-peer views: all at once, or in `size - 1` pairwise steps.
-pub fn alltoallv(s: &mut Sched, sv: &[(P, usize)], rv: &[(P, usize)], pairwise: bool) {
+pub fn alltoallv(s: &mut Sched, sv: &[(Packed, usize)], rv: &[(Packed, usize)], pairwise: bool) {
     let (size, rank) = (s.size, s.rank);
     s.copy(sv[rank].0, rv[rank].0, sv[rank].1.min(rv[rank].1));
     for k in 1..size {
@@ -1034,7 +1034,7 @@ pub fn alltoallv(s: &mut Sched, sv: &[(P, usize)], rv: &[(P, usize)], pairwise: 
 
 /// In-place alltoall(v/w): pairs exchange through a temporary; at step i
 /// rank r pairs with (i - r) mod size, so every pair meets exactly once.
-pub fn alltoall_in_place(s: &mut Sched, views: &[(P, usize)]) {
+pub fn alltoall_in_place(s: &mut Sched, views: &[(Packed, usize)]) {
     let (size, rank) = (s.size, s.rank);
     let max = views.iter().map(|v| v.1).max().unwrap_or(0);
     let tmp = s.tmp(max);

@@ -18,9 +18,16 @@
 //! `MPICORE_COLL_<NAME>_SHORT` etc. move the size thresholds.
 
 pub mod algo;
+pub(crate) mod args;
+pub(crate) mod buf;
+pub(crate) mod call;
+pub(crate) mod entry;
 pub mod flat;
+pub(crate) mod inter;
+pub(crate) mod neighbor;
 pub mod parts;
 pub mod sched;
+pub(crate) mod shm;
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};

@@ -1,5 +1,5 @@
 //! What one rank does in a shared-memory collective ([`flat`](super::flat)),
-//! blocking or nonblocking: the kinds of [`NbKind`]. The C API checks the
+//! blocking or nonblocking: the kinds of [`NbKind`]. `shm::ops` checks the
 //! arguments and picks a part; these only move data.
 //!
 //! * [`Arrive`]: publish the arrival, wait for every rank's (Barrier).
@@ -15,14 +15,14 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use super::flat::{Flat, NbKind};
-use super::sched::{Reducer, P};
+use super::sched::{Packed, Reducer};
 use crate::rt::datatype::Dtype;
 use crate::rt::error::MpiResult;
 
 /// `count` elements of `dt` at user address `p`.
 #[derive(Clone)]
 pub struct Typed {
-    pub p: P,
+    pub p: Packed,
     pub count: usize,
     pub dt: Arc<Dtype>,
 }
@@ -167,7 +167,7 @@ pub struct Reduce {
     pub input: *const u8,
     pub n_in: usize,
     pub off: usize,
-    pub out: P,
+    pub out: Packed,
     pub n: usize,
     pub dt: Arc<Dtype>,
     pub red: Reducer,
@@ -200,7 +200,7 @@ impl NbKind for Reduce {
         // In rank order (in a blocking call outside the lock: a user
         // function may call MPI).
         let mut tmp = Vec::new();
-        let out: P = if dt.contig {
+        let out: Packed = if dt.contig {
             self.out
         } else {
             tmp.resize(bytes, 0u8);

@@ -21,8 +21,10 @@ use crate::rt::op::{self, UserOp};
 use crate::rt::p2p::{Kind, Mode, RecvOp, Request};
 use crate::rt::State;
 
-/// A pointer to packed bytes in a schedule.
-pub type P = *mut u8;
+/// Where a schedule step reads or writes packed bytes: a contiguous user
+/// buffer itself, or a temporary of the schedule that holds the packed
+/// form of a user buffer.
+pub type Packed = *mut u8;
 
 /// How a reduction combines two packed buffers.
 #[derive(Clone)]
@@ -53,7 +55,7 @@ impl Reducer {
     ///
     /// # Safety
     /// `src` and `dst` address `n` packed bytes each and do not overlap.
-    pub unsafe fn apply(&self, src: P, dst: P, n: usize, rev: bool) -> MpiResult<()> {
+    pub unsafe fn apply(&self, src: Packed, dst: Packed, n: usize, rev: bool) -> MpiResult<()> {
         if n == 0 {
             return Ok(());
         }
@@ -97,13 +99,13 @@ impl Reducer {
 pub enum Act {
     /// To rank `to` of route `via` (see [`Sched::local`]).
     Send {
-        p: P,
+        p: Packed,
         n: usize,
         to: usize,
         via: u8,
     },
     Recv {
-        p: P,
+        p: Packed,
         n: usize,
         from: usize,
         via: u8,
@@ -111,30 +113,30 @@ pub enum Act {
     /// Wait for every send and receive posted so far.
     Fence,
     Copy {
-        src: P,
-        dst: P,
+        src: Packed,
+        dst: Packed,
         n: usize,
     },
     /// `dst = src op dst` (`dst op src` when `rev`), `n` bytes.
     Reduce {
-        src: P,
-        dst: P,
+        src: Packed,
+        dst: Packed,
         n: usize,
         rev: bool,
     },
     /// Packs `count` elements of `dt` at user address `src` into `dst`.
     Pack {
-        src: P,
+        src: Packed,
         count: usize,
         dt: Arc<Dtype>,
-        dst: P,
+        dst: Packed,
     },
     /// Unpacks `n` bytes at `src` to user address `dst`.
     Unpack {
-        src: P,
+        src: Packed,
         n: usize,
         dt: Arc<Dtype>,
-        dst: P,
+        dst: Packed,
     },
 }
 
@@ -278,10 +280,10 @@ impl Sched {
         self.size = self.routes[0].group.len();
     }
 
-    pub fn send(&mut self, p: P, n: usize, to: usize) {
+    pub fn send(&mut self, p: Packed, n: usize, to: usize) {
         self.acts.push(Act::Send { p, n, to, via: self.via });
     }
-    pub fn recv(&mut self, p: P, n: usize, from: usize) {
+    pub fn recv(&mut self, p: Packed, n: usize, from: usize) {
         self.acts.push(Act::Recv { p, n, from, via: self.via });
     }
     pub fn fence(&mut self) {
@@ -289,20 +291,20 @@ impl Sched {
             self.acts.push(Act::Fence);
         }
     }
-    pub fn copy(&mut self, src: P, dst: P, n: usize) {
+    pub fn copy(&mut self, src: Packed, dst: Packed, n: usize) {
         if n > 0 && src != dst {
             self.acts.push(Act::Copy { src, dst, n });
         }
     }
     /// `dst = src op dst`, or `dst = dst op src` when `rev`.
-    pub fn reduce(&mut self, src: P, dst: P, n: usize, rev: bool) {
+    pub fn reduce(&mut self, src: Packed, dst: Packed, n: usize, rev: bool) {
         if n > 0 {
             self.acts.push(Act::Reduce { src, dst, n, rev });
         }
     }
 
     /// A temporary buffer of `n` bytes, alive as long as the schedule.
-    pub fn tmp(&mut self, n: usize) -> P {
+    pub fn tmp(&mut self, n: usize) -> Packed {
         let pos =
             self.pool.iter().enumerate().filter(|(_, v)| v.len() >= n).min_by_key(|(_, v)| v.len()).map(|(i, _)| i);
         let mut v = match pos {
@@ -316,21 +318,21 @@ impl Sched {
 
     /// Packed view of `count` elements of `dt` at user address `buf`, read
     /// by the operation (packed at the start if not contiguous).
-    pub fn input(&mut self, buf: *const u8, count: usize, dt: &Arc<Dtype>) -> P {
+    pub fn input(&mut self, buf: *const u8, count: usize, dt: &Arc<Dtype>) -> Packed {
         if dt.contig {
-            return buf as P;
+            return buf as Packed;
         }
         let n = dt.packed_size(count);
         let t = self.tmp(n);
         if n > 0 {
-            self.acts.push(Act::Pack { src: buf as P, count, dt: dt.clone(), dst: t });
+            self.acts.push(Act::Pack { src: buf as Packed, count, dt: dt.clone(), dst: t });
         }
         t
     }
 
     /// Packed view of `count` elements of `dt` at user address `buf`, written
     /// by the operation (unpacked at the end if not contiguous).
-    pub fn output(&mut self, buf: *mut u8, count: usize, dt: &Arc<Dtype>) -> P {
+    pub fn output(&mut self, buf: *mut u8, count: usize, dt: &Arc<Dtype>) -> Packed {
         if dt.contig {
             return buf;
         }
@@ -345,14 +347,14 @@ impl Sched {
     /// Packs `count` elements of `dt` at user address `buf` into `dst` at
     /// the start (nothing to do for a contiguous type, whose packed view is
     /// the buffer itself).
-    pub fn pack_to(&mut self, buf: *const u8, count: usize, dt: &Arc<Dtype>, dst: P) {
+    pub fn pack_to(&mut self, buf: *const u8, count: usize, dt: &Arc<Dtype>, dst: Packed) {
         if !dt.contig && count > 0 {
-            self.acts.push(Act::Pack { src: buf as P, count, dt: dt.clone(), dst });
+            self.acts.push(Act::Pack { src: buf as Packed, count, dt: dt.clone(), dst });
         }
     }
 
     /// Both: read at the start, written back at the end.
-    pub fn inout(&mut self, buf: *mut u8, count: usize, dt: &Arc<Dtype>) -> P {
+    pub fn inout(&mut self, buf: *mut u8, count: usize, dt: &Arc<Dtype>) -> Packed {
         let p = self.input(buf, count, dt);
         if !dt.contig && count > 0 {
             self.tail.push(Act::Unpack { src: p, n: dt.packed_size(count), dt: dt.clone(), dst: buf });

@@ -20,7 +20,6 @@
 //! members of the other group. `MPI_IN_PLACE` is not allowed (the standard
 //! defines no in-place intercommunicator collective); Scan and Exscan are
 //! not defined on intercommunicators (`MPI_ERR_COMM`).
-#![allow(clippy::too_many_arguments)] // the standard's argument lists
 
 use std::ffi::c_void;
 use std::os::raw::c_int;
@@ -29,10 +28,11 @@ use std::sync::Arc;
 
 use mpi_api::abi::*;
 
-use super::coll::{at, reducer, typed, views, Arr, Dir};
+use super::algo;
+use super::args::{at, reducer, typed, views, Arr, Dir};
+use super::buf::{Reduction, RootBlocks, UserBlocks, UserBuf};
+use super::sched::{Packed, Sched};
 use crate::bail;
-use crate::coll::algo;
-use crate::coll::sched::{Sched, P};
 use crate::rt::datatype::{check_count, Dtype};
 use crate::rt::error::MpiResult;
 use crate::rt::State;
@@ -65,15 +65,22 @@ fn no_in_place(p: *const c_void, what: &str) -> MpiResult<()> {
 }
 
 /// Packed views of `size` consecutive blocks of `count` elements of `dt`.
-fn blocks(s: &mut Sched, buf: *const c_void, count: usize, dt: &Arc<Dtype>, size: usize, dir: Dir) -> Vec<(P, usize)> {
+fn blocks(
+    s: &mut Sched,
+    buf: *const c_void,
+    count: usize,
+    dt: &Arc<Dtype>,
+    size: usize,
+    dir: Dir,
+) -> Vec<(Packed, usize)> {
     let counts = vec![count; size];
     let displs: Vec<i64> = (0..size).map(|i| (i * count) as i64).collect();
-    views(s, buf, &counts, &displs, std::slice::from_ref(dt), false, dir, None)
+    views(s, buf, (&counts, &displs), std::slice::from_ref(dt), false, dir, None)
 }
 
 /// The leaders (local rank 0) swap `send` for `recv` (each group's data of
 /// the whole operation), after the local steps before.
-fn leaders_swap(s: &mut Sched, send: P, sn: usize, recv: P, rn: usize) {
+fn leaders_swap(s: &mut Sched, send: Packed, sn: usize, recv: Packed, rn: usize) {
     s.fence();
     s.remote();
     if s.rank == 0 {
@@ -84,7 +91,7 @@ fn leaders_swap(s: &mut Sched, send: P, sn: usize, recv: P, rn: usize) {
     s.local();
 }
 
-pub(super) fn barrier(st: &mut State, s: &mut Sched) {
+pub(crate) fn barrier(st: &mut State, s: &mut Sched) {
     // Every member of this group has arrived at local rank 0, the leaders
     // meet, each leader lets its group go.
     s.local();
@@ -95,23 +102,17 @@ pub(super) fn barrier(st: &mut State, s: &mut Sched) {
 
 /// # Safety
 /// As `MPI_Bcast`.
-pub(super) unsafe fn bcast(
-    st: &mut State,
-    s: &mut Sched,
-    buffer: *mut c_void,
-    count: i64,
-    datatype: MPI_Datatype,
-    root: c_int,
-) -> MpiResult<()> {
+pub(crate) unsafe fn bcast(st: &mut State, s: &mut Sched, buf: UserBuf, root: c_int) -> MpiResult<()> {
+    let buffer = buf.addr();
     match root_of(s, root)? {
         Root::Idle => {}
         Root::Me => {
-            let (n, dt) = typed(st, buffer, count, datatype, "buffer")?;
+            let (n, dt) = typed(st, buf, "buffer")?;
             let p = s.input(buffer as *const u8, n, &dt);
             s.send(p, dt.packed_size(n), 0);
         }
         Root::Remote(r) => {
-            let (n, dt) = typed(st, buffer, count, datatype, "buffer")?;
+            let (n, dt) = typed(st, buf, "buffer")?;
             let bytes = dt.packed_size(n);
             let p = s.output(buffer as *mut u8, n, &dt);
             if s.rank == 0 {
@@ -127,16 +128,10 @@ pub(super) unsafe fn bcast(
 
 /// This group's reduction at local rank 0 (in a temporary; null at the
 /// other ranks): (where, bytes).
-unsafe fn reduce_local(
-    st: &mut State,
-    s: &mut Sched,
-    sendbuf: *const c_void,
-    count: i64,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-) -> MpiResult<(P, usize)> {
+unsafe fn reduce_local(st: &mut State, s: &mut Sched, red: Reduction, count: i64) -> MpiResult<(Packed, usize)> {
+    let (sendbuf, datatype, op) = (red.bufs().0, red.datatype, red.op);
     no_in_place(sendbuf, "sendbuf")?;
-    let (n, dt) = typed(st, sendbuf, count, datatype, "sendbuf")?;
+    let (n, dt) = typed(st, red.send_buf(count), "sendbuf")?;
     s.red = Some(reducer(st, op, datatype, &dt)?);
     let bytes = dt.packed_size(n);
     let sb = s.input(sendbuf as *const u8, n, &dt);
@@ -148,27 +143,19 @@ unsafe fn reduce_local(
 
 /// # Safety
 /// As `MPI_Reduce`.
-pub(super) unsafe fn reduce(
-    st: &mut State,
-    s: &mut Sched,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: i64,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    root: c_int,
-) -> MpiResult<()> {
+pub(crate) unsafe fn reduce(st: &mut State, s: &mut Sched, red: Reduction, count: i64, root: c_int) -> MpiResult<()> {
+    let (recvbuf, datatype, op) = (red.bufs().1, red.datatype, red.op);
     match root_of(s, root)? {
         Root::Idle => {}
         Root::Me => {
             no_in_place(recvbuf, "recvbuf")?;
-            let (n, dt) = typed(st, recvbuf, count, datatype, "recvbuf")?;
+            let (n, dt) = typed(st, red.recv_buf(count), "recvbuf")?;
             reducer(st, op, datatype, &dt)?;
             let p = s.output(recvbuf as *mut u8, n, &dt);
             s.recv(p, dt.packed_size(n), 0);
         }
         Root::Remote(r) => {
-            let (acc, bytes) = reduce_local(st, s, sendbuf, count, datatype, op)?;
+            let (acc, bytes) = reduce_local(st, s, red, count)?;
             if s.rank == 0 {
                 s.fence();
                 s.remote();
@@ -181,20 +168,13 @@ pub(super) unsafe fn reduce(
 
 /// # Safety
 /// As `MPI_Allreduce`.
-pub(super) unsafe fn allreduce(
-    st: &mut State,
-    s: &mut Sched,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: i64,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-) -> MpiResult<()> {
+pub(crate) unsafe fn allreduce(st: &mut State, s: &mut Sched, red: Reduction, count: i64) -> MpiResult<()> {
+    let recvbuf = red.bufs().1;
     no_in_place(recvbuf, "recvbuf")?;
-    let (n, dt) = typed(st, recvbuf, count, datatype, "recvbuf")?;
+    let (n, dt) = typed(st, red.recv_buf(count), "recvbuf")?;
     let rb = s.output(recvbuf as *mut u8, n, &dt);
     // This group's result goes to the other group, and the other way.
-    let (acc, bytes) = reduce_local(st, s, sendbuf, count, datatype, op)?;
+    let (acc, bytes) = reduce_local(st, s, red, count)?;
     leaders_swap(s, acc, bytes, rb, bytes);
     algo::bcast(s, &st.coll.tune, rb, bytes, 0);
     Ok(())
@@ -206,15 +186,13 @@ pub(super) unsafe fn allreduce(
 ///
 /// # Safety
 /// As `MPI_Reduce_scatter`.
-pub(super) unsafe fn reduce_scatter(
+pub(crate) unsafe fn reduce_scatter(
     st: &mut State,
     s: &mut Sched,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
+    red: Reduction,
     counts: Result<Arr, i64>,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
 ) -> MpiResult<()> {
+    let recvbuf = red.bufs().1;
     let lsize = s.local_size();
     let counts = match counts {
         Ok(a) => a.counts(lsize, "recvcounts")?,
@@ -222,12 +200,12 @@ pub(super) unsafe fn reduce_scatter(
     };
     no_in_place(recvbuf, "recvbuf")?;
     let total: usize = counts.iter().sum();
-    let (mine, dt) = typed(st, recvbuf, counts[s.rank] as i64, datatype, "recvbuf")?;
+    let (mine, dt) = typed(st, red.recv_buf(counts[s.rank] as i64), "recvbuf")?;
     let out = s.output(recvbuf as *mut u8, mine, &dt);
-    let (acc, bytes) = reduce_local(st, s, sendbuf, total as i64, datatype, op)?;
+    let (acc, bytes) = reduce_local(st, s, red, total as i64)?;
     let theirs = if s.rank == 0 { s.tmp(bytes) } else { null_mut() };
     leaders_swap(s, acc, bytes, theirs, bytes);
-    let blocks: Vec<(P, usize)> = counts
+    let blocks: Vec<(Packed, usize)> = counts
         .iter()
         .scan(0, |o, &c| {
             let b = dt.packed_size(c);
@@ -241,19 +219,12 @@ pub(super) unsafe fn reduce_scatter(
 
 /// # Safety
 /// As `MPI_Allgather`.
-pub(super) unsafe fn allgather(
-    st: &mut State,
-    s: &mut Sched,
-    sendbuf: *const c_void,
-    sendcount: i64,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: i64,
-    recvtype: MPI_Datatype,
-) -> MpiResult<()> {
+pub(crate) unsafe fn allgather(st: &mut State, s: &mut Sched, send: UserBuf, recv: UserBuf) -> MpiResult<()> {
+    let sendbuf = send.addr() as *const c_void;
+    let recvbuf = recv.addr();
     no_in_place(sendbuf, "sendbuf")?;
-    let (sc, sdt) = typed(st, sendbuf, sendcount, sendtype, "sendbuf")?;
-    let (rc, rdt) = typed(st, recvbuf, recvcount, recvtype, "recvbuf")?;
+    let (sc, sdt) = typed(st, send, "sendbuf")?;
+    let (rc, rdt) = typed(st, recv, "recvbuf")?;
     let (sblk, rall) = (sdt.packed_size(sc), rdt.packed_size(rc) * s.remote_size());
     let out = s.output(recvbuf as *mut u8, rc * s.remote_size(), &rdt);
     let mine = s.input(sendbuf as *const u8, sc, &sdt);
@@ -272,24 +243,16 @@ pub(super) unsafe fn allgather(
 ///
 /// # Safety
 /// As `MPI_Allgatherv`.
-pub(super) unsafe fn allgatherv(
-    st: &mut State,
-    s: &mut Sched,
-    sendbuf: *const c_void,
-    sendcount: i64,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: Arr,
-    displs: Arr,
-    recvtype: MPI_Datatype,
-) -> MpiResult<()> {
+pub(crate) unsafe fn allgatherv(st: &mut State, s: &mut Sched, send: UserBuf, recv: UserBlocks) -> MpiResult<()> {
+    let (recvbuf, recvcounts, displs, recvtype) = (recv.addr(), recv.counts, recv.displs, recv.datatype());
+    let sendbuf = send.addr() as *const c_void;
     no_in_place(sendbuf, "sendbuf")?;
     let size = s.remote_size();
-    let (sc, sdt) = typed(st, sendbuf, sendcount, sendtype, "sendbuf")?;
+    let (sc, sdt) = typed(st, send, "sendbuf")?;
     let counts = recvcounts.counts(size, "recvcounts")?;
     let displs = displs.read(size, "displs")?;
     let rdt = st.types.get(recvtype)?;
-    let rv = views(s, recvbuf, &counts, &displs, std::slice::from_ref(&rdt), false, Dir::Out, None);
+    let rv = views(s, recvbuf, (&counts, &displs), std::slice::from_ref(&rdt), false, Dir::Out, None);
     let mine = s.input(sendbuf as *const u8, sc, &sdt);
     let n = sdt.packed_size(sc);
     for (r, &(p, l)) in rv.iter().enumerate() {
@@ -304,32 +267,29 @@ pub(super) unsafe fn allgatherv(
 ///
 /// # Safety
 /// As `MPI_Gatherv`.
-pub(super) unsafe fn gather(
+pub(crate) unsafe fn gather(
     st: &mut State,
     s: &mut Sched,
-    sendbuf: *const c_void,
-    sendcount: i64,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: i64,
-    counts: Option<(Arr, Arr)>,
-    recvtype: MPI_Datatype,
+    send: UserBuf,
+    recv: RootBlocks,
     root: c_int,
 ) -> MpiResult<()> {
+    let sendbuf = send.addr() as *const c_void;
     match root_of(s, root)? {
         Root::Idle => {}
         Root::Me => {
-            no_in_place(recvbuf, "recvbuf")?;
             let size = s.remote_size();
-            let rv = match counts {
-                None => {
-                    let (rc, rdt) = typed(st, recvbuf, recvcount, recvtype, "recvbuf")?;
-                    blocks(s, recvbuf, rc, &rdt, size, Dir::Out)
+            let rv = match recv {
+                RootBlocks::Even(recv) => {
+                    no_in_place(recv.addr(), "recvbuf")?;
+                    let (rc, rdt) = typed(st, recv, "recvbuf")?;
+                    blocks(s, recv.addr(), rc, &rdt, size, Dir::Out)
                 }
-                Some((c, d)) => {
-                    let (c, d) = (c.counts(size, "recvcounts")?, d.read(size, "displs")?);
-                    let rdt = st.types.get(recvtype)?;
-                    views(s, recvbuf, &c, &d, std::slice::from_ref(&rdt), false, Dir::Out, None)
+                RootBlocks::Varying(recv) => {
+                    no_in_place(recv.addr(), "recvbuf")?;
+                    let (c, d) = (recv.counts.counts(size, "recvcounts")?, recv.displs.read(size, "displs")?);
+                    let rdt = st.types.get(recv.datatype())?;
+                    views(s, recv.addr(), (&c, &d), std::slice::from_ref(&rdt), false, Dir::Out, None)
                 }
             };
             for (r, &(p, l)) in rv.iter().enumerate() {
@@ -338,7 +298,7 @@ pub(super) unsafe fn gather(
         }
         Root::Remote(r) => {
             no_in_place(sendbuf, "sendbuf")?;
-            let (sc, sdt) = typed(st, sendbuf, sendcount, sendtype, "sendbuf")?;
+            let (sc, sdt) = typed(st, send, "sendbuf")?;
             let p = s.input(sendbuf as *const u8, sc, &sdt);
             s.send(p, sdt.packed_size(sc), r);
         }
@@ -351,32 +311,29 @@ pub(super) unsafe fn gather(
 ///
 /// # Safety
 /// As `MPI_Scatterv`.
-pub(super) unsafe fn scatter(
+pub(crate) unsafe fn scatter(
     st: &mut State,
     s: &mut Sched,
-    sendbuf: *const c_void,
-    sendcount: i64,
-    counts: Option<(Arr, Arr)>,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: i64,
-    recvtype: MPI_Datatype,
+    send: RootBlocks,
+    recv: UserBuf,
     root: c_int,
 ) -> MpiResult<()> {
+    let recvbuf = recv.addr();
     match root_of(s, root)? {
         Root::Idle => {}
         Root::Me => {
-            no_in_place(sendbuf, "sendbuf")?;
             let size = s.remote_size();
-            let sv = match counts {
-                None => {
-                    let (sc, sdt) = typed(st, sendbuf, sendcount, sendtype, "sendbuf")?;
-                    blocks(s, sendbuf, sc, &sdt, size, Dir::In)
+            let sv = match send {
+                RootBlocks::Even(send) => {
+                    no_in_place(send.addr(), "sendbuf")?;
+                    let (sc, sdt) = typed(st, send, "sendbuf")?;
+                    blocks(s, send.addr(), sc, &sdt, size, Dir::In)
                 }
-                Some((c, d)) => {
-                    let (c, d) = (c.counts(size, "sendcounts")?, d.read(size, "displs")?);
-                    let sdt = st.types.get(sendtype)?;
-                    views(s, sendbuf, &c, &d, std::slice::from_ref(&sdt), false, Dir::In, None)
+                RootBlocks::Varying(send) => {
+                    no_in_place(send.addr(), "sendbuf")?;
+                    let (c, d) = (send.counts.counts(size, "sendcounts")?, send.displs.read(size, "displs")?);
+                    let sdt = st.types.get(send.datatype())?;
+                    views(s, send.addr(), (&c, &d), std::slice::from_ref(&sdt), false, Dir::In, None)
                 }
             };
             for (r, &(p, l)) in sv.iter().enumerate() {
@@ -385,7 +342,7 @@ pub(super) unsafe fn scatter(
         }
         Root::Remote(r) => {
             no_in_place(recvbuf, "recvbuf")?;
-            let (rc, rdt) = typed(st, recvbuf, recvcount, recvtype, "recvbuf")?;
+            let (rc, rdt) = typed(st, recv, "recvbuf")?;
             let p = s.output(recvbuf as *mut u8, rc, &rdt);
             s.recv(p, rdt.packed_size(rc), r);
         }
@@ -398,20 +355,13 @@ pub(super) unsafe fn scatter(
 ///
 /// # Safety
 /// As `MPI_Alltoall`.
-pub(super) unsafe fn alltoall(
-    st: &mut State,
-    s: &mut Sched,
-    sendbuf: *const c_void,
-    sendcount: i64,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: i64,
-    recvtype: MPI_Datatype,
-) -> MpiResult<()> {
+pub(crate) unsafe fn alltoall(st: &mut State, s: &mut Sched, send: UserBuf, recv: UserBuf) -> MpiResult<()> {
+    let sendbuf = send.addr() as *const c_void;
+    let recvbuf = recv.addr();
     no_in_place(sendbuf, "sendbuf")?;
     let size = s.remote_size();
-    let (sc, sdt) = typed(st, sendbuf, sendcount, sendtype, "sendbuf")?;
-    let (rc, rdt) = typed(st, recvbuf, recvcount, recvtype, "recvbuf")?;
+    let (sc, sdt) = typed(st, send, "sendbuf")?;
+    let (rc, rdt) = typed(st, recv, "recvbuf")?;
     let sv = blocks(s, sendbuf, sc, &sdt, size, Dir::In);
     let rv = blocks(s, recvbuf, rc, &rdt, size, Dir::Out);
     exchange(s, &sv, &rv);
@@ -423,33 +373,27 @@ pub(super) unsafe fn alltoall(
 ///
 /// # Safety
 /// As `MPI_Alltoallw`.
-pub(super) unsafe fn alltoall_vw(
+pub(crate) unsafe fn alltoall_vw(
     st: &mut State,
     s: &mut Sched,
-    sendbuf: *const c_void,
-    sendcounts: Arr,
-    sdispls: Arr,
-    sendtypes: &[MPI_Datatype],
-    recvbuf: *mut c_void,
-    recvcounts: Arr,
-    rdispls: Arr,
-    recvtypes: &[MPI_Datatype],
+    send: UserBlocks,
+    recv: UserBlocks,
     bytes_disp: bool,
 ) -> MpiResult<()> {
-    no_in_place(sendbuf, "sendbuf")?;
+    no_in_place(send.addr(), "sendbuf")?;
     let size = s.remote_size();
-    let (sc, sd) = (sendcounts.counts(size, "sendcounts")?, sdispls.read(size, "sdispls")?);
-    let (rc, rd) = (recvcounts.counts(size, "recvcounts")?, rdispls.read(size, "rdispls")?);
-    let sdts = sendtypes.iter().map(|&t| st.types.get(t)).collect::<MpiResult<Vec<_>>>()?;
-    let rdts = recvtypes.iter().map(|&t| st.types.get(t)).collect::<MpiResult<Vec<_>>>()?;
-    let sv = views(s, sendbuf, &sc, &sd, &sdts, bytes_disp, Dir::In, None);
-    let rv = views(s, recvbuf, &rc, &rd, &rdts, bytes_disp, Dir::Out, None);
+    let (sc, sd) = (send.counts.counts(size, "sendcounts")?, send.displs.read(size, "sdispls")?);
+    let (rc, rd) = (recv.counts.counts(size, "recvcounts")?, recv.displs.read(size, "rdispls")?);
+    let sdts = send.types.iter().map(|&t| st.types.get(t)).collect::<MpiResult<Vec<_>>>()?;
+    let rdts = recv.types.iter().map(|&t| st.types.get(t)).collect::<MpiResult<Vec<_>>>()?;
+    let sv = views(s, send.addr(), (&sc, &sd), &sdts, bytes_disp, Dir::In, None);
+    let rv = views(s, recv.addr(), (&rc, &rd), &rdts, bytes_disp, Dir::Out, None);
     exchange(s, &sv, &rv);
     Ok(())
 }
 
 /// Block r of `sv` to remote rank r, block r of `rv` from it, all at once.
-fn exchange(s: &mut Sched, sv: &[(P, usize)], rv: &[(P, usize)]) {
+fn exchange(s: &mut Sched, sv: &[(Packed, usize)], rv: &[(Packed, usize)]) {
     for (r, (&(sp, sl), &(rp, rl))) in sv.iter().zip(rv).enumerate() {
         s.recv(rp, rl, r);
         s.send(sp, sl, r);
