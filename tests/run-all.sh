@@ -27,7 +27,14 @@ python3 -c "import pyarrow" 2>/dev/null || python3 -m pip install -q pyarrow || 
 # A one-shot build gains nothing from incremental compilation, whose caches are
 # gigabytes on disk.
 export CARGO_INCREMENTAL=0
+# Style is enforced: formatting, and clippy with warnings as errors (the
+# workspace's [lints] table adds unsafe_op_in_unsafe_fn and
+# undocumented_unsafe_blocks for every crate that opts in).
+cargo fmt --all --check
+cargo clippy --workspace --all-targets -- -D warnings
 cargo build --workspace --all-targets
+# How thin the C boundary is (ARCHITECTURE.md, "Layers").
+tests/arch/capi-share.sh
 # The end-to-end tests start many processes on two cores: run test binaries
 # one at a time, each test under its own timeout (see tests/src/lib.rs).
 cargo test --workspace --no-fail-fast -- --test-threads=2
