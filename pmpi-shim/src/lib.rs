@@ -28,7 +28,7 @@ use std::sync::atomic::Ordering;
 
 use trace_format::record::{flags, head, Kind, Record};
 
-fn region(name: *const c_char, kind: Kind) {
+fn record_region(name: *const c_char, kind: Kind) {
     if rec::MODE.load(Ordering::Relaxed) != rec::mode::ON {
         return;
     }
@@ -39,7 +39,7 @@ fn region(name: *const c_char, kind: Kind) {
             // SAFETY: the caller passes a NUL-terminated string.
             unsafe { CStr::from_ptr(name) }.to_string_lossy()
         };
-        let Some(id) = state::with_aux(|a| a.region_id(&name)) else {
+        let Some(id) = state::with_shared_side(|a| a.region_id(&name)) else {
             return;
         };
         let t = clock::ticks();
@@ -56,7 +56,7 @@ fn region(name: *const c_char, kind: Kind) {
 /// `name` must be NULL or a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn mpitrace_region_begin(name: *const c_char) {
-    region(name, Kind::RegionBegin);
+    record_region(name, Kind::RegionBegin);
 }
 
 /// Marks the end of a user region (see `mpitrace.h`).
@@ -65,5 +65,5 @@ pub unsafe extern "C" fn mpitrace_region_begin(name: *const c_char) {
 /// `name` must be NULL or a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn mpitrace_region_end(name: *const c_char) {
-    region(name, Kind::RegionEnd);
+    record_region(name, Kind::RegionEnd);
 }
