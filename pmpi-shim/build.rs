@@ -241,6 +241,23 @@ fn generic_body(idx: usize, p: &Procedure) -> String {
             name = p.name
         )
     };
+    // An output argument is read after the call succeeded.
+    let output = |method: &str, v: &str| {
+        format!(
+            "// SAFETY: `{v}` is {name}'s output argument, valid as the standard requires\n        \
+             // until this wrapper returns, after `c.exit`.\n        \
+             unsafe {{ c.{method}({v}) }}",
+            name = p.name
+        )
+    };
+    // A counts array is read in `c.enter`.
+    let counts = |method: &str, v: &str| {
+        format!(
+            "// SAFETY: `{v}` is {name}'s counts argument, as the standard requires it.\n        \
+             unsafe {{ c.{method}({v} as *const std::ffi::c_void) }}",
+            name = p.name
+        )
+    };
     for q in &p.params {
         let v = codegen::rust_ident(q.name);
         let push = |s: &mut String, statement: String| {
@@ -256,26 +273,32 @@ fn generic_body(idx: usize, p: &Procedure) -> String {
             // The communicator of MPI_Comm_idup is not usable before the
             // request completes: it is registered when first used.
             ("COMMUNICATOR", Dir::Out, false) if !p.name.contains("_idup") => {
-                push(&mut output_pointers, format!("c.out_comm = {v}"))
+                push(&mut output_pointers, output("out_comm", &v))
             }
             ("COMMUNICATOR", Dir::InOut, false) => {
                 push(&mut setters, handle_read("freeing_comm", &v, "communicator handle"))
             }
             ("WINDOW", Dir::In, false) => push(&mut setters, format!("c.win({v})")),
-            ("WINDOW", Dir::Out, false) => push(&mut output_pointers, format!("c.out_win = {v}")),
+            ("WINDOW", Dir::Out, false) => push(&mut output_pointers, output("out_win", &v)),
             ("WINDOW", Dir::InOut, false) => push(&mut setters, handle_read("freeing_win", &v, "window handle")),
-            ("LOGICAL", Dir::Out, false) if q.name == "flag" => push(&mut output_pointers, format!("c.out_flag = {v}")),
+            ("LOGICAL", Dir::Out, false) if q.name == "flag" => push(&mut output_pointers, output("out_flag", &v)),
             ("OPERATION", Dir::In, false) => push(&mut setters, format!("c.op({v})")),
-            ("REQUEST", Dir::Out, false) => push(&mut output_pointers, format!("c.out_request = {v}")),
+            ("REQUEST", Dir::Out, false) => push(&mut output_pointers, output("out_request", &v)),
             ("REQUEST", Dir::In, false) if !q.ctype.ends_with('*') => {
                 push(&mut setters, format!("c.rec.request = {v}"))
             }
             ("PARTITION", Dir::In, false) if q.name == "partitions" => push(&mut setters, format!("c.partitions({v})")),
             ("PARTITION", Dir::In, false) if q.name == "partition" => push(&mut setters, format!("c.rec.aux = {v}")),
-            ("MESSAGE", Dir::Out, false) => push(&mut output_pointers, format!("c.out_message = {v}")),
+            ("MESSAGE", Dir::Out, false) => push(&mut output_pointers, output("out_message", &v)),
             ("MESSAGE", Dir::InOut, false) => push(&mut setters, handle_read("in_message", &v, "message handle")),
             ("STATUS", Dir::Out, false) => {
-                let _ = writeln!(status_substitutions, "    let {v} = c.status({v}, own_status.as_mut_ptr());");
+                let _ = writeln!(
+                    status_substitutions,
+                    "    // SAFETY: `{v}` is MPI_STATUS_IGNORE or writable, as {name} requires; `own_status`\n    \
+                     // lives until this wrapper returns, after `c.exit`.\n    \
+                     let {v} = unsafe {{ c.status({v}, own_status.as_mut_ptr()) }};",
+                    name = p.name
+                );
             }
             ("RANK" | "RANK_NNI", Dir::In, false) => match q.name {
                 "dest" | "target_rank" => push(&mut setters, format!("c.peer({v})")),
@@ -299,8 +322,8 @@ fn generic_body(idx: usize, p: &Procedure) -> String {
                     push(&mut setters, format!("c.count({})", count_i64()))
                 }
                 ("recvcount" | "result_count", false) => push(&mut setters, format!("c.recv_count({})", count_i64())),
-                ("sendcounts", true) => push(&mut setters, format!("c.send_counts = {v} as *const std::ffi::c_void")),
-                ("recvcounts", true) => push(&mut setters, format!("c.recv_counts = {v} as *const std::ffi::c_void")),
+                ("sendcounts", true) => push(&mut setters, counts("send_counts", &v)),
+                ("recvcounts", true) => push(&mut setters, counts("recv_counts", &v)),
                 _ => {}
             },
             _ => {}
@@ -310,10 +333,10 @@ fn generic_body(idx: usize, p: &Procedure) -> String {
     let args = codegen::rust_args(p);
     let name = p.name;
     let (own_status, status_safety) = if status_substitutions.is_empty() {
-        (String::new(), "")
+        ("", "")
     } else {
         (
-            "    let mut own_status = std::mem::MaybeUninit::<mpi_api::abi::MPI_Status>::zeroed();\n".to_string(),
+            "    let mut own_status = std::mem::MaybeUninit::<mpi_api::abi::MPI_Status>::zeroed();\n",
             "\n    // A status substituted for MPI_STATUS_IGNORE points to `own_status`, alive until the\n    \
              // end of this function.",
         )

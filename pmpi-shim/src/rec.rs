@@ -202,13 +202,16 @@ pub struct Call {
     recv_type: Option<c_int>,
     /// Number of partitions of a partitioned send or receive.
     partitions: Option<c_int>,
-    pub send_counts: *const c_void,
-    pub recv_counts: *const c_void,
-    pub out_request: *mut c_int,
-    pub out_comm: *mut c_int,
-    pub out_win: *mut c_int,
-    pub out_message: *mut c_int,
-    pub out_flag: *mut c_int,
+    /// Counts arrays of a v-collective (`*const c_int`, or `*const i64`
+    /// when `large`); see [`Call::send_counts`].
+    send_counts: *const c_void,
+    recv_counts: *const c_void,
+    /// Output arguments read after a successful call; see [`Call::out_request`].
+    out_request: *mut c_int,
+    out_comm: *mut c_int,
+    out_win: *mut c_int,
+    out_message: *mut c_int,
+    out_flag: *mut c_int,
     in_message: Option<c_int>,
     freeing_comm: Option<c_int>,
     freeing_win: Option<c_int>,
@@ -323,13 +326,74 @@ impl Call {
     pub fn op(&mut self, o: c_int) {
         self.rec.op = o;
     }
+    /// The send-side counts array of a v-collective (`sendcounts`).
+    ///
+    /// # Safety
+    /// `counts` is null or the call's counts argument: where the standard
+    /// makes it significant, it holds one count (`int`, or `MPI_Count` in a
+    /// large-count procedure) per process of the group peers belong to, and
+    /// it stays readable until [`Call::enter`] returns.
+    #[inline]
+    pub unsafe fn send_counts(&mut self, counts: *const c_void) {
+        self.send_counts = counts;
+    }
+    /// The receive-side counts array of a v-collective (`recvcounts`).
+    ///
+    /// # Safety
+    /// As for [`Call::send_counts`].
+    #[inline]
+    pub unsafe fn recv_counts(&mut self, counts: *const c_void) {
+        self.recv_counts = counts;
+    }
+    /// The `MPI_Request*` the call writes a new request to.
+    ///
+    /// # Safety
+    /// `p` is null or the call's output argument, which stays valid for
+    /// reads until [`Call::exit`] returns and holds a handle after the call
+    /// succeeded. The same holds for the other `out_*` setters.
+    #[inline]
+    pub unsafe fn out_request(&mut self, p: *mut c_int) {
+        self.out_request = p;
+    }
+    /// The `MPI_Comm*` the call writes a new communicator to.
+    ///
+    /// # Safety
+    /// As for [`Call::out_request`].
+    #[inline]
+    pub unsafe fn out_comm(&mut self, p: *mut c_int) {
+        self.out_comm = p;
+    }
+    /// The `MPI_Win*` the call writes a new window to.
+    ///
+    /// # Safety
+    /// As for [`Call::out_request`].
+    #[inline]
+    pub unsafe fn out_win(&mut self, p: *mut c_int) {
+        self.out_win = p;
+    }
+    /// The `MPI_Message*` a matched probe writes its message to.
+    ///
+    /// # Safety
+    /// As for [`Call::out_request`].
+    #[inline]
+    pub unsafe fn out_message(&mut self, p: *mut c_int) {
+        self.out_message = p;
+    }
+    /// The flag of a test or probe (`flag`), read after a successful call.
+    ///
+    /// # Safety
+    /// As for [`Call::out_request`].
+    #[inline]
+    pub unsafe fn out_flag(&mut self, p: *mut c_int) {
+        self.out_flag = p;
+    }
     /// A `MPI_Message*` consumed by the call (`MPI_Mrecv`).
     ///
     /// # Safety
     /// The pointer must be null or point to a valid `MPI_Message`.
     pub unsafe fn in_message(&mut self, m: *mut c_int) {
         if !m.is_null() {
-            // SAFETY: the application passes a valid MPI_Message pointer.
+            // SAFETY: not null (checked), so valid by this function's contract.
             self.in_message = Some(unsafe { *m });
         }
     }
@@ -339,7 +403,7 @@ impl Call {
     /// The pointer must be null or point to a valid `MPI_Comm`.
     pub unsafe fn freeing_comm(&mut self, p: *mut c_int) {
         if !p.is_null() {
-            // SAFETY: the application passes a valid MPI_Comm pointer.
+            // SAFETY: not null (checked), so valid by this function's contract.
             self.freeing_comm = Some(unsafe { *p });
         }
     }
@@ -349,7 +413,7 @@ impl Call {
     /// The pointer must be null or point to a valid `MPI_Win`.
     pub unsafe fn freeing_win(&mut self, p: *mut c_int) {
         if !p.is_null() {
-            // SAFETY: the application passes a valid MPI_Win pointer.
+            // SAFETY: not null (checked), so valid by this function's contract.
             self.freeing_win = Some(unsafe { *p });
         }
     }
@@ -357,7 +421,13 @@ impl Call {
     /// The status pointer to pass to MPI: the caller's, or `own` when the
     /// caller passed `MPI_STATUS_IGNORE` (so the actual source, tag and
     /// size can be recorded).
-    pub fn status(&mut self, st: *mut MPI_Status, own: *mut MPI_Status) -> *mut MPI_Status {
+    ///
+    /// # Safety
+    /// `st` is `MPI_STATUS_IGNORE` or the call's status argument, and `own`
+    /// a status of the wrapper's; the one returned is passed to MPI and
+    /// stays valid for reads until [`Call::exit`] returns.
+    #[inline]
+    pub unsafe fn status(&mut self, st: *mut MPI_Status, own: *mut MPI_Status) -> *mut MPI_Status {
         if !self.recording {
             return st;
         }
@@ -441,8 +511,11 @@ impl Call {
             if coll {
                 leaf = is_leaf(self.root_raw, cs);
                 let call = r.call();
-                send_sum = sum_counts(call, self.root_raw, self.large, self.send_counts, cs);
-                recv_sum = sum_counts(call, self.root_raw, self.large, self.recv_counts, cs);
+                // SAFETY: null or a counts argument of this call, as the
+                // contract of the setters requires; `enter` still runs.
+                send_sum = unsafe { sum_counts(call, self.root_raw, self.large, self.send_counts, cs) };
+                // SAFETY: as above.
+                recv_sum = unsafe { sum_counts(call, self.root_raw, self.large, self.recv_counts, cs) };
                 if self.comm_handle.is_some() {
                     cs.coll_seq += 1;
                     r.seq = cs.coll_seq;
@@ -567,12 +640,15 @@ impl Call {
         }
     }
 
+    /// Reads the outputs of a call that succeeded (run from [`Call::exit`],
+    /// while the pointers its setters took are still valid).
     fn outputs(&mut self, tr: &mut Tracer) {
         let key = (self.comm_handle, self.win_handle);
         let status = if self.status.is_null() {
             None
         } else {
-            // SAFETY: the status pointer was passed to MPI, which filled it.
+            // SAFETY: not null: the status `Call::status` handed to MPI,
+            // valid for reads until `exit` returns by that method's contract.
             Some(unsafe { *self.status })
         };
         // A probe's status has no meaningful cancelled bit (MPICH leaves it
@@ -584,7 +660,8 @@ impl Call {
             }),
             _ => status,
         };
-        // SAFETY: flag pointers come from the application and were filled by MPI.
+        // SAFETY: not null (checked first): the call's flag argument, which
+        // the call that succeeded wrote (contract of `Call::out_flag`).
         let flag = self.out_flag.is_null() || unsafe { *self.out_flag } != 0;
         match (self.category, status) {
             (Category::Recv, Some(st)) => {
@@ -602,7 +679,8 @@ impl Call {
                 let (p, t, b, s) = tr.received_on(key, &st, true);
                 (self.rec.peer, self.rec.tag, self.rec.bytes, self.rec.seq) = (p, t, b, s);
                 if !self.out_message.is_null() {
-                    // SAFETY: MPI wrote the message handle.
+                    // SAFETY: not null (checked): the call's output argument,
+                    // written by the call that succeeded (`Call::out_message`).
                     let m = unsafe { *self.out_message };
                     tr.messages.insert(m, MsgInfo { slot: self.rec.comm, seq: s, peer: p, tag: t });
                 }
@@ -626,7 +704,8 @@ impl Call {
             tr.lookup(key).cloned()
         };
         if !self.out_request.is_null() {
-            // SAFETY: MPI wrote the new request handle.
+            // SAFETY: not null (checked): the call's output argument,
+            // written by the call that succeeded (`Call::out_request`).
             let h = unsafe { *self.out_request };
             self.rec.request = h;
             let kind = match self.category {
@@ -674,7 +753,8 @@ impl Call {
             tr.requests.insert(h, info);
         }
         if !self.out_comm.is_null() {
-            // SAFETY: MPI wrote the new communicator handle.
+            // SAFETY: not null (checked): the call's output argument,
+            // written by the call that succeeded (`Call::out_comm`).
             let h = unsafe { *self.out_comm };
             if h != abi::MPI_COMM_NULL {
                 let name = crate::PNAMES[self.rec.call() as usize].to_str().unwrap_or("?");
@@ -686,7 +766,8 @@ impl Call {
         }
         if !self.out_win.is_null() {
             if let Some(cs) = &cs {
-                // SAFETY: MPI wrote the new window handle.
+                // SAFETY: not null (checked): the call's output argument,
+                // written by the call that succeeded (`Call::out_win`).
                 tr.wins.insert(unsafe { *self.out_win }, cs.clone());
             }
         }
@@ -704,7 +785,11 @@ fn is_leaf(root: Option<c_int>, cs: &CommState) -> bool {
 }
 
 /// Sums a counts array of collective `call`, where it is significant here.
-fn sum_counts(call: u16, root: Option<c_int>, large: bool, p: *const c_void, cs: &CommState) -> Option<i64> {
+///
+/// # Safety
+/// `p` is null or a counts array of `call` as [`Call::send_counts`]
+/// describes it (of `i64` if `large`, else of `int`).
+unsafe fn sum_counts(call: u16, root: Option<c_int>, large: bool, p: *const c_void, cs: &CommState) -> Option<i64> {
     if p.is_null() || call as usize >= crate::PNAMES.len() {
         return None;
     }
@@ -717,8 +802,9 @@ fn sum_counts(call: u16, root: Option<c_int>, large: bool, p: *const c_void, cs:
         return None;
     }
     let n = cs.peer_group_size();
-    // SAFETY: the standard makes the array hold one count per process of
-    // the group at every process where it is significant (checked above).
+    // SAFETY: not null, and significant at this process (both checked
+    // above), so the array holds one count of the element type `large`
+    // selects per process of the peer group, by this function's contract.
     let sum = unsafe {
         if large {
             std::slice::from_raw_parts(p as *const i64, n).iter().sum::<i64>()
