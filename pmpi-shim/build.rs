@@ -87,9 +87,10 @@ fn main() {
         let _ = writeln!(
             exports,
             "#[cfg(target_arch = \"x86_64\")]\n#[no_mangle]\n\
-             // SAFETY: the trampoline (`site::TRAMPOLINE`) restores every argument register\n\
-             // and the stack pointer before it jumps, so imp::{name}, which has {name}'s C\n\
-             // prototype, receives exactly the application's call.\n\
+             // SAFETY: the trampoline (`site::TRAMPOLINE`) restores the integer argument\n\
+             // registers (the only ones {name} uses, as build.rs checked) and the stack pointer\n\
+             // before it jumps, so imp::{name}, which has {name}'s C prototype, receives\n\
+             // exactly the application's call.\n\
              #[unsafe(naked)]\npub unsafe extern \"C\" fn {name}() {{\n    \
              core::arch::naked_asm!(crate::site::TRAMPOLINE!(), set = sym crate::site::set_site, imp = sym crate::imp::{name});\n}}\n\
              #[cfg(not(target_arch = \"x86_64\"))]\n#[no_mangle]\npub unsafe extern \"C\" fn {name}({params}) -> {ret} {{\n    \

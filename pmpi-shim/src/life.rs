@@ -131,11 +131,11 @@ pub fn start(call: usize, before: (u64, u64), after: u64) {
     tr.write_side(&SideEntry::Process(process));
     tr.write_side(&SideEntry::Clock { ticks: before.0, ns: before.1 });
     tr.clock_point();
-    let (t1, n1) = (tr.last_point, clock::mono_ns());
-    if n1 > before.1 && t1 > before.0 {
+    let (ticks_now, ns_now) = (tr.last_point, clock::mono_ns());
+    if ns_now > before.1 && ticks_now > before.0 {
         // About one calibration point per second of run time.
-        let per_ns = (t1 - before.0) as f64 / (n1 - before.1) as f64;
-        tr.point_interval = (per_ns * 1e9) as u64;
+        let ticks_per_ns = (ticks_now - before.0) as f64 / (ns_now - before.1) as f64;
+        tr.point_interval = (ticks_per_ns * 1e9) as u64;
     }
     tr.dl_adds = dl_adds();
     let (modules, ids) = module_map();
@@ -285,34 +285,35 @@ fn isendrecv_fills_status(rank: c_int) -> bool {
     if crate::next::resolve(crate::ids::MPI_Isendrecv).is_none() {
         return true;
     }
-    let mut me = abi::MPI_COMM_NULL;
+    let mut just_me = abi::MPI_COMM_NULL;
     // SAFETY: collective split of the shim's world; live out pointer.
-    unsafe { pmpi::MPI_Comm_split(world(), rank, 0, &mut me) };
-    if me == abi::MPI_COMM_NULL {
+    unsafe { pmpi::MPI_Comm_split(world(), rank, 0, &mut just_me) };
+    if just_me == abi::MPI_COMM_NULL {
         return true;
     }
-    let (out, mut back) = ([1 as c_int, 2, 3], [0 as c_int; 4]);
+    let (sent, mut received) = ([1 as c_int, 2, 3], [0 as c_int; 4]);
     let mut req = abi::MPI_REQUEST_NULL;
     let mut st = abi::MPI_Status::default();
     // SAFETY: buffers and out pointers are live locals for the whole
-    // operation (it completes in MPI_Wait below); `me` is our communicator.
+    // operation (it completes in MPI_Wait below); `just_me` is the shim's
+    // own communicator, freed only after that.
     let rc = unsafe {
         let rc = pmpi::MPI_Isendrecv(
-            out.as_ptr().cast(),
+            sent.as_ptr().cast(),
             3,
             abi::MPI_INT,
             0,
             SYNC_TAG + 1,
-            back.as_mut_ptr().cast(),
+            received.as_mut_ptr().cast(),
             4,
             abi::MPI_INT,
             abi::MPI_ANY_SOURCE,
             abi::MPI_ANY_TAG,
-            me,
+            just_me,
             &mut req,
         );
         let rc = if rc == abi::MPI_SUCCESS { pmpi::MPI_Wait(&mut req, &mut st) } else { rc };
-        pmpi::MPI_Comm_free(&mut me);
+        pmpi::MPI_Comm_free(&mut just_me);
         rc
     };
     rc != abi::MPI_SUCCESS || (st.MPI_SOURCE == 0 && st.MPI_TAG == SYNC_TAG + 1 && st.byte_count() == 12)
