@@ -31,15 +31,15 @@ fn main() {
     println!("cargo:rerun-if-changed=src/special.rs");
     println!("cargo:rerun-if-changed=build.rs");
     let specials = scan_specials(&manifest.join("src/special.rs"));
-    let procs: Vec<Procedure> = table::procedures();
+    let procedures: Vec<Procedure> = table::procedures();
 
-    let mut names = String::new();
+    let mut pnames = String::new();
     let mut ids = String::new();
     let mut pmpi = String::new();
     let mut exports = String::new();
     let mut imps = String::new();
-    for (idx, p) in procs.iter().enumerate() {
-        let _ = writeln!(names, "    c\"P{}\",", p.name);
+    for (idx, p) in procedures.iter().enumerate() {
+        let _ = writeln!(pnames, "    c\"P{}\",", p.name);
         let _ = writeln!(ids, "    pub const {}: usize = {idx};", p.name);
         if p.is_macro {
             continue;
@@ -52,55 +52,88 @@ fn main() {
         let _ = writeln!(
             pmpi,
             "#[inline]\npub unsafe fn {name}({params}) -> {ret} {{\n    \
-             match crate::next::get({idx}) {{\n        \
-             // SAFETY: the pointer was resolved for PMPI_{rest} of the table, whose C\n        \
-             // signature the generated Rust signature matches.\n        \
+             match crate::next::resolve({idx}) {{\n        \
+             // SAFETY: the address is the MPI library's definition of PMPI_{rest}, found by\n        \
+             // dlsym under the table's name at index {idx}; this function type is generated from\n        \
+             // the same table entry, so it is the C prototype of that definition. The arguments\n        \
+             // are the caller's, who promised what the MPI standard requires of them.\n        \
              Some(f) => unsafe {{ std::mem::transmute::<*mut std::ffi::c_void, unsafe extern \"C\" fn({params}) -> {ret}>(f)({args}) }},\n        \
              None => {missing},\n    }}\n}}",
             rest = &name[4..],
             missing = missing_value(p),
         );
-        let target = if is_passthrough(name) { format!("crate::pmpi::{name}") } else { format!("crate::imp::{name}") };
         // The exported symbol.
         if is_passthrough(name) {
             let _ = writeln!(
                 exports,
                 "#[no_mangle]\npub unsafe extern \"C\" fn {name}({params}) -> {ret} {{\n    \
-                 // SAFETY: same contract as the caller's.\n    unsafe {{ {target}({args}) }}\n}}"
+                 // SAFETY: the application's arguments, valid as the MPI standard requires\n    \
+                 // for {name}, passed on unchanged to PMPI_{rest}, which requires the same.\n    \
+                 unsafe {{ crate::pmpi::{name}({args}) }}\n}}",
+                rest = &name[4..],
             );
             continue;
         }
+        // The trampoline keeps only the integer argument registers (see
+        // `site::TRAMPOLINE`): a floating-point argument would be lost.
+        if let Some(q) =
+            p.params.iter().find(|q| q.pointer_depth() == 0 && matches!(q.base(), "float" | "double" | "long double"))
+        {
+            panic!(
+                "{name} takes the floating-point argument {}, which the call-site trampoline does not preserve",
+                q.name
+            );
+        }
         let _ = writeln!(
             exports,
-            "#[cfg(target_arch = \"x86_64\")]\n#[no_mangle]\n#[unsafe(naked)]\npub unsafe extern \"C\" fn {name}() {{\n    \
-             core::arch::naked_asm!(crate::site::TRAMPOLINE!(), set = sym crate::site::set_site, imp = sym {target});\n}}\n\
+            "#[cfg(target_arch = \"x86_64\")]\n#[no_mangle]\n\
+             // SAFETY: the trampoline (`site::TRAMPOLINE`) restores the integer argument\n\
+             // registers (the only ones {name} uses, as build.rs checked) and the stack pointer\n\
+             // before it jumps, so imp::{name}, which has {name}'s C prototype, receives\n\
+             // exactly the application's call.\n\
+             #[unsafe(naked)]\npub unsafe extern \"C\" fn {name}() {{\n    \
+             core::arch::naked_asm!(crate::site::TRAMPOLINE!(), set = sym crate::site::set_site, imp = sym crate::imp::{name});\n}}\n\
              #[cfg(not(target_arch = \"x86_64\"))]\n#[no_mangle]\npub unsafe extern \"C\" fn {name}({params}) -> {ret} {{\n    \
-             // SAFETY: same contract as the caller's.\n    unsafe {{ {target}({args}) }}\n}}"
+             // SAFETY: the application's arguments, valid as the MPI standard requires\n    \
+             // for {name}, passed on unchanged to the wrapper, which requires the same.\n    \
+             unsafe {{ crate::imp::{name}({args}) }}\n}}"
         );
         // imp::MPI_X: the recording wrapper.
         let body = if specials.contains(name) {
-            format!("    // SAFETY: same contract as the caller's.\n    unsafe {{ crate::special::{name}({args}) }}")
+            format!(
+                "    // SAFETY: the application's arguments, valid as the MPI standard requires\n    \
+                 // for {name}, passed on unchanged to the hand-written wrapper, which requires the same.\n    \
+                 unsafe {{ crate::special::{name}({args}) }}"
+            )
         } else {
             generic_body(idx, p)
         };
-        let _ = writeln!(
-            imps,
-            "#[allow(unused_mut, unused_variables, clippy::unnecessary_cast)]\npub unsafe extern \"C\" fn {name}({params}) -> {ret} {{\n{body}\n}}"
-        );
+        let _ = writeln!(imps, "pub unsafe extern \"C\" fn {name}({params}) -> {ret} {{\n{body}\n}}");
     }
-    let unknown: Vec<_> = specials.iter().filter(|n| !procs.iter().any(|p| &p.name == n)).collect();
+    let unknown: Vec<_> = specials.iter().filter(|n| !procedures.iter().any(|p| &p.name == n)).collect();
     assert!(unknown.is_empty(), "src/special.rs defines procedures missing from the table: {unknown:?}");
 
+    // The generated functions carry the C names and prototypes of the MPI
+    // standard (hence the naming and argument-count allowances); each one's
+    // safety contract is the standard's for the procedure of its name.
+    let c_api_allowances = "// C names and prototypes of the MPI standard; each function's safety contract is the\n\
+                            // standard's for the procedure of its name.\n\
+                            #[allow(non_snake_case, clippy::too_many_arguments, clippy::missing_safety_doc)]";
     let mut rs = String::new();
     let _ = writeln!(
         rs,
-        "/// `PMPI_X` names of the table, indexed by call id.\npub static PNAMES: [&std::ffi::CStr; {}] = [\n{names}];",
-        procs.len()
+        "/// `PMPI_X` names of the table, indexed by call id.\npub static PNAMES: [&std::ffi::CStr; {}] = [\n{pnames}];",
+        procedures.len()
     );
-    let _ = writeln!(rs, "/// Call ids (indices in the API table).\n#[allow(non_upper_case_globals, dead_code)]\npub mod ids {{\n{ids}}}");
-    let _ = writeln!(rs, "/// The next definitions of the PMPI procedures.\n#[allow(non_snake_case, clippy::too_many_arguments, clippy::missing_safety_doc)]\npub mod pmpi {{\n{pmpi}}}");
-    let _ = writeln!(rs, "/// The recording wrappers.\n#[allow(non_snake_case, clippy::too_many_arguments, clippy::missing_safety_doc)]\npub mod imp {{\n{imps}}}");
-    let _ = writeln!(rs, "/// The exported MPI symbols.\n#[allow(non_snake_case, clippy::too_many_arguments, clippy::missing_safety_doc)]\npub mod exports {{\n{exports}}}");
+    let _ = writeln!(
+        rs,
+        "/// Call ids (indices in the API table), named as the procedures; hand-written code uses\n\
+         /// only some of them.\n#[allow(non_upper_case_globals, dead_code)]\npub mod ids {{\n{ids}}}"
+    );
+    let _ =
+        writeln!(rs, "/// The next definitions of the PMPI procedures.\n{c_api_allowances}\npub mod pmpi {{\n{pmpi}}}");
+    let _ = writeln!(rs, "/// The recording wrappers.\n{c_api_allowances}\npub mod imp {{\n{imps}}}");
+    let _ = writeln!(rs, "/// The exported MPI symbols.\n{c_api_allowances}\npub mod exports {{\n{exports}}}");
     write_if_changed(&out.join("wrappers.rs"), &rs);
 }
 
@@ -190,63 +223,108 @@ fn is_array(q: &Param) -> bool {
 
 /// The generated body of a recording wrapper.
 fn generic_body(idx: usize, p: &Procedure) -> String {
-    let cat = category(p.name);
-    let id = |q: &Param| codegen::rust_ident(q.name);
-    let mut pre = String::new(); // field setters, run only when recording
-    let mut post = String::new(); // output pointers, handed over before the call
-    let mut subst = String::new(); // argument substitutions (statuses)
+    let category = category(p.name);
+    // Statements handing arguments to the `Call`, run only when recording.
+    let mut setters = String::new();
+    // Output pointers the `Call` reads after the call, handed over before it.
+    let mut output_pointers = String::new();
+    // Status arguments replaced by the shim's own when the application
+    // passes `MPI_STATUS_IGNORE`.
+    let mut status_substitutions = String::new();
     let mut seen_comm = false;
     let has_dest = p.params.iter().any(|q| q.name == "dest");
+    // A freed or consumed handle is read through the application's pointer.
+    let handle_read = |method: &str, v: &str, what: &str| {
+        format!(
+            "// SAFETY: {name} requires `{v}` to point to a valid {what}; the method reads it\n        \
+             // only when it is not null.\n        \
+             unsafe {{ c.{method}({v}) }}",
+            name = p.name
+        )
+    };
+    // An output argument is read after the call succeeded.
+    let output = |method: &str, v: &str| {
+        format!(
+            "// SAFETY: `{v}` is {name}'s output argument, valid as the standard requires\n        \
+             // until this wrapper returns, after `c.exit`.\n        \
+             unsafe {{ c.{method}({v}) }}",
+            name = p.name
+        )
+    };
+    // A counts array is read in `c.enter`.
+    let counts = |method: &str, v: &str| {
+        format!(
+            "// SAFETY: `{v}` is {name}'s counts argument, as the standard requires it.\n        \
+             unsafe {{ c.{method}({v} as *const std::ffi::c_void) }}",
+            name = p.name
+        )
+    };
     for q in &p.params {
-        let v = id(q);
-        let set = |s: &mut String, what: String| {
-            let _ = writeln!(s, "        {what};");
+        let v = codegen::rust_ident(q.name);
+        let push = |s: &mut String, statement: String| {
+            let _ = writeln!(s, "        {statement};");
         };
+        // Counts are `int` or, in large-count procedures, already 64-bit.
+        let count_i64 = || if codegen::rust_type(q) == "i64" { v.clone() } else { format!("i64::from({v})") };
         match (q.kind, q.dir, is_array(q)) {
             ("COMMUNICATOR", Dir::In, false) if !seen_comm => {
                 seen_comm = true;
-                set(&mut pre, format!("c.comm({v})"));
+                push(&mut setters, format!("c.comm({v})"));
             }
             // The communicator of MPI_Comm_idup is not usable before the
             // request completes: it is registered when first used.
-            ("COMMUNICATOR", Dir::Out, false) if !p.name.contains("_idup") => set(&mut post, format!("c.out_comm = {v}")),
-            ("COMMUNICATOR", Dir::InOut, false) => set(&mut pre, format!("// SAFETY: the application passes a valid handle pointer.\n        unsafe {{ c.freeing_comm({v}) }}")),
-            ("WINDOW", Dir::In, false) => set(&mut pre, format!("c.win({v})")),
-            ("WINDOW", Dir::Out, false) => set(&mut post, format!("c.out_win = {v}")),
-            ("WINDOW", Dir::InOut, false) => set(&mut pre, format!("// SAFETY: the application passes a valid handle pointer.\n        unsafe {{ c.freeing_win({v}) }}")),
-            ("LOGICAL", Dir::Out, false) if q.name == "flag" => set(&mut post, format!("c.out_flag = {v}")),
-            ("OPERATION", Dir::In, false) => set(&mut pre, format!("c.op({v})")),
-            ("REQUEST", Dir::Out, false) => set(&mut post, format!("c.out_request = {v}")),
-            ("REQUEST", Dir::In, false) if !q.ctype.ends_with('*') => set(&mut pre, format!("c.rec.request = {v}")),
-            ("PARTITION", Dir::In, false) if q.name == "partitions" => set(&mut pre, format!("c.partitions({v})")),
-            ("PARTITION", Dir::In, false) if q.name == "partition" => set(&mut pre, format!("c.rec.aux = {v}")),
-            ("MESSAGE", Dir::Out, false) => set(&mut post, format!("c.out_message = {v}")),
-            ("MESSAGE", Dir::InOut, false) => set(&mut pre, format!("// SAFETY: the application passes a valid handle pointer.\n        unsafe {{ c.in_message({v}) }}")),
+            ("COMMUNICATOR", Dir::Out, false) if !p.name.contains("_idup") => {
+                push(&mut output_pointers, output("out_comm", &v))
+            }
+            ("COMMUNICATOR", Dir::InOut, false) => {
+                push(&mut setters, handle_read("freeing_comm", &v, "communicator handle"))
+            }
+            ("WINDOW", Dir::In, false) => push(&mut setters, format!("c.win({v})")),
+            ("WINDOW", Dir::Out, false) => push(&mut output_pointers, output("out_win", &v)),
+            ("WINDOW", Dir::InOut, false) => push(&mut setters, handle_read("freeing_win", &v, "window handle")),
+            ("LOGICAL", Dir::Out, false) if q.name == "flag" => push(&mut output_pointers, output("out_flag", &v)),
+            ("OPERATION", Dir::In, false) => push(&mut setters, format!("c.op({v})")),
+            ("REQUEST", Dir::Out, false) => push(&mut output_pointers, output("out_request", &v)),
+            ("REQUEST", Dir::In, false) if !q.ctype.ends_with('*') => {
+                push(&mut setters, format!("c.rec.request = {v}"))
+            }
+            ("PARTITION", Dir::In, false) if q.name == "partitions" => push(&mut setters, format!("c.partitions({v})")),
+            ("PARTITION", Dir::In, false) if q.name == "partition" => push(&mut setters, format!("c.rec.aux = {v}")),
+            ("MESSAGE", Dir::Out, false) => push(&mut output_pointers, output("out_message", &v)),
+            ("MESSAGE", Dir::InOut, false) => push(&mut setters, handle_read("in_message", &v, "message handle")),
             ("STATUS", Dir::Out, false) => {
-                let _ = writeln!(subst, "    let {v} = c.status({v}, own_status.as_mut_ptr());");
+                let _ = writeln!(
+                    status_substitutions,
+                    "    // SAFETY: `{v}` is MPI_STATUS_IGNORE or writable, as {name} requires; `own_status`\n    \
+                     // lives until this wrapper returns, after `c.exit`.\n    \
+                     let {v} = unsafe {{ c.status({v}, own_status.as_mut_ptr()) }};",
+                    name = p.name
+                );
             }
             ("RANK" | "RANK_NNI", Dir::In, false) => match q.name {
-                "dest" | "target_rank" => set(&mut pre, format!("c.peer({v})")),
-                "source" if has_dest => set(&mut pre, format!("c.recv_peer({v})")),
-                "source" => set(&mut pre, format!("c.peer({v})")),
-                "root" => set(&mut pre, format!("c.root({v})")),
+                "dest" | "target_rank" => push(&mut setters, format!("c.peer({v})")),
+                "source" if has_dest => push(&mut setters, format!("c.recv_peer({v})")),
+                "source" => push(&mut setters, format!("c.peer({v})")),
+                "root" => push(&mut setters, format!("c.root({v})")),
                 _ => {}
             },
             ("TAG", Dir::In, false) => match q.name {
-                "tag" | "sendtag" => set(&mut pre, format!("c.tag({v})")),
-                "recvtag" => set(&mut pre, format!("c.recv_tag({v})")),
+                "tag" | "sendtag" => push(&mut setters, format!("c.tag({v})")),
+                "recvtag" => push(&mut setters, format!("c.recv_tag({v})")),
                 _ => {}
             },
             ("DATATYPE", Dir::In, false) => match q.name {
-                "datatype" | "sendtype" | "origin_datatype" => set(&mut pre, format!("c.datatype({v})")),
-                "recvtype" | "result_datatype" => set(&mut pre, format!("c.recv_type({v})")),
+                "datatype" | "sendtype" | "origin_datatype" => push(&mut setters, format!("c.datatype({v})")),
+                "recvtype" | "result_datatype" => push(&mut setters, format!("c.recv_type({v})")),
                 _ => {}
             },
             (k, Dir::In, arr) if k.contains("NUM_ELEM") => match (q.name, arr) {
-                ("count" | "sendcount" | "origin_count", false) => set(&mut pre, format!("c.count({v} as i64)")),
-                ("recvcount" | "result_count", false) => set(&mut pre, format!("c.recv_count({v} as i64)")),
-                ("sendcounts", true) => set(&mut pre, format!("c.send_counts = {v} as *const std::ffi::c_void")),
-                ("recvcounts", true) => set(&mut pre, format!("c.recv_counts = {v} as *const std::ffi::c_void")),
+                ("count" | "sendcount" | "origin_count", false) => {
+                    push(&mut setters, format!("c.count({})", count_i64()))
+                }
+                ("recvcount" | "result_count", false) => push(&mut setters, format!("c.recv_count({})", count_i64())),
+                ("sendcounts", true) => push(&mut setters, counts("send_counts", &v)),
+                ("recvcounts", true) => push(&mut setters, counts("recv_counts", &v)),
                 _ => {}
             },
             _ => {}
@@ -254,14 +332,26 @@ fn generic_body(idx: usize, p: &Procedure) -> String {
     }
     let large = if p.large { "true" } else { "false" };
     let args = codegen::rust_args(p);
+    let name = p.name;
+    let (own_status, status_safety) = if status_substitutions.is_empty() {
+        ("", "")
+    } else {
+        (
+            "    let mut own_status = std::mem::MaybeUninit::<mpi_api::abi::MPI_Status>::zeroed();\n",
+            "\n    // A status substituted for MPI_STATUS_IGNORE points to `own_status`, alive until the\n    \
+             // end of this function.",
+        )
+    };
+    let exit_code = if ret_type(p) == "::std::os::raw::c_int" { "rc" } else { "rc as i32" };
     format!(
-        "    let mut c = crate::rec::Call::begin({idx}, crate::rec::Cat::{cat}, {large});\n    \
-         let mut own_status = std::mem::MaybeUninit::<mpi_api::abi::MPI_Status>::zeroed();\n    \
-         if c.on() {{\n{pre}{post}        c.enter();\n    }}\n{subst}    \
-         // SAFETY: same contract as the caller's; substituted statuses point to live locals.\n    \
+        "    let mut c = crate::rec::Call::begin({idx}, crate::rec::Category::{category}, {large});\n\
+         {own_status}    \
+         if c.recording() {{\n{setters}{output_pointers}        c.enter();\n    }}\n{status_substitutions}    \
+         // SAFETY: the application's arguments, valid as the MPI standard requires for {name},\n    \
+         // passed on to PMPI_{rest}, which requires the same.{status_safety}\n    \
          let rc = unsafe {{ crate::pmpi::{name}({args}) }};\n    \
-         c.exit(rc as i32);\n    rc",
-        name = p.name
+         c.exit({exit_code});\n    rc",
+        rest = &name[4..],
     )
 }
 

@@ -28,7 +28,11 @@ use std::sync::atomic::Ordering;
 
 use trace_format::record::{flags, head, Kind, Record};
 
-fn region(name: *const c_char, kind: Kind) {
+/// Records the start or end of a user region.
+///
+/// # Safety
+/// `name` is null or a NUL-terminated string.
+unsafe fn record_region(name: *const c_char, kind: Kind) {
     if rec::MODE.load(Ordering::Relaxed) != rec::mode::ON {
         return;
     }
@@ -36,10 +40,11 @@ fn region(name: *const c_char, kind: Kind) {
         let name = if name.is_null() {
             "<null>".into()
         } else {
-            // SAFETY: the caller passes a NUL-terminated string.
+            // SAFETY: not null (checked), so NUL-terminated by this
+            // function's contract.
             unsafe { CStr::from_ptr(name) }.to_string_lossy()
         };
-        let Some(id) = state::with_aux(|a| a.region_id(&name)) else {
+        let Some(id) = state::with_shared_side(|a| a.region_id(&name)) else {
             return;
         };
         let t = clock::ticks();
@@ -56,7 +61,8 @@ fn region(name: *const c_char, kind: Kind) {
 /// `name` must be NULL or a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn mpitrace_region_begin(name: *const c_char) {
-    region(name, Kind::RegionBegin);
+    // SAFETY: this function's contract.
+    unsafe { record_region(name, Kind::RegionBegin) };
 }
 
 /// Marks the end of a user region (see `mpitrace.h`).
@@ -65,5 +71,6 @@ pub unsafe extern "C" fn mpitrace_region_begin(name: *const c_char) {
 /// `name` must be NULL or a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn mpitrace_region_end(name: *const c_char) {
-    region(name, Kind::RegionEnd);
+    // SAFETY: this function's contract.
+    unsafe { record_region(name, Kind::RegionEnd) };
 }

@@ -14,7 +14,7 @@ use trace_format::side::{Module, ProcessInfo, SideEntry, SideWriter, SyncPoint};
 
 use crate::clock;
 use crate::pmpi;
-use crate::rec::{self, mode, MODE, OUT};
+use crate::rec::{self, mode, MODE, TRACE_OUTPUT};
 use crate::state::{state, Tracer};
 
 const SYNC_TAG: c_int = 0x7ff1;
@@ -128,21 +128,21 @@ pub fn start(call: usize, before: (u64, u64), after: u64) {
     };
     let process = process_info(rank, size);
     let mut tr = Tracer::new(dir.clone(), rank, size, Some(side), process.clone());
-    tr.side(&SideEntry::Process(process));
-    tr.side(&SideEntry::Clock { ticks: before.0, ns: before.1 });
+    tr.write_side(&SideEntry::Process(process));
+    tr.write_side(&SideEntry::Clock { ticks: before.0, ns: before.1 });
     tr.clock_point();
-    let (t1, n1) = (tr.last_point, clock::mono_ns());
-    if n1 > before.1 && t1 > before.0 {
+    let (ticks_now, ns_now) = (tr.last_point, clock::mono_ns());
+    if ns_now > before.1 && ticks_now > before.0 {
         // About one calibration point per second of run time.
-        let per_ns = (t1 - before.0) as f64 / (n1 - before.1) as f64;
-        tr.point_interval = (per_ns * 1e9) as u64;
+        let ticks_per_ns = (ticks_now - before.0) as f64 / (ns_now - before.1) as f64;
+        tr.point_interval = (ticks_per_ns * 1e9) as u64;
     }
     tr.dl_adds = dl_adds();
     let (modules, ids) = module_map();
     record_modules(&mut tr, modules, &ids);
     tr.isendrecv_status = isendrecv_fills_status(rank);
     if !tr.isendrecv_status {
-        tr.side(&SideEntry::Note {
+        tr.write_side(&SideEntry::Note {
             message: "the MPI library does not fill the status of MPI_Isendrecv: receive halves \
                       are recorded from the call's source and tag, without bytes"
                 .into(),
@@ -151,10 +151,10 @@ pub fn start(call: usize, before: (u64, u64), after: u64) {
     tr.sync_comms = sync_comms(rank);
     let p = measure_offset(tr.sync_comms);
     tr.sync_init = Some(p);
-    tr.side(&SideEntry::Sync { phase: "init".into(), point: p });
-    let aux = SideWriter::open(&layout::side(&dir, rank)).ok();
-    *crate::state::AUX.lock().unwrap_or_else(|p| p.into_inner()) =
-        aux.map(|side| crate::state::Aux { side, regions: Default::default() });
+    tr.write_side(&SideEntry::Sync { phase: "init".into(), point: p });
+    let shared_side = SideWriter::open(&layout::side(&dir, rank)).ok();
+    *crate::state::SHARED_SIDE.lock().unwrap_or_else(|p| p.into_inner()) =
+        shared_side.map(|side| crate::state::SharedSide { side, regions: Default::default() });
     let mut level = abi::MPI_THREAD_MULTIPLE;
     if started_by_init() {
         // SAFETY: MPI is initialized; live out pointer.
@@ -162,11 +162,11 @@ pub fn start(call: usize, before: (u64, u64), after: u64) {
     }
     // Sessions choose their thread level each: the state is always locked.
     let lock = level == abi::MPI_THREAD_MULTIPLE || std::env::var("MPITRACE_LOCK").is_ok_and(|v| v == "1");
-    let _ = OUT.set((dir, rank));
+    let _ = TRACE_OUTPUT.set((dir, rank));
     *state() = Some(tr);
     crate::state::LOCKING.store(lock, Ordering::Relaxed);
     MODE.store(mode::ON, Ordering::Relaxed);
-    let _ = crate::rec::TLS.try_with(|t| {
+    let _ = crate::rec::THREAD_STATE.try_with(|t| {
         rec::append(&Record {
             head: head(call as u16, Kind::Call, flags::DONE),
             t_enter: before.0,
@@ -185,10 +185,12 @@ fn output_dir(rank: c_int) -> PathBuf {
     // (under the parent's `spawned/`), never over the parent's ranks.
     match (base, spawned()) {
         (Some(d), false) => d,
-        (Some(d), true) => d.join("spawned").join(agreed(rank, || format!("{}-{}", utc_stamp(), std::process::id()))),
-        (None, false) => PathBuf::from(agreed(rank, || format!("mpitrace-{}", utc_stamp()))),
+        (Some(d), true) => {
+            d.join("spawned").join(name_from_rank0(rank, || format!("{}-{}", utc_stamp(), std::process::id())))
+        }
+        (None, false) => PathBuf::from(name_from_rank0(rank, || format!("mpitrace-{}", utc_stamp()))),
         (None, true) => {
-            PathBuf::from(agreed(rank, || format!("mpitrace-{}-spawned-{}", utc_stamp(), std::process::id())))
+            PathBuf::from(name_from_rank0(rank, || format!("mpitrace-{}-spawned-{}", utc_stamp(), std::process::id())))
         }
     }
 }
@@ -207,7 +209,7 @@ fn spawned() -> bool {
 
 /// The name rank 0 makes with `make`, the same at every rank (at most 255
 /// bytes).
-fn agreed(rank: c_int, make: impl FnOnce() -> String) -> String {
+fn name_from_rank0(rank: c_int, make: impl FnOnce() -> String) -> String {
     let mut buf = [0u8; 256];
     if rank == 0 {
         let name = make();
@@ -280,37 +282,38 @@ fn process_info(rank: c_int, size: c_int) -> ProcessInfo {
 /// shim's world) with wildcards. MPICH 4.0 leaves zeros or an older
 /// request's status there. True when the library has no `MPI_Isendrecv`.
 fn isendrecv_fills_status(rank: c_int) -> bool {
-    if crate::next::get(crate::ids::MPI_Isendrecv).is_none() {
+    if crate::next::resolve(crate::ids::MPI_Isendrecv).is_none() {
         return true;
     }
-    let mut me = abi::MPI_COMM_NULL;
+    let mut just_me = abi::MPI_COMM_NULL;
     // SAFETY: collective split of the shim's world; live out pointer.
-    unsafe { pmpi::MPI_Comm_split(world(), rank, 0, &mut me) };
-    if me == abi::MPI_COMM_NULL {
+    unsafe { pmpi::MPI_Comm_split(world(), rank, 0, &mut just_me) };
+    if just_me == abi::MPI_COMM_NULL {
         return true;
     }
-    let (out, mut back) = ([1 as c_int, 2, 3], [0 as c_int; 4]);
+    let (sent, mut received) = ([1 as c_int, 2, 3], [0 as c_int; 4]);
     let mut req = abi::MPI_REQUEST_NULL;
     let mut st = abi::MPI_Status::default();
     // SAFETY: buffers and out pointers are live locals for the whole
-    // operation (it completes in MPI_Wait below); `me` is our communicator.
+    // operation (it completes in MPI_Wait below); `just_me` is the shim's
+    // own communicator, freed only after that.
     let rc = unsafe {
         let rc = pmpi::MPI_Isendrecv(
-            out.as_ptr().cast(),
+            sent.as_ptr().cast(),
             3,
             abi::MPI_INT,
             0,
             SYNC_TAG + 1,
-            back.as_mut_ptr().cast(),
+            received.as_mut_ptr().cast(),
             4,
             abi::MPI_INT,
             abi::MPI_ANY_SOURCE,
             abi::MPI_ANY_TAG,
-            me,
+            just_me,
             &mut req,
         );
         let rc = if rc == abi::MPI_SUCCESS { pmpi::MPI_Wait(&mut req, &mut st) } else { rc };
-        pmpi::MPI_Comm_free(&mut me);
+        pmpi::MPI_Comm_free(&mut just_me);
         rc
     };
     rc != abi::MPI_SUCCESS || (st.MPI_SOURCE == 0 && st.MPI_TAG == SYNC_TAG + 1 && st.byte_count() == 12)
@@ -342,7 +345,7 @@ fn modules() -> Vec<Module> {
 
 /// The dynamic loader's count of objects loaded so far (`dlpi_adds`).
 fn dl_adds() -> u64 {
-    unsafe extern "C" fn first(info: *mut libc::dl_phdr_info, _size: usize, data: *mut std::ffi::c_void) -> c_int {
+    unsafe extern "C" fn store_adds(info: *mut libc::dl_phdr_info, _size: usize, data: *mut std::ffi::c_void) -> c_int {
         // SAFETY: `data` is the u64 passed below; the loader passes a
         // valid `dl_phdr_info`.
         unsafe { *data.cast::<u64>() = (*info).dlpi_adds };
@@ -350,7 +353,7 @@ fn dl_adds() -> u64 {
     }
     let mut adds = 0u64;
     // SAFETY: the callback writes only `adds`, which outlives the call.
-    unsafe { libc::dl_iterate_phdr(Some(first), (&mut adds as *mut u64).cast()) };
+    unsafe { libc::dl_iterate_phdr(Some(store_adds), (&mut adds as *mut u64).cast()) };
     adds
 }
 
@@ -382,10 +385,10 @@ fn record_modules(tr: &mut Tracer, modules: Vec<Module>, ids: &std::collections:
         }
         if !tr.modules.iter().any(|o| o.path == m.path) {
             if let Some(id) = ids.get(&m.path) {
-                tr.side(&SideEntry::BuildId { path: m.path.clone(), build_id: id.clone() });
+                tr.write_side(&SideEntry::BuildId { path: m.path.clone(), build_id: id.clone() });
             }
         }
-        tr.side(&SideEntry::Module(m.clone()));
+        tr.write_side(&SideEntry::Module(m.clone()));
         tr.modules.push(m);
     }
 }
@@ -407,7 +410,11 @@ fn module_map() -> (Vec<Module>, std::collections::BTreeMap<String, String>) {
 /// GNU build ids of the loaded objects, with the address range of each of
 /// their loadable segments: (start, end, id in lower-case hex).
 fn build_ids() -> Vec<(u64, u64, String)> {
-    unsafe extern "C" fn each(info: *mut libc::dl_phdr_info, _size: usize, data: *mut std::ffi::c_void) -> c_int {
+    unsafe extern "C" fn collect_build_ids(
+        info: *mut libc::dl_phdr_info,
+        _size: usize,
+        data: *mut std::ffi::c_void,
+    ) -> c_int {
         // SAFETY: `data` is the vector passed below; the loader passes a
         // valid `dl_phdr_info` whose program headers and note segments are
         // mapped at `dlpi_addr + p_vaddr` while the callback runs.
@@ -435,7 +442,7 @@ fn build_ids() -> Vec<(u64, u64, String)> {
     let mut out: Vec<(u64, u64, String)> = Vec::new();
     // SAFETY: the callback only reads what the loader hands it and appends
     // to `out`, which outlives the call.
-    unsafe { libc::dl_iterate_phdr(Some(each), (&mut out as *mut Vec<(u64, u64, String)>).cast()) };
+    unsafe { libc::dl_iterate_phdr(Some(collect_build_ids), (&mut out as *mut Vec<(u64, u64, String)>).cast()) };
     out
 }
 
@@ -492,36 +499,31 @@ fn measure_offset((node, leaders): (c_int, c_int)) -> SyncPoint {
         return SyncPoint { local_ns: now(), offset_ns: 0, rtt_ns: -1 };
     }
     if leaders != abi::MPI_COMM_NULL {
-        let (mut lr, mut ls) = (0, 0);
-        // SAFETY: point-to-point exchanges of one i64 on our private
-        // communicator; buffers are live locals.
+        let (mut leader_rank, mut leader_count) = (0, 0);
+        // SAFETY: `leaders` is the shim's own communicator; the out pointers
+        // are live locals.
         unsafe {
-            pmpi::MPI_Comm_rank(leaders, &mut lr);
-            pmpi::MPI_Comm_size(leaders, &mut ls);
-            let ignore = abi::MPI_STATUS_IGNORE as *mut abi::MPI_Status;
-            let mut v: i64 = 0;
-            let vp = &mut v as *mut i64;
-            let buf = vp as *mut std::ffi::c_void;
-            if lr == 0 {
-                for peer in 1..ls {
-                    for _ in 0..SYNC_ROUNDS {
-                        pmpi::MPI_Recv(buf, 1, abi::MPI_INT64_T, peer, SYNC_TAG, leaders, ignore);
-                        *vp = now();
-                        pmpi::MPI_Send(buf, 1, abi::MPI_INT64_T, peer, SYNC_TAG, leaders);
-                    }
-                }
-            } else {
-                let mut best = i64::MAX;
+            pmpi::MPI_Comm_rank(leaders, &mut leader_rank);
+            pmpi::MPI_Comm_size(leaders, &mut leader_count);
+        }
+        if leader_rank == 0 {
+            // The first leader answers every ping with its clock.
+            for peer in 1..leader_count {
                 for _ in 0..SYNC_ROUNDS {
-                    let t1 = now();
-                    *vp = t1;
-                    pmpi::MPI_Send(buf, 1, abi::MPI_INT64_T, 0, SYNC_TAG, leaders);
-                    pmpi::MPI_Recv(buf, 1, abi::MPI_INT64_T, 0, SYNC_TAG, leaders, ignore);
-                    let t2 = now();
-                    if t2 - t1 < best {
-                        best = t2 - t1;
-                        result = [*vp - (t1 + t2) / 2, best];
-                    }
+                    recv_i64(peer, leaders);
+                    send_i64(now(), peer, leaders);
+                }
+            }
+        } else {
+            let mut best_round_trip = i64::MAX;
+            for _ in 0..SYNC_ROUNDS {
+                let sent_at = now();
+                send_i64(sent_at, 0, leaders);
+                let first_leader_clock = recv_i64(0, leaders);
+                let received_at = now();
+                if received_at - sent_at < best_round_trip {
+                    best_round_trip = received_at - sent_at;
+                    result = [first_leader_clock - (sent_at + received_at) / 2, best_round_trip];
                 }
             }
         }
@@ -529,6 +531,31 @@ fn measure_offset((node, leaders): (c_int, c_int)) -> SyncPoint {
     // SAFETY: collective on the node communicator, two i64 per rank.
     unsafe { pmpi::MPI_Bcast(result.as_mut_ptr() as *mut _, 2, abi::MPI_INT64_T, 0, node) };
     SyncPoint { local_ns: now(), offset_ns: result[0], rtt_ns: result[1] }
+}
+
+/// Sends one i64 of the clock synchronization to `peer` of `comm`.
+fn send_i64(value: i64, peer: c_int, comm: c_int) {
+    // SAFETY: a buffer of one MPI_INT64_T that outlives the blocking send.
+    unsafe { pmpi::MPI_Send((&value as *const i64).cast(), 1, abi::MPI_INT64_T, peer, SYNC_TAG, comm) };
+}
+
+/// Receives one i64 of the clock synchronization from `peer` of `comm`.
+fn recv_i64(peer: c_int, comm: c_int) -> i64 {
+    let mut value: i64 = 0;
+    // SAFETY: a buffer of one MPI_INT64_T that outlives the blocking
+    // receive; MPI_STATUS_IGNORE is the standard's "no status" pointer.
+    unsafe {
+        pmpi::MPI_Recv(
+            (&mut value as *mut i64).cast(),
+            1,
+            abi::MPI_INT64_T,
+            peer,
+            SYNC_TAG,
+            comm,
+            abi::MPI_STATUS_IGNORE as *mut abi::MPI_Status,
+        )
+    };
+    value
 }
 
 /// Before `PMPI_Finalize`: second clock measurement, and rank 0 writes
@@ -557,7 +584,7 @@ pub fn before_finalize() {
     if let Some(tr) = state().as_mut() {
         // Libraries loaded since MPI_Init (dlopen), for the conversion.
         record_modules(tr, meta.modules.clone(), &meta.build_ids);
-        tr.side(&SideEntry::Sync { phase: "finalize".into(), point: p });
+        tr.write_side(&SideEntry::Sync { phase: "finalize".into(), point: p });
     }
     let mine = serde_json::to_vec(&meta).unwrap_or_default();
     let len = mine.len() as c_int;
@@ -617,7 +644,7 @@ pub fn before_finalize() {
     let mut m = Meta::from_ranks(ranks, "finalize");
     m.launch_command =
         std::env::var("MPITRACE_LAUNCH").ok().and_then(|s| serde_json::from_str(&s).ok()).unwrap_or_default();
-    let dir = OUT.get().map(|(d, _)| d.clone()).unwrap_or_default();
+    let dir = TRACE_OUTPUT.get().map(|(d, _)| d.clone()).unwrap_or_default();
     if let Err(e) = m.write(&dir.join(layout::META)) {
         eprintln!("mpitrace: {e}");
     }
@@ -629,15 +656,15 @@ pub fn after_finalize() {
     if prev != mode::ON && prev != mode::PAUSED {
         return;
     }
-    let Some((dir, rank)) = OUT.get().cloned() else {
+    let Some((dir, rank)) = TRACE_OUTPUT.get().cloned() else {
         return;
     };
     if let Some(tr) = state().as_mut() {
         tr.clock_point();
-        tr.side(&SideEntry::Finalized);
+        tr.write_side(&SideEntry::Finalized);
         tr.side = None;
     }
-    *crate::state::AUX.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    *crate::state::SHARED_SIDE.lock().unwrap_or_else(|p| p.into_inner()) = None;
     if std::env::var("MPITRACE_NO_CONVERT").is_ok_and(|v| v == "1") {
         return;
     }

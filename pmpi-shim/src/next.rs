@@ -9,12 +9,13 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 use crate::PNAMES;
 
-static PTRS: [AtomicPtr<c_void>; PNAMES.len()] = [const { AtomicPtr::new(std::ptr::null_mut()) }; PNAMES.len()];
+/// The addresses found so far, by call id (null: not looked up yet, or missing).
+static RESOLVED: [AtomicPtr<c_void>; PNAMES.len()] = [const { AtomicPtr::new(std::ptr::null_mut()) }; PNAMES.len()];
 
 /// The address of `PMPI_X` for call id `idx`, if the MPI library has it.
 #[inline]
-pub fn get(idx: usize) -> Option<*mut c_void> {
-    let p = PTRS[idx].load(Ordering::Relaxed);
+pub fn resolve(idx: usize) -> Option<*mut c_void> {
+    let p = RESOLVED[idx].load(Ordering::Relaxed);
     if !p.is_null() {
         return Some(p);
     }
@@ -24,14 +25,14 @@ pub fn get(idx: usize) -> Option<*mut c_void> {
     if p.is_null() {
         return None;
     }
-    PTRS[idx].store(p, Ordering::Relaxed);
+    RESOLVED[idx].store(p, Ordering::Relaxed);
     Some(p)
 }
 
 /// Reports (once per process) that the MPI library lacks a procedure.
 pub fn missing(name: &str) {
-    static SAID: AtomicBool = AtomicBool::new(false);
-    if !SAID.swap(true, Ordering::Relaxed) {
+    static REPORTED: AtomicBool = AtomicBool::new(false);
+    if !REPORTED.swap(true, Ordering::Relaxed) {
         eprintln!("mpitrace: the MPI library has no P{name}; the call returns an error (further misses not reported)");
     }
 }

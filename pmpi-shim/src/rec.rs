@@ -26,7 +26,7 @@ use crate::state::{state, type_size, CommState, MsgInfo, ReqInfo, ReqKind, Trace
 
 /// Recording categories, chosen per procedure by build.rs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Cat {
+pub enum Category {
     Send,
     SendInit,
     Recv,
@@ -57,24 +57,34 @@ pub mod mode {
 pub static MODE: AtomicU8 = AtomicU8::new(mode::OFF);
 
 /// Where journals go, set once at `MPI_Init`.
-pub static OUT: OnceLock<(std::path::PathBuf, i32)> = OnceLock::new();
+pub static TRACE_OUTPUT: OnceLock<(std::path::PathBuf, i32)> = OnceLock::new();
 static NEXT_THREAD: AtomicU32 = AtomicU32::new(0);
 
 /// Per-thread state.
-pub struct Tls {
+pub struct ThreadState {
     /// Call site of the current call (set by the trampoline).
     pub site: Cell<u64>,
     /// Nesting depth of intercepted calls (calls made by the MPI library
     /// itself through `MPI_X` are not recorded).
     pub depth: Cell<u32>,
     pub journal: RefCell<Option<JournalWriter>>,
-    /// Journal creation failed; do not retry.
+    /// A journal given up after a failed reservation, kept mapped until the
+    /// thread exits: a call in progress may still complete its slot there.
+    retired_journal: RefCell<Option<JournalWriter>>,
+    /// The journal could not be created or grown: calls of this thread are
+    /// no longer recorded (no retry).
     pub broken: Cell<bool>,
 }
 
 thread_local! {
-    pub static TLS: Tls = const {
-        Tls { site: Cell::new(0), depth: Cell::new(0), journal: RefCell::new(None), broken: Cell::new(false) }
+    pub static THREAD_STATE: ThreadState = const {
+        ThreadState {
+            site: Cell::new(0),
+            depth: Cell::new(0),
+            journal: RefCell::new(None),
+            retired_journal: RefCell::new(None),
+            broken: Cell::new(false),
+        }
     };
 }
 
@@ -85,11 +95,11 @@ pub fn fail(why: &str) {
     }
 }
 
-fn open_journal(t: &Tls) -> Option<()> {
+fn open_journal(t: &ThreadState) -> Option<()> {
     if t.broken.get() {
         return None;
     }
-    let (dir, rank) = OUT.get()?;
+    let (dir, rank) = TRACE_OUTPUT.get()?;
     let thread = NEXT_THREAD.fetch_add(1, Ordering::Relaxed);
     let path = trace_format::layout::journal(dir, *rank, thread);
     let header = JournalHeader {
@@ -104,7 +114,7 @@ fn open_journal(t: &Tls) -> Option<()> {
             *t.journal.borrow_mut() = Some(w);
             // SAFETY: gettid has no preconditions.
             let tid = unsafe { libc::gettid() } as i64;
-            crate::state::with_aux(|a| a.side.write(&SideEntry::Thread { thread, tid }));
+            crate::state::with_shared_side(|a| a.side.write(&SideEntry::Thread { thread, tid }));
             Some(())
         }
         Err(e) => {
@@ -118,11 +128,11 @@ fn open_journal(t: &Tls) -> Option<()> {
 /// A free journal slot of this thread (null if none can be had).
 /// Must not be called with [`STATE`](crate::state::STATE) locked.
 pub fn reserve() -> *mut Record {
-    TLS.try_with(reserve_in).unwrap_or(std::ptr::null_mut())
+    THREAD_STATE.try_with(reserve_in).unwrap_or(std::ptr::null_mut())
 }
 
-/// [`reserve`] with this thread's [`Tls`] at hand.
-fn reserve_in(t: &Tls) -> *mut Record {
+/// [`reserve`] with this thread's [`ThreadState`] at hand.
+fn reserve_in(t: &ThreadState) -> *mut Record {
     let slot = (|| {
         if t.journal.borrow().is_none() {
             open_journal(t)?;
@@ -133,7 +143,7 @@ fn reserve_in(t: &Tls) -> *mut Record {
             Ok(s) => Some(s),
             Err(e) => {
                 t.broken.set(true);
-                *j = None;
+                *t.retired_journal.borrow_mut() = j.take();
                 eprintln!("mpitrace: {e}; journal full, calls of this thread are no longer recorded");
                 None
             }
@@ -143,22 +153,30 @@ fn reserve_in(t: &Tls) -> *mut Record {
 }
 
 /// Writes `rec` into `slot` (if any).
-pub(crate) fn publish(slot: *mut Record, rec: &Record) {
+///
+/// # Safety
+/// `slot` is null or a slot reserved from this thread's journal. (A journal
+/// stays mapped until its thread exits, even when a failed reservation
+/// retired it.)
+pub(crate) unsafe fn publish(slot: *mut Record, rec: &Record) {
     if !slot.is_null() {
-        // SAFETY: slots come from this thread's journal, which stays mapped
-        // until the thread exits.
+        // SAFETY: not null, so by this function's contract a slot of one of
+        // this thread's journals, mapped until the thread exits, aligned by
+        // `JournalWriter::reserve`, and written by no other thread.
         unsafe { journal::publish(slot, rec) };
     }
 }
 
 /// Appends a complete record to this thread's journal.
 pub fn append(rec: &Record) {
-    publish(reserve(), rec);
+    // SAFETY: `reserve` returns null or a slot it just reserved from this
+    // thread's journal.
+    unsafe { publish(reserve(), rec) };
 }
 
 /// Asks the kernel to write this thread's journal back (Pcontrol level 2).
 pub fn flush() {
-    let _ = TLS.try_with(|t| {
+    let _ = THREAD_STATE.try_with(|t| {
         if let Some(j) = t.journal.borrow().as_ref() {
             j.flush_async();
         }
@@ -167,14 +185,15 @@ pub fn flush() {
 
 /// One call being recorded.
 pub struct Call {
-    on: bool,
-    write: bool,
-    pub cat: Cat,
+    recording: bool,
+    /// Records are written (false while `MPI_Pcontrol(0)` pauses tracing).
+    writes_records: bool,
+    pub category: Category,
     large: bool,
     pub rec: Record,
     slot: *mut Record,
-    comm_h: Option<c_int>,
-    win_h: Option<c_int>,
+    comm_handle: Option<c_int>,
+    win_handle: Option<c_int>,
     peer_raw: Option<c_int>,
     recv_peer_raw: Option<c_int>,
     root_raw: Option<c_int>,
@@ -183,52 +202,55 @@ pub struct Call {
     recv_type: Option<c_int>,
     /// Number of partitions of a partitioned send or receive.
     partitions: Option<c_int>,
-    pub send_counts: *const c_void,
-    pub recv_counts: *const c_void,
-    pub out_request: *mut c_int,
-    pub out_comm: *mut c_int,
-    pub out_win: *mut c_int,
-    pub out_message: *mut c_int,
-    pub out_flag: *mut c_int,
+    /// Counts arrays of a v-collective (`*const c_int`, or `*const i64`
+    /// when `large`); see [`Call::send_counts`].
+    send_counts: *const c_void,
+    recv_counts: *const c_void,
+    /// Output arguments read after a successful call; see [`Call::out_request`].
+    out_request: *mut c_int,
+    out_comm: *mut c_int,
+    out_win: *mut c_int,
+    out_message: *mut c_int,
+    out_flag: *mut c_int,
     in_message: Option<c_int>,
     freeing_comm: Option<c_int>,
     freeing_win: Option<c_int>,
     status: *mut MPI_Status,
     /// Records written after the call's own (completions).
-    extra: Vec<Record>,
+    completions: Vec<Record>,
     /// `begin` incremented the nesting depth.
-    counted: bool,
+    depth_counted: bool,
     /// This thread's state (valid for the whole call; null if unavailable).
-    tls: *const Tls,
+    thread: *const ThreadState,
 }
 
 impl Call {
     /// Starts recording call `idx`; inactive (a plain pass-through) before
     /// `MPI_Init`, after `MPI_Finalize` and inside nested calls.
     #[inline]
-    pub fn begin(idx: usize, cat: Cat, large: bool) -> Call {
-        let m = MODE.load(Ordering::Relaxed);
+    pub fn begin(idx: usize, category: Category, large: bool) -> Call {
+        let mode_now = MODE.load(Ordering::Relaxed);
         let mut site = 0;
-        let mut tls: *const Tls = std::ptr::null();
-        let on = (m == mode::ON || m == mode::PAUSED)
-            && TLS
+        let mut thread: *const ThreadState = std::ptr::null();
+        let recording = (mode_now == mode::ON || mode_now == mode::PAUSED)
+            && THREAD_STATE
                 .try_with(|t| {
-                    let d = t.depth.get();
-                    t.depth.set(d + 1);
+                    let depth = t.depth.get();
+                    t.depth.set(depth + 1);
                     site = t.site.get();
-                    tls = t;
-                    d == 0
+                    thread = t;
+                    depth == 0
                 })
                 .unwrap_or(false);
-        let mut c = Call {
-            on,
-            write: m == mode::ON,
-            cat,
+        Call {
+            recording,
+            writes_records: mode_now == mode::ON,
+            category,
             large,
             rec: Record { head: head(idx as u16, Kind::Call, 0), site, ..Default::default() },
             slot: std::ptr::null_mut(),
-            comm_h: None,
-            win_h: None,
+            comm_handle: None,
+            win_handle: None,
             peer_raw: None,
             recv_peer_raw: None,
             root_raw: None,
@@ -247,18 +269,16 @@ impl Call {
             freeing_comm: None,
             freeing_win: None,
             status: std::ptr::null_mut(),
-            extra: Vec::new(),
-            counted: false,
-            tls,
-        };
-        c.counted = !tls.is_null();
-        c
+            completions: Vec::new(),
+            depth_counted: !thread.is_null(),
+            thread,
+        }
     }
 
     /// Whether this call is being recorded.
     #[inline]
-    pub fn on(&self) -> bool {
-        self.on
+    pub fn recording(&self) -> bool {
+        self.recording
     }
 
     pub fn id(&self) -> u16 {
@@ -266,10 +286,10 @@ impl Call {
     }
 
     pub fn comm(&mut self, h: c_int) {
-        self.comm_h = Some(h);
+        self.comm_handle = Some(h);
     }
     pub fn win(&mut self, h: c_int) {
-        self.win_h = Some(h);
+        self.win_handle = Some(h);
     }
     pub fn peer(&mut self, r: c_int) {
         self.peer_raw = Some(r);
@@ -306,13 +326,74 @@ impl Call {
     pub fn op(&mut self, o: c_int) {
         self.rec.op = o;
     }
+    /// The send-side counts array of a v-collective (`sendcounts`).
+    ///
+    /// # Safety
+    /// `counts` is null or the call's counts argument: where the standard
+    /// makes it significant, it holds one count (`int`, or `MPI_Count` in a
+    /// large-count procedure) per process of the group peers belong to, and
+    /// it stays readable until [`Call::enter`] returns.
+    #[inline]
+    pub unsafe fn send_counts(&mut self, counts: *const c_void) {
+        self.send_counts = counts;
+    }
+    /// The receive-side counts array of a v-collective (`recvcounts`).
+    ///
+    /// # Safety
+    /// As for [`Call::send_counts`].
+    #[inline]
+    pub unsafe fn recv_counts(&mut self, counts: *const c_void) {
+        self.recv_counts = counts;
+    }
+    /// The `MPI_Request*` the call writes a new request to.
+    ///
+    /// # Safety
+    /// `p` is null or the call's output argument, which stays valid for
+    /// reads until [`Call::exit`] returns and holds a handle after the call
+    /// succeeded. The same holds for the other `out_*` setters.
+    #[inline]
+    pub unsafe fn out_request(&mut self, p: *mut c_int) {
+        self.out_request = p;
+    }
+    /// The `MPI_Comm*` the call writes a new communicator to.
+    ///
+    /// # Safety
+    /// As for [`Call::out_request`].
+    #[inline]
+    pub unsafe fn out_comm(&mut self, p: *mut c_int) {
+        self.out_comm = p;
+    }
+    /// The `MPI_Win*` the call writes a new window to.
+    ///
+    /// # Safety
+    /// As for [`Call::out_request`].
+    #[inline]
+    pub unsafe fn out_win(&mut self, p: *mut c_int) {
+        self.out_win = p;
+    }
+    /// The `MPI_Message*` a matched probe writes its message to.
+    ///
+    /// # Safety
+    /// As for [`Call::out_request`].
+    #[inline]
+    pub unsafe fn out_message(&mut self, p: *mut c_int) {
+        self.out_message = p;
+    }
+    /// The flag of a test or probe (`flag`), read after a successful call.
+    ///
+    /// # Safety
+    /// As for [`Call::out_request`].
+    #[inline]
+    pub unsafe fn out_flag(&mut self, p: *mut c_int) {
+        self.out_flag = p;
+    }
     /// A `MPI_Message*` consumed by the call (`MPI_Mrecv`).
     ///
     /// # Safety
     /// The pointer must be null or point to a valid `MPI_Message`.
     pub unsafe fn in_message(&mut self, m: *mut c_int) {
         if !m.is_null() {
-            // SAFETY: the application passes a valid MPI_Message pointer.
+            // SAFETY: not null (checked), so valid by this function's contract.
             self.in_message = Some(unsafe { *m });
         }
     }
@@ -322,7 +403,7 @@ impl Call {
     /// The pointer must be null or point to a valid `MPI_Comm`.
     pub unsafe fn freeing_comm(&mut self, p: *mut c_int) {
         if !p.is_null() {
-            // SAFETY: the application passes a valid MPI_Comm pointer.
+            // SAFETY: not null (checked), so valid by this function's contract.
             self.freeing_comm = Some(unsafe { *p });
         }
     }
@@ -332,7 +413,7 @@ impl Call {
     /// The pointer must be null or point to a valid `MPI_Win`.
     pub unsafe fn freeing_win(&mut self, p: *mut c_int) {
         if !p.is_null() {
-            // SAFETY: the application passes a valid MPI_Win pointer.
+            // SAFETY: not null (checked), so valid by this function's contract.
             self.freeing_win = Some(unsafe { *p });
         }
     }
@@ -340,8 +421,14 @@ impl Call {
     /// The status pointer to pass to MPI: the caller's, or `own` when the
     /// caller passed `MPI_STATUS_IGNORE` (so the actual source, tag and
     /// size can be recorded).
-    pub fn status(&mut self, st: *mut MPI_Status, own: *mut MPI_Status) -> *mut MPI_Status {
-        if !self.on {
+    ///
+    /// # Safety
+    /// `st` is `MPI_STATUS_IGNORE` or the call's status argument, and `own`
+    /// a status of the wrapper's; the one returned is passed to MPI and
+    /// stays valid for reads until [`Call::exit`] returns.
+    #[inline]
+    pub unsafe fn status(&mut self, st: *mut MPI_Status, own: *mut MPI_Status) -> *mut MPI_Status {
+        if !self.recording {
             return st;
         }
         if st as usize == abi::MPI_STATUS_IGNORE {
@@ -355,7 +442,7 @@ impl Call {
 
     /// Resolves the arguments and writes the in-progress record.
     pub fn enter(&mut self) {
-        if !self.on {
+        if !self.recording {
             return;
         }
         let r = catch_unwind(AssertUnwindSafe(|| {
@@ -365,7 +452,7 @@ impl Call {
         }));
         if r.is_err() {
             fail("internal error recording a call");
-            self.on = false;
+            self.recording = false;
             return;
         }
         if crate::life::MODULES_DUE.load(Ordering::Relaxed)
@@ -374,11 +461,15 @@ impl Call {
         {
             fail("internal error reading the module map");
         }
-        if self.write {
-            // SAFETY: `tls` is this thread's Tls (the call is on).
-            self.slot = reserve_in(unsafe { &*self.tls });
+        if self.writes_records {
+            // SAFETY: a recorded call got `thread` from this thread's
+            // THREAD_STATE in `begin`; it lives until the thread exits, and a
+            // `Call` (holding raw pointers, neither Send nor Sync) never
+            // leaves the thread that made it.
+            self.slot = reserve_in(unsafe { &*self.thread });
             self.rec.t_enter = ticks();
-            publish(self.slot, &self.rec);
+            // SAFETY: null or the slot just reserved from this thread's journal.
+            unsafe { publish(self.slot, &self.rec) };
         } else {
             self.rec.t_enter = ticks();
         }
@@ -400,10 +491,10 @@ impl Call {
                 self.rec.comm = cs.slot;
             }
         }
-        let coll = self.cat == Cat::Coll;
+        let coll = self.category == Category::Coll;
         let (mut have_comm, mut send_sum, mut recv_sum, mut leaf) = (false, None, None, false);
         let r = &mut self.rec;
-        let cs = match (self.comm_h, self.win_h) {
+        let cs = match (self.comm_handle, self.win_handle) {
             (Some(h), _) => tr.comm(h),
             (None, Some(w)) => tr.wins.get_mut(&w),
             _ => None,
@@ -412,17 +503,20 @@ impl Call {
             have_comm = true;
             r.comm = cs.slot;
             if let Some(p) = self.peer_raw {
-                r.peer = cs.world(p);
+                r.peer = cs.world_rank(p);
             }
             if let Some(p) = self.root_raw {
-                r.root = cs.world(p);
+                r.root = cs.world_rank(p);
             }
             if coll {
                 leaf = is_leaf(self.root_raw, cs);
                 let call = r.call();
-                send_sum = sum_counts(call, self.root_raw, self.large, self.send_counts, cs);
-                recv_sum = sum_counts(call, self.root_raw, self.large, self.recv_counts, cs);
-                if self.comm_h.is_some() {
+                // SAFETY: null or a counts argument of this call, as the
+                // contract of the setters requires; `enter` still runs.
+                send_sum = unsafe { sum_counts(call, self.root_raw, self.large, self.send_counts, cs) };
+                // SAFETY: as above.
+                recv_sum = unsafe { sum_counts(call, self.root_raw, self.large, self.recv_counts, cs) };
+                if self.comm_handle.is_some() {
                     cs.coll_seq += 1;
                     r.seq = cs.coll_seq;
                 }
@@ -434,11 +528,11 @@ impl Call {
         if r.count != NONE_I64 && r.datatype != NONE_I32 {
             r.bytes = r.count * size * self.partitions.map_or(1, i64::from);
         }
-        match self.cat {
-            Cat::Send | Cat::Sendrecv if r.peer >= 0 && have_comm => {
+        match self.category {
+            Category::Send | Category::Sendrecv if r.peer >= 0 && have_comm => {
                 r.seq = tr.next_send_seq(r.comm, r.peer, r.tag);
             }
-            Cat::Coll => {
+            Category::Coll => {
                 if let Some(s) = send_sum {
                     r.count = s;
                     r.bytes = s * size;
@@ -461,7 +555,7 @@ impl Call {
                     }
                 }
             }
-            Cat::Mrecv => {
+            Category::Mrecv => {
                 if let Some(m) = self.in_message.and_then(|m| tr.messages.remove(&m)) {
                     r.seq = m.seq;
                     r.comm = m.slot;
@@ -475,12 +569,14 @@ impl Call {
 
     /// Completes the record with the return code and the call's outputs.
     pub fn exit(&mut self, rc: c_int) {
-        if self.counted {
-            // SAFETY: `tls` points to this thread's Tls, alive while the thread runs.
-            let t = unsafe { &*self.tls };
+        if self.depth_counted {
+            // SAFETY: `depth_counted` means `begin` got `thread` from this
+            // thread's THREAD_STATE, alive until the thread exits; a `Call`
+            // never leaves its thread (see `enter`).
+            let t = unsafe { &*self.thread };
             t.depth.set(t.depth.get().saturating_sub(1));
         }
-        if !self.on {
+        if !self.recording {
             return;
         }
         let t = ticks();
@@ -504,22 +600,27 @@ impl Call {
             fail("internal error recording a call");
             return;
         }
-        if self.write {
+        if self.writes_records {
             if self.slot.is_null() {
                 self.slot = reserve();
-                publish(self.slot, &self.rec);
+                // SAFETY: null or the slot just reserved from this thread's journal.
+                unsafe { publish(self.slot, &self.rec) };
             } else if outputs {
-                publish(self.slot, &self.rec);
+                // SAFETY: the slot `enter` reserved from this thread's
+                // journal, which stays mapped while the thread runs.
+                unsafe { publish(self.slot, &self.rec) };
             } else {
                 // Only the exit time, return code and flags changed.
-                // SAFETY: the slot was reserved by this call in enter.
+                // SAFETY: not null: the slot `enter` reserved from this
+                // thread's journal, which stays mapped while the thread
+                // runs; only this thread writes it.
                 unsafe {
                     std::ptr::addr_of_mut!((*self.slot).t_exit).write_volatile(t);
                     std::ptr::addr_of_mut!((*self.slot).rc).write_volatile(rc);
                     journal::set_head(self.slot, self.rec.head);
                 }
             }
-            for e in &mut self.extra {
+            for e in &mut self.completions {
                 if e.t_exit == 0 {
                     (e.t_enter, e.t_exit) = (t, t);
                 }
@@ -539,58 +640,63 @@ impl Call {
         }
     }
 
+    /// Reads the outputs of a call that succeeded (run from [`Call::exit`],
+    /// while the pointers its setters took are still valid).
     fn outputs(&mut self, tr: &mut Tracer) {
-        let key = (self.comm_h, self.win_h);
+        let key = (self.comm_handle, self.win_handle);
         let status = if self.status.is_null() {
             None
         } else {
-            // SAFETY: the status pointer was passed to MPI, which filled it.
+            // SAFETY: not null: the status `Call::status` handed to MPI,
+            // valid for reads until `exit` returns by that method's contract.
             Some(unsafe { *self.status })
         };
         // A probe's status has no meaningful cancelled bit (MPICH leaves it
         // as the caller's memory had it).
-        let status = match self.cat {
-            Cat::Probe | Cat::Mprobe => status.map(|mut st| {
+        let status = match self.category {
+            Category::Probe | Category::Mprobe => status.map(|mut st| {
                 st.set_cancelled(false);
                 st
             }),
             _ => status,
         };
-        // SAFETY: flag pointers come from the application and were filled by MPI.
+        // SAFETY: not null (checked first): the call's flag argument, which
+        // the call that succeeded wrote (contract of `Call::out_flag`).
         let flag = self.out_flag.is_null() || unsafe { *self.out_flag } != 0;
-        match (self.cat, status) {
-            (Cat::Recv, Some(st)) => {
+        match (self.category, status) {
+            (Category::Recv, Some(st)) => {
                 let (p, t, b, s) = tr.received_on(key, &st, true);
                 (self.rec.peer, self.rec.tag, self.rec.bytes, self.rec.seq) = (p, t, b, s);
             }
-            (Cat::Mrecv, Some(st)) => {
+            (Category::Mrecv, Some(st)) => {
                 self.rec.bytes = st.byte_count() as i64;
             }
-            (Cat::Probe, Some(st)) if flag => {
+            (Category::Probe, Some(st)) if flag => {
                 let (p, t, b, _) = tr.received_on(key, &st, false);
                 (self.rec.peer, self.rec.tag, self.rec.bytes) = (p, t, b);
             }
-            (Cat::Mprobe, Some(st)) if flag => {
+            (Category::Mprobe, Some(st)) if flag => {
                 let (p, t, b, s) = tr.received_on(key, &st, true);
                 (self.rec.peer, self.rec.tag, self.rec.bytes, self.rec.seq) = (p, t, b, s);
                 if !self.out_message.is_null() {
-                    // SAFETY: MPI wrote the message handle.
+                    // SAFETY: not null (checked): the call's output argument,
+                    // written by the call that succeeded (`Call::out_message`).
                     let m = unsafe { *self.out_message };
                     tr.messages.insert(m, MsgInfo { slot: self.rec.comm, seq: s, peer: p, tag: t });
                 }
             }
-            (Cat::Sendrecv, Some(st)) => {
+            (Category::Sendrecv, Some(st)) => {
                 let (p, t, b, s) = tr.received_on(key, &st, true);
                 let mut c = self.completion(self.rec.call());
                 (c.peer, c.tag, c.bytes, c.seq, c.comm) = (p, t, b, s, self.rec.comm);
-                self.extra.push(c);
+                self.completions.push(c);
             }
             _ => {}
         }
         let needs_comm = !self.out_request.is_null() || !self.out_comm.is_null() || !self.out_win.is_null();
         let cs = if !needs_comm {
             None
-        } else if self.cat == Cat::Mrecv {
+        } else if self.category == Category::Mrecv {
             // `MPI_Imrecv` names no communicator: the probe's.
             let slot = self.rec.comm;
             tr.comms.values().find(|c| c.slot == slot).cloned()
@@ -598,17 +704,18 @@ impl Call {
             tr.lookup(key).cloned()
         };
         if !self.out_request.is_null() {
-            // SAFETY: MPI wrote the new request handle.
+            // SAFETY: not null (checked): the call's output argument,
+            // written by the call that succeeded (`Call::out_request`).
             let h = unsafe { *self.out_request };
             self.rec.request = h;
-            let kind = match self.cat {
-                Cat::Send | Cat::SendInit => ReqKind::Send,
-                Cat::Sendrecv => ReqKind::Sendrecv,
-                Cat::PsendInit => ReqKind::PartSend,
-                Cat::PrecvInit => ReqKind::PartRecv,
-                Cat::Recv | Cat::RecvInit => ReqKind::Recv,
-                Cat::Mrecv => ReqKind::Mrecv,
-                Cat::Coll => ReqKind::Coll,
+            let kind = match self.category {
+                Category::Send | Category::SendInit => ReqKind::Send,
+                Category::Sendrecv => ReqKind::Sendrecv,
+                Category::PsendInit => ReqKind::PartSend,
+                Category::PrecvInit => ReqKind::PartRecv,
+                Category::Recv | Category::RecvInit => ReqKind::Recv,
+                Category::Mrecv => ReqKind::Mrecv,
+                Category::Coll => ReqKind::Coll,
                 _ => ReqKind::Other,
             };
             // Every procedure named `*_init` that makes a request (sends,
@@ -630,7 +737,7 @@ impl Call {
                 persistent,
                 active: !persistent,
                 recv_peer: match (&cs, self.recv_peer_raw) {
-                    (Some(cs), Some(p)) => cs.world(p),
+                    (Some(cs), Some(p)) => cs.world_rank(p),
                     (None, Some(p)) => p,
                     (_, None) => NO_RANK,
                 },
@@ -646,7 +753,8 @@ impl Call {
             tr.requests.insert(h, info);
         }
         if !self.out_comm.is_null() {
-            // SAFETY: MPI wrote the new communicator handle.
+            // SAFETY: not null (checked): the call's output argument,
+            // written by the call that succeeded (`Call::out_comm`).
             let h = unsafe { *self.out_comm };
             if h != abi::MPI_COMM_NULL {
                 let name = crate::PNAMES[self.rec.call() as usize].to_str().unwrap_or("?");
@@ -658,7 +766,8 @@ impl Call {
         }
         if !self.out_win.is_null() {
             if let Some(cs) = &cs {
-                // SAFETY: MPI wrote the new window handle.
+                // SAFETY: not null (checked): the call's output argument,
+                // written by the call that succeeded (`Call::out_win`).
                 tr.wins.insert(unsafe { *self.out_win }, cs.clone());
             }
         }
@@ -676,7 +785,11 @@ fn is_leaf(root: Option<c_int>, cs: &CommState) -> bool {
 }
 
 /// Sums a counts array of collective `call`, where it is significant here.
-fn sum_counts(call: u16, root: Option<c_int>, large: bool, p: *const c_void, cs: &CommState) -> Option<i64> {
+///
+/// # Safety
+/// `p` is null or a counts array of `call` as [`Call::send_counts`]
+/// describes it (of `i64` if `large`, else of `int`).
+unsafe fn sum_counts(call: u16, root: Option<c_int>, large: bool, p: *const c_void, cs: &CommState) -> Option<i64> {
     if p.is_null() || call as usize >= crate::PNAMES.len() {
         return None;
     }
@@ -689,8 +802,9 @@ fn sum_counts(call: u16, root: Option<c_int>, large: bool, p: *const c_void, cs:
         return None;
     }
     let n = cs.peer_group_size();
-    // SAFETY: the standard makes the array hold one count per process of
-    // the group at every process where it is significant (checked above).
+    // SAFETY: not null, and significant at this process (both checked
+    // above), so the array holds one count of the element type `large`
+    // selects per process of the peer group, by this function's contract.
     let sum = unsafe {
         if large {
             std::slice::from_raw_parts(p as *const i64, n).iter().sum::<i64>()
@@ -704,7 +818,7 @@ fn sum_counts(call: u16, root: Option<c_int>, large: bool, p: *const c_void, cs:
 /// Records the completion of the requests `saved[i]` for every `(i, status)`
 /// in `done`, as [`Kind::Completion`] records following the call.
 pub fn complete_requests(c: &mut Call, saved: &[c_int], done: &[(usize, Option<MPI_Status>)]) {
-    if !c.on() {
+    if !c.recording() {
         return;
     }
     let r = catch_unwind(AssertUnwindSafe(|| {
@@ -712,7 +826,7 @@ pub fn complete_requests(c: &mut Call, saved: &[c_int], done: &[(usize, Option<M
         let Some(tr) = g.as_mut() else { return };
         if let [one] = done {
             let rec = completion_of(c, tr, saved, *one);
-            c.extra.extend(rec);
+            c.completions.extend(rec);
             return;
         }
         // Receives completed together take their sequence numbers in the
@@ -731,7 +845,7 @@ pub fn complete_requests(c: &mut Call, saved: &[c_int], done: &[(usize, Option<M
         for (_, k) in order {
             recs[k] = completion_of(c, tr, saved, done[k]);
         }
-        c.extra.extend(recs.into_iter().flatten());
+        c.completions.extend(recs.into_iter().flatten());
     }));
     if r.is_err() {
         fail("internal error recording completions");

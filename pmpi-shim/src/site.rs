@@ -6,9 +6,22 @@
 //! registers and jumps to the recording wrapper. Stack arguments and the
 //! stack pointer are exactly as the caller left them, so any signature works.
 
-use crate::rec::TLS;
+use crate::rec::THREAD_STATE;
 
 /// Assembly of the trampoline; `{set}` is [`set_site`], `{imp}` the wrapper.
+///
+/// Why it passes any call on intact: it saves and restores the six
+/// registers that carry integer and pointer arguments (build.rs refuses a
+/// procedure with a floating-point argument, whose `xmm` registers
+/// `set_site` may clobber); the other registers `set_site` may change are
+/// scratch registers no C call passes anything in (`rax` carries only the
+/// vector-register count of a variadic call, which no wrapper reads). The
+/// return address sits above the six saved registers at `[rsp + 48]`. At
+/// entry `rsp` is 8 bytes off a 16-byte boundary (the return address); six
+/// pushes keep it so, and `sub rsp, 8` aligns it as the call of `set_site`
+/// requires. After the pops, `rsp` and the stack are as at entry, so the
+/// `jmp` makes the wrapper see the application's own call frame, stack
+/// arguments and return address included.
 macro_rules! trampoline {
     () => {
         "push rdi
@@ -34,5 +47,5 @@ pub(crate) use trampoline as TRAMPOLINE;
 
 /// Stores the call site of the current MPI call of this thread.
 pub extern "C" fn set_site(site: u64) {
-    let _ = TLS.try_with(|t| t.site.set(site));
+    let _ = THREAD_STATE.try_with(|t| t.site.set(site));
 }

@@ -61,7 +61,7 @@ impl CommState {
     /// World rank of `r`, a rank of the group that point-to-point peers and
     /// roots refer to (the remote group of an intercommunicator). Negative
     /// MPI constants (PROC_NULL, ANY_SOURCE, ROOT) are kept.
-    pub fn world(&self, r: c_int) -> i32 {
+    pub fn world_rank(&self, r: c_int) -> i32 {
         let group = if self.inter { &self.remote } else { &self.members };
         if r >= 0 {
             group.get(r as usize).copied().unwrap_or(r)
@@ -117,7 +117,7 @@ pub struct ReqInfo {
     /// When the operation was posted (started, for persistent requests):
     /// a per-process counter.
     pub posted: u64,
-    /// A receive numbered when it completes (counted in
+    /// A receive numbered when it completes (depth_counted in
     /// `Tracer::late_pending` while pending), see `Tracer::post_receive`.
     pub late: bool,
     /// A receive from one source with one tag whose sequence number was
@@ -144,7 +144,9 @@ pub struct Tracer {
     pub process: ProcessInfo,
     pub comms: FastMap<c_int, CommState>,
     next_slot: u32,
-    nth: HashMap<u64, u32>,
+    /// How many communicators with the same parent and members (by the
+    /// hash of both) this process saw created: part of their ids.
+    created_alike: HashMap<u64, u32>,
     pub all_comms: Vec<CommInfo>,
     pub wins: FastMap<c_int, CommState>,
     pub requests: FastMap<c_int, ReqInfo>,
@@ -189,8 +191,9 @@ unsafe impl Sync for StateCell {}
 pub static STATE: StateCell = StateCell { lock: Mutex::new(()), cell: UnsafeCell::new(None) };
 
 /// Whether [`state`] must lock (MPI_THREAD_MULTIPLE, or MPITRACE_LOCK=1).
-/// An uncontended lock costs two atomic instructions per call, which on
-/// the machines measured is most of the shim's overhead.
+/// Even uncontended, the lock's two atomic instructions per call are a large
+/// share of the shim's overhead (see BENCHMARKS.md), so it is skipped when
+/// the MPI standard already serializes the calls.
 pub static LOCKING: AtomicBool = AtomicBool::new(true);
 
 /// Exclusive access to [`STATE`]; never held across another `state()`.
@@ -221,20 +224,20 @@ pub fn state() -> StateGuard {
 
 /// Side-file writes that any thread may make at any time (region names,
 /// new threads), behind their own lock.
-pub struct Aux {
+pub struct SharedSide {
     pub side: SideWriter,
     pub regions: HashMap<String, i32>,
 }
 
-pub static AUX: Mutex<Option<Aux>> = Mutex::new(None);
+pub static SHARED_SIDE: Mutex<Option<SharedSide>> = Mutex::new(None);
 
 /// Runs `f` on the auxiliary side writer, if tracing.
-pub fn with_aux<R>(f: impl FnOnce(&mut Aux) -> R) -> Option<R> {
-    let mut g = AUX.lock().unwrap_or_else(|p| p.into_inner());
+pub fn with_shared_side<R>(f: impl FnOnce(&mut SharedSide) -> R) -> Option<R> {
+    let mut g = SHARED_SIDE.lock().unwrap_or_else(|p| p.into_inner());
     g.as_mut().map(f)
 }
 
-impl Aux {
+impl SharedSide {
     /// Interns a region name, writing it to the side file the first time.
     pub fn region_id(&mut self, name: &str) -> i32 {
         if let Some(&id) = self.regions.get(name) {
@@ -248,7 +251,7 @@ impl Aux {
 }
 
 /// 64-bit FNV-1a over integers.
-fn fnv(words: impl IntoIterator<Item = u64>) -> u64 {
+fn fnv1a(words: impl IntoIterator<Item = u64>) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for w in words {
         for b in w.to_le_bytes() {
@@ -271,7 +274,7 @@ impl Tracer {
             process,
             comms: FastMap::default(),
             next_slot: 0,
-            nth: HashMap::new(),
+            created_alike: HashMap::new(),
             all_comms: Vec::new(),
             wins: FastMap::default(),
             requests: FastMap::default(),
@@ -297,14 +300,14 @@ impl Tracer {
         t.world_group = wg;
         let world: Vec<i32> = (0..size).collect();
         t.add_comm(crate::life::world(), WORLD_ID, None, "predefined", false, world, Vec::new(), rank);
-        let self_id = fnv([0x5e1f, rank as u64]);
+        let self_id = fnv1a([0x5e1f, rank as u64]);
         t.add_comm(abi::MPI_COMM_SELF, self_id, None, "predefined", false, vec![rank], Vec::new(), 0);
         t
     }
 
     /// Appends to the side file; the first failure is reported, then the
     /// side file is given up (the journals go on).
-    pub fn side(&mut self, e: &SideEntry) {
+    pub fn write_side(&mut self, e: &SideEntry) {
         if let Some(s) = self.side.as_mut() {
             if let Err(err) = s.write(e) {
                 if !self.side_failed {
@@ -339,7 +342,7 @@ impl Tracer {
             remote: remote.clone(),
             name: None,
         };
-        self.side(&SideEntry::Comm(info.clone()));
+        self.write_side(&SideEntry::Comm(info.clone()));
         self.all_comms.push(info);
         let cs = CommState { slot, id, inter, members: members.into(), remote: remote.into(), coll_seq: 0, rank };
         self.comms.insert(h, cs.clone());
@@ -395,13 +398,15 @@ impl Tracer {
         } else {
             (parent.unwrap_or(u64::MAX - 1), members.clone(), Vec::new())
         };
-        let key = fnv([key_parent, a.len() as u64]
-            .into_iter()
-            .chain(a.iter().map(|&r| r as u64))
-            .chain(b.iter().map(|&r| r as u64)));
-        let nth = self.nth.entry(key).or_insert(0);
+        let key = fnv1a(
+            [key_parent, a.len() as u64]
+                .into_iter()
+                .chain(a.iter().map(|&r| r as u64))
+                .chain(b.iter().map(|&r| r as u64)),
+        );
+        let nth = self.created_alike.entry(key).or_insert(0);
         *nth += 1;
-        let mut id = fnv([key, *nth as u64]) >> 1;
+        let mut id = fnv1a([key, *nth as u64]) >> 1;
         if id == WORLD_ID {
             id = 1;
         }
@@ -431,7 +436,7 @@ impl Tracer {
         if let Some(info) = self.all_comms.iter_mut().find(|c| c.slot == slot) {
             info.name = Some(name);
             let e = SideEntry::Comm(info.clone());
-            self.side(&e);
+            self.write_side(&e);
         }
     }
 
@@ -446,7 +451,7 @@ impl Tracer {
     /// order these were posted, so a receive from one source with one tag
     /// takes its sequence number now if every pending receive on the
     /// communicator did so too (none can take a message before it that is
-    /// not counted yet) and no other thread may post receives meanwhile.
+    /// not depth_counted yet) and no other thread may post receives meanwhile.
     /// Otherwise, as receives with a wildcard and the receive halves of
     /// `MPI_Isendrecv` always, it is numbered when it completes, and until
     /// then no receive on the communicator is numbered at posting.
@@ -523,7 +528,7 @@ impl Tracer {
         let Some(cs) = self.lookup(key) else {
             return (st.MPI_SOURCE, st.MPI_TAG, bytes, NONE_I64);
         };
-        let (slot, peer) = (cs.slot, if st.MPI_SOURCE >= 0 { cs.world(st.MPI_SOURCE) } else { st.MPI_SOURCE });
+        let (slot, peer) = (cs.slot, if st.MPI_SOURCE >= 0 { cs.world_rank(st.MPI_SOURCE) } else { st.MPI_SOURCE });
         let seq = if consume_seq && st.MPI_SOURCE >= 0 && !st.cancelled() {
             self.next_recv_seq(slot, peer, st.MPI_TAG)
         } else {
@@ -540,7 +545,7 @@ impl Tracer {
         let Some(cs) = comm else {
             return (st.MPI_SOURCE, st.MPI_TAG, bytes, NONE_I64);
         };
-        let peer = if st.MPI_SOURCE >= 0 { cs.world(st.MPI_SOURCE) } else { st.MPI_SOURCE };
+        let peer = if st.MPI_SOURCE >= 0 { cs.world_rank(st.MPI_SOURCE) } else { st.MPI_SOURCE };
         let seq = if consume_seq && st.MPI_SOURCE >= 0 && !st.cancelled() {
             self.next_recv_seq(cs.slot, peer, st.MPI_TAG)
         } else {
@@ -563,7 +568,7 @@ impl Tracer {
     pub fn clock_point(&mut self) {
         let (ticks, ns) = crate::clock::point();
         self.last_point = ticks;
-        self.side(&SideEntry::Clock { ticks, ns });
+        self.write_side(&SideEntry::Clock { ticks, ns });
     }
 }
 
