@@ -3,7 +3,10 @@
 //! the API table. Functions here validate and convert C arguments, call the
 //! runtime (`crate::rt`), and report errors through the communicator's error
 //! handler.
-// The C signatures are the standard's: many arguments are a given.
+// The C names and signatures are the standard's: many arguments are a
+// given. The contract of every `pub unsafe fn MPI_X` is the MPI standard's
+// for procedure `MPI_X` (what each pointer argument must address), which
+// its `# Safety` section would only repeat.
 #![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
 
 // The internal collectives moved below the boundary (`rt::agree`); the
