@@ -52,12 +52,23 @@ fn main() {
         let args = codegen::rust_args(p);
         let ret = codegen::rust_ret(p);
         let pname = p.pname();
+        // The C functions' contract is the MPI standard's for the procedure,
+        // which is also the `# Safety` contract of `capi::MPI_X`: the
+        // wrappers pass every argument on unchanged.
         let _ = writeln!(
             rs,
-            "#[no_mangle]\npub unsafe extern \"C\" fn {pname}({params}) -> {ret} {{\n    \
-             crate::ffi::guard(\"{name}\", move || unsafe {{ crate::capi::{name}({args}) }})\n}}\n\
+            "/// `{name}` behind the panic guard.\n///\n/// # Safety\n\
+             /// The arguments meet the MPI standard's requirements for `{name}`.\n\
+             #[no_mangle]\npub unsafe extern \"C\" fn {pname}({params}) -> {ret} {{\n    \
+             crate::ffi::guard(\"{name}\", move || {{\n        \
+             // SAFETY: the C caller meets the standard's requirements for `{name}`'s\n        \
+             // arguments, the contract of `capi::{name}`; they are passed on unchanged.\n        \
+             unsafe {{ crate::capi::{name}({args}) }}\n    }})\n}}\n\
+             /// `{name}`: forwards to `{pname}`, so that a profiler's `{name}` can call it.\n///\n\
+             /// # Safety\n/// The arguments meet the MPI standard's requirements for `{name}`.\n\
              #[no_mangle]\npub unsafe extern \"C\" fn {name}({params}) -> {ret} {{\n    \
-             // SAFETY: same contract as the caller's.\n    unsafe {{ {pname}({args}) }}\n}}\n",
+             // SAFETY: `{pname}` has this function's contract (the standard's for `{name}`),\n    \
+             // and the arguments are passed on unchanged.\n    unsafe {{ {pname}({args}) }}\n}}\n",
             name = p.name
         );
         names.push(p.name);

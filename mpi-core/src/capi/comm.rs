@@ -7,7 +7,7 @@ use std::sync::Arc;
 use mpi_api::abi::*;
 
 use super::attr::{copy_attrs, delete_attrs};
-use super::{put, put_str, ret};
+use super::{put, put_str, ret, Out};
 use crate::bail;
 use crate::rt::agree::View;
 use crate::rt::attr::ObjKind;
@@ -22,29 +22,35 @@ use crate::rt::p2p::{Kind, ReqTable, Request};
 use crate::rt::{self};
 
 pub unsafe fn MPI_Comm_rank(comm: MPI_Comm, rank: *mut c_int) -> c_int {
+    // SAFETY: `rank` is NULL or a writable int (the caller's contract).
+    let mut rank = unsafe { Out::new(rank, "rank") };
     let r = rt::with(|st| {
         let c = st.comms.get(comm)?;
-        put(rank, c.rank, "rank")
+        rank.put(c.rank)
     });
     ret(comm, "MPI_Comm_rank", r)
 }
 
 pub unsafe fn MPI_Comm_size(comm: MPI_Comm, size: *mut c_int) -> c_int {
+    // SAFETY: `size` is NULL or a writable int (the caller's contract).
+    let mut size = unsafe { Out::new(size, "size") };
     let r = rt::with(|st| {
         let c = st.comms.get(comm)?;
-        put(size, c.local_size(), "size")
+        size.put(c.local_size())
     });
     ret(comm, "MPI_Comm_size", r)
 }
 
 pub unsafe fn MPI_Comm_group(comm: MPI_Comm, group: *mut MPI_Group) -> c_int {
+    // SAFETY: `group` is NULL or a writable handle (the caller's contract).
+    let mut group = unsafe { Out::new(group, "group") };
     let r = rt::with(|st| {
         let m = st.comms.get(comm)?.local_group().clone();
         if group.is_null() {
             bail!(MPI_ERR_ARG, "group is a NULL pointer");
         }
         let h = st.comms.groups.insert(m);
-        put(group, h, "group")
+        group.put(h)
     });
     ret(comm, "MPI_Comm_group", r)
 }
@@ -54,7 +60,8 @@ pub unsafe fn MPI_Comm_set_name(comm: MPI_Comm, comm_name: *const c_char) -> c_i
         if comm_name.is_null() {
             bail!(MPI_ERR_ARG, "comm_name is a NULL pointer");
         }
-        let name = std::ffi::CStr::from_ptr(comm_name).to_string_lossy().into_owned();
+        // SAFETY: not NULL, so a NUL-terminated string (the caller's contract).
+        let name = unsafe { std::ffi::CStr::from_ptr(comm_name) }.to_string_lossy().into_owned();
         let name: String = name.chars().take(MPI_MAX_OBJECT_NAME as usize - 1).collect();
         st.comms.get_mut(comm)?.name = name;
         Ok(())
@@ -63,19 +70,26 @@ pub unsafe fn MPI_Comm_set_name(comm: MPI_Comm, comm_name: *const c_char) -> c_i
 }
 
 pub unsafe fn MPI_Comm_get_name(comm: MPI_Comm, comm_name: *mut c_char, resultlen: *mut c_int) -> c_int {
+    // SAFETY: `resultlen` is NULL or a writable int (the caller's contract).
+    let mut resultlen = unsafe { Out::new(resultlen, "resultlen") };
     let r = rt::with(|st| {
         if comm_name.is_null() {
             bail!(MPI_ERR_ARG, "comm_name is a NULL pointer");
         }
-        let n = put_str(comm_name, MPI_MAX_OBJECT_NAME as usize, &st.comms.get(comm)?.name);
-        put(resultlen, n, "resultlen")
+        let name = &st.comms.get(comm)?.name;
+        // SAFETY: not NULL, so `comm_name` holds MPI_MAX_OBJECT_NAME chars
+        // (the caller's contract).
+        let n = unsafe { put_str(comm_name, MPI_MAX_OBJECT_NAME as usize, name) };
+        resultlen.put(n)
     });
     ret(comm, "MPI_Comm_get_name", r)
 }
 
-/// A copy of communicator `comm`.
 /// Inserts a new communicator (with the hidden local communicator of an
 /// intercommunicator) and writes its handle.
+///
+/// # Safety
+/// `newcomm` is NULL or a writable handle.
 pub(crate) unsafe fn publish(mut c: Comm, newcomm: *mut MPI_Comm) -> MpiResult<()> {
     rt::with(|st| {
         for &(k, _) in &c.attrs {
@@ -87,10 +101,15 @@ pub(crate) unsafe fn publish(mut c: Comm, newcomm: *mut MPI_Comm) -> MpiResult<(
             c.local_comm = st.comms.insert(l);
         }
         let h = st.comms.insert(c);
-        put(newcomm, h, "newcomm")
+        // SAFETY: `newcomm` is NULL or a writable handle (the contract).
+        unsafe { put(newcomm, h, "newcomm") }
     })
 }
 
+/// `MPI_Comm_dup(_with_info)`.
+///
+/// # Safety
+/// `newcomm` is NULL or a writable handle.
 unsafe fn dup_common(comm: MPI_Comm, info: Option<MPI_Info>, newcomm: *mut MPI_Comm) -> MpiResult<()> {
     if newcomm.is_null() {
         bail!(MPI_ERR_ARG, "newcomm is a NULL pointer");
@@ -104,15 +123,18 @@ unsafe fn dup_common(comm: MPI_Comm, info: Option<MPI_Info>, newcomm: *mut MPI_C
     let span = if parent.is_inter() { CTX_SPAN_INTER } else { CTX_SPAN_INTRA };
     let ctx = new_context(comm, span, false)?;
     let attrs = copy_attrs(ObjKind::Comm, comm, &parent.attrs)?;
-    publish(Comm { ctx, attrs, hints, name: String::new(), ..parent }, newcomm)
+    // SAFETY: not NULL (checked above), so a writable handle (the contract).
+    unsafe { publish(Comm { ctx, attrs, hints, name: String::new(), ..parent }, newcomm) }
 }
 
 pub unsafe fn MPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
-    ret(comm, "MPI_Comm_dup", dup_common(comm, None, newcomm))
+    // SAFETY: `newcomm` is NULL or a writable handle (the caller's contract).
+    ret(comm, "MPI_Comm_dup", unsafe { dup_common(comm, None, newcomm) })
 }
 
 pub unsafe fn MPI_Comm_dup_with_info(comm: MPI_Comm, info: MPI_Info, newcomm: *mut MPI_Comm) -> c_int {
-    ret(comm, "MPI_Comm_dup_with_info", dup_common(comm, Some(info), newcomm))
+    // SAFETY: `newcomm` is NULL or a writable handle (the caller's contract).
+    ret(comm, "MPI_Comm_dup_with_info", unsafe { dup_common(comm, Some(info), newcomm) })
 }
 
 /// A raw pointer handed to an idup's thread.
@@ -127,6 +149,10 @@ unsafe impl Send for SendPtr {}
 /// earlier idups of the same parent), which then writes `newcomm` and
 /// completes the request. A constructor called later on the same parent
 /// waits for it ([`quiet`]).
+///
+/// # Safety
+/// `request` is NULL or a writable handle; `newcomm` is NULL or a handle
+/// that stays writable until the request completes.
 unsafe fn idup_common(
     comm: MPI_Comm,
     info: Option<MPI_Info>,
@@ -151,7 +177,8 @@ unsafe fn idup_common(
         let req = st.reqs.alloc(Request::new(Kind::Null, comm));
         Ok((a, key, st.comms.idup_start(pctx), req))
     })?;
-    put(request, ReqTable::handle(req), "request")?;
+    // SAFETY: not NULL (checked above), so a writable handle (the contract).
+    unsafe { put(request, ReqTable::handle(req), "request") }?;
     let out = SendPtr(newcomm);
     // Counted as a waiting thread from now on: a thread spinning in
     // MPI_Wait on the same CPU must yield to this one.
@@ -165,7 +192,8 @@ unsafe fn idup_common(
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             rt::wait_until(|st| st.comms.idup_turn(pctx, ticket))
                 .and_then(|()| agree_ctx(key, span, &a, false))
-                // SAFETY: see `SendPtr`.
+                // SAFETY: `out.0` is not NULL and stays writable until the
+                // request completes, after this (the contract; see `SendPtr`).
                 .and_then(|ctx| unsafe { publish(Comm { ctx, attrs, hints, name: String::new(), ..parent }, out.0) })
         }))
         .unwrap_or_else(|_| {
@@ -193,7 +221,9 @@ unsafe fn idup_common(
 }
 
 pub unsafe fn MPI_Comm_idup(comm: MPI_Comm, newcomm: *mut MPI_Comm, request: *mut MPI_Request) -> c_int {
-    ret(comm, "MPI_Comm_idup", idup_common(comm, None, newcomm, request))
+    // SAFETY: `request` is NULL or a writable handle, `newcomm` NULL or a
+    // handle writable until the request completes (the caller's contract).
+    ret(comm, "MPI_Comm_idup", unsafe { idup_common(comm, None, newcomm, request) })
 }
 
 pub unsafe fn MPI_Comm_idup_with_info(
@@ -202,15 +232,20 @@ pub unsafe fn MPI_Comm_idup_with_info(
     newcomm: *mut MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    ret(comm, "MPI_Comm_idup_with_info", idup_common(comm, Some(info), newcomm, request))
+    // SAFETY: `request` is NULL or a writable handle, `newcomm` NULL or a
+    // handle writable until the request completes (the caller's contract).
+    ret(comm, "MPI_Comm_idup_with_info", unsafe { idup_common(comm, Some(info), newcomm, request) })
 }
 
 pub unsafe fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
-    let c = if comm.is_null() { MPI_COMM_NULL } else { *comm };
+    // SAFETY: `comm` is NULL or the program's handle, readable and writable
+    // (the caller's contract).
+    let comm = unsafe { comm.as_mut() };
+    let c = comm.as_deref().map_or(MPI_COMM_NULL, |&c| c);
     let r = (|| {
-        if comm.is_null() {
+        let Some(comm) = comm else {
             bail!(MPI_ERR_ARG, "comm is a NULL pointer");
-        }
+        };
         free_comm(c)?;
         *comm = MPI_COMM_NULL;
         Ok(())
@@ -240,11 +275,18 @@ pub(crate) fn free_comm(c: MPI_Comm) -> MpiResult<()> {
 /// A new intracommunicator of the processes of `members` (world ranks, in
 /// rank order) with context `ctx`, inheriting `parent`'s error handler;
 /// `MPI_COMM_NULL` if this process is not a member.
+///
+/// # Safety
+/// `newcomm` is NULL or a writable handle.
 unsafe fn make_intra(parent: &Comm, ctx: u32, members: Vec<usize>, newcomm: *mut MPI_Comm) -> MpiResult<()> {
-    make_intra_with(parent, ctx, members, Vec::new(), newcomm)
+    // SAFETY: the contract.
+    unsafe { make_intra_with(parent, ctx, members, Vec::new(), newcomm) }
 }
 
 /// [`make_intra`] with info hints on the new communicator.
+///
+/// # Safety
+/// `newcomm` is NULL or a writable handle.
 unsafe fn make_intra_with(
     parent: &Comm,
     ctx: u32,
@@ -254,11 +296,13 @@ unsafe fn make_intra_with(
 ) -> MpiResult<()> {
     let me = rt::with(|st| Ok(st.world_rank))?;
     match group::rank_of(&members, me) {
-        None => put(newcomm, MPI_COMM_NULL, "newcomm"),
+        // SAFETY: `newcomm` is NULL or a writable handle (the contract).
+        None => unsafe { put(newcomm, MPI_COMM_NULL, "newcomm") },
         Some(rank) => {
             let mut c = Comm::intra(ctx, Arc::new(members), rank as c_int, parent.errhandler);
             c.hints = hints;
-            publish(c, newcomm)
+            // SAFETY: `newcomm` is NULL or a writable handle (the contract).
+            unsafe { publish(c, newcomm) }
         }
     }
 }
@@ -271,10 +315,13 @@ pub unsafe fn MPI_Comm_split(comm: MPI_Comm, color: c_int, key: c_int, newcomm: 
         quiet(comm)?;
         let parent = comm_of(comm)?;
         if parent.is_inter() {
-            return super::inter::inter_split(comm, &parent, color, key, newcomm);
+            // SAFETY: `newcomm` is a writable handle (checked above; the
+            // caller's contract).
+            return unsafe { super::inter::inter_split(comm, &parent, color, key, newcomm) };
         }
         let (parent, ctx, members) = split(comm, color, key)?;
-        make_intra(&parent, ctx, members, newcomm)
+        // SAFETY: as above.
+        unsafe { make_intra(&parent, ctx, members, newcomm) }
     })();
     ret(comm, "MPI_Comm_split", r)
 }
@@ -322,7 +369,9 @@ pub unsafe fn MPI_Comm_split_type(
             Some(_) => e,
         })?;
         // The info hints apply to the new communicator.
-        make_intra_with(&parent, ctx, members, hints, newcomm)
+        // SAFETY: `newcomm` is a writable handle (checked above; the
+        // caller's contract).
+        unsafe { make_intra_with(&parent, ctx, members, hints, newcomm) }
     })();
     ret(comm, "MPI_Comm_split_type", r)
 }
@@ -354,12 +403,15 @@ pub unsafe fn MPI_Comm_create(comm: MPI_Comm, group: MPI_Group, newcomm: *mut MP
                     None => (MPI_UNDEFINED, 0),
                 },
             };
-            let r = super::inter::inter_split(comm, &parent, color, key, newcomm);
+            // SAFETY: `newcomm` is a writable handle (checked above; the
+            // caller's contract).
+            let r = unsafe { super::inter::inter_split(comm, &parent, color, key, newcomm) };
             members?;
             return r;
         }
         let ctx = new_context_or_fail(comm, CTX_SPAN_INTRA, false, members.as_ref().map(|_| ()).map_err(Clone::clone))?;
-        make_intra(&parent, ctx, members?.to_vec(), newcomm)
+        // SAFETY: as above.
+        unsafe { make_intra(&parent, ctx, members?.to_vec(), newcomm) }
     })();
     ret(comm, "MPI_Comm_create", r)
 }
@@ -382,19 +434,24 @@ pub unsafe fn MPI_Comm_create_group(comm: MPI_Comm, group: MPI_Group, tag: c_int
             );
         }
         let Some(rank) = group::rank_of(&members, me) else {
-            return put(newcomm, MPI_COMM_NULL, "newcomm");
+            // SAFETY: `newcomm` is a writable handle (checked above; the
+            // caller's contract).
+            return unsafe { put(newcomm, MPI_COMM_NULL, "newcomm") };
         };
         // Only the members take part: agree among them on the parent's
         // collective context, with tags derived from the user's tag.
         let local = rt::with(|st| View::new(st, parent.coll_ctx(), rank, members.clone()))?.with_user_tag(tag);
         let a = Agreement { local, leader: 0, peer: None, inter: false };
         let ctx = agree_ctx(ctx_key(&parent, KEY_CREATE_GROUP | tag as u64), CTX_SPAN_INTRA, &a, false)?;
-        publish(Comm::intra(ctx, members, rank as c_int, parent.errhandler), newcomm)
+        // SAFETY: as above.
+        unsafe { publish(Comm::intra(ctx, members, rank as c_int, parent.errhandler), newcomm) }
     })();
     ret(comm, "MPI_Comm_create_group", r)
 }
 
 pub unsafe fn MPI_Comm_compare(comm1: MPI_Comm, comm2: MPI_Comm, result: *mut c_int) -> c_int {
+    // SAFETY: `result` is NULL or a writable int (the caller's contract).
+    let mut result = unsafe { Out::new(result, "result") };
     let r = rt::with(|st| {
         let a = st.comms.get(comm1)?;
         let b = st.comms.get(comm2)?;
@@ -410,7 +467,7 @@ pub unsafe fn MPI_Comm_compare(comm1: MPI_Comm, comm2: MPI_Comm, result: *mut c_
                 v => v,
             }
         };
-        put(result, v, "result")
+        result.put(v)
     });
     ret(comm1, "MPI_Comm_compare", r)
 }
@@ -428,13 +485,15 @@ pub unsafe fn MPI_Comm_set_info(comm: MPI_Comm, info: MPI_Info) -> c_int {
 }
 
 pub unsafe fn MPI_Comm_get_info(comm: MPI_Comm, info_used: *mut MPI_Info) -> c_int {
+    // SAFETY: `info_used` is NULL or a writable handle (the caller's contract).
+    let mut info_used = unsafe { Out::new(info_used, "info_used") };
     let r = rt::with(|st| {
         let hints = st.comms.get(comm)?.hints.clone();
         if info_used.is_null() {
             bail!(MPI_ERR_ARG, "info_used is a NULL pointer");
         }
         let h = st.comms.infos.insert(hints);
-        put(info_used, h, "info_used")
+        info_used.put(h)
     });
     ret(comm, "MPI_Comm_get_info", r)
 }

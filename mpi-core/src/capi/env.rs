@@ -4,13 +4,19 @@ use std::os::raw::{c_char, c_int};
 
 use mpi_api::abi::*;
 
-use super::{put, put_str, raise, ret};
+use super::{put, put_str, raise, ret, Out};
 use crate::rt::{self, error::MpiError};
 
+/// `MPI_Init(_thread)`; the thread level provided goes to `provided`
+/// unless it is NULL.
+///
+/// # Safety
+/// `provided` is NULL or a writable int.
 unsafe fn init_common(name: &str, required: c_int, provided: *mut c_int) -> c_int {
     match rt::init(required) {
         Ok(p) => {
-            if !provided.is_null() {
+            // SAFETY: `provided` is NULL or a writable int (the contract).
+            if let Some(provided) = unsafe { provided.as_mut() } {
                 *provided = p;
             }
             // A spawned job meets its parent before the program goes on.
@@ -30,7 +36,8 @@ unsafe fn init_common(name: &str, required: c_int, provided: *mut c_int) -> c_in
 }
 
 pub unsafe fn MPI_Init(_argc: *mut c_int, _argv: *mut *mut *mut c_char) -> c_int {
-    init_common("MPI_Init", MPI_THREAD_SINGLE, std::ptr::null_mut())
+    // SAFETY: NULL is allowed.
+    unsafe { init_common("MPI_Init", MPI_THREAD_SINGLE, std::ptr::null_mut()) }
 }
 
 pub unsafe fn MPI_Init_thread(
@@ -43,7 +50,8 @@ pub unsafe fn MPI_Init_thread(
         // The standard lets an implementation treat unknown levels as the
         // nearest level it supports.
     }
-    init_common("MPI_Init_thread", required, provided)
+    // SAFETY: `provided` is NULL or a writable int (the caller's contract).
+    unsafe { init_common("MPI_Init_thread", required, provided) }
 }
 
 pub unsafe fn MPI_Finalize() -> c_int {
@@ -56,11 +64,13 @@ pub unsafe fn MPI_Finalize() -> c_int {
 }
 
 pub unsafe fn MPI_Initialized(flag: *mut c_int) -> c_int {
-    ret(MPI_COMM_WORLD, "MPI_Initialized", put(flag, rt::is_initialized() as c_int, "flag"))
+    // SAFETY: `flag` is NULL or a writable int (the caller's contract).
+    ret(MPI_COMM_WORLD, "MPI_Initialized", unsafe { put(flag, rt::is_initialized() as c_int, "flag") })
 }
 
 pub unsafe fn MPI_Finalized(flag: *mut c_int) -> c_int {
-    ret(MPI_COMM_WORLD, "MPI_Finalized", put(flag, rt::is_finalized() as c_int, "flag"))
+    // SAFETY: `flag` is NULL or a writable int (the caller's contract).
+    ret(MPI_COMM_WORLD, "MPI_Finalized", unsafe { put(flag, rt::is_finalized() as c_int, "flag") })
 }
 
 pub unsafe fn MPI_Abort(comm: MPI_Comm, errorcode: c_int) -> c_int {
@@ -71,13 +81,16 @@ pub unsafe fn MPI_Abort(comm: MPI_Comm, errorcode: c_int) -> c_int {
 }
 
 pub unsafe fn MPI_Query_thread(provided: *mut c_int) -> c_int {
-    let r = rt::with(|st| Ok(st.thread_level)).and_then(|l| put(provided, l, "provided"));
+    // SAFETY: `provided` is NULL or a writable int (the caller's contract).
+    let mut provided = unsafe { Out::new(provided, "provided") };
+    let r = rt::with(|st| Ok(st.thread_level)).and_then(|l| provided.put(l));
     ret(MPI_COMM_WORLD, "MPI_Query_thread", r)
 }
 
 pub unsafe fn MPI_Is_thread_main(flag: *mut c_int) -> c_int {
-    let r =
-        rt::with(|st| Ok(st.main_thread == std::thread::current().id())).and_then(|m| put(flag, m as c_int, "flag"));
+    // SAFETY: `flag` is NULL or a writable int (the caller's contract).
+    let mut flag = unsafe { Out::new(flag, "flag") };
+    let r = rt::with(|st| Ok(st.main_thread == std::thread::current().id())).and_then(|m| flag.put(m as c_int));
     ret(MPI_COMM_WORLD, "MPI_Is_thread_main", r)
 }
 
@@ -87,24 +100,31 @@ pub unsafe fn MPI_Wtime() -> f64 {
 
 pub unsafe fn MPI_Wtick() -> f64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_getres into a valid timespec.
-    libc::clock_getres(libc::CLOCK_MONOTONIC, &mut ts);
+    // SAFETY: clock_getres writes into `ts`, a local timespec.
+    unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC, &mut ts) };
     (ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9).max(1e-9)
 }
 
 pub unsafe fn MPI_Get_processor_name(name: *mut c_char, resultlen: *mut c_int) -> c_int {
+    // SAFETY: `resultlen` is NULL or a writable int (the caller's contract).
+    let mut resultlen = unsafe { Out::new(resultlen, "resultlen") };
     let r = rt::with(|st| Ok(st.processor_name.clone())).and_then(|n| {
         if name.is_null() {
             return Err(MpiError::new(MPI_ERR_ARG, "name is a NULL pointer"));
         }
-        let len = put_str(name, MPI_MAX_PROCESSOR_NAME as usize, &n);
-        put(resultlen, len, "resultlen")
+        // SAFETY: not NULL, so `name` holds MPI_MAX_PROCESSOR_NAME chars (the
+        // caller's contract).
+        let len = unsafe { put_str(name, MPI_MAX_PROCESSOR_NAME as usize, &n) };
+        resultlen.put(len)
     });
     ret(MPI_COMM_WORLD, "MPI_Get_processor_name", r)
 }
 
 pub unsafe fn MPI_Get_version(version: *mut c_int, subversion: *mut c_int) -> c_int {
-    let r = put(version, MPI_VERSION, "version").and_then(|()| put(subversion, MPI_SUBVERSION, "subversion"));
+    // SAFETY: `version` and `subversion` are NULL or writable ints (the
+    // caller's contract).
+    let (mut version, mut subversion) = unsafe { (Out::new(version, "version"), Out::new(subversion, "subversion")) };
+    let r = version.put(MPI_VERSION).and_then(|()| subversion.put(MPI_SUBVERSION));
     ret(MPI_COMM_WORLD, "MPI_Get_version", r)
 }
 
@@ -122,14 +142,21 @@ pub unsafe fn MPI_Get_library_version(version: *mut c_char, resultlen: *mut c_in
     let r = if version.is_null() {
         Err(MpiError::new(MPI_ERR_ARG, "version is a NULL pointer"))
     } else {
-        let n = put_str(version, MPI_MAX_LIBRARY_VERSION_STRING as usize, &library_version());
-        put(resultlen, n, "resultlen")
+        // SAFETY: not NULL, so `version` holds MPI_MAX_LIBRARY_VERSION_STRING
+        // chars, and `resultlen` is NULL or a writable int (the caller's
+        // contract).
+        unsafe {
+            let n = put_str(version, MPI_MAX_LIBRARY_VERSION_STRING as usize, &library_version());
+            put(resultlen, n, "resultlen")
+        }
     };
     ret(MPI_COMM_WORLD, "MPI_Get_library_version", r)
 }
 
 pub unsafe fn MPI_Error_class(errorcode: c_int, errorclass: *mut c_int) -> c_int {
-    let r = super::errh::class_of_code(errorcode).and_then(|c| put(errorclass, c, "errorclass"));
+    // SAFETY: `errorclass` is NULL or a writable int (the caller's contract).
+    let mut errorclass = unsafe { Out::new(errorclass, "errorclass") };
+    let r = super::errh::class_of_code(errorcode).and_then(|c| errorclass.put(c));
     ret(MPI_COMM_WORLD, "MPI_Error_class", r)
 }
 
@@ -138,8 +165,12 @@ pub unsafe fn MPI_Error_string(errorcode: c_int, string: *mut c_char, resultlen:
         Err(MpiError::new(MPI_ERR_ARG, "string is a NULL pointer"))
     } else {
         let s = super::errh::string_of_code(errorcode);
-        let n = put_str(string, MPI_MAX_ERROR_STRING as usize, &s);
-        put(resultlen, n, "resultlen")
+        // SAFETY: not NULL, so `string` holds MPI_MAX_ERROR_STRING chars, and
+        // `resultlen` is NULL or a writable int (the caller's contract).
+        unsafe {
+            let n = put_str(string, MPI_MAX_ERROR_STRING as usize, &s);
+            put(resultlen, n, "resultlen")
+        }
     };
     ret(MPI_COMM_WORLD, "MPI_Error_string", r)
 }
@@ -169,7 +200,9 @@ pub unsafe fn MPI_Alloc_mem(size: MPI_Aint, info: MPI_Info, baseptr: *mut std::f
         if p.is_null() {
             return Err(MpiError::new(MPI_ERR_NO_MEM, format!("cannot allocate {size} bytes")));
         }
-        // SAFETY: `baseptr` is the address of the caller's pointer (checked non-NULL).
+        // SAFETY: `baseptr` is not NULL (checked above), so the address of
+        // the caller's pointer, writable (the standard's `void *baseptr`
+        // convention for MPI_Alloc_mem).
         unsafe { *(baseptr as *mut *mut std::ffi::c_void) = p };
         Ok(())
     })();

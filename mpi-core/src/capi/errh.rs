@@ -7,7 +7,7 @@ use std::os::raw::{c_char, c_int};
 
 use mpi_api::abi::*;
 
-use super::{put, raise, ret};
+use super::{raise, ret, Out};
 use crate::bail;
 use crate::rt::errh::HandlerKind;
 use crate::rt::error::{MpiError, MpiResult};
@@ -49,22 +49,29 @@ pub unsafe fn MPI_Comm_set_errhandler(comm: MPI_Comm, errhandler: MPI_Errhandler
 }
 
 pub unsafe fn MPI_Comm_get_errhandler(comm: MPI_Comm, errhandler: *mut MPI_Errhandler) -> c_int {
+    // SAFETY: `errhandler` is NULL or a writable handle (the caller's contract).
+    let mut errhandler = unsafe { Out::new(errhandler, "errhandler") };
     let r = rt::with(|st| {
         let h = st.comms.get(comm)?.errhandler;
-        put(errhandler, h, "errhandler")
+        errhandler.put(h)
     });
     ret(comm, "MPI_Comm_get_errhandler", r)
 }
 
 pub unsafe fn MPI_Errhandler_set(comm: MPI_Comm, errhandler: MPI_Errhandler) -> c_int {
-    MPI_Comm_set_errhandler(comm, errhandler)
+    // SAFETY: no pointer arguments: nothing to uphold.
+    unsafe { MPI_Comm_set_errhandler(comm, errhandler) }
 }
 
 pub unsafe fn MPI_Errhandler_get(comm: MPI_Comm, errhandler: *mut MPI_Errhandler) -> c_int {
-    MPI_Comm_get_errhandler(comm, errhandler)
+    // SAFETY: the same argument, with the same contract (NULL or a writable
+    // handle; the caller's).
+    unsafe { MPI_Comm_get_errhandler(comm, errhandler) }
 }
 
-unsafe fn create_errhandler(name: &str, f: *mut c_void, kind: HandlerKind, errhandler: *mut MPI_Errhandler) -> c_int {
+/// Registers the program's error handler function `f` for objects of
+/// `kind`; its handle goes to `errhandler`.
+fn create_errhandler(name: &str, f: *mut c_void, kind: HandlerKind, mut errhandler: Out<MPI_Errhandler>) -> c_int {
     let r = rt::with(|st| {
         if f.is_null() {
             bail!(MPI_ERR_ARG, "the error handler function is NULL");
@@ -75,39 +82,57 @@ unsafe fn create_errhandler(name: &str, f: *mut c_void, kind: HandlerKind, errha
         st.errhandlers.push(Some(f as usize));
         let idx = (st.errhandlers.len() - 1) as u32;
         st.comms.errors.kinds.insert(idx, kind);
-        put(errhandler, make_handle(HANDLE_KIND_DIRECT, OBJ_ERRHANDLER, idx), "errhandler")
+        errhandler.put(make_handle(HANDLE_KIND_DIRECT, OBJ_ERRHANDLER, idx))
     });
     ret(MPI_COMM_WORLD, name, r)
 }
 
 pub unsafe fn MPI_Comm_create_errhandler(comm_errhandler_fn: *mut c_void, errhandler: *mut MPI_Errhandler) -> c_int {
-    create_errhandler("MPI_Comm_create_errhandler", comm_errhandler_fn, HandlerKind::Comm, errhandler)
+    // SAFETY: `errhandler` is NULL or a writable handle (the caller's contract).
+    create_errhandler("MPI_Comm_create_errhandler", comm_errhandler_fn, HandlerKind::Comm, unsafe {
+        Out::new(errhandler, "errhandler")
+    })
 }
 
 pub unsafe fn MPI_Errhandler_create(function: *mut c_void, errhandler: *mut MPI_Errhandler) -> c_int {
-    create_errhandler("MPI_Errhandler_create", function, HandlerKind::Comm, errhandler)
+    // SAFETY: `errhandler` is NULL or a writable handle (the caller's contract).
+    create_errhandler("MPI_Errhandler_create", function, HandlerKind::Comm, unsafe {
+        Out::new(errhandler, "errhandler")
+    })
 }
 
 pub unsafe fn MPI_Win_create_errhandler(win_errhandler_fn: *mut c_void, errhandler: *mut MPI_Errhandler) -> c_int {
-    create_errhandler("MPI_Win_create_errhandler", win_errhandler_fn, HandlerKind::Win, errhandler)
+    // SAFETY: `errhandler` is NULL or a writable handle (the caller's contract).
+    create_errhandler("MPI_Win_create_errhandler", win_errhandler_fn, HandlerKind::Win, unsafe {
+        Out::new(errhandler, "errhandler")
+    })
 }
 
 pub unsafe fn MPI_File_create_errhandler(file_errhandler_fn: *mut c_void, errhandler: *mut MPI_Errhandler) -> c_int {
-    create_errhandler("MPI_File_create_errhandler", file_errhandler_fn, HandlerKind::File, errhandler)
+    // SAFETY: `errhandler` is NULL or a writable handle (the caller's contract).
+    create_errhandler("MPI_File_create_errhandler", file_errhandler_fn, HandlerKind::File, unsafe {
+        Out::new(errhandler, "errhandler")
+    })
 }
 
 pub unsafe fn MPI_Session_create_errhandler(
     session_errhandler_fn: *mut c_void,
     errhandler: *mut MPI_Errhandler,
 ) -> c_int {
-    create_errhandler("MPI_Session_create_errhandler", session_errhandler_fn, HandlerKind::Session, errhandler)
+    // SAFETY: `errhandler` is NULL or a writable handle (the caller's contract).
+    create_errhandler("MPI_Session_create_errhandler", session_errhandler_fn, HandlerKind::Session, unsafe {
+        Out::new(errhandler, "errhandler")
+    })
 }
 
 pub unsafe fn MPI_Errhandler_free(errhandler: *mut MPI_Errhandler) -> c_int {
+    // SAFETY: `errhandler` is NULL or the program's handle, readable and
+    // writable (the caller's contract).
+    let errhandler = unsafe { errhandler.as_mut() };
     let r = rt::with(|st| {
-        if errhandler.is_null() {
+        let Some(errhandler) = errhandler else {
             bail!(MPI_ERR_ARG, "errhandler is a NULL pointer");
-        }
+        };
         let h = *errhandler;
         let kind = st.comms.errors.kinds.get(&handle_index(h)).copied().unwrap_or(HandlerKind::Comm);
         check_errhandler(st, h, kind)?;
@@ -128,23 +153,27 @@ pub unsafe fn MPI_Comm_call_errhandler(comm: MPI_Comm, errorcode: c_int) -> c_in
 }
 
 pub unsafe fn MPI_Add_error_class(errorclass: *mut c_int) -> c_int {
+    // SAFETY: `errorclass` is NULL or a writable int (the caller's contract).
+    let mut errorclass = unsafe { Out::new(errorclass, "errorclass") };
     let r = rt::with(|st| {
         if errorclass.is_null() {
             bail!(MPI_ERR_ARG, "errorclass is a NULL pointer");
         }
         let c = st.comms.errors.add_class()?;
-        put(errorclass, c, "errorclass")
+        errorclass.put(c)
     });
     ret(MPI_COMM_WORLD, "MPI_Add_error_class", r)
 }
 
 pub unsafe fn MPI_Add_error_code(errorclass: c_int, errorcode: *mut c_int) -> c_int {
+    // SAFETY: `errorcode` is NULL or a writable int (the caller's contract).
+    let mut errorcode = unsafe { Out::new(errorcode, "errorcode") };
     let r = rt::with(|st| {
         if errorcode.is_null() {
             bail!(MPI_ERR_ARG, "errorcode is a NULL pointer");
         }
         let c = st.comms.errors.add_code(errorclass)?;
-        put(errorcode, c, "errorcode")
+        errorcode.put(c)
     });
     ret(MPI_COMM_WORLD, "MPI_Add_error_code", r)
 }
@@ -154,7 +183,8 @@ pub unsafe fn MPI_Add_error_string(errorcode: c_int, string: *const c_char) -> c
         if string.is_null() {
             bail!(MPI_ERR_ARG, "string is a NULL pointer");
         }
-        let s = std::ffi::CStr::from_ptr(string).to_string_lossy();
+        // SAFETY: not NULL, so a NUL-terminated string (the caller's contract).
+        let s = unsafe { std::ffi::CStr::from_ptr(string) }.to_string_lossy();
         st.comms.errors.set_string(errorcode, &s)
     });
     ret(MPI_COMM_WORLD, "MPI_Add_error_string", r)

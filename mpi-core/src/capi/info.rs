@@ -5,7 +5,7 @@ use std::os::raw::{c_char, c_int};
 
 use mpi_api::abi::*;
 
-use super::{put, put_str, ret};
+use super::{put_str, ret, Out};
 use crate::bail;
 use crate::rt::error::MpiResult;
 use crate::rt::info::{self, Pairs};
@@ -16,11 +16,16 @@ fn done(name: &str, r: MpiResult<()>) -> c_int {
 }
 
 /// A C string argument.
+///
+/// # Safety
+/// `p` is NULL or a NUL-terminated string that stays unchanged during `'a`.
 pub(crate) unsafe fn cstr<'a>(p: *const c_char, what: &str) -> MpiResult<std::borrow::Cow<'a, str>> {
     if p.is_null() {
         bail!(MPI_ERR_ARG, "{what} is a NULL pointer");
     }
-    Ok(CStr::from_ptr(p).to_string_lossy())
+    // SAFETY: not NULL, so a NUL-terminated string, unchanged during 'a
+    // (the contract).
+    Ok(unsafe { CStr::from_ptr(p) }.to_string_lossy())
 }
 
 /// Contents of `h` (filling `MPI_INFO_ENV` on first use).
@@ -32,30 +37,36 @@ fn pairs(st: &mut State, h: MPI_Info) -> MpiResult<&Pairs> {
 }
 
 pub unsafe fn MPI_Info_create(info: *mut MPI_Info) -> c_int {
+    // SAFETY: `info` is NULL or a writable handle (the caller's contract).
+    let mut info = unsafe { Out::new(info, "info") };
     let r = rt::with(|st| {
         if info.is_null() {
             bail!(MPI_ERR_ARG, "info is a NULL pointer");
         }
-        put(info, st.comms.infos.insert(Pairs::new()), "info")
+        info.put(st.comms.infos.insert(Pairs::new()))
     });
     done("MPI_Info_create", r)
 }
 
 pub unsafe fn MPI_Info_create_env(_argc: c_int, _argv: *mut c_char, info: *mut MPI_Info) -> c_int {
+    // SAFETY: `info` is NULL or a writable handle (the caller's contract).
+    let mut info = unsafe { Out::new(info, "info") };
     let r = rt::with(|st| {
         if info.is_null() {
             bail!(MPI_ERR_ARG, "info is a NULL pointer");
         }
         let p = pairs(st, MPI_INFO_ENV)?.clone();
-        put(info, st.comms.infos.insert(p), "info")
+        info.put(st.comms.infos.insert(p))
     });
     done("MPI_Info_create_env", r)
 }
 
 pub unsafe fn MPI_Info_set(info: MPI_Info, key: *const c_char, value: *const c_char) -> c_int {
     let r = rt::with(|st| {
-        let k = cstr(key, "key")?;
-        let v = cstr(value, "value")?;
+        // SAFETY: `key` and `value` are NULL or NUL-terminated strings (the
+        // caller's contract), unchanged during the call.
+        let (k, v) = unsafe { (cstr(key, "key"), cstr(value, "value")) };
+        let (k, v) = (k?, v?);
         let p = st.comms.infos.get_mut(info)?;
         info::set(p, info::check_key(&k)?, info::check_value(&v)?);
         Ok(())
@@ -65,7 +76,9 @@ pub unsafe fn MPI_Info_set(info: MPI_Info, key: *const c_char, value: *const c_c
 
 pub unsafe fn MPI_Info_delete(info: MPI_Info, key: *const c_char) -> c_int {
     let r = rt::with(|st| {
-        let k = cstr(key, "key")?;
+        // SAFETY: `key` is NULL or a NUL-terminated string (the caller's
+        // contract), unchanged during the call.
+        let k = unsafe { cstr(key, "key") }?;
         let k = info::check_key(&k)?;
         let p = st.comms.infos.get_mut(info)?;
         match p.iter().position(|(kk, _)| kk == k) {
@@ -80,8 +93,12 @@ pub unsafe fn MPI_Info_delete(info: MPI_Info, key: *const c_char) -> c_int {
 }
 
 /// The value of `key` in `info`, if set.
+///
+/// # Safety
+/// `key` is NULL or a NUL-terminated string.
 unsafe fn lookup(st: &mut State, info: MPI_Info, key: *const c_char) -> MpiResult<Option<String>> {
-    let k = cstr(key, "key")?;
+    // SAFETY: the contract; the string is copied before the call returns.
+    let k = unsafe { cstr(key, "key") }?;
     let k = info::check_key(&k)?.to_string();
     Ok(info::get(pairs(st, info)?, &k).map(str::to_string))
 }
@@ -93,8 +110,12 @@ pub unsafe fn MPI_Info_get(
     value: *mut c_char,
     flag: *mut c_int,
 ) -> c_int {
+    // SAFETY: `flag` is NULL or a writable int (the caller's contract).
+    let mut flag = unsafe { Out::new(flag, "flag") };
     let r = rt::with(|st| {
-        let v = lookup(st, info, key)?;
+        // SAFETY: `key` is NULL or a NUL-terminated string (the caller's
+        // contract).
+        let v = unsafe { lookup(st, info, key) }?;
         if flag.is_null() {
             bail!(MPI_ERR_ARG, "flag is a NULL pointer");
         }
@@ -106,11 +127,12 @@ pub unsafe fn MPI_Info_get(
                 if value.is_null() {
                     bail!(MPI_ERR_ARG, "value is a NULL pointer");
                 }
-                // The buffer holds valuelen characters and the NUL.
-                put_str(value, valuelen as usize + 1, &v);
-                *flag = 1;
+                // SAFETY: not NULL, so the buffer holds valuelen characters
+                // and the NUL (the caller's contract).
+                unsafe { put_str(value, valuelen as usize + 1, &v) };
+                flag.put(1)?;
             }
-            None => *flag = 0,
+            None => flag.put(0)?,
         }
         Ok(())
     });
@@ -123,12 +145,17 @@ pub unsafe fn MPI_Info_get_valuelen(
     valuelen: *mut c_int,
     flag: *mut c_int,
 ) -> c_int {
+    // SAFETY: `valuelen` and `flag` are NULL or writable ints (the caller's
+    // contract).
+    let (mut valuelen, mut flag) = unsafe { (Out::new(valuelen, "valuelen"), Out::new(flag, "flag")) };
     let r = rt::with(|st| {
-        let v = lookup(st, info, key)?;
+        // SAFETY: `key` is NULL or a NUL-terminated string (the caller's
+        // contract).
+        let v = unsafe { lookup(st, info, key) }?;
         if let Some(v) = &v {
-            put(valuelen, v.len() as c_int, "valuelen")?;
+            valuelen.put(v.len() as c_int)?;
         }
-        put(flag, v.is_some() as c_int, "flag")
+        flag.put(v.is_some() as c_int)
     });
     done("MPI_Info_get_valuelen", r)
 }
@@ -140,11 +167,16 @@ pub unsafe fn MPI_Info_get_string(
     value: *mut c_char,
     flag: *mut c_int,
 ) -> c_int {
+    // SAFETY: `buflen` is NULL or a readable and writable int, `flag` NULL
+    // or a writable int (the caller's contract).
+    let (buflen, mut flag) = unsafe { (buflen.as_mut(), Out::new(flag, "flag")) };
     let r = rt::with(|st| {
-        let v = lookup(st, info, key)?;
-        if buflen.is_null() || flag.is_null() {
+        // SAFETY: `key` is NULL or a NUL-terminated string (the caller's
+        // contract).
+        let v = unsafe { lookup(st, info, key) }?;
+        let (Some(buflen), false) = (buflen, flag.is_null()) else {
             bail!(MPI_ERR_ARG, "buflen or flag is a NULL pointer");
-        }
+        };
         match v {
             Some(v) => {
                 let cap = *buflen;
@@ -152,12 +184,14 @@ pub unsafe fn MPI_Info_get_string(
                     if value.is_null() {
                         bail!(MPI_ERR_ARG, "value is a NULL pointer");
                     }
-                    put_str(value, cap as usize, &v);
+                    // SAFETY: not NULL, so `value` holds `*buflen` > 0 bytes
+                    // (the caller's contract).
+                    unsafe { put_str(value, cap as usize, &v) };
                 }
                 *buflen = v.len() as c_int + 1;
-                *flag = 1;
+                flag.put(1)?;
             }
-            None => *flag = 0,
+            None => flag.put(0)?,
         }
         Ok(())
     });
@@ -165,9 +199,11 @@ pub unsafe fn MPI_Info_get_string(
 }
 
 pub unsafe fn MPI_Info_get_nkeys(info: MPI_Info, nkeys: *mut c_int) -> c_int {
+    // SAFETY: `nkeys` is NULL or a writable int (the caller's contract).
+    let mut nkeys = unsafe { Out::new(nkeys, "nkeys") };
     let r = rt::with(|st| {
         let n = pairs(st, info)?.len() as c_int;
-        put(nkeys, n, "nkeys")
+        nkeys.put(n)
     });
     done("MPI_Info_get_nkeys", r)
 }
@@ -181,28 +217,35 @@ pub unsafe fn MPI_Info_get_nthkey(info: MPI_Info, n: c_int, key: *mut c_char) ->
         if key.is_null() {
             bail!(MPI_ERR_ARG, "key is a NULL pointer");
         }
-        put_str(key, MPI_MAX_INFO_KEY as usize + 1, &p[n as usize].0);
+        // SAFETY: not NULL, so `key` holds MPI_MAX_INFO_KEY characters and
+        // the NUL (the caller's contract).
+        unsafe { put_str(key, MPI_MAX_INFO_KEY as usize + 1, &p[n as usize].0) };
         Ok(())
     });
     done("MPI_Info_get_nthkey", r)
 }
 
 pub unsafe fn MPI_Info_dup(info: MPI_Info, newinfo: *mut MPI_Info) -> c_int {
+    // SAFETY: `newinfo` is NULL or a writable handle (the caller's contract).
+    let mut newinfo = unsafe { Out::new(newinfo, "newinfo") };
     let r = rt::with(|st| {
         let p = pairs(st, info)?.clone();
         if newinfo.is_null() {
             bail!(MPI_ERR_ARG, "newinfo is a NULL pointer");
         }
-        put(newinfo, st.comms.infos.insert(p), "newinfo")
+        newinfo.put(st.comms.infos.insert(p))
     });
     done("MPI_Info_dup", r)
 }
 
 pub unsafe fn MPI_Info_free(info: *mut MPI_Info) -> c_int {
+    // SAFETY: `info` is NULL or the program's handle, readable and writable
+    // (the caller's contract).
+    let info = unsafe { info.as_mut() };
     let r = rt::with(|st| {
-        if info.is_null() {
+        let Some(info) = info else {
             bail!(MPI_ERR_ARG, "info is a NULL pointer");
-        }
+        };
         st.comms.infos.remove(*info)?;
         *info = MPI_INFO_NULL;
         Ok(())

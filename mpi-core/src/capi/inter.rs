@@ -13,7 +13,7 @@ use std::sync::Arc;
 use mpi_api::abi::*;
 
 use super::comm::publish;
-use super::{put, ret};
+use super::{put, ret, Out};
 use crate::bail;
 use crate::rt::agree::{bytes_to_ints, bytes_to_ranks, ints_to_bytes, ranks_to_bytes, View, TAG_EXCHANGE};
 use crate::rt::comm::{ctx_key, Comm, CTX_SPAN_INTER, CTX_SPAN_INTRA};
@@ -31,25 +31,31 @@ pub(crate) fn inter_of(comm: MPI_Comm, what: &str) -> MpiResult<Comm> {
 }
 
 pub unsafe fn MPI_Comm_test_inter(comm: MPI_Comm, flag: *mut c_int) -> c_int {
+    // SAFETY: `flag` is NULL or a writable int (the caller's contract).
+    let mut flag = unsafe { Out::new(flag, "flag") };
     let r = rt::with(|st| {
         let inter = st.comms.get(comm)?.is_inter();
-        put(flag, inter as c_int, "flag")
+        flag.put(inter as c_int)
     });
     ret(comm, "MPI_Comm_test_inter", r)
 }
 
 pub unsafe fn MPI_Comm_remote_size(comm: MPI_Comm, size: *mut c_int) -> c_int {
-    let r = inter_of(comm, "MPI_Comm_remote_size").and_then(|c| put(size, c.size(), "size"));
+    // SAFETY: `size` is NULL or a writable int (the caller's contract).
+    let mut size = unsafe { Out::new(size, "size") };
+    let r = inter_of(comm, "MPI_Comm_remote_size").and_then(|c| size.put(c.size()));
     ret(comm, "MPI_Comm_remote_size", r)
 }
 
 pub unsafe fn MPI_Comm_remote_group(comm: MPI_Comm, group: *mut MPI_Group) -> c_int {
+    // SAFETY: `group` is NULL or a writable handle (the caller's contract).
+    let mut group = unsafe { Out::new(group, "group") };
     let r = inter_of(comm, "MPI_Comm_remote_group").and_then(|c| {
         if group.is_null() {
             bail!(MPI_ERR_ARG, "group is a NULL pointer");
         }
         let h = rt::with(|st| Ok(st.comms.groups.insert(c.group.clone())))?;
-        put(group, h, "group")
+        group.put(h)
     });
     ret(comm, "MPI_Comm_remote_group", r)
 }
@@ -140,7 +146,9 @@ pub unsafe fn MPI_Intercomm_create(
         let ctx = agree_ctx(key, CTX_SPAN_INTER, &a, false)?;
         let mut c = Comm::intra(ctx, Arc::new(remote), local.rank, local.errhandler);
         c.local = Some(local.group.clone());
-        publish(c, newintercomm)
+        // SAFETY: `newintercomm` is a writable handle (checked above; the
+        // caller's contract).
+        unsafe { publish(c, newintercomm) }
     })();
     ret(local_comm, "MPI_Intercomm_create", r)
 }
@@ -189,7 +197,9 @@ pub unsafe fn MPI_Intercomm_merge(intercomm: MPI_Comm, high: c_int, newintracomm
             .iter()
             .position(|&w| w == me)
             .ok_or_else(|| MpiError::new(MPI_ERR_INTERN, "not in the merged group"))?;
-        publish(Comm::intra(ctx, Arc::new(members), rank as c_int, c.errhandler), newintracomm)
+        // SAFETY: `newintracomm` is a writable handle (checked above; the
+        // caller's contract).
+        unsafe { publish(Comm::intra(ctx, Arc::new(members), rank as c_int, c.errhandler), newintracomm) }
     })();
     ret(intercomm, "MPI_Intercomm_merge", r)
 }
@@ -200,6 +210,9 @@ pub unsafe fn MPI_Intercomm_merge(intercomm: MPI_Comm, high: c_int, newintracomm
 /// `MPI_UNDEFINED`, gives `MPI_COMM_NULL`. `MPI_Comm_create` on an
 /// intercommunicator is the split with color 0 for the members of the
 /// group (keyed by their rank in it).
+///
+/// # Safety
+/// `newcomm` is NULL or a writable handle.
 pub(crate) unsafe fn inter_split(
     comm: MPI_Comm,
     c: &Comm,
@@ -232,7 +245,8 @@ pub(crate) unsafe fn inter_split(
         m.iter().map(|&(_, r)| group[r]).collect()
     };
     if color == MPI_UNDEFINED {
-        return put(newcomm, MPI_COMM_NULL, "newcomm");
+        // SAFETY: `newcomm` is NULL or a writable handle (the contract).
+        return unsafe { put(newcomm, MPI_COMM_NULL, "newcomm") };
     }
     let (l, r) = (side(&mine, c.local_group()), side(&theirs, &c.group));
     let me = rt::with(|st| Ok(st.world_rank))?;
@@ -240,8 +254,10 @@ pub(crate) unsafe fn inter_split(
         Some(rank) if !r.is_empty() => {
             let mut n = Comm::intra(ctx, Arc::new(r), rank as c_int, c.errhandler);
             n.local = Some(Arc::new(l));
-            publish(n, newcomm)
+            // SAFETY: `newcomm` is NULL or a writable handle (the contract).
+            unsafe { publish(n, newcomm) }
         }
-        _ => put(newcomm, MPI_COMM_NULL, "newcomm"),
+        // SAFETY: as above.
+        _ => unsafe { put(newcomm, MPI_COMM_NULL, "newcomm") },
     }
 }

@@ -3,7 +3,10 @@
 //! the API table. Functions here validate and convert C arguments, call the
 //! runtime (`crate::rt`), and report errors through the communicator's error
 //! handler.
-// The C signatures are the standard's: many arguments are a given.
+// The C names and signatures are the standard's: many arguments are a
+// given. The contract of every `pub unsafe fn MPI_X` is the MPI standard's
+// for procedure `MPI_X` (what each pointer argument must address), which
+// its `# Safety` section would only repeat.
 #![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
 
 mod attr;
@@ -92,13 +95,16 @@ pub(crate) fn raise_on(h: MPI_Errhandler, obj: c_int, name: &str, e: MpiError) -
     });
     let (user, rank) = found.unwrap_or((None, 0));
     dispatch(h, user, rank, name, e, |f, code| {
-        // SAFETY: `f` was registered by MPI_Comm_create_errhandler or
-        // MPI_Session_create_errhandler, whose function types have the
-        // same C signature (`MPI_Comm` and `MPI_Session` are both `int`);
-        // the lock is not held here, so the handler may call MPI.
+        // SAFETY: `f` is the address of a function registered by
+        // MPI_Comm_create_errhandler or MPI_Session_create_errhandler, whose
+        // function types have the same C signature (`MPI_Comm` and
+        // `MPI_Session` are both `int`).
         let f: CommErrFn = unsafe { std::mem::transmute::<usize, CommErrFn>(f) };
         let mut o = obj;
         let mut code = code;
+        // SAFETY: a user error handler is called with pointers to a handle
+        // and a code, as the standard says; both are locals that live through
+        // the call, and the lock is not held here, so the handler may call MPI.
         unsafe { f(&mut o, &mut code) };
     })
 }
@@ -141,8 +147,60 @@ unsafe impl Sync for SentinelPtr {}
 /// # Safety
 /// `p` is NULL, `MPI_STATUS_IGNORE`, or points to a writable `MPI_Status`.
 pub(crate) unsafe fn put_status(p: *mut MPI_Status, s: &MPI_Status) {
+    // SAFETY: this function's contract is `status_mut`'s, and the reference
+    // ends with this statement.
+    if let Some(out) = unsafe { status_mut(p) } {
+        *out = *s;
+    }
+}
+
+/// A status argument as a reference: `None` for NULL and `MPI_STATUS_IGNORE`.
+///
+/// # Safety
+/// `p` is NULL, `MPI_STATUS_IGNORE`, or points to an `MPI_Status` that is
+/// writable and not accessed by other means during `'a`.
+pub(crate) unsafe fn status_mut<'a>(p: *mut MPI_Status) -> Option<&'a mut MPI_Status> {
     if p as usize > MPI_STATUS_IGNORE {
-        *p = *s;
+        // SAFETY: not NULL or the ignore constant, so by the contract a
+        // writable status of nobody else's during 'a.
+        Some(unsafe { &mut *p })
+    } else {
+        None
+    }
+}
+
+/// An array-of-statuses argument of `n` entries as a slice: `None` for NULL
+/// and `MPI_STATUSES_IGNORE`.
+///
+/// # Safety
+/// `p` is NULL, `MPI_STATUSES_IGNORE`, or points to `n` writable statuses
+/// not accessed by other means during `'a`.
+pub(crate) unsafe fn statuses_mut<'a>(p: *mut MPI_Status, n: usize) -> Option<&'a mut [MPI_Status]> {
+    if p as usize <= MPI_STATUSES_IGNORE {
+        None
+    } else if n == 0 {
+        Some(&mut [])
+    } else {
+        // SAFETY: not NULL or the ignore constant, so by the contract `n`
+        // writable statuses of nobody else's during 'a.
+        Some(unsafe { std::slice::from_raw_parts_mut(p, n) })
+    }
+}
+
+/// An output array argument of `n` values as a slice; `None` for NULL.
+///
+/// # Safety
+/// `p` is NULL or points to `n` writable values of type `T` not accessed by
+/// other means during `'a`.
+pub(crate) unsafe fn out_array<'a, T>(p: *mut T, n: usize) -> Option<&'a mut [T]> {
+    if p.is_null() {
+        None
+    } else if n == 0 {
+        Some(&mut [])
+    } else {
+        // SAFETY: not NULL, so by the contract `n` writable values of
+        // nobody else's during 'a.
+        Some(unsafe { std::slice::from_raw_parts_mut(p, n) })
     }
 }
 
@@ -154,8 +212,45 @@ pub(crate) unsafe fn put<T>(p: *mut T, v: T, what: &str) -> MpiResult<()> {
     if p.is_null() {
         return Err(MpiError::new(MPI_ERR_ARG, format!("{what} is a NULL pointer")));
     }
-    p.write(v);
+    // SAFETY: not NULL, so writable for a `T` by the contract.
+    unsafe { p.write(v) };
     Ok(())
+}
+
+/// A scalar out-argument of a C call, checked once at the top of the call:
+/// NULL (writing then fails with `MPI_ERR_ARG`) or memory for a `T` that
+/// the call may write.
+pub(crate) struct Out<'a, T> {
+    p: *mut T,
+    what: &'static str,
+    _borrow: std::marker::PhantomData<&'a mut T>,
+}
+
+impl<'a, T> Out<'a, T> {
+    /// The out-argument `p`, named `what` in error messages.
+    ///
+    /// # Safety
+    /// `p` is NULL or points to memory writable for a `T` during `'a`, which
+    /// nothing else accesses while the `Out` lives.
+    pub(crate) unsafe fn new(p: *mut T, what: &'static str) -> Self {
+        Out { p, what, _borrow: std::marker::PhantomData }
+    }
+
+    /// Whether the program passed NULL.
+    pub(crate) fn is_null(&self) -> bool {
+        self.p.is_null()
+    }
+
+    /// Writes `v`, or fails with `MPI_ERR_ARG` if the program passed NULL.
+    pub(crate) fn put(&mut self, v: T) -> MpiResult<()> {
+        if self.p.is_null() {
+            return Err(MpiError::new(MPI_ERR_ARG, format!("{} is a NULL pointer", self.what)));
+        }
+        // SAFETY: not NULL, so writable for a `T` and ours alone (the
+        // contract of `new`).
+        unsafe { self.p.write(v) };
+        Ok(())
+    }
 }
 
 /// The `n` values of a C array argument; NULL is an error only if n > 0,
@@ -173,17 +268,24 @@ pub(crate) unsafe fn c_array<'a, T>(p: *const T, n: c_int, what: &str) -> MpiRes
     if p.is_null() {
         return Err(MpiError::new(MPI_ERR_ARG, format!("{what} is a NULL pointer")));
     }
-    Ok(std::slice::from_raw_parts(p, n as usize))
+    // SAFETY: not NULL and n > 0, so by the contract `n` readable values.
+    Ok(unsafe { std::slice::from_raw_parts(p, n as usize) })
 }
 
 /// Copies a Rust string into a C buffer of `cap` bytes (NUL-terminated),
 /// returning the length written without the NUL.
 ///
 /// # Safety
-/// `buf` points to at least `cap` writable bytes.
+/// `buf` points to at least `cap` writable bytes, and at least one (a `cap`
+/// of 0 still gets the NUL).
 pub(crate) unsafe fn put_str(buf: *mut std::os::raw::c_char, cap: usize, s: &str) -> c_int {
     let n = s.len().min(cap.saturating_sub(1));
-    std::ptr::copy_nonoverlapping(s.as_ptr(), buf as *mut u8, n);
-    *buf.add(n) = 0;
+    // SAFETY: n < max(cap, 1), so the `n` bytes and the NUL after them fit
+    // in the writable bytes at `buf` (the contract); the program's buffer
+    // cannot overlap a Rust string.
+    unsafe {
+        std::ptr::copy_nonoverlapping(s.as_ptr(), buf as *mut u8, n);
+        *buf.add(n) = 0;
+    }
     n as c_int
 }

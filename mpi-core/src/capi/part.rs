@@ -9,7 +9,7 @@ use std::os::raw::c_int;
 use mpi_api::abi::*;
 
 use super::p2p::{check_tag, start_send_typed};
-use super::{put, ret};
+use super::{c_array, ret, Out};
 use crate::bail;
 use crate::rt::datatype::check_count;
 use crate::rt::error::MpiResult;
@@ -67,9 +67,11 @@ pub unsafe fn MPI_Psend_init(
     _info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
+    // SAFETY: `request` is NULL or a writable handle (the caller's contract).
+    let mut request = unsafe { Out::new(request, "request") };
     let r = rt::with(|st| {
         let h = pinit(st, true, buf as *mut u8, partitions, count, datatype, dest, tag, comm)?;
-        put(request, h, "request")
+        request.put(h)
     });
     ret(comm, "MPI_Psend_init", r)
 }
@@ -85,9 +87,11 @@ pub unsafe fn MPI_Precv_init(
     _info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
+    // SAFETY: `request` is NULL or a writable handle (the caller's contract).
+    let mut request = unsafe { Out::new(request, "request") };
     let r = rt::with(|st| {
         let h = pinit(st, false, buf as *mut u8, partitions, count, datatype, source, tag, comm)?;
-        put(request, h, "request")
+        request.put(h)
     });
     ret(comm, "MPI_Precv_init", r)
 }
@@ -131,14 +135,17 @@ pub unsafe fn MPI_Pready_list(length: c_int, array_of_partitions: *const c_int, 
         if length < 0 || (length > 0 && array_of_partitions.is_null()) {
             bail!(MPI_ERR_ARG, "bad partition list");
         }
-        let list: &[c_int] =
-            if length == 0 { &[] } else { std::slice::from_raw_parts(array_of_partitions, length as usize) };
+        // SAFETY: `array_of_partitions` holds `length` ints (the caller's
+        // contract), and is not NULL when length > 0 (checked above).
+        let list = unsafe { c_array(array_of_partitions, length, "array_of_partitions") }?;
         ready(st, request, list.iter().copied())
     });
     ret(MPI_COMM_WORLD, "MPI_Pready_list", r)
 }
 
 pub unsafe fn MPI_Parrived(request: MPI_Request, partition: c_int, flag: *mut c_int) -> c_int {
+    // SAFETY: `flag` is NULL or a writable int (the caller's contract).
+    let mut flag = unsafe { Out::new(flag, "flag") };
     let r = rt::with(|st| {
         let i = st.reqs.index(request)?;
         let Some(Persist::Precv { partitions, .. }) = st.reqs.get(i).persist.clone() else {
@@ -150,7 +157,7 @@ pub unsafe fn MPI_Parrived(request: MPI_Request, partition: c_int, flag: *mut c_
         if !st.reqs.get(i).done {
             st.progress();
         }
-        put(flag, st.reqs.get(i).done as c_int, "flag")
+        flag.put(st.reqs.get(i).done as c_int)
     });
     ret(MPI_COMM_WORLD, "MPI_Parrived", r)
 }

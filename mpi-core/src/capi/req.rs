@@ -13,7 +13,7 @@ use std::os::raw::c_int;
 use mpi_api::abi::*;
 
 use super::p2p::start_persistent;
-use super::{put, put_status, raise, ret};
+use super::{out_array, put_status, raise, ret, status_mut, statuses_mut, Out};
 use crate::bail;
 use crate::rt::error::{MpiError, MpiResult};
 use crate::rt::p2p::{empty_status, Greq, GreqCancelFn, GreqFreeFn, GreqQueryFn, Kind, Request};
@@ -65,7 +65,8 @@ pub(crate) fn complete_blocking(comm: MPI_Comm, name: &str, i: u32, status: *mut
         Ok(x) => x,
         Err(e) => return raise(comm, name, e),
     };
-    // SAFETY: status is NULL, MPI_STATUS_IGNORE, or the caller's status.
+    // SAFETY: callers pass the `status` argument of their own C caller (or
+    // NULL), which the standard makes NULL, MPI_STATUS_IGNORE or writable.
     unsafe { put_status(status, &s) };
     ret(comm, name, status_error(err, &s))
 }
@@ -84,6 +85,11 @@ fn slot(st: &mut State, h: MPI_Request) -> MpiResult<Option<u32>> {
     Ok(Some(i))
 }
 
+/// The `count` request handles at `reqs` (an array argument).
+///
+/// # Safety
+/// `reqs` is NULL or points to `count` handles the caller may read and
+/// write, which nothing else accesses during `'a`.
 unsafe fn handles<'a>(count: c_int, reqs: *mut MPI_Request) -> MpiResult<&'a mut [MPI_Request]> {
     if count < 0 {
         bail!(MPI_ERR_COUNT, "negative count {count}");
@@ -94,7 +100,8 @@ unsafe fn handles<'a>(count: c_int, reqs: *mut MPI_Request) -> MpiResult<&'a mut
     if count == 0 {
         return Ok(&mut []);
     }
-    Ok(std::slice::from_raw_parts_mut(reqs, count as usize))
+    // SAFETY: count > 0 and not NULL, so `count` handles of ours (the contract).
+    Ok(unsafe { std::slice::from_raw_parts_mut(reqs, count as usize) })
 }
 
 /// Slots of the request handles `hs` (see [`slot`]).
@@ -103,8 +110,12 @@ fn slots(st: &mut State, hs: &[MPI_Request]) -> MpiResult<Vec<Option<u32>>> {
 }
 
 /// Slots of the `count` handles at `reqs`, for the Wait family.
+///
+/// # Safety
+/// As for [`handles`], during the call.
 unsafe fn wait_slots(count: c_int, reqs: *mut MPI_Request) -> MpiResult<Vec<Option<u32>>> {
-    rt::with(|st| slots(st, handles(count, reqs)?))
+    // SAFETY: this function's contract; the slice ends with the call.
+    rt::with(|st| slots(st, unsafe { handles(count, reqs) }?))
 }
 
 /// Finishes slot `i` held in `*h`: status out, handle nulled if released.
@@ -128,11 +139,7 @@ fn finish_handle(st: &mut State, h: &mut MPI_Request, i: u32) -> (MPI_Status, c_
 /// (outside the lock): `query_fn` on `status` (the caller's, its error field
 /// kept, or a scratch one when the caller ignores it), then `free_fn`.
 /// Returns the error code: the query's if it failed, else the free's.
-///
-/// # Safety
-/// `status` is NULL, `MPI_STATUS_IGNORE` or a writable status; the callbacks
-/// are the program's, called as the standard says.
-unsafe fn greq_done(g: &Greq, status: *mut MPI_Status) -> c_int {
+fn greq_done(g: &Greq, status: Option<&mut MPI_Status>) -> c_int {
     let q = greq_query(g, status);
     let f = greq_free(g);
     if q != MPI_SUCCESS {
@@ -143,20 +150,21 @@ unsafe fn greq_done(g: &Greq, status: *mut MPI_Status) -> c_int {
 }
 
 /// Calls `query_fn` of `g` on `status` (see [`greq_done`]); its code.
-///
-/// # Safety
-/// As for [`greq_done`].
-unsafe fn greq_query(g: &Greq, status: *mut MPI_Status) -> c_int {
+fn greq_query(g: &Greq, status: Option<&mut MPI_Status>) -> c_int {
     let mut scratch = empty_status();
-    let s = if status as usize > MPI_STATUS_IGNORE {
-        // A fresh status, keeping the error field the call must not change.
-        *status = MPI_Status { MPI_ERROR: (*status).MPI_ERROR, ..empty_status() };
-        status
-    } else {
-        &mut scratch
+    let s = match status {
+        Some(s) => {
+            // A fresh status, keeping the error field the call must not change.
+            *s = MPI_Status { MPI_ERROR: s.MPI_ERROR, ..empty_status() };
+            s
+        }
+        None => &mut scratch,
     };
     match g.query {
-        Some(query) => query(g.extra, s),
+        // SAFETY: the program gave `query` to MPI_Grequest_start as its
+        // MPI_Grequest_query_function; it gets its extra_state and a status
+        // writable during the call, as the standard says, and no lock is held.
+        Some(query) => unsafe { query(g.extra, s) },
         None => MPI_SUCCESS,
     }
 }
@@ -173,15 +181,14 @@ fn greq_result(code: c_int, what: &str) -> MpiResult<()> {
 /// (`(position in the statuses, callbacks)`), each status getting its
 /// callbacks' error code. True if one failed.
 ///
-/// # Safety
-/// `statuses` is `MPI_STATUSES_IGNORE`/NULL or has every position listed.
-unsafe fn greqs_done(done: &[(usize, Greq)], statuses: *mut MPI_Status) -> bool {
+/// `statuses`: `None` if the program ignores them, else it has every
+/// position listed.
+fn greqs_done(done: &[(usize, Greq)], mut statuses: Option<&mut [MPI_Status]>) -> bool {
     let mut failed = false;
     for (k, g) in done {
-        let s = if statuses as usize > MPI_STATUS_IGNORE { statuses.add(*k) } else { std::ptr::null_mut() };
-        let code = greq_done(g, s);
-        if !s.is_null() {
-            (*s).MPI_ERROR = code;
+        let code = greq_done(g, statuses.as_deref_mut().map(|s| &mut s[*k]));
+        if let Some(s) = statuses.as_deref_mut() {
+            s[*k].MPI_ERROR = code;
         }
         failed |= code != MPI_SUCCESS;
     }
@@ -189,9 +196,14 @@ unsafe fn greqs_done(done: &[(usize, Greq)], statuses: *mut MPI_Status) -> bool 
 }
 
 pub unsafe fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
-    if request.is_null() {
+    // SAFETY: `request` is NULL or the program's handle, which the call may
+    // read and write (the standard's contract for an INOUT handle).
+    let Some(request) = (unsafe { request.as_mut() }) else {
         return raise(MPI_COMM_WORLD, "MPI_Wait", MpiError::new(MPI_ERR_ARG, "request is a NULL pointer"));
-    }
+    };
+    // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
+    // caller's contract).
+    let status = unsafe { status_mut(status) };
     // One pass under the lock: find the slot; if it is already complete,
     // finish it at once, else wait and finish under the same lock.
     let mut slot_of = None;
@@ -212,53 +224,70 @@ pub unsafe fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_
     match r {
         Err(e) | Ok(Err(e)) => raise(MPI_COMM_WORLD, "MPI_Wait", e),
         Ok(Ok(None)) => {
-            put_status(status, &empty_status());
+            if let Some(o) = status {
+                *o = empty_status();
+            }
             MPI_SUCCESS
         }
         Ok(Ok(Some((_, _, comm, g @ Some(_))))) => ret(comm, "MPI_Wait", after_greq(Ok(()), g, status)),
         Ok(Ok(Some((s, err, comm, None)))) => {
-            put_status(status, &s);
+            if let Some(o) = status {
+                *o = s;
+            }
             ret(comm, "MPI_Wait", status_error(err, &s))
         }
     }
 }
 
 pub unsafe fn MPI_Test(request: *mut MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
+    // SAFETY: `request` is NULL or the program's INOUT handle, `flag` NULL or
+    // a writable int, `status` NULL, MPI_STATUS_IGNORE or a writable status
+    // (the caller's contract).
+    let (request, mut flag, mut status) = unsafe { (request.as_mut(), Out::new(flag, "flag"), status_mut(status)) };
     let mut comm = MPI_COMM_WORLD;
     let mut greq = None;
     let r = rt::with(|st| {
-        if request.is_null() {
+        let Some(request) = request else {
             bail!(MPI_ERR_ARG, "request is a NULL pointer");
-        }
+        };
         let Some(i) = slot(st, *request)? else {
-            put_status(status, &empty_status());
-            return put(flag, 1, "flag");
+            if let Some(o) = status.as_deref_mut() {
+                *o = empty_status();
+            }
+            return flag.put(1);
         };
         if !st.reqs.get(i).done {
             st.progress();
         }
         if !st.reqs.get(i).done {
-            return put(flag, 0, "flag");
+            return flag.put(0);
         }
-        let (s, err, c, g) = finish_handle(st, &mut *request, i);
+        let (s, err, c, g) = finish_handle(st, request, i);
         comm = c;
-        put(flag, 1, "flag")?;
+        flag.put(1)?;
         if g.is_some() {
             greq = g;
             return Ok(());
         }
-        put_status(status, &s);
+        if let Some(o) = status.as_deref_mut() {
+            *o = s;
+        }
         status_error(err, &s)
     });
     ret(comm, "MPI_Test", after_greq(r, greq, status))
 }
 
 pub unsafe fn MPI_Request_get_status(request: MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
+    // SAFETY: `flag` is NULL or a writable int, `status` NULL,
+    // MPI_STATUS_IGNORE or a writable status (the caller's contract).
+    let (mut flag, mut status) = unsafe { (Out::new(flag, "flag"), status_mut(status)) };
     let mut greq = None;
     let r = rt::with(|st| {
         let Some(i) = slot(st, request)? else {
-            put_status(status, &empty_status());
-            return put(flag, 1, "flag");
+            if let Some(o) = status.as_deref_mut() {
+                *o = empty_status();
+            }
+            return flag.put(1);
         };
         if !st.reqs.get(i).done {
             st.progress();
@@ -270,9 +299,11 @@ pub unsafe fn MPI_Request_get_status(request: MPI_Request, flag: *mut c_int, sta
         } else if r.done {
             let mut s = r.status;
             s.MPI_ERROR = r.err;
-            put_status(status, &s);
+            if let Some(o) = status.as_deref_mut() {
+                *o = s;
+            }
         }
-        put(flag, r.done as c_int, "flag")
+        flag.put(r.done as c_int)
     });
     let r = match greq {
         Some(g) => r.and(greq_result(greq_query(&g, status), "query")),
@@ -283,11 +314,11 @@ pub unsafe fn MPI_Request_get_status(request: MPI_Request, flag: *mut c_int, sta
 
 /// Completes everything done in `hs`; returns (any error, first erroneous
 /// comm, the generalized requests among them for [`greqs_done`]).
-unsafe fn finish_all_done(
+fn finish_all_done(
     st: &mut State,
     hs: &mut [MPI_Request],
     slots: &[Option<u32>],
-    statuses: *mut MPI_Status,
+    mut statuses: Option<&mut [MPI_Status]>,
 ) -> (bool, MPI_Comm, Vec<(usize, Greq)>) {
     let mut any_err = false;
     let mut comm = MPI_COMM_WORLD;
@@ -308,8 +339,8 @@ unsafe fn finish_all_done(
                 s
             }
         };
-        if statuses as usize > MPI_STATUS_IGNORE {
-            *statuses.add(k) = s;
+        if let Some(out) = statuses.as_deref_mut() {
+            out[k] = s;
         }
     }
     (any_err, comm, greqs)
@@ -320,19 +351,25 @@ pub unsafe fn MPI_Waitall(
     array_of_requests: *mut MPI_Request,
     array_of_statuses: *mut MPI_Status,
 ) -> c_int {
-    let slots = match wait_slots(count, array_of_requests) {
+    // SAFETY: `array_of_requests` is NULL or `count` handles the call may
+    // read and write (the caller's contract); the slice ends with the call.
+    let slots = match unsafe { wait_slots(count, array_of_requests) } {
         Ok(s) => s,
         Err(e) => return raise(MPI_COMM_WORLD, "MPI_Waitall", e),
     };
     if let Err(e) = rt::wait_until(|st| slots.iter().flatten().all(|&i| st.reqs.get(i).done)) {
         return raise(MPI_COMM_WORLD, "MPI_Waitall", e);
     }
+    // SAFETY: `array_of_statuses` is NULL, MPI_STATUSES_IGNORE or `count`
+    // writable statuses (the caller's contract; count >= 0 was checked).
+    let mut statuses = unsafe { statuses_mut(array_of_statuses, count as usize) };
     let (err, comm, greqs) = rt::with(|st| {
-        let hs = handles(count, array_of_requests)?;
-        Ok(finish_all_done(st, hs, &slots, array_of_statuses))
+        // SAFETY: as for `wait_slots` above.
+        let hs = unsafe { handles(count, array_of_requests) }?;
+        Ok(finish_all_done(st, hs, &slots, statuses.as_deref_mut()))
     })
     .expect("running");
-    if greqs_done(&greqs, array_of_statuses) | err {
+    if greqs_done(&greqs, statuses) | err {
         return raise(comm, "MPI_Waitall", MpiError::new(MPI_ERR_IN_STATUS, "a request failed; see the statuses"));
     }
     MPI_SUCCESS
@@ -344,50 +381,63 @@ pub unsafe fn MPI_Testall(
     flag: *mut c_int,
     array_of_statuses: *mut MPI_Status,
 ) -> c_int {
+    // SAFETY: `array_of_requests` is NULL or `count` handles the call may
+    // read and write, `flag` NULL or a writable int, `array_of_statuses`
+    // NULL, MPI_STATUSES_IGNORE or `count` writable statuses (the caller's
+    // contract; a negative count, an error below, takes none).
+    let (hs, mut flag, mut statuses) = unsafe {
+        (
+            handles(count, array_of_requests),
+            Out::new(flag, "flag"),
+            statuses_mut(array_of_statuses, count.max(0) as usize),
+        )
+    };
     let mut comm = MPI_COMM_WORLD;
     let mut greqs = Vec::new();
     let r = rt::with(|st| {
-        let hs = handles(count, array_of_requests)?;
+        let hs = hs?;
         let slots = slots(st, hs)?;
         let all = |st: &mut State| slots.iter().flatten().all(|&i| st.reqs.get(i).done);
         if !all(st) {
             st.progress();
         }
         if !all(st) {
-            return put(flag, 0, "flag");
+            return flag.put(0);
         }
-        let (err, c, g) = finish_all_done(st, hs, &slots, array_of_statuses);
+        let (err, c, g) = finish_all_done(st, hs, &slots, statuses.as_deref_mut());
         greqs = g;
-        put(flag, 1, "flag")?;
+        flag.put(1)?;
         if err {
             comm = c;
             bail!(MPI_ERR_IN_STATUS, "a request failed; see the statuses");
         }
         Ok(())
     });
-    ret(comm, "MPI_Testall", in_status(r, greqs_done(&greqs, array_of_statuses)))
+    ret(comm, "MPI_Testall", in_status(r, greqs_done(&greqs, statuses)))
 }
 
 /// Finishes the first done request among `slots`; writes index and status
 /// (a generalized request's callbacks go to `greq`, for the caller).
-unsafe fn any_done(
+fn any_done(
     st: &mut State,
     hs: &mut [MPI_Request],
     slots: &[Option<u32>],
-    index: *mut c_int,
-    status: *mut MPI_Status,
+    index: &mut Out<c_int>,
+    status: Option<&mut MPI_Status>,
     greq: &mut Option<Greq>,
 ) -> MpiResult<Option<MPI_Comm>> {
     for (k, s) in slots.iter().enumerate() {
         if let Some(i) = *s {
             if st.reqs.get(i).done {
                 let (s, e, c, g) = finish_handle(st, &mut hs[k], i);
-                put(index, k as c_int, "index")?;
+                index.put(k as c_int)?;
                 if g.is_some() {
                     *greq = g;
                     return Ok(Some(c));
                 }
-                put_status(status, &s);
+                if let Some(o) = status {
+                    *o = s;
+                }
                 status_error(e, &s).map_err(|mut err| {
                     err.msg = format!("request {k}: {}", err.msg);
                     err
@@ -405,13 +455,20 @@ pub unsafe fn MPI_Waitany(
     index: *mut c_int,
     status: *mut MPI_Status,
 ) -> c_int {
-    let slots = match wait_slots(count, array_of_requests) {
+    // SAFETY: `index` is NULL or a writable int, `status` NULL,
+    // MPI_STATUS_IGNORE or a writable status (the caller's contract).
+    let (mut index, mut status) = unsafe { (Out::new(index, "index"), status_mut(status)) };
+    // SAFETY: `array_of_requests` is NULL or `count` handles the call may
+    // read and write (the caller's contract); the slice ends with the call.
+    let slots = match unsafe { wait_slots(count, array_of_requests) } {
         Ok(s) => s,
         Err(e) => return raise(MPI_COMM_WORLD, "MPI_Waitany", e),
     };
     if slots.iter().all(Option::is_none) {
-        put_status(status, &empty_status());
-        return ret(MPI_COMM_WORLD, "MPI_Waitany", put(index, MPI_UNDEFINED, "index"));
+        if let Some(o) = status {
+            *o = empty_status();
+        }
+        return ret(MPI_COMM_WORLD, "MPI_Waitany", index.put(MPI_UNDEFINED));
     }
     if let Err(e) = rt::wait_until(|st| slots.iter().flatten().any(|&i| st.reqs.get(i).done)) {
         return raise(MPI_COMM_WORLD, "MPI_Waitany", e);
@@ -419,10 +476,11 @@ pub unsafe fn MPI_Waitany(
     let mut comm = MPI_COMM_WORLD;
     let mut greq = None;
     let r = rt::with(|st| {
-        let hs = handles(count, array_of_requests)?;
+        // SAFETY: as for `wait_slots` above.
+        let hs = unsafe { handles(count, array_of_requests) }?;
         let i = *slots.iter().flatten().find(|&&i| st.reqs.get(i).done).unwrap();
         comm = st.reqs.get(i).comm;
-        any_done(st, hs, &slots, index, status, &mut greq).map(|_| ())
+        any_done(st, hs, &slots, &mut index, status.as_deref_mut(), &mut greq).map(|_| ())
     });
     ret(comm, "MPI_Waitany", after_greq(r, greq, status))
 }
@@ -434,39 +492,50 @@ pub unsafe fn MPI_Testany(
     flag: *mut c_int,
     status: *mut MPI_Status,
 ) -> c_int {
+    // SAFETY: `array_of_requests` is NULL or `count` handles the call may
+    // read and write, `index` and `flag` NULL or writable ints, `status`
+    // NULL, MPI_STATUS_IGNORE or a writable status (the caller's contract).
+    let (hs, mut index, mut flag, mut status) = unsafe {
+        (handles(count, array_of_requests), Out::new(index, "index"), Out::new(flag, "flag"), status_mut(status))
+    };
     let mut comm = MPI_COMM_WORLD;
     let mut greq = None;
     let r = rt::with(|st| {
-        let hs = handles(count, array_of_requests)?;
+        let hs = hs?;
         let slots = slots(st, hs)?;
         if slots.iter().all(Option::is_none) {
-            put_status(status, &empty_status());
-            put(index, MPI_UNDEFINED, "index")?;
-            return put(flag, 1, "flag");
+            if let Some(o) = status.as_deref_mut() {
+                *o = empty_status();
+            }
+            index.put(MPI_UNDEFINED)?;
+            return flag.put(1);
         }
         let any = |st: &mut State| slots.iter().flatten().any(|&i| st.reqs.get(i).done);
         if !any(st) {
             st.progress();
         }
         if !any(st) {
-            put(index, MPI_UNDEFINED, "index")?;
-            return put(flag, 0, "flag");
+            index.put(MPI_UNDEFINED)?;
+            return flag.put(0);
         }
-        put(flag, 1, "flag")?;
+        flag.put(1)?;
         let i = *slots.iter().flatten().find(|&&i| st.reqs.get(i).done).unwrap();
         comm = st.reqs.get(i).comm;
-        any_done(st, hs, &slots, index, status, &mut greq).map(|_| ())
+        any_done(st, hs, &slots, &mut index, status.as_deref_mut(), &mut greq).map(|_| ())
     });
     ret(comm, "MPI_Testany", after_greq(r, greq, status))
 }
 
 /// Finishes every done request; fills indices/statuses; returns outcount.
-unsafe fn some_done(
+///
+/// `indices` and `statuses` have an entry per request (`None`: NULL, or
+/// statuses ignored).
+fn some_done(
     st: &mut State,
     hs: &mut [MPI_Request],
     slots: &[Option<u32>],
-    indices: *mut c_int,
-    statuses: *mut MPI_Status,
+    mut indices: Option<&mut [c_int]>,
+    mut statuses: Option<&mut [MPI_Status]>,
     greqs: &mut Vec<(usize, Greq)>,
 ) -> MpiResult<(c_int, bool, MPI_Comm)> {
     let mut n = 0usize;
@@ -482,14 +551,14 @@ unsafe fn some_done(
             err = true;
             comm = c;
         }
-        if indices.is_null() {
+        let Some(indices) = indices.as_deref_mut() else {
             bail!(MPI_ERR_ARG, "array_of_indices is a NULL pointer");
-        }
-        *indices.add(n) = k as c_int;
-        match g {
-            Some(g) => greqs.push((n, g)),
-            None if statuses as usize > MPI_STATUS_IGNORE => *statuses.add(n) = s,
-            None => {}
+        };
+        indices[n] = k as c_int;
+        match (g, statuses.as_deref_mut()) {
+            (Some(g), _) => greqs.push((n, g)),
+            (None, Some(out)) => out[n] = s,
+            (None, None) => {}
         }
         n += 1;
     }
@@ -503,12 +572,25 @@ pub unsafe fn MPI_Waitsome(
     array_of_indices: *mut c_int,
     array_of_statuses: *mut MPI_Status,
 ) -> c_int {
-    let slots = match wait_slots(incount, array_of_requests) {
+    // SAFETY: `array_of_requests` is NULL or `incount` handles the call may
+    // read and write (the caller's contract); the slice ends with the call.
+    let slots = match unsafe { wait_slots(incount, array_of_requests) } {
         Ok(s) => s,
         Err(e) => return raise(MPI_COMM_WORLD, "MPI_Waitsome", e),
     };
+    // SAFETY: `outcount` is NULL or a writable int, `array_of_indices` NULL
+    // or `incount` writable ints, `array_of_statuses` NULL,
+    // MPI_STATUSES_IGNORE or `incount` writable statuses (the caller's
+    // contract; incount >= 0 was checked).
+    let (mut outcount, indices, mut statuses) = unsafe {
+        (
+            Out::new(outcount, "outcount"),
+            out_array(array_of_indices, incount as usize),
+            statuses_mut(array_of_statuses, incount as usize),
+        )
+    };
     if slots.iter().all(Option::is_none) {
-        return ret(MPI_COMM_WORLD, "MPI_Waitsome", put(outcount, MPI_UNDEFINED, "outcount"));
+        return ret(MPI_COMM_WORLD, "MPI_Waitsome", outcount.put(MPI_UNDEFINED));
     }
     if let Err(e) = rt::wait_until(|st| slots.iter().flatten().any(|&i| st.reqs.get(i).done)) {
         return raise(MPI_COMM_WORLD, "MPI_Waitsome", e);
@@ -516,16 +598,17 @@ pub unsafe fn MPI_Waitsome(
     let mut comm = MPI_COMM_WORLD;
     let mut greqs = Vec::new();
     let r = rt::with(|st| {
-        let hs = handles(incount, array_of_requests)?;
-        let (n, err, c) = some_done(st, hs, &slots, array_of_indices, array_of_statuses, &mut greqs)?;
-        put(outcount, n, "outcount")?;
+        // SAFETY: as for `wait_slots` above.
+        let hs = unsafe { handles(incount, array_of_requests) }?;
+        let (n, err, c) = some_done(st, hs, &slots, indices, statuses.as_deref_mut(), &mut greqs)?;
+        outcount.put(n)?;
         if err {
             comm = c;
             bail!(MPI_ERR_IN_STATUS, "a request failed; see the statuses");
         }
         Ok(())
     });
-    ret(comm, "MPI_Waitsome", in_status(r, greqs_done(&greqs, array_of_statuses)))
+    ret(comm, "MPI_Waitsome", in_status(r, greqs_done(&greqs, statuses)))
 }
 
 pub unsafe fn MPI_Testsome(
@@ -535,32 +618,48 @@ pub unsafe fn MPI_Testsome(
     array_of_indices: *mut c_int,
     array_of_statuses: *mut MPI_Status,
 ) -> c_int {
+    // SAFETY: `array_of_requests` is NULL or `incount` handles the call may
+    // read and write, `outcount` NULL or a writable int, `array_of_indices`
+    // NULL or `incount` writable ints, `array_of_statuses` NULL,
+    // MPI_STATUSES_IGNORE or `incount` writable statuses (the caller's
+    // contract; a negative incount, an error below, takes none).
+    let (hs, mut outcount, indices, mut statuses) = unsafe {
+        (
+            handles(incount, array_of_requests),
+            Out::new(outcount, "outcount"),
+            out_array(array_of_indices, incount.max(0) as usize),
+            statuses_mut(array_of_statuses, incount.max(0) as usize),
+        )
+    };
     let mut comm = MPI_COMM_WORLD;
     let mut greqs = Vec::new();
     let r = rt::with(|st| {
-        let hs = handles(incount, array_of_requests)?;
+        let hs = hs?;
         let slots = slots(st, hs)?;
         if slots.iter().all(Option::is_none) {
-            return put(outcount, MPI_UNDEFINED, "outcount");
+            return outcount.put(MPI_UNDEFINED);
         }
         st.progress();
-        let (n, err, c) = some_done(st, hs, &slots, array_of_indices, array_of_statuses, &mut greqs)?;
-        put(outcount, n, "outcount")?;
+        let (n, err, c) = some_done(st, hs, &slots, indices, statuses.as_deref_mut(), &mut greqs)?;
+        outcount.put(n)?;
         if err {
             comm = c;
             bail!(MPI_ERR_IN_STATUS, "a request failed; see the statuses");
         }
         Ok(())
     });
-    ret(comm, "MPI_Testsome", in_status(r, greqs_done(&greqs, array_of_statuses)))
+    ret(comm, "MPI_Testsome", in_status(r, greqs_done(&greqs, statuses)))
 }
 
 pub unsafe fn MPI_Request_free(request: *mut MPI_Request) -> c_int {
+    // SAFETY: `request` is NULL or the program's INOUT handle (the caller's
+    // contract).
+    let request = unsafe { request.as_mut() };
     let mut greq = None;
     let r = rt::with(|st| {
-        if request.is_null() {
+        let Some(request) = request else {
             bail!(MPI_ERR_ARG, "request is a NULL pointer");
-        }
+        };
         if *request == MPI_REQUEST_NULL {
             bail!(MPI_ERR_REQUEST, "MPI_REQUEST_NULL cannot be freed");
         }
@@ -591,11 +690,14 @@ pub unsafe fn MPI_Request_free(request: *mut MPI_Request) -> c_int {
 }
 
 pub unsafe fn MPI_Cancel(request: *mut MPI_Request) -> c_int {
+    // SAFETY: `request` is NULL or points to the program's handle (the
+    // caller's contract).
+    let request = unsafe { request.as_ref() };
     let mut greq = None;
     let r = rt::with(|st| {
-        if request.is_null() {
+        let Some(request) = request else {
             bail!(MPI_ERR_ARG, "request is a NULL pointer");
-        }
+        };
         let i = st.reqs.index(*request)?;
         match st.reqs.get(i) {
             Request { kind: Kind::Greq(g), done, .. } => greq = Some((*g, *done)),
@@ -606,7 +708,10 @@ pub unsafe fn MPI_Cancel(request: *mut MPI_Request) -> c_int {
     let r = match greq {
         // Its cancel_fn, told whether MPI_Grequest_complete was called.
         Some((Greq { cancel: Some(cancel), extra, .. }, done)) => {
-            r.and(greq_result(cancel(extra, done as c_int), "cancel"))
+            // SAFETY: the program gave `cancel` to MPI_Grequest_start as its
+            // MPI_Grequest_cancel_function; it gets its extra_state and the
+            // completion flag, as the standard says, and no lock is held.
+            r.and(greq_result(unsafe { cancel(extra, done as c_int) }, "cancel"))
         }
         _ => r,
     };
@@ -614,19 +719,27 @@ pub unsafe fn MPI_Cancel(request: *mut MPI_Request) -> c_int {
 }
 
 pub unsafe fn MPI_Test_cancelled(status: *const MPI_Status, flag: *mut c_int) -> c_int {
+    // SAFETY: `flag` is NULL or a writable int (the caller's contract).
+    let mut flag = unsafe { Out::new(flag, "flag") };
     let r = if status.is_null() || status as usize == MPI_STATUS_IGNORE {
         Err(MpiError::new(MPI_ERR_ARG, "status is NULL or MPI_STATUS_IGNORE"))
     } else {
-        put(flag, (*status).cancelled() as c_int, "flag")
+        // SAFETY: neither NULL nor MPI_STATUS_IGNORE, so a readable status
+        // (the caller's contract).
+        let status = unsafe { &*status };
+        flag.put(status.cancelled() as c_int)
     };
     ret(MPI_COMM_WORLD, "MPI_Test_cancelled", r)
 }
 
 pub unsafe fn MPI_Start(request: *mut MPI_Request) -> c_int {
+    // SAFETY: `request` is NULL or points to the program's handle (the
+    // caller's contract).
+    let request = unsafe { request.as_ref() };
     let r = rt::with(|st| {
-        if request.is_null() {
+        let Some(request) = request else {
             bail!(MPI_ERR_ARG, "request is a NULL pointer");
-        }
+        };
         let i = st.reqs.index(*request)?;
         start_persistent(st, i)
     });
@@ -634,8 +747,11 @@ pub unsafe fn MPI_Start(request: *mut MPI_Request) -> c_int {
 }
 
 pub unsafe fn MPI_Startall(count: c_int, array_of_requests: *mut MPI_Request) -> c_int {
+    // SAFETY: `array_of_requests` is NULL or `count` handles of the program
+    // (the caller's contract).
+    let hs = unsafe { handles(count, array_of_requests) };
     let r = rt::with(|st| {
-        let hs = handles(count, array_of_requests)?;
+        let hs = hs?;
         for &h in hs.iter() {
             let i = st.reqs.index(h)?;
             start_persistent(st, i)?;
@@ -646,11 +762,14 @@ pub unsafe fn MPI_Startall(count: c_int, array_of_requests: *mut MPI_Request) ->
 }
 
 pub unsafe fn MPI_Status_set_cancelled(status: *mut MPI_Status, flag: c_int) -> c_int {
-    let r = if status.is_null() || status as usize == MPI_STATUS_IGNORE {
-        Err(MpiError::new(MPI_ERR_ARG, "status is NULL or MPI_STATUS_IGNORE"))
-    } else {
-        (*status).set_cancelled(flag != 0);
-        Ok(())
+    // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
+    // caller's contract).
+    let r = match unsafe { status_mut(status) } {
+        None => Err(MpiError::new(MPI_ERR_ARG, "status is NULL or MPI_STATUS_IGNORE")),
+        Some(status) => {
+            status.set_cancelled(flag != 0);
+            Ok(())
+        }
     };
     ret(MPI_COMM_WORLD, "MPI_Status_set_cancelled", r)
 }
@@ -667,10 +786,7 @@ fn in_status(r: MpiResult<()>, greq_failed: bool) -> MpiResult<()> {
 /// The outcome of a call that completes one request (`r`, under the lock)
 /// and may have finished a generalized request `greq`, whose callbacks run
 /// now on `status`.
-///
-/// # Safety
-/// As for [`greq_done`].
-unsafe fn after_greq(r: MpiResult<()>, greq: Option<Greq>, status: *mut MPI_Status) -> MpiResult<()> {
+fn after_greq(r: MpiResult<()>, greq: Option<Greq>, status: Option<&mut MPI_Status>) -> MpiResult<()> {
     match greq {
         Some(g) => r.and(greq_result(greq_done(&g, status), "query or free")),
         None => r,
@@ -678,12 +794,12 @@ unsafe fn after_greq(r: MpiResult<()>, greq: Option<Greq>, status: *mut MPI_Stat
 }
 
 /// Calls `free_fn` of a generalized request; its code.
-///
-/// # Safety
-/// The callback is the program's.
-unsafe fn greq_free(g: &Greq) -> c_int {
+fn greq_free(g: &Greq) -> c_int {
     match g.free {
-        Some(free) => free(g.extra),
+        // SAFETY: the program gave `free` to MPI_Grequest_start as its
+        // MPI_Grequest_free_function; it gets its extra_state, once, as the
+        // standard says, and no lock is held.
+        Some(free) => unsafe { free(g.extra) },
         None => MPI_SUCCESS,
     }
 }
@@ -695,6 +811,8 @@ pub unsafe fn MPI_Grequest_start(
     extra_state: *mut std::ffi::c_void,
     request: *mut MPI_Request,
 ) -> c_int {
+    // SAFETY: `request` is NULL or a writable handle (the caller's contract).
+    let mut request = unsafe { Out::new(request, "request") };
     let r = rt::with(|st| {
         if request.is_null() {
             bail!(MPI_ERR_ARG, "request is a NULL pointer");
@@ -712,8 +830,7 @@ pub unsafe fn MPI_Grequest_start(
             }
         };
         let i = st.reqs.alloc(Request::new(Kind::Greq(g), MPI_COMM_WORLD));
-        *request = crate::rt::p2p::ReqTable::handle(i);
-        Ok(())
+        request.put(crate::rt::p2p::ReqTable::handle(i))
     });
     ret(MPI_COMM_WORLD, "MPI_Grequest_start", r)
 }
@@ -791,39 +908,60 @@ fn no_status(p: *const std::ffi::c_void) -> bool {
 /// refusing NULL and the ignore constants with `MPI_ERR_ARG`.
 ///
 /// # Safety
-/// `from` and `to` are NULL, an ignore constant, or valid for their types.
+/// `from` is NULL, an ignore constant, or readable for an `A`; `to` is NULL,
+/// an ignore constant, or writable for a `B`.
 unsafe fn convert<A: Copy, B>(name: &str, from: *const A, to: *mut B, read: impl Fn(&A) -> B) -> c_int {
     let r = if no_status(from as *const std::ffi::c_void) {
         Err(MpiError::new(MPI_ERR_ARG, "the status to convert is NULL or a STATUS_IGNORE constant"))
     } else if no_status(to as *const std::ffi::c_void) {
         Err(MpiError::new(MPI_ERR_ARG, "the status to write is NULL or a STATUS_IGNORE constant"))
     } else {
-        *to = read(&*from);
+        // SAFETY: neither is NULL or an ignore constant, so by the contract
+        // `from` is readable and `to` writable (`A: Copy`: the read is a copy).
+        unsafe { to.write(read(&*from)) };
         Ok(())
     };
     ret(MPI_COMM_WORLD, name, r)
 }
 
 pub unsafe fn MPI_Status_c2f(c_status_: *const MPI_Status, f_status: *mut c_int) -> c_int {
-    convert("MPI_Status_c2f", c_status_, f_status as *mut FStatus, f_fields)
+    // SAFETY: `c_status_` is NULL, an ignore constant or a readable status, `f_status`
+    // NULL, an ignore constant or a writable one, of the types the names say
+    // (the caller's contract; both Fortran forms are five ints).
+    unsafe { convert("MPI_Status_c2f", c_status_, f_status as *mut FStatus, f_fields) }
 }
 
 pub unsafe fn MPI_Status_f2c(f_status: *const c_int, c_status_: *mut MPI_Status) -> c_int {
-    convert("MPI_Status_f2c", f_status as *const FStatus, c_status_, c_status)
+    // SAFETY: `f_status` is NULL, an ignore constant or a readable status, `c_status_`
+    // NULL, an ignore constant or a writable one, of the types the names say
+    // (the caller's contract; both Fortran forms are five ints).
+    unsafe { convert("MPI_Status_f2c", f_status as *const FStatus, c_status_, c_status) }
 }
 
 pub unsafe fn MPI_Status_c2f08(c_status_: *const MPI_Status, f08_status: *mut std::ffi::c_void) -> c_int {
-    convert("MPI_Status_c2f08", c_status_, f08_status as *mut FStatus, f_fields)
+    // SAFETY: `c_status_` is NULL, an ignore constant or a readable status, `f08_status`
+    // NULL, an ignore constant or a writable one, of the types the names say
+    // (the caller's contract; both Fortran forms are five ints).
+    unsafe { convert("MPI_Status_c2f08", c_status_, f08_status as *mut FStatus, f_fields) }
 }
 
 pub unsafe fn MPI_Status_f082c(f08_status: *const std::ffi::c_void, c_status_: *mut MPI_Status) -> c_int {
-    convert("MPI_Status_f082c", f08_status as *const FStatus, c_status_, c_status)
+    // SAFETY: `f08_status` is NULL, an ignore constant or a readable status, `c_status_`
+    // NULL, an ignore constant or a writable one, of the types the names say
+    // (the caller's contract; both Fortran forms are five ints).
+    unsafe { convert("MPI_Status_f082c", f08_status as *const FStatus, c_status_, c_status) }
 }
 
 pub unsafe fn MPI_Status_f082f(f08_status: *const std::ffi::c_void, f_status: *mut c_int) -> c_int {
-    convert("MPI_Status_f082f", f08_status as *const FStatus, f_status as *mut FStatus, |f| *f)
+    // SAFETY: `f08_status` is NULL, an ignore constant or a readable status, `f_status`
+    // NULL, an ignore constant or a writable one, of the types the names say
+    // (the caller's contract; both Fortran forms are five ints).
+    unsafe { convert("MPI_Status_f082f", f08_status as *const FStatus, f_status as *mut FStatus, |f| *f) }
 }
 
 pub unsafe fn MPI_Status_f2f08(f_status: *const c_int, f08_status: *mut std::ffi::c_void) -> c_int {
-    convert("MPI_Status_f2f08", f_status as *const FStatus, f08_status as *mut FStatus, |f| *f)
+    // SAFETY: `f_status` is NULL, an ignore constant or a readable status, `f08_status`
+    // NULL, an ignore constant or a writable one, of the types the names say
+    // (the caller's contract; both Fortran forms are five ints).
+    unsafe { convert("MPI_Status_f2f08", f_status as *const FStatus, f08_status as *mut FStatus, |f| *f) }
 }

@@ -25,7 +25,7 @@ use mpi_api::abi::*;
 use super::comm::publish;
 use super::errh::check_errhandler;
 use super::info::cstr;
-use super::{put, put_str, raise, raise_on};
+use super::{put, put_str, raise, raise_on, Out};
 use crate::bail;
 use crate::rt::agree::{ranks_to_bytes, View, TAG_EXCHANGE};
 use crate::rt::comm::{Comm, CTX_SESSIONS, CTX_SPAN_INTER, CTX_SPAN_INTRA};
@@ -77,6 +77,8 @@ fn init_handler(h: MPI_Errhandler) -> MPI_Errhandler {
 }
 
 pub unsafe fn MPI_Session_init(info: MPI_Info, errhandler: MPI_Errhandler, session: *mut MPI_Session) -> c_int {
+    // SAFETY: `session` is NULL or a writable handle (the caller's contract).
+    let mut session = unsafe { Out::new(session, "session") };
     let r = (|| {
         if session.is_null() {
             bail!(MPI_ERR_ARG, "session is a NULL pointer");
@@ -109,7 +111,7 @@ pub unsafe fn MPI_Session_init(info: MPI_Info, errhandler: MPI_Errhandler, sessi
             let i = st.sessions.insert(Session { errhandler, thread_level: provided, info: pairs });
             Ok(session::handle(i))
         })?;
-        put(session, h, "session")
+        session.put(h)
     })();
     match r {
         Ok(()) => MPI_SUCCESS,
@@ -118,13 +120,16 @@ pub unsafe fn MPI_Session_init(info: MPI_Info, errhandler: MPI_Errhandler, sessi
 }
 
 pub unsafe fn MPI_Session_finalize(session: *mut MPI_Session) -> c_int {
-    let s = if session.is_null() { MPI_SESSION_NULL } else { *session };
+    // SAFETY: `session` is NULL or the program's handle, readable and
+    // writable (the caller's contract).
+    let session = unsafe { session.as_mut() };
+    let s = session.as_deref().map_or(MPI_SESSION_NULL, |&s| s);
     // The session's handler, kept for errors after it is gone.
     let h = rt::try_with(|st| session::get(&st.sessions, s).map(|x| x.errhandler).ok()).flatten();
     let r = (|| {
-        if session.is_null() {
+        let Some(session) = session else {
             bail!(MPI_ERR_ARG, "session is a NULL pointer");
-        }
+        };
         rt::with(|st| {
             let i = session::index(&st.sessions, s)?;
             st.sessions.remove(i);
@@ -141,9 +146,11 @@ pub unsafe fn MPI_Session_finalize(session: *mut MPI_Session) -> c_int {
 }
 
 pub unsafe fn MPI_Session_get_num_psets(session: MPI_Session, info: MPI_Info, npset_names: *mut c_int) -> c_int {
+    // SAFETY: `npset_names` is NULL or a writable int (the caller's contract).
+    let mut npset_names = unsafe { Out::new(npset_names, "npset_names") };
     let r = with_session(session, |st, _| {
         st.comms.infos.get_or_null(info)?;
-        put(npset_names, PSETS.len() as c_int, "npset_names")
+        npset_names.put(PSETS.len() as c_int)
     });
     sret(session, "MPI_Session_get_num_psets", r)
 }
@@ -159,56 +166,72 @@ pub unsafe fn MPI_Session_get_nth_pset(
     pset_len: *mut c_int,
     pset_name: *mut c_char,
 ) -> c_int {
+    // SAFETY: `pset_len` is NULL or a readable and writable int (the
+    // caller's contract).
+    let pset_len = unsafe { pset_len.as_mut() };
     let r = with_session(session, |st, _| {
         st.comms.infos.get_or_null(info)?;
         let Some(name) = usize::try_from(n).ok().and_then(|n| PSETS.get(n)) else {
             bail!(MPI_ERR_ARG, "no process set number {n} (there are {})", PSETS.len());
         };
-        if pset_len.is_null() {
+        let Some(pset_len) = pset_len else {
             bail!(MPI_ERR_ARG, "pset_len is a NULL pointer");
-        }
+        };
         let cap = *pset_len;
         if cap < 0 {
             bail!(MPI_ERR_ARG, "pset_len {cap} is negative");
         }
         if cap == 0 {
-            return put(pset_len, name.len() as c_int + 1, "pset_len");
+            *pset_len = name.len() as c_int + 1;
+            return Ok(());
         }
         if pset_name.is_null() {
             bail!(MPI_ERR_ARG, "pset_name is a NULL pointer");
         }
-        put_str(pset_name, cap as usize, name);
+        // SAFETY: not NULL, so `pset_name` holds `*pset_len` > 0 bytes (the
+        // caller's contract).
+        unsafe { put_str(pset_name, cap as usize, name) };
         Ok(())
     });
     sret(session, "MPI_Session_get_nth_pset", r)
 }
 
 /// The members of process set `pset_name` (a C string).
+///
+/// # Safety
+/// `pset_name` is NULL or a NUL-terminated string.
 unsafe fn pset_of(st: &State, pset_name: *const c_char) -> MpiResult<Vec<usize>> {
-    let name = cstr(pset_name, "pset_name")?;
+    // SAFETY: the contract; the name is used before the call returns.
+    let name = unsafe { cstr(pset_name, "pset_name") }?;
     session::pset_members(&name, st.world_rank, st.world_size)
 }
 
 pub unsafe fn MPI_Session_get_pset_info(session: MPI_Session, pset_name: *const c_char, info: *mut MPI_Info) -> c_int {
+    // SAFETY: `info` is NULL or a writable handle (the caller's contract).
+    let mut info = unsafe { Out::new(info, "info") };
     let r = with_session(session, |st, _| {
-        let members = pset_of(st, pset_name)?;
+        // SAFETY: `pset_name` is NULL or a NUL-terminated string (the
+        // caller's contract).
+        let members = unsafe { pset_of(st, pset_name) }?;
         if info.is_null() {
             bail!(MPI_ERR_ARG, "info is a NULL pointer");
         }
         let h = st.comms.infos.insert(vec![("mpi_size".to_string(), members.len().to_string())]);
-        put(info, h, "info")
+        info.put(h)
     });
     sret(session, "MPI_Session_get_pset_info", r)
 }
 
 pub unsafe fn MPI_Session_get_info(session: MPI_Session, info_used: *mut MPI_Info) -> c_int {
+    // SAFETY: `info_used` is NULL or a writable handle (the caller's contract).
+    let mut info_used = unsafe { Out::new(info_used, "info_used") };
     let r = with_session(session, |st, s| {
         if info_used.is_null() {
             bail!(MPI_ERR_ARG, "info_used is a NULL pointer");
         }
         let mut pairs = s.info.clone();
         info::set(&mut pairs, "thread_level", session::thread_level_name(s.thread_level));
-        put(info_used, st.comms.infos.insert(pairs), "info_used")
+        info_used.put(st.comms.infos.insert(pairs))
     });
     sret(session, "MPI_Session_get_info", r)
 }
@@ -224,7 +247,9 @@ pub unsafe fn MPI_Session_set_errhandler(session: MPI_Session, errhandler: MPI_E
 }
 
 pub unsafe fn MPI_Session_get_errhandler(session: MPI_Session, errhandler: *mut MPI_Errhandler) -> c_int {
-    let r = with_session(session, |_, s| put(errhandler, s.errhandler, "errhandler"));
+    // SAFETY: `errhandler` is NULL or a writable handle (the caller's contract).
+    let mut errhandler = unsafe { Out::new(errhandler, "errhandler") };
+    let r = with_session(session, |_, s| errhandler.put(s.errhandler));
     sret(session, "MPI_Session_get_errhandler", r)
 }
 
@@ -251,12 +276,16 @@ pub unsafe fn MPI_Group_from_session_pset(
     pset_name: *const c_char,
     newgroup: *mut MPI_Group,
 ) -> c_int {
+    // SAFETY: `newgroup` is NULL or a writable handle (the caller's contract).
+    let mut newgroup = unsafe { Out::new(newgroup, "newgroup") };
     let r = with_session(session, |st, _| {
-        let members = pset_of(st, pset_name)?;
+        // SAFETY: `pset_name` is NULL or a NUL-terminated string (the
+        // caller's contract).
+        let members = unsafe { pset_of(st, pset_name) }?;
         if newgroup.is_null() {
             bail!(MPI_ERR_ARG, "newgroup is a NULL pointer");
         }
-        put(newgroup, st.comms.groups.insert(Arc::new(members)), "newgroup")
+        newgroup.put(st.comms.groups.insert(Arc::new(members)))
     });
     sret(session, "MPI_Group_from_session_pset", r)
 }
@@ -275,13 +304,17 @@ fn from_groups_ret(errhandler: MPI_Errhandler, name: &str, r: MpiResult<()>) -> 
 
 /// The arguments of a constructor from groups that every process checks
 /// alone: the string tag, the new communicator's handler and info hints.
+///
+/// # Safety
+/// `stringtag` is NULL or a NUL-terminated string.
 unsafe fn tag_handler_hints(
     st: &State,
     stringtag: *const c_char,
     errhandler: MPI_Errhandler,
     info: MPI_Info,
 ) -> MpiResult<(String, Pairs)> {
-    let tag = cstr(stringtag, "stringtag")?.into_owned();
+    // SAFETY: the contract; the tag is copied here.
+    let tag = unsafe { cstr(stringtag, "stringtag") }?.into_owned();
     if tag.len() >= MPI_MAX_STRINGTAG_LEN as usize {
         bail!(
             MPI_ERR_ARG,
@@ -323,12 +356,16 @@ pub unsafe fn MPI_Comm_create_from_group(
             bail!(MPI_ERR_ARG, "newcomm is a NULL pointer");
         }
         let (tag, hints, members, me) = rt::with(|st| {
-            let (tag, hints) = tag_handler_hints(st, stringtag, errhandler, info)?;
+            // SAFETY: `stringtag` is NULL or a NUL-terminated string (the
+            // caller's contract).
+            let (tag, hints) = unsafe { tag_handler_hints(st, stringtag, errhandler, info) }?;
             Ok((tag, hints, st.comms.groups.get(group)?, st.world_rank))
         })?;
         // Only the group's members call this; anybody else gets no communicator.
         let Some(rank) = group::rank_of(&members, me) else {
-            return put(newcomm, MPI_COMM_NULL, "newcomm");
+            // SAFETY: `newcomm` is a writable handle (checked above; the
+            // caller's contract).
+            return unsafe { put(newcomm, MPI_COMM_NULL, "newcomm") };
         };
         let h = session::stringtag_hash(&tag);
         let view = rt::with(|st| view_of(st, rank, members.clone(), h))?;
@@ -345,7 +382,8 @@ pub unsafe fn MPI_Comm_create_from_group(
         let ctx = agree_ctx((CTX_SESSIONS, lowest, KEY_FROM_GROUP | h as u64), CTX_SPAN_INTRA, &a, true)?;
         let mut c = Comm::intra(ctx, members, rank as c_int, errhandler);
         c.hints = hints;
-        publish(c, newcomm)
+        // SAFETY: as above.
+        unsafe { publish(c, newcomm) }
     })();
     from_groups_ret(errhandler, "MPI_Comm_create_from_group", r)
 }
@@ -365,7 +403,9 @@ pub unsafe fn MPI_Intercomm_create_from_groups(
             bail!(MPI_ERR_ARG, "newintercomm is a NULL pointer");
         }
         let (tag, hints, local, remote, me) = rt::with(|st| {
-            let (tag, hints) = tag_handler_hints(st, stringtag, errhandler, info)?;
+            // SAFETY: `stringtag` is NULL or a NUL-terminated string (the
+            // caller's contract).
+            let (tag, hints) = unsafe { tag_handler_hints(st, stringtag, errhandler, info) }?;
             Ok((tag, hints, st.comms.groups.get(local_group)?, st.comms.groups.get(remote_group)?, st.world_rank))
         })?;
         let Some(rank) = group::rank_of(&local, me) else {
@@ -414,7 +454,9 @@ pub unsafe fn MPI_Intercomm_create_from_groups(
         let mut c = Comm::intra(ctx, remote, rank as c_int, errhandler);
         c.local = Some(local);
         c.hints = hints;
-        publish(c, newintercomm)
+        // SAFETY: `newintercomm` is a writable handle (checked above; the
+        // caller's contract).
+        unsafe { publish(c, newintercomm) }
     })();
     from_groups_ret(errhandler, "MPI_Intercomm_create_from_groups", r)
 }

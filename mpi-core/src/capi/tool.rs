@@ -53,7 +53,8 @@ unsafe fn out<T>(p: *mut T, v: T) -> ToolResult<()> {
     if p.is_null() {
         return Err(ToolError::Invalid);
     }
-    p.write_unaligned(v);
+    // SAFETY: not NULL, so writable for a `T` (the contract).
+    unsafe { p.write_unaligned(v) };
     Ok(())
 }
 
@@ -63,7 +64,8 @@ unsafe fn out<T>(p: *mut T, v: T) -> ToolResult<()> {
 /// `p` is NULL or valid for writing a `T`.
 unsafe fn opt<T>(p: *mut T, v: T) {
     if !p.is_null() {
-        p.write_unaligned(v);
+        // SAFETY: not NULL, so writable for a `T` (the contract).
+        unsafe { p.write_unaligned(v) };
     }
 }
 
@@ -72,14 +74,17 @@ unsafe fn opt<T>(p: *mut T, v: T) {
 /// string's length plus one in `*len` (nothing at all if `len` is NULL).
 ///
 /// # Safety
-/// `len` is NULL or valid; `buf` is NULL or holds `*len` bytes.
+/// `len` is NULL or valid for reading and writing an int; `buf` is NULL or
+/// holds `*len` writable bytes.
 unsafe fn put_tstr(buf: *mut c_char, len: *mut c_int, s: &str) {
-    if len.is_null() {
+    // SAFETY: `len` is NULL or a readable and writable int (the contract).
+    let Some(len) = (unsafe { len.as_mut() }) else {
         return;
-    }
+    };
     let n = *len;
     if !buf.is_null() && n > 0 {
-        super::put_str(buf, n as usize, s);
+        // SAFETY: `buf` is not NULL, so it holds `n` >= 1 writable bytes.
+        unsafe { super::put_str(buf, n as usize, s) };
     }
     *len = c_int::try_from(s.len() + 1).unwrap_or(c_int::MAX);
 }
@@ -97,7 +102,8 @@ unsafe fn name<'a>(p: *const c_char) -> ToolResult<&'a str> {
     if p.is_null() {
         return Err(ToolError::Invalid);
     }
-    CStr::from_ptr(p).to_str().map_err(|_| ToolError::InvalidName)
+    // SAFETY: not NULL, so a NUL-terminated string (the contract).
+    unsafe { CStr::from_ptr(p) }.to_str().map_err(|_| ToolError::InvalidName)
 }
 
 /// Writes the first `len` entries of `list` to `indices`.
@@ -106,11 +112,12 @@ unsafe fn name<'a>(p: *const c_char) -> ToolResult<&'a str> {
 /// `indices` is NULL or holds `len` ints.
 unsafe fn put_indices(indices: *mut c_int, len: c_int, list: &[usize]) -> ToolResult<()> {
     let n = usize::try_from(len).map_err(|_| ToolError::Invalid)?.min(list.len());
-    if n > 0 && indices.is_null() {
-        return Err(ToolError::Invalid);
-    }
-    for (k, &v) in list[..n].iter().enumerate() {
-        *indices.add(k) = v as c_int;
+    // SAFETY: `indices` is NULL or holds `len` >= `n` ints (the contract).
+    let Some(out) = (unsafe { super::out_array(indices, n) }) else {
+        return if n > 0 { Err(ToolError::Invalid) } else { Ok(()) };
+    };
+    for (o, &v) in out.iter_mut().zip(&list[..n]) {
+        *o = v as c_int;
     }
     Ok(())
 }
@@ -129,8 +136,11 @@ unsafe fn put_new(
         return Err(ToolError::Invalid);
     }
     let (h, n) = alloc()?;
-    *handle = h as *mut c_void;
-    *count = count_int(n);
+    // SAFETY: neither is NULL, so both are writable (the contract).
+    unsafe {
+        *handle = h as *mut c_void;
+        *count = count_int(n);
+    }
     Ok(())
 }
 
@@ -140,9 +150,10 @@ unsafe fn put_new(
 /// # Safety
 /// `handle` is NULL or valid for reading and writing.
 unsafe fn free_and_clear(handle: *mut *mut c_void, free: impl FnOnce(usize) -> ToolResult<()>) -> ToolResult<()> {
-    if handle.is_null() {
+    // SAFETY: `handle` is NULL or readable and writable (the contract).
+    let Some(handle) = (unsafe { handle.as_mut() }) else {
         return Err(ToolError::Invalid);
-    }
+    };
     free(*handle as usize)?;
     *handle = std::ptr::null_mut();
     Ok(())
@@ -155,9 +166,10 @@ fn count_int(n: usize) -> c_int {
 // ----- environment ---------------------------------------------------------------
 
 pub unsafe fn MPI_T_init_thread(required: c_int, provided: *mut c_int) -> c_int {
-    if provided.is_null() {
+    // SAFETY: `provided` is NULL or a writable int (the caller's contract).
+    let Some(provided) = (unsafe { provided.as_mut() }) else {
         return MPI_T_ERR_INVALID;
-    }
+    };
     tool::init();
     *provided = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_MULTIPLE);
     MPI_SUCCESS
@@ -170,7 +182,8 @@ pub unsafe fn MPI_T_finalize() -> c_int {
 // ----- control variables ---------------------------------------------------------
 
 pub unsafe fn MPI_T_cvar_get_num(num_cvar: *mut c_int) -> c_int {
-    call(|_| out(num_cvar, count_int(CVARS.len())))
+    // SAFETY: `num_cvar` is NULL or a writable int (the caller's contract).
+    call(|_| unsafe { out(num_cvar, count_int(CVARS.len())) })
 }
 
 pub unsafe fn MPI_T_cvar_get_info(
@@ -187,22 +200,30 @@ pub unsafe fn MPI_T_cvar_get_info(
 ) -> c_int {
     call(|_| {
         let cv = &CVARS[index(cvar_index, CVARS.len())?];
-        put_tstr(name, name_len, cv.name);
-        opt(verbosity, cv.verbosity());
-        opt(datatype, cv.ty.datatype());
         let e = cv.enumtype.map_or(std::ptr::null_mut(), |e| e as *const tool::EnumDef as *mut c_void);
-        opt(enumtype, e);
-        put_tstr(desc, desc_len, cv.desc);
-        opt(bind, MPI_T_BIND_NO_OBJECT);
-        opt(scope, cv.scope);
+        // SAFETY: every output is NULL or writable for its type, and `name`
+        // and `desc` are NULL or hold `*name_len` and `*desc_len` bytes (the
+        // caller's contract).
+        unsafe {
+            put_tstr(name, name_len, cv.name);
+            opt(verbosity, cv.verbosity());
+            opt(datatype, cv.ty.datatype());
+            opt(enumtype, e);
+            put_tstr(desc, desc_len, cv.desc);
+            opt(bind, MPI_T_BIND_NO_OBJECT);
+            opt(scope, cv.scope);
+        }
         Ok(())
     })
 }
 
 pub unsafe fn MPI_T_cvar_get_index(name_: *const c_char, cvar_index: *mut c_int) -> c_int {
     call(|_| {
-        let i = tool::index_of(CVARS.iter().map(|c| c.name), name(name_)?)?;
-        out(cvar_index, i as c_int)
+        // SAFETY: `name_` is NULL or a NUL-terminated string (the caller's
+        // contract).
+        let i = tool::index_of(CVARS.iter().map(|c| c.name), unsafe { name(name_) }?)?;
+        // SAFETY: `cvar_index` is NULL or a writable int (the caller's contract).
+        unsafe { out(cvar_index, i as c_int) }
     })
 }
 
@@ -212,11 +233,14 @@ pub unsafe fn MPI_T_cvar_handle_alloc(
     handle: *mut *mut c_void,
     count: *mut c_int,
 ) -> c_int {
-    call(|t| put_new(handle, count, || t.cvar_alloc(index(cvar_index, CVARS.len())?)))
+    // SAFETY: `handle` and `count` are NULL or writable (the caller's contract).
+    call(|t| unsafe { put_new(handle, count, || t.cvar_alloc(index(cvar_index, CVARS.len())?)) })
 }
 
 pub unsafe fn MPI_T_cvar_handle_free(handle: *mut *mut c_void) -> c_int {
-    call(|t| free_and_clear(handle, |h| t.cvar_free(h)))
+    // SAFETY: `handle` is NULL or the program's handle, readable and writable
+    // (the caller's contract).
+    call(|t| unsafe { free_and_clear(handle, |h| t.cvar_free(h)) })
 }
 
 pub unsafe fn MPI_T_cvar_read(handle: *mut c_void, buf: *mut c_void) -> c_int {
@@ -225,11 +249,17 @@ pub unsafe fn MPI_T_cvar_read(handle: *mut c_void, buf: *mut c_void) -> c_int {
         if buf.is_null() {
             return Err(ToolError::Invalid);
         }
-        match cv.read() {
-            Val::Int(v) => (buf as *mut c_int).write_unaligned(v),
-            Val::ULong(v) => (buf as *mut u64).write_unaligned(v),
-            Val::Str(s) => {
-                super::put_str(buf as *mut c_char, STR_COUNT, &s);
+        // SAFETY: `buf` is not NULL, so it holds the variable's value: an
+        // int, an unsigned long or `STR_COUNT` chars for the datatype and
+        // count MPI_T_cvar_get_info and the handle's allocation told the
+        // program (the caller's contract).
+        unsafe {
+            match cv.read() {
+                Val::Int(v) => (buf as *mut c_int).write_unaligned(v),
+                Val::ULong(v) => (buf as *mut u64).write_unaligned(v),
+                Val::Str(s) => {
+                    super::put_str(buf as *mut c_char, STR_COUNT, &s);
+                }
             }
         }
         Ok(())
@@ -245,7 +275,10 @@ pub unsafe fn MPI_T_cvar_write(handle: *mut c_void, buf: *const c_void) -> c_int
         if buf.is_null() {
             return Err(ToolError::Invalid);
         }
-        cv.write((buf as *const u64).read_unaligned())
+        // SAFETY: `buf` is not NULL, so it holds a value of the variable's
+        // datatype, an unsigned long for every writable one (the caller's
+        // contract).
+        cv.write(unsafe { (buf as *const u64).read_unaligned() })
     })
 }
 
@@ -259,8 +292,13 @@ pub unsafe fn MPI_T_enum_get_info(
 ) -> c_int {
     call(|_| {
         let e = tool::enum_of(enumtype)?;
-        out(num, count_int(e.items.len()))?;
-        put_tstr(name, name_len, e.name);
+        // SAFETY: `num` is NULL or a writable int, `name_len` NULL or a
+        // readable and writable int, `name` NULL or `*name_len` bytes (the
+        // caller's contract).
+        unsafe {
+            out(num, count_int(e.items.len()))?;
+            put_tstr(name, name_len, e.name);
+        }
         Ok(())
     })
 }
@@ -275,8 +313,13 @@ pub unsafe fn MPI_T_enum_get_item(
     call(|_| {
         let e = tool::enum_of(enumtype)?;
         let (v, n) = e.items[index(index_, e.items.len())?];
-        out(value, v)?;
-        put_tstr(name, name_len, n);
+        // SAFETY: `value` is NULL or a writable int, `name_len` NULL or a
+        // readable and writable int, `name` NULL or `*name_len` bytes (the
+        // caller's contract).
+        unsafe {
+            out(value, v)?;
+            put_tstr(name, name_len, n);
+        }
         Ok(())
     })
 }
@@ -284,7 +327,8 @@ pub unsafe fn MPI_T_enum_get_item(
 // ----- performance variables -------------------------------------------------------
 
 pub unsafe fn MPI_T_pvar_get_num(num_pvar: *mut c_int) -> c_int {
-    call(|_| out(num_pvar, count_int(PVARS.len())))
+    // SAFETY: `num_pvar` is NULL or a writable int (the caller's contract).
+    call(|_| unsafe { out(num_pvar, count_int(PVARS.len())) })
 }
 
 pub unsafe fn MPI_T_pvar_get_info(
@@ -304,28 +348,36 @@ pub unsafe fn MPI_T_pvar_get_info(
 ) -> c_int {
     call(|_| {
         let p = &PVARS[index(pvar_index, PVARS.len())?];
-        put_tstr(name, name_len, p.name);
-        opt(verbosity, MPI_T_VERBOSITY_TUNER_BASIC);
-        opt(var_class, p.class);
-        opt(datatype, MPI_UNSIGNED_LONG);
-        opt(enumtype, std::ptr::null_mut());
-        put_tstr(desc, desc_len, p.desc);
-        opt(bind, MPI_T_BIND_NO_OBJECT);
-        opt(readonly, p.readonly() as c_int);
-        opt(continuous, p.continuous as c_int);
-        opt(atomic, 0);
+        // SAFETY: every output is NULL or writable for its type, and `name`
+        // and `desc` are NULL or hold `*name_len` and `*desc_len` bytes (the
+        // caller's contract).
+        unsafe {
+            put_tstr(name, name_len, p.name);
+            opt(verbosity, MPI_T_VERBOSITY_TUNER_BASIC);
+            opt(var_class, p.class);
+            opt(datatype, MPI_UNSIGNED_LONG);
+            opt(enumtype, std::ptr::null_mut());
+            put_tstr(desc, desc_len, p.desc);
+            opt(bind, MPI_T_BIND_NO_OBJECT);
+            opt(readonly, p.readonly() as c_int);
+            opt(continuous, p.continuous as c_int);
+            opt(atomic, 0);
+        }
         Ok(())
     })
 }
 
 pub unsafe fn MPI_T_pvar_get_index(name_: *const c_char, var_class: c_int, pvar_index: *mut c_int) -> c_int {
     call(|_| {
-        let n = name(name_)?;
+        // SAFETY: `name_` is NULL or a NUL-terminated string (the caller's
+        // contract).
+        let n = unsafe { name(name_) }?;
         if !(MPI_T_PVAR_CLASS_STATE..=MPI_T_PVAR_CLASS_GENERIC).contains(&var_class) {
             return Err(ToolError::Invalid);
         }
         let i = PVARS.iter().position(|p| p.name == n && p.class == var_class).ok_or(ToolError::InvalidName)?;
-        out(pvar_index, i as c_int)
+        // SAFETY: `pvar_index` is NULL or a writable int (the caller's contract).
+        unsafe { out(pvar_index, i as c_int) }
     })
 }
 
@@ -334,13 +386,16 @@ pub unsafe fn MPI_T_pvar_session_create(pe_session: *mut *mut c_void) -> c_int {
         if pe_session.is_null() {
             return Err(ToolError::Invalid);
         }
-        *pe_session = t.session_create() as *mut c_void;
+        // SAFETY: not NULL, so a writable handle (the caller's contract).
+        unsafe { *pe_session = t.session_create() as *mut c_void };
         Ok(())
     })
 }
 
 pub unsafe fn MPI_T_pvar_session_free(pe_session: *mut *mut c_void) -> c_int {
-    call(|t| free_and_clear(pe_session, |s| t.session_free(s)))
+    // SAFETY: `pe_session` is NULL or the program's handle, readable and
+    // writable (the caller's contract).
+    call(|t| unsafe { free_and_clear(pe_session, |s| t.session_free(s)) })
 }
 
 pub unsafe fn MPI_T_pvar_handle_alloc(
@@ -350,11 +405,14 @@ pub unsafe fn MPI_T_pvar_handle_alloc(
     handle: *mut *mut c_void,
     count: *mut c_int,
 ) -> c_int {
-    call(|t| put_new(handle, count, || t.pvar_alloc(pe_session as usize, index(pvar_index, PVARS.len())?)))
+    // SAFETY: `handle` and `count` are NULL or writable (the caller's contract).
+    call(|t| unsafe { put_new(handle, count, || t.pvar_alloc(pe_session as usize, index(pvar_index, PVARS.len())?)) })
 }
 
 pub unsafe fn MPI_T_pvar_handle_free(pe_session: *mut c_void, handle: *mut *mut c_void) -> c_int {
-    call(|t| free_and_clear(handle, |h| t.pvar_free(pe_session as usize, h)))
+    // SAFETY: `handle` is NULL or the program's handle, readable and writable
+    // (the caller's contract).
+    call(|t| unsafe { free_and_clear(handle, |h| t.pvar_free(pe_session as usize, h)) })
 }
 
 pub unsafe fn MPI_T_pvar_start(pe_session: *mut c_void, handle: *mut c_void) -> c_int {
@@ -380,7 +438,9 @@ fn one(handle: *mut c_void) -> ToolResult<usize> {
 pub unsafe fn MPI_T_pvar_read(pe_session: *mut c_void, handle: *mut c_void, buf: *mut c_void) -> c_int {
     call(|t| {
         let v = t.pvar_read(pe_session as usize, one(handle)?)?;
-        out(buf as *mut u64, v)
+        // SAFETY: `buf` is NULL or holds the variable's value, an unsigned
+        // long (MPI_T_pvar_get_info's datatype for all; the caller's contract).
+        unsafe { out(buf as *mut u64, v) }
     })
 }
 
@@ -390,7 +450,10 @@ pub unsafe fn MPI_T_pvar_readreset(pe_session: *mut c_void, handle: *mut c_void,
             return Err(ToolError::Invalid);
         }
         let v = t.pvar_readreset(pe_session as usize, one(handle)?)?;
-        out(buf as *mut u64, v)
+        // SAFETY: `buf` is not NULL, so it holds the variable's value, an
+        // unsigned long (MPI_T_pvar_get_info's datatype for all; the caller's
+        // contract).
+        unsafe { out(buf as *mut u64, v) }
     })
 }
 
@@ -400,14 +463,17 @@ pub unsafe fn MPI_T_pvar_write(pe_session: *mut c_void, handle: *mut c_void, buf
         if buf.is_null() {
             return Err(ToolError::Invalid);
         }
-        t.pvar_write(pe_session as usize, h, (buf as *const u64).read_unaligned())
+        // SAFETY: `buf` is not NULL, so it holds a value of the variable's
+        // datatype, an unsigned long for all (the caller's contract).
+        t.pvar_write(pe_session as usize, h, unsafe { (buf as *const u64).read_unaligned() })
     })
 }
 
 // ----- categories ----------------------------------------------------------------
 
 pub unsafe fn MPI_T_category_get_num(num_cat: *mut c_int) -> c_int {
-    call(|_| out(num_cat, count_int(CATEGORIES.len())))
+    // SAFETY: `num_cat` is NULL or a writable int (the caller's contract).
+    call(|_| unsafe { out(num_cat, count_int(CATEGORIES.len())) })
 }
 
 pub unsafe fn MPI_T_category_get_info(
@@ -423,57 +489,73 @@ pub unsafe fn MPI_T_category_get_info(
     call(|_| {
         let i = index(cat_index, CATEGORIES.len())?;
         let (cv, pv, sub) = tool::category_members(i)?;
-        put_tstr(name, name_len, CATEGORIES[i].name);
-        put_tstr(desc, desc_len, CATEGORIES[i].desc);
-        opt(num_cvars, count_int(cv.len()));
-        opt(num_pvars, count_int(pv.len()));
-        opt(num_categories, count_int(sub.len()));
+        // SAFETY: every output is NULL or writable for its type, and `name`
+        // and `desc` are NULL or hold `*name_len` and `*desc_len` bytes (the
+        // caller's contract).
+        unsafe {
+            put_tstr(name, name_len, CATEGORIES[i].name);
+            put_tstr(desc, desc_len, CATEGORIES[i].desc);
+            opt(num_cvars, count_int(cv.len()));
+            opt(num_pvars, count_int(pv.len()));
+            opt(num_categories, count_int(sub.len()));
+        }
         Ok(())
     })
 }
 
 pub unsafe fn MPI_T_category_get_index(name_: *const c_char, cat_index: *mut c_int) -> c_int {
     call(|_| {
-        let i = tool::index_of(CATEGORIES.iter().map(|c| c.name), name(name_)?)?;
-        out(cat_index, i as c_int)
+        // SAFETY: `name_` is NULL or a NUL-terminated string (the caller's
+        // contract).
+        let i = tool::index_of(CATEGORIES.iter().map(|c| c.name), unsafe { name(name_) }?)?;
+        // SAFETY: `cat_index` is NULL or a writable int (the caller's contract).
+        unsafe { out(cat_index, i as c_int) }
     })
 }
 
 pub unsafe fn MPI_T_category_get_cvars(cat_index: c_int, len: c_int, indices: *mut c_int) -> c_int {
-    call(|_| put_indices(indices, len, &tool::category_members(index(cat_index, CATEGORIES.len())?)?.0))
+    // SAFETY: `indices` is NULL or holds `len` writable ints (the caller's contract).
+    call(|_| unsafe { put_indices(indices, len, &tool::category_members(index(cat_index, CATEGORIES.len())?)?.0) })
 }
 
 pub unsafe fn MPI_T_category_get_pvars(cat_index: c_int, len: c_int, indices: *mut c_int) -> c_int {
-    call(|_| put_indices(indices, len, &tool::category_members(index(cat_index, CATEGORIES.len())?)?.1))
+    // SAFETY: `indices` is NULL or holds `len` writable ints (the caller's contract).
+    call(|_| unsafe { put_indices(indices, len, &tool::category_members(index(cat_index, CATEGORIES.len())?)?.1) })
 }
 
 pub unsafe fn MPI_T_category_get_categories(cat_index: c_int, len: c_int, indices: *mut c_int) -> c_int {
-    call(|_| put_indices(indices, len, tool::category_members(index(cat_index, CATEGORIES.len())?)?.2))
+    // SAFETY: `indices` is NULL or holds `len` writable ints (the caller's contract).
+    call(|_| unsafe { put_indices(indices, len, tool::category_members(index(cat_index, CATEGORIES.len())?)?.2) })
 }
 
 /// The set of variables and categories never changes: always 0.
 pub unsafe fn MPI_T_category_changed(update_number: *mut c_int) -> c_int {
-    call(|_| out(update_number, 0))
+    // SAFETY: `update_number` is NULL or a writable int (the caller's contract).
+    call(|_| unsafe { out(update_number, 0) })
 }
 
 pub unsafe fn MPI_T_category_get_num_events(cat_index: c_int, num_events: *mut c_int) -> c_int {
     call(|_| {
         index(cat_index, CATEGORIES.len())?;
-        out(num_events, 0)
+        // SAFETY: `num_events` is NULL or a writable int (the caller's contract).
+        unsafe { out(num_events, 0) }
     })
 }
 
 pub unsafe fn MPI_T_category_get_events(cat_index: c_int, len: c_int, indices: *mut c_int) -> c_int {
     call(|_| {
         index(cat_index, CATEGORIES.len())?;
-        put_indices(indices, len, &[])
+        // SAFETY: `indices` is NULL or holds `len` writable ints (the caller's
+        // contract); nothing is written anyway.
+        unsafe { put_indices(indices, len, &[]) }
     })
 }
 
 // ----- events: this library raises none ---------------------------------------------
 
 pub unsafe fn MPI_T_event_get_num(num_events: *mut c_int) -> c_int {
-    call(|_| out(num_events, 0))
+    // SAFETY: `num_events` is NULL or a writable int (the caller's contract).
+    call(|_| unsafe { out(num_events, 0) })
 }
 
 pub unsafe fn MPI_T_event_get_info(
@@ -495,7 +577,9 @@ pub unsafe fn MPI_T_event_get_info(
 
 pub unsafe fn MPI_T_event_get_index(name_: *const c_char, _event_index: *mut c_int) -> c_int {
     call(|_| {
-        name(name_)?;
+        // SAFETY: `name_` is NULL or a NUL-terminated string (the caller's
+        // contract).
+        unsafe { name(name_) }?;
         Err(ToolError::InvalidName)
     })
 }
@@ -582,7 +666,8 @@ pub unsafe fn MPI_T_event_get_source(_event_instance: *mut c_void, _source_index
 // ----- the time source -------------------------------------------------------------
 
 pub unsafe fn MPI_T_source_get_num(num_sources: *mut c_int) -> c_int {
-    call(|_| out(num_sources, 1))
+    // SAFETY: `num_sources` is NULL or a writable int (the caller's contract).
+    call(|_| unsafe { out(num_sources, 1) })
 }
 
 pub unsafe fn MPI_T_source_get_info(
@@ -598,12 +683,17 @@ pub unsafe fn MPI_T_source_get_info(
 ) -> c_int {
     call(|_| {
         index(source_index, 1)?;
-        put_tstr(name, name_len, tool::source::NAME);
-        put_tstr(desc, desc_len, tool::source::DESC);
-        opt(ordering, MPI_T_SOURCE_ORDERED);
-        opt(ticks_per_second, tool::source::TICKS_PER_SECOND);
-        opt(max_ticks, i64::MAX);
-        opt(info, MPI_INFO_NULL);
+        // SAFETY: every output is NULL or writable for its type, and `name`
+        // and `desc` are NULL or hold `*name_len` and `*desc_len` bytes (the
+        // caller's contract).
+        unsafe {
+            put_tstr(name, name_len, tool::source::NAME);
+            put_tstr(desc, desc_len, tool::source::DESC);
+            opt(ordering, MPI_T_SOURCE_ORDERED);
+            opt(ticks_per_second, tool::source::TICKS_PER_SECOND);
+            opt(max_ticks, i64::MAX);
+            opt(info, MPI_INFO_NULL);
+        }
         Ok(())
     })
 }
@@ -611,6 +701,7 @@ pub unsafe fn MPI_T_source_get_info(
 pub unsafe fn MPI_T_source_get_timestamp(source_index: c_int, timestamp: *mut i64) -> c_int {
     call(|_| {
         index(source_index, 1)?;
-        out(timestamp, tool::source::now())
+        // SAFETY: `timestamp` is NULL or a writable count (the caller's contract).
+        unsafe { out(timestamp, tool::source::now()) }
     })
 }

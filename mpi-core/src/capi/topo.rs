@@ -11,7 +11,7 @@ use mpi_api::abi::*;
 
 use super::comm::publish;
 use super::SentinelPtr;
-use super::{c_array, put, ret};
+use super::{c_array, put, ret, Out};
 use crate::bail;
 use crate::rt::agree::{bytes_to_ints, ints_to_bytes, View};
 use crate::rt::comm::{Comm, CTX_SPAN_INTRA};
@@ -35,6 +35,9 @@ fn is_unweighted(p: *const c_int) -> bool {
 }
 
 /// Copies `v` to `out` (at most `max` values).
+///
+/// # Safety
+/// `out` is NULL or holds `max` writable ints.
 unsafe fn write_ints(out: *mut c_int, max: c_int, v: &[c_int], what: &str) -> MpiResult<()> {
     let n = v.len().min(max.max(0) as usize);
     if n == 0 {
@@ -43,7 +46,9 @@ unsafe fn write_ints(out: *mut c_int, max: c_int, v: &[c_int], what: &str) -> Mp
     if out.is_null() {
         bail!(MPI_ERR_ARG, "{what} is a NULL pointer");
     }
-    std::ptr::copy_nonoverlapping(v.as_ptr(), out, n);
+    // SAFETY: not NULL, so `max` >= `n` writable ints (the contract), which
+    // the program's array cannot share with `v`, the library's.
+    unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), out, n) };
     Ok(())
 }
 
@@ -77,17 +82,22 @@ fn graph_of(comm: MPI_Comm) -> MpiResult<(Comm, Vec<c_int>, Vec<c_int>)> {
 /// get `MPI_COMM_NULL`. `args` is this process's check of its arguments,
 /// giving (`n`, `t`): if it failed, the process still takes part so that
 /// the call fails in every process (nobody waits for it).
+///
+/// # Safety
+/// `out` is NULL or a writable handle.
 unsafe fn topo_comm(comm_old: MPI_Comm, args: MpiResult<(usize, Topo)>, out: *mut MPI_Comm) -> MpiResult<()> {
     quiet(comm_old)?;
     let parent = comm_of(comm_old)?;
     let ctx = new_context_or_fail(comm_old, CTX_SPAN_INTRA, false, args.as_ref().map(|_| ()).map_err(Clone::clone))?;
     let (n, t) = args?;
     if parent.rank as usize >= n {
-        return put(out, MPI_COMM_NULL, "newcomm");
+        // SAFETY: `out` is NULL or a writable handle (the contract).
+        return unsafe { put(out, MPI_COMM_NULL, "newcomm") };
     }
     let mut c = Comm::intra(ctx, Arc::new(parent.group[..n].to_vec()), parent.rank, parent.errhandler);
     c.topo = Some(Arc::new(t));
-    publish(c, out)
+    // SAFETY: `out` is NULL or a writable handle (the contract).
+    unsafe { publish(c, out) }
 }
 
 fn intra(comm: MPI_Comm, what: &str) -> MpiResult<Comm> {
@@ -99,6 +109,9 @@ fn intra(comm: MPI_Comm, what: &str) -> MpiResult<Comm> {
 }
 
 /// Validates the arguments of a Cartesian grid: (dims, periods, processes).
+///
+/// # Safety
+/// `dims` and `periods` are NULL or hold `ndims` ints each.
 unsafe fn grid_args(
     ndims: c_int,
     dims: *const c_int,
@@ -107,8 +120,10 @@ unsafe fn grid_args(
     if ndims < 0 {
         bail!(MPI_ERR_DIMS, "ndims = {ndims} is negative");
     }
-    let d = c_array(dims, ndims, "dims")?.to_vec();
-    let p: Vec<bool> = c_array(periods, ndims, "periods")?.iter().map(|&x| x != 0).collect();
+    // SAFETY: both are NULL or `ndims` ints (the contract).
+    let (d, p) = unsafe { (c_array(dims, ndims, "dims"), c_array(periods, ndims, "periods")) };
+    let d = d?.to_vec();
+    let p: Vec<bool> = p?.iter().map(|&x| x != 0).collect();
     let n = topo::grid_size(&d)?;
     Ok((d, p, n))
 }
@@ -125,15 +140,19 @@ pub unsafe fn MPI_Cart_create(
         if comm_cart.is_null() {
             bail!(MPI_ERR_ARG, "comm_cart is a NULL pointer");
         }
-        *comm_cart = MPI_COMM_NULL;
+        // SAFETY: not NULL, so a writable handle (the caller's contract).
+        unsafe { *comm_cart = MPI_COMM_NULL };
         let c = intra(comm_old, "MPI_Cart_create")?;
-        let args = grid_args(ndims, dims, periods).and_then(|(d, p, n)| {
+        // SAFETY: `dims` and `periods` are NULL or `ndims` ints each (the
+        // caller's contract).
+        let args = unsafe { grid_args(ndims, dims, periods) }.and_then(|(d, p, n)| {
             if n > c.size() as usize {
                 bail!(MPI_ERR_TOPOLOGY, "the grid has {n} processes, more than the {} of the communicator", c.size());
             }
             Ok((n, Topo::Cart { dims: d, periods: p }))
         });
-        topo_comm(comm_old, args, comm_cart)
+        // SAFETY: `comm_cart` is a writable handle (checked above).
+        unsafe { topo_comm(comm_old, args, comm_cart) }
     })();
     ret(comm_old, "MPI_Cart_create", r)
 }
@@ -152,7 +171,9 @@ pub unsafe fn MPI_Dims_create(nnodes: c_int, ndims: c_int, dims: *mut c_int) -> 
         if dims.is_null() {
             bail!(MPI_ERR_ARG, "dims is a NULL pointer");
         }
-        let d = std::slice::from_raw_parts_mut(dims, ndims as usize);
+        // SAFETY: not NULL and ndims > 0, so `ndims` readable and writable
+        // ints (the caller's contract).
+        let d = unsafe { std::slice::from_raw_parts_mut(dims, ndims as usize) };
         let mut work = d.to_vec();
         topo::dims_create(nnodes, &mut work)?;
         d.copy_from_slice(&work);
@@ -162,7 +183,9 @@ pub unsafe fn MPI_Dims_create(nnodes: c_int, ndims: c_int, dims: *mut c_int) -> 
 }
 
 pub unsafe fn MPI_Cartdim_get(comm: MPI_Comm, ndims: *mut c_int) -> c_int {
-    let r = cart_of(comm).and_then(|(_, d, _)| put(ndims, d.len() as c_int, "ndims"));
+    // SAFETY: `ndims` is NULL or a writable int (the caller's contract).
+    let mut ndims = unsafe { Out::new(ndims, "ndims") };
+    let r = cart_of(comm).and_then(|(_, d, _)| ndims.put(d.len() as c_int));
     ret(comm, "MPI_Cartdim_get", r)
 }
 
@@ -175,17 +198,25 @@ pub unsafe fn MPI_Cart_get(
 ) -> c_int {
     let r = cart_of(comm).and_then(|(c, d, p)| {
         let pi: Vec<c_int> = p.iter().map(|&x| x as c_int).collect();
-        write_ints(dims, maxdims, &d, "dims")?;
-        write_ints(periods, maxdims, &pi, "periods")?;
-        write_ints(coords, maxdims, &topo::cart_coords(&d, c.rank), "coords")
+        // SAFETY: `dims`, `periods` and `coords` are NULL or hold `maxdims`
+        // writable ints each (the caller's contract).
+        unsafe {
+            write_ints(dims, maxdims, &d, "dims")?;
+            write_ints(periods, maxdims, &pi, "periods")?;
+            write_ints(coords, maxdims, &topo::cart_coords(&d, c.rank), "coords")
+        }
     });
     ret(comm, "MPI_Cart_get", r)
 }
 
 pub unsafe fn MPI_Cart_rank(comm: MPI_Comm, coords: *const c_int, rank: *mut c_int) -> c_int {
+    // SAFETY: `rank` is NULL or a writable int (the caller's contract).
+    let mut rank = unsafe { Out::new(rank, "rank") };
     let r = cart_of(comm).and_then(|(_, d, p)| {
-        let co = c_array(coords, d.len() as c_int, "coords")?;
-        put(rank, topo::cart_rank(&d, &p, co)?, "rank")
+        // SAFETY: `coords` is NULL or holds an int per dimension of the
+        // communicator's grid (the caller's contract).
+        let co = unsafe { c_array(coords, d.len() as c_int, "coords") }?;
+        rank.put(topo::cart_rank(&d, &p, co)?)
     });
     ret(comm, "MPI_Cart_rank", r)
 }
@@ -198,7 +229,9 @@ pub unsafe fn MPI_Cart_coords(comm: MPI_Comm, rank: c_int, maxdims: c_int, coord
         if maxdims < d.len() as c_int {
             bail!(MPI_ERR_ARG, "maxdims = {maxdims} is less than the {} dimensions", d.len());
         }
-        write_ints(coords, maxdims, &topo::cart_coords(&d, rank), "coords")
+        // SAFETY: `coords` is NULL or holds `maxdims` writable ints (the
+        // caller's contract).
+        unsafe { write_ints(coords, maxdims, &topo::cart_coords(&d, rank), "coords") }
     });
     ret(comm, "MPI_Cart_coords", r)
 }
@@ -210,13 +243,17 @@ pub unsafe fn MPI_Cart_shift(
     rank_source: *mut c_int,
     rank_dest: *mut c_int,
 ) -> c_int {
+    // SAFETY: `rank_source` and `rank_dest` are NULL or writable ints (the
+    // caller's contract).
+    let (mut rank_source, mut rank_dest) =
+        unsafe { (Out::new(rank_source, "rank_source"), Out::new(rank_dest, "rank_dest")) };
     let r = cart_of(comm).and_then(|(c, d, p)| {
         if direction < 0 || direction as usize >= d.len() {
             bail!(MPI_ERR_DIMS, "direction {direction} is not a dimension of the grid (0..{})", d.len());
         }
         let (s, t) = topo::cart_shift(&d, &p, c.rank, direction as usize, disp);
-        put(rank_source, s, "rank_source")?;
-        put(rank_dest, t, "rank_dest")
+        rank_source.put(s)?;
+        rank_dest.put(t)
     });
     ret(comm, "MPI_Cart_shift", r)
 }
@@ -227,7 +264,10 @@ pub unsafe fn MPI_Cart_sub(comm: MPI_Comm, remain_dims: *const c_int, newcomm: *
             bail!(MPI_ERR_ARG, "newcomm is a NULL pointer");
         }
         let (c, d, p) = cart_of(comm)?;
-        let keep: Vec<bool> = c_array(remain_dims, d.len() as c_int, "remain_dims")?.iter().map(|&x| x != 0).collect();
+        // SAFETY: `remain_dims` is NULL or holds an int per dimension of the
+        // communicator's grid (the caller's contract).
+        let keep = unsafe { c_array(remain_dims, d.len() as c_int, "remain_dims") }?;
+        let keep: Vec<bool> = keep.iter().map(|&x| x != 0).collect();
         // Processes that agree on the dropped coordinates form one subgrid;
         // the key (old rank) orders it by the kept coordinates.
         let coords = topo::cart_coords(&d, c.rank);
@@ -246,7 +286,8 @@ pub unsafe fn MPI_Cart_sub(comm: MPI_Comm, remain_dims: *const c_int, newcomm: *
         let rank = members.iter().position(|&w| w == me).unwrap() as c_int;
         let mut nc = Comm::intra(ctx, Arc::new(members), rank, parent.errhandler);
         nc.topo = Some(Arc::new(sub));
-        publish(nc, newcomm)
+        // SAFETY: `newcomm` is a writable handle (checked above).
+        unsafe { publish(nc, newcomm) }
     })();
     ret(comm, "MPI_Cart_sub", r)
 }
@@ -260,21 +301,29 @@ pub unsafe fn MPI_Cart_map(
 ) -> c_int {
     let r = (|| {
         let c = intra(comm, "MPI_Cart_map")?;
-        let (_, _, n) = grid_args(ndims, dims, periods)?;
+        // SAFETY: `dims` and `periods` are NULL or `ndims` ints each (the
+        // caller's contract).
+        let (_, _, n) = unsafe { grid_args(ndims, dims, periods) }?;
         if n > c.size() as usize {
             bail!(MPI_ERR_TOPOLOGY, "the grid has {n} processes, more than the {} of the communicator", c.size());
         }
-        put(newrank, if (c.rank as usize) < n { c.rank } else { MPI_UNDEFINED }, "newrank")
+        // SAFETY: `newrank` is NULL or a writable int (the caller's contract).
+        unsafe { put(newrank, if (c.rank as usize) < n { c.rank } else { MPI_UNDEFINED }, "newrank") }
     })();
     ret(comm, "MPI_Cart_map", r)
 }
 
 /// Validates `index`/`edges` of a graph of `nnodes` nodes.
+///
+/// # Safety
+/// `index` is NULL or holds `nnodes` ints, and `edges` NULL or as many ints
+/// as its last entry says.
 unsafe fn graph_args(nnodes: c_int, index: *const c_int, edges: *const c_int) -> MpiResult<(Vec<c_int>, Vec<c_int>)> {
     if nnodes < 0 {
         bail!(MPI_ERR_ARG, "nnodes = {nnodes} is negative");
     }
-    let idx = c_array(index, nnodes, "index")?.to_vec();
+    // SAFETY: `index` is NULL or `nnodes` ints (the contract).
+    let idx = unsafe { c_array(index, nnodes, "index") }?.to_vec();
     let mut prev = 0;
     for (i, &x) in idx.iter().enumerate() {
         if x < prev {
@@ -282,7 +331,9 @@ unsafe fn graph_args(nnodes: c_int, index: *const c_int, edges: *const c_int) ->
         }
         prev = x;
     }
-    let e = c_array(edges, prev, "edges")?.to_vec();
+    // SAFETY: `prev` is the last entry of `index` (or 0), the number of
+    // edges the contract gives `edges`.
+    let e = unsafe { c_array(edges, prev, "edges") }?.to_vec();
     if let Some((i, &x)) = e.iter().enumerate().find(|(_, &x)| x < 0 || x >= nnodes) {
         bail!(MPI_ERR_TOPOLOGY, "edges[{i}] = {x} is not a node of the graph (0..{nnodes})");
     }
@@ -301,9 +352,12 @@ pub unsafe fn MPI_Graph_create(
         if comm_graph.is_null() {
             bail!(MPI_ERR_ARG, "comm_graph is a NULL pointer");
         }
-        *comm_graph = MPI_COMM_NULL;
+        // SAFETY: not NULL, so a writable handle (the caller's contract).
+        unsafe { *comm_graph = MPI_COMM_NULL };
         let c = intra(comm_old, "MPI_Graph_create")?;
-        let args = graph_args(nnodes, index, edges).and_then(|(idx, e)| {
+        // SAFETY: `index` is NULL or `nnodes` ints, `edges` NULL or as many
+        // as the last of them (the caller's contract).
+        let args = unsafe { graph_args(nnodes, index, edges) }.and_then(|(idx, e)| {
             if nnodes > c.size() {
                 bail!(
                     MPI_ERR_TOPOLOGY,
@@ -313,15 +367,19 @@ pub unsafe fn MPI_Graph_create(
             }
             Ok((nnodes as usize, Topo::Graph { index: idx, edges: e }))
         });
-        topo_comm(comm_old, args, comm_graph)
+        // SAFETY: `comm_graph` is a writable handle (checked above).
+        unsafe { topo_comm(comm_old, args, comm_graph) }
     })();
     ret(comm_old, "MPI_Graph_create", r)
 }
 
 pub unsafe fn MPI_Graphdims_get(comm: MPI_Comm, nnodes: *mut c_int, nedges: *mut c_int) -> c_int {
+    // SAFETY: `nnodes` and `nedges` are NULL or writable ints (the caller's
+    // contract).
+    let (mut nnodes, mut nedges) = unsafe { (Out::new(nnodes, "nnodes"), Out::new(nedges, "nedges")) };
     let r = graph_of(comm).and_then(|(_, idx, e)| {
-        put(nnodes, idx.len() as c_int, "nnodes")?;
-        put(nedges, e.len() as c_int, "nedges")
+        nnodes.put(idx.len() as c_int)?;
+        nedges.put(e.len() as c_int)
     });
     ret(comm, "MPI_Graphdims_get", r)
 }
@@ -334,8 +392,12 @@ pub unsafe fn MPI_Graph_get(
     edges: *mut c_int,
 ) -> c_int {
     let r = graph_of(comm).and_then(|(_, idx, e)| {
-        write_ints(index, maxindex, &idx, "index")?;
-        write_ints(edges, maxedges, &e, "edges")
+        // SAFETY: `index` and `edges` are NULL or hold `maxindex` and
+        // `maxedges` writable ints (the caller's contract).
+        unsafe {
+            write_ints(index, maxindex, &idx, "index")?;
+            write_ints(edges, maxedges, &e, "edges")
+        }
     });
     ret(comm, "MPI_Graph_get", r)
 }
@@ -348,9 +410,11 @@ fn graph_rank(c: &Comm, rank: c_int) -> MpiResult<()> {
 }
 
 pub unsafe fn MPI_Graph_neighbors_count(comm: MPI_Comm, rank: c_int, nneighbors: *mut c_int) -> c_int {
+    // SAFETY: `nneighbors` is NULL or a writable int (the caller's contract).
+    let mut nneighbors = unsafe { Out::new(nneighbors, "nneighbors") };
     let r = graph_of(comm).and_then(|(c, idx, e)| {
         graph_rank(&c, rank)?;
-        put(nneighbors, topo::graph_neighbors(&idx, &e, rank).len() as c_int, "nneighbors")
+        nneighbors.put(topo::graph_neighbors(&idx, &e, rank).len() as c_int)
     });
     ret(comm, "MPI_Graph_neighbors_count", r)
 }
@@ -358,7 +422,9 @@ pub unsafe fn MPI_Graph_neighbors_count(comm: MPI_Comm, rank: c_int, nneighbors:
 pub unsafe fn MPI_Graph_neighbors(comm: MPI_Comm, rank: c_int, maxneighbors: c_int, neighbors: *mut c_int) -> c_int {
     let r = graph_of(comm).and_then(|(c, idx, e)| {
         graph_rank(&c, rank)?;
-        write_ints(neighbors, maxneighbors, topo::graph_neighbors(&idx, &e, rank), "neighbors")
+        // SAFETY: `neighbors` is NULL or holds `maxneighbors` writable ints
+        // (the caller's contract).
+        unsafe { write_ints(neighbors, maxneighbors, topo::graph_neighbors(&idx, &e, rank), "neighbors") }
     });
     ret(comm, "MPI_Graph_neighbors", r)
 }
@@ -372,7 +438,9 @@ pub unsafe fn MPI_Graph_map(
 ) -> c_int {
     let r = (|| {
         let c = intra(comm, "MPI_Graph_map")?;
-        graph_args(nnodes, index, edges)?;
+        // SAFETY: `index` is NULL or `nnodes` ints, `edges` NULL or as many
+        // as the last of them (the caller's contract).
+        unsafe { graph_args(nnodes, index, edges) }?;
         if nnodes > c.size() {
             bail!(
                 MPI_ERR_TOPOLOGY,
@@ -380,13 +448,16 @@ pub unsafe fn MPI_Graph_map(
                 c.size()
             );
         }
-        put(newrank, if c.rank < nnodes { c.rank } else { MPI_UNDEFINED }, "newrank")
+        // SAFETY: `newrank` is NULL or a writable int (the caller's contract).
+        unsafe { put(newrank, if c.rank < nnodes { c.rank } else { MPI_UNDEFINED }, "newrank") }
     })();
     ret(comm, "MPI_Graph_map", r)
 }
 
 pub unsafe fn MPI_Topo_test(comm: MPI_Comm, status: *mut c_int) -> c_int {
-    let r = comm_of(comm).and_then(|c| put(status, c.topo.as_ref().map_or(MPI_UNDEFINED, |t| t.kind()), "status"));
+    // SAFETY: `status` is NULL or a writable int (the caller's contract).
+    let mut status = unsafe { Out::new(status, "status") };
+    let r = comm_of(comm).and_then(|c| status.put(c.topo.as_ref().map_or(MPI_UNDEFINED, |t| t.kind())));
     ret(comm, "MPI_Topo_test", r)
 }
 
@@ -399,6 +470,9 @@ fn check_nodes(v: &[c_int], size: c_int, what: &str) -> MpiResult<()> {
 }
 
 /// Weights at `w` for `n` edges: `None` when unweighted.
+///
+/// # Safety
+/// `w` is `MPI_UNWEIGHTED`, NULL or holds `n` ints.
 unsafe fn weights(w: *const c_int, n: c_int, what: &str) -> MpiResult<Option<Vec<c_int>>> {
     if is_unweighted(w) {
         return Ok(None);
@@ -406,15 +480,20 @@ unsafe fn weights(w: *const c_int, n: c_int, what: &str) -> MpiResult<Option<Vec
     if n == 0 {
         return Ok(Some(Vec::new()));
     }
-    Ok(Some(c_array(w, n, what)?.to_vec()))
+    // SAFETY: not MPI_UNWEIGHTED, so NULL or `n` ints (the contract).
+    Ok(Some(unsafe { c_array(w, n, what) }?.to_vec()))
 }
 
 /// Common checks of the distributed graph constructors; clears the output.
+///
+/// # Safety
+/// `out` is NULL or a writable handle.
 unsafe fn dist_prologue(comm_old: MPI_Comm, info: MPI_Info, out: *mut MPI_Comm, what: &str) -> MpiResult<Comm> {
     if out.is_null() {
         bail!(MPI_ERR_ARG, "comm_dist_graph is a NULL pointer");
     }
-    *out = MPI_COMM_NULL;
+    // SAFETY: not NULL, so a writable handle (the contract).
+    unsafe { *out = MPI_COMM_NULL };
     rt::with(|st| st.comms.infos.get_or_null(info))?;
     intra(comm_old, what)
 }
@@ -432,14 +511,24 @@ pub unsafe fn MPI_Dist_graph_create_adjacent(
     comm_dist_graph: *mut MPI_Comm,
 ) -> c_int {
     let r = (|| {
-        let c = dist_prologue(comm_old, info, comm_dist_graph, "MPI_Dist_graph_create_adjacent")?;
+        // SAFETY: `comm_dist_graph` is NULL or a writable handle (the
+        // caller's contract).
+        let c = unsafe { dist_prologue(comm_old, info, comm_dist_graph, "MPI_Dist_graph_create_adjacent") }?;
         let args = (|| {
-            let s = c_array(sources, indegree, "sources")?.to_vec();
-            let d = c_array(destinations, outdegree, "destinations")?.to_vec();
+            // SAFETY: `sources` and `destinations` are NULL or hold
+            // `indegree` and `outdegree` ints (the caller's contract).
+            let (s, d) =
+                unsafe { (c_array(sources, indegree, "sources"), c_array(destinations, outdegree, "destinations")) };
+            let s = s?.to_vec();
+            let d = d?.to_vec();
             check_nodes(&s, c.size(), "sources")?;
             check_nodes(&d, c.size(), "destinations")?;
-            let sw = weights(sourceweights, indegree, "sourceweights")?;
-            let dw = weights(destweights, outdegree, "destweights")?;
+            // SAFETY: the weights are MPI_UNWEIGHTED, NULL or hold
+            // `indegree` and `outdegree` ints (the caller's contract).
+            let (sw, dw) = unsafe {
+                (weights(sourceweights, indegree, "sourceweights"), weights(destweights, outdegree, "destweights"))
+            };
+            let (sw, dw) = (sw?, dw?);
             if sw.is_some() != dw.is_some() {
                 bail!(MPI_ERR_ARG, "sourceweights and destweights must both be MPI_UNWEIGHTED or neither");
             }
@@ -455,7 +544,9 @@ pub unsafe fn MPI_Dist_graph_create_adjacent(
                 },
             ))
         })();
-        topo_comm(comm_old, args, comm_dist_graph)
+        // SAFETY: `comm_dist_graph` is a writable handle (checked by
+        // `dist_prologue`).
+        unsafe { topo_comm(comm_old, args, comm_dist_graph) }
     })();
     ret(comm_old, "MPI_Dist_graph_create_adjacent", r)
 }
@@ -472,23 +563,31 @@ pub unsafe fn MPI_Dist_graph_create(
     comm_dist_graph: *mut MPI_Comm,
 ) -> c_int {
     let r = (|| {
-        let c = dist_prologue(comm_old, info, comm_dist_graph, "MPI_Dist_graph_create")?;
+        // SAFETY: `comm_dist_graph` is NULL or a writable handle (the
+        // caller's contract).
+        let c = unsafe { dist_prologue(comm_old, info, comm_dist_graph, "MPI_Dist_graph_create") }?;
         let size = c.size() as usize;
         // Each edge s -> d (weight x) goes to s as an out-edge and to d as an
         // in-edge: records (0 = out / 1 = in, other end, weight). Bad
         // arguments here still take part (sending nothing), so that the call
         // fails in every process (see `topo_comm`).
         let local = (|| {
-            let src = c_array(sources, n, "sources")?;
-            let deg = c_array(degrees, n, "degrees")?;
+            // SAFETY: `sources` and `degrees` are NULL or hold `n` ints
+            // (the caller's contract).
+            let (src, deg) = unsafe { (c_array(sources, n, "sources"), c_array(degrees, n, "degrees")) };
+            let (src, deg) = (src?, deg?);
             check_nodes(src, c.size(), "sources")?;
             if let Some(i) = deg.iter().position(|&x| x < 0) {
                 bail!(MPI_ERR_ARG, "degrees[{i}] = {} is negative", deg[i]);
             }
             let total: c_int = deg.iter().sum();
-            let dst = c_array(destinations, total, "destinations")?;
+            // SAFETY: `destinations` is NULL or holds an int per edge, the
+            // sum of the degrees (the caller's contract).
+            let dst = unsafe { c_array(destinations, total, "destinations") }?;
             check_nodes(dst, c.size(), "destinations")?;
-            let w = weights(weights_, total, "weights")?;
+            // SAFETY: `weights_` is MPI_UNWEIGHTED, NULL or holds an int per
+            // edge (the caller's contract).
+            let w = unsafe { weights(weights_, total, "weights") }?;
             let mut out: Vec<Vec<c_int>> = vec![Vec::new(); size];
             let mut k = 0;
             for (i, &s) in src.iter().enumerate() {
@@ -529,7 +628,9 @@ pub unsafe fn MPI_Dist_graph_create(
             }
             (size, Topo::Dist { sources: s, sweights: sw, dests: d, dweights: dw, weighted })
         });
-        topo_comm(comm_old, args, comm_dist_graph)
+        // SAFETY: `comm_dist_graph` is a writable handle (checked by
+        // `dist_prologue`).
+        unsafe { topo_comm(comm_old, args, comm_dist_graph) }
     })();
     ret(comm_old, "MPI_Dist_graph_create", r)
 }
@@ -548,11 +649,15 @@ pub unsafe fn MPI_Dist_graph_neighbors_count(
     outdegree: *mut c_int,
     weighted: *mut c_int,
 ) -> c_int {
+    // SAFETY: `indegree`, `outdegree` and `weighted` are NULL or writable
+    // ints (the caller's contract).
+    let (mut indegree, mut outdegree, mut weighted) =
+        unsafe { (Out::new(indegree, "indegree"), Out::new(outdegree, "outdegree"), Out::new(weighted, "weighted")) };
     let r = dist_of(comm).and_then(|t| match &*t {
         Topo::Dist { sources, dests, weighted: w, .. } => {
-            put(indegree, sources.len() as c_int, "indegree")?;
-            put(outdegree, dests.len() as c_int, "outdegree")?;
-            put(weighted, *w as c_int, "weighted")
+            indegree.put(sources.len() as c_int)?;
+            outdegree.put(dests.len() as c_int)?;
+            weighted.put(*w as c_int)
         }
         _ => Err(MpiError::new(MPI_ERR_TOPOLOGY, "not a distributed graph")),
     });
@@ -570,14 +675,19 @@ pub unsafe fn MPI_Dist_graph_neighbors(
 ) -> c_int {
     let r = dist_of(comm).and_then(|t| match &*t {
         Topo::Dist { sources: s, sweights, dests, dweights, weighted } => {
-            write_ints(sources, maxindegree, s, "sources")?;
-            write_ints(destinations, maxoutdegree, dests, "destinations")?;
-            if *weighted {
-                if !is_unweighted(sourceweights) {
-                    write_ints(sourceweights, maxindegree, sweights, "sourceweights")?;
-                }
-                if !is_unweighted(destweights) {
-                    write_ints(destweights, maxoutdegree, dweights, "destweights")?;
+            // SAFETY: `sources` and `destinations` are NULL or hold
+            // `maxindegree` and `maxoutdegree` writable ints, and so do the
+            // weights unless they are MPI_UNWEIGHTED (the caller's contract).
+            unsafe {
+                write_ints(sources, maxindegree, s, "sources")?;
+                write_ints(destinations, maxoutdegree, dests, "destinations")?;
+                if *weighted {
+                    if !is_unweighted(sourceweights) {
+                        write_ints(sourceweights, maxindegree, sweights, "sourceweights")?;
+                    }
+                    if !is_unweighted(destweights) {
+                        write_ints(destweights, maxoutdegree, dweights, "destweights")?;
+                    }
                 }
             }
             Ok(())

@@ -395,18 +395,29 @@ impl UserOp {
     pub unsafe fn call(&self, inv: *mut u8, inout: *mut u8, count: usize, dt: MPI_Datatype, extent: isize) {
         let mut dt = dt;
         if self.big {
-            let f: UserFnC = std::mem::transmute::<usize, UserFnC>(self.f);
+            // SAFETY: `f` is the address of the `MPI_User_function_c` the
+            // program gave `MPI_Op_create_c` (the contract; `big` tells the
+            // two kinds apart).
+            let f: UserFnC = unsafe { std::mem::transmute::<usize, UserFnC>(self.f) };
             let mut n = count as MPI_Count;
-            f(inv, inout, &mut n, &mut dt);
+            // SAFETY: called as the standard says: `inv` and `inout` address
+            // `count` elements of `dt` (the contract); count and datatype
+            // are locals the function may read.
+            unsafe { f(inv, inout, &mut n, &mut dt) };
             return;
         }
-        let f: UserFn = std::mem::transmute::<usize, UserFn>(self.f);
+        // SAFETY: `f` is the address of the `MPI_User_function` the program
+        // gave `MPI_Op_create` (the contract; `big` tells the two kinds apart).
+        let f: UserFn = unsafe { std::mem::transmute::<usize, UserFn>(self.f) };
         let mut done = 0usize;
         while done < count {
             let n = (count - done).min(c_int::MAX as usize);
             let off = done as isize * extent;
             let mut len = n as c_int;
-            f(inv.wrapping_offset(off), inout.wrapping_offset(off), &mut len, &mut dt);
+            // SAFETY: called as the standard says, on elements `done..done +
+            // n` of the `count` that `inv` and `inout` address (the
+            // contract), one `extent` apart; count and datatype are locals.
+            unsafe { f(inv.wrapping_offset(off), inout.wrapping_offset(off), &mut len, &mut dt) };
             done += n;
         }
     }
