@@ -6,7 +6,7 @@ use std::os::raw::c_int;
 use mpi_api::abi::*;
 
 use super::req::{complete_blocking, finish_req};
-use super::{put, put_status, raise, ret};
+use super::{put, put_status, raise, ret, status_mut, Out};
 use crate::bail;
 use crate::rt::error::{MpiError, MpiResult};
 use crate::rt::p2p::{proc_null_status, Kind, Mode, Persist, ReqTable, Request};
@@ -113,16 +113,20 @@ fn send_common(name: &str, buf: UserBuf, to: Envelope, mode: Mode) -> c_int {
 
 twins! {
     pub unsafe fn MPI_Send | MPI_Send_c(buf: *const c_void, count: Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
-        send_common(NAME, send_buf(buf, count as i64, datatype), Envelope { peer: dest, tag, comm }, Mode::Standard)
+        // SAFETY: the caller's MPI contract: `buf` holds `count` elements of `datatype`.
+        unsafe { send_common(NAME, send_buf(buf, count as i64, datatype), Envelope { peer: dest, tag, comm }, Mode::Standard) }
     }
     pub unsafe fn MPI_Ssend | MPI_Ssend_c(buf: *const c_void, count: Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
-        send_common(NAME, send_buf(buf, count as i64, datatype), Envelope { peer: dest, tag, comm }, Mode::Sync)
+        // SAFETY: the caller's MPI contract: `buf` holds `count` elements of `datatype`.
+        unsafe { send_common(NAME, send_buf(buf, count as i64, datatype), Envelope { peer: dest, tag, comm }, Mode::Sync) }
     }
     pub unsafe fn MPI_Rsend | MPI_Rsend_c(buf: *const c_void, count: Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
-        send_common(NAME, send_buf(buf, count as i64, datatype), Envelope { peer: dest, tag, comm }, Mode::Ready)
+        // SAFETY: the caller's MPI contract: `buf` holds `count` elements of `datatype`.
+        unsafe { send_common(NAME, send_buf(buf, count as i64, datatype), Envelope { peer: dest, tag, comm }, Mode::Ready) }
     }
     pub unsafe fn MPI_Bsend | MPI_Bsend_c(buf: *const c_void, count: Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
-        send_common(NAME, send_buf(buf, count as i64, datatype), Envelope { peer: dest, tag, comm }, Mode::Buffered)
+        // SAFETY: the caller's MPI contract: `buf` holds `count` elements of `datatype`.
+        unsafe { send_common(NAME, send_buf(buf, count as i64, datatype), Envelope { peer: dest, tag, comm }, Mode::Buffered) }
     }
 }
 
@@ -145,16 +149,20 @@ unsafe fn isend_common(name: &str, buf: UserBuf, to: Envelope, mode: Mode, reque
 
 twins! {
     pub unsafe fn MPI_Isend | MPI_Isend_c(buf: *const c_void, count: Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        isend_common(NAME, send_buf(buf, count as i64, datatype), Envelope { peer: dest, tag, comm }, Mode::Standard, request)
+        // SAFETY: the caller's MPI contract: `buf` holds `count` elements of `datatype`; `request` is NULL or writable.
+        unsafe { isend_common(NAME, send_buf(buf, count as i64, datatype), Envelope { peer: dest, tag, comm }, Mode::Standard, request) }
     }
     pub unsafe fn MPI_Issend | MPI_Issend_c(buf: *const c_void, count: Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        isend_common(NAME, send_buf(buf, count as i64, datatype), Envelope { peer: dest, tag, comm }, Mode::Sync, request)
+        // SAFETY: the caller's MPI contract: `buf` holds `count` elements of `datatype`; `request` is NULL or writable.
+        unsafe { isend_common(NAME, send_buf(buf, count as i64, datatype), Envelope { peer: dest, tag, comm }, Mode::Sync, request) }
     }
     pub unsafe fn MPI_Irsend | MPI_Irsend_c(buf: *const c_void, count: Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        isend_common(NAME, send_buf(buf, count as i64, datatype), Envelope { peer: dest, tag, comm }, Mode::Ready, request)
+        // SAFETY: the caller's MPI contract: `buf` holds `count` elements of `datatype`; `request` is NULL or writable.
+        unsafe { isend_common(NAME, send_buf(buf, count as i64, datatype), Envelope { peer: dest, tag, comm }, Mode::Ready, request) }
     }
     pub unsafe fn MPI_Ibsend | MPI_Ibsend_c(buf: *const c_void, count: Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        isend_common(NAME, send_buf(buf, count as i64, datatype), Envelope { peer: dest, tag, comm }, Mode::Buffered, request)
+        // SAFETY: the caller's MPI contract: `buf` holds `count` elements of `datatype`; `request` is NULL or writable.
+        unsafe { isend_common(NAME, send_buf(buf, count as i64, datatype), Envelope { peer: dest, tag, comm }, Mode::Buffered, request) }
     }
 }
 
@@ -224,7 +232,8 @@ unsafe fn recv_common(name: &str, buf: UserBuf, from: Envelope, status: *mut MPI
 
 twins! {
     pub unsafe fn MPI_Recv | MPI_Recv_c(buf: *mut c_void, count: Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
-        recv_common(NAME, recv_buf(buf, count as i64, datatype), Envelope { peer: source, tag, comm }, status)
+        // SAFETY: the caller's MPI contract: `buf` has room for `count` elements of `datatype`; `status` is NULL, MPI_STATUS_IGNORE or writable.
+        unsafe { recv_common(NAME, recv_buf(buf, count as i64, datatype), Envelope { peer: source, tag, comm }, status) }
     }
 }
 
@@ -245,7 +254,8 @@ unsafe fn irecv_common(name: &str, buf: UserBuf, from: Envelope, request: *mut M
 
 twins! {
     pub unsafe fn MPI_Irecv | MPI_Irecv_c(buf: *mut c_void, count: Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        irecv_common(NAME, recv_buf(buf, count as i64, datatype), Envelope { peer: source, tag, comm }, request)
+        // SAFETY: the caller's MPI contract: `buf` has room for `count` elements of `datatype`; `request` is NULL or writable.
+        unsafe { irecv_common(NAME, recv_buf(buf, count as i64, datatype), Envelope { peer: source, tag, comm }, request) }
     }
 }
 
@@ -307,7 +317,8 @@ unsafe fn sendrecv_common(
 
 twins! {
     pub unsafe fn MPI_Sendrecv | MPI_Sendrecv_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
-        sendrecv_common(NAME, send_buf(sendbuf, sendcount as i64, sendtype), Envelope { peer: dest, tag: sendtag, comm }, recv_buf(recvbuf, recvcount as i64, recvtype), Envelope { peer: source, tag: recvtag, comm }, status)
+        // SAFETY: the caller's MPI contract: `sendbuf` holds `sendcount` elements of `sendtype` and `recvbuf` room for `recvcount` of `recvtype`; `status` is NULL, MPI_STATUS_IGNORE or writable.
+        unsafe { sendrecv_common(NAME, send_buf(sendbuf, sendcount as i64, sendtype), Envelope { peer: dest, tag: sendtag, comm }, recv_buf(recvbuf, recvcount as i64, recvtype), Envelope { peer: source, tag: recvtag, comm }, status) }
     }
 }
 
@@ -333,7 +344,8 @@ unsafe fn sendrecv_replace_common(
 
 twins! {
     pub unsafe fn MPI_Sendrecv_replace | MPI_Sendrecv_replace_c(buf: *mut c_void, count: Count, datatype: MPI_Datatype, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
-        sendrecv_replace_common(NAME, recv_buf(buf, count as i64, datatype), Envelope { peer: dest, tag: sendtag, comm }, Envelope { peer: source, tag: recvtag, comm }, status)
+        // SAFETY: the caller's MPI contract: `buf` has room for `count` elements of `datatype`; `status` is NULL, MPI_STATUS_IGNORE or writable.
+        unsafe { sendrecv_replace_common(NAME, recv_buf(buf, count as i64, datatype), Envelope { peer: dest, tag: sendtag, comm }, Envelope { peer: source, tag: recvtag, comm }, status) }
     }
 }
 
@@ -346,28 +358,41 @@ pub unsafe fn MPI_Iprobe(
     flag: *mut c_int,
     status: *mut MPI_Status,
 ) -> c_int {
+    // SAFETY: the caller's MPI contract: `flag` is NULL or writable, `status`
+    // NULL, MPI_STATUS_IGNORE or writable, neither used elsewhere meanwhile.
+    let (mut flag, mut status) = unsafe { (Out::new(flag, "flag"), status_mut(status)) };
     let r = rt::with(|st| {
         let ctx = probe_context(st, &Envelope { peer: source, tag, comm })?;
         if source == MPI_PROC_NULL {
-            put_status(status, &proc_null_status());
-            return put(flag, 1, "flag");
+            set_status(&mut status, proc_null_status());
+            return flag.put(1);
         }
         let mut found = st.engine.probe(ctx, source, tag);
         if found.is_none() && st.progress() {
             found = st.engine.probe(ctx, source, tag);
         }
-        if let Some(s) = &found {
-            put_status(status, s);
+        if let Some(s) = found {
+            set_status(&mut status, s);
         }
-        put(flag, found.is_some() as c_int, "flag")
+        flag.put(found.is_some() as c_int)
     });
     ret(comm, "MPI_Iprobe", r)
 }
 
+/// Writes `s` to a status argument the program did not ignore.
+fn set_status(out: &mut Option<&mut MPI_Status>, s: MPI_Status) {
+    if let Some(o) = out {
+        **o = s;
+    }
+}
+
 pub unsafe fn MPI_Probe(source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+    // SAFETY: the caller's MPI contract: `status` is NULL, MPI_STATUS_IGNORE
+    // or writable, and not used elsewhere meanwhile.
+    let mut status = unsafe { status_mut(status) };
     let r = rt::with(|st| probe_context(st, &Envelope { peer: source, tag, comm })).and_then(|ctx| {
         if source == MPI_PROC_NULL {
-            put_status(status, &proc_null_status());
+            set_status(&mut status, proc_null_status());
             return Ok(());
         }
         let mut found = None;
@@ -375,7 +400,9 @@ pub unsafe fn MPI_Probe(source: c_int, tag: c_int, comm: MPI_Comm, status: *mut 
             found = st.engine.probe(ctx, source, tag);
             found.is_some()
         })?;
-        put_status(status, &found.unwrap());
+        if let Some(s) = found {
+            set_status(&mut status, s);
+        }
         Ok(())
     });
     ret(comm, "MPI_Probe", r)
@@ -389,21 +416,26 @@ pub unsafe fn MPI_Improbe(
     message: *mut MPI_Message,
     status: *mut MPI_Status,
 ) -> c_int {
+    // SAFETY: the caller's MPI contract: `flag` and `message` are NULL or
+    // writable, `status` NULL, MPI_STATUS_IGNORE or writable, none used
+    // elsewhere meanwhile.
+    let (mut flag, mut message, mut status) =
+        unsafe { (Out::new(flag, "flag"), Out::new(message, "message"), status_mut(status)) };
     let r = rt::with(|st| {
         let ctx = probe_context(st, &Envelope { peer: source, tag, comm })?;
         if source == MPI_PROC_NULL {
-            put_status(status, &proc_null_status());
-            put(message, MPI_MESSAGE_NO_PROC, "message")?;
-            return put(flag, 1, "flag");
+            set_status(&mut status, proc_null_status());
+            message.put(MPI_MESSAGE_NO_PROC)?;
+            return flag.put(1);
         }
         st.progress();
         match st.engine.mprobe(ctx, source, tag) {
             Some((m, s)) => {
-                put_status(status, &s);
-                put(message, m, "message")?;
-                put(flag, 1, "flag")
+                set_status(&mut status, s);
+                message.put(m)?;
+                flag.put(1)
             }
-            None => put(flag, 0, "flag"),
+            None => flag.put(0),
         }
     });
     ret(comm, "MPI_Improbe", r)
@@ -416,19 +448,23 @@ pub unsafe fn MPI_Mprobe(
     message: *mut MPI_Message,
     status: *mut MPI_Status,
 ) -> c_int {
+    // SAFETY: the caller's MPI contract: `message` is NULL or writable,
+    // `status` NULL, MPI_STATUS_IGNORE or writable, neither used elsewhere
+    // meanwhile.
+    let (mut message, mut status) = unsafe { (Out::new(message, "message"), status_mut(status)) };
     let r = rt::with(|st| probe_context(st, &Envelope { peer: source, tag, comm })).and_then(|ctx| {
         if source == MPI_PROC_NULL {
-            put_status(status, &proc_null_status());
-            return put(message, MPI_MESSAGE_NO_PROC, "message");
+            set_status(&mut status, proc_null_status());
+            return message.put(MPI_MESSAGE_NO_PROC);
         }
         let mut found = None;
         rt::wait_until(|st| {
             found = st.engine.mprobe(ctx, source, tag);
             found.is_some()
         })?;
-        let (m, s) = found.unwrap();
-        put_status(status, &s);
-        put(message, m, "message")
+        let Some((m, s)) = found else { unreachable!("wait_until returned without a message") };
+        set_status(&mut status, s);
+        message.put(m)
     });
     ret(comm, "MPI_Mprobe", r)
 }
@@ -463,7 +499,8 @@ unsafe fn mrecv_common(name: &str, buf: UserBuf, message: *mut MPI_Message, stat
 
 twins! {
     pub unsafe fn MPI_Mrecv | MPI_Mrecv_c(buf: *mut c_void, count: Count, datatype: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
-        mrecv_common(NAME, recv_buf(buf, count as i64, datatype), message, status)
+        // SAFETY: the caller's MPI contract: `buf` has room for `count` elements of `datatype`; `message` points to a readable and writable message handle or is NULL; `status` is NULL, MPI_STATUS_IGNORE or writable.
+        unsafe { mrecv_common(NAME, recv_buf(buf, count as i64, datatype), message, status) }
     }
 }
 
@@ -486,7 +523,8 @@ unsafe fn imrecv_common(name: &str, buf: UserBuf, message: *mut MPI_Message, req
 
 twins! {
     pub unsafe fn MPI_Imrecv | MPI_Imrecv_c(buf: *mut c_void, count: Count, datatype: MPI_Datatype, message: *mut MPI_Message, request: *mut MPI_Request) -> c_int {
-        imrecv_common(NAME, recv_buf(buf, count as i64, datatype), message, request)
+        // SAFETY: the caller's MPI contract: `buf` has room for `count` elements of `datatype`; `message` points to a readable and writable message handle or is NULL; `request` is NULL or writable.
+        unsafe { imrecv_common(NAME, recv_buf(buf, count as i64, datatype), message, request) }
     }
 }
 
@@ -523,16 +561,20 @@ unsafe fn send_init_common(name: &str, buf: UserBuf, to: Envelope, mode: Mode, r
 
 twins! {
     pub unsafe fn MPI_Send_init | MPI_Send_init_c(buf: *const c_void, count: Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        send_init_common(NAME, send_buf(buf, count as i64, datatype), Envelope { peer: dest, tag, comm }, Mode::Standard, request)
+        // SAFETY: the caller's MPI contract: `buf` holds `count` elements of `datatype`; `request` is NULL or writable.
+        unsafe { send_init_common(NAME, send_buf(buf, count as i64, datatype), Envelope { peer: dest, tag, comm }, Mode::Standard, request) }
     }
     pub unsafe fn MPI_Ssend_init | MPI_Ssend_init_c(buf: *const c_void, count: Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        send_init_common(NAME, send_buf(buf, count as i64, datatype), Envelope { peer: dest, tag, comm }, Mode::Sync, request)
+        // SAFETY: the caller's MPI contract: `buf` holds `count` elements of `datatype`; `request` is NULL or writable.
+        unsafe { send_init_common(NAME, send_buf(buf, count as i64, datatype), Envelope { peer: dest, tag, comm }, Mode::Sync, request) }
     }
     pub unsafe fn MPI_Rsend_init | MPI_Rsend_init_c(buf: *const c_void, count: Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        send_init_common(NAME, send_buf(buf, count as i64, datatype), Envelope { peer: dest, tag, comm }, Mode::Ready, request)
+        // SAFETY: the caller's MPI contract: `buf` holds `count` elements of `datatype`; `request` is NULL or writable.
+        unsafe { send_init_common(NAME, send_buf(buf, count as i64, datatype), Envelope { peer: dest, tag, comm }, Mode::Ready, request) }
     }
     pub unsafe fn MPI_Bsend_init | MPI_Bsend_init_c(buf: *const c_void, count: Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        send_init_common(NAME, send_buf(buf, count as i64, datatype), Envelope { peer: dest, tag, comm }, Mode::Buffered, request)
+        // SAFETY: the caller's MPI contract: `buf` holds `count` elements of `datatype`; `request` is NULL or writable.
+        unsafe { send_init_common(NAME, send_buf(buf, count as i64, datatype), Envelope { peer: dest, tag, comm }, Mode::Buffered, request) }
     }
 }
 
@@ -566,7 +608,8 @@ unsafe fn recv_init_common(name: &str, buf: UserBuf, from: Envelope, request: *m
 
 twins! {
     pub unsafe fn MPI_Recv_init | MPI_Recv_init_c(buf: *mut c_void, count: Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        recv_init_common(NAME, recv_buf(buf, count as i64, datatype), Envelope { peer: source, tag, comm }, request)
+        // SAFETY: the caller's MPI contract: `buf` has room for `count` elements of `datatype`; `request` is NULL or writable.
+        unsafe { recv_init_common(NAME, recv_buf(buf, count as i64, datatype), Envelope { peer: source, tag, comm }, request) }
     }
 }
 
@@ -623,7 +666,10 @@ pub(crate) fn start_persistent(st: &mut State, i: u32) -> MpiResult<()> {
 
 // ----- buffer attach/detach --------------------------------------------------
 
-unsafe fn attach_common(name: &str, buffer: *mut c_void, size: i64) -> c_int {
+/// Attaches the program's buffer for buffered sends. The library only
+/// remembers its address and size (the data of a buffered send is copied
+/// into library memory charged against that size), so this needs no contract.
+fn attach_common(name: &str, buffer: *mut c_void, size: i64) -> c_int {
     let r = rt::with(|st| {
         if size < 0 {
             bail!(MPI_ERR_ARG, "negative buffer size {size}");
@@ -644,6 +690,9 @@ twins! {
     }
 }
 
+/// # Safety
+/// `buffer_addr` is NULL or points to a writable `void *`; `size` is NULL
+/// or points to a writable `i64`.
 unsafe fn detach_common(name: &str, buffer_addr: *mut c_void, size: *mut i64) -> c_int {
     // Detach blocks until every buffered message has been delivered.
     let r = rt::wait_until(|st| {
@@ -656,9 +705,12 @@ unsafe fn detach_common(name: &str, buffer_addr: *mut c_void, size: *mut i64) ->
             st.bsend.addr = 0;
             st.bsend.size = 0;
             if !buffer_addr.is_null() {
-                *(buffer_addr as *mut *mut c_void) = a as *mut c_void;
+                // SAFETY: not NULL, so a writable `void *` (the caller's contract:
+                // the standard passes the address of the program's pointer).
+                unsafe { *(buffer_addr as *mut *mut c_void) = a as *mut c_void };
             }
-            put(size, s as i64, "size")
+            // SAFETY: the caller's contract for `size`.
+            unsafe { put(size, s as i64, "size") }
         })
     });
     ret(MPI_COMM_WORLD, name, r)
@@ -666,14 +718,17 @@ unsafe fn detach_common(name: &str, buffer_addr: *mut c_void, size: *mut i64) ->
 
 pub unsafe fn MPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) -> c_int {
     let mut s: i64 = 0;
-    let rc = detach_common("MPI_Buffer_detach", buffer_addr, &mut s);
+    // SAFETY: the caller's MPI contract for `buffer_addr`; `s` is ours.
+    let rc = unsafe { detach_common("MPI_Buffer_detach", buffer_addr, &mut s) };
     if rc == MPI_SUCCESS && !size.is_null() {
-        *size = s as c_int;
+        // SAFETY: not NULL, so writable (the caller's MPI contract).
+        unsafe { *size = s as c_int };
     }
     rc
 }
 pub unsafe fn MPI_Buffer_detach_c(buffer_addr: *mut c_void, size: *mut MPI_Count) -> c_int {
-    detach_common("MPI_Buffer_detach_c", buffer_addr, size)
+    // SAFETY: the caller's MPI contract for both out-arguments.
+    unsafe { detach_common("MPI_Buffer_detach_c", buffer_addr, size) }
 }
 
 // ----- nonblocking send-receive (MPI 4.0) --------------------------------------
@@ -723,7 +778,8 @@ unsafe fn isendrecv_common(
 
 twins! {
     pub unsafe fn MPI_Isendrecv | MPI_Isendrecv_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, source: c_int, recvtag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        isendrecv_common(NAME, send_buf(sendbuf, sendcount as i64, sendtype), Envelope { peer: dest, tag: sendtag, comm }, recv_buf(recvbuf, recvcount as i64, recvtype), Envelope { peer: source, tag: recvtag, comm }, None, request)
+        // SAFETY: the caller's MPI contract: `sendbuf` holds `sendcount` elements of `sendtype` and `recvbuf` room for `recvcount` of `recvtype`; `request` is NULL or writable.
+        unsafe { isendrecv_common(NAME, send_buf(sendbuf, sendcount as i64, sendtype), Envelope { peer: dest, tag: sendtag, comm }, recv_buf(recvbuf, recvcount as i64, recvtype), Envelope { peer: source, tag: recvtag, comm }, None, request) }
     }
 }
 
@@ -746,6 +802,7 @@ unsafe fn isendrecv_replace_common(
 
 twins! {
     pub unsafe fn MPI_Isendrecv_replace | MPI_Isendrecv_replace_c(buf: *mut c_void, count: Count, datatype: MPI_Datatype, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-        isendrecv_replace_common(NAME, recv_buf(buf, count as i64, datatype), Envelope { peer: dest, tag: sendtag, comm }, Envelope { peer: source, tag: recvtag, comm }, request)
+        // SAFETY: the caller's MPI contract: `buf` has room for `count` elements of `datatype`; `request` is NULL or writable.
+        unsafe { isendrecv_replace_common(NAME, recv_buf(buf, count as i64, datatype), Envelope { peer: dest, tag: sendtag, comm }, Envelope { peer: source, tag: recvtag, comm }, request) }
     }
 }
