@@ -123,7 +123,7 @@ impl ShmTransport {
     /// temporary into the ring is all such stores; packing in place spreads
     /// them over the packing loop, whose strided loads go on meanwhile
     /// (BENCHMARKS.md, derived datatypes).
-    pub fn push_packed(
+    pub(crate) fn push_packed(
         &mut self,
         l: usize,
         hdr: &MsgHdr,
