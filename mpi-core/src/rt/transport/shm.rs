@@ -123,7 +123,7 @@ impl ShmTransport {
     /// temporary into the ring is all such stores; packing in place spreads
     /// them over the packing loop, whose strided loads go on meanwhile
     /// (BENCHMARKS.md, derived datatypes).
-    pub fn push_packed(
+    pub(crate) fn push_packed(
         &mut self,
         l: usize,
         hdr: &MsgHdr,
@@ -147,33 +147,10 @@ impl ShmTransport {
         shm::notify(self.seg.ctl(l));
         true
     }
-}
 
-impl Transport for ShmTransport {
-    #[inline]
-    fn send(&mut self, l: usize, hdr: &MsgHdr, payload: &[u8], sreq: u64) {
-        if self.pending_out[l].is_empty() {
-            let p = self.producers[l].as_mut().expect("producer");
-            if p.try_push(hdr, payload) {
-                shm::notify(self.seg.ctl(l));
-                return;
-            }
-        }
-        self.pending_out[l].push_back(Out::Msg { hdr: *hdr, data: payload.to_vec(), sreq });
-        self.n_pending += 1;
-    }
-
-    fn stream(&mut self, l: usize, hdr: MsgHdr, ptr: *const u8, len: usize, sreq: u64) {
-        self.pending_out[l].push_back(Out::Stream { hdr, ptr, len, off: 0, sreq });
-        self.n_pending += 1;
-    }
-
-    /// Pushes queued records while the rings take them. (Input needs no
-    /// reading: the rings are read in place.)
-    fn flush(&mut self, streamed: &mut impl FnMut(u64)) -> bool {
-        if self.n_pending == 0 {
-            return false;
-        }
+    /// Pushes queued records while the rings take them; the send requests
+    /// of streams whose last chunk went out go to `streamed`.
+    fn push_queued(&mut self, streamed: &mut impl FnMut(u64)) -> bool {
         let mut did = false;
         for l in 0..self.pending_out.len() {
             let mut pushed_any = false;
@@ -213,6 +190,34 @@ impl Transport for ShmTransport {
             }
         }
         did
+    }
+}
+
+impl Transport for ShmTransport {
+    #[inline]
+    fn send(&mut self, l: usize, hdr: &MsgHdr, payload: &[u8], sreq: u64) {
+        if self.pending_out[l].is_empty() {
+            let p = self.producers[l].as_mut().expect("producer");
+            if p.try_push(hdr, payload) {
+                shm::notify(self.seg.ctl(l));
+                return;
+            }
+        }
+        self.pending_out[l].push_back(Out::Msg { hdr: *hdr, data: payload.to_vec(), sreq });
+        self.n_pending += 1;
+    }
+
+    fn stream(&mut self, l: usize, hdr: MsgHdr, ptr: *const u8, len: usize, sreq: u64) {
+        self.pending_out[l].push_back(Out::Stream { hdr, ptr, len, off: 0, sreq });
+        self.n_pending += 1;
+    }
+
+    /// Pushes queued records while the rings take them. (Input needs no
+    /// reading: the rings are read in place.)
+    #[inline]
+    fn flush(&mut self, streamed: &mut impl FnMut(u64)) -> bool {
+        // (The common case, nothing queued, costs no call.)
+        self.n_pending != 0 && self.push_queued(streamed)
     }
 
     /// Reads the rings in local order, each until it is empty.
