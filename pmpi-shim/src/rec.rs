@@ -426,7 +426,6 @@ impl Call {
     /// `st` is `MPI_STATUS_IGNORE` or the call's status argument, and `own`
     /// a status of the wrapper's; the one returned is passed to MPI and
     /// stays valid for reads until [`Call::exit`] returns.
-    #[inline]
     pub unsafe fn status(&mut self, st: *mut MPI_Status, own: *mut MPI_Status) -> *mut MPI_Status {
         if !self.recording {
             return st;
