@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 
 use mpi_api::abi::*;
 
-use super::{put, ret};
+use super::{ret, Out};
 use crate::bail;
 use crate::rt::attr::{self, Attrs, Keyval, ObjKind};
 use crate::rt::error::{MpiError, MpiResult};
@@ -211,24 +211,28 @@ pub(crate) fn finalize_attrs() -> MpiResult<()> {
     delete_attrs(ObjKind::Comm, MPI_COMM_SELF, attrs)
 }
 
-unsafe fn create_keyval(
+/// The `*_create_keyval` calls. The callbacks and `extra` are only stored
+/// (as addresses) here; they are called when attributes are copied or
+/// deleted.
+fn create_keyval(
     kind: ObjKind,
     copy_fn: *mut c_void,
     delete_fn: *mut c_void,
-    keyval: *mut c_int,
+    mut keyval: Out<'_, c_int>,
     extra: *mut c_void,
 ) -> MpiResult<()> {
     if keyval.is_null() {
         bail!(MPI_ERR_ARG, "keyval is a NULL pointer");
     }
     let k = rt::with(|st| st.comms.keyvals.create(kind, copy_fn as usize, delete_fn as usize, extra as usize))?;
-    put(keyval, k, "keyval")
+    keyval.put(k)
 }
 
-unsafe fn free_keyval(kind: ObjKind, keyval: *mut c_int) -> MpiResult<()> {
-    if keyval.is_null() {
+/// The `*_free_keyval` calls: `keyval` is the program's INOUT handle.
+fn free_keyval(kind: ObjKind, keyval: Option<&mut c_int>) -> MpiResult<()> {
+    let Some(keyval) = keyval else {
         bail!(MPI_ERR_ARG, "keyval is a NULL pointer");
-    }
+    };
     rt::with(|st| st.comms.keyvals.free(*keyval, kind))?;
     *keyval = MPI_KEYVAL_INVALID;
     Ok(())
@@ -251,10 +255,28 @@ fn set_attr(kind: ObjKind, obj: c_int, keyval: c_int, val: *mut c_void) -> MpiRe
     })
 }
 
-unsafe fn get_attr(kind: ObjKind, obj: c_int, keyval: c_int, val: *mut c_void, flag: *mut c_int) -> MpiResult<()> {
-    if val.is_null() || flag.is_null() {
+/// The out-arguments of the `*_get_attr` calls: `attribute_val` (declared
+/// `void *`, it addresses a `void *` that receives the value) and `flag`.
+///
+/// # Safety
+/// `val` is NULL or points to a writable `void *`, `flag` is NULL or
+/// points to a writable int, the two distinct, neither accessed by other
+/// means during `'a`.
+unsafe fn get_outs<'a>(val: *mut c_void, flag: *mut c_int) -> (Option<&'a mut *mut c_void>, Option<&'a mut c_int>) {
+    // SAFETY: each is NULL or a writable, aligned object of its type that
+    // is ours during 'a (the contract).
+    unsafe { ((val as *mut *mut c_void).as_mut(), flag.as_mut()) }
+}
+
+fn get_attr(
+    kind: ObjKind,
+    obj: c_int,
+    keyval: c_int,
+    (val, flag): (Option<&mut *mut c_void>, Option<&mut c_int>),
+) -> MpiResult<()> {
+    let (Some(val), Some(flag)) = (val, flag) else {
         bail!(MPI_ERR_ARG, "attribute_val or flag is a NULL pointer");
-    }
+    };
     let v = rt::with(|st| {
         check_obj(st, kind, obj)?;
         if kind == ObjKind::Comm {
@@ -272,7 +294,7 @@ unsafe fn get_attr(kind: ObjKind, obj: c_int, keyval: c_int, val: *mut c_void, f
     })?;
     match v {
         Some(v) => {
-            *(val as *mut *mut c_void) = v as *mut c_void;
+            *val = v as *mut c_void;
             *flag = 1;
         }
         None => *flag = 0,
@@ -306,6 +328,9 @@ pub unsafe fn MPI_Comm_create_keyval(
     comm_keyval: *mut c_int,
     extra_state: *mut c_void,
 ) -> c_int {
+    // SAFETY: `comm_keyval` is NULL or points to a writable int (the caller's
+    // contract).
+    let comm_keyval = unsafe { Out::new(comm_keyval, "keyval") };
     ret(
         MPI_COMM_WORLD,
         "MPI_Comm_create_keyval",
@@ -319,14 +344,23 @@ pub unsafe fn MPI_Keyval_create(
     keyval: *mut c_int,
     extra_state: *mut c_void,
 ) -> c_int {
+    // SAFETY: `keyval` is NULL or points to a writable int (the caller's
+    // contract).
+    let keyval = unsafe { Out::new(keyval, "keyval") };
     ret(MPI_COMM_WORLD, "MPI_Keyval_create", create_keyval(ObjKind::Comm, copy_fn, delete_fn, keyval, extra_state))
 }
 
 pub unsafe fn MPI_Comm_free_keyval(comm_keyval: *mut c_int) -> c_int {
+    // SAFETY: `comm_keyval` is NULL or points to an int the call may read and
+    // write (the caller's contract, an INOUT handle).
+    let comm_keyval = unsafe { comm_keyval.as_mut() };
     ret(MPI_COMM_WORLD, "MPI_Comm_free_keyval", free_keyval(ObjKind::Comm, comm_keyval))
 }
 
 pub unsafe fn MPI_Keyval_free(keyval: *mut c_int) -> c_int {
+    // SAFETY: `keyval` is NULL or points to an int the call may read and
+    // write (the caller's contract, an INOUT handle).
+    let keyval = unsafe { keyval.as_mut() };
     ret(MPI_COMM_WORLD, "MPI_Keyval_free", free_keyval(ObjKind::Comm, keyval))
 }
 
@@ -344,11 +378,17 @@ pub unsafe fn MPI_Comm_get_attr(
     attribute_val: *mut c_void,
     flag: *mut c_int,
 ) -> c_int {
-    ret(comm, "MPI_Comm_get_attr", get_attr(ObjKind::Comm, comm, comm_keyval, attribute_val, flag))
+    // SAFETY: `attribute_val` is NULL or addresses a writable `void *`,
+    // `flag` is NULL or a writable int (the caller's contract).
+    let outs = unsafe { get_outs(attribute_val, flag) };
+    ret(comm, "MPI_Comm_get_attr", get_attr(ObjKind::Comm, comm, comm_keyval, outs))
 }
 
 pub unsafe fn MPI_Attr_get(comm: MPI_Comm, keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int) -> c_int {
-    ret(comm, "MPI_Attr_get", get_attr(ObjKind::Comm, comm, keyval, attribute_val, flag))
+    // SAFETY: `attribute_val` is NULL or addresses a writable `void *`,
+    // `flag` is NULL or a writable int (the caller's contract).
+    let outs = unsafe { get_outs(attribute_val, flag) };
+    ret(comm, "MPI_Attr_get", get_attr(ObjKind::Comm, comm, keyval, outs))
 }
 
 pub unsafe fn MPI_Comm_delete_attr(comm: MPI_Comm, comm_keyval: c_int) -> c_int {
@@ -367,6 +407,9 @@ pub unsafe fn MPI_Type_create_keyval(
     type_keyval: *mut c_int,
     extra_state: *mut c_void,
 ) -> c_int {
+    // SAFETY: `type_keyval` is NULL or points to a writable int (the caller's
+    // contract).
+    let type_keyval = unsafe { Out::new(type_keyval, "keyval") };
     ret(
         MPI_COMM_WORLD,
         "MPI_Type_create_keyval",
@@ -375,6 +418,9 @@ pub unsafe fn MPI_Type_create_keyval(
 }
 
 pub unsafe fn MPI_Type_free_keyval(type_keyval: *mut c_int) -> c_int {
+    // SAFETY: `type_keyval` is NULL or points to an int the call may read and
+    // write (the caller's contract, an INOUT handle).
+    let type_keyval = unsafe { type_keyval.as_mut() };
     ret(MPI_COMM_WORLD, "MPI_Type_free_keyval", free_keyval(ObjKind::Type, type_keyval))
 }
 
@@ -388,7 +434,10 @@ pub unsafe fn MPI_Type_get_attr(
     attribute_val: *mut c_void,
     flag: *mut c_int,
 ) -> c_int {
-    ret(MPI_COMM_WORLD, "MPI_Type_get_attr", get_attr(ObjKind::Type, datatype, type_keyval, attribute_val, flag))
+    // SAFETY: `attribute_val` is NULL or addresses a writable `void *`,
+    // `flag` is NULL or a writable int (the caller's contract).
+    let outs = unsafe { get_outs(attribute_val, flag) };
+    ret(MPI_COMM_WORLD, "MPI_Type_get_attr", get_attr(ObjKind::Type, datatype, type_keyval, outs))
 }
 
 pub unsafe fn MPI_Type_delete_attr(datatype: MPI_Datatype, type_keyval: c_int) -> c_int {
@@ -403,6 +452,9 @@ pub unsafe fn MPI_Win_create_keyval(
     win_keyval: *mut c_int,
     extra_state: *mut c_void,
 ) -> c_int {
+    // SAFETY: `win_keyval` is NULL or points to a writable int (the caller's
+    // contract).
+    let win_keyval = unsafe { Out::new(win_keyval, "keyval") };
     ret(
         MPI_COMM_WORLD,
         "MPI_Win_create_keyval",
@@ -411,6 +463,9 @@ pub unsafe fn MPI_Win_create_keyval(
 }
 
 pub unsafe fn MPI_Win_free_keyval(win_keyval: *mut c_int) -> c_int {
+    // SAFETY: `win_keyval` is NULL or points to an int the call may read and
+    // write (the caller's contract, an INOUT handle).
+    let win_keyval = unsafe { win_keyval.as_mut() };
     ret(MPI_COMM_WORLD, "MPI_Win_free_keyval", free_keyval(ObjKind::Win, win_keyval))
 }
 
@@ -419,7 +474,10 @@ pub unsafe fn MPI_Win_set_attr(win: MPI_Win, win_keyval: c_int, attribute_val: *
 }
 
 pub unsafe fn MPI_Win_get_attr(win: MPI_Win, win_keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int) -> c_int {
-    super::win_errh::ret_win(win, "MPI_Win_get_attr", get_attr(ObjKind::Win, win, win_keyval, attribute_val, flag))
+    // SAFETY: `attribute_val` is NULL or addresses a writable `void *`,
+    // `flag` is NULL or a writable int (the caller's contract).
+    let outs = unsafe { get_outs(attribute_val, flag) };
+    super::win_errh::ret_win(win, "MPI_Win_get_attr", get_attr(ObjKind::Win, win, win_keyval, outs))
 }
 
 pub unsafe fn MPI_Win_delete_attr(win: MPI_Win, win_keyval: c_int) -> c_int {

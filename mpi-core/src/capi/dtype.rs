@@ -14,7 +14,7 @@ use std::sync::Arc;
 use mpi_api::abi::*;
 
 use super::p2p::twins;
-use super::{put, put_str, ret};
+use super::{put_str, ret, status_mut, Out};
 use crate::bail;
 use crate::rt::datatype::construct::{self, check_ndims, DarrayArgs, IndexedArgs, SubarrayArgs, VectorArgs};
 use crate::rt::datatype::{check_count, Contents, Dtype};
@@ -45,17 +45,25 @@ pub(super) fn to_int(v: i64, what: &str) -> MpiResult<c_int> {
     c_int::try_from(v).map_err(|_| MpiError::new(MPI_ERR_VALUE_TOO_LARGE, format!("{what} {v} does not fit in an int")))
 }
 
+/// The `newtype` argument of a constructor.
+///
+/// # Safety
+/// `p` is NULL or points to a writable `MPI_Datatype` that nothing else
+/// accesses during `'a`.
+unsafe fn newtype_out<'a>(p: *mut MPI_Datatype) -> Out<'a, MPI_Datatype> {
+    // SAFETY: this function's contract is `Out::new`'s.
+    unsafe { Out::new(p, "newtype") }
+}
+
 /// Runs a constructor and stores the new (uncommitted) type in `*newtype`.
-fn construct(newtype: *mut MPI_Datatype, name: &str, f: impl FnOnce(&mut State) -> MpiResult<Dtype>) -> c_int {
+fn construct(mut newtype: Out<'_, MPI_Datatype>, name: &str, f: impl FnOnce(&mut State) -> MpiResult<Dtype>) -> c_int {
     let r = rt::with(|st| {
         if newtype.is_null() {
             bail!(MPI_ERR_ARG, "newtype is a NULL pointer");
         }
         let t = f(st)?;
         let h = st.types.insert(t);
-        // SAFETY: checked non-NULL; the caller passes a datatype variable.
-        unsafe { newtype.write(h) };
-        Ok(())
+        newtype.put(h)
     });
     ret(WORLD, name, r)
 }
@@ -63,11 +71,11 @@ fn construct(newtype: *mut MPI_Datatype, name: &str, f: impl FnOnce(&mut State) 
 // ---------------------------------------------------------------------------
 // Constructors (shared implementations over i64 arguments)
 
-fn contiguous_impl(count: i64, old: MPI_Datatype, newtype: *mut MPI_Datatype, large: bool, name: &str) -> c_int {
+fn contiguous_impl(count: i64, old: MPI_Datatype, newtype: Out<'_, MPI_Datatype>, large: bool, name: &str) -> c_int {
     construct(newtype, name, |st| construct::contiguous_of(&st.types, count, old, large))
 }
 
-fn vector_impl(args: VectorArgs, newtype: *mut MPI_Datatype, large: bool, name: &str) -> c_int {
+fn vector_impl(args: VectorArgs, newtype: Out<'_, MPI_Datatype>, large: bool, name: &str) -> c_int {
     construct(newtype, name, |st| construct::vector_of(&st.types, &args, large))
 }
 
@@ -108,7 +116,7 @@ struct IndexedForm {
 ///
 /// # Safety
 /// The arrays hold `count` values each (no lengths if `one_blocklength`,
-/// whose length is `block`).
+/// whose length is `block`); `newtype` is NULL or a writable handle.
 unsafe fn indexed_entry<L: Copy + Into<i64>, D: Copy + Into<i64>>(
     count: i64,
     (bls, block): (*const L, i64),
@@ -130,6 +138,8 @@ unsafe fn indexed_entry<L: Copy + Into<i64>, D: Copy + Into<i64>>(
                 displacements_in_bytes: form.bytes,
                 one_blocklength: form.one_blocklength,
             };
+            // SAFETY: `newtype` is NULL or a writable handle (the contract).
+            let newtype = unsafe { newtype_out(newtype) };
             construct(newtype, name, |st| construct::indexed_of(&st.types, args, large))
         }
         Err(e) => ret(WORLD, name, Err(e)),
@@ -144,14 +154,23 @@ const NO_LENGTHS: *const i64 = std::ptr::null();
 
 twins! {
     pub unsafe fn MPI_Type_contiguous | MPI_Type_contiguous_c(count: Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+        // SAFETY: `newtype` is NULL or points to a writable MPI_Datatype
+        // (the caller's contract).
+        let newtype = unsafe { newtype_out(newtype) };
         contiguous_impl(count as i64, oldtype, newtype, LARGE, NAME)
     }
 
     pub unsafe fn MPI_Type_vector | MPI_Type_vector_c(count: Count, blocklength: Count, stride: Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+        // SAFETY: `newtype` is NULL or points to a writable MPI_Datatype
+        // (the caller's contract).
+        let newtype = unsafe { newtype_out(newtype) };
         vector_impl(vector(count as i64, blocklength as i64, stride as i64, oldtype, false), newtype, LARGE, NAME)
     }
 
     pub unsafe fn MPI_Type_create_hvector | MPI_Type_create_hvector_c(count: Count, blocklength: Count, stride: Offset, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+        // SAFETY: `newtype` is NULL or points to a writable MPI_Datatype
+        // (the caller's contract).
+        let newtype = unsafe { newtype_out(newtype) };
         vector_impl(vector(count as i64, blocklength as i64, stride, oldtype, true), newtype, LARGE, NAME)
     }
 }
@@ -163,6 +182,9 @@ pub unsafe fn MPI_Type_hvector(
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
+    // SAFETY: `newtype` is NULL or points to a writable MPI_Datatype (the
+    // caller's contract).
+    let newtype = unsafe { newtype_out(newtype) };
     vector_impl(vector(count as i64, blocklength as i64, stride, oldtype, true), newtype, false, "MPI_Type_hvector")
 }
 
@@ -202,7 +224,8 @@ pub unsafe fn MPI_Type_hindexed(
 /// Struct: (lengths, displacements in bytes, types).
 ///
 /// # Safety
-/// The pointers address `count` values each.
+/// The array pointers address `count` values each; `newtype` is NULL or a
+/// writable handle.
 unsafe fn struct_impl<L: Copy + Into<i64>>(
     count: i64,
     bls: *const L,
@@ -212,6 +235,8 @@ unsafe fn struct_impl<L: Copy + Into<i64>>(
     large: bool,
     name: &str,
 ) -> c_int {
+    // SAFETY: `newtype` is NULL or a writable handle (the contract).
+    let newtype = unsafe { newtype_out(newtype) };
     construct(newtype, name, |st| {
         let n = check_count(count)?;
         // SAFETY: the caller passes arrays of `count` values.
@@ -258,7 +283,8 @@ pub unsafe fn MPI_Type_struct(
 /// Subarray over i64 arrays.
 ///
 /// # Safety
-/// The pointers address `ndims` values each.
+/// The array pointers address `ndims` values each; `newtype` is NULL or a
+/// writable handle.
 #[allow(clippy::too_many_arguments)]
 unsafe fn subarray_impl<T: Copy + Into<i64>>(
     ndims: c_int,
@@ -271,6 +297,8 @@ unsafe fn subarray_impl<T: Copy + Into<i64>>(
     large: bool,
     name: &str,
 ) -> c_int {
+    // SAFETY: `newtype` is NULL or a writable handle (the contract).
+    let newtype = unsafe { newtype_out(newtype) };
     construct(newtype, name, |st| {
         let n = check_ndims(ndims)?;
         let wide = |p: *const T, what: &str| -> MpiResult<Vec<i64>> {
@@ -298,7 +326,8 @@ twins! {
 /// Darray over i64 global sizes.
 ///
 /// # Safety
-/// The pointers address `ndims` values each.
+/// The array pointers address `ndims` values each; `newtype` is NULL or a
+/// writable handle.
 #[allow(clippy::too_many_arguments)]
 unsafe fn darray_impl<T: Copy + Into<i64>>(
     size: c_int,
@@ -314,6 +343,8 @@ unsafe fn darray_impl<T: Copy + Into<i64>>(
     large: bool,
     name: &str,
 ) -> c_int {
+    // SAFETY: `newtype` is NULL or a writable handle (the contract).
+    let newtype = unsafe { newtype_out(newtype) };
     construct(newtype, name, |st| {
         let n = check_ndims(ndims)?;
         // SAFETY: the caller passes arrays of `ndims` values.
@@ -370,17 +401,30 @@ pub unsafe fn MPI_Type_create_darray_c(
     unsafe { darray_impl(size, rank, ndims, g, di, da, ps, order, oldtype, newtype, true, "MPI_Type_create_darray_c") }
 }
 
-fn resized_impl(old: MPI_Datatype, lb: i64, extent: i64, newtype: *mut MPI_Datatype, large: bool, name: &str) -> c_int {
+fn resized_impl(
+    old: MPI_Datatype,
+    lb: i64,
+    extent: i64,
+    newtype: Out<'_, MPI_Datatype>,
+    large: bool,
+    name: &str,
+) -> c_int {
     construct(newtype, name, |st| construct::resized_of(&st.types, old, lb, extent, large))
 }
 
 twins! {
     pub unsafe fn MPI_Type_create_resized | MPI_Type_create_resized_c(oldtype: MPI_Datatype, lb: Offset, extent: Offset, newtype: *mut MPI_Datatype) -> c_int {
+        // SAFETY: `newtype` is NULL or points to a writable MPI_Datatype
+        // (the caller's contract).
+        let newtype = unsafe { newtype_out(newtype) };
         resized_impl(oldtype, lb, extent, newtype, LARGE, NAME)
     }
 }
 
 pub unsafe fn MPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    // SAFETY: `newtype` is NULL or points to a writable MPI_Datatype (the
+    // caller's contract).
+    let mut newtype = unsafe { newtype_out(newtype) };
     let r = rt::with(|st| {
         if newtype.is_null() {
             bail!(MPI_ERR_ARG, "newtype is a NULL pointer");
@@ -389,8 +433,7 @@ pub unsafe fn MPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) ->
         let committed = st.types.get(oldtype).is_ok();
         let t = o.dup().with_contents(Contents::new(MPI_COMBINER_DUP, vec![], vec![], vec![o.clone()], false));
         let h = st.types.insert_arc(Arc::new(t), committed);
-        // SAFETY: checked non-NULL.
-        unsafe { newtype.write(h) };
+        newtype.put(h)?;
         Ok(h)
     });
     // Attribute copy callbacks run without the lock.
@@ -399,31 +442,34 @@ pub unsafe fn MPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) ->
 }
 
 pub unsafe fn MPI_Type_commit(datatype: *mut MPI_Datatype) -> c_int {
+    // SAFETY: `datatype` is NULL or points to a readable MPI_Datatype (the
+    // caller's contract); only read.
+    let datatype = unsafe { datatype.as_ref() }.copied();
     let r = rt::with(|st| {
-        if datatype.is_null() {
+        let Some(datatype) = datatype else {
             bail!(MPI_ERR_ARG, "datatype is a NULL pointer");
-        }
-        // SAFETY: checked non-NULL.
-        st.types.commit(unsafe { *datatype })
+        };
+        st.types.commit(datatype)
     });
     ret(WORLD, "MPI_Type_commit", r)
 }
 
 pub unsafe fn MPI_Type_free(datatype: *mut MPI_Datatype) -> c_int {
+    // SAFETY: `datatype` is NULL or points to an MPI_Datatype the call may
+    // read and write (the caller's contract, an INOUT handle).
+    let datatype = unsafe { datatype.as_mut() };
     // Attribute delete callbacks run first, without the lock.
-    if !datatype.is_null() {
-        if let Err(e) = super::attr::type_attrs_free(*datatype) {
+    if let Some(&d) = datatype.as_deref() {
+        if let Err(e) = super::attr::type_attrs_free(d) {
             return ret(WORLD, "MPI_Type_free", Err(e));
         }
     }
     let r = rt::with(|st| {
-        if datatype.is_null() {
+        let Some(datatype) = datatype else {
             bail!(MPI_ERR_ARG, "datatype is a NULL pointer");
-        }
-        // SAFETY: checked non-NULL.
-        st.types.free(unsafe { *datatype })?;
-        // SAFETY: checked non-NULL.
-        unsafe { datatype.write(MPI_DATATYPE_NULL) };
+        };
+        st.types.free(*datatype)?;
+        *datatype = MPI_DATATYPE_NULL;
         Ok(())
     });
     ret(WORLD, "MPI_Type_free", r)
@@ -439,12 +485,22 @@ pub unsafe fn MPI_Type_get_envelope(
     num_datatypes: *mut c_int,
     combiner: *mut c_int,
 ) -> c_int {
+    // SAFETY: the four are NULL or point to writable, distinct ints (the
+    // caller's contract).
+    let (mut num_integers, mut num_addresses, mut num_datatypes, mut combiner) = unsafe {
+        (
+            Out::new(num_integers, "num_integers"),
+            Out::new(num_addresses, "num_addresses"),
+            Out::new(num_datatypes, "num_datatypes"),
+            Out::new(combiner, "combiner"),
+        )
+    };
     let r = rt::with(|st| {
         let e = st.types.envelope(datatype, false)?;
-        put(num_integers, e.integers as c_int, "num_integers")?;
-        put(num_addresses, e.addresses as c_int, "num_addresses")?;
-        put(num_datatypes, e.datatypes as c_int, "num_datatypes")?;
-        put(combiner, e.combiner, "combiner")
+        num_integers.put(e.integers as c_int)?;
+        num_addresses.put(e.addresses as c_int)?;
+        num_datatypes.put(e.datatypes as c_int)?;
+        combiner.put(e.combiner)
     });
     ret(WORLD, "MPI_Type_get_envelope", r)
 }
@@ -457,13 +513,24 @@ pub unsafe fn MPI_Type_get_envelope_c(
     num_datatypes: *mut MPI_Count,
     combiner: *mut c_int,
 ) -> c_int {
+    // SAFETY: the four counts are NULL or point to writable, distinct
+    // MPI_Counts, `combiner` to a writable int (the caller's contract).
+    let (mut num_integers, mut num_addresses, mut num_large_counts, mut num_datatypes, mut combiner) = unsafe {
+        (
+            Out::new(num_integers, "num_integers"),
+            Out::new(num_addresses, "num_addresses"),
+            Out::new(num_large_counts, "num_large_counts"),
+            Out::new(num_datatypes, "num_datatypes"),
+            Out::new(combiner, "combiner"),
+        )
+    };
     let r = rt::with(|st| {
         let e = st.types.envelope(datatype, true)?;
-        put(num_integers, e.integers, "num_integers")?;
-        put(num_addresses, e.addresses, "num_addresses")?;
-        put(num_large_counts, e.large_counts, "num_large_counts")?;
-        put(num_datatypes, e.datatypes, "num_datatypes")?;
-        put(combiner, e.combiner, "combiner")
+        num_integers.put(e.integers)?;
+        num_addresses.put(e.addresses)?;
+        num_large_counts.put(e.large_counts)?;
+        num_datatypes.put(e.datatypes)?;
+        combiner.put(e.combiner)
     });
     ret(WORLD, "MPI_Type_get_envelope_c", r)
 }
@@ -572,12 +639,27 @@ pub unsafe fn MPI_Type_get_contents_c(
 // ---------------------------------------------------------------------------
 // Queries
 
-fn status_bytes(status: *const MPI_Status) -> MpiResult<u64> {
-    if status.is_null() || status as usize == MPI_STATUS_IGNORE {
-        bail!(MPI_ERR_ARG, "status is NULL or MPI_STATUS_IGNORE");
+/// A status argument that is only read: `None` for NULL and
+/// `MPI_STATUS_IGNORE`.
+///
+/// # Safety
+/// `p` is NULL, `MPI_STATUS_IGNORE`, or points to a readable `MPI_Status`
+/// that nothing writes during `'a`.
+unsafe fn status_ref<'a>(p: *const MPI_Status) -> Option<&'a MPI_Status> {
+    if p.is_null() || p as usize == MPI_STATUS_IGNORE {
+        None
+    } else {
+        // SAFETY: neither NULL nor the ignore constant, so a readable
+        // status by the contract.
+        Some(unsafe { &*p })
     }
-    // SAFETY: checked non-null; the caller passes a status.
-    Ok(unsafe { (*status).byte_count() })
+}
+
+fn status_bytes(status: Option<&MPI_Status>) -> MpiResult<u64> {
+    match status {
+        Some(s) => Ok(s.byte_count()),
+        None => bail!(MPI_ERR_ARG, "status is NULL or MPI_STATUS_IGNORE"),
+    }
 }
 
 fn count_of(bytes: u64, size: usize) -> i64 {
@@ -603,7 +685,11 @@ fn clamp_int(v: i64) -> c_int {
 }
 
 /// Runs `f` on the type `datatype` (committed or not) and its received bytes.
-fn with_status<T>(status: *const MPI_Status, datatype: MPI_Datatype, f: impl FnOnce(u64, &Dtype) -> T) -> MpiResult<T> {
+fn with_status<T>(
+    status: Option<&MPI_Status>,
+    datatype: MPI_Datatype,
+    f: impl FnOnce(u64, &Dtype) -> T,
+) -> MpiResult<T> {
     rt::with(|st| {
         let b = status_bytes(status)?;
         let dt = st.types.lookup(datatype)?;
@@ -612,48 +698,65 @@ fn with_status<T>(status: *const MPI_Status, datatype: MPI_Datatype, f: impl FnO
 }
 
 pub unsafe fn MPI_Get_count(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut c_int) -> c_int {
-    let r = with_status(status, datatype, |b, t| clamp_int(count_of(b, t.size))).and_then(|v| put(count, v, "count"));
+    // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a readable status,
+    // `count` NULL or writable (the caller's contract).
+    let (status, mut count) = unsafe { (status_ref(status), Out::new(count, "count")) };
+    let r = with_status(status, datatype, |b, t| clamp_int(count_of(b, t.size))).and_then(|v| count.put(v));
     ret(WORLD, "MPI_Get_count", r)
 }
 
 pub unsafe fn MPI_Get_count_c(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut MPI_Count) -> c_int {
-    let r = with_status(status, datatype, |b, t| count_of(b, t.size)).and_then(|v| put(count, v, "count"));
+    // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a readable status,
+    // `count` NULL or writable (the caller's contract).
+    let (status, mut count) = unsafe { (status_ref(status), Out::new(count, "count")) };
+    let r = with_status(status, datatype, |b, t| count_of(b, t.size)).and_then(|v| count.put(v));
     ret(WORLD, "MPI_Get_count_c", r)
 }
 
 pub unsafe fn MPI_Get_elements(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut c_int) -> c_int {
-    let r = with_status(status, datatype, |b, t| clamp_int(elements_of(b, t))).and_then(|v| put(count, v, "count"));
+    // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a readable status,
+    // `count` NULL or writable (the caller's contract).
+    let (status, mut count) = unsafe { (status_ref(status), Out::new(count, "count")) };
+    let r = with_status(status, datatype, |b, t| clamp_int(elements_of(b, t))).and_then(|v| count.put(v));
     ret(WORLD, "MPI_Get_elements", r)
 }
 
 pub unsafe fn MPI_Get_elements_x(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut MPI_Count) -> c_int {
-    let r = with_status(status, datatype, elements_of).and_then(|v| put(count, v, "count"));
+    // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a readable status,
+    // `count` NULL or writable (the caller's contract).
+    let (status, mut count) = unsafe { (status_ref(status), Out::new(count, "count")) };
+    let r = with_status(status, datatype, elements_of).and_then(|v| count.put(v));
     ret(WORLD, "MPI_Get_elements_x", r)
 }
 
 pub unsafe fn MPI_Get_elements_c(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut MPI_Count) -> c_int {
-    MPI_Get_elements_x(status, datatype, count)
+    // SAFETY: the same arguments, under the same contract.
+    unsafe { MPI_Get_elements_x(status, datatype, count) }
 }
 
 pub unsafe fn MPI_Status_set_elements(status: *mut MPI_Status, datatype: MPI_Datatype, count: c_int) -> c_int {
-    MPI_Status_set_elements_x(status, datatype, count as MPI_Count)
+    // SAFETY: the same arguments, under the same contract.
+    unsafe { MPI_Status_set_elements_x(status, datatype, count as MPI_Count) }
 }
 
 pub unsafe fn MPI_Status_set_elements_c(status: *mut MPI_Status, datatype: MPI_Datatype, count: MPI_Count) -> c_int {
-    MPI_Status_set_elements_x(status, datatype, count)
+    // SAFETY: the same arguments, under the same contract.
+    unsafe { MPI_Status_set_elements_x(status, datatype, count) }
 }
 
 pub unsafe fn MPI_Status_set_elements_x(status: *mut MPI_Status, datatype: MPI_Datatype, count: MPI_Count) -> c_int {
+    // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
+    // caller's contract).
+    let status = unsafe { status_mut(status) };
     let r = rt::with(|st| {
-        if status.is_null() || status as usize == MPI_STATUS_IGNORE {
+        let Some(status) = status else {
             bail!(MPI_ERR_ARG, "status is NULL or MPI_STATUS_IGNORE");
-        }
+        };
         if count < 0 {
             bail!(MPI_ERR_COUNT, "negative count {count}");
         }
         let dt = st.types.lookup(datatype)?;
-        // SAFETY: checked non-NULL; the caller passes a status.
-        unsafe { (*status).set_byte_count(dt.bytes_of_elements(count as u64)) };
+        status.set_byte_count(dt.bytes_of_elements(count as u64));
         Ok(())
     });
     ret(WORLD, "MPI_Status_set_elements_x", r)
@@ -665,23 +768,28 @@ fn query<T>(datatype: MPI_Datatype, f: impl FnOnce(&Dtype) -> MpiResult<T>) -> M
 }
 
 pub unsafe fn MPI_Type_size(datatype: MPI_Datatype, size: *mut c_int) -> c_int {
-    let r = query(datatype, |t| put(size, clamp_int(t.size as i64), "size"));
+    // SAFETY: `size` is NULL or a writable int (the caller's contract).
+    let mut size = unsafe { Out::new(size, "size") };
+    let r = query(datatype, |t| size.put(clamp_int(t.size as i64)));
     ret(WORLD, "MPI_Type_size", r)
 }
 
 pub unsafe fn MPI_Type_size_x(datatype: MPI_Datatype, size: *mut MPI_Count) -> c_int {
-    let r = query(datatype, |t| put(size, t.size as i64, "size"));
+    // SAFETY: `size` is NULL or a writable MPI_Count (the caller's contract).
+    let mut size = unsafe { Out::new(size, "size") };
+    let r = query(datatype, |t| size.put(t.size as i64));
     ret(WORLD, "MPI_Type_size_x", r)
 }
 
 pub unsafe fn MPI_Type_size_c(datatype: MPI_Datatype, size: *mut MPI_Count) -> c_int {
-    MPI_Type_size_x(datatype, size)
+    // SAFETY: the same arguments, under the same contract.
+    unsafe { MPI_Type_size_x(datatype, size) }
 }
 
 /// Writes two bounds of a type (`f` picks them) through `a` and `b`.
 ///
 /// # Safety
-/// `a` and `b` are NULL or writable.
+/// `a` and `b` are NULL or point to writable, distinct `MPI_Aint`s.
 unsafe fn put_bounds(
     datatype: MPI_Datatype,
     a: *mut MPI_Aint,
@@ -689,24 +797,29 @@ unsafe fn put_bounds(
     name: &str,
     f: fn(&Dtype) -> (isize, isize),
 ) -> c_int {
+    // SAFETY: both NULL or writable and distinct (the contract).
+    let (mut a, mut b) = unsafe { (Out::new(a, "lb"), Out::new(b, "extent")) };
     let r = query(datatype, |t| {
         let (x, y) = f(t);
-        put(a, x as i64, "lb")?;
-        put(b, y as i64, "extent")
+        a.put(x as i64)?;
+        b.put(y as i64)
     });
     ret(WORLD, name, r)
 }
 
 pub unsafe fn MPI_Type_get_extent(datatype: MPI_Datatype, lb: *mut MPI_Aint, extent: *mut MPI_Aint) -> c_int {
-    put_bounds(datatype, lb, extent, "MPI_Type_get_extent", |t| (t.lb, t.extent))
+    // SAFETY: `lb` and `extent` are NULL or writable (the caller's contract).
+    unsafe { put_bounds(datatype, lb, extent, "MPI_Type_get_extent", |t| (t.lb, t.extent)) }
 }
 
 pub unsafe fn MPI_Type_get_extent_x(datatype: MPI_Datatype, lb: *mut MPI_Count, extent: *mut MPI_Count) -> c_int {
-    MPI_Type_get_extent(datatype, lb, extent)
+    // SAFETY: the same arguments (MPI_Count is MPI_Aint), same contract.
+    unsafe { MPI_Type_get_extent(datatype, lb, extent) }
 }
 
 pub unsafe fn MPI_Type_get_extent_c(datatype: MPI_Datatype, lb: *mut MPI_Count, extent: *mut MPI_Count) -> c_int {
-    MPI_Type_get_extent(datatype, lb, extent)
+    // SAFETY: the same arguments (MPI_Count is MPI_Aint), same contract.
+    unsafe { MPI_Type_get_extent(datatype, lb, extent) }
 }
 
 pub unsafe fn MPI_Type_get_true_extent(
@@ -714,7 +827,9 @@ pub unsafe fn MPI_Type_get_true_extent(
     true_lb: *mut MPI_Aint,
     true_extent: *mut MPI_Aint,
 ) -> c_int {
-    put_bounds(datatype, true_lb, true_extent, "MPI_Type_get_true_extent", |t| (t.true_lb, t.true_extent))
+    // SAFETY: `true_lb` and `true_extent` are NULL or writable (the
+    // caller's contract).
+    unsafe { put_bounds(datatype, true_lb, true_extent, "MPI_Type_get_true_extent", |t| (t.true_lb, t.true_extent)) }
 }
 
 pub unsafe fn MPI_Type_get_true_extent_x(
@@ -722,7 +837,8 @@ pub unsafe fn MPI_Type_get_true_extent_x(
     true_lb: *mut MPI_Count,
     true_extent: *mut MPI_Count,
 ) -> c_int {
-    MPI_Type_get_true_extent(datatype, true_lb, true_extent)
+    // SAFETY: the same arguments (MPI_Count is MPI_Aint), same contract.
+    unsafe { MPI_Type_get_true_extent(datatype, true_lb, true_extent) }
 }
 
 pub unsafe fn MPI_Type_get_true_extent_c(
@@ -730,33 +846,43 @@ pub unsafe fn MPI_Type_get_true_extent_c(
     true_lb: *mut MPI_Count,
     true_extent: *mut MPI_Count,
 ) -> c_int {
-    MPI_Type_get_true_extent(datatype, true_lb, true_extent)
+    // SAFETY: the same arguments (MPI_Count is MPI_Aint), same contract.
+    unsafe { MPI_Type_get_true_extent(datatype, true_lb, true_extent) }
 }
 
 pub unsafe fn MPI_Type_extent(datatype: MPI_Datatype, extent: *mut MPI_Aint) -> c_int {
-    let r = query(datatype, |t| put(extent, t.extent as i64, "extent"));
+    // SAFETY: `extent` is NULL or a writable MPI_Aint (the caller's contract).
+    let mut extent = unsafe { Out::new(extent, "extent") };
+    let r = query(datatype, |t| extent.put(t.extent as i64));
     ret(WORLD, "MPI_Type_extent", r)
 }
 
 pub unsafe fn MPI_Type_lb(datatype: MPI_Datatype, displacement: *mut MPI_Aint) -> c_int {
-    let r = query(datatype, |t| put(displacement, t.lb as i64, "displacement"));
+    // SAFETY: `displacement` is NULL or a writable MPI_Aint (the caller's contract).
+    let mut displacement = unsafe { Out::new(displacement, "displacement") };
+    let r = query(datatype, |t| displacement.put(t.lb as i64));
     ret(WORLD, "MPI_Type_lb", r)
 }
 
 pub unsafe fn MPI_Type_ub(datatype: MPI_Datatype, displacement: *mut MPI_Aint) -> c_int {
-    let r = query(datatype, |t| put(displacement, (t.lb + t.extent) as i64, "displacement"));
+    // SAFETY: `displacement` is NULL or a writable MPI_Aint (the caller's contract).
+    let mut displacement = unsafe { Out::new(displacement, "displacement") };
+    let r = query(datatype, |t| displacement.put((t.lb + t.extent) as i64));
     ret(WORLD, "MPI_Type_ub", r)
 }
 
 pub unsafe fn MPI_Type_get_name(datatype: MPI_Datatype, type_name: *mut c_char, resultlen: *mut c_int) -> c_int {
+    // SAFETY: `resultlen` is NULL or a writable int (the caller's contract).
+    let mut resultlen = unsafe { Out::new(resultlen, "resultlen") };
     let r = rt::with(|st| {
         let name = st.types.name(datatype)?;
         if type_name.is_null() {
             bail!(MPI_ERR_ARG, "type_name is a NULL pointer");
         }
-        // SAFETY: the caller passes a buffer of MPI_MAX_OBJECT_NAME chars.
+        // SAFETY: not NULL, so a buffer of MPI_MAX_OBJECT_NAME writable
+        // chars (the caller's contract).
         let n = unsafe { put_str(type_name, MPI_MAX_OBJECT_NAME as usize, &name) };
-        put(resultlen, n, "resultlen")
+        resultlen.put(n)
     });
     ret(WORLD, "MPI_Type_get_name", r)
 }
@@ -778,7 +904,9 @@ pub unsafe fn MPI_Type_set_name(datatype: MPI_Datatype, type_name: *const c_char
 }
 
 pub unsafe fn MPI_Type_match_size(typeclass: c_int, size: c_int, datatype: *mut MPI_Datatype) -> c_int {
-    let r = crate::rt::datatype::match_size(typeclass, size).and_then(|t| put(datatype, t, "datatype"));
+    // SAFETY: `datatype` is NULL or a writable handle (the caller's contract).
+    let mut datatype = unsafe { Out::new(datatype, "datatype") };
+    let r = crate::rt::datatype::match_size(typeclass, size).and_then(|t| datatype.put(t));
     ret(WORLD, "MPI_Type_match_size", r)
 }
 
@@ -787,35 +915,43 @@ pub unsafe fn MPI_Type_get_value_index(
     index_type: MPI_Datatype,
     pair_type: *mut MPI_Datatype,
 ) -> c_int {
+    // SAFETY: `pair_type` is NULL or a writable handle (the caller's contract).
+    let mut pair_type = unsafe { Out::new(pair_type, "pair_type") };
     let r = rt::with(|st| {
         st.types.lookup(value_type)?;
         st.types.lookup(index_type)?;
-        put(pair_type, crate::rt::datatype::value_index_pair(value_type, index_type), "pair_type")
+        pair_type.put(crate::rt::datatype::value_index_pair(value_type, index_type))
     });
     ret(WORLD, "MPI_Type_get_value_index", r)
 }
 
 /// The `MPI_Type_create_f90_*` calls.
-///
-/// # Safety
-/// `newtype` is NULL or writable.
-unsafe fn f90_impl(combiner: c_int, p: c_int, r: c_int, newtype: *mut MPI_Datatype, name: &str) -> c_int {
+fn f90_impl(combiner: c_int, p: c_int, r: c_int, mut newtype: Out<'_, MPI_Datatype>, name: &str) -> c_int {
     let r = rt::with(|st| {
         let h = st.types.f90(combiner, p, r)?;
-        put(newtype, h, "newtype")
+        newtype.put(h)
     });
     ret(WORLD, name, r)
 }
 
 pub unsafe fn MPI_Type_create_f90_real(p: c_int, r: c_int, newtype: *mut MPI_Datatype) -> c_int {
+    // SAFETY: `newtype` is NULL or points to a writable MPI_Datatype (the
+    // caller's contract).
+    let newtype = unsafe { newtype_out(newtype) };
     f90_impl(MPI_COMBINER_F90_REAL, p, r, newtype, "MPI_Type_create_f90_real")
 }
 
 pub unsafe fn MPI_Type_create_f90_complex(p: c_int, r: c_int, newtype: *mut MPI_Datatype) -> c_int {
+    // SAFETY: `newtype` is NULL or points to a writable MPI_Datatype (the
+    // caller's contract).
+    let newtype = unsafe { newtype_out(newtype) };
     f90_impl(MPI_COMBINER_F90_COMPLEX, p, r, newtype, "MPI_Type_create_f90_complex")
 }
 
 pub unsafe fn MPI_Type_create_f90_integer(r: c_int, newtype: *mut MPI_Datatype) -> c_int {
+    // SAFETY: `newtype` is NULL or points to a writable MPI_Datatype (the
+    // caller's contract).
+    let newtype = unsafe { newtype_out(newtype) };
     f90_impl(MPI_COMBINER_F90_INTEGER, MPI_UNDEFINED, r, newtype, "MPI_Type_create_f90_integer")
 }
 
@@ -831,15 +967,18 @@ pub unsafe fn MPI_Type_fromint(datatype: c_int) -> MPI_Datatype {
 // Addresses
 
 pub unsafe fn MPI_Get_address(location: *const c_void, address: *mut MPI_Aint) -> c_int {
+    // SAFETY: `address` is NULL or a writable MPI_Aint (the caller's contract).
+    let mut address = unsafe { Out::new(address, "address") };
     // Usable before MPI_Init: no state involved.
-    match put(address, location as usize as i64, "address") {
+    match address.put(location as usize as i64) {
         Ok(()) => MPI_SUCCESS,
         Err(e) => ret(WORLD, "MPI_Get_address", Err(e)),
     }
 }
 
 pub unsafe fn MPI_Address(location: *const c_void, address: *mut MPI_Aint) -> c_int {
-    MPI_Get_address(location, address)
+    // SAFETY: the same arguments, under the same contract.
+    unsafe { MPI_Get_address(location, address) }
 }
 
 pub unsafe fn MPI_Aint_add(base: MPI_Aint, disp: MPI_Aint) -> MPI_Aint {

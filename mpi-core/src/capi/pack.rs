@@ -3,6 +3,7 @@
 //! The conversions are `rt::datatype::pack`'s; this module checks the
 //! buffers and positions the C caller gives.
 
+use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_void};
 use std::sync::Arc;
 
@@ -10,7 +11,7 @@ use mpi_api::abi::*;
 
 use super::dtype::to_int;
 use super::p2p::twins;
-use super::{put, ret};
+use super::{ret, Out};
 use crate::bail;
 use crate::rt;
 use crate::rt::datatype::pack::PackRep;
@@ -19,12 +20,20 @@ use crate::rt::error::{MpiError, MpiResult};
 
 const WORLD: MPI_Comm = MPI_COMM_WORLD;
 
-fn check_datarep(datarep: *const c_char) -> MpiResult<()> {
-    if datarep.is_null() {
+/// A string argument: `None` for NULL.
+///
+/// # Safety
+/// `p` is NULL or points to a NUL-terminated string that does not change
+/// during `'a`.
+pub(super) unsafe fn opt_cstr<'a>(p: *const c_char) -> Option<&'a CStr> {
+    // SAFETY: not NULL, so a NUL-terminated string (the contract).
+    (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) })
+}
+
+fn check_datarep(datarep: Option<&CStr>) -> MpiResult<()> {
+    let Some(s) = datarep else {
         bail!(MPI_ERR_ARG, "datarep is NULL");
-    }
-    // SAFETY: non-NULL; the caller passes a NUL-terminated string.
-    let s = unsafe { std::ffi::CStr::from_ptr(datarep) };
+    };
     if s.to_bytes() != b"external32" {
         bail!(MPI_ERR_ARG, "data representation {:?} is not supported (only \"external32\")", s.to_string_lossy());
     }
@@ -32,15 +41,11 @@ fn check_datarep(datarep: *const c_char) -> MpiResult<()> {
 }
 
 /// Reads a position argument.
-///
-/// # Safety
-/// `p` is NULL or points to a readable value.
-unsafe fn read_pos<T: Copy + Into<i64>>(p: *const T) -> MpiResult<usize> {
-    if p.is_null() {
+fn read_pos<T: Copy + Into<i64>>(p: Option<&T>) -> MpiResult<usize> {
+    let Some(&p) = p else {
         bail!(MPI_ERR_ARG, "position is a NULL pointer");
-    }
-    // SAFETY: checked non-NULL.
-    let v: i64 = unsafe { *p }.into();
+    };
+    let v: i64 = p.into();
     if v < 0 {
         bail!(MPI_ERR_ARG, "negative position {v}");
     }
@@ -123,48 +128,51 @@ impl Packing {
     }
 }
 
-/// Runs `f` from the position `*p` and stores the position it returns.
-///
-/// # Safety
-/// `p` is NULL or points to the caller's position variable.
-unsafe fn at_position<T: Copy + Into<i64> + TryFrom<usize>>(
-    p: *mut T,
+/// Runs `f` from the position `*p` (the program's INOUT position
+/// variable, `None` for NULL) and stores the position it returns.
+fn at_position<T: Copy + Into<i64> + TryFrom<usize>>(
+    p: Option<&mut T>,
     f: impl FnOnce(usize) -> MpiResult<usize>,
 ) -> MpiResult<()> {
-    // SAFETY: forwarded contract.
-    unsafe {
-        let q = f(read_pos(p)?)?;
-        write_pos(p, q)
+    let q = f(read_pos(p.as_deref())?)?;
+    match p {
+        Some(p) => write_pos(p, q),
+        None => Ok(()),
     }
 }
 
 /// Writes a new position back.
-///
-/// # Safety
-/// `p` points to a writable value (checked by `read_pos`).
-unsafe fn write_pos<T: TryFrom<usize>>(p: *mut T, v: usize) -> MpiResult<()> {
-    let v = T::try_from(v).map_err(|_| MpiError::new(MPI_ERR_VALUE_TOO_LARGE, format!("position {v} does not fit")))?;
-    // SAFETY: the caller's position variable.
-    unsafe { p.write(v) };
+fn write_pos<T: TryFrom<usize>>(p: &mut T, v: usize) -> MpiResult<()> {
+    *p = T::try_from(v).map_err(|_| MpiError::new(MPI_ERR_VALUE_TOO_LARGE, format!("position {v} does not fit")))?;
     Ok(())
 }
 
 twins! {
     pub unsafe fn MPI_Pack | MPI_Pack_c(inbuf: *const c_void, incount: Count, datatype: MPI_Datatype, outbuf: *mut c_void, outsize: Count, position: *mut Count, comm: MPI_Comm) -> c_int {
-        // SAFETY: the caller's buffers and position.
-        let r = unsafe {
-            let packing = Packing { comm: Some(comm), rep: PackRep::Native, datatype, count: incount as i64 };
-            at_position(position, |p| packing.pack(inbuf, PackedBuf { addr: outbuf as *mut u8, size: outsize as i64 }, p))
-        };
+        // SAFETY: `position` is NULL or points to the program's position
+        // variable, which the call reads and writes (the caller's contract).
+        let position = unsafe { position.as_mut() };
+        let packing = Packing { comm: Some(comm), rep: PackRep::Native, datatype, count: incount as i64 };
+        let out = PackedBuf { addr: outbuf as *mut u8, size: outsize as i64 };
+        let r = at_position(position, |p| {
+            // SAFETY: `inbuf` holds `incount` elements of `datatype` and
+            // `outbuf` has `outsize` writable bytes (the caller's contract).
+            unsafe { packing.pack(inbuf, out, p) }
+        });
         ret(comm, NAME, r)
     }
 
     pub unsafe fn MPI_Unpack | MPI_Unpack_c(inbuf: *const c_void, insize: Count, position: *mut Count, outbuf: *mut c_void, outcount: Count, datatype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-        // SAFETY: the caller's buffers and position.
-        let r = unsafe {
-            let packing = Packing { comm: Some(comm), rep: PackRep::Native, datatype, count: outcount as i64 };
-            at_position(position, |p| packing.unpack(PackedBuf { addr: inbuf as *mut u8, size: insize as i64 }, p, outbuf))
-        };
+        // SAFETY: `position` is NULL or points to the program's position
+        // variable, which the call reads and writes (the caller's contract).
+        let position = unsafe { position.as_mut() };
+        let packing = Packing { comm: Some(comm), rep: PackRep::Native, datatype, count: outcount as i64 };
+        let inp = PackedBuf { addr: inbuf as *mut u8, size: insize as i64 };
+        let r = at_position(position, |p| {
+            // SAFETY: `inbuf` has `insize` readable bytes and `outbuf` room
+            // for `outcount` elements of `datatype` (the caller's contract).
+            unsafe { packing.unpack(inp, p, outbuf) }
+        });
         ret(comm, NAME, r)
     }
 }
@@ -175,8 +183,10 @@ fn pack_size_impl(comm: Option<MPI_Comm>, rep: PackRep, count: i64, datatype: MP
 }
 
 pub unsafe fn MPI_Pack_size(incount: c_int, datatype: MPI_Datatype, comm: MPI_Comm, size: *mut c_int) -> c_int {
+    // SAFETY: `size` is NULL or a writable int (the caller's contract).
+    let mut size = unsafe { Out::new(size, "size") };
     let r = pack_size_impl(Some(comm), PackRep::Native, incount as i64, datatype)
-        .and_then(|s| put(size, to_int(s as i64, "pack size")?, "size"));
+        .and_then(|s| size.put(to_int(s as i64, "pack size")?));
     ret(comm, "MPI_Pack_size", r)
 }
 
@@ -186,7 +196,9 @@ pub unsafe fn MPI_Pack_size_c(
     comm: MPI_Comm,
     size: *mut MPI_Count,
 ) -> c_int {
-    let r = pack_size_impl(Some(comm), PackRep::Native, incount, datatype).and_then(|s| put(size, s as i64, "size"));
+    // SAFETY: `size` is NULL or a writable MPI_Count (the caller's contract).
+    let mut size = unsafe { Out::new(size, "size") };
+    let r = pack_size_impl(Some(comm), PackRep::Native, incount, datatype).and_then(|s| size.put(s as i64));
     ret(comm, "MPI_Pack_size_c", r)
 }
 
@@ -199,7 +211,9 @@ pub unsafe fn MPI_Pack_external(
     outsize: MPI_Aint,
     position: *mut MPI_Aint,
 ) -> c_int {
-    MPI_Pack_external_c(datarep, inbuf, incount as i64, datatype, outbuf, outsize, position)
+    // SAFETY: the same arguments under the same contract (the count
+    // widened; MPI_Aint and MPI_Count are both i64).
+    unsafe { MPI_Pack_external_c(datarep, inbuf, incount as i64, datatype, outbuf, outsize, position) }
 }
 
 pub unsafe fn MPI_Pack_external_c(
@@ -211,10 +225,18 @@ pub unsafe fn MPI_Pack_external_c(
     outsize: MPI_Count,
     position: *mut MPI_Count,
 ) -> c_int {
-    // SAFETY: the caller's buffers and position.
-    let r = check_datarep(datarep).and_then(|()| unsafe {
-        let packing = Packing { comm: None, rep: PackRep::External32, datatype, count: incount };
-        at_position(position, |p| packing.pack(inbuf, PackedBuf { addr: outbuf as *mut u8, size: outsize }, p))
+    // SAFETY: `datarep` is NULL or a NUL-terminated string, `position` NULL
+    // or the program's position variable, read and written (the caller's
+    // contract).
+    let (datarep, position) = unsafe { (opt_cstr(datarep), position.as_mut()) };
+    let packing = Packing { comm: None, rep: PackRep::External32, datatype, count: incount };
+    let out = PackedBuf { addr: outbuf as *mut u8, size: outsize };
+    let r = check_datarep(datarep).and_then(|()| {
+        at_position(position, |p| {
+            // SAFETY: `inbuf` holds `incount` elements of `datatype` and
+            // `outbuf` has `outsize` writable bytes (the caller's contract).
+            unsafe { packing.pack(inbuf, out, p) }
+        })
     });
     ret(WORLD, "MPI_Pack_external", r)
 }
@@ -228,7 +250,9 @@ pub unsafe fn MPI_Unpack_external(
     outcount: c_int,
     datatype: MPI_Datatype,
 ) -> c_int {
-    MPI_Unpack_external_c(datarep, inbuf, insize, position, outbuf, outcount as i64, datatype)
+    // SAFETY: the same arguments under the same contract (the count
+    // widened; MPI_Aint and MPI_Count are both i64).
+    unsafe { MPI_Unpack_external_c(datarep, inbuf, insize, position, outbuf, outcount as i64, datatype) }
 }
 
 pub unsafe fn MPI_Unpack_external_c(
@@ -240,10 +264,18 @@ pub unsafe fn MPI_Unpack_external_c(
     outcount: MPI_Count,
     datatype: MPI_Datatype,
 ) -> c_int {
-    // SAFETY: the caller's buffers and position.
-    let r = check_datarep(datarep).and_then(|()| unsafe {
-        let packing = Packing { comm: None, rep: PackRep::External32, datatype, count: outcount };
-        at_position(position, |p| packing.unpack(PackedBuf { addr: inbuf as *mut u8, size: insize }, p, outbuf))
+    // SAFETY: `datarep` is NULL or a NUL-terminated string, `position` NULL
+    // or the program's position variable, read and written (the caller's
+    // contract).
+    let (datarep, position) = unsafe { (opt_cstr(datarep), position.as_mut()) };
+    let packing = Packing { comm: None, rep: PackRep::External32, datatype, count: outcount };
+    let inp = PackedBuf { addr: inbuf as *mut u8, size: insize };
+    let r = check_datarep(datarep).and_then(|()| {
+        at_position(position, |p| {
+            // SAFETY: `inbuf` has `insize` readable bytes and `outbuf` room
+            // for `outcount` elements of `datatype` (the caller's contract).
+            unsafe { packing.unpack(inp, p, outbuf) }
+        })
     });
     ret(WORLD, "MPI_Unpack_external", r)
 }
@@ -254,7 +286,9 @@ pub unsafe fn MPI_Pack_external_size(
     datatype: MPI_Datatype,
     size: *mut MPI_Aint,
 ) -> c_int {
-    MPI_Pack_external_size_c(datarep, incount as i64, datatype, size)
+    // SAFETY: the same arguments under the same contract (the count
+    // widened; MPI_Aint and MPI_Count are both i64).
+    unsafe { MPI_Pack_external_size_c(datarep, incount as i64, datatype, size) }
 }
 
 pub unsafe fn MPI_Pack_external_size_c(
@@ -263,8 +297,11 @@ pub unsafe fn MPI_Pack_external_size_c(
     datatype: MPI_Datatype,
     size: *mut MPI_Count,
 ) -> c_int {
+    // SAFETY: `datarep` is NULL or a NUL-terminated string, `size` NULL or
+    // a writable MPI_Count (the caller's contract).
+    let (datarep, mut size) = unsafe { (opt_cstr(datarep), Out::new(size, "size")) };
     let r = check_datarep(datarep)
         .and_then(|()| pack_size_impl(None, PackRep::External32, incount, datatype))
-        .and_then(|s| put(size, s as i64, "size"));
+        .and_then(|s| size.put(s as i64));
     ret(WORLD, "MPI_Pack_external_size", r)
 }

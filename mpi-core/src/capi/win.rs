@@ -12,8 +12,9 @@ use std::os::raw::{c_char, c_int};
 use mpi_api::abi::*;
 
 use super::p2p::twins;
+use super::pack::opt_cstr;
 use super::win_errh::ret_win;
-use super::{put, put_str};
+use super::{put_str, Out};
 use crate::bail;
 use crate::rt::comm::CTX_SPAN_INTRA;
 use crate::rt::ctxid::{comm_of, new_context_or_fail};
@@ -26,18 +27,28 @@ use crate::rt::{self};
 
 // ----- creation and destruction ----------------------------------------
 
-/// Collective creation of a window of any flavor over `comm`.
+/// The `baseptr` argument of `MPI_Win_allocate(_shared)` and
+/// `MPI_Win_shared_query`: declared `void *`, it is the address of the
+/// program's pointer variable that receives a base address.
 ///
 /// # Safety
-/// `baseptr` is NULL or points to a `void *`; `newwin` to an `MPI_Win`.
-unsafe fn create_common(
+/// `p` is NULL or points to a writable `void *` that nothing else accesses
+/// during `'a`.
+unsafe fn base_out<'a>(p: *mut c_void) -> Option<&'a mut *mut c_void> {
+    // SAFETY: NULL or a writable, aligned `void *` of ours (the contract).
+    unsafe { (p as *mut *mut c_void).as_mut() }
+}
+
+/// Collective creation of a window of any flavor over `comm`; `baseptr`
+/// receives the base address of allocated memory.
+fn create_common(
     comm: MPI_Comm,
     info: MPI_Info,
     memory: Memory,
     size: MPI_Aint,
     disp_unit: MPI_Aint,
-    baseptr: *mut c_void,
-    newwin: *mut MPI_Win,
+    baseptr: Option<&mut *mut c_void>,
+    mut newwin: Out<'_, MPI_Win>,
 ) -> MpiResult<()> {
     if newwin.is_null() {
         bail!(MPI_ERR_ARG, "win is a NULL pointer");
@@ -48,72 +59,77 @@ unsafe fn create_common(
     }
     let hints = rt::with(|st| st.comms.infos.get_or_null(info))?;
     let req = WinRequest { memory, size, disp_unit, hints };
-    let mine = rt::win::create::check(&c, &req, !baseptr.is_null());
+    let mine = rt::win::create::check(&c, &req, baseptr.is_some());
     let ctx = new_context_or_fail(comm, CTX_SPAN_INTRA, false, mine)?;
     let (h, base) = rt::win::create::create(&c, ctx, req)?;
     if matches!(memory, Memory::Allocate | Memory::Shared) {
-        // SAFETY: baseptr points to a `void *` (checked non-NULL by `check`).
-        unsafe { *(baseptr as *mut *mut c_void) = base as *mut c_void };
+        if let Some(b) = baseptr {
+            *b = base as *mut c_void;
+        }
     }
-    // SAFETY: checked non-NULL above; the caller's out-pointer.
-    unsafe { *newwin = h };
-    Ok(())
+    newwin.put(h)
 }
 
 twins! {
     pub unsafe fn MPI_Win_create | MPI_Win_create_c(base: *mut c_void, size: MPI_Aint, disp_unit: Disp, info: MPI_Info, comm: MPI_Comm, win: *mut MPI_Win) -> c_int {
-        crate::capi::ret(comm, NAME, create_common(comm, info, Memory::User(base as usize), size, disp_unit as MPI_Aint, std::ptr::null_mut(), win))
+        // SAFETY: `win` is NULL or points to a writable MPI_Win (the
+        // caller's contract).
+        let win = unsafe { Out::new(win, "win") };
+        crate::capi::ret(comm, NAME, create_common(comm, info, Memory::User(base as usize), size, disp_unit as MPI_Aint, None, win))
     }
 }
 
 twins! {
     pub unsafe fn MPI_Win_allocate | MPI_Win_allocate_c(size: MPI_Aint, disp_unit: Disp, info: MPI_Info, comm: MPI_Comm, baseptr: *mut c_void, win: *mut MPI_Win) -> c_int {
+        // SAFETY: `baseptr` is NULL or the address of the program's `void *`
+        // variable, `win` NULL or a writable MPI_Win (the caller's contract).
+        let (baseptr, win) = unsafe { (base_out(baseptr), Out::new(win, "win")) };
         crate::capi::ret(comm, NAME, create_common(comm, info, Memory::Allocate, size, disp_unit as MPI_Aint, baseptr, win))
     }
 }
 
 twins! {
     pub unsafe fn MPI_Win_allocate_shared | MPI_Win_allocate_shared_c(size: MPI_Aint, disp_unit: Disp, info: MPI_Info, comm: MPI_Comm, baseptr: *mut c_void, win: *mut MPI_Win) -> c_int {
+        // SAFETY: `baseptr` is NULL or the address of the program's `void *`
+        // variable, `win` NULL or a writable MPI_Win (the caller's contract).
+        let (baseptr, win) = unsafe { (base_out(baseptr), Out::new(win, "win")) };
         crate::capi::ret(comm, NAME, create_common(comm, info, Memory::Shared, size, disp_unit as MPI_Aint, baseptr, win))
     }
 }
 
 pub unsafe fn MPI_Win_create_dynamic(info: MPI_Info, comm: MPI_Comm, win: *mut MPI_Win) -> c_int {
-    super::ret(
-        comm,
-        "MPI_Win_create_dynamic",
-        create_common(comm, info, Memory::Dynamic, 0, 1, std::ptr::null_mut(), win),
-    )
+    // SAFETY: `win` is NULL or points to a writable MPI_Win (the caller's
+    // contract).
+    let win = unsafe { Out::new(win, "win") };
+    super::ret(comm, "MPI_Win_create_dynamic", create_common(comm, info, Memory::Dynamic, 0, 1, None, win))
 }
 
 /// `MPI_Win_shared_query(_c)`: the part of `rank` (`MPI_PROC_NULL`: the
 /// first non-empty one); `put_du` writes the displacement unit.
-///
-/// # Safety
-/// `size` and `baseptr` are NULL or point to an `MPI_Aint` and a `void *`.
-unsafe fn shared_query(
+fn shared_query(
     win: MPI_Win,
     rank: c_int,
-    size: *mut MPI_Aint,
-    baseptr: *mut c_void,
+    mut size: Out<'_, MPI_Aint>,
+    baseptr: Option<&mut *mut c_void>,
     put_du: impl FnOnce(usize) -> MpiResult<()>,
 ) -> MpiResult<()> {
     let p = rt::with(|st| st.wins.get(win)?.shared_part(rank))?;
-    if baseptr.is_null() {
+    let Some(baseptr) = baseptr else {
         bail!(MPI_ERR_ARG, "baseptr is a NULL pointer");
-    }
-    // SAFETY: the caller's out-pointers (this function's contract).
-    unsafe {
-        put(size, p.size as MPI_Aint, "size")?;
-        put_du(p.disp_unit)?;
-        *(baseptr as *mut *mut c_void) = p.local.unwrap_or(0) as *mut c_void;
-    }
+    };
+    size.put(p.size as MPI_Aint)?;
+    put_du(p.disp_unit)?;
+    *baseptr = p.local.unwrap_or(0) as *mut c_void;
     Ok(())
 }
 
 twins! {
     pub unsafe fn MPI_Win_shared_query | MPI_Win_shared_query_c(win: MPI_Win, rank: c_int, size: *mut MPI_Aint, disp_unit: *mut Disp, baseptr: *mut c_void) -> c_int {
-        ret_win(win, NAME, shared_query(win, rank, size, baseptr, |d| put(disp_unit, d as Disp, "disp_unit")))
+        // SAFETY: `size` and `disp_unit` are NULL or writable, `baseptr` NULL
+        // or the address of the program's `void *` variable (the caller's
+        // contract).
+        let (size, mut disp_unit, baseptr) = unsafe { (Out::new(size, "size"), Out::new(disp_unit, "disp_unit"), base_out(baseptr)) };
+        ret_win(win, NAME, shared_query(win, rank, size, baseptr, |d| disp_unit.put(d as Disp)))
     }
 }
 
@@ -128,16 +144,18 @@ pub unsafe fn MPI_Win_detach(win: MPI_Win, base: *const c_void) -> c_int {
 }
 
 pub unsafe fn MPI_Win_free(win: *mut MPI_Win) -> c_int {
-    let h = if win.is_null() { MPI_WIN_NULL } else { *win };
+    // SAFETY: `win` is NULL or points to an MPI_Win the call may read and
+    // write (the caller's contract, an INOUT handle).
+    let win = unsafe { win.as_mut() };
+    let h = win.as_deref().copied().unwrap_or(MPI_WIN_NULL);
     let r = (|| {
-        if win.is_null() {
+        let Some(win) = win else {
             bail!(MPI_ERR_ARG, "win is a NULL pointer");
-        }
+        };
         sync::quiesce_for_free(h)?;
         super::attr::win_attrs_free(h)?;
         rt::with(|st| st.wins.remove(h).map(drop))?;
-        // SAFETY: checked non-NULL above; the caller's handle.
-        unsafe { *win = MPI_WIN_NULL };
+        *win = MPI_WIN_NULL;
         Ok(())
     })();
     ret_win(h, "MPI_Win_free", r)
@@ -146,13 +164,15 @@ pub unsafe fn MPI_Win_free(win: *mut MPI_Win) -> c_int {
 // ----- names, info, groups -----------------
 
 pub unsafe fn MPI_Win_get_group(win: MPI_Win, group: *mut MPI_Group) -> c_int {
+    // SAFETY: `group` is NULL or a writable handle (the caller's contract).
+    let mut group = unsafe { Out::new(group, "group") };
     let r = rt::with(|st| {
         let g = st.wins.get(win)?.group.clone();
         if group.is_null() {
             bail!(MPI_ERR_ARG, "group is a NULL pointer");
         }
         let h = st.comms.groups.insert(g);
-        put(group, h, "group")
+        group.put(h)
     });
     ret_win(win, "MPI_Win_get_group", r)
 }
@@ -170,25 +190,29 @@ pub unsafe fn MPI_Win_set_info(win: MPI_Win, info: MPI_Info) -> c_int {
 }
 
 pub unsafe fn MPI_Win_get_info(win: MPI_Win, info_used: *mut MPI_Info) -> c_int {
+    // SAFETY: `info_used` is NULL or a writable handle (the caller's contract).
+    let mut info_used = unsafe { Out::new(info_used, "info_used") };
     let r = rt::with(|st| {
         let hints = st.wins.get(win)?.hints.clone();
         if info_used.is_null() {
             bail!(MPI_ERR_ARG, "info_used is a NULL pointer");
         }
         let h = st.comms.infos.insert(hints);
-        put(info_used, h, "info_used")
+        info_used.put(h)
     });
     ret_win(win, "MPI_Win_get_info", r)
 }
 
 pub unsafe fn MPI_Win_set_name(win: MPI_Win, win_name: *const c_char) -> c_int {
+    // SAFETY: `win_name` is NULL or a NUL-terminated string (the caller's
+    // contract).
+    let win_name = unsafe { opt_cstr(win_name) };
     let r = rt::with(|st| {
         let w = st.wins.get_mut(win)?;
-        if win_name.is_null() {
+        let Some(win_name) = win_name else {
             bail!(MPI_ERR_ARG, "win_name is a NULL pointer");
-        }
-        // SAFETY: a NUL-terminated string from the caller (checked non-NULL).
-        let name = unsafe { std::ffi::CStr::from_ptr(win_name) }.to_string_lossy();
+        };
+        let name = win_name.to_string_lossy();
         w.name = name.chars().take(MPI_MAX_OBJECT_NAME as usize - 1).collect();
         Ok(())
     });
@@ -196,13 +220,17 @@ pub unsafe fn MPI_Win_set_name(win: MPI_Win, win_name: *const c_char) -> c_int {
 }
 
 pub unsafe fn MPI_Win_get_name(win: MPI_Win, win_name: *mut c_char, resultlen: *mut c_int) -> c_int {
+    // SAFETY: `resultlen` is NULL or a writable int (the caller's contract).
+    let mut resultlen = unsafe { Out::new(resultlen, "resultlen") };
     let r = rt::with(|st| {
         let w = st.wins.get(win)?;
         if win_name.is_null() {
             bail!(MPI_ERR_ARG, "win_name is a NULL pointer");
         }
-        let n = put_str(win_name, MPI_MAX_OBJECT_NAME as usize, &w.name);
-        put(resultlen, n, "resultlen")
+        // SAFETY: not NULL, so a buffer of MPI_MAX_OBJECT_NAME writable
+        // chars (the caller's contract).
+        let n = unsafe { put_str(win_name, MPI_MAX_OBJECT_NAME as usize, &w.name) };
+        resultlen.put(n)
     });
     ret_win(win, "MPI_Win_get_name", r)
 }
@@ -214,17 +242,13 @@ fn rma(win: MPI_Win, o: RmaOp) -> MpiResult<()> {
     rt::win::ops::start(win, o, false).map(drop)
 }
 
-/// Runs `o` and writes the request of an `MPI_R*` call.
-///
-/// # Safety
-/// `request` is NULL (refused) or the caller's out-pointer.
-unsafe fn rma_req(win: MPI_Win, o: RmaOp, request: *mut MPI_Request) -> MpiResult<()> {
+/// Runs `o` and writes the request of an `MPI_R*` call (NULL refused).
+fn rma_req(win: MPI_Win, o: RmaOp, mut request: Out<'_, MPI_Request>) -> MpiResult<()> {
     if request.is_null() {
         bail!(MPI_ERR_ARG, "request is a NULL pointer");
     }
     let i = rt::win::ops::start(win, o, true)?.expect("a request was asked for");
-    // SAFETY: checked non-NULL above; the caller's out-pointer.
-    unsafe { put(request, ReqTable::handle(i), "request") }
+    request.put(ReqTable::handle(i))
 }
 
 fn target(rank: c_int, disp: MPI_Aint, count: MPI_Count, datatype: MPI_Datatype) -> RmaTarget {
@@ -310,6 +334,8 @@ twins! {
         // SAFETY: the caller's origin buffer of `origin_count` elements.
         let origin = unsafe { UserBuf::new(origin_addr, origin_count as MPI_Count, origin_datatype) };
         let to = target(target_rank, target_disp, target_count as MPI_Count, target_datatype);
+        // SAFETY: `request` is NULL or a writable handle (the caller's contract).
+        let request = unsafe { Out::new(request, "request") };
         ret_win(win, NAME, rma_req(win, RmaOp::put(origin, to), request))
     }
 }
@@ -319,6 +345,8 @@ twins! {
         // SAFETY: the caller's origin buffer of `origin_count` elements.
         let origin = unsafe { UserBuf::new(origin_addr, origin_count as MPI_Count, origin_datatype) };
         let to = target(target_rank, target_disp, target_count as MPI_Count, target_datatype);
+        // SAFETY: `request` is NULL or a writable handle (the caller's contract).
+        let request = unsafe { Out::new(request, "request") };
         ret_win(win, NAME, rma_req(win, RmaOp::get(origin, to), request))
     }
 }
@@ -328,6 +356,8 @@ twins! {
         // SAFETY: the caller's origin buffer of `origin_count` elements.
         let origin = unsafe { UserBuf::new(origin_addr, origin_count as MPI_Count, origin_datatype) };
         let to = target(target_rank, target_disp, target_count as MPI_Count, target_datatype);
+        // SAFETY: `request` is NULL or a writable handle (the caller's contract).
+        let request = unsafe { Out::new(request, "request") };
         ret_win(win, NAME, rma_req(win, RmaOp::accumulate(origin, to, op), request))
     }
 }
@@ -339,6 +369,8 @@ twins! {
             (UserBuf::new(origin_addr, origin_count as MPI_Count, origin_datatype), UserBuf::new(result_addr, result_count as MPI_Count, result_datatype))
         };
         let to = target(target_rank, target_disp, target_count as MPI_Count, target_datatype);
+        // SAFETY: `request` is NULL or a writable handle (the caller's contract).
+        let request = unsafe { Out::new(request, "request") };
         ret_win(win, NAME, rma_req(win, RmaOp::get_accumulate(origin, result, to, op), request))
     }
 }
@@ -366,8 +398,9 @@ pub unsafe fn MPI_Win_wait(win: MPI_Win) -> c_int {
 }
 
 pub unsafe fn MPI_Win_test(win: MPI_Win, flag: *mut c_int) -> c_int {
-    // SAFETY: flag is the caller's out-pointer (NULL is refused by put).
-    let r = sync::test(win).and_then(|done| unsafe { put(flag, done as c_int, "flag") });
+    // SAFETY: `flag` is NULL or a writable int (the caller's contract).
+    let mut flag = unsafe { Out::new(flag, "flag") };
+    let r = sync::test(win).and_then(|done| flag.put(done as c_int));
     ret_win(win, "MPI_Win_test", r)
 }
 

@@ -7,7 +7,7 @@ use std::os::raw::c_int;
 use mpi_api::abi::*;
 
 use super::errh::check_errhandler;
-use super::{put, raise};
+use super::{raise, Out};
 use crate::rt;
 use crate::rt::errh::HandlerKind;
 use crate::rt::error::{MpiError, MpiResult};
@@ -63,7 +63,10 @@ pub unsafe fn MPI_Win_set_errhandler(win: MPI_Win, errhandler: MPI_Errhandler) -
 }
 
 pub unsafe fn MPI_Win_get_errhandler(win: MPI_Win, errhandler: *mut MPI_Errhandler) -> c_int {
-    let r = rt::with(|st| put(errhandler, st.wins.get(win)?.errhandler, "errhandler"));
+    // SAFETY: `errhandler` is NULL or a writable handle (the caller's
+    // contract).
+    let mut errhandler = unsafe { Out::new(errhandler, "errhandler") };
+    let r = rt::with(|st| errhandler.put(st.wins.get(win)?.errhandler));
     ret_win(win, "MPI_Win_get_errhandler", r)
 }
 

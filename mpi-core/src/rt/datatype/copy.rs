@@ -27,7 +27,10 @@ pub(super) unsafe fn gather_n<T: Copy>(src: *const u8, stride: isize, n: usize, 
     let d = dst as *mut T;
     let mut s = src;
     for i in 0..n {
-        d.add(i).write_unaligned((s as *const T).read_unaligned());
+        // SAFETY: (caller) value `i` of the packed range at `dst` and the
+        // one `i * stride` bytes past `src` are valid and disjoint; unaligned
+        // accesses.
+        unsafe { d.add(i).write_unaligned((s as *const T).read_unaligned()) };
         s = s.wrapping_offset(stride);
     }
 }
@@ -42,7 +45,10 @@ pub(super) unsafe fn scatter_n<T: Copy>(src: *const u8, n: usize, dst: *mut u8, 
     let s = src as *const T;
     let mut d = dst;
     for i in 0..n {
-        (d as *mut T).write_unaligned(s.add(i).read_unaligned());
+        // SAFETY: (caller) value `i` of the packed range at `src` and the
+        // place `i * stride` bytes past `dst` are valid and disjoint;
+        // unaligned accesses.
+        unsafe { (d as *mut T).write_unaligned(s.add(i).read_unaligned()) };
         d = d.wrapping_offset(stride);
     }
 }
@@ -63,15 +69,21 @@ pub(super) unsafe fn strided_copy(
 ) {
     if stride == len as isize {
         let (s, d) = if gather { (strided as *const u8, packed) } else { (packed as *const u8, strided) };
-        std::ptr::copy_nonoverlapping(s, d, n * len);
+        // SAFETY: the rows are contiguous (stride == len), so both sides are
+        // one range of `n * len` bytes, valid and disjoint (the caller).
+        unsafe { std::ptr::copy_nonoverlapping(s, d, n * len) };
         return;
     }
     macro_rules! kernel {
         ($t:ty) => {
-            if gather {
-                gather_n::<$t>(strided, stride, n, packed)
-            } else {
-                scatter_n::<$t>(packed, n, strided, stride)
+            // SAFETY: `$t` is `len` bytes, so the `n` values are the `n`
+            // runs, which the caller guarantees valid and disjoint.
+            unsafe {
+                if gather {
+                    gather_n::<$t>(strided, stride, n, packed)
+                } else {
+                    scatter_n::<$t>(packed, n, strided, stride)
+                }
             }
         };
     }
@@ -81,8 +93,11 @@ pub(super) unsafe fn strided_copy(
         16 => kernel!(u128),
         2 => kernel!(u16),
         1 => kernel!(u8),
-        ROW_MIN..=ROW_MAX => rows::copy(gather, strided, stride, n, len, packed),
-        _ => memcpy_rows(gather, strided, stride, n, len, packed),
+        // SAFETY: len >= ROW_MIN as `rows::copy` needs; the caller's
+        // guarantees on the ranges pass on.
+        ROW_MIN..=ROW_MAX => unsafe { rows::copy(gather, strided, stride, n, len, packed) },
+        // SAFETY: the caller's guarantees pass on.
+        _ => unsafe { memcpy_rows(gather, strided, stride, n, len, packed) },
     }
 }
 
@@ -93,11 +108,16 @@ pub(super) unsafe fn strided_copy(
 pub(super) unsafe fn memcpy_rows(gather: bool, strided: *mut u8, stride: isize, n: usize, len: usize, packed: *mut u8) {
     let mut a = strided;
     for i in 0..n {
-        let p = packed.add(i * len);
-        if gather {
-            std::ptr::copy_nonoverlapping(a as *const u8, p, len);
-        } else {
-            std::ptr::copy_nonoverlapping(p as *const u8, a, len);
+        // SAFETY: (caller) row `i` of the packed side, `len` bytes at
+        // `packed + i * len`, and row `i` of the strided side at `a` are
+        // valid and do not overlap.
+        unsafe {
+            let p = packed.add(i * len);
+            if gather {
+                std::ptr::copy_nonoverlapping(a as *const u8, p, len);
+            } else {
+                std::ptr::copy_nonoverlapping(p as *const u8, a, len);
+            }
         }
         a = a.wrapping_offset(stride);
     }
@@ -320,12 +340,16 @@ impl Sink for Scatter {
 /// Both ranges are valid for `len` bytes and do not overlap.
 #[inline(always)]
 pub(super) unsafe fn copy_run(src: *const u8, dst: *mut u8, len: usize) {
-    match len {
-        8 => (dst as *mut u64).write_unaligned((src as *const u64).read_unaligned()),
-        4 => (dst as *mut u32).write_unaligned((src as *const u32).read_unaligned()),
-        16 => (dst as *mut u128).write_unaligned((src as *const u128).read_unaligned()),
-        2 => (dst as *mut u16).write_unaligned((src as *const u16).read_unaligned()),
-        1 => *dst = *src,
-        _ => std::ptr::copy_nonoverlapping(src, dst, len),
+    // SAFETY: (caller) `len` bytes at `src` readable and at `dst` writable,
+    // disjoint; each arm accesses exactly `len` bytes, unaligned.
+    unsafe {
+        match len {
+            8 => (dst as *mut u64).write_unaligned((src as *const u64).read_unaligned()),
+            4 => (dst as *mut u32).write_unaligned((src as *const u32).read_unaligned()),
+            16 => (dst as *mut u128).write_unaligned((src as *const u128).read_unaligned()),
+            2 => (dst as *mut u16).write_unaligned((src as *const u16).read_unaligned()),
+            1 => *dst = *src,
+            _ => std::ptr::copy_nonoverlapping(src, dst, len),
+        }
     }
 }

@@ -67,7 +67,10 @@ impl Dtype {
             return;
         }
         if let Some(o) = self.one_block(count) {
-            std::ptr::copy_nonoverlapping(src.wrapping_offset(o), dst.as_mut_ptr(), dst.len());
+            // SAFETY: the `count` elements at `src` (the contract) are one
+            // block of `packed_size(count)` = `dst.len()` bytes at offset
+            // `o`; `dst` is a separate Rust slice.
+            unsafe { std::ptr::copy_nonoverlapping(src.wrapping_offset(o), dst.as_mut_ptr(), dst.len()) };
             return;
         }
         let mut g = Gather { buf: src, out: dst.as_mut_ptr(), pos: 0 };
@@ -100,7 +103,12 @@ impl Dtype {
         }
         if let Some(o) = self.one_block((skip + dst.len()).div_ceil(self.size)) {
             // Contiguous data: packed byte k is at offset o + k.
-            std::ptr::copy_nonoverlapping(src.wrapping_offset(o).wrapping_add(skip), dst.as_mut_ptr(), dst.len());
+            // SAFETY: the block holds the elements at `src` (the contract)
+            // that bytes `[skip, skip + dst.len())` fall in, the range lying
+            // within `packed_size(count)`; `dst` is a separate Rust slice.
+            unsafe {
+                std::ptr::copy_nonoverlapping(src.wrapping_offset(o).wrapping_add(skip), dst.as_mut_ptr(), dst.len())
+            };
             return;
         }
         let mut g = Gather { buf: src, out: dst.as_mut_ptr(), pos: 0 };
@@ -113,7 +121,8 @@ impl Dtype {
     /// # Safety
     /// `dst` must address enough elements of this type for `src`.
     pub unsafe fn unpack(&self, src: &[u8], dst: *mut u8) {
-        self.unpack_range(src, 0, dst)
+        // SAFETY: this function's contract, with the bytes from 0.
+        unsafe { self.unpack_range(src, 0, dst) }
     }
 
     /// Unpacks `src` as the bytes `[skip, skip + src.len())` of the packed
@@ -128,7 +137,12 @@ impl Dtype {
         let count = (skip + src.len()).div_ceil(self.size);
         if let Some(o) = self.one_block(count) {
             // Contiguous data: packed byte k is at offset o + k.
-            std::ptr::copy_nonoverlapping(src.as_ptr(), dst.wrapping_offset(o).wrapping_add(skip), src.len());
+            // SAFETY: `dst` addresses the elements that bytes `[skip, skip +
+            // src.len())` fall in (the contract), one block at offset `o`;
+            // `src` is a Rust slice, not the program's buffer.
+            unsafe {
+                std::ptr::copy_nonoverlapping(src.as_ptr(), dst.wrapping_offset(o).wrapping_add(skip), src.len())
+            };
             return;
         }
         let mut sc = Scatter { inp: src.as_ptr(), buf: dst, pos: 0 };

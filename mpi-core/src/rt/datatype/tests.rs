@@ -344,15 +344,18 @@ fn row_copies_of_odd_sizes_and_alignments() {
     {
         // Both prefetch hints (the write hint only where the CPU has it).
         let pfw = rows::has_prefetchw();
-        // SAFETY (all four): check_rows passes valid, separate sides.
+        // SAFETY: check_rows passes valid, separate sides; SSE2 is part of
+        // x86-64.
         copies.push(("sse2", |g, s, st, n, l, p| unsafe { rows::sse2(g, false, s, st, n, l, p) }));
         if pfw {
+            // SAFETY: as for "sse2", and the CPU has PREFETCHW (`pfw`).
             copies.push(("sse2_pfw", |g, s, st, n, l, p| unsafe { rows::sse2(g, true, s, st, n, l, p) }));
         }
         if std::is_x86_feature_detected!("avx2") {
-            // (and the CPU has AVX2)
+            // SAFETY: as for "sse2", and the CPU has AVX2 (just checked).
             copies.push(("avx2", |g, s, st, n, l, p| unsafe { rows::avx2(g, false, s, st, n, l, p) }));
             if pfw {
+                // SAFETY: as for "avx2", and the CPU has PREFETCHW (`pfw`).
                 copies.push(("avx2_pfw", |g, s, st, n, l, p| unsafe { rows::avx2(g, true, s, st, n, l, p) }));
             }
         }
