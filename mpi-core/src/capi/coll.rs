@@ -3,7 +3,6 @@
 //! entry point in `crate::coll::entry` with a [`Call`] (blocking,
 //! nonblocking `MPI_I*`, persistent `*_init`); the reduction operations'
 //! table (`MPI_Op_create`, `MPI_Op_free`) lives here.
-#![allow(clippy::too_many_arguments)] // the standard's argument lists
 
 use std::ffi::c_void;
 use std::os::raw::c_int;

@@ -1,7 +1,6 @@
 //! Chapter 7.6: neighborhood collectives, the C procedures: each converts
 //! its buffer arguments into the sides of `crate::coll::neighbor` and runs
 //! the call there.
-#![allow(clippy::too_many_arguments)] // the standard's argument lists
 
 use std::ffi::c_void;
 

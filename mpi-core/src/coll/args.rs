@@ -71,10 +71,12 @@ impl Arr {
     }
 }
 
+#[inline]
 pub(crate) fn in_place(p: *const c_void) -> bool {
     p as usize == MPI_IN_PLACE
 }
 
+#[inline]
 pub(crate) fn check_root(root: c_int, size: usize) -> MpiResult<usize> {
     if root < 0 || root as usize >= size {
         bail!(MPI_ERR_ROOT, "invalid root {root} in a communicator of size {size}");
@@ -82,6 +84,7 @@ pub(crate) fn check_root(root: c_int, size: usize) -> MpiResult<usize> {
     Ok(root as usize)
 }
 
+#[inline]
 pub(crate) fn check_buf(buf: *const c_void, count: usize, dt: &Dtype, what: &str) -> MpiResult<()> {
     // Derived types may address absolute locations from MPI_BOTTOM (NULL).
     if in_place(buf) {
@@ -93,6 +96,7 @@ pub(crate) fn check_buf(buf: *const c_void, count: usize, dt: &Dtype, what: &str
     Ok(())
 }
 
+#[inline]
 pub(crate) fn no_alias(sendbuf: *const c_void, recvbuf: *const c_void, bytes: usize) -> MpiResult<()> {
     if sendbuf == recvbuf && bytes > 0 && !sendbuf.is_null() {
         bail!(MPI_ERR_BUFFER, "sendbuf and recvbuf are the same buffer (use MPI_IN_PLACE)");
@@ -101,6 +105,7 @@ pub(crate) fn no_alias(sendbuf: *const c_void, recvbuf: *const c_void, bytes: us
 }
 
 /// Address of element `i` of `dt` at `buf`.
+#[inline]
 pub(crate) fn elem(buf: *const c_void, i: usize, dt: &Dtype) -> *mut u8 {
     (buf as *mut u8).wrapping_offset(i as isize * dt.extent)
 }
@@ -113,6 +118,7 @@ pub(crate) fn typed(st: &mut State, buf: UserBuf, what: &str) -> MpiResult<(usiz
     Ok((n, dt))
 }
 
+#[inline]
 pub(crate) fn signature_match(mine: usize, root: usize) -> MpiResult<()> {
     if mine != root {
         bail!(MPI_ERR_TRUNCATE, "the send and receive parts of this rank differ in size ({mine} and {root} bytes)");
@@ -147,6 +153,7 @@ pub(crate) fn reducer(st: &State, op: MPI_Op, datatype: MPI_Datatype, dt: &Arc<D
     Ok(Reducer::User { f, handle: datatype, dt: dt.clone() })
 }
 
+#[inline]
 pub(crate) fn typed_view(p: *const c_void, count: usize, dt: &Arc<Dtype>) -> parts::Typed {
     parts::Typed { p: p as Packed, count, dt: dt.clone() }
 }
@@ -158,6 +165,7 @@ pub(crate) fn typed_blk(st: &mut State, buf: UserBuf, blk: usize, what: &str) ->
     Ok((c, dt))
 }
 
+#[inline]
 pub(crate) fn at(p: Packed, off: usize) -> Packed {
     p.wrapping_add(off)
 }

@@ -50,11 +50,13 @@ pub(crate) fn fast<T>(comm: MPI_Comm, pick: impl FnOnce(&mut State, &Who) -> Opt
 
 /// Bytes of `count` elements of contiguous type `t` (None: not contiguous,
 /// or bad). The type is borrowed: no reference count moves.
+#[inline]
 pub(crate) fn fast_bytes(st: &State, count: i64, t: MPI_Datatype) -> Option<usize> {
     fast_type(st, count, t).map(|(n, _)| n)
 }
 
 /// [`fast_bytes`] and the type.
+#[inline]
 pub(crate) fn fast_type(st: &State, count: i64, t: MPI_Datatype) -> Option<(usize, &Arc<Dtype>)> {
     let n = check_count(count).ok()?;
     let dt = st.types.committed(t)?;
@@ -63,6 +65,7 @@ pub(crate) fn fast_type(st: &State, count: i64, t: MPI_Datatype) -> Option<(usiz
 
 /// Whether a send buffer of `bytes` and a receive buffer may be used as
 /// they are (bad ones are left to the general path to report).
+#[inline]
 pub(crate) fn fast_bufs(sendbuf: *const c_void, recvbuf: *const c_void) -> bool {
     !recvbuf.is_null() && !in_place(recvbuf) && (in_place(sendbuf) || (!sendbuf.is_null() && sendbuf != recvbuf))
 }
@@ -71,6 +74,7 @@ pub(crate) fn fast_bufs(sendbuf: *const c_void, recvbuf: *const c_void) -> bool 
 ///
 /// # Safety
 /// Both address `n` bytes that do not overlap.
+#[inline]
 pub(crate) unsafe fn fast_copy(from: *const u8, to: *mut u8, n: usize) {
     std::ptr::copy_nonoverlapping(from, to, n);
 }
@@ -80,6 +84,7 @@ pub(crate) unsafe fn fast_copy(from: *const u8, to: *mut u8, n: usize) {
 ///
 /// # Safety
 /// `from` addresses `n` bytes; `f` is this rank's turn.
+#[inline]
 pub(crate) unsafe fn fast_exchange(f: &Flat, from: *const u8, n: usize) -> MpiResult<()> {
     f.wait_turn()?;
     f.wait_free()?;
@@ -95,6 +100,7 @@ pub(crate) unsafe fn fast_exchange(f: &Flat, from: *const u8, n: usize) -> MpiRe
 /// only the segment decides): each rank took its buffer's cache line back
 /// after its last operation, so publishing waits for no other core, where
 /// the sequence word the others poll would have to be taken back first.
+#[inline]
 pub(crate) fn fast_barrier(comm: MPI_Comm) -> Option<MpiResult<()>> {
     let (f, ()) = fast(comm, |_, _| Some(((), 0)))?;
     Some((|| {
@@ -105,6 +111,7 @@ pub(crate) fn fast_barrier(comm: MPI_Comm) -> Option<MpiResult<()>> {
     })())
 }
 
+#[inline]
 pub(crate) unsafe fn fast_bcast(buf: UserBuf, root: c_int, comm: MPI_Comm) -> Option<MpiResult<()>> {
     let (buffer, count, datatype) = (buf.addr(), buf.count, buf.datatype);
     let (f, (root, n)) = fast(comm, |st, w| {
@@ -129,6 +136,7 @@ pub(crate) unsafe fn fast_bcast(buf: UserBuf, root: c_int, comm: MPI_Comm) -> Op
     })())
 }
 
+#[inline]
 pub(crate) unsafe fn fast_allreduce(red: Reduction, count: i64, comm: MPI_Comm) -> Option<MpiResult<()>> {
     let ((sendbuf, recvbuf), datatype, op) = (red.bufs(), red.datatype, red.op);
     let (f, (n, red)) = fast(comm, |st, _| {
@@ -151,6 +159,7 @@ pub(crate) unsafe fn fast_allreduce(red: Reduction, count: i64, comm: MPI_Comm) 
 
 /// Allgather (`alltoall` false: each rank's block to every rank) or Alltoall
 /// (block j of each rank to rank j).
+#[inline]
 pub(crate) unsafe fn fast_gather_all(
     alltoall: bool,
     send: UserBuf,

@@ -92,6 +92,7 @@ pub(crate) enum FastVPart {
 /// Contiguous types, good counts and buffers, and at the root its own
 /// block's size matching its count. Gives the part, the root, and the
 /// bytes of the root's blocks but its own (0 at other ranks).
+#[inline]
 pub(crate) unsafe fn fastv_pick(
     st: &State,
     w: &Who,
@@ -140,6 +141,7 @@ pub(crate) unsafe fn fastv_pick(
 /// before any step: the general path runs the call in the same layout, so
 /// each rank chooses alone), without typed views or allocations (see
 /// [`fast_alltoallv`]).
+#[inline]
 pub(crate) unsafe fn fast_gatherv(
     send: UserBuf,
     recv: UserBlocks,
@@ -192,6 +194,7 @@ pub(crate) unsafe fn fast_gatherv(
 
 /// [`shm_scatterv`] for contiguous types, good arguments and blocks that fit
 /// a small buffer (else None, before any step: see [`fast_gatherv`]).
+#[inline]
 pub(crate) unsafe fn fast_scatterv(
     send: UserBlocks,
     recv: UserBuf,

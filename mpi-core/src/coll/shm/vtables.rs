@@ -178,6 +178,7 @@ pub(crate) unsafe fn shm_alltoall_vw(
 /// a call touches is fetched again after each switch of processes, so the
 /// general path's typed views cost more than the data (BENCHMARKS.md,
 /// "Shared-memory collective thresholds").
+#[inline]
 pub(crate) unsafe fn fast_alltoallv(send: UserBlocks, recv: UserBlocks, comm: MPI_Comm) -> Option<MpiResult<()>> {
     let (sendbuf, sendcounts, sdispls, sendtype) =
         (send.addr() as *const c_void, send.counts, send.displs, send.datatype());
