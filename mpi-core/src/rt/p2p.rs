@@ -897,8 +897,10 @@ impl Engine {
                     r.err = MPI_ERR_TRUNCATE;
                 }
                 let read_ok = if u.from == self.me {
-                    // SAFETY: our own send buffer, alive until FIN completes the send.
                     if n > 0 {
+                        // SAFETY: our own send buffer, alive until FIN
+                        // completes the send; the receive buffer holds the
+                        // receive's `cap` bytes, and `n` was checked against it.
                         unsafe {
                             let src = std::slice::from_raw_parts(addr as *const u8, n);
                             op.dt.unpack(src, op.buf);
@@ -1105,7 +1107,9 @@ impl Engine {
     ) -> Option<(i32, usize)> {
         let l = match self.routes[src_world] {
             Route::Shm(l) => l as usize,
-            Route::Tcp => return self.recv_direct_tcp(reqs, src_world, ctx, src, tag, buf, cap, polls),
+            // SAFETY: this function's contract for `buf` and `cap`, which is
+            // recv_direct_tcp's.
+            Route::Tcp => return unsafe { self.recv_direct_tcp(reqs, src_world, ctx, src, tag, buf, cap, polls) },
             Route::Me | Route::Loopback => return None,
         };
         for _ in 0..polls {
@@ -1396,6 +1400,8 @@ fn cma_read(pid: i32, addr: u64, dst: *mut u8, len: usize) -> std::io::Result<()
     let mut done = 0usize;
     while done < len {
         let n = (len - done).min(1 << 30);
+        // SAFETY: `done < len`, and `dst` has room for `len` bytes (the
+        // caller's buffer), so the offset stays inside it.
         let local = libc::iovec { iov_base: unsafe { dst.add(done) } as *mut libc::c_void, iov_len: n };
         let remote = libc::iovec { iov_base: (addr as usize + done) as *mut libc::c_void, iov_len: n };
         // SAFETY: `local` is our receive buffer with room for `len` bytes;

@@ -129,6 +129,8 @@ pub struct Segment {
 // SAFETY: the segment is a plain shared mapping; all concurrent access to it
 // goes through atomics or through the SPSC ring protocol.
 unsafe impl Send for Segment {}
+// SAFETY: as for Send: shared access goes through atomics and the SPSC ring
+// protocol, never through plain references to the mapping.
 unsafe impl Sync for Segment {}
 
 fn os_err(name: &str, what: &'static str) -> ShmError {
@@ -224,8 +226,9 @@ impl Segment {
         if fd < 0 {
             return Err(os_err(name, "open"));
         }
-        // SAFETY: fstat into a zeroed struct.
+        // SAFETY: `stat` is plain old data, for which all zeroes is a value.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: `fd` is the descriptor shm_open just returned; `st` is ours.
         if unsafe { libc::fstat(fd, &mut st) } != 0 {
             return Err(os_err(name, "stat"));
         }
@@ -280,11 +283,14 @@ impl Segment {
     /// hold it.
     pub fn producer(&self, from: usize, to: usize) -> Producer {
         let base = self.ring_base(from, to);
-        // SAFETY (this block): `base` starts a ring slot of the live mapping.
         Producer {
             ctl: base as *const RingCtl,
+            // SAFETY: `base` starts a ring slot of the live mapping, whose
+            // data follows its control block.
             data: unsafe { base.add(RING_CTL_BYTES) },
             size: self.ring_size,
+            // SAFETY: `base` starts a ring slot of the live mapping, with an
+            // initialized, aligned RingCtl there (atomics shared by both ends).
             head: unsafe { (*(base as *const RingCtl)).head.load(Ordering::Relaxed) },
             tail_cache: 0,
         }
@@ -293,11 +299,14 @@ impl Segment {
     /// The consumer end of the ring `from -> to`. Only local rank `to` may hold it.
     pub fn consumer(&self, from: usize, to: usize) -> Consumer {
         let base = self.ring_base(from, to);
-        // SAFETY (this block): `base` starts a ring slot of the live mapping.
         Consumer {
             ctl: base as *const RingCtl,
+            // SAFETY: `base` starts a ring slot of the live mapping, whose
+            // data follows its control block.
             data: unsafe { base.add(RING_CTL_BYTES) },
             size: self.ring_size,
+            // SAFETY: `base` starts a ring slot of the live mapping, with an
+            // initialized, aligned RingCtl there (atomics shared by both ends).
             tail: unsafe { (*(base as *const RingCtl)).tail.load(Ordering::Relaxed) },
         }
     }
@@ -323,7 +332,9 @@ fn rec_len(payload: usize) -> usize {
 /// `data + at` is 8-aligned and inside the ring.
 #[inline]
 unsafe fn stamp_at<'a>(data: *mut u8, at: usize) -> &'a AtomicU64 {
-    &*(data.add(at) as *const AtomicU64)
+    // SAFETY: the caller's contract: the word is inside the ring's shared
+    // mapping (alive as long as the ring) and aligned for an AtomicU64.
+    unsafe { &*(data.add(at) as *const AtomicU64) }
 }
 
 /// Writer of one ring.

@@ -528,6 +528,8 @@ impl Tcp {
                     // SAFETY: the header is plain old data; the chunk is part of
                     // the send buffer kept alive by the send request.
                     let hb = unsafe { std::slice::from_raw_parts(&h as *const MsgHdr as *const u8, HDR) };
+                    // SAFETY: `off + n <= len`, the send buffer's length, and
+                    // the send request keeps the buffer alive.
                     let data = unsafe { std::slice::from_raw_parts(ptr.add(*off), n) };
                     let frame = HDR + n;
                     let (a, b) =
