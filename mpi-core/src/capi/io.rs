@@ -21,7 +21,7 @@ use super::errh::check_errhandler;
 use super::info::cstr;
 use super::p2p::twins;
 use super::pack::opt_cstr;
-use super::{put_status, put_str, Out};
+use super::{put_str, status_mut, Out};
 use crate::bail;
 use crate::io::access::{access, completed_request, ordered, split_begin, split_end, At, Direction, UserBuf};
 use crate::io::collective::access_all;
@@ -456,45 +456,36 @@ fn in_order(fh: MPI_File, dir: Direction, buf: UserBuf) -> MpiResult<MPI_Status>
     ordered(&io::get(fh)?, dir, &buf)
 }
 
-/// Blocking access: status out, errors through the file's handler.
-///
-/// # Safety
-/// `status` is the caller's out-pointer (or `MPI_STATUS_IGNORE`).
-unsafe fn blocking(name: &str, fh: MPI_File, r: MpiResult<MPI_Status>, status: *mut MPI_Status) -> c_int {
+/// Blocking access: status out (`None`: ignored), errors through the
+/// file's handler.
+fn blocking(name: &str, fh: MPI_File, r: MpiResult<MPI_Status>, status: Option<&mut MPI_Status>) -> c_int {
     match r {
         Ok(s) => {
-            // SAFETY: this function's contract.
-            unsafe { put_status(status, &s) };
+            if let Some(out) = status {
+                *out = s;
+            }
             MPI_SUCCESS
         }
         Err(e) => raise_file(fh, name, e),
     }
 }
 
-/// Nonblocking access: done already; the request hands out the status.
-///
-/// # Safety
-/// `request` is the caller's out-pointer (NULL is refused).
-unsafe fn immediate(name: &str, fh: MPI_File, r: MpiResult<MPI_Status>, request: *mut MPI_Request) -> c_int {
+/// Nonblocking access: done already; the request hands out the status
+/// (a NULL `request` is refused).
+fn immediate(name: &str, fh: MPI_File, r: MpiResult<MPI_Status>, mut request: Out<'_, MPI_Request>) -> c_int {
     let r = r.and_then(|s| {
         if request.is_null() {
             bail!(MPI_ERR_ARG, "request is a NULL pointer");
         }
         let handle = completed_request(s)?;
-        // SAFETY: checked above; the caller's out-pointer.
-        unsafe { *request = handle };
-        Ok(())
+        request.put(handle)
     });
     file_result(fh, name, r)
 }
 
 /// `_end` of a split collective begun with `kind`.
-///
-/// # Safety
-/// As [`blocking`].
-unsafe fn end_split(name: &str, fh: MPI_File, kind: Split, status: *mut MPI_Status) -> c_int {
-    // SAFETY: this function's contract.
-    unsafe { blocking(name, fh, split_end(fh, kind), status) }
+fn end_split(name: &str, fh: MPI_File, kind: Split, status: Option<&mut MPI_Status>) -> c_int {
+    blocking(name, fh, split_end(fh, kind), status)
 }
 
 // ---------------------------------------------------------------------------
@@ -502,262 +493,352 @@ unsafe fn end_split(name: &str, fh: MPI_File, kind: Split, status: *mut MPI_Stat
 
 twins! {
     pub unsafe fn MPI_File_read | MPI_File_read_c(fh: MPI_File, buf: *mut c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-        // SAFETY: `buf` holds (or has room for) `count` elements of `datatype`;
-        // `status` is NULL, MPI_STATUS_IGNORE or writable (the caller's contract).
-        unsafe { blocking(NAME, fh, independent(fh, Direction::Read, At::Mine, UserBuf::new(buf, count as MPI_Count, datatype)), status) }
+        // SAFETY: `buf` has room for `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
+        // caller's contract).
+        let status = unsafe { status_mut(status) };
+        blocking(NAME, fh, independent(fh, Direction::Read, At::Mine, buf), status)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_iread | MPI_File_iread_c(fh: MPI_File, buf: *mut c_void, count: Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
-        // SAFETY: `buf` holds (or has room for) `count` elements of `datatype`;
-        // `request` is NULL or a writable handle (the caller's contract).
-        unsafe { immediate(NAME, fh, independent(fh, Direction::Read, At::Mine, UserBuf::new(buf, count as MPI_Count, datatype)), request) }
+        // SAFETY: `buf` has room for `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `request` is NULL or a writable handle (the caller's contract).
+        let request = unsafe { Out::new(request, "request") };
+        immediate(NAME, fh, independent(fh, Direction::Read, At::Mine, buf), request)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_read_at | MPI_File_read_at_c(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-        // SAFETY: `buf` holds (or has room for) `count` elements of `datatype`;
-        // `status` is NULL, MPI_STATUS_IGNORE or writable (the caller's contract).
-        unsafe { blocking(NAME, fh, independent(fh, Direction::Read, At::Offset(offset), UserBuf::new(buf, count as MPI_Count, datatype)), status) }
+        // SAFETY: `buf` has room for `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
+        // caller's contract).
+        let status = unsafe { status_mut(status) };
+        blocking(NAME, fh, independent(fh, Direction::Read, At::Offset(offset), buf), status)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_iread_at | MPI_File_iread_at_c(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
-        // SAFETY: `buf` holds (or has room for) `count` elements of `datatype`;
-        // `request` is NULL or a writable handle (the caller's contract).
-        unsafe { immediate(NAME, fh, independent(fh, Direction::Read, At::Offset(offset), UserBuf::new(buf, count as MPI_Count, datatype)), request) }
+        // SAFETY: `buf` has room for `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `request` is NULL or a writable handle (the caller's contract).
+        let request = unsafe { Out::new(request, "request") };
+        immediate(NAME, fh, independent(fh, Direction::Read, At::Offset(offset), buf), request)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_read_shared | MPI_File_read_shared_c(fh: MPI_File, buf: *mut c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-        // SAFETY: `buf` holds (or has room for) `count` elements of `datatype`;
-        // `status` is NULL, MPI_STATUS_IGNORE or writable (the caller's contract).
-        unsafe { blocking(NAME, fh, independent(fh, Direction::Read, At::Shared, UserBuf::new(buf, count as MPI_Count, datatype)), status) }
+        // SAFETY: `buf` has room for `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
+        // caller's contract).
+        let status = unsafe { status_mut(status) };
+        blocking(NAME, fh, independent(fh, Direction::Read, At::Shared, buf), status)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_iread_shared | MPI_File_iread_shared_c(fh: MPI_File, buf: *mut c_void, count: Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
-        // SAFETY: `buf` holds (or has room for) `count` elements of `datatype`;
-        // `request` is NULL or a writable handle (the caller's contract).
-        unsafe { immediate(NAME, fh, independent(fh, Direction::Read, At::Shared, UserBuf::new(buf, count as MPI_Count, datatype)), request) }
+        // SAFETY: `buf` has room for `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `request` is NULL or a writable handle (the caller's contract).
+        let request = unsafe { Out::new(request, "request") };
+        immediate(NAME, fh, independent(fh, Direction::Read, At::Shared, buf), request)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_read_all | MPI_File_read_all_c(fh: MPI_File, buf: *mut c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-        // SAFETY: `buf` holds (or has room for) `count` elements of `datatype`;
-        // `status` is NULL, MPI_STATUS_IGNORE or writable (the caller's contract).
-        unsafe { blocking(NAME, fh, collective_access(fh, Direction::Read, At::Mine, UserBuf::new(buf, count as MPI_Count, datatype)), status) }
+        // SAFETY: `buf` has room for `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
+        // caller's contract).
+        let status = unsafe { status_mut(status) };
+        blocking(NAME, fh, collective_access(fh, Direction::Read, At::Mine, buf), status)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_iread_all | MPI_File_iread_all_c(fh: MPI_File, buf: *mut c_void, count: Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
-        // SAFETY: `buf` holds (or has room for) `count` elements of `datatype`;
-        // `request` is NULL or a writable handle (the caller's contract).
-        unsafe { immediate(NAME, fh, independent(fh, Direction::Read, At::Mine, UserBuf::new(buf, count as MPI_Count, datatype)), request) }
+        // SAFETY: `buf` has room for `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `request` is NULL or a writable handle (the caller's contract).
+        let request = unsafe { Out::new(request, "request") };
+        immediate(NAME, fh, independent(fh, Direction::Read, At::Mine, buf), request)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_read_all_begin | MPI_File_read_all_begin_c(fh: MPI_File, buf: *mut c_void, count: Count, datatype: MPI_Datatype) -> c_int {
-        // SAFETY: `buf` holds (or has room for) `count` elements of `datatype`
-        // (the caller's contract) until the `_end` call.
-        unsafe { file_result(fh, NAME, split_begin(fh, Split::ReadAll, || collective_access(fh, Direction::Read, At::Mine, UserBuf::new(buf, count as MPI_Count, datatype)))) }
+        // SAFETY: `buf` has room for `count` elements of `datatype` until the
+        // access returns, within this call (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        file_result(fh, NAME, split_begin(fh, Split::ReadAll, || collective_access(fh, Direction::Read, At::Mine, buf)))
     }
 }
 
 pub unsafe fn MPI_File_read_all_end(fh: MPI_File, _buf: *mut c_void, status: *mut MPI_Status) -> c_int {
     // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
     // caller's contract).
-    unsafe { end_split("MPI_File_read_all_end", fh, Split::ReadAll, status) }
+    let status = unsafe { status_mut(status) };
+    end_split("MPI_File_read_all_end", fh, Split::ReadAll, status)
 }
 
 twins! {
     pub unsafe fn MPI_File_read_at_all | MPI_File_read_at_all_c(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-        // SAFETY: `buf` holds (or has room for) `count` elements of `datatype`;
-        // `status` is NULL, MPI_STATUS_IGNORE or writable (the caller's contract).
-        unsafe { blocking(NAME, fh, collective_access(fh, Direction::Read, At::Offset(offset), UserBuf::new(buf, count as MPI_Count, datatype)), status) }
+        // SAFETY: `buf` has room for `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
+        // caller's contract).
+        let status = unsafe { status_mut(status) };
+        blocking(NAME, fh, collective_access(fh, Direction::Read, At::Offset(offset), buf), status)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_iread_at_all | MPI_File_iread_at_all_c(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
-        // SAFETY: `buf` holds (or has room for) `count` elements of `datatype`;
-        // `request` is NULL or a writable handle (the caller's contract).
-        unsafe { immediate(NAME, fh, independent(fh, Direction::Read, At::Offset(offset), UserBuf::new(buf, count as MPI_Count, datatype)), request) }
+        // SAFETY: `buf` has room for `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `request` is NULL or a writable handle (the caller's contract).
+        let request = unsafe { Out::new(request, "request") };
+        immediate(NAME, fh, independent(fh, Direction::Read, At::Offset(offset), buf), request)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_read_at_all_begin | MPI_File_read_at_all_begin_c(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: Count, datatype: MPI_Datatype) -> c_int {
-        // SAFETY: `buf` holds (or has room for) `count` elements of `datatype`
-        // (the caller's contract) until the `_end` call.
-        unsafe { file_result(fh, NAME, split_begin(fh, Split::ReadAtAll, || collective_access(fh, Direction::Read, At::Offset(offset), UserBuf::new(buf, count as MPI_Count, datatype)))) }
+        // SAFETY: `buf` has room for `count` elements of `datatype` until the
+        // access returns, within this call (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        file_result(fh, NAME, split_begin(fh, Split::ReadAtAll, || collective_access(fh, Direction::Read, At::Offset(offset), buf)))
     }
 }
 
 pub unsafe fn MPI_File_read_at_all_end(fh: MPI_File, _buf: *mut c_void, status: *mut MPI_Status) -> c_int {
     // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
     // caller's contract).
-    unsafe { end_split("MPI_File_read_at_all_end", fh, Split::ReadAtAll, status) }
+    let status = unsafe { status_mut(status) };
+    end_split("MPI_File_read_at_all_end", fh, Split::ReadAtAll, status)
 }
 
 twins! {
     pub unsafe fn MPI_File_read_ordered | MPI_File_read_ordered_c(fh: MPI_File, buf: *mut c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-        // SAFETY: `buf` holds (or has room for) `count` elements of `datatype`;
-        // `status` is NULL, MPI_STATUS_IGNORE or writable (the caller's contract).
-        unsafe { blocking(NAME, fh, in_order(fh, Direction::Read, UserBuf::new(buf, count as MPI_Count, datatype)), status) }
+        // SAFETY: `buf` has room for `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
+        // caller's contract).
+        let status = unsafe { status_mut(status) };
+        blocking(NAME, fh, in_order(fh, Direction::Read, buf), status)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_read_ordered_begin | MPI_File_read_ordered_begin_c(fh: MPI_File, buf: *mut c_void, count: Count, datatype: MPI_Datatype) -> c_int {
-        // SAFETY: `buf` holds (or has room for) `count` elements of `datatype`
-        // (the caller's contract) until the `_end` call.
-        unsafe { file_result(fh, NAME, split_begin(fh, Split::ReadOrdered, || in_order(fh, Direction::Read, UserBuf::new(buf, count as MPI_Count, datatype)))) }
+        // SAFETY: `buf` has room for `count` elements of `datatype` until the
+        // access returns, within this call (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        file_result(fh, NAME, split_begin(fh, Split::ReadOrdered, || in_order(fh, Direction::Read, buf)))
     }
 }
 
 pub unsafe fn MPI_File_read_ordered_end(fh: MPI_File, _buf: *mut c_void, status: *mut MPI_Status) -> c_int {
     // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
     // caller's contract).
-    unsafe { end_split("MPI_File_read_ordered_end", fh, Split::ReadOrdered, status) }
+    let status = unsafe { status_mut(status) };
+    end_split("MPI_File_read_ordered_end", fh, Split::ReadOrdered, status)
 }
 
 twins! {
     pub unsafe fn MPI_File_write | MPI_File_write_c(fh: MPI_File, buf: *const c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-        // SAFETY: `buf` holds (or has room for) `count` elements of `datatype`;
-        // `status` is NULL, MPI_STATUS_IGNORE or writable (the caller's contract).
-        unsafe { blocking(NAME, fh, independent(fh, Direction::Write, At::Mine, UserBuf::new(buf, count as MPI_Count, datatype)), status) }
+        // SAFETY: `buf` holds `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
+        // caller's contract).
+        let status = unsafe { status_mut(status) };
+        blocking(NAME, fh, independent(fh, Direction::Write, At::Mine, buf), status)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_iwrite | MPI_File_iwrite_c(fh: MPI_File, buf: *const c_void, count: Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
-        // SAFETY: `buf` holds (or has room for) `count` elements of `datatype`;
-        // `request` is NULL or a writable handle (the caller's contract).
-        unsafe { immediate(NAME, fh, independent(fh, Direction::Write, At::Mine, UserBuf::new(buf, count as MPI_Count, datatype)), request) }
+        // SAFETY: `buf` holds `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `request` is NULL or a writable handle (the caller's contract).
+        let request = unsafe { Out::new(request, "request") };
+        immediate(NAME, fh, independent(fh, Direction::Write, At::Mine, buf), request)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_write_at | MPI_File_write_at_c(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-        // SAFETY: `buf` holds (or has room for) `count` elements of `datatype`;
-        // `status` is NULL, MPI_STATUS_IGNORE or writable (the caller's contract).
-        unsafe { blocking(NAME, fh, independent(fh, Direction::Write, At::Offset(offset), UserBuf::new(buf, count as MPI_Count, datatype)), status) }
+        // SAFETY: `buf` holds `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
+        // caller's contract).
+        let status = unsafe { status_mut(status) };
+        blocking(NAME, fh, independent(fh, Direction::Write, At::Offset(offset), buf), status)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_iwrite_at | MPI_File_iwrite_at_c(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
-        // SAFETY: `buf` holds (or has room for) `count` elements of `datatype`;
-        // `request` is NULL or a writable handle (the caller's contract).
-        unsafe { immediate(NAME, fh, independent(fh, Direction::Write, At::Offset(offset), UserBuf::new(buf, count as MPI_Count, datatype)), request) }
+        // SAFETY: `buf` holds `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `request` is NULL or a writable handle (the caller's contract).
+        let request = unsafe { Out::new(request, "request") };
+        immediate(NAME, fh, independent(fh, Direction::Write, At::Offset(offset), buf), request)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_write_shared | MPI_File_write_shared_c(fh: MPI_File, buf: *const c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-        // SAFETY: `buf` holds (or has room for) `count` elements of `datatype`;
-        // `status` is NULL, MPI_STATUS_IGNORE or writable (the caller's contract).
-        unsafe { blocking(NAME, fh, independent(fh, Direction::Write, At::Shared, UserBuf::new(buf, count as MPI_Count, datatype)), status) }
+        // SAFETY: `buf` holds `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
+        // caller's contract).
+        let status = unsafe { status_mut(status) };
+        blocking(NAME, fh, independent(fh, Direction::Write, At::Shared, buf), status)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_iwrite_shared | MPI_File_iwrite_shared_c(fh: MPI_File, buf: *const c_void, count: Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
-        // SAFETY: `buf` holds (or has room for) `count` elements of `datatype`;
-        // `request` is NULL or a writable handle (the caller's contract).
-        unsafe { immediate(NAME, fh, independent(fh, Direction::Write, At::Shared, UserBuf::new(buf, count as MPI_Count, datatype)), request) }
+        // SAFETY: `buf` holds `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `request` is NULL or a writable handle (the caller's contract).
+        let request = unsafe { Out::new(request, "request") };
+        immediate(NAME, fh, independent(fh, Direction::Write, At::Shared, buf), request)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_write_all | MPI_File_write_all_c(fh: MPI_File, buf: *const c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-        // SAFETY: `buf` holds (or has room for) `count` elements of `datatype`;
-        // `status` is NULL, MPI_STATUS_IGNORE or writable (the caller's contract).
-        unsafe { blocking(NAME, fh, collective_access(fh, Direction::Write, At::Mine, UserBuf::new(buf, count as MPI_Count, datatype)), status) }
+        // SAFETY: `buf` holds `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
+        // caller's contract).
+        let status = unsafe { status_mut(status) };
+        blocking(NAME, fh, collective_access(fh, Direction::Write, At::Mine, buf), status)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_iwrite_all | MPI_File_iwrite_all_c(fh: MPI_File, buf: *const c_void, count: Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
-        // SAFETY: `buf` holds (or has room for) `count` elements of `datatype`;
-        // `request` is NULL or a writable handle (the caller's contract).
-        unsafe { immediate(NAME, fh, independent(fh, Direction::Write, At::Mine, UserBuf::new(buf, count as MPI_Count, datatype)), request) }
+        // SAFETY: `buf` holds `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `request` is NULL or a writable handle (the caller's contract).
+        let request = unsafe { Out::new(request, "request") };
+        immediate(NAME, fh, independent(fh, Direction::Write, At::Mine, buf), request)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_write_all_begin | MPI_File_write_all_begin_c(fh: MPI_File, buf: *const c_void, count: Count, datatype: MPI_Datatype) -> c_int {
-        // SAFETY: `buf` holds (or has room for) `count` elements of `datatype`
-        // (the caller's contract) until the `_end` call.
-        unsafe { file_result(fh, NAME, split_begin(fh, Split::WriteAll, || collective_access(fh, Direction::Write, At::Mine, UserBuf::new(buf, count as MPI_Count, datatype)))) }
+        // SAFETY: `buf` holds `count` elements of `datatype` until the
+        // access returns, within this call (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        file_result(fh, NAME, split_begin(fh, Split::WriteAll, || collective_access(fh, Direction::Write, At::Mine, buf)))
     }
 }
 
 pub unsafe fn MPI_File_write_all_end(fh: MPI_File, _buf: *const c_void, status: *mut MPI_Status) -> c_int {
     // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
     // caller's contract).
-    unsafe { end_split("MPI_File_write_all_end", fh, Split::WriteAll, status) }
+    let status = unsafe { status_mut(status) };
+    end_split("MPI_File_write_all_end", fh, Split::WriteAll, status)
 }
 
 twins! {
     pub unsafe fn MPI_File_write_at_all | MPI_File_write_at_all_c(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-        // SAFETY: `buf` holds (or has room for) `count` elements of `datatype`;
-        // `status` is NULL, MPI_STATUS_IGNORE or writable (the caller's contract).
-        unsafe { blocking(NAME, fh, collective_access(fh, Direction::Write, At::Offset(offset), UserBuf::new(buf, count as MPI_Count, datatype)), status) }
+        // SAFETY: `buf` holds `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
+        // caller's contract).
+        let status = unsafe { status_mut(status) };
+        blocking(NAME, fh, collective_access(fh, Direction::Write, At::Offset(offset), buf), status)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_iwrite_at_all | MPI_File_iwrite_at_all_c(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
-        // SAFETY: `buf` holds (or has room for) `count` elements of `datatype`;
-        // `request` is NULL or a writable handle (the caller's contract).
-        unsafe { immediate(NAME, fh, independent(fh, Direction::Write, At::Offset(offset), UserBuf::new(buf, count as MPI_Count, datatype)), request) }
+        // SAFETY: `buf` holds `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `request` is NULL or a writable handle (the caller's contract).
+        let request = unsafe { Out::new(request, "request") };
+        immediate(NAME, fh, independent(fh, Direction::Write, At::Offset(offset), buf), request)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_write_at_all_begin | MPI_File_write_at_all_begin_c(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: Count, datatype: MPI_Datatype) -> c_int {
-        // SAFETY: `buf` holds (or has room for) `count` elements of `datatype`
-        // (the caller's contract) until the `_end` call.
-        unsafe { file_result(fh, NAME, split_begin(fh, Split::WriteAtAll, || collective_access(fh, Direction::Write, At::Offset(offset), UserBuf::new(buf, count as MPI_Count, datatype)))) }
+        // SAFETY: `buf` holds `count` elements of `datatype` until the
+        // access returns, within this call (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        file_result(fh, NAME, split_begin(fh, Split::WriteAtAll, || collective_access(fh, Direction::Write, At::Offset(offset), buf)))
     }
 }
 
 pub unsafe fn MPI_File_write_at_all_end(fh: MPI_File, _buf: *const c_void, status: *mut MPI_Status) -> c_int {
     // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
     // caller's contract).
-    unsafe { end_split("MPI_File_write_at_all_end", fh, Split::WriteAtAll, status) }
+    let status = unsafe { status_mut(status) };
+    end_split("MPI_File_write_at_all_end", fh, Split::WriteAtAll, status)
 }
 
 twins! {
     pub unsafe fn MPI_File_write_ordered | MPI_File_write_ordered_c(fh: MPI_File, buf: *const c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-        // SAFETY: `buf` holds (or has room for) `count` elements of `datatype`;
-        // `status` is NULL, MPI_STATUS_IGNORE or writable (the caller's contract).
-        unsafe { blocking(NAME, fh, in_order(fh, Direction::Write, UserBuf::new(buf, count as MPI_Count, datatype)), status) }
+        // SAFETY: `buf` holds `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
+        // caller's contract).
+        let status = unsafe { status_mut(status) };
+        blocking(NAME, fh, in_order(fh, Direction::Write, buf), status)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_write_ordered_begin | MPI_File_write_ordered_begin_c(fh: MPI_File, buf: *const c_void, count: Count, datatype: MPI_Datatype) -> c_int {
-        // SAFETY: `buf` holds (or has room for) `count` elements of `datatype`
-        // (the caller's contract) until the `_end` call.
-        unsafe { file_result(fh, NAME, split_begin(fh, Split::WriteOrdered, || in_order(fh, Direction::Write, UserBuf::new(buf, count as MPI_Count, datatype)))) }
+        // SAFETY: `buf` holds `count` elements of `datatype` until the
+        // access returns, within this call (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        file_result(fh, NAME, split_begin(fh, Split::WriteOrdered, || in_order(fh, Direction::Write, buf)))
     }
 }
 
 pub unsafe fn MPI_File_write_ordered_end(fh: MPI_File, _buf: *const c_void, status: *mut MPI_Status) -> c_int {
     // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
     // caller's contract).
-    unsafe { end_split("MPI_File_write_ordered_end", fh, Split::WriteOrdered, status) }
+    let status = unsafe { status_mut(status) };
+    end_split("MPI_File_write_ordered_end", fh, Split::WriteOrdered, status)
 }
 
 // (Not `twins!`: the large form differs in its conversion functions' type.)
