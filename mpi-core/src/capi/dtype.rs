@@ -96,10 +96,11 @@ unsafe fn indexed_args<L: Copy + Into<i64>, D: Copy + Into<i64>>(
     let n = check_count(count)?;
     let lens = match block {
         Some(b) => vec![b],
-        // SAFETY: forwarded contract.
+        // SAFETY: `bls` is NULL or holds `count` (= n) lengths (the contract).
         None => unsafe { arr(bls, n, "array_of_blocklengths") }?.iter().map(|&v| v.into()).collect(),
     };
-    // SAFETY: forwarded contract.
+    // SAFETY: `disps` is NULL or holds `count` (= n) displacements (the
+    // contract).
     let d = unsafe { arr(disps, n, "array_of_displacements") }?.iter().map(|&v| v.into()).collect();
     Ok((lens, d))
 }
@@ -127,7 +128,8 @@ unsafe fn indexed_entry<L: Copy + Into<i64>, D: Copy + Into<i64>>(
     name: &str,
 ) -> c_int {
     let one = form.one_blocklength.then_some(block);
-    // SAFETY: forwarded contract.
+    // SAFETY: the arrays hold `count` values each, and no lengths are read
+    // when `one` is given (the contract, `one_blocklength`).
     match unsafe { indexed_args(count, bls, disps, one) } {
         Ok((blocklengths, displacements)) => {
             let args = IndexedArgs {
@@ -217,7 +219,8 @@ pub unsafe fn MPI_Type_hindexed(
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    // SAFETY: same contract as the MPI-2 form.
+    // SAFETY: the same arrays of `count` values, which the MPI-2 form only
+    // reads.
     unsafe { MPI_Type_create_hindexed(count, array_of_blocklengths, array_of_displacements, oldtype, newtype) }
 }
 
@@ -577,7 +580,8 @@ unsafe fn contents_impl(st: &mut State, dt: MPI_Datatype, large_query: bool, out
     if (max_types as i128) < c.types.len() as i128 {
         bail!(MPI_ERR_ARG, "array_of_datatypes: room for {max_types} values, {} needed", c.types.len());
     }
-    // SAFETY: forwarded contract.
+    // SAFETY: each array is NULL or has room for its capacity of values
+    // (the contract), which `out_arr` checks the values against.
     unsafe {
         let (ia, max) = out.integers;
         out_arr(ia, max, c.integers.iter().map(|&v| to_int(v, "integer argument")), "array_of_integers")?;
@@ -589,7 +593,8 @@ unsafe fn contents_impl(st: &mut State, dt: MPI_Datatype, large_query: bool, out
         }
     }
     let handles: Vec<MpiResult<MPI_Datatype>> = c.types.iter().map(|t| Ok(st.types.handle_for(t))).collect();
-    // SAFETY: forwarded contract.
+    // SAFETY: `array_of_datatypes` is NULL or has room for `max_types`
+    // handles (the contract).
     unsafe { out_arr(out.datatypes.0, max_types, handles.into_iter(), "array_of_datatypes") }
 }
 

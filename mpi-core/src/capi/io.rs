@@ -20,7 +20,8 @@ use mpi_api::abi::*;
 use super::errh::check_errhandler;
 use super::info::cstr;
 use super::p2p::twins;
-use super::{put, put_status, put_str};
+use super::pack::opt_cstr;
+use super::{put_str, status_mut, Out};
 use crate::bail;
 use crate::io::access::{access, completed_request, ordered, split_begin, split_end, At, Direction, UserBuf};
 use crate::io::collective::access_all;
@@ -93,17 +94,14 @@ fn file_result(fh: MPI_File, name: &str, r: MpiResult<()>) -> c_int {
 // ---------------------------------------------------------------------------
 // Opening, closing, deleting.
 
-/// The file name as a path; ROMIO's file-system prefixes (`ufs:`, `nfs:`)
-/// are accepted and dropped, as all files here are POSIX files.
-///
-/// # Safety
-/// `filename` is NULL or a NUL-terminated string.
-unsafe fn path_arg(filename: *const c_char) -> MpiResult<PathBuf> {
-    if filename.is_null() {
+/// The file name as a path (`None`: the program passed NULL); ROMIO's
+/// file-system prefixes (`ufs:`, `nfs:`) are accepted and dropped, as all
+/// files here are POSIX files.
+fn path_arg(filename: Option<&CStr>) -> MpiResult<PathBuf> {
+    let Some(filename) = filename else {
         bail!(MPI_ERR_ARG, "filename is a NULL pointer");
-    }
-    // SAFETY: a NUL-terminated string (this function's contract).
-    let mut b = unsafe { CStr::from_ptr(filename) }.to_bytes();
+    };
+    let mut b = filename.to_bytes();
     for prefix in [&b"ufs:"[..], b"nfs:", b"file:"] {
         if let Some(rest) = b.strip_prefix(prefix) {
             b = rest;
@@ -122,28 +120,30 @@ pub unsafe fn MPI_File_open(
     info: MPI_Info,
     fh: *mut MPI_File,
 ) -> c_int {
+    // SAFETY: `filename` is NULL or a NUL-terminated string, `fh` NULL or a
+    // writable MPI_File (the caller's contract).
+    let (filename, mut fh) = unsafe { (opt_cstr(filename), Out::new(fh, "fh")) };
     // This process's checks; the open exchanges them so that all fail together.
     let request = (|| {
         if fh.is_null() {
             bail!(MPI_ERR_ARG, "fh is a NULL pointer");
         }
-        // SAFETY: the caller's file name string (or NULL, refused).
-        let path = unsafe { path_arg(filename) }?;
+        let path = path_arg(filename)?;
         io::check_amode(amode)?;
         let hints = rt::with(|st| st.comms.infos.get_or_null(info))?;
         Ok(OpenRequest { path, hints })
     })();
-    let r = io::open::open(comm, amode, request).map(|h| {
-        // SAFETY: fh is the caller's out-pointer, checked above (open fails otherwise).
-        unsafe { *fh = h }
-    });
+    // (`fh` is not NULL if the open succeeds: the request checked it.)
+    let r = io::open::open(comm, amode, request).and_then(|h| fh.put(h));
     file_result(std::ptr::null_mut(), "MPI_File_open", r)
 }
 
 pub unsafe fn MPI_File_close(fh: *mut MPI_File) -> c_int {
-    if fh.is_null() {
+    // SAFETY: `fh` is NULL or points to an MPI_File the call may read and
+    // write (the caller's contract, an INOUT handle).
+    let Some(fh) = (unsafe { fh.as_mut() }) else {
         return raise_file(std::ptr::null_mut(), "MPI_File_close", MpiError::new(MPI_ERR_ARG, "fh is a NULL pointer"));
-    }
+    };
     let h = *fh;
     let f = match io::get(h) {
         Ok(f) => f,
@@ -160,6 +160,9 @@ pub unsafe fn MPI_File_close(fh: *mut MPI_File) -> c_int {
 }
 
 pub unsafe fn MPI_File_delete(filename: *const c_char, info: MPI_Info) -> c_int {
+    // SAFETY: `filename` is NULL or a NUL-terminated string (the caller's
+    // contract).
+    let filename = unsafe { opt_cstr(filename) };
     let r = (|| {
         let path = path_arg(filename)?;
         rt::with(|st| st.comms.infos.get_or_null(info).map(|_| ()))?;
@@ -216,8 +219,9 @@ pub unsafe fn MPI_File_preallocate(fh: MPI_File, size: MPI_Offset) -> c_int {
 }
 
 pub unsafe fn MPI_File_get_size(fh: MPI_File, size: *mut MPI_Offset) -> c_int {
-    // SAFETY (of the closure's `put`): size is the caller's out-pointer.
-    on_file(fh, "MPI_File_get_size", |f| unsafe { put(size, f.size()?, "size") })
+    // SAFETY: `size` is NULL or a writable MPI_Offset (the caller's contract).
+    let mut size = unsafe { Out::new(size, "size") };
+    on_file(fh, "MPI_File_get_size", |f| size.put(f.size()?))
 }
 
 pub unsafe fn MPI_File_sync(fh: MPI_File) -> c_int {
@@ -233,19 +237,21 @@ pub unsafe fn MPI_File_sync(fh: MPI_File) -> c_int {
 }
 
 pub unsafe fn MPI_File_get_amode(fh: MPI_File, amode: *mut c_int) -> c_int {
-    // SAFETY (of the closure's `put`): amode is the caller's out-pointer.
-    on_file(fh, "MPI_File_get_amode", |f| unsafe { put(amode, f.amode, "amode") })
+    // SAFETY: `amode` is NULL or a writable int (the caller's contract).
+    let mut amode = unsafe { Out::new(amode, "amode") };
+    on_file(fh, "MPI_File_get_amode", |f| amode.put(f.amode))
 }
 
 pub unsafe fn MPI_File_get_group(fh: MPI_File, group: *mut MPI_Group) -> c_int {
+    // SAFETY: `group` is NULL or a writable handle (the caller's contract).
+    let mut group = unsafe { Out::new(group, "group") };
     on_file(fh, "MPI_File_get_group", |f| {
         if group.is_null() {
             bail!(MPI_ERR_ARG, "group is a NULL pointer");
         }
         let members = f.group.clone();
         let h = rt::with(|st| Ok(st.comms.groups.insert(members)))?;
-        // SAFETY: group is the caller's out-pointer, checked above.
-        unsafe { put(group, h, "group") }
+        group.put(h)
     })
 }
 
@@ -260,14 +266,15 @@ pub unsafe fn MPI_File_set_info(fh: MPI_File, info: MPI_Info) -> c_int {
 }
 
 pub unsafe fn MPI_File_get_info(fh: MPI_File, info_used: *mut MPI_Info) -> c_int {
+    // SAFETY: `info_used` is NULL or a writable handle (the caller's contract).
+    let mut info_used = unsafe { Out::new(info_used, "info_used") };
     on_file(fh, "MPI_File_get_info", |f| {
         if info_used.is_null() {
             bail!(MPI_ERR_ARG, "info_used is a NULL pointer");
         }
         let hints = f.hints.clone();
         let h = rt::with(|st| Ok(st.comms.infos.insert(hints)))?;
-        // SAFETY: info_used is the caller's out-pointer, checked above.
-        unsafe { put(info_used, h, "info_used") }
+        info_used.put(h)
     })
 }
 
@@ -277,8 +284,9 @@ pub unsafe fn MPI_File_set_atomicity(fh: MPI_File, flag: c_int) -> c_int {
 }
 
 pub unsafe fn MPI_File_get_atomicity(fh: MPI_File, flag: *mut c_int) -> c_int {
-    // SAFETY (of the closure's `put`): flag is the caller's out-pointer.
-    on_file(fh, "MPI_File_get_atomicity", |f| unsafe { put(flag, f.atomic as c_int, "flag") })
+    // SAFETY: `flag` is NULL or a writable int (the caller's contract).
+    let mut flag = unsafe { Out::new(flag, "flag") };
+    on_file(fh, "MPI_File_get_atomicity", |f| flag.put(f.atomic as c_int))
 }
 
 pub unsafe fn MPI_File_c2f(file: MPI_File) -> MPI_Fint {
@@ -308,13 +316,16 @@ pub unsafe fn MPI_File_set_errhandler(file: MPI_File, errhandler: MPI_Errhandler
 }
 
 pub unsafe fn MPI_File_get_errhandler(file: MPI_File, errhandler: *mut MPI_Errhandler) -> c_int {
+    // SAFETY: `errhandler` is NULL or a writable handle (the caller's
+    // contract).
+    let mut errhandler = unsafe { Out::new(errhandler, "errhandler") };
     let r = (|| {
         let h = if file.is_null() {
             rt::with(|st| Ok(st.comms.errors.file_default))?
         } else {
             io::lock(&io::get(file)?).errhandler
         };
-        put(errhandler, h, "errhandler")
+        errhandler.put(h)
     })();
     file_result(file, "MPI_File_get_errhandler", r)
 }
@@ -340,9 +351,9 @@ pub unsafe fn MPI_File_set_view(
     datarep: *const c_char,
     info: MPI_Info,
 ) -> c_int {
-    // SAFETY: a NUL-terminated string from the caller, or NULL (refused by
-    // set_view after the file's own checks).
-    let datarep = (!datarep.is_null()).then(|| unsafe { CStr::from_ptr(datarep) }.to_string_lossy().into_owned());
+    // SAFETY: `datarep` is NULL (refused by set_view after the file's own
+    // checks) or a NUL-terminated string (the caller's contract).
+    let datarep = unsafe { opt_cstr(datarep) }.map(|s| s.to_string_lossy().into_owned());
     let request = ViewRequest { disp, etype, filetype, datarep, info };
     let r = io::get(fh).and_then(|file| io::open::set_view(&file, request));
     file_result(fh, "MPI_File_set_view", r)
@@ -355,20 +366,22 @@ pub unsafe fn MPI_File_get_view(
     filetype: *mut MPI_Datatype,
     datarep: *mut c_char,
 ) -> c_int {
+    // SAFETY: `disp`, `etype` and `filetype` are NULL or writable, distinct
+    // (the caller's contract).
+    let (mut disp, mut etype, mut filetype) =
+        unsafe { (Out::new(disp, "disp"), Out::new(etype, "etype"), Out::new(filetype, "filetype")) };
     on_file(fh, "MPI_File_get_view", |f| {
         if etype.is_null() || filetype.is_null() || datarep.is_null() || disp.is_null() {
             bail!(MPI_ERR_ARG, "an output argument is a NULL pointer");
         }
         let (et, ft) = (f.view.etype.clone(), f.view.filetype.clone());
         let (e, t) = rt::with(|st| Ok((st.types.handle_for(&et), st.types.handle_for(&ft))))?;
-        // SAFETY: the caller's out-pointers, checked above; datarep holds
-        // MPI_MAX_DATAREP_STRING bytes.
-        unsafe {
-            *disp = f.view.disp;
-            *etype = e;
-            *filetype = t;
-            put_str(datarep, MPI_MAX_DATAREP_STRING as usize, &f.view.datarep);
-        }
+        disp.put(f.view.disp)?;
+        etype.put(e)?;
+        filetype.put(t)?;
+        // SAFETY: not NULL (checked above), so a buffer of
+        // MPI_MAX_DATAREP_STRING writable chars (the caller's contract).
+        unsafe { put_str(datarep, MPI_MAX_DATAREP_STRING as usize, &f.view.datarep) };
         Ok(())
     })
 }
@@ -383,8 +396,9 @@ pub unsafe fn MPI_File_seek(fh: MPI_File, offset: MPI_Offset, whence: c_int) -> 
 }
 
 pub unsafe fn MPI_File_get_position(fh: MPI_File, offset: *mut MPI_Offset) -> c_int {
-    // SAFETY (of the closure's `put`): offset is the caller's out-pointer.
-    on_file(fh, "MPI_File_get_position", |f| unsafe { put(offset, f.pos, "offset") })
+    // SAFETY: `offset` is NULL or a writable MPI_Offset (the caller's contract).
+    let mut offset = unsafe { Out::new(offset, "offset") };
+    on_file(fh, "MPI_File_get_position", |f| offset.put(f.pos))
 }
 
 pub unsafe fn MPI_File_seek_shared(fh: MPI_File, offset: MPI_Offset, whence: c_int) -> c_int {
@@ -393,18 +407,20 @@ pub unsafe fn MPI_File_seek_shared(fh: MPI_File, offset: MPI_Offset, whence: c_i
 }
 
 pub unsafe fn MPI_File_get_position_shared(fh: MPI_File, offset: *mut MPI_Offset) -> c_int {
-    // SAFETY (of the closure's `put`): offset is the caller's out-pointer.
-    on_file(fh, "MPI_File_get_position_shared", |f| unsafe { put(offset, f.shared()?.get()?, "offset") })
+    // SAFETY: `offset` is NULL or a writable MPI_Offset (the caller's contract).
+    let mut offset = unsafe { Out::new(offset, "offset") };
+    on_file(fh, "MPI_File_get_position_shared", |f| offset.put(f.shared()?.get()?))
 }
 
 pub unsafe fn MPI_File_get_byte_offset(fh: MPI_File, offset: MPI_Offset, disp: *mut MPI_Offset) -> c_int {
+    // SAFETY: `disp` is NULL or a writable MPI_Offset (the caller's contract).
+    let mut disp = unsafe { Out::new(disp, "disp") };
     on_file(fh, "MPI_File_get_byte_offset", |f| {
         if offset < 0 {
             bail!(MPI_ERR_ARG, "offset {offset} is negative");
         }
         let at = f.view.byte_position(offset * f.view.esize());
-        // SAFETY: disp is the caller's out-pointer.
-        unsafe { put(disp, at, "disp") }
+        disp.put(at)
     })
 }
 
@@ -416,7 +432,9 @@ fn type_extent(fh: MPI_File, datatype: MPI_Datatype) -> MpiResult<i64> {
 
 twins! {
     pub unsafe fn MPI_File_get_type_extent | MPI_File_get_type_extent_c(fh: MPI_File, datatype: MPI_Datatype, extent: *mut Offset) -> c_int {
-        let r = type_extent(fh, datatype).and_then(|x| put(extent, x, "extent"));
+        // SAFETY: `extent` is NULL or writable (the caller's contract).
+        let mut extent = unsafe { Out::new(extent, "extent") };
+        let r = type_extent(fh, datatype).and_then(|x| extent.put(x));
         file_result(fh, NAME, r)
     }
 }
@@ -438,45 +456,36 @@ fn in_order(fh: MPI_File, dir: Direction, buf: UserBuf) -> MpiResult<MPI_Status>
     ordered(&io::get(fh)?, dir, &buf)
 }
 
-/// Blocking access: status out, errors through the file's handler.
-///
-/// # Safety
-/// `status` is the caller's out-pointer (or `MPI_STATUS_IGNORE`).
-unsafe fn blocking(name: &str, fh: MPI_File, r: MpiResult<MPI_Status>, status: *mut MPI_Status) -> c_int {
+/// Blocking access: status out (`None`: ignored), errors through the
+/// file's handler.
+fn blocking(name: &str, fh: MPI_File, r: MpiResult<MPI_Status>, status: Option<&mut MPI_Status>) -> c_int {
     match r {
         Ok(s) => {
-            // SAFETY: this function's contract.
-            unsafe { put_status(status, &s) };
+            if let Some(out) = status {
+                *out = s;
+            }
             MPI_SUCCESS
         }
         Err(e) => raise_file(fh, name, e),
     }
 }
 
-/// Nonblocking access: done already; the request hands out the status.
-///
-/// # Safety
-/// `request` is the caller's out-pointer (NULL is refused).
-unsafe fn immediate(name: &str, fh: MPI_File, r: MpiResult<MPI_Status>, request: *mut MPI_Request) -> c_int {
+/// Nonblocking access: done already; the request hands out the status
+/// (a NULL `request` is refused).
+fn immediate(name: &str, fh: MPI_File, r: MpiResult<MPI_Status>, mut request: Out<'_, MPI_Request>) -> c_int {
     let r = r.and_then(|s| {
         if request.is_null() {
             bail!(MPI_ERR_ARG, "request is a NULL pointer");
         }
         let handle = completed_request(s)?;
-        // SAFETY: checked above; the caller's out-pointer.
-        unsafe { *request = handle };
-        Ok(())
+        request.put(handle)
     });
     file_result(fh, name, r)
 }
 
 /// `_end` of a split collective begun with `kind`.
-///
-/// # Safety
-/// As [`blocking`].
-unsafe fn end_split(name: &str, fh: MPI_File, kind: Split, status: *mut MPI_Status) -> c_int {
-    // SAFETY: this function's contract.
-    unsafe { blocking(name, fh, split_end(fh, kind), status) }
+fn end_split(name: &str, fh: MPI_File, kind: Split, status: Option<&mut MPI_Status>) -> c_int {
+    blocking(name, fh, split_end(fh, kind), status)
 }
 
 // ---------------------------------------------------------------------------
@@ -484,221 +493,351 @@ unsafe fn end_split(name: &str, fh: MPI_File, kind: Split, status: *mut MPI_Stat
 
 twins! {
     pub unsafe fn MPI_File_read | MPI_File_read_c(fh: MPI_File, buf: *mut c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-        // SAFETY: the caller's buffer of `count` elements of `datatype`, and its out-pointer.
-        unsafe { blocking(NAME, fh, independent(fh, Direction::Read, At::Mine, UserBuf::new(buf, count as MPI_Count, datatype)), status) }
+        // SAFETY: `buf` has room for `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
+        // caller's contract).
+        let status = unsafe { status_mut(status) };
+        blocking(NAME, fh, independent(fh, Direction::Read, At::Mine, buf), status)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_iread | MPI_File_iread_c(fh: MPI_File, buf: *mut c_void, count: Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
-        // SAFETY: the caller's buffer of `count` elements of `datatype`, and its out-pointer.
-        unsafe { immediate(NAME, fh, independent(fh, Direction::Read, At::Mine, UserBuf::new(buf, count as MPI_Count, datatype)), request) }
+        // SAFETY: `buf` has room for `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `request` is NULL or a writable handle (the caller's contract).
+        let request = unsafe { Out::new(request, "request") };
+        immediate(NAME, fh, independent(fh, Direction::Read, At::Mine, buf), request)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_read_at | MPI_File_read_at_c(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-        // SAFETY: the caller's buffer of `count` elements of `datatype`, and its out-pointer.
-        unsafe { blocking(NAME, fh, independent(fh, Direction::Read, At::Offset(offset), UserBuf::new(buf, count as MPI_Count, datatype)), status) }
+        // SAFETY: `buf` has room for `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
+        // caller's contract).
+        let status = unsafe { status_mut(status) };
+        blocking(NAME, fh, independent(fh, Direction::Read, At::Offset(offset), buf), status)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_iread_at | MPI_File_iread_at_c(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
-        // SAFETY: the caller's buffer of `count` elements of `datatype`, and its out-pointer.
-        unsafe { immediate(NAME, fh, independent(fh, Direction::Read, At::Offset(offset), UserBuf::new(buf, count as MPI_Count, datatype)), request) }
+        // SAFETY: `buf` has room for `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `request` is NULL or a writable handle (the caller's contract).
+        let request = unsafe { Out::new(request, "request") };
+        immediate(NAME, fh, independent(fh, Direction::Read, At::Offset(offset), buf), request)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_read_shared | MPI_File_read_shared_c(fh: MPI_File, buf: *mut c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-        // SAFETY: the caller's buffer of `count` elements of `datatype`, and its out-pointer.
-        unsafe { blocking(NAME, fh, independent(fh, Direction::Read, At::Shared, UserBuf::new(buf, count as MPI_Count, datatype)), status) }
+        // SAFETY: `buf` has room for `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
+        // caller's contract).
+        let status = unsafe { status_mut(status) };
+        blocking(NAME, fh, independent(fh, Direction::Read, At::Shared, buf), status)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_iread_shared | MPI_File_iread_shared_c(fh: MPI_File, buf: *mut c_void, count: Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
-        // SAFETY: the caller's buffer of `count` elements of `datatype`, and its out-pointer.
-        unsafe { immediate(NAME, fh, independent(fh, Direction::Read, At::Shared, UserBuf::new(buf, count as MPI_Count, datatype)), request) }
+        // SAFETY: `buf` has room for `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `request` is NULL or a writable handle (the caller's contract).
+        let request = unsafe { Out::new(request, "request") };
+        immediate(NAME, fh, independent(fh, Direction::Read, At::Shared, buf), request)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_read_all | MPI_File_read_all_c(fh: MPI_File, buf: *mut c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-        // SAFETY: the caller's buffer of `count` elements of `datatype`, and its out-pointer.
-        unsafe { blocking(NAME, fh, collective_access(fh, Direction::Read, At::Mine, UserBuf::new(buf, count as MPI_Count, datatype)), status) }
+        // SAFETY: `buf` has room for `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
+        // caller's contract).
+        let status = unsafe { status_mut(status) };
+        blocking(NAME, fh, collective_access(fh, Direction::Read, At::Mine, buf), status)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_iread_all | MPI_File_iread_all_c(fh: MPI_File, buf: *mut c_void, count: Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
-        // SAFETY: the caller's buffer of `count` elements of `datatype`, and its out-pointer.
-        unsafe { immediate(NAME, fh, independent(fh, Direction::Read, At::Mine, UserBuf::new(buf, count as MPI_Count, datatype)), request) }
+        // SAFETY: `buf` has room for `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `request` is NULL or a writable handle (the caller's contract).
+        let request = unsafe { Out::new(request, "request") };
+        immediate(NAME, fh, independent(fh, Direction::Read, At::Mine, buf), request)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_read_all_begin | MPI_File_read_all_begin_c(fh: MPI_File, buf: *mut c_void, count: Count, datatype: MPI_Datatype) -> c_int {
-        // SAFETY: the caller's buffer of `count` elements of `datatype`, and its out-pointer.
-        unsafe { file_result(fh, NAME, split_begin(fh, Split::ReadAll, || collective_access(fh, Direction::Read, At::Mine, UserBuf::new(buf, count as MPI_Count, datatype)))) }
+        // SAFETY: `buf` has room for `count` elements of `datatype` until the
+        // access returns, within this call (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        file_result(fh, NAME, split_begin(fh, Split::ReadAll, || collective_access(fh, Direction::Read, At::Mine, buf)))
     }
 }
 
 pub unsafe fn MPI_File_read_all_end(fh: MPI_File, _buf: *mut c_void, status: *mut MPI_Status) -> c_int {
+    // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
+    // caller's contract).
+    let status = unsafe { status_mut(status) };
     end_split("MPI_File_read_all_end", fh, Split::ReadAll, status)
 }
 
 twins! {
     pub unsafe fn MPI_File_read_at_all | MPI_File_read_at_all_c(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-        // SAFETY: the caller's buffer of `count` elements of `datatype`, and its out-pointer.
-        unsafe { blocking(NAME, fh, collective_access(fh, Direction::Read, At::Offset(offset), UserBuf::new(buf, count as MPI_Count, datatype)), status) }
+        // SAFETY: `buf` has room for `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
+        // caller's contract).
+        let status = unsafe { status_mut(status) };
+        blocking(NAME, fh, collective_access(fh, Direction::Read, At::Offset(offset), buf), status)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_iread_at_all | MPI_File_iread_at_all_c(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
-        // SAFETY: the caller's buffer of `count` elements of `datatype`, and its out-pointer.
-        unsafe { immediate(NAME, fh, independent(fh, Direction::Read, At::Offset(offset), UserBuf::new(buf, count as MPI_Count, datatype)), request) }
+        // SAFETY: `buf` has room for `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `request` is NULL or a writable handle (the caller's contract).
+        let request = unsafe { Out::new(request, "request") };
+        immediate(NAME, fh, independent(fh, Direction::Read, At::Offset(offset), buf), request)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_read_at_all_begin | MPI_File_read_at_all_begin_c(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: Count, datatype: MPI_Datatype) -> c_int {
-        // SAFETY: the caller's buffer of `count` elements of `datatype`, and its out-pointer.
-        unsafe { file_result(fh, NAME, split_begin(fh, Split::ReadAtAll, || collective_access(fh, Direction::Read, At::Offset(offset), UserBuf::new(buf, count as MPI_Count, datatype)))) }
+        // SAFETY: `buf` has room for `count` elements of `datatype` until the
+        // access returns, within this call (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        file_result(fh, NAME, split_begin(fh, Split::ReadAtAll, || collective_access(fh, Direction::Read, At::Offset(offset), buf)))
     }
 }
 
 pub unsafe fn MPI_File_read_at_all_end(fh: MPI_File, _buf: *mut c_void, status: *mut MPI_Status) -> c_int {
+    // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
+    // caller's contract).
+    let status = unsafe { status_mut(status) };
     end_split("MPI_File_read_at_all_end", fh, Split::ReadAtAll, status)
 }
 
 twins! {
     pub unsafe fn MPI_File_read_ordered | MPI_File_read_ordered_c(fh: MPI_File, buf: *mut c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-        // SAFETY: the caller's buffer of `count` elements of `datatype`, and its out-pointer.
-        unsafe { blocking(NAME, fh, in_order(fh, Direction::Read, UserBuf::new(buf, count as MPI_Count, datatype)), status) }
+        // SAFETY: `buf` has room for `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
+        // caller's contract).
+        let status = unsafe { status_mut(status) };
+        blocking(NAME, fh, in_order(fh, Direction::Read, buf), status)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_read_ordered_begin | MPI_File_read_ordered_begin_c(fh: MPI_File, buf: *mut c_void, count: Count, datatype: MPI_Datatype) -> c_int {
-        // SAFETY: the caller's buffer of `count` elements of `datatype`, and its out-pointer.
-        unsafe { file_result(fh, NAME, split_begin(fh, Split::ReadOrdered, || in_order(fh, Direction::Read, UserBuf::new(buf, count as MPI_Count, datatype)))) }
+        // SAFETY: `buf` has room for `count` elements of `datatype` until the
+        // access returns, within this call (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        file_result(fh, NAME, split_begin(fh, Split::ReadOrdered, || in_order(fh, Direction::Read, buf)))
     }
 }
 
 pub unsafe fn MPI_File_read_ordered_end(fh: MPI_File, _buf: *mut c_void, status: *mut MPI_Status) -> c_int {
+    // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
+    // caller's contract).
+    let status = unsafe { status_mut(status) };
     end_split("MPI_File_read_ordered_end", fh, Split::ReadOrdered, status)
 }
 
 twins! {
     pub unsafe fn MPI_File_write | MPI_File_write_c(fh: MPI_File, buf: *const c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-        // SAFETY: the caller's buffer of `count` elements of `datatype`, and its out-pointer.
-        unsafe { blocking(NAME, fh, independent(fh, Direction::Write, At::Mine, UserBuf::new(buf, count as MPI_Count, datatype)), status) }
+        // SAFETY: `buf` holds `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
+        // caller's contract).
+        let status = unsafe { status_mut(status) };
+        blocking(NAME, fh, independent(fh, Direction::Write, At::Mine, buf), status)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_iwrite | MPI_File_iwrite_c(fh: MPI_File, buf: *const c_void, count: Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
-        // SAFETY: the caller's buffer of `count` elements of `datatype`, and its out-pointer.
-        unsafe { immediate(NAME, fh, independent(fh, Direction::Write, At::Mine, UserBuf::new(buf, count as MPI_Count, datatype)), request) }
+        // SAFETY: `buf` holds `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `request` is NULL or a writable handle (the caller's contract).
+        let request = unsafe { Out::new(request, "request") };
+        immediate(NAME, fh, independent(fh, Direction::Write, At::Mine, buf), request)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_write_at | MPI_File_write_at_c(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-        // SAFETY: the caller's buffer of `count` elements of `datatype`, and its out-pointer.
-        unsafe { blocking(NAME, fh, independent(fh, Direction::Write, At::Offset(offset), UserBuf::new(buf, count as MPI_Count, datatype)), status) }
+        // SAFETY: `buf` holds `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
+        // caller's contract).
+        let status = unsafe { status_mut(status) };
+        blocking(NAME, fh, independent(fh, Direction::Write, At::Offset(offset), buf), status)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_iwrite_at | MPI_File_iwrite_at_c(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
-        // SAFETY: the caller's buffer of `count` elements of `datatype`, and its out-pointer.
-        unsafe { immediate(NAME, fh, independent(fh, Direction::Write, At::Offset(offset), UserBuf::new(buf, count as MPI_Count, datatype)), request) }
+        // SAFETY: `buf` holds `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `request` is NULL or a writable handle (the caller's contract).
+        let request = unsafe { Out::new(request, "request") };
+        immediate(NAME, fh, independent(fh, Direction::Write, At::Offset(offset), buf), request)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_write_shared | MPI_File_write_shared_c(fh: MPI_File, buf: *const c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-        // SAFETY: the caller's buffer of `count` elements of `datatype`, and its out-pointer.
-        unsafe { blocking(NAME, fh, independent(fh, Direction::Write, At::Shared, UserBuf::new(buf, count as MPI_Count, datatype)), status) }
+        // SAFETY: `buf` holds `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
+        // caller's contract).
+        let status = unsafe { status_mut(status) };
+        blocking(NAME, fh, independent(fh, Direction::Write, At::Shared, buf), status)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_iwrite_shared | MPI_File_iwrite_shared_c(fh: MPI_File, buf: *const c_void, count: Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
-        // SAFETY: the caller's buffer of `count` elements of `datatype`, and its out-pointer.
-        unsafe { immediate(NAME, fh, independent(fh, Direction::Write, At::Shared, UserBuf::new(buf, count as MPI_Count, datatype)), request) }
+        // SAFETY: `buf` holds `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `request` is NULL or a writable handle (the caller's contract).
+        let request = unsafe { Out::new(request, "request") };
+        immediate(NAME, fh, independent(fh, Direction::Write, At::Shared, buf), request)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_write_all | MPI_File_write_all_c(fh: MPI_File, buf: *const c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-        // SAFETY: the caller's buffer of `count` elements of `datatype`, and its out-pointer.
-        unsafe { blocking(NAME, fh, collective_access(fh, Direction::Write, At::Mine, UserBuf::new(buf, count as MPI_Count, datatype)), status) }
+        // SAFETY: `buf` holds `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
+        // caller's contract).
+        let status = unsafe { status_mut(status) };
+        blocking(NAME, fh, collective_access(fh, Direction::Write, At::Mine, buf), status)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_iwrite_all | MPI_File_iwrite_all_c(fh: MPI_File, buf: *const c_void, count: Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
-        // SAFETY: the caller's buffer of `count` elements of `datatype`, and its out-pointer.
-        unsafe { immediate(NAME, fh, independent(fh, Direction::Write, At::Mine, UserBuf::new(buf, count as MPI_Count, datatype)), request) }
+        // SAFETY: `buf` holds `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `request` is NULL or a writable handle (the caller's contract).
+        let request = unsafe { Out::new(request, "request") };
+        immediate(NAME, fh, independent(fh, Direction::Write, At::Mine, buf), request)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_write_all_begin | MPI_File_write_all_begin_c(fh: MPI_File, buf: *const c_void, count: Count, datatype: MPI_Datatype) -> c_int {
-        // SAFETY: the caller's buffer of `count` elements of `datatype`, and its out-pointer.
-        unsafe { file_result(fh, NAME, split_begin(fh, Split::WriteAll, || collective_access(fh, Direction::Write, At::Mine, UserBuf::new(buf, count as MPI_Count, datatype)))) }
+        // SAFETY: `buf` holds `count` elements of `datatype` until the
+        // access returns, within this call (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        file_result(fh, NAME, split_begin(fh, Split::WriteAll, || collective_access(fh, Direction::Write, At::Mine, buf)))
     }
 }
 
 pub unsafe fn MPI_File_write_all_end(fh: MPI_File, _buf: *const c_void, status: *mut MPI_Status) -> c_int {
+    // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
+    // caller's contract).
+    let status = unsafe { status_mut(status) };
     end_split("MPI_File_write_all_end", fh, Split::WriteAll, status)
 }
 
 twins! {
     pub unsafe fn MPI_File_write_at_all | MPI_File_write_at_all_c(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-        // SAFETY: the caller's buffer of `count` elements of `datatype`, and its out-pointer.
-        unsafe { blocking(NAME, fh, collective_access(fh, Direction::Write, At::Offset(offset), UserBuf::new(buf, count as MPI_Count, datatype)), status) }
+        // SAFETY: `buf` holds `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
+        // caller's contract).
+        let status = unsafe { status_mut(status) };
+        blocking(NAME, fh, collective_access(fh, Direction::Write, At::Offset(offset), buf), status)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_iwrite_at_all | MPI_File_iwrite_at_all_c(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: Count, datatype: MPI_Datatype, request: *mut MPI_Request) -> c_int {
-        // SAFETY: the caller's buffer of `count` elements of `datatype`, and its out-pointer.
-        unsafe { immediate(NAME, fh, independent(fh, Direction::Write, At::Offset(offset), UserBuf::new(buf, count as MPI_Count, datatype)), request) }
+        // SAFETY: `buf` holds `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `request` is NULL or a writable handle (the caller's contract).
+        let request = unsafe { Out::new(request, "request") };
+        immediate(NAME, fh, independent(fh, Direction::Write, At::Offset(offset), buf), request)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_write_at_all_begin | MPI_File_write_at_all_begin_c(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: Count, datatype: MPI_Datatype) -> c_int {
-        // SAFETY: the caller's buffer of `count` elements of `datatype`, and its out-pointer.
-        unsafe { file_result(fh, NAME, split_begin(fh, Split::WriteAtAll, || collective_access(fh, Direction::Write, At::Offset(offset), UserBuf::new(buf, count as MPI_Count, datatype)))) }
+        // SAFETY: `buf` holds `count` elements of `datatype` until the
+        // access returns, within this call (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        file_result(fh, NAME, split_begin(fh, Split::WriteAtAll, || collective_access(fh, Direction::Write, At::Offset(offset), buf)))
     }
 }
 
 pub unsafe fn MPI_File_write_at_all_end(fh: MPI_File, _buf: *const c_void, status: *mut MPI_Status) -> c_int {
+    // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
+    // caller's contract).
+    let status = unsafe { status_mut(status) };
     end_split("MPI_File_write_at_all_end", fh, Split::WriteAtAll, status)
 }
 
 twins! {
     pub unsafe fn MPI_File_write_ordered | MPI_File_write_ordered_c(fh: MPI_File, buf: *const c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
-        // SAFETY: the caller's buffer of `count` elements of `datatype`, and its out-pointer.
-        unsafe { blocking(NAME, fh, in_order(fh, Direction::Write, UserBuf::new(buf, count as MPI_Count, datatype)), status) }
+        // SAFETY: `buf` holds `count` elements of `datatype` until the
+        // access returns (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
+        // caller's contract).
+        let status = unsafe { status_mut(status) };
+        blocking(NAME, fh, in_order(fh, Direction::Write, buf), status)
     }
 }
 
 twins! {
     pub unsafe fn MPI_File_write_ordered_begin | MPI_File_write_ordered_begin_c(fh: MPI_File, buf: *const c_void, count: Count, datatype: MPI_Datatype) -> c_int {
-        // SAFETY: the caller's buffer of `count` elements of `datatype`, and its out-pointer.
-        unsafe { file_result(fh, NAME, split_begin(fh, Split::WriteOrdered, || in_order(fh, Direction::Write, UserBuf::new(buf, count as MPI_Count, datatype)))) }
+        // SAFETY: `buf` holds `count` elements of `datatype` until the
+        // access returns, within this call (the caller's contract).
+        let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
+        file_result(fh, NAME, split_begin(fh, Split::WriteOrdered, || in_order(fh, Direction::Write, buf)))
     }
 }
 
 pub unsafe fn MPI_File_write_ordered_end(fh: MPI_File, _buf: *const c_void, status: *mut MPI_Status) -> c_int {
+    // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
+    // caller's contract).
+    let status = unsafe { status_mut(status) };
     end_split("MPI_File_write_ordered_end", fh, Split::WriteOrdered, status)
 }
 
@@ -710,15 +849,19 @@ pub unsafe fn MPI_Register_datarep(
     dtype_file_extent_fn: *mut c_void,
     extra_state: *mut c_void,
 ) -> c_int {
-    register_datarep(
-        "MPI_Register_datarep",
-        datarep,
-        read_conversion_fn,
-        write_conversion_fn,
-        dtype_file_extent_fn,
-        extra_state,
-        false,
-    )
+    // SAFETY: `datarep` is NULL or a NUL-terminated string and the three
+    // functions NULL or of the types the standard gives (the caller's contract).
+    unsafe {
+        register_datarep(
+            "MPI_Register_datarep",
+            datarep,
+            read_conversion_fn,
+            write_conversion_fn,
+            dtype_file_extent_fn,
+            extra_state,
+            false,
+        )
+    }
 }
 
 pub unsafe fn MPI_Register_datarep_c(
@@ -728,15 +871,19 @@ pub unsafe fn MPI_Register_datarep_c(
     dtype_file_extent_fn: *mut c_void,
     extra_state: *mut c_void,
 ) -> c_int {
-    register_datarep(
-        "MPI_Register_datarep_c",
-        datarep,
-        read_conversion_fn,
-        write_conversion_fn,
-        dtype_file_extent_fn,
-        extra_state,
-        true,
-    )
+    // SAFETY: `datarep` is NULL or a NUL-terminated string and the three
+    // functions NULL or of the types the standard gives (the caller's contract).
+    unsafe {
+        register_datarep(
+            "MPI_Register_datarep_c",
+            datarep,
+            read_conversion_fn,
+            write_conversion_fn,
+            dtype_file_extent_fn,
+            extra_state,
+            true,
+        )
+    }
 }
 
 /// Both forms of `MPI_Register_datarep` (`large`: the `_c` conversions).

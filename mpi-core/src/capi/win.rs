@@ -257,7 +257,9 @@ fn target(rank: c_int, disp: MPI_Aint, count: MPI_Count, datatype: MPI_Datatype)
 
 twins! {
     pub unsafe fn MPI_Put | MPI_Put_c(origin_addr: *const c_void, origin_count: Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: Count, target_datatype: MPI_Datatype, win: MPI_Win) -> c_int {
-        // SAFETY: the caller's origin buffer of `origin_count` elements.
+        // SAFETY: `origin_addr` holds `origin_count` elements of
+        // `origin_datatype` until the epoch completes the operation (the
+        // caller's contract, as UserBuf::new needs).
         let origin = unsafe { UserBuf::new(origin_addr, origin_count as MPI_Count, origin_datatype) };
         let to = target(target_rank, target_disp, target_count as MPI_Count, target_datatype);
         ret_win(win, NAME, rma(win, RmaOp::put(origin, to)))
@@ -266,7 +268,9 @@ twins! {
 
 twins! {
     pub unsafe fn MPI_Get | MPI_Get_c(origin_addr: *mut c_void, origin_count: Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: Count, target_datatype: MPI_Datatype, win: MPI_Win) -> c_int {
-        // SAFETY: the caller's origin buffer of `origin_count` elements.
+        // SAFETY: `origin_addr` holds `origin_count` elements of
+        // `origin_datatype` until the epoch completes the operation (the
+        // caller's contract, as UserBuf::new needs).
         let origin = unsafe { UserBuf::new(origin_addr, origin_count as MPI_Count, origin_datatype) };
         let to = target(target_rank, target_disp, target_count as MPI_Count, target_datatype);
         ret_win(win, NAME, rma(win, RmaOp::get(origin, to)))
@@ -275,7 +279,9 @@ twins! {
 
 twins! {
     pub unsafe fn MPI_Accumulate | MPI_Accumulate_c(origin_addr: *const c_void, origin_count: Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: Count, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win) -> c_int {
-        // SAFETY: the caller's origin buffer of `origin_count` elements.
+        // SAFETY: `origin_addr` holds `origin_count` elements of
+        // `origin_datatype` until the epoch completes the operation (the
+        // caller's contract, as UserBuf::new needs).
         let origin = unsafe { UserBuf::new(origin_addr, origin_count as MPI_Count, origin_datatype) };
         let to = target(target_rank, target_disp, target_count as MPI_Count, target_datatype);
         ret_win(win, NAME, rma(win, RmaOp::accumulate(origin, to, op)))
@@ -284,7 +290,10 @@ twins! {
 
 twins! {
     pub unsafe fn MPI_Get_accumulate | MPI_Get_accumulate_c(origin_addr: *const c_void, origin_count: Count, origin_datatype: MPI_Datatype, result_addr: *mut c_void, result_count: Count, result_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: Count, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win) -> c_int {
-        // SAFETY: the caller's origin and result buffers of their counts.
+        // SAFETY: `origin_addr` holds `origin_count` elements of
+        // `origin_datatype`, `result_addr` has room for `result_count` of
+        // `result_datatype`, until the epoch completes the operation (the
+        // caller's contract, as UserBuf::new needs).
         let (origin, result) = unsafe {
             (UserBuf::new(origin_addr, origin_count as MPI_Count, origin_datatype), UserBuf::new(result_addr, result_count as MPI_Count, result_datatype))
         };
@@ -302,7 +311,9 @@ pub unsafe fn MPI_Fetch_and_op(
     op: MPI_Op,
     win: MPI_Win,
 ) -> c_int {
-    // SAFETY: the caller's origin and result buffers of one element each.
+    // SAFETY: `origin_addr` holds one element of `datatype` and
+    // `result_addr` has room for one, until the epoch completes the
+    // operation (the caller's contract, as UserBuf::new needs).
     let (origin, result) = unsafe { (UserBuf::new(origin_addr, 1, datatype), UserBuf::new(result_addr, 1, datatype)) };
     let o = RmaOp::get_accumulate(origin, result, target(target_rank, target_disp, 1, datatype), op);
     ret_win(win, "MPI_Fetch_and_op", rma(win, o))
@@ -317,7 +328,9 @@ pub unsafe fn MPI_Compare_and_swap(
     target_disp: MPI_Aint,
     win: MPI_Win,
 ) -> c_int {
-    // SAFETY: the caller's origin, compare and result buffers of one element each.
+    // SAFETY: `origin_addr` and `compare_addr` hold one element of
+    // `datatype` and `result_addr` has room for one, until the epoch
+    // completes the operation (the caller's contract, as UserBuf::new needs).
     let (origin, compare, result) = unsafe {
         (
             UserBuf::new(origin_addr, 1, datatype),
@@ -331,7 +344,9 @@ pub unsafe fn MPI_Compare_and_swap(
 
 twins! {
     pub unsafe fn MPI_Rput | MPI_Rput_c(origin_addr: *const c_void, origin_count: Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: Count, target_datatype: MPI_Datatype, win: MPI_Win, request: *mut MPI_Request) -> c_int {
-        // SAFETY: the caller's origin buffer of `origin_count` elements.
+        // SAFETY: `origin_addr` holds `origin_count` elements of
+        // `origin_datatype` until the epoch completes the operation (the
+        // caller's contract, as UserBuf::new needs).
         let origin = unsafe { UserBuf::new(origin_addr, origin_count as MPI_Count, origin_datatype) };
         let to = target(target_rank, target_disp, target_count as MPI_Count, target_datatype);
         // SAFETY: `request` is NULL or a writable handle (the caller's contract).
@@ -342,7 +357,9 @@ twins! {
 
 twins! {
     pub unsafe fn MPI_Rget | MPI_Rget_c(origin_addr: *mut c_void, origin_count: Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: Count, target_datatype: MPI_Datatype, win: MPI_Win, request: *mut MPI_Request) -> c_int {
-        // SAFETY: the caller's origin buffer of `origin_count` elements.
+        // SAFETY: `origin_addr` holds `origin_count` elements of
+        // `origin_datatype` until the epoch completes the operation (the
+        // caller's contract, as UserBuf::new needs).
         let origin = unsafe { UserBuf::new(origin_addr, origin_count as MPI_Count, origin_datatype) };
         let to = target(target_rank, target_disp, target_count as MPI_Count, target_datatype);
         // SAFETY: `request` is NULL or a writable handle (the caller's contract).
@@ -353,7 +370,9 @@ twins! {
 
 twins! {
     pub unsafe fn MPI_Raccumulate | MPI_Raccumulate_c(origin_addr: *const c_void, origin_count: Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: Count, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win, request: *mut MPI_Request) -> c_int {
-        // SAFETY: the caller's origin buffer of `origin_count` elements.
+        // SAFETY: `origin_addr` holds `origin_count` elements of
+        // `origin_datatype` until the epoch completes the operation (the
+        // caller's contract, as UserBuf::new needs).
         let origin = unsafe { UserBuf::new(origin_addr, origin_count as MPI_Count, origin_datatype) };
         let to = target(target_rank, target_disp, target_count as MPI_Count, target_datatype);
         // SAFETY: `request` is NULL or a writable handle (the caller's contract).
@@ -364,7 +383,10 @@ twins! {
 
 twins! {
     pub unsafe fn MPI_Rget_accumulate | MPI_Rget_accumulate_c(origin_addr: *const c_void, origin_count: Count, origin_datatype: MPI_Datatype, result_addr: *mut c_void, result_count: Count, result_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: Count, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win, request: *mut MPI_Request) -> c_int {
-        // SAFETY: the caller's origin and result buffers of their counts.
+        // SAFETY: `origin_addr` holds `origin_count` elements of
+        // `origin_datatype`, `result_addr` has room for `result_count` of
+        // `result_datatype`, until the epoch completes the operation (the
+        // caller's contract, as UserBuf::new needs).
         let (origin, result) = unsafe {
             (UserBuf::new(origin_addr, origin_count as MPI_Count, origin_datatype), UserBuf::new(result_addr, result_count as MPI_Count, result_datatype))
         };

@@ -94,7 +94,10 @@ pub unsafe fn register(
     if matches!(name, "native" | "internal" | "external32") || reps.contains_key(name) {
         bail!(MPI_ERR_DUP_DATAREP, "the data representation \"{name}\" is already defined");
     }
-    // SAFETY: as the caller promises.
+    // SAFETY: `read` and `write` are NULL or conversion functions of the
+    // type `large` names, `extent` NULL or an MPI_Datarep_extent_function
+    // (this function's contract); a NULL function pointer transmutes to
+    // `None` (`Option<fn>` has the null-pointer niche).
     let rep = unsafe {
         Datarep {
             read: Conv::from_ptr(read, large),
@@ -136,7 +139,9 @@ impl Datarep {
         }
         let f = if read { self.read } else { self.write };
         if let Conv::Null = f {
-            // SAFETY: as the caller promises.
+            // SAFETY: (this function's contract) the user's buffer holds the
+            // elements the `items` data items belong to, which `pack` reads
+            // and `unpack` writes; `file` is a Rust slice.
             unsafe {
                 if read {
                     dt.unpack(&file[..dt.bytes_of_elements(items) as usize], ptr);
@@ -155,7 +160,10 @@ impl Datarep {
             let k = step.min(items - pos);
             let at = dt.bytes_of_elements(pos) as usize;
             let fb = file[at..].as_mut_ptr() as *mut c_void;
-            // SAFETY: the program's function, with the buffers promised.
+            // SAFETY: `g` is the program's conversion function of the type
+            // registered; it gets the user's buffer (holding the elements of
+            // these items, the contract), `k` items that fit its count type,
+            // and `fb`, the file bytes from item `pos` on, inside `file`.
             let rc = unsafe {
                 match f {
                     Conv::Int(g) => g(ptr as *mut c_void, handle, k as c_int, fb, pos as MPI_Offset, self.extra),
