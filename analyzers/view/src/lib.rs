@@ -21,6 +21,6 @@ pub mod messages;
 pub mod palette;
 pub mod time;
 
-pub use loader::{guarded, load_now, Loaded, Loader};
+pub use loader::{guarded, load_now, Loaded, Loader, Opened};
 pub use messages::MessageView;
 pub use palette::{CallKind, Swatch};

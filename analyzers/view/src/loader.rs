@@ -94,10 +94,17 @@ impl<A> Loader<A> {
     }
 }
 
-/// Opens `dir` on this thread (tests, benchmarks): the level of detail,
-/// and the analyses or why they failed, each rank read once as by
-/// [`Loader`].
-pub fn load_now(dir: &Path) -> Result<(Lod, Result<(Analyses, Duration), String>), String> {
+/// A trace opened at once by [`load_now`].
+pub struct Opened {
+    pub lod: Lod,
+    /// The analyses and the time they took, or why they failed.
+    pub analyses: Result<(Analyses, Duration), String>,
+}
+
+/// Opens `dir` on this thread (tests, benchmarks): the level of detail and
+/// the analyses, each rank read once for both (see the module's text).
+/// Fails if `dir` holds no trace.
+pub fn load_now(dir: &Path) -> Result<Opened, String> {
     let ranks_read = RanksRead::default();
     let tap = ModelTap { ranks_read: &ranks_read };
     let lod = Lod::open_with(dir, &Progress::default(), Some(&tap)).map_err(|e| e.to_string())?;
@@ -106,7 +113,7 @@ pub fn load_now(dir: &Path) -> Result<(Lod, Result<(Analyses, Duration), String>
         let an = analyze(model);
         (an, t.elapsed())
     });
-    Ok((lod, analyses.map_err(|e| e.to_string())))
+    Ok(Opened { lod, analyses: analyses.map_err(|e| e.to_string()) })
 }
 
 /// Builds the analyzers' ranks from what the level of detail reads.
