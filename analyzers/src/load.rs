@@ -12,10 +12,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use arrow_array::types::{Int16Type, Int32Type, Int64Type, Int8Type, UInt64Type, UInt8Type};
-use arrow_array::{
-    Array, ArrayRef, DictionaryArray, Int32Array, Int64Array, RecordBatch, StringArray, UInt64Array, UInt8Array,
-};
+use trace_format::columns::{name, ColumnError, EventColumns};
 use trace_format::reader::Completeness;
 use trace_format::record::{flags, Kind};
 use trace_format::{layout, Event, Meta};
@@ -650,127 +647,33 @@ pub fn from_trace(trace: &trace_format::Trace) -> Model {
 
 /// Rows per decoded batch: small enough that a batch's columns stay in the
 /// cache between decoding and conversion.
-const BATCH_ROWS: usize = 8192;
+pub const BATCH_ROWS: usize = 8192;
 
 /// Columns of the events table the loader reads.
-const COLUMNS: &[&str] = &[
-    "thread",
-    "kind",
-    "call",
-    "t_start",
-    "duration",
-    "rc",
-    "site",
-    "comm",
-    "peer",
-    "tag",
-    "bytes",
-    "seq",
-    "request",
-    "root",
-    "op",
-    "recv_bytes",
-    "flags",
+pub const COLUMNS: &[&str] = &[
+    name::THREAD,
+    name::KIND,
+    name::CALL,
+    name::T_START,
+    name::DURATION,
+    name::RC,
+    name::SITE,
+    name::COMM,
+    name::PEER,
+    name::TAG,
+    name::BYTES,
+    name::SEQ,
+    name::REQUEST,
+    name::ROOT,
+    name::OP,
+    name::RECV_BYTES,
+    name::FLAGS,
 ];
 
-/// A string column as (per-row key, key → value); plain strings become
-/// their own dictionary.
-fn dict_column(col: &ArrayRef) -> Option<(Vec<u32>, Vec<String>)> {
-    macro_rules! try_dict {
-        ($k:ty) => {
-            if let Some(d) = col.as_any().downcast_ref::<DictionaryArray<$k>>() {
-                let values = d.values().as_any().downcast_ref::<StringArray>()?;
-                let vals = (0..values.len()).map(|i| values.value(i).to_string()).collect();
-                let keys = d.keys().iter().map(|k| k.map(|k| k as u32).unwrap_or(u32::MAX)).collect();
-                return Some((keys, vals));
-            }
-        };
-    }
-    try_dict!(Int8Type);
-    try_dict!(Int16Type);
-    try_dict!(Int32Type);
-    let s = col.as_any().downcast_ref::<StringArray>()?;
-    let mut map: HashMap<&str, u32> = HashMap::new();
-    let mut vals = Vec::new();
-    let keys = (0..s.len())
-        .map(|i| {
-            if s.is_null(i) {
-                return u32::MAX;
-            }
-            *map.entry(s.value(i)).or_insert_with(|| {
-                vals.push(s.value(i).to_string());
-                vals.len() as u32 - 1
-            })
-        })
-        .collect();
-    Some((keys, vals))
-}
-
-fn kind_of(s: &str) -> Option<Kind> {
-    [Kind::Call, Kind::RegionBegin, Kind::RegionEnd, Kind::Completion].into_iter().find(|k| k.name() == s)
-}
-
-/// Typed column getters that treat absent columns as all-null.
-struct Batch<'a> {
-    b: &'a RecordBatch,
-}
-
-impl<'a> Batch<'a> {
-    fn get<T: 'static>(&self, name: &str) -> Option<&'a T> {
-        self.b.column_by_name(name)?.as_any().downcast_ref::<T>()
-    }
-}
-
-/// A primitive column as its values and validity bits (a column absent
-/// from the file reads as all-null).
-struct Col<'a, T: arrow_array::ArrowPrimitiveType> {
-    values: &'a [T::Native],
-    /// Validity bitmap and the bit offset of row 0; `None` if no row is null.
-    valid: Option<(&'a [u8], usize)>,
-}
-
-impl<'a, T: arrow_array::ArrowPrimitiveType> Col<'a, T> {
-    fn of(a: Option<&'a arrow_array::PrimitiveArray<T>>) -> Col<'a, T> {
-        match a {
-            None => Col { values: &[], valid: None },
-            Some(a) => Col {
-                values: a.values(),
-                valid: a.nulls().filter(|n| n.null_count() > 0).map(|n| (n.validity(), n.offset())),
-            },
-        }
-    }
-
-    #[inline(always)]
-    fn get(&self, i: usize) -> Option<T::Native> {
-        let v = *self.values.get(i)?;
-        match self.valid {
-            Some((bits, off)) if bits.get((off + i) >> 3).is_none_or(|b| b >> ((off + i) & 7) & 1 == 0) => None,
-            _ => Some(v),
-        }
-    }
-}
-
-/// The columns of a batch the builder may read.
-struct Cols<'a> {
-    thread: Col<'a, Int32Type>,
-    duration: Col<'a, Int64Type>,
-    rc: Col<'a, Int32Type>,
-    site: Col<'a, UInt64Type>,
-    comm: Col<'a, UInt64Type>,
-    peer: Col<'a, Int32Type>,
-    tag: Col<'a, Int32Type>,
-    bytes: Col<'a, Int64Type>,
-    seq: Col<'a, Int64Type>,
-    request: Col<'a, Int32Type>,
-    root: Col<'a, Int32Type>,
-    op: Col<'a, Int32Type>,
-    recv_bytes: Col<'a, Int64Type>,
-    flags: Col<'a, UInt8Type>,
-}
-
-/// Row `i` of a batch, its kind, name and start already read.
+/// Row `i` of a batch, its kind, name and start already read; the other
+/// fields are read from the columns only where the builder asks.
 struct BatchRow<'c, 'a> {
-    c: &'c Cols<'a>,
+    c: &'c EventColumns<'a>,
     i: usize,
     kind: Kind,
     name: u16,
@@ -780,7 +683,7 @@ struct BatchRow<'c, 'a> {
 impl RowFields for BatchRow<'_, '_> {
     #[inline]
     fn thread(&self) -> i32 {
-        self.c.thread.get(self.i).unwrap_or(0)
+        self.c.thread(self.i)
     }
     #[inline]
     fn kind(&self) -> Kind {
@@ -796,145 +699,254 @@ impl RowFields for BatchRow<'_, '_> {
     }
     #[inline]
     fn t_end(&self) -> Option<i64> {
-        self.c.duration.get(self.i).map(|d| self.t0 + d)
+        self.c.t_end(self.i)
     }
     #[inline]
     fn rc(&self) -> Option<i32> {
-        self.c.rc.get(self.i)
+        self.c.rc(self.i)
     }
     #[inline]
     fn site(&self) -> Option<u64> {
-        self.c.site.get(self.i)
+        self.c.site(self.i)
     }
     #[inline]
     fn comm(&self) -> Option<u64> {
-        self.c.comm.get(self.i)
+        self.c.comm(self.i)
     }
     #[inline]
     fn peer(&self) -> Option<i32> {
-        self.c.peer.get(self.i)
+        self.c.peer(self.i)
     }
     #[inline]
     fn tag(&self) -> Option<i32> {
-        self.c.tag.get(self.i)
+        self.c.tag(self.i)
     }
     #[inline]
     fn bytes(&self) -> Option<i64> {
-        self.c.bytes.get(self.i)
+        self.c.bytes(self.i)
     }
     #[inline]
     fn seq(&self) -> Option<i64> {
-        self.c.seq.get(self.i)
+        self.c.seq(self.i)
     }
     #[inline]
     fn request(&self) -> Option<i32> {
-        self.c.request.get(self.i)
+        self.c.request(self.i)
     }
     #[inline]
     fn root(&self) -> Option<i32> {
-        self.c.root.get(self.i)
+        self.c.root(self.i)
     }
     #[inline]
     fn op(&self) -> Option<i32> {
-        self.c.op.get(self.i)
+        self.c.op(self.i)
     }
     #[inline]
     fn recv_bytes(&self) -> Option<i64> {
-        self.c.recv_bytes.get(self.i)
+        self.c.recv_bytes(self.i)
     }
     #[inline]
     fn flags(&self) -> u8 {
-        self.c.flags.get(self.i).unwrap_or(flags::DONE)
+        self.c.flags(self.i)
     }
 }
 
-/// Streams one rank's events file into a builder; also gives the rank's
-/// metadata from the file's footer.
-fn load_parquet_rank(
-    path: &Path,
+/// What reading the events of one rank gave: its built rank (none if its
+/// file was unreadable), rank metadata, communicators (journals carry
+/// them; an events file's are in its comms file) and problems.
+#[derive(Default)]
+pub struct RankRead {
+    built: Option<BuiltRank>,
+    rank_meta: Option<trace_format::RankMeta>,
+    comms: Vec<trace_format::side::CommInfo>,
+    problems: Vec<Problem>,
+}
+
+/// Builds one rank of the model from the batches of its events file as
+/// they are read: by [`load`], or by a viewer that reads each batch once
+/// for its level of detail too ([`load_read`]).
+pub struct ParquetRank {
     rank: i32,
-    problems: &mut Vec<Problem>,
-) -> Result<(BuiltRank, Option<trace_format::RankMeta>), Error> {
-    let batches = trace_format::stream::event_batches(path, COLUMNS, BATCH_ROWS)?;
-    let file = Some(path.display().to_string());
-    if let Some(v) = batches.schema_version {
-        if v > trace_format::SCHEMA_VERSION {
-            problems.push(Problem {
-                file: file.clone(),
-                rank: Some(rank),
-                what: format!(
-                    "schema version {v} is newer than this tool's ({}); reading the columns it knows",
-                    trace_format::SCHEMA_VERSION
-                ),
-            });
+    path: std::path::PathBuf,
+    builder: RankBuilder,
+    rank_meta: Option<trace_format::RankMeta>,
+    announced: i64,
+    problems: Vec<Problem>,
+    /// Why the file could not be read (no rank is built then).
+    failed: Option<Error>,
+}
+
+impl ParquetRank {
+    /// Starts the rank `rank` of the events file `path`, opened as `batches`.
+    pub fn start(path: &Path, rank: i32, batches: &trace_format::stream::EventBatches) -> ParquetRank {
+        let mut problems = Vec::new();
+        if let Some(v) = batches.schema_version {
+            if v > trace_format::SCHEMA_VERSION {
+                problems.push(Problem {
+                    file: Some(path.display().to_string()),
+                    rank: Some(rank),
+                    what: format!(
+                        "schema version {v} is newer than this tool's ({}); reading the columns it knows",
+                        trace_format::SCHEMA_VERSION
+                    ),
+                });
+            }
+        }
+        let completeness = match &batches.rank_meta {
+            Some(m) if m.finalized => Completeness::Complete,
+            _ => Completeness::Partial { reason: "did not finalize (converted after the job)".into() },
+        };
+        let mut builder = RankBuilder::new(rank, completeness);
+        builder.reserve(batches.rows.max(0) as usize);
+        ParquetRank {
+            rank,
+            path: path.to_path_buf(),
+            builder,
+            rank_meta: batches.rank_meta.clone(),
+            announced: batches.rows,
+            problems,
+            failed: None,
         }
     }
-    let rank_meta = batches.rank_meta.clone();
-    let completeness = match &batches.rank_meta {
-        Some(m) if m.finalized => Completeness::Complete,
-        _ => Completeness::Partial { reason: "did not finalize (converted after the job)".into() },
-    };
-    let announced = batches.rows;
-    let mut b = RankBuilder::new(rank, completeness);
-    b.reserve(announced.max(0) as usize);
-    for batch in batches {
-        let batch = match batch {
-            Ok(x) => x,
+
+    /// Adds the rows of the next batch (or notes that its columns are
+    /// unusable: the file is then unreadable).
+    pub fn push(&mut self, columns: Result<&EventColumns<'_>, &ColumnError>) {
+        let c = match columns {
+            Ok(c) => c,
             Err(e) => {
-                problems.push(Problem {
-                    file: file.clone(),
-                    rank: Some(rank),
-                    what: format!("{e}; {} of {announced} rows read", b.data.rows),
+                self.failed.get_or_insert(Error::Corrupt {
+                    path: self.path.clone(),
+                    what: format!("column `{}` missing or of a wrong type", e.column()),
                 });
-                break;
+                return;
             }
         };
-        let bt = Batch { b: &batch };
-        let need = |name: &str| Error::Corrupt {
-            path: path.to_path_buf(),
-            what: format!("column `{name}` missing or of a wrong type"),
-        };
-        let (kinds, kind_vals) = batch.column_by_name("kind").and_then(dict_column).ok_or_else(|| need("kind"))?;
-        let (calls, call_vals) = batch.column_by_name("call").and_then(dict_column).ok_or_else(|| need("call"))?;
-        let t_start = bt.get::<Int64Array>("t_start").ok_or_else(|| need("t_start"))?;
-        let kind_map: Vec<Option<Kind>> = kind_vals.iter().map(|s| kind_of(s)).collect();
-        let name_map: Vec<u16> = call_vals.iter().map(|s| b.name_id(s)).collect();
-        let t_start = t_start.values();
-        let cols = Cols {
-            thread: Col::of(bt.get::<Int32Array>("thread")),
-            duration: Col::of(bt.get::<Int64Array>("duration")),
-            rc: Col::of(bt.get::<Int32Array>("rc")),
-            site: Col::of(bt.get::<UInt64Array>("site")),
-            comm: Col::of(bt.get::<UInt64Array>("comm")),
-            peer: Col::of(bt.get::<Int32Array>("peer")),
-            tag: Col::of(bt.get::<Int32Array>("tag")),
-            bytes: Col::of(bt.get::<Int64Array>("bytes")),
-            seq: Col::of(bt.get::<Int64Array>("seq")),
-            request: Col::of(bt.get::<Int32Array>("request")),
-            root: Col::of(bt.get::<Int32Array>("root")),
-            op: Col::of(bt.get::<Int32Array>("op")),
-            recv_bytes: Col::of(bt.get::<Int64Array>("recv_bytes")),
-            flags: Col::of(bt.get::<UInt8Array>("flags")),
-        };
+        let b = &mut self.builder;
+        let name_map: Vec<u16> = c.call().values().iter().map(|s| b.name_id(s)).collect();
         let mut bad_kind = 0usize;
-        for i in 0..batch.num_rows() {
-            let Some(kind) = kind_map.get(kinds[i] as usize).copied().flatten() else {
+        for i in 0..c.num_rows() {
+            let Some(kind) = c.kind(i) else {
                 bad_kind += 1;
                 continue;
             };
-            let name = name_map.get(calls[i] as usize).copied().unwrap_or_else(|| b.name_id("<unknown call>"));
-            // Fields are read from the columns only where the builder asks.
-            b.push_row(&BatchRow { c: &cols, i, kind, name, t0: t_start[i] });
+            let name = match c.call().key(i) {
+                Some(k) => name_map[k as usize],
+                None => b.name_id("<unknown call>"),
+            };
+            b.push_row(&BatchRow { c, i, kind, name, t0: c.t_start(i) });
         }
         if bad_kind > 0 {
-            problems.push(Problem {
-                file: file.clone(),
-                rank: Some(rank),
+            self.problems.push(Problem {
+                file: Some(self.path.display().to_string()),
+                rank: Some(self.rank),
                 what: format!("{bad_kind} rows of unknown kind skipped"),
             });
         }
     }
-    Ok((b.finish(), rank_meta))
+
+    /// The file is damaged here; the rows read so far are kept.
+    pub fn damaged(&mut self, e: &trace_format::Error) {
+        self.problems.push(Problem {
+            file: Some(self.path.display().to_string()),
+            rank: Some(self.rank),
+            what: format!("{e}; {} of {} rows read", self.builder.data.rows, self.announced),
+        });
+    }
+
+    /// The rank as read.
+    pub fn finish(self) -> RankRead {
+        let mut problems = self.problems;
+        match self.failed {
+            Some(e) => {
+                problems.push(Problem {
+                    file: Some(self.path.display().to_string()),
+                    rank: Some(self.rank),
+                    what: e.to_string(),
+                });
+                RankRead { problems, ..Default::default() }
+            }
+            None => {
+                RankRead { built: Some(self.builder.finish()), rank_meta: self.rank_meta, comms: Vec::new(), problems }
+            }
+        }
+    }
+}
+
+/// Streams one rank's events file into the model's builder.
+fn load_parquet_rank(path: &Path, rank: i32) -> RankRead {
+    match trace_format::stream::event_batches(path, COLUMNS, BATCH_ROWS) {
+        Ok(batches) => {
+            let mut loader = ParquetRank::start(path, rank, &batches);
+            for batch in batches {
+                match batch {
+                    Ok(b) => {
+                        let columns = EventColumns::new(&b);
+                        loader.push(columns.as_ref());
+                        if columns.is_err() {
+                            break;
+                        }
+                    }
+                    Err(e) => {
+                        loader.damaged(&e);
+                        break;
+                    }
+                }
+            }
+            loader.finish()
+        }
+        Err(e) => unreadable_rank(path, rank, &e),
+    }
+}
+
+/// A rank whose events file could not be opened.
+pub fn unreadable_rank(path: &Path, rank: i32, e: &trace_format::Error) -> RankRead {
+    let problems = vec![Problem { file: Some(path.display().to_string()), rank: Some(rank), what: e.to_string() }];
+    RankRead { problems, ..Default::default() }
+}
+
+/// A rank read from its journals (a run that did not convert them).
+pub fn journal_rank(rank: i32, read: &Result<trace_format::RankJournals, trace_format::Error>) -> RankRead {
+    let rj = match read {
+        Ok(rj) => rj,
+        Err(e) => {
+            let problems = vec![Problem { file: None, rank: Some(rank), what: e.to_string() }];
+            return RankRead { problems, ..Default::default() };
+        }
+    };
+    let completeness = if rj.complete {
+        Completeness::Complete
+    } else {
+        let last = rj.problems.last().map(|p| p.trim_start_matches(&format!("rank {rank}: ")).to_string());
+        Completeness::Partial { reason: last.unwrap_or_else(|| "journal incomplete".into()) }
+    };
+    let mut b = RankBuilder::new(rank, completeness);
+    push_events(&mut b, &rj.events);
+    RankRead {
+        built: Some(b.finish()),
+        rank_meta: Some(rj.meta.clone()),
+        comms: rj.comms.clone(),
+        // These lines name their rank or file already.
+        problems: rj.problems.iter().map(|p| Problem { file: None, rank: None, what: p.clone() }).collect(),
+    }
+}
+
+/// The ranks of a trace already read (by a viewer, along with its level
+/// of detail), by rank; [`load_read`] reads only those missing here.
+#[derive(Default)]
+pub struct RanksRead {
+    ranks: Mutex<HashMap<i32, RankRead>>,
+}
+
+impl RanksRead {
+    /// Keeps what reading `rank` gave.
+    pub fn insert(&self, rank: i32, read: RankRead) {
+        self.ranks.lock().unwrap_or_else(|e| e.into_inner()).insert(rank, read);
+    }
+
+    fn take(&self, rank: i32) -> Option<RankRead> {
+        self.ranks.lock().unwrap_or_else(|e| e.into_inner()).remove(&rank)
+    }
 }
 
 /// Loads the trace in `dir`: every rank's Parquet file, or its journals if
@@ -982,19 +994,34 @@ enum Job {
 
 /// [`load`] with a given number of threads.
 pub fn load_with_threads(dir: &Path, threads: usize) -> Result<Model, Error> {
-    load_observed(dir, threads, &|_, _| {})
+    load_observed(dir, threads, &|_, _| {}, None)
 }
 
 /// [`load`] that tells `progress(ranks read, ranks to read)` after each
 /// rank (from the loading threads), e.g. to draw a progress bar.
 pub fn load_with_progress(dir: &Path, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<Model, Error> {
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    let mut m = load_observed(dir, threads, progress)?;
+    let mut m = load_observed(dir, threads, progress, None)?;
     symbolize_sites(&mut m, &mut trace_format::Symbolizer::new());
     Ok(m)
 }
 
-fn load_observed(dir: &Path, threads: usize, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<Model, Error> {
+/// [`load`] of a trace whose ranks a viewer has read already (along with
+/// its level of detail): the ranks in `ranks_read` are taken from there,
+/// the others read now.
+pub fn load_read(dir: &Path, ranks_read: &RanksRead) -> Result<Model, Error> {
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let mut m = load_observed(dir, threads, &|_, _| {}, Some(ranks_read))?;
+    symbolize_sites(&mut m, &mut trace_format::Symbolizer::new());
+    Ok(m)
+}
+
+fn load_observed(
+    dir: &Path,
+    threads: usize,
+    progress: &(dyn Fn(usize, usize) + Sync),
+    ranks_read: Option<&RanksRead>,
+) -> Result<Model, Error> {
     let meta_path = dir.join(layout::META);
     let mut problems = Vec::new();
     let meta = if meta_path.exists() {
@@ -1044,64 +1071,32 @@ fn load_observed(dir: &Path, threads: usize, progress: &(dyn Fn(usize, usize) + 
     let work = || loop {
         let i = next.fetch_add(1, Ordering::Relaxed);
         let Some(job) = jobs.get(i) else { break };
-        let mut probs = Vec::new();
-        let mut comms = Vec::new();
-        let mut rmeta = None;
-        let built = match *job {
+        let read = match *job {
             Job::Parquet(rank) => {
-                let path = layout::events(dir, rank);
                 let cpath = layout::comms(dir, rank);
-                match trace_format::table::read_comms(&cpath) {
-                    Ok(c) => comms = c,
-                    Err(e) => probs.push(Problem {
+                let comms = trace_format::table::read_comms(&cpath);
+                let mut read = ranks_read
+                    .and_then(|r| r.take(rank))
+                    .unwrap_or_else(|| load_parquet_rank(&layout::events(dir, rank), rank));
+                match comms {
+                    Ok(c) => read.comms = c,
+                    Err(e) => read.problems.push(Problem {
                         file: Some(cpath.display().to_string()),
                         rank: Some(rank),
                         what: e.to_string(),
                     }),
                 }
-                match load_parquet_rank(&path, rank, &mut probs) {
-                    Ok((b, m)) => {
-                        rmeta = m;
-                        Some(b)
-                    }
-                    Err(e) => {
-                        probs.push(Problem {
-                            file: Some(path.display().to_string()),
-                            rank: Some(rank),
-                            what: e.to_string(),
-                        });
-                        None
-                    }
-                }
+                read
             }
-            Job::Journal(rank) => match trace_format::read_rank_journals(dir, rank) {
-                Ok(rj) => {
-                    let completeness = if rj.complete {
-                        Completeness::Complete
-                    } else {
-                        let last =
-                            rj.problems.last().map(|p| p.trim_start_matches(&format!("rank {rank}: ")).to_string());
-                        Completeness::Partial { reason: last.unwrap_or_else(|| "journal incomplete".into()) }
-                    };
-                    // These lines name their rank or file already.
-                    probs.extend(rj.problems.iter().map(|p| Problem { file: None, rank: None, what: p.clone() }));
-                    comms = rj.comms;
-                    rmeta = Some(rj.meta);
-                    let mut b = RankBuilder::new(rank, completeness);
-                    push_events(&mut b, &rj.events);
-                    Some(b.finish())
-                }
-                Err(e) => {
-                    probs.push(Problem { file: None, rank: Some(rank), what: e.to_string() });
-                    None
-                }
-            },
+            Job::Journal(rank) => ranks_read
+                .and_then(|r| r.take(rank))
+                .unwrap_or_else(|| journal_rank(rank, &trace_format::read_rank_journals(dir, rank))),
         };
         let mut o = out.lock().unwrap_or_else(|e| e.into_inner());
-        o.0.extend(built);
-        o.1.extend(comms);
-        o.2.extend(probs);
-        o.3.extend(rmeta);
+        o.0.extend(read.built);
+        o.1.extend(read.comms);
+        o.2.extend(read.problems);
+        o.3.extend(read.rank_meta);
         drop(o);
         progress(done.fetch_add(1, Ordering::Relaxed) + 1, jobs.len());
     };

@@ -17,6 +17,7 @@
 //! record` calls [`finish_dir`] for ranks that did not get there. The
 //! [`reader`] opens finished traces and the journals of crashed runs alike.
 
+pub mod columns;
 pub mod events;
 pub mod journal;
 pub mod meta;

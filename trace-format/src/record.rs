@@ -35,6 +35,10 @@ impl Kind {
             _ => return None,
         })
     }
+    /// The kind named `name` in the `kind` column of the events table.
+    pub fn from_name(name: &str) -> Option<Kind> {
+        [Kind::Call, Kind::RegionBegin, Kind::RegionEnd, Kind::Completion].into_iter().find(|k| k.name() == name)
+    }
     /// Name used in the `kind` column of the events table.
     pub fn name(self) -> &'static str {
         match self {

@@ -10,10 +10,8 @@ use arrow_array::builder::{
     BooleanBuilder, Int32Builder, Int64Builder, ListBuilder, StringBuilder, StringDictionaryBuilder, UInt64Builder,
     UInt8Builder,
 };
-use arrow_array::types::{Int16Type, Int32Type, Int64Type, Int8Type, UInt64Type, UInt8Type};
-use arrow_array::{
-    Array, ArrayRef, BooleanArray, DictionaryArray, ListArray, PrimitiveArray, RecordBatch, StringArray,
-};
+use arrow_array::types::{Int16Type, Int32Type, Int8Type, UInt64Type};
+use arrow_array::{Array, ArrayRef, BooleanArray, ListArray, PrimitiveArray, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
@@ -22,9 +20,9 @@ use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
 
+use crate::columns::{name, ColumnError, EventColumns, Strings};
 use crate::events::Event;
 use crate::meta::{RankMeta, RANK_META_KEY};
-use crate::record::Kind;
 use crate::side::CommInfo;
 use crate::Error;
 
@@ -39,29 +37,29 @@ fn dict(name: &str, key: DataType) -> Field {
 pub fn events_schema() -> SchemaRef {
     use DataType::*;
     Arc::new(Schema::new(vec![
-        Field::new("rank", Int32, false),
-        Field::new("thread", Int32, false),
-        dict("kind", Int8),
-        dict("call", Int16),
-        Field::new("t_start", Int64, false),
-        Field::new("duration", Int64, true),
-        Field::new("clock_offset", Int64, false),
-        Field::new("rc", Int32, true),
-        Field::new("site", UInt64, true),
-        Field::new("comm", UInt64, true),
-        Field::new("peer", Int32, true),
-        Field::new("tag", Int32, true),
-        Field::new("datatype", Int32, true),
-        Field::new("count", Int64, true),
-        Field::new("bytes", Int64, true),
-        Field::new("seq", Int64, true),
-        Field::new("request", Int32, true),
-        Field::new("root", Int32, true),
-        Field::new("op", Int32, true),
-        Field::new("aux", Int32, true),
-        Field::new("recv_bytes", Int64, true),
-        Field::new("new_comm", UInt64, true),
-        Field::new("flags", UInt8, false),
+        Field::new(name::RANK, Int32, false),
+        Field::new(name::THREAD, Int32, false),
+        dict(name::KIND, Int8),
+        dict(name::CALL, Int16),
+        Field::new(name::T_START, Int64, false),
+        Field::new(name::DURATION, Int64, true),
+        Field::new(name::CLOCK_OFFSET, Int64, false),
+        Field::new(name::RC, Int32, true),
+        Field::new(name::SITE, UInt64, true),
+        Field::new(name::COMM, UInt64, true),
+        Field::new(name::PEER, Int32, true),
+        Field::new(name::TAG, Int32, true),
+        Field::new(name::DATATYPE, Int32, true),
+        Field::new(name::COUNT, Int64, true),
+        Field::new(name::BYTES, Int64, true),
+        Field::new(name::SEQ, Int64, true),
+        Field::new(name::REQUEST, Int32, true),
+        Field::new(name::ROOT, Int32, true),
+        Field::new(name::OP, Int32, true),
+        Field::new(name::AUX, Int32, true),
+        Field::new(name::RECV_BYTES, Int64, true),
+        Field::new(name::NEW_COMM, UInt64, true),
+        Field::new(name::FLAGS, UInt8, false),
     ]))
 }
 
@@ -206,7 +204,7 @@ impl EventsWriter {
         // Start times grow along each thread: delta-encoded. Durations jump
         // up and down (deltas would double their range) and clock offsets
         // hardly change: both dictionary/RLE encoded, like the rest.
-        let props = writer_props(&["t_start", "seq"], meta);
+        let props = writer_props(&[name::T_START, name::SEQ], meta);
         let tmp = path.with_extension("parquet.tmp");
         let file = File::create(&tmp).map_err(|e| Error::Io { path: tmp.clone(), source: e })?;
         let writer = ArrowWriter::try_new(file, events_schema(), Some(props))
@@ -262,111 +260,48 @@ fn read_batches(path: &Path) -> Result<(Vec<RecordBatch>, HashMap<String, String
     Ok((batches, kv))
 }
 
-/// Column access that reports missing or mistyped columns with the file name.
-struct Cols<'a> {
-    batch: &'a RecordBatch,
-    path: &'a Path,
-}
-
-impl<'a> Cols<'a> {
-    fn col(&self, name: &str) -> Result<&'a ArrayRef, Error> {
-        self.batch
-            .column_by_name(name)
-            .ok_or_else(|| Error::Corrupt { path: self.path.to_path_buf(), what: format!("column `{name}` missing") })
-    }
-    fn prim<T: arrow_array::ArrowPrimitiveType>(&self, name: &str) -> Result<&'a PrimitiveArray<T>, Error> {
-        self.col(name)?.as_any().downcast_ref::<PrimitiveArray<T>>().ok_or_else(|| Error::Corrupt {
-            path: self.path.to_path_buf(),
-            what: format!(
-                "column `{name}` has type {}",
-                self.col(name).map(|c| c.data_type().to_string()).unwrap_or_default()
-            ),
-        })
-    }
-    fn opt<T: arrow_array::ArrowPrimitiveType>(&self, name: &str, i: usize) -> Result<Option<T::Native>, Error> {
-        let a = self.prim::<T>(name)?;
-        Ok(a.is_valid(i).then(|| a.value(i)))
-    }
-    /// A string column (plain or dictionary-encoded) as shared strings.
-    fn strings(&self, name: &str) -> Result<Vec<Option<Arc<str>>>, Error> {
-        let c = self.col(name)?;
-        let mut cache: HashMap<String, Arc<str>> = HashMap::new();
-        let mut intern = |s: &str| cache.entry(s.to_string()).or_insert_with(|| Arc::from(s)).clone();
-        if let Some(s) = c.as_any().downcast_ref::<StringArray>() {
-            return Ok((0..s.len()).map(|i| s.is_valid(i).then(|| intern(s.value(i)))).collect());
-        }
-        macro_rules! try_dict {
-            ($k:ty) => {
-                if let Some(d) = c.as_any().downcast_ref::<DictionaryArray<$k>>() {
-                    let values = d.values().as_any().downcast_ref::<StringArray>();
-                    if let Some(values) = values {
-                        let names: Vec<Arc<str>> = (0..values.len()).map(|i| intern(values.value(i))).collect();
-                        return Ok(d.keys().iter().map(|k| k.map(|k| names[k as usize].clone())).collect());
-                    }
-                }
-            };
-        }
-        try_dict!(Int8Type);
-        try_dict!(Int16Type);
-        try_dict!(Int32Type);
-        Err(Error::Corrupt { path: self.path.to_path_buf(), what: format!("column `{name}` is not a string column") })
-    }
-}
-
-fn kind_from_name(s: &str) -> Option<Kind> {
-    [Kind::Call, Kind::RegionBegin, Kind::RegionEnd, Kind::Completion].into_iter().find(|k| k.name() == s)
-}
-
 /// Reads an events file: its rows and the rank metadata of its footer.
 pub fn read_events(path: &Path) -> Result<(Vec<Event>, Option<RankMeta>), Error> {
     let (batches, kv) = read_batches(path)?;
     let meta = kv.get(RANK_META_KEY).and_then(|s| serde_json::from_str(s).ok());
+    let corrupt = |e: ColumnError| Error::Corrupt { path: path.to_path_buf(), what: e.to_string() };
     let mut out = Vec::new();
     for batch in &batches {
-        let c = Cols { batch, path };
-        let kinds = c.strings("kind")?;
-        let calls = c.strings("call")?;
-        let (rank, thread, t_start, flags) = (
-            c.prim::<Int32Type>("rank")?,
-            c.prim::<Int32Type>("thread")?,
-            c.prim::<Int64Type>("t_start")?,
-            c.prim::<UInt8Type>("flags")?,
-        );
-        // Schema 2 stores the clock correction, schema 1 the local time.
-        let (local, is_offset) = match c.prim::<Int64Type>("clock_offset") {
-            Ok(off) => (off, true),
-            Err(_) => (c.prim::<Int64Type>("t_local")?, false),
-        };
-        for i in 0..batch.num_rows() {
-            let kind = kinds[i].as_deref().and_then(kind_from_name).ok_or_else(|| Error::Corrupt {
+        let c = EventColumns::new(batch).map_err(corrupt)?;
+        c.check_complete().map_err(corrupt)?;
+        // One shared string per distinct name of the batch.
+        let calls: Vec<Arc<str>> = c.call().values().iter().map(|&s| Arc::from(s)).collect();
+        let no_call: Arc<str> = Arc::from("");
+        for i in 0..c.num_rows() {
+            let kind = c.kind(i).ok_or_else(|| Error::Corrupt {
                 path: path.to_path_buf(),
-                what: format!("row {i}: unknown kind {:?}", kinds[i]),
+                what: format!("row {i}: unknown kind {:?}", c.kind_text(i)),
             })?;
-            let t0 = t_start.value(i);
+            let t_start = c.t_start(i);
             out.push(Event {
-                rank: rank.value(i),
-                thread: thread.value(i),
+                rank: c.rank(i).unwrap_or_default(),
+                thread: c.thread(i),
                 kind,
-                call: calls[i].clone().unwrap_or_else(|| Arc::from("")),
-                t_start: t0,
-                t_end: c.opt::<Int64Type>("duration", i)?.map(|d| t0 + d),
-                t_local: if is_offset { t0 - local.value(i) } else { local.value(i) },
-                rc: c.opt::<Int32Type>("rc", i)?,
-                site: c.opt::<UInt64Type>("site", i)?,
-                comm: c.opt::<UInt64Type>("comm", i)?,
-                peer: c.opt::<Int32Type>("peer", i)?,
-                tag: c.opt::<Int32Type>("tag", i)?,
-                datatype: c.opt::<Int32Type>("datatype", i)?,
-                count: c.opt::<Int64Type>("count", i)?,
-                bytes: c.opt::<Int64Type>("bytes", i)?,
-                seq: c.opt::<Int64Type>("seq", i)?,
-                request: c.opt::<Int32Type>("request", i)?,
-                root: c.opt::<Int32Type>("root", i)?,
-                op: c.opt::<Int32Type>("op", i)?,
-                aux: c.opt::<Int32Type>("aux", i)?,
-                recv_bytes: c.opt::<Int64Type>("recv_bytes", i)?,
-                new_comm: c.opt::<UInt64Type>("new_comm", i)?,
-                flags: flags.value(i),
+                call: c.call().key(i).map_or_else(|| no_call.clone(), |k| calls[k as usize].clone()),
+                t_start,
+                t_end: c.t_end(i),
+                t_local: c.t_local(i).unwrap_or(t_start),
+                rc: c.rc(i),
+                site: c.site(i),
+                comm: c.comm(i),
+                peer: c.peer(i),
+                tag: c.tag(i),
+                datatype: c.datatype(i),
+                count: c.count(i),
+                bytes: c.bytes(i),
+                seq: c.seq(i),
+                request: c.request(i),
+                root: c.root(i),
+                op: c.op(i),
+                aux: c.aux(i),
+                recv_bytes: c.recv_bytes(i),
+                new_comm: c.new_comm(i),
+                flags: c.flags(i),
             });
         }
     }
@@ -376,28 +311,37 @@ pub fn read_events(path: &Path) -> Result<(Vec<Event>, Option<RankMeta>), Error>
 /// Reads a communicators file.
 pub fn read_comms(path: &Path) -> Result<Vec<CommInfo>, Error> {
     let (batches, _) = read_batches(path)?;
+    let bad = |what: String| Error::Corrupt { path: path.to_path_buf(), what };
     let mut out = Vec::new();
     for batch in &batches {
-        let c = Cols { batch, path };
-        let calls = c.strings("call")?;
-        let names = c.strings("name")?;
-        let id = c.prim::<UInt64Type>("id")?;
-        let bad = |what: &str| Error::Corrupt { path: path.to_path_buf(), what: what.to_string() };
-        let inter = c
-            .col("inter")?
+        let col = |name: &str| batch.column_by_name(name).ok_or_else(|| bad(format!("column `{name}` missing")));
+        let wrong_type = |name: &str, c: &ArrayRef| bad(format!("column `{name}` has type {}", c.data_type()));
+        let strings = |name: &str| {
+            col(name).and_then(|c| Strings::of(c).ok_or_else(|| bad(format!("column `{name}` is not a string column"))))
+        };
+        let u64s = |name: &str| {
+            col(name).and_then(|c| {
+                c.as_any().downcast_ref::<PrimitiveArray<UInt64Type>>().ok_or_else(|| wrong_type(name, c))
+            })
+        };
+        let (calls, names) = (strings("call")?, strings("name")?);
+        let (id, parent) = (u64s("id")?, u64s("parent")?);
+        let inter = col("inter")?
             .as_any()
             .downcast_ref::<BooleanArray>()
-            .ok_or_else(|| bad("column `inter` is not boolean"))?;
+            .ok_or_else(|| bad("column `inter` is not boolean".into()))?;
         let list = |name: &str| -> Result<Vec<Vec<i32>>, Error> {
-            let l =
-                c.col(name)?.as_any().downcast_ref::<ListArray>().ok_or_else(|| bad("member column is not a list"))?;
+            let l = col(name)?
+                .as_any()
+                .downcast_ref::<ListArray>()
+                .ok_or_else(|| bad("member column is not a list".into()))?;
             (0..l.len())
                 .map(|i| {
                     let v = l.value(i);
                     let v = v
                         .as_any()
                         .downcast_ref::<PrimitiveArray<Int32Type>>()
-                        .ok_or_else(|| bad("members are not int32"))?;
+                        .ok_or_else(|| bad("members are not int32".into()))?;
                     Ok(v.values().to_vec())
                 })
                 .collect()
@@ -407,12 +351,12 @@ pub fn read_comms(path: &Path) -> Result<Vec<CommInfo>, Error> {
             out.push(CommInfo {
                 slot: 0,
                 id: id.value(i),
-                parent: c.opt::<UInt64Type>("parent", i)?,
-                call: calls[i].as_deref().unwrap_or("").to_string(),
+                parent: parent.is_valid(i).then(|| parent.value(i)),
+                call: calls.get(i).unwrap_or("").to_string(),
                 inter: inter.value(i),
                 members: members[i].clone(),
                 remote: remote[i].clone(),
-                name: names[i].as_deref().map(str::to_string),
+                name: names.get(i).map(str::to_string),
             });
         }
     }

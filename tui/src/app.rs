@@ -8,7 +8,7 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, Mo
 use ratatui::layout::Rect;
 use trace_lod::{Call, Lod};
 
-use crate::data::{Analysed, Loaded, Loader};
+use crate::data::{start_loader, Analysed, Loaded, Loader};
 use crate::keys::{self, Action};
 use crate::search::{Filter, SearchIndex, BLOCK};
 use crate::view::{fmt_dur, fmt_time, View};
@@ -133,7 +133,7 @@ impl App {
     /// Opens `dir`, loading it in the background.
     pub fn open(dir: &Path) -> App {
         let mut app = App::empty(dir);
-        app.loader = Some(Loader::start(dir));
+        app.loader = Some(start_loader(dir));
         app
     }
 
@@ -184,7 +184,7 @@ impl App {
     pub fn poll(&mut self) -> bool {
         let mut got = Vec::new();
         if let Some(l) = &self.loader {
-            while let Ok(x) = l.rx.try_recv() {
+            while let Some(x) = l.poll() {
                 got.push(x);
             }
         }
@@ -199,9 +199,9 @@ impl App {
     pub fn wait_loaded(&mut self) {
         while self.loading() {
             let Some(l) = &self.loader else { break };
-            match l.rx.recv_timeout(Duration::from_secs(600)) {
-                Ok(x) => self.take(x),
-                Err(_) => self.loader = None,
+            match l.wait(Duration::from_secs(600)) {
+                Some(x) => self.take(x),
+                None => self.loader = None,
             }
         }
     }

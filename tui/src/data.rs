@@ -1,22 +1,20 @@
-//! What the viewer shows, loaded in the background: first the level of
-//! detail (the timeline can be drawn as soon as it is there), then the
-//! analyses (panels, message lines, collective instances, jumps).
+//! What the terminal makes of the analyses (panels, message lines,
+//! collective instances, jumps), loaded in the background by the viewer
+//! core ([`trace_view::Loader`]) after the level of detail.
 //!
 //! All times in the viewer are the trace's own (those of the level of
 //! detail). The analyses may shift whole ranks to remove clock violations
 //! ([`analyzers::Model::clock_shift`]); [`Analysed::raw`] maps their times
 //! back.
 
-use std::path::{Path, PathBuf};
-use std::sync::mpsc::{channel, Receiver};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::time::Duration;
 
 use analyzers::matching::MsgRef;
-use analyzers::model::{regions_of, Class, Ends, Region, NONE};
-use analyzers::report::{analyze, Analyses};
-use trace_lod::messages::{MessageIndex, Msg};
-use trace_lod::{Lod, Progress};
+use analyzers::model::{Class, Ends, Region, NONE};
+use analyzers::report::Analyses;
+use trace_lod::messages::MessageIndex;
+use trace_view::messages::{clock_shift, ends_of_call, model_call, regions, MessageView};
 
 use crate::view::View;
 
@@ -135,24 +133,8 @@ impl Analysed {
     /// Derives the viewer's indexes from the analyses.
     pub fn new(an: Analyses, elapsed: Duration) -> Analysed {
         let m = &an.model;
-        let shift = |r: usize| m.clock_shift.get(r).copied().unwrap_or(0);
-        let mut msgs = Vec::new();
-        let mut msg_refs = Vec::new();
-        for msg in an.matching.messages(m) {
-            let (s, d) = (msg.send.rank as usize, msg.recv.rank as usize);
-            let Some(t_recv) = msg.recv_end else { continue };
-            let send = &m.ranks[s].sends.at(msg.send.idx as usize);
-            msgs.push(Msg {
-                src: s as i32,
-                dst: d as i32,
-                t_send: msg.send_start - shift(s),
-                t_recv: t_recv - shift(d),
-                bytes: send.bytes,
-                tag: send.tag,
-                id: msg_refs.len() as u64,
-            });
-            msg_refs.push((msg.send, msg.recv));
-        }
+        let shift = |r: usize| clock_shift(m, r as i32);
+        let MessageView { msgs, ends: msg_refs } = MessageView::new(&an);
         let mut late_senders = Vec::new();
         for (d, refs) in an.matching.recv_to_send.iter().enumerate() {
             let rd = &m.ranks[d];
@@ -206,12 +188,7 @@ impl Analysed {
                 }
             }
         }
-        let regions = m
-            .ranks
-            .iter()
-            .enumerate()
-            .map(|(r, d)| RankRegions::new(regions_of(&d.regions, shift(r), d.span().map_or(0, |s| s.1))))
-            .collect::<Vec<RankRegions>>();
+        let regions = regions(m).into_iter().map(RankRegions::new).collect::<Vec<RankRegions>>();
         Analysed {
             has_regions: regions.iter().any(|r| !r.is_empty()),
             messages: MessageIndex::new(msgs),
@@ -228,7 +205,7 @@ impl Analysed {
 
     /// Clock shift of `rank` (model time = trace time + shift).
     pub fn shift(&self, rank: i32) -> i64 {
-        self.an.model.clock_shift.get(rank as usize).copied().unwrap_or(0)
+        clock_shift(&self.an.model, rank)
     }
     /// A model time of `rank` in trace time.
     pub fn raw(&self, rank: i32, t: i64) -> i64 {
@@ -238,23 +215,13 @@ impl Analysed {
     /// The model's call of `rank` that starts at trace time `t` with name
     /// `name` (the call the level of detail shows there).
     pub fn model_call(&self, rank: i32, t: i64, name: &str) -> Option<u32> {
-        let r = self.an.model.ranks.get(rank as usize)?;
-        let target = t + self.shift(rank);
-        let i = r.calls.partition_point(|c| c.t_start < target);
-        (i..r.calls.len())
-            .take_while(|&j| r.calls.at(j).t_start == target)
-            .find(|&j| self.an.model.name(r.calls.at(j).name) == name)
-            .map(|j| j as u32)
+        model_call(&self.an.model, rank, t, name)
     }
 
     /// Point-to-point ends (sends or receives) of `rank` posted or
     /// completed by call `call`, as indexes into `ends`.
     pub fn p2p_of(ends: &Ends, call: u32) -> Vec<usize> {
-        let hi = ends.partition_point(|p| p.post <= call);
-        let mut out: Vec<usize> = (ends.partition_point(|p| p.post < call)..hi).collect();
-        // Completions by a Wait* come after their posts, usually shortly.
-        out.extend((hi.saturating_sub(4096)..hi).filter(|&i| ends.done(i) == call && ends.post(i) != call));
-        out
+        ends_of_call(ends, call)
     }
 
     /// Collective calls (indexes into the model's `colls` of `rank`) posted
@@ -279,58 +246,19 @@ impl Analysed {
 }
 
 /// Something the background loader finished.
-pub enum Loaded {
-    Lod(Result<Box<Lod>, String>, Duration),
-    Analyses(Result<Box<Analysed>, String>),
-}
+pub type Loaded = trace_view::Loaded<Analysed>;
 
 /// The background loader.
-pub struct Loader {
-    pub rx: Receiver<Loaded>,
-    pub progress: Arc<Progress>,
-    pub started: Instant,
-}
+pub type Loader = trace_view::Loader<Analysed>;
 
-fn catch<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
-        Ok(r) => r,
-        Err(p) => Err(format!(
-            "internal error: {}",
-            p.downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_default()
-        )),
-    }
-}
-
-impl Loader {
-    /// Starts loading `dir`: the level of detail, then the analyses.
-    pub fn start(dir: &Path) -> Loader {
-        let (tx, rx) = channel();
-        let progress = Arc::new(Progress::default());
-        let p = progress.clone();
-        let dir: PathBuf = dir.to_path_buf();
-        let started = Instant::now();
-        std::thread::spawn(move || {
-            let t = Instant::now();
-            let lod = catch(|| Lod::open(&dir, &p).map(Box::new).map_err(|e| e.to_string()));
-            let ok = lod.is_ok();
-            if tx.send(Loaded::Lod(lod, t.elapsed())).is_err() || !ok {
-                return;
-            }
-            let t = Instant::now();
-            let an = catch(|| {
-                if crate::term::test_hook("loader-panic") {
-                    panic!("{}=loader-panic: the analyses panic", crate::term::TEST_ENV);
-                }
-                let model = analyzers::load(&dir).map_err(|e| e.to_string())?;
-                Ok(Box::new(Analysed::new(analyze(model), t.elapsed())))
-            });
-            let _ = tx.send(Loaded::Analyses(an));
-        });
-        Loader { rx, progress, started }
-    }
+/// Starts loading `dir`: the level of detail, then the analyses.
+pub fn start_loader(dir: &Path) -> Loader {
+    Loader::start(dir, |an, elapsed| {
+        if crate::term::test_hook("loader-panic") {
+            panic!("{}=loader-panic: the analyses panic", crate::term::TEST_ENV);
+        }
+        Analysed::new(an, elapsed)
+    })
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 
 use trace_lod::Lod;
 
-use crate::view::parse_time;
+use trace_view::time::parse_duration;
 
 /// Calls per block of the [`SearchIndex`].
 pub const BLOCK: usize = 4096;
@@ -120,7 +120,7 @@ impl Filter {
                 }
                 ("tag", "=") => f.tag = Some(val.parse().map_err(|_| bad("expected a number"))?),
                 ("dur" | "duration", ">" | ">=") | ("min", "=") => {
-                    f.min_dur = Some(parse_time(val).ok_or_else(|| bad("expected a time like 20us, 1.5ms, 2s"))?)
+                    f.min_dur = Some(parse_duration(val).ok_or_else(|| bad("expected a time like 20us, 1.5ms, 2s"))?)
                 }
                 _ => return Err(bad("unknown; try call=, rank=, comm=, tag=, dur>, region=")),
             }

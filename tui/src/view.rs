@@ -1,6 +1,8 @@
 //! The visible time range: zoom, pan, mapping between columns and time,
 //! and the ticks of the time axis.
 
+pub use trace_view::time::{fmt_dur, fmt_time};
+
 /// Narrowest view, ns (below this, columns would be narrower than 1 ns).
 pub const MIN_SPAN: i64 = 100;
 
@@ -75,63 +77,6 @@ pub fn tick_step(target: f64) -> i64 {
     (k * p).round().max(1.0) as i64
 }
 
-/// Formats `t` ns in the unit that suits `step` (the tick spacing or the
-/// precision wanted): a step is at least a tenth of the unit, so one
-/// decimal at most tells steps apart.
-pub fn fmt_time(t: i64, step: i64) -> String {
-    let (div, suffix) = if step >= 100_000_000 {
-        (1e9, "s")
-    } else if step >= 100_000 {
-        (1e6, "ms")
-    } else if step >= 100 {
-        (1e3, "µs")
-    } else {
-        (1.0, "ns")
-    };
-    let decimals = usize::from(step as f64 / div < 1.0);
-    format!("{:.*}{}", decimals, t as f64 / div, suffix)
-}
-
-/// Formats a duration with 3 significant digits and a unit.
-pub fn fmt_dur(ns: i64) -> String {
-    let a = ns.unsigned_abs() as f64;
-    let s = if ns < 0 { "-" } else { "" };
-    let (v, u) = if a < 1e3 {
-        return format!("{s}{a:.0}ns");
-    } else if a < 1e6 {
-        (a / 1e3, "µs")
-    } else if a < 1e9 {
-        (a / 1e6, "ms")
-    } else {
-        (a / 1e9, "s")
-    };
-    let d = if v >= 100.0 {
-        0
-    } else if v >= 10.0 {
-        1
-    } else {
-        2
-    };
-    format!("{s}{v:.d$}{u}")
-}
-
-/// Parses a time like `1.5ms`, `20us`, `3µs`, `100ns`, `2s` or a plain
-/// number of ns.
-pub fn parse_time(s: &str) -> Option<i64> {
-    let s = s.trim();
-    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let v: f64 = num.parse().ok()?;
-    let mul = match unit.trim() {
-        "" | "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        _ => return None,
-    };
-    Some((v * mul).round() as i64)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -149,10 +94,6 @@ mod tests {
         assert_eq!(fmt_dur(1_234_567), "1.23ms");
         assert_eq!(fmt_dur(999), "999ns");
         assert_eq!(fmt_dur(100_000_000), "100ms");
-        assert_eq!(parse_time("1.5ms"), Some(1_500_000));
-        assert_eq!(parse_time("20us"), Some(20_000));
-        assert_eq!(parse_time("7"), Some(7));
-        assert_eq!(parse_time("x"), None);
     }
 
     #[test]

@@ -10,9 +10,8 @@
 //! each of these `n` columns show" with about one bucket per column, or
 //! call by call when at most 4 calls per column are in view; either way
 //! in O(columns + what is in view), without a division per column (the
-//! column bounds come from [`column_bounds`]). About 2.5 ms for 64 ranks x
-//! 1920 columns at any zoom of a 56 M-call trace (`examples/lod_query.rs`,
-//! BENCHMARKS.md).
+//! column bounds come from [`column_bounds`]); `examples/lod_query.rs`
+//! measures it (BENCHMARKS.md).
 //!
 //! [`Lod::open`] builds all of it from a trace directory (finished Parquet
 //! traces and the journals of crashed runs alike, ranks in parallel) and
@@ -40,7 +39,7 @@ use trace_format::{layout, Meta};
 pub use pod::{flags, Bucket, Ev};
 pub use pyramid::RawCall;
 pub use rank::{column_bounds, Call, Cell, RankLod, Store};
-pub use source::{Names, RankState};
+pub use source::{BatchTap, Names, RankState, RankTap};
 
 /// Version of the cache files; a cache of another version is rebuilt.
 pub const FORMAT_VERSION: u32 = 2;
@@ -176,8 +175,8 @@ fn map_file(path: &Path) -> Result<RankLod, String> {
     // written in place, so the mapping does not change under us.
     let m = unsafe { memmap2::Mmap::map(&f) }.map_err(|e| e.to_string())?;
     // Opening reads only the header: no read-around of a whole block per
-    // file on a cold page cache (256 files: 460 ms -> 5 ms); queries and
-    // scans later read ahead as usual.
+    // file on a cold page cache (BENCHMARKS.md); queries and scans later
+    // read ahead as usual.
     let _ = m.advise(memmap2::Advice::Random);
     let data = RankLod::from_store(Store::Mmap(m))?;
     data.advise_normal();
@@ -189,6 +188,12 @@ impl Lod {
     /// that is up to date, otherwise built now (and cached, if the
     /// directory is writable). Fails only if `dir` holds no trace at all.
     pub fn open(dir: &Path, progress: &Progress) -> Result<Lod, Error> {
+        Lod::open_with(dir, progress, None)
+    }
+
+    /// [`Lod::open`] that, if it has to build, shows what it reads of each
+    /// rank to `tap` too (which sees nothing when the cache is used).
+    pub fn open_with(dir: &Path, progress: &Progress, tap: Option<&dyn RankTap>) -> Result<Lod, Error> {
         if !dir.is_dir() {
             return Err(Error::NoDir(dir.to_path_buf()));
         }
@@ -201,7 +206,7 @@ impl Lod {
                 Ok(lod)
             }
             Err(why) => {
-                let mut lod = Lod::build(dir, progress, true)?;
+                let mut lod = Lod::build_with(dir, progress, true, tap)?;
                 if lod.cache_note.is_none() && why != "no cache" {
                     lod.cache_note = Some(format!("cache rebuilt: {why}"));
                 }
@@ -269,6 +274,16 @@ impl Lod {
     /// Builds the level of detail of the trace in `dir` (ranks in
     /// parallel), writing the cache if `write_cache` and possible.
     pub fn build(dir: &Path, progress: &Progress, write_cache: bool) -> Result<Lod, Error> {
+        Lod::build_with(dir, progress, write_cache, None)
+    }
+
+    /// [`Lod::build`] showing what it reads of each rank to `tap`.
+    pub fn build_with(
+        dir: &Path,
+        progress: &Progress,
+        write_cache: bool,
+        tap: Option<&dyn RankTap>,
+    ) -> Result<Lod, Error> {
         let meta_path = dir.join(layout::META);
         let mut problems = Vec::new();
         let meta = match Meta::read(&meta_path) {
@@ -315,7 +330,7 @@ impl Lod {
                         loop {
                             let i = next.fetch_add(1, Ordering::Relaxed);
                             let Some((rank, src)) = srcs.get(i) else { break };
-                            let rc = source::read_rank(dir, *rank, src, &names, &progress.rows);
+                            let rc = source::read_rank(dir, *rank, src, &names, &progress.rows, tap);
                             let has_file = !matches!(src, source::RankSource::None);
                             let image = pyramid::build(rc.rank, rc.calls);
                             let (data, note) = if write && has_file {

@@ -65,10 +65,14 @@ pub struct Bucket {
 /// Implementors are `repr(C)`, contain only integers, have no padding and
 /// an alignment of at most 8.
 pub unsafe trait Pod: Copy + 'static {}
-// SAFETY: repr(C), integer fields only, 16/16/40 bytes without padding.
+// SAFETY: repr(C), integer fields only, 16 bytes without padding (the
+// size is asserted below).
 unsafe impl Pod for Ev {}
+// SAFETY: repr(C), integer fields only, 16 bytes without padding.
 unsafe impl Pod for Long {}
+// SAFETY: repr(C), integer fields only, 40 bytes without padding.
 unsafe impl Pod for Bucket {}
+// SAFETY: an integer: every bit pattern is a value, alignment 8.
 unsafe impl Pod for u64 {}
 
 const _: () = assert!(std::mem::size_of::<Ev>() == 16);

@@ -6,12 +6,11 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use arrow_array::types::{Int16Type, Int32Type, Int8Type};
-use arrow_array::{Array, ArrayRef, DictionaryArray, Int32Array, Int64Array, StringArray};
-use arrow_buffer::ArrowNativeType as _;
 use serde::{Deserialize, Serialize};
+use trace_format::columns::{name, ColumnError, EventColumns};
 use trace_format::record::Kind;
-use trace_format::{layout, Meta};
+use trace_format::stream::EventBatches;
+use trace_format::{layout, Meta, RankJournals};
 
 use crate::pod::flags;
 use crate::pyramid::RawCall;
@@ -97,18 +96,29 @@ pub fn rank_sources(dir: &Path, meta: Option<&Meta>) -> Vec<(i32, RankSource)> {
     out
 }
 
-/// Reads the calls of `rank`; damaged data is reported in the problems.
+/// Reads the journals of `rank` and shows them to the tap.
+fn read_journals(dir: &Path, rank: i32, tap: Option<&dyn RankTap>) -> Result<RankJournals, trace_format::Error> {
+    let read = trace_format::read_rank_journals(dir, rank);
+    if let Some(t) = tap {
+        t.journal_rank(rank, &read);
+    }
+    read
+}
+
+/// Reads the calls of `rank` (showing what it reads to `tap`, if any);
+/// damaged data is reported in the problems.
 pub fn read_rank(
     dir: &Path,
     rank: i32,
     src: &RankSource,
     names: &Names,
     rows: &std::sync::atomic::AtomicU64,
+    tap: Option<&dyn RankTap>,
 ) -> RankCalls {
     let mut rc = RankCalls { rank, state: RankState::Missing, host: None, calls: Vec::new(), problems: Vec::new() };
     match src {
-        RankSource::Parquet(p) => read_parquet(p, names, rows, &mut rc),
-        RankSource::Journals => match trace_format::read_rank_journals(dir, rank) {
+        RankSource::Parquet(p) => read_parquet(p, names, rows, &mut rc, tap),
+        RankSource::Journals => match read_journals(dir, rank, tap) {
             Ok(j) => {
                 rc.host = Some(j.meta.process.host.clone()).filter(|h| !h.is_empty());
                 rc.state = if j.complete {
@@ -149,39 +159,62 @@ fn finish_unfinished(calls: &mut [RawCall]) {
     }
 }
 
-/// A string column as per-row keys into its distinct values.
-fn strings(col: &ArrayRef) -> Option<(Vec<Option<usize>>, Vec<String>)> {
-    fn dict<K: arrow_array::types::ArrowDictionaryKeyType>(
-        col: &ArrayRef,
-    ) -> Option<(Vec<Option<usize>>, Vec<String>)> {
-        let d = col.as_any().downcast_ref::<DictionaryArray<K>>()?;
-        let v = d.values().as_any().downcast_ref::<StringArray>()?;
-        let keys =
-            d.keys().values().iter().enumerate().map(|(i, k)| d.keys().is_valid(i).then(|| k.as_usize())).collect();
-        Some((keys, v.iter().map(|s| s.unwrap_or("").to_string()).collect()))
-    }
-    if let Some(x) = dict::<Int8Type>(col).or_else(|| dict::<Int16Type>(col)).or_else(|| dict::<Int32Type>(col)) {
-        return Some(x);
-    }
-    let s = col.as_any().downcast_ref::<StringArray>()?;
-    let mut vals: Vec<String> = Vec::new();
-    let mut idx: HashMap<&str, usize> = HashMap::new();
-    let keys = s
-        .iter()
-        .map(|v| {
-            let v = v?;
-            Some(*idx.entry(v).or_insert_with(|| {
-                vals.push(v.to_string());
-                vals.len() - 1
-            }))
-        })
-        .collect();
-    Some((keys, vals))
+/// Something built from the same reading of each rank as the level of
+/// detail: a viewer builds the analyzers' model this way, so that opening
+/// a trace reads every rank once. [`crate::Lod::build_with`] calls it from
+/// its worker threads, one rank at a time per thread.
+pub trait RankTap: Sync {
+    /// Columns of the events table it reads besides the level of detail's
+    /// ([`LOD_COLUMNS`]).
+    fn columns(&self) -> &[&'static str];
+    /// Rows per batch it wants.
+    fn batch_rows(&self) -> usize;
+    /// The events file of `rank` was opened (or could not be): the returned
+    /// reader gets its batches, in order.
+    fn parquet_rank<'t>(
+        &'t self,
+        rank: i32,
+        path: &Path,
+        opened: Result<&EventBatches, &trace_format::Error>,
+    ) -> Option<Box<dyn BatchTap + 't>>;
+    /// The journals of `rank` (a run that did not convert them) were read.
+    fn journal_rank(&self, rank: i32, read: &Result<RankJournals, trace_format::Error>);
 }
 
-fn read_parquet(path: &Path, names: &Names, rows: &std::sync::atomic::AtomicU64, rc: &mut RankCalls) {
-    let cols = ["kind", "call", "t_start", "duration", "bytes", "rc"];
-    let batches = match trace_format::stream::event_batches(path, &cols, 65536) {
+/// What a [`RankTap`] sees of one events file.
+pub trait BatchTap {
+    /// The next batch, its columns found (or the column that is not there:
+    /// the reading stops after it).
+    fn batch(&mut self, columns: Result<&EventColumns<'_>, &ColumnError>);
+    /// The file is damaged here: the reading stops.
+    fn damaged(&mut self, error: &trace_format::Error);
+    /// The reading is over.
+    fn finish(self: Box<Self>);
+}
+
+/// Columns of the events table the level of detail reads.
+pub const LOD_COLUMNS: &[&str] = &[name::KIND, name::CALL, name::T_START, name::DURATION, name::BYTES, name::RC];
+
+/// Rows per batch when only the level of detail reads.
+const LOD_BATCH_ROWS: usize = 65536;
+
+fn read_parquet(
+    path: &Path,
+    names: &Names,
+    rows: &std::sync::atomic::AtomicU64,
+    rc: &mut RankCalls,
+    tap: Option<&dyn RankTap>,
+) {
+    let mut columns: Vec<&str> = LOD_COLUMNS.to_vec();
+    for &c in tap.map_or(&[][..], |t| t.columns()) {
+        if !columns.contains(&c) {
+            columns.push(c);
+        }
+    }
+    let batch_rows = tap.map_or(LOD_BATCH_ROWS, |t| t.batch_rows());
+    let opened = trace_format::stream::event_batches(path, &columns, batch_rows);
+    let mut tapped = tap.and_then(|t| t.parquet_rank(rc.rank, path, opened.as_ref()));
+    let batches = match opened {
         Ok(b) => b,
         Err(e) => {
             rc.problems.push(e.to_string());
@@ -200,6 +233,9 @@ fn read_parquet(path: &Path, names: &Names, rows: &std::sync::atomic::AtomicU64,
         let b = match batch {
             Ok(b) => b,
             Err(e) => {
+                if let Some(t) = &mut tapped {
+                    t.damaged(&e);
+                }
                 rc.problems.push(format!("{e}; {read} of {announced} rows read"));
                 rc.state = RankState::Partial(format!("events file damaged after {read} rows"));
                 break;
@@ -207,28 +243,26 @@ fn read_parquet(path: &Path, names: &Names, rows: &std::sync::atomic::AtomicU64,
         };
         read += b.num_rows();
         rows.fetch_add(b.num_rows() as u64, std::sync::atomic::Ordering::Relaxed);
-        let kind = b.column_by_name("kind").and_then(strings);
-        let call = b.column_by_name("call").and_then(strings);
-        let t_start = b.column_by_name("t_start").and_then(|c| c.as_any().downcast_ref::<Int64Array>());
-        let (Some((kinds, kind_vals)), Some((calls, call_vals)), Some(t_start)) = (kind, call, t_start) else {
+        let cols = EventColumns::new(&b);
+        if let Some(t) = &mut tapped {
+            t.batch(cols.as_ref());
+        }
+        let Ok(c) = cols else {
             rc.problems.push(format!("{}: columns kind, call or t_start missing or of a wrong type", path.display()));
             rc.state = RankState::Partial("events file unreadable".into());
             break;
         };
-        let i64col = |n: &str| b.column_by_name(n).and_then(|c| c.as_any().downcast_ref::<Int64Array>());
-        let (duration, bytes) = (i64col("duration"), i64col("bytes"));
-        let rcs = b.column_by_name("rc").and_then(|c| c.as_any().downcast_ref::<Int32Array>());
-        let is_call: Vec<bool> = kind_vals.iter().map(|k| k == Kind::Call.name()).collect();
-        let ids: Vec<u16> = call_vals.iter().map(|s| names.id(s)).collect();
-        let opt = |a: Option<&Int64Array>, i: usize| a.filter(|a| a.is_valid(i)).map(|a| a.value(i));
-        for i in 0..b.num_rows() {
-            if !kinds[i].is_some_and(|k| is_call[k]) {
+        let ids: Vec<u16> = c.call().values().iter().map(|s| names.id(s)).collect();
+        for i in 0..c.num_rows() {
+            if c.kind(i) != Some(Kind::Call) {
                 continue;
             }
-            let name = calls[i].map(|c| ids[c]).unwrap_or_else(|| names.id("<unknown call>"));
-            let t0 = t_start.value(i);
-            let failed = rcs.is_some_and(|a| a.is_valid(i) && a.value(i) != 0);
-            rc.calls.push(raw(t0, opt(duration, i).map(|d| t0 + d), name, failed, opt(bytes, i)));
+            let name = c.call().key(i).map(|k| ids[k as usize]).unwrap_or_else(|| names.id("<unknown call>"));
+            let failed = c.rc(i).is_some_and(|code| code != 0);
+            rc.calls.push(raw(c.t_start(i), c.t_end(i), name, failed, c.bytes(i)));
         }
+    }
+    if let Some(t) = tapped {
+        t.finish();
     }
 }

@@ -3,7 +3,6 @@
 mod panels;
 mod timeline;
 
-use analyzers::model::{classify, Class, CollKind};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
@@ -15,31 +14,29 @@ use crate::app::App;
 use crate::keys::{BINDINGS, MOUSE, SEARCH};
 use crate::view::fmt_dur;
 
-/// Colours of call kinds: medium tones of the 256-colour palette, readable
-/// on dark and light backgrounds alike.
+/// Colours of call kinds, from the viewers' palette (its 256-colour form).
 pub mod colors {
     use ratatui::style::Color;
-    pub const SEND: Color = Color::Indexed(33);
-    pub const RECV: Color = Color::Indexed(37);
-    pub const SENDRECV: Color = Color::Indexed(62);
-    pub const WAIT: Color = Color::Indexed(160);
-    pub const BARRIER: Color = Color::Indexed(127);
-    pub const COLLECTIVE: Color = Color::Indexed(172);
-    pub const OTHER: Color = Color::Indexed(244);
+    use trace_view::CallKind;
+
+    const fn of(kind: CallKind) -> Color {
+        Color::Indexed(kind.swatch().xterm)
+    }
+    pub const SEND: Color = of(CallKind::Send);
+    pub const RECV: Color = of(CallKind::Recv);
+    pub const SENDRECV: Color = of(CallKind::Sendrecv);
+    pub const WAIT: Color = of(CallKind::Wait);
+    pub const BARRIER: Color = of(CallKind::Barrier);
+    /// Every collective but barriers.
+    pub const COLLECTIVE: Color = of(CallKind::AllToAll);
+    pub const OTHER: Color = of(CallKind::Other);
+    /// Calls a search filtered out.
     pub const FILTERED: Color = Color::Indexed(250);
 }
 
 /// The colour of a call.
 pub fn call_color(name: &str) -> Color {
-    match classify(name) {
-        Class::Send | Class::Isend | Class::SendInit | Class::Start => colors::SEND,
-        Class::Recv | Class::Irecv | Class::RecvInit => colors::RECV,
-        Class::Sendrecv => colors::SENDRECV,
-        Class::Wait => colors::WAIT,
-        Class::Coll { kind: CollKind::Barrier, .. } => colors::BARRIER,
-        Class::Coll { .. } => colors::COLLECTIVE,
-        Class::Other => colors::OTHER,
-    }
+    Color::Indexed(trace_view::palette::swatch_of(name).xterm)
 }
 
 /// Colours of user regions: muted medium tones of the 256-colour palette,

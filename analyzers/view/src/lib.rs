@@ -1,0 +1,26 @@
+//! The viewer core: what the terminal viewer (`tui`) and the desktop
+//! viewer (`gui`) share below their screens, so neither depends on the
+//! other.
+//!
+//! - [`loader`]: opening a trace in the background, with progress: the
+//!   level of detail first (the timeline can be drawn as soon as it is
+//!   there), then the analyses; or at once, each rank's events read once
+//!   for both ([`load_now`]).
+//! - [`messages`]: the analyses seen from a timeline, in the trace's own
+//!   time: matched messages to draw, the model's calls behind what the
+//!   level of detail shows, user regions.
+//! - [`palette`]: the colour of each kind of MPI call, as data each
+//!   viewer turns into its own colour type.
+//! - [`time`]: formatting and parsing times and durations.
+//!
+//! Nothing here knows a screen: the crate depends on the level-of-detail
+//! core and the analyzers only.
+
+pub mod loader;
+pub mod messages;
+pub mod palette;
+pub mod time;
+
+pub use loader::{guarded, load_now, Loaded, Loader, Opened};
+pub use messages::MessageView;
+pub use palette::{CallKind, Swatch};
