@@ -40,8 +40,10 @@ impl Arr {
     /// The pointer is NULL or addresses `n` values.
     pub(crate) unsafe fn read(self, n: usize, what: &str) -> MpiResult<Vec<i64>> {
         match self {
-            Arr::I32(p) if !p.is_null() => Ok((0..n).map(|i| *p.add(i) as i64).collect()),
-            Arr::I64(p) if !p.is_null() => Ok((0..n).map(|i| *p.add(i)).collect()),
+            // SAFETY: not NULL, so `n` readable values (this function's contract).
+            Arr::I32(p) if !p.is_null() => Ok((0..n).map(|i| unsafe { *p.add(i) } as i64).collect()),
+            // SAFETY: as above.
+            Arr::I64(p) if !p.is_null() => Ok((0..n).map(|i| unsafe { *p.add(i) }).collect()),
             _ if n == 0 => Ok(Vec::new()),
             _ => bail!(MPI_ERR_ARG, "{what} is a NULL pointer"),
         }
@@ -60,14 +62,20 @@ impl Arr {
     /// The pointer addresses more than `i` values.
     pub(crate) unsafe fn get(self, i: usize) -> i64 {
         match self {
-            Arr::I32(p) => *p.add(i) as i64,
-            Arr::I64(p) => *p.add(i),
+            // SAFETY: value `i` is readable (this function's contract).
+            Arr::I32(p) => unsafe { *p.add(i) as i64 },
+            // SAFETY: as above.
+            Arr::I64(p) => unsafe { *p.add(i) },
         }
     }
 
     /// The first `n` values, each a valid count.
+    ///
+    /// # Safety
+    /// As for [`Arr::read`].
     pub(crate) unsafe fn counts(self, n: usize, what: &str) -> MpiResult<Vec<usize>> {
-        self.read(n, what)?.into_iter().map(check_count).collect()
+        // SAFETY: this function's contract is `read`'s.
+        unsafe { self.read(n, what)? }.into_iter().map(check_count).collect()
     }
 }
 

@@ -60,7 +60,8 @@ impl Call {
     /// As for [`RequestOut::new`].
     #[inline]
     pub(crate) unsafe fn nonblocking(request: *mut MPI_Request) -> Call {
-        Call::Nb(RequestOut::new(request))
+        // SAFETY: this function's contract is `RequestOut::new`'s.
+        Call::Nb(unsafe { RequestOut::new(request) })
     }
 
     /// `MPI_*_init` with its request argument.
@@ -69,7 +70,8 @@ impl Call {
     /// As for [`RequestOut::new`].
     #[inline]
     pub(crate) unsafe fn persistent(request: *mut MPI_Request) -> Call {
-        Call::Init(RequestOut::new(request))
+        // SAFETY: this function's contract is `RequestOut::new`'s.
+        Call::Init(unsafe { RequestOut::new(request) })
     }
 }
 

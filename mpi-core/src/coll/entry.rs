@@ -581,7 +581,8 @@ unsafe fn reduce_scatter_any(call: Call, red: Reduction, counts: Result<Arr, i64
 /// # Safety
 /// `recvcounts` is NULL or addresses one count per rank of `comm`.
 pub(crate) unsafe fn reduce_scatter(call: Call, red: Reduction, recvcounts: Arr, comm: MPI_Comm) -> MpiResult<()> {
-    reduce_scatter_any(call, red, Ok(recvcounts), comm)
+    // SAFETY: this function's contract: `recvcounts` is NULL or one count per rank.
+    unsafe { reduce_scatter_any(call, red, Ok(recvcounts), comm) }
 }
 
 pub(crate) fn reduce_scatter_block(call: Call, red: Reduction, recvcount: i64, comm: MPI_Comm) -> MpiResult<()> {

@@ -367,7 +367,7 @@ impl Flat {
     /// lengths, and fail instead of waiting forever.
     fn head(&self, r: usize) -> *mut u8 {
         let off = Kind::Tiny.offset(self.k);
-        // SAFETY (of the arithmetic): within the mapping.
+        // SAFETY: the arithmetic stays within the mapping (rank `r`'s stride).
         unsafe { self.base.add(r * stride() + off) }
     }
 

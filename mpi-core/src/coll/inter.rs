@@ -128,6 +128,10 @@ pub(crate) unsafe fn bcast(st: &mut State, s: &mut Sched, buf: UserBuf, root: c_
 
 /// This group's reduction at local rank 0 (in a temporary; null at the
 /// other ranks): (where, bytes).
+///
+/// # Safety
+/// `red`'s send buffer (or receive buffer in place) holds `count` elements
+/// of its type, lent until the schedule completes.
 unsafe fn reduce_local(st: &mut State, s: &mut Sched, red: Reduction, count: i64) -> MpiResult<(Packed, usize)> {
     let (sendbuf, datatype, op) = (red.bufs().0, red.datatype, red.op);
     no_in_place(sendbuf, "sendbuf")?;
@@ -155,7 +159,9 @@ pub(crate) unsafe fn reduce(st: &mut State, s: &mut Sched, red: Reduction, count
             s.recv(p, dt.packed_size(n), 0);
         }
         Root::Remote(r) => {
-            let (acc, bytes) = reduce_local(st, s, red, count)?;
+            // SAFETY: this function's contract (`MPI_Reduce`'s): `red`'s
+            // send buffer holds `count` elements, lent for the operation.
+            let (acc, bytes) = unsafe { reduce_local(st, s, red, count)? };
             if s.rank == 0 {
                 s.fence();
                 s.remote();
@@ -174,7 +180,9 @@ pub(crate) unsafe fn allreduce(st: &mut State, s: &mut Sched, red: Reduction, co
     let (n, dt) = typed(st, red.recv_buf(count), "recvbuf")?;
     let rb = s.output(recvbuf as *mut u8, n, &dt);
     // This group's result goes to the other group, and the other way.
-    let (acc, bytes) = reduce_local(st, s, red, count)?;
+    // SAFETY: this function's contract (`MPI_Allreduce`'s): `red`'s send
+    // buffer holds `count` elements, lent for the operation.
+    let (acc, bytes) = unsafe { reduce_local(st, s, red, count)? };
     leaders_swap(s, acc, bytes, rb, bytes);
     algo::bcast(s, &st.coll.tune, rb, bytes, 0);
     Ok(())
@@ -195,14 +203,18 @@ pub(crate) unsafe fn reduce_scatter(
     let recvbuf = red.bufs().1;
     let lsize = s.local_size();
     let counts = match counts {
-        Ok(a) => a.counts(lsize, "recvcounts")?,
+        // SAFETY: `MPI_Reduce_scatter`'s contract: `recvcounts` is NULL
+        // (reported) or one count per rank of the local group.
+        Ok(a) => unsafe { a.counts(lsize, "recvcounts")? },
         Err(b) => vec![check_count(b)?; lsize],
     };
     no_in_place(recvbuf, "recvbuf")?;
     let total: usize = counts.iter().sum();
     let (mine, dt) = typed(st, red.recv_buf(counts[s.rank] as i64), "recvbuf")?;
     let out = s.output(recvbuf as *mut u8, mine, &dt);
-    let (acc, bytes) = reduce_local(st, s, red, total as i64)?;
+    // SAFETY: this function's contract: `red`'s send buffer holds the sum of
+    // the counts (`total`) elements, lent for the operation.
+    let (acc, bytes) = unsafe { reduce_local(st, s, red, total as i64)? };
     let theirs = if s.rank == 0 { s.tmp(bytes) } else { null_mut() };
     leaders_swap(s, acc, bytes, theirs, bytes);
     let blocks: Vec<(Packed, usize)> = counts
@@ -249,8 +261,11 @@ pub(crate) unsafe fn allgatherv(st: &mut State, s: &mut Sched, send: UserBuf, re
     no_in_place(sendbuf, "sendbuf")?;
     let size = s.remote_size();
     let (sc, sdt) = typed(st, send, "sendbuf")?;
-    let counts = recvcounts.counts(size, "recvcounts")?;
-    let displs = displs.read(size, "displs")?;
+    // SAFETY: `recv`'s constructor (`MPI_Allgatherv`'s contract): its
+    // arrays are NULL (reported) or one value per rank of the remote group.
+    let counts = unsafe { recvcounts.counts(size, "recvcounts")? };
+    // SAFETY: as above, for the displacements.
+    let displs = unsafe { displs.read(size, "displs")? };
     let rdt = st.types.get(recvtype)?;
     let rv = views(s, recvbuf, (&counts, &displs), std::slice::from_ref(&rdt), false, Dir::Out, None);
     let mine = s.input(sendbuf as *const u8, sc, &sdt);
@@ -287,7 +302,11 @@ pub(crate) unsafe fn gather(
                 }
                 RootBlocks::Varying(recv) => {
                     no_in_place(recv.addr(), "recvbuf")?;
-                    let (c, d) = (recv.counts.counts(size, "recvcounts")?, recv.displs.read(size, "displs")?);
+                    // SAFETY: `recv`'s constructor (`MPI_Gatherv`'s contract): at
+                    // the root its arrays are NULL (reported) or one value per
+                    // rank of the remote group.
+                    let (c, d) =
+                        unsafe { (recv.counts.counts(size, "recvcounts")?, recv.displs.read(size, "displs")?) };
                     let rdt = st.types.get(recv.datatype())?;
                     views(s, recv.addr(), (&c, &d), std::slice::from_ref(&rdt), false, Dir::Out, None)
                 }
@@ -331,7 +350,11 @@ pub(crate) unsafe fn scatter(
                 }
                 RootBlocks::Varying(send) => {
                     no_in_place(send.addr(), "sendbuf")?;
-                    let (c, d) = (send.counts.counts(size, "sendcounts")?, send.displs.read(size, "displs")?);
+                    // SAFETY: `send`'s constructor (`MPI_Scatterv`'s contract): at
+                    // the root its arrays are NULL (reported) or one value per
+                    // rank of the remote group.
+                    let (c, d) =
+                        unsafe { (send.counts.counts(size, "sendcounts")?, send.displs.read(size, "displs")?) };
                     let sdt = st.types.get(send.datatype())?;
                     views(s, send.addr(), (&c, &d), std::slice::from_ref(&sdt), false, Dir::In, None)
                 }
@@ -382,8 +405,12 @@ pub(crate) unsafe fn alltoall_vw(
 ) -> MpiResult<()> {
     no_in_place(send.addr(), "sendbuf")?;
     let size = s.remote_size();
-    let (sc, sd) = (send.counts.counts(size, "sendcounts")?, send.displs.read(size, "sdispls")?);
-    let (rc, rd) = (recv.counts.counts(size, "recvcounts")?, recv.displs.read(size, "rdispls")?);
+    // SAFETY: the constructors of `send` and `recv` (`MPI_Alltoallw`'s
+    // contract): the arrays are NULL (reported) or one value per rank of the
+    // remote group.
+    let (sc, sd) = unsafe { (send.counts.counts(size, "sendcounts")?, send.displs.read(size, "sdispls")?) };
+    // SAFETY: as above.
+    let (rc, rd) = unsafe { (recv.counts.counts(size, "recvcounts")?, recv.displs.read(size, "rdispls")?) };
     let sdts = send.types.iter().map(|&t| st.types.get(t)).collect::<MpiResult<Vec<_>>>()?;
     let rdts = recv.types.iter().map(|&t| st.types.get(t)).collect::<MpiResult<Vec<_>>>()?;
     let sv = views(s, send.addr(), (&sc, &sd), &sdts, bytes_disp, Dir::In, None);

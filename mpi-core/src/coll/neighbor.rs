@@ -113,8 +113,11 @@ impl Side {
             }
             Side::V { buf, counts, displs, dt } => {
                 let dt = st.types.get(dt)?;
-                let c = counts.counts(n, "counts")?;
-                let d = displs.read(n, "displacements")?;
+                // SAFETY: `v`'s contract (the caller's MPI contract): `counts`
+                // is NULL (reported) or holds one value per neighbor, `n`.
+                let c = unsafe { counts.counts(n, "counts")? };
+                // SAFETY: as above, for the displacements.
+                let d = unsafe { displs.read(n, "displacements")? };
                 Ok((0..n)
                     .map(|i| Block {
                         p: (buf as *mut u8).wrapping_offset(d[i] as isize * dt.extent),
@@ -124,8 +127,11 @@ impl Side {
                     .collect())
             }
             Side::W { buf, counts, displs, types } => {
-                let c = counts.counts(n, "counts")?;
-                let d = Arr::I64(displs).read(n, "displacements")?;
+                // SAFETY: `w`'s contract (the caller's MPI contract): `counts`
+                // is NULL (reported) or holds one value per neighbor, `n`.
+                let c = unsafe { counts.counts(n, "counts")? };
+                // SAFETY: as above, for the byte displacements.
+                let d = unsafe { Arr::I64(displs).read(n, "displacements")? };
                 if types.is_null() && n > 0 {
                     bail!(MPI_ERR_ARG, "datatypes is a NULL pointer");
                 }
@@ -134,7 +140,9 @@ impl Side {
                         Ok(Block {
                             p: (buf as *mut u8).wrapping_offset(d[i] as isize),
                             count: c[i],
-                            dt: st.types.get(*types.add(i))?,
+                            // SAFETY: `types` is not NULL (checked above), so by
+                            // `w`'s contract one handle per neighbor, `i < n`.
+                            dt: st.types.get(unsafe { *types.add(i) })?,
                         })
                     })
                     .collect()

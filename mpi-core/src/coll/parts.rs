@@ -140,7 +140,10 @@ impl NbKind for Moves {
     }
     unsafe fn write(&mut self, f: &Flat) -> Option<usize> {
         if let Some(s) = &self.src {
-            s.dt.pack(s.p, s.count, std::slice::from_raw_parts_mut(f.buf(f.rank), s.bytes()));
+            // SAFETY: `s` views a user buffer still lent (this method's
+            // contract); this rank's buffer of the operation was taken for the
+            // bytes it publishes, which `s.bytes()` are.
+            unsafe { s.dt.pack(s.p, s.count, std::slice::from_raw_parts_mut(f.buf(f.rank), s.bytes())) };
         }
         self.publish
     }
@@ -152,7 +155,10 @@ impl NbKind for Moves {
     unsafe fn read(&mut self, f: &Flat) -> MpiResult<()> {
         for r in &self.reads {
             f.check_len(r.rank..r.rank + 1, r.expect)?;
-            r.to.dt.unpack(std::slice::from_raw_parts(f.buf(r.rank).add(r.off), r.to.bytes()), r.to.p);
+            // SAFETY: rank `r.rank` published `r.expect` bytes (checked just
+            // before), which hold `r.to.bytes()` at `r.off`, written before it
+            // published; `r.to` views a user buffer still lent (the contract).
+            unsafe { r.to.dt.unpack(std::slice::from_raw_parts(f.buf(r.rank).add(r.off), r.to.bytes()), r.to.p) };
         }
         Ok(())
     }
@@ -185,7 +191,9 @@ impl NbKind for Reduce {
     }
     unsafe fn write(&mut self, f: &Flat) -> Option<usize> {
         let bytes = self.dt.packed_size(self.n_in);
-        self.dt.pack(self.input, self.n_in, std::slice::from_raw_parts_mut(f.buf(f.rank), bytes));
+        // SAFETY: `input` holds `n_in` elements of a user buffer still lent
+        // (this method's contract); this rank's buffer was taken for `bytes`.
+        unsafe { self.dt.pack(self.input, self.n_in, std::slice::from_raw_parts_mut(f.buf(f.rank), bytes)) };
         Some(bytes)
     }
     fn peers(&self, _: &Flat) -> Range<usize> {
@@ -206,12 +214,17 @@ impl NbKind for Reduce {
             tmp.resize(bytes, 0u8);
             tmp.as_mut_ptr()
         };
-        std::ptr::copy_nonoverlapping(f.buf(self.from.start).add(off), out, bytes);
+        // SAFETY: every rank of `from` published `n_in` elements (checked
+        // above), whose `bytes` at `off` are inside; `out` is the lent
+        // contiguous output or our temporary of `bytes`, not the segment.
+        unsafe { std::ptr::copy_nonoverlapping(f.buf(self.from.start).add(off), out, bytes) };
         for r in self.from.clone().skip(1) {
-            self.red.apply(f.buf(r).add(off), out, bytes, true)?;
+            // SAFETY: as above, rank `r`'s published bytes and `out`.
+            unsafe { self.red.apply(f.buf(r).add(off), out, bytes, true)? };
         }
         if !dt.contig {
-            dt.unpack(&tmp, self.out);
+            // SAFETY: `self.out` addresses `n` elements of a lent user buffer.
+            unsafe { dt.unpack(&tmp, self.out) };
         }
         Ok(())
     }

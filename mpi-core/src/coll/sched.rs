@@ -61,19 +61,28 @@ impl Reducer {
         }
         match self {
             Reducer::Builtin { op, basic } => {
-                let a = std::slice::from_raw_parts(src as *const u8, n);
-                let b = std::slice::from_raw_parts_mut(dst, n);
+                // SAFETY: `src` addresses `n` bytes (this function's contract).
+                let a = unsafe { std::slice::from_raw_parts(src as *const u8, n) };
+                // SAFETY: `dst` addresses `n` bytes, not overlapping `src`
+                // (the contract), so no other reference to them exists.
+                let b = unsafe { std::slice::from_raw_parts_mut(dst, n) };
                 op::apply_dir(*op, *basic, a, b, rev)
             }
             Reducer::User { f, handle, dt } => {
                 let count = n / dt.size.max(1);
                 if dt.contig {
                     if rev {
-                        let mut tmp = std::slice::from_raw_parts(src as *const u8, n).to_vec();
-                        f.call(dst, tmp.as_mut_ptr(), count, *handle, dt.extent);
-                        std::ptr::copy_nonoverlapping(tmp.as_ptr(), dst, n);
+                        // SAFETY: `src` addresses `n` bytes (this function's contract).
+                        let mut tmp = unsafe { std::slice::from_raw_parts(src as *const u8, n) }.to_vec();
+                        // SAFETY: contiguous, so `dst` and `tmp` (`n` bytes each)
+                        // hold `count` elements of the type; `f` was registered.
+                        unsafe { f.call(dst, tmp.as_mut_ptr(), count, *handle, dt.extent) };
+                        // SAFETY: `tmp` and `dst` are `n` bytes each, `tmp` ours.
+                        unsafe { std::ptr::copy_nonoverlapping(tmp.as_ptr(), dst, n) };
                     } else {
-                        f.call(src, dst, count, *handle, dt.extent);
+                        // SAFETY: contiguous, so `src` and `dst` (`n` bytes each,
+                        // the contract) hold `count` elements of the type.
+                        unsafe { f.call(src, dst, count, *handle, dt.extent) };
                     }
                     return Ok(());
                 }
@@ -84,11 +93,19 @@ impl Reducer {
                 let mut lb = vec![0u8; span];
                 let base = |v: &mut Vec<u8>| v.as_mut_ptr().wrapping_offset(-dt.true_lb);
                 let (pa, pb) = (base(&mut la), base(&mut lb));
-                dt.unpack(std::slice::from_raw_parts(src as *const u8, n), pa);
-                dt.unpack(std::slice::from_raw_parts(dst as *const u8, n), pb);
+                // SAFETY: `src` addresses `n` packed bytes (the contract), and
+                // `pa` is the base of `span` bytes of ours, room for `count`
+                // elements laid out as the type says.
+                unsafe { dt.unpack(std::slice::from_raw_parts(src as *const u8, n), pa) };
+                // SAFETY: likewise for `dst` into `lb`.
+                unsafe { dt.unpack(std::slice::from_raw_parts(dst as *const u8, n), pb) };
                 let (inv, inout) = if rev { (pb, pa) } else { (pa, pb) };
-                f.call(inv, inout, count, *handle, dt.extent);
-                dt.pack(inout, count, std::slice::from_raw_parts_mut(dst, n));
+                // SAFETY: both hold `count` elements in the type's layout (just
+                // unpacked); `f` is the registered function.
+                unsafe { f.call(inv, inout, count, *handle, dt.extent) };
+                // SAFETY: `inout` holds `count` elements; `dst` addresses their
+                // `n` packed bytes (the contract), not overlapping our vectors.
+                unsafe { dt.pack(inout, count, std::slice::from_raw_parts_mut(dst, n)) };
                 Ok(())
             }
         }
@@ -458,7 +475,7 @@ impl Sched {
                         st.engine.start_recv(&mut st.reqs, i);
                         self.pending.push((i, n, true));
                     }
-                    // SAFETY (all local steps): the schedule was built with
+                    // SAFETY: (all local steps) the schedule was built with
                     // pointers to `n` valid bytes (user buffers lent for the
                     // operation or our temporaries), and a fence orders every
                     // local step after the transfers into its buffers.

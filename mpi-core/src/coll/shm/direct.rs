@@ -90,12 +90,17 @@ pub(crate) unsafe fn direct_gather_all(
     .flatten()?;
     let (me, size) = (f.rank, f.size);
     let out = recvbuf as *mut u8;
-    let src = if inp { out.add(me * blk) as *const u8 } else { sendbuf as *const u8 };
+    // SAFETY: in place, the lent receive buffer (`recv`'s constructor) holds
+    // a block of `blk` bytes per rank, this rank's among them.
+    let src = if inp { unsafe { out.add(me * blk) as *const u8 } } else { sendbuf as *const u8 };
     let r = (|| {
         let Some(peer) = direct_hello(&f, src, ok, blk, || {
             if ok && !inp {
                 // This rank's own block, while the others arrive.
-                fast_copy(src.add(if alltoall { me * blk } else { 0 }), out.add(me * blk), blk);
+                // SAFETY: `ok`: contiguous blocks of `blk` bytes in the lent
+                // send buffer (one per rank for Alltoall) and receive buffer
+                // (one per rank), distinct (`fast_bufs`).
+                unsafe { fast_copy(src.add(if alltoall { me * blk } else { 0 }), out.add(me * blk), blk) };
             }
         })?
         else {
@@ -105,7 +110,9 @@ pub(crate) unsafe fn direct_gather_all(
         for r in (0..size).filter(|&r| r != me) {
             let (pid, at) = peer[r];
             let from = at + if alltoall { me * blk } else { 0 };
-            failed |= crate::rt::win::cma(pid, from, out.add(r * blk), blk, false).is_err();
+            // SAFETY: block `r` of the lent receive buffer, `blk` writable
+            // bytes (`direct_hello` gave peers only if `ok`).
+            failed |= unsafe { crate::rt::win::cma(pid, from, out.add(r * blk), blk, false) }.is_err();
         }
         direct_done(comm, size, failed)
     })();
@@ -207,11 +214,15 @@ pub(crate) unsafe fn direct_bcast(buf: UserBuf, root: c_int, comm: MPI_Comm) -> 
         let pull = if size == 2 { bytes / 2 } else { bytes };
         let failed = if me != root {
             let (pid, at) = peer[root];
-            crate::rt::win::cma(pid, at, p, pull, false).is_err()
+            // SAFETY: the lent buffer (`buf`'s constructor) holds `bytes`
+            // contiguous bytes, `pull` of them read into.
+            unsafe { crate::rt::win::cma(pid, at, p, pull, false) }.is_err()
         } else if pull < bytes {
             // Two ranks: the other one is 1 - root.
             let (pid, at) = peer[1 - me];
-            crate::rt::win::cma(pid, at + pull, p.add(pull), bytes - pull, true).is_err()
+            // SAFETY: the last `bytes - pull` bytes of the lent buffer, read
+            // to write them to the other rank.
+            unsafe { crate::rt::win::cma(pid, at + pull, p.add(pull), bytes - pull, true) }.is_err()
         } else {
             false
         };

@@ -76,7 +76,9 @@ pub(crate) fn fast_bufs(sendbuf: *const c_void, recvbuf: *const c_void) -> bool 
 /// Both address `n` bytes that do not overlap.
 #[inline]
 pub(crate) unsafe fn fast_copy(from: *const u8, to: *mut u8, n: usize) {
-    std::ptr::copy_nonoverlapping(from, to, n);
+    // SAFETY: this function's contract: `n` bytes at each, not overlapping
+    // (bytes: no alignment needed).
+    unsafe { std::ptr::copy_nonoverlapping(from, to, n) };
 }
 
 /// Writes `n` bytes at `from` to this rank's buffer and publishes them,
@@ -88,7 +90,10 @@ pub(crate) unsafe fn fast_copy(from: *const u8, to: *mut u8, n: usize) {
 pub(crate) unsafe fn fast_exchange(f: &Flat, from: *const u8, n: usize) -> MpiResult<()> {
     f.wait_turn()?;
     f.wait_free()?;
-    fast_copy(from, f.buf(f.rank), n);
+    // SAFETY: `from` addresses `n` bytes (this function's contract); this
+    // rank's block, free after `wait_free`, holds the `n` bytes it announced
+    // when it arrived, and is the segment's, not the caller's memory.
+    unsafe { fast_copy(from, f.buf(f.rank), n) };
     f.publish(Some(n));
     f.wait_data(0..f.size)?;
     f.check_len(0..f.size, n)
@@ -124,13 +129,18 @@ pub(crate) unsafe fn fast_bcast(buf: UserBuf, root: c_int, comm: MPI_Comm) -> Op
         f.wait_turn()?;
         if f.rank == root {
             f.wait_free()?;
-            fast_copy(p, f.buf(root), n);
+            // SAFETY: `buf`'s constructor (the caller's MPI contract) lends
+            // its `n` contiguous bytes (`fast_bytes`, not NULL: `fast_bufs`);
+            // the root's block, free after `wait_free`, holds the `n` it announced.
+            unsafe { fast_copy(p, f.buf(root), n) };
             f.publish(Some(n));
         } else {
             f.publish(None);
             f.wait_data(root..root + 1)?;
             f.check_len(root..root + 1, n)?;
-            fast_copy(f.buf(root), p, n);
+            // SAFETY: the root wrote `n` bytes to its block before publishing
+            // them (length checked just before); `buf` lends room for `n`.
+            unsafe { fast_copy(f.buf(root), p, n) };
         }
         Ok(())
     })())
@@ -147,11 +157,18 @@ pub(crate) unsafe fn fast_allreduce(red: Reduction, count: i64, comm: MPI_Comm) 
     let out = recvbuf as *mut u8;
     let input = if in_place(sendbuf) { out as *const u8 } else { sendbuf as *const u8 };
     Some((|| {
-        fast_exchange(&f, input, n)?;
+        // SAFETY: `input` is the lent send buffer, or the receive buffer in
+        // place (`red`'s constructor), `n` contiguous bytes (`fast_type`).
+        unsafe { fast_exchange(&f, input, n)? };
         // Every rank combines the slots in rank order: the same bits everywhere.
-        fast_copy(f.buf(0), out, n);
+        // SAFETY: every rank wrote `n` bytes before publishing (`fast_exchange`
+        // waited and checked the lengths); the receive buffer has room for `n`
+        // and is not the segment.
+        unsafe { fast_copy(f.buf(0), out, n) };
         for r in 1..f.size {
-            red.apply(f.buf(r), out, n, true)?;
+            // SAFETY: as above, rank `r`'s `n` published bytes and the `n`
+            // bytes of the receive buffer.
+            unsafe { red.apply(f.buf(r), out, n, true)? };
         }
         Ok(())
     })())
@@ -179,14 +196,23 @@ pub(crate) unsafe fn fast_gather_all(
     let inp = in_place(sendbuf);
     Some((|| {
         if alltoall {
-            fast_exchange(&f, if inp { out } else { sendbuf as *const u8 }, blk * size)?;
+            // SAFETY: the lent send buffer (or the receive buffer in place)
+            // holds a block per rank, `blk * size` contiguous bytes.
+            unsafe { fast_exchange(&f, if inp { out } else { sendbuf as *const u8 }, blk * size)? };
             for r in 0..size {
-                fast_copy(f.buf(r).add(me * blk), out.add(r * blk), blk);
+                // SAFETY: rank `r` wrote `blk * size` bytes before publishing
+                // (checked by `fast_exchange`), so block `me` is inside; the
+                // lent receive buffer holds `size` blocks of `blk`.
+                unsafe { fast_copy(f.buf(r).add(me * blk), out.add(r * blk), blk) };
             }
         } else {
-            fast_exchange(&f, if inp { out.add(me * blk) } else { sendbuf as *const u8 }, blk)?;
+            // SAFETY: the lent send buffer holds `blk` bytes, or in place this
+            // rank's block of the receive buffer (`size` blocks of `blk`).
+            unsafe { fast_exchange(&f, if inp { out.add(me * blk) } else { sendbuf as *const u8 }, blk)? };
             for r in (0..size).filter(|&r| !(inp && r == me)) {
-                fast_copy(f.buf(r), out.add(r * blk), blk);
+                // SAFETY: rank `r` wrote `blk` bytes before publishing (checked
+                // by `fast_exchange`); the receive buffer holds `size` blocks.
+                unsafe { fast_copy(f.buf(r), out.add(r * blk), blk) };
             }
         }
         Ok(())

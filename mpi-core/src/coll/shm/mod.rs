@@ -179,6 +179,9 @@ pub(crate) fn make_segment(comm: MPI_Comm, new: NewSegment) -> MpiResult<()> {
 }
 
 /// Runs part `part` of blocking operation `f` (whose turn it is) to its end.
+///
+/// # Safety
+/// The user buffers `part` views stay lent until it returns.
 pub(crate) unsafe fn run_part(f: &Flat, part: Part) -> MpiResult<()> {
     let (mut kind, err) = match part {
         Ok(k) => (k, None),
@@ -187,14 +190,18 @@ pub(crate) unsafe fn run_part(f: &Flat, part: Part) -> MpiResult<()> {
     if kind.data() {
         f.wait_free()?;
     }
-    let bytes = kind.write(f);
+    // SAFETY: the user buffers of `part` are lent for this blocking call, and
+    // this rank's buffer is free (waited for above when it writes data).
+    let bytes = unsafe { kind.write(f) };
     f.publish(bytes);
     if kind.peers_have_data() {
         f.wait_data(kind.peers(f))?;
     } else {
         f.wait_for(kind.peers(f))?;
     }
-    kind.read(f)?;
+    // SAFETY: the peers have published (waited for just above); the user
+    // buffers are still lent (a blocking call).
+    unsafe { kind.read(f)? };
     err.map_or(Ok(()), Err)
 }
 

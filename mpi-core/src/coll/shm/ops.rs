@@ -124,7 +124,9 @@ pub(crate) unsafe fn flat_reduce_scatter(call: Call, red: Reduction, counts: Res
     let ((sendbuf, recvbuf), datatype, op) = (red.bufs(), red.datatype, red.op);
     let prep = |st: &mut State, size: usize| {
         let counts = match counts {
-            Ok(a) => a.counts(size, "recvcounts").ok()?,
+            // SAFETY: `MPI_Reduce_scatter`'s contract (the caller's):
+            // `recvcounts` is NULL (an error) or one count per rank.
+            Ok(a) => unsafe { a.counts(size, "recvcounts").ok()? },
             Err(b) => vec![check_count(b).ok()?; size],
         };
         let dt = st.types.get(datatype).ok()?;
@@ -202,7 +204,9 @@ pub(crate) unsafe fn flat_allreduce_split(red: Reduction, count: i64, comm: MPI_
             (UserBuf::new(tp, counts[me], datatype), UserBlocks::new(recvbuf, c, d, slice::from_ref(&datatype))),
         )
     };
-    let first = match flat_reduce_scatter(Call::Block, split, Ok(Arr::I64(counts.as_ptr())), comm) {
+    // SAFETY: `counts` holds one count per rank and lives across the call;
+    // `split`'s buffers are lent (above).
+    let first = match unsafe { flat_reduce_scatter(Call::Block, split, Ok(Arr::I64(counts.as_ptr())), comm) } {
         Shm::Done(r) => r,
         // Nothing done on any rank: the ordinary paths.
         _ => return None,
@@ -210,7 +214,9 @@ pub(crate) unsafe fn flat_allreduce_split(red: Reduction, count: i64, comm: MPI_
     // Every rank takes part in the second step, even if the first failed
     // here, so the ranks stay in step.
     let (mine, all) = piece;
-    let second = match flat_allgatherv(Call::Block, mine, all, comm) {
+    // SAFETY: `all`'s arrays are `counts` and `displs`, one value per rank,
+    // alive across the call; the buffers are lent (above).
+    let second = match unsafe { flat_allgatherv(Call::Block, mine, all, comm) } {
         Shm::Done(r) => r,
         _ => allgatherv(Call::Msg, mine, all, comm),
     };
@@ -260,7 +266,9 @@ pub(crate) unsafe fn flat_allgatherv(call: Call, send: UserBuf, recv: UserBlocks
     let (recvbuf, recvcounts, displs, recvtype) = (recv.addr(), recv.counts, recv.displs, recv.datatype());
     let sendbuf = send.addr() as *const c_void;
     let prep = |st: &mut State, size: usize| {
-        let counts = recvcounts.counts(size, "recvcounts").ok()?;
+        // SAFETY: `recv`'s constructor (the caller's MPI contract):
+        // `recvcounts` is NULL (an error) or one count per rank.
+        let counts = unsafe { recvcounts.counts(size, "recvcounts").ok()? };
         let rdt = st.types.get(recvtype).ok()?;
         let max = counts.iter().map(|&c| rdt.packed_size(c)).max()?;
         (max > 0).then_some(((counts, rdt), max))
@@ -270,7 +278,9 @@ pub(crate) unsafe fn flat_allgatherv(call: Call, send: UserBuf, recv: UserBlocks
         let place = |d: i64| (recvbuf as *mut u8).wrapping_offset(d as isize * rdt.extent) as *const c_void;
         let mine = rdt.packed_size(counts[me]);
         let (src, displs) = (|| {
-            let displs = displs.read(f.size, "displs")?;
+            // SAFETY: `recv`'s constructor: `displs` is NULL (reported) or
+            // one displacement per rank.
+            let displs = unsafe { displs.read(f.size, "displs")? };
             check_buf(recvbuf, counts.iter().sum(), &rdt, "recvbuf")?;
             if inp {
                 return Ok((typed_view(place(displs[me]), counts[me], &rdt), displs));

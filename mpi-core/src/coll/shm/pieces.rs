@@ -112,11 +112,18 @@ pub(crate) unsafe fn pieces_allreduce(red: Reduction, count: i64, comm: MPI_Comm
             let data = err.is_none() && !differ;
             if data {
                 if second {
-                    fast_copy(out.add(at + mo), mine.add(mo), ml);
+                    // SAFETY: this rank's block of piece `at` is inside the
+                    // receive buffer (`bytes`, checked by `check_buf`) and
+                    // inside this rank's segment buffer (a piece is at most
+                    // `flat::BIG`), free after `wait_free`.
+                    unsafe { fast_copy(out.add(at + mo), mine.add(mo), ml) };
                 } else {
                     for r in (0..size).filter(|&r| r != me) {
                         let (o, l) = blk(len, r);
-                        fast_copy(input.add(at + o), mine.add(o), l);
+                        // SAFETY: block `r` of the piece is inside the input
+                        // (`bytes`, checked by `check_buf`, lent by `red`'s
+                        // constructor) and inside this rank's free buffer.
+                        unsafe { fast_copy(input.add(at + o), mine.add(o), l) };
                     }
                 }
             }
@@ -137,20 +144,30 @@ pub(crate) unsafe fn pieces_allreduce(red: Reduction, count: i64, comm: MPI_Comm
             if second {
                 for r in (0..size).filter(|&r| r != me) {
                     let (o, l) = blk(len, r);
-                    fast_copy(g.buf(r).add(o), out.add(at + o), l);
+                    // SAFETY: rank `r` wrote its block of the piece before
+                    // publishing `len` bytes (checked above); the block is
+                    // inside the receive buffer's `bytes`.
+                    unsafe { fast_copy(g.buf(r).add(o), out.add(at + o), l) };
                 }
                 return Ok(());
             }
             // Rank order: x0 op (x1 op (... x_me)), then op x_me+1 ...
-            let dst = out.add(at + mo);
+            // SAFETY: this rank's block of the piece is inside the receive
+            // buffer's `bytes` (checked by `check_buf`).
+            let dst = unsafe { out.add(at + mo) };
             if !inp {
-                fast_copy(input.add(at + mo), dst, ml);
+                // SAFETY: the same block of the send buffer (also `bytes`,
+                // checked, and not aliased: `no_alias`).
+                unsafe { fast_copy(input.add(at + mo), dst, ml) };
             }
             for r in (0..me).rev() {
-                red.apply(g.buf(r).add(mo), dst, ml, false)?;
+                // SAFETY: rank `r` wrote this rank's block of the piece before
+                // publishing `len` bytes (checked above); `dst` holds `ml`.
+                unsafe { red.apply(g.buf(r).add(mo), dst, ml, false)? };
             }
             for r in me + 1..size {
-                red.apply(g.buf(r).add(mo), dst, ml, true)?;
+                // SAFETY: as above, rank `r`'s published block and `dst`.
+                unsafe { red.apply(g.buf(r).add(mo), dst, ml, true)? };
             }
             Ok(())
         })();

@@ -64,7 +64,9 @@ pub(crate) unsafe fn rooted_args(
         let (n, dt) = typed(st, one, name)?;
         return Ok(Err(typed_view(buf, n, &dt)));
     }
-    let v = typed_blocks(st, many, who.size, false, names)?;
+    // SAFETY: this function's contract: the arrays of `many` are NULL or
+    // address `size` values.
+    let v = unsafe { typed_blocks(st, many, who.size, false, names)? };
     if in_place(buf) {
         return Ok(Ok((v, None)));
     }
@@ -123,7 +125,9 @@ pub(crate) unsafe fn fastv_pick(
     }
     let mut others = 0;
     for j in 0..w.size {
-        let c = counts.get(j);
+        // SAFETY: `counts` is not NULL (checked above), so by `many`'s
+        // constructor (the caller's MPI contract) it holds one count per rank.
+        let c = unsafe { counts.get(j) };
         if c < 0 {
             return None;
         }
@@ -131,7 +135,8 @@ pub(crate) unsafe fn fastv_pick(
             others += c as usize * dt.size;
         }
     }
-    if own.is_some_and(|n| n != counts.get(root) as usize * dt.size) {
+    // SAFETY: as in the loop: `counts` holds one count per rank, `root` among them.
+    if own.is_some_and(|n| n != unsafe { counts.get(root) } as usize * dt.size) {
         return None;
     }
     Some((FastVPart::Root { elem_size: dt.size, extent: dt.extent, own }, root, others))
@@ -151,7 +156,9 @@ pub(crate) unsafe fn fast_gatherv(
     let (recvbuf, recvcounts, displs) = (recv.addr(), recv.counts, recv.displs);
     let sendbuf = send.addr() as *const c_void;
     let (f, (part, root)) = fast(comm, |st, w| {
-        let (part, root, _) = fastv_pick(st, w, root, send, recv, (sendbuf, recvbuf))?;
+        // SAFETY: `recv`'s constructor guaranteed its arrays are NULL or hold
+        // one value per rank; `fastv_pick` reads them only if not NULL.
+        let (part, root, _) = unsafe { fastv_pick(st, w, root, send, recv, (sendbuf, recvbuf))? };
         // A non-root writes its block; the root only arrives.
         let bytes = match part {
             FastVPart::Leaf { bytes } => bytes,
@@ -164,29 +171,48 @@ pub(crate) unsafe fn fast_gatherv(
         let (u, e, own) = match part {
             FastVPart::Leaf { bytes: n } => {
                 f.wait_free()?;
-                fast_copy(sendbuf as *const u8, f.buf(f.rank), n);
+                // SAFETY: `fastv_pick` found `n` contiguous bytes at a non-NULL
+                // `sendbuf` (`send`'s constructor: lent for the call), and this
+                // rank's block, free after `wait_free`, holds the `n` bytes it
+                // announced when it arrived.
+                unsafe { fast_copy(sendbuf as *const u8, f.buf(f.rank), n) };
                 f.publish(Some(n));
                 return Ok(());
             }
             FastVPart::Root { elem_size, extent, own } => (elem_size, extent, own),
         };
         f.publish(None);
-        let at = |j: usize| (recvbuf as *mut u8).wrapping_offset(displs.get(j) as isize * e);
+        // SAFETY: at the root `fastv_pick` found `displs` not NULL, so by
+        // `recv`'s constructor it holds one displacement per rank.
+        let at = |j: usize| (recvbuf as *mut u8).wrapping_offset(unsafe { displs.get(j) } as isize * e);
         if let Some(n) = own {
-            fast_copy(sendbuf as *const u8, at(root), n);
+            // SAFETY: `fastv_pick` checked that the own `n` contiguous bytes of
+            // `sendbuf` match the root's block and that the buffers differ;
+            // both are lent by the caller (their constructors).
+            unsafe { fast_copy(sendbuf as *const u8, at(root), n) };
         }
         f.wait_data(0..root)?;
         f.wait_data(root + 1..f.size)?;
         if (0..f.size).any(|r| r != root && (f.sent_by_message(r) || f.len_of(r) == flat::BAD_LEN)) {
-            let rv = rt::with(|st| typed_blocks(st, recv, f.size, false, ["recvbuf", "recvcounts", "displs"]))?;
-            return gatherv_collect(&f, Some(&rv), comm);
+            // SAFETY: `recv`'s constructor: its arrays are NULL or hold one
+            // value per rank.
+            let rv =
+                rt::with(|st| unsafe { typed_blocks(st, recv, f.size, false, ["recvbuf", "recvcounts", "displs"]) })?;
+            // SAFETY: every other rank has published (waited for above), and
+            // `rv` views the root's lent receive blocks.
+            return unsafe { gatherv_collect(&f, Some(&rv), comm) };
         }
         for r in (0..f.size).filter(|&r| r != root) {
-            let (got, want) = (f.len_of(r), recvcounts.get(r) as usize * u);
+            // SAFETY: `fastv_pick` found `recvcounts` not NULL, so by `recv`'s
+            // constructor it holds one count per rank.
+            let (got, want) = (f.len_of(r), unsafe { recvcounts.get(r) } as usize * u);
             if got != want {
                 return Err(len_mismatch(r, got, want));
             }
-            fast_copy(f.buf(r), at(r), got);
+            // SAFETY: rank `r` wrote its `got` bytes to its block before
+            // publishing (waited for above); its place in the lent receive
+            // buffer has room for its count, which is `got` bytes.
+            unsafe { fast_copy(f.buf(r), at(r), got) };
         }
         Ok(())
     })())
@@ -207,7 +233,9 @@ pub(crate) unsafe fn fast_scatterv(
         let table = offset_table_bytes(w.size) + 4;
         // (Whether the table fits decides for every rank, as in shm_scatterv.)
         flat::fits(&st.coll.tune, table)?;
-        let (part, root, others) = fastv_pick(st, w, root, recv, send, (sendbuf, recvbuf))?;
+        // SAFETY: `send`'s constructor guaranteed its arrays are NULL or hold
+        // one value per rank; `fastv_pick` reads them only if not NULL.
+        let (part, root, others) = unsafe { fastv_pick(st, w, root, recv, send, (sendbuf, recvbuf))? };
         // The root writes the table and the others' blocks; the others only arrive.
         let bytes = match part {
             FastVPart::Leaf { .. } => 0,
@@ -222,17 +250,29 @@ pub(crate) unsafe fn fast_scatterv(
             FastVPart::Leaf { bytes } => bytes,
             FastVPart::Root { elem_size: u, extent: e, own } => {
                 f.wait_free()?;
-                let at = |j: usize| (sendbuf as *const u8).wrapping_offset(displs.get(j) as isize * e);
+                // SAFETY: at the root `fastv_pick` found `displs` not NULL, so by
+                // `send`'s constructor it holds one displacement per rank.
+                let at = |j: usize| (sendbuf as *const u8).wrapping_offset(unsafe { displs.get(j) } as isize * e);
                 let buf = f.buf(me);
-                let off = write_blocks(buf, size, table, |j, to| {
-                    let n = if j == root { 0 } else { sendcounts.get(j) as usize * u };
-                    fast_copy(at(j), to, n);
-                    n
-                });
-                write_table_word(buf, size + 1, 0);
+                // SAFETY: this rank's block, free after `wait_free`, has room for
+                // the table and the others' blocks (`table + others` bytes
+                // announced on arrival); `sendcounts` is not NULL (`fastv_pick`),
+                // so one count per rank, and each block of the lent send buffer
+                // holds its count's contiguous bytes.
+                let off = unsafe {
+                    write_blocks(buf, size, table, |j, to| {
+                        let n = if j == root { 0 } else { sendcounts.get(j) as usize * u };
+                        fast_copy(at(j), to, n);
+                        n
+                    })
+                };
+                // SAFETY: the table's `size + 2` words are in the block (above).
+                unsafe { write_table_word(buf, size + 1, 0) };
                 f.publish(Some(table + off));
                 if let Some(n) = own {
-                    fast_copy(at(root), recvbuf as *mut u8, n);
+                    // SAFETY: `fastv_pick` checked the own block's `n` bytes match
+                    // the receive buffer's and that the buffers differ; both lent.
+                    unsafe { fast_copy(at(root), recvbuf as *mut u8, n) };
                 }
                 return Ok(());
             }
@@ -240,11 +280,19 @@ pub(crate) unsafe fn fast_scatterv(
         f.publish(None);
         f.wait_data(root..root + 1)?;
         let len = f.len_of(root);
-        if len < table || len == flat::BAD_LEN || read_table_word(f.buf(root), size + 1) != 0 {
+        // SAFETY: the root published at least `table` bytes (checked first),
+        // written before it published, so the table's words are there.
+        if len < table || len == flat::BAD_LEN || unsafe { read_table_word(f.buf(root), size + 1) } != 0 {
             let v = rt::with(|st| typed(st, recv, "recvbuf")).map(|(c, dt)| typed_view(recvbuf, c, &dt))?;
-            return scatterv_take(&f, root, Some(&v), comm);
+            // SAFETY: the root has published (waited for above); `v` views the
+            // lent receive buffer.
+            return unsafe { scatterv_take(&f, root, Some(&v), comm) };
         }
-        fast_copy(table_block(&f, root, me, table, n)?, recvbuf as *mut u8, n);
+        // SAFETY: the root published a table of `table` bytes (checked above);
+        // `table_block` checks the block is `n` bytes inside what it
+        // published, and the lent receive buffer has room for `n` contiguous
+        // bytes (`fastv_pick`).
+        unsafe { fast_copy(table_block(&f, root, me, table, n)?, recvbuf as *mut u8, n) };
         Ok(())
     })())
 }
@@ -265,7 +313,10 @@ pub(crate) unsafe fn shm_gatherv(
     comm: MPI_Comm,
 ) -> Option<MpiResult<()>> {
     let (size, me, root, mine) = rooted(comm, root, |st, size, rank, root| {
-        rooted_args(st, &Who { rank, size }, root, (send, "sendbuf"), (recv, ["recvbuf", "recvcounts", "displs"]))
+        // SAFETY: `recv`'s constructor: its arrays are NULL or hold one value per rank.
+        unsafe {
+            rooted_args(st, &Who { rank, size }, root, (send, "sendbuf"), (recv, ["recvbuf", "recvcounts", "displs"]))
+        }
     })?;
     let bytes = match &mine {
         Ok(Err(v)) => v.bytes(),
@@ -281,7 +332,10 @@ pub(crate) unsafe fn shm_gatherv(
             f.wait_free()?;
             return match &mine {
                 Ok(Err(v)) if !msg => {
-                    v.dt.pack(v.p, v.count, std::slice::from_raw_parts_mut(f.buf(me), bytes));
+                    // SAFETY: `v` views the lent send buffer (checked by
+                    // `rooted_args`), and this rank's block, free after
+                    // `wait_free`, holds the `bytes` it announced (not a message).
+                    unsafe { v.dt.pack(v.p, v.count, std::slice::from_raw_parts_mut(f.buf(me), bytes)) };
                     f.publish(Some(bytes));
                     Ok(())
                 }
@@ -302,11 +356,15 @@ pub(crate) unsafe fn shm_gatherv(
         f.publish(None);
         let blocks = mine.as_ref().ok().and_then(|m| m.as_ref().ok());
         if let Some((rv, Some(own))) = blocks {
-            copy_typed(own, &rv[root]);
+            // SAFETY: both view lent buffers, checked by `rooted_args` (the
+            // same packed size, not aliased).
+            unsafe { copy_typed(own, &rv[root]) };
         }
         f.wait_data(0..root)?;
         f.wait_data(root + 1..size)?;
-        gatherv_collect(&f, blocks.map(|b| b.0.as_slice()), comm)
+        // SAFETY: every other rank has published (waited for just above); the
+        // views are of the root's lent receive blocks.
+        unsafe { gatherv_collect(&f, blocks.map(|b| b.0.as_slice()), comm) }
     })();
     Some(match mine {
         Err(e) => Err(e),
@@ -317,6 +375,10 @@ pub(crate) unsafe fn shm_gatherv(
 /// The root's reading in [`shm_gatherv`], once every other rank has
 /// published: each block into its place in `rv` (None: the root's
 /// arguments are bad, the blocks sent as messages are only drained).
+///
+/// # Safety
+/// Every other rank has published in `f`'s operation; `rv` views writable
+/// memory for its blocks.
 pub(crate) unsafe fn gatherv_collect(f: &Flat, rv: Option<&[parts::Typed]>, comm: MPI_Comm) -> MpiResult<()> {
     let (root, size) = (f.rank, f.size);
     let mut err = None;
@@ -334,7 +396,10 @@ pub(crate) unsafe fn gatherv_collect(f: &Flat, rv: Option<&[parts::Typed]>, comm
             if got != rv[r].bytes() {
                 err.get_or_insert(len_mismatch(r, got, rv[r].bytes()));
             } else {
-                rv[r].dt.unpack(std::slice::from_raw_parts(f.buf(r), got), rv[r].p);
+                // SAFETY: rank `r` wrote `got` bytes to its block before it
+                // published (this function's contract), and `rv[r]` views room
+                // for as many (checked just before).
+                unsafe { rv[r].dt.unpack(std::slice::from_raw_parts(f.buf(r), got), rv[r].p) };
             }
         }
     }
@@ -373,17 +438,24 @@ pub(crate) unsafe fn gatherv_collect(f: &Flat, rv: Option<&[parts::Typed]>, comm
 pub(crate) unsafe fn copy_typed(from: &parts::Typed, to: &parts::Typed) {
     let n = from.bytes();
     if from.dt.contig && to.dt.contig {
-        fast_copy(from.p, to.p, n);
+        // SAFETY: contiguous, so each view is `n` bytes at its address; they
+        // do not overlap (this function's contract).
+        unsafe { fast_copy(from.p, to.p, n) };
         return;
     }
     let mut tmp = vec![0u8; n];
-    from.dt.pack(from.p, from.count, &mut tmp);
-    to.dt.unpack(&tmp, to.p);
+    // SAFETY: `from` addresses its elements (this function's contract).
+    unsafe { from.dt.pack(from.p, from.count, &mut tmp) };
+    // SAFETY: `to` addresses its elements, `n` packed bytes as `from`'s.
+    unsafe { to.dt.unpack(&tmp, to.p) };
 }
 
 /// A rank's reading in [`shm_scatterv`], once the root has published:
 /// its block into `v` (None: this rank's arguments are bad; a block sent
 /// as a message is only drained).
+///
+/// # Safety
+/// The root has published in `f`'s operation; `v` views writable memory.
 pub(crate) unsafe fn scatterv_take(f: &Flat, root: usize, v: Option<&parts::Typed>, comm: MPI_Comm) -> MpiResult<()> {
     let (me, size, table) = (f.rank, f.size, offset_table_bytes(f.size) + 4);
     let len = f.len_of(root);
@@ -391,14 +463,20 @@ pub(crate) unsafe fn scatterv_take(f: &Flat, root: usize, v: Option<&parts::Type
         bail!(MPI_ERR_TRUNCATE, "the root of the Scatterv sends nothing (its arguments are bad)");
     }
     let src = f.buf(root);
-    if read_table_word(src, size + 1) == 0 {
+    // SAFETY: the root published at least `table` bytes (checked above),
+    // written before it published (this function's contract).
+    if unsafe { read_table_word(src, size + 1) } == 0 {
         let Some(v) = v else { return Ok(()) };
-        let at = table_block(f, root, me, table, v.bytes())?;
-        v.dt.unpack(std::slice::from_raw_parts(at, v.bytes()), v.p);
+        // SAFETY: as above, a table of `table` bytes was published.
+        let at = unsafe { table_block(f, root, me, table, v.bytes())? };
+        // SAFETY: `table_block` checked the block is `v.bytes()` bytes inside
+        // what the root published; `v` views writable memory (the contract).
+        unsafe { v.dt.unpack(std::slice::from_raw_parts(at, v.bytes()), v.p) };
         return Ok(());
     }
     // By message: the table still says how long the block is.
-    let got = read_table_word(src, me + 1).wrapping_sub(read_table_word(src, me));
+    // SAFETY: words `me` and `me + 1` of the published table (as above).
+    let got = unsafe { read_table_word(src, me + 1).wrapping_sub(read_table_word(src, me)) };
     let mut err = None;
     let r = run_tagged(comm, f.msg_tag(), |_, s| {
         match v {
@@ -441,7 +519,10 @@ pub(crate) unsafe fn shm_scatterv(
     comm: MPI_Comm,
 ) -> Option<MpiResult<()>> {
     let (size, me, root, mine) = rooted(comm, root, |st, size, rank, root| {
-        rooted_args(st, &Who { rank, size }, root, (recv, "recvbuf"), (send, ["sendbuf", "sendcounts", "displs"]))
+        // SAFETY: `send`'s constructor: its arrays are NULL or hold one value per rank.
+        unsafe {
+            rooted_args(st, &Who { rank, size }, root, (recv, "recvbuf"), (send, ["sendbuf", "sendcounts", "displs"]))
+        }
     })?;
     // The offsets of the blocks, then whether they go as messages.
     let table = offset_table_bytes(size) + 4;
@@ -483,17 +564,25 @@ pub(crate) unsafe fn shm_scatterv(
             };
             f.wait_free()?;
             let buf = f.buf(me);
-            write_blocks(buf, size, table, |j, at| {
-                let (v, n) = (&sv[j], if j == root { 0 } else { sv[j].bytes() });
-                if !msg && n > 0 {
-                    v.dt.pack(v.p, v.count, std::slice::from_raw_parts_mut(at, n));
-                }
-                n
-            });
-            write_table_word(buf, size + 1, msg as usize);
+            // SAFETY: this rank's block, free after `wait_free`, holds the
+            // table and (unless `msg`) the others' blocks it announced; each
+            // view of `sv` is of the lent send buffer (`rooted_args`).
+            unsafe {
+                write_blocks(buf, size, table, |j, at| {
+                    let (v, n) = (&sv[j], if j == root { 0 } else { sv[j].bytes() });
+                    if !msg && n > 0 {
+                        v.dt.pack(v.p, v.count, std::slice::from_raw_parts_mut(at, n));
+                    }
+                    n
+                })
+            };
+            // SAFETY: the table's `size + 2` words are in the block (above).
+            unsafe { write_table_word(buf, size + 1, msg as usize) };
             f.publish(Some(if msg { table } else { table + data }));
             if let Some(own) = own {
-                copy_typed(&sv[root], own);
+                // SAFETY: both view lent buffers, checked by `rooted_args` (the
+                // same packed size, not aliased).
+                unsafe { copy_typed(&sv[root], own) };
             }
             if msg {
                 return run_tagged(comm, f.msg_tag(), |_, s| {
@@ -508,7 +597,9 @@ pub(crate) unsafe fn shm_scatterv(
         }
         f.publish(None);
         f.wait_data(root..root + 1)?;
-        scatterv_take(&f, root, mine.as_ref().ok().and_then(|m| m.as_ref().err()), comm)
+        // SAFETY: the root has published (waited for just above); the view is
+        // of the lent receive buffer (`rooted_args`).
+        unsafe { scatterv_take(&f, root, mine.as_ref().ok().and_then(|m| m.as_ref().err()), comm) }
     })();
     Some(match mine {
         Err(e) => Err(e),

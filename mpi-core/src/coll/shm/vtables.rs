@@ -32,8 +32,11 @@ pub(crate) unsafe fn typed_blocks(
     what: [&str; 3],
 ) -> MpiResult<Vec<parts::Typed>> {
     let (buf, types) = (blocks.addr() as *const c_void, blocks.types);
-    let n = blocks.counts.counts(size, what[1])?;
-    let d = blocks.displs.read(size, what[2])?;
+    // SAFETY: this function's contract: the counts are NULL (reported) or
+    // `size` values.
+    let n = unsafe { blocks.counts.counts(size, what[1])? };
+    // SAFETY: likewise for the displacements.
+    let d = unsafe { blocks.displs.read(size, what[2])? };
     // One type for all blocks but in an Alltoallw: looked up once.
     let one = if types.len() == 1 { Some(st.types.get(types[0])?) } else { None };
     (0..size)
@@ -61,7 +64,8 @@ pub(crate) fn offset_table_bytes(size: usize) -> usize {
 /// # Safety
 /// `buf` addresses more than `i` 32-bit words, 4-aligned.
 pub(crate) unsafe fn write_table_word(buf: *mut u8, i: usize, v: usize) {
-    (buf as *mut u32).add(i).write(v as u32);
+    // SAFETY: word `i` is inside the table and aligned (this function's contract).
+    unsafe { (buf as *mut u32).add(i).write(v as u32) };
 }
 
 /// Word `i` of a table at `buf`.
@@ -69,7 +73,8 @@ pub(crate) unsafe fn write_table_word(buf: *mut u8, i: usize, v: usize) {
 /// # Safety
 /// As for [`write_table_word`].
 pub(crate) unsafe fn read_table_word(buf: *const u8, i: usize) -> usize {
-    (buf as *const u32).add(i).read() as usize
+    // SAFETY: word `i` is inside the table and aligned (this function's contract).
+    unsafe { (buf as *const u32).add(i).read() as usize }
 }
 
 /// Writes at `buf` a table of offsets (`size + 1` words) and, `table`
@@ -87,10 +92,15 @@ pub(crate) unsafe fn write_blocks(
 ) -> usize {
     let mut off = 0;
     for j in 0..size {
-        write_table_word(buf, j, off);
-        off += block(j, buf.add(table + off));
+        // SAFETY: the table's `size + 1` words are at `buf` (this function's
+        // contract: `buf` holds the table), a segment block, 4-aligned.
+        unsafe { write_table_word(buf, j, off) };
+        // SAFETY: `table + off` bytes from `buf` is where block j starts, in
+        // what `buf` holds (the contract: the table and the blocks).
+        off += block(j, unsafe { buf.add(table + off) });
     }
-    write_table_word(buf, size, off);
+    // SAFETY: the last of the table's `size + 1` words, as above.
+    unsafe { write_table_word(buf, size, off) };
     off
 }
 
@@ -102,11 +112,15 @@ pub(crate) unsafe fn write_blocks(
 /// Rank `r` published a table of at least `table` bytes in this operation.
 pub(crate) unsafe fn table_block(f: &Flat, r: usize, i: usize, table: usize, want: usize) -> MpiResult<*const u8> {
     let src = f.buf(r);
-    let (o, e) = (read_table_word(src, i), read_table_word(src, i + 1));
+    // SAFETY: rank `r` wrote its table (at least `table` bytes, so words `i`
+    // and `i + 1`) before publishing (this function's contract).
+    let (o, e) = unsafe { (read_table_word(src, i), read_table_word(src, i + 1)) };
     if e < o || table + e > f.len_of(r) || e - o != want {
         return Err(len_mismatch(r, e.wrapping_sub(o), want));
     }
-    Ok(src.add(table + o))
+    // SAFETY: `table + o <= table + e`, inside the bytes rank `r` published
+    // (checked just before).
+    Ok(unsafe { src.add(table + o) })
 }
 
 /// A blocking Alltoallv or Alltoallw (not in place) on a communicator with
@@ -142,8 +156,11 @@ pub(crate) unsafe fn shm_alltoall_vw(
             return Ok(None);
         }
         Ok(Some((|| {
-            let sv = typed_blocks(st, send, size, bytes_disp, ["sendbuf", "sendcounts", "sdispls"])?;
-            let rv = typed_blocks(st, recv, size, bytes_disp, ["recvbuf", "recvcounts", "rdispls"])?;
+            // SAFETY: `send`'s constructor (the caller's MPI contract): its
+            // arrays are NULL or hold one value per rank.
+            let sv = unsafe { typed_blocks(st, send, size, bytes_disp, ["sendbuf", "sendcounts", "sdispls"])? };
+            // SAFETY: likewise for `recv`'s arrays.
+            let rv = unsafe { typed_blocks(st, recv, size, bytes_disp, ["recvbuf", "recvcounts", "rdispls"])? };
             if std::ptr::eq(sendbuf, recvbuf) && sv.iter().any(|v| v.bytes() > 0) {
                 no_alias(sendbuf, recvbuf, 1)?;
             }
@@ -163,7 +180,9 @@ pub(crate) unsafe fn shm_alltoall_vw(
         Ok(m) => (Some(m), None),
         Err(e) => (None, Some(e)),
     };
-    let r = alltoall_vw_write(&f, mine, msg, comm);
+    // SAFETY: `f` is this operation, just taken; the views are of the
+    // caller's lent buffers, checked by `typed_blocks`.
+    let r = unsafe { alltoall_vw_write(&f, mine, msg, comm) };
     Some(match err {
         Some(e) => Err(e),
         None => r,
@@ -205,13 +224,16 @@ pub(crate) unsafe fn fast_alltoallv(send: UserBlocks, recv: UserBlocks, comm: MP
         let (s, r) = ((sdt.size, sdt.extent), (rdt.size, rdt.extent));
         let mut total = offset_table_bytes(size);
         for j in 0..size {
-            let (sc, rc) = (sendcounts.get(j), recvcounts.get(j));
+            // SAFETY: not NULL (checked above), so by the constructors of
+            // `send` and `recv` (the caller's MPI contract) one count per rank.
+            let (sc, rc) = unsafe { (sendcounts.get(j), recvcounts.get(j)) };
             if sc < 0 || rc < 0 || (sc > 0 && sendbuf.is_null()) || (rc > 0 && recvbuf.is_null()) {
                 return Ok(None);
             }
             total += sc as usize * s.0;
         }
-        if sendcounts.get(rank) as usize * s.0 != recvcounts.get(rank) as usize * r.0
+        // SAFETY: as in the loop, one count per rank.
+        if unsafe { sendcounts.get(rank) as usize * s.0 != recvcounts.get(rank) as usize * r.0 }
             || flat::fits(&st.coll.tune, total).is_none()
         {
             return Ok(None);
@@ -227,23 +249,40 @@ pub(crate) unsafe fn fast_alltoallv(send: UserBlocks, recv: UserBlocks, comm: MP
     let r = (|| {
         f.wait_turn()?;
         f.wait_free()?;
-        let off = write_blocks(f.buf(me), size, table, |j, at| {
-            let n = sendcounts.get(j) as usize * su;
-            fast_copy((sendbuf as *const u8).wrapping_offset(sdispls.get(j) as isize * se), at, n);
-            n
-        });
+        // SAFETY: this rank's block, free after `wait_free`, holds the table
+        // and all blocks (`total` bytes, checked to fit); `sendcounts` and
+        // `sdispls` are not NULL, so one value per rank (`send`'s
+        // constructor), and each block of the lent send buffer is its
+        // count's contiguous bytes, not overlapping the segment.
+        let off = unsafe {
+            write_blocks(f.buf(me), size, table, |j, at| {
+                let n = sendcounts.get(j) as usize * su;
+                fast_copy((sendbuf as *const u8).wrapping_offset(sdispls.get(j) as isize * se), at, n);
+                n
+            })
+        };
         f.publish(Some(table + off));
         f.wait_data(0..size)?;
         if (0..size).any(|r| block_route(&f, r) != BlockRoute::Segment) {
             // Another rank's blocks go as messages, or its arguments are
             // bad: the general reading, with this rank's views.
-            let rv = rt::with(|st| typed_blocks(st, recv, size, false, ["recvbuf", "recvcounts", "rdispls"]))?;
-            return alltoall_vw_read(&f, Some((&[], &rv)), false, comm);
+            // SAFETY: `recv`'s arrays are not NULL (checked above), so one
+            // value per rank.
+            let rv =
+                rt::with(|st| unsafe { typed_blocks(st, recv, size, false, ["recvbuf", "recvcounts", "rdispls"]) })?;
+            // SAFETY: every rank has published (waited for above); `rv` views
+            // the lent receive buffer; this rank sends nothing as messages.
+            return unsafe { alltoall_vw_read(&f, Some((&[], &rv)), false, comm) };
         }
         for r in 0..size {
-            let want = recvcounts.get(r) as usize * ru;
-            let src = table_block(&f, r, me, table, want)?;
-            fast_copy(src, (recvbuf as *mut u8).wrapping_offset(rdispls.get(r) as isize * re), want);
+            // SAFETY: `recvcounts` is not NULL (checked above): one count per rank.
+            let want = unsafe { recvcounts.get(r) } as usize * ru;
+            // SAFETY: rank `r` published a table (its route is the segment).
+            let src = unsafe { table_block(&f, r, me, table, want)? };
+            // SAFETY: `table_block` checked the `want` bytes are inside what
+            // rank `r` published; `rdispls` is not NULL (one per rank) and the
+            // lent receive buffer has room for the block's count there.
+            unsafe { fast_copy(src, (recvbuf as *mut u8).wrapping_offset(rdispls.get(r) as isize * re), want) };
         }
         Ok(())
     })();
@@ -262,6 +301,10 @@ pub(crate) enum BlockRoute {
 /// The operation of [`shm_alltoall_vw`] (`f`, taken) with this rank's
 /// blocks and bytes (None: its arguments are bad); `msg`: they go as
 /// messages.
+///
+/// # Safety
+/// The views of `mine` address the caller's lent buffers; `b` bytes are the
+/// table and the blocks, as announced when `f` was taken.
 pub(crate) unsafe fn alltoall_vw_write(
     f: &Flat,
     mine: Option<(Vec<parts::Typed>, Vec<parts::Typed>, usize)>,
@@ -273,18 +316,25 @@ pub(crate) unsafe fn alltoall_vw_write(
     f.wait_free()?;
     match &mine {
         Some((sv, _, b)) if !msg => {
-            write_blocks(f.buf(me), size, table, |j, at| {
-                let (v, n) = (&sv[j], sv[j].bytes());
-                v.dt.pack(v.p, v.count, std::slice::from_raw_parts_mut(at, n));
-                n
-            });
+            // SAFETY: this rank's block, free after `wait_free`, holds the `b`
+            // bytes of the table and the blocks (not messages); each view of
+            // `sv` addresses the lent send buffer (this function's contract).
+            unsafe {
+                write_blocks(f.buf(me), size, table, |j, at| {
+                    let (v, n) = (&sv[j], sv[j].bytes());
+                    v.dt.pack(v.p, v.count, std::slice::from_raw_parts_mut(at, n));
+                    n
+                })
+            };
             f.publish(Some(*b));
         }
         Some((_, _, b)) => f.publish(Some(*b)),
         None => f.publish(Some(0)),
     }
     f.wait_data(0..size)?;
-    alltoall_vw_read(f, mine.as_ref().map(|(sv, rv, _)| (sv.as_slice(), rv.as_slice())), msg, comm)
+    // SAFETY: every rank has published (waited for just above); the views are
+    // of the lent buffers (this function's contract).
+    unsafe { alltoall_vw_read(f, mine.as_ref().map(|(sv, rv, _)| (sv.as_slice(), rv.as_slice())), msg, comm) }
 }
 
 /// How rank `r`'s blocks travel in [`shm_alltoall_vw`] (after
@@ -302,6 +352,10 @@ pub(crate) fn block_route(f: &Flat, r: usize) -> BlockRoute {
 /// The reading part of [`alltoall_vw_write`], once every rank has published: this
 /// rank's blocks to send and receive (None: its arguments are bad), `msg`:
 /// it sends its blocks as messages.
+///
+/// # Safety
+/// Every rank has published in `f`'s operation; the views address the
+/// caller's lent buffers.
 pub(crate) unsafe fn alltoall_vw_read(
     f: &Flat,
     mine: Option<(&[parts::Typed], &[parts::Typed])>,
@@ -314,8 +368,12 @@ pub(crate) unsafe fn alltoall_vw_read(
     if let Some((_, rv)) = mine {
         for (r, v) in rv.iter().enumerate() {
             match ways[r] {
-                BlockRoute::Segment => match table_block(f, r, me, table, v.bytes()) {
-                    Ok(src) => v.dt.unpack(std::slice::from_raw_parts(src, v.bytes()), v.p),
+                // SAFETY: rank `r`'s route is the segment, so it published a
+                // table (this function's contract: every rank has published).
+                BlockRoute::Segment => match unsafe { table_block(f, r, me, table, v.bytes()) } {
+                    // SAFETY: `table_block` checked the `v.bytes()` bytes are in
+                    // what rank `r` published; `v` views the lent receive buffer.
+                    Ok(src) => unsafe { v.dt.unpack(std::slice::from_raw_parts(src, v.bytes()), v.p) },
                     Err(e) => {
                         err.get_or_insert(e);
                     }
