@@ -595,13 +595,16 @@ fn crash_case(mode: &str) -> Trace {
     let t = Trace::open(&tdir).unwrap();
     assert_eq!(t.meta.ranks, 2);
     assert_eq!(calls(t.rank_events(1), "MPI_Send").len(), 3);
-    // Rank 0 received up to three messages (the launcher may kill it
-    // before all arrived) and was inside the next receive.
+    // Rank 0 received up to three messages and may have been inside the
+    // next receive: the launcher kills it at any point after rank 1 died,
+    // possibly between two receives, so the open receive is optional.
     let recvs = calls(t.rank_events(0), "MPI_Recv");
     assert!((1..=4).contains(&recvs.len()), "{mode}: {recvs:?}");
-    let (last, done) = recvs.split_last().unwrap();
-    assert!(done.iter().all(|e| e.t_end.is_some() && e.peer == Some(1) && e.tag == Some(9)));
-    assert_eq!(last.t_end, None, "the last receive never returned");
+    let open = recvs.iter().filter(|e| e.t_end.is_none()).count();
+    assert!(open <= 1, "{mode}: at most one receive was in flight: {recvs:?}");
+    let done = &recvs[..recvs.len() - open];
+    assert!(done.len() <= 3, "{mode}: only three messages were sent: {recvs:?}");
+    assert!(done.iter().all(|e| e.t_end.is_some() && e.peer == Some(1) && e.tag == Some(9)), "{mode}: {recvs:?}");
     t
 }
 
