@@ -7,6 +7,7 @@
 
 pub mod agree;
 pub mod attr;
+pub mod buf;
 pub mod comm;
 pub mod ctxid;
 pub mod datatype;
