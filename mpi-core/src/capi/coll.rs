@@ -14,13 +14,14 @@ use super::p2p::twins;
 use super::{put, ret};
 use crate::bail;
 use crate::coll::args::{user_op, Arr};
-use crate::coll::buf::{Reduction, UserBlocks, UserBuf};
+use crate::coll::buf::{Reduction, UserBlocks};
 use crate::coll::call::Call;
 use crate::coll::entry::{
     self, allgather, allgatherv, allreduce, alltoall, alltoallv, barrier, bcast, gather, gatherv, reduce, reduce_local,
     reduce_scatter, reduce_scatter_block, scan, scatter, scatterv,
 };
 use crate::rt;
+use crate::rt::buf::UserBuf;
 use crate::rt::error::MpiResult;
 use crate::rt::op::{self, UserOp};
 

@@ -8,12 +8,13 @@ use mpi_api::abi::*;
 use super::req::{complete_blocking, finish_req};
 use super::{put, put_status, raise, ret, status_mut, Out};
 use crate::bail;
+use crate::rt::buf::{TypedBuf, UserBuf};
 use crate::rt::error::{MpiError, MpiResult};
 use crate::rt::p2p::{proc_null_status, Kind, Mode, Persist, ReqTable, Request};
 // Chapters that still name these through `super::p2p` (partitioned).
 use crate::rt::sendrecv::{
     check_buf, check_peer, check_recv, pack_replace, probe_context, reap_bsends, recv_direct, recv_now, send_now,
-    start_mrecv, start_recv, start_recv_typed, start_send, DirectRecv, Envelope, TypedBuf, UserBuf,
+    start_mrecv, start_recv, start_recv_typed, start_send, DirectRecv, Envelope,
 };
 pub(crate) use crate::rt::sendrecv::{check_tag, start_send_typed};
 use crate::rt::{self, State};

@@ -11,10 +11,11 @@ use mpi_api::abi::*;
 use super::p2p::{check_tag, start_send_typed};
 use super::{c_array, ret, Out};
 use crate::bail;
+use crate::rt::buf::TypedBuf;
 use crate::rt::datatype::check_count;
 use crate::rt::error::MpiResult;
 use crate::rt::p2p::{Kind, Mode, Persist, ReqTable, Request};
-use crate::rt::sendrecv::{Envelope, TypedBuf};
+use crate::rt::sendrecv::Envelope;
 use crate::rt::{self, State};
 
 #[allow(clippy::too_many_arguments)]

@@ -16,12 +16,13 @@ use super::pack::opt_cstr;
 use super::win_errh::ret_win;
 use super::{put_str, Out};
 use crate::bail;
+use crate::rt::buf::UserBuf;
 use crate::rt::comm::CTX_SPAN_INTRA;
 use crate::rt::ctxid::{comm_of, new_context_or_fail};
 use crate::rt::error::MpiResult;
 use crate::rt::p2p::ReqTable;
 use crate::rt::win::create::{Memory, WinRequest};
-use crate::rt::win::ops::{RmaOp, RmaTarget, UserBuf};
+use crate::rt::win::ops::{RmaOp, RmaTarget};
 use crate::rt::win::sync;
 use crate::rt::{self};
 

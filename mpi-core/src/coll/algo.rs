@@ -278,7 +278,6 @@ fn unit(s: &Sched) -> usize {
 /// partner's data goes to `tmp` first; otherwise it is received straight
 /// into `dst` and `mine` is folded in (saving a copy). `partner_lower` keeps
 /// operands in rank order.
-#[allow(clippy::too_many_arguments)]
 fn recv_reduce(s: &mut Sched, mine: Packed, dst: Packed, tmp: Packed, n: usize, from: usize, partner_lower: bool) {
     if mine == dst {
         s.recv(tmp, n, from);

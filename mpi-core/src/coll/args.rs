@@ -9,9 +9,9 @@ use std::sync::Arc;
 use mpi_api::abi::*;
 
 use crate::bail;
-use crate::coll::buf::UserBuf;
 use crate::coll::parts;
 use crate::coll::sched::{Packed, Reducer, Sched};
+use crate::rt::buf::UserBuf;
 use crate::rt::datatype::{check_count, Dtype};
 use crate::rt::error::MpiResult;
 use crate::rt::op::{self, UserOp};

@@ -1,55 +1,18 @@
-//! Buffer arguments of collectives as typed values.
+//! Buffer arguments of collectives as typed values, besides the single
+//! buffers of [`UserBuf`].
 //!
 //! The C procedures (`capi::coll`) turn each buffer argument into one of
 //! these with one `unsafe fn`, whose contract is the caller's: the memory
 //! is lent to the library for the whole operation. Below the boundary the
-//! collectives take these values instead of a pointer, a count and a
-//! datatype handle each. The datatype stays a handle: it is resolved under
-//! the state lock in the same round that looks at the communicator, so a
-//! fast path borrows the type there without moving a reference count.
+//! collectives take these values instead of pointers, counts and datatype
+//! handles. Datatypes stay handles, as in a [`UserBuf`].
 
 use std::ffi::c_void;
 
 use mpi_api::abi::{MPI_Datatype, MPI_Op, MPI_IN_PLACE};
 
 use super::args::Arr;
-
-/// One buffer argument: `count` elements of the datatype with handle
-/// `datatype` at `addr` (or `MPI_IN_PLACE`, or `MPI_BOTTOM` with a type of
-/// absolute addresses).
-#[derive(Clone, Copy)]
-pub(crate) struct UserBuf {
-    addr: *mut c_void,
-    pub(crate) count: i64,
-    pub(crate) datatype: MPI_Datatype,
-}
-
-impl UserBuf {
-    /// The buffer argument `addr`, `count`, `datatype` of a collective call.
-    ///
-    /// # Safety
-    /// Unless `addr` is `MPI_IN_PLACE`, NULL, or its count or type makes the
-    /// buffer empty, `addr` addresses `count` elements of `datatype` (if the
-    /// handle is valid) that stay the caller's to lend until the operation
-    /// completes (the call returns, or its request completes), writable if
-    /// the collective writes them. Handles and counts are checked later.
-    #[inline]
-    pub(crate) unsafe fn new(addr: *const c_void, count: i64, datatype: MPI_Datatype) -> UserBuf {
-        UserBuf { addr: addr as *mut c_void, count, datatype }
-    }
-
-    /// The address, as the collectives' protocols use it.
-    #[inline]
-    pub(crate) fn addr(&self) -> *mut c_void {
-        self.addr
-    }
-
-    /// Whether the argument is `MPI_IN_PLACE`.
-    #[inline]
-    pub(crate) fn is_in_place(&self) -> bool {
-        self.addr as usize == MPI_IN_PLACE
-    }
-}
+use crate::rt::buf::UserBuf;
 
 /// The blocks of one side of a v- or w-collective: block `i` is
 /// `counts[i]` elements of its type at displacement `displs[i]` from
@@ -129,16 +92,18 @@ impl Reduction {
         Reduction { send: send as *mut c_void, recv, datatype, op }
     }
 
-    /// The send buffer, with `count` elements.
+    /// The send buffer, with `count` elements (the call's).
     #[inline]
     pub(crate) fn send_buf(&self, count: i64) -> UserBuf {
-        UserBuf { addr: self.send, count, datatype: self.datatype }
+        // SAFETY: Reduction::new's contract, which is UserBuf::new's for `send`.
+        unsafe { UserBuf::new(self.send, count, self.datatype) }
     }
 
-    /// The receive buffer, with `count` elements.
+    /// The receive buffer, with `count` elements (the call's).
     #[inline]
     pub(crate) fn recv_buf(&self, count: i64) -> UserBuf {
-        UserBuf { addr: self.recv, count, datatype: self.datatype }
+        // SAFETY: Reduction::new's contract, which is UserBuf::new's for `recv`.
+        unsafe { UserBuf::new(self.recv, count, self.datatype) }
     }
 
     /// The send and receive addresses.

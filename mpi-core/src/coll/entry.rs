@@ -12,7 +12,7 @@ use crate::coll::algo;
 use crate::coll::args::{
     at, check_buf, check_root, elem, in_place, no_alias, reducer, signature_match, typed, views, Arr, Dir,
 };
-use crate::coll::buf::{Reduction, RootBlocks, UserBlocks, UserBuf};
+use crate::coll::buf::{Reduction, RootBlocks, UserBlocks};
 use crate::coll::call::{run, run_or, Call};
 use crate::coll::inter;
 use crate::coll::sched::{Packed, Sched};
@@ -26,6 +26,7 @@ use crate::coll::shm::pieces::pieces_allreduce;
 use crate::coll::shm::rooted::{fast_gatherv, fast_scatterv, shm_gatherv, shm_scatterv};
 use crate::coll::shm::vtables::{fast_alltoallv, shm_alltoall_vw};
 use crate::coll::shm::Shm;
+use crate::rt::buf::UserBuf;
 use crate::rt::datatype::check_count;
 use crate::rt::error::MpiResult;
 use crate::rt::{self, State};

@@ -30,9 +30,10 @@ use mpi_api::abi::*;
 
 use super::algo;
 use super::args::{at, reducer, typed, views, Arr, Dir};
-use super::buf::{Reduction, RootBlocks, UserBlocks, UserBuf};
+use super::buf::{Reduction, RootBlocks, UserBlocks};
 use super::sched::{Packed, Sched};
 use crate::bail;
+use crate::rt::buf::UserBuf;
 use crate::rt::datatype::{check_count, Dtype};
 use crate::rt::error::MpiResult;
 use crate::rt::State;

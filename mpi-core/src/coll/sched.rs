@@ -15,10 +15,11 @@ use std::sync::Arc;
 
 use mpi_api::abi::*;
 
+use crate::rt::buf::SendData;
 use crate::rt::datatype::Dtype;
 use crate::rt::error::{MpiError, MpiResult};
 use crate::rt::op::{self, UserOp};
-use crate::rt::p2p::{Kind, Mode, RecvOp, Request};
+use crate::rt::p2p::{Kind, Mode, RecvOp, Request, Wire};
 use crate::rt::State;
 
 /// Where a schedule step reads or writes packed bytes: a contiguous user
@@ -445,19 +446,14 @@ impl Sched {
                     &Act::Send { p, n, to, via } => {
                         let i = st.reqs.alloc(Request::new(Kind::Null, MPI_COMM_WORLD));
                         let r = &self.routes[via as usize];
-                        let dest = r.group[to];
-                        st.engine.start_send(
-                            &mut st.reqs,
-                            i,
-                            p,
-                            n,
-                            &self.bytes,
-                            dest,
-                            r.ctx,
-                            r.rank as i32,
-                            r.tag,
-                            Mode::Standard,
-                        );
+                        let env = Wire { ctx: r.ctx, src: r.rank as i32, tag: r.tag };
+                        // SAFETY: the schedule was built with `p` addressing
+                        // `n` bytes (a user buffer lent for the operation or
+                        // our temporary), kept until the schedule's sends
+                        // complete; a fence orders local steps that write
+                        // them after the send.
+                        let data = unsafe { SendData::new(p, n, &self.bytes) };
+                        st.engine.start_send(&mut st.reqs, i, data, r.group[to], env, Mode::Standard);
                         self.pending.push((i, n, false));
                     }
                     &Act::Recv { p, n, from, via } => {

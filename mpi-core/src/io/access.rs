@@ -4,7 +4,6 @@
 //! hand back a request that is already complete; split collectives do
 //! their work at `_begin` and give the status at `_end`.
 
-use std::ffi::c_void;
 use std::sync::Arc;
 
 use mpi_api::abi::*;
@@ -14,6 +13,7 @@ use super::group::{agree, bytes_i64, group_view_of, i64_bytes};
 use super::{get, lock, File, FileRef, FileView, Split};
 use crate::bail;
 use crate::rt;
+use crate::rt::buf::UserBuf;
 use crate::rt::datatype::{check_count, Dtype};
 use crate::rt::error::{MpiError, MpiResult};
 use crate::rt::p2p::{empty_status, Kind, ReqTable, Request};
@@ -36,28 +36,9 @@ pub(crate) enum Direction {
     Write,
 }
 
-/// The user's buffer of an access as the C caller gave it: `count`
-/// elements of `datatype` at `addr`. Count and datatype are checked by the
-/// access (after the file's own checks, so errors come in the standard's
-/// order).
-#[derive(Clone, Copy)]
-pub(crate) struct UserBuf {
-    addr: *mut u8,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-}
-
-impl UserBuf {
-    /// # Safety
-    /// `addr` must be valid for `count` elements of `datatype` (for
-    /// reading, or for writing when the access reads the file) until the
-    /// access returns.
-    pub(crate) unsafe fn new(addr: *const c_void, count: MPI_Count, datatype: MPI_Datatype) -> UserBuf {
-        UserBuf { addr: addr as *mut u8, count, datatype }
-    }
-}
-
 /// A [`UserBuf`] with its count and datatype checked against the view.
+/// (The access checks them after the file's own checks, so errors come in
+/// the standard's order.)
 pub(crate) struct Buf {
     addr: *mut u8,
     count: usize,
@@ -84,7 +65,7 @@ impl Buf {
                 "{count} elements of the datatype ({bytes} bytes of data) are not a whole number of etypes of the view ({esize} bytes each)"
             );
         }
-        Ok(Buf { addr: user.addr, count, dt, handle: user.datatype })
+        Ok(Buf { addr: user.addr().cast(), count, dt, handle: user.datatype })
     }
 
     pub(crate) fn bytes(&self) -> usize {

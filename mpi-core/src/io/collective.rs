@@ -9,12 +9,13 @@
 
 use mpi_api::abi::*;
 
-use super::access::{access, status_of, user_rep, At, Buf, Direction, UserBuf};
+use super::access::{access, status_of, user_rep, At, Buf, Direction};
 use super::group::{agree, bytes_i64, group_view_of};
 use super::view::Segment;
 use super::{lock, FileRef};
 use crate::bail;
 use crate::rt::agree::View;
+use crate::rt::buf::UserBuf;
 use crate::rt::error::MpiResult;
 
 /// Average pieces per process from which a collective access goes through

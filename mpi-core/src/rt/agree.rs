@@ -17,7 +17,7 @@ use crate::bail;
 use crate::rt::comm::Comm;
 use crate::rt::datatype::Dtype;
 use crate::rt::error::MpiResult;
-use crate::rt::p2p::{Kind, Mode, RecvOp, Request};
+use crate::rt::p2p::{Kind, RecvOp, Request, Wire};
 use crate::rt::{self, State};
 
 /// First tag of the library's internal traffic on collective contexts.
@@ -65,21 +65,12 @@ impl View {
         self.group.len()
     }
 
+    /// Starts a send of a copy of `data` (kept by the request, so the
+    /// caller's buffer may go whatever happens to the request).
     fn isend(&self, st: &mut State, data: &[u8], to: usize, tag: i32) -> u32 {
-        let tag = tag + self.tag_off;
+        let env = Wire { ctx: self.ctx, src: self.rank as i32, tag: tag + self.tag_off };
         let i = st.reqs.alloc(Request::new(Kind::Null, MPI_COMM_WORLD));
-        st.engine.start_send(
-            &mut st.reqs,
-            i,
-            data.as_ptr(),
-            data.len(),
-            &self.bytes,
-            self.group[to],
-            self.ctx,
-            self.rank as i32,
-            tag,
-            Mode::Standard,
-        );
+        st.engine.start_send_vec(&mut st.reqs, i, data.to_vec(), &self.bytes, self.group[to], env);
         i
     }
 

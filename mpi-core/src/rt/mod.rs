@@ -7,6 +7,7 @@
 
 pub mod agree;
 pub mod attr;
+pub mod buf;
 pub mod comm;
 pub mod ctxid;
 pub mod datatype;
@@ -87,6 +88,17 @@ pub struct BsendBuffer {
     pub pending: Vec<(u32, usize)>,
 }
 
+/// Where a runtime runs: world rank `rank` of `size`, on host `host`
+/// (`oversubscribed`: its local ranks outnumber the CPUs), in the job named
+/// `job_id`.
+pub struct Place {
+    pub rank: usize,
+    pub size: usize,
+    pub host: String,
+    pub oversubscribed: bool,
+    pub job_id: String,
+}
+
 /// A layer's part of a progress round (see [`State::progress`]): true if
 /// it did anything.
 pub type ProgressHook = fn(&mut State) -> bool;
@@ -106,20 +118,16 @@ impl State {
     }
 
     /// The state of a runtime whose engine is `engine`, before any MPI
-    /// object but the predefined ones exists: world rank `rank` of `size`,
-    /// on host `host`, with the layers' `progress_hooks`.
-    #[allow(clippy::too_many_arguments)]
+    /// object but the predefined ones exists: at `place`, with the layers'
+    /// `progress_hooks`.
     pub fn new(
         pmi: Pmi,
         engine: Engine,
-        rank: usize,
-        size: usize,
-        host: String,
-        oversubscribed: bool,
+        place: Place,
         thread_level: c_int,
-        job_id: String,
         progress_hooks: &'static [ProgressHook],
     ) -> State {
+        let Place { rank, size, host, oversubscribed, job_id } = place;
         State {
             world_rank: rank,
             world_size: size,
@@ -161,8 +169,14 @@ pub fn loopback_job(n: usize, progress_hooks: &'static [ProgressHook]) -> MpiRes
             }
             (pmi.rank, pmi.size) = (rank, n);
             let engine = Engine::with_loopback(rank, n, lb)?;
-            let host = format!("loopback-{rank}");
-            Ok(State::new(pmi, engine, rank, n, host, false, MPI_THREAD_SINGLE, "loopback".into(), progress_hooks))
+            let place = Place {
+                rank,
+                size: n,
+                host: format!("loopback-{rank}"),
+                oversubscribed: false,
+                job_id: "loopback".into(),
+            };
+            Ok(State::new(pmi, engine, place, MPI_THREAD_SINGLE, progress_hooks))
         })
         .collect()
 }
@@ -641,17 +655,8 @@ fn start(g: &mut MutexGuard<'static, Option<Box<State>>>, required: c_int) -> Mp
     let pmi_kvs = pmi.kvsname.clone();
     let provided = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_MULTIPLE);
     let job_id = format!("{}@{}", sanitize(&pmi_kvs), sanitize(&hosts[0]));
-    let mut st = Box::new(State::new(
-        pmi,
-        engine,
-        rank,
-        size,
-        host,
-        oversubscribed,
-        provided,
-        job_id,
-        crate::layers::PROGRESS_HOOKS,
-    ));
+    let place = Place { rank, size, host, oversubscribed, job_id };
+    let mut st = Box::new(State::new(pmi, engine, place, provided, crate::layers::PROGRESS_HOOKS));
     MY_CTL.store(st.engine.my_ctl_ptr(), Ordering::Release);
     if TCP_ACTIVE.load(Ordering::Relaxed) {
         enable_wake_socket();

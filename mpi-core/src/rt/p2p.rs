@@ -23,6 +23,7 @@ use std::sync::Arc;
 
 use mpi_api::abi::*;
 
+use super::buf::SendData;
 use super::datatype::Dtype;
 use super::error::{MpiError, MpiResult};
 use super::shm::{self, kind, Ctl, MsgHdr, Segment, FLAG_PIPE, FLAG_SYNC};
@@ -83,6 +84,16 @@ pub enum Persist {
     /// A persistent collective: its schedule, run again by each start (the
     /// type is the collectives', bound in `crate::layers`).
     Coll(crate::layers::PersistentColl),
+}
+
+/// The envelope of a message as the engine matches it: the context id of
+/// its communicator, the source's rank there and the tag (a receive's may
+/// be `MPI_ANY_SOURCE` and `MPI_ANY_TAG`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Wire {
+    pub ctx: u32,
+    pub src: i32,
+    pub tag: i32,
 }
 
 pub struct SendOp {
@@ -658,23 +669,30 @@ impl Engine {
 
     /// Streams `len` bytes at `ptr` to `to` as `DATA` records (the answer to
     /// its `CTS` for send `sreq`).
-    fn post_stream(&mut self, to: usize, hdr: MsgHdr, ptr: *const u8, len: usize, sreq: u64) {
+    ///
+    /// # Safety
+    /// As for [`Transport::stream`].
+    unsafe fn post_stream(&mut self, to: usize, hdr: MsgHdr, ptr: *const u8, len: usize, sreq: u64) {
         match self.routes[to] {
             // (A rank never answers its own RTS with a CTS: it copies.)
             Route::Me => unreachable!("streaming to this rank"),
-            Route::Shm(l) => self.shm.stream(l as usize, hdr, ptr, len, sreq),
-            Route::Tcp => self.tcp.as_mut().expect("TCP transport").stream(to, hdr, ptr, len, sreq),
-            Route::Loopback => self.loopback.as_mut().expect("loopback transport").stream(to, hdr, ptr, len, sreq),
+            // SAFETY: this function's contract, which is the transport's.
+            Route::Shm(l) => unsafe { self.shm.stream(l as usize, hdr, ptr, len, sreq) },
+            // SAFETY: as above.
+            Route::Tcp => unsafe { self.tcp.as_mut().expect("TCP transport").stream(to, hdr, ptr, len, sreq) },
+            // SAFETY: as above.
+            Route::Loopback => unsafe {
+                self.loopback.as_mut().expect("loopback transport").stream(to, hdr, ptr, len, sreq)
+            },
         }
     }
 
-    /// Packs `count` elements of `dt` at `buf` (`bytes` packed) straight
-    /// into a ring record to `to` when it is a rank of this host (see
-    /// [`ShmTransport::push_packed`]). False if the caller must post the
-    /// data itself.
-    fn push_packed(&mut self, to: usize, hdr: &MsgHdr, buf: *const u8, count: usize, dt: &Dtype, bytes: usize) -> bool {
+    /// Packs `data` (`bytes` packed) straight into a ring record to `to`
+    /// when it is a rank of this host (see [`ShmTransport::push_packed`]).
+    /// False if the caller must post the data itself.
+    fn push_packed(&mut self, to: usize, hdr: &MsgHdr, data: SendData<'_>, bytes: usize) -> bool {
         match self.routes[to] {
-            Route::Shm(l) => self.shm.push_packed(l as usize, hdr, buf, count, dt, bytes),
+            Route::Shm(l) => self.shm.push_packed(l as usize, hdr, data, bytes),
             _ => false,
         }
     }
@@ -794,7 +812,11 @@ impl Engine {
                         let rdv = s.rdv.as_ref().expect("rendezvous send");
                         let (ptr, len) = (rdv.addr, rdv.len);
                         let h = MsgHdr { kind: kind::DATA, aux: hdr.len, ..Default::default() };
-                        self.post_stream(from, h, ptr, len, hdr.aux);
+                        // SAFETY: the rendezvous data (the packed copy the
+                        // request owns, or the send buffer by SendData::new's
+                        // contract) stays until the request completes, which
+                        // it does only once the stream is reported done.
+                        unsafe { self.post_stream(from, h, ptr, len, hdr.aux) };
                     }
                 }
             }
@@ -941,28 +963,19 @@ impl Engine {
 
     // ----- operations ------------------------------------------------------
 
-    /// Starts a send of `count` elements of `dt` at `buf` to world rank
-    /// `dest_world` on context `ctx`, as request `ri` (already allocated).
-    ///
-    /// `buf` must address `count` elements of `dt` that stay valid until the
-    /// request completes: callers are the C boundary, which received the
-    /// pointer from the program with that promise, and internal schedules
-    /// that own their buffers. (Not an `unsafe fn` so the engine's callers
-    /// stay readable; the contract is the MPI one.)
-    #[allow(clippy::too_many_arguments, clippy::not_unsafe_ptr_arg_deref)]
+    /// Starts send `ri` (already allocated) of `data` to world rank
+    /// `dest_world` with envelope `env`.
     pub fn start_send(
         &mut self,
         reqs: &mut ReqTable,
         ri: u32,
-        buf: *const u8,
-        count: usize,
-        dt: &Dtype,
+        data: SendData<'_>,
         dest_world: usize,
-        ctx: u32,
-        src: i32,
-        tag: i32,
+        env: Wire,
         mode: Mode,
     ) {
+        let (buf, count, dt) = (data.addr(), data.count(), data.dt());
+        let Wire { ctx, src, tag } = env;
         let bytes = dt.packed_size(count);
         COUNTERS.sent(bytes);
         let id = reqs.proto_id(ri);
@@ -975,12 +988,13 @@ impl Engine {
                 hdr.aux = id;
             }
             if dt.contig {
-                // SAFETY: buf holds `count` contiguous elements.
-                let data = if bytes == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(buf, bytes) } };
-                self.post(reqs, dest_world, hdr, data, id);
-            } else if !self.push_packed(dest_world, &hdr, buf, count, dt, bytes) {
+                // SAFETY: buf holds `count` contiguous elements
+                // (SendData::new's contract).
+                let payload = if bytes == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(buf, bytes) } };
+                self.post(reqs, dest_world, hdr, payload, id);
+            } else if !self.push_packed(dest_world, &hdr, data, bytes) {
                 let mut tmp = vec![0u8; bytes];
-                // SAFETY: buf holds `count` elements of dt.
+                // SAFETY: buf holds `count` elements of dt (SendData::new's contract).
                 unsafe { dt.pack(buf, count, &mut tmp) };
                 self.post(reqs, dest_world, hdr, &tmp, id);
             }
@@ -1003,7 +1017,8 @@ impl Engine {
             let tmp_ptr = tmp.as_mut_ptr();
             let packed = Box::new(std::sync::atomic::AtomicU64::new(0));
             let counter: *const std::sync::atomic::AtomicU64 = &*packed;
-            // SAFETY: buf holds `count` elements of dt; tmp their packed size.
+            // SAFETY: buf holds `count` elements of dt (SendData::new's
+            // contract); tmp their packed size.
             unsafe { dt.pack_range(buf, count, 0, &mut tmp[..PIPE_PIECE]) };
             packed.store(PIPE_PIECE as u64, std::sync::atomic::Ordering::Release);
             if let Kind::Send(s) = &mut reqs.get(ri).kind {
@@ -1045,7 +1060,7 @@ impl Engine {
             (buf, None)
         } else {
             let mut tmp = scratch(bytes);
-            // SAFETY: buf holds `count` elements of dt.
+            // SAFETY: buf holds `count` elements of dt (SendData::new's contract).
             unsafe { dt.pack(buf, count, &mut tmp) };
             (tmp.as_ptr(), Some(tmp))
         };
@@ -1056,25 +1071,36 @@ impl Engine {
         self.post(reqs, dest_world, hdr, &(addr as u64).to_ne_bytes(), id);
     }
 
+    /// [`Engine::start_send`] in standard mode of `data` as elements of
+    /// `bytes` (a type of one byte): the request keeps the data until it
+    /// completes.
+    pub fn start_send_vec(
+        &mut self,
+        reqs: &mut ReqTable,
+        ri: u32,
+        data: Vec<u8>,
+        bytes: &Dtype,
+        dest: usize,
+        env: Wire,
+    ) {
+        // SAFETY: `data` is not changed again: it goes to the request below
+        // (its heap block does not move), or the send has copied it already.
+        let send = unsafe { SendData::of_bytes(&data, bytes) };
+        self.start_send(reqs, ri, send, dest, env, Mode::Standard);
+        if let Kind::Send(SendOp { rdv: Some(rdv), .. }) = &mut reqs.get(ri).kind {
+            debug_assert!(rdv.owned.is_none(), "bytes are sent without a packed copy");
+            rdv.owned = Some(data);
+        }
+    }
+
     /// Sends a small contiguous message eagerly, without a request (the
     /// fast path of a blocking standard send): the data is in the ring, or
     /// copied into the destination's queue, when this returns.
-    #[allow(clippy::too_many_arguments, clippy::not_unsafe_ptr_arg_deref)]
-    pub fn send_eager_now(
-        &mut self,
-        reqs: &mut ReqTable,
-        buf: *const u8,
-        bytes: usize,
-        dest_world: usize,
-        ctx: u32,
-        src: i32,
-        tag: i32,
-    ) {
-        debug_assert!(bytes <= self.eager_limit_to(dest_world));
-        COUNTERS.sent(bytes);
-        let hdr = MsgHdr { kind: kind::EAGER, src, tag, ctx, len: bytes as u64, ..Default::default() };
-        // SAFETY: buf holds `bytes` contiguous bytes (checked by the caller).
-        let data = if bytes == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(buf, bytes) } };
+    pub fn send_eager_now(&mut self, reqs: &mut ReqTable, data: &[u8], dest_world: usize, env: Wire) {
+        debug_assert!(data.len() <= self.eager_limit_to(dest_world));
+        COUNTERS.sent(data.len());
+        let Wire { ctx, src, tag } = env;
+        let hdr = MsgHdr { kind: kind::EAGER, src, tag, ctx, len: data.len() as u64, ..Default::default() };
         self.post(reqs, dest_world, hdr, data, 0);
     }
 
@@ -1093,23 +1119,21 @@ impl Engine {
     ///
     /// # Safety
     /// `buf` must be valid for writing `cap` bytes.
-    #[allow(clippy::too_many_arguments)]
     pub unsafe fn recv_direct(
         &mut self,
         reqs: &mut ReqTable,
         src_world: usize,
-        ctx: u32,
-        src: i32,
-        tag: i32,
+        env: Wire,
         buf: *mut u8,
         cap: usize,
         polls: u32,
     ) -> Option<(i32, usize)> {
+        let Wire { ctx, src, tag } = env;
         let l = match self.routes[src_world] {
             Route::Shm(l) => l as usize,
             // SAFETY: this function's contract for `buf` and `cap`, which is
             // recv_direct_tcp's.
-            Route::Tcp => return unsafe { self.recv_direct_tcp(reqs, src_world, ctx, src, tag, buf, cap, polls) },
+            Route::Tcp => return unsafe { self.recv_direct_tcp(reqs, src_world, env, buf, cap, polls) },
             Route::Me | Route::Loopback => return None,
         };
         for _ in 0..polls {
@@ -1145,21 +1169,19 @@ impl Engine {
     ///
     /// # Safety
     /// As for [`Engine::recv_direct`].
-    #[allow(clippy::too_many_arguments)]
     #[inline(never)]
     unsafe fn recv_direct_tcp(
         &mut self,
         reqs: &mut ReqTable,
         src_world: usize,
-        ctx: u32,
-        src: i32,
-        tag: i32,
+        env: Wire,
         buf: *mut u8,
         cap: usize,
         polls: u32,
     ) -> Option<(i32, usize)> {
         // A rank on another host: up to `polls` non-blocking reads of
         // its connection (while nothing waits to be sent over TCP).
+        let Wire { ctx, src, tag } = env;
         let mut a = self.tcp.as_mut()?.take_arrivals();
         let (mut got, mut give_up) = (None, false);
         for _ in 0..polls {

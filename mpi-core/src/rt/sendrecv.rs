@@ -6,74 +6,20 @@
 //! of the engine. Buffered sends copy their data here and charge it against
 //! the attached buffer.
 //!
-//! Raw user pointers enter only through [`UserBuf::new`] and
-//! [`TypedBuf::new`], whose contracts are the MPI standard's for a
-//! communication buffer; everything else here is safe to call.
+//! Raw user pointers enter only through the buffers of [`super::buf`],
+//! whose constructors carry the MPI standard's contract for a communication
+//! buffer; everything here is safe to call.
 
-use std::ffi::c_void;
 use std::os::raw::c_int;
-use std::sync::Arc;
 
 use mpi_api::abi::*;
 
-use super::datatype::{check_count, Dtype};
+use super::buf::{TypedBuf, UserBuf};
+use super::datatype::Dtype;
 use super::error::MpiResult;
-use super::p2p::{proc_null_status, Kind, Mode, RecvOp, ReqTable, Request};
+use super::p2p::{proc_null_status, Kind, Mode, RecvOp, ReqTable, Request, Wire};
 use super::{shm, State};
 use crate::bail;
-
-/// A communication buffer as a call names it: `count` elements of the
-/// datatype with handle `datatype`, laid out from `addr` (NULL is
-/// `MPI_BOTTOM`, from which derived types may address absolute locations).
-#[derive(Clone, Copy, Debug)]
-pub struct UserBuf {
-    addr: *mut u8,
-    pub count: i64,
-    pub datatype: MPI_Datatype,
-}
-
-impl UserBuf {
-    /// # Safety
-    /// `addr` is NULL or addresses `count` elements of `datatype`, readable
-    /// for data sent and writable for data received, until the operation
-    /// that takes the buffer completes (the standard's contract for a
-    /// communication buffer, which the calling program accepted).
-    pub unsafe fn new(addr: *const c_void, count: i64, datatype: MPI_Datatype) -> Self {
-        UserBuf { addr: addr as *mut u8, count, datatype }
-    }
-
-    pub fn addr(&self) -> *mut u8 {
-        self.addr
-    }
-
-    /// The count checked and the datatype resolved.
-    pub fn typed(&self, st: &mut State) -> MpiResult<TypedBuf> {
-        let count = check_count(self.count)?;
-        let dt = st.types.get(self.datatype)?;
-        Ok(TypedBuf { addr: self.addr, count, dt })
-    }
-}
-
-/// A communication buffer with its count checked and its datatype resolved.
-#[derive(Clone)]
-pub struct TypedBuf {
-    addr: *mut u8,
-    pub count: usize,
-    pub dt: Arc<Dtype>,
-}
-
-impl TypedBuf {
-    /// # Safety
-    /// As for [`UserBuf::new`]: `addr` is NULL or addresses `count`
-    /// elements of `dt` for as long as the operation runs.
-    pub unsafe fn new(addr: *const u8, count: usize, dt: Arc<Dtype>) -> Self {
-        TypedBuf { addr: addr as *mut u8, count, dt }
-    }
-
-    pub fn addr(&self) -> *mut u8 {
-        self.addr
-    }
-}
 
 /// The envelope of a message as a call names it: the peer's rank in `comm`
 /// (the destination of a send; the source of a receive, which may be
@@ -144,7 +90,7 @@ pub fn start_send_typed(
     r.done = false;
     r.err = MPI_SUCCESS;
     r.status = MPI_Status::default();
-    st.engine.start_send(&mut st.reqs, ri, buf.addr, buf.count, &buf.dt, dest_world, ctx, src, to.tag, mode);
+    st.engine.start_send(&mut st.reqs, ri, buf.send_data(), dest_world, Wire { ctx, src, tag: to.tag }, mode);
     Ok(ri)
 }
 
@@ -153,7 +99,7 @@ fn check_send(st: &State, buf: &TypedBuf, to: &Envelope) -> MpiResult<(u32, i32)
     let c = st.comms.get(to.comm)?;
     check_tag(to.tag, false)?;
     check_peer(to.peer, c.size(), false, "destination")?;
-    check_buf(buf.addr, buf.count, &buf.dt)?;
+    check_buf(buf.addr(), buf.count, &buf.dt)?;
     Ok((c.ctx, c.rank))
 }
 
@@ -174,7 +120,11 @@ pub fn send_now(st: &mut State, buf: &UserBuf, to: &Envelope, mode: Mode) -> Mpi
     if bytes > st.engine.eager_limit_to(dest_world) {
         return Ok(false);
     }
-    st.engine.send_eager_now(&mut st.reqs, buf.addr, bytes, dest_world, ctx, src, to.tag);
+    // SAFETY: a TypedBuf addresses `count` elements of its datatype
+    // (TypedBuf::new's contract), here `bytes` contiguous bytes, not at NULL
+    // if there are any (check_send).
+    let data = if bytes == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(buf.addr(), bytes) } };
+    st.engine.send_eager_now(&mut st.reqs, data, dest_world, Wire { ctx, src, tag: to.tag });
     Ok(true)
 }
 
@@ -202,27 +152,10 @@ fn bsend(st: &mut State, ri: u32, buf: &TypedBuf, dest_world: usize, ctx: u32, s
     let mut copy = vec![0u8; bytes];
     // SAFETY: a TypedBuf addresses `count` elements of its datatype
     // (TypedBuf::new's contract), and `copy` has their packed size.
-    unsafe { buf.dt.pack(buf.addr, buf.count, &mut copy) };
+    unsafe { buf.dt.pack(buf.addr(), buf.count, &mut copy) };
     let bytes_t = crate::rt::datatype::builtin(MPI_BYTE).expect("MPI_BYTE");
     let inner = st.reqs.alloc(Request::new(Kind::Null, MPI_COMM_WORLD));
-    st.engine.start_send(
-        &mut st.reqs,
-        inner,
-        copy.as_ptr(),
-        bytes,
-        &bytes_t,
-        dest_world,
-        ctx,
-        src,
-        tag,
-        Mode::Standard,
-    );
-    if let Kind::Send(s) = &mut st.reqs.get(inner).kind {
-        if let Some(rdv) = &mut s.rdv {
-            // The heap block does not move with the Vec: `rdv.addr` stays valid.
-            rdv.owned = Some(copy);
-        }
-    }
+    st.engine.start_send_vec(&mut st.reqs, inner, copy, &bytes_t, dest_world, Wire { ctx, src, tag });
     st.bsend.pending.push((inner, charge));
     let r = st.reqs.get(ri);
     r.kind = Kind::Null;
@@ -261,7 +194,7 @@ fn check_recv_typed(st: &State, buf: &TypedBuf, from: &Envelope) -> MpiResult<u3
     let c = st.comms.get(from.comm)?;
     check_tag(from.tag, true)?;
     check_peer(from.peer, c.size(), true, "source")?;
-    check_buf(buf.addr, buf.count, &buf.dt)?;
+    check_buf(buf.addr(), buf.count, &buf.dt)?;
     Ok(c.ctx)
 }
 
@@ -283,7 +216,7 @@ pub fn start_recv_typed(st: &mut State, buf: TypedBuf, from: &Envelope, reuse: O
     r.done = false;
     r.status = MPI_Status::default();
     let cap = buf.dt.packed_size(buf.count);
-    r.kind = Kind::Recv(RecvOp { buf: buf.addr, dt: buf.dt, ctx, src: from.peer, tag: from.tag, cap, stream: None });
+    r.kind = Kind::Recv(RecvOp { buf: buf.addr(), dt: buf.dt, ctx, src: from.peer, tag: from.tag, cap, stream: None });
     st.engine.start_recv(&mut st.reqs, ri);
     Ok(ri)
 }
@@ -330,7 +263,7 @@ pub fn recv_direct(st: &mut State, buf: &UserBuf, from: &Envelope) -> MpiResult<
     }
     let c = st.comms.get(from.comm)?;
     let Some(&src_world) = c.group.get(source as usize) else { return general };
-    if check_tag(tag, true).is_err() || check_buf(buf.addr, count, &dt).is_err() {
+    if check_tag(tag, true).is_err() || check_buf(buf.addr().cast(), count, &dt).is_err() {
         return general;
     }
     let ctx = c.ctx;
@@ -343,11 +276,11 @@ pub fn recv_direct(st: &mut State, buf: &UserBuf, from: &Envelope) -> MpiResult<
         (false, false) => 8192,
         (false, true) => TCP_POLLS,
     };
-    let cap = dt.packed_size(count);
+    let (cap, env) = (dt.packed_size(count), Wire { ctx, src: source, tag });
     // SAFETY: a UserBuf addresses `count` elements of its datatype
     // (UserBuf::new's contract), writable for a receive; check_buf accepted
     // it, and for a contiguous type that is `cap` bytes from `addr`.
-    let got = unsafe { st.engine.recv_direct(&mut st.reqs, src_world, ctx, source, tag, buf.addr, cap, polls) };
+    let got = unsafe { st.engine.recv_direct(&mut st.reqs, src_world, env, buf.addr().cast(), cap, polls) };
     Ok(match got {
         Some((t, n)) => {
             let mut s = MPI_Status { MPI_SOURCE: source, MPI_TAG: t, ..Default::default() };
@@ -376,10 +309,10 @@ pub fn probe_context(st: &State, from: &Envelope) -> MpiResult<u32> {
 pub fn pack_replace(st: &mut State, buf: &UserBuf) -> MpiResult<Vec<u8>> {
     let typed = buf.typed(st)?;
     let mut tmp = vec![0u8; typed.dt.packed_size(typed.count)];
-    if typed.count > 0 && !typed.addr.is_null() {
+    if typed.count > 0 && !typed.addr().is_null() {
         // SAFETY: a non-NULL UserBuf addresses `count` elements of its
         // datatype (UserBuf::new's contract); `tmp` has their packed size.
-        unsafe { typed.dt.pack(typed.addr, typed.count, &mut tmp) };
+        unsafe { typed.dt.pack(typed.addr(), typed.count, &mut tmp) };
     }
     Ok(tmp)
 }
@@ -398,7 +331,7 @@ pub fn start_mrecv(st: &mut State, buf: &UserBuf, m: MPI_Message) -> MpiResult<u
     let cap = typed.dt.packed_size(typed.count);
     let i = st.reqs.alloc(Request::new(
         Kind::Recv(RecvOp {
-            buf: typed.addr,
+            buf: typed.addr(),
             dt: typed.dt,
             ctx: u32::MAX,
             src: MPI_ANY_SOURCE,

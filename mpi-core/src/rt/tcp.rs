@@ -885,7 +885,7 @@ impl Transport for Tcp {
     }
 
     /// `sreq` is reported by `flush` once everything is written.
-    fn stream(&mut self, to: usize, hdr: MsgHdr, ptr: *const u8, len: usize, sreq: u64) {
+    unsafe fn stream(&mut self, to: usize, hdr: MsgHdr, ptr: *const u8, len: usize, sreq: u64) {
         self.enqueue(to, Item::Stream { hdr, ptr, len, off: 0, in_frame: 0, sreq });
     }
 

@@ -9,10 +9,10 @@ use mpi_api::abi::*;
 
 use crate::bail;
 use crate::coll::args::{check_root, in_place};
-use crate::coll::buf::UserBuf;
 use crate::coll::flat::{self, Flat, Lookup};
 use crate::coll::shm::fast::{fast_bufs, fast_bytes, fast_copy};
 use crate::coll::shm::next_op;
+use crate::rt::buf::UserBuf;
 use crate::rt::datatype::check_count;
 use crate::rt::error::MpiResult;
 use crate::rt::{self, State};

@@ -7,10 +7,11 @@ use std::sync::Arc;
 use mpi_api::abi::*;
 
 use crate::coll::args::{check_root, in_place, reducer};
-use crate::coll::buf::{Reduction, UserBuf};
+use crate::coll::buf::Reduction;
 use crate::coll::flat::{self, Flat, Lookup};
 use crate::coll::sched::Reducer;
 use crate::coll::shm::Who;
+use crate::rt::buf::UserBuf;
 use crate::rt::datatype::{check_count, Dtype};
 use crate::rt::error::MpiResult;
 use crate::rt::{self, State};

@@ -17,11 +17,12 @@ use std::os::raw::c_int;
 use mpi_api::abi::*;
 
 use crate::bail;
-use crate::coll::buf::{Reduction, UserBuf};
+use crate::coll::buf::Reduction;
 use crate::coll::call::{Call, RequestOut};
 use crate::coll::entry::{allreduce, bcast};
 use crate::coll::flat::{self, Flat, Lookup, NbKind, NbOp};
 use crate::coll::parts;
+use crate::rt::buf::UserBuf;
 use crate::rt::error::{MpiError, MpiResult};
 use crate::rt::{self, State};
 

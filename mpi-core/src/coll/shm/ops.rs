@@ -12,13 +12,14 @@ use mpi_api::abi::*;
 
 use crate::bail;
 use crate::coll::args::{check_buf, check_root, elem, in_place, no_alias, reducer, typed_blk, typed_view, Arr};
-use crate::coll::buf::{Reduction, UserBlocks, UserBuf};
+use crate::coll::buf::{Reduction, UserBlocks};
 use crate::coll::call::Call;
 use crate::coll::entry::allgatherv;
 use crate::coll::flat::{self, NbKind};
 use crate::coll::parts;
 use crate::coll::sched::Packed;
 use crate::coll::shm::{in_segment, Shm};
+use crate::rt::buf::UserBuf;
 use crate::rt::datatype::check_count;
 use crate::rt::error::{MpiError, MpiResult};
 use crate::rt::{self, State};

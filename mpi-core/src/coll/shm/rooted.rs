@@ -8,7 +8,7 @@ use mpi_api::abi::*;
 
 use crate::bail;
 use crate::coll::args::{check_root, in_place, no_alias, signature_match, typed, typed_view};
-use crate::coll::buf::{UserBlocks, UserBuf};
+use crate::coll::buf::UserBlocks;
 use crate::coll::call::run_tagged;
 use crate::coll::flat::{self, Flat};
 use crate::coll::parts;
@@ -17,6 +17,7 @@ use crate::coll::shm::vtables::{
     offset_table_bytes, read_table_word, table_block, typed_blocks, write_blocks, write_table_word,
 };
 use crate::coll::shm::{segment_op, Who};
+use crate::rt::buf::UserBuf;
 use crate::rt::error::{MpiError, MpiResult};
 use crate::rt::{self, State};
 

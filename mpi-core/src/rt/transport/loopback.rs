@@ -58,17 +58,14 @@ impl Transport for Loopback {
         self.push(to, hdr, payload);
     }
 
-    /// Writes the whole stream at once (the queue has no limit). (Not an
-    /// `unsafe fn`: the contract on `ptr` is the trait's, as for the
-    /// engine's `start_send`.)
-    #[allow(clippy::not_unsafe_ptr_arg_deref)]
-    fn stream(&mut self, to: usize, hdr: MsgHdr, ptr: *const u8, len: usize, sreq: u64) {
+    /// Writes the whole stream at once (the queue has no limit).
+    unsafe fn stream(&mut self, to: usize, hdr: MsgHdr, ptr: *const u8, len: usize, sreq: u64) {
         let mut off = 0;
         while off < len {
             let n = (len - off).min(STREAM_CHUNK);
             let h = MsgHdr { len: off as u64, ..hdr };
-            // SAFETY: ptr..ptr+len is the send data, kept valid by the send
-            // request until the stream is reported done.
+            // SAFETY: ptr..ptr+len is the send data, valid until the stream
+            // is reported done (this function's contract).
             let chunk = unsafe { std::slice::from_raw_parts(ptr.add(off), n) };
             self.push(to, &h, chunk);
             off += n;

@@ -85,9 +85,12 @@ pub trait Transport {
 
     /// Sends `len` bytes at `ptr` to `peer` as `DATA` records made from
     /// `hdr` (each with its offset in `len`): the streaming answer to a
-    /// `CTS`. The bytes stay valid until `sreq` is reported done by
-    /// [`Transport::flush`].
-    fn stream(&mut self, peer: usize, hdr: MsgHdr, ptr: *const u8, len: usize, sreq: u64);
+    /// `CTS`.
+    ///
+    /// # Safety
+    /// `ptr` addresses `len` readable bytes that stay valid and unchanged
+    /// until `sreq` is reported done by [`Transport::flush`].
+    unsafe fn stream(&mut self, peer: usize, hdr: MsgHdr, ptr: *const u8, len: usize, sreq: u64);
 
     /// Writes queued output and reads what arrived (made available to
     /// [`Transport::next_incoming`]). The send requests of streams now fully

@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 
 use super::{Incoming, MsgHdr, Transport};
-use crate::rt::datatype::Dtype;
+use crate::rt::buf::SendData;
 use crate::rt::shm::{self, kind, Consumer, Ctl, Producer, RingWatch, Segment};
 
 /// A record waiting for space in the ring to one peer.
@@ -113,8 +113,8 @@ impl ShmTransport {
         self.consumers[self.consumer_index(l)].1.watch()
     }
 
-    /// Packs `count` elements of `dt` at `buf` (`bytes` packed) straight into
-    /// a record of the ring to local rank `l`, when nothing waits to go
+    /// Packs `data` (`bytes` packed) straight into a record of the ring to
+    /// local rank `l`, when nothing waits to go
     /// there first and the ring has room. False if the caller must send the
     /// data itself.
     ///
@@ -123,15 +123,7 @@ impl ShmTransport {
     /// temporary into the ring is all such stores; packing in place spreads
     /// them over the packing loop, whose strided loads go on meanwhile
     /// (BENCHMARKS.md, derived datatypes).
-    pub(crate) fn push_packed(
-        &mut self,
-        l: usize,
-        hdr: &MsgHdr,
-        buf: *const u8,
-        count: usize,
-        dt: &Dtype,
-        bytes: usize,
-    ) -> bool {
+    pub(crate) fn push_packed(&mut self, l: usize, hdr: &MsgHdr, data: SendData<'_>, bytes: usize) -> bool {
         if !self.pending_out[l].is_empty() {
             return false;
         }
@@ -139,8 +131,9 @@ impl ShmTransport {
         if bytes > p.max_payload() {
             return false;
         }
-        // SAFETY: buf holds `count` elements of dt (the send's contract), and
-        // the record's payload has exactly their packed size.
+        let (buf, count, dt) = (data.addr(), data.count(), data.dt());
+        // SAFETY: buf holds `count` elements of dt (SendData::new's
+        // contract), and the record's payload has exactly their packed size.
         if !p.try_push_with(hdr, bytes, |d| unsafe { dt.pack(buf, count, d) }) {
             return false;
         }
@@ -207,7 +200,7 @@ impl Transport for ShmTransport {
         self.n_pending += 1;
     }
 
-    fn stream(&mut self, l: usize, hdr: MsgHdr, ptr: *const u8, len: usize, sreq: u64) {
+    unsafe fn stream(&mut self, l: usize, hdr: MsgHdr, ptr: *const u8, len: usize, sreq: u64) {
         self.pending_out[l].push_back(Out::Stream { hdr, ptr, len, off: 0, sreq });
         self.n_pending += 1;
     }

@@ -6,23 +6,30 @@ use std::sync::Arc;
 use mpi_api::abi::*;
 
 use super::loopback::Loopback;
+use crate::rt::buf::SendData;
 use crate::rt::datatype::{builtin, Dtype};
-use crate::rt::p2p::{Engine, Kind, Mode, RecvOp, ReqTable, Request};
+use crate::rt::p2p::{Engine, Kind, Mode, RecvOp, ReqTable, Request, Wire};
 
 /// Context id the tests' messages travel on.
 const CTX: u32 = 8;
 
-/// One rank of an in-process job: its engine and requests.
+/// One rank of an in-process job: its engine and requests, and copies of
+/// the data it sent (dropped after them, so no send outlives its data).
 struct Rank {
     engine: Engine,
     reqs: ReqTable,
+    sent: Vec<Vec<u8>>,
 }
 
 fn job(n: usize) -> Vec<Rank> {
     Loopback::job(n)
         .into_iter()
         .enumerate()
-        .map(|(me, lb)| Rank { engine: Engine::with_loopback(me, n, lb).expect("engine"), reqs: ReqTable::default() })
+        .map(|(me, lb)| Rank {
+            engine: Engine::with_loopback(me, n, lb).expect("engine"),
+            reqs: ReqTable::default(),
+            sent: Vec::new(),
+        })
         .collect()
 }
 
@@ -46,8 +53,13 @@ fn pump(ranks: &mut [Rank]) {
 
 fn isend(r: &mut Rank, data: &[u8], dest: usize, tag: i32, mode: Mode) -> u32 {
     let ri = r.reqs.alloc(Request::new(Kind::Null, MPI_COMM_WORLD));
-    let me = r.engine.world_rank() as i32;
-    r.engine.start_send(&mut r.reqs, ri, data.as_ptr(), data.len(), &bytes(), dest, CTX, me, tag, mode);
+    let env = Wire { ctx: CTX, src: r.engine.world_rank() as i32, tag };
+    let copy = data.to_vec();
+    let dt = bytes();
+    // SAFETY: the copy is kept unchanged in `r.sent` as long as the rank.
+    let send = unsafe { SendData::of_bytes(&copy, &dt) };
+    r.engine.start_send(&mut r.reqs, ri, send, dest, env, mode);
+    r.sent.push(copy);
     ri
 }
 
@@ -191,7 +203,7 @@ fn cancel_of_an_unmatched_receive() {
     let mut buf = [0u8; 4];
     let r = irecv(&mut ranks[1], &mut buf, 0, 1);
     assert_eq!(ranks[1].engine.posted_len(), 1);
-    let Rank { engine, reqs } = &mut ranks[1];
+    let Rank { engine, reqs, .. } = &mut ranks[1];
     engine.cancel(reqs, r);
     let req = ranks[1].reqs.get(r);
     assert!(req.done && req.status.cancelled());

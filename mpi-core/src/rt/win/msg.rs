@@ -8,9 +8,10 @@ use std::sync::Arc;
 use mpi_api::abi::*;
 
 use super::{Pending, Win};
+use crate::rt::buf::SendData;
 use crate::rt::datatype::Dtype;
 use crate::rt::error::MpiResult;
-use crate::rt::p2p::{Engine, Kind, Mode, RecvOp, ReqTable, Request};
+use crate::rt::p2p::{Engine, Kind, Mode, RecvOp, ReqTable, Request, Wire};
 use crate::rt::State;
 
 /// Tag of requests to a target; replies use tags from 1 on.
@@ -126,20 +127,22 @@ pub(super) fn decode(b: &[u8]) -> Option<(Hdr, Runs, &[u8])> {
 
 /// Sends `data` as bytes to window rank `to` on tag `tag`; returns the
 /// request, or `None` when it completed at once (eager: the data was copied).
-pub fn send_bytes(engine: &mut Engine, reqs: &mut ReqTable, w: &Win, to: usize, tag: i32, data: &[u8]) -> Option<u32> {
+///
+/// # Safety
+/// The caller keeps `data` unchanged until the returned request completes.
+pub unsafe fn send_bytes(
+    engine: &mut Engine,
+    reqs: &mut ReqTable,
+    w: &Win,
+    to: usize,
+    tag: i32,
+    data: &[u8],
+) -> Option<u32> {
     let i = reqs.alloc(Request::new(Kind::Null, MPI_COMM_WORLD));
-    engine.start_send(
-        reqs,
-        i,
-        data.as_ptr(),
-        data.len(),
-        &w.bytes,
-        w.group[to],
-        w.ctx,
-        w.rank as i32,
-        tag,
-        Mode::Standard,
-    );
+    let env = Wire { ctx: w.ctx, src: w.rank as i32, tag };
+    // SAFETY: this function's contract.
+    let send = unsafe { SendData::of_bytes(data, &w.bytes) };
+    engine.start_send(reqs, i, send, w.group[to], env, Mode::Standard);
     if reqs.get(i).done {
         reqs.release(i);
         None
@@ -194,20 +197,9 @@ pub fn fence_round(engine: &mut Engine, reqs: &mut ReqTable, w: &Win, bufs: &mut
         let mut card = [0u8; 16];
         card[..8].copy_from_slice(&w.sent[r].to_ne_bytes());
         card[8..].copy_from_slice(&total.to_ne_bytes());
-        // 16 bytes leave eagerly: the request is done at once.
         let i = reqs.alloc(Request::new(Kind::Null, MPI_COMM_WORLD));
-        engine.start_send(
-            reqs,
-            i,
-            card.as_ptr(),
-            16,
-            &w.bytes,
-            w.group[r],
-            w.ctx + 1,
-            w.rank as i32,
-            TAG_FENCE,
-            Mode::Standard,
-        );
+        let env = Wire { ctx: w.ctx + 1, src: w.rank as i32, tag: TAG_FENCE };
+        engine.start_send_vec(reqs, i, card.to_vec(), &w.bytes, w.group[r], env);
         ids.push(i);
     }
     ids
@@ -217,7 +209,8 @@ pub fn fence_round(engine: &mut Engine, reqs: &mut ReqTable, w: &Win, bufs: &mut
 pub fn send_request(st: &mut State, win: MPI_Win, target: usize, msg: Vec<u8>) -> MpiResult<()> {
     let State { wins, engine, reqs, .. } = st;
     let w = wins.get_mut(win)?;
-    if let Some(i) = send_bytes(engine, reqs, w, target, TAG_REQ, &msg) {
+    // SAFETY: `msg` is kept with the request in `w.pending` until it completes.
+    if let Some(i) = unsafe { send_bytes(engine, reqs, w, target, TAG_REQ, &msg) } {
         let id = reqs.proto_id(i);
         w.pending.push(Pending { id, owned: true, keep: Some(msg), ack: false });
     }

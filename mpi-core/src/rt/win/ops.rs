@@ -4,7 +4,6 @@
 //! place where this process reaches the target's memory (its own part, a
 //! shared segment, process_vm_readv/writev), else as a request message.
 
-use std::ffi::c_void;
 use std::os::raw::c_int;
 use std::sync::Arc;
 
@@ -15,33 +14,11 @@ use super::node::{cma, with_part_lock};
 use super::target::apply;
 use super::{kind, Pending};
 use crate::bail;
+use crate::rt::buf::UserBuf;
 use crate::rt::datatype::Dtype;
 use crate::rt::error::{MpiError, MpiResult};
 use crate::rt::p2p::{Kind, ReqTable, Request};
 use crate::rt::{self, State};
-
-/// A buffer of the program as the C caller gave it: `count` elements of
-/// `datatype` at `addr`.
-#[derive(Clone, Copy)]
-pub struct UserBuf {
-    addr: *mut u8,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-}
-
-impl UserBuf {
-    /// No buffer (an operation that has no result or compare buffer).
-    const NONE: UserBuf = UserBuf { addr: std::ptr::null_mut(), count: 0, datatype: MPI_DATATYPE_NULL };
-
-    /// # Safety
-    /// `addr` must be valid for `count` elements of `datatype` until the
-    /// operation completes (by the rules of its epoch): readable for the
-    /// data an operation sends, writable for what it receives (the origin
-    /// of a Get, the result of the fetching forms).
-    pub unsafe fn new(addr: *const c_void, count: MPI_Count, datatype: MPI_Datatype) -> UserBuf {
-        UserBuf { addr: addr as *mut u8, count, datatype }
-    }
-}
 
 /// Where an operation goes: `count` elements of `datatype` at
 /// displacement `disp` (in the target's displacement units) of window
@@ -80,7 +57,11 @@ impl RmaOp {
         RmaOp { kind: kind::GACC, op, result, ..RmaOp::put(origin, target) }
     }
     pub fn compare_and_swap(origin: UserBuf, compare: UserBuf, result: UserBuf, target: RmaTarget) -> RmaOp {
-        RmaOp { kind: kind::CAS, compare: compare.addr, ..RmaOp::get_accumulate(origin, result, target, MPI_REPLACE) }
+        RmaOp {
+            kind: kind::CAS,
+            compare: compare.addr().cast(),
+            ..RmaOp::get_accumulate(origin, result, target, MPI_REPLACE)
+        }
     }
 }
 
@@ -240,7 +221,7 @@ fn start_checked(st: &mut State, win: MPI_Win, o: &RmaOp, c: &Checked, want_req:
     let w = wins.get_mut(win)?;
     let peer = w.peers[c.t];
     let (ocount, tcount) = (o.origin.count as usize, o.target.count as usize);
-    let origin = o.origin.addr;
+    let origin: *mut u8 = o.origin.addr().cast();
     // Shared memory (and this process's own part): Put and Get are plain
     // copies; contiguous target data of a process on this host moves with
     // one process_vm_writev/readv.
@@ -362,7 +343,7 @@ fn start_checked(st: &mut State, win: MPI_Win, o: &RmaOp, c: &Checked, want_req:
             if let (Some(old), Some(rdt)) = (old, &c.rdt) {
                 // SAFETY: the result buffer holds its count of elements of
                 // its type (UserBuf's contract), as many bytes as `old`.
-                unsafe { rdt.unpack(&old, o.result.addr) };
+                unsafe { rdt.unpack(&old, o.result.addr().cast()) };
             }
             return Ok(want_req.then(|| done_request(reqs)));
         }
@@ -375,7 +356,7 @@ fn start_checked(st: &mut State, win: MPI_Win, o: &RmaOp, c: &Checked, want_req:
         let into = match o.kind {
             kind::GET => ReplyBuf { addr: origin, count: ocount, dt: c.odt.clone() },
             _ => ReplyBuf {
-                addr: o.result.addr,
+                addr: o.result.addr().cast(),
                 count: o.result.count as usize,
                 dt: c.rdt.clone().expect("result type checked"),
             },
@@ -414,7 +395,9 @@ fn start_checked(st: &mut State, win: MPI_Win, o: &RmaOp, c: &Checked, want_req:
     if passive {
         w.flushed[c.t] += 1;
     }
-    match send_bytes(engine, reqs, w, c.t, TAG_REQ, &msg) {
+    // SAFETY: `msg` is kept with the request until it completes: by the
+    // program's request (a compound) or in `w.pending`.
+    match unsafe { send_bytes(engine, reqs, w, c.t, TAG_REQ, &msg) } {
         None => {}
         Some(si) if want_req && user.is_none() => {
             // The program's request completes with the send; it keeps the message.

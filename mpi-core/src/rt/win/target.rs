@@ -97,7 +97,8 @@ pub(super) fn decode_epoch(b: &[u8]) -> u64 {
 
 /// Sends a reply from the target and keeps its data until it has left.
 fn reply(w: &mut Win, engine: &mut Engine, reqs: &mut ReqTable, to: usize, tag: i32, data: Vec<u8>) {
-    if let Some(i) = send_bytes(engine, reqs, w, to, tag, &data) {
+    // SAFETY: `data` is kept with the request in `w.replies` until it completes.
+    if let Some(i) = unsafe { send_bytes(engine, reqs, w, to, tag, &data) } {
         w.replies.push((i, data));
     }
 }
