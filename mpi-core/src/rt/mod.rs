@@ -18,6 +18,7 @@ pub mod info;
 pub mod op;
 pub mod p2p;
 pub mod pmi;
+pub mod req;
 pub mod sendrecv;
 pub mod session;
 pub mod shm;
