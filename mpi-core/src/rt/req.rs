@@ -340,8 +340,7 @@ pub fn wait_all(hs: &mut [MPI_Request], mut statuses: Option<&mut [MPI_Status]>)
     if let Err(e) = wait_until(|st| slots.iter().flatten().all(|&i| st.reqs.get(i).done)) {
         return (MPI_COMM_WORLD, Err(e));
     }
-    let (err, comm, greqs) =
-        with(|st| Ok(finish_all_done(st, hs, &slots, statuses.as_deref_mut()))).expect("running");
+    let (err, comm, greqs) = with(|st| Ok(finish_all_done(st, hs, &slots, statuses.as_deref_mut()))).expect("running");
     if greqs_done(&greqs, statuses) | err {
         return (comm, Err(MpiError::new(MPI_ERR_IN_STATUS, "a request failed; see the statuses")));
     }
