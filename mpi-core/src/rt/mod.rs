@@ -15,6 +15,7 @@ pub mod errh;
 pub mod error;
 pub mod group;
 pub mod info;
+pub mod inter;
 pub mod op;
 pub mod p2p;
 pub mod pmi;
