@@ -104,7 +104,7 @@ pub fn stringtag_hash(tag: &str) -> u32 {
 }
 
 /// Kinds of agreement keys of the constructors from groups (beside those
-/// of `capi/comm.rs`), ORed with the hash of the string tag.
+/// of `rt/ctxid.rs`), ORed with the hash of the string tag.
 const KEY_FROM_GROUP: u64 = 3 << 32;
 const KEY_FROM_GROUPS: u64 = 4 << 32;
 
