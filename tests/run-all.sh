@@ -33,8 +33,9 @@ export CARGO_INCREMENTAL=0
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo build --workspace --all-targets
-# How thin the C boundary is (ARCHITECTURE.md, "Layers").
-tests/arch/capi-share.sh
+# How thin the C boundary is (ARCHITECTURE.md, "Layers"): under a quarter
+# of the library, no file over 1,000 lines.
+tests/arch/capi-share.sh --check
 # The end-to-end tests start many processes on two cores: run test binaries
 # one at a time, each test under its own timeout (see tests/src/lib.rs).
 cargo test --workspace --no-fail-fast -- --test-threads=2

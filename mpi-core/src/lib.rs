@@ -4,6 +4,7 @@
 //! `exports.rs`) validates arguments and calls the safe runtime below it.
 //! See ARCHITECTURE.md at the top of the repository for the map.
 
+pub mod caching;
 pub mod capi;
 pub mod coll;
 mod ffi;

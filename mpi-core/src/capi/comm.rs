@@ -6,19 +6,19 @@ use std::sync::Arc;
 
 use mpi_api::abi::*;
 
-use super::attr::{copy_attrs, delete_attrs};
 use super::{put, put_str, ret, Out};
 use crate::bail;
+use crate::caching::{copy_attrs, delete_attrs};
 use crate::rt::agree::View;
 use crate::rt::attr::ObjKind;
 use crate::rt::comm::{ctx_key, Comm, CTX_SPAN_INTER, CTX_SPAN_INTRA};
 // Chapters that still name these through `super::comm` (files, windows).
-use crate::rt::ctxid::{agree_ctx, agreement_of, intra_of, split, Agreement, BAD_COLOR, KEY_CREATE_GROUP};
+use crate::rt::ctxid::{agree_ctx, idup, intra_of, split, Agreement, BAD_COLOR, KEY_CREATE_GROUP};
 pub(crate) use crate::rt::ctxid::{comm_of, new_context, new_context_or_fail, quiet};
 use crate::rt::error::{MpiError, MpiResult};
 use crate::rt::group;
 use crate::rt::info::Pairs;
-use crate::rt::p2p::{Kind, ReqTable, Request};
+use crate::rt::p2p::ReqTable;
 use crate::rt::{self};
 
 pub unsafe fn MPI_Comm_rank(comm: MPI_Comm, rank: *mut c_int) -> c_int {
@@ -90,20 +90,10 @@ pub unsafe fn MPI_Comm_get_name(comm: MPI_Comm, comm_name: *mut c_char, resultle
 ///
 /// # Safety
 /// `newcomm` is NULL or a writable handle.
-pub(crate) unsafe fn publish(mut c: Comm, newcomm: *mut MPI_Comm) -> MpiResult<()> {
-    rt::with(|st| {
-        for &(k, _) in &c.attrs {
-            st.comms.keyvals.hold(k);
-        }
-        if c.is_inter() {
-            let mut l = Comm::intra(c.ctx + 2, c.local_group().clone(), c.rank, MPI_ERRORS_RETURN);
-            l.name = "local group of an intercommunicator".into();
-            c.local_comm = st.comms.insert(l);
-        }
-        let h = st.comms.insert(c);
-        // SAFETY: `newcomm` is NULL or a writable handle (the contract).
-        unsafe { put(newcomm, h, "newcomm") }
-    })
+pub(crate) unsafe fn publish(c: Comm, newcomm: *mut MPI_Comm) -> MpiResult<()> {
+    let h = rt::with(|st| Ok(st.comms.publish(c)))?;
+    // SAFETY: `newcomm` is NULL or a writable handle (the contract).
+    unsafe { put(newcomm, h, "newcomm") }
 }
 
 /// `MPI_Comm_dup(_with_info)`.
@@ -145,10 +135,7 @@ struct SendPtr(*mut MPI_Comm);
 unsafe impl Send for SendPtr {}
 
 /// `MPI_Comm_idup(_with_info)`: the copy callbacks run now, in the calling
-/// thread; the context id is agreed on a thread of its own (after the
-/// earlier idups of the same parent), which then writes `newcomm` and
-/// completes the request. A constructor called later on the same parent
-/// waits for it ([`quiet`]).
+/// thread; the rest is `rt::ctxid::idup`'s.
 ///
 /// # Safety
 /// `request` is NULL or a writable handle; `newcomm` is NULL or a handle
@@ -171,53 +158,16 @@ unsafe fn idup_common(
         None => parent.hints.clone(),
     };
     let attrs = copy_attrs(ObjKind::Comm, comm, &parent.attrs)?;
-    let pctx = parent.ctx;
-    let (a, key, ticket, req) = rt::with(|st| {
-        let (a, key) = agreement_of(st, comm)?;
-        let req = st.reqs.alloc(Request::new(Kind::Null, comm));
-        Ok((a, key, st.comms.idup_start(pctx), req))
-    })?;
-    // SAFETY: not NULL (checked above), so a writable handle (the contract).
-    unsafe { put(request, ReqTable::handle(req), "request") }?;
     let out = SendPtr(newcomm);
-    // Counted as a waiting thread from now on: a thread spinning in
-    // MPI_Wait on the same CPU must yield to this one.
-    let active = rt::Blocked::enter();
-    let job = move || {
-        let _active = active;
+    let deliver = move |h: MPI_Comm| {
         let out = out;
-        let span = parent.ctx_span();
-        // A panic must still end the idup (or later constructors on the
-        // parent would wait for it forever): it fails the request instead.
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            rt::wait_until(|st| st.comms.idup_turn(pctx, ticket))
-                .and_then(|()| agree_ctx(key, span, &a, false))
-                // SAFETY: `out.0` is not NULL and stays writable until the
-                // request completes, after this (the contract; see `SendPtr`).
-                .and_then(|ctx| unsafe { publish(Comm { ctx, attrs, hints, name: String::new(), ..parent }, out.0) })
-        }))
-        .unwrap_or_else(|_| {
-            Err(MpiError::new(MPI_ERR_INTERN, "internal error (panic) in the thread of MPI_Comm_idup"))
-        });
-        let _ = rt::with(|st| {
-            st.comms.idup_end(pctx);
-            if let Err(e) = &r {
-                st.reqs.get(req).err = e.class;
-            }
-            st.reqs.finish(req);
-            rt::wake_waiters(st);
-            Ok(())
-        });
+        // SAFETY: `out.0` is not NULL and stays writable until the request
+        // completes, after this (the contract; see `SendPtr`).
+        unsafe { out.0.write(h) }
     };
-    if let Err(e) = std::thread::Builder::new().name("mpi-comm-idup".into()).spawn(job) {
-        rt::with(|st| {
-            st.comms.idup_end(pctx);
-            st.reqs.release(req);
-            Ok(())
-        })?;
-        bail!(MPI_ERR_INTERN, "cannot start the thread of MPI_Comm_idup: {e}");
-    }
-    Ok(())
+    let req = idup(comm, Comm { attrs, hints, name: String::new(), ..parent }, deliver)?;
+    // SAFETY: not NULL (checked above), so a writable handle (the contract).
+    unsafe { put(request, ReqTable::handle(req), "request") }
 }
 
 pub unsafe fn MPI_Comm_idup(comm: MPI_Comm, newcomm: *mut MPI_Comm, request: *mut MPI_Request) -> c_int {

@@ -9,19 +9,16 @@
 //! the roots talking on a bridge of their own.
 
 use std::os::raw::{c_char, c_int};
-use std::sync::Arc;
 
 use mpi_api::abi::*;
 
-use super::comm::{free_comm, publish};
+use super::comm::free_comm;
 use super::info::cstr;
 use super::{c_array, put, put_str, ret, Out};
 use crate::bail;
-use crate::rt::agree::View;
-use crate::rt::comm::{ctx_key, CTX_SPAN_INTER};
-use crate::rt::ctxid::{agree_ctx, agreement_of, intra_of, quiet, Agreement, KEY_DPM};
-use crate::rt::dpm::{self, Ident, Side, BRIDGE_CTX};
-use crate::rt::error::{MpiError, MpiResult};
+use crate::rt::ctxid::{agreement_of, quiet};
+use crate::rt::dpm;
+use crate::rt::error::MpiResult;
 use crate::rt::pmi::SpawnRequest;
 use crate::rt::{self};
 
@@ -44,88 +41,6 @@ pub unsafe fn MPI_Close_port(port_name: *const c_char) -> c_int {
     // contract).
     let r = unsafe { cstr(port_name, "port_name") }.and_then(|name| rt::with(|st| dpm::close_port(st, &name)));
     ret(MPI_COMM_WORLD, "MPI_Close_port", r)
-}
-
-/// The meeting of `comm`'s group with another one (collective over
-/// `comm`): at `root`, `reach` finds the other root and returns the
-/// meeting socket and the session secret. The acceptor's side (`accepting`)
-/// is rank 0 of the roots' bridge. Returns the new intercommunicator.
-pub(crate) fn meet(
-    comm: MPI_Comm,
-    root: c_int,
-    accepting: bool,
-    reach: impl FnOnce() -> MpiResult<(Side, [u8; 32])>,
-) -> MpiResult<MPI_Comm> {
-    quiet(comm)?;
-    let local = intra_of(comm, "a connect or accept")?;
-    if root < 0 || root >= local.size() {
-        bail!(MPI_ERR_ROOT, "root {root} is not a rank of the communicator (size {})", local.size());
-    }
-    let root = root as usize;
-    let (view, me) = rt::with(|st| Ok((View::local(st, &local)?, dpm::my_identity(st)?)))?;
-    let idents = view.allgather_vec(me.encode().as_bytes())?;
-    let mut outcome = Vec::new();
-    let mut their_root = None;
-    if view.rank == root {
-        let res = reach().and_then(|(mut side, key)| {
-            let mut mine = format!("{root}");
-            for id in &idents {
-                mine.push('\n');
-                mine.push_str(&String::from_utf8_lossy(id));
-            }
-            side.send(mine.as_bytes())?;
-            Ok((key, side.recv()?))
-        });
-        outcome = match &res {
-            Ok((key, theirs)) => [&[1u8][..], key, theirs].concat(),
-            Err(e) => [&[0u8][..], &e.class.to_le_bytes()].concat(),
-        };
-        // Tell the group before reporting the root's error, so that nobody
-        // waits forever.
-        outcome = view.bcast_vec(outcome, root)?;
-        res?;
-    } else {
-        outcome = view.bcast_vec(outcome, root)?;
-    }
-    if outcome.len() < 33 || outcome[0] != 1 {
-        // (The root's error class, MPI_ERR_SPAWN for a failed spawn.)
-        let class = outcome.get(1..5).map_or(MPI_ERR_PORT, |b| c_int::from_le_bytes(b.try_into().expect("4 bytes")));
-        bail!(class, "the root could not reach the other group");
-    }
-    let key: [u8; 32] = outcome[1..33].try_into().expect("32 bytes");
-    let text = String::from_utf8_lossy(&outcome[33..]).into_owned();
-    let mut lines = text.lines();
-    let their_root_rank: usize = lines
-        .next()
-        .and_then(|l| l.parse().ok())
-        .ok_or_else(|| MpiError::new(MPI_ERR_INTERN, "malformed group from the other side"))?;
-    let ids = lines.map(Ident::decode).collect::<MpiResult<Vec<_>>>()?;
-    if their_root_rank >= ids.len() {
-        bail!(MPI_ERR_INTERN, "malformed group from the other side");
-    }
-    let (remote, peer) = rt::with(|st| {
-        let remote: Vec<usize> = ids.iter().map(|id| dpm::peer_of(st, id, &key)).collect();
-        if view.rank == root {
-            their_root = Some(remote[their_root_rank]);
-        }
-        let peer = match their_root {
-            Some(them) => {
-                let (group, rank) =
-                    if accepting { (vec![st.world_rank, them], 0) } else { (vec![them, st.world_rank], 1) };
-                Some((View::new(st, BRIDGE_CTX, rank, Arc::new(group))?, 1 - rank))
-            }
-            None => None,
-        };
-        Ok((remote, peer))
-    })?;
-    let a = Agreement { local: view, leader: root, peer, inter: true };
-    let ctx = agree_ctx(ctx_key(&local, KEY_DPM), CTX_SPAN_INTER, &a, true)?;
-    let mut c = crate::rt::comm::Comm::intra(ctx, Arc::new(remote), local.rank, local.errhandler);
-    c.local = Some(local.group.clone());
-    let mut h = MPI_COMM_NULL;
-    // SAFETY: `h` is a local variable, writable.
-    unsafe { publish(c, &mut h)? };
-    Ok(h)
 }
 
 /// The port name argument, read only at the root (it is not significant
@@ -160,7 +75,8 @@ unsafe fn accept_or_connect(
     }
     // SAFETY: the contract.
     let name = unsafe { port_at_root(port_name, root, comm) }?;
-    let h = meet(comm, root, accepting, || if accepting { dpm::accept(&name, None) } else { dpm::connect(&name) })?;
+    let h =
+        dpm::meet(comm, root, accepting, || if accepting { dpm::accept(&name, None) } else { dpm::connect(&name) })?;
     // SAFETY: not NULL (checked above), so a writable handle (the contract).
     unsafe { put(newcomm, h, "newcomm") }
 }
@@ -224,16 +140,13 @@ pub unsafe fn MPI_Comm_join(fd: c_int, intercomm: *mut MPI_Comm) -> c_int {
             bail!(MPI_ERR_ARG, "intercomm is a NULL pointer");
         }
         let (side, key, accepting) = dpm::join_socket(fd)?;
-        let h = meet(MPI_COMM_SELF, 0, accepting, move || Ok((side, key)))?;
+        let h = dpm::meet(MPI_COMM_SELF, 0, accepting, move || Ok((side, key)))?;
         // SAFETY: not NULL (checked above), so a writable handle (the
         // caller's contract).
         unsafe { put(intercomm, h, "intercomm") }
     })();
     ret(MPI_COMM_SELF, "MPI_Comm_join", r)
 }
-
-/// How long the root of a spawn waits for the new job to connect.
-const SPAWN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// A NULL-terminated C array of C strings (`MPI_ARGV_NULL`: none).
 ///
@@ -281,12 +194,9 @@ unsafe fn spawn_request(
     })
 }
 
-/// The spawn of `MPI_Comm_spawn(_multiple)` (collective over `comm`; the
-/// programs, `requests`, are read at the root only): the root opens a
-/// port, asks the process manager for the job with the port's name as
-/// its `PARENT_ROOT_PORT_NAME`, and accepts the new job's connection
-/// (see `connect_parent`). Fills `errcodes` (unless NULL) with one code
-/// per process started (at the root, per process asked for on failure).
+/// `MPI_Comm_spawn(_multiple)` (see `rt::dpm::spawn`; `requests` runs
+/// at the root only). Fills `errcodes` (unless NULL) with one code per
+/// process started (at the root, per process asked for on failure).
 ///
 /// # Safety
 /// `intercomm` is NULL or a writable handle; `errcodes` NULL or holds an int
@@ -301,34 +211,7 @@ unsafe fn spawn(
     if intercomm.is_null() {
         bail!(MPI_ERR_ARG, "intercomm is a NULL pointer");
     }
-    let at_root = rt::with(|st| Ok(st.comms.get(comm)?.rank))? == root;
-    let mut asked = 0;
-    let mut port = None;
-    let reach = || {
-        let reqs = requests()?;
-        asked = reqs.iter().map(|r| r.nprocs).sum();
-        let name = rt::with(dpm::open_port)?;
-        port = Some(name.clone());
-        let started = rt::with(|st| {
-            st.pmi
-                .spawn(&reqs, &[("PARENT_ROOT_PORT_NAME", &name)])
-                .map_err(|e| MpiError::new(MPI_ERR_SPAWN, e.to_string()))
-        })?;
-        if !started {
-            bail!(MPI_ERR_SPAWN, "the process manager could not start the new processes");
-        }
-        dpm::accept(&name, Some(std::time::Instant::now() + SPAWN_TIMEOUT))
-            .map_err(|e| MpiError::new(MPI_ERR_SPAWN, format!("the new processes did not connect: {}", e.msg)))
-    };
-    let res = meet(comm, root, true, reach);
-    if let Some(name) = &port {
-        let _ = rt::with(|st| dpm::close_port(st, name));
-    }
-    let n = match &res {
-        Ok(h) => rt::with(|st| Ok(st.comms.get(*h)?.size()))? as usize,
-        Err(_) if at_root => asked,
-        Err(_) => 0,
-    };
+    let (res, n) = dpm::spawn(comm, root, requests)?;
     // SAFETY: `errcodes` is NULL or holds an int per process of the spawn
     // (the contract): `n` is the number started, or asked for at a root
     // that failed.
@@ -403,25 +286,6 @@ pub unsafe fn MPI_Comm_spawn_multiple(
     // MPI_ERRCODES_IGNORE (NULL) or an int per process asked for (the
     // caller's contract).
     ret(comm, "MPI_Comm_spawn_multiple", unsafe { spawn(comm, root, requests, intercomm, array_of_errcodes) })
-}
-
-/// In a process started by a spawn: meets the parent job (collective over
-/// the new job's world, right after `MPI_Init`). The port comes from our
-/// `mpirun` in `MPICORE_PARENT_PORT`, or from the key-value space under
-/// launchers that put it there (`PMI_SPAWNED`).
-pub(crate) fn connect_parent() -> MpiResult<()> {
-    let port = match std::env::var("MPICORE_PARENT_PORT") {
-        Ok(p) if !p.is_empty() => p,
-        _ if std::env::var("PMI_SPAWNED").is_ok_and(|v| v == "1") => {
-            rt::with(|st| st.pmi.get("PARENT_ROOT_PORT_NAME").map_err(|e| MpiError::new(MPI_ERR_SPAWN, e.to_string())))?
-        }
-        _ => return Ok(()),
-    };
-    let h = meet(MPI_COMM_WORLD, 0, false, || dpm::connect(&port))?;
-    rt::with(|st| {
-        st.dpm.parent = Some(h);
-        Ok(())
-    })
 }
 
 /// The intercommunicator to the job that spawned this one, if any (and

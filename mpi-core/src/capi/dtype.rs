@@ -440,7 +440,7 @@ pub unsafe fn MPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) ->
         Ok(h)
     });
     // Attribute copy callbacks run without the lock.
-    let r = r.and_then(|h| super::attr::type_attrs_dup(oldtype, h));
+    let r = r.and_then(|h| crate::caching::type_attrs_dup(oldtype, h));
     ret(WORLD, "MPI_Type_dup", r)
 }
 
@@ -463,7 +463,7 @@ pub unsafe fn MPI_Type_free(datatype: *mut MPI_Datatype) -> c_int {
     let datatype = unsafe { datatype.as_mut() };
     // Attribute delete callbacks run first, without the lock.
     if let Some(&d) = datatype.as_deref() {
-        if let Err(e) = super::attr::type_attrs_free(d) {
+        if let Err(e) = crate::caching::type_attrs_free(d) {
             return ret(WORLD, "MPI_Type_free", Err(e));
         }
     }

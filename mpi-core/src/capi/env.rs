@@ -20,7 +20,7 @@ unsafe fn init_common(name: &str, required: c_int, provided: *mut c_int) -> c_in
                 *provided = p;
             }
             // A spawned job meets its parent before the program goes on.
-            if let Err(e) = super::dpm::connect_parent() {
+            if let Err(e) = crate::rt::dpm::connect_parent() {
                 return raise(MPI_COMM_WORLD, name, e);
             }
             MPI_SUCCESS
@@ -57,7 +57,7 @@ pub unsafe fn MPI_Init_thread(
 pub unsafe fn MPI_Finalize() -> c_int {
     // Attributes on MPI_COMM_SELF are deleted first (their callbacks may
     // still call MPI), as the standard asks.
-    if let Err(e) = super::attr::finalize_attrs() {
+    if let Err(e) = crate::caching::finalize_attrs() {
         return raise(MPI_COMM_WORLD, "MPI_Finalize", e);
     }
     ret(MPI_COMM_WORLD, "MPI_Finalize", rt::finalize())

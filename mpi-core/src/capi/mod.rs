@@ -217,6 +217,16 @@ pub(crate) unsafe fn put<T>(p: *mut T, v: T, what: &str) -> MpiResult<()> {
     Ok(())
 }
 
+/// A required scalar out-argument as a reference; `MPI_ERR_ARG` for NULL.
+///
+/// # Safety
+/// `p` is NULL or points to memory writable for a `T` during `'a`, which
+/// nothing else accesses meanwhile.
+pub(crate) unsafe fn out_mut<'a, T>(p: *mut T, what: &str) -> MpiResult<&'a mut T> {
+    // SAFETY: NULL or writable and ours alone during 'a (the contract).
+    unsafe { p.as_mut() }.ok_or_else(|| MpiError::new(MPI_ERR_ARG, format!("{what} is a NULL pointer")))
+}
+
 /// A scalar out-argument of a C call, checked once at the top of the call:
 /// NULL (writing then fails with `MPI_ERR_ARG`) or memory for a `T` that
 /// the call may write.

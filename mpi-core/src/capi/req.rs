@@ -1,67 +1,22 @@
 //! Completion: `Wait`/`Test` and their any/all/some forms, cancel, free,
-//! persistent start; generalized requests.
-//!
-//! A generalized request's callbacks (`query_fn`, `free_fn`, `cancel_fn`)
-//! are the program's code and may call MPI (`MPI_Status_set_elements` in a
-//! query is the common case), so they never run under the runtime's lock:
-//! a completion call finishes the request under the lock like any other,
-//! takes its callbacks out ([`finish_handle`] returns them with where its
-//! status goes) and runs them after the lock is released.
+//! persistent start; generalized requests (the logic is `rt::req`'s).
 
 use std::os::raw::c_int;
 
 use mpi_api::abi::*;
 
 use super::p2p::start_persistent;
-use super::{out_array, put_status, raise, ret, status_mut, statuses_mut, Out};
+use super::{out_array, out_mut, put, put_status, raise, ret, status_mut, statuses_mut, Out};
 use crate::bail;
 use crate::rt::error::{MpiError, MpiResult};
-use crate::rt::p2p::{empty_status, Greq, GreqCancelFn, GreqFreeFn, GreqQueryFn, Kind, Request};
-use crate::rt::{self, State};
-
-/// Takes the result of completed request `i`: its status and error. A
-/// non-persistent request is released; a persistent one becomes inactive.
-pub(crate) fn finish_req(st: &mut State, i: u32) -> (MPI_Status, c_int) {
-    let r = st.reqs.get(i);
-    if r.persist.is_some() {
-        if !r.active {
-            return (empty_status(), MPI_SUCCESS);
-        }
-        r.active = false;
-        let out = (r.status, r.err);
-        r.kind = Kind::Null;
-        if r.freed {
-            st.reqs.release(i);
-        }
-        return out;
-    }
-    let mut s = r.status;
-    let err = r.err;
-    s.MPI_ERROR = err;
-    st.reqs.release(i);
-    (s, err)
-}
-
-/// The error a completed receive reports, if any.
-pub(crate) fn status_error(err: c_int, s: &MPI_Status) -> MpiResult<()> {
-    match err {
-        MPI_SUCCESS => Ok(()),
-        MPI_ERR_TRUNCATE => Err(MpiError::new(
-            err,
-            format!(
-                "message from rank {} with tag {} is longer than the receive buffer ({} bytes received)",
-                s.MPI_SOURCE,
-                s.MPI_TAG,
-                s.byte_count()
-            ),
-        )),
-        e => Err(MpiError::new(e, "the operation failed")),
-    }
-}
+use crate::rt::p2p::{Greq, GreqCancelFn, GreqFreeFn, GreqQueryFn};
+use crate::rt::req::{self, Completion};
+pub(crate) use crate::rt::req::{finish_req, status_error};
+use crate::rt::{self};
 
 /// Waits for request `i` (not yet done), then reports like `MPI_Wait`.
 pub(crate) fn complete_blocking(comm: MPI_Comm, name: &str, i: u32, status: *mut MPI_Status) -> c_int {
-    let (s, err) = match rt::block_on(|st| st.reqs.get(i).done.then(|| finish_req(st, i))) {
+    let (s, err) = match req::wait_req(i) {
         Ok(x) => x,
         Err(e) => return raise(comm, name, e),
     };
@@ -69,20 +24,6 @@ pub(crate) fn complete_blocking(comm: MPI_Comm, name: &str, i: u32, status: *mut
     // NULL), which the standard makes NULL, MPI_STATUS_IGNORE or writable.
     unsafe { put_status(status, &s) };
     ret(comm, name, status_error(err, &s))
-}
-
-/// Slot of a request handle, `None` for `MPI_REQUEST_NULL` or an inactive
-/// persistent request (both count as "null" for the completion calls).
-fn slot(st: &mut State, h: MPI_Request) -> MpiResult<Option<u32>> {
-    if h == MPI_REQUEST_NULL {
-        return Ok(None);
-    }
-    let i = st.reqs.index(h)?;
-    let r = st.reqs.get(i);
-    if r.persist.is_some() && !r.active {
-        return Ok(None);
-    }
-    Ok(Some(i))
 }
 
 /// The `count` request handles at `reqs` (an array argument).
@@ -104,246 +45,40 @@ unsafe fn handles<'a>(count: c_int, reqs: *mut MPI_Request) -> MpiResult<&'a mut
     Ok(unsafe { std::slice::from_raw_parts_mut(reqs, count as usize) })
 }
 
-/// Slots of the request handles `hs` (see [`slot`]).
-fn slots(st: &mut State, hs: &[MPI_Request]) -> MpiResult<Vec<Option<u32>>> {
-    hs.iter().map(|&h| slot(st, h)).collect()
-}
-
-/// Slots of the `count` handles at `reqs`, for the Wait family.
-///
-/// # Safety
-/// As for [`handles`], during the call.
-unsafe fn wait_slots(count: c_int, reqs: *mut MPI_Request) -> MpiResult<Vec<Option<u32>>> {
-    // SAFETY: this function's contract; the slice ends with the call.
-    rt::with(|st| slots(st, unsafe { handles(count, reqs) }?))
-}
-
-/// Finishes slot `i` held in `*h`: status out, handle nulled if released.
-/// For a generalized request, also its callbacks, which the caller runs
-/// once the lock is released (see [`greq_done`]); its status is theirs.
-fn finish_handle(st: &mut State, h: &mut MPI_Request, i: u32) -> (MPI_Status, c_int, MPI_Comm, Option<Greq>) {
-    let r = st.reqs.get(i);
-    let (comm, persistent) = (r.comm, r.persist.is_some());
-    let greq = match r.kind {
-        Kind::Greq(g) => Some(g),
-        _ => None,
-    };
-    let (s, e) = finish_req(st, i);
-    if !persistent {
-        *h = MPI_REQUEST_NULL;
-    }
-    (s, e, comm, greq)
-}
-
-/// Runs the callbacks of a generalized request a completion call finished
-/// (outside the lock): `query_fn` on `status` (the caller's, its error field
-/// kept, or a scratch one when the caller ignores it), then `free_fn`.
-/// Returns the error code: the query's if it failed, else the free's.
-fn greq_done(g: &Greq, status: Option<&mut MPI_Status>) -> c_int {
-    let q = greq_query(g, status);
-    let f = greq_free(g);
-    if q != MPI_SUCCESS {
-        q
-    } else {
-        f
-    }
-}
-
-/// Calls `query_fn` of `g` on `status` (see [`greq_done`]); its code.
-fn greq_query(g: &Greq, status: Option<&mut MPI_Status>) -> c_int {
-    let mut scratch = empty_status();
-    let s = match status {
-        Some(s) => {
-            // A fresh status, keeping the error field the call must not change.
-            *s = MPI_Status { MPI_ERROR: s.MPI_ERROR, ..empty_status() };
-            s
+/// Ends a completion call `name` that failed before it began (`r`), or
+/// that ran (`run`).
+fn report<T>(name: &str, r: MpiResult<T>, run: impl FnOnce(T) -> Completion) -> c_int {
+    match r {
+        Err(e) => raise(MPI_COMM_WORLD, name, e),
+        Ok(args) => {
+            let (comm, r) = run(args);
+            ret(comm, name, r)
         }
-        None => &mut scratch,
-    };
-    match g.query {
-        // SAFETY: the program gave `query` to MPI_Grequest_start as its
-        // MPI_Grequest_query_function; it gets its extra_state and a status
-        // writable during the call, as the standard says, and no lock is held.
-        Some(query) => unsafe { query(g.extra, s) },
-        None => MPI_SUCCESS,
     }
-}
-
-/// The outcome of a callback's error code.
-fn greq_result(code: c_int, what: &str) -> MpiResult<()> {
-    match code {
-        MPI_SUCCESS => Ok(()),
-        c => Err(MpiError::new(c, format!("the {what} callback of a generalized request returned error code {c}"))),
-    }
-}
-
-/// Runs the callbacks of the generalized requests an all/some call finished
-/// (`(position in the statuses, callbacks)`), each status getting its
-/// callbacks' error code. True if one failed.
-///
-/// `statuses`: `None` if the program ignores them, else it has every
-/// position listed.
-fn greqs_done(done: &[(usize, Greq)], mut statuses: Option<&mut [MPI_Status]>) -> bool {
-    let mut failed = false;
-    for (k, g) in done {
-        let code = greq_done(g, statuses.as_deref_mut().map(|s| &mut s[*k]));
-        if let Some(s) = statuses.as_deref_mut() {
-            s[*k].MPI_ERROR = code;
-        }
-        failed |= code != MPI_SUCCESS;
-    }
-    failed
 }
 
 pub unsafe fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
     // SAFETY: `request` is NULL or the program's handle, which the call may
-    // read and write (the standard's contract for an INOUT handle).
-    let Some(request) = (unsafe { request.as_mut() }) else {
-        return raise(MPI_COMM_WORLD, "MPI_Wait", MpiError::new(MPI_ERR_ARG, "request is a NULL pointer"));
-    };
-    // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
-    // caller's contract).
-    let status = unsafe { status_mut(status) };
-    // One pass under the lock: find the slot; if it is already complete,
-    // finish it at once, else wait and finish under the same lock.
-    let mut slot_of = None;
-    let r = rt::block_on(|st| {
-        let i = match slot_of {
-            Some(i) => i,
-            None => match slot(st, *request) {
-                Err(e) => return Some(Err(e)),
-                Ok(None) => return Some(Ok(None)),
-                Ok(Some(i)) => {
-                    slot_of = Some(i);
-                    i
-                }
-            },
-        };
-        st.reqs.get(i).done.then(|| Ok(Some(finish_handle(st, &mut *request, i))))
-    });
-    match r {
-        Err(e) | Ok(Err(e)) => raise(MPI_COMM_WORLD, "MPI_Wait", e),
-        Ok(Ok(None)) => {
-            if let Some(o) = status {
-                *o = empty_status();
-            }
-            MPI_SUCCESS
-        }
-        Ok(Ok(Some((_, _, comm, g @ Some(_))))) => ret(comm, "MPI_Wait", after_greq(Ok(()), g, status)),
-        Ok(Ok(Some((s, err, comm, None)))) => {
-            if let Some(o) = status {
-                *o = s;
-            }
-            ret(comm, "MPI_Wait", status_error(err, &s))
-        }
-    }
+    // read and write (the standard's contract for an INOUT handle); `status`
+    // is NULL, MPI_STATUS_IGNORE or a writable status (the caller's contract).
+    let (request, status) = unsafe { (out_mut(request, "request"), status_mut(status)) };
+    report("MPI_Wait", request, |request| req::wait(request, status))
 }
 
 pub unsafe fn MPI_Test(request: *mut MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
     // SAFETY: `request` is NULL or the program's INOUT handle, `flag` NULL or
     // a writable int, `status` NULL, MPI_STATUS_IGNORE or a writable status
     // (the caller's contract).
-    let (request, mut flag, mut status) = unsafe { (request.as_mut(), Out::new(flag, "flag"), status_mut(status)) };
-    let mut comm = MPI_COMM_WORLD;
-    let mut greq = None;
-    let r = rt::with(|st| {
-        let Some(request) = request else {
-            bail!(MPI_ERR_ARG, "request is a NULL pointer");
-        };
-        let Some(i) = slot(st, *request)? else {
-            if let Some(o) = status.as_deref_mut() {
-                *o = empty_status();
-            }
-            return flag.put(1);
-        };
-        if !st.reqs.get(i).done {
-            st.progress();
-        }
-        if !st.reqs.get(i).done {
-            return flag.put(0);
-        }
-        let (s, err, c, g) = finish_handle(st, request, i);
-        comm = c;
-        flag.put(1)?;
-        if g.is_some() {
-            greq = g;
-            return Ok(());
-        }
-        if let Some(o) = status.as_deref_mut() {
-            *o = s;
-        }
-        status_error(err, &s)
-    });
-    ret(comm, "MPI_Test", after_greq(r, greq, status))
+    let (request, flag, status) = unsafe { (out_mut(request, "request"), out_mut(flag, "flag"), status_mut(status)) };
+    report("MPI_Test", request.and_then(|r| Ok((r, flag?))), |(request, flag)| req::test(request, flag, status))
 }
 
 pub unsafe fn MPI_Request_get_status(request: MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
     // SAFETY: `flag` is NULL or a writable int, `status` NULL,
     // MPI_STATUS_IGNORE or a writable status (the caller's contract).
-    let (mut flag, mut status) = unsafe { (Out::new(flag, "flag"), status_mut(status)) };
-    let mut greq = None;
-    let r = rt::with(|st| {
-        let Some(i) = slot(st, request)? else {
-            if let Some(o) = status.as_deref_mut() {
-                *o = empty_status();
-            }
-            return flag.put(1);
-        };
-        if !st.reqs.get(i).done {
-            st.progress();
-        }
-        let r = st.reqs.get(i);
-        if let (true, Kind::Greq(g)) = (r.done, &r.kind) {
-            // Its query (only: the request stays) sets the status.
-            greq = Some(*g);
-        } else if r.done {
-            let mut s = r.status;
-            s.MPI_ERROR = r.err;
-            if let Some(o) = status.as_deref_mut() {
-                *o = s;
-            }
-        }
-        flag.put(r.done as c_int)
-    });
-    let r = match greq {
-        Some(g) => r.and(greq_result(greq_query(&g, status), "query")),
-        None => r,
-    };
+    let (flag, status) = unsafe { (out_mut(flag, "flag"), status_mut(status)) };
+    let r = flag.and_then(|flag| req::get_status(request, flag, status));
     ret(MPI_COMM_WORLD, "MPI_Request_get_status", r)
-}
-
-/// Completes everything done in `hs`; returns (any error, first erroneous
-/// comm, the generalized requests among them for [`greqs_done`]).
-fn finish_all_done(
-    st: &mut State,
-    hs: &mut [MPI_Request],
-    slots: &[Option<u32>],
-    mut statuses: Option<&mut [MPI_Status]>,
-) -> (bool, MPI_Comm, Vec<(usize, Greq)>) {
-    let mut any_err = false;
-    let mut comm = MPI_COMM_WORLD;
-    let mut greqs = Vec::new();
-    for (k, h) in hs.iter_mut().enumerate() {
-        let s = match slots[k] {
-            None => empty_status(),
-            Some(i) => {
-                let (s, e, c, g) = finish_handle(st, h, i);
-                if e != MPI_SUCCESS && !any_err {
-                    any_err = true;
-                    comm = c;
-                }
-                if let Some(g) = g {
-                    greqs.push((k, g));
-                    continue;
-                }
-                s
-            }
-        };
-        if let Some(out) = statuses.as_deref_mut() {
-            out[k] = s;
-        }
-    }
-    (any_err, comm, greqs)
 }
 
 pub unsafe fn MPI_Waitall(
@@ -352,27 +87,12 @@ pub unsafe fn MPI_Waitall(
     array_of_statuses: *mut MPI_Status,
 ) -> c_int {
     // SAFETY: `array_of_requests` is NULL or `count` handles the call may
-    // read and write (the caller's contract); the slice ends with the call.
-    let slots = match unsafe { wait_slots(count, array_of_requests) } {
-        Ok(s) => s,
-        Err(e) => return raise(MPI_COMM_WORLD, "MPI_Waitall", e),
-    };
-    if let Err(e) = rt::wait_until(|st| slots.iter().flatten().all(|&i| st.reqs.get(i).done)) {
-        return raise(MPI_COMM_WORLD, "MPI_Waitall", e);
-    }
-    // SAFETY: `array_of_statuses` is NULL, MPI_STATUSES_IGNORE or `count`
-    // writable statuses (the caller's contract; count >= 0 was checked).
-    let mut statuses = unsafe { statuses_mut(array_of_statuses, count as usize) };
-    let (err, comm, greqs) = rt::with(|st| {
-        // SAFETY: as for `wait_slots` above.
-        let hs = unsafe { handles(count, array_of_requests) }?;
-        Ok(finish_all_done(st, hs, &slots, statuses.as_deref_mut()))
-    })
-    .expect("running");
-    if greqs_done(&greqs, statuses) | err {
-        return raise(comm, "MPI_Waitall", MpiError::new(MPI_ERR_IN_STATUS, "a request failed; see the statuses"));
-    }
-    MPI_SUCCESS
+    // read and write, `array_of_statuses` NULL, MPI_STATUSES_IGNORE or
+    // `count` writable statuses (the caller's contract; a negative count,
+    // an error, takes none).
+    let (hs, statuses) =
+        unsafe { (handles(count, array_of_requests), statuses_mut(array_of_statuses, count.max(0) as usize)) };
+    report("MPI_Waitall", hs, |hs| req::wait_all(hs, statuses))
 }
 
 pub unsafe fn MPI_Testall(
@@ -384,69 +104,15 @@ pub unsafe fn MPI_Testall(
     // SAFETY: `array_of_requests` is NULL or `count` handles the call may
     // read and write, `flag` NULL or a writable int, `array_of_statuses`
     // NULL, MPI_STATUSES_IGNORE or `count` writable statuses (the caller's
-    // contract; a negative count, an error below, takes none).
-    let (hs, mut flag, mut statuses) = unsafe {
+    // contract; a negative count, an error, takes none).
+    let (hs, flag, statuses) = unsafe {
         (
             handles(count, array_of_requests),
-            Out::new(flag, "flag"),
+            out_mut(flag, "flag"),
             statuses_mut(array_of_statuses, count.max(0) as usize),
         )
     };
-    let mut comm = MPI_COMM_WORLD;
-    let mut greqs = Vec::new();
-    let r = rt::with(|st| {
-        let hs = hs?;
-        let slots = slots(st, hs)?;
-        let all = |st: &mut State| slots.iter().flatten().all(|&i| st.reqs.get(i).done);
-        if !all(st) {
-            st.progress();
-        }
-        if !all(st) {
-            return flag.put(0);
-        }
-        let (err, c, g) = finish_all_done(st, hs, &slots, statuses.as_deref_mut());
-        greqs = g;
-        flag.put(1)?;
-        if err {
-            comm = c;
-            bail!(MPI_ERR_IN_STATUS, "a request failed; see the statuses");
-        }
-        Ok(())
-    });
-    ret(comm, "MPI_Testall", in_status(r, greqs_done(&greqs, statuses)))
-}
-
-/// Finishes the first done request among `slots`; writes index and status
-/// (a generalized request's callbacks go to `greq`, for the caller).
-fn any_done(
-    st: &mut State,
-    hs: &mut [MPI_Request],
-    slots: &[Option<u32>],
-    index: &mut Out<c_int>,
-    status: Option<&mut MPI_Status>,
-    greq: &mut Option<Greq>,
-) -> MpiResult<Option<MPI_Comm>> {
-    for (k, s) in slots.iter().enumerate() {
-        if let Some(i) = *s {
-            if st.reqs.get(i).done {
-                let (s, e, c, g) = finish_handle(st, &mut hs[k], i);
-                index.put(k as c_int)?;
-                if g.is_some() {
-                    *greq = g;
-                    return Ok(Some(c));
-                }
-                if let Some(o) = status {
-                    *o = s;
-                }
-                status_error(e, &s).map_err(|mut err| {
-                    err.msg = format!("request {k}: {}", err.msg);
-                    err
-                })?;
-                return Ok(Some(c));
-            }
-        }
-    }
-    Ok(None)
+    report("MPI_Testall", hs.and_then(|hs| Ok((hs, flag?))), |(hs, flag)| req::test_all(hs, flag, statuses))
 }
 
 pub unsafe fn MPI_Waitany(
@@ -455,34 +121,12 @@ pub unsafe fn MPI_Waitany(
     index: *mut c_int,
     status: *mut MPI_Status,
 ) -> c_int {
-    // SAFETY: `index` is NULL or a writable int, `status` NULL,
-    // MPI_STATUS_IGNORE or a writable status (the caller's contract).
-    let (mut index, mut status) = unsafe { (Out::new(index, "index"), status_mut(status)) };
     // SAFETY: `array_of_requests` is NULL or `count` handles the call may
-    // read and write (the caller's contract); the slice ends with the call.
-    let slots = match unsafe { wait_slots(count, array_of_requests) } {
-        Ok(s) => s,
-        Err(e) => return raise(MPI_COMM_WORLD, "MPI_Waitany", e),
-    };
-    if slots.iter().all(Option::is_none) {
-        if let Some(o) = status {
-            *o = empty_status();
-        }
-        return ret(MPI_COMM_WORLD, "MPI_Waitany", index.put(MPI_UNDEFINED));
-    }
-    if let Err(e) = rt::wait_until(|st| slots.iter().flatten().any(|&i| st.reqs.get(i).done)) {
-        return raise(MPI_COMM_WORLD, "MPI_Waitany", e);
-    }
-    let mut comm = MPI_COMM_WORLD;
-    let mut greq = None;
-    let r = rt::with(|st| {
-        // SAFETY: as for `wait_slots` above.
-        let hs = unsafe { handles(count, array_of_requests) }?;
-        let i = *slots.iter().flatten().find(|&&i| st.reqs.get(i).done).unwrap();
-        comm = st.reqs.get(i).comm;
-        any_done(st, hs, &slots, &mut index, status.as_deref_mut(), &mut greq).map(|_| ())
-    });
-    ret(comm, "MPI_Waitany", after_greq(r, greq, status))
+    // read and write, `index` NULL or a writable int, `status` NULL,
+    // MPI_STATUS_IGNORE or a writable status (the caller's contract).
+    let (hs, index, status) =
+        unsafe { (handles(count, array_of_requests), out_mut(index, "index"), status_mut(status)) };
+    report("MPI_Waitany", hs.and_then(|hs| Ok((hs, index?))), |(hs, index)| req::wait_any(hs, index, status))
 }
 
 pub unsafe fn MPI_Testany(
@@ -495,74 +139,11 @@ pub unsafe fn MPI_Testany(
     // SAFETY: `array_of_requests` is NULL or `count` handles the call may
     // read and write, `index` and `flag` NULL or writable ints, `status`
     // NULL, MPI_STATUS_IGNORE or a writable status (the caller's contract).
-    let (hs, mut index, mut flag, mut status) = unsafe {
-        (handles(count, array_of_requests), Out::new(index, "index"), Out::new(flag, "flag"), status_mut(status))
+    let (hs, index, flag, status) = unsafe {
+        (handles(count, array_of_requests), out_mut(index, "index"), out_mut(flag, "flag"), status_mut(status))
     };
-    let mut comm = MPI_COMM_WORLD;
-    let mut greq = None;
-    let r = rt::with(|st| {
-        let hs = hs?;
-        let slots = slots(st, hs)?;
-        if slots.iter().all(Option::is_none) {
-            if let Some(o) = status.as_deref_mut() {
-                *o = empty_status();
-            }
-            index.put(MPI_UNDEFINED)?;
-            return flag.put(1);
-        }
-        let any = |st: &mut State| slots.iter().flatten().any(|&i| st.reqs.get(i).done);
-        if !any(st) {
-            st.progress();
-        }
-        if !any(st) {
-            index.put(MPI_UNDEFINED)?;
-            return flag.put(0);
-        }
-        flag.put(1)?;
-        let i = *slots.iter().flatten().find(|&&i| st.reqs.get(i).done).unwrap();
-        comm = st.reqs.get(i).comm;
-        any_done(st, hs, &slots, &mut index, status.as_deref_mut(), &mut greq).map(|_| ())
-    });
-    ret(comm, "MPI_Testany", after_greq(r, greq, status))
-}
-
-/// Finishes every done request; fills indices/statuses; returns outcount.
-///
-/// `indices` and `statuses` have an entry per request (`None`: NULL, or
-/// statuses ignored).
-fn some_done(
-    st: &mut State,
-    hs: &mut [MPI_Request],
-    slots: &[Option<u32>],
-    mut indices: Option<&mut [c_int]>,
-    mut statuses: Option<&mut [MPI_Status]>,
-    greqs: &mut Vec<(usize, Greq)>,
-) -> MpiResult<(c_int, bool, MPI_Comm)> {
-    let mut n = 0usize;
-    let mut err = false;
-    let mut comm = MPI_COMM_WORLD;
-    for (k, s) in slots.iter().enumerate() {
-        let Some(i) = *s else { continue };
-        if !st.reqs.get(i).done {
-            continue;
-        }
-        let (s, e, c, g) = finish_handle(st, &mut hs[k], i);
-        if e != MPI_SUCCESS && !err {
-            err = true;
-            comm = c;
-        }
-        let Some(indices) = indices.as_deref_mut() else {
-            bail!(MPI_ERR_ARG, "array_of_indices is a NULL pointer");
-        };
-        indices[n] = k as c_int;
-        match (g, statuses.as_deref_mut()) {
-            (Some(g), _) => greqs.push((n, g)),
-            (None, Some(out)) => out[n] = s,
-            (None, None) => {}
-        }
-        n += 1;
-    }
-    Ok((n as c_int, err, comm))
+    let args = hs.and_then(|hs| Ok((hs, index?, flag?)));
+    report("MPI_Testany", args, |(hs, index, flag)| req::test_any(hs, index, flag, status))
 }
 
 pub unsafe fn MPI_Waitsome(
@@ -573,42 +154,20 @@ pub unsafe fn MPI_Waitsome(
     array_of_statuses: *mut MPI_Status,
 ) -> c_int {
     // SAFETY: `array_of_requests` is NULL or `incount` handles the call may
-    // read and write (the caller's contract); the slice ends with the call.
-    let slots = match unsafe { wait_slots(incount, array_of_requests) } {
-        Ok(s) => s,
-        Err(e) => return raise(MPI_COMM_WORLD, "MPI_Waitsome", e),
-    };
-    // SAFETY: `outcount` is NULL or a writable int, `array_of_indices` NULL
-    // or `incount` writable ints, `array_of_statuses` NULL,
+    // read and write, `outcount` NULL or a writable int, `array_of_indices`
+    // NULL or `incount` writable ints, `array_of_statuses` NULL,
     // MPI_STATUSES_IGNORE or `incount` writable statuses (the caller's
-    // contract; incount >= 0 was checked).
-    let (mut outcount, indices, mut statuses) = unsafe {
+    // contract; a negative incount, an error, takes none).
+    let (hs, outcount, indices, statuses) = unsafe {
         (
-            Out::new(outcount, "outcount"),
-            out_array(array_of_indices, incount as usize),
-            statuses_mut(array_of_statuses, incount as usize),
+            handles(incount, array_of_requests),
+            out_mut(outcount, "outcount"),
+            out_array(array_of_indices, incount.max(0) as usize),
+            statuses_mut(array_of_statuses, incount.max(0) as usize),
         )
     };
-    if slots.iter().all(Option::is_none) {
-        return ret(MPI_COMM_WORLD, "MPI_Waitsome", outcount.put(MPI_UNDEFINED));
-    }
-    if let Err(e) = rt::wait_until(|st| slots.iter().flatten().any(|&i| st.reqs.get(i).done)) {
-        return raise(MPI_COMM_WORLD, "MPI_Waitsome", e);
-    }
-    let mut comm = MPI_COMM_WORLD;
-    let mut greqs = Vec::new();
-    let r = rt::with(|st| {
-        // SAFETY: as for `wait_slots` above.
-        let hs = unsafe { handles(incount, array_of_requests) }?;
-        let (n, err, c) = some_done(st, hs, &slots, indices, statuses.as_deref_mut(), &mut greqs)?;
-        outcount.put(n)?;
-        if err {
-            comm = c;
-            bail!(MPI_ERR_IN_STATUS, "a request failed; see the statuses");
-        }
-        Ok(())
-    });
-    ret(comm, "MPI_Waitsome", in_status(r, greqs_done(&greqs, statuses)))
+    let args = hs.and_then(|hs| Ok((hs, outcount?)));
+    report("MPI_Waitsome", args, |(hs, n)| req::wait_some(hs, n, indices, statuses))
 }
 
 pub unsafe fn MPI_Testsome(
@@ -618,102 +177,33 @@ pub unsafe fn MPI_Testsome(
     array_of_indices: *mut c_int,
     array_of_statuses: *mut MPI_Status,
 ) -> c_int {
-    // SAFETY: `array_of_requests` is NULL or `incount` handles the call may
-    // read and write, `outcount` NULL or a writable int, `array_of_indices`
-    // NULL or `incount` writable ints, `array_of_statuses` NULL,
-    // MPI_STATUSES_IGNORE or `incount` writable statuses (the caller's
-    // contract; a negative incount, an error below, takes none).
-    let (hs, mut outcount, indices, mut statuses) = unsafe {
+    // SAFETY: as for MPI_Waitsome.
+    let (hs, outcount, indices, statuses) = unsafe {
         (
             handles(incount, array_of_requests),
-            Out::new(outcount, "outcount"),
+            out_mut(outcount, "outcount"),
             out_array(array_of_indices, incount.max(0) as usize),
             statuses_mut(array_of_statuses, incount.max(0) as usize),
         )
     };
-    let mut comm = MPI_COMM_WORLD;
-    let mut greqs = Vec::new();
-    let r = rt::with(|st| {
-        let hs = hs?;
-        let slots = slots(st, hs)?;
-        if slots.iter().all(Option::is_none) {
-            return outcount.put(MPI_UNDEFINED);
-        }
-        st.progress();
-        let (n, err, c) = some_done(st, hs, &slots, indices, statuses.as_deref_mut(), &mut greqs)?;
-        outcount.put(n)?;
-        if err {
-            comm = c;
-            bail!(MPI_ERR_IN_STATUS, "a request failed; see the statuses");
-        }
-        Ok(())
-    });
-    ret(comm, "MPI_Testsome", in_status(r, greqs_done(&greqs, statuses)))
+    let args = hs.and_then(|hs| Ok((hs, outcount?)));
+    report("MPI_Testsome", args, |(hs, n)| req::test_some(hs, n, indices, statuses))
 }
 
 pub unsafe fn MPI_Request_free(request: *mut MPI_Request) -> c_int {
     // SAFETY: `request` is NULL or the program's INOUT handle (the caller's
     // contract).
-    let request = unsafe { request.as_mut() };
-    let mut greq = None;
-    let r = rt::with(|st| {
-        let Some(request) = request else {
-            bail!(MPI_ERR_ARG, "request is a NULL pointer");
-        };
-        if *request == MPI_REQUEST_NULL {
-            bail!(MPI_ERR_REQUEST, "MPI_REQUEST_NULL cannot be freed");
-        }
-        let i = st.reqs.index(*request)?;
-        let r = st.reqs.get(i);
-        if let (true, Kind::Greq(g)) = (r.done, &r.kind) {
-            // Complete already: its free_fn runs now (below), else at
-            // MPI_Grequest_complete.
-            greq = Some(*g);
-            st.reqs.release(i);
-        } else if r.done || (r.persist.is_some() && !r.active) {
-            st.reqs.release(i);
-        } else {
-            r.freed = true;
-            if r.persist.is_some() {
-                // An active persistent request is released when it completes.
-                r.persist = None;
-            }
-        }
-        *request = MPI_REQUEST_NULL;
-        Ok(())
-    });
-    let r = match greq {
-        Some(g) => r.and(greq_result(greq_free(&g), "free")),
-        None => r,
-    };
-    ret(MPI_COMM_WORLD, "MPI_Request_free", r)
+    let request = unsafe { out_mut(request, "request") };
+    ret(MPI_COMM_WORLD, "MPI_Request_free", request.and_then(req::free))
 }
 
 pub unsafe fn MPI_Cancel(request: *mut MPI_Request) -> c_int {
     // SAFETY: `request` is NULL or points to the program's handle (the
     // caller's contract).
     let request = unsafe { request.as_ref() };
-    let mut greq = None;
-    let r = rt::with(|st| {
-        let Some(request) = request else {
-            bail!(MPI_ERR_ARG, "request is a NULL pointer");
-        };
-        let i = st.reqs.index(*request)?;
-        match st.reqs.get(i) {
-            Request { kind: Kind::Greq(g), done, .. } => greq = Some((*g, *done)),
-            _ => st.engine.cancel(&mut st.reqs, i),
-        }
-        Ok(())
-    });
-    let r = match greq {
-        // Its cancel_fn, told whether MPI_Grequest_complete was called.
-        Some((Greq { cancel: Some(cancel), extra, .. }, done)) => {
-            // SAFETY: the program gave `cancel` to MPI_Grequest_start as its
-            // MPI_Grequest_cancel_function; it gets its extra_state and the
-            // completion flag, as the standard says, and no lock is held.
-            r.and(greq_result(unsafe { cancel(extra, done as c_int) }, "cancel"))
-        }
-        _ => r,
+    let r = match request {
+        None => Err(MpiError::new(MPI_ERR_ARG, "request is a NULL pointer")),
+        Some(&h) => req::cancel(h),
     };
     ret(MPI_COMM_WORLD, "MPI_Cancel", r)
 }
@@ -774,36 +264,6 @@ pub unsafe fn MPI_Status_set_cancelled(status: *mut MPI_Status, flag: c_int) -> 
     ret(MPI_COMM_WORLD, "MPI_Status_set_cancelled", r)
 }
 
-/// The outcome of an all/some call whose generalized requests' callbacks
-/// ran after it (`greq_failed`: one of them failed).
-fn in_status(r: MpiResult<()>, greq_failed: bool) -> MpiResult<()> {
-    match r {
-        Ok(()) if greq_failed => Err(MpiError::new(MPI_ERR_IN_STATUS, "a request failed; see the statuses")),
-        r => r,
-    }
-}
-
-/// The outcome of a call that completes one request (`r`, under the lock)
-/// and may have finished a generalized request `greq`, whose callbacks run
-/// now on `status`.
-fn after_greq(r: MpiResult<()>, greq: Option<Greq>, status: Option<&mut MPI_Status>) -> MpiResult<()> {
-    match greq {
-        Some(g) => r.and(greq_result(greq_done(&g, status), "query or free")),
-        None => r,
-    }
-}
-
-/// Calls `free_fn` of a generalized request; its code.
-fn greq_free(g: &Greq) -> c_int {
-    match g.free {
-        // SAFETY: the program gave `free` to MPI_Grequest_start as its
-        // MPI_Grequest_free_function; it gets its extra_state, once, as the
-        // standard says, and no lock is held.
-        Some(free) => unsafe { free(g.extra) },
-        None => MPI_SUCCESS,
-    }
-}
-
 pub unsafe fn MPI_Grequest_start(
     query_fn: *mut std::ffi::c_void,
     free_fn: *mut std::ffi::c_void,
@@ -811,58 +271,29 @@ pub unsafe fn MPI_Grequest_start(
     extra_state: *mut std::ffi::c_void,
     request: *mut MPI_Request,
 ) -> c_int {
-    // SAFETY: `request` is NULL or a writable handle (the caller's contract).
-    let mut request = unsafe { Out::new(request, "request") };
-    let r = rt::with(|st| {
-        if request.is_null() {
-            bail!(MPI_ERR_ARG, "request is a NULL pointer");
+    // SAFETY: the program passes C function pointers of the standard's
+    // three callback types (or NULL, which becomes None: a function pointer
+    // and a data pointer have the same size and representation on the
+    // platforms this library builds for).
+    let g = unsafe {
+        Greq {
+            query: std::mem::transmute::<*mut std::ffi::c_void, Option<GreqQueryFn>>(query_fn),
+            free: std::mem::transmute::<*mut std::ffi::c_void, Option<GreqFreeFn>>(free_fn),
+            cancel: std::mem::transmute::<*mut std::ffi::c_void, Option<GreqCancelFn>>(cancel_fn),
+            extra: extra_state,
         }
-        // SAFETY: the program passes C function pointers of the standard's
-        // three callback types (or NULL, which becomes None: a function
-        // pointer and a data pointer have the same size and representation
-        // on the platforms this library builds for).
-        let g = unsafe {
-            Greq {
-                query: std::mem::transmute::<*mut std::ffi::c_void, Option<GreqQueryFn>>(query_fn),
-                free: std::mem::transmute::<*mut std::ffi::c_void, Option<GreqFreeFn>>(free_fn),
-                cancel: std::mem::transmute::<*mut std::ffi::c_void, Option<GreqCancelFn>>(cancel_fn),
-                extra: extra_state,
-            }
-        };
-        let i = st.reqs.alloc(Request::new(Kind::Greq(g), MPI_COMM_WORLD));
-        request.put(crate::rt::p2p::ReqTable::handle(i))
-    });
+    };
+    let r = if request.is_null() {
+        Err(MpiError::new(MPI_ERR_ARG, "request is a NULL pointer"))
+    } else {
+        // SAFETY: not NULL, so a writable handle (the caller's contract).
+        req::greq_start(g).and_then(|h| unsafe { put(request, h, "request") })
+    };
     ret(MPI_COMM_WORLD, "MPI_Grequest_start", r)
 }
 
 pub unsafe fn MPI_Grequest_complete(request: MPI_Request) -> c_int {
-    let mut freed = None;
-    let r = rt::with(|st| {
-        let i = st.reqs.index(request)?;
-        let r = st.reqs.get(i);
-        let Kind::Greq(g) = r.kind else {
-            bail!(MPI_ERR_REQUEST, "request 0x{:08x} is not a generalized request", request as u32);
-        };
-        if r.done {
-            bail!(MPI_ERR_REQUEST, "MPI_Grequest_complete was already called on request 0x{:08x}", request as u32);
-        }
-        if r.freed {
-            // MPI_Request_free came first: the request goes now, after its
-            // free_fn (below).
-            freed = Some(g);
-            st.reqs.release(i);
-        } else {
-            r.done = true;
-            // A thread may sleep in a Wait on it, with no message to come.
-            rt::wake_waiters(st);
-        }
-        Ok(())
-    });
-    let r = match freed {
-        Some(g) => r.and(greq_result(greq_free(&g), "free")),
-        None => r,
-    };
-    ret(MPI_COMM_WORLD, "MPI_Grequest_complete", r)
+    ret(MPI_COMM_WORLD, "MPI_Grequest_complete", req::greq_complete(request))
 }
 
 // ----- Fortran statuses -----------------------------------------------------------

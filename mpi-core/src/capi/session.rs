@@ -10,7 +10,7 @@
 //!
 //! Communicators made from groups agree on their context id among the
 //! group's members only, on a context reserved for this
-//! ([`CTX_SESSIONS`]), with tags and an agreement key derived from a hash
+//! (`CTX_SESSIONS`; the protocol is `rt::session`'s), with tags and an agreement key derived from a hash
 //! of the string tag. The members first exchange the full string tag (and
 //! the groups), so two concurrent creations whose string tags hash alike
 //! fail with `MPI_ERR_ARG` instead of making a wrong communicator; see
@@ -27,20 +27,11 @@ use super::errh::check_errhandler;
 use super::info::cstr;
 use super::{put, put_str, raise, raise_on, Out};
 use crate::bail;
-use crate::rt::agree::{ranks_to_bytes, View, TAG_EXCHANGE};
-use crate::rt::comm::{Comm, CTX_SESSIONS, CTX_SPAN_INTER, CTX_SPAN_INTRA};
-use crate::rt::ctxid::{agree_ctx, Agreement};
 use crate::rt::errh::HandlerKind;
 use crate::rt::error::MpiResult;
-use crate::rt::group::{self, Members};
 use crate::rt::info::{self, Pairs};
-use crate::rt::session::{self, Session, PSETS};
+use crate::rt::session::{self, GroupPair, Session, PSETS};
 use crate::rt::{self, State};
-
-/// Kinds of agreement keys of the constructors from groups (beside those
-/// of `capi/comm.rs`), ORed with the hash of the string tag.
-const KEY_FROM_GROUP: u64 = 3 << 32;
-const KEY_FROM_GROUPS: u64 = 4 << 32;
 
 /// Ends a call on `session`: `MPI_SUCCESS`, or the error through the
 /// session's handler (`MPI_COMM_SELF`'s if `session` is not valid).
@@ -327,23 +318,6 @@ unsafe fn tag_handler_hints(
     Ok((tag, st.comms.infos.get_or_null(info)?))
 }
 
-/// What the processes of a creation from groups compare before they agree
-/// on a context id: the full string tag and the groups as each sees them.
-fn handshake(tag: &str, first: &[usize], second: &[usize]) -> Vec<u8> {
-    let mut v = (tag.len() as u64).to_ne_bytes().to_vec();
-    v.extend_from_slice(tag.as_bytes());
-    v.extend_from_slice(&(first.len() as u64).to_ne_bytes());
-    v.extend_from_slice(&ranks_to_bytes(first));
-    v.extend_from_slice(&ranks_to_bytes(second));
-    v
-}
-
-/// The processes of `members` (where this one has rank `rank`) on the
-/// sessions' context, with tags of their own for string tag hash `h`.
-fn view_of(st: &mut State, rank: usize, members: Members, h: u32) -> MpiResult<View> {
-    Ok(View::new(st, CTX_SESSIONS, rank, members)?.with_user_tag((h & 0x01ff_ffff) as c_int))
-}
-
 pub unsafe fn MPI_Comm_create_from_group(
     group: MPI_Group,
     stringtag: *const c_char,
@@ -361,29 +335,15 @@ pub unsafe fn MPI_Comm_create_from_group(
             let (tag, hints) = unsafe { tag_handler_hints(st, stringtag, errhandler, info) }?;
             Ok((tag, hints, st.comms.groups.get(group)?, st.world_rank))
         })?;
-        // Only the group's members call this; anybody else gets no communicator.
-        let Some(rank) = group::rank_of(&members, me) else {
-            // SAFETY: `newcomm` is a writable handle (checked above; the
-            // caller's contract).
-            return unsafe { put(newcomm, MPI_COMM_NULL, "newcomm") };
-        };
-        let h = session::stringtag_hash(&tag);
-        let view = rt::with(|st| view_of(st, rank, members.clone(), h))?;
-        let mine = handshake(&tag, &members, &[]);
-        if view.allgather_vec(&mine)?.iter().any(|theirs| *theirs != mine) {
-            bail!(
-                MPI_ERR_ARG,
-                "the members of the group disagree on the group or on the string tag \"{tag}\" (another creation from a group, whose string tag hashes alike, runs at the same time)"
-            );
+        let c = session::comm_from_group(&tag, members, me, errhandler, hints)?;
+        // SAFETY: `newcomm` is a writable handle (checked above; the
+        // caller's contract).
+        unsafe {
+            match c {
+                Some(c) => publish(c, newcomm),
+                None => put(newcomm, MPI_COMM_NULL, "newcomm"),
+            }
         }
-        let lowest = members.iter().min().copied().unwrap_or(0) as u32;
-        let a = Agreement { local: view, leader: 0, peer: None, inter: false };
-        // The exchange above brought every member here.
-        let ctx = agree_ctx((CTX_SESSIONS, lowest, KEY_FROM_GROUP | h as u64), CTX_SPAN_INTRA, &a, true)?;
-        let mut c = Comm::intra(ctx, members, rank as c_int, errhandler);
-        c.hints = hints;
-        // SAFETY: as above.
-        unsafe { publish(c, newcomm) }
     })();
     from_groups_ret(errhandler, "MPI_Comm_create_from_group", r)
 }
@@ -408,52 +368,8 @@ pub unsafe fn MPI_Intercomm_create_from_groups(
             let (tag, hints) = unsafe { tag_handler_hints(st, stringtag, errhandler, info) }?;
             Ok((tag, hints, st.comms.groups.get(local_group)?, st.comms.groups.get(remote_group)?, st.world_rank))
         })?;
-        let Some(rank) = group::rank_of(&local, me) else {
-            bail!(MPI_ERR_GROUP, "the calling process is not a member of local_group");
-        };
-        if local_leader < 0 || local_leader as usize >= local.len() {
-            bail!(MPI_ERR_RANK, "local_leader {local_leader} is not a rank of local_group (size {})", local.len());
-        }
-        if remote_leader < 0 || remote_leader as usize >= remote.len() {
-            bail!(MPI_ERR_RANK, "remote_leader {remote_leader} is not a rank of remote_group (size {})", remote.len());
-        }
-        if let Some(w) = remote.iter().find(|w| local.contains(w)) {
-            bail!(MPI_ERR_GROUP, "local_group and remote_group overlap (world rank {w} is in both)");
-        }
-        let h = session::stringtag_hash(&tag);
-        let leader = local_leader as usize;
-        let view = rt::with(|st| view_of(st, rank, local.clone(), h))?;
-        // The leaders compare the string tag and the groups, then tell
-        // their group whether to go on.
-        let mut ok = 0u32;
-        let mut peer = None;
-        if rank == leader {
-            let (a, b) = (local[leader], remote[remote_leader as usize]);
-            let mine = (a > b) as usize;
-            let pair = Arc::new(if a < b { vec![a, b] } else { vec![b, a] });
-            let pv = rt::with(|st| view_of(st, mine, pair, h))?;
-            let theirs = pv.sendrecv_vec(&handshake(&tag, &local, &remote), 1 - mine, TAG_EXCHANGE);
-            ok = theirs.as_ref().is_ok_and(|t| *t == handshake(&tag, &remote, &local)) as u32;
-            // Tell the group before reporting an error of the exchange,
-            // so that nobody waits forever.
-            view.bcast_u32(ok, leader)?;
-            theirs?;
-            peer = Some((pv, 1 - mine));
-        } else {
-            ok = view.bcast_u32(ok, leader)?;
-        }
-        if ok == 0 {
-            bail!(
-                MPI_ERR_ARG,
-                "the leaders disagree on the groups or on the string tag \"{tag}\" (another creation from groups, whose string tag hashes alike, runs at the same time)"
-            );
-        }
-        let lowest = local.iter().chain(remote.iter()).min().copied().unwrap_or(0) as u32;
-        let a = Agreement { local: view, leader, peer, inter: true };
-        let ctx = agree_ctx((CTX_SESSIONS, lowest, KEY_FROM_GROUPS | h as u64), CTX_SPAN_INTER, &a, false)?;
-        let mut c = Comm::intra(ctx, remote, rank as c_int, errhandler);
-        c.local = Some(local);
-        c.hints = hints;
+        let groups = GroupPair { local, local_leader, remote, remote_leader };
+        let c = session::intercomm_from_groups(&tag, groups, me, errhandler, hints)?;
         // SAFETY: `newintercomm` is a writable handle (checked above; the
         // caller's contract).
         unsafe { publish(c, newintercomm) }

@@ -5,7 +5,6 @@
 #![allow(clippy::too_many_arguments)]
 
 use std::os::raw::c_int;
-use std::sync::Arc;
 
 use mpi_api::abi::*;
 
@@ -13,11 +12,10 @@ use super::comm::publish;
 use super::SentinelPtr;
 use super::{c_array, put, ret, Out};
 use crate::bail;
-use crate::rt::agree::{bytes_to_ints, ints_to_bytes, View};
-use crate::rt::comm::{Comm, CTX_SPAN_INTRA};
-use crate::rt::ctxid::{comm_of, new_context_or_fail, quiet, split};
+use crate::rt::comm::Comm;
+use crate::rt::ctxid::comm_of;
 use crate::rt::error::{MpiError, MpiResult};
-use crate::rt::topo::{self, Topo};
+use crate::rt::topo::{self, cart_of, dist_of, graph_of, intra, Topo};
 use crate::rt::{self};
 
 static UNWEIGHTED_TARGET: c_int = 0x5157;
@@ -52,63 +50,22 @@ unsafe fn write_ints(out: *mut c_int, max: c_int, v: &[c_int], what: &str) -> Mp
     Ok(())
 }
 
-/// The topology of `comm` (`MPI_ERR_TOPOLOGY` if it has none).
-fn topo_of(comm: MPI_Comm) -> MpiResult<(Comm, Arc<Topo>)> {
-    let c = comm_of(comm)?;
-    match c.topo.clone() {
-        Some(t) => Ok((c, t)),
-        None => bail!(MPI_ERR_TOPOLOGY, "the communicator has no process topology"),
-    }
-}
-
-fn cart_of(comm: MPI_Comm) -> MpiResult<(Comm, Vec<c_int>, Vec<bool>)> {
-    let (c, t) = topo_of(comm)?;
-    match &*t {
-        Topo::Cart { dims, periods } => Ok((c, dims.clone(), periods.clone())),
-        _ => bail!(MPI_ERR_TOPOLOGY, "the communicator does not have a Cartesian topology"),
-    }
-}
-
-fn graph_of(comm: MPI_Comm) -> MpiResult<(Comm, Vec<c_int>, Vec<c_int>)> {
-    let (c, t) = topo_of(comm)?;
-    match &*t {
-        Topo::Graph { index, edges } => Ok((c, index.clone(), edges.clone())),
-        _ => bail!(MPI_ERR_TOPOLOGY, "the communicator does not have a graph topology"),
-    }
-}
-
-/// Creates the communicator of the first `n` ranks of intracommunicator
-/// `comm_old` with topology `t` (collective over `comm_old`); the others
-/// get `MPI_COMM_NULL`. `args` is this process's check of its arguments,
-/// giving (`n`, `t`): if it failed, the process still takes part so that
-/// the call fails in every process (nobody waits for it).
+/// Publishes the communicator a constructor made (`None`: this process
+/// is not in it).
 ///
 /// # Safety
 /// `out` is NULL or a writable handle.
-unsafe fn topo_comm(comm_old: MPI_Comm, args: MpiResult<(usize, Topo)>, out: *mut MPI_Comm) -> MpiResult<()> {
-    quiet(comm_old)?;
-    let parent = comm_of(comm_old)?;
-    let ctx = new_context_or_fail(comm_old, CTX_SPAN_INTRA, false, args.as_ref().map(|_| ()).map_err(Clone::clone))?;
-    let (n, t) = args?;
-    if parent.rank as usize >= n {
-        // SAFETY: `out` is NULL or a writable handle (the contract).
-        return unsafe { put(out, MPI_COMM_NULL, "newcomm") };
+unsafe fn publish_or_null(c: MpiResult<Option<Comm>>, out: *mut MPI_Comm) -> MpiResult<()> {
+    match c? {
+        // SAFETY: the contract.
+        Some(c) => unsafe { publish(c, out) },
+        // SAFETY: the contract.
+        None => unsafe { put(out, MPI_COMM_NULL, "newcomm") },
     }
-    let mut c = Comm::intra(ctx, Arc::new(parent.group[..n].to_vec()), parent.rank, parent.errhandler);
-    c.topo = Some(Arc::new(t));
-    // SAFETY: `out` is NULL or a writable handle (the contract).
-    unsafe { publish(c, out) }
 }
 
-fn intra(comm: MPI_Comm, what: &str) -> MpiResult<Comm> {
-    let c = comm_of(comm)?;
-    if c.is_inter() {
-        bail!(MPI_ERR_COMM, "{what} needs an intracommunicator");
-    }
-    Ok(c)
-}
-
-/// Validates the arguments of a Cartesian grid: (dims, periods, processes).
+/// The arguments of a Cartesian grid for a communicator of `size`
+/// processes: (dims, periods, processes).
 ///
 /// # Safety
 /// `dims` and `periods` are NULL or hold `ndims` ints each.
@@ -116,16 +73,14 @@ unsafe fn grid_args(
     ndims: c_int,
     dims: *const c_int,
     periods: *const c_int,
+    size: c_int,
 ) -> MpiResult<(Vec<c_int>, Vec<bool>, usize)> {
     if ndims < 0 {
         bail!(MPI_ERR_DIMS, "ndims = {ndims} is negative");
     }
     // SAFETY: both are NULL or `ndims` ints (the contract).
     let (d, p) = unsafe { (c_array(dims, ndims, "dims"), c_array(periods, ndims, "periods")) };
-    let d = d?.to_vec();
-    let p: Vec<bool> = p?.iter().map(|&x| x != 0).collect();
-    let n = topo::grid_size(&d)?;
-    Ok((d, p, n))
+    topo::grid_args(d?, p?, size)
 }
 
 pub unsafe fn MPI_Cart_create(
@@ -145,14 +100,10 @@ pub unsafe fn MPI_Cart_create(
         let c = intra(comm_old, "MPI_Cart_create")?;
         // SAFETY: `dims` and `periods` are NULL or `ndims` ints each (the
         // caller's contract).
-        let args = unsafe { grid_args(ndims, dims, periods) }.and_then(|(d, p, n)| {
-            if n > c.size() as usize {
-                bail!(MPI_ERR_TOPOLOGY, "the grid has {n} processes, more than the {} of the communicator", c.size());
-            }
-            Ok((n, Topo::Cart { dims: d, periods: p }))
-        });
+        let args = unsafe { grid_args(ndims, dims, periods, c.size()) };
+        let args = args.map(|(d, p, n)| (n, Topo::Cart { dims: d, periods: p }));
         // SAFETY: `comm_cart` is a writable handle (checked above).
-        unsafe { topo_comm(comm_old, args, comm_cart) }
+        unsafe { publish_or_null(topo::create(comm_old, args), comm_cart) }
     })();
     ret(comm_old, "MPI_Cart_create", r)
 }
@@ -223,9 +174,7 @@ pub unsafe fn MPI_Cart_rank(comm: MPI_Comm, coords: *const c_int, rank: *mut c_i
 
 pub unsafe fn MPI_Cart_coords(comm: MPI_Comm, rank: c_int, maxdims: c_int, coords: *mut c_int) -> c_int {
     let r = cart_of(comm).and_then(|(c, d, _)| {
-        if rank < 0 || rank >= c.size() {
-            bail!(MPI_ERR_RANK, "rank {rank} is not in the communicator (size {})", c.size());
-        }
+        topo::check_rank(&c, rank)?;
         if maxdims < d.len() as c_int {
             bail!(MPI_ERR_ARG, "maxdims = {maxdims} is less than the {} dimensions", d.len());
         }
@@ -263,29 +212,11 @@ pub unsafe fn MPI_Cart_sub(comm: MPI_Comm, remain_dims: *const c_int, newcomm: *
         if newcomm.is_null() {
             bail!(MPI_ERR_ARG, "newcomm is a NULL pointer");
         }
-        let (c, d, p) = cart_of(comm)?;
+        let (_, d, _) = cart_of(comm)?;
         // SAFETY: `remain_dims` is NULL or holds an int per dimension of the
         // communicator's grid (the caller's contract).
         let keep = unsafe { c_array(remain_dims, d.len() as c_int, "remain_dims") }?;
-        let keep: Vec<bool> = keep.iter().map(|&x| x != 0).collect();
-        // Processes that agree on the dropped coordinates form one subgrid;
-        // the key (old rank) orders it by the kept coordinates.
-        let coords = topo::cart_coords(&d, c.rank);
-        let mut color: i64 = 0;
-        for i in 0..d.len() {
-            if !keep[i] {
-                color = color * d[i] as i64 + coords[i] as i64;
-            }
-        }
-        let (parent, ctx, members) = split(comm, color as c_int, c.rank)?;
-        let sub = Topo::Cart {
-            dims: (0..d.len()).filter(|&i| keep[i]).map(|i| d[i]).collect(),
-            periods: (0..d.len()).filter(|&i| keep[i]).map(|i| p[i]).collect(),
-        };
-        let me = rt::with(|st| Ok(st.world_rank))?;
-        let rank = members.iter().position(|&w| w == me).unwrap() as c_int;
-        let mut nc = Comm::intra(ctx, Arc::new(members), rank, parent.errhandler);
-        nc.topo = Some(Arc::new(sub));
+        let nc = topo::cart_sub(comm, keep)?;
         // SAFETY: `newcomm` is a writable handle (checked above).
         unsafe { publish(nc, newcomm) }
     })();
@@ -303,41 +234,36 @@ pub unsafe fn MPI_Cart_map(
         let c = intra(comm, "MPI_Cart_map")?;
         // SAFETY: `dims` and `periods` are NULL or `ndims` ints each (the
         // caller's contract).
-        let (_, _, n) = unsafe { grid_args(ndims, dims, periods) }?;
-        if n > c.size() as usize {
-            bail!(MPI_ERR_TOPOLOGY, "the grid has {n} processes, more than the {} of the communicator", c.size());
-        }
+        let (_, _, n) = unsafe { grid_args(ndims, dims, periods, c.size()) }?;
         // SAFETY: `newrank` is NULL or a writable int (the caller's contract).
         unsafe { put(newrank, if (c.rank as usize) < n { c.rank } else { MPI_UNDEFINED }, "newrank") }
     })();
     ret(comm, "MPI_Cart_map", r)
 }
 
-/// Validates `index`/`edges` of a graph of `nnodes` nodes.
+/// Validates `index`/`edges` of a graph of `nnodes` nodes for a
+/// communicator of `size` processes.
 ///
 /// # Safety
 /// `index` is NULL or holds `nnodes` ints, and `edges` NULL or as many ints
 /// as its last entry says.
-unsafe fn graph_args(nnodes: c_int, index: *const c_int, edges: *const c_int) -> MpiResult<(Vec<c_int>, Vec<c_int>)> {
+unsafe fn graph_args(
+    nnodes: c_int,
+    index: *const c_int,
+    edges: *const c_int,
+    size: c_int,
+) -> MpiResult<(Vec<c_int>, Vec<c_int>)> {
     if nnodes < 0 {
         bail!(MPI_ERR_ARG, "nnodes = {nnodes} is negative");
     }
     // SAFETY: `index` is NULL or `nnodes` ints (the contract).
-    let idx = unsafe { c_array(index, nnodes, "index") }?.to_vec();
-    let mut prev = 0;
-    for (i, &x) in idx.iter().enumerate() {
-        if x < prev {
-            bail!(MPI_ERR_ARG, "index[{i}] = {x} is less than index[{}] = {prev}", i.saturating_sub(1));
-        }
-        prev = x;
-    }
-    // SAFETY: `prev` is the last entry of `index` (or 0), the number of
+    let idx = unsafe { c_array(index, nnodes, "index") }?;
+    let nedges = topo::graph_index(idx)?;
+    // SAFETY: `nedges` is the last entry of `index` (or 0), the number of
     // edges the contract gives `edges`.
-    let e = unsafe { c_array(edges, prev, "edges") }?.to_vec();
-    if let Some((i, &x)) = e.iter().enumerate().find(|(_, &x)| x < 0 || x >= nnodes) {
-        bail!(MPI_ERR_TOPOLOGY, "edges[{i}] = {x} is not a node of the graph (0..{nnodes})");
-    }
-    Ok((idx, e))
+    let e = unsafe { c_array(edges, nedges, "edges") }?;
+    topo::graph_edges(nnodes, e, size)?;
+    Ok((idx.to_vec(), e.to_vec()))
 }
 
 pub unsafe fn MPI_Graph_create(
@@ -357,18 +283,10 @@ pub unsafe fn MPI_Graph_create(
         let c = intra(comm_old, "MPI_Graph_create")?;
         // SAFETY: `index` is NULL or `nnodes` ints, `edges` NULL or as many
         // as the last of them (the caller's contract).
-        let args = unsafe { graph_args(nnodes, index, edges) }.and_then(|(idx, e)| {
-            if nnodes > c.size() {
-                bail!(
-                    MPI_ERR_TOPOLOGY,
-                    "the graph has {nnodes} nodes, more than the {} processes of the communicator",
-                    c.size()
-                );
-            }
-            Ok((nnodes as usize, Topo::Graph { index: idx, edges: e }))
-        });
+        let args = unsafe { graph_args(nnodes, index, edges, c.size()) };
+        let args = args.map(|(idx, e)| (nnodes as usize, Topo::Graph { index: idx, edges: e }));
         // SAFETY: `comm_graph` is a writable handle (checked above).
-        unsafe { topo_comm(comm_old, args, comm_graph) }
+        unsafe { publish_or_null(topo::create(comm_old, args), comm_graph) }
     })();
     ret(comm_old, "MPI_Graph_create", r)
 }
@@ -402,18 +320,11 @@ pub unsafe fn MPI_Graph_get(
     ret(comm, "MPI_Graph_get", r)
 }
 
-fn graph_rank(c: &Comm, rank: c_int) -> MpiResult<()> {
-    if rank < 0 || rank >= c.size() {
-        bail!(MPI_ERR_RANK, "rank {rank} is not in the communicator (size {})", c.size());
-    }
-    Ok(())
-}
-
 pub unsafe fn MPI_Graph_neighbors_count(comm: MPI_Comm, rank: c_int, nneighbors: *mut c_int) -> c_int {
     // SAFETY: `nneighbors` is NULL or a writable int (the caller's contract).
     let mut nneighbors = unsafe { Out::new(nneighbors, "nneighbors") };
     let r = graph_of(comm).and_then(|(c, idx, e)| {
-        graph_rank(&c, rank)?;
+        topo::check_rank(&c, rank)?;
         nneighbors.put(topo::graph_neighbors(&idx, &e, rank).len() as c_int)
     });
     ret(comm, "MPI_Graph_neighbors_count", r)
@@ -421,7 +332,7 @@ pub unsafe fn MPI_Graph_neighbors_count(comm: MPI_Comm, rank: c_int, nneighbors:
 
 pub unsafe fn MPI_Graph_neighbors(comm: MPI_Comm, rank: c_int, maxneighbors: c_int, neighbors: *mut c_int) -> c_int {
     let r = graph_of(comm).and_then(|(c, idx, e)| {
-        graph_rank(&c, rank)?;
+        topo::check_rank(&c, rank)?;
         // SAFETY: `neighbors` is NULL or holds `maxneighbors` writable ints
         // (the caller's contract).
         unsafe { write_ints(neighbors, maxneighbors, topo::graph_neighbors(&idx, &e, rank), "neighbors") }
@@ -440,14 +351,7 @@ pub unsafe fn MPI_Graph_map(
         let c = intra(comm, "MPI_Graph_map")?;
         // SAFETY: `index` is NULL or `nnodes` ints, `edges` NULL or as many
         // as the last of them (the caller's contract).
-        unsafe { graph_args(nnodes, index, edges) }?;
-        if nnodes > c.size() {
-            bail!(
-                MPI_ERR_TOPOLOGY,
-                "the graph has {nnodes} nodes, more than the {} processes of the communicator",
-                c.size()
-            );
-        }
+        unsafe { graph_args(nnodes, index, edges, c.size()) }?;
         // SAFETY: `newrank` is NULL or a writable int (the caller's contract).
         unsafe { put(newrank, if c.rank < nnodes { c.rank } else { MPI_UNDEFINED }, "newrank") }
     })();
@@ -461,27 +365,19 @@ pub unsafe fn MPI_Topo_test(comm: MPI_Comm, status: *mut c_int) -> c_int {
     ret(comm, "MPI_Topo_test", r)
 }
 
-/// Checks ranks of a distributed graph against the communicator size.
-fn check_nodes(v: &[c_int], size: c_int, what: &str) -> MpiResult<()> {
-    if let Some((i, &x)) = v.iter().enumerate().find(|(_, &x)| x < 0 || x >= size) {
-        bail!(MPI_ERR_RANK, "{what}[{i}] = {x} is not a rank of the communicator (size {size})");
-    }
-    Ok(())
-}
-
 /// Weights at `w` for `n` edges: `None` when unweighted.
 ///
 /// # Safety
-/// `w` is `MPI_UNWEIGHTED`, NULL or holds `n` ints.
-unsafe fn weights(w: *const c_int, n: c_int, what: &str) -> MpiResult<Option<Vec<c_int>>> {
+/// `w` is `MPI_UNWEIGHTED`, NULL or holds `n` ints readable during `'a`.
+unsafe fn weights<'a>(w: *const c_int, n: c_int, what: &str) -> MpiResult<Option<&'a [c_int]>> {
     if is_unweighted(w) {
         return Ok(None);
     }
     if n == 0 {
-        return Ok(Some(Vec::new()));
+        return Ok(Some(&[]));
     }
     // SAFETY: not MPI_UNWEIGHTED, so NULL or `n` ints (the contract).
-    Ok(Some(unsafe { c_array(w, n, what) }?.to_vec()))
+    Ok(Some(unsafe { c_array(w, n, what) }?))
 }
 
 /// Common checks of the distributed graph constructors; clears the output.
@@ -516,37 +412,21 @@ pub unsafe fn MPI_Dist_graph_create_adjacent(
         let c = unsafe { dist_prologue(comm_old, info, comm_dist_graph, "MPI_Dist_graph_create_adjacent") }?;
         let args = (|| {
             // SAFETY: `sources` and `destinations` are NULL or hold
-            // `indegree` and `outdegree` ints (the caller's contract).
-            let (s, d) =
-                unsafe { (c_array(sources, indegree, "sources"), c_array(destinations, outdegree, "destinations")) };
-            let s = s?.to_vec();
-            let d = d?.to_vec();
-            check_nodes(&s, c.size(), "sources")?;
-            check_nodes(&d, c.size(), "destinations")?;
-            // SAFETY: the weights are MPI_UNWEIGHTED, NULL or hold
-            // `indegree` and `outdegree` ints (the caller's contract).
-            let (sw, dw) = unsafe {
-                (weights(sourceweights, indegree, "sourceweights"), weights(destweights, outdegree, "destweights"))
+            // `indegree` and `outdegree` ints, the weights MPI_UNWEIGHTED,
+            // NULL or as many ints (the caller's contract).
+            let (s, d, sw, dw) = unsafe {
+                (
+                    c_array(sources, indegree, "sources"),
+                    c_array(destinations, outdegree, "destinations"),
+                    weights(sourceweights, indegree, "sourceweights"),
+                    weights(destweights, outdegree, "destweights"),
+                )
             };
-            let (sw, dw) = (sw?, dw?);
-            if sw.is_some() != dw.is_some() {
-                bail!(MPI_ERR_ARG, "sourceweights and destweights must both be MPI_UNWEIGHTED or neither");
-            }
-            let weighted = sw.is_some();
-            Ok((
-                c.size() as usize,
-                Topo::Dist {
-                    sources: s,
-                    sweights: sw.unwrap_or_default(),
-                    dests: d,
-                    dweights: dw.unwrap_or_default(),
-                    weighted,
-                },
-            ))
+            topo::adjacent(c.size(), s?, sw?, d?, dw?)
         })();
         // SAFETY: `comm_dist_graph` is a writable handle (checked by
         // `dist_prologue`).
-        unsafe { topo_comm(comm_old, args, comm_dist_graph) }
+        unsafe { publish_or_null(topo::create(comm_old, args), comm_dist_graph) }
     })();
     ret(comm_old, "MPI_Dist_graph_create_adjacent", r)
 }
@@ -566,81 +446,25 @@ pub unsafe fn MPI_Dist_graph_create(
         // SAFETY: `comm_dist_graph` is NULL or a writable handle (the
         // caller's contract).
         let c = unsafe { dist_prologue(comm_old, info, comm_dist_graph, "MPI_Dist_graph_create") }?;
-        let size = c.size() as usize;
-        // Each edge s -> d (weight x) goes to s as an out-edge and to d as an
-        // in-edge: records (0 = out / 1 = in, other end, weight). Bad
-        // arguments here still take part (sending nothing), so that the call
-        // fails in every process (see `topo_comm`).
         let local = (|| {
             // SAFETY: `sources` and `degrees` are NULL or hold `n` ints
             // (the caller's contract).
             let (src, deg) = unsafe { (c_array(sources, n, "sources"), c_array(degrees, n, "degrees")) };
             let (src, deg) = (src?, deg?);
-            check_nodes(src, c.size(), "sources")?;
-            if let Some(i) = deg.iter().position(|&x| x < 0) {
-                bail!(MPI_ERR_ARG, "degrees[{i}] = {} is negative", deg[i]);
-            }
-            let total: c_int = deg.iter().sum();
+            let total = topo::dist_degrees(deg)?;
             // SAFETY: `destinations` is NULL or holds an int per edge, the
-            // sum of the degrees (the caller's contract).
-            let dst = unsafe { c_array(destinations, total, "destinations") }?;
-            check_nodes(dst, c.size(), "destinations")?;
-            // SAFETY: `weights_` is MPI_UNWEIGHTED, NULL or holds an int per
-            // edge (the caller's contract).
-            let w = unsafe { weights(weights_, total, "weights") }?;
-            let mut out: Vec<Vec<c_int>> = vec![Vec::new(); size];
-            let mut k = 0;
-            for (i, &s) in src.iter().enumerate() {
-                for _ in 0..deg[i] {
-                    let d = dst[k];
-                    let x = w.as_ref().map_or(1, |w| w[k]);
-                    out[s as usize].extend_from_slice(&[0, d, x]);
-                    out[d as usize].extend_from_slice(&[1, s, x]);
-                    k += 1;
-                }
-            }
-            Ok((out, w.is_some()))
+            // sum of the degrees, and `weights_` is MPI_UNWEIGHTED, NULL or
+            // as many ints (the caller's contract).
+            let (dst, w) =
+                unsafe { (c_array(destinations, total, "destinations"), weights(weights_, total, "weights")) };
+            let w = w?;
+            Ok((topo::dist_records(c.size(), src, deg, dst?, w)?, w.is_some()))
         })();
-        let send: Vec<Vec<u8>> = match &local {
-            Ok((out, _)) => out.iter().map(|v| ints_to_bytes(v)).collect(),
-            Err(_) => vec![Vec::new(); size],
-        };
-        quiet(comm_old)?;
-        let view = rt::with(|st| View::local(st, &c))?;
-        let got = view.alltoall_vec(&send)?;
-        let args = local.map(|(_, weighted)| {
-            // Edges in order of the rank that declared them, then declaration order.
-            let (mut s, mut sw, mut d, mut dw) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-            for b in &got {
-                for rec in bytes_to_ints(b).chunks_exact(3) {
-                    if rec[0] == 0 {
-                        d.push(rec[1]);
-                        dw.push(rec[2]);
-                    } else {
-                        s.push(rec[1]);
-                        sw.push(rec[2]);
-                    }
-                }
-            }
-            if !weighted {
-                sw.clear();
-                dw.clear();
-            }
-            (size, Topo::Dist { sources: s, sweights: sw, dests: d, dweights: dw, weighted })
-        });
         // SAFETY: `comm_dist_graph` is a writable handle (checked by
         // `dist_prologue`).
-        unsafe { topo_comm(comm_old, args, comm_dist_graph) }
+        unsafe { publish_or_null(topo::dist_create(comm_old, &c, local), comm_dist_graph) }
     })();
     ret(comm_old, "MPI_Dist_graph_create", r)
-}
-
-fn dist_of(comm: MPI_Comm) -> MpiResult<Arc<Topo>> {
-    let (_, t) = topo_of(comm)?;
-    if !matches!(&*t, Topo::Dist { .. }) {
-        bail!(MPI_ERR_TOPOLOGY, "the communicator does not have a distributed graph topology");
-    }
-    Ok(t)
 }
 
 pub unsafe fn MPI_Dist_graph_neighbors_count(

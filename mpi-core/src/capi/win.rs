@@ -154,7 +154,7 @@ pub unsafe fn MPI_Win_free(win: *mut MPI_Win) -> c_int {
             bail!(MPI_ERR_ARG, "win is a NULL pointer");
         };
         sync::quiesce_for_free(h)?;
-        super::attr::win_attrs_free(h)?;
+        crate::caching::win_attrs_free(h)?;
         rt::with(|st| st.wins.remove(h).map(drop))?;
         *win = MPI_WIN_NULL;
         Ok(())

@@ -233,6 +233,21 @@ impl CommTable {
         }
     }
 
+    /// Inserts a new communicator (with the hidden local communicator of an
+    /// intercommunicator, and a hold on the keyvals of its attributes); its
+    /// handle.
+    pub fn publish(&mut self, mut c: Comm) -> MPI_Comm {
+        for &(k, _) in &c.attrs {
+            self.keyvals.hold(k);
+        }
+        if c.is_inter() {
+            let mut l = Comm::intra(c.ctx + 2, c.local_group().clone(), c.rank, MPI_ERRORS_RETURN);
+            l.name = "local group of an intercommunicator".into();
+            c.local_comm = self.insert(l);
+        }
+        self.insert(c)
+    }
+
     pub fn get(&self, c: MPI_Comm) -> MpiResult<&Comm> {
         match c {
             MPI_COMM_WORLD => Ok(&self.world),

@@ -10,7 +10,8 @@ use mpi_api::abi::*;
 
 use super::agree::{bytes_to_ints, ints_to_bytes, View, TAG_EXCHANGE};
 use super::comm::{combine_offers, ctx_key, failed_elsewhere, Comm, CtxKey, CTX_BUSY, CTX_FAILED, CTX_SPAN_INTRA};
-use super::error::MpiResult;
+use super::error::{MpiError, MpiResult};
+use super::p2p::{Kind, Request};
 use crate::bail;
 use crate::rt;
 
@@ -209,3 +210,54 @@ pub(crate) fn split(comm: MPI_Comm, color: c_int, key: c_int) -> MpiResult<(Comm
 pub(crate) const KEY_CREATE_GROUP: u64 = 1 << 32;
 pub(crate) const KEY_INTERCOMM_CREATE: u64 = 2 << 32;
 pub(crate) const KEY_DPM: u64 = 3 << 32;
+
+/// `MPI_Comm_idup`: starts the duplicate `new` of `comm` (the parent with
+/// its copied attributes and hints); returns the slot of its request. The
+/// context id is agreed on a thread of its own (after the earlier idups of
+/// the same parent), which then gives the new handle to `deliver` and
+/// completes the request. A constructor called later on the same parent
+/// waits for it ([`quiet`]).
+pub(crate) fn idup(comm: MPI_Comm, new: Comm, deliver: impl FnOnce(MPI_Comm) + Send + 'static) -> MpiResult<u32> {
+    let pctx = new.ctx;
+    let (a, key, ticket, req) = rt::with(|st| {
+        let (a, key) = agreement_of(st, comm)?;
+        let req = st.reqs.alloc(Request::new(Kind::Null, comm));
+        Ok((a, key, st.comms.idup_start(pctx), req))
+    })?;
+    // Counted as a waiting thread from now on: a thread spinning in
+    // MPI_Wait on the same CPU must yield to this one.
+    let active = rt::Blocked::enter();
+    let job = move || {
+        let _active = active;
+        let span = new.ctx_span();
+        // A panic must still end the idup (or later constructors on the
+        // parent would wait for it forever): it fails the request instead.
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            rt::wait_until(|st| st.comms.idup_turn(pctx, ticket))
+                .and_then(|()| agree_ctx(key, span, &a, false))
+                .and_then(|ctx| rt::with(|st| Ok(st.comms.publish(Comm { ctx, ..new }))))
+                .map(deliver)
+        }))
+        .unwrap_or_else(|_| {
+            Err(MpiError::new(MPI_ERR_INTERN, "internal error (panic) in the thread of MPI_Comm_idup"))
+        });
+        let _ = rt::with(|st| {
+            st.comms.idup_end(pctx);
+            if let Err(e) = &r {
+                st.reqs.get(req).err = e.class;
+            }
+            st.reqs.finish(req);
+            rt::wake_waiters(st);
+            Ok(())
+        });
+    };
+    if let Err(e) = std::thread::Builder::new().name("mpi-comm-idup".into()).spawn(job) {
+        rt::with(|st| {
+            st.comms.idup_end(pctx);
+            st.reqs.release(req);
+            Ok(())
+        })?;
+        bail!(MPI_ERR_INTERN, "cannot start the thread of MPI_Comm_idup: {e}");
+    }
+    Ok(req)
+}

@@ -28,9 +28,15 @@ use std::time::{Duration, Instant};
 
 use mpi_api::abi::*;
 
+use std::sync::Arc;
+
+use super::agree::View;
+use super::comm::{ctx_key, Comm, CTX_SPAN_INTER};
+use super::ctxid::{agree_ctx, intra_of, quiet, Agreement, KEY_DPM};
 use super::error::{MpiError, MpiResult};
+use super::pmi::SpawnRequest;
 use super::tcp::{hmac_parts, random_bytes, Tcp};
-use super::State;
+use super::{with, State};
 use crate::bail;
 
 /// The context of the messages between the two roots while they agree on
@@ -432,6 +438,152 @@ pub fn join_socket(fd: c_int) -> MpiResult<(Side, [u8; 32], bool)> {
     let accepting = mine[..] < theirs[..];
     let (lo, hi) = if accepting { (&mine[..], &theirs[..]) } else { (&theirs[..], &mine[..]) };
     Ok((side, hmac_parts(lo, &[b"mpicore-join", hi]), accepting))
+}
+
+// ----- meetings of groups --------------------------------------------------
+
+/// How long the root of a spawn waits for the new job to connect.
+const SPAWN_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The meeting of `comm`'s group with another one (collective over
+/// `comm`): at `root`, `reach` finds the other root and returns the
+/// meeting socket and the session secret. The acceptor's side (`accepting`)
+/// is rank 0 of the roots' bridge. Returns the new intercommunicator.
+pub fn meet(
+    comm: MPI_Comm,
+    root: c_int,
+    accepting: bool,
+    reach: impl FnOnce() -> MpiResult<(Side, [u8; 32])>,
+) -> MpiResult<MPI_Comm> {
+    quiet(comm)?;
+    let local = intra_of(comm, "a connect or accept")?;
+    if root < 0 || root >= local.size() {
+        bail!(MPI_ERR_ROOT, "root {root} is not a rank of the communicator (size {})", local.size());
+    }
+    let root = root as usize;
+    let (view, me) = with(|st| Ok((View::local(st, &local)?, my_identity(st)?)))?;
+    let idents = view.allgather_vec(me.encode().as_bytes())?;
+    let mut outcome = Vec::new();
+    let mut their_root = None;
+    if view.rank == root {
+        let res = reach().and_then(|(mut side, key)| {
+            let mut mine = format!("{root}");
+            for id in &idents {
+                mine.push('\n');
+                mine.push_str(&String::from_utf8_lossy(id));
+            }
+            side.send(mine.as_bytes())?;
+            Ok((key, side.recv()?))
+        });
+        outcome = match &res {
+            Ok((key, theirs)) => [&[1u8][..], key, theirs].concat(),
+            Err(e) => [&[0u8][..], &e.class.to_le_bytes()].concat(),
+        };
+        // Tell the group before reporting the root's error, so that nobody
+        // waits forever.
+        outcome = view.bcast_vec(outcome, root)?;
+        res?;
+    } else {
+        outcome = view.bcast_vec(outcome, root)?;
+    }
+    if outcome.len() < 33 || outcome[0] != 1 {
+        // (The root's error class, MPI_ERR_SPAWN for a failed spawn.)
+        let class = outcome.get(1..5).map_or(MPI_ERR_PORT, |b| c_int::from_le_bytes(b.try_into().expect("4 bytes")));
+        bail!(class, "the root could not reach the other group");
+    }
+    let key: [u8; 32] = outcome[1..33].try_into().expect("32 bytes");
+    let text = String::from_utf8_lossy(&outcome[33..]).into_owned();
+    let mut lines = text.lines();
+    let their_root_rank: usize = lines
+        .next()
+        .and_then(|l| l.parse().ok())
+        .ok_or_else(|| MpiError::new(MPI_ERR_INTERN, "malformed group from the other side"))?;
+    let ids = lines.map(Ident::decode).collect::<MpiResult<Vec<_>>>()?;
+    if their_root_rank >= ids.len() {
+        bail!(MPI_ERR_INTERN, "malformed group from the other side");
+    }
+    let (remote, peer) = with(|st| {
+        let remote: Vec<usize> = ids.iter().map(|id| peer_of(st, id, &key)).collect();
+        if view.rank == root {
+            their_root = Some(remote[their_root_rank]);
+        }
+        let peer = match their_root {
+            Some(them) => {
+                let (group, rank) =
+                    if accepting { (vec![st.world_rank, them], 0) } else { (vec![them, st.world_rank], 1) };
+                Some((View::new(st, BRIDGE_CTX, rank, Arc::new(group))?, 1 - rank))
+            }
+            None => None,
+        };
+        Ok((remote, peer))
+    })?;
+    let a = Agreement { local: view, leader: root, peer, inter: true };
+    let ctx = agree_ctx(ctx_key(&local, KEY_DPM), CTX_SPAN_INTER, &a, true)?;
+    let mut c = Comm::intra(ctx, Arc::new(remote), local.rank, local.errhandler);
+    c.local = Some(local.group.clone());
+    with(|st| Ok(st.comms.publish(c)))
+}
+
+/// The spawn of `MPI_Comm_spawn(_multiple)` (collective over `comm`; the
+/// programs, `requests`, are read at the root only): the root opens a
+/// port, asks the process manager for the job with the port's name as
+/// its `PARENT_ROOT_PORT_NAME`, and accepts the new job's connection
+/// (see [`connect_parent`]). Returns the outcome (the intercommunicator)
+/// and the number of error codes to report: one per process started, or
+/// at a root that failed, per process asked for.
+pub fn spawn(
+    comm: MPI_Comm,
+    root: c_int,
+    requests: impl FnOnce() -> MpiResult<Vec<SpawnRequest>>,
+) -> MpiResult<(MpiResult<MPI_Comm>, usize)> {
+    let at_root = with(|st| Ok(st.comms.get(comm)?.rank))? == root;
+    let mut asked = 0;
+    let mut port = None;
+    let reach = || {
+        let reqs = requests()?;
+        asked = reqs.iter().map(|r| r.nprocs).sum();
+        let name = with(open_port)?;
+        port = Some(name.clone());
+        let started = with(|st| {
+            st.pmi
+                .spawn(&reqs, &[("PARENT_ROOT_PORT_NAME", &name)])
+                .map_err(|e| MpiError::new(MPI_ERR_SPAWN, e.to_string()))
+        })?;
+        if !started {
+            bail!(MPI_ERR_SPAWN, "the process manager could not start the new processes");
+        }
+        accept(&name, Some(Instant::now() + SPAWN_TIMEOUT))
+            .map_err(|e| MpiError::new(MPI_ERR_SPAWN, format!("the new processes did not connect: {}", e.msg)))
+    };
+    let res = meet(comm, root, true, reach);
+    if let Some(name) = &port {
+        let _ = with(|st| close_port(st, name));
+    }
+    let n = match &res {
+        Ok(h) => with(|st| Ok(st.comms.get(*h)?.size()))? as usize,
+        Err(_) if at_root => asked,
+        Err(_) => 0,
+    };
+    Ok((res, n))
+}
+
+/// In a process started by a spawn: meets the parent job (collective over
+/// the new job's world, right after `MPI_Init`). The port comes from our
+/// `mpirun` in `MPICORE_PARENT_PORT`, or from the key-value space under
+/// launchers that put it there (`PMI_SPAWNED`).
+pub fn connect_parent() -> MpiResult<()> {
+    let port = match std::env::var("MPICORE_PARENT_PORT") {
+        Ok(p) if !p.is_empty() => p,
+        _ if std::env::var("PMI_SPAWNED").is_ok_and(|v| v == "1") => {
+            with(|st| st.pmi.get("PARENT_ROOT_PORT_NAME").map_err(|e| MpiError::new(MPI_ERR_SPAWN, e.to_string())))?
+        }
+        _ => return Ok(()),
+    };
+    let h = meet(MPI_COMM_WORLD, 0, false, || connect(&port))?;
+    with(|st| {
+        st.dpm.parent = Some(h);
+        Ok(())
+    })
 }
 
 #[cfg(test)]

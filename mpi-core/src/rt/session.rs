@@ -7,12 +7,19 @@
 //! `rt::session_ended`, `rt::finalize`).
 
 use std::os::raw::c_int;
+use std::sync::Arc;
 
 use mpi_api::abi::*;
 
+use super::agree::{ranks_to_bytes, View, TAG_EXCHANGE};
+use super::comm::{Comm, CTX_SESSIONS, CTX_SPAN_INTER, CTX_SPAN_INTRA};
+use super::ctxid::{agree_ctx, Agreement};
 use super::error::{MpiError, MpiResult};
+use super::group::{rank_of, Members};
 use super::info::Pairs;
 use super::slots::Slots;
+use super::with;
+use crate::bail;
 
 /// An open session.
 #[derive(Debug, Clone)]
@@ -94,6 +101,129 @@ pub fn parse_thread_level(v: &str) -> c_int {
 /// same in every process, whatever its build).
 pub fn stringtag_hash(tag: &str) -> u32 {
     tag.bytes().fold(0x811c_9dc5u32, |h, b| (h ^ b as u32).wrapping_mul(0x0100_0193))
+}
+
+/// Kinds of agreement keys of the constructors from groups (beside those
+/// of `rt/ctxid.rs`), ORed with the hash of the string tag.
+const KEY_FROM_GROUP: u64 = 3 << 32;
+const KEY_FROM_GROUPS: u64 = 4 << 32;
+
+/// What the processes of a creation from groups compare before they agree
+/// on a context id: the full string tag and the groups as each sees them.
+fn handshake(tag: &str, first: &[usize], second: &[usize]) -> Vec<u8> {
+    let mut v = (tag.len() as u64).to_ne_bytes().to_vec();
+    v.extend_from_slice(tag.as_bytes());
+    v.extend_from_slice(&(first.len() as u64).to_ne_bytes());
+    v.extend_from_slice(&ranks_to_bytes(first));
+    v.extend_from_slice(&ranks_to_bytes(second));
+    v
+}
+
+/// The processes of `members` (where this one has rank `rank`) on the
+/// sessions' context, with tags of their own for string tag hash `h`.
+fn view_of(rank: usize, members: Members, h: u32) -> MpiResult<View> {
+    with(|st| Ok(View::new(st, CTX_SESSIONS, rank, members)?.with_user_tag((h & 0x01ff_ffff) as c_int)))
+}
+
+/// `MPI_Comm_create_from_group` once its arguments are checked: the new
+/// communicator of `members` (this process is world rank `me`), or `None`
+/// when this process is not a member.
+pub fn comm_from_group(
+    tag: &str,
+    members: Members,
+    me: usize,
+    errhandler: MPI_Errhandler,
+    hints: Pairs,
+) -> MpiResult<Option<Comm>> {
+    // Only the group's members call this; anybody else gets no communicator.
+    let Some(rank) = rank_of(&members, me) else {
+        return Ok(None);
+    };
+    let h = stringtag_hash(tag);
+    let view = view_of(rank, members.clone(), h)?;
+    let mine = handshake(tag, &members, &[]);
+    if view.allgather_vec(&mine)?.iter().any(|theirs| *theirs != mine) {
+        bail!(
+            MPI_ERR_ARG,
+            "the members of the group disagree on the group or on the string tag \"{tag}\" (another creation from a group, whose string tag hashes alike, runs at the same time)"
+        );
+    }
+    let lowest = members.iter().min().copied().unwrap_or(0) as u32;
+    let a = Agreement { local: view, leader: 0, peer: None, inter: false };
+    // The exchange above brought every member here.
+    let ctx = agree_ctx((CTX_SESSIONS, lowest, KEY_FROM_GROUP | h as u64), CTX_SPAN_INTRA, &a, true)?;
+    let mut c = Comm::intra(ctx, members, rank as c_int, errhandler);
+    c.hints = hints;
+    Ok(Some(c))
+}
+
+/// The two groups of `MPI_Intercomm_create_from_groups`, each with its
+/// leader (a rank in the group).
+pub struct GroupPair {
+    pub local: Members,
+    pub local_leader: c_int,
+    pub remote: Members,
+    pub remote_leader: c_int,
+}
+
+/// `MPI_Intercomm_create_from_groups` once the arguments every process
+/// checks alone are checked: the new intercommunicator (this process is
+/// world rank `me`).
+pub fn intercomm_from_groups(
+    tag: &str,
+    groups: GroupPair,
+    me: usize,
+    errhandler: MPI_Errhandler,
+    hints: Pairs,
+) -> MpiResult<Comm> {
+    let GroupPair { local, local_leader, remote, remote_leader } = groups;
+    let Some(rank) = rank_of(&local, me) else {
+        bail!(MPI_ERR_GROUP, "the calling process is not a member of local_group");
+    };
+    if local_leader < 0 || local_leader as usize >= local.len() {
+        bail!(MPI_ERR_RANK, "local_leader {local_leader} is not a rank of local_group (size {})", local.len());
+    }
+    if remote_leader < 0 || remote_leader as usize >= remote.len() {
+        bail!(MPI_ERR_RANK, "remote_leader {remote_leader} is not a rank of remote_group (size {})", remote.len());
+    }
+    if let Some(w) = remote.iter().find(|w| local.contains(w)) {
+        bail!(MPI_ERR_GROUP, "local_group and remote_group overlap (world rank {w} is in both)");
+    }
+    let h = stringtag_hash(tag);
+    let leader = local_leader as usize;
+    let view = view_of(rank, local.clone(), h)?;
+    // The leaders compare the string tag and the groups, then tell their
+    // group whether to go on.
+    let mut ok = 0u32;
+    let mut peer = None;
+    if rank == leader {
+        let (a, b) = (local[leader], remote[remote_leader as usize]);
+        let mine = (a > b) as usize;
+        let pair = Arc::new(if a < b { vec![a, b] } else { vec![b, a] });
+        let pv = view_of(mine, pair, h)?;
+        let theirs = pv.sendrecv_vec(&handshake(tag, &local, &remote), 1 - mine, TAG_EXCHANGE);
+        ok = theirs.as_ref().is_ok_and(|t| *t == handshake(tag, &remote, &local)) as u32;
+        // Tell the group before reporting an error of the exchange, so
+        // that nobody waits forever.
+        view.bcast_u32(ok, leader)?;
+        theirs?;
+        peer = Some((pv, 1 - mine));
+    } else {
+        ok = view.bcast_u32(ok, leader)?;
+    }
+    if ok == 0 {
+        bail!(
+            MPI_ERR_ARG,
+            "the leaders disagree on the groups or on the string tag \"{tag}\" (another creation from groups, whose string tag hashes alike, runs at the same time)"
+        );
+    }
+    let lowest = local.iter().chain(remote.iter()).min().copied().unwrap_or(0) as u32;
+    let a = Agreement { local: view, leader, peer, inter: true };
+    let ctx = agree_ctx((CTX_SESSIONS, lowest, KEY_FROM_GROUPS | h as u64), CTX_SPAN_INTER, &a, false)?;
+    let mut c = Comm::intra(ctx, remote, rank as c_int, errhandler);
+    c.local = Some(local);
+    c.hints = hints;
+    Ok(c)
 }
 
 #[cfg(test)]
