@@ -2,8 +2,9 @@
  * ranks against odd ones): the new intercommunicators' local and remote
  * groups, in key / group order, checked by size, rank, the remote group's
  * world ranks and an exchange across; colors on one side only, undefined
- * colors and empty groups give MPI_COMM_NULL; a group that is not part of
- * the local group is MPI_ERR_GROUP. Needs at least 2 ranks. */
+ * colors and empty groups give MPI_COMM_NULL; MPI_Comm_split_type groups
+ * each host's processes of both sides; a group that is not part of the
+ * local group is MPI_ERR_GROUP. Needs at least 2 ranks. */
 #include "check.h"
 
 static int rank, size, side;
@@ -118,6 +119,35 @@ int main(int argc, char **argv) {
         MPI_Comm_free(&c);
     }
     MPI_Group_free(&g);
+
+    /* Split_type (MPI 4.0 allows intercommunicators): local and remote
+     * processes of one host form a new intercommunicator, ordered by key;
+     * a host with processes of one side only gives MPI_COMM_NULL. */
+    {
+        char name[MPI_MAX_PROCESSOR_NAME], *names;
+        int len;
+        memset(name, 0, sizeof name);
+        MPI_Get_processor_name(name, &len);
+        names = calloc((size_t)size, MPI_MAX_PROCESSOR_NAME);
+        MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, MPI_COMM_WORLD);
+        a = b = 0;
+        for (int r = nl - 1; r >= 0; r--)
+            if (!strcmp(names + (size_t)world_of(side, r) * MPI_MAX_PROCESSOR_NAME, name)) loc[a++] = r;
+        for (int r = nr - 1; r >= 0; r--)
+            if (!strcmp(names + (size_t)world_of(1 - side, r) * MPI_MAX_PROCESSOR_NAME, name)) rem[b++] = r;
+        free(names);
+        MPI_Comm st;
+        CHECK_RC(MPI_Comm_split_type(inter, MPI_COMM_TYPE_SHARED, -me, MPI_INFO_NULL, &st));
+        if (b == 0) {
+            CHECK(st == MPI_COMM_NULL, "split_type: no remote process on this host, yet a communicator came back");
+        } else {
+            CHECK(st != MPI_COMM_NULL, "split_type: got MPI_COMM_NULL with %d remote processes on this host", b);
+            check_inter(st, loc, a, rem, b, "split_type");
+            MPI_Comm_free(&st);
+        }
+        CHECK_RC(MPI_Comm_split_type(inter, MPI_UNDEFINED, 0, MPI_INFO_NULL, &st));
+        CHECK(st == MPI_COMM_NULL, "split_type MPI_UNDEFINED gave a communicator");
+    }
 
     /* A group with processes of the other side: MPI_ERR_GROUP, at once. */
     MPI_Group rg;

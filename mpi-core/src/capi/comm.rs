@@ -305,7 +305,17 @@ pub unsafe fn MPI_Comm_split_type(
         // Color: the lowest rank in `comm` on the same host.
         let (parent, host) = rt::with(|st| Ok((st.comms.get(comm)?.clone(), st.processor_name.clone())))?;
         if parent.is_inter() {
-            bail!(MPI_ERR_COMM, "MPI_Comm_split_type needs an intracommunicator");
+            // MPI 4.0: local and remote processes of one shared-memory domain
+            // (host) form an intercommunicator. The color must mean the same
+            // in both groups, so it is derived from the host name itself.
+            let color = match shared {
+                Some(true) => host_color(&host),
+                Some(false) => MPI_UNDEFINED,
+                None => bail!(MPI_ERR_ARG, "invalid split_type {split_type}"),
+            };
+            // SAFETY: `newcomm` is a writable handle (checked above; the
+            // caller's contract).
+            return unsafe { super::inter::inter_split(comm, &parent, color, key, newcomm) };
         }
         let view = rt::with(|st| View::local(st, &parent))?;
         let hosts = view.allgather_vec(host.as_bytes())?;
@@ -324,6 +334,13 @@ pub unsafe fn MPI_Comm_split_type(
         unsafe { make_intra_with(&parent, ctx, members, hints, newcomm) }
     })();
     ret(comm, "MPI_Comm_split_type", r)
+}
+
+/// A non-negative split color naming a host, equal in every process that
+/// names the same host (FNV-1a of the name).
+fn host_color(host: &str) -> c_int {
+    let h = host.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    ((h ^ (h >> 32)) & 0x7fff_ffff) as c_int
 }
 
 pub unsafe fn MPI_Comm_create(comm: MPI_Comm, group: MPI_Group, newcomm: *mut MPI_Comm) -> c_int {
