@@ -103,6 +103,7 @@ fn alloc_mem_and_free_mem() {
 #[test]
 fn info_objects() {
     each_size("info_basic", &[1, 3], "info_basic OK");
+    each_size("info_before_init", &[1, 2], "info_before_init OK");
 }
 
 #[test]

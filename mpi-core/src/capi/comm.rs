@@ -107,7 +107,7 @@ unsafe fn dup_common(comm: MPI_Comm, info: Option<MPI_Info>, newcomm: *mut MPI_C
     quiet(comm)?;
     let parent = comm_of(comm)?;
     let hints = match info {
-        Some(i) => rt::with(|st| st.comms.infos.get_or_null(i))?,
+        Some(i) => crate::rt::info::hints(i)?,
         None => parent.hints.clone(),
     };
     let span = if parent.is_inter() { CTX_SPAN_INTER } else { CTX_SPAN_INTRA };
@@ -154,7 +154,7 @@ unsafe fn idup_common(
     }
     let parent = comm_of(comm)?;
     let hints = match info {
-        Some(i) => rt::with(|st| st.comms.infos.get_or_null(i))?,
+        Some(i) => crate::rt::info::hints(i)?,
         None => parent.hints.clone(),
     };
     let attrs = copy_attrs(ObjKind::Comm, comm, &parent.attrs)?;
@@ -288,7 +288,7 @@ pub unsafe fn MPI_Comm_split_type(
             bail!(MPI_ERR_ARG, "newcomm is a NULL pointer");
         }
         quiet(comm)?;
-        let hints = rt::with(|st| st.comms.infos.get_or_null(info))?;
+        let hints = crate::rt::info::hints(info)?;
         // None: an invalid type, which still takes part in the exchanges
         // (see `check_colors`).
         let shared = match split_type {
@@ -441,7 +441,7 @@ pub unsafe fn MPI_Comm_compare(comm1: MPI_Comm, comm2: MPI_Comm, result: *mut c_
 
 pub unsafe fn MPI_Comm_set_info(comm: MPI_Comm, info: MPI_Info) -> c_int {
     let r = rt::with(|st| {
-        let pairs = st.comms.infos.get_or_null(info)?;
+        let pairs = crate::rt::info::hints(info)?;
         let c = st.comms.get_mut(comm)?;
         for (k, v) in pairs {
             crate::rt::info::set(&mut c.hints, &k, &v);
@@ -459,7 +459,7 @@ pub unsafe fn MPI_Comm_get_info(comm: MPI_Comm, info_used: *mut MPI_Info) -> c_i
         if info_used.is_null() {
             bail!(MPI_ERR_ARG, "info_used is a NULL pointer");
         }
-        let h = st.comms.infos.insert(hints);
+        let h = crate::rt::info::insert(hints);
         info_used.put(h)
     });
     ret(comm, "MPI_Comm_get_info", r)

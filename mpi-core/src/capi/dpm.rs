@@ -183,7 +183,7 @@ unsafe fn spawn_request(
     if maxprocs <= 0 {
         bail!(MPI_ERR_ARG, "maxprocs {maxprocs} is not positive");
     }
-    let info = rt::with(|st| st.comms.infos.get_or_null(info))?;
+    let info = crate::rt::info::hints(info)?;
     // SAFETY: the contract; both are copied here.
     let (command, args) = unsafe { (cstr(command, "command"), c_strings(argv, "argv")) };
     Ok(SpawnRequest {

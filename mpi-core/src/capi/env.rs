@@ -193,7 +193,7 @@ pub unsafe fn MPI_Alloc_mem(size: MPI_Aint, info: MPI_Info, baseptr: *mut std::f
         if baseptr.is_null() {
             return Err(MpiError::new(MPI_ERR_ARG, "baseptr is a NULL pointer"));
         }
-        rt::with(|st| st.comms.infos.get_or_null(info).map(|_| ()))?;
+        crate::rt::info::hints(info).map(|_| ())?;
         // SAFETY: plain allocation; at least one byte so that the result is
         // a valid, unique pointer even for size 0.
         let p = unsafe { libc::malloc((size as usize).max(1)) };

@@ -7,9 +7,9 @@ use mpi_api::abi::*;
 
 use super::{put_str, ret, Out};
 use crate::bail;
+use crate::rt;
 use crate::rt::error::MpiResult;
 use crate::rt::info::{self, Pairs};
-use crate::rt::{self, State};
 
 fn done(name: &str, r: MpiResult<()>) -> c_int {
     ret(MPI_COMM_WORLD, name, r)
@@ -28,67 +28,75 @@ pub(crate) unsafe fn cstr<'a>(p: *const c_char, what: &str) -> MpiResult<std::bo
     Ok(unsafe { CStr::from_ptr(p) }.to_string_lossy())
 }
 
-/// Contents of `h` (filling `MPI_INFO_ENV` on first use).
-fn pairs(st: &mut State, h: MPI_Info) -> MpiResult<&Pairs> {
-    if h == MPI_INFO_ENV && st.comms.infos.env.is_empty() {
-        st.comms.infos.env = info::env_pairs(st.world_size, &st.processor_name, st.thread_level);
+/// Contents of `h` (filling `MPI_INFO_ENV` on first use after `MPI_Init`;
+/// before, it is empty).
+fn pairs(h: MPI_Info) -> MpiResult<Pairs> {
+    if h == MPI_INFO_ENV && info::with_table(|t| t.env.is_empty()) {
+        // The state's lock first, then the info table's (a leaf lock).
+        if let Some(env) = rt::try_with(|st| info::env_pairs(st.world_size, &st.processor_name, st.thread_level)) {
+            info::with_table(|t| t.env = env);
+        }
     }
-    st.comms.infos.get(h)
+    info::with_table(|t| t.get(h).cloned())
 }
 
 pub unsafe fn MPI_Info_create(info: *mut MPI_Info) -> c_int {
     // SAFETY: `info` is NULL or a writable handle (the caller's contract).
     let mut info = unsafe { Out::new(info, "info") };
-    let r = rt::with(|st| {
+    let r = (|| {
         if info.is_null() {
             bail!(MPI_ERR_ARG, "info is a NULL pointer");
         }
-        info.put(st.comms.infos.insert(Pairs::new()))
-    });
+        info.put(info::insert(Pairs::new()))
+    })();
     done("MPI_Info_create", r)
 }
 
 pub unsafe fn MPI_Info_create_env(_argc: c_int, _argv: *mut c_char, info: *mut MPI_Info) -> c_int {
     // SAFETY: `info` is NULL or a writable handle (the caller's contract).
     let mut info = unsafe { Out::new(info, "info") };
-    let r = rt::with(|st| {
+    let r = (|| {
         if info.is_null() {
             bail!(MPI_ERR_ARG, "info is a NULL pointer");
         }
-        let p = pairs(st, MPI_INFO_ENV)?.clone();
-        info.put(st.comms.infos.insert(p))
-    });
+        let p = pairs(MPI_INFO_ENV)?;
+        info.put(info::insert(p))
+    })();
     done("MPI_Info_create_env", r)
 }
 
 pub unsafe fn MPI_Info_set(info: MPI_Info, key: *const c_char, value: *const c_char) -> c_int {
-    let r = rt::with(|st| {
+    let r = (|| {
         // SAFETY: `key` and `value` are NULL or NUL-terminated strings (the
         // caller's contract), unchanged during the call.
         let (k, v) = unsafe { (cstr(key, "key"), cstr(value, "value")) };
         let (k, v) = (k?, v?);
-        let p = st.comms.infos.get_mut(info)?;
-        info::set(p, info::check_key(&k)?, info::check_value(&v)?);
-        Ok(())
-    });
+        let (k, v) = (info::check_key(&k)?, info::check_value(&v)?);
+        info::with_table(|t| {
+            info::set(t.get_mut(info)?, k, v);
+            Ok(())
+        })
+    })();
     done("MPI_Info_set", r)
 }
 
 pub unsafe fn MPI_Info_delete(info: MPI_Info, key: *const c_char) -> c_int {
-    let r = rt::with(|st| {
+    let r = (|| {
         // SAFETY: `key` is NULL or a NUL-terminated string (the caller's
         // contract), unchanged during the call.
         let k = unsafe { cstr(key, "key") }?;
         let k = info::check_key(&k)?;
-        let p = st.comms.infos.get_mut(info)?;
-        match p.iter().position(|(kk, _)| kk == k) {
-            Some(i) => {
-                p.remove(i);
-                Ok(())
+        info::with_table(|t| {
+            let p = t.get_mut(info)?;
+            match p.iter().position(|(kk, _)| kk == k) {
+                Some(i) => {
+                    p.remove(i);
+                    Ok(())
+                }
+                None => bail!(MPI_ERR_INFO_NOKEY, "key \"{k}\" is not in the info object"),
             }
-            None => bail!(MPI_ERR_INFO_NOKEY, "key \"{k}\" is not in the info object"),
-        }
-    });
+        })
+    })();
     done("MPI_Info_delete", r)
 }
 
@@ -96,11 +104,11 @@ pub unsafe fn MPI_Info_delete(info: MPI_Info, key: *const c_char) -> c_int {
 ///
 /// # Safety
 /// `key` is NULL or a NUL-terminated string.
-unsafe fn lookup(st: &mut State, info: MPI_Info, key: *const c_char) -> MpiResult<Option<String>> {
+unsafe fn lookup(info: MPI_Info, key: *const c_char) -> MpiResult<Option<String>> {
     // SAFETY: the contract; the string is copied before the call returns.
     let k = unsafe { cstr(key, "key") }?;
     let k = info::check_key(&k)?.to_string();
-    Ok(info::get(pairs(st, info)?, &k).map(str::to_string))
+    Ok(info::get(&pairs(info)?, &k).map(str::to_string))
 }
 
 pub unsafe fn MPI_Info_get(
@@ -112,10 +120,10 @@ pub unsafe fn MPI_Info_get(
 ) -> c_int {
     // SAFETY: `flag` is NULL or a writable int (the caller's contract).
     let mut flag = unsafe { Out::new(flag, "flag") };
-    let r = rt::with(|st| {
+    let r = (|| {
         // SAFETY: `key` is NULL or a NUL-terminated string (the caller's
         // contract).
-        let v = unsafe { lookup(st, info, key) }?;
+        let v = unsafe { lookup(info, key) }?;
         if flag.is_null() {
             bail!(MPI_ERR_ARG, "flag is a NULL pointer");
         }
@@ -135,7 +143,7 @@ pub unsafe fn MPI_Info_get(
             None => flag.put(0)?,
         }
         Ok(())
-    });
+    })();
     done("MPI_Info_get", r)
 }
 
@@ -148,15 +156,15 @@ pub unsafe fn MPI_Info_get_valuelen(
     // SAFETY: `valuelen` and `flag` are NULL or writable ints (the caller's
     // contract).
     let (mut valuelen, mut flag) = unsafe { (Out::new(valuelen, "valuelen"), Out::new(flag, "flag")) };
-    let r = rt::with(|st| {
+    let r = (|| {
         // SAFETY: `key` is NULL or a NUL-terminated string (the caller's
         // contract).
-        let v = unsafe { lookup(st, info, key) }?;
+        let v = unsafe { lookup(info, key) }?;
         if let Some(v) = &v {
             valuelen.put(v.len() as c_int)?;
         }
         flag.put(v.is_some() as c_int)
-    });
+    })();
     done("MPI_Info_get_valuelen", r)
 }
 
@@ -170,10 +178,10 @@ pub unsafe fn MPI_Info_get_string(
     // SAFETY: `buflen` is NULL or a readable and writable int, `flag` NULL
     // or a writable int (the caller's contract).
     let (buflen, mut flag) = unsafe { (buflen.as_mut(), Out::new(flag, "flag")) };
-    let r = rt::with(|st| {
+    let r = (|| {
         // SAFETY: `key` is NULL or a NUL-terminated string (the caller's
         // contract).
-        let v = unsafe { lookup(st, info, key) }?;
+        let v = unsafe { lookup(info, key) }?;
         let (Some(buflen), false) = (buflen, flag.is_null()) else {
             bail!(MPI_ERR_ARG, "buflen or flag is a NULL pointer");
         };
@@ -194,23 +202,23 @@ pub unsafe fn MPI_Info_get_string(
             None => flag.put(0)?,
         }
         Ok(())
-    });
+    })();
     done("MPI_Info_get_string", r)
 }
 
 pub unsafe fn MPI_Info_get_nkeys(info: MPI_Info, nkeys: *mut c_int) -> c_int {
     // SAFETY: `nkeys` is NULL or a writable int (the caller's contract).
     let mut nkeys = unsafe { Out::new(nkeys, "nkeys") };
-    let r = rt::with(|st| {
-        let n = pairs(st, info)?.len() as c_int;
+    let r = (|| {
+        let n = pairs(info)?.len() as c_int;
         nkeys.put(n)
-    });
+    })();
     done("MPI_Info_get_nkeys", r)
 }
 
 pub unsafe fn MPI_Info_get_nthkey(info: MPI_Info, n: c_int, key: *mut c_char) -> c_int {
-    let r = rt::with(|st| {
-        let p = pairs(st, info)?;
+    let r = (|| {
+        let p = pairs(info)?;
         if n < 0 || n as usize >= p.len() {
             bail!(MPI_ERR_ARG, "key number {n} is not in 0..{}", p.len());
         }
@@ -221,20 +229,20 @@ pub unsafe fn MPI_Info_get_nthkey(info: MPI_Info, n: c_int, key: *mut c_char) ->
         // the NUL (the caller's contract).
         unsafe { put_str(key, MPI_MAX_INFO_KEY as usize + 1, &p[n as usize].0) };
         Ok(())
-    });
+    })();
     done("MPI_Info_get_nthkey", r)
 }
 
 pub unsafe fn MPI_Info_dup(info: MPI_Info, newinfo: *mut MPI_Info) -> c_int {
     // SAFETY: `newinfo` is NULL or a writable handle (the caller's contract).
     let mut newinfo = unsafe { Out::new(newinfo, "newinfo") };
-    let r = rt::with(|st| {
-        let p = pairs(st, info)?.clone();
+    let r = (|| {
+        let p = pairs(info)?.clone();
         if newinfo.is_null() {
             bail!(MPI_ERR_ARG, "newinfo is a NULL pointer");
         }
-        newinfo.put(st.comms.infos.insert(p))
-    });
+        newinfo.put(info::insert(p))
+    })();
     done("MPI_Info_dup", r)
 }
 
@@ -242,13 +250,13 @@ pub unsafe fn MPI_Info_free(info: *mut MPI_Info) -> c_int {
     // SAFETY: `info` is NULL or the program's handle, readable and writable
     // (the caller's contract).
     let info = unsafe { info.as_mut() };
-    let r = rt::with(|st| {
+    let r = (|| {
         let Some(info) = info else {
             bail!(MPI_ERR_ARG, "info is a NULL pointer");
         };
-        st.comms.infos.remove(*info)?;
+        info::with_table(|t| t.remove(*info))?;
         *info = MPI_INFO_NULL;
         Ok(())
-    });
+    })();
     done("MPI_Info_free", r)
 }

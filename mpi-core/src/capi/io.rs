@@ -131,7 +131,7 @@ pub unsafe fn MPI_File_open(
         }
         let path = path_arg(filename)?;
         io::check_amode(amode)?;
-        let hints = rt::with(|st| st.comms.infos.get_or_null(info))?;
+        let hints = crate::rt::info::hints(info)?;
         Ok(OpenRequest { path, hints })
     })();
     // (`fh` is not NULL if the open succeeds: the request checked it.)
@@ -166,7 +166,7 @@ pub unsafe fn MPI_File_delete(filename: *const c_char, info: MPI_Info) -> c_int 
     let filename = unsafe { opt_cstr(filename) };
     let r = (|| {
         let path = path_arg(filename)?;
-        rt::with(|st| st.comms.infos.get_or_null(info).map(|_| ()))?;
+        crate::rt::info::hints(info).map(|_| ())?;
         std::fs::remove_file(&path).map_err(|e| io::os_error(&e, &path.display().to_string()))
     })();
     file_result(std::ptr::null_mut(), "MPI_File_delete", r)
@@ -258,7 +258,7 @@ pub unsafe fn MPI_File_get_group(fh: MPI_File, group: *mut MPI_Group) -> c_int {
 
 pub unsafe fn MPI_File_set_info(fh: MPI_File, info: MPI_Info) -> c_int {
     on_file(fh, "MPI_File_set_info", |f| {
-        let pairs = rt::with(|st| st.comms.infos.get_or_null(info))?;
+        let pairs = crate::rt::info::hints(info)?;
         for (k, v) in pairs {
             crate::rt::info::set(&mut f.hints, &k, &v);
         }
@@ -274,7 +274,7 @@ pub unsafe fn MPI_File_get_info(fh: MPI_File, info_used: *mut MPI_Info) -> c_int
             bail!(MPI_ERR_ARG, "info_used is a NULL pointer");
         }
         let hints = f.hints.clone();
-        let h = rt::with(|st| Ok(st.comms.infos.insert(hints)))?;
+        let h = crate::rt::info::insert(hints);
         info_used.put(h)
     })
 }

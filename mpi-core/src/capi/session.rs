@@ -79,7 +79,7 @@ pub unsafe fn MPI_Session_init(info: MPI_Info, errhandler: MPI_Errhandler, sessi
         // info object or user error handler can exist.
         let checked = rt::try_with(|st| {
             check_errhandler(st, errhandler, HandlerKind::Session)?;
-            st.comms.infos.get_or_null(info)
+            crate::rt::info::hints(info)
         });
         let pairs = match checked {
             Some(p) => p?,
@@ -139,8 +139,8 @@ pub unsafe fn MPI_Session_finalize(session: *mut MPI_Session) -> c_int {
 pub unsafe fn MPI_Session_get_num_psets(session: MPI_Session, info: MPI_Info, npset_names: *mut c_int) -> c_int {
     // SAFETY: `npset_names` is NULL or a writable int (the caller's contract).
     let mut npset_names = unsafe { Out::new(npset_names, "npset_names") };
-    let r = with_session(session, |st, _| {
-        st.comms.infos.get_or_null(info)?;
+    let r = with_session(session, |_st, _| {
+        crate::rt::info::hints(info)?;
         npset_names.put(PSETS.len() as c_int)
     });
     sret(session, "MPI_Session_get_num_psets", r)
@@ -160,8 +160,8 @@ pub unsafe fn MPI_Session_get_nth_pset(
     // SAFETY: `pset_len` is NULL or a readable and writable int (the
     // caller's contract).
     let pset_len = unsafe { pset_len.as_mut() };
-    let r = with_session(session, |st, _| {
-        st.comms.infos.get_or_null(info)?;
+    let r = with_session(session, |_st, _| {
+        crate::rt::info::hints(info)?;
         let Some(name) = usize::try_from(n).ok().and_then(|n| PSETS.get(n)) else {
             bail!(MPI_ERR_ARG, "no process set number {n} (there are {})", PSETS.len());
         };
@@ -207,7 +207,7 @@ pub unsafe fn MPI_Session_get_pset_info(session: MPI_Session, pset_name: *const 
         if info.is_null() {
             bail!(MPI_ERR_ARG, "info is a NULL pointer");
         }
-        let h = st.comms.infos.insert(vec![("mpi_size".to_string(), members.len().to_string())]);
+        let h = crate::rt::info::insert(vec![("mpi_size".to_string(), members.len().to_string())]);
         info.put(h)
     });
     sret(session, "MPI_Session_get_pset_info", r)
@@ -216,13 +216,13 @@ pub unsafe fn MPI_Session_get_pset_info(session: MPI_Session, pset_name: *const 
 pub unsafe fn MPI_Session_get_info(session: MPI_Session, info_used: *mut MPI_Info) -> c_int {
     // SAFETY: `info_used` is NULL or a writable handle (the caller's contract).
     let mut info_used = unsafe { Out::new(info_used, "info_used") };
-    let r = with_session(session, |st, s| {
+    let r = with_session(session, |_st, s| {
         if info_used.is_null() {
             bail!(MPI_ERR_ARG, "info_used is a NULL pointer");
         }
         let mut pairs = s.info.clone();
         info::set(&mut pairs, "thread_level", session::thread_level_name(s.thread_level));
-        info_used.put(st.comms.infos.insert(pairs))
+        info_used.put(crate::rt::info::insert(pairs))
     });
     sret(session, "MPI_Session_get_info", r)
 }
@@ -315,7 +315,7 @@ unsafe fn tag_handler_hints(
         );
     }
     check_errhandler(st, errhandler, HandlerKind::Comm)?;
-    Ok((tag, st.comms.infos.get_or_null(info)?))
+    Ok((tag, crate::rt::info::hints(info)?))
 }
 
 pub unsafe fn MPI_Comm_create_from_group(

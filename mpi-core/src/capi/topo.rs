@@ -16,7 +16,6 @@ use crate::rt::comm::Comm;
 use crate::rt::ctxid::comm_of;
 use crate::rt::error::{MpiError, MpiResult};
 use crate::rt::topo::{self, cart_of, dist_of, graph_of, intra, Topo};
-use crate::rt::{self};
 
 static UNWEIGHTED_TARGET: c_int = 0x5157;
 static WEIGHTS_EMPTY_TARGET: c_int = 0x5158;
@@ -390,7 +389,7 @@ unsafe fn dist_prologue(comm_old: MPI_Comm, info: MPI_Info, out: *mut MPI_Comm, 
     }
     // SAFETY: not NULL, so a writable handle (the contract).
     unsafe { *out = MPI_COMM_NULL };
-    rt::with(|st| st.comms.infos.get_or_null(info))?;
+    crate::rt::info::hints(info)?;
     intra(comm_old, what)
 }
 

@@ -58,7 +58,7 @@ fn create_common(
     if c.is_inter() {
         bail!(MPI_ERR_COMM, "windows need an intracommunicator, and this is an intercommunicator");
     }
-    let hints = rt::with(|st| st.comms.infos.get_or_null(info))?;
+    let hints = crate::rt::info::hints(info)?;
     let req = WinRequest { memory, size, disp_unit, hints };
     let mine = rt::win::create::check(&c, &req, baseptr.is_some());
     let ctx = new_context_or_fail(comm, CTX_SPAN_INTRA, false, mine)?;
@@ -180,7 +180,7 @@ pub unsafe fn MPI_Win_get_group(win: MPI_Win, group: *mut MPI_Group) -> c_int {
 
 pub unsafe fn MPI_Win_set_info(win: MPI_Win, info: MPI_Info) -> c_int {
     let r = rt::with(|st| {
-        let pairs = st.comms.infos.get_or_null(info)?;
+        let pairs = crate::rt::info::hints(info)?;
         let w = st.wins.get_mut(win)?;
         for (k, v) in pairs {
             crate::rt::info::set(&mut w.hints, &k, &v);
@@ -198,7 +198,7 @@ pub unsafe fn MPI_Win_get_info(win: MPI_Win, info_used: *mut MPI_Info) -> c_int 
         if info_used.is_null() {
             bail!(MPI_ERR_ARG, "info_used is a NULL pointer");
         }
-        let h = st.comms.infos.insert(hints);
+        let h = crate::rt::info::insert(hints);
         info_used.put(h)
     });
     ret_win(win, "MPI_Win_get_info", r)

@@ -228,7 +228,7 @@ pub(crate) fn set_view(file: &FileRef, req: ViewRequest) -> MpiResult<()> {
             (false, false) => req.disp,
         };
         let (et, ft, pairs) = rt::with(|st| {
-            Ok((st.types.get(req.etype)?, st.types.get(req.filetype)?, st.comms.infos.get_or_null(req.info)?))
+            Ok((st.types.get(req.etype)?, st.types.get(req.filetype)?, crate::rt::info::hints(req.info)?))
         })?;
         if rep == "external32" {
             same_external_size(&et, "etype")?;

@@ -48,7 +48,7 @@ use super::attr::{Attrs, Keyvals};
 use super::errh::ErrorRegistry;
 use super::error::{MpiError, MpiResult};
 use super::group::GroupTable;
-use super::info::{InfoTable, Pairs};
+use super::info::Pairs;
 use super::slots::Slots;
 use super::topo::Topo;
 
@@ -206,7 +206,6 @@ pub struct CommTable {
     idups: HashMap<u32, (u64, u64)>,
     pub groups: GroupTable,
     pub keyvals: Keyvals,
-    pub infos: InfoTable,
     pub errors: ErrorRegistry,
 }
 
@@ -228,7 +227,6 @@ impl CommTable {
             idups: HashMap::new(),
             groups: GroupTable::default(),
             keyvals: Keyvals::default(),
-            infos: InfoTable::default(),
             errors: ErrorRegistry::default(),
         }
     }

@@ -1,6 +1,8 @@
 //! Info objects (chapter 9 of MPI 3.1, "The Info Object"): ordered
 //! key/value string lists behind `MPI_Info` handles, and `MPI_INFO_ENV`.
 
+use std::sync::{LazyLock, Mutex};
+
 use mpi_api::abi::*;
 
 use super::error::{MpiError, MpiResult};
@@ -9,6 +11,31 @@ use crate::bail;
 
 /// Key/value pairs in the order keys were first set.
 pub type Pairs = Vec<(String, String)>;
+
+/// The process's info objects. Not part of the runtime's state: MPI 4.0
+/// lets a program create and use info objects before `MPI_Init` and after
+/// `MPI_Finalize` (section 11.4.1). A leaf lock: nothing that runs under it
+/// takes another lock, so it may be taken under the state's lock.
+static TABLE: LazyLock<Mutex<InfoTable>> = LazyLock::new(|| Mutex::new(InfoTable::default()));
+
+/// Runs `f` on the info objects.
+pub fn with_table<R>(f: impl FnOnce(&mut InfoTable) -> R) -> R {
+    // A panic under this lock leaves at worst one half-set key list; the
+    // table itself stays consistent, so a poisoned lock is still usable.
+    let mut t = TABLE.lock().unwrap_or_else(|e| e.into_inner());
+    f(&mut t)
+}
+
+/// Contents of info object `h`, or nothing for `MPI_INFO_NULL` (the hints
+/// argument of a constructor).
+pub fn hints(h: MPI_Info) -> MpiResult<Pairs> {
+    with_table(|t| t.get_or_null(h))
+}
+
+/// A new info object holding `p`.
+pub fn insert(p: Pairs) -> MPI_Info {
+    with_table(|t| t.insert(p))
+}
 
 #[derive(Default)]
 pub struct InfoTable {
