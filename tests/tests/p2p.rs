@@ -35,6 +35,7 @@ fn send_modes() {
 #[test]
 fn probes_and_matched_probes() {
     each_size("probe", &[2, 5], "probe OK");
+    each_size("status_error_field", &[2], "status_error_field OK");
 }
 
 #[test]

@@ -494,6 +494,9 @@ fn end_split(name: &str, fh: MPI_File, kind: Split, status: Option<&mut MPI_Stat
 
 twins! {
     pub unsafe fn MPI_File_read | MPI_File_read_c(fh: MPI_File, buf: *mut c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+        // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status
+        // until the call returns (the caller's contract).
+        let _keep = unsafe { crate::capi::KeepError::new(status) };
         // SAFETY: `buf` has room for `count` elements of `datatype` until the
         // access returns (the caller's contract).
         let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
@@ -517,6 +520,9 @@ twins! {
 
 twins! {
     pub unsafe fn MPI_File_read_at | MPI_File_read_at_c(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+        // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status
+        // until the call returns (the caller's contract).
+        let _keep = unsafe { crate::capi::KeepError::new(status) };
         // SAFETY: `buf` has room for `count` elements of `datatype` until the
         // access returns (the caller's contract).
         let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
@@ -540,6 +546,9 @@ twins! {
 
 twins! {
     pub unsafe fn MPI_File_read_shared | MPI_File_read_shared_c(fh: MPI_File, buf: *mut c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+        // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status
+        // until the call returns (the caller's contract).
+        let _keep = unsafe { crate::capi::KeepError::new(status) };
         // SAFETY: `buf` has room for `count` elements of `datatype` until the
         // access returns (the caller's contract).
         let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
@@ -563,6 +572,9 @@ twins! {
 
 twins! {
     pub unsafe fn MPI_File_read_all | MPI_File_read_all_c(fh: MPI_File, buf: *mut c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+        // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status
+        // until the call returns (the caller's contract).
+        let _keep = unsafe { crate::capi::KeepError::new(status) };
         // SAFETY: `buf` has room for `count` elements of `datatype` until the
         // access returns (the caller's contract).
         let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
@@ -594,6 +606,9 @@ twins! {
 }
 
 pub unsafe fn MPI_File_read_all_end(fh: MPI_File, _buf: *mut c_void, status: *mut MPI_Status) -> c_int {
+    // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status
+    // until the call returns (the caller's contract).
+    let _keep = unsafe { crate::capi::KeepError::new(status) };
     // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
     // caller's contract).
     let status = unsafe { status_mut(status) };
@@ -602,6 +617,9 @@ pub unsafe fn MPI_File_read_all_end(fh: MPI_File, _buf: *mut c_void, status: *mu
 
 twins! {
     pub unsafe fn MPI_File_read_at_all | MPI_File_read_at_all_c(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+        // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status
+        // until the call returns (the caller's contract).
+        let _keep = unsafe { crate::capi::KeepError::new(status) };
         // SAFETY: `buf` has room for `count` elements of `datatype` until the
         // access returns (the caller's contract).
         let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
@@ -633,6 +651,9 @@ twins! {
 }
 
 pub unsafe fn MPI_File_read_at_all_end(fh: MPI_File, _buf: *mut c_void, status: *mut MPI_Status) -> c_int {
+    // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status
+    // until the call returns (the caller's contract).
+    let _keep = unsafe { crate::capi::KeepError::new(status) };
     // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
     // caller's contract).
     let status = unsafe { status_mut(status) };
@@ -641,6 +662,9 @@ pub unsafe fn MPI_File_read_at_all_end(fh: MPI_File, _buf: *mut c_void, status: 
 
 twins! {
     pub unsafe fn MPI_File_read_ordered | MPI_File_read_ordered_c(fh: MPI_File, buf: *mut c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+        // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status
+        // until the call returns (the caller's contract).
+        let _keep = unsafe { crate::capi::KeepError::new(status) };
         // SAFETY: `buf` has room for `count` elements of `datatype` until the
         // access returns (the caller's contract).
         let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
@@ -661,6 +685,9 @@ twins! {
 }
 
 pub unsafe fn MPI_File_read_ordered_end(fh: MPI_File, _buf: *mut c_void, status: *mut MPI_Status) -> c_int {
+    // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status
+    // until the call returns (the caller's contract).
+    let _keep = unsafe { crate::capi::KeepError::new(status) };
     // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
     // caller's contract).
     let status = unsafe { status_mut(status) };
@@ -669,6 +696,9 @@ pub unsafe fn MPI_File_read_ordered_end(fh: MPI_File, _buf: *mut c_void, status:
 
 twins! {
     pub unsafe fn MPI_File_write | MPI_File_write_c(fh: MPI_File, buf: *const c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+        // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status
+        // until the call returns (the caller's contract).
+        let _keep = unsafe { crate::capi::KeepError::new(status) };
         // SAFETY: `buf` holds `count` elements of `datatype` until the
         // access returns (the caller's contract).
         let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
@@ -692,6 +722,9 @@ twins! {
 
 twins! {
     pub unsafe fn MPI_File_write_at | MPI_File_write_at_c(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+        // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status
+        // until the call returns (the caller's contract).
+        let _keep = unsafe { crate::capi::KeepError::new(status) };
         // SAFETY: `buf` holds `count` elements of `datatype` until the
         // access returns (the caller's contract).
         let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
@@ -715,6 +748,9 @@ twins! {
 
 twins! {
     pub unsafe fn MPI_File_write_shared | MPI_File_write_shared_c(fh: MPI_File, buf: *const c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+        // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status
+        // until the call returns (the caller's contract).
+        let _keep = unsafe { crate::capi::KeepError::new(status) };
         // SAFETY: `buf` holds `count` elements of `datatype` until the
         // access returns (the caller's contract).
         let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
@@ -738,6 +774,9 @@ twins! {
 
 twins! {
     pub unsafe fn MPI_File_write_all | MPI_File_write_all_c(fh: MPI_File, buf: *const c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+        // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status
+        // until the call returns (the caller's contract).
+        let _keep = unsafe { crate::capi::KeepError::new(status) };
         // SAFETY: `buf` holds `count` elements of `datatype` until the
         // access returns (the caller's contract).
         let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
@@ -769,6 +808,9 @@ twins! {
 }
 
 pub unsafe fn MPI_File_write_all_end(fh: MPI_File, _buf: *const c_void, status: *mut MPI_Status) -> c_int {
+    // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status
+    // until the call returns (the caller's contract).
+    let _keep = unsafe { crate::capi::KeepError::new(status) };
     // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
     // caller's contract).
     let status = unsafe { status_mut(status) };
@@ -777,6 +819,9 @@ pub unsafe fn MPI_File_write_all_end(fh: MPI_File, _buf: *const c_void, status: 
 
 twins! {
     pub unsafe fn MPI_File_write_at_all | MPI_File_write_at_all_c(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+        // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status
+        // until the call returns (the caller's contract).
+        let _keep = unsafe { crate::capi::KeepError::new(status) };
         // SAFETY: `buf` holds `count` elements of `datatype` until the
         // access returns (the caller's contract).
         let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
@@ -808,6 +853,9 @@ twins! {
 }
 
 pub unsafe fn MPI_File_write_at_all_end(fh: MPI_File, _buf: *const c_void, status: *mut MPI_Status) -> c_int {
+    // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status
+    // until the call returns (the caller's contract).
+    let _keep = unsafe { crate::capi::KeepError::new(status) };
     // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
     // caller's contract).
     let status = unsafe { status_mut(status) };
@@ -816,6 +864,9 @@ pub unsafe fn MPI_File_write_at_all_end(fh: MPI_File, _buf: *const c_void, statu
 
 twins! {
     pub unsafe fn MPI_File_write_ordered | MPI_File_write_ordered_c(fh: MPI_File, buf: *const c_void, count: Count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+        // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status
+        // until the call returns (the caller's contract).
+        let _keep = unsafe { crate::capi::KeepError::new(status) };
         // SAFETY: `buf` holds `count` elements of `datatype` until the
         // access returns (the caller's contract).
         let buf = unsafe { UserBuf::new(buf, count as MPI_Count, datatype) };
@@ -836,6 +887,9 @@ twins! {
 }
 
 pub unsafe fn MPI_File_write_ordered_end(fh: MPI_File, _buf: *const c_void, status: *mut MPI_Status) -> c_int {
+    // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status
+    // until the call returns (the caller's contract).
+    let _keep = unsafe { crate::capi::KeepError::new(status) };
     // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status (the
     // caller's contract).
     let status = unsafe { status_mut(status) };

@@ -53,6 +53,7 @@ pub use topo::*;
 pub use win::*;
 pub use win_errh::*;
 
+use std::mem::MaybeUninit;
 use std::os::raw::c_int;
 
 use mpi_api::abi::*;
@@ -151,6 +152,41 @@ pub(crate) unsafe fn put_status(p: *mut MPI_Status, s: &MPI_Status) {
     // ends with this statement.
     if let Some(out) = unsafe { status_mut(p) } {
         *out = *s;
+    }
+}
+
+/// Keeps the `MPI_ERROR` field of a call's single status as the program
+/// left it: the standard lets only the calls that complete several requests
+/// (and return `MPI_ERR_IN_STATUS`) set it, so the single-completion calls
+/// restore it when they return, whatever the layers below wrote.
+pub(crate) struct KeepError {
+    field: *mut MaybeUninit<c_int>,
+    value: MaybeUninit<c_int>,
+}
+
+impl KeepError {
+    /// # Safety
+    /// `p` is NULL, `MPI_STATUS_IGNORE`, or points to an `MPI_Status` that
+    /// stays writable until the guard is dropped.
+    pub(crate) unsafe fn new(p: *mut MPI_Status) -> KeepError {
+        if p as usize <= MPI_STATUS_IGNORE {
+            return KeepError { field: std::ptr::null_mut(), value: MaybeUninit::uninit() };
+        }
+        // SAFETY: a writable status (the contract); the field may hold
+        // anything, so it is copied as possibly uninitialized bytes.
+        let field = unsafe { &raw mut (*p).MPI_ERROR }.cast::<MaybeUninit<c_int>>();
+        // SAFETY: as above: valid for reads, any bit pattern allowed.
+        KeepError { field, value: unsafe { field.read() } }
+    }
+}
+
+impl Drop for KeepError {
+    fn drop(&mut self) {
+        if !self.field.is_null() {
+            // SAFETY: still writable (`new`'s contract); no reference to the
+            // status outlives the call that made the guard.
+            unsafe { self.field.write(self.value) };
+        }
     }
 }
 

@@ -233,6 +233,9 @@ unsafe fn recv_common(name: &str, buf: UserBuf, from: Envelope, status: *mut MPI
 
 twins! {
     pub unsafe fn MPI_Recv | MPI_Recv_c(buf: *mut c_void, count: Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+        // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status
+        // until the call returns (the caller's contract).
+        let _keep = unsafe { crate::capi::KeepError::new(status) };
         // SAFETY: the caller's MPI contract: `buf` has room for `count` elements of `datatype`; `status` is NULL, MPI_STATUS_IGNORE or writable.
         unsafe { recv_common(NAME, recv_buf(buf, count as i64, datatype), Envelope { peer: source, tag, comm }, status) }
     }
@@ -318,6 +321,9 @@ unsafe fn sendrecv_common(
 
 twins! {
     pub unsafe fn MPI_Sendrecv | MPI_Sendrecv_c(sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype, source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+        // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status
+        // until the call returns (the caller's contract).
+        let _keep = unsafe { crate::capi::KeepError::new(status) };
         // SAFETY: the caller's MPI contract: `sendbuf` holds `sendcount` elements of `sendtype` and `recvbuf` room for `recvcount` of `recvtype`; `status` is NULL, MPI_STATUS_IGNORE or writable.
         unsafe { sendrecv_common(NAME, send_buf(sendbuf, sendcount as i64, sendtype), Envelope { peer: dest, tag: sendtag, comm }, recv_buf(recvbuf, recvcount as i64, recvtype), Envelope { peer: source, tag: recvtag, comm }, status) }
     }
@@ -345,6 +351,9 @@ unsafe fn sendrecv_replace_common(
 
 twins! {
     pub unsafe fn MPI_Sendrecv_replace | MPI_Sendrecv_replace_c(buf: *mut c_void, count: Count, datatype: MPI_Datatype, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+        // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status
+        // until the call returns (the caller's contract).
+        let _keep = unsafe { crate::capi::KeepError::new(status) };
         // SAFETY: the caller's MPI contract: `buf` has room for `count` elements of `datatype`; `status` is NULL, MPI_STATUS_IGNORE or writable.
         unsafe { sendrecv_replace_common(NAME, recv_buf(buf, count as i64, datatype), Envelope { peer: dest, tag: sendtag, comm }, Envelope { peer: source, tag: recvtag, comm }, status) }
     }
@@ -359,6 +368,9 @@ pub unsafe fn MPI_Iprobe(
     flag: *mut c_int,
     status: *mut MPI_Status,
 ) -> c_int {
+    // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status
+    // until the call returns (the caller's contract).
+    let _keep = unsafe { crate::capi::KeepError::new(status) };
     // SAFETY: the caller's MPI contract: `flag` is NULL or writable, `status`
     // NULL, MPI_STATUS_IGNORE or writable, neither used elsewhere meanwhile.
     let (mut flag, mut status) = unsafe { (Out::new(flag, "flag"), status_mut(status)) };
@@ -388,6 +400,9 @@ fn set_status(out: &mut Option<&mut MPI_Status>, s: MPI_Status) {
 }
 
 pub unsafe fn MPI_Probe(source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+    // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status
+    // until the call returns (the caller's contract).
+    let _keep = unsafe { crate::capi::KeepError::new(status) };
     // SAFETY: the caller's MPI contract: `status` is NULL, MPI_STATUS_IGNORE
     // or writable, and not used elsewhere meanwhile.
     let mut status = unsafe { status_mut(status) };
@@ -417,6 +432,9 @@ pub unsafe fn MPI_Improbe(
     message: *mut MPI_Message,
     status: *mut MPI_Status,
 ) -> c_int {
+    // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status
+    // until the call returns (the caller's contract).
+    let _keep = unsafe { crate::capi::KeepError::new(status) };
     // SAFETY: the caller's MPI contract: `flag` and `message` are NULL or
     // writable, `status` NULL, MPI_STATUS_IGNORE or writable, none used
     // elsewhere meanwhile.
@@ -449,6 +467,9 @@ pub unsafe fn MPI_Mprobe(
     message: *mut MPI_Message,
     status: *mut MPI_Status,
 ) -> c_int {
+    // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status
+    // until the call returns (the caller's contract).
+    let _keep = unsafe { crate::capi::KeepError::new(status) };
     // SAFETY: the caller's MPI contract: `message` is NULL or writable,
     // `status` NULL, MPI_STATUS_IGNORE or writable, neither used elsewhere
     // meanwhile.
@@ -500,6 +521,9 @@ unsafe fn mrecv_common(name: &str, buf: UserBuf, message: *mut MPI_Message, stat
 
 twins! {
     pub unsafe fn MPI_Mrecv | MPI_Mrecv_c(buf: *mut c_void, count: Count, datatype: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
+        // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status
+        // until the call returns (the caller's contract).
+        let _keep = unsafe { crate::capi::KeepError::new(status) };
         // SAFETY: the caller's MPI contract: `buf` has room for `count` elements of `datatype`; `message` points to a readable and writable message handle or is NULL; `status` is NULL, MPI_STATUS_IGNORE or writable.
         unsafe { mrecv_common(NAME, recv_buf(buf, count as i64, datatype), message, status) }
     }

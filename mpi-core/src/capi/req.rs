@@ -58,6 +58,9 @@ fn report<T>(name: &str, r: MpiResult<T>, run: impl FnOnce(T) -> Completion) -> 
 }
 
 pub unsafe fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
+    // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status
+    // until the call returns (the caller's contract).
+    let _keep = unsafe { crate::capi::KeepError::new(status) };
     // SAFETY: `request` is NULL or the program's handle, which the call may
     // read and write (the standard's contract for an INOUT handle); `status`
     // is NULL, MPI_STATUS_IGNORE or a writable status (the caller's contract).
@@ -66,6 +69,9 @@ pub unsafe fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_
 }
 
 pub unsafe fn MPI_Test(request: *mut MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
+    // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status
+    // until the call returns (the caller's contract).
+    let _keep = unsafe { crate::capi::KeepError::new(status) };
     // SAFETY: `request` is NULL or the program's INOUT handle, `flag` NULL or
     // a writable int, `status` NULL, MPI_STATUS_IGNORE or a writable status
     // (the caller's contract).
@@ -74,6 +80,9 @@ pub unsafe fn MPI_Test(request: *mut MPI_Request, flag: *mut c_int, status: *mut
 }
 
 pub unsafe fn MPI_Request_get_status(request: MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
+    // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status
+    // until the call returns (the caller's contract).
+    let _keep = unsafe { crate::capi::KeepError::new(status) };
     // SAFETY: `flag` is NULL or a writable int, `status` NULL,
     // MPI_STATUS_IGNORE or a writable status (the caller's contract).
     let (flag, status) = unsafe { (out_mut(flag, "flag"), status_mut(status)) };
@@ -121,6 +130,9 @@ pub unsafe fn MPI_Waitany(
     index: *mut c_int,
     status: *mut MPI_Status,
 ) -> c_int {
+    // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status
+    // until the call returns (the caller's contract).
+    let _keep = unsafe { crate::capi::KeepError::new(status) };
     // SAFETY: `array_of_requests` is NULL or `count` handles the call may
     // read and write, `index` NULL or a writable int, `status` NULL,
     // MPI_STATUS_IGNORE or a writable status (the caller's contract).
@@ -136,6 +148,9 @@ pub unsafe fn MPI_Testany(
     flag: *mut c_int,
     status: *mut MPI_Status,
 ) -> c_int {
+    // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status
+    // until the call returns (the caller's contract).
+    let _keep = unsafe { crate::capi::KeepError::new(status) };
     // SAFETY: `array_of_requests` is NULL or `count` handles the call may
     // read and write, `index` and `flag` NULL or writable ints, `status`
     // NULL, MPI_STATUS_IGNORE or a writable status (the caller's contract).
