@@ -118,6 +118,20 @@ int main(int argc, char **argv) {
     char val[32];
     MPI_Info_get(used, "no_locks", sizeof val - 1, val, &flag);
     CHECK(flag && strcmp(val, "true") == 0, "info hint lost");
+    /* The standard keys are all listed, with their defaults; unknown keys
+     * are not "used". */
+    MPI_Info_free(&used);
+    MPI_Info_set(info, "no_such_hint", "1");
+    CHECK_RC(MPI_Win_set_info(win, info));
+    CHECK_RC(MPI_Win_get_info(win, &used));
+    MPI_Info_get(used, "accumulate_ordering", sizeof val - 1, val, &flag);
+    CHECK(flag && strcmp(val, "rar,raw,war,waw") == 0, "accumulate_ordering: %s", flag ? val : "(unset)");
+    MPI_Info_get(used, "accumulate_ops", sizeof val - 1, val, &flag);
+    CHECK(flag && strcmp(val, "same_op_no_op") == 0, "accumulate_ops: %s", flag ? val : "(unset)");
+    MPI_Info_get(used, "no_locks", sizeof val - 1, val, &flag);
+    CHECK(flag && strcmp(val, "true") == 0, "no_locks after a second set_info: %s", flag ? val : "(unset)");
+    MPI_Info_get(used, "no_such_hint", sizeof val - 1, val, &flag);
+    CHECK(!flag, "an unknown hint is reported as used");
     MPI_Info_free(&info);
     MPI_Info_free(&used);
     MPI_Group wg, world;

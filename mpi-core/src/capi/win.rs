@@ -120,7 +120,8 @@ fn shared_query(
     };
     size.put(p.size as MPI_Aint)?;
     put_du(p.disp_unit)?;
-    *baseptr = p.local.unwrap_or(0) as *mut c_void;
+    // An empty part has no memory to point at: NULL, not some address.
+    *baseptr = if p.size == 0 { std::ptr::null_mut() } else { p.local.unwrap_or(0) as *mut c_void };
     Ok(())
 }
 
@@ -194,7 +195,7 @@ pub unsafe fn MPI_Win_get_info(win: MPI_Win, info_used: *mut MPI_Info) -> c_int 
     // SAFETY: `info_used` is NULL or a writable handle (the caller's contract).
     let mut info_used = unsafe { Out::new(info_used, "info_used") };
     let r = rt::with(|st| {
-        let hints = st.wins.get(win)?.hints.clone();
+        let hints = rt::win::info_used(&st.wins.get(win)?.hints);
         if info_used.is_null() {
             bail!(MPI_ERR_ARG, "info_used is a NULL pointer");
         }

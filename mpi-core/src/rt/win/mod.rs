@@ -470,6 +470,27 @@ impl Win {
     }
 }
 
+/// The info keys the standard defines for windows (MPI 4.0 section 12.2.1)
+/// and their defaults, in the order `MPI_Win_get_info` lists them.
+const WIN_KEYS: [(&str, &str); 6] = [
+    ("no_locks", "false"),
+    ("accumulate_ordering", "rar,raw,war,waw"),
+    ("accumulate_ops", "same_op_no_op"),
+    ("same_size", "false"),
+    ("same_disp_unit", "false"),
+    ("alloc_shared_noncontig", "false"),
+];
+
+/// `MPI_Win_get_info`: every standard key, with the value the program gave
+/// or the default; keys the library does not know are not "used", so they
+/// are left out (as MPICH does).
+pub fn info_used(hints: &Pairs) -> Pairs {
+    WIN_KEYS
+        .iter()
+        .map(|&(k, default)| (k.to_string(), super::info::get(hints, k).unwrap_or(default).to_string()))
+        .collect()
+}
+
 /// The value of a predefined window attribute, if `keyval` is one: a
 /// pointer the window keeps (or its base address, for `MPI_WIN_BASE`).
 pub fn predefined_attr(st: &State, win: MPI_Win, keyval: c_int) -> Option<*mut c_void> {
