@@ -1,7 +1,8 @@
 /* MPI_Win_allocate_shared: neighbours read and write each other's memory
  * directly through MPI_Win_shared_query pointers, Put/Get/Accumulate on
  * the shared window; MPI_Win_create_dynamic with attached regions reached
- * by absolute addresses; errors of attach/detach. */
+ * by absolute addresses, accesses across adjacent regions; errors of
+ * attach/detach. */
 #include "check.h"
 
 #define N 64
@@ -109,6 +110,35 @@ int main(int argc, char **argv) {
     rc = MPI_Win_detach(dw, b);
     CHECK(error_class(rc) == MPI_ERR_RMA_ATTACH, "second detach gave class %d", error_class(rc));
     CHECK_RC(MPI_Win_detach(dw, a));
+    CHECK_RC(MPI_Win_free(&dw));
+
+    /* 3. One array attached as two adjacent halves: accesses across the
+     * seam (Put, Get_accumulate, Get) act on both halves. */
+    CHECK_RC(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &dw));
+    long halves[8] = {0};
+    CHECK_RC(MPI_Win_attach(dw, halves, 4 * sizeof(long)));
+    CHECK_RC(MPI_Win_attach(dw, halves + 4, 4 * sizeof(long)));
+    MPI_Get_address(halves, &addr);
+    MPI_Allgather(&addr, 1, MPI_AINT, addrs, 1, MPI_AINT, MPI_COMM_WORLD);
+    CHECK_RC(MPI_Win_fence(0, dw));
+    CHECK_RC(MPI_Put(vals, 4, MPI_LONG, right, addrs[right] + 2 * sizeof(long), 4, MPI_LONG, dw));
+    CHECK_RC(MPI_Win_fence(0, dw));
+    for (int i = 2; i < 6; i++) CHECK(halves[i] == left * 10 + i - 2, "put across the seam [%d]: %ld", i, halves[i]);
+    long add[6] = {100, 100, 100, 100, 100, 100}, old[6] = {0};
+    CHECK_RC(MPI_Get_accumulate(add, 6, MPI_LONG, old, 6, MPI_LONG, right, addrs[right] + sizeof(long), 6, MPI_LONG, MPI_SUM, dw));
+    CHECK_RC(MPI_Win_fence(0, dw));
+    for (int i = 0; i < 6; i++) {
+        long want = (i >= 1 && i <= 4) ? rank * 10 + i - 1 : 0;
+        CHECK(old[i] == want, "get_accumulate across the seam [%d]: %ld, want %ld", i, old[i], want);
+    }
+    CHECK_RC(MPI_Get(back, 8, MPI_LONG, left, addrs[left], 8, MPI_LONG, dw));
+    CHECK_RC(MPI_Win_fence(0, dw));
+    for (int i = 0; i < 8; i++) {
+        long want = (i >= 1 && i <= 6 ? 100 : 0) + (i >= 2 && i <= 5 ? ll * 10 + i - 2 : 0);
+        CHECK(back[i] == want, "get of both halves [%d]: %ld, want %ld", i, back[i], want);
+    }
+    CHECK_RC(MPI_Win_detach(dw, halves));
+    CHECK_RC(MPI_Win_detach(dw, halves + 4));
     CHECK_RC(MPI_Win_free(&dw));
     free(addrs);
 

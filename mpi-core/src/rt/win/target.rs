@@ -106,9 +106,22 @@ fn reply(w: &mut Win, engine: &mut Engine, reqs: &mut ReqTable, to: usize, tag: 
 /// Whether `[lo, hi)` lies in this process's memory of the window.
 fn in_window(w: &Win, lo: usize, hi: usize) -> bool {
     if w.flavor == MPI_WIN_FLAVOR_DYNAMIC {
-        return w.attached.iter().any(|&(b, s)| lo >= b && hi <= b + s);
+        return covered(&w.attached, lo, hi);
     }
     lo >= w.base && hi <= w.base + w.size
+}
+
+/// Is `[lo, hi)` covered by the union of `regions` (base, size)? An access
+/// may span regions attached back to back, as one buffer attached in parts.
+fn covered(regions: &[(usize, usize)], lo: usize, hi: usize) -> bool {
+    let mut at = lo;
+    while at < hi {
+        match regions.iter().find(|&&(b, s)| b <= at && at < b + s) {
+            Some(&(b, s)) => at = b + s,
+            None => return false,
+        }
+    }
+    true
 }
 
 /// Applies one request message from window rank `src`.
