@@ -296,4 +296,16 @@ mod tests {
         let h = Hdr { kind: kind::ACC, op: MPI_MAXLOC, basic: MPI_INT, ..Default::default() };
         assert_eq!(apply(&h, &t, 4, &cas[..4]).unwrap_err().class, MPI_ERR_OP);
     }
+
+    #[test]
+    fn accesses_may_span_adjacent_regions() {
+        let r = [(100, 50), (150, 50), (300, 10)];
+        assert!(covered(&r, 100, 150));
+        assert!(covered(&r, 120, 180), "across the seam of two regions");
+        assert!(covered(&r, 100, 200));
+        assert!(!covered(&r, 190, 210), "past the second region's end");
+        assert!(!covered(&r, 195, 305), "over the gap");
+        assert!(covered(&r, 300, 310));
+        assert!(!covered(&r, 90, 110), "before the first region");
+    }
 }
