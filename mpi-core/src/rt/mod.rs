@@ -201,6 +201,9 @@ static OVERSUB: AtomicU8 = AtomicU8::new(0);
 static TCP_ACTIVE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 /// This rank's wake socket, when it has TCP peers (see [`shm::WakeSocket`]).
 static WAKE: std::sync::OnceLock<shm::WakeSocket> = std::sync::OnceLock::new();
+/// How [`abort`] reaches the launcher without the state lock: a duplicate
+/// of the PMI connection, set once at start-up (none for a singleton).
+static ABORT: std::sync::OnceLock<pmi::AbortChannel> = std::sync::OnceLock::new();
 
 /// Whether this host runs more of the job's ranks than it has CPUs.
 pub fn oversubscribed() -> bool {
@@ -566,6 +569,9 @@ fn start_or_join(g: &mut MutexGuard<'static, Option<Box<State>>>, required: c_in
 /// connects to other hosts.
 fn start(g: &mut MutexGuard<'static, Option<Box<State>>>, required: c_int) -> MpiResult<c_int> {
     let mut pmi = Pmi::init().map_err(|e| MpiError::new(MPI_ERR_OTHER, e.to_string()))?;
+    if let Some(ch) = pmi.abort_channel() {
+        let _ = ABORT.set(ch);
+    }
     let (rank, size) = (pmi.rank, pmi.size);
     let mut host = hostname();
     // Testing aid: split the ranks of one machine into k "hosts" (blocks of
@@ -756,12 +762,19 @@ fn shut_down() -> MpiResult<()> {
 }
 
 /// Ends the whole job: tells the launcher, then exits.
+///
+/// Takes no lock: it is called where a fatal error is found, often in the
+/// progress loop under the state lock (a lost TCP connection), and taking
+/// that lock again would hang the rank instead of ending the job. It uses
+/// only what start-up put aside for it ([`ABORT`]).
 pub fn abort(code: c_int, why: &str) -> ! {
-    let mut g = lock();
-    if let Some(st) = g.as_deref_mut() {
-        st.pmi.abort(code, why);
+    // The program's buffered printf output would be lost by `_exit`.
+    // SAFETY: fflush(NULL) flushes every C output stream; it takes only
+    // stdio's own stream locks.
+    unsafe { libc::fflush(std::ptr::null_mut()) };
+    if let Some(ch) = ABORT.get() {
+        ch.send(code, why);
     }
-    drop(g);
     // Give the launcher a moment to read the abort before our exit races it.
     std::thread::sleep(Duration::from_millis(50));
     // SAFETY: _exit ends the process without running atexit handlers that

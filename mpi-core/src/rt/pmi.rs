@@ -328,21 +328,45 @@ impl Pmi {
         Ok(())
     }
 
-    /// Asks the launcher to end the job. Does not wait for an answer.
-    pub fn abort(&mut self, code: i32, msg: &str) {
-        if let Some(c) = &mut self.conn {
-            let msg: String = msg.chars().map(|ch| if ch.is_whitespace() { '_' } else { ch }).collect();
-            let code = code.to_string();
-            if c.v2 {
-                // `isworld` is the PMI-2 key (Slurm cancels the step only
-                // when it is TRUE); `exitcode` is not PMI-2, only some
-                // launchers use it.
-                let abort = Message::new("abort").with("isworld", "TRUE").with("exitcode", code).with("msg", msg);
-                let _ = c.send_v2(&abort);
-            } else {
-                let _ = c.send(&Message::new("abort").with("exitcode", code).with("msg", msg).to_v1_line());
-            }
-        }
+    /// A second handle on the connection to the launcher, for ending the
+    /// job from anywhere without the runtime's lock (see [`AbortChannel`]);
+    /// None for a singleton.
+    pub fn abort_channel(&self) -> Option<AbortChannel> {
+        let c = self.conn.as_ref()?;
+        // (`try_clone` duplicates the descriptor close-on-exec.)
+        Some(AbortChannel { writer: c.writer.try_clone().ok()?, v2: c.v2 })
+    }
+}
+
+/// The text of an abort request in the connection's protocol.
+fn abort_text(v2: bool, code: i32, msg: &str) -> String {
+    let msg: String = msg.chars().map(|ch| if ch.is_whitespace() { '_' } else { ch }).collect();
+    let code = code.to_string();
+    if v2 {
+        // `isworld` is the PMI-2 key (Slurm cancels the step only when it
+        // is TRUE); `exitcode` is not PMI-2, only some launchers use it.
+        Message::new("abort").with("isworld", "TRUE").with("exitcode", code).with("msg", msg).to_v2()
+    } else {
+        Message::new("abort").with("exitcode", code).with("msg", msg).to_v1_line()
+    }
+}
+
+/// Where an abort request goes: a duplicate of the launcher connection's
+/// descriptor, taken at start-up. Ending the job must not need the
+/// runtime's lock (its holder may be the one that found the fatal error),
+/// so the abort path writes here, one message in one `write`. A PMI
+/// exchange of another thread in progress at that moment can mix with it;
+/// the job ends either way (the launcher also ends it when this process
+/// exits without finalizing).
+pub struct AbortChannel {
+    writer: UnixStream,
+    v2: bool,
+}
+
+impl AbortChannel {
+    /// Asks the launcher to end the job; does not wait for an answer.
+    pub fn send(&self, code: i32, msg: &str) {
+        let _ = (&self.writer).write_all(abort_text(self.v2, code, msg).as_bytes());
     }
 }
 
