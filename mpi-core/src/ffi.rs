@@ -31,6 +31,14 @@ impl PanicValue for f64 {
 /// the C boundary.
 #[inline(always)]
 pub fn guard<R: PanicValue>(name: &'static str, f: impl FnOnce() -> R) -> R {
+    // The program's code progress found due during the call (a user
+    // reduction of a nonblocking collective) runs at its end, when the call
+    // holds no lock any more.
+    let f = || {
+        let r = f();
+        crate::rt::run_due();
+        r
+    };
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,
         Err(e) => {
