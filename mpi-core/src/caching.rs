@@ -94,6 +94,7 @@ fn call_delete(kind: ObjKind, obj: c_int, keyval: c_int, v: usize, kv: &Keyval) 
     }
     // SAFETY: registered by *_create_keyval as a delete callback of this C type.
     let f: DeleteFn = unsafe { std::mem::transmute::<usize, DeleteFn>(kv.delete_fn) };
+    rt::entering_user_code();
     // SAFETY: calling the user's callback with the arguments the standard defines.
     let rc = unsafe { f(obj, keyval, v as *mut c_void, kv.extra as *mut c_void) };
     if rc != MPI_SUCCESS {
@@ -120,6 +121,7 @@ pub fn copy_attrs(kind: ObjKind, old: c_int, attrs: &Attrs) -> MpiResult<Attrs> 
         } else {
             // SAFETY: registered by *_create_keyval as a copy callback of this C type.
             let f: CopyFn = unsafe { std::mem::transmute::<usize, CopyFn>(kv.copy_fn) };
+            rt::entering_user_code();
             // SAFETY: calling the user's callback with the arguments the standard defines.
             unsafe {
                 f(old, k, kv.extra as *mut c_void, v as *mut c_void, &mut newv as *mut _ as *mut c_void, &mut flag)

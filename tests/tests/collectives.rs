@@ -168,3 +168,14 @@ fn invalid_root_is_fatal_by_default() {
     assert!(r.stderr.contains("MPI_Bcast") && r.stderr.contains("Invalid root"), "message: {r}");
     assert!(!r.stdout.contains("UNREACHABLE"), "{r}");
 }
+
+/// User reduction functions, attribute callbacks and error handlers that
+/// call MPI (as the standard allows): blocking, nonblocking and persistent
+/// reductions, in shared memory and over TCP, none hangs on the library's
+/// lock and every value is right.
+#[test]
+fn user_code_may_call_mpi() {
+    each_size("user_calls_mpi", &[1, 2, 3, 4], &[], &[], "user_calls_mpi OK");
+    each_size("user_calls_mpi", &[4], &[], &[("MPICORE_FAKE_HOSTS", "2")], "user_calls_mpi OK");
+    each_size("user_calls_mpi", &[3], &[], &[("MPICORE_ASYNC_PROGRESS", "0")], "user_calls_mpi OK");
+}

@@ -119,3 +119,23 @@ fn thread_multiple() {
 fn mpi4_isendrecv_and_partitioned() {
     each_size("p2p_mpi4", &[1, 2, 3], "p2p_mpi4 OK");
 }
+
+/// A panic inside the library (the test hook `MPICORE_TEST_PANIC`, with the
+/// state lock held) fails the library for good: with `MPI_ERRORS_RETURN`
+/// every later call returns an error instead of running on a state the
+/// panic may have left half-updated; with the default handler the job ends
+/// at once with the panic's message.
+#[test]
+fn a_panic_fails_the_library() {
+    let exe = compile("panic_hook", Compiler::Ours);
+    let env = [("MPICORE_TEST_PANIC", "MPI_Barrier")];
+    let r = run(Launcher::Ours, 2, &exe, &["return"], &env, T);
+    assert_eq!(r.code, Some(0), "{r}");
+    for rank in 0..2 {
+        assert!(r.stdout.contains(&format!("panic_hook: rank {rank}: every call fails after the panic")), "{r}");
+    }
+    let r = run(Launcher::Ours, 2, &exe, &["fatal"], &env, T);
+    assert!(r.code.is_some_and(|c| c != 0), "the job should fail: {r}");
+    assert!(r.stderr.contains("test hook MPICORE_TEST_PANIC=MPI_Barrier"), "no panic message: {r}");
+    assert!(!r.stdout.contains("UNREACHABLE"), "{r}");
+}

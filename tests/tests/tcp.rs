@@ -182,3 +182,41 @@ fn forged_connections_are_rejected() {
         "rejections not reported:\n{err}"
     );
 }
+
+/// Whether a process runs the program at `exe` (its command line starts
+/// with the path).
+fn still_running(exe: &std::path::Path) -> bool {
+    let out = Command::new("pgrep").arg("-f").arg(exe).output().expect("run pgrep");
+    !String::from_utf8_lossy(&out.stdout).trim().is_empty()
+}
+
+/// A connection between two live ranks breaks (`cut`: shut down by one
+/// end; `corrupt`: a record's length reads 0xffffffff). The rank that
+/// finds out reports it in the progress loop, under the runtime's lock:
+/// the job must still end at once (it hung when ending the job took that
+/// lock again), naming both ranks and their hosts, with a non-zero status,
+/// the ranks' buffered output flushed and no process left.
+#[test]
+fn broken_connection_ends_the_job() {
+    let exe = compile("tcp_lost", Compiler::Ours);
+    for mode in ["cut", "corrupt"] {
+        let fault = format!("1:300:{mode}");
+        let env = [("MPICORE_FAKE_HOSTS", "2"), ("MPICORE_TEST_TCP_FAULT", fault.as_str())];
+        let r = run(Launcher::Ours, 4, &exe, &[], &env, Duration::from_secs(60));
+        assert!(r.code.is_some_and(|c| c != 0), "{mode}: the job should fail: {r}");
+        assert!(r.elapsed < Duration::from_secs(15), "{mode}: the job took too long to end: {r}");
+        let why = if mode == "cut" { "lost the connection with rank" } else { "corrupt record" };
+        let line = r
+            .stderr
+            .lines()
+            .find(|l| l.contains("mpi-core: rank") && l.contains(why))
+            .unwrap_or_else(|| panic!("{mode}: no report of the broken connection: {r}"));
+        // Rank 1 is on fake host ~0, its peers there on ~1.
+        assert!(line.contains("on host ") && line.contains("~0") && line.contains("~1"), "{mode}: hosts: {line}");
+        assert!(line.contains("rank 1") && (line.contains("rank 2") || line.contains("rank 3")), "{mode}: {line}");
+        assert!(r.stdout.contains("tcp_lost: rank 1 buffered line"), "{mode}: buffered output lost: {r}");
+        assert!(!r.stdout.contains("UNREACHABLE"), "{r}");
+        std::thread::sleep(Duration::from_millis(500));
+        assert!(!still_running(&exe), "{mode}: ranks left running after the job ended");
+    }
+}

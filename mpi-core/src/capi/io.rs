@@ -73,6 +73,7 @@ fn raise_with(h: MPI_Errhandler, fh: MPI_File, name: &str, e: MpiError) -> c_int
             let f: FileErrFn = unsafe { std::mem::transmute::<usize, FileErrFn>(f) };
             let mut file = fh;
             let mut code = e.class;
+            rt::entering_user_code();
             // SAFETY: both arguments point to live locals.
             unsafe { f(&mut file, &mut code) };
             e.class

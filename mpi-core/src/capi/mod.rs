@@ -124,6 +124,7 @@ pub(crate) fn dispatch(
     match (h, user) {
         (MPI_ERRORS_RETURN, _) => e.class,
         (_, Some(f)) => {
+            rt::entering_user_code();
             call(f, e.class);
             e.class
         }

@@ -11,7 +11,8 @@
 //! (valid for the duration of the operation, as the standard requires) and
 //! temporary buffers owned by the schedule, whose heap blocks never move.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
 
 use mpi_api::abi::*;
 
@@ -70,6 +71,7 @@ impl Reducer {
                 op::apply_dir(*op, *basic, a, b, rev)
             }
             Reducer::User { f, handle, dt } => {
+                crate::rt::entering_user_code();
                 let count = n / dt.size.max(1);
                 if dt.contig {
                     if rev {
@@ -110,6 +112,49 @@ impl Reducer {
                 Ok(())
             }
         }
+    }
+}
+
+/// The user reduction a schedule handed out to run without the lock (see
+/// [`crate::rt::State::defer`]), shared by the schedule and the call.
+#[derive(Default)]
+struct UserStep {
+    /// `IDLE`, `DUE` (handed out, not finished) or `DONE`.
+    state: AtomicU8,
+    /// The schedule's temporaries, when the schedule went away while its
+    /// call was out (a program freeing its state at `MPI_Finalize` with the
+    /// operation pending): freed after the call, which may still use them.
+    keep: Mutex<Vec<Vec<u8>>>,
+}
+
+const IDLE: u8 = 0;
+const DUE: u8 = 1;
+const DONE: u8 = 2;
+
+/// What the call of a schedule's user reduction takes along: the
+/// reduction and its packed operands, as [`Reducer::apply`] wants them.
+struct UserReduce {
+    red: Reducer,
+    src: Packed,
+    dst: Packed,
+    n: usize,
+    rev: bool,
+    step: Arc<UserStep>,
+}
+
+// SAFETY: the pointers address a user buffer lent for the operation or a
+// temporary of the schedule; the schedule does not touch them while the
+// call is out (its step is `DUE`), and its temporaries outlive the call
+// (`UserStep::keep`).
+unsafe impl Send for UserReduce {}
+
+impl UserReduce {
+    fn run(self) {
+        // SAFETY: as for the `Reduce` step that handed the call out: `src`
+        // and `dst` address `n` packed bytes each and do not overlap.
+        // (A user function returns no error; the result is ignored.)
+        let _ = unsafe { self.red.apply(self.src, self.dst, self.n, self.rev) };
+        self.step.state.store(DONE, Ordering::Release);
     }
 }
 
@@ -196,6 +241,18 @@ pub struct Sched {
     /// A persistent call too large for the segment: its bytes per rank, for
     /// the guard each start takes.
     pub guard_bytes: Option<usize>,
+    /// The user reduction handed out to run without the lock, if one was.
+    step: Option<Arc<UserStep>>,
+}
+
+impl Drop for Sched {
+    fn drop(&mut self) {
+        if let Some(step) = &self.step {
+            if step.state.load(Ordering::Acquire) == DUE {
+                step.keep.lock().unwrap_or_else(|e| e.into_inner()).append(&mut self.tmps);
+            }
+        }
+    }
 }
 
 /// A group messages of a schedule address: its collective context, the tag
@@ -264,6 +321,7 @@ impl Sched {
             flat: None,
             guard: None,
             guard_bytes: None,
+            step: None,
         })
     }
 
@@ -393,6 +451,9 @@ impl Sched {
     pub fn restart(&mut self) {
         self.pc = 0;
         self.err = None;
+        if let Some(s) = &self.step {
+            s.state.store(IDLE, Ordering::Relaxed);
+        }
     }
 
     // ----- running ------------------------------------------------------------
@@ -478,6 +539,27 @@ impl Sched {
                     &Act::Copy { src, dst, n } => unsafe { std::ptr::copy(src, dst, n) },
                     &Act::Reduce { src, dst, n, rev } => {
                         let red = self.red.as_ref().expect("reduction schedule has an operation");
+                        if let Reducer::User { .. } = red {
+                            // The program's function may call MPI: it runs
+                            // after the lock is released, and the schedule
+                            // waits here until it did.
+                            let step = self.step.get_or_insert_with(Default::default);
+                            match step.state.load(Ordering::Acquire) {
+                                DONE => step.state.store(IDLE, Ordering::Relaxed),
+                                DUE => {
+                                    self.pc = pc;
+                                    return false;
+                                }
+                                _ => {
+                                    step.state.store(DUE, Ordering::Relaxed);
+                                    let call = UserReduce { red: red.clone(), src, dst, n, rev, step: step.clone() };
+                                    st.defer(Box::new(move || call.run()));
+                                    self.pc = pc;
+                                    return false;
+                                }
+                            }
+                            continue;
+                        }
                         // SAFETY: as above; src and dst never overlap.
                         if let Err(e) = unsafe { red.apply(src, dst, n, rev) } {
                             self.err.get_or_insert(e);

@@ -138,6 +138,7 @@ impl Datarep {
             return Ok(());
         }
         let f = if read { self.read } else { self.write };
+        crate::rt::entering_user_code();
         if let Conv::Null = f {
             // SAFETY: (this function's contract) the user's buffer holds the
             // elements the `items` data items belong to, which `pack` reads
@@ -187,6 +188,7 @@ impl Datarep {
     /// the file (see the module's documentation).
     pub fn check(&self, t: &Dtype, what: &str) -> MpiResult<()> {
         let Some(f) = self.extent else { return Ok(()) };
+        crate::rt::entering_user_code();
         for (dt, size) in t.basic_types() {
             let mut ext: MPI_Aint = 0;
             // SAFETY: the program's extent function, called as the standard says.

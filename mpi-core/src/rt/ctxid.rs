@@ -228,6 +228,7 @@ pub(crate) fn idup(comm: MPI_Comm, new: Comm, deliver: impl FnOnce(MPI_Comm) + S
     // MPI_Wait on the same CPU must yield to this one.
     let active = rt::Blocked::enter();
     let job = move || {
+        rt::library_thread();
         let _active = active;
         let span = new.ctx_span();
         // A panic must still end the idup (or later constructors on the

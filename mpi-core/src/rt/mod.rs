@@ -78,7 +78,14 @@ pub struct State {
     pub job_id: String,
     /// Ports and the parent job (`rt/dpm.rs`).
     pub dpm: dpm::Dpm,
+    /// The program's code that progress found due (a user reduction of a
+    /// collective): it runs after the lock is released ([`run_due`]).
+    pub due: Vec<UserCall>,
 }
+
+/// A call of the program's code (with what it needs), found due under the
+/// lock and run without it (see [`State::defer`]).
+pub type UserCall = Box<dyn FnOnce() + Send>;
 
 /// The buffer attached for buffered sends. Data of a buffered send is copied
 /// into library memory; the attached size bounds how much may be pending.
@@ -150,7 +157,19 @@ impl State {
             sessions: slots::Slots::default(),
             job_id,
             dpm: dpm::Dpm::default(),
+            due: Vec::new(),
         }
+    }
+
+    /// Hands `call` (the program's code) to the next thread of the program
+    /// that releases the lock ([`run_due`]): the standard lets user
+    /// functions call MPI, and under the lock such a call would hang. The
+    /// caller learns that it ran through what `call` itself records.
+    pub fn defer(&mut self, call: UserCall) {
+        self.due.push(call);
+        DUE.store(true, Ordering::Release);
+        // A thread asleep in a wait may be the one to run it.
+        wake_waiters(self);
     }
 }
 
@@ -201,6 +220,9 @@ static OVERSUB: AtomicU8 = AtomicU8::new(0);
 static TCP_ACTIVE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 /// This rank's wake socket, when it has TCP peers (see [`shm::WakeSocket`]).
 static WAKE: std::sync::OnceLock<shm::WakeSocket> = std::sync::OnceLock::new();
+/// How [`abort`] reaches the launcher without the state lock: a duplicate
+/// of the PMI connection, set once at start-up (none for a singleton).
+static ABORT: std::sync::OnceLock<pmi::AbortChannel> = std::sync::OnceLock::new();
 
 /// Whether this host runs more of the job's ranks than it has CPUs.
 pub fn oversubscribed() -> bool {
@@ -214,12 +236,114 @@ pub fn is_finalized() -> bool {
     PHASE.load(Ordering::Acquire) == FINALIZED
 }
 
+/// Some [`State::due`] calls wait for a thread to run them.
+static DUE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+thread_local! {
+    /// This thread is one of the library's own (see [`library_thread`]).
+    static LIBRARY_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// This thread holds the state lock (kept in debug builds, for the
+    /// assertions of [`entering_user_code`] and [`lock`]).
+    #[cfg(debug_assertions)]
+    static HELD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Marks the calling thread as one of the library's own (the helper of
+/// `MPI_Comm_idup`): it never runs the program's deferred code, which the
+/// program expects only in its own threads, inside its MPI calls.
+pub fn library_thread() {
+    LIBRARY_THREAD.with(|t| t.set(true));
+}
+
+/// Whether deferred calls wait and this thread may run them.
+#[inline]
+fn due_here() -> bool {
+    DUE.load(Ordering::Acquire) && !LIBRARY_THREAD.with(|t| t.get())
+}
+
+/// Runs the program's code that progress found due ([`State::defer`]), on
+/// this thread and without the lock. Called where a thread of the program
+/// has released the lock: between the rounds of a wait ([`block_on`]) and
+/// at the end of every call at the C boundary (`ffi::guard`). Nothing to
+/// do costs one atomic load.
+#[inline]
+pub fn run_due() {
+    if due_here() {
+        run_due_now();
+    }
+}
+
+#[cold]
+fn run_due_now() {
+    let calls = {
+        let mut g = lock();
+        match g.as_deref_mut() {
+            Some(st) => {
+                DUE.store(false, Ordering::Release);
+                std::mem::take(&mut st.due)
+            }
+            None => return,
+        }
+    };
+    for call in calls {
+        entering_user_code();
+        call();
+    }
+    // Waiters of the operations these calls advance look again.
+    try_with(wake_waiters);
+}
+
+/// Whether this thread holds the state lock (known in debug builds only;
+/// false otherwise).
+pub fn lock_held() -> bool {
+    #[cfg(debug_assertions)]
+    return HELD.with(|h| h.get());
+    #[cfg(not(debug_assertions))]
+    false
+}
+
+/// To be called just before the library calls the program's code (a user
+/// function, callback or error handler): in debug builds, fails if the
+/// lock is held, as the code may call MPI and would hang on it.
+#[inline]
+pub fn entering_user_code() {
+    debug_assert!(!lock_held(), "user code called with the lock held");
+}
+
+/// The state, locked (see [`lock`]).
+pub struct Locked(MutexGuard<'static, Option<Box<State>>>);
+
+impl std::ops::Deref for Locked {
+    type Target = Option<Box<State>>;
+    #[inline]
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Locked {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
+}
+
+impl Drop for Locked {
+    #[inline]
+    fn drop(&mut self) {
+        #[cfg(debug_assertions)]
+        HELD.with(|h| h.set(false));
+    }
+}
+
 /// Threads of this process waiting for the state lock.
 static LOCK_WANTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// Locks the state. Panics in other threads do not poison it for us.
-pub fn lock() -> MutexGuard<'static, Option<Box<State>>> {
-    match STATE.try_lock() {
+pub fn lock() -> Locked {
+    #[cfg(debug_assertions)]
+    assert!(!HELD.with(|h| h.get()), "the state lock taken again by the thread that holds it");
+    let g = match STATE.try_lock() {
         Ok(g) => g,
         Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
         Err(std::sync::TryLockError::WouldBlock) => {
@@ -228,7 +352,10 @@ pub fn lock() -> MutexGuard<'static, Option<Box<State>>> {
             LOCK_WANTED.fetch_sub(1, Ordering::SeqCst);
             g
         }
-    }
+    };
+    #[cfg(debug_assertions)]
+    HELD.with(|h| h.set(true));
+    Locked(g)
 }
 
 /// Called by a waiting thread between two looks at the state: if another
@@ -276,6 +403,10 @@ pub fn block_on<R>(mut f: impl FnMut(&mut State) -> Option<R>) -> MpiResult<R> {
     let mut backoff = Backoff::new(OVERSUB.load(Ordering::Relaxed) != 0);
     let mut first = true;
     loop {
+        // The program's code the last round found due runs here, between
+        // rounds, without the lock (a blocking collective's user reduction
+        // is one: the wait goes on once it ran).
+        run_due();
         let busy_out;
         {
             let mut g = lock();
@@ -297,6 +428,9 @@ pub fn block_on<R>(mut f: impl FnMut(&mut State) -> Option<R>) -> MpiResult<R> {
             }
             busy_out = st.engine.has_pending_out();
         }
+        if due_here() {
+            continue;
+        }
         let_others_in();
         // The last look before sleeping checks the caller's condition too:
         // it can become true without message progress (a shared-memory
@@ -309,7 +443,8 @@ pub fn block_on<R>(mut f: impl FnMut(&mut State) -> Option<R>) -> MpiResult<R> {
                 return true;
             }
             found = f(st);
-            found.is_some()
+            // (Code found due is run at the top of the loop, not slept on.)
+            found.is_some() || due_here()
         });
         if let Some(r) = found {
             return Ok(r);
@@ -547,7 +682,7 @@ pub fn start_for_session<R>(required: c_int, register: impl FnOnce(&mut State, c
 
 /// The runtime at `g`, started if it is not running; the thread level of
 /// the process is raised to `required` (clamped to what exists).
-fn start_or_join(g: &mut MutexGuard<'static, Option<Box<State>>>, required: c_int) -> MpiResult<c_int> {
+fn start_or_join(g: &mut Locked, required: c_int) -> MpiResult<c_int> {
     let wanted = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_MULTIPLE);
     if let Some(st) = g.as_deref_mut() {
         st.thread_level = st.thread_level.max(wanted);
@@ -564,8 +699,11 @@ fn start_or_join(g: &mut MutexGuard<'static, Option<Box<State>>>, required: c_in
 
 /// Starts the runtime: joins the job through PMI, maps the node segment,
 /// connects to other hosts.
-fn start(g: &mut MutexGuard<'static, Option<Box<State>>>, required: c_int) -> MpiResult<c_int> {
+fn start(g: &mut Locked, required: c_int) -> MpiResult<c_int> {
     let mut pmi = Pmi::init().map_err(|e| MpiError::new(MPI_ERR_OTHER, e.to_string()))?;
+    if let Some(ch) = pmi.abort_channel() {
+        let _ = ABORT.set(ch);
+    }
     let (rank, size) = (pmi.rank, pmi.size);
     let mut host = hostname();
     // Testing aid: split the ranks of one machine into k "hosts" (blocks of
@@ -756,12 +894,19 @@ fn shut_down() -> MpiResult<()> {
 }
 
 /// Ends the whole job: tells the launcher, then exits.
+///
+/// Takes no lock: it is called where a fatal error is found, often in the
+/// progress loop under the state lock (a lost TCP connection), and taking
+/// that lock again would hang the rank instead of ending the job. It uses
+/// only what start-up put aside for it ([`ABORT`]).
 pub fn abort(code: c_int, why: &str) -> ! {
-    let mut g = lock();
-    if let Some(st) = g.as_deref_mut() {
-        st.pmi.abort(code, why);
+    // The program's buffered printf output would be lost by `_exit`.
+    // SAFETY: fflush(NULL) flushes every C output stream; it takes only
+    // stdio's own stream locks.
+    unsafe { libc::fflush(std::ptr::null_mut()) };
+    if let Some(ch) = ABORT.get() {
+        ch.send(code, why);
     }
-    drop(g);
     // Give the launcher a moment to read the abort before our exit races it.
     std::thread::sleep(Duration::from_millis(50));
     // SAFETY: _exit ends the process without running atexit handlers that

@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::FromRawFd;
 use std::os::unix::net::UnixStream;
+use std::sync::Arc;
 
 use mpi_pmi::{Message, SpawnSegment, Wire};
 use thiserror::Error;
@@ -53,7 +54,8 @@ pub struct Pmi {
 
 struct Conn {
     reader: BufReader<UnixStream>,
-    writer: UnixStream,
+    /// (Shared with the [`AbortChannel`], which so costs no descriptor.)
+    writer: Arc<UnixStream>,
     /// Speaks PMI-2 (length-prefixed `cmd=..;key=value;` messages) after the
     /// PMI-1 style `init` line.
     v2: bool,
@@ -72,7 +74,7 @@ pub fn wants_v2() -> bool {
 impl Conn {
     /// Sends one PMI-2 message.
     fn send_v2(&mut self, msg: &Message) -> Result<(), PmiError> {
-        self.writer.write_all(msg.to_v2().as_bytes())?;
+        (&*self.writer).write_all(msg.to_v2().as_bytes())?;
         Ok(())
     }
     /// Reads one PMI-2 message and checks that it answers `cmd` without a
@@ -96,7 +98,7 @@ impl Conn {
     }
     /// Sends PMI-1 text (lines or `mcmd` segments).
     fn send(&mut self, text: &str) -> Result<(), PmiError> {
-        self.writer.write_all(text.as_bytes())?;
+        (&*self.writer).write_all(text.as_bytes())?;
         Ok(())
     }
     /// Reads one PMI-1 line and checks that it is a `cmd` message.
@@ -151,7 +153,7 @@ impl Pmi {
                 singleton_kvs: HashMap::new(),
             });
         };
-        let writer = stream.try_clone()?;
+        let writer = Arc::new(stream.try_clone()?);
         let conn = Conn { reader: BufReader::new(stream), writer, v2: false };
         let rank = env_num("PMI_RANK")?.ok_or(PmiError::Env("PMI_RANK", String::new()))?;
         if wants_v2() {
@@ -171,7 +173,7 @@ impl Pmi {
         // SAFETY: `fd` is a connected socket we own; UnixStream only uses
         // read/write on it, which work on any stream socket.
         let stream = unsafe { UnixStream::from_raw_fd(fd) };
-        let writer = stream.try_clone()?;
+        let writer = Arc::new(stream.try_clone()?);
         let mut conn = Conn { reader: BufReader::new(stream), writer, v2: false };
         let id = env_num("PMI_ID")?.unwrap_or(0);
         conn.call(&Message::new("initack").with("pmiid", id.to_string()), "initack")?;
@@ -328,21 +330,44 @@ impl Pmi {
         Ok(())
     }
 
-    /// Asks the launcher to end the job. Does not wait for an answer.
-    pub fn abort(&mut self, code: i32, msg: &str) {
-        if let Some(c) = &mut self.conn {
-            let msg: String = msg.chars().map(|ch| if ch.is_whitespace() { '_' } else { ch }).collect();
-            let code = code.to_string();
-            if c.v2 {
-                // `isworld` is the PMI-2 key (Slurm cancels the step only
-                // when it is TRUE); `exitcode` is not PMI-2, only some
-                // launchers use it.
-                let abort = Message::new("abort").with("isworld", "TRUE").with("exitcode", code).with("msg", msg);
-                let _ = c.send_v2(&abort);
-            } else {
-                let _ = c.send(&Message::new("abort").with("exitcode", code).with("msg", msg).to_v1_line());
-            }
-        }
+    /// A second handle on the connection to the launcher, for ending the
+    /// job from anywhere without the runtime's lock (see [`AbortChannel`]);
+    /// None for a singleton.
+    pub fn abort_channel(&self) -> Option<AbortChannel> {
+        let c = self.conn.as_ref()?;
+        Some(AbortChannel { writer: c.writer.clone(), v2: c.v2 })
+    }
+}
+
+/// The text of an abort request in the connection's protocol.
+fn abort_text(v2: bool, code: i32, msg: &str) -> String {
+    let msg: String = msg.chars().map(|ch| if ch.is_whitespace() { '_' } else { ch }).collect();
+    let code = code.to_string();
+    if v2 {
+        // `isworld` is the PMI-2 key (Slurm cancels the step only when it
+        // is TRUE); `exitcode` is not PMI-2, only some launchers use it.
+        Message::new("abort").with("isworld", "TRUE").with("exitcode", code).with("msg", msg).to_v2()
+    } else {
+        Message::new("abort").with("exitcode", code).with("msg", msg).to_v1_line()
+    }
+}
+
+/// Where an abort request goes: the launcher connection's writing side,
+/// shared at start-up (it stays open while this handle lives). Ending the job must not need the
+/// runtime's lock (its holder may be the one that found the fatal error),
+/// so the abort path writes here, one message in one `write`. A PMI
+/// exchange of another thread in progress at that moment can mix with it;
+/// the job ends either way (the launcher also ends it when this process
+/// exits without finalizing).
+pub struct AbortChannel {
+    writer: Arc<UnixStream>,
+    v2: bool,
+}
+
+impl AbortChannel {
+    /// Asks the launcher to end the job; does not wait for an answer.
+    pub fn send(&self, code: i32, msg: &str) {
+        let _ = (&*self.writer).write_all(abort_text(self.v2, code, msg).as_bytes());
     }
 }
 

@@ -139,6 +139,7 @@ fn greq_query(g: &Greq, status: Option<&mut MPI_Status>) -> c_int {
         }
         None => &mut scratch,
     };
+    super::entering_user_code();
     match g.query {
         // SAFETY: the program gave `query` to MPI_Grequest_start as its
         // MPI_Grequest_query_function; it gets its extra_state and a status
@@ -150,6 +151,7 @@ fn greq_query(g: &Greq, status: Option<&mut MPI_Status>) -> c_int {
 
 /// Calls `free_fn` of a generalized request; its code.
 fn greq_free(g: &Greq) -> c_int {
+    super::entering_user_code();
     match g.free {
         // SAFETY: the program gave `free` to MPI_Grequest_start as its
         // MPI_Grequest_free_function; it gets its extra_state, once, as the
@@ -620,6 +622,7 @@ pub fn cancel(request: MPI_Request) -> MpiResult<()> {
     match greq {
         // Its cancel_fn, told whether MPI_Grequest_complete was called.
         Some((Greq { cancel: Some(cancel), extra, .. }, done)) => {
+            super::entering_user_code();
             // SAFETY: the program gave `cancel` to MPI_Grequest_start as its
             // MPI_Grequest_cancel_function; it gets its extra_state and the
             // completion flag, as the standard says, and no lock is held.

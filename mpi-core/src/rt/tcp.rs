@@ -235,6 +235,8 @@ pub struct Tcp {
     inbox_next: usize,
     fds: Vec<libc::pollfd>,
     ready: Vec<bool>,
+    /// The test hook's fault still to make (see [`Fault`]).
+    fault: Option<Fault>,
 }
 
 // SAFETY: stream items point into user send buffers kept alive by pending
@@ -309,6 +311,54 @@ fn fatal(msg: String) -> ! {
     super::abort(1, &msg)
 }
 
+/// The host of every world rank, for the messages of [`fatal_link`], which
+/// the functions of a single connection (that do not see the [`Tcp`]) also
+/// report. Set once, by the first transport made.
+static HOSTS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+
+fn host_of(rank: usize) -> &'static str {
+    HOSTS.get().and_then(|h| h.get(rank)).map_or("(a host of another job)", String::as_str)
+}
+
+/// Ends the job because the link between this rank (`me`) and `peer`
+/// failed: `what` happened to it (`why`). The message names both ranks
+/// and their hosts, as the program's user needs both to find the cause.
+fn fatal_link(me: usize, peer: usize, what: &str, why: &dyn std::fmt::Display) -> ! {
+    fatal(format!(
+        "mpi-core: rank {me} on host {}: {what} rank {peer} on host {} ({why}); ending the job",
+        host_of(me),
+        host_of(peer)
+    ))
+}
+
+/// A fault this rank makes in its own traffic, for the tests of a job that
+/// loses a connection: `MPICORE_TEST_TCP_FAULT=<rank>:<frames>:<cut|corrupt>`
+/// makes world rank `rank`, after it has read `frames` records from other
+/// hosts, shut down the connection the next one arrives on (`cut`: both
+/// ends see it end, as after a reset) or read that record's length as
+/// 0xffffffff (`corrupt`). A test hook, always compiled in, read once.
+#[derive(Clone, Copy)]
+struct Fault {
+    /// Records still to read before the fault.
+    left: u64,
+    corrupt: bool,
+}
+
+impl Fault {
+    fn from_env(me: usize) -> Option<Fault> {
+        let v = std::env::var("MPICORE_TEST_TCP_FAULT").ok()?;
+        let mut it = v.split(':');
+        let rank: usize = it.next()?.trim().parse().ok()?;
+        let left: u64 = it.next()?.trim().parse().ok()?;
+        let corrupt = match it.next().map(str::trim) {
+            Some("corrupt") => true,
+            Some("cut") | None => false,
+            Some(_) => return None,
+        };
+        (rank == me).then_some(Fault { left, corrupt })
+    }
+}
+
 impl Tcp {
     /// Opens the listener; returns it with the business card to publish.
     pub fn listen() -> std::io::Result<(TcpListener, String)> {
@@ -326,7 +376,9 @@ impl Tcp {
         hosts: Vec<String>,
     ) -> Tcp {
         let n = addrs.len();
+        let _ = HOSTS.set(hosts.clone());
         Tcp {
+            fault: Fault::from_env(me),
             me,
             uid: u64::from_le_bytes(random_bytes()),
             keys: Keys { job: secret, world: n, foreign: Vec::new() },
@@ -420,8 +472,10 @@ impl Tcp {
             }
             let (Some(sock), Some(addr)) = (sock, addr) else {
                 fatal(format!(
-                    "mpi-core: rank {} cannot connect to rank {to} on host {} ({last})",
-                    self.me, self.hosts[to]
+                    "mpi-core: rank {} on host {} cannot connect to rank {to} on host {} ({last}); ending the job",
+                    self.me,
+                    host_of(self.me),
+                    self.hosts[to]
                 ))
             };
             self.out[to] = Some(Conn::new(sock, addr, Some(to), [0; 16]));
@@ -446,11 +500,11 @@ impl Tcp {
         }
         while c.nonce_len < 16 {
             match c.sock.read(&mut c.nonce[c.nonce_len..]) {
-                Ok(0) => fatal(format!("mpi-core: rank {me}: rank {to} closed the connection during authentication")),
+                Ok(0) => fatal_link(me, to, "authentication failed with", &"connection closed"),
                 Ok(n) => c.nonce_len += n,
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return false,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) => fatal(format!("mpi-core: rank {me}: authenticating to rank {to} failed: {e}")),
+                Err(e) => fatal_link(me, to, "authentication failed with", &e),
             }
         }
         let mut auth = Vec::with_capacity(AUTH_LEN_FOREIGN);
@@ -647,7 +701,7 @@ impl Tcp {
     /// Reads `out[to]` (which must exist).
     fn read_out(&mut self, to: usize, a: &mut Arrivals) {
         let c = self.out[to].as_mut().expect("connection");
-        if let Err(why) = read_conn(c, &self.keys, &mut self.switch, a) {
+        if let Err(why) = read_conn(c, &self.keys, &mut self.switch, &mut self.fault, a) {
             let c = self.out[to].take().expect("connection");
             self.lost(c, why);
         }
@@ -657,7 +711,7 @@ impl Tcp {
     /// (failed, finished by a switch, or now carrying our records too).
     fn read_inc(&mut self, k: usize, a: &mut Arrivals) -> bool {
         let was = self.inc[k].authed;
-        match read_conn(&mut self.inc[k], &self.keys, &mut self.switch, a) {
+        match read_conn(&mut self.inc[k], &self.keys, &mut self.switch, &mut self.fault, a) {
             Ok(None) => {
                 let c = &self.inc[k];
                 let p = c.peer.unwrap_or(usize::MAX);
@@ -739,10 +793,7 @@ impl Tcp {
             // A process of another job may end any time after it
             // disconnected; if it is needed again, it is dialed again.
             (Some(p), false) if p >= self.keys.world => {}
-            (Some(p), false) => fatal(format!(
-                "mpi-core: rank {}: lost the connection with rank {p} on host {} ({why}); ending the job",
-                self.me, self.hosts[p]
-            )),
+            (Some(p), false) => fatal_link(self.me, p, "lost the connection with", &why),
         }
     }
 }
@@ -752,7 +803,13 @@ impl Tcp {
 /// accepted connection. `switch`: the switch states by peer (see
 /// `SWITCH_OLD`). Ok(Some(peer)): the peer's last record on this
 /// connection was read (drop it). Err(reason): close it.
-fn read_conn(c: &mut Conn, keys: &Keys, switch: &mut [u8], a: &mut Arrivals) -> Result<Option<usize>, String> {
+fn read_conn(
+    c: &mut Conn,
+    keys: &Keys,
+    switch: &mut [u8],
+    fault: &mut Option<Fault>,
+    a: &mut Arrivals,
+) -> Result<Option<usize>, String> {
     if (c.dialed && !c.authed) || c.held {
         // (The acceptor's nonce comes first: `Tcp::authenticate` reads it.)
         return Ok(None);
@@ -815,6 +872,14 @@ fn read_conn(c: &mut Conn, keys: &Keys, switch: &mut [u8], a: &mut Arrivals) -> 
     let from = c.peer.expect("authenticated");
     let mut done = None;
     while c.rlen - pos >= HDR {
+        if let Some(f) = fault.as_mut() {
+            if f.left > 0 {
+                f.left -= 1;
+            } else {
+                make_fault(c, pos, f.corrupt);
+                *fault = None;
+            }
+        }
         let mut h = MsgHdr::default();
         // SAFETY: HDR bytes are available at pos; MsgHdr is plain old data.
         unsafe { std::ptr::copy_nonoverlapping(c.rbuf[pos..].as_ptr(), &mut h as *mut MsgHdr as *mut u8, HDR) };
@@ -850,6 +915,19 @@ fn read_conn(c: &mut Conn, keys: &Keys, switch: &mut [u8], a: &mut Arrivals) -> 
     Ok(done)
 }
 
+/// The test hook's fault (see [`Fault`]) on connection `c`, whose next
+/// record starts at `pos` of its read buffer.
+#[cold]
+fn make_fault(c: &mut Conn, pos: usize, corrupt: bool) {
+    if corrupt {
+        let at = pos + std::mem::offset_of!(MsgHdr, payload);
+        c.rbuf[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+    } else {
+        eprintln!("mpi-core: test hook: shutting down a connection");
+        let _ = c.sock.shutdown(std::net::Shutdown::Both);
+    }
+}
+
 /// Sends `a` then `b` in one system call (retried if interrupted), without
 /// SIGPIPE if the peer is gone; returns the bytes the socket took.
 fn send2(fd: std::os::fd::RawFd, a: &[u8], b: &[u8]) -> std::io::Result<usize> {
@@ -875,7 +953,7 @@ fn send2(fd: std::os::fd::RawFd, a: &[u8], b: &[u8]) -> std::io::Result<usize> {
 }
 
 fn send_failed(me: usize, to: usize, e: std::io::Error) -> ! {
-    fatal(format!("mpi-core: rank {me}: sending to rank {to} failed: {e} (did it die?)"))
+    fatal_link(me, to, "sending failed to", &format_args!("{e}; did it die?"))
 }
 
 impl Transport for Tcp {

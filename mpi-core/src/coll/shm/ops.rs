@@ -17,7 +17,7 @@ use crate::coll::call::Call;
 use crate::coll::entry::allgatherv;
 use crate::coll::flat::{self, NbKind};
 use crate::coll::parts;
-use crate::coll::sched::Packed;
+use crate::coll::sched::{Packed, Reducer};
 use crate::coll::shm::{in_segment, Shm};
 use crate::rt::buf::UserBuf;
 use crate::rt::datatype::check_count;
@@ -65,6 +65,15 @@ pub(crate) enum Target {
     Prefix(bool),
 }
 
+/// Whether a reduction would call the program's function in the
+/// background: a nonblocking or persistent call's part in the segment runs
+/// in the progress hook, under the lock, where a function that calls MPI
+/// would hang. Such calls take a schedule, whose user steps run without the
+/// lock (the op is the same on every rank, so all decide alike).
+fn user_in_background(call: Call, red: &Reducer) -> bool {
+    matches!(red, Reducer::User { .. }) && !matches!(call, Call::Block)
+}
+
 /// Reduce, Allreduce, Scan or Exscan in shared memory.
 pub(crate) unsafe fn flat_reduce(call: Call, red: Reduction, count: i64, target: Target, comm: MPI_Comm) -> Shm {
     let ((sendbuf, recvbuf), datatype, op) = (red.bufs(), red.datatype, red.op);
@@ -72,6 +81,9 @@ pub(crate) unsafe fn flat_reduce(call: Call, red: Reduction, count: i64, target:
         let n = check_count(count).ok()?;
         let dt = st.types.get(datatype).ok()?;
         let red = reducer(st, op, datatype, &dt).ok()?;
+        if user_in_background(call, &red) {
+            return None;
+        }
         let root = match target {
             Target::Root(r) => Some(check_root(r, size).ok()?),
             _ => None,
@@ -132,6 +144,9 @@ pub(crate) unsafe fn flat_reduce_scatter(call: Call, red: Reduction, counts: Res
         };
         let dt = st.types.get(datatype).ok()?;
         let red = reducer(st, op, datatype, &dt).ok()?;
+        if user_in_background(call, &red) {
+            return None;
+        }
         let bytes = dt.packed_size(counts.iter().sum());
         (bytes > 0).then_some(((counts, dt, red), bytes))
     };
