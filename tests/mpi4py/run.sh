@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# mpi4py's own test suite (a real client's tests, nobody here wrote them)
+# against this library: mpi4py 4.1.2 and numpy from PyPI in a venv, the
+# suite's test/ from the mpi4py sdist, every test file at 1 and 2 ranks
+# under this project's mpirun. Fails on any failure, error, crash or
+# timeout, and prints per file: ranks, tests run, skipped, verdict.
+#
+#   tests/mpi4py/run.sh [LIB_DIR]     # default target/debug (libmpi.so, mpirun)
+#   MPI4PY_IMPL=mpich tests/mpi4py/run.sh   # the same suite on Debian's MPICH
+#   MPI4PY_FILES="test_rma.py test_op.py" tests/mpi4py/run.sh
+#
+# mpi4py loads plain libmpi.so first, so LIB_DIR comes first on the library
+# path. Needs: python3-venv (apt), network access to PyPI.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+LIB=$(realpath "${1:-target/debug}")
+W=$ROOT/target/mpi4py
+VER=4.1.2
+SDIST_URL=https://files.pythonhosted.org/packages/75/83/231445bbcf7ef10864746c244ff2d82000011449b79275642c5d4ed8c8f4/mpi4py-$VER.tar.gz
+SDIST_SHA=56860286dc45f20e8821e93cb06669e30462348bf866f685553fa4b712d58d02
+IMPL=${MPI4PY_IMPL:-ours}
+TIMEOUT=${MPI4PY_TIMEOUT:-600}
+
+die() { echo "tests/mpi4py: $*" >&2; exit 2; }
+mkdir -p "$W" || die "cannot create $W"
+if [ ! -x "$W/venv/bin/python" ]; then
+  python3 -m venv "$W/venv" || die "python3 -m venv failed (apt install python3-venv)"
+fi
+if ! "$W/venv/bin/python" -c "import mpi4py, numpy; assert mpi4py.__version__ == '$VER'" 2>/dev/null; then
+  "$W/venv/bin/pip" install -q --only-binary :all: "mpi4py==$VER" numpy || die "pip install mpi4py==$VER numpy failed"
+fi
+if [ ! -d "$W/mpi4py-$VER/test" ]; then
+  curl -fsSL -o "$W/sdist.tar.gz" "$SDIST_URL" || die "cannot download $SDIST_URL"
+  echo "$SDIST_SHA  $W/sdist.tar.gz" | sha256sum -c --quiet - || die "checksum mismatch for the mpi4py sdist"
+  tar -xzf "$W/sdist.tar.gz" -C "$W" "mpi4py-$VER/test" || die "cannot unpack the sdist"
+fi
+
+case $IMPL in
+  ours)
+    [ -x "$LIB/mpirun" ] && [ -e "$LIB/libmpi.so" ] || die "no mpirun/libmpi.so in $LIB (cargo build first)"
+    launch() { LD_LIBRARY_PATH="$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" timeout "$TIMEOUT" "$LIB/mpirun" -n "$@"; } ;;
+  mpich)
+    M=$(dirname "$(realpath /usr/lib/x86_64-linux-gnu/libmpich.so.12)")
+    launch() { LD_LIBRARY_PATH="$W/mpich-lib" timeout "$TIMEOUT" mpirun.mpich -n "$@"; }
+    mkdir -p "$W/mpich-lib" && ln -sf "$M/libmpich.so.12" "$W/mpich-lib/libmpi.so" && ln -sf "$M/libmpich.so.12" "$W/mpich-lib/libmpi.so.12" ;;
+  *) die "MPI4PY_IMPL is ours or mpich" ;;
+esac
+
+cd "$W/mpi4py-$VER/test"
+files=${MPI4PY_FILES:-$(ls test_*.py)}
+LOG=$W/logs-$IMPL
+rm -rf "$LOG" && mkdir -p "$LOG"
+bad=0 total=0 skipped=0
+printf '%-28s %5s %6s %7s  %s\n' file ranks tests skipped verdict
+for np in 1 2; do
+  for f in $files; do
+    log=$LOG/$np-$f.log
+    launch "$np" "$W/venv/bin/python" "$f" >"$log" 2>&1
+    rc=$?
+    # unittest prints one summary per rank; take the worst.
+    ran=$(grep -E '^Ran [0-9]+ test' "$log" | awk '{print $2}' | sort -n | tail -1)
+    skip=$(grep -oE 'skipped=[0-9]+' "$log" | cut -d= -f2 | sort -n | tail -1)
+    nok=$(grep -cE '^OK' "$log")
+    failed=$(grep -cE '^FAILED' "$log")
+    verdict=ok
+    if [ "$rc" = 124 ]; then verdict="TIMEOUT after ${TIMEOUT}s"
+    elif [ "$failed" -gt 0 ]; then verdict="FAILED: $(grep -E '^FAILED' "$log" | head -1)"
+    elif [ "$rc" != 0 ] || [ "$nok" -lt "$np" ]; then verdict="CRASHED (exit $rc)"
+    fi
+    printf '%-28s %5s %6s %7s  %s\n' "$f" "$np" "${ran:-0}" "${skip:-0}" "$verdict"
+    total=$((total + ${ran:-0}))
+    skipped=$((skipped + ${skip:-0}))
+    if [ "$verdict" != ok ]; then
+      bad=$((bad + 1))
+      grep -E '^(ERROR|FAIL):' "$log" | sort | uniq -c | head -5 | sed 's/^/      /'
+      tail -3 "$log" | sed 's/^/      | /'
+    fi
+  done
+done
+echo "mpi4py $VER on $IMPL: $total tests run, $skipped skipped, $bad file runs not ok (logs in $LOG)"
+[ "$bad" = 0 ]
