@@ -172,13 +172,19 @@ impl Kept {
 
 /// The tap on the level of detail's readers that keeps what they decode
 /// for the analyzers.
-#[derive(Default)]
 struct Handoff {
     kept: Mutex<Vec<Kept>>,
     /// Ranks read whole already (their events file could not be opened).
     read: RanksRead,
-    /// Bytes of the batches kept.
+    /// Bytes of the batches kept, and how many may be.
     bytes: AtomicUsize,
+    limit: usize,
+}
+
+impl Default for Handoff {
+    fn default() -> Handoff {
+        Handoff { kept: Mutex::default(), read: RanksRead::default(), bytes: AtomicUsize::new(0), limit: HANDOFF_BYTES }
+    }
 }
 
 impl Handoff {
@@ -240,7 +246,7 @@ impl RankTap for Handoff {
 
 /// Keeps what the level of detail reads of one events file; gives it up
 /// (the analyzers then read the file again) when the batches kept of all
-/// ranks would exceed [`HANDOFF_BYTES`].
+/// ranks would exceed the bound ([`HANDOFF_BYTES`]).
 struct KeptRank<'h> {
     kept: Option<Kept>,
     /// Bytes of this rank's batches kept.
@@ -256,7 +262,7 @@ impl BatchTap for KeptRank<'_> {
             return;
         }
         let bytes = batch.get_array_memory_size();
-        if self.handoff.bytes.fetch_add(bytes, Ordering::Relaxed) + bytes > HANDOFF_BYTES {
+        if self.handoff.bytes.fetch_add(bytes, Ordering::Relaxed) + bytes > self.handoff.limit {
             self.handoff.bytes.fetch_sub(bytes + self.bytes, Ordering::Relaxed);
             self.kept = None;
             return;
@@ -275,5 +281,30 @@ impl BatchTap for KeptRank<'_> {
         if let Some(kept) = self.kept {
             self.handoff.kept.lock().unwrap_or_else(|e| e.into_inner()).push(kept);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use trace_format::stream::files_opened;
+
+    #[test]
+    fn ranks_over_the_bound_are_read_again_into_the_same_model() {
+        const RANKS: usize = 3;
+        let dir = std::env::temp_dir().join(format!("trace-view-over-the-bound-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        analyzers::synth::write_stencil(&dir, &analyzers::synth::StencilParams::for_events(RANKS, 30_000)).unwrap();
+        let alone = analyze(analyzers::load(&dir).unwrap()).report();
+        for (limit, readings) in [(HANDOFF_BYTES, RANKS), (1, 2 * RANKS)] {
+            let before = files_opened();
+            let tap = Handoff { limit, ..Handoff::default() };
+            Lod::build_with(&dir, &Progress::default(), false, Some(&tap)).unwrap();
+            let model = analyzers::load::load_read(&dir, &tap.build()).unwrap();
+            assert_eq!(files_opened() - before, readings as u64, "bound {limit}");
+            assert_eq!(analyze(model).report(), alone, "bound {limit}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
