@@ -846,7 +846,7 @@ impl ParquetRank {
     }
 
     /// The file is damaged here; the rows read so far are kept.
-    pub fn damaged(&mut self, e: &trace_format::Error) {
+    pub fn damaged(&mut self, e: &dyn std::fmt::Display) {
         self.problems.push(Problem {
             file: Some(self.path.display().to_string()),
             rank: Some(self.rank),

@@ -11,7 +11,7 @@ use trace_lod::Cell;
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 
-use crate::data::{Loaded, Loader, Trace};
+use crate::data::{start_loader, Loaded, Loader, Trace};
 use crate::filter::{CallSet, Filter, On};
 use crate::lanes::Lanes;
 use crate::stats::{self, ProfileCol, RangeStats};
@@ -340,7 +340,7 @@ impl GuiApp {
     /// Starts loading `dir` in the background.
     pub fn open(dir: &Path) -> GuiApp {
         let mut app = GuiApp::blank(dir);
-        app.loader = Some(Loader::start(dir));
+        app.loader = Some(start_loader(dir));
         app
     }
 
@@ -390,8 +390,8 @@ impl GuiApp {
 
     fn receive(&mut self, x: Loaded) {
         match x {
-            Loaded::Lod(Ok(lod)) => self.set_trace(Trace::new(*lod)),
-            Loaded::Lod(Err(e)) => {
+            Loaded::Lod(Ok(lod), _) => self.set_trace(Trace::new(*lod)),
+            Loaded::Lod(Err(e), _) => {
                 self.open_error = Some(e);
                 self.loader = None;
             }

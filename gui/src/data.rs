@@ -1,25 +1,25 @@
-//! The trace as the viewer holds it, and its background loading.
+//! The trace as the desktop viewer holds it.
 //!
-//! The level of detail ([`trace_lod::Lod`]) comes first: the timeline is
-//! drawn as soon as it is there. The analyses ([`analyzers::report`]) come
-//! second and add message arrows, collective instances, details and the
-//! side views. Both are loaded on one background thread; a panic in it
-//! becomes an error message.
+//! The viewer core ([`trace_view::Loader`]) loads it in the background:
+//! the level of detail ([`trace_lod::Lod`]) first, so the timeline is
+//! drawn as soon as it is there, then the analyses ([`analyzers::report`]),
+//! which add message arrows, collective instances, details and the side
+//! views ([`Analysed`]).
 //!
 //! Times in the viewer are the trace's own (those of the level of detail);
 //! the analyses may shift whole ranks to correct clock violations, and
 //! [`Analysed::to_trace`] maps their times back.
 
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{channel, Receiver};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use analyzers::matching::MsgRef;
 use analyzers::model::NONE;
-use analyzers::report::{analyze, Analyses};
+use analyzers::report::Analyses;
 use trace_lod::messages::{MessageIndex, Msg};
-use trace_lod::{Lod, Progress};
+use trace_lod::Lod;
+use trace_view::messages::{clock_shift, ends_of_call, model_call, regions, MessageView};
 
 /// A collective instance as drawn: its members' arrivals and ends in trace
 /// time.
@@ -35,7 +35,8 @@ pub struct CollSpan {
     pub members: Vec<(i32, i64, i64)>,
 }
 
-pub use analyzers::model::{regions_of, Region};
+pub use analyzers::model::Region;
+pub use trace_view::guarded;
 
 /// The analyses and the indexes the viewer needs from them.
 pub struct Analysed {
@@ -61,23 +62,8 @@ pub struct Analysed {
 impl Analysed {
     pub fn new(an: Analyses, elapsed: Duration) -> Analysed {
         let m = &an.model;
-        let shift = |r: u32| m.clock_shift.get(r as usize).copied().unwrap_or(0);
-        let mut msgs = Vec::new();
-        let mut ends = Vec::new();
-        for x in an.matching.messages(m) {
-            let Some(done) = x.recv_end else { continue };
-            let p = &m.ranks[x.send.rank as usize].sends.at(x.send.idx as usize);
-            msgs.push(Msg {
-                src: x.send.rank as i32,
-                dst: x.recv.rank as i32,
-                t_send: x.send_start - shift(x.send.rank),
-                t_recv: done - shift(x.recv.rank),
-                bytes: p.bytes,
-                tag: p.tag,
-                id: ends.len() as u64,
-            });
-            ends.push((x.send, x.recv));
-        }
+        let shift = |r: u32| clock_shift(m, r as i32);
+        let MessageView { msgs, ends } = MessageView::new(&an);
         let mut msg_of_recv: Vec<Vec<u32>> = m.ranks.iter().map(|r| vec![NONE; r.recvs.len()]).collect();
         for (id, (_, d)) in ends.iter().enumerate() {
             if let Some(x) = msg_of_recv.get_mut(d.rank as usize).and_then(|v| v.get_mut(d.idx as usize)) {
@@ -102,12 +88,7 @@ impl Analysed {
             .collect();
         colls.sort_by_key(|s| (s.t0, s.instance));
         let longest_coll = colls.iter().map(|s| s.t1 - s.t0).max().unwrap_or(0);
-        let regions = m
-            .ranks
-            .iter()
-            .enumerate()
-            .map(|(r, d)| regions_of(&d.regions, shift(r as u32), d.span().map(|s| s.1).unwrap_or(0)))
-            .collect();
+        let regions = regions(m);
         Analysed {
             messages: MessageIndex::new(msgs.iter().copied()),
             msgs,
@@ -123,7 +104,7 @@ impl Analysed {
 
     /// Clock shift of `rank` (model time = trace time + shift).
     pub fn shift(&self, rank: i32) -> i64 {
-        self.an.model.clock_shift.get(rank as usize).copied().unwrap_or(0)
+        clock_shift(&self.an.model, rank)
     }
 
     /// A model time of `rank` in trace time.
@@ -144,14 +125,7 @@ impl Analysed {
 
     /// The model's call of `rank` starting at trace time `t` named `name`.
     pub fn model_call(&self, rank: i32, t: i64, name: &str) -> Option<u32> {
-        let r = self.an.model.ranks.get(usize::try_from(rank).ok()?)?;
-        let want = t + self.shift(rank);
-        let first = r.calls.partition_point(|c| c.t_start < want);
-        r.calls
-            .range(first..r.calls.len())
-            .take_while(|c| c.t_start == want)
-            .position(|c| self.an.model.name(c.name) == name)
-            .map(|k| (first + k) as u32)
+        model_call(&self.an.model, rank, t, name)
     }
 
     /// The messages (indexes into [`Analysed::ends`]) sent or received by
@@ -159,16 +133,8 @@ impl Analysed {
     pub fn messages_of(&self, rank: i32, call: u32) -> Vec<usize> {
         let Some(r) = self.an.model.ranks.get(rank as usize) else { return Vec::new() };
         let mt = &self.an.matching;
-        // Ends posted by the call, and (for a Wait*) completed by it: those
-        // come after their posts, usually shortly.
-        let of = |ends: &analyzers::model::Ends| -> Vec<usize> {
-            let hi = ends.partition_point(|p| p.post <= call);
-            let mut v: Vec<usize> = (ends.partition_point(|p| p.post < call)..hi).collect();
-            v.extend((hi.saturating_sub(4096)..hi).filter(|&i| ends.done(i) == call && ends.post(i) != call));
-            v
-        };
         let mut out = Vec::new();
-        for i in of(&r.sends) {
+        for i in ends_of_call(&r.sends, call) {
             let Some(d) = mt.send_to_recv.get(rank as usize).and_then(|v| v.get(i)).filter(|d| d.is_some()) else {
                 continue;
             };
@@ -180,7 +146,7 @@ impl Analysed {
                     .map(|&id| id as usize),
             );
         }
-        for i in of(&r.recvs) {
+        for i in ends_of_call(&r.recvs, call) {
             out.extend(
                 self.msg_of_recv
                     .get(rank as usize)
@@ -260,10 +226,10 @@ impl Trace {
 
     /// Opens `dir` synchronously (tests, benchmarks).
     pub fn open(dir: &Path) -> Result<Trace, String> {
-        let lod = Lod::open(dir, &Progress::default()).map_err(|e| e.to_string())?;
-        let mut t = Trace::new(lod);
-        match analyse(dir) {
-            Ok(a) => t.analysed = Some(Arc::from(a)),
+        let opened = trace_view::load_now(dir)?;
+        let mut t = Trace::new(opened.lod);
+        match opened.analyses {
+            Ok((an, elapsed)) => t.analysed = Some(Arc::new(Analysed::new(an, elapsed))),
             Err(e) => t.analysis_error = Some(e),
         }
         Ok(t)
@@ -285,60 +251,13 @@ impl Trace {
     }
 }
 
-fn analyse(dir: &Path) -> Result<Box<Analysed>, String> {
-    let t = Instant::now();
-    let model = analyzers::load(dir).map_err(|e| e.to_string())?;
-    Ok(Box::new(Analysed::new(analyze(model), t.elapsed())))
-}
-
 /// Something the loader finished.
-pub enum Loaded {
-    Lod(Result<Box<Lod>, String>),
-    Analyses(Result<Box<Analysed>, String>),
-}
-
-/// Runs `f`, turning a panic into an error.
-pub fn guarded<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|p| {
-        let what = p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned());
-        Err(format!("internal error: {}", what.unwrap_or_default()))
-    })
-}
+pub type Loaded = trace_view::Loaded<Analysed>;
 
 /// The background loader of one trace.
-pub struct Loader {
-    rx: Receiver<Loaded>,
-    pub progress: Arc<Progress>,
-    pub started: Instant,
-    pub dir: PathBuf,
-}
+pub type Loader = trace_view::Loader<Analysed>;
 
-impl Loader {
-    /// Starts loading `dir`: the level of detail, then the analyses.
-    pub fn start(dir: &Path) -> Loader {
-        let (tx, rx) = channel();
-        let progress = Arc::new(Progress::default());
-        let p = progress.clone();
-        let d = dir.to_path_buf();
-        std::thread::spawn(move || {
-            let lod = guarded(|| Lod::open(&d, &p).map(Box::new).map_err(|e| e.to_string()));
-            let ok = lod.is_ok();
-            if tx.send(Loaded::Lod(lod)).is_err() || !ok {
-                return;
-            }
-            let _ = tx.send(Loaded::Analyses(guarded(|| analyse(&d))));
-        });
-        Loader { rx, progress, started: Instant::now(), dir: dir.to_path_buf() }
-    }
-
-    /// What has arrived since the last call; `None` when nothing new (or
-    /// the loader is done).
-    pub fn poll(&self) -> Option<Loaded> {
-        self.rx.try_recv().ok()
-    }
-
-    /// Waits for the next result (tests).
-    pub fn wait(&self, timeout: Duration) -> Option<Loaded> {
-        self.rx.recv_timeout(timeout).ok()
-    }
+/// Starts loading `dir`: the level of detail, then the analyses.
+pub fn start_loader(dir: &Path) -> Loader {
+    Loader::start(dir, Analysed::new)
 }

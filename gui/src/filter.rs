@@ -11,7 +11,7 @@
 use analyzers::model::{classify, Class, NONE};
 
 use crate::data::Trace;
-use crate::view::parse_duration;
+use trace_view::time::parse_duration;
 
 /// A parsed filter; the empty filter keeps everything.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

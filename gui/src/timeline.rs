@@ -11,8 +11,6 @@
 use egui::epaint::{Color32, Mesh, Pos2, Rect, Vec2};
 use trace_lod::{Cell, Lod};
 
-use analyzers::model::{classify, Class, CollKind};
-
 use crate::data::Trace;
 use crate::filter::CallSet;
 use crate::lanes::{Lanes, Row};
@@ -73,22 +71,10 @@ pub struct Geometry {
     pub rects: usize,
 }
 
-/// Colour of a call name by its kind.
+/// Colour of a call name by its kind (the viewers' palette).
 pub fn kind_colour(name: &str) -> Color32 {
-    match classify(name) {
-        Class::Send | Class::Isend | Class::SendInit => Color32::from_rgb(66, 133, 244),
-        Class::Recv | Class::Irecv | Class::RecvInit => Color32::from_rgb(52, 168, 83),
-        Class::Sendrecv | Class::Start => Color32::from_rgb(0, 172, 193),
-        Class::Wait => Color32::from_rgb(219, 68, 55),
-        Class::Coll { kind, .. } => match kind {
-            CollKind::Barrier => Color32::from_rgb(141, 110, 99),
-            CollKind::NxN => Color32::from_rgb(244, 160, 0),
-            CollKind::OneToN => Color32::from_rgb(205, 220, 57),
-            CollKind::NToOne => Color32::from_rgb(171, 71, 188),
-            CollKind::Scan | CollKind::Other => Color32::from_rgb(255, 112, 67),
-        },
-        Class::Other => Color32::from_rgb(144, 164, 174),
-    }
+    let [r, g, b] = trace_view::palette::swatch_of(name).rgb;
+    Color32::from_rgb(r, g, b)
 }
 
 /// Colours of all call names of `lod`.

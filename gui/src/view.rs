@@ -1,6 +1,8 @@
 //! The visible time range in floating point nanoseconds (so zooming is
 //! smooth at any scale), its mapping to pixels, and the time ruler.
 
+pub use trace_view::time::fmt_at;
+
 /// Narrowest view, ns.
 pub const MIN_SPAN: f64 = 50.0;
 
@@ -78,34 +80,6 @@ pub fn ticks(v: &TimeView, w: f32, gap: f32) -> Vec<(f32, String)> {
     (first..=last).take(1000).map(|k| (v.x_of(k as f64 * step, w), fmt_at(k as f64 * step, step))).collect()
 }
 
-/// Formats time `t` with the unit and precision that suit `step`.
-pub fn fmt_at(t: f64, step: f64) -> String {
-    let (div, unit) = match step {
-        s if s >= 1e8 => (1e9, "s"),
-        s if s >= 1e5 => (1e6, "ms"),
-        s if s >= 1e2 => (1e3, "µs"),
-        _ => (1.0, "ns"),
-    };
-    let decimals = if step / div < 1.0 { ((div / step).log10().ceil() as usize).min(6) } else { 0 };
-    format!("{:.*} {unit}", decimals, t / div)
-}
-
-/// Parses a duration: `20us`, `1.5ms`, `2s`, `300ns`, `300`.
-pub fn parse_duration(s: &str) -> Option<i64> {
-    let s = s.trim();
-    let split = s.find(|c: char| c.is_ascii_alphabetic() || c == 'µ').unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let v: f64 = num.parse().ok()?;
-    let mul = match unit {
-        "" | "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        _ => return None,
-    };
-    (v >= 0.0).then(|| (v * mul).round() as i64)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,8 +107,5 @@ mod tests {
         assert_eq!(t.len(), 11);
         assert_eq!(t[1].1, "0.1 ms");
         assert_eq!(fmt_at(1.5e6, 5e5), "1.5 ms");
-        assert_eq!(parse_duration("1.5ms"), Some(1_500_000));
-        assert_eq!(parse_duration("20us"), Some(20_000));
-        assert_eq!(parse_duration("x"), None);
     }
 }

@@ -7,14 +7,24 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use arrow_array::RecordBatch;
+pub use arrow_array::RecordBatch;
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::ProjectionMask;
 
 use crate::meta::{RankMeta, RANK_META_KEY};
 use crate::table::SCHEMA_VERSION_KEY;
 use crate::Error;
+
+/// Events files opened by [`event_batches`] in this process.
+static OPENED: AtomicU64 = AtomicU64::new(0);
+
+/// How many events files this process has opened for streaming: lets a
+/// test tell how many times a trace was read.
+pub fn files_opened() -> u64 {
+    OPENED.load(Ordering::Relaxed)
+}
 
 /// The record batches of one events file.
 pub struct EventBatches {
@@ -34,6 +44,7 @@ pub struct EventBatches {
 pub fn event_batches(path: &Path, columns: &[&str], batch_size: usize) -> Result<EventBatches, Error> {
     let pq = |e: parquet::errors::ParquetError| Error::Parquet { path: path.to_path_buf(), what: e.to_string() };
     let file = File::open(path).map_err(|e| Error::Io { path: path.to_path_buf(), source: e })?;
+    OPENED.fetch_add(1, Ordering::Relaxed);
     let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(pq)?;
     let kv = builder.metadata().file_metadata().key_value_metadata();
     let get = |key: &str| kv.and_then(|kv| kv.iter().find(|k| k.key == key)).and_then(|k| k.value.clone());

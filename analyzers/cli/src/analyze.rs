@@ -272,7 +272,7 @@ fn width(o: &Output) -> usize {
     if let Some(w) = o.width {
         return w;
     }
-    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    let mut ws = libc::winsize { ws_row: 0, ws_col: 0, ws_xpixel: 0, ws_ypixel: 0 };
     // SAFETY: TIOCGWINSZ writes a winsize into the struct we pass.
     if unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0 && ws.ws_col > 0 {
         return ws.ws_col as usize;

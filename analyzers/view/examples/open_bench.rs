@@ -1,17 +1,20 @@
 //! Opening a trace for a viewer, the level of detail and the analyzers'
 //! model, two ways: `twice` reads every rank twice (the level of detail,
 //! then the analyzers on their own), `once` reads it once for both (what
-//! `trace_view::Loader` does). Neither writes the level-of-detail cache.
+//! `trace_view::Loader` does: the level of detail first, the model built
+//! from the same batches in the background). Each way first removes the
+//! level-of-detail cache, so that it is built.
 //!
 //! `cargo run --release -p trace-view --example open_bench -- DIR once|twice`
-//! prints the wall time of each part and the peak resident memory (run
-//! each way in its own process to compare peaks); `-- DIR gen EVENTS RANKS`
-//! writes a synthetic stencil trace to measure on.
+//! prints the wall time of each part (the model's includes the analyses)
+//! and the peak resident memory (run each way in its own process to
+//! compare peaks); `-- DIR gen EVENTS RANKS` writes a synthetic stencil
+//! trace to measure on.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use analyzers::load::RanksRead;
 use trace_lod::{Lod, Progress};
+use trace_view::{Loaded, Loader};
 
 fn peak_rss_kib() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -38,16 +41,25 @@ fn main() {
             return;
         }
         "twice" => {
-            let lod = Lod::build(dir, &Progress::default(), false).expect("level of detail");
+            let _ = std::fs::remove_dir_all(dir.join(trace_lod::CACHE_DIR));
+            let lod = Lod::open(dir, &Progress::default()).expect("level of detail");
             println!("level of detail: {} calls, {:.3} s", lod.calls(), t.elapsed().as_secs_f64());
-            analyzers::load(dir).expect("model")
+            analyzers::report::analyze(analyzers::load(dir).expect("model")).model
         }
         "once" => {
-            let ranks_read = RanksRead::default();
-            let tap = trace_view::loader::model_tap(&ranks_read);
-            let lod = Lod::build_with(dir, &Progress::default(), false, Some(&tap)).expect("level of detail");
-            println!("level of detail: {} calls, {:.3} s", lod.calls(), t.elapsed().as_secs_f64());
-            analyzers::load::load_read(dir, &ranks_read).expect("model")
+            let _ = std::fs::remove_dir_all(dir.join(trace_lod::CACHE_DIR));
+            let loader = Loader::start(dir, |an, _| an.model);
+            let forever = Duration::from_secs(u32::MAX.into());
+            match loader.wait(forever) {
+                Some(Loaded::Lod(Ok(lod), took)) => {
+                    println!("level of detail: {} calls, {:.3} s", lod.calls(), took.as_secs_f64())
+                }
+                _ => panic!("no level of detail"),
+            }
+            match loader.wait(forever) {
+                Some(Loaded::Analyses(Ok(model))) => *model,
+                _ => panic!("no model"),
+            }
         }
         other => {
             eprintln!("unknown way {other:?}: once or twice");

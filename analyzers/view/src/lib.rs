@@ -4,8 +4,9 @@
 //!
 //! - [`loader`]: opening a trace in the background, with progress: the
 //!   level of detail first (the timeline can be drawn as soon as it is
-//!   there), then the analyses; or at once, each rank's events read once
-//!   for both ([`load_now`]).
+//!   there), then the analyses, built from the batches the level of
+//!   detail decoded (each rank's events read once for both); or the same
+//!   at once ([`load_now`]).
 //! - [`messages`]: the analyses seen from a timeline, in the trace's own
 //!   time: matched messages to draw, the model's calls behind what the
 //!   level of detail shows, user regions.

@@ -1,32 +1,45 @@
-//! Opening a trace for a viewer, in the background.
+//! Opening a trace for a viewer, in the background, reading each rank once.
 //!
-//! One thread opens the level of detail ([`trace_lod::Lod`]) and sends
-//! it, then loads the analyzers' model, runs the analyses and sends what
-//! the viewer derives from them (its own type `A`). A panic on that thread
-//! becomes an error message.
+//! One thread opens the level of detail ([`trace_lod::Lod`]) and sends it,
+//! then the analyses, from which the viewer derives what its panels show
+//! (its own type `A`). A panic on either path becomes an error message.
 //!
-//! A trace can also be opened reading each rank once ([`load_now`]): when
-//! the level of detail has to be built (no cache next to the trace yet, or
-//! an outdated one), the batches it reads are handed to the analyzers'
-//! builder of that rank too ([`ModelTap`]), and the model is then
-//! assembled from those ranks ([`analyzers::load::load_read`]); when the
-//! level of detail comes from its cache, the analyzers read the trace.
-//! The background loader does not do that: building the model along with
-//! the level of detail delays the timeline's first frame until both are
-//! built, and holds both builders' memory at once (BENCHMARKS.md,
-//! "Opening a trace for a viewer").
+//! When the level of detail has to be built (no cache next to the trace
+//! yet, or an outdated one), its readers decode the columns the analyzers
+//! need too and keep each decoded batch ([`RecordBatch`]: shared arrays,
+//! no copy). Once the level of detail has been sent, the analyzers'
+//! builders ([`analyzers::load::ParquetRank`]) take those batches, ranks
+//! in parallel, and the model is assembled from them
+//! ([`analyzers::load::load_read`]): each rank's events file is decoded
+//! once, and the timeline's first frame waits only for the level of
+//! detail (and the decoding of the analyzers' columns; building the model
+//! alongside took the CPUs the level of detail needs, BENCHMARKS.md,
+//! "Opening a trace for a viewer"). When the level of detail comes from
+//! its cache, the analyzers read the trace.
+//!
+//! The batches kept are bounded ([`HANDOFF_BYTES`]): a rank whose next
+//! batch would exceed the bound is given up and read again by the
+//! analyzers, so memory stays bounded on traces of any size. Journals (a
+//! crashed run) are read again by the analyzers too, so the timeline of a
+//! crashed run does not wait for the model either.
 
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{channel, Receiver};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use analyzers::load::{journal_rank, unreadable_rank, ParquetRank, RanksRead, BATCH_ROWS, COLUMNS};
+use analyzers::load::{unreadable_rank, ParquetRank, RankRead, RanksRead, COLUMNS};
 use analyzers::report::{analyze, Analyses};
 use trace_format::columns::{ColumnError, EventColumns};
-use trace_format::stream::EventBatches;
+use trace_format::stream::{EventBatches, RecordBatch};
 use trace_format::RankJournals;
+use trace_lod::source::LOD_BATCH_ROWS;
 use trace_lod::{BatchTap, Lod, Progress, RankTap};
+
+/// Bytes of decoded batches that may wait for the analyzers' builders
+/// (some 6 million rows at about 80 bytes a row).
+pub const HANDOFF_BYTES: usize = 512 << 20;
 
 /// Something the loader finished.
 pub enum Loaded<A> {
@@ -56,28 +69,33 @@ pub struct Loader<A> {
 impl<A: Send + 'static> Loader<A> {
     /// Starts loading `dir`: the level of detail, then the analyses, from
     /// which `derive` makes what the viewer shows (it gets the analyses
-    /// and the time they took).
+    /// and the time they took after the level of detail was sent).
     pub fn start(dir: &Path, derive: impl FnOnce(Analyses, Duration) -> A + Send + 'static) -> Loader<A> {
         let (tx, rx) = channel();
         let progress = Arc::new(Progress::default());
         let p = progress.clone();
         let d = dir.to_path_buf();
-        std::thread::spawn(move || {
-            let t = Instant::now();
-            let lod = guarded(|| Lod::open(&d, &p).map(Box::new).map_err(|e| e.to_string()));
-            let ok = lod.is_ok();
-            if tx.send(Loaded::Lod(lod, t.elapsed())).is_err() || !ok {
-                return;
-            }
-            let t = Instant::now();
-            let derived = guarded(|| {
-                let model = analyzers::load(&d).map_err(|e| e.to_string())?;
-                Ok(Box::new(derive(analyze(model), t.elapsed())))
-            });
-            let _ = tx.send(Loaded::Analyses(derived));
-        });
+        std::thread::spawn(move || open(&d, &p, &tx, derive));
         Loader { rx, progress, started: Instant::now(), dir: dir.to_path_buf() }
     }
+}
+
+/// Opens `dir` for a [`Loader`], sending what it finishes to `tx`.
+fn open<A>(dir: &Path, progress: &Progress, tx: &Sender<Loaded<A>>, derive: impl FnOnce(Analyses, Duration) -> A) {
+    let t = Instant::now();
+    let tap = Handoff::default();
+    let lod = guarded(|| Lod::open_with(dir, progress, Some(&tap)).map(Box::new).map_err(|e| e.to_string()));
+    let ok = lod.is_ok();
+    if tx.send(Loaded::Lod(lod, t.elapsed())).is_err() || !ok {
+        return;
+    }
+    let t = Instant::now();
+    let derived = guarded(|| {
+        let ranks_read = tap.build();
+        let model = analyzers::load::load_read(dir, &ranks_read).map_err(|e| e.to_string())?;
+        Ok(Box::new(derive(analyze(model), t.elapsed())))
+    });
+    let _ = tx.send(Loaded::Analyses(derived));
 }
 
 impl<A> Loader<A> {
@@ -101,39 +119,101 @@ pub struct Opened {
     pub analyses: Result<(Analyses, Duration), String>,
 }
 
-/// Opens `dir` on this thread (tests, benchmarks): the level of detail and
-/// the analyses, each rank read once for both (see the module's text).
-/// Fails if `dir` holds no trace.
+/// Opens `dir` and waits for the analyses too (tests, benchmarks), as the
+/// background loader does: each rank read once. Fails if `dir` holds no
+/// trace.
 pub fn load_now(dir: &Path) -> Result<Opened, String> {
-    let ranks_read = RanksRead::default();
-    let tap = ModelTap { ranks_read: &ranks_read };
-    let lod = Lod::open_with(dir, &Progress::default(), Some(&tap)).map_err(|e| e.to_string())?;
-    let t = Instant::now();
-    let analyses = analyzers::load::load_read(dir, &ranks_read).map(|model| {
-        let an = analyze(model);
-        (an, t.elapsed())
-    });
-    Ok(Opened { lod, analyses: analyses.map_err(|e| e.to_string()) })
+    let (tx, rx) = channel();
+    open(dir, &Progress::default(), &tx, |an, took| (an, took));
+    drop(tx);
+    let lod = match rx.recv() {
+        Ok(Loaded::Lod(lod, _)) => *lod?,
+        _ => return Err("the loader stopped before the level of detail".into()),
+    };
+    let analyses = match rx.recv() {
+        Ok(Loaded::Analyses(an)) => an.map(|b| *b),
+        _ => Err("the loader stopped before the analyses".into()),
+    };
+    Ok(Opened { lod, analyses })
 }
 
-/// Builds the analyzers' ranks from what the level of detail reads.
-pub struct ModelTap<'r> {
-    ranks_read: &'r RanksRead,
+/// What the level of detail read of one events file, kept for the
+/// analyzers' builder of that rank.
+struct Kept {
+    rank: i32,
+    builder: ParquetRank,
+    /// The batches, then why the reading stopped early, if it did.
+    batches: Vec<RecordBatch>,
+    stop: Option<Stop>,
 }
 
-/// A tap for [`Lod::open_with`] that builds the analyzers' ranks into
-/// `ranks_read`, for [`analyzers::load::load_read`].
-pub fn model_tap(ranks_read: &RanksRead) -> ModelTap<'_> {
-    ModelTap { ranks_read }
+/// Why the reading of an events file stopped before its end.
+enum Stop {
+    /// A column of its batches is missing or of a wrong type.
+    Columns(ColumnError),
+    /// The file is damaged there.
+    Damaged(String),
 }
 
-impl RankTap for ModelTap<'_> {
+impl Kept {
+    /// The rank as the analyzers read it.
+    fn build(mut self) -> RankRead {
+        for batch in &self.batches {
+            self.builder.push(EventColumns::new(batch).as_ref());
+        }
+        match &self.stop {
+            Some(Stop::Columns(e)) => self.builder.push(Err(e)),
+            Some(Stop::Damaged(e)) => self.builder.damaged(e),
+            None => {}
+        }
+        self.builder.finish()
+    }
+}
+
+/// The tap on the level of detail's readers that keeps what they decode
+/// for the analyzers.
+struct Handoff {
+    kept: Mutex<Vec<Kept>>,
+    /// Ranks read whole already (their events file could not be opened).
+    read: RanksRead,
+    /// Bytes of the batches kept, and how many may be.
+    bytes: AtomicUsize,
+    limit: usize,
+}
+
+impl Default for Handoff {
+    fn default() -> Handoff {
+        Handoff { kept: Mutex::default(), read: RanksRead::default(), bytes: AtomicUsize::new(0), limit: HANDOFF_BYTES }
+    }
+}
+
+impl Handoff {
+    /// The analyzers' ranks built from what was kept, ranks in parallel.
+    fn build(self) -> RanksRead {
+        let mut kept = self.kept.into_inner().unwrap_or_else(|e| e.into_inner());
+        // Largest first, so that no thread is left with a large rank at the end.
+        kept.sort_by_key(|k| std::cmp::Reverse(k.batches.iter().map(RecordBatch::num_rows).sum::<usize>()));
+        let kept = Mutex::new(kept.into_iter());
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| loop {
+                    let Some(k) = kept.lock().unwrap_or_else(|e| e.into_inner()).next() else { break };
+                    self.read.insert(k.rank, k.build());
+                });
+            }
+        });
+        self.read
+    }
+}
+
+impl RankTap for Handoff {
     fn columns(&self) -> &[&'static str] {
         COLUMNS
     }
 
     fn batch_rows(&self) -> usize {
-        BATCH_ROWS
+        LOD_BATCH_ROWS
     }
 
     fn parquet_rank<'t>(
@@ -143,40 +223,88 @@ impl RankTap for ModelTap<'_> {
         opened: Result<&EventBatches, &trace_format::Error>,
     ) -> Option<Box<dyn BatchTap + 't>> {
         match opened {
-            Ok(batches) => Some(Box::new(ModelRank {
-                rank,
-                builder: ParquetRank::start(path, rank, batches),
-                ranks_read: self.ranks_read,
+            Ok(batches) => Some(Box::new(KeptRank {
+                kept: Some(Kept {
+                    rank,
+                    builder: ParquetRank::start(path, rank, batches),
+                    batches: Vec::new(),
+                    stop: None,
+                }),
+                bytes: 0,
+                handoff: self,
             })),
             Err(e) => {
-                self.ranks_read.insert(rank, unreadable_rank(path, rank, e));
+                self.read.insert(rank, unreadable_rank(path, rank, e));
                 None
             }
         }
     }
 
-    fn journal_rank(&self, rank: i32, read: &Result<RankJournals, trace_format::Error>) {
-        self.ranks_read.insert(rank, journal_rank(rank, read));
-    }
+    /// Journals are read again by the analyzers (see the module's text).
+    fn journal_rank(&self, _rank: i32, _read: &Result<RankJournals, trace_format::Error>) {}
 }
 
-/// One rank of the model built from the batches the level of detail reads.
-struct ModelRank<'r> {
-    rank: i32,
-    builder: ParquetRank,
-    ranks_read: &'r RanksRead,
+/// Keeps what the level of detail reads of one events file; gives it up
+/// (the analyzers then read the file again) when the batches kept of all
+/// ranks would exceed the bound ([`HANDOFF_BYTES`]).
+struct KeptRank<'h> {
+    kept: Option<Kept>,
+    /// Bytes of this rank's batches kept.
+    bytes: usize,
+    handoff: &'h Handoff,
 }
 
-impl BatchTap for ModelRank<'_> {
-    fn batch(&mut self, columns: Result<&EventColumns<'_>, &ColumnError>) {
-        self.builder.push(columns);
+impl BatchTap for KeptRank<'_> {
+    fn batch(&mut self, batch: &RecordBatch, columns: Result<&EventColumns<'_>, &ColumnError>) {
+        let Some(kept) = &mut self.kept else { return };
+        if let Err(e) = columns {
+            kept.stop = Some(Stop::Columns(e.clone()));
+            return;
+        }
+        let bytes = batch.get_array_memory_size();
+        if self.handoff.bytes.fetch_add(bytes, Ordering::Relaxed) + bytes > self.handoff.limit {
+            self.handoff.bytes.fetch_sub(bytes + self.bytes, Ordering::Relaxed);
+            self.kept = None;
+            return;
+        }
+        self.bytes += bytes;
+        kept.batches.push(batch.clone());
     }
 
     fn damaged(&mut self, error: &trace_format::Error) {
-        self.builder.damaged(error);
+        if let Some(kept) = &mut self.kept {
+            kept.stop = Some(Stop::Damaged(error.to_string()));
+        }
     }
 
     fn finish(self: Box<Self>) {
-        self.ranks_read.insert(self.rank, self.builder.finish());
+        if let Some(kept) = self.kept {
+            self.handoff.kept.lock().unwrap_or_else(|e| e.into_inner()).push(kept);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use trace_format::stream::files_opened;
+
+    #[test]
+    fn ranks_over_the_bound_are_read_again_into_the_same_model() {
+        const RANKS: usize = 3;
+        let dir = std::env::temp_dir().join(format!("trace-view-over-the-bound-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        analyzers::synth::write_stencil(&dir, &analyzers::synth::StencilParams::for_events(RANKS, 30_000)).unwrap();
+        let alone = analyze(analyzers::load(&dir).unwrap()).report();
+        for (limit, readings) in [(HANDOFF_BYTES, RANKS), (1, 2 * RANKS)] {
+            let before = files_opened();
+            let tap = Handoff { limit, ..Handoff::default() };
+            Lod::build_with(&dir, &Progress::default(), false, Some(&tap)).unwrap();
+            let model = analyzers::load::load_read(&dir, &tap.build()).unwrap();
+            assert_eq!(files_opened() - before, readings as u64, "bound {limit}");
+            assert_eq!(analyze(model).report(), alone, "bound {limit}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

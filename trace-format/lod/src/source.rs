@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 use trace_format::columns::{name, ColumnError, EventColumns};
 use trace_format::record::Kind;
-use trace_format::stream::EventBatches;
+use trace_format::stream::{EventBatches, RecordBatch};
 use trace_format::{layout, Meta, RankJournals};
 
 use crate::pod::flags;
@@ -183,9 +183,10 @@ pub trait RankTap: Sync {
 
 /// What a [`RankTap`] sees of one events file.
 pub trait BatchTap {
-    /// The next batch, its columns found (or the column that is not there:
+    /// The next batch (as decoded: its arrays are shared, so keeping it
+    /// costs no copy), its columns found (or the column that is not there:
     /// the reading stops after it).
-    fn batch(&mut self, columns: Result<&EventColumns<'_>, &ColumnError>);
+    fn batch(&mut self, batch: &RecordBatch, columns: Result<&EventColumns<'_>, &ColumnError>);
     /// The file is damaged here: the reading stops.
     fn damaged(&mut self, error: &trace_format::Error);
     /// The reading is over.
@@ -196,7 +197,7 @@ pub trait BatchTap {
 pub const LOD_COLUMNS: &[&str] = &[name::KIND, name::CALL, name::T_START, name::DURATION, name::BYTES, name::RC];
 
 /// Rows per batch when only the level of detail reads.
-const LOD_BATCH_ROWS: usize = 65536;
+pub const LOD_BATCH_ROWS: usize = 65536;
 
 fn read_parquet(
     path: &Path,
@@ -245,7 +246,7 @@ fn read_parquet(
         rows.fetch_add(b.num_rows() as u64, std::sync::atomic::Ordering::Relaxed);
         let cols = EventColumns::new(&b);
         if let Some(t) = &mut tapped {
-            t.batch(cols.as_ref());
+            t.batch(&b, cols.as_ref());
         }
         let Ok(c) = cols else {
             rc.problems.push(format!("{}: columns kind, call or t_start missing or of a wrong type", path.display()));
