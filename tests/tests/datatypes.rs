@@ -96,3 +96,10 @@ fn mpich_built_datatype_programs_run_on_our_library() {
         run(Launcher::Hydra, 3, &exe, &[], &[], T).assert_ok(expect);
     }
 }
+
+/// `MPIX_C_FLOAT16`: a predefined type in every role, with binary16
+/// reductions rounded to nearest even.
+#[test]
+fn float16_type_in_p2p_pack_and_reductions() {
+    each_size("dt_float16", &[1, 2, 3], "dt_float16 OK");
+}
