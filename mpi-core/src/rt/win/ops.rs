@@ -148,11 +148,12 @@ fn check_op(st: &mut State, win: MPI_Win, o: &RmaOp) -> MpiResult<Option<Checked
             ),
         };
         // An extension MPICH clients rely on (mpi4py's RMA tests): MPICH
-        // accumulates MPI_BYTE as unsigned char, so every operation of
-        // unsigned integers applies (the standard allows only the bitwise
-        // ones). The target computes with the type sent in the header.
+        // accumulates MPI_BYTE as C's char (signed on x86-64: MAX of 200
+        // and 6 is 6), so every integer operation applies (the standard
+        // allows only the bitwise ones). The target computes with the type
+        // sent in the header.
         if basic == MPI_BYTE {
-            basic = MPI_UNSIGNED_CHAR;
+            basic = MPI_SIGNED_CHAR;
         }
         if basic != MPI_DATATYPE_NULL && !matches!(o.op, MPI_REPLACE | MPI_NO_OP) {
             crate::rt::op::check(o.op, basic)?;
