@@ -151,8 +151,17 @@ static void all_predefined(void) {
     /* Fortran integers: arithmetic and bitwise, not logical. */
     for (int k = 0; k < 4; k++) check_int(MPI_INTEGER, "MPI_INTEGER", arith[k], in_int);
     for (int k = 0; k < 3; k++) check_int(MPI_INTEGER, "MPI_INTEGER", bit[k], in_int);
-    for (int k = 0; k < 4; k++) check_i64(MPI_AINT, "MPI_AINT", arith[k], in_i64);
-    for (int k = 0; k < 4; k++) check_i64(MPI_COUNT, "MPI_COUNT", arith[k], in_i64);
+    /* MPI_AINT, MPI_OFFSET, MPI_COUNT: every integer operation, logical
+     * ones included (as MPICH allows; programs written for it use them). */
+    {
+        MPI_Datatype multi[] = {MPI_AINT, MPI_OFFSET, MPI_COUNT};
+        const char *mname[] = {"MPI_AINT", "MPI_OFFSET", "MPI_COUNT"};
+        for (int t = 0; t < 3; t++) {
+            for (int k = 0; k < 4; k++) check_i64(multi[t], mname[t], arith[k], in_i64);
+            for (int k = 0; k < 3; k++) check_i64(multi[t], mname[t], logic[k], in_i64);
+            for (int k = 0; k < 3; k++) check_i64(multi[t], mname[t], bit[k], in_i64);
+        }
+    }
     for (int k = 0; k < 4; k++) {
         check_float(MPI_FLOAT, "MPI_FLOAT", arith[k], in_float);
         check_double(MPI_DOUBLE, "MPI_DOUBLE", arith[k], in_double);

@@ -136,6 +136,13 @@ fn removing_error_classes_codes_and_strings() {
     each_size("comm_error_remove", &[1, 2], "comm_error_remove OK");
 }
 
+/// MPICH's numbering of error classes (79, 80, the MPIX ones 101-105), and
+/// added classes and codes above `MPI_ERR_LASTCODE` as MPICH hands them out.
+#[test]
+fn error_classes_in_mpich_numbering() {
+    each_size("errh_classes", &[1, 2], "errh_classes OK");
+}
+
 /// The ranks of this machine as 2 or 3 hosts joined by TCP
 /// (`MPICORE_FAKE_HOSTS`): `Comm_split_type` shared gives each host's ranks;
 /// threaded creation, idup, neighborhood collectives and intercommunicator

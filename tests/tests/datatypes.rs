@@ -96,3 +96,27 @@ fn mpich_built_datatype_programs_run_on_our_library() {
         run(Launcher::Hydra, 3, &exe, &[], &[], T).assert_ok(expect);
     }
 }
+
+/// `MPIX_C_FLOAT16`: a predefined type in every role, with binary16
+/// reductions rounded to nearest even.
+#[test]
+fn float16_type_in_p2p_pack_and_reductions() {
+    each_size("dt_float16", &[1, 2, 3], "dt_float16 OK");
+}
+
+/// `MPI_C_COMPLEX`'s name and the bounds of structs of only `MPI_LB` or
+/// `MPI_UB`: the same program passes on our library and on MPICH itself.
+#[test]
+fn complex_name_and_marker_only_structs_as_mpich() {
+    each_size("dt_names_bounds", &[1, 2], "dt_names_bounds OK");
+    if std::process::Command::new("mpicc.mpich").arg("-v").output().is_err() {
+        panic!("mpicc.mpich is not installed (apt-get install mpich libmpich-dev; tests/run-all.sh installs it)");
+    }
+    let theirs = compile("dt_names_bounds", Compiler::Mpich);
+    // On MPICH itself (a singleton): the expectations are MPICH's answers.
+    let m = std::process::Command::new(&theirs).env_remove("LD_LIBRARY_PATH").output().expect("run the MPICH build");
+    assert!(m.status.success(), "on MPICH: {}", String::from_utf8_lossy(&m.stderr));
+    assert!(String::from_utf8_lossy(&m.stdout).contains("dt_names_bounds OK"));
+    // And the MPICH-built binary on our library.
+    run(Launcher::Ours, 2, &theirs, &[], &[], T).assert_ok("dt_names_bounds OK");
+}

@@ -113,3 +113,18 @@ fn mpich_built_window_programs_run_on_our_library() {
     r.assert_ok("rma_attr OK on 3 ranks");
     assert!(r.stdout.contains("library: mpi-core"), "did not run on our library: {r}");
 }
+
+/// Accumulates of `MPI_BYTE` (as MPICH does them: C's char, every integer
+/// operation) and of zero-size types (no-ops); the same program passes on
+/// MPICH itself.
+#[test]
+fn byte_and_zero_size_accumulates_as_mpich() {
+    each_size("rma_acc_byte", &[1, 2, 3], "rma_acc_byte OK");
+    if std::process::Command::new("mpicc.mpich").arg("-v").output().is_err() {
+        panic!("mpicc.mpich is not installed (apt-get install mpich libmpich-dev; tests/run-all.sh installs it)");
+    }
+    let theirs = compile("rma_acc_byte", Compiler::Mpich);
+    let m = std::process::Command::new(&theirs).env_remove("LD_LIBRARY_PATH").output().expect("run the MPICH build");
+    assert!(m.status.success(), "on MPICH: {}", String::from_utf8_lossy(&m.stderr));
+    run(Launcher::Ours, 2, &theirs, &[], &[], T).assert_ok("rma_acc_byte OK on 2 ranks");
+}

@@ -170,6 +170,16 @@ constants! {
     MPI_ERR_PROC_ABORTED: c_int = Int => 76;
     MPI_ERR_VALUE_TOO_LARGE: c_int = Int => 77;
     MPI_T_ERR_NOT_SUPPORTED: c_int = Int => 78;
+    // MPI 4.0 and 4.1 classes, numbered as MPICH 4.1 and later number them
+    // (mpi4py wheels built against those headers use these values).
+    MPI_T_ERR_NOT_ACCESSIBLE: c_int = Int => 79;
+    MPI_ERR_ERRHANDLER: c_int = Int => 80;
+    // MPICH's fault-tolerance classes (MPICH_ERR_FIRST_MPIX + 1..5).
+    MPIX_ERR_PROC_FAILED: c_int = Int => 101;
+    MPIX_ERR_PROC_FAILED_PENDING: c_int = Int => 102;
+    MPIX_ERR_REVOKED: c_int = Int => 103;
+    MPIX_ERR_EAGAIN: c_int = Int => 104;
+    MPIX_ERR_NOREQ: c_int = Int => 105;
     MPI_ERR_LASTCODE: c_int = Int => 0x3fffffff;
 
     // Null and predefined handles.
@@ -265,13 +275,17 @@ constants! {
     MPI_UINT32_T: MPI_Datatype = Datatype => 0x4c00043d;
     MPI_UINT64_T: MPI_Datatype = Datatype => 0x4c00083e;
     MPI_C_BOOL: MPI_Datatype = Datatype => 0x4c00013f;
-    MPI_C_FLOAT_COMPLEX: MPI_Datatype = Datatype => 0x4c000840;
+    // Same handle: the first spelling is the name `MPI_Type_get_name`
+    // returns, and MPICH calls it MPI_C_COMPLEX.
     MPI_C_COMPLEX: MPI_Datatype = Datatype => 0x4c000840;
+    MPI_C_FLOAT_COMPLEX: MPI_Datatype = Datatype => 0x4c000840;
     MPI_C_DOUBLE_COMPLEX: MPI_Datatype = Datatype => 0x4c001041;
     MPI_C_LONG_DOUBLE_COMPLEX: MPI_Datatype = Datatype => 0x4c002042;
     MPI_AINT: MPI_Datatype = Datatype => 0x4c000843;
     MPI_OFFSET: MPI_Datatype = Datatype => 0x4c000844;
     MPI_COUNT: MPI_Datatype = Datatype => 0x4c000845;
+    // C's `_Float16` (IEEE binary16), MPICH's extension type.
+    MPIX_C_FLOAT16: MPI_Datatype = Datatype => 0x4c000246;
     MPI_FLOAT_INT: MPI_Datatype = Datatype => 0x8c000000u32;
     MPI_DOUBLE_INT: MPI_Datatype = Datatype => 0x8c000001u32;
     MPI_LONG_INT: MPI_Datatype = Datatype => 0x8c000002u32;

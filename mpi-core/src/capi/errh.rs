@@ -207,7 +207,7 @@ pub(crate) fn class_of_code(code: c_int) -> MpiResult<c_int> {
     let user = rt::try_with(|st| st.comms.errors.class(code)).flatten();
     match user {
         Some(c) => Ok(c),
-        None if (0..=crate::rt::errh::LAST_PREDEFINED_CLASS).contains(&code) => Ok(code),
+        None if crate::rt::errh::is_predefined_class(code) => Ok(code),
         None => Err(MpiError::new(MPI_ERR_ARG, format!("{code} is not an error code"))),
     }
 }

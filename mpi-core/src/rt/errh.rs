@@ -12,15 +12,25 @@ use mpi_api::abi::*;
 use super::error::MpiResult;
 use crate::bail;
 
-/// The last predefined error class.
-pub const LAST_PREDEFINED_CLASS: c_int = MPI_T_ERR_NOT_SUPPORTED;
-/// First value handed out by `MPI_Add_error_class/code` (above MPICH's
-/// MPIX classes, 101-105).
-pub const FIRST_USER_CODE: c_int = 128;
+/// The last predefined error class of the standard's (MPICH numbering).
+pub const LAST_PREDEFINED_CLASS: c_int = MPI_ERR_ERRHANDLER;
+
+/// Is `c` a predefined error class: the standard's (0 to
+/// [`LAST_PREDEFINED_CLASS`]; MPICH leaves 54 unused but accepts it) or
+/// MPICH's MPIX ones (101-105).
+pub fn is_predefined_class(c: c_int) -> bool {
+    (0..=LAST_PREDEFINED_CLASS).contains(&c) || (MPIX_ERR_PROC_FAILED..=MPIX_ERR_NOREQ).contains(&c)
+}
+
+/// First value handed out by `MPI_Add_error_class/code`: above
+/// `MPI_ERR_LASTCODE`, as MPICH does (programs such as mpi4py's tests check
+/// that added classes are `>= MPI_ERR_LASTCODE`).
+pub const FIRST_USER_CODE: c_int = MPI_ERR_LASTCODE + 1;
 
 /// Value of the `MPI_LASTUSEDCODE` attribute; its address is what
-/// `MPI_Comm_get_attr` hands out, so it lives in a static.
-pub static LAST_USED_CODE: AtomicI32 = AtomicI32::new(LAST_PREDEFINED_CLASS);
+/// `MPI_Comm_get_attr` hands out, so it lives in a static. Before any class
+/// or code is added it is `MPI_ERR_LASTCODE` (MPICH's value too).
+pub static LAST_USED_CODE: AtomicI32 = AtomicI32::new(MPI_ERR_LASTCODE);
 
 /// Object kind a user error handler was created for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,11 +66,11 @@ impl Default for ErrorRegistry {
 
 impl ErrorRegistry {
     fn alloc(&mut self, class: Option<c_int>) -> MpiResult<c_int> {
-        if self.next >= MPI_ERR_LASTCODE {
-            bail!(MPI_ERR_OTHER, "no more error codes can be added");
-        }
         let c = self.next;
-        self.next += 1;
+        let Some(next) = c.checked_add(1) else {
+            bail!(MPI_ERR_OTHER, "no more error codes can be added");
+        };
+        self.next = next;
         self.class_of.insert(c, class.unwrap_or(c));
         LAST_USED_CODE.store(c, Ordering::Release);
         Ok(c)
@@ -71,7 +81,7 @@ impl ErrorRegistry {
     }
 
     pub fn add_code(&mut self, class: c_int) -> MpiResult<c_int> {
-        let is_class = (0..=LAST_PREDEFINED_CLASS).contains(&class) || self.class_of.get(&class) == Some(&class);
+        let is_class = is_predefined_class(class) || self.class_of.get(&class) == Some(&class);
         if !is_class {
             bail!(MPI_ERR_ARG, "{class} is not an error class");
         }
@@ -139,7 +149,7 @@ impl ErrorRegistry {
 
     /// Class of `code`: predefined classes are their own code.
     pub fn class(&self, code: c_int) -> Option<c_int> {
-        if (0..=LAST_PREDEFINED_CLASS).contains(&code) {
+        if is_predefined_class(code) {
             return Some(code);
         }
         self.class_of.get(&code).copied()
@@ -179,5 +189,21 @@ mod tests {
         // Predefined classes cannot be removed; values are not reused.
         assert_eq!(r.remove_class(MPI_ERR_ARG).unwrap_err().class, MPI_ERR_ARG);
         assert!(r.add_class().unwrap() > code);
+    }
+
+    #[test]
+    fn added_values_lie_above_the_last_code() {
+        let mut r = ErrorRegistry::default();
+        let class = r.add_class().unwrap();
+        assert!(class > MPI_ERR_LASTCODE);
+        let code = r.add_code(class).unwrap();
+        assert!(code > class);
+        assert_eq!(r.class(code), Some(class));
+        for c in [MPI_T_ERR_NOT_ACCESSIBLE, MPI_ERR_ERRHANDLER, MPIX_ERR_REVOKED] {
+            assert_eq!(r.class(c), Some(c));
+            assert!(r.add_code(c).is_ok());
+        }
+        assert_eq!(r.class(MPI_ERR_ERRHANDLER + 1), None);
+        assert_eq!(r.class(MPI_ERR_LASTCODE), None);
     }
 }

@@ -100,7 +100,14 @@ pub fn class_string(class: c_int) -> &'static str {
         MPI_ERR_SESSION => "Invalid session handle",
         MPI_ERR_PROC_ABORTED => "Operation failed because a peer process has aborted",
         MPI_ERR_VALUE_TOO_LARGE => "Value is too large to store",
+        MPI_ERR_ERRHANDLER => "Invalid errhandler argument",
+        MPI_T_ERR_NOT_ACCESSIBLE => "Tool information interface: the requested functionality is not accessible",
         c if (MPI_T_ERR_MEMORY..=MPI_T_ERR_NOT_SUPPORTED).contains(&c) => "Tool information interface error",
+        MPIX_ERR_PROC_FAILED => "A process has failed",
+        MPIX_ERR_PROC_FAILED_PENDING => "A process failure keeps this request pending",
+        MPIX_ERR_REVOKED => "The communication object has been revoked",
+        MPIX_ERR_EAGAIN => "The operation could not be issued (try again)",
+        MPIX_ERR_NOREQ => "No request could be allocated",
         _ => "Unknown error class",
     }
 }

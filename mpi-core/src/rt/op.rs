@@ -23,6 +23,13 @@ use super::error::{MpiError, MpiResult};
 enum Class {
     CInt,
     FInt,
+    /// `MPI_AINT`, `MPI_OFFSET`, `MPI_COUNT`: the standard's "multi-language
+    /// types"; MPICH also allows the logical operations on them, and
+    /// programs written for MPICH use them, so they get every integer
+    /// operation.
+    Multi,
+    /// `MPIX_C_FLOAT16` (IEEE binary16), computed through `f32`.
+    Half,
     Float,
     Complex,
     Logical,
@@ -53,9 +60,9 @@ fn class(dt: MPI_Datatype) -> Class {
         | MPI_UINT32_T
         | MPI_UINT64_T
         | MPI_WCHAR => Class::CInt,
-        MPI_INTEGER | MPI_INTEGER1 | MPI_INTEGER2 | MPI_INTEGER4 | MPI_INTEGER8 | MPI_AINT | MPI_OFFSET | MPI_COUNT => {
-            Class::FInt
-        }
+        MPI_INTEGER | MPI_INTEGER1 | MPI_INTEGER2 | MPI_INTEGER4 | MPI_INTEGER8 => Class::FInt,
+        MPI_AINT | MPI_OFFSET | MPI_COUNT => Class::Multi,
+        MPIX_C_FLOAT16 => Class::Half,
         MPI_FLOAT | MPI_DOUBLE | MPI_LONG_DOUBLE | MPI_REAL | MPI_DOUBLE_PRECISION | MPI_REAL4 | MPI_REAL8 => {
             Class::Float
         }
@@ -103,10 +110,10 @@ pub fn check(op: MPI_Op, dt: MPI_Datatype) -> MpiResult<()> {
     use Class::*;
     let c = class(dt);
     let ok = match op {
-        MPI_MAX | MPI_MIN => matches!(c, CInt | FInt | Float),
-        MPI_SUM | MPI_PROD => matches!(c, CInt | FInt | Float | Complex),
-        MPI_LAND | MPI_LOR | MPI_LXOR => matches!(c, CInt | Logical),
-        MPI_BAND | MPI_BOR | MPI_BXOR => matches!(c, CInt | FInt | Byte),
+        MPI_MAX | MPI_MIN => matches!(c, CInt | FInt | Multi | Float | Half),
+        MPI_SUM | MPI_PROD => matches!(c, CInt | FInt | Multi | Float | Half | Complex),
+        MPI_LAND | MPI_LOR | MPI_LXOR => matches!(c, CInt | Multi | Logical),
+        MPI_BAND | MPI_BOR | MPI_BXOR => matches!(c, CInt | FInt | Multi | Byte),
         MPI_MAXLOC | MPI_MINLOC => c == Pair,
         MPI_REPLACE | MPI_NO_OP => {
             return Err(MpiError::new(
@@ -225,6 +232,81 @@ fn float_op<T: Float>(op: MPI_Op, a: &[u8], b: &mut [u8], rev: bool) -> bool {
     true
 }
 
+/// An IEEE binary16 value (`_Float16`), as its bits.
+#[derive(Clone, Copy)]
+#[repr(transparent)]
+struct F16(u16);
+impl Pod for F16 {}
+
+impl F16 {
+    /// The exact `f32` of a binary16 value (every one is representable).
+    fn to_f32(self) -> f32 {
+        let h = self.0 as u32;
+        let sign = (h & 0x8000) << 16;
+        let (e, m) = ((h >> 10) & 0x1f, h & 0x3ff);
+        let bits = match e {
+            // Zero and subnormals: m * 2^-24, exact in f32.
+            0 => return f32::from_bits(sign | (m as f32 * f32::from_bits(0x3380_0000)).to_bits()),
+            // Infinities and NaNs (the payload kept, a NaN stays a NaN).
+            0x1f => sign | 0x7f80_0000 | (m << 13),
+            // Rebias the exponent (15 to 127), widen the mantissa.
+            _ => sign | ((e + 112) << 23) | (m << 13),
+        };
+        f32::from_bits(bits)
+    }
+
+    /// The binary16 nearest to `x`, ties to even (IEEE's default rounding).
+    /// A sum or product of two binary16 values computed in `f32` and
+    /// rounded here is correctly rounded: f32 has 24 >= 2 * 11 + 2 bits,
+    /// so rounding twice cannot differ from rounding once.
+    fn from_f32(x: f32) -> F16 {
+        let b = x.to_bits();
+        let sign = ((b >> 16) & 0x8000) as u16;
+        let exp = ((b >> 23) & 0xff) as i32;
+        let man = b & 0x7f_ffff;
+        if exp == 0xff {
+            // Infinity, or a NaN made quiet so no payload truncates to infinity.
+            let nan = if man != 0 { 0x200 | (man >> 13) as u16 } else { 0 };
+            return F16(sign | 0x7c00 | nan);
+        }
+        // Rounds away the low `shift` bits of `m` to nearest, ties to even.
+        let round = |m: u32, shift: u32| {
+            let (q, rem, half) = (m >> shift, m & ((1 << shift) - 1), 1 << (shift - 1));
+            if rem > half || (rem == half && q & 1 == 1) {
+                q + 1
+            } else {
+                q
+            }
+        };
+        let e = exp - 127 + 15;
+        if e >= 0x1f {
+            return F16(sign | 0x7c00);
+        }
+        if e <= 0 {
+            // A binary16 subnormal (or zero): value / 2^-24 with the
+            // implicit bit made explicit; below 2^-25 everything rounds to 0.
+            if e < -10 {
+                return F16(sign);
+            }
+            return F16(sign | round(man | 0x80_0000, (14 - e) as u32) as u16);
+        }
+        // A carry out of the mantissa bumps the exponent, up to infinity.
+        F16(sign | round(((e as u32) << 23) | man, 13) as u16)
+    }
+}
+
+fn half_op(op: MPI_Op, a: &[u8], b: &mut [u8], rev: bool) -> bool {
+    let arith = |f: fn(f32, f32) -> f32| move |x: F16, y: F16| F16::from_f32(f(x.to_f32(), y.to_f32()));
+    match op {
+        MPI_SUM => lanes(a, b, rev, arith(|x, y| x + y)),
+        MPI_PROD => lanes(a, b, rev, arith(|x, y| x * y)),
+        MPI_MAX => lanes(a, b, rev, |x: F16, y: F16| if x.to_f32() > y.to_f32() { x } else { y }),
+        MPI_MIN => lanes(a, b, rev, |x: F16, y: F16| if x.to_f32() < y.to_f32() { x } else { y }),
+        _ => return false,
+    }
+    true
+}
+
 fn complex_op<T: Float>(op: MPI_Op, a: &[u8], b: &mut [u8], rev: bool) -> bool
 where
     [T; 2]: Pod,
@@ -335,7 +417,8 @@ pub fn apply_dir(op: MPI_Op, dt: MPI_Datatype, a: &[u8], b: &mut [u8], rev: bool
             Some(8) => float_op::<f64>(op, a, b, rev),
             _ => false,
         },
-        (Class::CInt | Class::FInt, _) => {
+        (Class::Half, _) => half_op(op, a, b, rev),
+        (Class::CInt | Class::FInt | Class::Multi, _) => {
             let signed = !matches!(
                 dt,
                 MPI_UNSIGNED_CHAR
@@ -611,6 +694,93 @@ mod tests {
         let mut b = [0u8, 2, 0, 0, 0];
         apply(MPI_SUM, MPI_INT, &a[1..], &mut b[1..]).unwrap();
         assert_eq!(b[1], 3);
+    }
+
+    #[test]
+    fn half_conversions_round_to_nearest_even() {
+        // Every binary16 value other than a NaN survives the trip through f32.
+        for h in 0..=u16::MAX {
+            let x = F16(h).to_f32();
+            if !x.is_nan() {
+                assert_eq!(F16::from_f32(x).0, h, "0x{h:04x}");
+            } else {
+                assert!(F16::from_f32(x).to_f32().is_nan());
+            }
+        }
+        let r = |x: f32| F16::from_f32(x).0;
+        assert_eq!(r(1.0 + 2f32.powi(-11)), 0x3c00); // tie, even is 1.0
+        assert_eq!(r(1.0 + 3.0 * 2f32.powi(-11)), 0x3c02); // tie, even is 1 + 2 ulp
+        assert_eq!(r(1.0 + 1.1 * 2f32.powi(-11)), 0x3c01);
+        assert_eq!(r(65504.0), 0x7bff);
+        assert_eq!(r(65519.0), 0x7bff);
+        assert_eq!(r(65520.0), 0x7c00); // halfway to 2^16 rounds to infinity
+        assert_eq!(r(-1e10), 0xfc00);
+        assert_eq!(r(2f32.powi(-24)), 0x0001); // smallest subnormal
+        assert_eq!(r(2f32.powi(-25)), 0x0000); // tie, even is 0
+        assert_eq!(r(1.5 * 2f32.powi(-25)), 0x0001);
+        assert_eq!(r(3.0 * 2f32.powi(-25)), 0x0002); // tie between 1 and 2 units
+        assert_eq!(r(2f32.powi(-14) - 2f32.powi(-25)), 0x0400); // rounds up to the smallest normal
+        assert_eq!(r(-0.0), 0x8000);
+        assert_eq!(r(f32::NAN) & 0x7e00, 0x7e00);
+    }
+
+    #[test]
+    fn half_reductions_are_correctly_rounded() {
+        let h = |v: &[u16]| bytes(v);
+        // 0.1 + 0.2 in binary16: 0x2e66 + 0x3266 is halfway between 0x34cc
+        // and 0x34cd; the even one wins (0.2998...).
+        let mut b = h(&[0x3266, 0x3c00, 0x7bff, 0xc000]);
+        apply(MPI_SUM, MPIX_C_FLOAT16, &h(&[0x2e66, 0x1000, 0x7bff, 0x3c00]), &mut b).unwrap();
+        assert_eq!(b, h(&[0x34cc, 0x3c00, 0x7c00, 0xbc00]));
+        let mut b = h(&[0x4000, 0x3e00]);
+        apply(MPI_PROD, MPIX_C_FLOAT16, &h(&[0x4200, 0x3e00]), &mut b).unwrap(); // 2*3, 1.5*1.5
+        assert_eq!(b, h(&[0x4600, 0x4080]));
+        let mut b = h(&[0xc000, 0x4000]);
+        apply(MPI_MAX, MPIX_C_FLOAT16, &h(&[0x3c00, 0x3c00]), &mut b).unwrap();
+        assert_eq!(b, h(&[0x3c00, 0x4000]));
+        apply(MPI_MIN, MPIX_C_FLOAT16, &h(&[0xfc00, 0x3c00]), &mut b).unwrap();
+        assert_eq!(b, h(&[0xfc00, 0x3c00]));
+        // Against exact sums (exact in f64), rounded by picking the nearest
+        // neighbour, ties to the even bit pattern.
+        let mut seed = 0x1234_5678u32;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            (seed & 0x7bff) as u16 | (seed >> 16) as u16 & 0x8000
+        };
+        for _ in 0..20000 {
+            let (x, y) = (next(), next());
+            let mut b = h(&[y]);
+            apply(MPI_SUM, MPIX_C_FLOAT16, &h(&[x]), &mut b).unwrap();
+            let got = u16::from_ne_bytes([b[0], b[1]]);
+            let exact = F16(x).to_f32() as f64 + F16(y).to_f32() as f64;
+            let g = F16(got).to_f32() as f64;
+            for n in [got.wrapping_sub(1), got.wrapping_add(1)] {
+                let v = F16(n).to_f32() as f64;
+                if (n ^ got) & 0x8000 == 0 && v.is_finite() && g.is_finite() && exact != 0.0 {
+                    let (dg, dn) = ((exact - g).abs(), (exact - v).abs());
+                    assert!(dg < dn || (dg == dn && got & 1 == 0), "{x:04x}+{y:04x}: {got:04x} vs {n:04x}");
+                }
+            }
+        }
+        assert!(check(MPI_SUM, MPIX_C_FLOAT16).is_ok());
+        assert!(check(MPI_BAND, MPIX_C_FLOAT16).is_err());
+    }
+
+    #[test]
+    fn address_offset_count_take_every_integer_op() {
+        for dt in [MPI_AINT, MPI_OFFSET, MPI_COUNT] {
+            for op in [MPI_MAX, MPI_MIN, MPI_SUM, MPI_PROD, MPI_LAND, MPI_LOR, MPI_LXOR, MPI_BAND, MPI_BOR, MPI_BXOR] {
+                assert!(check(op, dt).is_ok(), "{} {}", name(op), type_name(dt));
+            }
+            let mut b = bytes(&[0i64, 5, -1]);
+            apply(MPI_LXOR, dt, &bytes(&[3i64, 0, -7]), &mut b).unwrap();
+            assert_eq!(b, bytes(&[1i64, 1, 0]));
+            let mut b = bytes(&[-3i64]);
+            apply(MPI_MIN, dt, &bytes(&[2i64]), &mut b).unwrap();
+            assert_eq!(b, bytes(&[-3i64]));
+        }
     }
 
     #[cfg(target_arch = "x86_64")]

@@ -260,8 +260,11 @@ impl Dtype {
     ) -> Dtype {
         debug_assert_eq!(node.size, size);
         debug_assert_eq!(sig.bytes, size);
+        // A bound that neither data nor a marker gives is 0, each on its
+        // own: a struct of only an `MPI_LB` at 8 has lb 8, ub 0 and extent
+        // -8, as in MPICH (the MPI-2 rules leave the empty case open).
         let lb = lbb.value().unwrap_or(0);
-        let ub = ubb.value().unwrap_or(lb);
+        let ub = ubb.value().unwrap_or(0);
         let extent = ub.wrapping_sub(lb);
         let (true_lb, true_ub) = data.unwrap_or((0, 0));
         let contig = size as isize == extent && lb == 0 && node.single_run().is_some_and(|r| r.0 == 0 || size == 0);

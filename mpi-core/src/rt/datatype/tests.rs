@@ -125,6 +125,13 @@ fn struct_alignment_and_markers() {
     assert_eq!(c2.runs(), vec![(0, 4), (40, 4)]);
     let s2 = structure(&[(1, 0, Arc::new(m)), (1, 100, Arc::new(b(MPI_CHAR)))]).unwrap();
     assert_eq!((s2.lb, s2.extent), (-8, 40));
+    // Only markers: the missing bound is 0, as MPICH has it.
+    let only_lb = structure(&[(1, 8, Arc::new(b(MPI_LB)))]).unwrap();
+    assert_eq!((only_lb.lb, only_lb.extent, only_lb.size), (8, -8, 0));
+    let only_lb0 = structure(&[(1, 0, Arc::new(b(MPI_LB)))]).unwrap();
+    assert_eq!((only_lb0.lb, only_lb0.extent), (0, 0));
+    let only_ub = structure(&[(1, 8, Arc::new(b(MPI_UB)))]).unwrap();
+    assert_eq!((only_ub.lb, only_ub.extent), (0, 8));
 }
 
 #[test]

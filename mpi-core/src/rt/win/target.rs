@@ -244,7 +244,9 @@ pub fn apply(h: &Hdr, t: &Target, bytes: usize, data: &[u8]) -> MpiResult<Option
         kind::ACC | kind::GACC => t.each(|a, l| {
             // SAFETY: as above; the window memory does not alias the message.
             let dst = unsafe { std::slice::from_raw_parts_mut(a as *mut u8, l) };
-            if res.is_ok() {
+            // An empty run (a zero-size type) has nothing to combine, and
+            // no basic type to combine it with.
+            if res.is_ok() && l > 0 {
                 res = crate::rt::op::apply_dir(h.op, h.basic, &data[at..at + l], dst, false);
             }
             at += l;
