@@ -12,6 +12,7 @@ command -v tmux >/dev/null || need+=(tmux)  # mpitrace tui end-to-end test
 command -v ip >/dev/null || need+=(iproute2)  # multi-host tests in network namespaces (tests/netns)
 command -v ssh >/dev/null && command -v ssh-keygen >/dev/null && [ -x /usr/sbin/sshd ] || need+=(openssh-client openssh-server)  # multi-host test over real ssh (tests/tests/multihost.rs)
 command -v srun >/dev/null && command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v munged >/dev/null || need+=(slurmctld slurmd slurm-client munge)  # srun --mpi=pmi2 on a one-node cluster (tests/slurm, tests/tests/slurm.rs)
+python3 -c "import ensurepip, venv" 2>/dev/null || need+=(python3-venv)  # mpi4py's test suite in a venv (tests/mpi4py)
 command -v otf2-print >/dev/null || need+=(otf2-tools)  # OTF2 export read back (analyzers/tests/otf2.rs)
 ls /usr/share/vulkan/icd.d/lvp_icd.* >/dev/null 2>&1 || need+=(mesa-vulkan-drivers libvulkan1)  # gui snapshots (lavapipe)
 command -v Xvfb >/dev/null && command -v xwd >/dev/null || need+=(xvfb x11-apps)  # gui smoke test (real window)
@@ -38,4 +39,9 @@ cargo build --workspace --all-targets
 tests/arch/capi-share.sh --check
 # The end-to-end tests start many processes on two cores: run test binaries
 # one at a time, each test under its own timeout (see tests/src/lib.rs).
-cargo test --workspace --no-fail-fast -- --test-threads=2
+status=0
+cargo test --workspace --no-fail-fast -- --test-threads=2 || status=$?
+# A real client's test suite: mpi4py's own tests at 1 and 2 ranks on this
+# library (debug build; the library is optimised even there, Cargo.toml).
+tests/mpi4py/run.sh target/debug || status=1
+exit $status

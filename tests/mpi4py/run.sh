@@ -31,7 +31,8 @@ if ! "$W/venv/bin/python" -c "import mpi4py, numpy; assert mpi4py.__version__ ==
   "$W/venv/bin/pip" install -q --only-binary :all: "mpi4py==$VER" numpy || die "pip install mpi4py==$VER numpy failed"
 fi
 if [ ! -d "$W/mpi4py-$VER/test" ]; then
-  curl -fsSL -o "$W/sdist.tar.gz" "$SDIST_URL" || die "cannot download $SDIST_URL"
+  python3 -c "import sys, urllib.request; urllib.request.urlretrieve(sys.argv[1], sys.argv[2])" "$SDIST_URL" "$W/sdist.tar.gz" ||
+    die "cannot download $SDIST_URL"
   echo "$SDIST_SHA  $W/sdist.tar.gz" | sha256sum -c --quiet - || die "checksum mismatch for the mpi4py sdist"
   tar -xzf "$W/sdist.tar.gz" -C "$W" "mpi4py-$VER/test" || die "cannot unpack the sdist"
 fi
