@@ -113,7 +113,8 @@ pub fn start(call: usize, before: (u64, u64), after: u64) {
         pmpi::MPI_Comm_size(world(), &mut size);
     }
     let dir = output_dir(rank);
-    let side = std::fs::create_dir_all(dir.join(layout::JOURNAL_DIR))
+    // Private (0700/0600): the trace holds the command line, hosts, paths.
+    let side = trace_format::private::create_dir_all(&dir.join(layout::JOURNAL_DIR))
         .map_err(|e| format!("{}: {e}", dir.display()))
         .and_then(|_| SideWriter::open(&layout::side(&dir, rank)).map_err(|e| e.to_string()));
     let side = match side {

@@ -608,6 +608,51 @@ fn crash_case(mode: &str) -> Trace {
     t
 }
 
+/// Every file of `dir` (recursively) is 0600 and every folder 0700; the
+/// names of the files.
+fn check_private(dir: &std::path::Path) -> Vec<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut files = Vec::new();
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(dir), 0o700, "{}", dir.display());
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            files.extend(check_private(&p));
+        } else {
+            assert_eq!(mode(&p), 0o600, "{}", p.display());
+            files.push(e.file_name().to_string_lossy().into_owned());
+        }
+    }
+    files
+}
+
+/// A trace holds the command line, hosts and module paths: whatever the
+/// umask, its files are 0600 and its folders 0700 (issue 20.8), for the
+/// journals of a crashed run, the Parquet files and meta.json that
+/// `finish_dir` makes of them, and those of a run that finished.
+#[test]
+fn trace_files_are_private() {
+    let dir = common::scratch("private");
+    let exe = common::compile("crash.c", &dir);
+    let tdir = dir.join("crashed");
+    let out = common::run_umask(Some("000"), 2, &exe, &["kill"], &tdir, &[]);
+    assert!(!out.status.success());
+    let files = check_private(&tdir);
+    assert!(files.iter().any(|f| f.ends_with(".journal")), "{files:?}");
+    assert!(files.iter().any(|f| f.ends_with(".side.jsonl")), "{files:?}");
+    trace_format::finish_dir(&tdir, &[], false).unwrap();
+    let files = check_private(&tdir);
+    assert!(files.iter().any(|f| f.ends_with(".parquet")) && files.contains(&"meta.json".into()), "{files:?}");
+
+    let exe = common::compile("p2p.c", &dir);
+    let tdir = dir.join("finished");
+    let out = common::run_umask(Some("000"), 3, &exe, &[], &tdir, &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let files = check_private(&tdir);
+    assert!(files.iter().any(|f| f.ends_with(".parquet")) && files.contains(&"meta.json".into()), "{files:?}");
+}
+
 #[test]
 fn crash_mpi_abort() {
     let t = crash_case("abort");

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use system_tests::{compile, run, Compiler, Launcher, Run};
+use system_tests::{bin_dir, compile, run, run_command, Compiler, Launcher, Run};
 
 const T: Duration = Duration::from_secs(90);
 
@@ -74,6 +74,25 @@ fn accept_connect_through_the_name_service() {
     a.assert_ok("dpm_connect OK names-accept");
     b.assert_ok("dpm_connect OK names-connect");
     assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0, "the name was not unpublished");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A published name holds the port's secret: its file is 0600 even under
+/// umask 000 in a name directory others may read (issue 20.8).
+#[test]
+fn published_name_is_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let exe = compile("dpm_publish", Compiler::Ours);
+    let d = scratch("private");
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut cmd = std::process::Command::new("sh");
+    cmd.arg("-c").arg(r#"umask 000 && exec "$0" -n 2 "$1" private-service"#).arg(bin_dir().join("mpirun")).arg(&exe);
+    cmd.env("MPICORE_NAME_DIR", &d).env("MPIEXEC_TIMEOUT", T.as_secs().to_string());
+    run_command(cmd, T).assert_ok("dpm_publish OK");
+    let files: Vec<_> = std::fs::read_dir(&d).unwrap().flatten().collect();
+    assert_eq!(files.len(), 1, "one published name: {files:?}");
+    let mode = files[0].metadata().unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "mode of the published name {:?}", files[0].path());
     let _ = std::fs::remove_dir_all(&d);
 }
 

@@ -119,7 +119,8 @@ impl JournalWriter {
     /// Creates (truncating) the journal at `path` and writes its header.
     pub fn create(path: &Path, header: JournalHeader) -> Result<Self, Error> {
         let io = |e| Error::Io { path: path.to_path_buf(), source: e };
-        let file = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(path).map_err(io)?;
+        let file = crate::private::open(OpenOptions::new().read(true).write(true).create(true).truncate(true), path)
+            .map_err(io)?;
         let mut w = JournalWriter { file, path: path.to_path_buf(), chunks: Vec::new(), next: 1 };
         w.grow()?;
         // SAFETY: chunk 0 is mapped, writable and at least one slot long.

@@ -16,11 +16,15 @@
 //! `MPI_Finalize` the shim calls [`convert_rank`]; after the job, `mpitrace
 //! record` calls [`finish_dir`] for ranks that did not get there. The
 //! [`reader`] opens finished traces and the journals of crashed runs alike.
+//! Everything a trace writer creates is readable by its owner only (files
+//! 0600, folders 0700, see [`private`]): a trace holds the command line,
+//! host names and module paths.
 
 pub mod columns;
 pub mod events;
 pub mod journal;
 pub mod meta;
+pub mod private;
 pub mod reader;
 pub mod record;
 pub mod side;
@@ -119,10 +123,10 @@ pub mod layout {
     }
 }
 
-/// Writes a file atomically (temporary file, then rename).
+/// Writes a private file atomically (temporary file, then rename).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     let tmp = path.with_extension("tmp");
-    if let Err(e) = std::fs::write(&tmp, bytes) {
+    if let Err(e) = private::create(&tmp).and_then(|mut f| std::io::Write::write_all(&mut f, bytes)) {
         let _ = std::fs::remove_file(&tmp);
         return Err(Error::Io { path: tmp, source: e });
     }
@@ -211,7 +215,7 @@ pub fn convert_rank(dir: &Path, rank: i32, keep_journals: bool) -> Result<Conver
     let mut l = load_rank(dir, rank)?;
     for sub in [layout::EVENTS_DIR, layout::COMMS_DIR] {
         let d = dir.join(sub);
-        std::fs::create_dir_all(&d).map_err(|e| Error::Io { path: d, source: e })?;
+        private::create_dir_all(&d).map_err(|e| Error::Io { path: d, source: e })?;
     }
     let ev_path = layout::events(dir, rank);
     let comm_path = layout::comms(dir, rank);

@@ -122,10 +122,7 @@ pub struct SideWriter {
 
 impl SideWriter {
     pub fn open(path: &Path) -> Result<Self, Error> {
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
+        let file = crate::private::open(OpenOptions::new().create(true).append(true), path)
             .map_err(|e| Error::Io { path: path.to_path_buf(), source: e })?;
         Ok(SideWriter { file, path: path.to_path_buf() })
     }

@@ -167,7 +167,7 @@ fn writer_props(delta_cols: &[&str], meta: Vec<KeyValue>) -> WriterProperties {
 fn write_batch(path: &Path, batch: &RecordBatch, props: WriterProperties) -> Result<(), Error> {
     let tmp = path.with_extension("parquet.tmp");
     let io = |e| Error::Io { path: tmp.clone(), source: e };
-    let file = File::create(&tmp).map_err(io)?;
+    let file = crate::private::create(&tmp).map_err(io)?;
     let pq = |e: parquet::errors::ParquetError| Error::Parquet { path: path.to_path_buf(), what: e.to_string() };
     let written = ArrowWriter::try_new(file, batch.schema(), Some(props)).and_then(|mut w| {
         w.write(batch)?;
@@ -206,7 +206,7 @@ impl EventsWriter {
         // hardly change: both dictionary/RLE encoded, like the rest.
         let props = writer_props(&[name::T_START, name::SEQ], meta);
         let tmp = path.with_extension("parquet.tmp");
-        let file = File::create(&tmp).map_err(|e| Error::Io { path: tmp.clone(), source: e })?;
+        let file = crate::private::create(&tmp).map_err(|e| Error::Io { path: tmp.clone(), source: e })?;
         let writer = ArrowWriter::try_new(file, events_schema(), Some(props))
             .map_err(|e| Error::Parquet { path: path.to_path_buf(), what: e.to_string() })?;
         Ok(EventsWriter { writer, path: path.to_path_buf(), tmp })

@@ -62,7 +62,8 @@ pub fn run(args: RecordArgs) -> Result<i32> {
     {
         bail!("{} already holds a trace; choose another directory with -o", dir.display());
     }
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create the trace directory {}", dir.display()))?;
+    trace_format::private::create_dir_all(&dir)
+        .with_context(|| format!("cannot create the trace directory {}", dir.display()))?;
     let dir = std::fs::canonicalize(&dir)?;
     let probe = dir.join(".mpitrace-write-test");
     std::fs::write(&probe, b"").with_context(|| format!("the trace directory {} is not writable", dir.display()))?;

@@ -166,11 +166,41 @@ fn split_option(arg: &str) -> (String, Option<String>) {
     (name.to_string(), None)
 }
 
-fn parse_count(opt: &str, v: &str) -> Result<usize> {
-    match v.trim().parse::<usize>() {
-        Ok(n) if n > 0 => Ok(n),
-        _ => Err(Error::Usage(format!("{opt} needs a positive number of ranks, got '{v}'"))),
+/// The most ranks one job may have: far more than any machine here can
+/// start, small enough that the launcher's per-rank tables fit in memory
+/// (an absurd count must be a usage error, not a failed allocation).
+pub const MAX_RANKS: usize = 1 << 20;
+
+/// A positive count up to [`MAX_RANKS`]; `Err(true)` if it is larger,
+/// `Err(false)` if it is no positive number.
+fn bounded_count(v: &str) -> std::result::Result<usize, bool> {
+    match v.trim().parse::<u128>() {
+        Ok(n) if n > MAX_RANKS as u128 => Err(true),
+        Ok(n) if n > 0 => Ok(n as usize),
+        _ => Err(false),
     }
+}
+
+fn parse_count(opt: &str, v: &str) -> Result<usize> {
+    bounded_count(v).map_err(|too_big| {
+        Error::Usage(if too_big {
+            format!("{opt} {v}: too many ranks (at most {MAX_RANKS} in one job)")
+        } else {
+            format!("{opt} needs a positive number of ranks, got '{v}'")
+        })
+    })
+}
+
+/// A host's slot count of `host:N`, bounded like a rank count (the launcher
+/// lists each slot).
+fn parse_slots(entry: &str, s: &str) -> Result<usize> {
+    bounded_count(s).map_err(|too_big| {
+        Error::Usage(if too_big {
+            format!("host entry '{entry}': too many slots (at most {MAX_RANKS})")
+        } else {
+            format!("bad slot count in host entry '{entry}'")
+        })
+    })
 }
 
 /// Parses a number of seconds (`10`, `2.5`).
@@ -198,15 +228,12 @@ fn parse_hosts(list: &str) -> Result<Vec<String>> {
     let mut out = Vec::new();
     for entry in list.split(',').map(str::trim).filter(|e| !e.is_empty()) {
         let (host, slots) = match entry.rsplit_once(':') {
-            Some((h, s)) if !h.is_empty() => (
-                h,
-                s.parse::<usize>()
-                    .ok()
-                    .filter(|&n| n > 0)
-                    .ok_or_else(|| Error::Usage(format!("bad slot count in host entry '{entry}'")))?,
-            ),
+            Some((h, s)) if !h.is_empty() => (h, parse_slots(entry, s)?),
             _ => (entry, 1),
         };
+        if out.len() + slots > MAX_RANKS {
+            return Err(Error::Usage(format!("too many host slots (at most {MAX_RANKS})")));
+        }
         out.extend(std::iter::repeat_n(host.to_string(), slots));
     }
     Ok(out)
@@ -226,6 +253,9 @@ fn parse_hostfile(path: &str) -> Result<Vec<String>> {
         let first = words.next().unwrap_or("");
         let slots = words.find_map(|w| w.strip_prefix("slots=")).map(|s| format!(":{s}")).unwrap_or_default();
         out.extend(parse_hosts(&format!("{first}{slots}"))?);
+        if out.len() > MAX_RANKS {
+            return Err(Error::Usage(format!("host file '{path}': too many slots (at most {MAX_RANKS})")));
+        }
     }
     Ok(out)
 }
@@ -371,6 +401,11 @@ pub fn parse(args: &[String], getenv: &dyn Fn(&str) -> Option<String>) -> Result
     if opts.apps.is_empty() {
         return Err(Error::Usage("no program to run (see --help)".into()));
     }
+    // Each program's count is bounded; so is their sum (`-n A prog : -n B prog`).
+    let total = opts.apps.iter().try_fold(0usize, |t, a| t.checked_add(a.nprocs).filter(|&t| t <= MAX_RANKS));
+    if total.is_none() {
+        return Err(Error::Usage(format!("too many ranks in all (at most {MAX_RANKS} in one job)")));
+    }
     Ok(Command::Run(opts))
 }
 
@@ -403,6 +438,18 @@ mod tests {
         assert_eq!(run("prog").size(), 1);
         assert_eq!(run("--host localhost,localhost:2 prog").size(), 3);
         assert!(parse_env("-n 0 prog", &[]).is_err());
+        // Absurd counts are usage errors (issue 20.5), never an allocation.
+        assert_eq!(run(&format!("-n {MAX_RANKS} prog")).size(), MAX_RANKS);
+        for bad in [
+            "-n 99999999999 prog".to_string(),
+            "-n 99999999999999999999999 prog".into(),
+            format!("-n {} prog", MAX_RANKS + 1),
+            format!("-n {MAX_RANKS} prog : -n 1 prog"),
+            "--host a:99999999999 prog".into(),
+            "-ppn 99999999999 prog".into(),
+        ] {
+            assert!(matches!(parse_env(&bad, &[]), Err(Error::Usage(m)) if m.contains("at most")), "{bad}");
+        }
         assert!(parse_env("-n x prog", &[]).is_err());
         assert!(parse_env("-n", &[]).is_err());
         assert!(parse_env("-n 2", &[]).is_err());

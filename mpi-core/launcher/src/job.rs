@@ -185,9 +185,12 @@ pub fn resolve_program(prog: &str, wdir: Option<&Path>, path_var: Option<&OsStr>
     Err(Error::ProgramNotFound(format!("cannot run '{prog}': not found in PATH")))
 }
 
-/// Removes the shared-memory files the library names `mpicore-<kvsname>*`.
+/// Removes the shared-memory files of the job: the library names every
+/// segment of a job (node segment, collective and window segments)
+/// `mpicore-<kvsname>-...`, and unlinks each once all its ranks mapped it;
+/// a job stopped earlier (signal, timeout, failed rank) leaves them to this.
 pub fn remove_shm_segments(kvsname: &str) {
-    let prefix = format!("mpicore-{kvsname}");
+    let prefix = format!("mpicore-{kvsname}-");
     let Ok(dir) = std::fs::read_dir("/dev/shm") else { return };
     for entry in dir.flatten() {
         if entry.file_name().as_bytes().starts_with(prefix.as_bytes()) {

@@ -13,7 +13,8 @@
 //!   (`(vector,(0,1,N))` on one machine, `(vector,(0,2,1))` for `-host a,b`
 //!   round robin...); the KVS name
 //!   (`get_my_kvsname`) is `kvs_<launcher pid>_<8 hex digits>`, and files
-//!   `/dev/shm/mpicore-<kvsname>*` are removed when the job ends.
+//!   `/dev/shm/mpicore-<kvsname>-*` (every segment of the job) are removed
+//!   when the job ends, however it ends.
 //! - Ranks run in one process group of their own and die with the launcher
 //!   (`PR_SET_PDEATHSIG`). stdin goes to rank 0, the others read /dev/null;
 //!   a rank 0 on another host gets it through its proxy.

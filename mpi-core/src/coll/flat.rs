@@ -874,10 +874,13 @@ fn forget_freed(st: &mut State) {
     st.coll.flat.retain(|&ctx, e| comms.get(e.comm).is_ok_and(|c| c.coll_ctx() == ctx));
 }
 
-/// The name of a segment: job, context and the creator's process.
+/// The name of a segment: job, context and the creator's process. It starts
+/// with `mpicore-<kvsname>-` like every segment of the job, the prefix the
+/// launcher removes when the job ends: a job stopped before all ranks
+/// mapped (and unlinked) the segment leaves nothing in /dev/shm.
 pub fn name(st: &State, ctx: u32, creator: u32) -> std::ffi::CString {
     let kvs: String = st.pmi.kvsname.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
-    std::ffi::CString::new(format!("/mpicore-coll-{kvs}-{ctx}-{creator}")).expect("no NUL in a segment name")
+    std::ffi::CString::new(format!("/mpicore-{kvs}-coll-{ctx}-{creator}")).expect("no NUL in a segment name")
 }
 
 /// Bytes of the segment of a communicator of `size` ranks.

@@ -385,12 +385,28 @@ fn service_file(service: &str) -> MpiResult<std::path::PathBuf> {
 }
 
 /// `MPI_Publish_name`: writes the service's file atomically (a name
-/// published again points to the new port).
+/// published again points to the new port). The file is 0600 whatever the
+/// umask: a port name holds the secret that lets a process connect, and
+/// the directory may be one others can read (`MPICORE_NAME_DIR`).
 pub fn publish_name(service: &str, port: &str) -> MpiResult<()> {
+    use std::io::Write;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     let f = service_file(service)?;
     let tmp = f.with_extension(format!("tmp{}", std::process::id()));
     let io = |e: std::io::Error| MpiError::new(MPI_ERR_INTERN, format!("cannot publish {service:?}: {e}"));
-    std::fs::write(&tmp, port).map_err(io)?;
+    // A stale temporary file of an earlier process with our pid may have
+    // another mode; the new one is created private, then chmod-ed on the
+    // open file (the umask may have taken bits off the creation mode).
+    let _ = std::fs::remove_file(&tmp);
+    let written =
+        std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp).and_then(|mut file| {
+            file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+            file.write_all(port.as_bytes())
+        });
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(io(e));
+    }
     std::fs::rename(&tmp, &f).map_err(io)
 }
 

@@ -81,7 +81,26 @@ pub fn compile_with(src: &str, dir: &Path, extra: &[&str], out: &str) -> PathBuf
 
 /// Runs `exe args` on `n` ranks under the shim, tracing into `trace`.
 pub fn run(n: usize, exe: &Path, args: &[&str], trace: &Path, extra_env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new("timeout");
+    run_umask(None, n, exe, args, trace, extra_env)
+}
+
+/// [`run`], the job under `umask` (octal digits) if given.
+pub fn run_umask(
+    umask: Option<&str>,
+    n: usize,
+    exe: &Path,
+    args: &[&str],
+    trace: &Path,
+    extra_env: &[(&str, &str)],
+) -> Output {
+    let mut cmd = match umask {
+        Some(m) => {
+            let mut c = Command::new("sh");
+            c.args(["-c", r#"umask "$0" && exec "$@""#, m, "timeout"]);
+            c
+        }
+        None => Command::new("timeout"),
+    };
     // cargo puts target/<profile> on LD_LIBRARY_PATH, where mpi-core's
     // libmpich.so.12 lives: these tests run on Debian's MPICH.
     cmd.env_remove("LD_LIBRARY_PATH");
