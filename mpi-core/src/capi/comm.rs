@@ -407,7 +407,13 @@ pub unsafe fn MPI_Comm_create_group(comm: MPI_Comm, group: MPI_Group, tag: c_int
         };
         // Only the members take part: agree among them on the parent's
         // collective context, with tags derived from the user's tag.
-        let local = rt::with(|st| View::new(st, parent.coll_ctx(), rank, members.clone()))?.with_user_tag(tag);
+        // Messages carry the parent's ranks as sources: indices in the
+        // group would be ambiguous among successive groups (see View).
+        let labels: Vec<usize> =
+            members.iter().map(|w| parent.group.iter().position(|p| p == w).unwrap_or(usize::MAX)).collect();
+        let local = rt::with(|st| View::new(st, parent.coll_ctx(), rank, members.clone()))?
+            .with_user_tag(tag)
+            .with_labels(Arc::new(labels));
         let a = Agreement { local, leader: 0, peer: None, inter: false };
         let ctx = agree_ctx(ctx_key(&parent, KEY_CREATE_GROUP | tag as u64), CTX_SPAN_INTRA, &a, false)?;
         // SAFETY: as above.
