@@ -195,3 +195,12 @@ fn create_group_with_one_tag_on_changing_groups() {
         run(Launcher::Ours, n, &exe, &[], &[], T).assert_ok(&format!("comm_create_group_many OK on {n} ranks"));
     }
 }
+
+/// A failing copy callback fails MPI_Comm_dup, MPI_Comm_idup and
+/// MPI_Type_dup (at one rank: the others' dups complete) with the null
+/// handle; an attribute whose keyval was freed can still be deleted
+/// (issue 19.9).
+#[test]
+fn failing_copy_callbacks_and_freed_keyvals() {
+    each_size("attr_fail", &[1, 2, 3], "attr_fail OK");
+}

@@ -10,7 +10,7 @@ use super::{put, put_str, ret, Out};
 use crate::bail;
 use crate::caching::{copy_attrs, delete_attrs};
 use crate::rt::agree::View;
-use crate::rt::attr::ObjKind;
+use crate::rt::attr::{Attrs, ObjKind};
 use crate::rt::comm::{ctx_key, Comm, CTX_SPAN_INTER, CTX_SPAN_INTRA};
 // Chapters that still name these through `super::comm` (files, windows).
 use crate::rt::ctxid::{agree_ctx, idup, intra_of, split, Agreement, BAD_COLOR, KEY_CREATE_GROUP};
@@ -112,9 +112,24 @@ unsafe fn dup_common(comm: MPI_Comm, info: Option<MPI_Info>, newcomm: *mut MPI_C
     };
     let span = if parent.is_inter() { CTX_SPAN_INTER } else { CTX_SPAN_INTRA };
     let ctx = new_context(comm, span, false)?;
-    let attrs = copy_attrs(ObjKind::Comm, comm, &parent.attrs)?;
+    let mut attrs = Attrs::new();
+    let copied = copy_attrs(ObjKind::Comm, comm, &parent.attrs, &mut attrs);
     // SAFETY: not NULL (checked above), so a writable handle (the contract).
-    unsafe { publish(Comm { ctx, attrs, hints, name: String::new(), ..parent }, newcomm) }
+    unsafe { publish(Comm { ctx, attrs, hints, name: String::new(), ..parent }, newcomm)? };
+    if let Err(e) = copied {
+        // A copy callback failed: so does the call, and the duplicate goes
+        // (the attributes copied before the failure through their delete
+        // callbacks, on it). The other processes keep theirs: the copy is
+        // local, after the collective part.
+        // SAFETY: written just above (the contract).
+        let h = unsafe { newcomm.read() };
+        let freed = free_comm(h);
+        // SAFETY: as above.
+        unsafe { newcomm.write(MPI_COMM_NULL) };
+        freed?;
+        return Err(e);
+    }
+    Ok(())
 }
 
 pub unsafe fn MPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
@@ -157,17 +172,30 @@ unsafe fn idup_common(
         Some(i) => crate::rt::info::hints(i)?,
         None => parent.hints.clone(),
     };
-    let attrs = copy_attrs(ObjKind::Comm, comm, &parent.attrs)?;
+    let mut attrs = Attrs::new();
+    let copied = copy_attrs(ObjKind::Comm, comm, &parent.attrs, &mut attrs);
+    // After a failing copy callback the idup still runs (the other
+    // processes' idups need this one), but its communicator goes as soon
+    // as it exists, the copies made so far through their delete callbacks,
+    // and the program gets MPI_COMM_NULL (and the callback's error now).
+    let failed = copied.is_err();
     let out = SendPtr(newcomm);
     let deliver = move |h: MPI_Comm| {
         let out = out;
+        let h = if failed {
+            let _ = free_comm(h);
+            MPI_COMM_NULL
+        } else {
+            h
+        };
         // SAFETY: `out.0` is not NULL and stays writable until the request
         // completes, after this (the contract; see `SendPtr`).
         unsafe { out.0.write(h) }
     };
     let req = idup(comm, Comm { attrs, hints, name: String::new(), ..parent }, deliver)?;
     // SAFETY: not NULL (checked above), so a writable handle (the contract).
-    unsafe { put(request, ReqTable::handle(req), "request") }
+    unsafe { put(request, ReqTable::handle(req), "request")? };
+    copied
 }
 
 pub unsafe fn MPI_Comm_idup(comm: MPI_Comm, newcomm: *mut MPI_Comm, request: *mut MPI_Request) -> c_int {
