@@ -188,7 +188,9 @@ fn user_code_may_call_mpi() {
 #[test]
 fn collectives_in_different_orders_are_reported_plainly() {
     let exe = compile("coll_order", Compiler::Ours);
-    let cases: &[(&[&str], &[usize], &[(&str, &str)])] = &[
+    // Arguments, sizes, environment.
+    type Case<'a> = (&'a [&'a str], &'a [usize], &'a [(&'a str, &'a str)]);
+    let cases: &[Case] = &[
         (&["ibarrier", "1"], &[2, 3, 4], &[]),
         (&["iallreduce", "1"], &[2, 3, 4], &[]),
         (&["iallreduce", "5000"], &[2, 3], &[]),
