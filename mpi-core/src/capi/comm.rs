@@ -422,12 +422,16 @@ pub unsafe fn MPI_Comm_create_group(comm: MPI_Comm, group: MPI_Group, tag: c_int
         quiet(comm)?;
         let parent = intra_of(comm, "MPI_Comm_create_group")?;
         let (members, me) = rt::with(|st| Ok((st.comms.groups.get(group)?, st.world_rank)))?;
-        if let Some(w) = members.iter().find(|w| !parent.group.contains(w)) {
-            bail!(
+        // The members' ranks in the parent: the sources of the agreement's
+        // messages (indices in the group would be ambiguous among
+        // successive groups with the same tag; see View).
+        let labels = match members.iter().map(|&w| group::rank_of(&parent.group, w).ok_or(w)).collect() {
+            Ok(l) => Arc::new(l),
+            Err(w) => bail!(
                 MPI_ERR_GROUP,
                 "the group is not a subgroup of the communicator's group (world rank {w} is not a member)"
-            );
-        }
+            ),
+        };
         let Some(rank) = group::rank_of(&members, me) else {
             // SAFETY: `newcomm` is a writable handle (checked above; the
             // caller's contract).
@@ -435,13 +439,9 @@ pub unsafe fn MPI_Comm_create_group(comm: MPI_Comm, group: MPI_Group, tag: c_int
         };
         // Only the members take part: agree among them on the parent's
         // collective context, with tags derived from the user's tag.
-        // Messages carry the parent's ranks as sources: indices in the
-        // group would be ambiguous among successive groups (see View).
-        let labels: Vec<usize> =
-            members.iter().map(|w| parent.group.iter().position(|p| p == w).unwrap_or(usize::MAX)).collect();
         let local = rt::with(|st| View::new(st, parent.coll_ctx(), rank, members.clone()))?
             .with_user_tag(tag)
-            .with_labels(Arc::new(labels));
+            .with_labels(labels);
         let a = Agreement { local, leader: 0, peer: None, inter: false };
         let ctx = agree_ctx(ctx_key(&parent, KEY_CREATE_GROUP | tag as u64), CTX_SPAN_INTRA, &a, false)?;
         // SAFETY: as above.
