@@ -44,6 +44,27 @@ int main(int argc, char **argv) {
         MPI_Finalize();
         return 0;
     }
+    if (strcmp(argv[1], "iagree") == 0) {
+        /* mpi4py's test of Comm.Iagree over its fallback (an
+         * MPI_Iallreduce with MPI_BAND): the root starts it, then enters
+         * a barrier; the others enter the barrier first. */
+        for (int root = 0; root < n; root++) {
+            int flag = me == root ? 11 : 13;
+            MPI_Barrier(c);
+            if (me == root) {
+                MPI_Iallreduce(MPI_IN_PLACE, &flag, 1, MPI_INT, MPI_BAND, c, &req);
+                MPI_Barrier(c);
+            } else {
+                MPI_Barrier(c);
+                MPI_Iallreduce(MPI_IN_PLACE, &flag, 1, MPI_INT, MPI_BAND, c, &req);
+            }
+            MPI_Wait(&req, MPI_STATUS_IGNORE);
+            CHECK(flag == 9, "root %d: flag %d, expected 9", root, flag);
+        }
+        printf("rank %d: no error\n", me);
+        MPI_Finalize();
+        return 0;
+    }
     for (int step = 0; step < 2; step++) {
         if (step == me % 2) {
             if (iallreduce)
