@@ -103,10 +103,12 @@ fn call_delete(kind: ObjKind, obj: c_int, keyval: c_int, v: usize, kv: &Keyval) 
     Ok(())
 }
 
-/// The attributes a duplicate of `old` gets: every attribute whose keyval
-/// has a copy callback that sets its flag (runs the callbacks).
-pub fn copy_attrs(kind: ObjKind, old: c_int, attrs: &Attrs) -> MpiResult<Attrs> {
-    let mut out = Attrs::new();
+/// The attributes a duplicate of `old` gets, in `out`: every attribute
+/// whose keyval has a copy callback that sets its flag (runs the
+/// callbacks). A failing callback stops the copy with its error; `out` then
+/// holds the copies made before it, which the caller must hand to their
+/// delete callbacks (by freeing the duplicate) since they may own memory.
+pub fn copy_attrs(kind: ObjKind, old: c_int, attrs: &Attrs, out: &mut Attrs) -> MpiResult<()> {
     for &(k, v) in attrs {
         let Some(kv) = rt::with(|st| Ok(st.comms.keyvals.callbacks(k)))? else { continue };
         if kv.copy_fn == 0 {
@@ -134,7 +136,7 @@ pub fn copy_attrs(kind: ObjKind, old: c_int, attrs: &Attrs) -> MpiResult<Attrs> 
             out.push((k, newv as usize));
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Runs the delete callbacks of an object being freed, last set first, and
@@ -155,20 +157,26 @@ pub fn delete_attrs(kind: ObjKind, obj: c_int, attrs: Attrs) -> MpiResult<()> {
     Ok(())
 }
 
-/// Hook of `MPI_Type_dup`: copies the attributes of `old` to `new`.
+/// Hook of `MPI_Type_dup`: copies the attributes of `old` to `new`. On
+/// error (a copy callback failed), `new` has the copies made before and is
+/// to be freed.
 pub fn type_attrs_dup(old: MPI_Datatype, new: MPI_Datatype) -> MpiResult<()> {
     let attrs = rt::with(|st| Ok(st.comms.keyvals.types.get(&old).cloned().unwrap_or_default()))?;
     if attrs.is_empty() {
         return Ok(());
     }
-    let copied = copy_attrs(ObjKind::Type, old, &attrs)?;
+    let mut copied = Attrs::new();
+    let r = copy_attrs(ObjKind::Type, old, &attrs, &mut copied);
+    // Stored even after a failing callback: freeing `new` (the caller's
+    // part then) hands the copies made so far to their delete callbacks.
     rt::with(|st| {
         for &(k, _) in &copied {
             st.comms.keyvals.hold(k);
         }
         st.comms.keyvals.types.insert(new, copied);
         Ok(())
-    })
+    })?;
+    r
 }
 
 /// Hook of `MPI_Type_free`: runs the delete callbacks of `dt`'s attributes.
@@ -231,16 +239,18 @@ pub fn get_attr(kind: ObjKind, obj: c_int, keyval: c_int) -> MpiResult<Option<us
                 return Ok(Some(p as usize));
             }
         }
-        st.comms.keyvals.get(keyval, kind)?;
+        st.comms.keyvals.get_in_use(keyval, kind)?;
         Ok(attr::get(attrs_of(st, kind, obj)?, keyval))
     })
 }
 
 /// `*_delete_attr`: runs the delete callback, then forgets the attribute.
+/// The keyval may have been freed already: it lives on until its last
+/// attribute is gone (MPI 4.0 section 7.7.2), so that one can be deleted.
 pub fn delete_attr(kind: ObjKind, obj: c_int, keyval: c_int) -> MpiResult<()> {
     let (v, kv) = rt::with(|st| {
         check_obj(st, kind, obj)?;
-        let kv = st.comms.keyvals.get(keyval, kind)?;
+        let kv = st.comms.keyvals.get_in_use(keyval, kind)?;
         Ok((attr::get(attrs_of(st, kind, obj)?, keyval), kv))
     })?;
     let Some(v) = v else {

@@ -190,3 +190,24 @@ fn mpich_built_programs_find_dup_fn_and_unweighted() {
     let exe = compile("topo_graph", Compiler::Mpich);
     run(Launcher::Ours, 3, &exe, &[], &[], T).assert_ok("topo_graph OK");
 }
+
+/// MPI_Comm_create_group many times with one tag on changing, overlapping
+/// and disjoint groups, members running ahead into their next group while
+/// others are still in the previous one (issue 19.7); and create_group
+/// and MPI_Comm_idup called in opposite orders at even and odd ranks.
+#[test]
+fn create_group_with_one_tag_on_changing_groups() {
+    let exe = compile("comm_create_group_many", Compiler::Ours);
+    for n in [3, 4, 8] {
+        run(Launcher::Ours, n, &exe, &[], &[], T).assert_ok(&format!("comm_create_group_many OK on {n} ranks"));
+    }
+}
+
+/// A failing copy callback fails MPI_Comm_dup, MPI_Comm_idup and
+/// MPI_Type_dup (at one rank: the others' dups complete) with the null
+/// handle; an attribute whose keyval was freed can still be deleted
+/// (issue 19.9).
+#[test]
+fn failing_copy_callbacks_and_freed_keyvals() {
+    each_size("attr_fail", &[1, 2, 3], "attr_fail OK");
+}

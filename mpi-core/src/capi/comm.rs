@@ -10,7 +10,7 @@ use super::{put, put_str, ret, Out};
 use crate::bail;
 use crate::caching::{copy_attrs, delete_attrs};
 use crate::rt::agree::View;
-use crate::rt::attr::ObjKind;
+use crate::rt::attr::{Attrs, ObjKind};
 use crate::rt::comm::{ctx_key, Comm, CTX_SPAN_INTER, CTX_SPAN_INTRA};
 // Chapters that still name these through `super::comm` (files, windows).
 use crate::rt::ctxid::{agree_ctx, idup, intra_of, split, Agreement, BAD_COLOR, KEY_CREATE_GROUP};
@@ -112,9 +112,24 @@ unsafe fn dup_common(comm: MPI_Comm, info: Option<MPI_Info>, newcomm: *mut MPI_C
     };
     let span = if parent.is_inter() { CTX_SPAN_INTER } else { CTX_SPAN_INTRA };
     let ctx = new_context(comm, span, false)?;
-    let attrs = copy_attrs(ObjKind::Comm, comm, &parent.attrs)?;
+    let mut attrs = Attrs::new();
+    let copied = copy_attrs(ObjKind::Comm, comm, &parent.attrs, &mut attrs);
     // SAFETY: not NULL (checked above), so a writable handle (the contract).
-    unsafe { publish(Comm { ctx, attrs, hints, name: String::new(), ..parent }, newcomm) }
+    unsafe { publish(Comm { ctx, attrs, hints, name: String::new(), ..parent }, newcomm)? };
+    if let Err(e) = copied {
+        // A copy callback failed: so does the call, and the duplicate goes
+        // (the attributes copied before the failure through their delete
+        // callbacks, on it). The other processes keep theirs: the copy is
+        // local, after the collective part.
+        // SAFETY: written just above (the contract).
+        let h = unsafe { newcomm.read() };
+        let freed = free_comm(h);
+        // SAFETY: as above.
+        unsafe { newcomm.write(MPI_COMM_NULL) };
+        freed?;
+        return Err(e);
+    }
+    Ok(())
 }
 
 pub unsafe fn MPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
@@ -157,17 +172,30 @@ unsafe fn idup_common(
         Some(i) => crate::rt::info::hints(i)?,
         None => parent.hints.clone(),
     };
-    let attrs = copy_attrs(ObjKind::Comm, comm, &parent.attrs)?;
+    let mut attrs = Attrs::new();
+    let copied = copy_attrs(ObjKind::Comm, comm, &parent.attrs, &mut attrs);
+    // After a failing copy callback the idup still runs (the other
+    // processes' idups need this one), but its communicator goes as soon
+    // as it exists, the copies made so far through their delete callbacks,
+    // and the program gets MPI_COMM_NULL (and the callback's error now).
+    let failed = copied.is_err();
     let out = SendPtr(newcomm);
     let deliver = move |h: MPI_Comm| {
         let out = out;
+        let h = if failed {
+            let _ = free_comm(h);
+            MPI_COMM_NULL
+        } else {
+            h
+        };
         // SAFETY: `out.0` is not NULL and stays writable until the request
         // completes, after this (the contract; see `SendPtr`).
         unsafe { out.0.write(h) }
     };
     let req = idup(comm, Comm { attrs, hints, name: String::new(), ..parent }, deliver)?;
     // SAFETY: not NULL (checked above), so a writable handle (the contract).
-    unsafe { put(request, ReqTable::handle(req), "request") }
+    unsafe { put(request, ReqTable::handle(req), "request")? };
+    copied
 }
 
 pub unsafe fn MPI_Comm_idup(comm: MPI_Comm, newcomm: *mut MPI_Comm, request: *mut MPI_Request) -> c_int {
@@ -394,12 +422,16 @@ pub unsafe fn MPI_Comm_create_group(comm: MPI_Comm, group: MPI_Group, tag: c_int
         quiet(comm)?;
         let parent = intra_of(comm, "MPI_Comm_create_group")?;
         let (members, me) = rt::with(|st| Ok((st.comms.groups.get(group)?, st.world_rank)))?;
-        if let Some(w) = members.iter().find(|w| !parent.group.contains(w)) {
-            bail!(
+        // The members' ranks in the parent: the sources of the agreement's
+        // messages (indices in the group would be ambiguous among
+        // successive groups with the same tag; see View).
+        let labels = match members.iter().map(|&w| group::rank_of(&parent.group, w).ok_or(w)).collect() {
+            Ok(l) => Arc::new(l),
+            Err(w) => bail!(
                 MPI_ERR_GROUP,
                 "the group is not a subgroup of the communicator's group (world rank {w} is not a member)"
-            );
-        }
+            ),
+        };
         let Some(rank) = group::rank_of(&members, me) else {
             // SAFETY: `newcomm` is a writable handle (checked above; the
             // caller's contract).
@@ -407,7 +439,9 @@ pub unsafe fn MPI_Comm_create_group(comm: MPI_Comm, group: MPI_Group, tag: c_int
         };
         // Only the members take part: agree among them on the parent's
         // collective context, with tags derived from the user's tag.
-        let local = rt::with(|st| View::new(st, parent.coll_ctx(), rank, members.clone()))?.with_user_tag(tag);
+        let local = rt::with(|st| View::new(st, parent.coll_ctx(), rank, members.clone()))?
+            .with_user_tag(tag)
+            .with_labels(labels);
         let a = Agreement { local, leader: 0, peer: None, inter: false };
         let ctx = agree_ctx(ctx_key(&parent, KEY_CREATE_GROUP | tag as u64), CTX_SPAN_INTRA, &a, false)?;
         // SAFETY: as above.

@@ -440,7 +440,16 @@ pub unsafe fn MPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) ->
         Ok(h)
     });
     // Attribute copy callbacks run without the lock.
-    let r = r.and_then(|h| crate::caching::type_attrs_dup(oldtype, h));
+    let r = r.and_then(|h| {
+        crate::caching::type_attrs_dup(oldtype, h).inspect_err(|_| {
+            // A copy callback failed, and so does the call: the duplicate
+            // goes (with the copies made before, through their delete
+            // callbacks) and the program gets MPI_DATATYPE_NULL.
+            let _ = crate::caching::type_attrs_free(h);
+            let _ = rt::with(|st| st.types.free(h));
+            let _ = newtype.put(MPI_DATATYPE_NULL);
+        })
+    });
     ret(WORLD, "MPI_Type_dup", r)
 }
 

@@ -579,7 +579,7 @@ impl Flat {
     #[inline(never)]
     fn len_error(&self, r: usize, bytes: usize) -> MpiResult<()> {
         let l = self.len_of(r);
-        bail!(MPI_ERR_TRUNCATE, "rank {r} of the collective gave {l} bytes where this rank expects {bytes}: counts or types differ between ranks")
+        bail!(MPI_ERR_TRUNCATE, "rank {r} of the collective gave {l} bytes where this rank expects {bytes}: counts or types differ between ranks, or the ranks called different collectives (in different orders on this communicator)")
     }
 
     /// Announces this rank's data of `bytes` bytes (after [`Flat::wait_free`]
@@ -656,7 +656,7 @@ impl Flat {
     /// [`Flat::wait_all_len`] once every rank has arrived.
     pub fn check_all_len(&self, bytes: usize) -> MpiResult<()> {
         match (0..self.size).find(|&r| self.stamp(r).load(Ordering::Acquire) <= self.k) {
-            Some(r) => bail!(MPI_ERR_TRUNCATE, "rank {r} of the collective took another path with its arguments than this rank with {bytes} bytes: counts or types differ between ranks"),
+            Some(r) => bail!(MPI_ERR_TRUNCATE, "rank {r} of the collective took another path with its arguments than this rank with {bytes} bytes: counts or types differ between ranks, or the ranks called different collectives (in different orders on this communicator)"),
             None => self.check_len(0..self.size, bytes),
         }
     }

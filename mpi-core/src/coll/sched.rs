@@ -485,7 +485,7 @@ impl Sched {
                         self.err = Some(MpiError::new(
                             MPI_ERR_TRUNCATE,
                             format!(
-                                "rank {} of the collective sent {what} data than this rank expects ({n} bytes): counts, types or roots differ between ranks",
+                                "rank {} of the collective sent {what} data than this rank expects ({n} bytes): counts, types or roots differ between ranks, or the ranks called different collectives (in different orders on this communicator)",
                                 r.status.MPI_SOURCE
                             ),
                         ));

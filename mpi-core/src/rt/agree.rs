@@ -31,7 +31,8 @@ pub(crate) const TAG_EXCHANGE: i32 = TAG_BASE + 4;
 const TAG_USER: i32 = TAG_BASE + 0x1000_0000;
 
 /// A set of processes that exchange messages on context `ctx`, each known by
-/// its index in `group` (which it uses as the source rank of its messages).
+/// its index in `group`, which it uses as the source rank of its messages
+/// unless the view has `labels`.
 #[derive(Clone)]
 pub(crate) struct View {
     pub ctx: u32,
@@ -41,16 +42,36 @@ pub(crate) struct View {
     /// Added to every tag (separates concurrent operations that share a
     /// context, such as `MPI_Comm_create_group` calls with different tags).
     tag_off: i32,
+    /// The source rank each member's messages carry, by index, when that
+    /// index does not name the process on `ctx` alone: the members of a
+    /// subgroup (`MPI_Comm_create_group`, communicators from session
+    /// groups) are numbered within it, and a member that moved on to its
+    /// next group with the same tag would otherwise send as the same
+    /// index as a process that has not sent yet in the previous one, and
+    /// its message would be taken for that one.
+    labels: Option<Arc<Vec<usize>>>,
 }
 
 impl View {
     pub fn new(st: &mut State, ctx: u32, rank: usize, group: Arc<Vec<usize>>) -> MpiResult<View> {
-        Ok(View { ctx, rank, group, bytes: st.types.get(MPI_BYTE)?, tag_off: 0 })
+        Ok(View { ctx, rank, group, bytes: st.types.get(MPI_BYTE)?, tag_off: 0, labels: None })
     }
     /// The same processes, with tags of their own derived from a user tag.
     pub fn with_user_tag(mut self, tag: c_int) -> View {
         self.tag_off = TAG_USER - TAG_BASE + ((tag & 0x01ff_ffff) << 3);
         self
+    }
+    /// The same processes, whose messages carry `labels[i]` as the source
+    /// rank of member `i` (numbers unique on the context, such as ranks in
+    /// the parent communicator).
+    pub fn with_labels(mut self, labels: Arc<Vec<usize>>) -> View {
+        debug_assert_eq!(labels.len(), self.group.len());
+        self.labels = Some(labels);
+        self
+    }
+    /// The source rank of member `i`'s messages.
+    fn label(&self, i: usize) -> i32 {
+        self.labels.as_ref().map_or(i, |l| l[i]) as i32
     }
     /// The members of `c` (of its local group for an intercommunicator) on
     /// a context no user message or collective of `c` uses.
@@ -68,7 +89,7 @@ impl View {
     /// Starts a send of a copy of `data` (kept by the request, so the
     /// caller's buffer may go whatever happens to the request).
     fn isend(&self, st: &mut State, data: &[u8], to: usize, tag: i32) -> u32 {
-        let env = Wire { ctx: self.ctx, src: self.rank as i32, tag: tag + self.tag_off };
+        let env = Wire { ctx: self.ctx, src: self.label(self.rank), tag: tag + self.tag_off };
         let i = st.reqs.alloc(Request::new(Kind::Null, MPI_COMM_WORLD));
         st.engine.start_send_vec(&mut st.reqs, i, data.to_vec(), &self.bytes, self.group[to], env);
         i
@@ -80,7 +101,7 @@ impl View {
             buf: buf.as_mut_ptr(),
             dt: self.bytes.clone(),
             ctx: self.ctx,
-            src: from as i32,
+            src: self.label(from),
             tag,
             cap: buf.len(),
             stream: None,

@@ -87,6 +87,12 @@ impl Keyvals {
     }
 
     fn index(&self, k: c_int, kind: ObjKind) -> MpiResult<u32> {
+        self.index_of(k, kind, false)
+    }
+
+    /// The slot of keyval `k` of `kind`; with `in_use`, also of one freed
+    /// while attributes still refer to it.
+    fn index_of(&self, k: c_int, kind: ObjKind, in_use: bool) -> MpiResult<u32> {
         if let Some(pk) = predefined_kind(k) {
             if pk != kind {
                 bail!(
@@ -105,7 +111,11 @@ impl Keyvals {
         let idx = handle_index(k);
         let i = idx & INDEX_MASK;
         match self.slots.get(i) {
-            Some(kv) if handle_kind(k) == HANDLE_KIND_DIRECT && handle_obj(k) == OBJ_KEYVAL && !kv.freed => {
+            Some(kv)
+                if handle_kind(k) == HANDLE_KIND_DIRECT
+                    && handle_obj(k) == OBJ_KEYVAL
+                    && (!kv.freed || in_use && kv.refs > 0) =>
+            {
                 if kv.kind != kind || (idx >> KIND_SHIFT) != kind as u32 {
                     bail!(
                         MPI_ERR_KEYVAL,
@@ -127,6 +137,13 @@ impl Keyvals {
     /// The keyval `k`, which must be a live user keyval of `kind`.
     pub fn get(&self, k: c_int, kind: ObjKind) -> MpiResult<Keyval> {
         let i = self.index(k, kind)?;
+        Ok(*self.slots.get(i).unwrap())
+    }
+
+    /// The keyval `k` of `kind`, live or freed while attributes still
+    /// refer to it (which may still be read and deleted).
+    pub fn get_in_use(&self, k: c_int, kind: ObjKind) -> MpiResult<Keyval> {
+        let i = self.index_of(k, kind, true)?;
         Ok(*self.slots.get(i).unwrap())
     }
 

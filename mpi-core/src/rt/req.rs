@@ -54,10 +54,21 @@ pub fn wait_req(i: u32) -> MpiResult<(MPI_Status, c_int)> {
     block_on(|st| st.reqs.get(i).done.then(|| finish_req(st, i)))
 }
 
+/// What a nonblocking collective that got data other than it expects
+/// reports (its schedule's detail is gone by the time it is waited for).
+pub const COLL_MISMATCH: &str = "a nonblocking collective on this communicator got other data from a rank than it expects: \
+     the ranks called different collectives at this point (collectives called in different orders on one communicator, \
+     which the standard forbids, a blocking and a nonblocking one swapped for instance), or gave counts, types or roots \
+     that differ";
+
 /// The error a completed receive reports, if any.
 pub fn status_error(err: c_int, s: &MPI_Status) -> MpiResult<()> {
     match err {
         MPI_SUCCESS => Ok(()),
+        // A status without a source is not a receive's: that of a
+        // nonblocking collective, whose messages are the library's (their
+        // ranks and tags mean nothing to the program).
+        MPI_ERR_TRUNCATE if s.MPI_SOURCE < 0 => Err(MpiError::new(err, COLL_MISMATCH)),
         MPI_ERR_TRUNCATE => Err(MpiError::new(
             err,
             format!(
@@ -664,5 +675,24 @@ pub fn greq_complete(request: MPI_Request) -> MpiResult<()> {
     match freed {
         Some(g) => r.and(greq_result(greq_free(&g), "free")),
         None => r,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_truncation_without_a_source_names_no_internal_rank_or_tag() {
+        // The status of a nonblocking collective's request has no source.
+        let e = status_error(MPI_ERR_TRUNCATE, &empty_status()).unwrap_err();
+        assert_eq!(e.class, MPI_ERR_TRUNCATE);
+        assert!(e.msg.contains("called different collectives"), "{}", e.msg);
+        assert!(!e.msg.contains("-2") && !e.msg.contains("-1"), "{}", e.msg);
+        let mut s = empty_status();
+        s.MPI_SOURCE = 3;
+        s.MPI_TAG = 7;
+        let e = status_error(MPI_ERR_TRUNCATE, &s).unwrap_err();
+        assert!(e.msg.contains("rank 3 with tag 7"), "{}", e.msg);
     }
 }

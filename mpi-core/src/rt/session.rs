@@ -122,7 +122,12 @@ fn handshake(tag: &str, first: &[usize], second: &[usize]) -> Vec<u8> {
 /// The processes of `members` (where this one has rank `rank`) on the
 /// sessions' context, with tags of their own for string tag hash `h`.
 fn view_of(rank: usize, members: Members, h: u32) -> MpiResult<View> {
-    with(|st| Ok(View::new(st, CTX_SESSIONS, rank, members)?.with_user_tag((h & 0x01ff_ffff) as c_int)))
+    // World ranks as the sources of messages: successive creations with the
+    // same tag on other groups must not be mistaken for this one (see View).
+    let labels = members.clone();
+    with(|st| {
+        Ok(View::new(st, CTX_SESSIONS, rank, members)?.with_user_tag((h & 0x01ff_ffff) as c_int).with_labels(labels))
+    })
 }
 
 /// `MPI_Comm_create_from_group` once its arguments are checked: the new

@@ -145,7 +145,7 @@ pub(crate) fn direct_hello(
     let word = |r: usize, i: usize| unsafe { (f.buf(r) as *const u64).add(i).read_unaligned() };
     if let Some(r) = (0..f.size).find(|&r| word(r, 3) != bytes as u64) {
         let theirs = word(r, 3);
-        bail!(MPI_ERR_TRUNCATE, "rank {r} of the collective has {theirs} bytes per block where this rank has {bytes}: counts or types differ between ranks");
+        bail!(MPI_ERR_TRUNCATE, "rank {r} of the collective has {theirs} bytes per block where this rank has {bytes}: counts or types differ between ranks, or the ranks called different collectives (in different orders on this communicator)");
     }
     if (0..f.size).any(|r| word(r, 2) == 0) {
         return Ok(None);

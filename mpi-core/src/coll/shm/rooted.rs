@@ -500,7 +500,7 @@ pub(crate) unsafe fn scatterv_take(f: &Flat, root: usize, v: Option<&parts::Type
 
 /// `MPI_ERR_TRUNCATE`: rank `r` has `got` bytes where this rank expects `want`.
 pub(crate) fn len_mismatch(r: usize, got: usize, want: usize) -> MpiError {
-    MpiError::new(MPI_ERR_TRUNCATE, format!("rank {r} of the collective has {got} bytes where this rank expects {want}: counts or types differ between ranks"))
+    MpiError::new(MPI_ERR_TRUNCATE, format!("rank {r} of the collective has {got} bytes where this rank expects {want}: counts or types differ between ranks, or the ranks called different collectives (in different orders on this communicator)"))
 }
 
 /// A blocking Scatterv on a communicator with a segment (every rank takes
