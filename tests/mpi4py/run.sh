@@ -20,7 +20,12 @@ VER=4.1.2
 SDIST_URL=https://files.pythonhosted.org/packages/75/83/231445bbcf7ef10864746c244ff2d82000011449b79275642c5d4ed8c8f4/mpi4py-$VER.tar.gz
 SDIST_SHA=56860286dc45f20e8821e93cb06669e30462348bf866f685553fa4b712d58d02
 IMPL=${MPI4PY_IMPL:-ours}
-TIMEOUT=${MPI4PY_TIMEOUT:-600}
+# Known failures, as RANKS:FILE: each must still fail (a pass fails the run,
+# so the list cannot go stale) and is printed as such on every run.
+#   2:test_ulfm.py  testIAgree calls MPI_Iallreduce and MPI_Barrier in
+#                   different orders on different ranks (issue 19.8)
+XFAIL=${MPI4PY_XFAIL-2:test_ulfm.py}
+TIMEOUT=${MPI4PY_TIMEOUT:-300}
 
 die() { echo "tests/mpi4py: $*" >&2; exit 2; }
 mkdir -p "$W" || die "cannot create $W"
@@ -52,12 +57,16 @@ cd "$W/mpi4py-$VER/test"
 files=${MPI4PY_FILES:-$(ls test_*.py)}
 LOG=$W/logs-$IMPL
 rm -rf "$LOG" && mkdir -p "$LOG"
-bad=0 total=0 skipped=0
+bad=0 total=0 skipped=0 known=0
 printf '%-28s %5s %6s %7s  %s\n' file ranks tests skipped verdict
 for np in 1 2; do
   for f in $files; do
     log=$LOG/$np-$f.log
-    launch "$np" "$W/venv/bin/python" "$f" >"$log" 2>&1
+    # A known failure may hang (the ranks wait for each other): it gets a
+    # minute, not the full timeout.
+    t=$TIMEOUT
+    [[ " $XFAIL " == *" $np:$f "* ]] && t=60
+    TIMEOUT=$t launch "$np" "$W/venv/bin/python" "$f" >"$log" 2>&1
     rc=$?
     # unittest prints one summary per rank; take the worst.
     ran=$(grep -E '^Ran [0-9]+ test' "$log" | awk '{print $2}' | sort -n | tail -1)
@@ -65,9 +74,18 @@ for np in 1 2; do
     nok=$(grep -cE '^OK' "$log")
     failed=$(grep -cE '^FAILED' "$log")
     verdict=ok
-    if [ "$rc" = 124 ]; then verdict="TIMEOUT after ${TIMEOUT}s"
+    if [ "$rc" = 124 ]; then verdict="TIMEOUT after ${t}s"
     elif [ "$failed" -gt 0 ]; then verdict="FAILED: $(grep -E '^FAILED' "$log" | head -1)"
     elif [ "$rc" != 0 ] || [ "$nok" -lt "$np" ]; then verdict="CRASHED (exit $rc)"
+    fi
+    if [ "$IMPL" = ours ] && [[ " $XFAIL " == *" $np:$f "* ]]; then
+      if [ "$verdict" = ok ]; then
+        verdict="PASSED, but listed as a known failure: remove $np:$f from XFAIL"
+      else
+        echo "      known failure (XFAIL $np:$f): $verdict"
+        verdict=ok
+        known=$((known + 1))
+      fi
     fi
     printf '%-28s %5s %6s %7s  %s\n' "$f" "$np" "${ran:-0}" "${skip:-0}" "$verdict"
     total=$((total + ${ran:-0}))
@@ -79,5 +97,5 @@ for np in 1 2; do
     fi
   done
 done
-echo "mpi4py $VER on $IMPL: $total tests run, $skipped skipped, $bad file runs not ok (logs in $LOG)"
+echo "mpi4py $VER on $IMPL: $total tests run, $skipped skipped, $bad file runs not ok, $known known failures (logs in $LOG)"
 [ "$bad" = 0 ]
