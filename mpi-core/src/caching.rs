@@ -12,11 +12,13 @@
 use std::ffi::c_void;
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
 
 use mpi_api::abi::*;
 
 use crate::bail;
 use crate::rt::attr::{self, Attrs, Keyval, ObjKind};
+use crate::rt::datatype::Contents;
 use crate::rt::error::{MpiError, MpiResult};
 use crate::rt::{self, State};
 
@@ -155,6 +157,31 @@ pub fn delete_attrs(kind: ObjKind, obj: c_int, attrs: Attrs) -> MpiResult<()> {
         })?;
     }
     Ok(())
+}
+
+/// `MPI_Type_dup`: the duplicate's handle (`MPI_DATATYPE_NULL` on failure)
+/// and the outcome. Attribute copy callbacks run without the lock; when one
+/// fails, so does the call: the duplicate goes, with the copies made before
+/// (through their delete callbacks).
+pub fn type_dup(old: MPI_Datatype) -> (MPI_Datatype, MpiResult<()>) {
+    let made = rt::with(|st| {
+        let o = st.types.lookup(old)?;
+        let committed = st.types.get(old).is_ok();
+        let contents = Contents::new(MPI_COMBINER_DUP, vec![], vec![], vec![o.clone()], false);
+        Ok(st.types.insert_arc(Arc::new(o.dup().with_contents(contents)), committed))
+    });
+    let h = match made {
+        Ok(h) => h,
+        Err(e) => return (MPI_DATATYPE_NULL, Err(e)),
+    };
+    match type_attrs_dup(old, h) {
+        Ok(()) => (h, Ok(())),
+        Err(e) => {
+            let _ = type_attrs_free(h);
+            let _ = rt::with(|st| st.types.free(h));
+            (MPI_DATATYPE_NULL, Err(e))
+        }
+    }
 }
 
 /// Hook of `MPI_Type_dup`: copies the attributes of `old` to `new`. On

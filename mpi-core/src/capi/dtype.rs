@@ -9,7 +9,6 @@
 //! `MPI_COMM_WORLD`.
 
 use std::os::raw::{c_char, c_int, c_void};
-use std::sync::Arc;
 
 use mpi_api::abi::*;
 
@@ -17,7 +16,7 @@ use super::p2p::twins;
 use super::{put_str, ret, status_mut, Out};
 use crate::bail;
 use crate::rt::datatype::construct::{self, check_ndims, DarrayArgs, IndexedArgs, SubarrayArgs, VectorArgs};
-use crate::rt::datatype::{check_count, Contents, Dtype};
+use crate::rt::datatype::{check_count, Dtype};
 use crate::rt::error::{MpiError, MpiResult};
 use crate::rt::{self, State};
 
@@ -428,28 +427,13 @@ pub unsafe fn MPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) ->
     // SAFETY: `newtype` is NULL or points to a writable MPI_Datatype (the
     // caller's contract).
     let mut newtype = unsafe { newtype_out(newtype) };
-    let r = rt::with(|st| {
-        if newtype.is_null() {
-            bail!(MPI_ERR_ARG, "newtype is a NULL pointer");
-        }
-        let o = st.types.lookup(oldtype)?;
-        let committed = st.types.get(oldtype).is_ok();
-        let t = o.dup().with_contents(Contents::new(MPI_COMBINER_DUP, vec![], vec![], vec![o.clone()], false));
-        let h = st.types.insert_arc(Arc::new(t), committed);
-        newtype.put(h)?;
-        Ok(h)
-    });
-    // Attribute copy callbacks run without the lock.
-    let r = r.and_then(|h| {
-        crate::caching::type_attrs_dup(oldtype, h).inspect_err(|_| {
-            // A copy callback failed, and so does the call: the duplicate
-            // goes (with the copies made before, through their delete
-            // callbacks) and the program gets MPI_DATATYPE_NULL.
-            let _ = crate::caching::type_attrs_free(h);
-            let _ = rt::with(|st| st.types.free(h));
-            let _ = newtype.put(MPI_DATATYPE_NULL);
-        })
-    });
+    let r = if newtype.is_null() {
+        Err(MpiError::new(MPI_ERR_ARG, "newtype is a NULL pointer"))
+    } else {
+        // A failed copy callback fails the call with MPI_DATATYPE_NULL.
+        let (h, r) = crate::caching::type_dup(oldtype);
+        newtype.put(h).and(r)
+    };
     ret(WORLD, "MPI_Type_dup", r)
 }
 
