@@ -335,9 +335,10 @@ pub unsafe fn MPI_Comm_split_type(
         if parent.is_inter() {
             // MPI 4.0: local and remote processes of one shared-memory domain
             // (host) form an intercommunicator. The color must mean the same
-            // in both groups, so it is derived from the host name itself.
+            // in both groups, so it is derived from the host name itself (a
+            // stable hash, made non-negative).
             let color = match shared {
-                Some(true) => host_color(&host),
+                Some(true) => (crate::rt::session::stringtag_hash(&host) & 0x7fff_ffff) as c_int,
                 Some(false) => MPI_UNDEFINED,
                 None => bail!(MPI_ERR_ARG, "invalid split_type {split_type}"),
             };
@@ -362,13 +363,6 @@ pub unsafe fn MPI_Comm_split_type(
         unsafe { make_intra_with(&parent, ctx, members, hints, newcomm) }
     })();
     ret(comm, "MPI_Comm_split_type", r)
-}
-
-/// A non-negative split color naming a host, equal in every process that
-/// names the same host (FNV-1a of the name).
-fn host_color(host: &str) -> c_int {
-    let h = host.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
-    ((h ^ (h >> 32)) & 0x7fff_ffff) as c_int
 }
 
 pub unsafe fn MPI_Comm_create(comm: MPI_Comm, group: MPI_Group, newcomm: *mut MPI_Comm) -> c_int {

@@ -161,6 +161,35 @@ pub unsafe fn MPI_Testany(
     report("MPI_Testany", args, |(hs, index, flag)| req::test_any(hs, index, flag, status))
 }
 
+/// The request handles with `outcount`, the indices and the statuses.
+type SomeArgs<'a> =
+    (MpiResult<(&'a mut [MPI_Request], &'a mut c_int)>, Option<&'a mut [c_int]>, Option<&'a mut [MPI_Status]>);
+
+/// The arguments of `MPI_Waitsome`/`MPI_Testsome` as typed values: the
+/// request handles with `outcount` (both required), the indices and the
+/// statuses (optional).
+///
+/// # Safety
+/// `reqs` is NULL or `incount` handles the call may read and write,
+/// `outcount` NULL or a writable int, `indices` NULL or `incount` writable
+/// ints, `statuses` NULL, `MPI_STATUSES_IGNORE` or `incount` writable
+/// statuses, none accessed by other means during `'a` (a negative
+/// `incount`, an error, takes none).
+unsafe fn some_args<'a>(
+    incount: c_int,
+    reqs: *mut MPI_Request,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MPI_Status,
+) -> SomeArgs<'a> {
+    let n = incount.max(0) as usize;
+    // SAFETY: each pointer as the contract states.
+    let (hs, outcount, indices, statuses) = unsafe {
+        (handles(incount, reqs), out_mut(outcount, "outcount"), out_array(indices, n), statuses_mut(statuses, n))
+    };
+    (hs.and_then(|hs| Ok((hs, outcount?))), indices, statuses)
+}
+
 pub unsafe fn MPI_Waitsome(
     incount: c_int,
     array_of_requests: *mut MPI_Request,
@@ -168,20 +197,9 @@ pub unsafe fn MPI_Waitsome(
     array_of_indices: *mut c_int,
     array_of_statuses: *mut MPI_Status,
 ) -> c_int {
-    // SAFETY: `array_of_requests` is NULL or `incount` handles the call may
-    // read and write, `outcount` NULL or a writable int, `array_of_indices`
-    // NULL or `incount` writable ints, `array_of_statuses` NULL,
-    // MPI_STATUSES_IGNORE or `incount` writable statuses (the caller's
-    // contract; a negative incount, an error, takes none).
-    let (hs, outcount, indices, statuses) = unsafe {
-        (
-            handles(incount, array_of_requests),
-            out_mut(outcount, "outcount"),
-            out_array(array_of_indices, incount.max(0) as usize),
-            statuses_mut(array_of_statuses, incount.max(0) as usize),
-        )
-    };
-    let args = hs.and_then(|hs| Ok((hs, outcount?)));
+    // SAFETY: the caller's contract, as `some_args` states it.
+    let (args, indices, statuses) =
+        unsafe { some_args(incount, array_of_requests, outcount, array_of_indices, array_of_statuses) };
     report("MPI_Waitsome", args, |(hs, n)| req::wait_some(hs, n, indices, statuses))
 }
 
@@ -192,16 +210,9 @@ pub unsafe fn MPI_Testsome(
     array_of_indices: *mut c_int,
     array_of_statuses: *mut MPI_Status,
 ) -> c_int {
-    // SAFETY: as for MPI_Waitsome.
-    let (hs, outcount, indices, statuses) = unsafe {
-        (
-            handles(incount, array_of_requests),
-            out_mut(outcount, "outcount"),
-            out_array(array_of_indices, incount.max(0) as usize),
-            statuses_mut(array_of_statuses, incount.max(0) as usize),
-        )
-    };
-    let args = hs.and_then(|hs| Ok((hs, outcount?)));
+    // SAFETY: the caller's contract, as `some_args` states it.
+    let (args, indices, statuses) =
+        unsafe { some_args(incount, array_of_requests, outcount, array_of_indices, array_of_statuses) };
     report("MPI_Testsome", args, |(hs, n)| req::test_some(hs, n, indices, statuses))
 }
 
