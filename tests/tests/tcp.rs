@@ -116,15 +116,20 @@ fn threads_over_tcp() {
     over_tcp("threads", &[2], "threads OK");
 }
 
-/// A process outside the job connects to a rank's port and sends forged
-/// records: the rank drops the connection (and says so), the job's results
-/// are unchanged.
-#[test]
-fn forged_connections_are_rejected() {
-    let exe = compile("tcp_guard", Compiler::Ours);
+/// A job of 4 ranks on 2 fake hosts running `exe` with `args`, its stderr
+/// read by a thread, and the address of rank 2's listener (host 1 of 2)
+/// as `ip:port`.
+struct Watched {
+    child: std::process::Child,
+    stderr: std::thread::JoinHandle<String>,
+    addr: String,
+}
+
+fn start_watched(exe: &std::path::Path, args: &[&str]) -> Watched {
     let mut child = Command::new(bin_dir().join("mpirun"))
         .args(["-n", "4"])
-        .arg(&exe)
+        .arg(exe)
+        .args(args)
         .env("MPICORE_FAKE_HOSTS", "2")
         .env("MPICORE_TCP_VERBOSE", "1")
         .env("MPIEXEC_TIMEOUT", "60")
@@ -143,7 +148,6 @@ fn forged_connections_are_rejected() {
         }
         all
     });
-    // Find rank 2's listener (host 1 of 2).
     let start = Instant::now();
     let card = loop {
         let line = rx.recv_timeout(Duration::from_secs(30)).expect("no listener line from rank 2");
@@ -154,9 +158,19 @@ fn forged_connections_are_rejected() {
     };
     let (ips, port) = card.rsplit_once(':').unwrap();
     let ip = ips.split(',').next().unwrap();
+    Watched { child, stderr: reader, addr: format!("{ip}:{port}") }
+}
+
+/// A process outside the job connects to a rank's port and sends forged
+/// records: the rank drops the connection (and says so), the job's results
+/// are unchanged.
+#[test]
+fn forged_connections_are_rejected() {
+    let exe = compile("tcp_guard", Compiler::Ours);
+    let Watched { child, stderr: reader, addr } = start_watched(&exe, &[]);
     // Forged authentication claiming to be rank 1, then an eager record of
     // tag 5 with a bogus value, then garbage.
-    let mut s = std::net::TcpStream::connect(format!("{ip}:{port}")).unwrap();
+    let mut s = std::net::TcpStream::connect(&addr).unwrap();
     let mut auth = b"mpicore1".to_vec();
     auth.extend_from_slice(&1u32.to_le_bytes());
     auth.extend_from_slice(&[0x42; 32]);
@@ -170,7 +184,7 @@ fn forged_connections_are_rejected() {
     auth.extend_from_slice(&[0xff; 200]);
     s.write_all(&auth).unwrap();
     // A second one that says nothing sensible at all.
-    let mut g = std::net::TcpStream::connect(format!("{ip}:{port}")).unwrap();
+    let mut g = std::net::TcpStream::connect(&addr).unwrap();
     let _ = g.write_all(b"GET / HTTP/1.0\r\n\r\n....................................................");
     let out = child.wait_with_output().unwrap();
     let err = reader.join().unwrap();
@@ -219,4 +233,71 @@ fn broken_connection_ends_the_job() {
         std::thread::sleep(Duration::from_millis(500));
         assert!(!still_running(&exe), "{mode}: ranks left running after the job ended");
     }
+}
+
+/// Strangers at a rank's port while the job runs: 200 connections that
+/// never say anything, one that sends a well-formed greeting from an
+/// unknown process of "another job" and then streams zeros, one that stops
+/// half-way through its answer. The rank holds at most 48 bytes of each
+/// (it grew to 2 GB reading the flood), keeps at most 64 waiting after
+/// their first 2 s (the oldest go), drops the flood and the half answer after 10 s with a line
+/// each, and the job's results are unchanged.
+#[test]
+fn unauthenticated_connections_have_a_budget() {
+    let exe = compile("tcp_flood", Compiler::Ours);
+    let Watched { child, stderr: reader, addr } = start_watched(&exe, &["13"]);
+    let mut idle = Vec::new();
+    for i in 0..200 {
+        match std::net::TcpStream::connect(&addr) {
+            Ok(s) => idle.push(s),
+            Err(e) => {
+                let out = child.wait_with_output().unwrap();
+                panic!("connection {i} to {addr}: {e}\n{:?}\n{}", out.status, reader.join().unwrap())
+            }
+        }
+    }
+    let mut half = std::net::TcpStream::connect(&addr).unwrap();
+    half.write_all(b"mpicore1\x01\x00").unwrap();
+    let flood_addr = addr.clone();
+    let flood = std::thread::spawn(move || {
+        let mut f = std::net::TcpStream::connect(&flood_addr).unwrap();
+        f.set_write_timeout(Some(Duration::from_millis(500))).unwrap();
+        let mut hello = b"mpicoreF".to_vec();
+        hello.extend_from_slice(&0x1234_5678_9abc_def0u64.to_le_bytes());
+        hello.extend_from_slice(&[0; 32]);
+        f.write_all(&hello).unwrap();
+        let zeros = vec![0u8; 1 << 20];
+        let (start, mut sent) = (Instant::now(), 0usize);
+        // Until the rank stops reading (the kernel's buffers are full) or
+        // drops the connection.
+        while start.elapsed() < Duration::from_secs(12) {
+            match f.write(&zeros) {
+                Ok(n) => sent += n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut => {}
+                Err(_) => break,
+            }
+        }
+        sent
+    });
+    let out = child.wait_with_output().unwrap();
+    let err = reader.join().unwrap();
+    let sent = flood.join().unwrap();
+    drop((idle, half));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "job failed:\n{stdout}\n{err}");
+    assert!(stdout.contains("tcp_flood OK on 4 ranks"), "{stdout}\n{err}");
+    // Only the kernel's socket buffers took the flood.
+    assert!(sent < 256 << 20, "the rank read {sent} bytes of a stranger's flood");
+    let peak: u64 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("rank 2 peak RSS ")?.strip_suffix(" kB")?.parse().ok())
+        .unwrap_or_else(|| panic!("no peak RSS of rank 2:\n{stdout}"));
+    assert!(peak < 96 << 10, "rank 2 peaked at {peak} kB with strangers connected:\n{stdout}");
+    let rejected =
+        |why: &str| err.lines().any(|l| l.starts_with("mpi-core: rank 2: rejected a connection") && l.contains(why));
+    assert!(rejected("more than 64 connections were waiting to authenticate"), "cap not enforced:\n{err}");
+    assert!(rejected("unknown process of another job"), "flood not dropped:\n{err}");
+    assert!(rejected("no authentication within 10 s"), "half answer not dropped:\n{err}");
+    let lines = err.lines().filter(|l| l.contains("rejected a connection")).count();
+    assert!(lines < 40, "{lines} lines about rejected connections: one each is a flood of the log");
 }

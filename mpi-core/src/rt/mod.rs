@@ -745,7 +745,10 @@ fn start(g: &mut Locked, required: c_int) -> MpiResult<c_int> {
             addrs[r] = Some(pmi.get(&format!("mpicore-addr-{r}")).map_err(pmierr)?);
         }
         TCP_ACTIVE.store(true, Ordering::Relaxed);
-        Some(tcp::Tcp::new(rank, secret.into_bytes(), listener, addrs, hosts.clone()))
+        Some(
+            tcp::Tcp::new(rank, secret.into_bytes(), listener, addrs, hosts.clone())
+                .map_err(|e| MpiError::new(MPI_ERR_OTHER, format!("cannot watch the job's TCP sockets: {e}")))?,
+        )
     } else {
         None
     };
@@ -832,13 +835,10 @@ pub fn ensure_tcp(st: &mut State) -> MpiResult<()> {
         tcp::Tcp::listen().map_err(|e| MpiError::new(MPI_ERR_OTHER, format!("cannot open a TCP port: {e}")))?;
     let secret: [u8; 32] = tcp::random_bytes();
     let n = st.world_size;
-    st.engine.tcp = Some(tcp::Tcp::new(
-        st.world_rank,
-        secret.to_vec(),
-        listener,
-        vec![None; n],
-        vec![st.processor_name.clone(); n],
-    ));
+    st.engine.tcp = Some(
+        tcp::Tcp::new(st.world_rank, secret.to_vec(), listener, vec![None; n], vec![st.processor_name.clone(); n])
+            .map_err(|e| MpiError::new(MPI_ERR_OTHER, format!("cannot watch TCP sockets: {e}")))?,
+    );
     TCP_ACTIVE.store(true, Ordering::Relaxed);
     enable_wake_socket();
     Ok(())

@@ -23,6 +23,19 @@
 //!   `HMAC-SHA256(job secret, "mpicore-auth" || nonce || rank)`. Records are
 //!   accepted only after the answer checks out; a connection that fails is
 //!   logged on stderr and dropped, and the job goes on.
+//! * Strangers cost little: the listener binds every address, so anyone who
+//!   reaches the port can connect. Until it authenticates, a connection may
+//!   put at most `AUTH_LEN_FOREIGN` bytes in this process (the rest waits
+//!   in the kernel), has 10 s to complete its answer once it started it,
+//!   and at most `max(64, world size)` such connections stay longer than
+//!   2 s (the oldest go first; four times as many in those 2 s, when new
+//!   ones are refused, as a burst of strangers must not push out a rank
+//!   that is about to answer). A silent connection is kept longer (10 min,
+//!   or until the cap needs its place): a rank that dialed us and then
+//!   computes without calling MPI answers our nonce only later.
+//! * Every socket the transport reads is in one epoll set: a progress round
+//!   costs one system call however many connections there are, and reads
+//!   only the ones with data.
 //! * Framing: the 48-byte record header of the shared-memory rings, then its
 //!   payload. Large messages are streamed as `DATA` records written straight
 //!   from the user's buffer (`writev`), never copied whole.
@@ -32,7 +45,7 @@
 use std::collections::VecDeque;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
 use hmac::{Hmac, Mac};
@@ -47,6 +60,21 @@ const AUTH_LEN: usize = 8 + 4 + 32;
 /// instead of a rank, and the secret of the pair of groups it came with.
 const MAGIC_FOREIGN: &[u8; 8] = b"mpicoreF";
 const AUTH_LEN_FOREIGN: usize = 8 + 8 + 32;
+/// How long a connection that started its authentication answer may take
+/// to complete it (a real peer writes it in one piece).
+const AUTH_PARTIAL_BUDGET: Duration = Duration::from_secs(10);
+/// How long a connection that sent nothing is kept unauthenticated.
+const AUTH_SILENT_BUDGET: Duration = Duration::from_secs(600);
+/// The fewest unauthenticated connections kept at once (at least the
+/// world size: every peer may dial us at the same time).
+const MIN_UNAUTHED: usize = 64;
+/// How long a new connection is safe from the cap: a real peer answers
+/// within its next progress round.
+const AUTH_GRACE: Duration = Duration::from_secs(2);
+/// The epoll token of the listener (connections use their descriptor).
+const LISTENER: u64 = u64::MAX;
+/// Size of the read buffer of an authenticated connection.
+const RBUF: usize = 64 << 10;
 /// Largest DATA record payload on a connection.
 const CHUNK: usize = 256 << 10;
 /// Records of the transport itself (never handed to the engine, whose
@@ -131,7 +159,12 @@ struct Conn {
     /// without blocking). Accepted: the nonce we sent.
     nonce: [u8; 16],
     nonce_len: usize,
+    /// When it was accepted or dialed.
     since: Instant,
+    /// Accepted, unauthenticated: its complete answer is in but names a
+    /// process of another job we are not introduced to yet; not watched
+    /// for input (more would not be read) but looked at every round.
+    parked: bool,
     /// Records waiting to be written.
     queue: VecDeque<Item>,
     /// Bytes read and not yet taken as frames.
@@ -154,8 +187,10 @@ impl Conn {
             nonce,
             nonce_len: if dialed { 0 } else { 16 },
             since: Instant::now(),
+            parked: false,
             queue: VecDeque::new(),
-            rbuf: vec![0; 64 << 10],
+            // A stranger gets no more than its answer's worth of memory.
+            rbuf: vec![0; if dialed { RBUF } else { AUTH_LEN_FOREIGN }],
             rlen: 0,
             held: false,
         }
@@ -233,10 +268,116 @@ pub struct Tcp {
     arrivals: Arrivals,
     /// The next frame of `arrivals` to hand to the engine.
     inbox_next: usize,
-    fds: Vec<libc::pollfd>,
-    ready: Vec<bool>,
+    /// The listener and every connection, watched for input.
+    poller: Poller,
+    /// Tokens of the last `Poller::ready` (reused).
+    ready: Vec<u64>,
+    /// When the unauthenticated connections' budgets are checked next.
+    next_sweep: Instant,
+    /// Some connections are parked (see `Conn::parked`).
+    any_parked: bool,
+    rejects: Rejects,
     /// The test hook's fault still to make (see [`Fault`]).
     fault: Option<Fault>,
+}
+
+/// Sockets watched for input in one epoll set, level-triggered: a socket
+/// with unread data is reported every time. Closing a socket removes it.
+struct Poller {
+    ep: OwnedFd,
+    events: Vec<libc::epoll_event>,
+}
+
+impl Poller {
+    fn new() -> std::io::Result<Poller> {
+        // SAFETY: plain system call; the result is checked.
+        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: `fd` is a new descriptor nothing else owns.
+        let ep = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(Poller { ep, events: vec![libc::epoll_event { events: 0, u64: 0 }; 64] })
+    }
+
+    /// Watches `fd` for input (`on`) or stops (`!on`, the socket stays
+    /// registered), reported as `token`.
+    fn watch(&self, op: libc::c_int, fd: RawFd, token: u64, on: bool) -> std::io::Result<()> {
+        let mut ev = libc::epoll_event { events: if on { libc::EPOLLIN as u32 } else { 0 }, u64: token };
+        // SAFETY: `ev` is a valid event; `fd` is a descriptor we own.
+        if unsafe { libc::epoll_ctl(self.ep.as_raw_fd(), op, fd, &mut ev) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    fn add(&self, fd: RawFd, token: u64) -> std::io::Result<()> {
+        self.watch(libc::EPOLL_CTL_ADD, fd, token, true)
+    }
+
+    fn set(&self, fd: RawFd, on: bool) {
+        let _ = self.watch(libc::EPOLL_CTL_MOD, fd, fd as u64, on);
+    }
+
+    fn remove(&self, fd: RawFd) {
+        let mut ev = libc::epoll_event { events: 0, u64: 0 };
+        // SAFETY: as in `watch`; a descriptor not in the set only fails.
+        unsafe { libc::epoll_ctl(self.ep.as_raw_fd(), libc::EPOLL_CTL_DEL, fd, &mut ev) };
+    }
+
+    /// The tokens of the sockets with input now (without waiting) into
+    /// `out`; all of them if the set cannot be read.
+    fn ready(&mut self, out: &mut Vec<u64>) -> bool {
+        out.clear();
+        // SAFETY: `events` has room for `len` entries.
+        let n = unsafe {
+            libc::epoll_wait(self.ep.as_raw_fd(), self.events.as_mut_ptr(), self.events.len() as libc::c_int, 0)
+        };
+        if n < 0 {
+            return false;
+        }
+        out.extend(self.events[..n as usize].iter().map(|e| e.u64));
+        if n as usize == self.events.len() {
+            // Busy round: room for more next time (the rest is reported
+            // again then, level-triggered).
+            let more = self.events.len() * 2;
+            self.events.resize(more, libc::epoll_event { events: 0, u64: 0 });
+        }
+        true
+    }
+}
+
+/// Rejected connections, logged one line each, 8 at once at most and
+/// then one per second (a token bucket): a flood of strangers must not
+/// flood the log, and the lines skipped are counted in the next one.
+struct Rejects {
+    tokens: f64,
+    last: Instant,
+    quiet: u64,
+}
+
+impl Default for Rejects {
+    fn default() -> Rejects {
+        Rejects { tokens: 8.0, last: Instant::now(), quiet: 0 }
+    }
+}
+
+impl Rejects {
+    fn note(&mut self, me: usize, addr: &SocketAddr, why: &str) {
+        let now = Instant::now();
+        self.tokens = (self.tokens + now.duration_since(self.last).as_secs_f64()).min(8.0);
+        self.last = now;
+        if self.tokens < 1.0 {
+            self.quiet += 1;
+            return;
+        }
+        self.tokens -= 1.0;
+        let more = match std::mem::take(&mut self.quiet) {
+            0 => String::new(),
+            n => format!(" ({n} more rejected, not reported one by one)"),
+        };
+        eprintln!("mpi-core: rank {me}: rejected a connection from {addr}: {why}{more}");
+    }
 }
 
 // SAFETY: stream items point into user send buffers kept alive by pending
@@ -374,10 +515,12 @@ impl Tcp {
         listener: TcpListener,
         addrs: Vec<Option<String>>,
         hosts: Vec<String>,
-    ) -> Tcp {
+    ) -> std::io::Result<Tcp> {
         let n = addrs.len();
         let _ = HOSTS.set(hosts.clone());
-        Tcp {
+        let poller = Poller::new()?;
+        poller.add(listener.as_raw_fd(), LISTENER)?;
+        Ok(Tcp {
             fault: Fault::from_env(me),
             me,
             uid: u64::from_le_bytes(random_bytes()),
@@ -394,23 +537,18 @@ impl Tcp {
             streamed: Vec::new(),
             arrivals: Arrivals::default(),
             inbox_next: 0,
-            fds: Vec::new(),
+            poller,
             ready: Vec::new(),
-        }
+            next_sweep: Instant::now(),
+            any_parked: false,
+            rejects: Rejects::default(),
+        })
     }
 
     /// The business card of this process's listener.
     pub fn card(&self) -> String {
         let port = self.listener.local_addr().map(|a| a.port()).unwrap_or(0);
         format!("{}:{port}", local_addresses().join(","))
-    }
-
-    /// The listener, then every incoming connection, for reading.
-    fn incoming_fds(&self, fds: &mut Vec<libc::pollfd>) {
-        fds.push(libc::pollfd { fd: self.listener.as_raw_fd(), events: libc::POLLIN, revents: 0 });
-        for c in &self.inc {
-            fds.push(libc::pollfd { fd: c.sock.as_raw_fd(), events: libc::POLLIN, revents: 0 });
-        }
     }
 
     /// The peer index of the process `uid` of another job, listening at
@@ -470,6 +608,10 @@ impl Tcp {
                     Err(e) => last = format!("{a}: {e}"),
                 }
             }
+            let sock = sock.filter(|s| {
+                let fd = s.as_raw_fd();
+                self.poller.add(fd, fd as u64).map_err(|e| last = format!("cannot watch the socket: {e}")).is_ok()
+            });
             let (Some(sock), Some(addr)) = (sock, addr) else {
                 fatal(format!(
                     "mpi-core: rank {} on host {} cannot connect to rank {to} on host {} ({last}); ending the job",
@@ -642,60 +784,142 @@ impl Tcp {
         }
         // (Closed once written: the peer reads to the last record.)
         self.retiring.retain(|c| !c.queue.is_empty());
-        // One poll for the listener and every connection that may carry
-        // records to us: only what is ready is accepted or read (a failing
-        // accept still costs the kernel a socket, a failing read a system
-        // call). Layout: listener, `inc`, then authenticated `out` ones.
-        let mut fds = std::mem::take(&mut self.fds);
-        fds.clear();
-        self.incoming_fds(&mut fds);
-        let n_in = self.inc.len();
-        for c in self.out.iter().flatten().filter(|c| c.authed) {
-            fds.push(libc::pollfd { fd: c.sock.as_raw_fd(), events: libc::POLLIN, revents: 0 });
-        }
-        // SAFETY: poll of valid pollfds we own, without waiting.
-        let n_ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0) };
-        let is_ready = |f: &libc::pollfd| f.revents != 0 || n_ready < 0;
+        // One look at the epoll set: only what has input is accepted or
+        // read (a failing accept still costs the kernel a socket, a failing
+        // read a system call).
         let mut ready = std::mem::take(&mut self.ready);
-        ready.clear();
-        ready.extend(fds[1..1 + n_in].iter().map(is_ready));
-        if is_ready(&fds[0]) {
-            loop {
-                match self.listener.accept() {
-                    Ok((s, addr)) => {
-                        let nonce: [u8; 16] = random_bytes();
-                        let ok = s.set_nodelay(true).is_ok()
-                            && s.set_write_timeout(Some(Duration::from_secs(2))).is_ok()
-                            && (&s).write_all(&nonce).is_ok()
-                            && s.set_nonblocking(true).is_ok();
-                        if ok {
-                            self.inc.push(Conn::new(s, addr, None, nonce));
-                            ready.push(true);
-                        }
-                    }
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                    Err(_) => break,
-                }
-            }
+        if !self.poller.ready(&mut ready) {
+            // (It does not fail with valid arguments: then read everything.)
+            ready.push(LISTENER);
+            ready.extend(self.inc.iter().chain(self.out.iter().flatten()).map(|c| c.sock.as_raw_fd() as u64));
         }
-        let mut out_ready = fds[1 + n_in..].iter().map(is_ready);
-        for to in 0..self.out.len() {
-            if self.out[to].as_ref().is_some_and(|c| c.authed) && out_ready.next() == Some(true) {
-                self.read_out(to, a);
-            }
-        }
-        self.fds = fds;
-        let mut k = 0;
-        while k < self.inc.len() {
-            // Connections still authenticating are looked at every time
-            // (their deadline); the others when poll says so.
-            if (ready[k] || !self.inc[k].authed) && !self.read_inc(k, a) {
-                ready.swap_remove(k);
+        for &t in &ready {
+            if t == LISTENER {
+                self.accept_all();
             } else {
-                k += 1;
+                self.read_fd(t as RawFd, a);
             }
         }
         self.ready = ready;
+        if self.any_parked || (!self.inc.is_empty() && Instant::now() >= self.next_sweep) {
+            self.sweep(a);
+        }
+    }
+
+    /// Accepts every connection waiting: each gets its nonce and is
+    /// watched; the oldest unauthenticated one goes if there are too many.
+    fn accept_all(&mut self) {
+        loop {
+            match self.listener.accept() {
+                Ok((s, addr)) => {
+                    let nonce: [u8; 16] = random_bytes();
+                    // (A new socket's send buffer takes the 16 bytes whole.)
+                    let fd = s.as_raw_fd();
+                    let ok = s.set_nodelay(true).is_ok()
+                        && s.set_nonblocking(true).is_ok()
+                        && (&s).write(&nonce).is_ok_and(|n| n == nonce.len())
+                        && self.poller.add(fd, fd as u64).is_ok();
+                    if ok && self.make_room() {
+                        self.inc.push(Conn::new(s, addr, None, nonce));
+                    } else if ok {
+                        self.rejects.note(self.me, &addr, "too many new connections waiting to authenticate");
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                // (Out of descriptors included: the listener stays ready
+                // and is tried again next round.)
+                Err(_) => break,
+            }
+        }
+    }
+
+    /// The cap on unauthenticated connections kept past `AUTH_GRACE`.
+    fn unauthed_cap(&self) -> usize {
+        MIN_UNAUTHED.max(self.keys.world)
+    }
+
+    /// Makes room for one more unauthenticated connection: false if there
+    /// are four times the cap and none is past its grace period (then the
+    /// new one is refused), else true, after dropping the oldest if needed.
+    fn make_room(&mut self) -> bool {
+        let hard = 4 * self.unauthed_cap();
+        let waiting = self.inc.iter().filter(|c| !c.authed);
+        if waiting.clone().count() < hard {
+            return true;
+        }
+        let oldest = waiting.map(|c| c.since).min().expect("waiting connections");
+        if oldest.elapsed() < AUTH_GRACE {
+            return false;
+        }
+        let k = self.inc.iter().position(|c| !c.authed && c.since == oldest).expect("the oldest");
+        let c = self.inc.swap_remove(k);
+        self.lost(c, format!("{hard} connections were waiting to authenticate (it was the oldest)"));
+        true
+    }
+
+    /// Reads the connection on descriptor `fd` (whichever list holds it).
+    fn read_fd(&mut self, fd: RawFd, a: &mut Arrivals) {
+        if let Some(k) = self.inc.iter().position(|c| c.sock.as_raw_fd() == fd) {
+            self.read_inc(k, a);
+        } else if let Some(to) = self.out.iter().position(|c| c.as_ref().is_some_and(|c| c.sock.as_raw_fd() == fd)) {
+            // (A dialed connection still waiting for the nonce is read by
+            // `flush`.)
+            if self.out[to].as_ref().is_some_and(|c| c.authed) {
+                self.read_out(to, a);
+            }
+        }
+    }
+
+    /// Drops the unauthenticated connections past their time budget, and
+    /// the oldest past their grace period beyond the cap; looks again at
+    /// the parked ones (see `Conn::parked`).
+    fn sweep(&mut self, a: &mut Arrivals) {
+        self.next_sweep = Instant::now() + Duration::from_secs(1);
+        self.any_parked = false;
+        let cap = self.unauthed_cap();
+        let mut old: Vec<Instant> =
+            self.inc.iter().filter(|c| !c.authed && c.since.elapsed() >= AUTH_GRACE).map(|c| c.since).collect();
+        let young = self.inc.iter().filter(|c| !c.authed).count() - old.len();
+        let drop = (old.len() + young).saturating_sub(cap).min(old.len());
+        if drop > 0 {
+            // Drop the oldest until `cap` are left (or only young ones).
+            old.sort_unstable();
+            let last = old[drop - 1];
+            let mut k = 0;
+            while k < self.inc.len() {
+                if !self.inc[k].authed && self.inc[k].since <= last {
+                    let c = self.inc.swap_remove(k);
+                    self.lost(
+                        c,
+                        format!("more than {cap} connections were waiting to authenticate (it was among the oldest)"),
+                    );
+                } else {
+                    k += 1;
+                }
+            }
+        }
+        let mut k = 0;
+        while k < self.inc.len() {
+            let c = &self.inc[k];
+            if c.authed {
+                k += 1;
+                continue;
+            }
+            if c.parked {
+                if self.read_inc(k, a) {
+                    self.any_parked |= self.inc[k].parked;
+                    k += 1;
+                }
+                continue;
+            }
+            let budget = if c.rlen == 0 { AUTH_SILENT_BUDGET } else { AUTH_PARTIAL_BUDGET };
+            if c.since.elapsed() > budget {
+                let c = self.inc.swap_remove(k);
+                self.lost(c, format!("no authentication within {} s", budget.as_secs()));
+                continue;
+            }
+            k += 1;
+        }
     }
 
     /// Reads `out[to]` (which must exist).
@@ -711,9 +935,15 @@ impl Tcp {
     /// (failed, finished by a switch, or now carrying our records too).
     fn read_inc(&mut self, k: usize, a: &mut Arrivals) -> bool {
         let was = self.inc[k].authed;
+        let was_parked = self.inc[k].parked;
         match read_conn(&mut self.inc[k], &self.keys, &mut self.switch, &mut self.fault, a) {
             Ok(None) => {
                 let c = &self.inc[k];
+                if c.parked != was_parked {
+                    // Parked: nothing more is read until it is introduced.
+                    self.poller.set(c.sock.as_raw_fd(), !c.parked);
+                    self.any_parked |= c.parked;
+                }
                 let p = c.peer.unwrap_or(usize::MAX);
                 if !was
                     && c.authed
@@ -751,6 +981,8 @@ impl Tcp {
         let mut new = self.inc.swap_remove(k);
         let p = new.peer.expect("authenticated");
         let mut old = self.out[p].take().expect("our connection");
+        // (Only written from now on, until closed.)
+        self.poller.remove(old.sock.as_raw_fd());
         old.queue.push_back(marker(SWITCH_OLD));
         Self::flush(self.me, &self.keys, self.uid, p, &mut old, &mut a.streamed);
         if !old.queue.is_empty() {
@@ -788,7 +1020,7 @@ impl Tcp {
     /// is reported, a peer's ends the job (unless this rank is finalizing).
     fn lost(&mut self, c: Conn, why: String) {
         match (c.peer, self.finalizing) {
-            (None, _) => eprintln!("mpi-core: rank {}: rejected a connection from {}: {why}", self.me, c.addr),
+            (None, _) => self.rejects.note(self.me, &c.addr, &why),
             (Some(_), true) => {}
             // A process of another job may end any time after it
             // disconnected; if it is needed again, it is dialed again.
@@ -815,17 +1047,27 @@ fn read_conn(
         return Ok(None);
     }
     loop {
-        if c.rlen == c.rbuf.len() {
-            let grow = c.rbuf.len();
-            c.rbuf.resize(grow * 2, 0);
+        // Until it authenticates, a connection's budget is its answer (and
+        // the read buffer is that small).
+        let end = if c.authed {
+            if c.rlen == c.rbuf.len() {
+                let grow = c.rbuf.len();
+                c.rbuf.resize(grow * 2, 0);
+            }
+            c.rbuf.len()
+        } else {
+            AUTH_LEN_FOREIGN
+        };
+        if c.rlen == end {
+            break;
         }
-        match c.sock.read(&mut c.rbuf[c.rlen..]) {
+        match c.sock.read(&mut c.rbuf[c.rlen..end]) {
             Ok(0) => return Err("connection closed".into()),
             Ok(n) => {
                 c.rlen += n;
                 // A short read took what there was (the next poll reports
                 // more): no second read just to see EAGAIN.
-                if c.rlen < c.rbuf.len() {
+                if c.rlen < end {
                     break;
                 }
             }
@@ -836,12 +1078,15 @@ fn read_conn(
     }
     let mut pos = 0;
     if !c.authed {
-        let late = c.since.elapsed() > Duration::from_secs(10);
+        let late = c.since.elapsed() > AUTH_PARTIAL_BUDGET;
         let foreign = c.rlen >= 8 && &c.rbuf[..8] == MAGIC_FOREIGN;
+        if c.rlen >= 8 && !foreign && &c.rbuf[..8] != MAGIC {
+            return Err("failed authentication (not a process of this job)".into());
+        }
         let need = if foreign { AUTH_LEN_FOREIGN } else { AUTH_LEN };
         if c.rlen < need {
-            if late {
-                return Err("no authentication within 10 s".into());
+            if late && c.rlen > 0 {
+                return Err(format!("no authentication within {} s", AUTH_PARTIAL_BUDGET.as_secs()));
             }
             return Ok(None);
         }
@@ -851,7 +1096,10 @@ fn read_conn(
                 Some(k) => keys.world + k,
                 // A process of a job we are still being introduced to (our
                 // group's leader has not told us about it yet): wait.
-                None if !late => return Ok(None),
+                None if !late => {
+                    c.parked = true;
+                    return Ok(None);
+                }
                 None => return Err("unknown process of another job".into()),
             }
         } else {
@@ -867,6 +1115,10 @@ fn read_conn(
         }
         c.peer = Some(peer);
         c.authed = true;
+        c.parked = false;
+        if c.rbuf.len() < RBUF {
+            c.rbuf.resize(RBUF, 0);
+        }
         pos = need;
     }
     let from = c.peer.expect("authenticated");
@@ -1001,13 +1253,14 @@ impl Transport for Tcp {
         self.has_pending()
     }
 
-    /// All sockets for reading (and the ones with queued records for
-    /// writing).
+    /// The epoll set (readable when a socket it watches is), and the
+    /// authenticated sockets with queued records for writing.
     fn poll_fds(&self, fds: &mut Vec<libc::pollfd>) {
-        self.incoming_fds(fds);
+        fds.push(libc::pollfd { fd: self.poller.ep.as_raw_fd(), events: libc::POLLIN, revents: 0 });
         for c in self.out.iter().flatten().chain(&self.retiring) {
-            let events = if c.queue.is_empty() { libc::POLLIN } else { libc::POLLIN | libc::POLLOUT };
-            fds.push(libc::pollfd { fd: c.sock.as_raw_fd(), events, revents: 0 });
+            if c.authed && !c.queue.is_empty() {
+                fds.push(libc::pollfd { fd: c.sock.as_raw_fd(), events: libc::POLLOUT, revents: 0 });
+            }
         }
     }
 }
