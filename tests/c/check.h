@@ -31,16 +31,21 @@ __attribute__((unused)) static int test_rank(void) {
         CHECK(rc_ == MPI_SUCCESS, "%s returned %d", #call, rc_);                \
     } while (0)
 
-/* Resident memory of this process in kB (-1 if unknown), for leak checks. */
-__attribute__((unused)) static long test_rss_kb(void) {
+/* A memory figure of this process in kB (-1 if unknown) from
+ * /proc/self/status: "VmRSS:" (resident now) or "VmHWM:" (peak). */
+__attribute__((unused)) static long test_status_kb(const char *field) {
     FILE *f = fopen("/proc/self/status", "r");
     char line[256];
     long kb = -1;
+    size_t n = strlen(field);
     while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "VmRSS: %ld", &kb) == 1) break;
+        if (strncmp(line, field, n) == 0 && sscanf(line + n, " %ld", &kb) == 1) break;
     if (f) fclose(f);
     return kb;
 }
+
+/* Resident memory of this process in kB (-1 if unknown), for leak checks. */
+__attribute__((unused)) static long test_rss_kb(void) { return test_status_kb("VmRSS:"); }
 
 __attribute__((unused)) static int error_class(int rc) {
     int c = -1;

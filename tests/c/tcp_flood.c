@@ -5,17 +5,6 @@
  * sender; at the end each rank reports its peak resident memory. */
 #include "check.h"
 #include <stdlib.h>
-#include <string.h>
-
-static long peak_rss_kb(void) {
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kb = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (strncmp(line, "VmHWM:", 6) == 0) kb = atol(line + 6);
-    if (f) fclose(f);
-    return kb;
-}
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
@@ -35,7 +24,7 @@ int main(int argc, char **argv) {
         int late = rank == 0 && MPI_Wtime() - t0 > seconds;
         CHECK_RC(MPI_Allreduce(&late, &stop, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
     }
-    long rss = peak_rss_kb(), all[64];
+    long rss = test_status_kb("VmHWM:"), all[64];
     CHECK(size <= 64, "too many ranks");
     MPI_Gather(&rss, 1, MPI_LONG, all, 1, MPI_LONG, 0, MPI_COMM_WORLD);
     if (rank == 0) {
