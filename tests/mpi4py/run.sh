@@ -21,10 +21,10 @@ SDIST_URL=https://files.pythonhosted.org/packages/75/83/231445bbcf7ef10864746c24
 SDIST_SHA=56860286dc45f20e8821e93cb06669e30462348bf866f685553fa4b712d58d02
 IMPL=${MPI4PY_IMPL:-ours}
 # Known failures, as RANKS:FILE: each must still fail (a pass fails the run,
-# so the list cannot go stale) and is printed as such on every run.
-#   2:test_ulfm.py  testIAgree calls MPI_Iallreduce and MPI_Barrier in
-#                   different orders on different ranks (issue 19.8)
-XFAIL=${MPI4PY_XFAIL-2:test_ulfm.py}
+# so the list cannot go stale) and is printed as such on every run. None
+# today (2:test_ulfm.py was one until blocking and nonblocking collectives
+# were numbered apart, issue 19.8).
+XFAIL=${MPI4PY_XFAIL-}
 TIMEOUT=${MPI4PY_TIMEOUT:-300}
 
 die() { echo "tests/mpi4py: $*" >&2; exit 2; }

@@ -180,16 +180,14 @@ fn user_code_may_call_mpi() {
     each_size("user_calls_mpi", &[3], &[], &[("MPICORE_ASYNC_PROGRESS", "0")], "user_calls_mpi OK");
 }
 
-/// Blocking and nonblocking collectives called in different orders on one
-/// communicator (issue 19.8; erroneous, which MPICH happens to complete):
-/// the job stops with a message saying that the ranks called different
-/// collectives, never one about the library's internal ranks and tags
-/// (rank -2, tag -1), also from the MPI_Wait of the nonblocking one.
-/// (Completing it as MPICH does would need blocking and nonblocking
-/// collectives numbered apart, the shared-memory segment's operations
-/// included: not done.)
+/// Blocking and nonblocking collectives started in different orders on
+/// one communicator (erroneous, but MPICH completes it and mpi4py's test
+/// of `Comm.Iagree` relies on it; issue 19.8): they complete with the
+/// right values, in shared memory and with messages, small and large.
+/// (Before, the ranks met in the wrong operations, and the job stopped
+/// with a message about the library's internal rank -2 and tag -1.)
 #[test]
-fn collectives_in_different_orders_are_reported_plainly() {
+fn collectives_in_different_orders_complete() {
     let exe = compile("coll_order", Compiler::Ours);
     // Arguments, sizes, environment.
     type Case<'a> = (&'a [&'a str], &'a [usize], &'a [(&'a str, &'a str)]);
@@ -198,21 +196,19 @@ fn collectives_in_different_orders_are_reported_plainly() {
         (&["iallreduce", "1"], &[2, 3, 4], &[]),
         (&["iallreduce", "5000"], &[2, 3], &[]),
         (&["ibarrier", "5000"], &[2, 3], &[]),
-        (&["wait", "1"], &[2], &[]),
-        (&["wait", "5000"], &[2], &[]),
-        (&["wait", "1"], &[2], &[("MPICORE_COLL_SHM_MAX", "0")]),
+        (&["iallreduce", "50000"], &[2, 3], &[]),
+        (&["iallreduce", "1"], &[3], &[("MPICORE_COLL_SHM_MAX", "0")]),
         // The pattern of mpi4py's test of Comm.Iagree (its fallback is an
         // MPI_Iallreduce): root Iallreduce + Barrier, the others Barrier +
-        // Iallreduce; this was where "rank -2 with tag -1" came from.
+        // Iallreduce.
         (&["iagree", "1"], &[2, 3, 4], &[]),
         (&["iagree", "1"], &[2, 3], &[("MPICORE_COLL_SHM_MAX", "0")]),
     ];
     for &(args, sizes, env) in cases {
         for &n in sizes {
             let r = run(Launcher::Ours, n, &exe, args, env, Duration::from_secs(60));
-            assert!(r.code.is_some_and(|c| c != 0), "{args:?} on {n} ranks (env {env:?}): the job did not fail: {r}");
-            assert!(r.stderr.contains("called different collectives"), "{args:?} on {n} ranks (env {env:?}): {r}");
-            assert!(!r.stderr.contains("rank -2") && !r.stderr.contains("tag -1"), "{args:?} on {n} ranks: {r}");
+            assert_eq!(r.code, Some(0), "{args:?} on {n} ranks (env {env:?}): {r}");
+            assert_eq!(r.stdout.matches(": no error").count(), n, "{args:?} on {n} ranks (env {env:?}): {r}");
         }
     }
 }

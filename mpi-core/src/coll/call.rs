@@ -4,7 +4,7 @@
 use mpi_api::abi::*;
 
 use crate::bail;
-use crate::coll::flat::NbKind;
+use crate::coll::flat::{Lane, NbKind};
 use crate::coll::sched::Sched;
 use crate::rt::error::MpiResult;
 use crate::rt::{self, State};
@@ -120,7 +120,8 @@ pub(crate) fn run_sched(
         let guard = st.coll.pending_guard.take();
         let guard_bytes = st.coll.pending_guard_bytes.take().filter(|_| matches!(call, Call::Init(_)));
         let built = (|| {
-            let mut s = Sched::new_tagged(st, comm, tag)?;
+            let lane = if matches!(call, Call::Nb(_) | Call::Init(_)) { Lane::Nb } else { Lane::Block };
+            let mut s = Sched::new_tagged(st, comm, tag, lane)?;
             s.flat = plan;
             if let Call::Nb(req) | Call::Init(req) = call {
                 if req.is_null() {

@@ -26,6 +26,16 @@
 //! own operations up to `j - WINDOW` have finished reading, so a rank that
 //! published `k - N + WINDOW` is done with buffer `k % N`.
 //!
+//! The segment has two lanes, each a full set of slots with its own
+//! operation numbers: one for blocking calls, one for nonblocking and
+//! persistent ones. Blocking calls then never meet nonblocking ones, as
+//! their messages do not either (they draw tags from two counters, see
+//! `Colls::next_tag`): a program that starts a nonblocking collective and
+//! enters a blocking one while another rank does the two the other way
+//! round (erroneous, but MPICH completes it, and mpi4py's fallback for
+//! `Comm.Iagree` relies on it) completes. Within a lane every rank still
+//! makes the same calls in the same order.
+//!
 //! The segment of a communicator is made at its first eligible blocking
 //! call (a collective step itself: rank 0 creates it, the others map it,
 //! all agree it worked, rank 0 unlinks its name); nonblocking calls before
@@ -86,12 +96,26 @@ const DATA: usize = 16;
 /// Segments one process keeps at most (one per communicator).
 const MAX_SEGS: usize = 32;
 
+/// The sequence of operations a collective call belongs to (see the
+/// module's documentation).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Lane {
+    /// Blocking calls.
+    Block = 0,
+    /// Nonblocking and persistent calls.
+    Nb = 1,
+}
+
 /// What a communicator has for shared-memory collectives.
 pub struct Entry {
     /// The communicator (to notice when it is freed).
     comm: MPI_Comm,
-    /// Its segment; None: the communicator uses messages only.
-    seg: Option<Seg>,
+    /// Its segment's lanes (indexed by [`Lane`]); None: the communicator
+    /// uses messages only.
+    seg: Option<[Seg; 2]>,
+    /// The first nonblocking operation that uses the segment: the most any
+    /// rank had started when it was made (see [`nb_op`]).
+    nb_from: u64,
 }
 
 /// The mapped segment of a communicator.
@@ -111,12 +135,17 @@ impl Seg {
     }
 }
 
-/// A segment's mapping and what this rank keeps of it, shared by the
+/// A lane of a segment and what this rank keeps of it, shared by the
 /// operations on it: the mapping stays until the last one ends, even when
 /// the communicator is freed while a nonblocking one runs.
 pub struct Shared {
     base: *mut u8,
+    /// Bytes mapped at `base` (the blocking lane, which owns the mapping);
+    /// 0: the other lane, which keeps the owner alive instead.
     len: usize,
+    _owner: Option<Arc<Shared>>,
+    /// Which lane it is (`Lane as u8`).
+    lane: u8,
     /// Control blocks of the other ranks (for waking them).
     wake: Vec<CtlPtr>,
     /// The lowest sequence word of all ranks seen so far.
@@ -154,12 +183,16 @@ impl Gate {
 
 impl Drop for Shared {
     fn drop(&mut self) {
-        // SAFETY: base/len is our mapping.
-        unsafe { libc::munmap(self.base as *mut libc::c_void, self.len) };
+        if self.len > 0 {
+            // SAFETY: base/len is our mapping (the other lane holds this
+            // one until it goes).
+            unsafe { libc::munmap(self.base as *mut libc::c_void, self.len) };
+        }
     }
 }
 
 /// The control block of another rank of the node (in the node segment).
+#[derive(Clone, Copy)]
 pub struct CtlPtr(*const Ctl);
 
 // SAFETY: a pointer into the node segment, shared by design between
@@ -616,7 +649,7 @@ impl Flat {
     /// too large for it): made from the operation number, which every rank
     /// knows, above the tags schedules draw (up to 0x3fff_ffff).
     pub fn msg_tag(&self) -> i32 {
-        0x4000_0000 | (self.k & 0x3fff_ffff) as i32
+        0x4000_0000 | (self.sh.lane as i32) << 29 | (self.k & 0x1fff_ffff) as i32
     }
 
     /// Makes this rank's part of the operation carry only its length in
@@ -792,22 +825,24 @@ pub fn fits(t: &super::Tune, bytes: usize) -> Option<bool> {
     Some(bytes > SLOT)
 }
 
-/// Takes the next operation of `comm`'s segment for a message of `bytes`
-/// per rank.
-pub fn lookup(st: &mut State, comm: MPI_Comm, bytes: usize) -> MpiResult<Lookup> {
+/// Takes the next operation of lane `lane` of `comm`'s segment for a
+/// message of `bytes` per rank.
+pub fn lookup(st: &mut State, comm: MPI_Comm, lane: Lane, bytes: usize) -> MpiResult<Lookup> {
     let c = st.comms.get(comm)?;
     if c.is_inter() {
         return Ok(Lookup::No);
     }
     let (ctx, rank, size) = (c.coll_ctx(), c.rank as usize, c.size() as usize);
-    lookup_in(st, comm, ctx, rank, size, bytes)
+    lookup_in(st, comm, lane, ctx, rank, size, bytes)
 }
 
 /// [`lookup`] for intracommunicator `comm` whose collective context, rank
 /// and size the caller has looked up already.
+#[allow(clippy::too_many_arguments)]
 pub fn lookup_in(
     st: &mut State,
     comm: MPI_Comm,
+    lane: Lane,
     ctx: u32,
     rank: usize,
     size: usize,
@@ -819,14 +854,14 @@ pub fn lookup_in(
     let oversub = st.oversubscribed;
     // The common case first: one look at the map.
     match st.coll.flat.get_mut(&ctx).map(|e| &mut e.seg) {
-        Some(Some(seg)) => return Ok(Lookup::Ready(seg.take(rank, size, Kind::of(bytes), oversub))),
+        Some(Some(seg)) => return Ok(Lookup::Ready(seg[lane as usize].take(rank, size, Kind::of(bytes), oversub))),
         Some(None) => return Ok(Lookup::No),
         None => {}
     }
     if st.comms.get(comm)?.group.iter().any(|&w| st.engine.is_remote(w)) {
         // Shared memory only joins ranks of one node (every member sees
         // the same): this communicator uses messages.
-        st.coll.flat.insert(ctx, Entry { comm, seg: None });
+        st.coll.flat.insert(ctx, Entry { comm, seg: None, nb_from: 0 });
         return Ok(Lookup::No);
     }
     forget_freed(st);
@@ -845,7 +880,7 @@ pub fn lookup_in(
 /// message, so all ranks above see a mismatch before any of them sends.
 /// None: `comm` has no segment (or it is an intercommunicator, or one
 /// rank): there is nothing to disagree with.
-pub fn guard(st: &mut State, comm: MPI_Comm, bytes: usize) -> MpiResult<Option<Flat>> {
+pub fn guard(st: &mut State, comm: MPI_Comm, lane: Lane, bytes: usize) -> MpiResult<Option<Flat>> {
     let t = &st.coll.tune;
     if t.shm_max == 0 || bytes <= t.shm_max.min(BIG) {
         return Ok(None);
@@ -857,7 +892,7 @@ pub fn guard(st: &mut State, comm: MPI_Comm, bytes: usize) -> MpiResult<Option<F
     }
     let oversub = st.oversubscribed;
     Ok(match st.coll.flat.get_mut(&ctx).map(|e| &mut e.seg) {
-        Some(Some(seg)) => Some(seg.take(rank, size, Kind::Msg, oversub)),
+        Some(Some(seg)) => Some(seg[lane as usize].take(rank, size, Kind::Msg, oversub)),
         _ => None,
     })
 }
@@ -883,28 +918,59 @@ pub fn name(st: &State, ctx: u32, creator: u32) -> std::ffi::CString {
     std::ffi::CString::new(format!("/mpicore-{kvs}-coll-{ctx}-{creator}")).expect("no NUL in a segment name")
 }
 
-/// Bytes of the segment of a communicator of `size` ranks.
+/// Bytes of the segment of a communicator of `size` ranks (two lanes).
 pub fn seg_len(size: usize) -> usize {
-    size * stride()
+    2 * size * stride()
 }
 
-/// Records the outcome of a setup: the mapping if every rank has one.
-pub fn install(st: &mut State, comm: MPI_Comm, ctx: u32, map: Option<(*mut u8, usize)>, all_ok: bool) {
+/// Counts a nonblocking collective (or a start of a persistent one) on
+/// `comm` that may run in shared memory, and says whether it may use the
+/// segment's nonblocking lane: the communicator has its segment, and no
+/// rank had started this operation when the segment was made. (The segment
+/// is made in a blocking call, which a rank may reach before or after a
+/// nonblocking one that another rank started first: every rank counts the
+/// same operations, and those below the count agreed at the making, some
+/// rank ran with messages, so all do.)
+pub fn nb_op(st: &mut State, comm: MPI_Comm) -> MpiResult<bool> {
+    let ctx = st.comms.get(comm)?.coll_ctx();
+    let n = st.coll.nb_ops.entry(ctx).or_insert(0);
+    let j = *n;
+    *n += 1;
+    Ok(st.coll.flat.get(&ctx).is_some_and(|e| e.seg.is_some() && j >= e.nb_from))
+}
+
+/// How many operations [`nb_op`] has counted on context `ctx`.
+pub fn nb_count(st: &State, ctx: u32) -> u64 {
+    st.coll.nb_ops.get(&ctx).copied().unwrap_or(0)
+}
+
+/// Records the outcome of a setup: the mapping if every rank has one, and
+/// the first nonblocking operation to use it (see [`nb_op`]).
+pub fn install(st: &mut State, comm: MPI_Comm, ctx: u32, map: Option<(*mut u8, usize)>, all_ok: bool, nb_from: u64) {
     let wake: Vec<CtlPtr> = match st.comms.get(comm) {
         Ok(c) => c.group.iter().filter_map(|&w| st.engine.ctl_of(w)).map(CtlPtr).collect(),
         Err(_) => Vec::new(),
     };
-    let seg = map.map(|(base, len)| Seg {
+    let lane = |base, len, owner: Option<Arc<Shared>>, wake| Seg {
         next: 0,
         sh: Arc::new(Shared {
             base,
             len,
+            lane: owner.is_some() as u8,
+            _owner: owner,
             wake,
             seen: AtomicU64::new(0),
             gate: Gate { open: Default::default(), low: AtomicU64::new(u64::MAX) },
         }),
+    };
+    let seg = map.map(|(base, len)| {
+        let block = lane(base, len, None, wake.clone());
+        // SAFETY: the second half of the mapping (`seg_len`).
+        let nb_base = unsafe { base.add(len / 2) };
+        let nb = lane(nb_base, 0, Some(block.sh.clone()), wake);
+        [block, nb]
     });
-    st.coll.flat.insert(ctx, Entry { comm, seg: if all_ok { seg } else { None } });
+    st.coll.flat.insert(ctx, Entry { comm, seg: if all_ok { seg } else { None }, nb_from });
 }
 
 /// Removes a segment name (after every rank mapped it).

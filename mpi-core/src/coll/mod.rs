@@ -6,8 +6,9 @@
 //! progress call of the library) for a nonblocking one, from the top at each
 //! `MPI_Start` for a persistent one. The messages of a collective travel on
 //! the communicator's collective context with a tag unique to the operation
-//! (calls are numbered per communicator, and every rank makes the same calls
-//! in the same order), so any number may be outstanding at once.
+//! (calls are numbered per communicator, blocking and nonblocking ones
+//! apart, and every rank makes the same calls of each kind in the same
+//! order), so any number may be outstanding at once.
 //!
 //! While nonblocking collectives are active, a progress thread advances
 //! them every few tens of microseconds, so they move on while the program
@@ -86,8 +87,8 @@ pub type CtxMap<V> = HashMap<u32, V, BuildHasherDefault<CtxHash>>;
 /// State of the collectives in the runtime (`State::coll`).
 #[derive(Default)]
 pub struct Colls {
-    /// Next tag of each collective context.
-    tags: CtxMap<i32>,
+    /// Next tag of each collective context, per lane (see [`flat::Lane`]).
+    tags: CtxMap<[i32; 2]>,
     /// Nonblocking and started persistent operations.
     active: Vec<Active>,
     /// Temporary buffers for reuse (their pages stay mapped).
@@ -97,6 +98,9 @@ pub struct Colls {
     pub(crate) tune: Tune,
     /// Shared-memory segments of communicators, by collective context.
     pub(crate) flat: CtxMap<flat::Entry>,
+    /// Nonblocking operations that could run in shared memory, counted by
+    /// collective context (see [`flat::nb_op`]).
+    pub(crate) nb_ops: CtxMap<u64>,
     /// What blocking shared-memory collectives of this process wait for
     /// (see [`flat::Awaited`]), by a number of the wait.
     pub(crate) awaited: Vec<(u64, flat::Awaited)>,
@@ -115,11 +119,15 @@ pub struct Colls {
 const POOL_BYTES: usize = 64 << 20;
 
 impl Colls {
-    pub(crate) fn next_tag(&mut self, ctx: u32) -> i32 {
-        let t = self.tags.entry(ctx).or_insert(0);
+    /// The tag of the next schedule of lane `lane` on context `ctx`:
+    /// blocking calls count in `0..2^29`, nonblocking and persistent ones
+    /// in `2^29..2^30` (shared-memory operations' messages above, see
+    /// `Flat::msg_tag`), so the two never take each other's messages.
+    pub(crate) fn next_tag(&mut self, ctx: u32, lane: flat::Lane) -> i32 {
+        let t = &mut self.tags.entry(ctx).or_insert([0; 2])[lane as usize];
         let tag = *t;
-        *t = (*t + 1) & 0x3fff_ffff;
-        tag
+        *t = (*t + 1) & 0x1fff_ffff;
+        tag | (lane as i32) << 29
     }
 
     pub(crate) fn give_back(&mut self, mut bufs: Vec<Vec<u8>>) {
@@ -281,8 +289,9 @@ pub(crate) fn start_persistent(st: &mut State, i: u32, s: SharedSched) -> MpiRes
         let g = s.lock().unwrap_or_else(|e| e.into_inner());
         (g.comm, g.flat.as_ref().map(|(b, p)| (*b, p.clone_box())))
     };
-    if let Some((bytes, part)) = plan {
-        if let flat::Lookup::Ready(f) = flat::lookup(st, comm, bytes)? {
+    let in_segment = flat::nb_op(st, comm)?;
+    if let Some((bytes, part)) = plan.filter(|_| in_segment) {
+        if let flat::Lookup::Ready(f) = flat::lookup(st, comm, flat::Lane::Nb, bytes)? {
             let mut op = flat::NbOp::new(f, part);
             if op.advance() {
                 complete(st, i, op.result());
@@ -297,8 +306,8 @@ pub(crate) fn start_persistent(st: &mut State, i: u32, s: SharedSched) -> MpiRes
     let (done, res) = {
         let mut g = s.lock().unwrap_or_else(|e| e.into_inner());
         g.restart();
-        if let Some(b) = g.guard_bytes {
-            if let Some(f) = flat::guard(st, comm, b)? {
+        if let Some(b) = g.guard_bytes.filter(|_| in_segment) {
+            if let Some(f) = flat::guard(st, comm, flat::Lane::Nb, b)? {
                 g.guard = Some(flat::NbOp::new(f, Box::new(parts::Guard(b))));
             }
         }

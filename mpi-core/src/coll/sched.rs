@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex};
 
 use mpi_api::abi::*;
 
+use super::flat::Lane;
 use crate::rt::buf::SendData;
 use crate::rt::datatype::Dtype;
 use crate::rt::error::{MpiError, MpiResult};
@@ -280,13 +281,14 @@ impl Sched {
     /// local group (a second route, whose tag is also taken here, on every
     /// rank, so both stay in step).
     pub fn new(st: &mut State, comm: MPI_Comm) -> MpiResult<Sched> {
-        Self::new_tagged(st, comm, None)
+        Self::new_tagged(st, comm, None, Lane::Block)
     }
 
     /// [`Sched::new`], with messages under `tag` if given (on an
     /// intracommunicator: a tag every rank knows without drawing one of the
-    /// communicator's tags, which only the ranks making a schedule draw).
-    pub fn new_tagged(st: &mut State, comm: MPI_Comm, tag: Option<i32>) -> MpiResult<Sched> {
+    /// communicator's tags, which only the ranks making a schedule draw);
+    /// else under the next tag of `lane`.
+    pub fn new_tagged(st: &mut State, comm: MPI_Comm, tag: Option<i32>, lane: Lane) -> MpiResult<Sched> {
         let c = st.comms.get(comm)?;
         let (ctx, rank, size, group) = (c.coll_ctx(), c.rank as usize, c.size() as usize, c.group.clone());
         let local = if c.is_inter() {
@@ -296,10 +298,10 @@ impl Sched {
             None
         };
         let bytes = st.types.get(MPI_BYTE)?;
-        let tag = tag.unwrap_or_else(|| st.coll.next_tag(ctx));
+        let tag = tag.unwrap_or_else(|| st.coll.next_tag(ctx, lane));
         let mut routes = vec![Route { ctx, tag, group, rank }];
         if let Some((lctx, lgroup)) = local {
-            routes.push(Route { ctx: lctx, tag: st.coll.next_tag(lctx), group: lgroup, rank });
+            routes.push(Route { ctx: lctx, tag: st.coll.next_tag(lctx, lane), group: lgroup, rank });
         }
         Ok(Sched {
             acts: Vec::with_capacity(16),

@@ -9,7 +9,7 @@ use mpi_api::abi::*;
 
 use crate::bail;
 use crate::coll::args::{check_root, in_place};
-use crate::coll::flat::{self, Flat, Lookup};
+use crate::coll::flat::{self, Flat, Lane, Lookup};
 use crate::coll::shm::fast::{fast_bufs, fast_bytes, fast_copy};
 use crate::coll::shm::next_op;
 use crate::rt::buf::UserBuf;
@@ -81,7 +81,7 @@ pub(crate) unsafe fn direct_gather_all(
             && rdt.contig
             && fast_bufs(sendbuf, recvbuf)
             && if inp { !alltoall } else { sent == Some(blk) };
-        Ok(match flat::lookup(st, comm, HELLO)? {
+        Ok(match flat::lookup(st, comm, Lane::Block, HELLO)? {
             Lookup::Ready(f) => Some((f, blk, ok)),
             _ => None,
         })
@@ -196,7 +196,7 @@ pub(crate) unsafe fn direct_bcast(buf: UserBuf, root: c_int, comm: MPI_Comm) -> 
             return Ok(None);
         }
         let ok = st.engine.cma_enabled() && dt.contig && fast_bufs(MPI_IN_PLACE as *const c_void, buffer);
-        Ok(match flat::lookup(st, comm, HELLO)? {
+        Ok(match flat::lookup(st, comm, Lane::Block, HELLO)? {
             Lookup::Ready(f) => Some((f, bytes, root, ok)),
             _ => None,
         })

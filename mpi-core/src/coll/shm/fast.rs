@@ -8,7 +8,7 @@ use mpi_api::abi::*;
 
 use crate::coll::args::{check_root, in_place, reducer};
 use crate::coll::buf::Reduction;
-use crate::coll::flat::{self, Flat, Lookup};
+use crate::coll::flat::{self, Flat, Lane, Lookup};
 use crate::coll::sched::Reducer;
 use crate::coll::shm::Who;
 use crate::rt::buf::UserBuf;
@@ -40,7 +40,7 @@ pub(crate) fn fast<T>(comm: MPI_Comm, pick: impl FnOnce(&mut State, &Who) -> Opt
         }
         let (ctx, who) = (c.coll_ctx(), Who { rank: c.rank as usize, size: c.size() as usize });
         let Some((t, bytes)) = pick(st, &who).filter(|&(_, b)| b <= flat::SLOT) else { return Ok(None) };
-        Ok(match flat::lookup_in(st, comm, ctx, who.rank, who.size, bytes)? {
+        Ok(match flat::lookup_in(st, comm, Lane::Block, ctx, who.rank, who.size, bytes)? {
             Lookup::Ready(f) => Some((f, t)),
             _ => None,
         })

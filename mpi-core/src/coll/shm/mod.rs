@@ -20,7 +20,7 @@ use crate::bail;
 use crate::coll::buf::Reduction;
 use crate::coll::call::{Call, RequestOut};
 use crate::coll::entry::{allreduce, bcast};
-use crate::coll::flat::{self, Flat, Lookup, NbKind, NbOp};
+use crate::coll::flat::{self, Flat, Lane, Lookup, NbKind, NbOp};
 use crate::coll::parts;
 use crate::rt::buf::UserBuf;
 use crate::rt::error::{MpiError, MpiResult};
@@ -56,12 +56,12 @@ pub(crate) fn in_segment<T>(
         let found = rt::with(|st| {
             let size = st.comms.get(comm)?.size() as usize;
             let Some((t, bytes)) = prep(st, size) else { return Ok(Err(NotInSegment::Msg(None))) };
-            Ok(match flat::lookup(st, comm, bytes)? {
+            Ok(match flat::lookup(st, comm, Lane::Block, bytes)? {
                 Lookup::Ready(f) => {
                     let p = part.take().expect("a part is made once")(st, &Who { rank: f.rank, size: f.size }, t);
                     Ok((f, p))
                 }
-                Lookup::No => Err(NotInSegment::Msg(flat::guard(st, comm, bytes)?.map(|g| (g, bytes)))),
+                Lookup::No => Err(NotInSegment::Msg(flat::guard(st, comm, Lane::Block, bytes)?.map(|g| (g, bytes)))),
                 Lookup::Setup { ctx, rank, size, room } => {
                     Err(NotInSegment::MakeSegment(NewSegment { ctx, rank, size, room }))
                 }
@@ -165,16 +165,19 @@ pub(crate) fn make_segment(comm: MPI_Comm, new: NewSegment) -> MpiResult<()> {
     if rank != 0 && hello[0] != 0 && room {
         map = flat::open(&name, len);
     }
-    let mut all = [map.is_some() as c_int];
+    // Whether every rank mapped it, and the most nonblocking operations
+    // any rank has started (negated, for one MIN).
+    let nb = rt::with(|st| Ok(flat::nb_count(st, ctx)))?;
+    let mut all = [map.is_some() as i64, -(nb as i64)];
     // SAFETY: as above.
     let red =
-        unsafe { Reduction::new(MPI_IN_PLACE as *const c_void, all.as_mut_ptr() as *mut c_void, MPI_INT, MPI_MIN) };
-    allreduce(Call::Msg, red, 1, comm)?;
+        unsafe { Reduction::new(MPI_IN_PLACE as *const c_void, all.as_mut_ptr() as *mut c_void, MPI_INT64_T, MPI_MIN) };
+    allreduce(Call::Msg, red, 2, comm)?;
     if rank == 0 && hello[0] != 0 {
         flat::unlink(&name);
     }
     rt::with(|st| {
-        flat::install(st, comm, ctx, map, all[0] == 1);
+        flat::install(st, comm, ctx, map, all[0] == 1, all[1].unsigned_abs());
         Ok(())
     })
 }
@@ -219,13 +222,16 @@ pub(crate) fn segment_start<T>(
         crate::coll::drop_pending_guard(st);
         let size = st.comms.get(comm)?.size() as usize;
         let Some((t, bytes)) = prep(st, size) else { return Ok(None) };
-        let f = match flat::lookup(st, comm, bytes)? {
+        if !flat::nb_op(st, comm)? {
+            return Ok(None);
+        }
+        let f = match flat::lookup(st, comm, Lane::Nb, bytes)? {
             Lookup::Ready(f) => f,
             Lookup::No => {
                 // Too large for the segment: messages, once every rank's
                 // length is known to match (see `flat::guard`; the schedule
                 // made next completes this first).
-                if let Some(g) = flat::guard(st, comm, bytes)? {
+                if let Some(g) = flat::guard(st, comm, Lane::Nb, bytes)? {
                     st.coll.pending_guard = Some(NbOp::new(g, Box::new(parts::Guard(bytes))));
                 }
                 return Ok(None);
@@ -257,7 +263,7 @@ pub(crate) fn segment_start<T>(
 /// The next shared-memory operation of `comm` (which has its segment, as
 /// for the operation before), for `bytes` per rank.
 pub(crate) fn next_op(comm: MPI_Comm, bytes: usize) -> MpiResult<Flat> {
-    rt::with(|st| match flat::lookup(st, comm, bytes)? {
+    rt::with(|st| match flat::lookup(st, comm, Lane::Block, bytes)? {
         Lookup::Ready(f) => Ok(f),
         _ => bail!(MPI_ERR_INTERN, "the shared-memory segment went away during a collective"),
     })
@@ -272,7 +278,7 @@ pub(crate) fn segment_op(comm: MPI_Comm, bytes: usize) -> Option<MpiResult<(Flat
     loop {
         let found = rt::with(|st| {
             let fits = flat::fits(&st.coll.tune, bytes).is_some();
-            Ok(match flat::lookup(st, comm, if fits { bytes } else { 0 })? {
+            Ok(match flat::lookup(st, comm, Lane::Block, if fits { bytes } else { 0 })? {
                 Lookup::Ready(mut f) => {
                     if !fits {
                         f.by_message();

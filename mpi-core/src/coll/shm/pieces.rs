@@ -6,7 +6,7 @@ use mpi_api::abi::*;
 
 use crate::coll::args::{check_buf, in_place, no_alias, reducer};
 use crate::coll::buf::Reduction;
-use crate::coll::flat::{self, Flat, Lookup};
+use crate::coll::flat::{self, Flat, Lane, Lookup};
 use crate::coll::sched::Reducer;
 use crate::coll::shm::fast::fast_copy;
 use crate::coll::shm::next_op;
@@ -41,7 +41,7 @@ pub(crate) fn pieces_start<T>(
         if bytes <= lo || bytes > hi {
             return Ok(None);
         }
-        Ok(match flat::lookup(st, comm, flat::BIG)? {
+        Ok(match flat::lookup(st, comm, Lane::Block, flat::BIG)? {
             Lookup::Ready(f) => Some((a, f)),
             // The segment is made by a call that fits it (alike everywhere).
             _ => None,

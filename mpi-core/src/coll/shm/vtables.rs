@@ -8,7 +8,7 @@ use mpi_api::abi::*;
 use crate::coll::args::{check_buf, in_place, no_alias, signature_match, typed_view};
 use crate::coll::buf::UserBlocks;
 use crate::coll::call::{run, Call};
-use crate::coll::flat::{self, Flat, Lookup};
+use crate::coll::flat::{self, Flat, Lane, Lookup};
 use crate::coll::parts;
 use crate::coll::shm::fast::fast_copy;
 use crate::coll::shm::rooted::len_mismatch;
@@ -238,7 +238,7 @@ pub(crate) unsafe fn fast_alltoallv(send: UserBlocks, recv: UserBlocks, comm: MP
         {
             return Ok(None);
         }
-        Ok(match flat::lookup_in(st, comm, ctx, rank, size, total)? {
+        Ok(match flat::lookup_in(st, comm, Lane::Block, ctx, rank, size, total)? {
             Lookup::Ready(f) => Some((f, s, r)),
             _ => None,
         })
