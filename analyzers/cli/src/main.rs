@@ -1,10 +1,13 @@
 //! `mpitrace`: record, report and view traces of MPI programs.
 //!
 //! `mpitrace record [-o DIR] -- LAUNCHER ARGS...` runs an MPI job with
-//! `libmpitrace.so` preloaded into every rank, then completes the trace.
+//! `libmpitrace.so` preloaded into every rank, then completes the trace
+//! (also when it is stopped by a signal: see `record.rs`); `mpitrace convert
+//! DIR` completes the trace of a run that left its journals.
 
 mod analyze;
 mod record;
+mod signals;
 
 use clap::{Parser, Subcommand};
 
@@ -19,6 +22,9 @@ struct Cli {
 enum Command {
     /// Run an MPI job under the tracer: `mpitrace record -- mpiexec -n 4 ./app`.
     Record(record::RecordArgs),
+    /// Convert the journals an earlier run left (`MPITRACE_NO_CONVERT=1`, or
+    /// killed with mpitrace) into the trace, in place.
+    Convert(record::ConvertArgs),
     #[command(flatten)]
     Analyze(analyze::Commands),
     /// Browse a trace in the terminal: timeline, messages, analyses (`?` lists the keys).
@@ -40,6 +46,7 @@ fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Record(args) => record::run(args),
+        Command::Convert(args) => record::convert(args),
         Command::Analyze(c) => analyze::run(c),
         Command::Tui { dir } if !dir.is_dir() => Err(anyhow::anyhow!("{}: no such directory", dir.display())),
         Command::Tui { dir } => tui::run(&dir).map(|()| 0).map_err(anyhow::Error::from),
