@@ -21,9 +21,15 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run an MPI job under the tracer: `mpitrace record -- mpiexec -n 4 ./app`.
+    ///
+    /// Every rank runs with libmpitrace.so preloaded; after the job its
+    /// journals become the trace. Stopped by SIGINT, SIGTERM or SIGHUP,
+    /// mpitrace passes the signal on to the job, kills it if it still runs
+    /// after --kill-after, converts what was recorded until then and exits
+    /// with 128 + the signal's number.
     Record(record::RecordArgs),
-    /// Convert the journals an earlier run left (`MPITRACE_NO_CONVERT=1`, or
-    /// killed with mpitrace) into the trace, in place.
+    /// Convert the journals an earlier run left (run with
+    /// `MPITRACE_NO_CONVERT=1`, or killed along with mpitrace) into its trace, in place.
     Convert(record::ConvertArgs),
     #[command(flatten)]
     Analyze(analyze::Commands),
