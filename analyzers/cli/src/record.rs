@@ -11,6 +11,17 @@ use trace_format::{layout, table};
 
 use crate::signals::{self, Event, Signals};
 
+/// `eprintln!` that cannot fail: when mpitrace is stopped, its standard
+/// error may be a hung-up terminal or a pipe whose reader died with the
+/// same Ctrl-C (`| tee log`), and `eprintln!` would panic there before the
+/// journals are converted.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 #[derive(Args)]
 pub struct RecordArgs {
     /// Trace directory (default: ./mpitrace-<UTC time>).
@@ -128,12 +139,14 @@ pub fn run(args: RecordArgs) -> Result<i32> {
     // Installed before the job starts, so that no signal and no end of the
     // job is missed.
     let signals = Signals::install().context("cannot install signal handlers")?;
-    // In a terminal's foreground the job shares our process group: it reads
-    // the terminal and gets Ctrl-C and Ctrl-Z from it as without mpitrace.
-    // Otherwise it gets a group of its own, which mpitrace alone signals:
-    // the job then hears a signal once, however it was sent to mpitrace
-    // (to it alone, or to its whole group, as `timeout` does).
-    let own_group = !signals::terminal_foreground();
+    // With a terminal on stdin the job shares our process group, as it would
+    // without mpitrace: in the foreground it reads the terminal and gets its
+    // Ctrl-C and Ctrl-Z, in the background the shell sees it stop at a read
+    // (SIGTTIN) and `fg` resumes it. Otherwise it gets a group of its own,
+    // which mpitrace alone signals: the job then hears a signal once,
+    // however it was sent to mpitrace (to it alone, or to its whole group,
+    // as `timeout` does).
+    let own_group = !signals::stdin_is_terminal();
     if own_group {
         cmd.process_group(0);
     }
@@ -151,7 +164,7 @@ pub fn run(args: RecordArgs) -> Result<i32> {
     let traced = finish(&dir, &args.command, args.keep_journals)?;
     match stopped_by {
         Some(sig) if traced => {
-            eprintln!(
+            say!(
                 "mpitrace: the job was stopped by {}; the trace in {} holds what was recorded until then",
                 signals::name(sig),
                 dir.display()
@@ -159,7 +172,7 @@ pub fn run(args: RecordArgs) -> Result<i32> {
             Ok(128 + sig)
         }
         Some(sig) => {
-            eprintln!("mpitrace: the job was stopped by {} before it traced anything", signals::name(sig));
+            say!("mpitrace: the job was stopped by {} before it traced anything", signals::name(sig));
             Ok(128 + sig)
         }
         None => Ok(code),
@@ -257,7 +270,7 @@ impl Job {
             }
             let events = signals.wait(deadline).context("waiting for the job")?;
             if events.is_empty() && deadline.is_some_and(|d| Instant::now() >= d) {
-                eprintln!(
+                say!(
                     "mpitrace: the job still runs {} after {}: killing it (SIGKILL)",
                     signals::seconds(kill_after),
                     signals::name(stopped_by.unwrap_or(0))
@@ -268,7 +281,7 @@ impl Job {
             for ev in events {
                 let Event::Stop { signal, from_terminal } = ev else { continue };
                 if stopped_by.is_some() {
-                    eprintln!("mpitrace: {} received again: killing the job (SIGKILL)", signals::name(signal));
+                    say!("mpitrace: {} received again: killing the job (SIGKILL)", signals::name(signal));
                     signals::send(self.target(), libc::SIGKILL);
                     deadline = None;
                     continue;
@@ -284,7 +297,7 @@ impl Job {
                 } else {
                     "sent to the job by the terminal".to_string()
                 };
-                eprintln!(
+                say!(
                     "mpitrace: {} received: stopping the job ({passed}; killed if it still runs in {}); \
                      the trace is kept",
                     signals::name(signal),
@@ -313,7 +326,7 @@ impl Job {
         if left.is_empty() {
             return;
         }
-        eprintln!("mpitrace: killing traced processes the launcher left running: {left:?}");
+        say!("mpitrace: killing traced processes the launcher left running: {left:?}");
         for &pid in &left {
             signals::send(pid, libc::SIGKILL);
         }
@@ -357,7 +370,7 @@ fn summarize(dir: &Path, launch: &[String], keep: bool) -> Result<bool> {
     let fin = match trace_format::finish_dir(dir, launch, keep) {
         Ok(f) => f,
         Err(trace_format::Error::NotATrace(_)) => {
-            eprintln!(
+            say!(
                 "mpitrace: no trace in {}: the program did not call MPI_Init (is it dynamically linked against MPI?)",
                 dir.display()
             );
@@ -366,7 +379,7 @@ fn summarize(dir: &Path, launch: &[String], keep: bool) -> Result<bool> {
         Err(e) => return Err(e.into()),
     };
     for p in &fin.problems {
-        eprintln!("mpitrace: {p}");
+        say!("mpitrace: {p}");
     }
     let ranks = layout::ranks_in(dir, layout::EVENTS_DIR, ".parquet");
     let mut events = 0i64;
@@ -387,7 +400,7 @@ fn summarize(dir: &Path, launch: &[String], keep: bool) -> Result<bool> {
     if !missing.is_empty() {
         state += &format!("; no trace from ranks {missing:?}");
     }
-    eprintln!(
+    say!(
         "mpitrace: {} ranks of `{}` traced: {} events, {} in {} files ({:.1} bytes/event) in {}{}",
         ranks.len(),
         fin.meta.command.join(" "),

@@ -225,12 +225,10 @@ pub fn has_ended(pid: i32) -> io::Result<bool> {
     }
 }
 
-/// Whether this process is in the foreground of the terminal on stdin: a
-/// job started then must share our process group, or it could not read the
-/// terminal (SIGTTIN) and would not get the terminal's Ctrl-C and Ctrl-Z.
-pub fn terminal_foreground() -> bool {
-    // SAFETY: isatty, tcgetpgrp and getpgrp have no memory preconditions.
-    unsafe { libc::isatty(0) == 1 && libc::tcgetpgrp(0) == libc::getpgrp() }
+/// Whether stdin is a terminal (then the job shares mpitrace's process
+/// group: see `record::run`).
+pub fn stdin_is_terminal() -> bool {
+    std::io::IsTerminal::is_terminal(&std::io::stdin())
 }
 
 /// A grace period in whole seconds when it is one, for messages.
