@@ -141,8 +141,8 @@ pub fn run(args: RecordArgs) -> Result<i32> {
     let signals = Signals::install().context("cannot install signal handlers")?;
     // With a terminal on stdin the job shares our process group, as it would
     // without mpitrace: in the foreground it reads the terminal and gets its
-    // Ctrl-C and Ctrl-Z, in the background the shell sees it stop at a read
-    // (SIGTTIN) and `fg` resumes it. Otherwise it gets a group of its own,
+    // Ctrl-C and Ctrl-Z; in the background it stops at a read (SIGTTIN)
+    // and the shell's `fg`, which continues the whole group, resumes it. Otherwise it gets a group of its own,
     // which mpitrace alone signals: the job then hears a signal once,
     // however it was sent to mpitrace (to it alone, or to its whole group,
     // as `timeout` does).
