@@ -142,10 +142,10 @@ pub fn run(args: RecordArgs) -> Result<i32> {
     // With a terminal on stdin the job shares our process group, as it would
     // without mpitrace: in the foreground it reads the terminal and gets its
     // Ctrl-C and Ctrl-Z; in the background it stops at a read (SIGTTIN)
-    // and the shell's `fg`, which continues the whole group, resumes it. Otherwise it gets a group of its own,
-    // which mpitrace alone signals: the job then hears a signal once,
-    // however it was sent to mpitrace (to it alone, or to its whole group,
-    // as `timeout` does).
+    // and the shell's `fg`, which continues the whole group, resumes it.
+    // Otherwise it gets a group of its own, which mpitrace alone signals:
+    // the job then hears a signal once, however it was sent to mpitrace (to
+    // it alone, or to its whole group, as `timeout` does).
     let own_group = !signals::stdin_is_terminal();
     if own_group {
         cmd.process_group(0);
