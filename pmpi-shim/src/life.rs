@@ -114,9 +114,15 @@ pub fn start(call: usize, before: (u64, u64), after: u64) {
     }
     let dir = output_dir(rank);
     // Private (0700/0600): the trace holds the command line, hosts, paths.
-    let side = trace_format::private::create_dir_all(&dir.join(layout::JOURNAL_DIR))
-        .map_err(|e| format!("{}: {e}", dir.display()))
-        .and_then(|_| SideWriter::open(&layout::side(&dir, rank)).map_err(|e| e.to_string()));
+    let open_side = || {
+        trace_format::private::create_dir_all(&dir.join(layout::JOURNAL_DIR))
+            .map_err(|e| format!("{}: {e}", dir.display()))
+            .and_then(|_| SideWriter::open(&layout::side(&dir, rank)).map_err(|e| e.to_string()))
+    };
+    // The last rank to convert removes the emptied journal folder; a rank
+    // that starts only then (sessions need not meet) may see it vanish
+    // between creating it and opening its side file: once more then.
+    let side = open_side().or_else(|_| open_side());
     let side = match side {
         Ok(s) => s,
         Err(e) => {
@@ -672,7 +678,7 @@ pub fn after_finalize() {
     let keep = std::env::var("MPITRACE_KEEP_JOURNALS").is_ok_and(|v| v == "1");
     if let Err(e) = trace_format::convert_rank(&dir, rank, keep) {
         eprintln!(
-            "mpitrace: rank {rank}: converting the journals failed: {e}; `mpitrace record` converts them after the job"
+            "mpitrace: rank {rank}: converting the journals failed: {e}; `mpitrace record` converts them after the job (`mpitrace convert DIR` later)"
         );
     }
 }

@@ -209,8 +209,17 @@ pub fn read_rank_journals(dir: &Path, rank: i32) -> Result<RankJournals, Error> 
     Ok(RankJournals { meta: l.meta, events, comms, complete: l.complete, problems: l.problems })
 }
 
+/// Removes `journal/` once no rank has anything left in it, so that a
+/// converted trace has no empty folder in it. `remove_dir` fails on a folder
+/// that is not empty, atomically, so ranks converting at once need no
+/// coordination: the last one removes it.
+fn remove_journal_dir_if_empty(dir: &Path) {
+    let _ = std::fs::remove_dir(dir.join(layout::JOURNAL_DIR));
+}
+
 /// Converts the journals of `rank` into its events and comms Parquet files,
-/// then removes the journals (unless `keep_journals`).
+/// then removes the journals, and the journal folder if it is left empty
+/// (unless `keep_journals`).
 pub fn convert_rank(dir: &Path, rank: i32, keep_journals: bool) -> Result<Converted, Error> {
     let mut l = load_rank(dir, rank)?;
     for sub in [layout::EVENTS_DIR, layout::COMMS_DIR] {
@@ -247,6 +256,7 @@ pub fn convert_rank(dir: &Path, rank: i32, keep_journals: bool) -> Result<Conver
             let _ = std::fs::remove_file(p);
         }
         let _ = std::fs::remove_file(layout::side(dir, rank));
+        remove_journal_dir_if_empty(dir);
     }
     Ok(Converted {
         rank,
@@ -267,8 +277,8 @@ pub struct Finished {
 }
 
 /// After a job: converts every rank's leftover journals (those not older
-/// than the rank's events file) and (re)writes `meta.json` from the
-/// metadata of all ranks' events files.
+/// than the rank's events file), (re)writes `meta.json` from the metadata of
+/// all ranks' events files and removes the journal folder if it is empty.
 pub fn finish_dir(dir: &Path, launch_command: &[String], keep_journals: bool) -> Result<Finished, Error> {
     let mut fin = Finished::default();
     let mtime = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
@@ -306,6 +316,7 @@ pub fn finish_dir(dir: &Path, launch_command: &[String], keep_journals: bool) ->
         }
     }
     meta.write(&dir.join(layout::META))?;
+    remove_journal_dir_if_empty(dir);
     fin.meta = meta;
     Ok(fin)
 }

@@ -1,10 +1,13 @@
 //! `mpitrace`: record, report and view traces of MPI programs.
 //!
 //! `mpitrace record [-o DIR] -- LAUNCHER ARGS...` runs an MPI job with
-//! `libmpitrace.so` preloaded into every rank, then completes the trace.
+//! `libmpitrace.so` preloaded into every rank, then completes the trace
+//! (also when it is stopped by a signal: see `record.rs`); `mpitrace convert
+//! DIR` completes the trace of a run that left its journals.
 
 mod analyze;
 mod record;
+mod signals;
 
 use clap::{Parser, Subcommand};
 
@@ -18,7 +21,16 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run an MPI job under the tracer: `mpitrace record -- mpiexec -n 4 ./app`.
+    ///
+    /// Every rank runs with libmpitrace.so preloaded; after the job its
+    /// journals become the trace. Stopped by SIGINT, SIGTERM or SIGHUP,
+    /// mpitrace passes the signal on to the job, kills it if it still runs
+    /// after --kill-after, converts what was recorded until then and exits
+    /// with 128 + the signal's number.
     Record(record::RecordArgs),
+    /// Convert the journals an earlier run left (run with
+    /// `MPITRACE_NO_CONVERT=1`, or killed along with mpitrace) into its trace, in place.
+    Convert(record::ConvertArgs),
     #[command(flatten)]
     Analyze(analyze::Commands),
     /// Browse a trace in the terminal: timeline, messages, analyses (`?` lists the keys).
@@ -40,6 +52,7 @@ fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Record(args) => record::run(args),
+        Command::Convert(args) => record::convert(args),
         Command::Analyze(c) => analyze::run(c),
         Command::Tui { dir } if !dir.is_dir() => Err(anyhow::anyhow!("{}: no such directory", dir.display())),
         Command::Tui { dir } => tui::run(&dir).map(|()| 0).map_err(anyhow::Error::from),

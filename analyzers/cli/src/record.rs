@@ -1,11 +1,26 @@
 //! `mpitrace record`: run a job with the shim preloaded and finish its trace.
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use trace_format::{layout, table};
+
+use crate::signals::{self, Event, Signals};
+
+/// `eprintln!` that cannot fail: when mpitrace is stopped, its standard
+/// error may be a hung-up terminal or a pipe whose reader died with the
+/// same Ctrl-C (`| tee log`), and `eprintln!` would panic there before the
+/// journals are converted.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
 
 #[derive(Args)]
 pub struct RecordArgs {
@@ -19,9 +34,28 @@ pub struct RecordArgs {
     /// Keep the raw journals next to the Parquet files.
     #[arg(long)]
     keep_journals: bool,
+    /// When mpitrace is stopped by SIGINT, SIGTERM or SIGHUP it passes the
+    /// signal on to the job, then kills the job (SIGKILL) if it still runs
+    /// after this many seconds; the trace keeps what was recorded.
+    #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = parse_seconds)]
+    kill_after: Duration,
     /// The launcher and its arguments, e.g. `mpiexec -n 4 ./app`.
     #[arg(last = true, required = true)]
     command: Vec<String>,
+}
+
+#[derive(Args)]
+pub struct ConvertArgs {
+    /// The trace directory holding the journals.
+    dir: PathBuf,
+    /// Keep the raw journals next to the Parquet files.
+    #[arg(long)]
+    keep_journals: bool,
+}
+
+fn parse_seconds(s: &str) -> std::result::Result<Duration, String> {
+    let secs: f64 = s.parse().map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    Duration::try_from_secs_f64(secs).map_err(|_| format!("`{s}` is not a duration in seconds"))
 }
 
 /// Where libmpitrace.so is: --lib, $MPITRACE_LIB, or next to this binary
@@ -52,16 +86,37 @@ fn default_dir() -> PathBuf {
     PathBuf::from(format!("mpitrace-{secs}"))
 }
 
-/// Runs the job; returns its exit code (128 + signal if it was killed).
-pub fn run(args: RecordArgs) -> Result<i32> {
-    let lib = find_lib(args.lib)?;
-    let dir = args.output.unwrap_or_else(default_dir);
+/// Refuses a directory that holds a trace or the journals of one.
+fn check_unused(dir: &Path) -> Result<()> {
+    if has_journals(dir) {
+        bail!(
+            "{} holds the journals of an earlier run that were not converted: convert them with \
+             `mpitrace convert {}`, or choose another directory with -o",
+            dir.display(),
+            dir.display()
+        );
+    }
     if dir.join(layout::META).exists()
         || dir.join(layout::EVENTS_DIR).exists()
         || dir.join(layout::JOURNAL_DIR).exists()
     {
         bail!("{} already holds a trace; choose another directory with -o", dir.display());
     }
+    Ok(())
+}
+
+/// Whether `dir` holds journals or side files of any rank.
+fn has_journals(dir: &Path) -> bool {
+    !layout::ranks_in(dir, layout::JOURNAL_DIR, ".journal").is_empty()
+        || !layout::ranks_in(dir, layout::JOURNAL_DIR, ".side.jsonl").is_empty()
+}
+
+/// Runs the job; returns its exit code (128 + signal if it was killed, or
+/// if mpitrace was stopped by one).
+pub fn run(args: RecordArgs) -> Result<i32> {
+    let lib = find_lib(args.lib)?;
+    let dir = args.output.unwrap_or_else(default_dir);
+    check_unused(&dir)?;
     trace_format::private::create_dir_all(&dir)
         .with_context(|| format!("cannot create the trace directory {}", dir.display()))?;
     let dir = std::fs::canonicalize(&dir)?;
@@ -81,51 +136,250 @@ pub fn run(args: RecordArgs) -> Result<i32> {
     if args.keep_journals {
         cmd.env("MPITRACE_KEEP_JOURNALS", "1");
     }
+    // Installed before the job starts, so that no signal and no end of the
+    // job is missed.
+    let signals = Signals::install().context("cannot install signal handlers")?;
+    // With a terminal on stdin the job shares our process group, as it would
+    // without mpitrace: in the foreground it reads the terminal and gets its
+    // Ctrl-C and Ctrl-Z; in the background it stops at a read (SIGTTIN)
+    // and the shell's `fg`, which continues the whole group, resumes it.
+    // Otherwise it gets a group of its own, which mpitrace alone signals:
+    // the job then hears a signal once, however it was sent to mpitrace (to
+    // it alone, or to its whole group, as `timeout` does).
+    let own_group = !signals::stdin_is_terminal();
+    if own_group {
+        cmd.process_group(0);
+    }
     let mut child = cmd.spawn().with_context(|| format!("cannot run `{}`", args.command[0]))?;
-    // Ctrl-C goes to the whole job; mpitrace stays to finish the trace.
-    // SAFETY: changing the disposition of SIGINT in this process only (the
-    // child was spawned before).
-    unsafe { libc::signal(libc::SIGINT, libc::SIG_IGN) };
-    let status = child.wait().context("waiting for the job")?;
+    let job = Job { pid: child.id() as i32, own_group, launcher: args.command[0].clone(), dir: dir.clone() };
+    let (status, stopped_by) = job.supervise(&mut child, &signals, args.kill_after)?;
     let code = status.code().unwrap_or_else(|| {
         use std::os::unix::process::ExitStatusExt;
         128 + status.signal().unwrap_or(0)
     });
-    summarize(&dir, &args.command, args.keep_journals)?;
+    signals.exit_on_stop(format!(
+        "mpitrace: stopped while converting the journals; `mpitrace convert {}` finishes the trace\n",
+        dir.display()
+    ));
+    let traced = finish(&dir, &args.command, args.keep_journals)?;
+    match stopped_by {
+        Some(sig) if traced => {
+            say!(
+                "mpitrace: the job was stopped by {}; the trace in {} holds what was recorded until then",
+                signals::name(sig),
+                dir.display()
+            );
+            Ok(128 + sig)
+        }
+        Some(sig) => {
+            say!("mpitrace: the job was stopped by {} before it traced anything", signals::name(sig));
+            Ok(128 + sig)
+        }
+        None => Ok(code),
+    }
+}
+
+/// Converts the journals of a trace directory and of the traces of jobs it
+/// spawned; says what the trace holds. False if there was nothing to trace.
+fn finish(dir: &Path, launch: &[String], keep: bool) -> Result<bool> {
+    let traced = summarize(dir, launch, keep)?;
     // Jobs the program spawned (MPI_Comm_spawn) traced themselves under
     // `spawned/`, a trace each.
-    let mut spawned: Vec<PathBuf> = std::fs::read_dir(dir.join(SPAWNED))
+    for sub in spawned(dir) {
+        summarize(&sub, launch, keep)?;
+    }
+    Ok(traced)
+}
+
+fn spawned(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir.join(SPAWNED))
         .into_iter()
         .flatten()
         .flatten()
         .map(|e| e.path())
         .filter(|p| p.is_dir())
         .collect();
-    spawned.sort();
-    for sub in spawned {
-        summarize(&sub, &args.command, args.keep_journals)?;
+    v.sort();
+    v
+}
+
+/// `mpitrace convert DIR`: the journals a run left (it was started with
+/// `MPITRACE_NO_CONVERT=1`, or it and mpitrace were killed) become the trace,
+/// in place.
+pub fn convert(args: ConvertArgs) -> Result<i32> {
+    let dir = &args.dir;
+    if !dir.is_dir() {
+        bail!("{}: no such directory", dir.display());
     }
-    Ok(code)
+    let todo: Vec<PathBuf> = std::iter::once(dir.clone()).chain(spawned(dir)).filter(|d| has_journals(d)).collect();
+    if todo.is_empty() {
+        if dir.join(layout::META).exists() || dir.join(layout::EVENTS_DIR).exists() {
+            bail!("{}: no journals to convert: the trace is converted already", dir.display());
+        }
+        bail!("{}: no journals to convert (no journal/rank-*.journal files): not a trace directory", dir.display());
+    }
+    // The launch command `mpitrace record` was given, if the run wrote
+    // meta.json (MPITRACE_LAUNCH): conversion rebuilds meta.json.
+    let launch = trace_format::Meta::read(&dir.join(layout::META)).map(|m| m.launch_command).unwrap_or_default();
+    for d in todo {
+        summarize(&d, &launch, args.keep_journals)?;
+    }
+    Ok(0)
+}
+
+/// The job as `record` started it.
+struct Job {
+    /// The launcher's pid (and process group id, when `own_group`).
+    pid: i32,
+    own_group: bool,
+    launcher: String,
+    /// The trace directory, which every traced process has in its
+    /// environment (`MPITRACE_DIR`).
+    dir: PathBuf,
+}
+
+impl Job {
+    /// Where signals for the job go: its process group, or the launcher.
+    fn target(&self) -> i32 {
+        if self.own_group {
+            -self.pid
+        } else {
+            self.pid
+        }
+    }
+
+    /// Waits for the job to end. A stop signal is passed on to it (unless
+    /// the terminal sent it to the job too); after `kill_after`, or at a
+    /// second stop signal, the job is killed. Returns the launcher's status
+    /// and the stop signal, if one came.
+    fn supervise(
+        &self,
+        child: &mut std::process::Child,
+        signals: &Signals,
+        kill_after: Duration,
+    ) -> Result<(std::process::ExitStatus, Option<i32>)> {
+        let mut stopped_by: Option<i32> = None;
+        let mut deadline: Option<Instant> = None;
+        loop {
+            if signals::has_ended(self.pid).context("waiting for the job")? {
+                if stopped_by.is_some() {
+                    self.reap_leftovers(deadline);
+                }
+                let status = child.wait().context("waiting for the job")?;
+                return Ok((status, stopped_by));
+            }
+            let events = signals.wait(deadline).context("waiting for the job")?;
+            if events.is_empty() && deadline.is_some_and(|d| Instant::now() >= d) {
+                say!(
+                    "mpitrace: the job still runs {} after {}: killing it (SIGKILL)",
+                    signals::seconds(kill_after),
+                    signals::name(stopped_by.unwrap_or(0))
+                );
+                signals::send(self.target(), libc::SIGKILL);
+                deadline = None;
+            }
+            for ev in events {
+                let Event::Stop { signal, from_terminal } = ev else { continue };
+                if stopped_by.is_some() {
+                    say!("mpitrace: {} received again: killing the job (SIGKILL)", signals::name(signal));
+                    signals::send(self.target(), libc::SIGKILL);
+                    deadline = None;
+                    continue;
+                }
+                stopped_by = Some(signal);
+                deadline = Some(Instant::now() + kill_after);
+                // A terminal's signal reached the whole foreground group,
+                // the job included when it shares ours: passing it on would
+                // make it twice (and mpirun kills at once at a second one).
+                let passed = if self.own_group || !from_terminal {
+                    signals::send(self.target(), signal);
+                    format!("passed on to `{}`", self.launcher)
+                } else {
+                    "sent to the job by the terminal".to_string()
+                };
+                say!(
+                    "mpitrace: {} received: stopping the job ({passed}; killed if it still runs in {}); \
+                     the trace is kept",
+                    signals::name(signal),
+                    signals::seconds(kill_after)
+                );
+            }
+        }
+    }
+
+    /// After the launcher of a stopped job ended (not yet reaped, so its
+    /// pid and group stay ours): what it left behind goes too. The
+    /// launcher's group, if the job has its own, is killed; traced processes
+    /// of this machine (the ranks, found by `MPITRACE_DIR` in their
+    /// environment) get until the deadline, at least a second, to end, then
+    /// are killed: their journals are about to be converted.
+    fn reap_leftovers(&self, deadline: Option<Instant>) {
+        if self.own_group {
+            signals::send(-self.pid, libc::SIGKILL);
+        }
+        let until = deadline.unwrap_or_else(Instant::now).max(Instant::now() + Duration::from_secs(1));
+        let mut left = traced_processes(&self.dir);
+        while !left.is_empty() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+            left = traced_processes(&self.dir);
+        }
+        if left.is_empty() {
+            return;
+        }
+        say!("mpitrace: killing traced processes the launcher left running: {left:?}");
+        for &pid in &left {
+            signals::send(pid, libc::SIGKILL);
+        }
+        let until = Instant::now() + Duration::from_secs(1);
+        while !traced_processes(&self.dir).is_empty() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// Live processes of this machine whose environment says they write the
+/// trace in `dir` (`MPITRACE_DIR=dir`, as `record` sets it); zombies (whose
+/// environment is gone) are not.
+fn traced_processes(dir: &Path) -> Vec<i32> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut want = b"MPITRACE_DIR=".to_vec();
+    want.extend_from_slice(dir.as_os_str().as_bytes());
+    let me = std::process::id() as i32;
+    let mut pids = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
+        if pid == me {
+            continue;
+        }
+        // Processes of other users are unreadable, and not ours to stop.
+        let Ok(env) = std::fs::read(e.path().join("environ")) else { continue };
+        if env.split(|&b| b == 0).any(|var| var == want.as_slice()) {
+            pids.push(pid);
+        }
+    }
+    pids
 }
 
 /// Where the traces of spawned jobs go in a trace directory (see the shim's
 /// `life::output_dir`).
 const SPAWNED: &str = "spawned";
 
-fn summarize(dir: &Path, launch: &[String], keep: bool) -> Result<()> {
+/// Converts what is left in one trace directory and says what the trace
+/// holds; false if it holds nothing (no rank started tracing).
+fn summarize(dir: &Path, launch: &[String], keep: bool) -> Result<bool> {
     let fin = match trace_format::finish_dir(dir, launch, keep) {
         Ok(f) => f,
         Err(trace_format::Error::NotATrace(_)) => {
-            eprintln!(
+            say!(
                 "mpitrace: no trace in {}: the program did not call MPI_Init (is it dynamically linked against MPI?)",
                 dir.display()
             );
-            return Ok(());
+            return Ok(false);
         }
         Err(e) => return Err(e.into()),
     };
     for p in &fin.problems {
-        eprintln!("mpitrace: {p}");
+        say!("mpitrace: {p}");
     }
     let ranks = layout::ranks_in(dir, layout::EVENTS_DIR, ".parquet");
     let mut events = 0i64;
@@ -146,7 +400,7 @@ fn summarize(dir: &Path, launch: &[String], keep: bool) -> Result<()> {
     if !missing.is_empty() {
         state += &format!("; no trace from ranks {missing:?}");
     }
-    eprintln!(
+    say!(
         "mpitrace: {} ranks of `{}` traced: {} events, {} in {} files ({:.1} bytes/event) in {}{}",
         ranks.len(),
         fin.meta.command.join(" "),
@@ -157,7 +411,7 @@ fn summarize(dir: &Path, launch: &[String], keep: bool) -> Result<()> {
         dir.display(),
         state
     );
-    Ok(())
+    Ok(true)
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {
