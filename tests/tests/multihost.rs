@@ -261,6 +261,45 @@ fn a_killed_mpirun_leaves_nothing_on_any_host() {
     assert_all_gone(&pids);
 }
 
+/// mpirun is killed (SIGKILL) while rank 0 on a remote host has made the
+/// shared-memory segment of a communicator that the other ranks there have
+/// not mapped yet: mpirun cannot remove it, the proxy of that host does
+/// when its ranks are gone (every host's /dev/shm is its own; here they
+/// share one, so the segment's name tells the job).
+#[test]
+fn a_killed_mpirun_leaves_no_segment_on_a_remote_host() {
+    let mut cmd = mpirun("mpins1", 3, &[], "stuck_coll", &[]);
+    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).process_group(0);
+    let mut child = cmd.spawn().expect("start mpirun");
+    let pid = child.id() as i32;
+    let ours = || {
+        let tag = format!("kvs_{pid}_");
+        system_tests::shm_leftovers().into_iter().filter(|n| n.contains(&tag)).collect::<Vec<_>>()
+    };
+    let start = Instant::now();
+    while !ours().iter().any(|n| n.contains("-coll-")) {
+        if start.elapsed() > Duration::from_secs(60) || child.try_wait().unwrap().is_some() {
+            // SAFETY: the process group this test made.
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
+            panic!("rank 0 never made its communicator's segment");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: the mpirun this test started (only it: its proxy and ranks
+    // must find out by themselves).
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let _ = child.wait();
+    let start = Instant::now();
+    while !ours().is_empty() {
+        if start.elapsed() > Duration::from_secs(30) {
+            // SAFETY: as above.
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
+            panic!("left in /dev/shm 30 s after mpirun was killed: {:?}", ours());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// A program (compiled from the source below with our `mpicc`) whose rank
 /// 0 reads stdin to its end (or `argv[1]` lines) and prints the first three
 /// lines back, then the number of lines and bytes and a hash of them; the

@@ -304,7 +304,7 @@ impl Job {
         for (r, payload) in std::mem::take(&mut proxy.spawns) {
             conn.send(Kind::Spawn, r as u32, &payload);
         }
-        conn.send(Kind::Go, 0, b"");
+        conn.send(Kind::Go, 0, self.pmi.kvsname().as_bytes());
         proxy.conn = Some(conn);
         proxy.state = State::Connected;
         if self.verbose {

@@ -14,7 +14,8 @@
 //!   round robin...); the KVS name
 //!   (`get_my_kvsname`) is `kvs_<launcher pid>_<8 hex digits>`, and files
 //!   `/dev/shm/mpicore-<kvsname>-*` (every segment of the job) are removed
-//!   when the job ends, however it ends.
+//!   when the job ends, however it ends: by mpirun on its host, by each
+//!   proxy on the others (also when mpirun itself was killed).
 //! - Ranks run in one process group of their own and die with the launcher
 //!   (`PR_SET_PDEATHSIG`). stdin goes to rank 0, the others read /dev/null;
 //!   a rank 0 on another host gets it through its proxy.

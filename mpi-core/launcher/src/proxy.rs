@@ -52,6 +52,9 @@ struct Proxy {
     index: HashMap<u32, usize>,
     pgid: i32,
     go: bool,
+    /// The job's KVS name (from `Go`): its segments in /dev/shm are
+    /// removed when the proxy ends, however the job ended.
+    kvsname: Option<String>,
     last_exit: Option<Instant>,
 }
 
@@ -122,13 +125,28 @@ pub fn main(args: &[String]) -> i32 {
         Ok(s) => s,
         Err(e) => return fail(format!("cannot install signal handlers: {e}")),
     };
-    let mut p = Proxy { conn, host, ranks: Vec::new(), index: HashMap::new(), pgid: 0, go: false, last_exit: None };
+    let mut p = Proxy {
+        conn,
+        host,
+        ranks: Vec::new(),
+        index: HashMap::new(),
+        pgid: 0,
+        go: false,
+        kvsname: None,
+        last_exit: None,
+    };
     let code = p.run(&signals);
     p.kill_all(libc::SIGKILL);
     for r in &p.ranks {
         if r.pid > 0 {
             sys::check_exit(r.pid, true);
         }
+    }
+    // The ranks are gone: what they left in this host's /dev/shm (a job
+    // stopped before every rank mapped a segment) goes too; mpirun does
+    // the same on its own host, and cannot here.
+    if let Some(kvs) = &p.kvsname {
+        crate::job::remove_shm_segments(kvs);
     }
     code
 }
@@ -262,7 +280,15 @@ impl Proxy {
             let idx = self.index.get(&frame.value).copied();
             match (frame.kind, idx) {
                 (Kind::Spawn, None) => self.spawn(frame.value, &frame.data),
-                (Kind::Go, _) => self.go = true,
+                (Kind::Go, _) => {
+                    self.go = true;
+                    // (A KVS name is a token of mpirun's making: letters,
+                    // digits and `_`; anything else is not taken as one.)
+                    let kvs = String::from_utf8_lossy(&frame.data).into_owned();
+                    if !kvs.is_empty() && kvs.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+                        self.kvsname = Some(kvs);
+                    }
+                }
                 (Kind::Pmi, Some(i)) => {
                     self.ranks[i].pmi_out.extend_from_slice(&frame.data);
                     self.write_pmi(i);

@@ -54,7 +54,9 @@ pub enum Kind {
     Hello = 1,
     /// mpirun → proxy: start rank `value`; payload see [`encode_spawn`].
     Spawn = 2,
-    /// mpirun → proxy: no more ranks for this proxy.
+    /// mpirun → proxy: no more ranks for this proxy; payload = the job's
+    /// KVS name (the prefix of its shared-memory segments, which the proxy
+    /// removes on its host when it ends).
     Go = 3,
     /// both ways: PMI bytes of rank `value`.
     Pmi = 4,
