@@ -12,7 +12,7 @@ static int segments(void) {
     char line[4096];
     int n = 0;
     while (fgets(line, sizeof line, f))
-        if (strstr(line, "/mpicore-") && strstr(line, "-coll-")) n++; /* mpicore-<job>-coll-<ctx>-<pid> */
+        if (strstr(line, "/memfd:mpicore-coll")) n++; /* flat::create_anon */
     fclose(f);
     return n;
 }

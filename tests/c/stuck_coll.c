@@ -1,7 +1,8 @@
 /* Rank 0 enters a barrier on a fresh communicator while the others sleep:
- * it makes the communicator's shared-memory segment, which stays named
- * until every rank has mapped it. The test then stops the job (signal to
- * mpirun, MPIEXEC_TIMEOUT) and checks that nothing is left in /dev/shm. */
+ * it makes the communicator's shared-memory segment, which the others
+ * never map. The test then stops the job (signal to mpirun,
+ * MPIEXEC_TIMEOUT) and checks that nothing is left in /dev/shm (such a
+ * segment has no name there: it used to, until every rank had mapped it). */
 #include "check.h"
 #include <unistd.h>
 

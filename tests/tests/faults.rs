@@ -15,6 +15,24 @@ fn job_segments(pid: u32) -> Vec<String> {
     shm_leftovers().into_iter().filter(|n| n.contains(&tag)).collect()
 }
 
+/// Whether a child of `parent` holds the shared-memory object of a
+/// communicator's collectives (`memfd:mpicore-coll`, which has no name in
+/// /dev/shm).
+fn holds_coll_segment(parent: u32) -> bool {
+    let Ok(procs) = std::fs::read_dir("/proc") else { return false };
+    procs.flatten().any(|p| {
+        // (`pid (comm) state ppid ...`; the command may hold spaces.)
+        let stat = std::fs::read_to_string(p.path().join("stat")).unwrap_or_default();
+        let ppid = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok());
+        ppid == Some(parent)
+            && std::fs::read_dir(p.path().join("fd")).is_ok_and(|fds| {
+                fds.flatten().any(|fd| {
+                    std::fs::read_link(fd.path()).is_ok_and(|l| l.to_string_lossy().contains("memfd:mpicore-coll"))
+                })
+            })
+    })
+}
+
 /// Starts `stuck_coll` on 3 ranks (own process group, so a failed test can
 /// still take everything down) and waits until rank 0 has made the segment
 /// of its communicator, the one the sleeping ranks never map.
@@ -27,7 +45,7 @@ fn start_stuck(timeout: Option<&str>) -> Child {
     let mut child = cmd.spawn().expect("start mpirun");
     let start = Instant::now();
     loop {
-        if job_segments(child.id()).iter().any(|n| n.contains("coll")) {
+        if holds_coll_segment(child.id()) {
             return child;
         }
         if start.elapsed() > Duration::from_secs(60) || child.try_wait().unwrap().is_some() {

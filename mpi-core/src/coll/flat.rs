@@ -37,9 +37,10 @@
 //! makes the same calls in the same order.
 //!
 //! The segment of a communicator is made at its first eligible blocking
-//! call (a collective step itself: rank 0 creates it, the others map it,
-//! all agree it worked, rank 0 unlinks its name); nonblocking calls before
-//! that use messages. `MPICORE_COLL_SHM_MAX` (bytes per rank, default and
+//! call (a collective step itself: rank 0 creates it, a `memfd` with no
+//! name in /dev/shm, the others map it through /proc, all agree it worked,
+//! rank 0 closes its descriptor); nonblocking calls before that use
+//! messages. `MPICORE_COLL_SHM_MAX` (bytes per rank, default and
 //! at most 64 KiB; 0 turns this off) sets the largest message done this
 //! way; up to 8 KiB use the small buffers, larger ones the large buffers.
 
@@ -909,15 +910,6 @@ fn forget_freed(st: &mut State) {
     st.coll.flat.retain(|&ctx, e| comms.get(e.comm).is_ok_and(|c| c.coll_ctx() == ctx));
 }
 
-/// The name of a segment: job, context and the creator's process. It starts
-/// with `mpicore-<kvsname>-` like every segment of the job, the prefix the
-/// launcher removes when the job ends: a job stopped before all ranks
-/// mapped (and unlinked) the segment leaves nothing in /dev/shm.
-pub fn name(st: &State, ctx: u32, creator: u32) -> std::ffi::CString {
-    let kvs: String = st.pmi.kvsname.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
-    std::ffi::CString::new(format!("/mpicore-{kvs}-coll-{ctx}-{creator}")).expect("no NUL in a segment name")
-}
-
 /// Bytes of the segment of a communicator of `size` ranks (two lanes).
 pub fn seg_len(size: usize) -> usize {
     2 * size * stride()
@@ -973,37 +965,57 @@ pub fn install(st: &mut State, comm: MPI_Comm, ctx: u32, map: Option<(*mut u8, u
     st.coll.flat.insert(ctx, Entry { comm, seg: if all_ok { seg } else { None }, nb_from });
 }
 
-/// Removes a segment name (after every rank mapped it).
-pub fn unlink(name: &std::ffi::CStr) {
-    // SAFETY: a NUL-terminated name.
-    unsafe { libc::shm_unlink(name.as_ptr()) };
-}
-
-pub fn create(name: &std::ffi::CStr, len: usize) -> Option<(*mut u8, usize)> {
-    // SAFETY: plain shm_open/ftruncate on a new object of ours.
-    let fd = unsafe { libc::shm_open(name.as_ptr(), libc::O_CREAT | libc::O_EXCL | libc::O_RDWR, 0o600) };
+/// A new shared-memory object of `len` bytes (a `memfd`), mapped, and
+/// its descriptor. It has no name in /dev/shm, so nothing of it can be left
+/// there however the job ends (a launcher that is not ours, hydra or
+/// Slurm, removes nothing). The other ranks of the host map it through
+/// `/proc/<pid>/fd/<fd>` ([`open_anon`]) while the creator keeps the
+/// descriptor open; it closes it ([`close_anon`]) once they all have.
+/// `what` names it in /proc (`memfd:<what>`), for people and tests.
+pub fn create_anon(what: &std::ffi::CStr, len: usize) -> Option<((*mut u8, usize), c_int)> {
+    // SAFETY: plain memfd_create/ftruncate on a new object of ours; the
+    // name is NUL-terminated.
+    let fd = unsafe { libc::memfd_create(what.as_ptr(), libc::MFD_CLOEXEC) };
     if fd < 0 {
         return None;
     }
-    // SAFETY: as above.
+    // SAFETY: our new descriptor.
     if unsafe { libc::ftruncate(fd, len as libc::off_t) } != 0 {
-        // SAFETY: our fd and name.
-        unsafe {
-            libc::close(fd);
-            libc::shm_unlink(name.as_ptr());
-        }
+        close_anon(fd);
         return None;
     }
-    map_fd(fd, len)
+    // SAFETY: our descriptor (duplicated: `map_fd` closes the one it gets).
+    let dup = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+    if dup < 0 {
+        close_anon(fd);
+        return None;
+    }
+    match map_fd(dup, len) {
+        Some(m) => Some((m, fd)),
+        None => {
+            close_anon(fd);
+            None
+        }
+    }
 }
 
-pub fn open(name: &std::ffi::CStr, len: usize) -> Option<(*mut u8, usize)> {
-    // SAFETY: plain shm_open of an existing object.
-    let fd = unsafe { libc::shm_open(name.as_ptr(), libc::O_RDWR, 0) };
-    if fd < 0 {
+/// Maps the object that process `pid` made with [`create_anon`] and holds
+/// as descriptor `fd` (None if it cannot: another PID namespace, a /proc
+/// that hides other processes; then the ranks use messages).
+pub fn open_anon(pid: u32, fd: c_int, len: usize) -> Option<(*mut u8, usize)> {
+    let path = std::ffi::CString::new(format!("/proc/{pid}/fd/{fd}")).ok()?;
+    // SAFETY: a NUL-terminated path.
+    let f = unsafe { libc::open(path.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
+    if f < 0 {
         return None;
     }
-    map_fd(fd, len)
+    map_fd(f, len)
+}
+
+/// Closes the creator's descriptor of an object every rank has mapped.
+pub fn close_anon(fd: c_int) {
+    // SAFETY: a descriptor of ours that nothing else uses.
+    unsafe { libc::close(fd) };
 }
 
 fn map_fd(fd: c_int, len: usize) -> Option<(*mut u8, usize)> {

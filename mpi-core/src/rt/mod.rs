@@ -765,6 +765,12 @@ fn start(g: &mut Locked, required: c_int) -> MpiResult<c_int> {
     let seg = if my_local == 0 {
         Segment::create(&segname, nlocal).map_err(shm_err)?
     } else {
+        // Test hook (always compiled in, read once): the other local ranks
+        // wait this many seconds before attaching, so that a test can stop
+        // the job while the segment still has its name.
+        if let Some(s) = std::env::var("MPICORE_TEST_ATTACH_DELAY").ok().and_then(|v| v.trim().parse::<u64>().ok()) {
+            std::thread::sleep(Duration::from_secs(s.min(600)));
+        }
         loop {
             match Segment::attach(&segname) {
                 Ok(seg) => break seg,

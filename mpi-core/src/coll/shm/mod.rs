@@ -147,23 +147,22 @@ pub(crate) fn segment_plan<T>(
 /// Makes the shared-memory segment of a communicator.
 pub(crate) fn make_segment(comm: MPI_Comm, new: NewSegment) -> MpiResult<()> {
     let NewSegment { ctx, rank, size, room } = new;
-    // Rank 0 makes the segment and says so, with its process id (part of
-    // the name); the others map it; all agree it worked.
+    // Rank 0 makes the segment and says so, with its process id and the
+    // segment's descriptor; the others map it; all agree it worked.
     let len = flat::seg_len(size);
     let mut map = None;
-    let mut hello = [0 as c_int; 2];
+    let mut fd = -1;
+    let mut hello = [0 as c_int; 3];
     if rank == 0 {
-        let name = rt::with(|st| Ok(flat::name(st, ctx, std::process::id())))?;
-        if room {
-            map = flat::create(&name, len);
+        if let Some((m, f)) = if room { flat::create_anon(c"mpicore-coll", len) } else { None } {
+            (map, fd) = (Some(m), f);
         }
-        hello = [map.is_some() as c_int, std::process::id() as c_int];
+        hello = [map.is_some() as c_int, std::process::id() as c_int, fd];
     }
     // SAFETY: `hello` and `all` live across the blocking calls.
-    bcast(Call::Msg, unsafe { UserBuf::new(hello.as_mut_ptr() as *const c_void, 2, MPI_INT) }, 0, comm)?;
-    let name = rt::with(|st| Ok(flat::name(st, ctx, hello[1] as u32)))?;
+    bcast(Call::Msg, unsafe { UserBuf::new(hello.as_mut_ptr() as *const c_void, 3, MPI_INT) }, 0, comm)?;
     if rank != 0 && hello[0] != 0 && room {
-        map = flat::open(&name, len);
+        map = flat::open_anon(hello[1] as u32, hello[2], len);
     }
     // Whether every rank mapped it, and the most nonblocking operations
     // any rank has started (negated, for one MIN).
@@ -172,10 +171,11 @@ pub(crate) fn make_segment(comm: MPI_Comm, new: NewSegment) -> MpiResult<()> {
     // SAFETY: as above.
     let red =
         unsafe { Reduction::new(MPI_IN_PLACE as *const c_void, all.as_mut_ptr() as *mut c_void, MPI_INT64_T, MPI_MIN) };
-    allreduce(Call::Msg, red, 2, comm)?;
-    if rank == 0 && hello[0] != 0 {
-        flat::unlink(&name);
+    let agreed = allreduce(Call::Msg, red, 2, comm);
+    if fd >= 0 {
+        flat::close_anon(fd);
     }
+    agreed?;
     rt::with(|st| {
         flat::install(st, comm, ctx, map, all[0] == 1, all[1].unsigned_abs());
         Ok(())

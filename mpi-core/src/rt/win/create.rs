@@ -96,7 +96,7 @@ pub fn create(c: &Comm, ctx: u32, req: WinRequest) -> MpiResult<(MPI_Win, usize)
         Memory::User(b) => (Mem::None, b, vec![None; n]),
         Memory::Dynamic => (Mem::None, 0, vec![None; n]),
         Memory::Shared | Memory::Allocate if matches!(memory, Memory::Shared) || shm_alloc => {
-            match shared_parts(&view, ctx, size, if matches!(memory, Memory::Shared) { 1 } else { 64 })? {
+            match shared_parts(&view, size, if matches!(memory, Memory::Shared) { 1 } else { 64 })? {
                 Some(parts) => {
                     locks = parts.segment;
                     (parts.mem, parts.base, parts.locals)
@@ -155,7 +155,7 @@ pub fn create(c: &Comm, ctx: u32, req: WinRequest) -> MpiResult<(MPI_Win, usize)
     // so origins apply accumulates themselves (CMA) under the target part's
     // word, as the target does with those that reach it as messages.
     if flavor == MPI_WIN_FLAVOR_CREATE && same_host && n > 1 && w.peers.iter().any(|p| p.pid != 0) {
-        if let Some(((p, len), _)) = map_shared(&view, ctx, &vec![0; n], 1)? {
+        if let Some(((p, len), _)) = map_shared(&view, &vec![0; n], 1)? {
             w.acc_locks = Some(p as usize);
             w.locks_map = Some((p as usize, len));
             rt::with(|st| {
@@ -183,7 +183,7 @@ type Mapping = (*mut u8, usize);
 /// contiguous, as `MPI_Win_allocate_shared` promises). Returns the mapping
 /// and the offset of every member's part; `None` (at every member) if any
 /// could not map it.
-fn map_shared(view: &View, ctx: u32, sizes: &[usize], align: usize) -> MpiResult<Option<(Mapping, Vec<usize>)>> {
+fn map_shared(view: &View, sizes: &[usize], align: usize) -> MpiResult<Option<(Mapping, Vec<usize>)>> {
     let mut offs = Vec::with_capacity(sizes.len());
     let mut total = sizes.len() * LOCK_LINE;
     for &s in sizes {
@@ -191,21 +191,29 @@ fn map_shared(view: &View, ctx: u32, sizes: &[usize], align: usize) -> MpiResult
         total += s.div_ceil(align) * align;
     }
     let len = total.max(64);
-    let creator = view.group[0] as u32;
-    let name = rt::with(|st| Ok(crate::coll::flat::name(st, ctx, creator)))?;
-    let mine = if view.rank == 0 { crate::coll::flat::create(&name, len) } else { None };
-    let made = view.bcast_u32((view.rank != 0 || mine.is_some()) as u32, 0)?;
-    let map = if made == 0 {
-        None
-    } else if view.rank == 0 {
-        mine
-    } else {
-        crate::coll::flat::open(&name, len)
+    // The first member makes it (no name in /dev/shm, see
+    // `flat::create_anon`) and says so with its process id and descriptor.
+    let (mine, fd) = match if view.rank == 0 { crate::coll::flat::create_anon(c"mpicore-win", len) } else { None } {
+        Some((m, fd)) => (Some(m), fd),
+        None => (None, -1),
     };
-    let all = view.allreduce_u32(map.is_some() as u32, |a, b| a.min(b))?;
-    if view.rank == 0 && made != 0 {
-        crate::coll::flat::unlink(&name);
+    let mut hello = Vec::with_capacity(12);
+    for w in [mine.is_some() as u32, std::process::id(), fd as u32] {
+        hello.extend_from_slice(&w.to_ne_bytes());
     }
+    let hello = view.bcast_vec(hello, 0);
+    let word = |b: &[u8], i: usize| u32::from_ne_bytes(b[4 * i..4 * i + 4].try_into().expect("4 bytes"));
+    let map = match &hello {
+        Ok(h) if h.len() < 12 || word(h, 0) == 0 => None,
+        Ok(_) if view.rank == 0 => mine,
+        Ok(h) => crate::coll::flat::open_anon(word(h, 1), word(h, 2) as i32, len),
+        Err(_) => None,
+    };
+    let all = hello.and_then(|_| view.allreduce_u32(map.is_some() as u32, |a, b| a.min(b)));
+    if fd >= 0 {
+        crate::coll::flat::close_anon(fd);
+    }
+    let all = all?;
     match (all, map) {
         (1, Some(m)) => Ok(Some((m, offs))),
         (_, m) => {
@@ -231,10 +239,10 @@ struct SharedParts {
 }
 
 /// [`map_shared`] for a window whose members each give `size` bytes.
-fn shared_parts(view: &View, ctx: u32, size: usize, align: usize) -> MpiResult<Option<SharedParts>> {
+fn shared_parts(view: &View, size: usize, align: usize) -> MpiResult<Option<SharedParts>> {
     let sizes: Vec<usize> =
         view.allgather_vec(&(size as u64).to_ne_bytes())?.iter().map(|b| u64_of(b) as usize).collect();
-    Ok(map_shared(view, ctx, &sizes, align)?.map(|((p, len), offs)| SharedParts {
+    Ok(map_shared(view, &sizes, align)?.map(|((p, len), offs)| SharedParts {
         mem: Mem::Shared(p, len),
         base: p as usize + offs[view.rank],
         locals: offs.iter().map(|&o| Some(p as usize + o)).collect(),
