@@ -14,6 +14,7 @@ pub mod datatype;
 pub mod dpm;
 pub mod errh;
 pub mod error;
+pub mod greq;
 pub mod group;
 pub mod info;
 pub mod inter;

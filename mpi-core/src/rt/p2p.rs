@@ -207,7 +207,19 @@ pub struct Greq {
     pub query: Option<GreqQueryFn>,
     pub free: Option<GreqFreeFn>,
     pub cancel: Option<GreqCancelFn>,
+    /// MPICH's extension (`MPIX_Grequest_start`): called to make the
+    /// request progress (see `rt::greq`).
+    pub poll: Option<GreqPollFn>,
+    /// MPICH's extension: called by the waits to block until it completes.
+    pub wait: Option<GreqWaitFn>,
     pub extra: *mut std::ffi::c_void,
+}
+
+impl Greq {
+    /// Whether the library drives it (an extended generalized request).
+    pub fn extended(&self) -> bool {
+        self.poll.is_some() || self.wait.is_some()
+    }
 }
 
 /// `MPI_Grequest_query_function`.
@@ -216,6 +228,10 @@ pub type GreqQueryFn = unsafe extern "C" fn(*mut std::ffi::c_void, *mut MPI_Stat
 pub type GreqFreeFn = unsafe extern "C" fn(*mut std::ffi::c_void) -> c_int;
 /// `MPI_Grequest_cancel_function`.
 pub type GreqCancelFn = unsafe extern "C" fn(*mut std::ffi::c_void, c_int) -> c_int;
+/// `MPIX_Grequest_poll_function`.
+pub type GreqPollFn = unsafe extern "C" fn(*mut std::ffi::c_void, *mut MPI_Status) -> c_int;
+/// `MPIX_Grequest_wait_function`.
+pub type GreqWaitFn = unsafe extern "C" fn(c_int, *mut *mut std::ffi::c_void, f64, *mut MPI_Status) -> c_int;
 
 pub struct Request {
     pub kind: Kind,
