@@ -9,11 +9,12 @@ use std::os::raw::c_int;
 
 use mpi_api::abi::*;
 
-use super::{put, ret, Out};
+use super::{out_mut, put, ret, Out};
 use crate::bail;
 use crate::rt::error::MpiResult;
 use crate::rt::greq::{self, GreqFns};
-use crate::rt::p2p::{GreqCancelFn, GreqFreeFn, GreqPollFn, GreqQueryFn, GreqWaitFn};
+use crate::rt::p2p::{GreqCancelFn, GreqFreeFn, GreqPollFn, GreqQueryFn, GreqWaitFn, ReqTable};
+use crate::rt::ulfm;
 use crate::rt::{self};
 
 // ----- error classes ----------------------------------------------------------
@@ -134,4 +135,67 @@ pub unsafe fn MPIX_Grequest_class_allocate(
     // SAFETY: `request` is NULL or writable (the caller's contract).
     let r = unsafe { give(request, || greq::class_allocate(greq_class, extra_state)) };
     ret(MPI_COMM_WORLD, "MPIX_Grequest_class_allocate", r)
+}
+
+// ----- fault tolerance (ULFM) ----------------------------------------------------
+
+pub unsafe fn MPIX_Comm_revoke(comm: MPI_Comm) -> c_int {
+    ret(comm, "MPIX_Comm_revoke", ulfm::revoke(comm))
+}
+
+pub unsafe fn MPIX_Comm_is_revoked(comm: MPI_Comm, flag: *mut c_int) -> c_int {
+    // SAFETY: `flag` is NULL or a writable int (the caller's contract).
+    let mut out = unsafe { Out::new(flag, "flag") };
+    ret(comm, "MPIX_Comm_is_revoked", ulfm::is_revoked(comm).and_then(|f| out.put(f as c_int)))
+}
+
+pub unsafe fn MPIX_Comm_agree(comm: MPI_Comm, flag: *mut c_int) -> c_int {
+    // SAFETY: `flag` is NULL or a readable and writable int (the caller's contract).
+    let r = unsafe { out_mut(flag, "flag") }.and_then(|f| ulfm::agree(comm, f));
+    ret(comm, "MPIX_Comm_agree", r)
+}
+
+/// The flag of an iagree, written by its thread before the request completes.
+struct FlagOut(*mut c_int);
+// SAFETY: the program keeps `flag` valid until the request completes (the
+// rule for nonblocking calls' arguments); only the agreement's thread writes
+// it, before completing the request.
+unsafe impl Send for FlagOut {}
+
+pub unsafe fn MPIX_Comm_iagree(comm: MPI_Comm, flag: *mut c_int, request: *mut MPI_Request) -> c_int {
+    let r = (|| {
+        if flag.is_null() {
+            bail!(MPI_ERR_ARG, "flag is a NULL pointer");
+        }
+        let out = FlagOut(flag);
+        // SAFETY: not NULL, so readable (the caller's contract).
+        let mine = unsafe { flag.read() };
+        let deliver = move |f| {
+            let out = out;
+            // SAFETY: writable until the request completes, after this (see `FlagOut`).
+            unsafe { out.0.write(f) }
+        };
+        // SAFETY: `request` is NULL or writable (the caller's contract).
+        unsafe { give(request, || ulfm::iagree(comm, mine, deliver).map(ReqTable::handle)) }
+    })();
+    ret(comm, "MPIX_Comm_iagree", r)
+}
+
+pub unsafe fn MPIX_Comm_shrink(comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
+    // SAFETY: `newcomm` is NULL or a writable handle (the caller's contract).
+    let mut out = unsafe { Out::new(newcomm, "newcomm") };
+    let r = if out.is_null() { out.put(MPI_COMM_NULL) } else { ulfm::shrink(comm).and_then(|c| out.put(c)) };
+    ret(comm, "MPIX_Comm_shrink", r)
+}
+
+pub unsafe fn MPIX_Comm_failure_ack(comm: MPI_Comm) -> c_int {
+    ret(comm, "MPIX_Comm_failure_ack", ulfm::failure_ack(comm))
+}
+
+pub unsafe fn MPIX_Comm_failure_get_acked(comm: MPI_Comm, failedgrp: *mut MPI_Group) -> c_int {
+    // SAFETY: `failedgrp` is NULL or a writable handle (the caller's contract).
+    let mut out = unsafe { Out::new(failedgrp, "failedgrp") };
+    let r =
+        if out.is_null() { out.put(MPI_GROUP_NULL) } else { ulfm::failure_get_acked(comm).and_then(|g| out.put(g)) };
+    ret(comm, "MPIX_Comm_failure_get_acked", r)
 }

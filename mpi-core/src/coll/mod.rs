@@ -184,6 +184,16 @@ pub(crate) fn progress(st: &mut State) -> bool {
         if a.req.is_some_and(|r| st.reqs.try_get(r).is_none() || st.reqs.proto_id(r) != a.id) {
             return false;
         }
+        // Its communicator was revoked: it ends with that error.
+        let revoked = |st: &mut State, r: u32| {
+            let comm = st.reqs.get(r).comm;
+            crate::rt::ulfm::check_in(st, comm).is_err()
+        };
+        if let Some(r) = a.req.filter(|&r| revoked(st, r)) {
+            complete(st, r, Err(crate::rt::ulfm::revoked_error()));
+            did = true;
+            return false;
+        }
         let (done, res) = match &mut a.sched {
             Running::Flat(op) => {
                 let before = op.has_published();

@@ -29,6 +29,7 @@ pub mod slots;
 pub mod tcp;
 pub mod topo;
 pub mod transport;
+pub mod ulfm;
 pub mod unexp;
 pub mod win;
 

@@ -531,6 +531,8 @@ pub struct Engine {
     pub tcp: Option<Tcp>,
     /// Transport to engines of this process (unit tests).
     loopback: Option<Loopback>,
+    /// Revoked communicators (fault tolerance, `rt::ulfm`).
+    pub ft: super::ulfm::FtState,
 }
 
 // SAFETY: as for `Request`: raw pointers the engine keeps (in its
@@ -584,6 +586,7 @@ impl Engine {
             messages: Vec::new(),
             tcp,
             loopback: None,
+            ft: Default::default(),
         }
     }
 
@@ -882,7 +885,43 @@ impl Engine {
                     }
                 }
             }
+            kind::REVOKE => {
+                let members = super::ulfm::decode_members(payload);
+                self.revoke(reqs, hdr.ctx, hdr.len as u32, &members);
+            }
             k => panic!("corrupt shared-memory record kind {k} from rank {from}"),
+        }
+    }
+
+    /// Revokes the communicator of context ids `base..base + span` whose
+    /// members (world ranks) are `members`, once: its pending receives end
+    /// with `MPIX_ERR_REVOKED`, later operations on it fail at once (see
+    /// [`super::ulfm::FtState::revoked`]), and every other member is told,
+    /// by each process that learns it (so that it reaches them all even
+    /// when the one that revoked is gone).
+    pub fn revoke(&mut self, reqs: &mut ReqTable, base: u32, span: u32, members: &[usize]) {
+        if !self.ft.add_revoked(base, span) {
+            return;
+        }
+        let ft = &self.ft;
+        let mut ended = Vec::new();
+        self.posted.retain(|p| {
+            let hit = ft.revoked(p.ctx, p.tag);
+            if hit {
+                ended.push(p.req);
+            }
+            !hit
+        });
+        for ri in ended {
+            reqs.get(ri).err = MPIX_ERR_REVOKED;
+            reqs.finish(ri);
+        }
+        let payload = super::ulfm::encode_members(members);
+        let hdr = MsgHdr { kind: kind::REVOKE, ctx: base, len: span as u64, ..Default::default() };
+        for &m in members {
+            if m != self.me && !self.ft.is_failed(m) {
+                self.post(reqs, m, hdr, &payload, 0);
+            }
         }
     }
 
@@ -990,6 +1029,11 @@ impl Engine {
         env: Wire,
         mode: Mode,
     ) {
+        if self.ft.revoked(env.ctx, env.tag) {
+            reqs.get(ri).err = MPIX_ERR_REVOKED;
+            reqs.finish(ri);
+            return;
+        }
         let (buf, count, dt) = (data.addr(), data.count(), data.dt());
         let Wire { ctx, src, tag } = env;
         let bytes = dt.packed_size(count);
@@ -1243,7 +1287,10 @@ impl Engine {
     /// Whether [`Engine::recv_direct`] may run: nothing posted, nothing
     /// queued to send, and no unexpected message for this envelope.
     pub fn direct_recv_ok(&self, ctx: u32, src: i32, tag: i32) -> bool {
-        self.posted.is_empty() && !self.shm.has_pending_out() && !self.unexpected.any(ctx, src, tag)
+        self.posted.is_empty()
+            && !self.shm.has_pending_out()
+            && !self.unexpected.any(ctx, src, tag)
+            && !self.ft.revoked(ctx, tag)
     }
 
     /// Starts receive `ri` (already allocated as a `Kind::Recv`).
@@ -1252,6 +1299,11 @@ impl Engine {
             Kind::Recv(op) => (op.ctx, op.src, op.tag),
             _ => unreachable!("start_recv on a receive"),
         };
+        if self.ft.revoked(ctx, tag) {
+            reqs.get(ri).err = MPIX_ERR_REVOKED;
+            reqs.finish(ri);
+            return;
+        }
         if let Some(u) = self.unexpected.take(ctx, src, tag) {
             self.recv_unexp(reqs, ri, u);
         } else {

@@ -1,0 +1,280 @@
+//! Fault tolerance as MPICH offers it (ULFM, the `MPIX_Comm_*` calls):
+//! revoking a communicator, agreeing over it, shrinking it, acknowledging
+//! failures. The semantics are in `mpi-core/COMMUNICATORS.md`.
+//!
+//! Revocation is a control record (`kind::REVOKE`) on the point-to-point
+//! engine, handled by its progress: any member revokes, and every other
+//! member learns it without taking part, from each process that learned it
+//! before (so it spreads even if the first one is gone). The engine then
+//! keeps the communicator's context ids in [`FtState`]: its posted
+//! receives end with `MPIX_ERR_REVOKED`, and every later send or receive on
+//! those contexts, the library's internal ones included (collective
+//! schedules, communicator constructions), fails at once. Blocking
+//! shared-memory collectives look at the same state while they wait, and
+//! nonblocking ones are ended by the collective progress hook.
+//!
+//! What must still work on a revoked communicator (`MPIX_Comm_agree`,
+//! `MPIX_Comm_iagree`, `MPIX_Comm_shrink`) travels on its internal
+//! context under tags of its own, from [`TAG_FT`], which revocation
+//! spares.
+//!
+//! Process failures: this library ends the job when a process dies, so no
+//! failure is ever known here ([`FtState`] has room for them: the failure
+//! acknowledgement calls and `agree` already consult it).
+
+use std::collections::HashMap;
+use std::os::raw::c_int;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use mpi_api::abi::*;
+
+use super::agree::{View, TAG_BASE};
+use super::comm::{ctx_key, Comm, CTX_SPAN_INTRA};
+use super::ctxid::{agree_ctx, Agreement};
+use super::error::{MpiError, MpiResult};
+use super::p2p::{Kind, Request};
+use super::{with, State};
+use crate::bail;
+
+/// First tag of the traffic a revoked communicator still carries (on its
+/// internal context, above the constructors' tags and below those of
+/// `MPI_Comm_create_group`).
+pub const TAG_FT: i32 = TAG_BASE + 0x0800_0000;
+const TAG_FT_END: i32 = TAG_FT + 0x0100_0000;
+/// Tag groups (see [`View::fault_tolerant`]) of the agreement and of the
+/// context-id rounds of a shrink.
+const AGREE_TAGS: i32 = 1;
+const SHRINK_TAGS: i32 = 2;
+/// What a shrink's context-id agreement is made of (see `CtxKey`).
+const SHRINK_KEY: u64 = u64::MAX - 1;
+
+/// Whether this process ever saw a communicator revoked: the calls that
+/// check for it outside the engine look no further in a process that did
+/// not.
+static ANY_REVOKED: AtomicBool = AtomicBool::new(false);
+
+/// What the engine knows of revocations and failures.
+#[derive(Default)]
+pub struct FtState {
+    /// Revoked communicators: their first context id and how many they use.
+    revoked: Vec<(u32, u32)>,
+    /// World ranks of the processes known to have failed (none: see the
+    /// module's documentation).
+    failed: Vec<usize>,
+    /// The failures acknowledged on each communicator (by context id), as
+    /// world ranks.
+    acked: HashMap<u32, Vec<usize>>,
+}
+
+impl FtState {
+    /// Whether traffic on context `ctx` with tag `tag` belongs to a revoked
+    /// communicator (and is not what revocation spares).
+    #[inline]
+    pub fn revoked(&self, ctx: u32, tag: i32) -> bool {
+        !self.revoked.is_empty()
+            && !(TAG_FT..TAG_FT_END).contains(&tag)
+            && self.revoked.iter().any(|&(b, s)| ctx >= b && ctx - b < s)
+    }
+
+    /// Records the revocation of contexts `base..base + span`; false if it
+    /// was known.
+    pub fn add_revoked(&mut self, base: u32, span: u32) -> bool {
+        if self.revoked.iter().any(|&(b, _)| b == base) {
+            return false;
+        }
+        self.revoked.push((base, span));
+        ANY_REVOKED.store(true, Ordering::Release);
+        true
+    }
+
+    /// Whether communicator `c` is revoked.
+    pub fn comm_revoked(&self, c: &Comm) -> bool {
+        self.revoked(c.ctx, 0)
+    }
+
+    /// Whether world rank `w` is known to have failed.
+    pub fn is_failed(&self, w: usize) -> bool {
+        self.failed.contains(&w)
+    }
+}
+
+/// The payload of a revocation record: the members' world ranks.
+pub fn encode_members(members: &[usize]) -> Vec<u8> {
+    members.iter().flat_map(|&m| (m as u32).to_le_bytes()).collect()
+}
+
+/// The members a revocation record names.
+pub fn decode_members(payload: &[u8]) -> Vec<usize> {
+    payload.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")) as usize).collect()
+}
+
+/// The error of an operation on a revoked communicator.
+pub fn revoked_error() -> MpiError {
+    MpiError::new(MPIX_ERR_REVOKED, "the communicator was revoked (MPIX_Comm_revoke)")
+}
+
+/// Fails with `MPIX_ERR_REVOKED` if `comm` is revoked (at no cost in a
+/// process that never saw a revocation).
+pub fn check(comm: MPI_Comm) -> MpiResult<()> {
+    if !ANY_REVOKED.load(Ordering::Acquire) {
+        return Ok(());
+    }
+    with(|st| check_in(st, comm))
+}
+
+/// [`check`] under the lock.
+pub fn check_in(st: &State, comm: MPI_Comm) -> MpiResult<()> {
+    match st.comms.get(comm) {
+        Ok(c) if st.engine.ft.comm_revoked(c) => Err(revoked_error()),
+        _ => Ok(()),
+    }
+}
+
+/// Whether traffic on context `ctx` is revoked (for waits outside the
+/// engine: shared-memory collectives).
+pub fn ctx_revoked(st: &State, ctx: u32) -> bool {
+    ANY_REVOKED.load(Ordering::Relaxed) && st.engine.ft.revoked(ctx, 0)
+}
+
+/// Every process of `c` (both groups of an intercommunicator).
+fn members(c: &Comm) -> Vec<usize> {
+    let mut m: Vec<usize> = c.group.iter().chain(c.local.iter().flat_map(|l| l.iter())).copied().collect();
+    m.sort_unstable();
+    m.dedup();
+    m
+}
+
+/// `MPIX_Comm_revoke`.
+pub fn revoke(comm: MPI_Comm) -> MpiResult<()> {
+    with(|st| {
+        let c = st.comms.get(comm)?;
+        let (base, span, members) = (c.ctx, c.ctx_span(), members(c));
+        st.engine.revoke(&mut st.reqs, base, span, &members);
+        st.progress();
+        super::wake_waiters(st);
+        Ok(())
+    })
+}
+
+/// `MPIX_Comm_is_revoked`.
+pub fn is_revoked(comm: MPI_Comm) -> MpiResult<bool> {
+    with(|st| {
+        st.progress();
+        let c = st.comms.get(comm)?;
+        Ok(st.engine.ft.comm_revoked(c))
+    })
+}
+
+fn intra(st: &State, comm: MPI_Comm, what: &str) -> MpiResult<Comm> {
+    let c = st.comms.get(comm)?;
+    if c.is_inter() {
+        bail!(MPI_ERR_COMM, "{what} on an intercommunicator is not supported");
+    }
+    Ok(c.clone())
+}
+
+/// Whether a member of `c` failed without the failure being acknowledged
+/// on `c`.
+fn unacknowledged(st: &State, c: &Comm) -> bool {
+    let acked = st.engine.ft.acked.get(&c.ctx);
+    c.group.iter().any(|&w| st.engine.ft.is_failed(w) && !acked.is_some_and(|a| a.contains(&w)))
+}
+
+/// The agreement over `comm` before it runs: the view it runs on, and
+/// whether it must report an unacknowledged failure.
+fn agreement(comm: MPI_Comm) -> MpiResult<(View, bool)> {
+    with(|st| {
+        let c = intra(st, comm, "MPIX_Comm_agree")?;
+        let v = View::local(st, &c)?.fault_tolerant(AGREE_TAGS);
+        Ok((v, unacknowledged(st, &c)))
+    })
+}
+
+/// Runs an agreement: `flag` becomes the bitwise AND of every member's.
+fn run_agreement(v: &View, unacked: bool, flag: &mut c_int) -> MpiResult<()> {
+    *flag = v.allreduce_u32(*flag as u32, |a, b| a & b)? as c_int;
+    if unacked {
+        bail!(MPIX_ERR_PROC_FAILED, "a process of the communicator failed and the failure was not acknowledged");
+    }
+    Ok(())
+}
+
+/// `MPIX_Comm_agree`: `flag` becomes the bitwise AND of all members'.
+pub fn agree(comm: MPI_Comm, flag: &mut c_int) -> MpiResult<()> {
+    let (v, unacked) = agreement(comm)?;
+    run_agreement(&v, unacked, flag)
+}
+
+/// `MPIX_Comm_iagree`: the agreement runs on a thread of its own, which
+/// gives the result to `deliver` and then completes the request (its slot
+/// is returned).
+pub fn iagree(comm: MPI_Comm, flag: c_int, deliver: impl FnOnce(c_int) + Send + 'static) -> MpiResult<u32> {
+    let (v, unacked) = agreement(comm)?;
+    let req = with(|st| Ok(st.reqs.alloc(Request::new(Kind::Null, comm))))?;
+    let active = super::Blocked::enter();
+    let job = move || {
+        super::library_thread();
+        let _active = active;
+        let mut f = flag;
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_agreement(&v, unacked, &mut f)))
+            .unwrap_or_else(|_| Err(MpiError::new(MPI_ERR_INTERN, "internal error (panic) in MPIX_Comm_iagree")));
+        if r.as_ref().map_or_else(|e| e.class == MPIX_ERR_PROC_FAILED, |_| true) {
+            deliver(f);
+        }
+        let _ = with(|st| {
+            if let Err(e) = &r {
+                st.reqs.get(req).err = e.class;
+            }
+            st.reqs.finish(req);
+            super::wake_waiters(st);
+            Ok(())
+        });
+    };
+    if let Err(e) = std::thread::Builder::new().name("mpix-comm-iagree".into()).spawn(job) {
+        with(|st| {
+            st.reqs.release(req);
+            Ok(())
+        })?;
+        bail!(MPI_ERR_INTERN, "cannot start the thread of MPIX_Comm_iagree: {e}");
+    }
+    Ok(req)
+}
+
+/// `MPIX_Comm_shrink`: a new communicator of the members not known to have
+/// failed, in the same order, with the error handler of `comm`; works on a
+/// revoked communicator.
+pub fn shrink(comm: MPI_Comm) -> MpiResult<MPI_Comm> {
+    let (a, key, c, survivors) = with(|st| {
+        let c = intra(st, comm, "MPIX_Comm_shrink")?;
+        let survivors: Vec<usize> = c.group.iter().copied().filter(|&w| !st.engine.ft.is_failed(w)).collect();
+        let local = View::local(st, &c)?.fault_tolerant(SHRINK_TAGS);
+        Ok((Agreement { local, leader: 0, peer: None, inter: false }, ctx_key(&c, SHRINK_KEY), c, survivors))
+    })?;
+    let ctx = agree_ctx(key, CTX_SPAN_INTRA, &a, false)?;
+    let me = c.group[c.rank as usize];
+    let rank = survivors.iter().position(|&w| w == me).expect("this process is alive") as i32;
+    with(|st| Ok(st.comms.publish(Comm::intra(ctx, Arc::new(survivors), rank, c.errhandler))))
+}
+
+/// `MPIX_Comm_failure_ack`: the failures known now among the members of
+/// `comm` are acknowledged on it.
+pub fn failure_ack(comm: MPI_Comm) -> MpiResult<()> {
+    with(|st| {
+        let c = st.comms.get(comm)?;
+        let failed: Vec<usize> = members(c).into_iter().filter(|&w| st.engine.ft.is_failed(w)).collect();
+        let ctx = c.ctx;
+        st.engine.ft.acked.insert(ctx, failed);
+        Ok(())
+    })
+}
+
+/// `MPIX_Comm_failure_get_acked`: the group of the failures acknowledged
+/// on `comm` (`MPI_GROUP_EMPTY` when there are none).
+pub fn failure_get_acked(comm: MPI_Comm) -> MpiResult<MPI_Group> {
+    with(|st| {
+        let ctx = st.comms.get(comm)?.ctx;
+        let acked = st.engine.ft.acked.get(&ctx).cloned().unwrap_or_default();
+        Ok(st.comms.groups.insert(Arc::new(acked)))
+    })
+}
