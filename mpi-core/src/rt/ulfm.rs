@@ -278,3 +278,35 @@ pub fn failure_get_acked(comm: MPI_Comm) -> MpiResult<MPI_Group> {
         Ok(st.comms.groups.insert(Arc::new(acked)))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_revocation_covers_its_contexts_but_spares_the_fault_tolerant_tags() {
+        let mut ft = FtState::default();
+        assert!(!ft.revoked(8, 0));
+        assert!(ft.add_revoked(8, 2));
+        assert!(!ft.add_revoked(8, 2), "known already");
+        for ctx in [8, 9] {
+            assert!(ft.revoked(ctx, 0) && ft.revoked(ctx, TAG_BASE + 1) && ft.revoked(ctx, TAG_FT - 1));
+            assert!(!ft.revoked(ctx, TAG_FT) && !ft.revoked(ctx, TAG_FT + 0x20 + 1));
+            assert!(ft.revoked(ctx, TAG_FT_END));
+        }
+        assert!(!ft.revoked(7, 0) && !ft.revoked(10, 0));
+        let c = Comm::intra(8, Arc::new(vec![0, 1]), 0, MPI_ERRORS_RETURN);
+        assert!(ft.comm_revoked(&c));
+        let other = Comm::intra(12, Arc::new(vec![0, 1]), 0, MPI_ERRORS_RETURN);
+        assert!(!ft.comm_revoked(&other));
+    }
+
+    #[test]
+    fn members_travel_as_world_ranks() {
+        let m = vec![0, 3, 70000];
+        assert_eq!(decode_members(&encode_members(&m)), m);
+        let mut i = Comm::intra(8, Arc::new(vec![4, 2]), 0, MPI_ERRORS_RETURN);
+        i.local = Some(Arc::new(vec![1, 2]));
+        assert_eq!(members(&i), vec![1, 2, 4]);
+    }
+}
