@@ -1,7 +1,7 @@
 /* ULFM without failures: MPIX_Comm_revoke reaches ranks blocked in
- * MPI_Recv, MPI_Barrier, and waiting for nonblocking operations on the
- * communicator, without their taking part: all of them get
- * MPIX_ERR_REVOKED (under MPI_ERRORS_RETURN, and through a user error
+ * MPI_Recv, MPI_Barrier, MPI_Probe, MPI_Mprobe, and waiting for nonblocking
+ * operations on the communicator, without their taking part: all of them
+ * get MPIX_ERR_REVOKED (under MPI_ERRORS_RETURN, and through a user error
  * handler), as does every later operation on it; MPIX_Comm_is_revoked says
  * so; MPIX_Comm_agree / iagree (bitwise AND) and MPIX_Comm_shrink still
  * work on it and give a working communicator; failure_ack / get_acked
@@ -143,6 +143,19 @@ int main(int argc, char **argv) {
     /* The barrier may have completed before the revocation reached a rank
      * (everybody had joined it); otherwise it ends revoked. */
     CHECK(rc == MPI_SUCCESS || error_class(rc) == MPIX_ERR_REVOKED, "ibarrier: rc %d", rc);
+
+    /* 4. Revoked while the others wait in MPI_Probe and MPI_Mprobe. */
+    MPI_Comm e = fresh();
+    if (rank == 0) {
+        usleep(100000);
+        CHECK_RC(MPIX_Comm_revoke(e));
+    } else if (rank % 2) {
+        CHECK_REVOKED(MPI_Probe(0, 3, e, MPI_STATUS_IGNORE));
+    } else {
+        MPI_Message m;
+        CHECK_REVOKED(MPI_Mprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, e, &m, MPI_STATUS_IGNORE));
+    }
+    CHECK_RC(MPI_Comm_free(&e));
 
     /* The other communicators are not affected. */
     CHECK_RC(MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));

@@ -313,6 +313,23 @@ pub fn probe_context(st: &State, from: &Envelope) -> MpiResult<u32> {
     Ok(c.ctx)
 }
 
+/// `MPI_Probe` on context `ctx` (from [`probe_context`]): waits for a
+/// matching message; fails if the communicator is revoked meanwhile.
+pub fn wait_probe(ctx: u32, source: i32, tag: i32) -> MpiResult<MPI_Status> {
+    super::block_on(|st| match st.engine.probe(ctx, source, tag) {
+        Some(s) => Some(Ok(s)),
+        None => st.engine.ft.revoked(ctx, tag).then(|| Err(super::ulfm::revoked_error())),
+    })?
+}
+
+/// `MPI_Mprobe` on context `ctx`, as [`wait_probe`].
+pub fn wait_mprobe(ctx: u32, source: i32, tag: i32) -> MpiResult<(MPI_Message, MPI_Status)> {
+    super::block_on(|st| match st.engine.mprobe(ctx, source, tag) {
+        Some(m) => Some(Ok(m)),
+        None => st.engine.ft.revoked(ctx, tag).then(|| Err(super::ulfm::revoked_error())),
+    })?
+}
+
 /// The data a `*_replace` call sends, packed first so that the receive may
 /// overwrite the buffer.
 pub fn pack_replace(st: &mut State, buf: &UserBuf) -> MpiResult<Vec<u8>> {
