@@ -590,18 +590,19 @@ impl Flat {
     }
 
     /// The library's wait loop until `ready`, or until the communicator is
-    /// revoked (`MPIX_ERR_REVOKED`: its other ranks may never come).
+    /// revoked or a member fails (`MPIX_ERR_REVOKED`, `MPIX_ERR_PROC_FAILED`:
+    /// its other ranks may never come).
     fn wait_or_revoked(&self, ready: &dyn Fn() -> bool) -> MpiResult<()> {
         let ctx = self.sh.ctx;
-        let mut revoked = false;
+        let mut fault = None;
         rt::wait_until(|st| {
-            revoked = rt::ulfm::ctx_revoked(st, ctx);
-            revoked || ready()
+            fault = rt::ulfm::ctx_fault(st, ctx);
+            fault.is_some() || ready()
         })?;
-        if revoked && !ready() {
-            return Err(rt::ulfm::revoked_error());
+        match fault {
+            Some(e) if !ready() => Err(e),
+            _ => Ok(()),
         }
-        Ok(())
     }
 
     /// Whether ranks `ranks` have published this operation (`data`: with

@@ -184,13 +184,14 @@ pub(crate) fn progress(st: &mut State) -> bool {
         if a.req.is_some_and(|r| st.reqs.try_get(r).is_none() || st.reqs.proto_id(r) != a.id) {
             return false;
         }
-        // Its communicator was revoked: it ends with that error.
-        let revoked = |st: &mut State, r: u32| {
+        // Its communicator was revoked, or a member failed: it ends with
+        // that error.
+        let fault = |st: &mut State, r: u32| {
             let comm = st.reqs.get(r).comm;
-            crate::rt::ulfm::check_in(st, comm).is_err()
+            crate::rt::ulfm::check_in(st, comm).err()
         };
-        if let Some(r) = a.req.filter(|&r| revoked(st, r)) {
-            complete(st, r, Err(crate::rt::ulfm::revoked_error()));
+        if let Some((r, e)) = a.req.and_then(|r| fault(st, r).map(|e| (r, e))) {
+            complete(st, r, Err(e));
             did = true;
             return false;
         }

@@ -648,6 +648,44 @@ impl Engine {
         self.shm.dead_peer()
     }
 
+    /// Connects to every rank of `peers` on another host that has no
+    /// connection yet (failures tolerated: the unreachable are given up,
+    /// and found by [`super::ulfm::detect`]).
+    pub fn reach(&mut self, peers: &[usize]) {
+        if let Some(t) = self.tcp.as_mut() {
+            for &p in peers {
+                if p != self.me && matches!(self.routes.get(p), Some(Route::Tcp)) {
+                    t.reach(p);
+                }
+            }
+        }
+    }
+
+    /// Every rank of this host that died, but those known to have failed
+    /// (see [`super::ulfm`]).
+    pub fn dead_local_peers(&self) -> Vec<(usize, i32)> {
+        self.shm.dead_peers(self.ft.failed())
+    }
+
+    /// Ends the posted receives for which `fails(ctx, src, tag)` gives an
+    /// error class, with that error.
+    pub fn fail_posted(&mut self, reqs: &mut ReqTable, fails: impl Fn(u32, i32, i32) -> Option<c_int>) {
+        let mut ended = Vec::new();
+        self.posted.retain(|p| match fails(p.ctx, p.src, p.tag) {
+            Some(e) => {
+                ended.push((p.req, e));
+                false
+            }
+            None => true,
+        });
+        for (ri, e) in ended {
+            let r = reqs.get(ri);
+            r.err = e;
+            r.status.MPI_ERROR = e;
+            reqs.finish(ri);
+        }
+    }
+
     /// Marks this rank as finalizing in its control block.
     pub fn mark_finalized(&self) {
         self.shm.mark_finalized();
@@ -1029,8 +1067,8 @@ impl Engine {
         env: Wire,
         mode: Mode,
     ) {
-        if self.ft.revoked(env.ctx, env.tag) {
-            reqs.get(ri).err = MPIX_ERR_REVOKED;
+        if let Some(e) = self.ft.send_fails(env.ctx, env.tag, dest_world) {
+            reqs.get(ri).err = e;
             reqs.finish(ri);
             return;
         }
@@ -1158,6 +1196,9 @@ impl Engine {
     /// copied into the destination's queue, when this returns.
     pub fn send_eager_now(&mut self, reqs: &mut ReqTable, data: &[u8], dest_world: usize, env: Wire) {
         debug_assert!(data.len() <= self.eager_limit_to(dest_world));
+        if self.ft.is_failed(dest_world) {
+            return;
+        }
         COUNTERS.sent(data.len());
         let Wire { ctx, src, tag } = env;
         let hdr = MsgHdr { kind: kind::EAGER, src, tag, ctx, len: data.len() as u64, ..Default::default() };

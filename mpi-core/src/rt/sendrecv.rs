@@ -97,9 +97,7 @@ pub fn start_send_typed(
 /// Validates the arguments of a send; returns (context, source rank).
 fn check_send(st: &State, buf: &TypedBuf, to: &Envelope) -> MpiResult<(u32, i32)> {
     let c = st.comms.get(to.comm)?;
-    if st.engine.ft.comm_revoked(c) {
-        return Err(super::ulfm::revoked_error());
-    }
+    super::ulfm::p2p_check(st, c, to.peer)?;
     check_tag(to.tag, false)?;
     check_peer(to.peer, c.size(), false, "destination")?;
     check_buf(buf.addr(), buf.count, &buf.dt)?;
@@ -195,9 +193,7 @@ pub fn check_recv(st: &mut State, buf: &UserBuf, from: &Envelope) -> MpiResult<(
 /// communicator's context id.
 fn check_recv_typed(st: &State, buf: &TypedBuf, from: &Envelope) -> MpiResult<u32> {
     let c = st.comms.get(from.comm)?;
-    if st.engine.ft.comm_revoked(c) {
-        return Err(super::ulfm::revoked_error());
-    }
+    super::ulfm::p2p_check(st, c, from.peer)?;
     check_tag(from.tag, true)?;
     check_peer(from.peer, c.size(), true, "source")?;
     check_buf(buf.addr(), buf.count, &buf.dt)?;

@@ -49,10 +49,10 @@ const SHRINK_TAGS: i32 = 2;
 /// What a shrink's context-id agreement is made of (see `CtxKey`).
 const SHRINK_KEY: u64 = u64::MAX - 1;
 
-/// Whether this process ever saw a communicator revoked: the calls that
-/// check for it outside the engine look no further in a process that did
-/// not.
-static ANY_REVOKED: AtomicBool = AtomicBool::new(false);
+/// Whether this process ever saw a communicator revoked or a process
+/// fail: the calls that check for them outside the engine look no further
+/// in a process that did not.
+static ANY_FAULT: AtomicBool = AtomicBool::new(false);
 
 /// What the engine knows of revocations and failures.
 #[derive(Default)]
@@ -84,7 +84,7 @@ impl FtState {
             return false;
         }
         self.revoked.push((base, span));
-        ANY_REVOKED.store(true, Ordering::Release);
+        ANY_FAULT.store(true, Ordering::Release);
         true
     }
 
@@ -94,9 +94,128 @@ impl FtState {
     }
 
     /// Whether world rank `w` is known to have failed.
+    #[inline]
     pub fn is_failed(&self, w: usize) -> bool {
-        self.failed.contains(&w)
+        !self.failed.is_empty() && self.failed.contains(&w)
     }
+
+    /// The world ranks known to have failed.
+    pub fn failed(&self) -> &[usize] {
+        &self.failed
+    }
+
+    /// The error of a send on context `ctx` with tag `tag` to world rank
+    /// `dest`, if it cannot go.
+    #[inline]
+    pub fn send_fails(&self, ctx: u32, tag: i32, dest: usize) -> Option<c_int> {
+        if self.revoked(ctx, tag) {
+            Some(MPIX_ERR_REVOKED)
+        } else if self.is_failed(dest) {
+            Some(MPIX_ERR_PROC_FAILED)
+        } else {
+            None
+        }
+    }
+
+    /// Whether a member of `group` failed without the failure being
+    /// acknowledged on the communicator of context `ctx`.
+    fn unacknowledged(&self, ctx: u32, group: &[usize]) -> bool {
+        let acked = self.acked.get(&ctx);
+        group.iter().any(|&w| self.is_failed(w) && !acked.is_some_and(|a| a.contains(&w)))
+    }
+}
+
+/// Whether process failures are tolerated (`MPICORE_ULFM=1`, which
+/// `mpirun -disable-auto-cleanup` sets): a rank that dies is then marked
+/// failed instead of ending the job.
+pub fn enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("MPICORE_ULFM").is_ok_and(|v| v == "1"))
+}
+
+/// Marks as failed the ranks of this host that died and the ranks whose
+/// TCP connection was lost (with failures tolerated, see [`enabled`]).
+pub fn detect(st: &mut State) {
+    let lost = st.engine.tcp.as_mut().map(|t| std::mem::take(&mut t.lost_peers)).unwrap_or_default();
+    let dead = st.engine.dead_local_peers().into_iter().map(|(w, _)| w);
+    for w in dead.chain(lost) {
+        if st.engine.ft.failed.contains(&w) {
+            continue;
+        }
+        st.engine.ft.failed.push(w);
+        ANY_FAULT.store(true, Ordering::Release);
+    }
+    if !st.engine.ft.failed.is_empty() {
+        sweep(st);
+    }
+}
+
+/// Ends the posted receives a failure concerns: from a failed process
+/// (`MPIX_ERR_PROC_FAILED`), or from any source on a communicator with a
+/// failure not acknowledged (`MPIX_ERR_PROC_FAILED_PENDING`). Run by the
+/// progress once a failure is known (receives are posted on internal
+/// contexts too, by the collectives and constructions).
+pub fn sweep(st: &mut State) {
+    // Each communicator's contexts and the group its sources name there.
+    let mut spans: Vec<(u32, u32, Arc<Vec<usize>>, bool)> = Vec::new();
+    for c in st.comms.all() {
+        let pending = st.engine.ft.unacknowledged(c.ctx, c.group.as_slice());
+        spans.push((c.ctx, 2, c.group.clone(), pending));
+        if let Some(l) = &c.local {
+            let pending = st.engine.ft.unacknowledged(c.ctx, l.as_slice());
+            spans.push((c.ctx + 2, 1, l.clone(), pending));
+        }
+    }
+    let ft = &st.engine.ft;
+    let failed: Vec<usize> = ft.failed.clone();
+    st.engine.fail_posted(&mut st.reqs, |ctx, src, _tag| {
+        let (_, _, group, pending) = spans.iter().find(|(b, n, _, _)| ctx >= *b && ctx - b < *n)?;
+        if src == MPI_ANY_SOURCE {
+            return pending.then_some(MPIX_ERR_PROC_FAILED_PENDING);
+        }
+        let w = *group.get(usize::try_from(src).ok()?)?;
+        failed.contains(&w).then_some(MPIX_ERR_PROC_FAILED)
+    });
+}
+
+/// The error of a point-to-point operation with `peer` (a rank of `c`, or
+/// `MPI_ANY_SOURCE` for a receive) on a revoked communicator or with a
+/// failed process.
+pub fn p2p_check(st: &State, c: &Comm, peer: c_int) -> MpiResult<()> {
+    let ft = &st.engine.ft;
+    if ft.comm_revoked(c) {
+        return Err(revoked_error());
+    }
+    if ft.failed.is_empty() {
+        return Ok(());
+    }
+    if peer == MPI_ANY_SOURCE {
+        if ft.unacknowledged(c.ctx, c.group.as_slice()) {
+            bail!(
+                MPIX_ERR_PROC_FAILED_PENDING,
+                "a process of the communicator failed (acknowledge it with MPIX_Comm_failure_ack)"
+            );
+        }
+        return Ok(());
+    }
+    match usize::try_from(peer).ok().and_then(|p| c.group.get(p)) {
+        Some(&w) if ft.is_failed(w) => Err(failed_error(peer)),
+        _ => Ok(()),
+    }
+}
+
+fn failed_error(rank: c_int) -> MpiError {
+    MpiError::new(MPIX_ERR_PROC_FAILED, format!("process {rank} of the communicator failed"))
+}
+
+/// The error of a collective on `c`: revoked, or with a failed member.
+fn comm_fault(st: &State, c: &Comm) -> Option<MpiError> {
+    let ft = &st.engine.ft;
+    if ft.comm_revoked(c) {
+        return Some(revoked_error());
+    }
+    let failed = c.group.iter().chain(c.local.iter().flat_map(|l| l.iter())).position(|&w| ft.is_failed(w))?;
+    Some(failed_error(failed as c_int))
 }
 
 /// The payload of a revocation record: the members' world ranks.
@@ -114,27 +233,38 @@ pub fn revoked_error() -> MpiError {
     MpiError::new(MPIX_ERR_REVOKED, "the communicator was revoked (MPIX_Comm_revoke)")
 }
 
-/// Fails with `MPIX_ERR_REVOKED` if `comm` is revoked (at no cost in a
-/// process that never saw a revocation).
+/// Fails with `MPIX_ERR_REVOKED` if `comm` is revoked, `MPIX_ERR_PROC_FAILED`
+/// if a member failed (at no cost in a process that never saw either).
 pub fn check(comm: MPI_Comm) -> MpiResult<()> {
-    if !ANY_REVOKED.load(Ordering::Acquire) {
+    if !ANY_FAULT.load(Ordering::Acquire) {
         return Ok(());
     }
     with(|st| check_in(st, comm))
 }
 
-/// [`check`] under the lock.
+/// [`check`] under the lock (also `MPIX_ERR_PROC_FAILED` when a member
+/// failed: for collectives and constructions).
 pub fn check_in(st: &State, comm: MPI_Comm) -> MpiResult<()> {
-    match st.comms.get(comm) {
-        Ok(c) if st.engine.ft.comm_revoked(c) => Err(revoked_error()),
-        _ => Ok(()),
+    if !ANY_FAULT.load(Ordering::Acquire) {
+        return Ok(());
+    }
+    match st.comms.get(comm).ok().and_then(|c| comm_fault(st, c)) {
+        Some(e) => Err(e),
+        None => Ok(()),
     }
 }
 
-/// Whether traffic on context `ctx` is revoked (for waits outside the
-/// engine: shared-memory collectives).
-pub fn ctx_revoked(st: &State, ctx: u32) -> bool {
-    ANY_REVOKED.load(Ordering::Relaxed) && st.engine.ft.revoked(ctx, 0)
+/// The error that ends a wait outside the engine (shared-memory
+/// collectives) on collective context `ctx`: revoked, or a member failed.
+pub fn ctx_fault(st: &State, ctx: u32) -> Option<MpiError> {
+    if !ANY_FAULT.load(Ordering::Relaxed) {
+        return None;
+    }
+    if st.engine.ft.revoked(ctx, 0) {
+        return Some(revoked_error());
+    }
+    let c = st.comms.all().find(|c| c.coll_ctx() == ctx || c.local_ctx() == ctx)?;
+    comm_fault(st, c)
 }
 
 /// Every process of `c` (both groups of an intercommunicator).
@@ -174,11 +304,30 @@ fn intra(st: &State, comm: MPI_Comm, what: &str) -> MpiResult<Comm> {
     Ok(c.clone())
 }
 
-/// Whether a member of `c` failed without the failure being acknowledged
-/// on `c`.
-fn unacknowledged(st: &State, c: &Comm) -> bool {
-    let acked = st.engine.ft.acked.get(&c.ctx);
-    c.group.iter().any(|&w| st.engine.ft.is_failed(w) && !acked.is_some_and(|a| a.contains(&w)))
+/// The members of `c` not known to have failed, with the failures known
+/// now (see [`detect`]), as a view of them on the tags revocation spares
+/// (group `k`), their messages labelled with their ranks in `c`.
+fn survivors(st: &mut State, c: &Comm, k: i32) -> MpiResult<(View, Vec<usize>)> {
+    if enabled() {
+        // What can be known now: ended connections read, the members on
+        // other hosts never talked to dialed (a dead one refuses).
+        st.engine.reach(c.group.as_slice());
+        st.progress();
+        detect(st);
+    }
+    let ft = &st.engine.ft;
+    let (mut group, mut labels, mut me) = (Vec::new(), Vec::new(), 0);
+    for (r, &w) in c.group.iter().enumerate() {
+        if r == c.rank as usize {
+            me = group.len();
+        } else if ft.is_failed(w) {
+            continue;
+        }
+        group.push(w);
+        labels.push(r);
+    }
+    let v = View::new(st, c.local_ctx(), me, Arc::new(group.clone()))?.with_labels(Arc::new(labels));
+    Ok((v.fault_tolerant(k), group))
 }
 
 /// The agreement over `comm` before it runs: the view it runs on, and
@@ -186,8 +335,8 @@ fn unacknowledged(st: &State, c: &Comm) -> bool {
 fn agreement(comm: MPI_Comm) -> MpiResult<(View, bool)> {
     with(|st| {
         let c = intra(st, comm, "MPIX_Comm_agree")?;
-        let v = View::local(st, &c)?.fault_tolerant(AGREE_TAGS);
-        Ok((v, unacknowledged(st, &c)))
+        let (v, _) = survivors(st, &c, AGREE_TAGS)?;
+        Ok((v, st.engine.ft.unacknowledged(c.ctx, c.group.as_slice())))
     })
 }
 
@@ -247,8 +396,7 @@ pub fn iagree(comm: MPI_Comm, flag: c_int, deliver: impl FnOnce(c_int) + Send + 
 pub fn shrink(comm: MPI_Comm) -> MpiResult<MPI_Comm> {
     let (a, key, c, survivors) = with(|st| {
         let c = intra(st, comm, "MPIX_Comm_shrink")?;
-        let survivors: Vec<usize> = c.group.iter().copied().filter(|&w| !st.engine.ft.is_failed(w)).collect();
-        let local = View::local(st, &c)?.fault_tolerant(SHRINK_TAGS);
+        let (local, survivors) = survivors(st, &c, SHRINK_TAGS)?;
         Ok((Agreement { local, leader: 0, peer: None, inter: false }, ctx_key(&c, SHRINK_KEY), c, survivors))
     })?;
     let ctx = agree_ctx(key, CTX_SPAN_INTRA, &a, false)?;
