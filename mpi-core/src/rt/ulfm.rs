@@ -18,9 +18,12 @@
 //! context under tags of its own, from [`TAG_FT`], which revocation
 //! spares.
 //!
-//! Process failures: this library ends the job when a process dies, so no
-//! failure is ever known here ([`FtState`] has room for them: the failure
-//! acknowledgement calls and `agree` already consult it).
+//! Process failures: by default a process that dies ends the job. With
+//! failures tolerated ([`enabled`]: `MPICORE_ULFM=1`, which `mpirun
+//! -disable-auto-cleanup` sets), dead ranks of this host and lost TCP peers
+//! are marked failed ([`detect`]); the receives that wait for them end
+//! ([`sweep`], run by the progress), sends to them and collectives with
+//! them fail, and agree and shrink run over the survivors.
 
 use std::collections::HashMap;
 use std::os::raw::c_int;
@@ -59,8 +62,8 @@ static ANY_FAULT: AtomicBool = AtomicBool::new(false);
 pub struct FtState {
     /// Revoked communicators: their first context id and how many they use.
     revoked: Vec<(u32, u32)>,
-    /// World ranks of the processes known to have failed (none: see the
-    /// module's documentation).
+    /// World ranks of the processes known to have failed (see the module's
+    /// documentation).
     failed: Vec<usize>,
     /// The failures acknowledged on each communicator (by context id), as
     /// world ranks.
