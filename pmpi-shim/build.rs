@@ -53,13 +53,13 @@ fn main() {
             pmpi,
             "#[inline]\npub unsafe fn {name}({params}) -> {ret} {{\n    \
              match crate::next::resolve({idx}) {{\n        \
-             // SAFETY: the address is the MPI library's definition of PMPI_{rest}, found by\n        \
+             // SAFETY: the address is the MPI library's definition of {pname}, found by\n        \
              // dlsym under the table's name at index {idx}; this function type is generated from\n        \
              // the same table entry, so it is the C prototype of that definition. The arguments\n        \
              // are the caller's, who promised what the MPI standard requires of them.\n        \
              Some(f) => unsafe {{ std::mem::transmute::<*mut std::ffi::c_void, unsafe extern \"C\" fn({params}) -> {ret}>(f)({args}) }},\n        \
              None => {missing},\n    }}\n}}",
-            rest = &name[4..],
+            pname = p.pname(),
             missing = missing_value(p),
         );
         // The exported symbol.
@@ -68,9 +68,9 @@ fn main() {
                 exports,
                 "#[no_mangle]\npub unsafe extern \"C\" fn {name}({params}) -> {ret} {{\n    \
                  // SAFETY: the application's arguments, valid as the MPI standard requires\n    \
-                 // for {name}, passed on unchanged to PMPI_{rest}, which requires the same.\n    \
+                 // for {name}, passed on unchanged to {pname}, which requires the same.\n    \
                  unsafe {{ crate::pmpi::{name}({args}) }}\n}}",
-                rest = &name[4..],
+                pname = p.pname(),
             );
             continue;
         }
@@ -348,10 +348,10 @@ fn generic_body(idx: usize, p: &Procedure) -> String {
          {own_status}    \
          if c.recording() {{\n{setters}{output_pointers}        c.enter();\n    }}\n{status_substitutions}    \
          // SAFETY: the application's arguments, valid as the MPI standard requires for {name},\n    \
-         // passed on to PMPI_{rest}, which requires the same.{status_safety}\n    \
+         // passed on to {pname}, which requires the same.{status_safety}\n    \
          let rc = unsafe {{ crate::pmpi::{name}({args}) }};\n    \
          c.exit({exit_code});\n    rc",
-        rest = &name[4..],
+        pname = p.pname(),
     )
 }
 

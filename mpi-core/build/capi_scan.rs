@@ -47,7 +47,7 @@ fn collect_sources(dir: &Path, files: &mut Vec<PathBuf>) -> std::io::Result<()> 
 }
 
 /// Adds the implementations in one source file to `found`: the functions
-/// `pub unsafe fn MPI_X(...)` (at the top level or in inline modules) and
+/// `pub unsafe fn MPI_X(...)` or `MPIX_X(...)` (at the top level or in inline modules) and
 /// the items `pub unsafe fn MPI_X | MPI_X_c(...)` of `twins!` blocks.
 pub fn scan_source(text: &str, found: &mut Implemented) -> Result<(), String> {
     let file = syn::parse_file(text).map_err(|e| e.to_string())?;
@@ -65,7 +65,7 @@ fn scan_items(items: &[Item], found: &mut Implemented) -> Result<(), String> {
                     && sig.constness.is_none()
                     && sig.asyncness.is_none();
                 let name = sig.ident.to_string();
-                if exported_form && name.starts_with("MPI_") {
+                if exported_form && (name.starts_with("MPI_") || name.starts_with("MPIX_")) {
                     found.names.insert(name);
                 }
             }

@@ -117,7 +117,7 @@ fn exported_functions(lib: &std::path::Path) -> std::collections::BTreeSet<Strin
 }
 
 #[test]
-fn every_mpi_function_mpich_exports_is_exported_here_too() {
+fn every_mpi_and_mpix_function_mpich_exports_is_exported_here_too() {
     system_tests::ensure_built();
     // Debian's MPICH, where the dynamic linker finds it.
     let ldconfig = std::process::Command::new("/sbin/ldconfig").arg("-p").output().unwrap();
@@ -130,8 +130,15 @@ fn every_mpi_function_mpich_exports_is_exported_here_too() {
         .expect("libmpich.so.12 is installed (apt-get install libmpich-dev)");
     let theirs = exported_functions(&mpich);
     let ours = exported_functions(&system_tests::bin_dir().join("libmpi.so"));
-    let api: Vec<&String> = theirs.iter().filter(|s| s.starts_with("MPI_") || s.starts_with("PMPI_")).collect();
+    let api: Vec<&String> =
+        theirs.iter().filter(|s| ["MPI_", "PMPI_", "MPIX_", "PMPIX_"].iter().any(|p| s.starts_with(p))).collect();
     assert!(api.len() > 800, "only {} MPI functions found in {}", api.len(), mpich.display());
+    // MPICH's extensions are part of what programs built against it call.
+    let mpix = api.iter().filter(|s| s.starts_with("MPIX_")).count();
+    assert!(mpix >= 15, "only {mpix} MPIX_ functions found in {}", mpich.display());
+    for extra in ["MPIX_Comm_iagree", "PMPIX_Comm_iagree", "MPIX_Comm_is_revoked", "PMPIX_Comm_is_revoked"] {
+        assert!(ours.contains(extra), "{extra} (MPICH 4.2) is not exported by libmpi.so");
+    }
     let missing: Vec<&&String> = api.iter().filter(|s| !ours.contains(**s)).collect();
     assert!(
         missing.is_empty(),

@@ -12,7 +12,10 @@ Format (one procedure per line, tab separated):
     NAME  RETURN_TYPE  FLAGS  PARAM...
 FLAGS is a comma-separated list (or '-'): `legacy` (removed from the standard,
 still exported by MPICH), `macro` (a macro in the MPICH ABI, never a symbol),
-`varargs` (C variadic after the listed parameters), `large` (an `_c` variant).
+`varargs` (C variadic after the listed parameters), `large` (an `_c` variant),
+`mpix` (an MPICH extension `MPIX_X`, profiling name `PMPIX_X`).
+The MPIX rows come after the standard's, so adding one never renumbers the
+call ids (row indices) of the others.
 Each PARAM is `ctype|name|suffix|kind|direction` where suffix is an array
 declarator such as `[]` or `[][3]` (or empty).
 """
@@ -43,6 +46,42 @@ LEGACY = [
                          ("MPI_Aint*", "array_of_displacements", "", "DISPLACEMENT", "in"), ("MPI_Datatype*", "array_of_types", "", "DATATYPE", "in"),
                          ("MPI_Datatype*", "newtype", "", "DATATYPE", "out")]),
     ("MPI_Type_ub", [("MPI_Datatype", "datatype", "", "DATATYPE", "in"), ("MPI_Aint*", "displacement", "", "DISPLACEMENT", "out")]),
+]
+
+
+# MPICH extensions that programs built against libmpich.so.12 call (the 15
+# that Debian's MPICH 4.0 exports, and MPIX_Comm_iagree / is_revoked of
+# MPICH 4.2). Signatures from MPICH's mpi_proto.h.
+MPIX = [
+    ("MPIX_Comm_agree", [("MPI_Comm", "comm", "", "COMMUNICATOR", "in"), ("int*", "flag", "", "LOGICAL", "inout")]),
+    ("MPIX_Comm_failure_ack", [("MPI_Comm", "comm", "", "COMMUNICATOR", "in")]),
+    ("MPIX_Comm_failure_get_acked", [("MPI_Comm", "comm", "", "COMMUNICATOR", "in"), ("MPI_Group*", "failedgrp", "", "GROUP", "out")]),
+    ("MPIX_Comm_iagree", [("MPI_Comm", "comm", "", "COMMUNICATOR", "in"), ("int*", "flag", "", "LOGICAL", "inout"),
+                          ("MPI_Request*", "request", "", "REQUEST", "out")]),
+    ("MPIX_Comm_is_revoked", [("MPI_Comm", "comm", "", "COMMUNICATOR", "in"), ("int*", "flag", "", "LOGICAL", "out")]),
+    ("MPIX_Comm_revoke", [("MPI_Comm", "comm", "", "COMMUNICATOR", "in")]),
+    ("MPIX_Comm_shrink", [("MPI_Comm", "comm", "", "COMMUNICATOR", "in"), ("MPI_Comm*", "newcomm", "", "COMMUNICATOR", "out")]),
+    ("MPIX_Delete_error_class", [("int", "errorclass", "", "ERROR_CLASS", "in")]),
+    ("MPIX_Delete_error_code", [("int", "errorcode", "", "ERROR_CODE", "in")]),
+    ("MPIX_Delete_error_string", [("int", "errorcode", "", "ERROR_CODE", "in")]),
+    ("MPIX_GPU_query_support", [("int", "gpu_type", "", "GENERIC_DTYPE_INT", "in"), ("int*", "is_supported", "", "LOGICAL", "out")]),
+    ("MPIX_Grequest_class_allocate", [("MPIX_Grequest_class", "greq_class", "", "GREQ_CLASS", "in"), ("void*", "extra_state", "", "EXTRA_STATE", "in"),
+                                      ("MPI_Request*", "request", "", "REQUEST", "out")]),
+    ("MPIX_Grequest_class_create", [("MPI_Grequest_query_function*", "query_fn", "", "FUNCTION", "in"),
+                                    ("MPI_Grequest_free_function*", "free_fn", "", "FUNCTION", "in"),
+                                    ("MPI_Grequest_cancel_function*", "cancel_fn", "", "FUNCTION", "in"),
+                                    ("MPIX_Grequest_poll_function*", "poll_fn", "", "FUNCTION", "in"),
+                                    ("MPIX_Grequest_wait_function*", "wait_fn", "", "FUNCTION", "in"),
+                                    ("MPIX_Grequest_class*", "greq_class", "", "GREQ_CLASS", "out")]),
+    ("MPIX_Grequest_start", [("MPI_Grequest_query_function*", "query_fn", "", "FUNCTION", "in"),
+                             ("MPI_Grequest_free_function*", "free_fn", "", "FUNCTION", "in"),
+                             ("MPI_Grequest_cancel_function*", "cancel_fn", "", "FUNCTION", "in"),
+                             ("MPIX_Grequest_poll_function*", "poll_fn", "", "FUNCTION", "in"),
+                             ("MPIX_Grequest_wait_function*", "wait_fn", "", "FUNCTION", "in"),
+                             ("void*", "extra_state", "", "EXTRA_STATE", "in"), ("MPI_Request*", "request", "", "REQUEST", "out")]),
+    ("MPIX_Query_cuda_support", []),
+    ("MPIX_Query_hip_support", []),
+    ("MPIX_Query_ze_support", []),
 ]
 
 
@@ -82,6 +121,9 @@ def main():
         rows.append((name, "int", "legacy",
                      [f"{t}|{n}|{s}|{k}|{d}" for (t, n, s, k, d) in params]))
     rows.sort(key=lambda r: r[0])
+    for name, params in MPIX:
+        rows.append((name, "int", "mpix",
+                     [f"{t}|{n}|{s}|{k}|{d}" for (t, n, s, k, d) in params]))
     names = [r[0] for r in rows]
     assert len(names) == len(set(names)), "duplicate procedure"
     with open(OUT, "w") as f:

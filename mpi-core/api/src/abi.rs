@@ -314,6 +314,10 @@ constants! {
     MPI_MAX_PROCESSOR_NAME: c_int = Int => 128;
     MPI_MAX_LIBRARY_VERSION_STRING: c_int = Int => 8192;
     MPI_MAX_ERROR_STRING: c_int = Int => 512;
+    // MPIX_GPU_query_support's gpu_type (MPICH's values).
+    MPIX_GPU_SUPPORT_CUDA: c_int = Int => 0;
+    MPIX_GPU_SUPPORT_ZE: c_int = Int => 1;
+    MPIX_GPU_SUPPORT_HIP: c_int = Int => 2;
     MPI_MAX_PORT_NAME: c_int = Int => 256;
     MPI_MAX_OBJECT_NAME: c_int = Int => 128;
     MPI_MAX_STRINGTAG_LEN: c_int = Int => 256;

@@ -9,7 +9,9 @@ use crate::table::{Param, Procedure};
 fn rust_base(base: &str) -> &'static str {
     match base {
         "void" => "::std::ffi::c_void",
-        "int" | "MPI_Fint" | "MPI_T_cb_safety" | "MPI_T_source_order" => "::std::os::raw::c_int",
+        "int" | "MPI_Fint" | "MPI_T_cb_safety" | "MPI_T_source_order" | "MPIX_Grequest_class" => {
+            "::std::os::raw::c_int"
+        }
         "char" => "::std::os::raw::c_char",
         "double" => "f64",
         "MPI_Aint" | "MPI_Offset" | "MPI_Count" => "i64",

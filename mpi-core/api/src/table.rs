@@ -48,6 +48,8 @@ pub struct Procedure {
     pub varargs: bool,
     /// A large-count (`_c`) variant.
     pub large: bool,
+    /// An MPICH extension (`MPIX_X`, profiling name `PMPIX_X`).
+    pub mpix: bool,
 }
 
 impl Procedure {
@@ -62,7 +64,8 @@ impl Procedure {
 /// The raw table text.
 pub const TABLE_TSV: &str = include_str!("../data/mpi-api.tsv");
 
-/// Every procedure of the table, sorted by name.
+/// Every procedure of the table: the standard's (and the legacy ones)
+/// sorted by name, then the MPICH extensions (`MPIX_`) sorted by name.
 pub fn procedures() -> Vec<Procedure> {
     TABLE_TSV.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()).map(parse_line).collect()
 }
@@ -98,6 +101,7 @@ fn parse_line(line: &'static str) -> Procedure {
         is_macro: has("macro"),
         varargs: has("varargs"),
         large: has("large"),
+        mpix: has("mpix"),
     }
 }
 
@@ -118,5 +122,12 @@ mod tests {
         let c2f = procs.iter().find(|p| p.name == "MPI_Comm_c2f").unwrap();
         assert!(c2f.is_macro);
         assert!(procs.iter().any(|p| p.name == "MPI_Type_struct" && p.legacy));
+        let revoke = procs.iter().find(|p| p.name == "MPIX_Comm_revoke").unwrap();
+        assert!(revoke.mpix && !revoke.legacy);
+        assert_eq!(revoke.pname(), "PMPIX_Comm_revoke");
+        // The extensions come last, so they never renumber the others.
+        let first_mpix = procs.iter().position(|p| p.mpix).unwrap();
+        assert!(procs[first_mpix..].iter().all(|p| p.mpix && p.name.starts_with("MPIX_")));
+        assert!(procs[..first_mpix].iter().all(|p| p.name.starts_with("MPI_")));
     }
 }

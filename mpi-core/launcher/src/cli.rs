@@ -96,6 +96,9 @@ Process count and placement:
   --bind-to X, -bind-to X, --map-by X, --rank-by X
                                      accepted and ignored
   --allow-run-as-root                accepted
+  -disable-auto-cleanup              a rank that fails does not end the job: the others
+                                     see MPIX_ERR_PROC_FAILED and may revoke, shrink and go on
+                                     (sets MPICORE_ULFM=1 for the ranks)
 
 Environment:
   -genv K V                          set K=V for every rank (also -genv K=V)
@@ -148,9 +151,26 @@ fn arity(name: &str) -> Option<Arity> {
         | "-npernode" | "-bind-to" | "-map-by" | "-rank-by" | "-x" | "-genvlist" | "-wdir" | "-wd" | "-gwdir"
         | "-timeout" | "-launcher" | "-bootstrap" | "-launcher-exec" | "-bootstrap-exec" => One,
         "-genv" | "-env" | "-mca" | "-gmca" => Two,
-        "-oversubscribe" | "-allow-run-as-root" | "-genvall" | "-genvnone" | "-envall" | "-envnone" | "-l"
-        | "-prepend-rank" | "-tag-output" | "-no-libpath" | "-v" | "-verbose" | "-h" | "-help" | "-version" | "-V"
-        | "-report-bindings" | "-q" | "-quiet" => Flag,
+        "-oversubscribe"
+        | "-allow-run-as-root"
+        | "-genvall"
+        | "-genvnone"
+        | "-envall"
+        | "-envnone"
+        | "-l"
+        | "-prepend-rank"
+        | "-tag-output"
+        | "-no-libpath"
+        | "-v"
+        | "-verbose"
+        | "-h"
+        | "-help"
+        | "-version"
+        | "-V"
+        | "-report-bindings"
+        | "-q"
+        | "-quiet"
+        | "-disable-auto-cleanup" => Flag,
         _ => return None,
     })
 }
@@ -391,6 +411,9 @@ pub fn parse(args: &[String], getenv: &dyn Fn(&str) -> Option<String>) -> Result
             "-timeout" => opts.timeout = Some(parse_timeout(arg, v0)?),
             "-no-libpath" => opts.no_libpath = true,
             "-v" | "-verbose" => opts.verbose = true,
+            // Process failures tolerated (MPICH's option): the ranks learn it
+            // from the variable, the launcher from the ranks' environment.
+            "-disable-auto-cleanup" => opts.genv.push(("MPICORE_ULFM".into(), "1".into())),
             // Accepted for compatibility; nothing to do on one machine.
             _ => {}
         }
@@ -424,6 +447,15 @@ mod tests {
         let args: Vec<String> = args.split_whitespace().map(String::from).collect();
         let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         parse(&args, &move |k| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()))
+    }
+
+    #[test]
+    fn disable_auto_cleanup_tolerates_failures() {
+        let o = run("-disable-auto-cleanup -n 4 ./a.out");
+        assert_eq!(o.size(), 4);
+        assert!(o.genv.contains(&("MPICORE_ULFM".into(), "1".into())));
+        assert!(run("--disable-auto-cleanup -n 2 prog").genv.iter().any(|(k, _)| k == "MPICORE_ULFM"));
+        assert!(run("-n 2 prog").genv.is_empty());
     }
 
     #[test]

@@ -79,6 +79,11 @@ struct Job {
     output: Output,
     signals: sys::SignalPipe,
     outcome: Option<Outcome>,
+    /// Failures tolerated (`MPICORE_ULFM=1`, `-disable-auto-cleanup`): a
+    /// rank that fails does not end the job; the first such end, for the
+    /// exit code.
+    tolerate: bool,
+    tolerated: Option<ExitKind>,
     terminating_since: Option<Instant>,
     killed: bool,
     deadline: Option<Instant>,
@@ -326,6 +331,9 @@ pub fn run(opts: &Options) -> Result<i32> {
         output: Output::new(size, opts.tag_output, Box::new(sys::FdWriter(1)), Box::new(sys::FdWriter(2))),
         signals,
         outcome: None,
+        tolerate: opts.genv.iter().any(|(k, v)| k == "MPICORE_ULFM" && v == "1")
+            || std::env::var("MPICORE_ULFM").is_ok_and(|v| v == "1"),
+        tolerated: None,
         terminating_since: None,
         killed: false,
         deadline: None,
@@ -344,6 +352,7 @@ pub fn run(opts: &Options) -> Result<i32> {
 
     let rank_plans: Vec<RankPlan> = appnums.iter().map(|&a| (plans[a].0, &plans[a].1, &plans[a].2)).collect();
     // Remote hosts first: their agents take longest to start.
+    job.pmi.tolerate_exits = job.tolerate;
     job.start_proxies(opts, &rank_plans)?;
     let mut stdin_pipe = None;
     for (rank, (app, env, program)) in rank_plans.iter().enumerate() {
@@ -773,6 +782,11 @@ impl Job {
                     format!("mpirun: rank {rank} (pid {pid}){on} killed by signal {s} ({})", sys::signal_name(s))
                 }
             };
+            if self.tolerate && self.outcome.is_none() {
+                self.output.message(&format!("{text}; failures are tolerated, the job goes on"));
+                self.tolerated.get_or_insert(kind);
+                return;
+            }
             self.fail(Outcome::RankFailed(kind), text);
         }
     }
@@ -989,7 +1003,7 @@ impl Job {
             let (user, sys) = sys::own_cpu_time();
             eprintln!("mpirun: launcher cpu time {user:.3} s user, {sys:.3} s system");
         }
-        match self.outcome {
+        match self.outcome.or(self.tolerated.map(Outcome::RankFailed)) {
             None => 0,
             Some(Outcome::RankFailed(ExitKind::Code(c))) => c,
             Some(Outcome::RankFailed(ExitKind::Signal(s))) | Some(Outcome::Interrupted(s)) => 128 + s,

@@ -87,6 +87,9 @@ pub struct PmiServer {
     conns: Vec<Conn>,
     in_barrier: usize,
     exited: BTreeSet<usize>,
+    /// Failures are tolerated (`-disable-auto-cleanup`): a rank that ended
+    /// counts as arrived in the barriers.
+    pub tolerate_exits: bool,
     events: Vec<PmiEvent>,
     /// Spawn requests being received, by rank (one segment per program).
     spawning: HashMap<usize, SpawnRequest>,
@@ -151,6 +154,7 @@ impl PmiServer {
             conns,
             in_barrier: 0,
             exited: BTreeSet::new(),
+            tolerate_exits: false,
             events: Vec::new(),
             spawning: HashMap::new(),
             trace,
@@ -200,6 +204,19 @@ impl PmiServer {
     /// Records that rank `rank`'s process has ended (for `PMI_dead_processes`).
     pub fn process_exited(&mut self, rank: usize) {
         self.exited.insert(rank);
+        if self.tolerate_exits && self.in_barrier > 0 && self.barrier_full() {
+            self.release_barrier();
+        }
+    }
+
+    /// Whether every rank is in the barrier (or, with exits tolerated, ended).
+    fn barrier_full(&self) -> bool {
+        let gone = if self.tolerate_exits {
+            self.exited.iter().filter(|&&r| !matches!(self.conns[r].wait, Wait::Barrier { .. })).count()
+        } else {
+            0
+        };
+        self.in_barrier + gone >= self.size()
     }
 
     /// Bytes waiting to be written to rank `rank`; the caller drains what it
@@ -211,7 +228,7 @@ impl PmiServer {
     /// A rank that can no longer join the barrier other ranks wait in (its
     /// process ended or its connection closed): the job is deadlocked.
     pub fn stalled_barrier(&self) -> Option<usize> {
-        if self.in_barrier == 0 {
+        if self.in_barrier == 0 || self.tolerate_exits {
             return None;
         }
         (0..self.size()).find(|&r| {
@@ -579,11 +596,15 @@ impl PmiServer {
     fn enter_barrier(&mut self, rank: usize, wire: Wire, thrid: Option<String>) {
         self.conns[rank].wait = Wait::Barrier { wire, thrid };
         self.in_barrier += 1;
-        if self.in_barrier < self.size() {
+        if !self.barrier_full() {
             return;
         }
-        // Everybody is in: release them all, then let each go on with the
-        // messages it sent after entering.
+        self.release_barrier();
+    }
+
+    /// Everybody is in: releases them all, then lets each go on with the
+    /// messages it sent after entering.
+    fn release_barrier(&mut self) {
         self.in_barrier = 0;
         for r in 0..self.size() {
             if let Wait::Barrier { wire, thrid } = std::mem::replace(&mut self.conns[r].wait, Wait::None) {

@@ -411,14 +411,7 @@ pub unsafe fn MPI_Probe(source: c_int, tag: c_int, comm: MPI_Comm, status: *mut 
             set_status(&mut status, proc_null_status());
             return Ok(());
         }
-        let mut found = None;
-        rt::wait_until(|st| {
-            found = st.engine.probe(ctx, source, tag);
-            found.is_some()
-        })?;
-        if let Some(s) = found {
-            set_status(&mut status, s);
-        }
+        set_status(&mut status, crate::rt::sendrecv::wait_probe(ctx, source, tag)?);
         Ok(())
     });
     ret(comm, "MPI_Probe", r)
@@ -479,12 +472,7 @@ pub unsafe fn MPI_Mprobe(
             set_status(&mut status, proc_null_status());
             return message.put(MPI_MESSAGE_NO_PROC);
         }
-        let mut found = None;
-        rt::wait_until(|st| {
-            found = st.engine.mprobe(ctx, source, tag);
-            found.is_some()
-        })?;
-        let Some((m, s)) = found else { unreachable!("wait_until returned without a message") };
+        let (m, s) = crate::rt::sendrecv::wait_mprobe(ctx, source, tag)?;
         set_status(&mut status, s);
         message.put(m)
     });

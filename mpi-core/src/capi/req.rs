@@ -306,6 +306,8 @@ pub unsafe fn MPI_Grequest_start(
             query: std::mem::transmute::<*mut std::ffi::c_void, Option<GreqQueryFn>>(query_fn),
             free: std::mem::transmute::<*mut std::ffi::c_void, Option<GreqFreeFn>>(free_fn),
             cancel: std::mem::transmute::<*mut std::ffi::c_void, Option<GreqCancelFn>>(cancel_fn),
+            poll: None,
+            wait: None,
             extra: extra_state,
         }
     };
@@ -313,7 +315,7 @@ pub unsafe fn MPI_Grequest_start(
         Err(MpiError::new(MPI_ERR_ARG, "request is a NULL pointer"))
     } else {
         // SAFETY: not NULL, so a writable handle (the caller's contract).
-        req::greq_start(g).and_then(|h| unsafe { put(request, h, "request") })
+        rt::greq::start(g).and_then(|h| unsafe { put(request, h, "request") })
     };
     ret(MPI_COMM_WORLD, "MPI_Grequest_start", r)
 }

@@ -113,6 +113,7 @@ pub(crate) fn run_sched(
     tag: Option<i32>,
     build: impl FnOnce(&mut State, &mut Sched) -> MpiResult<()>,
 ) -> MpiResult<()> {
+    rt::ulfm::check(comm)?;
     let blocking = rt::with(|st| {
         // The guard a nonblocking call's shared-memory look took (none for
         // other calls): completed by this schedule before its first step,

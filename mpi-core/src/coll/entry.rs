@@ -46,6 +46,7 @@ fn cascade(
     segment: impl FnOnce(Call) -> Shm,
     build: impl FnOnce(&mut State, &mut Sched) -> MpiResult<()>,
 ) -> MpiResult<()> {
+    rt::ulfm::check(comm)?;
     if let Call::Block = call {
         if let Some(r) = blocking() {
             return r;

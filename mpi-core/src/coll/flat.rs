@@ -149,6 +149,9 @@ pub struct Shared {
     lane: u8,
     /// Control blocks of the other ranks (for waking them).
     wake: Vec<CtlPtr>,
+    /// The communicator's collective context (its waits end when it is
+    /// revoked, see `rt::ulfm`).
+    ctx: u32,
     /// The lowest sequence word of all ranks seen so far.
     seen: AtomicU64,
     /// This rank's unfinished nonblocking operations.
@@ -533,7 +536,7 @@ impl Flat {
         // when the wait is long: it must see these words as progress (see
         // `coll::progress`) so that it does not sleep through them.
         let id = rt::with(|st| Ok(st.coll.await_words(words())))?;
-        let r = rt::wait_until(|_| ready());
+        let r = self.wait_or_revoked(ready);
         let _ = rt::with(|st| {
             st.coll.unawait(id);
             Ok(())
@@ -584,7 +587,23 @@ impl Flat {
         if self.turn() {
             return Ok(());
         }
-        rt::wait_until(|_| self.turn())
+        self.wait_or_revoked(&|| self.turn())
+    }
+
+    /// The library's wait loop until `ready`, or until the communicator is
+    /// revoked or a member fails (`MPIX_ERR_REVOKED`, `MPIX_ERR_PROC_FAILED`:
+    /// its other ranks may never come).
+    fn wait_or_revoked(&self, ready: &dyn Fn() -> bool) -> MpiResult<()> {
+        let ctx = self.sh.ctx;
+        let mut fault = None;
+        rt::wait_until(|st| {
+            fault = rt::ulfm::ctx_fault(st, ctx);
+            fault.is_some() || ready()
+        })?;
+        match fault {
+            Some(e) if !ready() => Err(e),
+            _ => Ok(()),
+        }
     }
 
     /// Whether ranks `ranks` have published this operation (`data`: with
@@ -951,6 +970,7 @@ pub fn install(st: &mut State, comm: MPI_Comm, ctx: u32, map: Option<(*mut u8, u
             lane: owner.is_some() as u8,
             _owner: owner,
             wake,
+            ctx,
             seen: AtomicU64::new(0),
             gate: Gate { open: Default::default(), low: AtomicU64::new(u64::MAX) },
         }),

@@ -184,6 +184,17 @@ pub(crate) fn progress(st: &mut State) -> bool {
         if a.req.is_some_and(|r| st.reqs.try_get(r).is_none() || st.reqs.proto_id(r) != a.id) {
             return false;
         }
+        // Its communicator was revoked, or a member failed: it ends with
+        // that error.
+        let fault = |st: &mut State, r: u32| {
+            let comm = st.reqs.get(r).comm;
+            crate::rt::ulfm::check_in(st, comm).err()
+        };
+        if let Some((r, e)) = a.req.and_then(|r| fault(st, r).map(|e| (r, e))) {
+            complete(st, r, Err(e));
+            did = true;
+            return false;
+        }
         let (done, res) = match &mut a.sched {
             Running::Flat(op) => {
                 let before = op.has_published();

@@ -482,7 +482,9 @@ impl Sched {
                 let r = st.reqs.get(i);
                 if self.err.is_none() {
                     let got = r.status.byte_count() as usize;
-                    if r.err != MPI_SUCCESS || (is_recv && got != n) {
+                    if matches!(r.err, MPIX_ERR_REVOKED | MPIX_ERR_PROC_FAILED) {
+                        self.err = Some(MpiError::new(r.err, "the communicator was revoked, or a process failed"));
+                    } else if r.err != MPI_SUCCESS || (is_recv && got != n) {
                         let what = if r.err == MPI_ERR_TRUNCATE || got > n { "more" } else { "less" };
                         self.err = Some(MpiError::new(
                             MPI_ERR_TRUNCATE,

@@ -61,6 +61,12 @@ impl View {
         self.tag_off = TAG_USER - TAG_BASE + ((tag & 0x01ff_ffff) << 3);
         self
     }
+    /// The same processes, with tags that a revoked communicator still
+    /// carries (`rt::ulfm`), group `k` of them (16 tags per group).
+    pub fn fault_tolerant(mut self, k: i32) -> View {
+        self.tag_off = crate::rt::ulfm::TAG_FT - TAG_BASE + (k << 4);
+        self
+    }
     /// The same processes, whose messages carry `labels[i]` as the source
     /// rank of member `i` (numbers unique on the context, such as ranks in
     /// the parent communicator).

@@ -289,6 +289,11 @@ impl CommTable {
         self.user.remove(i).ok_or_else(|| invalid(c))
     }
 
+    /// Every communicator, the predefined ones first.
+    pub fn all(&self) -> impl Iterator<Item = &Comm> {
+        [&self.world, &self.self_].into_iter().chain(self.user.iter())
+    }
+
     /// Number of live user communicators (for leak checks).
     pub fn live(&self) -> usize {
         self.user.live()

@@ -142,6 +142,8 @@ pub(crate) fn new_context_or_fail(comm: MPI_Comm, span: u32, ready: bool, mine: 
 
 /// The agreement over all processes of `comm` and its key.
 pub(crate) fn agreement_of(st: &mut rt::State, comm: MPI_Comm) -> MpiResult<(Agreement, CtxKey)> {
+    // A revoked parent makes nothing (also where no message would fail).
+    rt::ulfm::check_in(st, comm)?;
     let c = st.comms.get(comm)?.clone();
     let local = View::local(st, &c)?;
     let peer = if c.is_inter() && c.rank == 0 { Some((View::remote(st, &c)?, 0)) } else { None };

@@ -14,6 +14,7 @@ pub mod datatype;
 pub mod dpm;
 pub mod errh;
 pub mod error;
+pub mod greq;
 pub mod group;
 pub mod info;
 pub mod inter;
@@ -28,6 +29,7 @@ pub mod slots;
 pub mod tcp;
 pub mod topo;
 pub mod transport;
+pub mod ulfm;
 pub mod unexp;
 pub mod win;
 
@@ -119,6 +121,9 @@ impl State {
     /// targets apply operations). True if anything happened.
     pub fn progress(&mut self) -> bool {
         let mut did = self.engine.progress(&mut self.reqs);
+        if !self.engine.ft.failed().is_empty() {
+            ulfm::sweep(self);
+        }
         did |= self.reqs.complete_compounds();
         for i in 0..self.progress_hooks.len() {
             did |= (self.progress_hooks[i])(self);
@@ -620,6 +625,11 @@ fn check_local_peers() {
             return;
         }
         *last = Some(Instant::now());
+    }
+    if ulfm::enabled() {
+        // Failures tolerated: the dead are marked failed, the job goes on.
+        let _ = try_with(ulfm::detect);
+        return;
     }
     let dead =
         try_with(|st| st.engine.dead_local_peer().map(|(w, pid)| (w, pid, st.world_rank, st.processor_name.clone())));

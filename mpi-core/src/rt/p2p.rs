@@ -207,7 +207,19 @@ pub struct Greq {
     pub query: Option<GreqQueryFn>,
     pub free: Option<GreqFreeFn>,
     pub cancel: Option<GreqCancelFn>,
+    /// MPICH's extension (`MPIX_Grequest_start`): called to make the
+    /// request progress (see `rt::greq`).
+    pub poll: Option<GreqPollFn>,
+    /// MPICH's extension: called by the waits to block until it completes.
+    pub wait: Option<GreqWaitFn>,
     pub extra: *mut std::ffi::c_void,
+}
+
+impl Greq {
+    /// Whether the library drives it (an extended generalized request).
+    pub fn extended(&self) -> bool {
+        self.poll.is_some() || self.wait.is_some()
+    }
 }
 
 /// `MPI_Grequest_query_function`.
@@ -216,6 +228,10 @@ pub type GreqQueryFn = unsafe extern "C" fn(*mut std::ffi::c_void, *mut MPI_Stat
 pub type GreqFreeFn = unsafe extern "C" fn(*mut std::ffi::c_void) -> c_int;
 /// `MPI_Grequest_cancel_function`.
 pub type GreqCancelFn = unsafe extern "C" fn(*mut std::ffi::c_void, c_int) -> c_int;
+/// `MPIX_Grequest_poll_function`.
+pub type GreqPollFn = unsafe extern "C" fn(*mut std::ffi::c_void, *mut MPI_Status) -> c_int;
+/// `MPIX_Grequest_wait_function`.
+pub type GreqWaitFn = unsafe extern "C" fn(c_int, *mut *mut std::ffi::c_void, f64, *mut MPI_Status) -> c_int;
 
 pub struct Request {
     pub kind: Kind,
@@ -515,6 +531,8 @@ pub struct Engine {
     pub tcp: Option<Tcp>,
     /// Transport to engines of this process (unit tests).
     loopback: Option<Loopback>,
+    /// Revoked communicators (fault tolerance, `rt::ulfm`).
+    pub ft: super::ulfm::FtState,
 }
 
 // SAFETY: as for `Request`: raw pointers the engine keeps (in its
@@ -568,6 +586,7 @@ impl Engine {
             messages: Vec::new(),
             tcp,
             loopback: None,
+            ft: Default::default(),
         }
     }
 
@@ -627,6 +646,44 @@ impl Engine {
     /// its world rank and process id.
     pub fn dead_local_peer(&self) -> Option<(usize, i32)> {
         self.shm.dead_peer()
+    }
+
+    /// Connects to every rank of `peers` on another host that has no
+    /// connection yet (failures tolerated: the unreachable are given up,
+    /// and found by [`super::ulfm::detect`]).
+    pub fn reach(&mut self, peers: &[usize]) {
+        if let Some(t) = self.tcp.as_mut() {
+            for &p in peers {
+                if p != self.me && matches!(self.routes.get(p), Some(Route::Tcp)) {
+                    t.reach(p);
+                }
+            }
+        }
+    }
+
+    /// Every rank of this host that died, but those known to have failed
+    /// (see [`super::ulfm`]).
+    pub fn dead_local_peers(&self) -> Vec<(usize, i32)> {
+        self.shm.dead_peers(self.ft.failed())
+    }
+
+    /// Ends the posted receives for which `fails(ctx, src, tag)` gives an
+    /// error class, with that error.
+    pub fn fail_posted(&mut self, reqs: &mut ReqTable, fails: impl Fn(u32, i32, i32) -> Option<c_int>) {
+        let mut ended = Vec::new();
+        self.posted.retain(|p| match fails(p.ctx, p.src, p.tag) {
+            Some(e) => {
+                ended.push((p.req, e));
+                false
+            }
+            None => true,
+        });
+        for (ri, e) in ended {
+            let r = reqs.get(ri);
+            r.err = e;
+            r.status.MPI_ERROR = e;
+            reqs.finish(ri);
+        }
     }
 
     /// Marks this rank as finalizing in its control block.
@@ -866,7 +923,43 @@ impl Engine {
                     }
                 }
             }
+            kind::REVOKE => {
+                let members = super::ulfm::decode_members(payload);
+                self.revoke(reqs, hdr.ctx, hdr.len as u32, &members);
+            }
             k => panic!("corrupt shared-memory record kind {k} from rank {from}"),
+        }
+    }
+
+    /// Revokes the communicator of context ids `base..base + span` whose
+    /// members (world ranks) are `members`, once: its pending receives end
+    /// with `MPIX_ERR_REVOKED`, later operations on it fail at once (see
+    /// [`super::ulfm::FtState::revoked`]), and every other member is told,
+    /// by each process that learns it (so that it reaches them all even
+    /// when the one that revoked is gone).
+    pub fn revoke(&mut self, reqs: &mut ReqTable, base: u32, span: u32, members: &[usize]) {
+        if !self.ft.add_revoked(base, span) {
+            return;
+        }
+        let ft = &self.ft;
+        let mut ended = Vec::new();
+        self.posted.retain(|p| {
+            let hit = ft.revoked(p.ctx, p.tag);
+            if hit {
+                ended.push(p.req);
+            }
+            !hit
+        });
+        for ri in ended {
+            reqs.get(ri).err = MPIX_ERR_REVOKED;
+            reqs.finish(ri);
+        }
+        let payload = super::ulfm::encode_members(members);
+        let hdr = MsgHdr { kind: kind::REVOKE, ctx: base, len: span as u64, ..Default::default() };
+        for &m in members {
+            if m != self.me && !self.ft.is_failed(m) {
+                self.post(reqs, m, hdr, &payload, 0);
+            }
         }
     }
 
@@ -974,6 +1067,11 @@ impl Engine {
         env: Wire,
         mode: Mode,
     ) {
+        if let Some(e) = self.ft.send_fails(env.ctx, env.tag, dest_world) {
+            reqs.get(ri).err = e;
+            reqs.finish(ri);
+            return;
+        }
         let (buf, count, dt) = (data.addr(), data.count(), data.dt());
         let Wire { ctx, src, tag } = env;
         let bytes = dt.packed_size(count);
@@ -1098,6 +1196,9 @@ impl Engine {
     /// copied into the destination's queue, when this returns.
     pub fn send_eager_now(&mut self, reqs: &mut ReqTable, data: &[u8], dest_world: usize, env: Wire) {
         debug_assert!(data.len() <= self.eager_limit_to(dest_world));
+        if self.ft.is_failed(dest_world) {
+            return;
+        }
         COUNTERS.sent(data.len());
         let Wire { ctx, src, tag } = env;
         let hdr = MsgHdr { kind: kind::EAGER, src, tag, ctx, len: data.len() as u64, ..Default::default() };
@@ -1227,7 +1328,10 @@ impl Engine {
     /// Whether [`Engine::recv_direct`] may run: nothing posted, nothing
     /// queued to send, and no unexpected message for this envelope.
     pub fn direct_recv_ok(&self, ctx: u32, src: i32, tag: i32) -> bool {
-        self.posted.is_empty() && !self.shm.has_pending_out() && !self.unexpected.any(ctx, src, tag)
+        self.posted.is_empty()
+            && !self.shm.has_pending_out()
+            && !self.unexpected.any(ctx, src, tag)
+            && !self.ft.revoked(ctx, tag)
     }
 
     /// Starts receive `ri` (already allocated as a `Kind::Recv`).
@@ -1236,6 +1340,11 @@ impl Engine {
             Kind::Recv(op) => (op.ctx, op.src, op.tag),
             _ => unreachable!("start_recv on a receive"),
         };
+        if self.ft.revoked(ctx, tag) {
+            reqs.get(ri).err = MPIX_ERR_REVOKED;
+            reqs.finish(ri);
+            return;
+        }
         if let Some(u) = self.unexpected.take(ctx, src, tag) {
             self.recv_unexp(reqs, ri, u);
         } else {

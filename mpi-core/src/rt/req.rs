@@ -11,13 +11,16 @@
 //! query is the common case), so they never run under the runtime's lock:
 //! a completion call finishes the request under the lock like any other,
 //! takes its callbacks out ([`finish_handle`] returns them with where its
-//! status goes) and runs them after the lock is released.
+//! status goes) and runs them after the lock is released. The extended
+//! ones of MPICH (`poll_fn`, `wait_fn`) are driven first, also without the
+//! lock (`rt::greq::drive`).
 
 use std::os::raw::c_int;
 
 use mpi_api::abi::*;
 
 use super::error::{MpiError, MpiResult};
+use super::greq::{drive, Want};
 use super::p2p::{empty_status, Greq, Kind, ReqTable, Request};
 use super::{block_on, wait_until, wake_waiters, with, State};
 use crate::bail;
@@ -173,7 +176,7 @@ fn greq_free(g: &Greq) -> c_int {
 }
 
 /// The outcome of a callback's error code.
-fn greq_result(code: c_int, what: &str) -> MpiResult<()> {
+pub(super) fn greq_result(code: c_int, what: &str) -> MpiResult<()> {
     match code {
         MPI_SUCCESS => Ok(()),
         c => Err(MpiError::new(c, format!("the {what} callback of a generalized request returned error code {c}"))),
@@ -219,6 +222,9 @@ fn after_greq(r: MpiResult<()>, greq: Option<Greq>, status: Option<&mut MPI_Stat
 
 /// `MPI_Wait`.
 pub fn wait(request: &mut MPI_Request, status: Option<&mut MPI_Status>) -> Completion {
+    if let Err(e) = drive(std::slice::from_ref(request), Want::All) {
+        return (MPI_COMM_WORLD, Err(e));
+    }
     // One pass under the lock: find the slot; if it is already complete,
     // finish it at once, else wait and finish under the same lock.
     let mut slot_of = None;
@@ -252,6 +258,9 @@ pub fn wait(request: &mut MPI_Request, status: Option<&mut MPI_Status>) -> Compl
 
 /// `MPI_Test`: `flag` tells whether the request is complete.
 pub fn test(request: &mut MPI_Request, flag: &mut c_int, mut status: Option<&mut MPI_Status>) -> Completion {
+    if let Err(e) = drive(std::slice::from_ref(request), Want::Poll) {
+        return (MPI_COMM_WORLD, Err(e));
+    }
     let mut comm = MPI_COMM_WORLD;
     let mut greq = None;
     let r = with(|st| {
@@ -282,6 +291,7 @@ pub fn test(request: &mut MPI_Request, flag: &mut c_int, mut status: Option<&mut
 
 /// `MPI_Request_get_status`: like [`test`], but the request stays.
 pub fn get_status(request: MPI_Request, flag: &mut c_int, mut status: Option<&mut MPI_Status>) -> MpiResult<()> {
+    drive(&[request], Want::Poll)?;
     let mut greq = None;
     let r = with(|st| {
         let Some(i) = slot(st, request)? else {
@@ -346,6 +356,9 @@ fn finish_all_done(
 
 /// `MPI_Waitall` (`statuses`, if not ignored, has an entry per request).
 pub fn wait_all(hs: &mut [MPI_Request], mut statuses: Option<&mut [MPI_Status]>) -> Completion {
+    if let Err(e) = drive(hs, Want::All) {
+        return (MPI_COMM_WORLD, Err(e));
+    }
     let slots = match with(|st| slots(st, hs)) {
         Ok(s) => s,
         Err(e) => return (MPI_COMM_WORLD, Err(e)),
@@ -362,6 +375,9 @@ pub fn wait_all(hs: &mut [MPI_Request], mut statuses: Option<&mut [MPI_Status]>)
 
 /// `MPI_Testall` (`statuses` as for [`wait_all`]).
 pub fn test_all(hs: &mut [MPI_Request], flag: &mut c_int, mut statuses: Option<&mut [MPI_Status]>) -> Completion {
+    if let Err(e) = drive(hs, Want::Poll) {
+        return (MPI_COMM_WORLD, Err(e));
+    }
     let mut comm = MPI_COMM_WORLD;
     let mut greqs = Vec::new();
     let r = with(|st| {
@@ -424,6 +440,9 @@ fn first_done_comm(st: &mut State, slots: &[Option<u32>]) -> Option<MPI_Comm> {
 
 /// `MPI_Waitany`.
 pub fn wait_any(hs: &mut [MPI_Request], index: &mut c_int, mut status: Option<&mut MPI_Status>) -> Completion {
+    if let Err(e) = drive(hs, Want::Any) {
+        return (MPI_COMM_WORLD, Err(e));
+    }
     let slots = match with(|st| slots(st, hs)) {
         Ok(s) => s,
         Err(e) => return (MPI_COMM_WORLD, Err(e)),
@@ -452,6 +471,9 @@ pub fn test_any(
     flag: &mut c_int,
     mut status: Option<&mut MPI_Status>,
 ) -> Completion {
+    if let Err(e) = drive(hs, Want::Poll) {
+        return (MPI_COMM_WORLD, Err(e));
+    }
     let mut comm = MPI_COMM_WORLD;
     let mut greq = None;
     let r = with(|st| {
@@ -563,6 +585,9 @@ pub fn wait_some(
     indices: Option<&mut [c_int]>,
     statuses: Option<&mut [MPI_Status]>,
 ) -> Completion {
+    if let Err(e) = drive(hs, Want::Any) {
+        return (MPI_COMM_WORLD, Err(e));
+    }
     let slots = match with(|st| slots(st, hs)) {
         Ok(s) => s,
         Err(e) => return (MPI_COMM_WORLD, Err(e)),
@@ -584,6 +609,9 @@ pub fn test_some(
     indices: Option<&mut [c_int]>,
     statuses: Option<&mut [MPI_Status]>,
 ) -> Completion {
+    if let Err(e) = drive(hs, Want::Poll) {
+        return (MPI_COMM_WORLD, Err(e));
+    }
     finish_some(hs, None, outcount, indices, statuses, true)
 }
 

@@ -97,6 +97,7 @@ pub fn start_send_typed(
 /// Validates the arguments of a send; returns (context, source rank).
 fn check_send(st: &State, buf: &TypedBuf, to: &Envelope) -> MpiResult<(u32, i32)> {
     let c = st.comms.get(to.comm)?;
+    super::ulfm::p2p_check(st, c, to.peer)?;
     check_tag(to.tag, false)?;
     check_peer(to.peer, c.size(), false, "destination")?;
     check_buf(buf.addr(), buf.count, &buf.dt)?;
@@ -192,6 +193,7 @@ pub fn check_recv(st: &mut State, buf: &UserBuf, from: &Envelope) -> MpiResult<(
 /// communicator's context id.
 fn check_recv_typed(st: &State, buf: &TypedBuf, from: &Envelope) -> MpiResult<u32> {
     let c = st.comms.get(from.comm)?;
+    super::ulfm::p2p_check(st, c, from.peer)?;
     check_tag(from.tag, true)?;
     check_peer(from.peer, c.size(), true, "source")?;
     check_buf(buf.addr(), buf.count, &buf.dt)?;
@@ -299,9 +301,29 @@ pub fn recv_direct(st: &mut State, buf: &UserBuf, from: &Envelope) -> MpiResult<
 /// checking them against the communicator.
 pub fn probe_context(st: &State, from: &Envelope) -> MpiResult<u32> {
     let c = st.comms.get(from.comm)?;
+    if st.engine.ft.comm_revoked(c) {
+        return Err(super::ulfm::revoked_error());
+    }
     check_tag(from.tag, true)?;
     check_peer(from.peer, c.size(), true, "source")?;
     Ok(c.ctx)
+}
+
+/// `MPI_Probe` on context `ctx` (from [`probe_context`]): waits for a
+/// matching message; fails if the communicator is revoked meanwhile.
+pub fn wait_probe(ctx: u32, source: i32, tag: i32) -> MpiResult<MPI_Status> {
+    super::block_on(|st| match st.engine.probe(ctx, source, tag) {
+        Some(s) => Some(Ok(s)),
+        None => st.engine.ft.revoked(ctx, tag).then(|| Err(super::ulfm::revoked_error())),
+    })?
+}
+
+/// `MPI_Mprobe` on context `ctx`, as [`wait_probe`].
+pub fn wait_mprobe(ctx: u32, source: i32, tag: i32) -> MpiResult<(MPI_Message, MPI_Status)> {
+    super::block_on(|st| match st.engine.mprobe(ctx, source, tag) {
+        Some(m) => Some(Ok(m)),
+        None => st.engine.ft.revoked(ctx, tag).then(|| Err(super::ulfm::revoked_error())),
+    })?
 }
 
 /// The data a `*_replace` call sends, packed first so that the receive may

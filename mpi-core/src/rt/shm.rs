@@ -78,6 +78,9 @@ pub mod kind {
     pub const DATA: u8 = 6;
     pub const CANCEL_REQ: u8 = 7;
     pub const CANCEL_ACK: u8 = 8;
+    /// A communicator was revoked (`MPIX_Comm_revoke`): `ctx` and `len` are
+    /// its context ids, the payload its members (see `rt::ulfm`).
+    pub const REVOKE: u8 = 9;
 }
 
 /// Header of every ring record, followed by `payload` bytes; records start

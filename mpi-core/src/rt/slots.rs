@@ -39,6 +39,10 @@ impl<T> Slots<T> {
         self.free.push(i);
         Some(v)
     }
+    /// The live objects.
+    pub fn iter(&self) -> impl Iterator<Item = &T> {
+        self.slots.iter().flatten()
+    }
     /// Number of live objects.
     pub fn live(&self) -> usize {
         self.slots.len() - self.free.len()

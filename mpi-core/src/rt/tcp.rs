@@ -256,6 +256,11 @@ pub struct Tcp {
     switch: Vec<u8>,
     /// Set once this rank finalizes: peers closing is then expected.
     pub finalizing: bool,
+    /// Peers whose connection was lost or could not be made while failures
+    /// are tolerated (`rt::ulfm`), not yet marked failed by the runtime;
+    /// and every peer given up so (nothing more is written to them).
+    pub lost_peers: Vec<usize>,
+    gone: Vec<usize>,
     /// Largest message sent eagerly to a rank on another host:
     /// `MPICORE_TCP_EAGER_LIMIT`, 64 KiB by default (at most a record's
     /// largest payload). Larger than in shared memory: the socket buffers
@@ -533,6 +538,8 @@ impl Tcp {
             retiring: Vec::new(),
             switch: vec![0; n],
             finalizing: false,
+            lost_peers: Vec::new(),
+            gone: Vec::new(),
             eager_limit: configured_eager_limit(),
             streamed: Vec::new(),
             arrivals: Arrivals::default(),
@@ -613,6 +620,10 @@ impl Tcp {
                 self.poller.add(fd, fd as u64).map_err(|e| last = format!("cannot watch the socket: {e}")).is_ok()
             });
             let (Some(sock), Some(addr)) = (sock, addr) else {
+                if super::ulfm::enabled() {
+                    self.give_up(to);
+                    return;
+                }
                 fatal(format!(
                     "mpi-core: rank {} on host {} cannot connect to rank {to} on host {} ({last}); ending the job",
                     self.me,
@@ -665,6 +676,9 @@ impl Tcp {
     /// the caller's buffer; what the socket does not take (or everything,
     /// behind queued records or the handshake) is queued and written later.
     pub fn write_record(&mut self, to: usize, hdr: &MsgHdr, payload: &[u8]) {
+        if self.gone.contains(&to) {
+            return;
+        }
         let mut h = *hdr;
         h.payload = payload.len() as u32;
         // SAFETY: MsgHdr is plain old data.
@@ -690,7 +704,8 @@ impl Tcp {
     /// takes if nothing was queued before it.
     fn enqueue(&mut self, to: usize, item: Item) {
         self.connect(to);
-        let c = self.out[to].as_mut().expect("connected");
+        // (None: given up, failures being tolerated.)
+        let Some(c) = self.out[to].as_mut() else { return };
         c.queue.push_back(item);
         if c.queue.len() == 1 {
             Self::flush(self.me, &self.keys, self.uid, to, c, &mut self.streamed);
@@ -1016,6 +1031,23 @@ impl Tcp {
         found
     }
 
+    /// Makes sure a connection to `to` exists (failures tolerated: a peer
+    /// that cannot be reached is given up, see [`Tcp::give_up`]).
+    pub fn reach(&mut self, to: usize) {
+        if !self.gone.contains(&to) {
+            self.connect(to);
+        }
+    }
+
+    /// Gives up peer `p` (failures tolerated): the runtime marks it failed,
+    /// nothing more is written to it.
+    fn give_up(&mut self, p: usize) {
+        if !self.gone.contains(&p) {
+            self.gone.push(p);
+            self.lost_peers.push(p);
+        }
+    }
+
     /// Closes connection `c`, which failed for reason `why`: a stranger's
     /// is reported, a peer's ends the job (unless this rank is finalizing).
     fn lost(&mut self, c: Conn, why: String) {
@@ -1025,6 +1057,7 @@ impl Tcp {
             // A process of another job may end any time after it
             // disconnected; if it is needed again, it is dialed again.
             (Some(p), false) if p >= self.keys.world => {}
+            (Some(p), false) if super::ulfm::enabled() => self.give_up(p),
             (Some(p), false) => fatal_link(self.me, p, "lost the connection with", &why),
         }
     }

@@ -255,9 +255,19 @@ impl Transport for ShmTransport {
     /// A rank of this host whose process ended without entering
     /// `MPI_Finalize` (gone, or a zombie its launcher has not reaped).
     fn dead_peer(&self) -> Option<(usize, i32)> {
+        self.dead_peers(&[]).into_iter().next()
+    }
+}
+
+impl ShmTransport {
+    /// The ranks of this host (world rank, pid) whose process ended without
+    /// entering `MPI_Finalize` (gone, or a zombie its launcher has not
+    /// reaped), but those in `known`.
+    pub fn dead_peers(&self, known: &[usize]) -> Vec<(usize, i32)> {
+        let mut dead = Vec::new();
         for (l, &w) in self.local_world.iter().enumerate() {
             let c = self.seg.ctl(l);
-            if l == self.my_local || c.finalized.load(Ordering::Acquire) != 0 {
+            if l == self.my_local || c.finalized.load(Ordering::Acquire) != 0 || known.contains(&w) {
                 continue;
             }
             let pid = c.pid.load(Ordering::Acquire);
@@ -274,9 +284,9 @@ impl Transport for ShmTransport {
                     .unwrap_or(false)
             };
             if gone || zombie() {
-                return Some((w, pid));
+                dead.push((w, pid));
             }
         }
-        None
+        dead
     }
 }
