@@ -233,11 +233,46 @@ pub fn write_comms(path: &Path, comms: &[CommInfo]) -> Result<(), Error> {
     write_batch(path, &comms_batch(comms)?, writer_props(&[], meta))
 }
 
-/// Opens a Parquet file for reading, errors naming the file.
+/// Most rows a Parquet file of a trace may hold per byte of its size.
+/// The best compressed events files of this tool take about a byte per
+/// row (long runs of one call with regular times); a footer announcing far
+/// more is damaged or crafted (run-length encoding can make billions of
+/// rows of a few bytes), and its rows would cost memory far beyond the
+/// file's size.
+pub const MAX_ROWS_PER_BYTE: u64 = 64;
+
+/// Opens a Parquet file for reading, errors naming the file. Only a
+/// regular file is opened, and the row count its footer announces (in
+/// total and per row group) must be plausible for its size
+/// ([`MAX_ROWS_PER_BYTE`]).
 pub fn open_parquet(path: &Path) -> Result<ParquetRecordBatchReaderBuilder<File>, Error> {
-    let file = File::open(path).map_err(|e| Error::Io { path: path.to_path_buf(), source: e })?;
-    ParquetRecordBatchReaderBuilder::try_new(file)
-        .map_err(|e| Error::Parquet { path: path.to_path_buf(), what: e.to_string() })
+    let (file, len) = crate::files::open_regular(path)?;
+    let b = ParquetRecordBatchReaderBuilder::try_new(file)
+        .map_err(|e| Error::Parquet { path: path.to_path_buf(), what: e.to_string() })?;
+    check_rows(path, len, b.metadata())?;
+    Ok(b)
+}
+
+/// Checks the row counts of a Parquet footer against the file's size.
+fn check_rows(path: &Path, len: u64, md: &parquet::file::metadata::ParquetMetaData) -> Result<(), Error> {
+    let max = len.saturating_mul(MAX_ROWS_PER_BYTE);
+    let bad = |what: String| Error::Corrupt { path: path.to_path_buf(), what };
+    let total = md.file_metadata().num_rows();
+    if total < 0 || total as u64 > max {
+        return Err(bad(format!("footer announces {total} rows, implausible for a file of {len} bytes")));
+    }
+    let mut sum = 0u64;
+    for g in md.row_groups() {
+        let n = g.num_rows();
+        if n < 0 {
+            return Err(bad(format!("a row group of {n} rows")));
+        }
+        sum = sum.saturating_add(n as u64);
+    }
+    if sum > max {
+        return Err(bad(format!("row groups of {sum} rows, implausible for a file of {len} bytes")));
+    }
+    Ok(())
 }
 
 /// Reads every batch of a Parquet file and its key-value metadata.
