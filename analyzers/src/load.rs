@@ -177,6 +177,13 @@ impl LastCall {
     }
 }
 
+/// Largest magnitude of a time (ns) the model takes.
+pub const MAX_TIME_NS: i64 = 1 << 61;
+
+fn plausible_time(t: i64) -> bool {
+    (-MAX_TIME_NS..=MAX_TIME_NS).contains(&t)
+}
+
 /// Entries of the call-site cache of a rank builder (a power of two).
 const SITE_CACHE: usize = 64;
 
@@ -197,6 +204,8 @@ pub struct RankBuilder {
     unfinished: Vec<u32>,
     t_max: i64,
     init_site: Option<u64>,
+    /// Rows left out for times no clock gives ([`MAX_TIME_NS`]).
+    skipped: u64,
 }
 
 /// What a rank builder produced, with its local tables.
@@ -228,7 +237,13 @@ impl RankBuilder {
             unfinished: Vec::new(),
             t_max: i64::MIN,
             init_site: None,
+            skipped: 0,
         }
+    }
+
+    /// Rows left out so far for impossible times (reported by the loader).
+    pub fn skipped(&self) -> u64 {
+        self.skipped
     }
 
     /// Reserves room for `rows` rows. Pages of the vectors are only touched
@@ -315,6 +330,13 @@ impl RankBuilder {
 
     /// [`RankBuilder::push`] for any row.
     pub fn push_row<R: RowFields>(&mut self, r: &R) {
+        // A time beyond ±2^61 ns (73 years) is not one a clock gave: the
+        // row is damaged. Within it, the difference of any two times fits
+        // in an i64, which the analyses rely on.
+        if !plausible_time(r.t_start()) || r.t_end().is_some_and(|t| !plausible_time(t)) {
+            self.skipped += 1;
+            return;
+        }
         self.data.rows += 1;
         self.t_max = self.t_max.max(r.t_end().unwrap_or(r.t_start())).max(r.t_start());
         match r.kind() {
@@ -900,6 +922,9 @@ impl ParquetRank {
                 RankRead { problems, ..Default::default() }
             }
             None => {
+                if let Some(p) = skipped_problem(Some(self.path.display().to_string()), self.rank, &self.builder) {
+                    problems.push(p);
+                }
                 RankRead { built: Some(self.builder.finish()), rank_meta: self.rank_meta, comms: Vec::new(), problems }
             }
         }
@@ -932,6 +957,15 @@ fn load_parquet_rank(path: &Path, rank: i32) -> RankRead {
     }
 }
 
+/// The problem of the rows a builder left out for impossible times, if any.
+fn skipped_problem(file: Option<String>, rank: i32, b: &RankBuilder) -> Option<Problem> {
+    (b.skipped() > 0).then(|| Problem {
+        file,
+        rank: Some(rank),
+        what: format!("{} rows with impossible times (beyond ±2^61 ns) left out", b.skipped()),
+    })
+}
+
 /// A rank whose events file could not be opened.
 pub fn unreadable_rank(path: &Path, rank: i32, e: &trace_format::Error) -> RankRead {
     let mut p = Problem::of_error(Some(rank), e);
@@ -956,13 +990,11 @@ pub fn journal_rank(rank: i32, read: &Result<trace_format::RankJournals, trace_f
     };
     let mut b = RankBuilder::new(rank, completeness);
     push_events(&mut b, &rj.events);
-    RankRead {
-        built: Some(b.finish()),
-        rank_meta: Some(rj.meta.clone()),
-        comms: rj.comms.clone(),
-        // These lines name their rank or file already.
-        problems: rj.problems.iter().map(|p| Problem { file: None, rank: None, what: p.clone() }).collect(),
-    }
+    // These lines name their rank or file already.
+    let mut problems: Vec<Problem> =
+        rj.problems.iter().map(|p| Problem { file: None, rank: None, what: p.clone() }).collect();
+    problems.extend(skipped_problem(None, rank, &b));
+    RankRead { built: Some(b.finish()), rank_meta: Some(rj.meta.clone()), comms: rj.comms.clone(), problems }
 }
 
 /// The ranks of a trace already read (by a viewer, along with its level

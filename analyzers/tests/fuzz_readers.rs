@@ -29,17 +29,16 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use analyzers::synth::SynthTrace;
-use trace_format::layout;
 
 /// Cases run by default (in CI).
-const CI_CASES: u64 = 300;
+const CI_CASES: u64 = 500;
 /// Seed of the default sequence.
 const DEFAULT_SEED: u64 = 0x9e37_79b9_7f4a_7c15;
-/// Address space of the child: 1 GiB. Reading these traces of a few
-/// kilobytes needs a small part of it (thread stacks and allocator arenas
-/// are most of it); a size read from a damaged file and trusted would ask
-/// for gigabytes.
-const ADDRESS_SPACE: u64 = 1 << 30;
+/// Address space of the child: 256 MiB. Reading these traces of a few
+/// kilobytes needs a small part of it (the test binary, thread stacks and
+/// allocator arenas are most of it); a size read from a damaged file and
+/// trusted would ask for gigabytes.
+const ADDRESS_SPACE: u64 = 256 << 20;
 /// Longest one case may take before the child is taken to hang.
 const CASE_TIMEOUT: Duration = Duration::from_secs(30);
 

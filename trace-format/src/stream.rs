@@ -53,7 +53,9 @@ pub fn event_batches(path: &Path, columns: &[&str], batch_size: usize) -> Result
     let schema_version = get(SCHEMA_VERSION_KEY).and_then(|v| v.parse().ok());
     let rows = builder.metadata().file_metadata().num_rows();
     let mask = ProjectionMask::columns(builder.parquet_schema(), columns.iter().copied());
-    let reader = builder.with_projection(mask).with_batch_size(batch_size.max(1)).build().map_err(pq)?;
+    let reader = crate::table::guarded(path, || {
+        builder.with_projection(mask).with_batch_size(batch_size.max(1)).build().map_err(pq)
+    })?;
     Ok(EventBatches { reader, path: path.to_path_buf(), rank_meta, schema_version, rows, file_len, failed: false })
 }
 
@@ -85,11 +87,17 @@ impl Iterator for EventBatches {
         if self.failed {
             return None;
         }
-        match self.reader.next()? {
-            Ok(b) => Some(Ok(b)),
-            Err(e) => {
+        let reader = &mut self.reader;
+        match crate::table::guarded(&self.path, || Ok(reader.next())) {
+            Ok(None) => None,
+            Ok(Some(Ok(b))) => Some(Ok(b)),
+            Ok(Some(Err(e))) => {
                 self.failed = true;
                 Some(Err(Error::Parquet { path: self.path.clone(), what: e.to_string() }))
+            }
+            Err(e) => {
+                self.failed = true;
+                Some(Err(e))
             }
         }
     }

@@ -435,17 +435,20 @@ pub fn column_bounds(t0: i64, t1: i64, n: usize, out: &mut Vec<i64>) {
         out.push(t0);
         return;
     }
-    let span = t1 - t0;
-    let ni = n as i64;
+    // In 128 bits: the span of any two i64 fits (a damaged cache file's
+    // span may be the whole range), and every bound lies in [t0, t1].
+    let span = (t1 as i128 - t0 as i128).max(0);
+    let ni = n as i128;
     let (q, rem) = (span / ni, span % ni);
     out.reserve(n + 1);
-    let (mut acc, mut extra) = (0i64, 0i64);
-    for c in 0..=ni {
-        out.push(t0 + q * c + extra);
+    let (mut acc, mut at) = (0i128, t0 as i128);
+    for _ in 0..=n {
+        out.push(at as i64);
+        at += q;
         acc += rem;
         if acc >= ni {
             acc -= ni;
-            extra += 1;
+            at += 1;
         }
     }
 }
@@ -461,6 +464,8 @@ mod tests {
             (5, 6, 7),
             (-100, 1_000_003, 1920),
             (i64::MIN / 2, i64::MAX / 2, 1920),
+            // The whole range (a damaged cache file's span): no overflow.
+            (i64::MIN, i64::MAX, 7),
             (10, 10_000_000_007, 333),
         ] {
             let w = Window::new(t0, t1, n);
