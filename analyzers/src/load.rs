@@ -1170,7 +1170,8 @@ fn load_observed(
         None => inv.rebuilt_meta(rank_metas, "analyzers"),
     };
     let present: std::collections::BTreeSet<i32> = built.iter().map(|b| b.data.rank).collect();
-    // One line per run of missing ranks (a job killed early may miss most).
+    // A line per missing rank, or per run of more than 3 (a job killed
+    // early may miss most of its ranks).
     let mut r = 0;
     while r < meta.ranks as i32 {
         if present.contains(&r) {
@@ -1182,10 +1183,11 @@ fn load_observed(
             r += 1;
         }
         let what = "no events file or journal read: rank missing";
-        problems.push(match r - first {
-            1 => Problem { file: None, rank: Some(first), what: what.into() },
-            _ => Problem { file: None, rank: None, what: format!("ranks {first} to {}: {what}", r - 1) },
-        });
+        if r - first <= 3 {
+            problems.extend((first..r).map(|k| Problem { file: None, rank: Some(k), what: what.into() }));
+        } else {
+            problems.push(Problem { file: None, rank: None, what: format!("ranks {first} to {}: {what}", r - 1) });
+        }
     }
     Ok(assemble(meta, built, comms, problems))
 }

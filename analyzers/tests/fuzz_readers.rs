@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use analyzers::synth::SynthTrace;
 
 /// Cases run by default (in CI).
-const CI_CASES: u64 = 500;
+const CI_CASES: u64 = 400;
 /// Seed of the default sequence.
 const DEFAULT_SEED: u64 = 0x9e37_79b9_7f4a_7c15;
 /// Address space of the child: 256 MiB. Reading these traces of a few
