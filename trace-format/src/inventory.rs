@@ -151,23 +151,29 @@ impl Inventory {
         self.journals.iter().filter(|(r, _)| !self.events.contains_key(r)).map(|(&r, j)| (r, j.as_slice()))
     }
 
-    /// Ranks with neither an events file nor a journal.
+    /// Ranks `meta.json` lists with neither an events file nor a journal
+    /// (none without a usable `meta.json`: file names do not make ranks).
     pub fn missing(&self) -> impl Iterator<Item = i32> + '_ {
-        (0..self.ranks as i32).filter(|r| !self.events.contains_key(r) && !self.journals.contains_key(r))
+        let n = self.meta.as_ref().map_or(0, |_| self.ranks as i32);
+        (0..n).filter(|r| !self.events.contains_key(r) && !self.journals.contains_key(r))
     }
 
-    /// `meta.json` rebuilt from what the ranks' files said of themselves
-    /// (when it is missing or unusable). The rank count is the one all
-    /// those agree on if they do (so that ranks that left no file are
-    /// known), and at least the ranks found; never beyond [`MAX_RANKS`].
+    /// `meta.json` rebuilt from what the ranks read said of themselves
+    /// (when it is missing or unusable; `ranks`: the metadata of the ranks
+    /// whose files were read, each checked against its file's name). The
+    /// rank count is the world size they all agree on, if they do and it
+    /// covers them (so that ranks that left no file are known), else one
+    /// more than the highest of them: never a rank only a file name gave
+    /// (a stray `rank-99999.parquet` would make a trace of 100000 ranks).
     pub fn rebuilt_meta(&self, ranks: Vec<RankMeta>, written_by: &str) -> Meta {
+        let read = ranks.iter().map(|r| r.process.rank.saturating_add(1)).max().unwrap_or(0).max(0) as u32;
         // A rank that did not know the size (no process entry) has no say.
         let sizes: Vec<i32> = ranks.iter().map(|r| r.process.size).filter(|&s| s > 0).collect();
         let agreed = sizes.first().copied().filter(|s| sizes.iter().all(|x| x == s));
         let mut meta = Meta::from_ranks(ranks, written_by);
         meta.ranks = match agreed {
-            Some(s) if s as u32 >= self.ranks && s as u32 <= MAX_RANKS => s as u32,
-            _ => self.ranks,
+            Some(s) if s as u32 >= read && s as u32 <= MAX_RANKS => s as u32,
+            _ => read.min(MAX_RANKS),
         };
         meta.rank_meta.retain(|r| r.process.rank >= 0 && (r.process.rank as u32) < meta.ranks);
         meta
@@ -185,4 +191,87 @@ pub fn check_rank(path: &Path, named: i32, stored: i32, where_: &str) -> Result<
         path: path.to_path_buf(),
         why: format!("holds rank {stored} ({where_}), not rank {named} as its name says"),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::side::ProcessInfo;
+
+    fn rank_meta(rank: i32, size: i32) -> RankMeta {
+        RankMeta { process: ProcessInfo { rank, size, ..Default::default() }, ..Default::default() }
+    }
+
+    fn dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("tf-inventory-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join(layout::EVENTS_DIR)).unwrap();
+        d
+    }
+
+    #[test]
+    fn rank_count_comes_from_meta_json_not_from_file_names() {
+        let d = dir("names");
+        for r in [0, 1, 7, 99999] {
+            std::fs::write(layout::events(&d, r), b"x").unwrap();
+        }
+        // Not a name this tool writes: not read, not a rank.
+        std::fs::write(d.join("events/rank-1.parquet"), b"x").unwrap();
+        Meta::from_ranks((0..4).map(|r| rank_meta(r, 4)).collect(), "test").write(&d.join(layout::META)).unwrap();
+        let inv = Inventory::scan(&d).unwrap();
+        assert_eq!(inv.ranks, 4);
+        assert_eq!(inv.events.keys().copied().collect::<Vec<_>>(), vec![0, 1]);
+        let left: Vec<String> = inv.problems.iter().map(|e| e.to_string()).collect();
+        assert_eq!(left.len(), 2, "{left:?}");
+        assert!(left[0].ends_with("rank-00007.parquet: rank 7 is not one of the 4 ranks of meta.json; left out"));
+        assert!(left[1].contains("rank-99999.parquet: rank 99999"), "{left:?}");
+        assert_eq!(inv.missing().collect::<Vec<_>>(), vec![2, 3]);
+        // Without meta.json every file is read; the rank count is what the
+        // ranks read agree on, never a file name's.
+        std::fs::remove_file(d.join(layout::META)).unwrap();
+        let inv = Inventory::scan(&d).unwrap();
+        assert_eq!((inv.meta_missing, inv.events.len(), inv.missing().count()), (true, 4, 0));
+        assert_eq!(inv.rebuilt_meta(vec![rank_meta(0, 4), rank_meta(1, 4)], "t").ranks, 4, "not the file names");
+        assert_eq!(inv.rebuilt_meta(vec![rank_meta(0, 16), rank_meta(1, 16)], "t").ranks, 16);
+        assert_eq!(inv.rebuilt_meta(vec![rank_meta(0, 16), rank_meta(7, 1 << 30)], "t").ranks, 8);
+        assert_eq!(inv.rebuilt_meta(vec![rank_meta(0, 4), rank_meta(7, 4)], "t").ranks, 8, "fewer than read");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn meta_json_rank_count_is_checked_against_its_entries() {
+        let d = dir("meta");
+        std::fs::write(layout::events(&d, 0), b"x").unwrap();
+        let mut m = Meta::from_ranks((0..4).map(|r| rank_meta(r, 4)).collect(), "test");
+        m.ranks = 4_000_000;
+        m.write(&d.join(layout::META)).unwrap();
+        let inv = Inventory::scan(&d).unwrap();
+        assert!(inv.meta.is_none() && !inv.meta_missing);
+        let e = inv.problems[0].to_string();
+        assert!(e.contains("meta.json: corrupt: 4000000 ranks, more than the 1048576"), "{e}");
+        m.ranks = 1000;
+        m.write(&d.join(layout::META)).unwrap();
+        let e = Inventory::scan(&d).unwrap().problems[0].to_string();
+        assert!(e.contains("says 1000 ranks, but rank 0 says the job had 4"), "{e}");
+        // No entry to confirm it: believed only as far as the files go.
+        m.rank_meta.clear();
+        m.write(&d.join(layout::META)).unwrap();
+        let inv = Inventory::scan(&d).unwrap();
+        assert_eq!(inv.ranks, 1);
+        assert!(inv.problems[0].to_string().contains("says 1000 ranks but has no rank entries"), "{:?}", inv.problems);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn an_unreadable_folder_is_not_an_empty_one() {
+        let e = Inventory::scan(Path::new("/nonexistent/trace")).unwrap_err().to_string();
+        assert!(e.starts_with("/nonexistent/trace: ") && e.contains("No such file"), "{e}");
+        let d = dir("empty");
+        assert!(matches!(Inventory::scan(&d), Err(Error::NotATrace(_))));
+        // Denied folders are tested as another user in
+        // analyzers/cli/tests/damaged.rs (root reads every folder).
+        let denied = Error::io(&d, std::io::ErrorKind::PermissionDenied.into()).to_string();
+        assert_eq!(denied, format!("{}: permission denied", d.display()));
+        std::fs::remove_dir_all(&d).unwrap();
+    }
 }

@@ -132,6 +132,13 @@ fn stray_rank_file_outside_meta_json_is_left_out() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("rank-99999.parquet"));
     let text = std::fs::read_to_string(&csv).unwrap();
     assert_eq!(text.lines().count(), 1 + 4 * 5, "{text}");
+    // Without meta.json the file is read, and left out for the rank in it:
+    // the rank count is what the ranks say, not what a file name says.
+    std::fs::remove_file(dir.join("meta.json")).unwrap();
+    let (r, stderr) = report(&dir);
+    let p = problem(&r, &stderr, "rank-99999.parquet");
+    assert!(p.contains("holds rank 0 (its footer), not rank 99999 as its name says; left out"), "{p}");
+    assert_eq!((r.trace.ranks, r.messages.matched, r.matrix.ranks), (4, 4, 4));
 }
 
 #[test]
