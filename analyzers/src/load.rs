@@ -1191,3 +1191,45 @@ fn load_observed(
     }
     Ok(assemble(meta, built, comms, problems))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synth::event;
+
+    /// A thread number from a damaged file (a journal header, the thread
+    /// column) sizes no table: the builder used to make one entry per
+    /// thread up to it, 8 GB for 0x7fffffff. Completions still find the
+    /// last call of their thread.
+    #[test]
+    fn a_huge_thread_number_sizes_nothing() {
+        let mut b = RankBuilder::new(0, Completeness::Complete);
+        let mut irecv = event(0, Kind::Call, "MPI_Irecv", 100, 110);
+        (irecv.thread, irecv.peer, irecv.tag, irecv.request, irecv.comm) =
+            (i32::MAX, Some(1), Some(3), Some(9), Some(0));
+        let mut wait = event(0, Kind::Call, "MPI_Wait", 200, 300);
+        wait.thread = i32::MAX;
+        let mut done = event(0, Kind::Completion, "MPI_Irecv", 300, 300);
+        (done.thread, done.peer, done.tag, done.request, done.comm) = (i32::MAX, Some(1), Some(3), Some(9), Some(0));
+        let mut other = event(0, Kind::Call, "MPI_Barrier", 150, 160);
+        other.thread = 1;
+        push_events(&mut b, &[irecv, other, wait, done]);
+        assert!(b.last_call.dense.len() <= DENSE_THREADS && b.last_call.more.len() == 1);
+        let r = b.finish();
+        assert_eq!(r.data.recvs.len(), 1);
+        // Posted by the Irecv (call 0), completed in the Wait (call 2).
+        let calls: Vec<(i64, i64)> = r.data.calls.iter().map(|c| (c.t_start, c.t_end)).collect();
+        assert_eq!(calls, vec![(100, 110), (150, 160), (200, 300)]);
+        assert_eq!((r.data.recvs.post(0), r.data.recvs.done(0)), (0, 2));
+    }
+
+    #[test]
+    fn rows_with_impossible_times_are_left_out_and_counted() {
+        let mut b = RankBuilder::new(0, Completeness::Complete);
+        let ok = event(0, Kind::Call, "MPI_Barrier", 100, 200);
+        let bad = event(0, Kind::Call, "MPI_Barrier", i64::MIN + 5, i64::MAX);
+        push_events(&mut b, &[ok, bad]);
+        assert_eq!(b.skipped(), 1);
+        assert_eq!(b.finish().data.calls.len(), 1);
+    }
+}
