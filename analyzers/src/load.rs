@@ -140,6 +140,50 @@ impl Requests {
     }
 }
 
+/// Threads indexed directly by [`LastCall`]; others go to a map.
+const DENSE_THREADS: usize = 256;
+
+/// The last call of each thread of a rank. Thread numbers come from the
+/// file (a journal's header, the `thread` column): a table indexed by them
+/// would be as large as the largest number a damaged file holds, so only
+/// small ones index a table, the rest a map.
+#[derive(Default)]
+struct LastCall {
+    dense: Vec<u32>,
+    more: FastMap<i32, u32>,
+}
+
+impl LastCall {
+    #[inline]
+    fn set(&mut self, thread: i32, call: u32) {
+        let t = thread.max(0) as usize;
+        if t < DENSE_THREADS {
+            if t >= self.dense.len() {
+                self.dense.resize(t + 1, NONE);
+            }
+            self.dense[t] = call;
+        } else {
+            self.more.insert(thread, call);
+        }
+    }
+    #[inline]
+    fn get(&self, thread: i32) -> u32 {
+        let t = thread.max(0) as usize;
+        if t < DENSE_THREADS {
+            self.dense.get(t).copied().unwrap_or(NONE)
+        } else {
+            self.more.get(&thread).copied().unwrap_or(NONE)
+        }
+    }
+}
+
+/// Largest magnitude of a time (ns) the model takes.
+pub const MAX_TIME_NS: i64 = 1 << 61;
+
+fn plausible_time(t: i64) -> bool {
+    (-MAX_TIME_NS..=MAX_TIME_NS).contains(&t)
+}
+
 /// Entries of the call-site cache of a rank builder (a power of two).
 const SITE_CACHE: usize = 64;
 
@@ -155,11 +199,13 @@ pub struct RankBuilder {
     comm_ids: Vec<u64>,
     comm_map: FastMap<u64, u32>,
     /// Last call of each thread (completions belong to it).
-    last_call: Vec<u32>,
+    last_call: LastCall,
     reqs: Requests,
     unfinished: Vec<u32>,
     t_max: i64,
     init_site: Option<u64>,
+    /// Rows left out for times no clock gives ([`MAX_TIME_NS`]).
+    skipped: u64,
 }
 
 /// What a rank builder produced, with its local tables.
@@ -186,12 +232,18 @@ impl RankBuilder {
             site_cache: [(0, NONE); SITE_CACHE],
             comm_ids: Vec::new(),
             comm_map: FastMap::default(),
-            last_call: Vec::new(),
+            last_call: LastCall::default(),
             reqs: Requests::default(),
             unfinished: Vec::new(),
             t_max: i64::MIN,
             init_site: None,
+            skipped: 0,
         }
+    }
+
+    /// Rows left out so far for impossible times (reported by the loader).
+    pub fn skipped(&self) -> u64 {
+        self.skipped
     }
 
     /// Reserves room for `rows` rows. Pages of the vectors are only touched
@@ -278,6 +330,13 @@ impl RankBuilder {
 
     /// [`RankBuilder::push`] for any row.
     pub fn push_row<R: RowFields>(&mut self, r: &R) {
+        // A time beyond ±2^61 ns (73 years) is not one a clock gave: the
+        // row is damaged. Within it, the difference of any two times fits
+        // in an i64, which the analyses rely on.
+        if !plausible_time(r.t_start()) || r.t_end().is_some_and(|t| !plausible_time(t)) {
+            self.skipped += 1;
+            return;
+        }
         self.data.rows += 1;
         self.t_max = self.t_max.max(r.t_end().unwrap_or(r.t_start())).max(r.t_start());
         match r.kind() {
@@ -316,11 +375,7 @@ impl RankBuilder {
             flags: fl,
             site,
         });
-        let t = r.thread().max(0) as usize;
-        if t >= self.last_call.len() {
-            self.last_call.resize(t + 1, NONE);
-        }
-        self.last_call[t] = idx;
+        self.last_call.set(r.thread(), idx);
         let blocking_done = if r.t_end().is_some() { idx } else { NONE };
         let register = |b: &mut RankBuilder, kind: ReqKind, entity: u32| {
             if let Some(q) = r.request() {
@@ -393,8 +448,7 @@ impl RankBuilder {
         if r.flags() & flags::UNKNOWN_REQUEST != 0 {
             return;
         }
-        let t = r.thread().max(0) as usize;
-        let done = self.last_call.get(t).copied().unwrap_or(NONE);
+        let done = self.last_call.get(r.thread());
         if done == NONE {
             return;
         }
@@ -797,7 +851,7 @@ impl ParquetRank {
             _ => Completeness::Partial { reason: "did not finalize (converted after the job)".into() },
         };
         let mut builder = RankBuilder::new(rank, completeness);
-        builder.reserve(batches.rows.max(0) as usize);
+        builder.reserve(batches.rows_to_reserve());
         ParquetRank {
             rank,
             path: path.to_path_buf(),
@@ -845,12 +899,13 @@ impl ParquetRank {
         }
     }
 
-    /// The file is damaged here; the rows read so far are kept.
-    pub fn damaged(&mut self, e: &dyn std::fmt::Display) {
+    /// The file is damaged here (`what`: what is wrong, without the path,
+    /// which the problem names); the rows read so far are kept.
+    pub fn damaged(&mut self, what: &dyn std::fmt::Display) {
         self.problems.push(Problem {
             file: Some(self.path.display().to_string()),
             rank: Some(self.rank),
-            what: format!("{e}; {} of {} rows read", self.builder.data.rows, self.announced),
+            what: format!("{what}; {} of {} rows read", self.builder.data.rows, self.announced),
         });
     }
 
@@ -859,14 +914,17 @@ impl ParquetRank {
         let mut problems = self.problems;
         match self.failed {
             Some(e) => {
-                problems.push(Problem {
-                    file: Some(self.path.display().to_string()),
-                    rank: Some(self.rank),
-                    what: e.to_string(),
-                });
+                let what = match e {
+                    Error::Corrupt { what, .. } => format!("corrupt: {what}"),
+                    e => e.to_string(),
+                };
+                problems.push(Problem { file: Some(self.path.display().to_string()), rank: Some(self.rank), what });
                 RankRead { problems, ..Default::default() }
             }
             None => {
+                if let Some(p) = skipped_problem(Some(self.path.display().to_string()), self.rank, &self.builder) {
+                    problems.push(p);
+                }
                 RankRead { built: Some(self.builder.finish()), rank_meta: self.rank_meta, comms: Vec::new(), problems }
             }
         }
@@ -875,7 +933,7 @@ impl ParquetRank {
 
 /// Streams one rank's events file into the model's builder.
 fn load_parquet_rank(path: &Path, rank: i32) -> RankRead {
-    match trace_format::stream::event_batches(path, COLUMNS, BATCH_ROWS) {
+    match trace_format::stream::rank_batches(path, rank, COLUMNS, BATCH_ROWS) {
         Ok(batches) => {
             let mut loader = ParquetRank::start(path, rank, &batches);
             for batch in batches {
@@ -888,7 +946,7 @@ fn load_parquet_rank(path: &Path, rank: i32) -> RankRead {
                         }
                     }
                     Err(e) => {
-                        loader.damaged(&e);
+                        loader.damaged(&e.what());
                         break;
                     }
                 }
@@ -899,10 +957,20 @@ fn load_parquet_rank(path: &Path, rank: i32) -> RankRead {
     }
 }
 
+/// The problem of the rows a builder left out for impossible times, if any.
+fn skipped_problem(file: Option<String>, rank: i32, b: &RankBuilder) -> Option<Problem> {
+    (b.skipped() > 0).then(|| Problem {
+        file,
+        rank: Some(rank),
+        what: format!("{} rows with impossible times (beyond ±2^61 ns) left out", b.skipped()),
+    })
+}
+
 /// A rank whose events file could not be opened.
 pub fn unreadable_rank(path: &Path, rank: i32, e: &trace_format::Error) -> RankRead {
-    let problems = vec![Problem { file: Some(path.display().to_string()), rank: Some(rank), what: e.to_string() }];
-    RankRead { problems, ..Default::default() }
+    let mut p = Problem::of_error(Some(rank), e);
+    p.file.get_or_insert_with(|| path.display().to_string());
+    RankRead { problems: vec![p], ..Default::default() }
 }
 
 /// A rank read from its journals (a run that did not convert them).
@@ -910,7 +978,7 @@ pub fn journal_rank(rank: i32, read: &Result<trace_format::RankJournals, trace_f
     let rj = match read {
         Ok(rj) => rj,
         Err(e) => {
-            let problems = vec![Problem { file: None, rank: Some(rank), what: e.to_string() }];
+            let problems = vec![Problem::of_error(Some(rank), e)];
             return RankRead { problems, ..Default::default() };
         }
     };
@@ -922,13 +990,11 @@ pub fn journal_rank(rank: i32, read: &Result<trace_format::RankJournals, trace_f
     };
     let mut b = RankBuilder::new(rank, completeness);
     push_events(&mut b, &rj.events);
-    RankRead {
-        built: Some(b.finish()),
-        rank_meta: Some(rj.meta.clone()),
-        comms: rj.comms.clone(),
-        // These lines name their rank or file already.
-        problems: rj.problems.iter().map(|p| Problem { file: None, rank: None, what: p.clone() }).collect(),
-    }
+    // These lines name their rank or file already.
+    let mut problems: Vec<Problem> =
+        rj.problems.iter().map(|p| Problem { file: None, rank: None, what: p.clone() }).collect();
+    problems.extend(skipped_problem(None, rank, &b));
+    RankRead { built: Some(b.finish()), rank_meta: Some(rj.meta.clone()), comms: rj.comms.clone(), problems }
 }
 
 /// The ranks of a trace already read (by a viewer, along with its level
@@ -988,7 +1054,7 @@ pub fn symbolize_sites(m: &mut Model, sym: &mut trace_format::Symbolizer) -> usi
 type Loaded = (Vec<BuiltRank>, Vec<trace_format::side::CommInfo>, Vec<Problem>, Vec<trace_format::RankMeta>);
 
 enum Job {
-    Parquet(i32),
+    Parquet(i32, std::path::PathBuf),
     Journal(i32),
 }
 
@@ -1023,34 +1089,22 @@ fn load_observed(
     ranks_read: Option<&RanksRead>,
 ) -> Result<Model, Error> {
     let meta_path = dir.join(layout::META);
-    let mut problems = Vec::new();
-    let meta = if meta_path.exists() {
-        match Meta::read(&meta_path) {
-            Ok(m) => Some(m),
-            Err(e) => {
-                problems.push(Problem { file: Some(meta_path.display().to_string()), rank: None, what: e.to_string() });
-                None
-            }
-        }
-    } else {
-        None
-    };
-    let parquet = layout::ranks_in(dir, layout::EVENTS_DIR, ".parquet");
-    let journals: Vec<i32> =
-        layout::ranks_in(dir, layout::JOURNAL_DIR, ".journal").into_iter().filter(|r| !parquet.contains(r)).collect();
-    if meta.is_none() && parquet.is_empty() && journals.is_empty() {
-        return Err(Error::NotATrace(dir.to_path_buf()));
-    }
-    if meta.is_none() && meta_path.exists() {
-        // already reported
-    } else if meta.is_none() {
+    // The rank count and the files worth reading, checked (see
+    // trace_format::inventory): files of ranks outside meta.json, FIFOs and
+    // devices are reported and left out here.
+    let inv = trace_format::inventory::Inventory::scan(dir).map_err(|e| match e {
+        trace_format::Error::NotATrace(p) => Error::NotATrace(p),
+        e => Error::Trace(e),
+    })?;
+    let mut problems: Vec<Problem> = inv.problems.iter().map(|e| Problem::of_error(None, e)).collect();
+    if inv.meta_missing {
         problems.push(Problem {
             file: Some(meta_path.display().to_string()),
             rank: None,
             what: "missing; rebuilt from the rank files".into(),
         });
     }
-    if let Some(m) = &meta {
+    if let Some(m) = &inv.meta {
         if m.schema_version > trace_format::SCHEMA_VERSION {
             problems.push(Problem {
                 file: Some(meta_path.display().to_string()),
@@ -1063,34 +1117,35 @@ fn load_observed(
             });
         }
     }
-    let jobs: Vec<Job> =
-        parquet.iter().map(|&r| Job::Parquet(r)).chain(journals.iter().map(|&r| Job::Journal(r))).collect();
+    let jobs: Vec<Job> = inv
+        .events
+        .iter()
+        .map(|(&r, p)| Job::Parquet(r, p.clone()))
+        .chain(inv.journal_only().map(|(r, _)| Job::Journal(r)))
+        .collect();
     let next = AtomicUsize::new(0);
     let out: Mutex<Loaded> = Mutex::new((Vec::new(), Vec::new(), Vec::new(), Vec::new()));
     let done = AtomicUsize::new(0);
     let work = || loop {
         let i = next.fetch_add(1, Ordering::Relaxed);
         let Some(job) = jobs.get(i) else { break };
-        let read = match *job {
-            Job::Parquet(rank) => {
-                let cpath = layout::comms(dir, rank);
-                let comms = trace_format::table::read_comms(&cpath);
-                let mut read = ranks_read
-                    .and_then(|r| r.take(rank))
-                    .unwrap_or_else(|| load_parquet_rank(&layout::events(dir, rank), rank));
-                match comms {
-                    Ok(c) => read.comms = c,
-                    Err(e) => read.problems.push(Problem {
-                        file: Some(cpath.display().to_string()),
-                        rank: Some(rank),
-                        what: e.to_string(),
-                    }),
+        let read = match job {
+            Job::Parquet(rank, path) => {
+                let rank = *rank;
+                let mut read = ranks_read.and_then(|r| r.take(rank)).unwrap_or_else(|| load_parquet_rank(path, rank));
+                // The communicators of a rank whose events are left out are not read either.
+                if read.built.is_some() {
+                    let cpath = layout::comms(dir, rank);
+                    match trace_format::table::read_comms(&cpath) {
+                        Ok(c) => read.comms = c,
+                        Err(e) => read.problems.push(Problem::of_error(Some(rank), &e)),
+                    }
                 }
                 read
             }
             Job::Journal(rank) => ranks_read
-                .and_then(|r| r.take(rank))
-                .unwrap_or_else(|| journal_rank(rank, &trace_format::read_rank_journals(dir, rank))),
+                .and_then(|r| r.take(*rank))
+                .unwrap_or_else(|| journal_rank(*rank, &trace_format::read_rank_journals(dir, *rank))),
         };
         let mut o = out.lock().unwrap_or_else(|e| e.into_inner());
         o.0.extend(read.built);
@@ -1110,16 +1165,71 @@ fn load_observed(
     let mut probs = probs;
     probs.sort_by(|a, b| (a.rank, &a.what).cmp(&(b.rank, &b.what)));
     problems.extend(probs);
-    let meta = meta.unwrap_or_else(|| Meta::from_ranks(rank_metas, "analyzers"));
-    let present: Vec<i32> = built.iter().map(|b| b.data.rank).collect();
-    for r in 0..meta.ranks as i32 {
-        if !present.contains(&r) {
-            problems.push(Problem {
-                file: None,
-                rank: Some(r),
-                what: "no events file and no journal: rank missing".into(),
-            });
+    let meta = match inv.meta.clone() {
+        Some(m) => m,
+        None => inv.rebuilt_meta(rank_metas, "analyzers"),
+    };
+    let present: std::collections::BTreeSet<i32> = built.iter().map(|b| b.data.rank).collect();
+    // A line per missing rank, or per run of more than 3 (a job killed
+    // early may miss most of its ranks).
+    let mut r = 0;
+    while r < meta.ranks as i32 {
+        if present.contains(&r) {
+            r += 1;
+            continue;
+        }
+        let first = r;
+        while r < meta.ranks as i32 && !present.contains(&r) {
+            r += 1;
+        }
+        let what = "no events file or journal read: rank missing";
+        if r - first <= 3 {
+            problems.extend((first..r).map(|k| Problem { file: None, rank: Some(k), what: what.into() }));
+        } else {
+            problems.push(Problem { file: None, rank: None, what: format!("ranks {first} to {}: {what}", r - 1) });
         }
     }
     Ok(assemble(meta, built, comms, problems))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synth::event;
+
+    /// A thread number from a damaged file (a journal header, the thread
+    /// column) sizes no table: the builder used to make one entry per
+    /// thread up to it, 8 GB for 0x7fffffff. Completions still find the
+    /// last call of their thread.
+    #[test]
+    fn a_huge_thread_number_sizes_nothing() {
+        let mut b = RankBuilder::new(0, Completeness::Complete);
+        let mut irecv = event(0, Kind::Call, "MPI_Irecv", 100, 110);
+        (irecv.thread, irecv.peer, irecv.tag, irecv.request, irecv.comm) =
+            (i32::MAX, Some(1), Some(3), Some(9), Some(0));
+        let mut wait = event(0, Kind::Call, "MPI_Wait", 200, 300);
+        wait.thread = i32::MAX;
+        let mut done = event(0, Kind::Completion, "MPI_Irecv", 300, 300);
+        (done.thread, done.peer, done.tag, done.request, done.comm) = (i32::MAX, Some(1), Some(3), Some(9), Some(0));
+        let mut other = event(0, Kind::Call, "MPI_Barrier", 150, 160);
+        other.thread = 1;
+        push_events(&mut b, &[irecv, other, wait, done]);
+        assert!(b.last_call.dense.len() <= DENSE_THREADS && b.last_call.more.len() == 1);
+        let r = b.finish();
+        assert_eq!(r.data.recvs.len(), 1);
+        // Posted by the Irecv (call 0), completed in the Wait (call 2).
+        let calls: Vec<(i64, i64)> = r.data.calls.iter().map(|c| (c.t_start, c.t_end)).collect();
+        assert_eq!(calls, vec![(100, 110), (150, 160), (200, 300)]);
+        assert_eq!((r.data.recvs.post(0), r.data.recvs.done(0)), (0, 2));
+    }
+
+    #[test]
+    fn rows_with_impossible_times_are_left_out_and_counted() {
+        let mut b = RankBuilder::new(0, Completeness::Complete);
+        let ok = event(0, Kind::Call, "MPI_Barrier", 100, 200);
+        let bad = event(0, Kind::Call, "MPI_Barrier", i64::MIN + 5, i64::MAX);
+        push_events(&mut b, &[ok, bad]);
+        assert_eq!(b.skipped(), 1);
+        assert_eq!(b.finish().data.calls.len(), 1);
+    }
 }

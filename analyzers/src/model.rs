@@ -186,6 +186,18 @@ pub struct Problem {
     pub what: String,
 }
 
+impl Problem {
+    /// A problem from a trace-format error: the file it names becomes the
+    /// problem's file, and the message is kept without it (so that the
+    /// file is named once).
+    pub fn of_error(rank: Option<i32>, e: &trace_format::Error) -> Problem {
+        match e.path() {
+            Some(p) => Problem { file: Some(p.display().to_string()), rank, what: e.what() },
+            None => Problem { file: None, rank, what: e.to_string() },
+        }
+    }
+}
+
 impl std::fmt::Display for Problem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match (&self.file, self.rank) {

@@ -251,6 +251,59 @@ impl SynthTrace {
     }
 }
 
+impl SynthTrace {
+    /// Writes the trace as a run that left only journals and side files
+    /// (as a crashed job does: no events files), with a `meta.json` unless
+    /// `meta` is false. Times are written as CLOCK_MONOTONIC nanoseconds;
+    /// calls must be names of the MPI API table.
+    pub fn write_journals(&self, dir: &Path, meta: bool) -> Result<(), Error> {
+        use trace_format::journal::{ClockKind, JournalHeader, JournalWriter};
+        use trace_format::record::{head, Record, NONE_I32, NONE_I64, NO_COMM, NO_RANK};
+        use trace_format::side::{SideEntry, SideWriter};
+        let jdir = dir.join(layout::JOURNAL_DIR);
+        std::fs::create_dir_all(&jdir).map_err(|e| Error::Io { path: jdir.clone(), source: e })?;
+        for (r, evs) in self.ranks.iter().enumerate() {
+            let rank = r as i32;
+            let rm = self.meta(rank);
+            let mut side = SideWriter::open(&layout::side(dir, rank))?;
+            side.write(&SideEntry::Process(rm.process.clone()))?;
+            side.write(&SideEntry::Comm(CommInfo { slot: 0, ..world(self.ranks.len()) }))?;
+            let header = JournalHeader { clock: ClockKind::MonotonicNs, pid: 1, thread: 0, rank, table_len: 0 };
+            let mut j = JournalWriter::create(&layout::journal(dir, rank, 0), header)?;
+            for e in evs {
+                let Some(call) = trace_format::events::call_id(&e.call) else { continue };
+                j.append(&Record {
+                    head: head(call, e.kind, e.flags),
+                    rc: e.rc.unwrap_or(0),
+                    t_enter: e.t_start as u64,
+                    t_exit: e.t_end.unwrap_or(0) as u64,
+                    site: e.site.unwrap_or(0),
+                    comm: if e.comm.is_some() { 0 } else { NO_COMM },
+                    peer: e.peer.unwrap_or(NO_RANK),
+                    tag: e.tag.unwrap_or(NONE_I32),
+                    datatype: e.datatype.unwrap_or(NONE_I32),
+                    count: e.count.unwrap_or(NONE_I64),
+                    bytes: e.bytes.unwrap_or(NONE_I64),
+                    seq: e.seq.unwrap_or(NONE_I64),
+                    request: e.request.unwrap_or(NONE_I32),
+                    root: e.root.unwrap_or(NO_RANK),
+                    op: e.op.unwrap_or(NONE_I32),
+                    aux: e.aux.unwrap_or(NONE_I32),
+                    recv_bytes: e.recv_bytes.unwrap_or(NONE_I64),
+                })?;
+            }
+            if rm.finalized {
+                side.write(&SideEntry::Finalized)?;
+            }
+        }
+        if meta {
+            let meta = Meta::from_ranks((0..self.ranks.len() as i32).map(|r| self.meta(r)).collect(), "synthetic");
+            meta.write(&dir.join(layout::META))?;
+        }
+        Ok(())
+    }
+}
+
 fn world(n: usize) -> CommInfo {
     CommInfo { id: 0, call: "predefined".into(), members: (0..n as i32).collect(), ..Default::default() }
 }

@@ -103,7 +103,7 @@ fn opt64(v: i64) -> Option<i64> {
 pub fn events_from_journals(
     rank: i32,
     side: &Side,
-    journals: &[PathBuf],
+    journals: &[(u32, PathBuf)],
     clock: ClockMap,
     problems: &mut Vec<String>,
 ) -> (Vec<Event>, bool) {
@@ -117,7 +117,7 @@ pub fn events_from_journals(
 pub fn stream_events(
     rank: i32,
     side: &Side,
-    journals: &[PathBuf],
+    journals: &[(u32, PathBuf)],
     clock: ClockMap,
     problems: &mut Vec<String>,
     chunk: usize,
@@ -131,8 +131,8 @@ pub fn stream_events(
     let mut out = Vec::new();
     let mut missing_slots = 0usize;
     let mut whole = true;
-    for path in journals {
-        let mut j = match ChunkReader::open(path) {
+    for (thread, path) in journals {
+        let mut j = match ChunkReader::open(path).and_then(|j| j.check_name(rank, *thread).map(|()| j)) {
             Ok(j) => j,
             Err(e) => {
                 problems.push(e.to_string());

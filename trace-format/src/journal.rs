@@ -277,21 +277,37 @@ pub struct ChunkReader {
 }
 
 impl ChunkReader {
-    /// Opens a journal; errors only if the header is unreadable.
+    /// Opens a journal; errors only if the header is unreadable (or the
+    /// file is not a regular file: a FIFO is refused, not waited on).
     pub fn open(path: &Path) -> Result<Self, Error> {
         use std::io::Read;
-        let io = |e| Error::Io { path: path.to_path_buf(), source: e };
-        let file = File::open(path).map_err(io)?;
+        let (file, _) = crate::files::open_regular(path)?;
         let mut file = std::io::BufReader::with_capacity(1 << 20, file);
         let mut head = Vec::with_capacity(RECORD_SIZE);
-        (&mut file).take(RECORD_SIZE as u64).read_to_end(&mut head).map_err(io)?;
+        (&mut file).take(RECORD_SIZE as u64).read_to_end(&mut head).map_err(|e| Error::io(path, e))?;
         let header = JournalHeader::from_bytes(path, &head)?;
         Ok(ChunkReader { file, path: path.to_path_buf(), header, slot: 1, end: None })
     }
 
+    /// Checks the header against the file's name (`rank-RRRRR.tT.journal`):
+    /// the thread index must be `T` and the rank `R` (or -1, written by a
+    /// process that did not know its rank yet). The thread index sizes
+    /// per-thread tables of the readers: a damaged one must not be used.
+    pub fn check_name(&self, rank: i32, thread: u32) -> Result<(), Error> {
+        if self.header.rank != rank && self.header.rank != -1 {
+            crate::inventory::check_rank(&self.path, rank, self.header.rank, "its header")?;
+        }
+        if self.header.thread != thread {
+            return Err(Error::LeftOut {
+                path: self.path.clone(),
+                why: format!("header says thread {}, its name thread {thread}", self.header.thread),
+            });
+        }
+        Ok(())
+    }
+
     /// Up to `max` further records; empty once the journal is over.
     pub fn next_chunk(&mut self, max: usize) -> Vec<Record> {
-        use std::io::Read;
         let mut out = Vec::new();
         if self.end.is_some() {
             return out;
@@ -311,16 +327,21 @@ impl ChunkReader {
                 continue;
             }
             // A free slot: the journal ends here, unless records follow.
+            // The writer grows the file a chunk at a time, so a clean end
+            // has zeros to the end of its chunk; a hole left by a record
+            // never published is within the same or the next chunk. The
+            // rest of a longer file (a sparse file of a terabyte) is not
+            // read: scanning it would take as long as its size.
             let mut end = JournalEnd::Clean;
             let mut slot = self.slot;
-            while read_full(&mut self.file, &mut buf) == RECORD_SIZE {
+            let scan_end = (slot / SLOTS_PER_CHUNK + 2) * SLOTS_PER_CHUNK;
+            while slot < scan_end && read_full(&mut self.file, &mut buf) == RECORD_SIZE {
                 if buf[..4] != [0, 0, 0, 0] {
                     end = JournalEnd::Hole { at_slot: slot };
                     break;
                 }
                 slot += 1;
             }
-            let _ = self.file.by_ref().bytes().count();
             self.end = Some(end);
             break;
         }

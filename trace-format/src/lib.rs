@@ -22,6 +22,8 @@
 
 pub mod columns;
 pub mod events;
+pub mod files;
+pub mod inventory;
 pub mod journal;
 pub mod meta;
 pub mod private;
@@ -44,19 +46,64 @@ pub use symbolize::{Site, Symbolizer};
 /// dictionary-encoded (half the bytes per event of 1). Readers read both.
 pub const SCHEMA_VERSION: u32 = 2;
 
-/// Errors of reading and writing traces; each names the file concerned.
+/// Errors of reading and writing traces; each names the file concerned
+/// (once: the message of [`Error::what`] is the same without the path).
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
+    #[error("{0}: permission denied")]
+    Denied(PathBuf),
+    /// A FIFO, device, socket or directory where a trace file should be:
+    /// refused without being opened.
+    #[error("{path}: {kind} in place of a trace file; not opened")]
+    NotAFile { path: PathBuf, kind: &'static str },
     #[error("{path}: corrupt: {what}")]
     Corrupt { path: PathBuf, what: String },
+    /// A file that contradicts `meta.json` or its own name (a rank outside
+    /// the job, another rank's data): not read, the rest of the trace is.
+    #[error("{path}: {why}; left out")]
+    LeftOut { path: PathBuf, why: String },
     #[error("{path}: parquet: {what}")]
     Parquet { path: PathBuf, what: String },
     #[error("arrow: {0}")]
     Arrow(String),
     #[error("{0}: not a trace directory (no meta.json, events or journals)")]
     NotATrace(PathBuf),
+}
+
+impl Error {
+    /// An I/O error on `path`; "permission denied" gets a plain message.
+    pub fn io(path: &Path, e: std::io::Error) -> Error {
+        if e.kind() == std::io::ErrorKind::PermissionDenied {
+            Error::Denied(path.to_path_buf())
+        } else {
+            Error::Io { path: path.to_path_buf(), source: e }
+        }
+    }
+
+    /// The file or folder concerned, if any.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            Error::Io { path, .. }
+            | Error::NotAFile { path, .. }
+            | Error::Corrupt { path, .. }
+            | Error::LeftOut { path, .. }
+            | Error::Parquet { path, .. } => Some(path),
+            Error::Denied(path) | Error::NotATrace(path) => Some(path),
+            Error::Arrow(_) => None,
+        }
+    }
+
+    /// What is wrong, without the path (for a message that names the file
+    /// elsewhere, so that it is named once).
+    pub fn what(&self) -> String {
+        let full = self.to_string();
+        match self.path().map(|p| format!("{}: ", p.display())) {
+            Some(prefix) if full.starts_with(&prefix) => full[prefix.len()..].to_string(),
+            _ => full,
+        }
+    }
 }
 
 /// File names inside a trace directory.
@@ -105,8 +152,9 @@ pub mod layout {
         v
     }
 
-    /// Journal files of a rank, sorted by thread index.
-    pub fn journals_of(dir: &Path, rank: i32) -> Vec<PathBuf> {
+    /// Journal files of a rank and their thread index, sorted by it (names
+    /// as [`journal`] writes them only).
+    pub fn journals_of(dir: &Path, rank: i32) -> Vec<(u32, PathBuf)> {
         let mut v: Vec<(u32, PathBuf)> = std::fs::read_dir(dir.join(JOURNAL_DIR))
             .into_iter()
             .flatten()
@@ -115,11 +163,12 @@ pub mod layout {
                 let n = e.file_name().to_string_lossy().into_owned();
                 let (r, rest) = parse(&n)?;
                 let t: u32 = rest.strip_prefix('t')?.strip_suffix(".journal")?.parse().ok()?;
-                (r == rank).then(|| (t, e.path()))
+                let canonical = journal(Path::new(""), r, t);
+                (r == rank && canonical.file_name().is_some_and(|c| *c == *n)).then(|| (t, e.path()))
             })
             .collect();
         v.sort();
-        v.into_iter().map(|(_, p)| p).collect()
+        v
     }
 }
 
@@ -157,7 +206,7 @@ pub struct RankJournals {
 /// The raw journals and side file of a rank.
 struct LoadedRank {
     side: side::Side,
-    journals: Vec<PathBuf>,
+    journals: Vec<(u32, PathBuf)>,
     meta: RankMeta,
     clock: meta::ClockMap,
     complete: bool,
@@ -166,11 +215,32 @@ struct LoadedRank {
 
 fn load_rank(dir: &Path, rank: i32) -> Result<LoadedRank, Error> {
     let side_path = layout::side(dir, rank);
-    let side = if side_path.exists() { side::read_side(&side_path)? } else { side::Side::default() };
-    let mut problems = side.bad_lines.clone();
-    if !side_path.exists() {
-        problems.push(format!("{}: missing; communicators and clocks unknown", side_path.display()));
-    }
+    let mut problems = Vec::new();
+    // A side file that cannot be used (another rank's, a FIFO, too large)
+    // costs the rank its communicators and clocks, not its journals.
+    let side = match std::fs::symlink_metadata(&side_path) {
+        Err(_) => {
+            problems.push(format!("{}: missing; communicators and clocks unknown", side_path.display()));
+            side::Side::default()
+        }
+        Ok(_) => match side::read_side(&side_path) {
+            Ok(s) => {
+                let stored = s.process().map(|p| p.rank);
+                match stored.map(|r| inventory::check_rank(&side_path, rank, r, "its process entry")) {
+                    Some(Err(e)) => {
+                        problems.push(e.to_string());
+                        side::Side::default()
+                    }
+                    _ => s,
+                }
+            }
+            Err(e) => {
+                problems.push(format!("{e}; communicators and clocks unknown"));
+                side::Side::default()
+            }
+        },
+    };
+    problems.extend(side.bad_lines.iter().cloned());
     let journals = layout::journals_of(dir, rank);
     let complete = side.finalized();
     let process = side.process().cloned().unwrap_or(side::ProcessInfo { rank, ..Default::default() });
@@ -252,7 +322,7 @@ pub fn convert_rank(dir: &Path, rank: i32, keep_journals: bool) -> Result<Conver
     table::write_comms(&comm_path, &comms)?;
     let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
     if !keep_journals {
-        for p in layout::journals_of(dir, rank) {
+        for (_, p) in layout::journals_of(dir, rank) {
             let _ = std::fs::remove_file(p);
         }
         let _ = std::fs::remove_file(layout::side(dir, rank));
@@ -284,7 +354,7 @@ pub fn finish_dir(dir: &Path, launch_command: &[String], keep_journals: bool) ->
     let mtime = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
     for rank in layout::ranks_in(dir, layout::JOURNAL_DIR, ".journal") {
         let converted = mtime(&layout::events(dir, rank));
-        let newest = layout::journals_of(dir, rank).iter().filter_map(|p| mtime(p)).max();
+        let newest = layout::journals_of(dir, rank).iter().filter_map(|(_, p)| mtime(p)).max();
         if converted.is_some() && converted >= newest {
             continue;
         }
@@ -300,6 +370,13 @@ pub fn finish_dir(dir: &Path, launch_command: &[String], keep_journals: bool) ->
     for rank in layout::ranks_in(dir, layout::EVENTS_DIR, ".parquet") {
         let path = layout::events(dir, rank);
         match table::read_parquet_meta(&path) {
+            // A copy of another rank's file would count that rank twice.
+            Ok(Some(m)) if m.process.rank != rank => fin.problems.push(
+                inventory::check_rank(&path, rank, m.process.rank, "its footer")
+                    .err()
+                    .map(|e| e.to_string())
+                    .unwrap_or_default(),
+            ),
             Ok(Some(m)) => ranks.push(m),
             Ok(None) => fin.problems.push(format!("{}: no rank metadata in footer", path.display())),
             Err(e) => fin.problems.push(e.to_string()),

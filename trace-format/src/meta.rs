@@ -25,6 +25,11 @@ pub struct RankMeta {
     pub build_ids: std::collections::BTreeMap<String, String>,
 }
 
+/// Most ranks a trace may have (`meta.json`, a rank file's name or
+/// metadata): readers allocate per rank, and refuse counts beyond this
+/// rather than trying to allocate for them.
+pub const MAX_RANKS: u32 = 1 << 20;
+
 /// Key of the rank metadata (JSON of [`RankMeta`]) in a Parquet footer.
 pub const RANK_META_KEY: &str = "mpitrace.rank";
 
@@ -91,9 +96,39 @@ impl Meta {
         }
     }
 
+    /// Reads and checks `meta.json`: it must be a regular file of at most
+    /// [`crate::files::META_MAX_BYTES`], and its rank count must agree with
+    /// the rank entries it holds ([`Meta::check`]).
     pub fn read(path: &Path) -> Result<Meta, Error> {
-        let text = std::fs::read(path).map_err(|e| Error::Io { path: path.to_path_buf(), source: e })?;
-        serde_json::from_slice(&text).map_err(|e| Error::Corrupt { path: path.to_path_buf(), what: e.to_string() })
+        let text = crate::files::read_capped(path, crate::files::META_MAX_BYTES, "meta.json")?;
+        let meta: Meta = serde_json::from_slice(&text)
+            .map_err(|e| Error::Corrupt { path: path.to_path_buf(), what: e.to_string() })?;
+        meta.check().map_err(|what| Error::Corrupt { path: path.to_path_buf(), what })?;
+        Ok(meta)
+    }
+
+    /// Whether the rank count is one a reader can believe: at most
+    /// [`MAX_RANKS`], and equal to the world size each rank entry reports,
+    /// every entry's rank within it. The rank count sizes what the readers
+    /// allocate per rank (and per pair of ranks), so it is checked against
+    /// the rest of the file before anything is allocated for it.
+    pub fn check(&self) -> Result<(), String> {
+        if self.ranks > MAX_RANKS {
+            return Err(format!("{} ranks, more than the {MAX_RANKS} this tool reads", self.ranks));
+        }
+        if self.rank_meta.len() > self.ranks as usize {
+            return Err(format!("{} rank entries for {} ranks", self.rank_meta.len(), self.ranks));
+        }
+        for r in &self.rank_meta {
+            let p = &r.process;
+            if p.rank < 0 || p.rank as u32 >= self.ranks {
+                return Err(format!("an entry of rank {} in a job of {} ranks", p.rank, self.ranks));
+            }
+            if p.size != 0 && p.size as i64 != self.ranks as i64 {
+                return Err(format!("says {} ranks, but rank {} says the job had {}", self.ranks, p.rank, p.size));
+            }
+        }
+        Ok(())
     }
 
     /// Writes atomically (temporary file and rename).

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::events::Event;
+use crate::inventory::Inventory;
 use crate::meta::{Meta, RankMeta};
 use crate::side::CommInfo;
 use crate::{layout, table, Error};
@@ -55,29 +56,18 @@ impl Trace {
     /// Opens the trace in `dir`. Fails only when `dir` holds no trace at
     /// all; unreadable parts are skipped and listed in [`Trace::problems`].
     pub fn open(dir: &Path) -> Result<Trace, Error> {
-        let mut problems = Vec::new();
-        let meta_path = dir.join(layout::META);
-        let meta = if meta_path.exists() {
-            match Meta::read(&meta_path) {
-                Ok(m) => Some(m),
-                Err(e) => {
-                    problems.push(e.to_string());
-                    None
-                }
-            }
-        } else {
-            None
-        };
-        let parquet_ranks = layout::ranks_in(dir, layout::EVENTS_DIR, ".parquet");
-        let journal_ranks = layout::ranks_in(dir, layout::JOURNAL_DIR, ".journal");
-        if meta.is_none() && parquet_ranks.is_empty() && journal_ranks.is_empty() {
-            return Err(Error::NotATrace(dir.to_path_buf()));
-        }
+        let inv = Inventory::scan(dir)?;
+        let mut problems: Vec<String> = inv.problems.iter().map(|e| e.to_string()).collect();
         let mut ranks = BTreeMap::new();
         let mut comms = BTreeMap::new();
-        for &rank in &parquet_ranks {
-            let path = layout::events(dir, rank);
-            match table::read_events(&path) {
+        for (&rank, path) in &inv.events {
+            let read = table::read_events(path).and_then(|(events, rmeta)| {
+                if let Some(m) = &rmeta {
+                    crate::inventory::check_rank(path, rank, m.process.rank, "its footer")?;
+                }
+                Ok((events, rmeta))
+            });
+            match read {
                 Ok((events, rmeta)) => {
                     let completeness = match &rmeta {
                         Some(m) if m.finalized => Completeness::Complete,
@@ -85,7 +75,10 @@ impl Trace {
                     };
                     ranks.insert(rank, RankTrace { rank, completeness, source: Source::Parquet, meta: rmeta, events });
                 }
-                Err(e) => problems.push(e.to_string()),
+                Err(e) => {
+                    problems.push(e.to_string());
+                    continue;
+                }
             }
             let cpath = layout::comms(dir, rank);
             match table::read_comms(&cpath) {
@@ -93,8 +86,7 @@ impl Trace {
                 Err(e) => problems.push(e.to_string()),
             }
         }
-        let leftover: Vec<i32> = journal_ranks.into_iter().filter(|r| !ranks.contains_key(r)).collect();
-        for rank in leftover {
+        for (rank, _) in inv.journal_only() {
             match crate::read_rank_journals(dir, rank) {
                 Ok(rj) => {
                     let completeness = if rj.complete {
@@ -121,11 +113,14 @@ impl Trace {
                 Err(e) => problems.push(e.to_string()),
             }
         }
-        let meta = match meta {
-            Some(m) => m,
+        let meta = match &inv.meta {
+            Some(m) => m.clone(),
             None => {
-                problems.push(format!("{}: missing; rebuilt from the rank files", meta_path.display()));
-                Meta::from_ranks(ranks.values().filter_map(|r| r.meta.clone()).collect(), "reader")
+                if inv.meta_missing {
+                    let meta_path = dir.join(layout::META);
+                    problems.push(format!("{}: missing; rebuilt from the rank files", meta_path.display()));
+                }
+                inv.rebuilt_meta(ranks.values().filter_map(|r| r.meta.clone()).collect(), "reader")
             }
         };
         for rank in 0..meta.ranks as i32 {

@@ -210,7 +210,7 @@ impl Side {
 
 /// Reads a side file, keeping every line that parses.
 pub fn read_side(path: &Path) -> Result<Side, Error> {
-    let text = std::fs::read(path).map_err(|e| Error::Io { path: path.to_path_buf(), source: e })?;
+    let text = crate::files::read_capped(path, crate::files::SIDE_MAX_BYTES, "side file")?;
     let mut side = Side::default();
     for (i, line) in text.split(|&b| b == b'\n').enumerate() {
         if line.is_empty() {

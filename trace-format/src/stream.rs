@@ -5,12 +5,11 @@
 //! Added for the analyzers (issue 7); [`crate::table::read_events`] remains
 //! the way to get whole [`crate::Event`]s.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use arrow_array::RecordBatch;
-use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReader;
 use parquet::arrow::ProjectionMask;
 
 use crate::meta::{RankMeta, RANK_META_KEY};
@@ -36,6 +35,8 @@ pub struct EventBatches {
     pub schema_version: Option<u32>,
     /// Number of rows the footer announces.
     pub rows: i64,
+    /// Size of the file in bytes.
+    pub file_len: u64,
     failed: bool,
 }
 
@@ -43,17 +44,39 @@ pub struct EventBatches {
 /// absent from the file are simply not returned) in batches of `batch_size`.
 pub fn event_batches(path: &Path, columns: &[&str], batch_size: usize) -> Result<EventBatches, Error> {
     let pq = |e: parquet::errors::ParquetError| Error::Parquet { path: path.to_path_buf(), what: e.to_string() };
-    let file = File::open(path).map_err(|e| Error::Io { path: path.to_path_buf(), source: e })?;
+    let builder = crate::table::open_parquet(path)?;
+    let file_len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     OPENED.fetch_add(1, Ordering::Relaxed);
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(pq)?;
     let kv = builder.metadata().file_metadata().key_value_metadata();
     let get = |key: &str| kv.and_then(|kv| kv.iter().find(|k| k.key == key)).and_then(|k| k.value.clone());
     let rank_meta = get(RANK_META_KEY).and_then(|v| serde_json::from_str(&v).ok());
     let schema_version = get(SCHEMA_VERSION_KEY).and_then(|v| v.parse().ok());
     let rows = builder.metadata().file_metadata().num_rows();
     let mask = ProjectionMask::columns(builder.parquet_schema(), columns.iter().copied());
-    let reader = builder.with_projection(mask).with_batch_size(batch_size.max(1)).build().map_err(pq)?;
-    Ok(EventBatches { reader, path: path.to_path_buf(), rank_meta, schema_version, rows, failed: false })
+    let reader = crate::table::guarded(path, || {
+        builder.with_projection(mask).with_batch_size(batch_size.max(1)).build().map_err(pq)
+    })?;
+    Ok(EventBatches { reader, path: path.to_path_buf(), rank_meta, schema_version, rows, file_len, failed: false })
+}
+
+/// [`event_batches`] of the events file of `rank`: the rank its footer
+/// says it holds must be `rank` (a file copied over another rank's is left
+/// out, not shown as that rank).
+pub fn rank_batches(path: &Path, rank: i32, columns: &[&str], batch_size: usize) -> Result<EventBatches, Error> {
+    let b = event_batches(path, columns, batch_size)?;
+    if let Some(m) = &b.rank_meta {
+        crate::inventory::check_rank(path, rank, m.process.rank, "its footer")?;
+    }
+    Ok(b)
+}
+
+impl EventBatches {
+    /// Rows worth reserving room for: the announced rows, but no more than
+    /// a few per byte of the file (room is reserved before a row is read,
+    /// and under a limit of address space even untouched room counts).
+    pub fn rows_to_reserve(&self) -> usize {
+        (self.rows.max(0) as u64).min(self.file_len.saturating_mul(4)) as usize
+    }
 }
 
 impl Iterator for EventBatches {
@@ -64,11 +87,17 @@ impl Iterator for EventBatches {
         if self.failed {
             return None;
         }
-        match self.reader.next()? {
-            Ok(b) => Some(Ok(b)),
-            Err(e) => {
+        let reader = &mut self.reader;
+        match crate::table::guarded(&self.path, || Ok(reader.next())) {
+            Ok(None) => None,
+            Ok(Some(Ok(b))) => Some(Ok(b)),
+            Ok(Some(Err(e))) => {
                 self.failed = true;
                 Some(Err(Error::Parquet { path: self.path.clone(), what: e.to_string() }))
+            }
+            Err(e) => {
+                self.failed = true;
+                Some(Err(e))
             }
         }
     }

@@ -298,7 +298,9 @@ fn separate_debug_file(
 
 /// `path` mapped read-only (only the pages looked at are read).
 fn map(path: &Path) -> Result<memmap2::Mmap, String> {
-    let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    // Module paths come from the trace: a FIFO or device named there is
+    // refused rather than opened (or mapped).
+    let (f, _) = crate::files::open_regular(path).map_err(|e| e.to_string())?;
     // SAFETY: the mapping is private and read-only; a file truncated by
     // someone else while it is parsed could fault, which is the same risk
     // every debugger and addr2line take with the files they read.

@@ -233,11 +233,69 @@ pub fn write_comms(path: &Path, comms: &[CommInfo]) -> Result<(), Error> {
     write_batch(path, &comms_batch(comms)?, writer_props(&[], meta))
 }
 
-/// Opens a Parquet file for reading, errors naming the file.
+/// Most rows a Parquet file of a trace may hold per byte of its size.
+/// Events files of real runs hold about one row per byte; two million
+/// identical calls at a fixed period, as regular as a trace can be, hold
+/// 13 per byte. A footer announcing far more is damaged or crafted
+/// (run-length encoding can make billions of rows of a few bytes), and
+/// its rows would cost memory far beyond the file's size.
+pub const MAX_ROWS_PER_BYTE: u64 = 128;
+
+/// Opens a Parquet file for reading, errors naming the file. Only a
+/// regular file is opened, and the row count its footer announces (in
+/// total and per row group) must be plausible for its size
+/// ([`MAX_ROWS_PER_BYTE`]).
 pub fn open_parquet(path: &Path) -> Result<ParquetRecordBatchReaderBuilder<File>, Error> {
-    let file = File::open(path).map_err(|e| Error::Io { path: path.to_path_buf(), source: e })?;
-    ParquetRecordBatchReaderBuilder::try_new(file)
-        .map_err(|e| Error::Parquet { path: path.to_path_buf(), what: e.to_string() })
+    let (file, len) = crate::files::open_regular(path)?;
+    let b = guarded(path, || {
+        ParquetRecordBatchReaderBuilder::try_new(file)
+            .map_err(|e| Error::Parquet { path: path.to_path_buf(), what: e.to_string() })
+    })?;
+    check_footer(path, len, b.metadata())?;
+    Ok(b)
+}
+
+/// Checks a Parquet footer against the file's size: the rows it announces
+/// (in total and per row group) and where each column chunk lies.
+fn check_footer(path: &Path, len: u64, md: &parquet::file::metadata::ParquetMetaData) -> Result<(), Error> {
+    let max = len.saturating_mul(MAX_ROWS_PER_BYTE);
+    let bad = |what: String| Error::Corrupt { path: path.to_path_buf(), what };
+    let total = md.file_metadata().num_rows();
+    if total < 0 || total as u64 > max {
+        return Err(bad(format!("footer announces {total} rows, implausible for a file of {len} bytes")));
+    }
+    let mut sum = 0u64;
+    for g in md.row_groups() {
+        let n = g.num_rows();
+        if n < 0 {
+            return Err(bad(format!("a row group of {n} rows")));
+        }
+        sum = sum.saturating_add(n as u64);
+        // Inside the file: the Parquet reader asserts that a chunk's start
+        // and length are not negative (a panic), and would seek past the end.
+        for c in g.columns() {
+            let start = c.dictionary_page_offset().unwrap_or(c.data_page_offset());
+            let (size, raw) = (c.compressed_size(), c.uncompressed_size());
+            if start < 0 || size < 0 || raw < 0 || (start as u64).saturating_add(size as u64) > len {
+                return Err(bad(format!(
+                    "column `{}` at bytes {start}..+{size} ({raw} uncompressed), outside the file's {len}",
+                    c.column_path()
+                )));
+            }
+        }
+    }
+    if sum > max {
+        return Err(bad(format!("row groups of {sum} rows, implausible for a file of {len} bytes")));
+    }
+    Ok(())
+}
+
+/// Runs a step of the Parquet reader, turning a panic of it (an assertion
+/// on data it did not check) into an error naming the file.
+pub(crate) fn guarded<T>(path: &Path, f: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| {
+        Err(Error::Parquet { path: path.to_path_buf(), what: "damaged beyond what the reader checks".into() })
+    })
 }
 
 /// Reads every batch of a Parquet file and its key-value metadata.
@@ -254,7 +312,8 @@ fn read_batches(path: &Path) -> Result<(Vec<RecordBatch>, HashMap<String, String
         .build()
         .map_err(|e| Error::Parquet { path: path.to_path_buf(), what: e.to_string() })?;
     let mut batches = Vec::new();
-    for b in reader {
+    let mut reader = reader;
+    while let Some(b) = guarded(path, || Ok(reader.next()))? {
         batches.push(b.map_err(|e| Error::Parquet { path: path.to_path_buf(), what: e.to_string() })?);
     }
     Ok((batches, kv))

@@ -213,8 +213,10 @@ impl Progress {
 fn analyze_dir(dir: &Path, timing: bool) -> Result<Analyses> {
     let t0 = Instant::now();
     let p = Progress::new();
-    let model = analyzers::load::load_with_progress(dir, &|done, total| p.show("reading", done, total))
-        .with_context(|| format!("cannot read the trace in {}", dir.display()))?;
+    // The errors of loading name the folder already (once is enough).
+    let model = analyzers::load::load_with_progress(dir, &|done, total| p.show("reading", done, total))?;
+    p.clear();
+    warn_problems(&model);
     let t1 = Instant::now();
     let rows = model.rows();
     // The analyses report no steps: a ticking line while they run.
@@ -245,6 +247,29 @@ fn analyze_dir(dir: &Path, timing: bool) -> Result<Analyses> {
         );
     }
     Ok(a)
+}
+
+/// Most problems of a trace repeated on standard error (all are in the report).
+const WARNINGS: usize = 10;
+
+/// Says on standard error what was damaged or missing in the trace, as
+/// Score-P's and Scalasca's tools do: the analysis goes on with the rest.
+fn warn_problems(m: &analyzers::Model) {
+    for p in m.problems.iter().take(WARNINGS) {
+        eprintln!("mpitrace: warning: {p}");
+    }
+    if m.problems.len() > WARNINGS {
+        eprintln!("mpitrace: warning: ... and {} more problems (listed in the report)", m.problems.len() - WARNINGS);
+    }
+}
+
+/// Exit status when the trace folder was there but no rank of it could be
+/// read: the (empty) report is still written, and a script can tell.
+pub const NOTHING_READ: i32 = 3;
+
+/// Whether no rank of the model has anything read.
+fn nothing_read(m: &analyzers::Model) -> bool {
+    m.ranks.iter().all(|r| r.completeness == trace_format::Completeness::Missing)
 }
 
 /// A report from a trace directory or a JSON report file.
@@ -322,6 +347,10 @@ fn run_report(a: ReportArgs) -> Result<i32> {
     r.trace.dir = a.dir.display().to_string();
     let ov = (a.out.format == Format::Html).then(|| analyzers::html::overview(&an));
     emit(&a.out, &render(&a.out, &r, ov.as_ref())?)?;
+    if nothing_read(&an.model) {
+        eprintln!("mpitrace: {}: no rank could be read", a.dir.display());
+        return Ok(NOTHING_READ);
+    }
     if a.out.format == Format::Text && a.out.output.is_none() {
         let d = a.dir.display();
         println!(
@@ -473,5 +502,9 @@ fn run_export(a: ExportArgs) -> Result<i32> {
         _ => "",
     };
     eprintln!("mpitrace: wrote {what} to {}{hint}", a.output.display());
+    if nothing_read(&an.model) {
+        eprintln!("mpitrace: {}: no rank could be read", a.dir.display());
+        return Ok(NOTHING_READ);
+    }
     Ok(0)
 }

@@ -151,7 +151,7 @@ struct Kept {
 enum Stop {
     /// A column of its batches is missing or of a wrong type.
     Columns(ColumnError),
-    /// The file is damaged there.
+    /// The file is damaged there (what is wrong, without the path).
     Damaged(String),
 }
 
@@ -273,7 +273,8 @@ impl BatchTap for KeptRank<'_> {
 
     fn damaged(&mut self, error: &trace_format::Error) {
         if let Some(kept) = &mut self.kept {
-            kept.stop = Some(Stop::Damaged(error.to_string()));
+            // Without the path: the builder names the file.
+            kept.stop = Some(Stop::Damaged(error.what()));
         }
     }
 

@@ -57,6 +57,9 @@ pub enum Error {
     NotATrace(PathBuf),
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
+    /// The trace directory could not be listed (permission denied...).
+    #[error(transparent)]
+    Trace(trace_format::Error),
 }
 
 /// How far building has come (shared with the thread that shows it).
@@ -169,8 +172,9 @@ fn rank_file(rank: i32) -> String {
     format!("rank-{rank:05}.lod")
 }
 
-fn map_file(path: &Path) -> Result<RankLod, String> {
-    let f = std::fs::File::open(path).map_err(|e| e.to_string())?;
+fn map_file(path: &Path, rank: i32) -> Result<RankLod, String> {
+    // A FIFO or device in its place is refused, not opened (or mapped).
+    let (f, _) = trace_format::files::open_regular(path).map_err(|e| e.what())?;
     // SAFETY: the cache file is only ever replaced by rename, never
     // written in place, so the mapping does not change under us.
     let m = unsafe { memmap2::Mmap::map(&f) }.map_err(|e| e.to_string())?;
@@ -179,6 +183,9 @@ fn map_file(path: &Path) -> Result<RankLod, String> {
     // read ahead as usual.
     let _ = m.advise(memmap2::Advice::Random);
     let data = RankLod::from_store(Store::Mmap(m))?;
+    if data.rank() != rank {
+        return Err(format!("holds rank {}, the index says {rank}", data.rank()));
+    }
     data.advise_normal();
     Ok(data)
 }
@@ -217,13 +224,30 @@ impl Lod {
 
     fn open_cache(dir: &Path, sources: &[Stamp]) -> Result<Lod, String> {
         let cdir = dir.join(CACHE_DIR);
-        let text = std::fs::read_to_string(cdir.join("index.json")).map_err(|_| "no cache".to_string())?;
-        let index: Index = serde_json::from_str(&text).map_err(|e| format!("index.json: {e}"))?;
+        let ipath = cdir.join("index.json");
+        if std::fs::symlink_metadata(&ipath).is_err() {
+            return Err("no cache".into());
+        }
+        let text = trace_format::files::read_capped(&ipath, trace_format::files::INDEX_MAX_BYTES, "cache index")
+            .map_err(|e| format!("index.json: {}", e.what()))?;
+        let index: Index = serde_json::from_slice(&text).map_err(|e| format!("index.json: {e}"))?;
         if index.version != FORMAT_VERSION {
             return Err(format!("format version {} (this tool: {FORMAT_VERSION})", index.version));
         }
         if index.sources != sources {
             return Err("the trace changed since it was built".into());
+        }
+        // The index names the files to map: only the names the builder
+        // writes, for ranks in increasing order within the rank limit.
+        let mut last = -1;
+        for r in &index.ranks {
+            if r.rank <= last || r.rank as u32 >= trace_format::meta::MAX_RANKS {
+                return Err(format!("index.json: rank {} out of order or range", r.rank));
+            }
+            if !r.file.is_empty() && r.file != rank_file(r.rank) {
+                return Err(format!("index.json: file {:?} for rank {}", r.file, r.rank));
+            }
+            last = r.rank;
         }
         // Mapped on several threads: on a cold page cache each file costs a
         // read of its first page, and the disk serves several at once.
@@ -240,7 +264,7 @@ impl Lod {
                             let data = if r.file.is_empty() {
                                 Ok(RankLod::from_image(pyramid::build(r.rank, Vec::new())))
                             } else {
-                                map_file(&cdir.join(&r.file)).map_err(|e| format!("{}: {e}", r.file))
+                                map_file(&cdir.join(&r.file), r.rank).map_err(|e| format!("{}: {e}", r.file))
                             };
                             out.push((i, data));
                         }
@@ -285,22 +309,18 @@ impl Lod {
         tap: Option<&dyn RankTap>,
     ) -> Result<Lod, Error> {
         let meta_path = dir.join(layout::META);
-        let mut problems = Vec::new();
-        let meta = match Meta::read(&meta_path) {
-            Ok(m) => Some(m),
-            Err(e) => {
-                if meta_path.exists() {
-                    problems.push(e.to_string());
-                } else {
-                    problems.push(format!("{}: missing; ranks found from their files", meta_path.display()));
-                }
-                None
-            }
-        };
-        let srcs = source::rank_sources(dir, meta.as_ref());
-        if meta.is_none() && srcs.is_empty() {
-            return Err(Error::NotATrace(dir.to_path_buf()));
+        // The rank count (from meta.json) and the files worth reading;
+        // files outside it, FIFOs and devices are reported and left out.
+        let inv = trace_format::inventory::Inventory::scan(dir).map_err(|e| match e {
+            trace_format::Error::NotATrace(p) => Error::NotATrace(p),
+            e => Error::Trace(e),
+        })?;
+        let mut problems: Vec<String> = inv.problems.iter().map(|e| e.to_string()).collect();
+        if inv.meta_missing {
+            problems.push(format!("{}: missing; ranks found from their files", meta_path.display()));
         }
+        let meta = inv.meta.clone();
+        let srcs = source::rank_sources(&inv);
         let rows_total: i64 = srcs
             .iter()
             .filter_map(|(_, s)| match s {
@@ -458,7 +478,7 @@ fn store_image(cdir: &Path, rank: i32, image: pyramid::Image) -> (RankLod, Optio
         drop(w);
         std::fs::rename(&tmp, &path)
     });
-    match written.map_err(|e| e.to_string()).and_then(|_| map_file(&path)) {
+    match written.map_err(|e| e.to_string()).and_then(|_| map_file(&path, rank)) {
         Ok(r) => (r, None),
         Err(e) => {
             let _ = std::fs::remove_file(&tmp);

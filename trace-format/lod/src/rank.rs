@@ -82,18 +82,22 @@ impl RankLod {
         if header.version != crate::FORMAT_VERSION || header.endian != ENDIAN {
             return Err(format!("format version {} (this tool: {})", header.version, crate::FORMAT_VERSION));
         }
+        // Every count of the header is checked against the file's size
+        // before it sizes anything (the level table is viewed, not copied,
+        // and only once it is known to be inside the file).
         let nlev = header.levels as usize;
         let lens = view::<u64>(b, 72, nlev).ok_or("truncated level table")?;
         let events_off = 72 + 8 * nlev;
         let n = usize::try_from(header.n_events).map_err(|_| "bad event count")?;
         let nl = usize::try_from(header.n_long).map_err(|_| "bad long count")?;
-        let long_off = events_off + 16 * n;
-        let mut off = long_off + 16 * nl;
+        let size = |count: usize, each: usize| count.checked_mul(each).filter(|&x| x <= b.len());
+        let long_off = size(n, 16).and_then(|x| x.checked_add(events_off)).ok_or("bad event count")?;
+        let mut off = size(nl, 16).and_then(|x| x.checked_add(long_off)).ok_or("bad long count")?;
         let mut levels = Vec::with_capacity(nlev);
         for &l in lens {
             let l = usize::try_from(l).map_err(|_| "bad level size")?;
             levels.push((off, l));
-            off = off.checked_add(40 * l).ok_or("bad level size")?;
+            off = size(l, 40).and_then(|x| x.checked_add(off)).ok_or("bad level size")?;
         }
         if off != b.len() {
             return Err(format!("{} bytes, expected {off}", b.len()));
@@ -141,19 +145,23 @@ impl RankLod {
         matches!(self.store, Store::Mmap(_))
     }
 
+    /// Duration of call `i`: never negative, and the end it gives never
+    /// overflows (a damaged cache file holds any bits; the builder writes
+    /// no negative duration).
     fn dur(&self, i: usize, e: &Ev) -> i64 {
         if e.dur != LONG {
             return e.dur as i64;
         }
         let long = self.long();
         let j = long.partition_point(|l| l.idx < i as u64);
-        long.get(j).filter(|l| l.idx == i as u64).map(|l| l.dur).unwrap_or(LONG as i64)
+        let d = long.get(j).filter(|l| l.idx == i as u64).map(|l| l.dur).unwrap_or(LONG as i64);
+        d.clamp(0, i64::MAX - e.t_start.max(0))
     }
 
     /// Call `i` (panics if out of range, like slice indexing).
     pub fn call(&self, i: usize) -> Call {
         let e = self.events()[i];
-        Call { t_start: e.t_start, t_end: e.t_start + self.dur(i, &e), name: e.name, flags: e.flags }
+        Call { t_start: e.t_start, t_end: e.t_start.saturating_add(self.dur(i, &e)), name: e.name, flags: e.flags }
     }
 
     /// Index of the first call starting at or after `t`.
@@ -188,7 +196,13 @@ impl RankLod {
     }
     /// Start of bucket `key` of level `k`.
     pub fn bucket_start(&self, k: usize, key: i64) -> i64 {
-        self.header.origin + (key << (self.header.shift0 as usize + 2 * k).min(62))
+        let sh = (self.header.shift0 as usize + 2 * k).min(62) as u32;
+        // Saturating: keys and origin of a damaged file may be anything.
+        self.header.origin.saturating_add(key.checked_shl(sh).filter(|v| v >> sh == key).unwrap_or(if key < 0 {
+            i64::MIN
+        } else {
+            i64::MAX
+        }))
     }
     /// The coarsest level whose buckets are at most `width` ns wide (the
     /// finest level if all are wider).
@@ -259,9 +273,9 @@ impl RankLod {
             }
             let mut c = k;
             loop {
-                let overlap = (end.min(b[c + 1]) - s.max(b[c])).max(0);
+                let overlap = end.min(b[c + 1]).saturating_sub(s.max(b[c])).max(0);
                 let cell = &mut out[c];
-                cell.busy += overlap;
+                cell.busy = cell.busy.saturating_add(overlap);
                 cell.flags |= e.flags;
                 if overlap > best[c] {
                     best[c] = overlap;
@@ -324,7 +338,7 @@ impl RankLod {
                         best[c] = i64::MAX;
                     }
                 }
-                out[c].busy += reach.min(z) - a;
+                out[c].busy = out[c].busy.saturating_add(reach.min(z).saturating_sub(a));
             }
             while let Some(bk) = inside.get(next) {
                 let bs = self.bucket_start(k, bk.key);
@@ -332,23 +346,23 @@ impl RankLod {
                 if start >= z {
                     break;
                 }
-                out[c].count += bk.count;
+                out[c].count = out[c].count.saturating_add(bk.count);
                 // A bucket that runs past the column's end gives its time to
                 // the columns it spans by overlap (no aliasing stripes).
                 let end = bs.saturating_add(width).min(win.t1);
-                let total = (end - start).max(1) as f64;
+                let total = end.saturating_sub(start).max(1) as f64;
                 let mut cc = c;
                 let mut given = 0i64;
                 loop {
                     let last = cc + 1 >= n || b[cc + 1] >= end;
                     let part = if last {
-                        bk.busy - given
+                        bk.busy.saturating_sub(given)
                     } else {
-                        (bk.busy as f64 * (b[cc + 1] - start.max(b[cc])) as f64 / total) as i64
+                        (bk.busy as f64 * b[cc + 1].saturating_sub(start.max(b[cc])) as f64 / total) as i64
                     };
-                    given += part;
+                    given = given.saturating_add(part);
                     let cell = &mut out[cc];
-                    cell.busy += part;
+                    cell.busy = cell.busy.saturating_add(part);
                     cell.flags |= bk.flags;
                     if part > best[cc] {
                         best[cc] = part;
@@ -360,12 +374,12 @@ impl RankLod {
                     cc += 1;
                 }
                 reach = reach.max(bk.max_end);
-                seen += bk.count as usize;
+                seen = seen.saturating_add(bk.count as usize);
                 next += 1;
             }
         }
         for (c, cell) in out.iter_mut().enumerate() {
-            cell.busy = cell.busy.min(b[c + 1] - b[c]);
+            cell.busy = cell.busy.clamp(0, b[c + 1] - b[c]);
         }
     }
 }
@@ -421,17 +435,20 @@ pub fn column_bounds(t0: i64, t1: i64, n: usize, out: &mut Vec<i64>) {
         out.push(t0);
         return;
     }
-    let span = t1 - t0;
-    let ni = n as i64;
+    // In 128 bits: the span of any two i64 fits (a damaged cache file's
+    // span may be the whole range), and every bound lies in [t0, t1].
+    let span = (t1 as i128 - t0 as i128).max(0);
+    let ni = n as i128;
     let (q, rem) = (span / ni, span % ni);
     out.reserve(n + 1);
-    let (mut acc, mut extra) = (0i64, 0i64);
-    for c in 0..=ni {
-        out.push(t0 + q * c + extra);
+    let (mut acc, mut at) = (0i128, t0 as i128);
+    for _ in 0..=n {
+        out.push(at as i64);
+        at += q;
         acc += rem;
         if acc >= ni {
             acc -= ni;
-            extra += 1;
+            at += 1;
         }
     }
 }
@@ -447,6 +464,8 @@ mod tests {
             (5, 6, 7),
             (-100, 1_000_003, 1920),
             (i64::MIN / 2, i64::MAX / 2, 1920),
+            // The whole range (a damaged cache file's span): no overflow.
+            (i64::MIN, i64::MAX, 7),
             (10, 10_000_000_007, 333),
         ] {
             let w = Window::new(t0, t1, n);

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use trace_format::columns::{name, ColumnError, EventColumns};
 use trace_format::record::Kind;
 use trace_format::stream::{EventBatches, RecordBatch};
-use trace_format::{layout, Meta, RankJournals};
+use trace_format::RankJournals;
 
 use crate::pod::flags;
 use crate::pyramid::RawCall;
@@ -80,18 +80,13 @@ pub struct RankCalls {
     pub problems: Vec<String>,
 }
 
-/// Ranks of a trace directory and where each one's calls are.
-pub fn rank_sources(dir: &Path, meta: Option<&Meta>) -> Vec<(i32, RankSource)> {
-    let parquet = layout::ranks_in(dir, layout::EVENTS_DIR, ".parquet");
-    let journals = layout::ranks_in(dir, layout::JOURNAL_DIR, ".journal");
+/// Ranks of a trace directory and where each one's calls are (every rank
+/// of the trace, from its checked inventory).
+pub fn rank_sources(inv: &trace_format::inventory::Inventory) -> Vec<(i32, RankSource)> {
     let mut out: Vec<(i32, RankSource)> =
-        parquet.iter().map(|&r| (r, RankSource::Parquet(layout::events(dir, r)))).collect();
-    out.extend(journals.into_iter().filter(|r| !parquet.contains(r)).map(|r| (r, RankSource::Journals)));
-    for r in 0..meta.map(|m| m.ranks as i32).unwrap_or(0) {
-        if !out.iter().any(|(x, _)| *x == r) {
-            out.push((r, RankSource::None));
-        }
-    }
+        inv.events.iter().map(|(&r, p)| (r, RankSource::Parquet(p.clone()))).collect();
+    out.extend(inv.journal_only().map(|(r, _)| (r, RankSource::Journals)));
+    out.extend(inv.missing().map(|r| (r, RankSource::None)));
     out.sort_by_key(|(r, _)| *r);
     out
 }
@@ -213,7 +208,7 @@ fn read_parquet(
         }
     }
     let batch_rows = tap.map_or(LOD_BATCH_ROWS, |t| t.batch_rows());
-    let opened = trace_format::stream::event_batches(path, &columns, batch_rows);
+    let opened = trace_format::stream::rank_batches(path, rc.rank, &columns, batch_rows);
     let mut tapped = tap.and_then(|t| t.parquet_rank(rc.rank, path, opened.as_ref()));
     let batches = match opened {
         Ok(b) => b,
@@ -228,7 +223,7 @@ fn read_parquet(
     };
     rc.host = batches.rank_meta.as_ref().map(|m| m.process.host.clone()).filter(|h| !h.is_empty());
     let announced = batches.rows.max(0) as usize;
-    rc.calls.reserve(announced);
+    rc.calls.reserve(batches.rows_to_reserve());
     let mut read = 0usize;
     for batch in batches {
         let b = match batch {

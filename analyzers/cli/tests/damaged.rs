@@ -1,0 +1,289 @@
+//! Damaged traces (issue 20, items 9 and 10): `mpitrace report` and
+//! `export` name what is wrong with which file, leave that file out and
+//! analyse the rest, within a memory bound and a time limit.
+//!
+//! Every run here is under `ulimit -v` ([`MEMORY_LIMIT_KB`]) and `timeout`:
+//! before the readers checked what they read, the stray rank file made the
+//! matrix ask for 80 GB, the journal's thread field 8 GB, the
+//! `/dev/zero` meta.json grew to 2 GB, and a FIFO blocked the reader for
+//! ever; each of those now fails the run (abort, or status 124).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use analyzers::report::Report;
+use analyzers::synth::SynthTrace;
+use trace_format::layout;
+
+const MS: i64 = 1_000_000;
+
+/// Address space `mpitrace report` may use on these traces of 4 ranks:
+/// 256 MiB. A clean report of them runs within 64 MiB (`ulimit -v 65536`;
+/// most of it the binary, thread stacks and the allocator's arenas); the
+/// allocations the damage used to cause were 2 to 80 GB.
+const MEMORY_LIMIT_KB: u64 = 256 << 10;
+
+/// Seconds a run may take (a blocked open of a FIFO never ends).
+const TIME_LIMIT_S: &str = "60";
+
+fn mpitrace() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_mpitrace"))
+}
+
+/// A fresh folder for one test, in the system's temporary folder (which
+/// every user can enter: the permission test runs mpitrace as `nobody`).
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("mpitrace-damaged-{}", std::process::id())).join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A 4-rank job: a ring of sends (rank r to r+1), an allreduce, finalize.
+fn ring() -> SynthTrace {
+    let mut t = SynthTrace::new(4);
+    for r in 0..4 {
+        let (to, from) = ((r + 1) % 4, (r + 3) % 4);
+        t.send(r, to, 5, 1024, 2 * MS, 2 * MS + 1000, 0x100);
+        t.recv(r, from, 5, 1024, 3 * MS, 3 * MS + 5000, 0x200);
+        t.coll(r, "MPI_Allreduce", (4 + r as i64) * MS, 9 * MS, 0x300, 8, None);
+    }
+    t.finalize(10 * MS);
+    t
+}
+
+/// The ring written as a finished trace (Parquet files and meta.json).
+fn parquet_trace(name: &str) -> PathBuf {
+    let dir = scratch(name).join("trace");
+    ring().write(&dir).unwrap();
+    dir
+}
+
+/// The ring written as the journals of a run that was not converted.
+fn journal_trace(name: &str) -> PathBuf {
+    let dir = scratch(name).join("trace");
+    ring().write_journals(&dir, true).unwrap();
+    dir
+}
+
+/// Runs `mpitrace ARGS` under the memory bound and the time limit.
+fn run(args: &[&str]) -> Output {
+    let limited = format!("ulimit -v {MEMORY_LIMIT_KB} && exec \"$@\"");
+    let out = Command::new("timeout")
+        .args(["-k", "5", TIME_LIMIT_S, "bash", "-c", &limited, "bash"])
+        .arg(mpitrace())
+        .args(args)
+        .output()
+        .expect("running timeout (coreutils) and bash");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(124), "timed out after {TIME_LIMIT_S} s: {stderr}");
+    assert!(!stderr.contains("memory allocation of"), "over the memory bound: {stderr}");
+    out
+}
+
+/// `mpitrace report DIR -f json` under the bounds: exit status 0 (a
+/// report, with warnings on standard error) and the report.
+fn report(dir: &Path) -> (Report, String) {
+    let out = run(&["report", dir.to_str().unwrap(), "-f", "json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    (serde_json::from_slice(&out.stdout).expect("a JSON report"), stderr)
+}
+
+/// The one problem of the report that mentions `needle`; it names its
+/// file once, and standard error warns of it.
+fn problem<'r>(r: &'r Report, stderr: &str, needle: &str) -> &'r str {
+    let found: Vec<&String> = r.trace.problems.iter().filter(|p| p.contains(needle)).collect();
+    assert_eq!(found.len(), 1, "{needle} in {:#?}", r.trace.problems);
+    assert_eq!(found[0].matches(needle).count(), 1, "named more than once: {}", found[0]);
+    assert!(stderr.contains(&format!("mpitrace: warning: {}", found[0])), "{stderr}");
+    found[0]
+}
+
+/// Calls of each rank in the report's profile.
+fn calls(r: &Report) -> Vec<u64> {
+    r.profile.ranks.iter().map(|p| p.calls).collect()
+}
+
+#[test]
+fn clean_trace_reports_within_the_bounds_without_warnings() {
+    for dir in [parquet_trace("clean"), journal_trace("clean-journals")] {
+        let (r, stderr) = report(&dir);
+        assert!(r.trace.problems.is_empty() && stderr.is_empty(), "{:?} {stderr}", r.trace.problems);
+        assert_eq!((r.trace.ranks, r.messages.matched), (4, 4));
+        assert_eq!(calls(&r), vec![5, 5, 5, 5]);
+    }
+}
+
+#[test]
+fn stray_rank_file_outside_meta_json_is_left_out() {
+    let dir = parquet_trace("stray");
+    let stray = dir.join("events/rank-99999.parquet");
+    std::fs::copy(layout::events(&dir, 0), &stray).unwrap();
+    let (r, stderr) = report(&dir);
+    let p = problem(&r, &stderr, "rank-99999.parquet");
+    assert!(p.contains("rank 99999 is not one of the 4 ranks of meta.json; left out"), "{p}");
+    assert_eq!((r.trace.ranks, r.messages.matched, r.matrix.ranks), (4, 4, 4));
+    assert_eq!(calls(&r), vec![5, 5, 5, 5]);
+    // export reads the same four ranks.
+    let csv = dir.parent().unwrap().join("calls.csv");
+    let out = run(&["export", dir.to_str().unwrap(), "-f", "csv", "-o", csv.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("rank-99999.parquet"));
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(text.lines().count(), 1 + 4 * 5, "{text}");
+    // Without meta.json the file is read, and left out for the rank in it:
+    // the rank count is what the ranks say, not what a file name says.
+    std::fs::remove_file(dir.join("meta.json")).unwrap();
+    let (r, stderr) = report(&dir);
+    let p = problem(&r, &stderr, "rank-99999.parquet");
+    assert!(p.contains("holds rank 0 (its footer), not rank 99999 as its name says; left out"), "{p}");
+    assert_eq!((r.trace.ranks, r.messages.matched, r.matrix.ranks), (4, 4, 4));
+}
+
+#[test]
+fn journal_thread_field_is_checked_against_its_name() {
+    let dir = journal_trace("thread");
+    let j = layout::journal(&dir, 1, 0);
+    let mut b = std::fs::read(&j).unwrap();
+    b[24..28].copy_from_slice(&0x7fff_ffffu32.to_le_bytes());
+    std::fs::write(&j, &b).unwrap();
+    let (r, stderr) = report(&dir);
+    let p = problem(&r, &stderr, "rank-00001.t0.journal");
+    assert!(p.contains("header says thread 2147483647, its name thread 0; left out"), "{p}");
+    // Rank 1 lost its only journal; the others are whole.
+    assert_eq!(calls(&r), vec![5, 0, 5, 5]);
+    assert!(r.trace.incomplete_ranks.iter().any(|(rank, _)| *rank == 1), "{:?}", r.trace.incomplete_ranks);
+}
+
+#[test]
+fn meta_json_on_dev_zero_is_refused_and_rebuilt() {
+    let dir = parquet_trace("devzero");
+    std::fs::remove_file(dir.join("meta.json")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", dir.join("meta.json")).unwrap();
+    let (r, stderr) = report(&dir);
+    let p = problem(&r, &stderr, "meta.json");
+    assert!(p.contains("a character device in place of a trace file; not opened"), "{p}");
+    // The rank count is rebuilt from what the four ranks say of themselves.
+    assert_eq!((r.trace.ranks, r.messages.matched), (4, 4));
+    assert_eq!(calls(&r), vec![5, 5, 5, 5]);
+}
+
+#[test]
+fn a_rank_file_copied_over_another_is_left_out() {
+    let dir = parquet_trace("swapped");
+    std::fs::copy(layout::events(&dir, 0), layout::events(&dir, 2)).unwrap();
+    let (r, stderr) = report(&dir);
+    let p = problem(&r, &stderr, "rank-00002.parquet");
+    assert!(p.contains("holds rank 0 (its footer), not rank 2 as its name says; left out"), "{p}");
+    assert_eq!(calls(&r), vec![5, 5, 0, 5]);
+    assert!(r.trace.incomplete_ranks.iter().any(|(rank, s)| *rank == 2 && s == "missing"), "{:?}", r.trace);
+
+    // The same with journals: the rank is in the journal's header.
+    let dir = journal_trace("swapped-journal");
+    std::fs::copy(layout::journal(&dir, 0, 0), layout::journal(&dir, 2, 0)).unwrap();
+    std::fs::copy(layout::side(&dir, 0), layout::side(&dir, 2)).unwrap();
+    let (r, stderr) = report(&dir);
+    let p = problem(&r, &stderr, "rank-00002.t0.journal");
+    assert!(p.contains("holds rank 0 (its header), not rank 2"), "{p}");
+    let p = problem(&r, &stderr, "rank-00002.side.jsonl");
+    assert!(p.contains("holds rank 0 (its process entry), not rank 2"), "{p}");
+    assert_eq!(calls(&r), vec![5, 5, 0, 5]);
+}
+
+fn mkfifo(path: &Path) {
+    let _ = std::fs::remove_file(path);
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo {}", path.display());
+}
+
+#[test]
+fn fifos_in_place_of_trace_files_are_refused_not_opened() {
+    let dir = parquet_trace("fifo");
+    mkfifo(&layout::events(&dir, 3));
+    mkfifo(&layout::comms(&dir, 1));
+    let (r, stderr) = report(&dir);
+    for f in ["rank-00003.parquet", "comms/rank-00001.parquet"] {
+        let p = problem(&r, &stderr, f);
+        assert!(p.contains("a FIFO in place of a trace file; not opened"), "{p}");
+    }
+    assert_eq!(calls(&r), vec![5, 5, 5, 0]);
+
+    let dir = journal_trace("fifo-journal");
+    mkfifo(&layout::journal(&dir, 2, 0));
+    mkfifo(&layout::side(&dir, 0));
+    mkfifo(&dir.join("meta.json"));
+    let (r, stderr) = report(&dir);
+    for f in ["rank-00002.t0.journal", "rank-00000.side.jsonl", "meta.json"] {
+        let p = problem(&r, &stderr, f);
+        assert!(p.contains("a FIFO in place of a trace file; not opened"), "{p}");
+    }
+    // Rank 0 keeps its journal (without its side file's communicators).
+    assert_eq!(calls(&r), vec![5, 5, 0, 5]);
+}
+
+#[test]
+fn corrupt_files_are_named_once() {
+    let dir = parquet_trace("corrupt");
+    let ev = layout::events(&dir, 1);
+    let b = std::fs::read(&ev).unwrap();
+    std::fs::write(&ev, &b[..b.len() / 2]).unwrap();
+    std::fs::write(dir.join("meta.json"), b"{ not json").unwrap();
+    let (r, stderr) = report(&dir);
+    let p = problem(&r, &stderr, "rank-00001.parquet");
+    assert!(p.contains("parquet"), "{p}");
+    let p = problem(&r, &stderr, "meta.json");
+    assert!(p.contains("corrupt"), "{p}");
+    assert_eq!(calls(&r), vec![5, 0, 5, 5]);
+    // Not a trace: the folder is named once too.
+    let empty = scratch("empty");
+    let out = run(&["report", empty.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("not a trace directory"), "{stderr}");
+    assert_eq!(stderr.matches(empty.to_str().unwrap()).count(), 1, "{stderr}");
+}
+
+#[test]
+fn nothing_readable_still_reports_with_status_3() {
+    let dir = parquet_trace("nothing");
+    for r in 0..4 {
+        std::fs::write(layout::events(&dir, r), b"PAR1 not really PAR1").unwrap();
+    }
+    let out = run(&["report", dir.to_str().unwrap(), "-f", "json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("no rank could be read"), "{stderr}");
+    let r: Report = serde_json::from_slice(&out.stdout).expect("a JSON report all the same");
+    assert_eq!(r.trace.problems.iter().filter(|p| p.contains(".parquet")).count(), 4, "{:?}", r.trace.problems);
+}
+
+#[test]
+fn unreadable_trace_folder_says_permission_denied() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let dir = parquet_trace("denied");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let mut cmd = Command::new("timeout");
+    cmd.args(["-k", "5", TIME_LIMIT_S]).arg(mpitrace()).arg("report").arg(&dir);
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        // Root reads any folder: the command runs as `nobody` instead.
+        // SAFETY: setgid/setuid are async-signal-safe; nothing else runs
+        // in the child between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::setgid(65534) != 0 || libc::setuid(65534) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    let out = cmd.output().expect("timeout (coreutils)");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim_end(), format!("mpitrace: {}: permission denied", dir.display()), "{stderr}");
+}
