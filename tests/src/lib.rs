@@ -223,3 +223,12 @@ pub fn shm_leftovers() -> Vec<String> {
         })
         .unwrap_or_default()
 }
+
+/// Runs C program `name` (compiled with our mpicc) under our mpirun at each
+/// size of `sizes`: every run must succeed and print `<expect> on <n> ranks`.
+pub fn each_size_says_ranks(name: &str, sizes: &[usize], expect: &str, timeout: Duration) {
+    let exe = compile(name, Compiler::Ours);
+    for &n in sizes {
+        run(Launcher::Ours, n, &exe, &[], &[], timeout).assert_ok(&format!("{expect} on {n} ranks"));
+    }
+}

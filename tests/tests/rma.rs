@@ -10,10 +10,7 @@ use system_tests::{compile, run, Compiler, Launcher};
 const T: Duration = Duration::from_secs(120);
 
 fn each_size(name: &str, sizes: &[usize], expect: &str) {
-    let exe = compile(name, Compiler::Ours);
-    for &n in sizes {
-        run(Launcher::Ours, n, &exe, &[], &[], T).assert_ok(&format!("{expect} on {n} ranks"));
-    }
+    system_tests::each_size_says_ranks(name, sizes, expect, T);
 }
 
 /// Put/Get rings, Accumulate SUM onto rank 0, vector types on either side,
