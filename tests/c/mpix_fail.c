@@ -23,6 +23,13 @@ int main(int argc, char **argv) {
     CHECK_RC(MPI_Comm_dup(MPI_COMM_WORLD, &comm));
     CHECK_RC(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN));
     CHECK_RC(MPI_Barrier(comm));
+    /* The doomed rank dies only once every survivor has left the barrier
+     * (it gathers a token from each): a rank that dies right after its part
+     * of a collective may make the collective fail at others (its last
+     * messages can be lost with its connections), which ULFM allows. */
+    int token = 1, tokens[64] = {0};
+    CHECK(size <= 64, "at most 64 ranks");
+    CHECK_RC(MPI_Gather(&token, 1, MPI_INT, tokens, 1, MPI_INT, dead, comm));
     if (rank == dead) raise(SIGKILL);
 
     /* The collective involving the dead rank fails, at least where the

@@ -628,7 +628,15 @@ fn check_local_peers() {
     }
     if ulfm::enabled() {
         // Failures tolerated: the dead are marked failed, the job goes on.
-        let _ = try_with(ulfm::detect);
+        // A waiting rank must learn of a failure even where it never talked
+        // to the failed process (its collective may wait for a survivor that
+        // got the error and left): every rank on another host is dialed
+        // once (a dead one refuses; a connection that ends is a failure).
+        let _ = try_with(|st| {
+            let all: Vec<usize> = (0..st.world_size).collect();
+            st.engine.reach(&all);
+            ulfm::detect(st)
+        });
         return;
     }
     let dead =
