@@ -50,6 +50,14 @@ fn sessions_psets_and_communicators_from_groups() {
     }
 }
 
+/// MPI_Session_init as the first call, with an info object made before the
+/// runtime started (its thread_level honoured), process set names in lower
+/// case (MPICH suite: init/session, init/session_self).
+#[test]
+fn session_init_with_an_info_made_before_it() {
+    system_tests::each_size_says_ranks("session_info_first", &[1, 2, 3], "session_info_first OK", T);
+}
+
 #[test]
 fn intercommunicators_ping_pong_and_merge() {
     each_size("comm_inter", &[2, 3, 4, 7], "comm_inter OK");
@@ -104,6 +112,24 @@ fn alloc_mem_and_free_mem() {
 fn info_objects() {
     each_size("info_basic", &[1, 3], "info_basic OK");
     each_size("info_before_init", &[1, 2], "info_before_init OK");
+}
+
+/// MPI_Comm_get_info returns the hints the library knows, not the keys it
+/// ignores (MPICH suite: comm/comm_info).
+#[test]
+fn comm_get_info_leaves_out_unknown_keys() {
+    system_tests::each_size_says_ranks("comm_info_used", &[1, 2], "comm_info_used OK", T);
+}
+
+/// MPI_Info_create_env gives the same keys and values before MPI_Init,
+/// after it (those of MPI_INFO_ENV) and after MPI_Finalize, and takes
+/// `char *argv[]` (MPICH suite: info/infocreateenv).
+#[test]
+fn info_create_env_is_the_same_before_and_after_init() {
+    let exe = compile("info_env_same", Compiler::Ours);
+    for n in [1, 2] {
+        run(Launcher::Ours, n, &exe, &["one", "two"], &[], T).assert_ok(&format!("info_env_same OK on {n} ranks"));
+    }
 }
 
 #[test]
@@ -210,4 +236,14 @@ fn create_group_with_one_tag_on_changing_groups() {
 #[test]
 fn failing_copy_callbacks_and_freed_keyvals() {
     each_size("attr_fail", &[1, 2, 3], "attr_fail OK");
+}
+
+/// A keyval freed while attributes use it may be freed again (a delete
+/// callback freeing its own keyval, then the program its copy of the
+/// handle), for communicators, datatypes and windows; once its last
+/// attribute is gone the handle is invalid (MPICH suite:
+/// attr/keyval_double_free*).
+#[test]
+fn keyval_freed_again_while_in_use() {
+    system_tests::each_size_says_ranks("attr_free_twice", &[1, 2, 3], "attr_free_twice OK", T);
 }

@@ -85,6 +85,15 @@ MPIX = [
 ]
 
 
+# Errata of pympistandard's data: (procedure, parameter) -> the C type the
+# standard prints. MPI 4.0 gives `char *argv[]` for MPI_Info_create_env (as
+# MPICH's mpi.h); the data says `char argv[]`, a prototype C programs passing
+# their `argv` do not compile against.
+CTYPE_ERRATA = {
+    ("MPI_Info_create_env", "argv"): "char*",
+}
+
+
 def is_macro(name):
     # Handle conversions are macros in the MPICH ABI (handles are ints there).
     # MPI_File is a pointer, and the Status conversions take pointers: those
@@ -106,7 +115,7 @@ def main():
                 if p.kind.name == "VARARGS":
                     flags.append("varargs")
                     continue
-                ctype = str(p.type)
+                ctype = CTYPE_ERRATA.get((c.name, p.name), str(p.type))
                 if p.constant and not ctype.startswith("const "):
                     ctype = "const " + ctype
                 direction = p.direction.name.lower()

@@ -483,7 +483,7 @@ pub unsafe fn MPI_Comm_get_info(comm: MPI_Comm, info_used: *mut MPI_Info) -> c_i
     // SAFETY: `info_used` is NULL or a writable handle (the caller's contract).
     let mut info_used = unsafe { Out::new(info_used, "info_used") };
     let r = rt::with(|st| {
-        let hints = st.comms.get(comm)?.hints.clone();
+        let hints = crate::rt::comm::info_used(&st.comms.get(comm)?.hints);
         if info_used.is_null() {
             bail!(MPI_ERR_ARG, "info_used is a NULL pointer");
         }

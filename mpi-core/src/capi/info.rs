@@ -28,14 +28,14 @@ pub(crate) unsafe fn cstr<'a>(p: *const c_char, what: &str) -> MpiResult<std::bo
     Ok(unsafe { CStr::from_ptr(p) }.to_string_lossy())
 }
 
-/// Contents of `h` (filling `MPI_INFO_ENV` on first use after `MPI_Init`;
-/// before, it is empty).
+/// Contents of `h` (`MPI_INFO_ENV` filled on first use).
 fn pairs(h: MPI_Info) -> MpiResult<Pairs> {
     if h == MPI_INFO_ENV && info::with_table(|t| t.env.is_empty()) {
-        // The state's lock first, then the info table's (a leaf lock).
-        if let Some(env) = rt::try_with(|st| info::env_pairs(st.world_size, &st.processor_name, st.thread_level)) {
-            info::with_table(|t| t.env = env);
-        }
+        // The state's lock first (if the runtime runs), then the info
+        // table's (a leaf lock).
+        let size = rt::try_with(|st| st.world_size);
+        let env = info::env_pairs(std::env::args().collect(), size);
+        info::with_table(|t| t.env = env);
     }
     info::with_table(|t| t.get(h).cloned())
 }
@@ -52,15 +52,31 @@ pub unsafe fn MPI_Info_create(info: *mut MPI_Info) -> c_int {
     done("MPI_Info_create", r)
 }
 
-pub unsafe fn MPI_Info_create_env(_argc: c_int, _argv: *mut c_char, info: *mut MPI_Info) -> c_int {
+pub unsafe fn MPI_Info_create_env(argc: c_int, argv: *mut *mut c_char, info: *mut MPI_Info) -> c_int {
     // SAFETY: `info` is NULL or a writable handle (the caller's contract).
     let mut info = unsafe { Out::new(info, "info") };
     let r = (|| {
         if info.is_null() {
             bail!(MPI_ERR_ARG, "info is a NULL pointer");
         }
-        let p = pairs(MPI_INFO_ENV)?;
-        info.put(info::insert(p))
+        // The command line given (as MPI_Init's): `argc` strings, or none
+        // (then the process's own) when `argv` is NULL or `argc` is not
+        // positive.
+        let args: Vec<String> = if argv.is_null() || argc <= 0 {
+            std::env::args().collect()
+        } else {
+            (0..argc as usize)
+                // SAFETY: `argv` holds `argc` pointers (the caller's
+                // contract, as for `main`'s), each NULL or a NUL-terminated
+                // string unchanged during the call.
+                .map(|i| unsafe { *argv.add(i) })
+                .take_while(|p| !p.is_null())
+                // SAFETY: not NULL, so a NUL-terminated string (as above).
+                .map(|p| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+                .collect()
+        };
+        let size = rt::try_with(|st| st.world_size);
+        info.put(info::insert(info::env_pairs(args, size)))
     })();
     done("MPI_Info_create_env", r)
 }

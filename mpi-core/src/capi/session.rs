@@ -76,7 +76,7 @@ pub unsafe fn MPI_Session_init(info: MPI_Info, errhandler: MPI_Errhandler, sessi
         }
         // Everything is checked before the runtime starts: a failed call
         // must not leave it running. With the runtime not started yet no
-        // info object or user error handler can exist.
+        // user error handler can exist.
         let checked = rt::try_with(|st| {
             check_errhandler(st, errhandler, HandlerKind::Session)?;
             crate::rt::info::hints(info)
@@ -87,14 +87,9 @@ pub unsafe fn MPI_Session_init(info: MPI_Info, errhandler: MPI_Errhandler, sessi
                 if !predefined(errhandler) {
                     bail!(MPI_ERR_ARG, "invalid error handler 0x{:08x} (MPI is not running yet, so only the predefined handlers exist)", errhandler as u32);
                 }
-                if info != MPI_INFO_NULL && info != MPI_INFO_ENV {
-                    bail!(
-                        MPI_ERR_INFO,
-                        "invalid info handle 0x{:08x} (MPI is not running yet, so no info object exists)",
-                        info as u32
-                    );
-                }
-                Pairs::new()
+                // Info objects live apart from the runtime (they may be
+                // made before it starts, MPI 4.0 11.4.1).
+                crate::rt::info::hints(info)?
             }
         };
         let required = info::get(&pairs, "thread_level").map_or(MPI_THREAD_SINGLE, session::parse_thread_level);

@@ -157,10 +157,17 @@ impl Keyvals {
     }
 
     /// `MPI_Comm_free_keyval` and friends: the keyval disappears once no
-    /// attribute refers to it.
+    /// attribute refers to it. Freeing again a keyval that was freed but
+    /// still lives for its attributes (a delete callback that frees its own
+    /// keyval, then the program freeing its copy of the handle) does
+    /// nothing: the standard makes freeing an in-use key legal and the
+    /// object still exists, so there is nothing to report.
     pub fn free(&mut self, k: c_int, kind: ObjKind) -> MpiResult<()> {
-        let i = self.index(k, kind)?;
+        let i = self.index_of(k, kind, true)?;
         let kv = self.slots.get_mut(i).unwrap();
+        if kv.freed {
+            return Ok(());
+        }
         kv.freed = true;
         if kv.refs == 0 {
             self.slots.remove(i);

@@ -362,6 +362,25 @@ impl CommTable {
 
 /// What the processes whose arguments were right report when another
 /// process's were not.
+/// The info keys a communicator uses (MPI 4.0 sections 7.4.4 and 7.4.2):
+/// the four assertions, and the hardware resource a split by
+/// `MPI_COMM_TYPE_HW_GUIDED` was given.
+const COMM_KEYS: [&str; 5] = [
+    "mpi_assert_no_any_tag",
+    "mpi_assert_no_any_source",
+    "mpi_assert_exact_length",
+    "mpi_assert_allow_overtaking",
+    "mpi_hw_resource_type",
+];
+
+/// `MPI_Comm_get_info`: the hints of the communicator that the library
+/// knows; keys it does not know are ignored, not "used", and so not
+/// returned (MPI 4.0 7.4.4: "any user-supplied hints that were not ignored
+/// by the implementation"; as MPICH).
+pub fn info_used(hints: &Pairs) -> Pairs {
+    hints.iter().filter(|(k, _)| COMM_KEYS.contains(&k.as_str())).cloned().collect()
+}
+
 pub fn failed_elsewhere() -> MpiError {
     MpiError::new(MPI_ERR_ARG, "another process gave invalid arguments to this collective communicator construction")
 }

@@ -142,23 +142,30 @@ pub fn check_value(value: &str) -> MpiResult<&str> {
     Ok(value)
 }
 
-/// The contents of `MPI_INFO_ENV` for this process.
-pub fn env_pairs(world_size: usize, host: &str, thread_level: i32) -> Pairs {
+/// The contents of `MPI_INFO_ENV` for this process, and of what
+/// `MPI_Info_create_env` makes: how the process was started (MPI 4.0
+/// 11.2.1, the keys of `MPI_Comm_spawn`), the same before `MPI_Init`, while
+/// the library runs and after `MPI_Finalize`. `args` is the command line
+/// (`MPI_Info_create_env`'s `argv`, else the process's own); `world_size`
+/// the size of the job when the runtime knows it, else the launcher's
+/// `PMI_SIZE` (1 for a singleton). No `thread_level`: that key is the level
+/// asked for before the program started, which our launcher has no way to
+/// ask for.
+pub fn env_pairs(args: Vec<String>, world_size: Option<usize>) -> Pairs {
     let mut p = Pairs::new();
-    let args: Vec<String> = std::env::args().collect();
     if let Some(cmd) = args.first() {
         p.push(("command".into(), cmd.clone()));
     }
     if args.len() > 1 {
         p.push(("argv".into(), args[1..].join(" ")));
     }
-    p.push(("maxprocs".into(), world_size.to_string()));
-    p.push(("soft".into(), world_size.to_string()));
-    p.push(("host".into(), host.to_string()));
+    let size = world_size.or_else(|| std::env::var("PMI_SIZE").ok().and_then(|v| v.parse().ok())).unwrap_or(1);
+    p.push(("maxprocs".into(), size.to_string()));
+    p.push(("soft".into(), size.to_string()));
+    p.push(("host".into(), super::hostname()));
     p.push(("arch".into(), std::env::consts::ARCH.to_string()));
     if let Ok(d) = std::env::current_dir() {
         p.push(("wdir".into(), d.display().to_string()));
     }
-    p.push(("thread_level".into(), super::session::thread_level_name(thread_level).into()));
     p
 }

@@ -938,7 +938,7 @@ pub fn abort(code: c_int, why: &str) -> ! {
     unsafe { libc::_exit(if code == 0 { 1 } else { code & 0xff }) }
 }
 
-fn hostname() -> String {
+pub(crate) fn hostname() -> String {
     let mut buf = [0u8; 256];
     // SAFETY: gethostname writes at most buf.len() bytes.
     unsafe { libc::gethostname(buf.as_mut_ptr() as *mut libc::c_char, buf.len()) };

@@ -32,16 +32,20 @@ pub struct Session {
 }
 
 /// Names of the process sets, in the order `MPI_Session_get_nth_pset`
-/// gives them. Compared case-sensitively, as MPICH does.
+/// gives them. Compared without regard to case, as MPICH does: they are
+/// URIs, whose scheme and authority (`WORLD`, `SELF`) are case-insensitive
+/// (RFC 3986 3.1, 3.2.2).
 pub const PSETS: [&str; 2] = ["mpi://WORLD", "mpi://SELF"];
 
 /// The members (world ranks, in rank order) of process set `name`, seen
 /// from world rank `me` of a job of `size` processes.
 pub fn pset_members(name: &str, me: usize, size: usize) -> MpiResult<Vec<usize>> {
-    match name {
-        "mpi://WORLD" => Ok((0..size).collect()),
-        "mpi://SELF" => Ok(vec![me]),
-        _ => Err(MpiError::new(MPI_ERR_ARG, format!("unknown process set \"{name}\" (known: {})", PSETS.join(", ")))),
+    if name.eq_ignore_ascii_case(PSETS[0]) {
+        Ok((0..size).collect())
+    } else if name.eq_ignore_ascii_case(PSETS[1]) {
+        Ok(vec![me])
+    } else {
+        Err(MpiError::new(MPI_ERR_ARG, format!("unknown process set \"{name}\" (known: {})", PSETS.join(", "))))
     }
 }
 
@@ -239,7 +243,9 @@ mod tests {
     fn process_sets_are_world_and_self_case_sensitively() {
         assert_eq!(pset_members("mpi://WORLD", 2, 4).unwrap(), vec![0, 1, 2, 3]);
         assert_eq!(pset_members("mpi://SELF", 2, 4).unwrap(), vec![2]);
-        assert_eq!(pset_members("mpi://world", 2, 4).unwrap_err().class, MPI_ERR_ARG);
+        assert_eq!(pset_members("mpi://world", 2, 4).unwrap(), vec![0, 1, 2, 3]);
+        assert_eq!(pset_members("MPI://Self", 2, 4).unwrap(), vec![2]);
+        assert_eq!(pset_members("mpi://nobody", 2, 4).unwrap_err().class, MPI_ERR_ARG);
         assert_eq!(pset_members("", 0, 1).unwrap_err().class, MPI_ERR_ARG);
     }
 
