@@ -125,3 +125,12 @@ fn byte_and_zero_size_accumulates_as_mpich() {
     assert!(m.status.success(), "on MPICH: {}", String::from_utf8_lossy(&m.stderr));
     run(Launcher::Ours, 2, &theirs, &[], &[], T).assert_ok("rma_acc_byte OK on 2 ranks");
 }
+
+/// Operations that move no data are no-ops whatever their types are made
+/// of (zero counts of different predefined types, zero-size types with
+/// counts, NULL buffers); moved data of different types is still
+/// MPI_ERR_TYPE (MPICH suite: rma/badrma).
+#[test]
+fn zero_byte_operations_of_any_types() {
+    each_size("rma_zero_bytes", &[1, 2, 3], "rma_zero_bytes OK");
+}

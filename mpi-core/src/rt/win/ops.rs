@@ -139,9 +139,11 @@ fn check_op(st: &mut State, win: MPI_Win, o: &RmaOp) -> MpiResult<Option<Checked
         }
         basic = match tdt.basic {
             Some(b) if !uses_origin || odt.basic == Some(b) => b,
-            // Types that carry no data (a zero-size derived type) have no
-            // basic type; there is nothing to combine, so this is a no-op.
-            _ if bytes == 0 && tdt.basic.is_none() => MPI_DATATYPE_NULL,
+            // No data (a zero count, or a zero-size derived type, which
+            // has no basic type): there is nothing to combine, so this is a
+            // no-op whatever the types are made of (as MPICH, which checks
+            // nothing more of a zero-byte operation).
+            _ if bytes == 0 => MPI_DATATYPE_NULL,
             _ => bail!(
                 MPI_ERR_TYPE,
                 "origin and target datatypes of an accumulate must be made of one and the same predefined type"
