@@ -212,3 +212,10 @@ fn collectives_in_different_orders_complete() {
         }
     }
 }
+
+/// MPI_Reduce_local refuses MPI_IN_PLACE and one buffer given as both
+/// (MPI_ERR_BUFFER) (MPICH suite: errors/coll/reduce_local).
+#[test]
+fn reduce_local_buffer_errors() {
+    system_tests::each_size_says_ranks("coll_reduce_local_args", &[1, 2], "coll_reduce_local_args OK", T);
+}

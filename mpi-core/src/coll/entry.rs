@@ -602,6 +602,8 @@ pub(crate) fn reduce_local(red: Reduction, count: i64) -> MpiResult<()> {
         let red = reducer(st, op, datatype, &dt)?;
         check_buf(inbuf, n, &dt, "inbuf")?;
         check_buf(inoutbuf, n, &dt, "inoutbuf")?;
+        // The two buffers may not be one (there is no MPI_IN_PLACE form).
+        no_alias(inbuf, inoutbuf, dt.packed_size(n))?;
         Ok((n, dt, red))
     })
     .and_then(|(n, dt, red)| {
