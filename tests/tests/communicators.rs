@@ -114,6 +114,14 @@ fn info_objects() {
     each_size("info_before_init", &[1, 2], "info_before_init OK");
 }
 
+/// MPI_Comm_create_group does not wait for the caller's pending idups of
+/// the parent: evens create then idup, odds idup then create (MPICH suite:
+/// comm/comm_create_group_idup).
+#[test]
+fn create_group_is_not_ordered_with_idups_of_the_parent() {
+    system_tests::each_size_says_ranks("comm_group_idup_order", &[1, 2, 3, 4, 5], "comm_group_idup_order OK", T);
+}
+
 /// MPI_Comm_get_info returns the hints the library knows, not the keys it
 /// ignores (MPICH suite: comm/comm_info).
 #[test]

@@ -413,7 +413,11 @@ pub unsafe fn MPI_Comm_create_group(comm: MPI_Comm, group: MPI_Group, tag: c_int
         if tag < 0 {
             bail!(MPI_ERR_TAG, "invalid tag {tag} (MPI_Comm_create_group needs a tag >= 0)");
         }
-        quiet(comm)?;
+        // No wait for this process's pending MPI_Comm_idups of `comm`
+        // (`quiet`): the call is collective over the group only, not over
+        // `comm`, so it is not ordered with them, and another member may
+        // start its idup only after this call returns (MPICH suite:
+        // comm/comm_create_group_idup). Its messages carry tags of its own.
         let parent = intra_of(comm, "MPI_Comm_create_group")?;
         let (members, me) = rt::with(|st| Ok((st.comms.groups.get(group)?, st.world_rank)))?;
         // The members' ranks in the parent: the sources of the agreement's
