@@ -38,6 +38,14 @@ fn probes_and_matched_probes() {
     each_size("status_error_field", &[2], "status_error_field OK");
 }
 
+/// Null and inactive requests complete with an empty status, MPI_ERROR =
+/// MPI_SUCCESS included, from every single-completion call (MPICH suite:
+/// pt2pt/rqstatus).
+#[test]
+fn empty_status_of_null_and_inactive_requests() {
+    each_size("status_empty", &[1, 2], "status_empty OK");
+}
+
 #[test]
 fn cancel() {
     each_size("cancel", &[2, 3], "cancel OK");

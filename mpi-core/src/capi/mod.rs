@@ -161,7 +161,8 @@ pub(crate) unsafe fn put_status(p: *mut MPI_Status, s: &MPI_Status) {
 /// Keeps the `MPI_ERROR` field of a call's single status as the program
 /// left it: the standard lets only the calls that complete several requests
 /// (and return `MPI_ERR_IN_STATUS`) set it, so the single-completion calls
-/// restore it when they return, whatever the layers below wrote.
+/// restore it when they return, whatever the layers below wrote; except in
+/// an empty status ([`KeepError::empty_if`]).
 pub(crate) struct KeepError {
     field: *mut MaybeUninit<c_int>,
     value: MaybeUninit<c_int>,
@@ -180,6 +181,16 @@ impl KeepError {
         let field = unsafe { &raw mut (*p).MPI_ERROR }.cast::<MaybeUninit<c_int>>();
         // SAFETY: as above: valid for reads, any bit pattern allowed.
         KeepError { field, value: unsafe { field.read() } }
+    }
+
+    /// When `empty` (the call's requests are all null or inactive), the
+    /// call returns an empty status, which the standard defines with
+    /// `MPI_ERROR` = `MPI_SUCCESS` (MPI 3.1 3.7.3): that field is then the
+    /// call's, not restored.
+    pub(crate) fn empty_if(&mut self, empty: bool) {
+        if empty {
+            self.field = std::ptr::null_mut();
+        }
     }
 }
 

@@ -60,29 +60,32 @@ fn report<T>(name: &str, r: MpiResult<T>, run: impl FnOnce(T) -> Completion) -> 
 pub unsafe fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
     // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status
     // until the call returns (the caller's contract).
-    let _keep = unsafe { crate::capi::KeepError::new(status) };
+    let mut keep = unsafe { crate::capi::KeepError::new(status) };
     // SAFETY: `request` is NULL or the program's handle, which the call may
     // read and write (the standard's contract for an INOUT handle); `status`
     // is NULL, MPI_STATUS_IGNORE or a writable status (the caller's contract).
     let (request, status) = unsafe { (out_mut(request, "request"), status_mut(status)) };
+    keep.empty_if(request.as_deref().is_ok_and(|&h| req::idle(&[h])));
     report("MPI_Wait", request, |request| req::wait(request, status))
 }
 
 pub unsafe fn MPI_Test(request: *mut MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
     // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status
     // until the call returns (the caller's contract).
-    let _keep = unsafe { crate::capi::KeepError::new(status) };
+    let mut keep = unsafe { crate::capi::KeepError::new(status) };
     // SAFETY: `request` is NULL or the program's INOUT handle, `flag` NULL or
     // a writable int, `status` NULL, MPI_STATUS_IGNORE or a writable status
     // (the caller's contract).
     let (request, flag, status) = unsafe { (out_mut(request, "request"), out_mut(flag, "flag"), status_mut(status)) };
+    keep.empty_if(request.as_deref().is_ok_and(|&h| req::idle(&[h])));
     report("MPI_Test", request.and_then(|r| Ok((r, flag?))), |(request, flag)| req::test(request, flag, status))
 }
 
 pub unsafe fn MPI_Request_get_status(request: MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
     // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status
     // until the call returns (the caller's contract).
-    let _keep = unsafe { crate::capi::KeepError::new(status) };
+    let mut keep = unsafe { crate::capi::KeepError::new(status) };
+    keep.empty_if(req::idle(&[request]));
     // SAFETY: `flag` is NULL or a writable int, `status` NULL,
     // MPI_STATUS_IGNORE or a writable status (the caller's contract).
     let (flag, status) = unsafe { (out_mut(flag, "flag"), status_mut(status)) };
@@ -132,12 +135,13 @@ pub unsafe fn MPI_Waitany(
 ) -> c_int {
     // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status
     // until the call returns (the caller's contract).
-    let _keep = unsafe { crate::capi::KeepError::new(status) };
+    let mut keep = unsafe { crate::capi::KeepError::new(status) };
     // SAFETY: `array_of_requests` is NULL or `count` handles the call may
     // read and write, `index` NULL or a writable int, `status` NULL,
     // MPI_STATUS_IGNORE or a writable status (the caller's contract).
     let (hs, index, status) =
         unsafe { (handles(count, array_of_requests), out_mut(index, "index"), status_mut(status)) };
+    keep.empty_if(hs.as_deref().is_ok_and(req::idle));
     report("MPI_Waitany", hs.and_then(|hs| Ok((hs, index?))), |(hs, index)| req::wait_any(hs, index, status))
 }
 
@@ -150,13 +154,14 @@ pub unsafe fn MPI_Testany(
 ) -> c_int {
     // SAFETY: `status` is NULL, MPI_STATUS_IGNORE or a writable status
     // until the call returns (the caller's contract).
-    let _keep = unsafe { crate::capi::KeepError::new(status) };
+    let mut keep = unsafe { crate::capi::KeepError::new(status) };
     // SAFETY: `array_of_requests` is NULL or `count` handles the call may
     // read and write, `index` and `flag` NULL or writable ints, `status`
     // NULL, MPI_STATUS_IGNORE or a writable status (the caller's contract).
     let (hs, index, flag, status) = unsafe {
         (handles(count, array_of_requests), out_mut(index, "index"), out_mut(flag, "flag"), status_mut(status))
     };
+    keep.empty_if(hs.as_deref().is_ok_and(req::idle));
     let args = hs.and_then(|hs| Ok((hs, index?, flag?)));
     report("MPI_Testany", args, |(hs, index, flag)| req::test_any(hs, index, flag, status))
 }

@@ -99,6 +99,13 @@ fn slot(st: &mut State, h: MPI_Request) -> MpiResult<Option<u32>> {
     Ok(Some(i))
 }
 
+/// Whether every handle of `hs` is null or an inactive persistent request
+/// (also for none): completing them gives an empty status (MPI 3.1 3.7.3).
+/// False if a handle is invalid (the call reports that).
+pub fn idle(hs: &[MPI_Request]) -> bool {
+    hs.iter().all(|&h| h == MPI_REQUEST_NULL) || with(|st| slots(st, hs)).is_ok_and(|s| s.iter().all(Option::is_none))
+}
+
 /// Slots of the request handles `hs` (see [`slot`]).
 fn slots(st: &mut State, hs: &[MPI_Request]) -> MpiResult<Vec<Option<u32>>> {
     hs.iter().map(|&h| slot(st, h)).collect()
