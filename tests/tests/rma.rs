@@ -134,3 +134,12 @@ fn byte_and_zero_size_accumulates_as_mpich() {
 fn zero_byte_operations_of_any_types() {
     each_size("rma_zero_bytes", &[1, 2, 3], "rma_zero_bytes OK");
 }
+
+/// MPI_Compare_and_swap swaps integer, logical, multi-language and byte
+/// types (and MPI_CHAR) and refuses floating-point, complex, pair and
+/// derived types with MPI_ERR_TYPE (MPICH suite: errors/rma/cas_type_check).
+#[test]
+fn compare_and_swap_types() {
+    each_size("rma_cas_types", &[1, 2, 3], "rma_cas_types OK");
+}
+

@@ -129,6 +129,15 @@ pub fn check(op: MPI_Op, dt: MPI_Datatype) -> MpiResult<()> {
     Ok(())
 }
 
+/// Whether `MPI_Compare_and_swap` takes elements of `dt`: a C or Fortran
+/// integer, logical, multi-language or byte type (MPI 3.1 11.3.4), not a
+/// floating-point, complex, pair or derived one. (`MPI_CHAR` counts as a C
+/// integer here, as in the reductions above and in MPICH.)
+pub fn compare_and_swap_type(dt: MPI_Datatype) -> bool {
+    use Class::*;
+    matches!(class(dt), CInt | FInt | Multi | Logical | Byte)
+}
+
 /// Plain numbers any bit pattern of which is a valid value.
 trait Pod: Copy {}
 macro_rules! pod {

@@ -160,8 +160,11 @@ fn check_op(st: &mut State, win: MPI_Win, o: &RmaOp) -> MpiResult<Option<Checked
         if basic != MPI_DATATYPE_NULL && !matches!(o.op, MPI_REPLACE | MPI_NO_OP) {
             crate::rt::op::check(o.op, basic)?;
         }
-        if o.kind == kind::CAS && !crate::rt::datatype::is_predefined(o.target.datatype) {
-            bail!(MPI_ERR_TYPE, "MPI_Compare_and_swap takes a predefined datatype");
+        if o.kind == kind::CAS && !crate::rt::op::compare_and_swap_type(o.target.datatype) {
+            bail!(
+                MPI_ERR_TYPE,
+                "MPI_Compare_and_swap takes a predefined integer, logical, multi-language or byte datatype"
+            );
         }
     }
     if !dynamic && bytes > 0 {
