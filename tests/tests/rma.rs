@@ -143,3 +143,11 @@ fn compare_and_swap_types() {
     each_size("rma_cas_types", &[1, 2, 3], "rma_cas_types OK");
 }
 
+/// Locks inside a PSCW access epoch are MPI_ERR_RMA_SYNC; a lock epoch
+/// after a fence ends what the fence opened, so an operation after the
+/// unlock needs a new fence (MPICH suite: errors/rma/win_sync_lock_at,
+/// win_sync_lock_fence).
+#[test]
+fn lock_epochs_do_not_overlap_active_target_ones() {
+    each_size("rma_lock_epochs", &[1, 2, 3], "rma_lock_epochs OK");
+}

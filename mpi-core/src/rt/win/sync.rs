@@ -350,7 +350,7 @@ pub fn lock(lock_type: c_int, rank: c_int, assert: c_int, win: MPI_Win) -> MpiRe
         if w.locks[t].is_some() || w.lock_all {
             bail!(MPI_ERR_RMA_SYNC, "target {t} is already locked by this process");
         }
-        Ok(())
+        no_active_access(w, "MPI_Win_lock")
     })?;
     // MPI_MODE_NOCHECK: no conflicting lock can exist, so none is taken.
     let nocheck = assert & MPI_MODE_NOCHECK != 0;
@@ -361,8 +361,24 @@ pub fn lock(lock_type: c_int, rank: c_int, assert: c_int, win: MPI_Win) -> MpiRe
         let w = st.wins.get_mut(win)?;
         w.locks[t] = Some(if nocheck { lock_type | NOCHECK_LOCK } else { lock_type });
         w.flushed[t] = w.sent[t];
+        w.fence_open = false;
         Ok(())
     })
+}
+
+/// A passive-target epoch (`name`) may not start inside a PSCW access
+/// epoch: "distinct access epochs for win at the same process must be
+/// disjoint" (MPI 3.1 11.5). A fence opens an access epoch only if
+/// operations follow it before the next fence (11.5.1); the lock epoch
+/// closes that possibility (`fence_open` is cleared once the lock is
+/// taken): operations after the unlock would put the lock epoch inside the
+/// fence's, so they fail with `MPI_ERR_RMA_SYNC` until the next fence (as
+/// in MPICH; MPICH suite: errors/rma/win_sync_lock_at, _lock_fence).
+fn no_active_access(w: &super::Win, name: &str) -> MpiResult<()> {
+    if w.start.is_some() {
+        bail!(MPI_ERR_RMA_SYNC, "{name} inside a PSCW access epoch (call MPI_Win_complete first)");
+    }
+    Ok(())
 }
 
 /// `MPI_Win_unlock`: completes the operations to `rank` there, then
@@ -392,6 +408,7 @@ pub fn lock_all(assert: c_int, win: MPI_Win) -> MpiResult<()> {
         if w.lock_all || w.locks.iter().any(Option::is_some) {
             bail!(MPI_ERR_RMA_SYNC, "MPI_Win_lock_all while this process holds a lock on the window");
         }
+        no_active_access(w, "MPI_Win_lock_all")?;
         Ok(w.size_n())
     })?;
     let all: Vec<usize> = (0..n).collect();
@@ -404,6 +421,7 @@ pub fn lock_all(assert: c_int, win: MPI_Win) -> MpiResult<()> {
         w.lock_all = true;
         w.lock_all_nocheck = nocheck;
         w.flushed = w.sent.clone();
+        w.fence_open = false;
         Ok(())
     })
 }
