@@ -58,6 +58,14 @@ fn session_init_with_an_info_made_before_it() {
     system_tests::each_size_says_ranks("session_info_first", &[1, 2, 3], "session_info_first OK", T);
 }
 
+/// Sessions made while MPI_Init_thread runs at MPI_THREAD_MULTIPLE (by
+/// threads at once) run at that level, whatever they ask (MPICH suite:
+/// threads/init/mult_session).
+#[test]
+fn sessions_made_after_init_thread_multiple_run_at_its_level() {
+    system_tests::each_size_says_ranks("session_thread_level", &[1, 2, 3], "session_thread_level OK", T);
+}
+
 #[test]
 fn intercommunicators_ping_pong_and_merge() {
     each_size("comm_inter", &[2, 3, 4, 7], "comm_inter OK");

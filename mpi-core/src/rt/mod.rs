@@ -699,12 +699,16 @@ pub fn start_for_session<R>(required: c_int, register: impl FnOnce(&mut State, c
 }
 
 /// The runtime at `g`, started if it is not running; the thread level of
-/// the process is raised to `required` (clamped to what exists).
+/// the process is raised to `required` (clamped to what exists). Returns
+/// the level provided: the process's, which a caller that joins a running
+/// runtime may find above the one it asked for (allowed, as for
+/// `MPI_Init_thread`; a session made after `MPI_Init_thread(MPI_THREAD_MULTIPLE)`
+/// runs at that level, as in MPICH: MPICH suite threads/init/mult_session).
 fn start_or_join(g: &mut Locked, required: c_int) -> MpiResult<c_int> {
     let wanted = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_MULTIPLE);
     if let Some(st) = g.as_deref_mut() {
         st.thread_level = st.thread_level.max(wanted);
-        return Ok(wanted);
+        return Ok(st.thread_level);
     }
     if TORN_DOWN.load(Ordering::Acquire) {
         return Err(MpiError::new(
