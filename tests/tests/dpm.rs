@@ -133,6 +133,17 @@ fn spawn_under_our_mpirun() {
     assert_eq!(r.stdout.matches("dpm_spawn child OK s0 (1 processes)").count(), 2, "{r}");
 }
 
+/// Four threads spawn at once, each on a communicator of its own: the
+/// meetings with the new jobs run side by side in one process without
+/// taking each other's messages (MPICH suite: threads/spawn/th_taskmanager).
+#[test]
+fn spawns_from_several_threads_at_once() {
+    let exe = compile("dpm_spawn_threads", Compiler::Ours);
+    for n in [1, 2] {
+        run(Launcher::Ours, n, &exe, &[], &[], T).assert_ok(&format!("dpm_spawn_threads OK on {n} ranks"));
+    }
+}
+
 /// Under hydra (`mpiexec.mpich`, PMI-1): two jobs meet through a port, and
 /// a job spawns (hydra puts the parent's port in the children's key-value
 /// space). A missing program is left out: hydra reports the spawn started,

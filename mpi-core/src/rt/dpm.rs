@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 
 use mpi_api::abi::*;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::agree::View;
@@ -42,6 +43,9 @@ use crate::bail;
 /// The context of the messages between the two roots while they agree on
 /// the new intercommunicator's context id (above every id ever agreed).
 pub const BRIDGE_CTX: u32 = super::comm::CTX_FAILED - 16;
+
+/// The number of the next meeting of this process's roots (see [`meet`]).
+static NEXT_BRIDGE: AtomicUsize = AtomicUsize::new(0);
 
 /// How long a root waits for the other side once their sockets are
 /// connected (the other root is inside its connect or accept).
@@ -481,9 +485,16 @@ pub fn meet(
     let idents = view.allgather_vec(me.encode().as_bytes())?;
     let mut outcome = Vec::new();
     let mut their_root = None;
+    // At the root: a number of this meeting unique in this process. The
+    // other root's messages to this one on BRIDGE_CTX carry it as their
+    // source, and this root's carry the other's: meetings that run at once
+    // in one process (spawns from several threads) then never take each
+    // other's messages, which the roots' ranks in the bridge (0 and 1 in
+    // every one) would not tell apart.
+    let bridge = NEXT_BRIDGE.fetch_add(1, Ordering::Relaxed) & 0x3fff_ffff;
     if view.rank == root {
         let res = reach().and_then(|(mut side, key)| {
-            let mut mine = format!("{root}");
+            let mut mine = format!("{root} {bridge}");
             for id in &idents {
                 mine.push('\n');
                 mine.push_str(&String::from_utf8_lossy(id));
@@ -510,13 +521,14 @@ pub fn meet(
     let key: [u8; 32] = outcome[1..33].try_into().expect("32 bytes");
     let text = String::from_utf8_lossy(&outcome[33..]).into_owned();
     let mut lines = text.lines();
-    let their_root_rank: usize = lines
-        .next()
-        .and_then(|l| l.parse().ok())
-        .ok_or_else(|| MpiError::new(MPI_ERR_INTERN, "malformed group from the other side"))?;
+    let malformed = || MpiError::new(MPI_ERR_INTERN, "malformed group from the other side");
+    let mut first = lines.next().ok_or_else(malformed)?.split(' ').map(|w| w.parse::<usize>().ok());
+    let (Some(Some(their_root_rank)), Some(Some(their_bridge))) = (first.next(), first.next()) else {
+        return Err(malformed());
+    };
     let ids = lines.map(Ident::decode).collect::<MpiResult<Vec<_>>>()?;
     if their_root_rank >= ids.len() {
-        bail!(MPI_ERR_INTERN, "malformed group from the other side");
+        return Err(malformed());
     }
     let (remote, peer) = with(|st| {
         let remote: Vec<usize> = ids.iter().map(|id| peer_of(st, id, &key)).collect();
@@ -527,7 +539,10 @@ pub fn meet(
             Some(them) => {
                 let (group, rank) =
                     if accepting { (vec![st.world_rank, them], 0) } else { (vec![them, st.world_rank], 1) };
-                Some((View::new(st, BRIDGE_CTX, rank, Arc::new(group))?, 1 - rank))
+                let mut labels = vec![0; 2];
+                labels[rank] = their_bridge;
+                labels[1 - rank] = bridge;
+                Some((View::new(st, BRIDGE_CTX, rank, Arc::new(group))?.with_labels(Arc::new(labels)), 1 - rank))
             }
             None => None,
         };
