@@ -47,6 +47,16 @@ __attribute__((unused)) static long test_status_kb(const char *field) {
 /* Resident memory of this process in kB (-1 if unknown), for leak checks. */
 __attribute__((unused)) static long test_rss_kb(void) { return test_status_kb("VmRSS:"); }
 
+/* A status for a call that may write it: every byte garbage and MPI_ERROR
+ * STATUS_MARK, so that a test sees which fields the call wrote. */
+#define STATUS_MARK 12345
+__attribute__((unused)) static MPI_Status marked_status(void) {
+    MPI_Status s;
+    memset(&s, 0x5a, sizeof s);
+    s.MPI_ERROR = STATUS_MARK;
+    return s;
+}
+
 __attribute__((unused)) static int error_class(int rc) {
     int c = -1;
     MPI_Error_class(rc, &c);

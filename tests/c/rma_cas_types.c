@@ -54,8 +54,7 @@ int main(int argc, char **argv) {
     cell[0] = cell[1] = 0;
     CHECK_RC(MPI_Win_fence(0, win));
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        int rc = cas(bad[i]), cls = -1;
-        MPI_Error_class(rc, &cls);
+        int cls = error_class(cas(bad[i]));
         CHECK(cls == MPI_ERR_TYPE, "MPI_Compare_and_swap of %s: class %d, not MPI_ERR_TYPE", bad_names[i], cls);
     }
     CHECK_RC(MPI_Win_fence(0, win));

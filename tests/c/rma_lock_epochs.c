@@ -7,13 +7,6 @@
  * as MPICH). The window works on afterwards (values checked). */
 #include "check.h"
 
-static int errors_of_class(int rc, int cls) {
-    int c = -1;
-    if (rc == MPI_SUCCESS) return 0;
-    MPI_Error_class(rc, &c);
-    return c == cls;
-}
-
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     int rank, size;
@@ -32,9 +25,9 @@ int main(int argc, char **argv) {
     CHECK_RC(MPI_Win_start(world, 0, win));
     CHECK_RC(MPI_Get(&got, 1, MPI_INT, next, 0, 1, MPI_INT, win));
     int rc = MPI_Win_lock(MPI_LOCK_SHARED, next, 0, win);
-    CHECK(errors_of_class(rc, MPI_ERR_RMA_SYNC), "MPI_Win_lock in a PSCW access epoch returned %d", rc);
+    CHECK(error_class(rc) == MPI_ERR_RMA_SYNC, "MPI_Win_lock in a PSCW access epoch returned %d", rc);
     rc = MPI_Win_lock_all(0, win);
-    CHECK(errors_of_class(rc, MPI_ERR_RMA_SYNC), "MPI_Win_lock_all in a PSCW access epoch returned %d", rc);
+    CHECK(error_class(rc) == MPI_ERR_RMA_SYNC, "MPI_Win_lock_all in a PSCW access epoch returned %d", rc);
     CHECK_RC(MPI_Win_complete(win));
     CHECK_RC(MPI_Win_wait(win));
     CHECK(got == 100 + next, "PSCW get: %d", got);
@@ -63,7 +56,7 @@ int main(int argc, char **argv) {
         }
         CHECK(got == 100 + next, "get under the lock after a fence: %d", got);
         rc = MPI_Get(&got, 1, MPI_INT, next, 0, 1, MPI_INT, win);
-        CHECK(errors_of_class(rc, MPI_ERR_RMA_SYNC), "a get after the unlock (%s) returned %d",
+        CHECK(error_class(rc) == MPI_ERR_RMA_SYNC, "a get after the unlock (%s) returned %d",
               all ? "lock_all" : "lock", rc);
         CHECK_RC(MPI_Win_fence(0, win));
         /* The next fence opens an epoch again. */

@@ -8,15 +8,6 @@
  * with MPI_ERROR untouched. Any number of ranks (each talks to itself). */
 #include "check.h"
 
-#define MARK 12345
-
-static MPI_Status fresh(void) {
-    MPI_Status s;
-    memset(&s, 0x5a, sizeof s);
-    s.MPI_ERROR = MARK;
-    return s;
-}
-
 static void check_empty(const MPI_Status *s, const char *what) {
     int count = -1, cancelled = -1;
     MPI_Get_count(s, MPI_INT, &count);
@@ -38,18 +29,18 @@ int main(int argc, char **argv) {
     for (int k = 0; k < 2; k++) {
         char what[80];
         MPI_Request r = handles[k];
-        s = fresh();
+        s = marked_status();
         CHECK_RC(MPI_Wait(&r, &s));
         snprintf(what, sizeof what, "MPI_Wait on %s", names[k]);
         check_empty(&s, what);
         CHECK(r == handles[k], "%s changed the handle", what);
-        s = fresh();
+        s = marked_status();
         flag = 0;
         CHECK_RC(MPI_Test(&r, &flag, &s));
         snprintf(what, sizeof what, "MPI_Test on %s", names[k]);
         CHECK(flag, "%s: flag false", what);
         check_empty(&s, what);
-        s = fresh();
+        s = marked_status();
         flag = 0;
         CHECK_RC(MPI_Request_get_status(r, &flag, &s));
         snprintf(what, sizeof what, "MPI_Request_get_status on %s", names[k]);
@@ -57,12 +48,12 @@ int main(int argc, char **argv) {
         check_empty(&s, what);
         reqs[0] = MPI_REQUEST_NULL;
         reqs[1] = r;
-        s = fresh();
+        s = marked_status();
         CHECK_RC(MPI_Waitany(2, reqs, &idx, &s));
         snprintf(what, sizeof what, "MPI_Waitany on null and %s", names[k]);
         CHECK(idx == MPI_UNDEFINED, "%s: index %d", what, idx);
         check_empty(&s, what);
-        s = fresh();
+        s = marked_status();
         flag = 0;
         CHECK_RC(MPI_Testany(2, reqs, &idx, &flag, &s));
         snprintf(what, sizeof what, "MPI_Testany on null and %s", names[k]);
@@ -70,7 +61,7 @@ int main(int argc, char **argv) {
         check_empty(&s, what);
     }
     /* No request at all: the same. */
-    s = fresh();
+    s = marked_status();
     CHECK_RC(MPI_Waitany(0, NULL, &idx, &s));
     check_empty(&s, "MPI_Waitany of no requests");
 
@@ -78,12 +69,12 @@ int main(int argc, char **argv) {
     int v = 40 + rank;
     CHECK_RC(MPI_Start(&inactive));
     CHECK_RC(MPI_Send(&v, 1, MPI_INT, rank, 5, MPI_COMM_WORLD));
-    s = fresh();
+    s = marked_status();
     CHECK_RC(MPI_Wait(&inactive, &s));
     CHECK(x == v && s.MPI_SOURCE == rank && s.MPI_TAG == 5, "got %d from %d tag %d", x, s.MPI_SOURCE, s.MPI_TAG);
-    CHECK(s.MPI_ERROR == MARK, "MPI_Wait on an active request changed MPI_ERROR to %d", s.MPI_ERROR);
+    CHECK(s.MPI_ERROR == STATUS_MARK, "MPI_Wait on an active request changed MPI_ERROR to %d", s.MPI_ERROR);
     /* Inactive again once completed. */
-    s = fresh();
+    s = marked_status();
     CHECK_RC(MPI_Wait(&inactive, &s));
     check_empty(&s, "MPI_Wait on the completed persistent request");
     MPI_Request_free(&inactive);
