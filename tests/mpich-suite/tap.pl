@@ -1,14 +1,16 @@
 #!/usr/bin/env perl
 # Helpers of run.sh over runtests' TAP files (see mpi-core/CONFORMANCE.md).
 #
-#   tap.pl lists TAP BUILD SRC NAME
+#   tap.pl lists TAP BUILD SRC NAME [DONE]
 #       Writes a test list called NAME into every directory of the build
 #       tree BUILD that holds a test TAP reports failed (and into the
 #       directories above it), so that `runtests -tests=NAME` runs those
 #       tests again and nothing else. Each failed test's line is copied from
 #       its directory's testlist (BUILD's if configure made one, else SRC's):
 #       the k-th failure of "dir/prog np" is the k-th line of that program
-#       and rank count. Prints how many tests the lists hold.
+#       and rank count. Failures the retry TAP file DONE ran already are
+#       left out (runtests gives up after a run of timeouts, so a retry may
+#       take several rounds). Prints how many tests the lists hold.
 #
 #   tap.pl compare OURS[,RETRY] MPICH[,RETRY]
 #       Compares the two sides on the tests both ran. A side's RETRY file
@@ -91,12 +93,19 @@ sub compare {
 }
 
 sub lists {
-    my ($tap, $build, $src, $listname) = @_;
+    my ($tap, $build, $src, $listname, $done) = @_;
+    # How many failures of each name DONE retried (its i-th "name" is the
+    # i-th failure of that name, as in `results`).
+    my %retried;
+    if ($done && -f $done) {
+        $retried{ $_->[0] }++ for tests_of($done);
+    }
     # dir => [[prog, np, k], ...] of the failures.
     my %want;
     for my $t (tests_of($tap)) {
         my ($name, $k, $ok, $skip) = @$t;
         next if $ok || $skip;
+        next if $retried{$name} && $retried{$name}-- > 0;
         my ($path, $np) = split / /, $name;
         next if $np eq '?';    # did not build: running it again changes nothing
         my ($dir, $prog) = $path =~ m{^(.*)/([^/]+)$} or next;
@@ -135,6 +144,6 @@ sub lists {
 }
 
 my $cmd = shift // '';
-if ($cmd eq 'lists' && @ARGV == 4) { lists(@ARGV) }
+if ($cmd eq 'lists' && (@ARGV == 4 || @ARGV == 5)) { lists(@ARGV) }
 elsif ($cmd eq 'compare' && @ARGV == 2) { compare(@ARGV) }
-else { die "usage: tap.pl lists TAP BUILD SRC NAME | tap.pl compare OURS[,RETRY] MPICH[,RETRY]\n" }
+else { die "usage: tap.pl lists TAP BUILD SRC NAME [DONE] | tap.pl compare OURS[,RETRY] MPICH[,RETRY]\n" }
