@@ -28,7 +28,7 @@ mod part;
 mod req;
 mod session;
 mod tool;
-mod topo;
+pub(crate) mod topo;
 mod win;
 mod win_errh;
 
