@@ -133,7 +133,7 @@ fn main() {
                  // argument registers and the stack pointer before it jumps to the MPI's own\n\
                  // `{s}`, which so receives exactly the application's call.\n\
                  #[unsafe(naked)]\npub unsafe extern \"C\" fn {s}() {{\n    \
-                 core::arch::naked_asm!(crate::site::FORTRAN_TRAMPOLINE!(), enter = sym crate::site::fortran_enter, idx = const {fcount});\n}}"
+                 core::arch::naked_asm!(crate::site::FORTRAN_TRAMPOLINE!(), set = sym crate::site::fortran_enter, idx = const {fcount});\n}}"
             );
             fcount += 1;
         }

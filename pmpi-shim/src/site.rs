@@ -35,31 +35,12 @@ use crate::FNAMES;
 /// arguments and return address included.
 macro_rules! trampoline {
     () => {
-        "push rdi
-         push rsi
-         push rdx
-         push rcx
-         push r8
-         push r9
-         mov rdi, [rsp + 48]
-         sub rsp, 8
-         call {set}
-         add rsp, 8
-         pop r9
-         pop r8
-         pop rcx
-         pop rdx
-         pop rsi
-         pop rdi
-         jmp {imp}"
+        concat!(crate::site::save_args!(), crate::site::call_and_restore!(), "jmp {imp}")
     };
 }
-pub(crate) use trampoline as TRAMPOLINE;
-
-/// The Fortran trampoline: as [`TRAMPOLINE`], with the procedure's index
-/// in `esi`; [`fortran_enter`] returns the address to jump to in `rax`
-/// (scratch in every call: a Fortran procedure is not variadic).
-macro_rules! fortran_trampoline {
+/// The first half of the trampolines: save the argument registers, pass
+/// the return address (the call site) in `rdi`.
+macro_rules! save_args {
     () => {
         "push rdi
          push rsi
@@ -68,9 +49,15 @@ macro_rules! fortran_trampoline {
          push r8
          push r9
          mov rdi, [rsp + 48]
-         mov esi, {idx}
-         sub rsp, 8
-         call {enter}
+         "
+    };
+}
+/// The second half: call `{set}` with the stack aligned, restore the
+/// argument registers.
+macro_rules! call_and_restore {
+    () => {
+        "sub rsp, 8
+         call {set}
          add rsp, 8
          pop r9
          pop r8
@@ -78,7 +65,18 @@ macro_rules! fortran_trampoline {
          pop rdx
          pop rsi
          pop rdi
-         jmp rax"
+         "
+    };
+}
+pub(crate) use trampoline as TRAMPOLINE;
+pub(crate) use {call_and_restore, save_args};
+
+/// The Fortran trampoline: as [`TRAMPOLINE`], with the procedure's index
+/// in `esi`, calling `{set}` = [`fortran_enter`], which returns the address to jump to in `rax`
+/// (scratch in every call: a Fortran procedure is not variadic).
+macro_rules! fortran_trampoline {
+    () => {
+        concat!(crate::site::save_args!(), "mov esi, {idx}\n", crate::site::call_and_restore!(), "jmp rax")
     };
 }
 pub(crate) use fortran_trampoline as FORTRAN_TRAMPOLINE;
