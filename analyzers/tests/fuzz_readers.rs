@@ -8,7 +8,10 @@
 //! bytes inserted, deleted, duplicated, the file cut short), then reads it
 //! with every reader: `analyzers::load` and the analyses of a report,
 //! `trace_format::Trace::open`, and `trace_lod::Lod::open` with queries.
-//! None may panic, hang or allocate beyond the bound.
+//! None may panic, hang or allocate beyond the bound, and the level of
+//! detail, whether built or mapped from a damaged cache file, must keep
+//! what its format promises (calls sorted, names in range, span and
+//! finest level agreeing with the calls): a damaged cache is rebuilt.
 //!
 //! The cases run in a child process (this test binary again) limited to
 //! [`ADDRESS_SPACE`] bytes of address space (`RLIMIT_AS`, as `ulimit -v`):
@@ -212,6 +215,7 @@ fn read_all(dir: &Path) {
     }
     let _ = trace_format::Trace::open(dir);
     if let Ok(lod) = trace_lod::Lod::open(dir, &trace_lod::Progress::default()) {
+        lod_holds_its_promises(&lod);
         let (t0, t1) = lod.span();
         let mut cells = Vec::new();
         for r in &lod.ranks {
@@ -229,6 +233,32 @@ fn read_all(dir: &Path) {
                 let _ = d.call(d.len() - 1);
             }
         }
+    }
+}
+
+/// What the level of detail promises of every rank, built now or mapped
+/// from a (possibly damaged) cache: the calls sorted by start, their names
+/// among the trace's names, the span theirs, the finest level counting
+/// each call once. A damaged cache that breaks any of it must have been
+/// rebuilt (before the cache was validated, flipped bits in a cache file
+/// were drawn as they were).
+fn lod_holds_its_promises(lod: &trace_lod::Lod) {
+    for r in &lod.ranks {
+        let d = &r.data;
+        let calls: Vec<trace_lod::Call> = (0..d.len()).map(|i| d.call(i)).collect();
+        let rank = r.rank;
+        assert!(calls.windows(2).all(|w| w[0].t_start <= w[1].t_start), "rank {rank}: calls not sorted by start");
+        assert!(
+            calls.iter().all(|c| (c.name as usize) < lod.names.len()),
+            "rank {rank}: a call name past the {} names",
+            lod.names.len()
+        );
+        if let Some((a, b)) = d.span() {
+            assert_eq!(a, calls[0].t_start, "rank {rank}: span starts before its first call");
+            assert!(calls.iter().all(|c| c.t_end <= b), "rank {rank}: a call ends after the span");
+        }
+        let counted: u64 = d.level(0).iter().map(|b| b.count as u64).sum();
+        assert_eq!(counted, calls.len() as u64, "rank {rank}: the finest level counts {counted} calls");
     }
 }
 

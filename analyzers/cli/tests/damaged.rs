@@ -287,3 +287,68 @@ fn unreadable_trace_folder_says_permission_denied() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert_eq!(stderr.trim_end(), format!("mpitrace: {}: permission denied", dir.display()), "{stderr}");
 }
+
+/// Ranks a hand-made `meta.json` claims in [`a_huge_claimed_job_reports_within_the_bound`].
+const CLAIMED_RANKS: u32 = 300_000;
+
+/// Address space for the report of a job claiming [`CLAIMED_RANKS`] ranks
+/// of which 4 left files: 1 GiB. What the report needs per claimed rank is
+/// a missing rank's empty record and a line of its tables: under 1 KiB in
+/// the analyses (a peak heap of 264 MiB here) and 0.5 KiB of JSON text
+/// (140 MB). Before, the dense matrix asked for 1.4 TB (two `n x n` tables
+/// of 8 bytes) and message matching looked every receiver up in every
+/// sender's table (9 * 10^10 look-ups: the run timed out).
+const HUGE_CLAIM_MEMORY_LIMIT_KB: u64 = 1 << 20;
+
+/// `meta.json` of `dir` rewritten to claim `ranks` ranks, consistently:
+/// the rank count and the world size in every rank's entry.
+fn claim_ranks(dir: &Path, ranks: u32) {
+    let path = dir.join("meta.json");
+    let mut meta: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    meta["ranks"] = ranks.into();
+    for r in meta["rank_meta"].as_array_mut().expect("rank entries") {
+        r["process"]["size"] = ranks.into();
+    }
+    std::fs::write(&path, serde_json::to_vec(&meta).unwrap()).unwrap();
+}
+
+/// Runs `mpitrace ARGS` under `limit_kb` of address space and the time limit.
+fn run_limited(limit_kb: u64, args: &[&str]) -> Output {
+    let limited = format!("ulimit -v {limit_kb} && exec \"$@\"");
+    let out = Command::new("timeout")
+        .args(["-k", "5", TIME_LIMIT_S, "bash", "-c", &limited, "bash"])
+        .arg(mpitrace())
+        .args(args)
+        .output()
+        .expect("running timeout (coreutils) and bash");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(124), "timed out after {TIME_LIMIT_S} s: {stderr}");
+    assert!(!stderr.contains("memory allocation of"), "over the memory bound: {stderr}");
+    out
+}
+
+#[test]
+fn a_huge_claimed_job_reports_within_the_bound() {
+    let dir = parquet_trace("huge-claim");
+    claim_ranks(&dir, CLAIMED_RANKS);
+    let d = dir.to_str().unwrap();
+    for format in ["json", "text", "html"] {
+        let out = run_limited(HUGE_CLAIM_MEMORY_LIMIT_KB, &["report", d, "-f", format]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{format}: {stderr}");
+        if format == "json" {
+            let r: Report = serde_json::from_slice(&out.stdout).expect("a JSON report");
+            assert_eq!((r.trace.ranks, r.matrix.ranks), (CLAIMED_RANKS as usize, CLAIMED_RANKS as usize));
+            // The four ranks that left files are analysed as in the clean trace.
+            assert_eq!((r.messages.matched, r.matrix.messages, r.matrix.bytes), (4, 4, 4 * 1024));
+            let pairs: Vec<(i32, i32)> = r.matrix.top_pairs.iter().map(|p| (p.src, p.dst)).collect();
+            assert_eq!(pairs, vec![(0, 1), (1, 2), (2, 3), (3, 0)]);
+            assert!(r.matrix.full.is_none(), "a full matrix of {CLAIMED_RANKS} ranks in the report");
+            assert_eq!(&calls(&r)[..4], &[5, 5, 5, 5]);
+        }
+    }
+    let csv = dir.parent().unwrap().join("calls.csv");
+    let out = run_limited(HUGE_CLAIM_MEMORY_LIMIT_KB, &["export", d, "-f", "csv", "-o", csv.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&csv).unwrap().lines().count(), 1 + 4 * 5);
+}
