@@ -111,6 +111,7 @@ fn main() {
     let mpif = fortran::mpif_h(abi::CONSTANTS);
     write_if_changed(&inc.join("mpif.h"), &mpif);
     write_if_changed(&inc.join("mpi.f90"), &fortran::mpi_module(&mpif));
+    write_if_changed(&inc.join("mpi_f08.f90"), &fortran::mpi_f08_module(&procs, &is_implemented, abi::CONSTANTS));
 
     // 4. SONAME and the names binaries look for.
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libmpi.so.12");

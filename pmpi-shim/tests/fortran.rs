@@ -16,7 +16,7 @@ fn compile(fc: &Path, src: &str, dir: &Path) -> PathBuf {
     let exe = dir.join(src.trim_end_matches(".f90"));
     let out = Command::new(fc)
         .env_remove("LD_LIBRARY_PATH")
-        .args(["-O1", "-g", "-w"])
+        .args(["-O0", "-g", "-w"])
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fortran").join(src))
         .arg("-o")
         .arg(&exe)
@@ -42,9 +42,9 @@ fn sites(t: &Trace, r: i32, call: &str) -> Vec<(String, u32)> {
         .collect()
 }
 
-fn check(t: &Trace) {
+fn check(t: &Trace, file: &str) {
     assert!(t.problems.is_empty(), "{:?}", t.problems);
-    let f = |line: u32, n: usize| vec![("traced.f90".to_string(), line); n];
+    let f = |line: u32, n: usize| vec![(file.to_string(), line); n];
     for r in 0..2 {
         assert_eq!(sites(t, r, "MPI_Init"), f(4, 1), "rank {r}");
         assert_eq!(sites(t, r, "MPI_Comm_rank"), f(5, 1), "rank {r}");
@@ -66,15 +66,22 @@ fn fortran_calls_on_mpich() {
     let out = common::run(2, &exe, &[], &tdir, &[]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("sum 3"));
-    check(&Trace::open(&tdir).unwrap());
+    check(&Trace::open(&tdir).unwrap(), "traced.f90");
 }
 
-/// On this project's library (built with its `mpifort`).
+/// On this project's library (built with its `mpifort`), through `mpif.h`
+/// and through `use mpi_f08`.
 #[test]
 fn fortran_calls_on_the_project_mpi() {
+    for src in ["traced.f90", "traced_f08.f90"] {
+        traced_on_project_mpi(src);
+    }
+}
+
+fn traced_on_project_mpi(src: &str) {
     let (mpicc, mpirun) = common::project_mpi();
-    let dir = common::scratch("fortran-own");
-    let exe = compile(&mpicc.with_file_name("mpifort"), "traced.f90", &dir);
+    let dir = common::scratch(&format!("fortran-own-{src}"));
+    let exe = compile(&mpicc.with_file_name("mpifort"), src, &dir);
     let tdir = dir.join("trace");
     let out = Command::new("timeout")
         .args(["-k", "5", "120"])
@@ -87,5 +94,5 @@ fn fortran_calls_on_the_project_mpi() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("sum 3"));
-    check(&Trace::open(&tdir).unwrap());
+    check(&Trace::open(&tdir).unwrap(), src);
 }

@@ -96,9 +96,11 @@ pub enum FortranBinding {
     MpifH,
     /// `use mpi`.
     Module,
+    /// `use mpi_f08` (the program `tests/fortran/<name>_f08.f90`).
+    F08,
 }
 
-/// Compiles `tests/fortran/<name>.F90` with `binding`, by the project's
+/// Compiles `tests/fortran/<name>.F90` (or `<name>_f08.f90`) with `binding`, by the project's
 /// `mpifort` or MPICH's `mpif90.mpich`; returns the executable.
 pub fn compile_fortran(name: &str, with: Compiler, binding: FortranBinding) -> PathBuf {
     ensure_built();
@@ -114,11 +116,18 @@ pub fn compile_fortran(name: &str, with: Compiler, binding: FortranBinding) -> P
     let tag = format!(
         "{name}.{}.{}",
         if with == Compiler::Ours { "ours" } else { "mpich" },
-        if binding == FortranBinding::MpifH { "mpif" } else { "mod" }
+        match binding {
+            FortranBinding::MpifH => "mpif",
+            FortranBinding::Module => "mod",
+            FortranBinding::F08 => "f08",
+        }
     );
     let exe = out_dir.join(&tag);
     let tmp = out_dir.join(format!(".{tag}.{}", std::process::id()));
-    let src = root().join("tests/fortran").join(format!("{name}.F90"));
+    let src = match binding {
+        FortranBinding::F08 => root().join("tests/fortran").join(format!("{name}_f08.f90")),
+        _ => root().join("tests/fortran").join(format!("{name}.F90")),
+    };
     let mut cmd = Command::new(&fc);
     // -w: the type mismatches of choice buffers are expected with mpif.h.
     cmd.args(["-O1", "-g", "-w", "-o"]).arg(&tmp).arg(&src);

@@ -152,13 +152,21 @@ fn arg(p: &Procedure, q: &Param) -> Result<Arg, &'static str> {
     Ok(Arg::Same)
 }
 
-/// MPICH's eight spellings of a Fortran procedure, `mpi_` ones first.
-pub fn spellings(name: &str) -> ([String; 4], [String; 4]) {
+/// The exported names of a Fortran procedure, `mpi_` ones first: MPICH's
+/// four spellings, then the specific procedure of the `mpi_f08` module
+/// (`MPI_Send_f08`, which gfortran calls `mpi_send_f08_`).
+pub fn spellings(name: &str) -> ([String; 5], [String; 5]) {
     let lower = name.to_ascii_lowercase();
     let upper = name.to_ascii_uppercase();
     (
-        [format!("{lower}_"), format!("{lower}__"), lower.clone(), upper.clone()],
-        [format!("p{lower}_"), format!("p{lower}__"), format!("p{lower}"), format!("P{upper}")],
+        [format!("{lower}_"), format!("{lower}__"), lower.clone(), upper.clone(), format!("{lower}_f08_")],
+        [
+            format!("p{lower}_"),
+            format!("p{lower}__"),
+            format!("p{lower}"),
+            format!("P{upper}"),
+            format!("p{lower}_f08_"),
+        ],
     )
 }
 
@@ -476,6 +484,225 @@ pub fn mpi_module(mpif: &str) -> String {
     )
 }
 
+/// The handle types of `mpi_f08` (C base type = Fortran type name).
+const F08_HANDLES: &[&str] = &[
+    "MPI_Comm",
+    "MPI_Datatype",
+    "MPI_Errhandler",
+    "MPI_File",
+    "MPI_Group",
+    "MPI_Info",
+    "MPI_Message",
+    "MPI_Op",
+    "MPI_Request",
+    "MPI_Session",
+    "MPI_Win",
+];
+
+/// The `mpi_f08` declaration of argument `q` (crossing as `a`).
+fn f08_decl(q: &Param, a: Arg) -> String {
+    let base = q.base();
+    let scalar = q.pointer_depth() == 0 || (q.suffix.is_empty() && !matches!(a, Arg::Statuses));
+    let intent = match (q.pointer_depth(), q.dir) {
+        (0, _) | (_, Dir::In) => "intent(in)",
+        (_, Dir::Out) => "intent(out)",
+        (_, Dir::InOut) => "intent(inout)",
+    };
+    let dims = if scalar { "" } else { "(*)" };
+    let n = q.name;
+    let ty = match a {
+        Arg::Buffer => return format!("!GCC$ ATTRIBUTES NO_ARG_CHECK :: {n}\n      type(*), dimension(*) :: {n}"),
+        Arg::Same if base.ends_with("_function") || base.ends_with("_function_c") => return format!("external :: {n}"),
+        Arg::Same if base == "void" => return format!("type(c_ptr), {intent} :: {n}"),
+        Arg::Discard => return format!("type(c_ptr), intent(out) :: {n}"),
+        Arg::StrIn | Arg::StrOut => return format!("character(len=*), {intent} :: {n}"),
+        Arg::Status | Arg::Statuses => "type(MPI_Status)".to_string(),
+        Arg::FileIn | Arg::FileOut | Arg::FileInOut => "type(MPI_File)".to_string(),
+        Arg::AddrValue => "integer(kind=MPI_ADDRESS_KIND)".to_string(),
+        Arg::IntValue => "integer".to_string(),
+        _ if q.kind == "LOGICAL" => "logical".to_string(),
+        _ if F08_HANDLES.contains(&base) => format!("type({base})"),
+        _ => match base {
+            "MPI_Aint" => "integer(kind=MPI_ADDRESS_KIND)".to_string(),
+            "MPI_Offset" => "integer(kind=MPI_OFFSET_KIND)".to_string(),
+            "MPI_Count" => "integer(kind=MPI_COUNT_KIND)".to_string(),
+            "double" => "double precision".to_string(),
+            _ => "integer".to_string(),
+        },
+    };
+    format!("{ty}, {intent} :: {n}{dims}")
+}
+
+/// The `mpi_f08` interfaces written by hand (their Fortran forms are not
+/// derived from the C ones; see mpi-core's `src/fortran/handwritten.rs`).
+const F08_HANDWRITTEN: &[(&str, &str, &str)] = &[
+    ("MPI_Init", "ierror", ""),
+    ("MPI_Init_thread", "required, provided, ierror", "integer, intent(in) :: required\n      integer, intent(out) :: provided"),
+    ("MPI_Pcontrol", "level", "integer, intent(in) :: level"),
+    ("MPI_Info_create_env", "info, ierror", "type(MPI_Info), intent(out) :: info"),
+    ("MPI_Comm_create_keyval", "copy_fn, delete_fn, keyval, extra_state, ierror", KEYVAL_DECLS),
+    ("MPI_Type_create_keyval", "copy_fn, delete_fn, keyval, extra_state, ierror", KEYVAL_DECLS),
+    ("MPI_Win_create_keyval", "copy_fn, delete_fn, keyval, extra_state, ierror", KEYVAL_DECLS),
+    ("MPI_Comm_get_attr", "obj, keyval, attribute_val, flag, ierror", "type(MPI_Comm), intent(in) :: obj\n      integer, intent(in) :: keyval\n      integer(kind=MPI_ADDRESS_KIND), intent(out) :: attribute_val\n      logical, intent(out) :: flag"),
+    ("MPI_Type_get_attr", "obj, keyval, attribute_val, flag, ierror", "type(MPI_Datatype), intent(in) :: obj\n      integer, intent(in) :: keyval\n      integer(kind=MPI_ADDRESS_KIND), intent(out) :: attribute_val\n      logical, intent(out) :: flag"),
+    ("MPI_Win_get_attr", "obj, keyval, attribute_val, flag, ierror", "type(MPI_Win), intent(in) :: obj\n      integer, intent(in) :: keyval\n      integer(kind=MPI_ADDRESS_KIND), intent(out) :: attribute_val\n      logical, intent(out) :: flag"),
+];
+const KEYVAL_DECLS: &str = "external :: copy_fn, delete_fn\n      integer, intent(out) :: keyval\n      integer(kind=MPI_ADDRESS_KIND), intent(in) :: extra_state";
+
+/// One generic interface of `mpi_f08` (`MPI_X` and `PMPI_X`) with its
+/// specific external procedure `MPI_X_f08`.
+fn f08_interface(out: &mut String, name: &str, args: &str, decls: &str, ret: Option<&str>) {
+    // One argument per line: free form allows 132 columns.
+    let args = args.split(',').map(str::trim).filter(|a| !a.is_empty()).collect::<Vec<_>>().join(", &\n        ");
+    let args = if args.is_empty() { args } else { format!("&\n        {args}") };
+    for prefix in ["", "P"] {
+        let g = format!("{prefix}{name}");
+        let _ = writeln!(out, "  interface {g}");
+        match ret {
+            Some(t) => {
+                let _ = writeln!(
+                    out,
+                    "    function {g}_f08({args}) result(res)\n      import\n      implicit none\n      {t} :: res"
+                );
+            }
+            None => {
+                let _ = writeln!(out, "    subroutine {g}_f08({args})\n      import\n      implicit none");
+            }
+        }
+        for d in decls.lines().filter(|l| !l.trim().is_empty()) {
+            let _ = writeln!(out, "      {}", d.trim_start());
+        }
+        if args.split(',').any(|a| a.trim().trim_start_matches('&').trim() == "ierror") {
+            let _ = writeln!(out, "      integer, optional, intent(out) :: ierror");
+        }
+        let _ = writeln!(out, "    end {}\n  end interface {g}", if ret.is_some() { "function" } else { "subroutine" });
+    }
+}
+
+/// The source of the `mpi_f08` module: the handle types (one `INTEGER`
+/// `MPI_VAL`, the C handle's value) with `==` and `/=`, `MPI_Status`
+/// (C's layout), the constants, the special addresses in the common blocks
+/// of `mpif.h`, and a generic interface for every procedure with a Fortran
+/// binding whose specific procedure `MPI_X_f08` is exported by the library
+/// (the same entry as `mpi_x_`: the arguments cross alike, handles as
+/// `TYPE(MPI_Comm)` by address, an absent `ierror` as NULL). Choice buffers
+/// are `TYPE(*), DIMENSION(*)` with gfortran's `NO_ARG_CHECK`, so
+/// `MPI_SUBARRAYS_SUPPORTED` is `.FALSE.`: non-contiguous sections are
+/// passed by copy-in/copy-out (nonblocking calls need contiguous buffers).
+pub fn mpi_f08_module(
+    procs: &[Procedure],
+    implemented: &dyn Fn(&str) -> bool,
+    constants: &[crate::abi::Constant],
+) -> String {
+    use crate::abi::CType;
+    let mut out = String::from(
+        "! The `mpi_f08` module of mpi-core (generated from the API table; do not edit).\n\
+         module mpi_f08\n  use, intrinsic :: iso_c_binding, only: c_ptr\n  implicit none\n",
+    );
+    for h in F08_HANDLES {
+        let _ = writeln!(out, "  type, bind(C) :: {h}\n    integer :: MPI_VAL\n  end type {h}");
+    }
+    out.push_str(
+        "  type, bind(C) :: MPI_Status\n    integer :: count_lo, count_hi_and_cancelled, MPI_SOURCE, MPI_TAG, MPI_ERROR\n  end type MPI_Status\n",
+    );
+    let mut seen = std::collections::HashSet::new();
+    for &(n, v) in FORTRAN_CONSTANTS {
+        if n != "MPI_FILE_NULL" && seen.insert(n.to_string()) {
+            let _ = writeln!(out, "  integer, parameter :: {n} = {v}");
+        }
+    }
+    let _ = writeln!(out, "  type(MPI_File), parameter :: MPI_FILE_NULL = MPI_File(0)");
+    seen.insert("MPI_FILE_NULL".into());
+    for c in constants {
+        if !seen.insert(c.name.to_ascii_uppercase()) {
+            continue;
+        }
+        let ty = match c.ctype {
+            CType::Pointer(_) => continue,
+            CType::Int => {
+                let _ = writeln!(out, "  integer, parameter :: {} = {}", c.name, fortran_value(c));
+                continue;
+            }
+            CType::Comm => "MPI_Comm",
+            CType::Group => "MPI_Group",
+            CType::Datatype => "MPI_Datatype",
+            CType::Op => "MPI_Op",
+            CType::Request => "MPI_Request",
+            CType::Errhandler => "MPI_Errhandler",
+            CType::Info => "MPI_Info",
+            CType::Win => "MPI_Win",
+            CType::Message => "MPI_Message",
+            CType::Session => "MPI_Session",
+        };
+        let _ = writeln!(out, "  type({ty}), parameter :: {} = {ty}({})", c.name, fortran_value(c));
+    }
+    out.push_str(
+        "  logical, parameter :: MPI_SUBARRAYS_SUPPORTED = .false.\n\
+         \x20 logical, parameter :: MPI_ASYNC_PROTECTS_NONBLOCKING = .false.\n\
+         \x20 integer :: MPI_BOTTOM, MPI_IN_PLACE\n\
+         \x20 type(MPI_Status) :: MPI_STATUS_IGNORE\n\
+         \x20 common /mpipriv1/ MPI_BOTTOM, MPI_IN_PLACE, MPI_STATUS_IGNORE\n\
+         \x20 type(MPI_Status) :: MPI_STATUSES_IGNORE(1)\n\
+         \x20 integer :: MPI_ERRCODES_IGNORE(1)\n\
+         \x20 common /mpipriv2/ MPI_STATUSES_IGNORE, MPI_ERRCODES_IGNORE\n\
+         \x20 character(len=1) :: MPI_ARGVS_NULL(1, 1), MPI_ARGV_NULL(1)\n\
+         \x20 common /mpiprivc/ MPI_ARGVS_NULL, MPI_ARGV_NULL\n\
+         \x20 integer :: MPI_UNWEIGHTED\n\
+         \x20 common /mpifcmb5/ MPI_UNWEIGHTED\n\
+         \x20 integer :: MPI_WEIGHTS_EMPTY\n\
+         \x20 common /mpifcmb9/ MPI_WEIGHTS_EMPTY\n\
+         \x20 save /mpipriv1/, /mpipriv2/, /mpiprivc/, /mpifcmb5/, /mpifcmb9/\n",
+    );
+    for chunk in EXTERNALS.chunks(3) {
+        let _ = writeln!(out, "  external :: {}", chunk.join(", "));
+    }
+    for op in ["==", "/="] {
+        let _ = writeln!(out, "  interface operator({op})");
+        for h in F08_HANDLES {
+            let _ = writeln!(
+                out,
+                "    module procedure {}_{}",
+                &h[4..].to_ascii_lowercase(),
+                if op == "==" { "eq" } else { "ne" }
+            );
+        }
+        let _ = writeln!(out, "  end interface");
+    }
+    for &(name, args, decls) in F08_HANDWRITTEN {
+        f08_interface(&mut out, name, args, decls, None);
+    }
+    for p in procs.iter().filter(|p| implemented(p.name) && !p.legacy && !p.mpix) {
+        let Ok(args) = plan(p) else { continue };
+        let names: Vec<&str> = p.params.iter().map(|q| q.name).collect();
+        let decls: Vec<String> = p.params.iter().zip(&args).map(|(q, &a)| f08_decl(q, a)).collect();
+        let decls = decls.join("\n");
+        match p.ret {
+            "int" => f08_interface(
+                &mut out,
+                p.name,
+                [names.join(", "), "ierror".into()].join(", ").trim_start_matches(", "),
+                &decls,
+                None,
+            ),
+            "double" => f08_interface(&mut out, p.name, &names.join(", "), &decls, Some("double precision")),
+            _ => f08_interface(&mut out, p.name, &names.join(", "), &decls, Some("integer(kind=MPI_ADDRESS_KIND)")),
+        }
+    }
+    out.push_str("contains\n");
+    for h in F08_HANDLES {
+        let short = h[4..].to_ascii_lowercase();
+        for (op, sym) in [("eq", "=="), ("ne", "/=")] {
+            let _ = writeln!(
+                out,
+                "  elemental logical function {short}_{op}(a, b)\n    type({h}), intent(in) :: a, b\n    \
+                 {short}_{op} = a%MPI_VAL {sym} b%MPI_VAL\n  end function {short}_{op}"
+            );
+        }
+    }
+    out.push_str("end module mpi_f08\n");
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -501,7 +728,7 @@ mod tests {
         assert!(get("MPI_Send_c").is_err() && get("MPI_Comm_f2c").is_err() && get("MPI_T_init_thread").is_err());
         assert_eq!(get("MPI_Wtime").unwrap(), vec![]);
         let (m, p) = spellings("MPI_Send");
-        assert_eq!(m, ["mpi_send_", "mpi_send__", "mpi_send", "MPI_SEND"].map(String::from));
+        assert_eq!(m, ["mpi_send_", "mpi_send__", "mpi_send", "MPI_SEND", "mpi_send_f08_"].map(String::from));
         assert_eq!(p[3], "PMPI_SEND");
     }
 

@@ -197,6 +197,9 @@ pub fn main(lang: Language) -> i32 {
             Ok(dir) => {
                 let at = plan.command.iter().position(|w| w == &flag("-I", &inc)).map_or(plan.command.len(), |i| i + 1);
                 plan.command.insert(at, flag("-I", &dir));
+                if let Some(at) = plan.command.iter().position(|w| w == "-lmpi") {
+                    plan.command.insert(at, dir.join("mpi_f08.o").into_os_string());
+                }
             }
             Err(e) => eprintln!("{tool}: warning: the `mpi` module is not available: {e}"),
         }
@@ -222,8 +225,9 @@ pub fn main(lang: Language) -> i32 {
     }
 }
 
-/// The directory holding `mpi.mod` for `compiler`, compiled from
-/// `inc/mpi.f90` if it is not there yet: `inc/fortran/<compiler>-<version>`,
+/// The directory holding `mpi.mod`, `mpi_f08.mod` and `mpi_f08.o` for
+/// `compiler`, compiled from `inc/mpi.f90` and `inc/mpi_f08.f90` if they are
+/// not there yet: `inc/fortran/<compiler>-<version>`,
 /// or under `$XDG_CACHE_HOME` (`~/.cache`) when `inc` is read-only.
 pub fn module_dir(compiler: &OsStr, inc: &Path) -> Result<PathBuf, String> {
     let src = inc.join("mpi.f90");
@@ -243,7 +247,7 @@ pub fn module_dir(compiler: &OsStr, inc: &Path) -> Result<PathBuf, String> {
     let mut last = String::new();
     for base in std::iter::once(inc.join("fortran")).chain(cache) {
         let dir = base.join(&id);
-        if dir.join("mpi.mod").exists() {
+        if dir.join("mpi_f08.o").exists() {
             return Ok(dir);
         }
         // Compiled in a private directory, then renamed into place: two
@@ -253,24 +257,28 @@ pub fn module_dir(compiler: &OsStr, inc: &Path) -> Result<PathBuf, String> {
             last = format!("cannot create {}: {e}", tmp.display());
             continue;
         }
-        let out = std::process::Command::new(compiler)
-            .arg("-c")
-            .arg(&src)
-            .arg("-J")
-            .arg(&tmp)
-            .arg("-o")
-            .arg(tmp.join("mpi.o"))
-            .output()
-            .map_err(|e| format!("cannot run {}: {e}", compiler.to_string_lossy()))?;
-        if !out.status.success() {
-            let _ = std::fs::remove_dir_all(&tmp);
-            return Err(format!("compiling {} failed: {}", src.display(), String::from_utf8_lossy(&out.stderr)));
+        // `mpi` declares only (its object is not needed); `mpi_f08` has the
+        // handle comparisons, linked into every program (`mpi_f08.o`).
+        for (source, object) in [(src.clone(), "mpi.o"), (inc.join("mpi_f08.f90"), "mpi_f08.o")] {
+            let out = std::process::Command::new(compiler)
+                .args(["-c", "-fallow-argument-mismatch"])
+                .arg(&source)
+                .arg("-J")
+                .arg(&tmp)
+                .arg("-o")
+                .arg(tmp.join(object))
+                .output()
+                .map_err(|e| format!("cannot run {}: {e}", compiler.to_string_lossy()))?;
+            if !out.status.success() {
+                let _ = std::fs::remove_dir_all(&tmp);
+                return Err(format!("compiling {} failed: {}", source.display(), String::from_utf8_lossy(&out.stderr)));
+            }
         }
         let _ = std::fs::remove_file(tmp.join("mpi.o"));
         if std::fs::rename(&tmp, &dir).is_err() {
             let _ = std::fs::remove_dir_all(&tmp);
         }
-        if dir.join("mpi.mod").exists() {
+        if dir.join("mpi_f08.o").exists() {
             return Ok(dir);
         }
         last = format!("cannot write {}", dir.display());
