@@ -506,7 +506,7 @@ fn walk(path: &Path, file: &File, len: u64, md: &ParquetMetaData, seen: &mut dyn
             };
             check_chunk(path, &mut w, c, rg.num_rows(), &mut each).map_err(|what| Error::Corrupt {
                 path: path.to_path_buf(),
-                what: format!("row group {g}, column `{}`: {what}", c.column_path()),
+                what: format!("row group {g}, column `{}`: {what}", c.column_path().string()),
             })?;
         }
     }
