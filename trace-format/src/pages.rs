@@ -60,9 +60,10 @@ const MAX_DEPTH: u32 = 16;
 /// this bounds the work on garbage as plainly.
 const MAX_ITEMS: u32 = 1 << 16;
 
-/// Bytes read at once while walking a chunk's headers: most pages of a
-/// small file and their headers fit in one read.
-const WINDOW_BYTES: usize = 64 << 10;
+/// Bytes read at once while walking a chunk's headers: the small pages of
+/// a small file come in one read, and a header after a large page costs
+/// a page of I/O, not a re-read of the file.
+const WINDOW_BYTES: usize = 4 << 10;
 
 /// The type of a page (the format's `PageType`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -447,12 +448,14 @@ struct Window<'f> {
 }
 
 impl Window<'_> {
-    /// Up to `want` bytes at `at` (fewer at the end of the file).
+    /// Up to `want` bytes at `at` (fewer at the end of the file, none past
+    /// it). Holds at most `max(want, WINDOW_BYTES)` bytes.
     fn at(&mut self, path: &Path, at: u64, want: usize) -> Result<&[u8], Error> {
-        let want = (want as u64).min(self.len.saturating_sub(at)) as usize;
-        let cached = at >= self.start && at + want as u64 <= self.start + self.data.len() as u64;
+        let rest = self.len.saturating_sub(at);
+        let want = (want as u64).min(rest) as usize;
+        let cached = at >= self.start && at.saturating_add(want as u64) <= self.start + self.data.len() as u64;
         if !cached {
-            let n = (want.max(WINDOW_BYTES) as u64).min(self.len - at) as usize;
+            let n = (want.max(WINDOW_BYTES) as u64).min(rest) as usize;
             self.data.clear();
             self.data.resize(n, 0);
             self.file.read_exact_at(&mut self.data, at).map_err(|e| Error::io(path, e))?;
@@ -844,6 +847,15 @@ mod tests {
         assert!(dictionaries > 0, "the writer makes dictionary pages");
         let file = File::open(&path).unwrap();
         check_pages(&path, &file, bytes.len() as u64, &md).unwrap();
+        // Chunks past the end of what is read (a footer not checked
+        // against the file first): an error, never a panic or a read past.
+        for len in [0, 4, 100] {
+            let e = match check_pages(&path, &file, len, &md) {
+                Ok(()) => panic!("{len} ok"),
+                Err(e) => e.to_string(),
+            };
+            assert!(e.contains("runs past the end of the chunk"), "{len}: {e}");
+        }
 
         // Patching a number with a varint of the same length.
         let patch = |at: usize, range: &Range<usize>, v: i32| {
