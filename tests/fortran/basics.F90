@@ -29,6 +29,27 @@ subroutine check_rc(ierr, what)
   call check(ierr == MPI_SUCCESS, what)
 end subroutine
 
+#ifndef USE_MPIF_H
+! What `use mpi` has beyond `mpif.h`: MPI_SIZEOF of any type, MPI_F_SYNC_REG.
+subroutine module_only()
+  use mpi
+  integer ierr, sz
+  double precision d(3)
+  integer(kind=2) h
+  complex c
+  character(len=1) ch
+  call MPI_Sizeof(d, sz, ierr)
+  call check(ierr == MPI_SUCCESS .and. sz == 8, 'MPI_Sizeof of double precision')
+  call MPI_Sizeof(h, sz, ierr)
+  call check(sz == 2, 'MPI_Sizeof of integer(kind=2)')
+  call MPI_Sizeof(c, sz, ierr)
+  call check(sz == 8, 'MPI_Sizeof of complex')
+  call MPI_Sizeof(ch, sz, ierr)
+  call check(sz == 1, 'MPI_Sizeof of character')
+  call MPI_F_sync_reg(d)
+end subroutine
+#endif
+
 ! A user op: the larger value, counting its calls.
 subroutine maxop(invec, inoutvec, len, dtype)
   integer len, dtype, i
@@ -224,6 +245,9 @@ program basics
 
   ! Strings, both directions.
   host = '?'
+#ifndef USE_MPIF_H
+  call module_only()
+#endif
   call MPI_Get_processor_name(host, resultlen, ierr)
   call check(ierr == MPI_SUCCESS .and. resultlen > 0 .and. len_trim(host) == resultlen, 'processor name')
   call check(host(resultlen+1:) == ' ', 'processor name blank-padded')

@@ -179,7 +179,10 @@ pub fn rust_wrappers(procs: &[Procedure], implemented: &dyn Fn(&str) -> bool) ->
     let mut done = Vec::new();
     for p in procs.iter().filter(|p| implemented(p.name)) {
         let Ok(args) = plan(p) else { continue };
-        wrapper(&mut out, p, &args);
+        wrapper(&mut out, p, &args, false);
+        if args.contains(&Arg::Buffer) {
+            wrapper(&mut out, p, &args, true);
+        }
         done.push(p.name);
     }
     let _ = writeln!(
@@ -189,7 +192,9 @@ pub fn rust_wrappers(procs: &[Procedure], implemented: &dyn Fn(&str) -> bool) ->
     (out, done)
 }
 
-fn wrapper(out: &mut String, p: &Procedure, args: &[Arg]) {
+/// Writes the wrapper of `p`; with `ts`, the one MPICH's `mpi_f08` calls
+/// (`mpi_x_f08ts_`), whose choice buffers are gfortran array descriptors.
+fn wrapper(out: &mut String, p: &Procedure, args: &[Arg], ts: bool) {
     let name = p.name;
     let ret = rust_ret(p);
     let returns_value = p.ret != "int";
@@ -219,6 +224,31 @@ fn wrapper(out: &mut String, p: &Procedure, args: &[Arg]) {
         match *a {
             Arg::Value(t) => call.push(format!("unsafe {{ *({x} as *const {t}) }}")),
             Arg::Same => call.push(format!("{x} as {ty}")),
+            Arg::Buffer if ts => {
+                let use_ = if name == "MPI_Get_address" {
+                    "Address"
+                } else if uses_buffer_later(name) {
+                    "Later"
+                } else {
+                    "Now"
+                };
+                let _ = writeln!(
+                    pre,
+                    "        // SAFETY: the caller's array descriptor.\n        \
+                     let b{i} = match unsafe {{ conv::Section::open({x}, conv::Use::{use_}) }} {{\n            \
+                     Ok(b) => b,\n            Err(e) => {{\n                \
+                     // SAFETY: the caller's handle argument.\n                \
+                     let on = {on};\n                \
+                     return conv::section_error(\"{name}\", on, e);\n            }}\n        }};",
+                    on = error_object(p)
+                );
+                call.push(format!("b{i}.ptr() as {ty}"));
+                let _ = writeln!(
+                    post,
+                    "        // SAFETY: the section is the caller's.\n        unsafe {{ b{i}.close(rc, {}) }};",
+                    q.dir != Dir::In
+                );
+            }
             Arg::Buffer => call.push(format!("conv::buffer({x}) as {ty}")),
             Arg::Status => call.push(format!("conv::status({x}) as {ty}")),
             Arg::Statuses => call.push(format!("conv::statuses({x}) as {ty}")),
@@ -288,7 +318,7 @@ fn wrapper(out: &mut String, p: &Procedure, args: &[Arg]) {
     } else {
         format!("let rc = unsafe {{ c({call}) }};\n{post}        rc")
     };
-    let lower = name.to_ascii_lowercase();
+    let lower = if ts { format!("{}_ts", name.to_ascii_lowercase()) } else { name.to_ascii_lowercase() };
     let body_ret = if returns_value { format!(" -> {ret}") } else { String::new() };
     let _ = writeln!(
         out,
@@ -315,9 +345,18 @@ fn wrapper(out: &mut String, p: &Procedure, args: &[Arg]) {
              unsafe {{ conv::set_ierror(ierror, rc) }};\n}}"
         );
     }
-    let (mpi, pmpi) = spellings(name);
+    let (mpi, pmpi) = if ts {
+        let l = name.to_ascii_lowercase();
+        (vec![format!("{l}_f08ts_")], vec![format!("p{l}_f08ts_"), format!("pmpir{}_f08ts_", &l[3..])])
+    } else {
+        let (m, mut p) = (spellings(name).0.to_vec(), spellings(name).1.to_vec());
+        p.push(format!("pmpir{}_f08_", &name.to_ascii_lowercase()[3..]));
+        (m, p)
+    };
     let slot = format!("C_{}", name.to_ascii_uppercase());
-    let _ = writeln!(out, "static {slot}: conv::Slot = conv::Slot::new(c\"{name}\");");
+    if !ts {
+        let _ = writeln!(out, "static {slot}: conv::Slot = conv::Slot::new(c\"{name}\");");
+    }
     for (names, callee) in
         [(&mpi, format!("{slot}.get::<{cty}>(crate::exports::{name})")), (&pmpi, format!("crate::exports::P{name}"))]
     {
@@ -331,6 +370,40 @@ fn wrapper(out: &mut String, p: &Procedure, args: &[Arg]) {
             );
         }
     }
+}
+
+/// Whether `name` may use its buffer after it returns (nonblocking,
+/// persistent, partitioned, one-sided, split collective, attached buffers
+/// and windows): a copy of a non-contiguous section cannot stand for it.
+fn uses_buffer_later(name: &str) -> bool {
+    let rma = ["Put", "Get", "Accumulate", "Get_accumulate", "Fetch_and_op", "Compare_and_swap"];
+    let rest = &name[4..];
+    (rest.starts_with('I') && !rest.starts_with("Info"))
+        || rest.starts_with("File_i")
+        || name.ends_with("_init")
+        || name.ends_with("_begin")
+        || name.ends_with("_end")
+        || ["Rput", "Rget", "Raccumulate", "Rget_accumulate", "Buffer_attach", "Win_create", "Win_attach", "Win_detach"]
+            .contains(&rest)
+        || ["Free_mem"].contains(&rest)
+        || rma.contains(&rest)
+}
+
+/// The object whose error handler reports a buffer that cannot be passed.
+fn error_object(p: &Procedure) -> String {
+    for (k, q) in p.params.iter().enumerate() {
+        if q.pointer_depth() > 0 {
+            continue;
+        }
+        let handle = format!("unsafe {{ *(a{k} as *const ::std::os::raw::c_int) }}");
+        match q.base() {
+            "MPI_Comm" => return format!("conv::On::Comm({handle})"),
+            "MPI_Win" => return format!("conv::On::Win({handle})"),
+            "MPI_File" => return format!("conv::On::File({handle})"),
+            _ => {}
+        }
+    }
+    "conv::On::Comm(::mpi_api::abi::MPI_COMM_SELF)".to_string()
 }
 
 /// Constants that exist in Fortran only (or differ from C): name, value.
@@ -476,10 +549,17 @@ pub fn mpif_h(constants: &[crate::abi::Constant]) -> String {
 /// version (a `.mod` file is specific to one compiler).
 pub fn mpi_module(mpif: &str) -> String {
     let body: String = mpif.lines().filter(|l| !l.starts_with('!')).map(|l| format!("{l}\n")).collect();
+    // The module's own procedures (none in `mpif.h`): `MPI_SIZEOF` of any
+    // type and `MPI_F_SYNC_REG`, taking assumed-rank arguments (the library
+    // reads the element size from the descriptor).
+    let mut own = String::new();
+    for (name, args, decls) in F08_HANDWRITTEN.iter().filter(|(n, _, _)| ["MPI_Sizeof", "MPI_F_sync_reg"].contains(n)) {
+        f08_interface(&mut own, name, args, decls, None);
+    }
     format!(
         "! The `mpi` module of mpi-core (generated from the API table; do not edit).\n\
          \x20      module mpi\n\
-         \x20      implicit none\n{body}\
+         \x20      implicit none\n{body}{own}\
          \x20      end module mpi\n"
     )
 }
@@ -539,6 +619,8 @@ const F08_HANDWRITTEN: &[(&str, &str, &str)] = &[
     ("MPI_Init", "ierror", ""),
     ("MPI_Init_thread", "required, provided, ierror", "integer, intent(in) :: required\n      integer, intent(out) :: provided"),
     ("MPI_Pcontrol", "level", "integer, intent(in) :: level"),
+    ("MPI_Sizeof", "x, size, ierror", "type(*), dimension(..), intent(in) :: x\n      integer, intent(out) :: size"),
+    ("MPI_F_sync_reg", "buf", "type(*), dimension(..) :: buf"),
     ("MPI_Info_create_env", "info, ierror", "type(MPI_Info), intent(out) :: info"),
     ("MPI_Comm_create_keyval", "copy_fn, delete_fn, keyval, extra_state, ierror", KEYVAL_DECLS),
     ("MPI_Type_create_keyval", "copy_fn, delete_fn, keyval, extra_state, ierror", KEYVAL_DECLS),

@@ -239,7 +239,17 @@ pub fn module_dir(compiler: &OsStr, inc: &Path) -> Result<PathBuf, String> {
         .output()
         .map_err(|e| format!("cannot run {}: {e}", compiler.to_string_lossy()))?;
     let name = Path::new(compiler).file_name().unwrap_or(compiler).to_string_lossy().into_owned();
-    let id = format!("{name}-{}", String::from_utf8_lossy(&version.stdout).trim());
+    // The modules' sources are part of the name: a library built again
+    // with other modules never uses the old ones.
+    let mut hash = 0xcbf2_9ce4_8422_2325u64;
+    for file in ["mpi.f90", "mpi_f08.f90"] {
+        let text =
+            std::fs::read(inc.join(file)).map_err(|e| format!("cannot read {}: {e}", inc.join(file).display()))?;
+        for b in text {
+            hash = (hash ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    let id = format!("{name}-{}-{hash:016x}", String::from_utf8_lossy(&version.stdout).trim());
     let cache = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))

@@ -19,7 +19,7 @@ mod errh;
 mod group;
 mod info;
 mod inter;
-mod io;
+pub(crate) mod io;
 mod mpix;
 mod neighbor;
 mod p2p;
@@ -30,7 +30,7 @@ mod session;
 mod tool;
 pub(crate) mod topo;
 mod win;
-mod win_errh;
+pub(crate) mod win_errh;
 
 pub use attr::*;
 pub use coll::*;

@@ -357,18 +357,24 @@ aliases!(null_copy(a: *const c_int, b: *const c_int, c: *const c_void, d: *const
     mpi_comm_null_copy_fn_, mpi_comm_null_copy_fn__, MPI_COMM_NULL_COPY_FN,
     mpi_type_null_copy_fn_, mpi_type_null_copy_fn__, MPI_TYPE_NULL_COPY_FN,
     mpi_win_null_copy_fn_, mpi_win_null_copy_fn__, MPI_WIN_NULL_COPY_FN,
-    mpi_null_copy_fn_, mpi_null_copy_fn__, MPI_NULL_COPY_FN);
+    mpi_null_copy_fn_, mpi_null_copy_fn__, MPI_NULL_COPY_FN,
+    __mpi_f08_callbacks_MOD_mpi_comm_null_copy_fn, __mpi_f08_callbacks_MOD_mpi_type_null_copy_fn,
+    __mpi_f08_callbacks_MOD_mpi_win_null_copy_fn);
 aliases!(dup_fn(a: *const c_int, b: *const c_int, c: *const c_void, d: *const i64, e: *mut i64, f: *mut c_int, g: *mut c_int) (a, b, c, d, e, f, g);
     mpi_comm_dup_fn_, mpi_comm_dup_fn__, MPI_COMM_DUP_FN,
     mpi_type_dup_fn_, mpi_type_dup_fn__, MPI_TYPE_DUP_FN,
-    mpi_win_dup_fn_, mpi_win_dup_fn__, MPI_WIN_DUP_FN);
+    mpi_win_dup_fn_, mpi_win_dup_fn__, MPI_WIN_DUP_FN,
+    __mpi_f08_callbacks_MOD_mpi_comm_dup_fn, __mpi_f08_callbacks_MOD_mpi_type_dup_fn,
+    __mpi_f08_callbacks_MOD_mpi_win_dup_fn);
 aliases!(dup_fn_mpi1(a: *const c_int, b: *const c_int, c: *const c_void, d: *const c_int, e: *mut c_int, f: *mut c_int, g: *mut c_int) (a, b, c, d, e, f, g);
     mpi_dup_fn_, mpi_dup_fn__, MPI_DUP_FN);
 aliases!(null_delete(a: *const c_int, b: *const c_int, c: *const c_void, d: *const c_void, e: *mut c_int) (a, b, c, d, e);
     mpi_comm_null_delete_fn_, mpi_comm_null_delete_fn__, MPI_COMM_NULL_DELETE_FN,
     mpi_type_null_delete_fn_, mpi_type_null_delete_fn__, MPI_TYPE_NULL_DELETE_FN,
     mpi_win_null_delete_fn_, mpi_win_null_delete_fn__, MPI_WIN_NULL_DELETE_FN,
-    mpi_null_delete_fn_, mpi_null_delete_fn__, MPI_NULL_DELETE_FN);
+    mpi_null_delete_fn_, mpi_null_delete_fn__, MPI_NULL_DELETE_FN,
+    __mpi_f08_callbacks_MOD_mpi_comm_null_delete_fn, __mpi_f08_callbacks_MOD_mpi_type_null_delete_fn,
+    __mpi_f08_callbacks_MOD_mpi_win_null_delete_fn);
 
 // ---- Attribute queries ----
 

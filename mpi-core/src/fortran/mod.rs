@@ -17,6 +17,7 @@
 #![allow(non_upper_case_globals)]
 
 pub mod conv;
+pub mod f08;
 mod handwritten;
 
 use conv::Common;
