@@ -59,3 +59,22 @@ fn wrappers_show_their_command() {
         assert!(line.contains("-fallow-argument-mismatch"), "{w}: {line}");
     }
 }
+
+/// Generalized requests with Fortran callbacks; spawning with argument
+/// lists (blank-terminated string arrays), `MPI_ARGV_NULL` and
+/// `MPI_COMM_SPAWN_MULTIPLE`; built here and with MPICH.
+#[test]
+fn callbacks_and_spawn() {
+    for (c, b, sizes) in [
+        (Compiler::Ours, FortranBinding::MpifH, &[1, 2][..]),
+        (Compiler::Ours, FortranBinding::Module, &[2][..]),
+        (Compiler::Mpich, FortranBinding::Module, &[1][..]),
+    ] {
+        let exe = compile_fortran("callbacks", c, b);
+        for &n in sizes {
+            let r = run(Launcher::Ours, n, &exe, &[], &[], T);
+            r.assert_ok(&format!("fortran callbacks OK on {n} ranks"));
+            assert!(!r.stderr.contains("CHECK FAILED"), "{r}");
+        }
+    }
+}

@@ -74,6 +74,9 @@ pub const HANDWRITTEN: &[&str] = &[
     "MPI_Win_get_attr",
     "MPI_Attr_get",
     "MPI_Info_create_env",
+    "MPI_Grequest_start",
+    "MPI_Comm_spawn",
+    "MPI_Comm_spawn_multiple",
 ];
 
 /// The Fortran binding of `p`: how each argument crosses, or why it has none
@@ -619,6 +622,9 @@ const F08_HANDWRITTEN: &[(&str, &str, &str)] = &[
     ("MPI_Init", "ierror", ""),
     ("MPI_Init_thread", "required, provided, ierror", "integer, intent(in) :: required\n      integer, intent(out) :: provided"),
     ("MPI_Pcontrol", "level", "integer, intent(in) :: level"),
+    ("MPI_Grequest_start", "query_fn, free_fn, cancel_fn, extra_state, request, ierror", "external :: query_fn, free_fn, cancel_fn\n      integer(kind=MPI_ADDRESS_KIND), intent(in) :: extra_state\n      type(MPI_Request), intent(out) :: request"),
+    ("MPI_Comm_spawn", "command, argv, maxprocs, info, root, comm, intercomm, array_of_errcodes, ierror", "character(len=*), intent(in) :: command, argv(*)\n      integer, intent(in) :: maxprocs, root\n      type(MPI_Info), intent(in) :: info\n      type(MPI_Comm), intent(in) :: comm\n      type(MPI_Comm), intent(out) :: intercomm\n      integer :: array_of_errcodes(*)"),
+    ("MPI_Comm_spawn_multiple", "count, array_of_commands, array_of_argv, array_of_maxprocs, array_of_info, root, comm, intercomm, array_of_errcodes, ierror", "integer, intent(in) :: count, root\n      character(len=*), intent(in) :: array_of_commands(*), array_of_argv(count, *)\n      integer, intent(in) :: array_of_maxprocs(*)\n      type(MPI_Info), intent(in) :: array_of_info(*)\n      type(MPI_Comm), intent(in) :: comm\n      type(MPI_Comm), intent(out) :: intercomm\n      integer :: array_of_errcodes(*)"),
     ("MPI_Sizeof", "x, size, ierror", "type(*), dimension(..), intent(in) :: x\n      integer, intent(out) :: size"),
     ("MPI_F_sync_reg", "buf", "type(*), dimension(..) :: buf"),
     ("MPI_Info_create_env", "info, ierror", "type(MPI_Info), intent(out) :: info"),
@@ -805,7 +811,7 @@ mod tests {
         assert_eq!(get("MPI_File_close").unwrap(), vec![FileInOut]);
         assert_eq!(get("MPI_Comm_set_attr").unwrap(), vec![v, v, AddrValue]);
         assert_eq!(get("MPI_Dist_graph_create_adjacent").unwrap()[3], Weights);
-        assert_eq!(get("MPI_Comm_spawn").unwrap_err(), "string arrays not done yet");
+        assert_eq!(get("MPI_Comm_spawn").unwrap_err(), "written by hand");
         assert_eq!(get("MPI_Init"), Err("written by hand"));
         assert!(get("MPI_Send_c").is_err() && get("MPI_Comm_f2c").is_err() && get("MPI_T_init_thread").is_err());
         assert_eq!(get("MPI_Wtime").unwrap(), vec![]);

@@ -16,9 +16,39 @@
 //! name, and an argument at one of their addresses is the C constant.
 #![allow(non_upper_case_globals)]
 
+/// Exports the spellings of one procedure: `mpi_` ones call `$body` with
+/// `P = false` (the C `MPI_` symbol), `pmpi_` ones with `P = true` (`PMPI_`).
+macro_rules! spellings {
+    ($body:ident $params:tt $args:tt ; $($m:ident),+ ; $($p:ident),+) => {
+        $(
+            /// The Fortran binding (see the module).
+            ///
+            /// # Safety
+            /// The arguments are what a Fortran caller passes.
+            #[no_mangle]
+            pub unsafe extern "C" fn $m $params {
+                // SAFETY: the caller's arguments are passed on unchanged.
+                unsafe { $body::<false> $args }
+            }
+        )+
+        $(
+            /// The Fortran binding (see the module), profiling name.
+            ///
+            /// # Safety
+            /// The arguments are what a Fortran caller passes.
+            #[no_mangle]
+            pub unsafe extern "C" fn $p $params {
+                // SAFETY: the caller's arguments are passed on unchanged.
+                unsafe { $body::<true> $args }
+            }
+        )+
+    };
+}
+
 pub mod conv;
 pub mod f08;
 mod handwritten;
+mod requests;
 
 use conv::Common;
 
