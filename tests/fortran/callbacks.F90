@@ -1,5 +1,6 @@
 ! Generalized requests whose query, free and cancel procedures are written
-! in Fortran, and MPI_COMM_SPAWN / MPI_COMM_SPAWN_MULTIPLE with argument
+! in Fortran, a data representation with conversion procedures in Fortran
+! (and one with MPI_CONVERSION_FN_NULL), and MPI_COMM_SPAWN / MPI_COMM_SPAWN_MULTIPLE with argument
 ! lists (arrays of blank-padded strings, each ended by a blank one) and
 ! MPI_ARGV_NULL. The spawned copies of this program check the arguments
 ! they got and report a code to the parent. Rank 0 prints
@@ -55,6 +56,84 @@ subroutine cancel_fn(extra, complete, ierr)
   calls(3) = calls(3) + 1
   if (complete) calls(3) = calls(3) + 100
   ierr = MPI_SUCCESS
+end subroutine
+
+! The "negate4" data representation: INTEGERs stored negated.
+subroutine neg_write(userbuf, datatype, count, filebuf, position, extra, ierr)
+  MPI_DECL
+  integer userbuf(*), filebuf(*), datatype, count, ierr, i
+  integer(kind=MPI_OFFSET_KIND) position
+  integer(kind=MPI_ADDRESS_KIND) extra
+  ierr = MPI_SUCCESS
+  if (datatype /= MPI_INTEGER .or. extra /= 44) ierr = MPI_ERR_TYPE
+  do i = 1, count
+    filebuf(i) = -userbuf(position + i)
+  end do
+end subroutine
+
+subroutine neg_read(userbuf, datatype, count, filebuf, position, extra, ierr)
+  MPI_DECL
+  integer userbuf(*), filebuf(*), datatype, count, ierr, i
+  integer(kind=MPI_OFFSET_KIND) position
+  integer(kind=MPI_ADDRESS_KIND) extra
+  ierr = MPI_SUCCESS
+  do i = 1, count
+    userbuf(position + i) = -filebuf(i)
+  end do
+end subroutine
+
+subroutine ext4(datatype, extent, extra, ierr)
+  MPI_DECL
+  integer datatype, ierr
+  integer(kind=MPI_ADDRESS_KIND) extent, extra
+  extent = 4
+  ierr = MPI_SUCCESS
+end subroutine
+
+! Writes through "negate4" and reads back through it, "native" and
+! "plain4" (MPI_CONVERSION_FN_NULL: stored as they are).
+subroutine datareps()
+  MPI_DECL
+  external neg_read, neg_write, ext4
+  integer ierr, rank, pid, fh, k, vals(4), got(4)
+  integer(kind=MPI_ADDRESS_KIND) extra
+  integer(kind=MPI_OFFSET_KIND) disp
+  character(len=64) fname
+  integer getpid
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
+  extra = 44
+  call MPI_Register_datarep('negate4', neg_read, neg_write, ext4, extra, ierr)
+  call check(ierr == MPI_SUCCESS, 'register negate4')
+#ifdef USE_MPIF_H
+  ! (MPICH's `mpi` module does not declare MPI_CONVERSION_FN_NULL.)
+  call MPI_Register_datarep('plain4', MPI_CONVERSION_FN_NULL, MPI_CONVERSION_FN_NULL, ext4, extra, ierr)
+  call check(ierr == MPI_SUCCESS, 'register plain4')
+#endif
+  pid = getpid()
+  call MPI_Bcast(pid, 1, MPI_INTEGER, 0, MPI_COMM_WORLD, ierr)
+  write(fname, '(a, i0, a)') '/tmp/fdatarep_', pid, '.dat'
+  call MPI_File_open(MPI_COMM_WORLD, fname, MPI_MODE_CREATE + MPI_MODE_RDWR, MPI_INFO_NULL, fh, ierr)
+  call check(ierr == MPI_SUCCESS, 'file open')
+  disp = rank * 16
+  vals = [(rank * 10 + k, k = 1, 4)]
+  call MPI_File_set_view(fh, disp, MPI_INTEGER, MPI_INTEGER, 'negate4', MPI_INFO_NULL, ierr)
+  call MPI_File_write_all(fh, vals, 4, MPI_INTEGER, MPI_STATUS_IGNORE, ierr)
+  call check(ierr == MPI_SUCCESS, 'write through negate4')
+  call MPI_File_sync(fh, ierr)
+  call MPI_File_set_view(fh, disp, MPI_INTEGER, MPI_INTEGER, 'native', MPI_INFO_NULL, ierr)
+  call MPI_File_read_all(fh, got, 4, MPI_INTEGER, MPI_STATUS_IGNORE, ierr)
+  call check(all(got == -vals), 'negate4 stored negated')
+  call MPI_File_set_view(fh, disp, MPI_INTEGER, MPI_INTEGER, 'negate4', MPI_INFO_NULL, ierr)
+  call MPI_File_read_all(fh, got, 4, MPI_INTEGER, MPI_STATUS_IGNORE, ierr)
+  call check(all(got == vals), 'read back through negate4')
+#ifdef USE_MPIF_H
+  call MPI_File_set_view(fh, disp, MPI_INTEGER, MPI_INTEGER, 'plain4', MPI_INFO_NULL, ierr)
+  call MPI_File_read_all(fh, got, 4, MPI_INTEGER, MPI_STATUS_IGNORE, ierr)
+  call check(ierr == MPI_SUCCESS .and. all(got == -vals), 'read through plain4')
+#endif
+  call MPI_File_close(fh, ierr)
+  call MPI_Barrier(MPI_COMM_WORLD, ierr)
+  if (rank == 0) call MPI_File_delete(fname, MPI_INFO_NULL, ierr)
 end subroutine
 
 ! A spawned copy: the code of the arguments it got, summed over its world,
@@ -131,6 +210,8 @@ program callbacks
   call MPI_Grequest_complete(req, ierr)
   call MPI_Wait(req, MPI_STATUS_IGNORE, ierr)
   call check(calls(2) == 12, 'free_fn of the second request')
+
+  call datareps()
 
   ! Spawning copies of this program with argument lists.
   call get_command_argument(0, exe)

@@ -77,16 +77,26 @@ pub const HANDWRITTEN: &[&str] = &[
     "MPI_Grequest_start",
     "MPI_Comm_spawn",
     "MPI_Comm_spawn_multiple",
+    "MPI_Register_datarep",
 ];
 
 /// The Fortran binding of `p`: how each argument crosses, or why it has none
 /// generated (C-only procedures, those written by hand, those not done yet).
 pub fn plan(p: &Procedure) -> Result<Vec<Arg>, &'static str> {
+    if p.large {
+        return Err("large-count, macro or variadic: none in mpif.h");
+    }
+    plan_any(p)
+}
+
+/// [`plan`], large-count procedures included (MPICH's `mpi_f08` has them,
+/// as `mpi_x_f08ts_large_` and `mpi_x_f08_large_`).
+fn plan_any(p: &Procedure) -> Result<Vec<Arg>, &'static str> {
     let n = p.name;
     if n.starts_with("MPI_T_") || n.contains("fortran") {
         return Err("C only");
     }
-    if p.large || p.is_macro || p.varargs {
+    if p.is_macro || p.varargs {
         return Err("large-count, macro or variadic: none in mpif.h");
     }
     if ["_c2f", "_f2c", "_c2f08", "_f082c", "_f2f08", "_f082f"].iter().any(|s| n.ends_with(s)) {
@@ -181,9 +191,14 @@ pub fn rust_wrappers(procs: &[Procedure], implemented: &dyn Fn(&str) -> bool) ->
     let mut out = String::new();
     let mut done = Vec::new();
     for p in procs.iter().filter(|p| implemented(p.name)) {
-        let Ok(args) = plan(p) else { continue };
-        wrapper(&mut out, p, &args, false);
-        if args.contains(&Arg::Buffer) {
+        let Ok(args) = plan_any(p) else { continue };
+        let buffers = args.contains(&Arg::Buffer);
+        // A large-count procedure has one MPICH `mpi_f08` entry: with
+        // descriptors if it has buffers.
+        if !p.large || !buffers {
+            wrapper(&mut out, p, &args, false);
+        }
+        if buffers {
             wrapper(&mut out, p, &args, true);
         }
         done.push(p.name);
@@ -348,16 +363,26 @@ fn wrapper(out: &mut String, p: &Procedure, args: &[Arg], ts: bool) {
              unsafe {{ conv::set_ierror(ierror, rc) }};\n}}"
         );
     }
-    let (mpi, pmpi) = if ts {
-        let l = name.to_ascii_lowercase();
-        (vec![format!("{l}_f08ts_")], vec![format!("p{l}_f08ts_"), format!("pmpir{}_f08ts_", &l[3..])])
-    } else {
-        let (m, mut p) = (spellings(name).0.to_vec(), spellings(name).1.to_vec());
-        p.push(format!("pmpir{}_f08_", &name.to_ascii_lowercase()[3..]));
-        (m, p)
+    let l = name.to_ascii_lowercase();
+    let base = l.strip_suffix("_c").filter(|_| p.large).unwrap_or(&l);
+    // MPICH's profiling names of `mpi_f08`: `pmpir_x`, `pmpixr_x` for MPIX.
+    let pmpir = match base.strip_prefix("mpix_") {
+        Some(rest) => format!("pmpixr_{rest}"),
+        None => format!("pmpir_{}", &base[4..]),
+    };
+    let (mpi, pmpi) = match (ts, p.large) {
+        (true, false) => (vec![format!("{base}_f08ts_")], vec![format!("p{base}_f08ts_"), format!("{pmpir}_f08ts_")]),
+        (true, true) => (vec![format!("{base}_f08ts_large_")], vec![format!("{pmpir}_f08ts_large_")]),
+        (false, true) => (vec![format!("{base}_f08_large_")], vec![format!("{pmpir}_f08_large_")]),
+        (false, false) => {
+            let (m, mut p) = (spellings(name).0.to_vec(), spellings(name).1.to_vec());
+            p.push(format!("{pmpir}_f08_"));
+            (m, p)
+        }
     };
     let slot = format!("C_{}", name.to_ascii_uppercase());
-    if !ts {
+    // One slot per procedure, written with its first wrapper.
+    if !ts || (p.large && args.contains(&Arg::Buffer)) {
         let _ = writeln!(out, "static {slot}: conv::Slot = conv::Slot::new(c\"{name}\");");
     }
     for (names, callee) in
@@ -625,6 +650,7 @@ const F08_HANDWRITTEN: &[(&str, &str, &str)] = &[
     ("MPI_Grequest_start", "query_fn, free_fn, cancel_fn, extra_state, request, ierror", "external :: query_fn, free_fn, cancel_fn\n      integer(kind=MPI_ADDRESS_KIND), intent(in) :: extra_state\n      type(MPI_Request), intent(out) :: request"),
     ("MPI_Comm_spawn", "command, argv, maxprocs, info, root, comm, intercomm, array_of_errcodes, ierror", "character(len=*), intent(in) :: command, argv(*)\n      integer, intent(in) :: maxprocs, root\n      type(MPI_Info), intent(in) :: info\n      type(MPI_Comm), intent(in) :: comm\n      type(MPI_Comm), intent(out) :: intercomm\n      integer :: array_of_errcodes(*)"),
     ("MPI_Comm_spawn_multiple", "count, array_of_commands, array_of_argv, array_of_maxprocs, array_of_info, root, comm, intercomm, array_of_errcodes, ierror", "integer, intent(in) :: count, root\n      character(len=*), intent(in) :: array_of_commands(*), array_of_argv(count, *)\n      integer, intent(in) :: array_of_maxprocs(*)\n      type(MPI_Info), intent(in) :: array_of_info(*)\n      type(MPI_Comm), intent(in) :: comm\n      type(MPI_Comm), intent(out) :: intercomm\n      integer :: array_of_errcodes(*)"),
+    ("MPI_Register_datarep", "datarep, read_conversion_fn, write_conversion_fn, dtype_file_extent_fn, extra_state, ierror", "character(len=*), intent(in) :: datarep\n      external :: read_conversion_fn, write_conversion_fn, dtype_file_extent_fn\n      integer(kind=MPI_ADDRESS_KIND), intent(in) :: extra_state"),
     ("MPI_Sizeof", "x, size, ierror", "type(*), dimension(..), intent(in) :: x\n      integer, intent(out) :: size"),
     ("MPI_F_sync_reg", "buf", "type(*), dimension(..) :: buf"),
     ("MPI_Info_create_env", "info, ierror", "type(MPI_Info), intent(out) :: info"),

@@ -51,7 +51,7 @@ unsafe fn init<const P: bool>(ierror: *mut c_int) {
     // SAFETY: NULL argc/argv are allowed; `ierror` is the caller's.
     unsafe { run("MPI_Init", ierror, || f(std::ptr::null_mut(), std::ptr::null_mut())) }
 }
-spellings!(init(ierror: *mut c_int) (ierror); mpi_init_, mpi_init__, mpi_init, MPI_INIT, mpi_init_f08_; pmpi_init_, pmpi_init__, pmpi_init, PMPI_INIT, pmpi_init_f08_);
+spellings!(init(ierror: *mut c_int) (ierror); mpi_init_, mpi_init__, mpi_init, MPI_INIT, mpi_init_f08_; pmpi_init_, pmpi_init__, pmpi_init, PMPI_INIT, pmpi_init_f08_, pmpir_init_f08_);
 
 /// `MPI_INIT_THREAD(REQUIRED, PROVIDED, IERROR)`.
 unsafe fn init_thread<const P: bool>(required: *const c_int, provided: *mut c_int, ierror: *mut c_int) {
@@ -66,7 +66,7 @@ unsafe fn init_thread<const P: bool>(required: *const c_int, provided: *mut c_in
 }
 spellings!(init_thread(required: *const c_int, provided: *mut c_int, ierror: *mut c_int) (required, provided, ierror);
     mpi_init_thread_, mpi_init_thread__, mpi_init_thread, MPI_INIT_THREAD, mpi_init_thread_f08_;
-    pmpi_init_thread_, pmpi_init_thread__, pmpi_init_thread, PMPI_INIT_THREAD, pmpi_init_thread_f08_);
+    pmpi_init_thread_, pmpi_init_thread__, pmpi_init_thread, PMPI_INIT_THREAD, pmpi_init_thread_f08_, pmpir_init_thread_f08_);
 
 type PcontrolFn = unsafe extern "C" fn(c_int) -> c_int;
 static PCONTROL: Slot = Slot::new(c"MPI_Pcontrol");
@@ -86,7 +86,7 @@ unsafe fn pcontrol<const P: bool>(level: *const c_int) {
 }
 spellings!(pcontrol(level: *const c_int) (level);
     mpi_pcontrol_, mpi_pcontrol__, mpi_pcontrol, MPI_PCONTROL, mpi_pcontrol_f08_;
-    pmpi_pcontrol_, pmpi_pcontrol__, pmpi_pcontrol, PMPI_PCONTROL, pmpi_pcontrol_f08_);
+    pmpi_pcontrol_, pmpi_pcontrol__, pmpi_pcontrol, PMPI_PCONTROL, pmpi_pcontrol_f08_, pmpir_pcontrol_f08_);
 
 type InfoEnvFn = unsafe extern "C" fn(c_int, *mut std::ffi::c_char, *mut MPI_Info) -> c_int;
 static INFO_ENV: Slot = Slot::new(c"MPI_Info_create_env");
@@ -104,7 +104,7 @@ unsafe fn info_create_env<const P: bool>(info: *mut MPI_Info, ierror: *mut c_int
 }
 spellings!(info_create_env(info: *mut MPI_Info, ierror: *mut c_int) (info, ierror);
     mpi_info_create_env_, mpi_info_create_env__, mpi_info_create_env, MPI_INFO_CREATE_ENV, mpi_info_create_env_f08_;
-    pmpi_info_create_env_, pmpi_info_create_env__, pmpi_info_create_env, PMPI_INFO_CREATE_ENV, pmpi_info_create_env_f08_);
+    pmpi_info_create_env_, pmpi_info_create_env__, pmpi_info_create_env, PMPI_INFO_CREATE_ENV, pmpi_info_create_env_f08_, pmpir_info_create_env_f08_);
 
 // ---- Attribute keys with Fortran callbacks ----
 
@@ -266,13 +266,13 @@ keyval_creator!(
 keyval_creator!(keyval_create, "MPI_Keyval_create", KEYVAL, MPI_Keyval_create, PMPI_Keyval_create, true);
 spellings!(comm_create_keyval(c: *mut c_void, d: *mut c_void, k: *mut c_int, e: *const c_void, ierror: *mut c_int) (c, d, k, e, ierror);
     mpi_comm_create_keyval_, mpi_comm_create_keyval__, mpi_comm_create_keyval, MPI_COMM_CREATE_KEYVAL, mpi_comm_create_keyval_f08_;
-    pmpi_comm_create_keyval_, pmpi_comm_create_keyval__, pmpi_comm_create_keyval, PMPI_COMM_CREATE_KEYVAL, pmpi_comm_create_keyval_f08_);
+    pmpi_comm_create_keyval_, pmpi_comm_create_keyval__, pmpi_comm_create_keyval, PMPI_COMM_CREATE_KEYVAL, pmpi_comm_create_keyval_f08_, pmpir_comm_create_keyval_f08_);
 spellings!(type_create_keyval(c: *mut c_void, d: *mut c_void, k: *mut c_int, e: *const c_void, ierror: *mut c_int) (c, d, k, e, ierror);
     mpi_type_create_keyval_, mpi_type_create_keyval__, mpi_type_create_keyval, MPI_TYPE_CREATE_KEYVAL, mpi_type_create_keyval_f08_;
-    pmpi_type_create_keyval_, pmpi_type_create_keyval__, pmpi_type_create_keyval, PMPI_TYPE_CREATE_KEYVAL, pmpi_type_create_keyval_f08_);
+    pmpi_type_create_keyval_, pmpi_type_create_keyval__, pmpi_type_create_keyval, PMPI_TYPE_CREATE_KEYVAL, pmpi_type_create_keyval_f08_, pmpir_type_create_keyval_f08_);
 spellings!(win_create_keyval(c: *mut c_void, d: *mut c_void, k: *mut c_int, e: *const c_void, ierror: *mut c_int) (c, d, k, e, ierror);
     mpi_win_create_keyval_, mpi_win_create_keyval__, mpi_win_create_keyval, MPI_WIN_CREATE_KEYVAL, mpi_win_create_keyval_f08_;
-    pmpi_win_create_keyval_, pmpi_win_create_keyval__, pmpi_win_create_keyval, PMPI_WIN_CREATE_KEYVAL, pmpi_win_create_keyval_f08_);
+    pmpi_win_create_keyval_, pmpi_win_create_keyval__, pmpi_win_create_keyval, PMPI_WIN_CREATE_KEYVAL, pmpi_win_create_keyval_f08_, pmpir_win_create_keyval_f08_);
 spellings!(keyval_create(c: *mut c_void, d: *mut c_void, k: *mut c_int, e: *const c_void, ierror: *mut c_int) (c, d, k, e, ierror);
     mpi_keyval_create_, mpi_keyval_create__, mpi_keyval_create, MPI_KEYVAL_CREATE, mpi_keyval_create_f08_;
     pmpi_keyval_create_, pmpi_keyval_create__, pmpi_keyval_create, PMPI_KEYVAL_CREATE, pmpi_keyval_create_f08_);
@@ -325,25 +325,25 @@ unsafe extern "C" fn null_delete(
     unsafe { *ierr = 0 };
 }
 aliases!(null_copy(a: *const c_int, b: *const c_int, c: *const c_void, d: *const c_void, e: *mut c_void, f: *mut c_int, g: *mut c_int) (a, b, c, d, e, f, g);
-    mpi_comm_null_copy_fn_, mpi_comm_null_copy_fn__, MPI_COMM_NULL_COPY_FN,
-    mpi_type_null_copy_fn_, mpi_type_null_copy_fn__, MPI_TYPE_NULL_COPY_FN,
-    mpi_win_null_copy_fn_, mpi_win_null_copy_fn__, MPI_WIN_NULL_COPY_FN,
-    mpi_null_copy_fn_, mpi_null_copy_fn__, MPI_NULL_COPY_FN,
+    mpi_comm_null_copy_fn_, mpi_comm_null_copy_fn__, MPI_COMM_NULL_COPY_FN, mpi_comm_null_copy_fn, pmpi_comm_null_copy_fn_, pmpi_comm_null_copy_fn__, pmpi_comm_null_copy_fn, PMPI_COMM_NULL_COPY_FN,
+    mpi_type_null_copy_fn_, mpi_type_null_copy_fn__, MPI_TYPE_NULL_COPY_FN, mpi_type_null_copy_fn, pmpi_type_null_copy_fn_, pmpi_type_null_copy_fn__, pmpi_type_null_copy_fn, PMPI_TYPE_NULL_COPY_FN,
+    mpi_win_null_copy_fn_, mpi_win_null_copy_fn__, MPI_WIN_NULL_COPY_FN, mpi_win_null_copy_fn, pmpi_win_null_copy_fn_, pmpi_win_null_copy_fn__, pmpi_win_null_copy_fn, PMPI_WIN_NULL_COPY_FN,
+    mpi_null_copy_fn_, mpi_null_copy_fn__, MPI_NULL_COPY_FN, mpi_null_copy_fn, pmpi_null_copy_fn_, pmpi_null_copy_fn__, pmpi_null_copy_fn, PMPI_NULL_COPY_FN,
     __mpi_f08_callbacks_MOD_mpi_comm_null_copy_fn, __mpi_f08_callbacks_MOD_mpi_type_null_copy_fn,
     __mpi_f08_callbacks_MOD_mpi_win_null_copy_fn);
 aliases!(dup_fn(a: *const c_int, b: *const c_int, c: *const c_void, d: *const i64, e: *mut i64, f: *mut c_int, g: *mut c_int) (a, b, c, d, e, f, g);
-    mpi_comm_dup_fn_, mpi_comm_dup_fn__, MPI_COMM_DUP_FN,
-    mpi_type_dup_fn_, mpi_type_dup_fn__, MPI_TYPE_DUP_FN,
-    mpi_win_dup_fn_, mpi_win_dup_fn__, MPI_WIN_DUP_FN,
+    mpi_comm_dup_fn_, mpi_comm_dup_fn__, MPI_COMM_DUP_FN, mpi_comm_dup_fn, pmpi_comm_dup_fn_, pmpi_comm_dup_fn__, pmpi_comm_dup_fn, PMPI_COMM_DUP_FN,
+    mpi_type_dup_fn_, mpi_type_dup_fn__, MPI_TYPE_DUP_FN, mpi_type_dup_fn, pmpi_type_dup_fn_, pmpi_type_dup_fn__, pmpi_type_dup_fn, PMPI_TYPE_DUP_FN,
+    mpi_win_dup_fn_, mpi_win_dup_fn__, MPI_WIN_DUP_FN, mpi_win_dup_fn, pmpi_win_dup_fn_, pmpi_win_dup_fn__, pmpi_win_dup_fn, PMPI_WIN_DUP_FN,
     __mpi_f08_callbacks_MOD_mpi_comm_dup_fn, __mpi_f08_callbacks_MOD_mpi_type_dup_fn,
     __mpi_f08_callbacks_MOD_mpi_win_dup_fn);
 aliases!(dup_fn_mpi1(a: *const c_int, b: *const c_int, c: *const c_void, d: *const c_int, e: *mut c_int, f: *mut c_int, g: *mut c_int) (a, b, c, d, e, f, g);
-    mpi_dup_fn_, mpi_dup_fn__, MPI_DUP_FN);
+    mpi_dup_fn_, mpi_dup_fn__, MPI_DUP_FN, mpi_dup_fn, pmpi_dup_fn_, pmpi_dup_fn__, pmpi_dup_fn, PMPI_DUP_FN);
 aliases!(null_delete(a: *const c_int, b: *const c_int, c: *const c_void, d: *const c_void, e: *mut c_int) (a, b, c, d, e);
-    mpi_comm_null_delete_fn_, mpi_comm_null_delete_fn__, MPI_COMM_NULL_DELETE_FN,
-    mpi_type_null_delete_fn_, mpi_type_null_delete_fn__, MPI_TYPE_NULL_DELETE_FN,
-    mpi_win_null_delete_fn_, mpi_win_null_delete_fn__, MPI_WIN_NULL_DELETE_FN,
-    mpi_null_delete_fn_, mpi_null_delete_fn__, MPI_NULL_DELETE_FN,
+    mpi_comm_null_delete_fn_, mpi_comm_null_delete_fn__, MPI_COMM_NULL_DELETE_FN, mpi_comm_null_delete_fn, pmpi_comm_null_delete_fn_, pmpi_comm_null_delete_fn__, pmpi_comm_null_delete_fn, PMPI_COMM_NULL_DELETE_FN,
+    mpi_type_null_delete_fn_, mpi_type_null_delete_fn__, MPI_TYPE_NULL_DELETE_FN, mpi_type_null_delete_fn, pmpi_type_null_delete_fn_, pmpi_type_null_delete_fn__, pmpi_type_null_delete_fn, PMPI_TYPE_NULL_DELETE_FN,
+    mpi_win_null_delete_fn_, mpi_win_null_delete_fn__, MPI_WIN_NULL_DELETE_FN, mpi_win_null_delete_fn, pmpi_win_null_delete_fn_, pmpi_win_null_delete_fn__, pmpi_win_null_delete_fn, PMPI_WIN_NULL_DELETE_FN,
+    mpi_null_delete_fn_, mpi_null_delete_fn__, MPI_NULL_DELETE_FN, mpi_null_delete_fn, pmpi_null_delete_fn_, pmpi_null_delete_fn__, pmpi_null_delete_fn, PMPI_NULL_DELETE_FN,
     __mpi_f08_callbacks_MOD_mpi_comm_null_delete_fn, __mpi_f08_callbacks_MOD_mpi_type_null_delete_fn,
     __mpi_f08_callbacks_MOD_mpi_win_null_delete_fn);
 
@@ -434,13 +434,13 @@ attr_getter!(win_get_attr, "MPI_Win_get_attr", WIN_GET, MPI_Win_get_attr, PMPI_W
 attr_getter!(attr_get, "MPI_Attr_get", ATTR_GET, MPI_Attr_get, PMPI_Attr_get, true);
 spellings!(comm_get_attr(o: *const c_int, k: *const c_int, v: *mut c_void, fl: *mut c_int, ierror: *mut c_int) (o, k, v, fl, ierror);
     mpi_comm_get_attr_, mpi_comm_get_attr__, mpi_comm_get_attr, MPI_COMM_GET_ATTR, mpi_comm_get_attr_f08_;
-    pmpi_comm_get_attr_, pmpi_comm_get_attr__, pmpi_comm_get_attr, PMPI_COMM_GET_ATTR, pmpi_comm_get_attr_f08_);
+    pmpi_comm_get_attr_, pmpi_comm_get_attr__, pmpi_comm_get_attr, PMPI_COMM_GET_ATTR, pmpi_comm_get_attr_f08_, pmpir_comm_get_attr_f08_);
 spellings!(type_get_attr(o: *const c_int, k: *const c_int, v: *mut c_void, fl: *mut c_int, ierror: *mut c_int) (o, k, v, fl, ierror);
     mpi_type_get_attr_, mpi_type_get_attr__, mpi_type_get_attr, MPI_TYPE_GET_ATTR, mpi_type_get_attr_f08_;
-    pmpi_type_get_attr_, pmpi_type_get_attr__, pmpi_type_get_attr, PMPI_TYPE_GET_ATTR, pmpi_type_get_attr_f08_);
+    pmpi_type_get_attr_, pmpi_type_get_attr__, pmpi_type_get_attr, PMPI_TYPE_GET_ATTR, pmpi_type_get_attr_f08_, pmpir_type_get_attr_f08_);
 spellings!(win_get_attr(o: *const c_int, k: *const c_int, v: *mut c_void, fl: *mut c_int, ierror: *mut c_int) (o, k, v, fl, ierror);
     mpi_win_get_attr_, mpi_win_get_attr__, mpi_win_get_attr, MPI_WIN_GET_ATTR, mpi_win_get_attr_f08_;
-    pmpi_win_get_attr_, pmpi_win_get_attr__, pmpi_win_get_attr, PMPI_WIN_GET_ATTR, pmpi_win_get_attr_f08_);
+    pmpi_win_get_attr_, pmpi_win_get_attr__, pmpi_win_get_attr, PMPI_WIN_GET_ATTR, pmpi_win_get_attr_f08_, pmpir_win_get_attr_f08_);
 spellings!(attr_get(o: *const c_int, k: *const c_int, v: *mut c_void, fl: *mut c_int, ierror: *mut c_int) (o, k, v, fl, ierror);
     mpi_attr_get_, mpi_attr_get__, mpi_attr_get, MPI_ATTR_GET, mpi_attr_get_f08_;
     pmpi_attr_get_, pmpi_attr_get__, pmpi_attr_get, PMPI_ATTR_GET, pmpi_attr_get_f08_);

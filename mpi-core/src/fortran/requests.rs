@@ -5,7 +5,7 @@
 
 use std::ffi::{c_char, c_int, c_void, CString};
 
-use mpi_api::abi::{MPI_Comm, MPI_Info, MPI_Status};
+use mpi_api::abi::{MPI_Comm, MPI_Datatype, MPI_Info, MPI_Status};
 
 use super::conv::{self, set_ierror, Slot};
 use crate::exports as x;
@@ -264,3 +264,184 @@ spellings!(comm_spawn_multiple(n: *const c_int, c: *const u8, a: *const u8, m: *
     mpi_comm_spawn_multiple_, mpi_comm_spawn_multiple__, mpi_comm_spawn_multiple, MPI_COMM_SPAWN_MULTIPLE, mpi_comm_spawn_multiple_f08_;
     pmpi_comm_spawn_multiple_, pmpi_comm_spawn_multiple__, pmpi_comm_spawn_multiple, PMPI_COMM_SPAWN_MULTIPLE,
     pmpi_comm_spawn_multiple_f08_, pmpir_comm_spawn_multiple_f08_);
+
+// ---- Data representations ----
+
+/// A Fortran conversion procedure: `(USERBUF, DATATYPE, COUNT, FILEBUF,
+/// POSITION, EXTRA_STATE, IERROR)`.
+type FConversion =
+    unsafe extern "C" fn(*mut c_void, *const c_int, *const c_int, *mut c_void, *const i64, *const i64, *mut c_int);
+/// A Fortran extent procedure: `(DATATYPE, EXTENT, EXTRA_STATE, IERROR)`.
+type FExtent = unsafe extern "C" fn(*const c_int, *mut i64, *const i64, *mut c_int);
+
+/// What a representation registered from Fortran keeps (for the program's
+/// life, as the representation).
+struct FortranDatarep {
+    read: Option<FConversion>,
+    write: Option<FConversion>,
+    extent: FExtent,
+    extra: i64,
+}
+
+/// `MPI_CONVERSION_FN_NULL`: never called (recognised by its address and
+/// passed to C as NULL).
+unsafe extern "C" fn conversion_fn_null(
+    _: *mut c_void,
+    _: *const c_int,
+    _: *const c_int,
+    _: *mut c_void,
+    _: *const i64,
+    _: *const i64,
+    ierr: *mut c_int,
+) {
+    // SAFETY: a writable error argument.
+    unsafe { *ierr = mpi_api::abi::MPI_ERR_CONVERSION };
+}
+
+/// The names under which `MPI_CONVERSION_FN_NULL` is exported (MPICH's).
+macro_rules! conversion_null {
+    ($($name:ident),+) => {
+        $(
+            /// `MPI_CONVERSION_FN_NULL` for Fortran programs.
+            ///
+            /// # Safety
+            /// Never called by the library.
+            #[no_mangle]
+            pub unsafe extern "C" fn $name(
+                a: *mut c_void, b: *const c_int, c: *const c_int, d: *mut c_void, e: *const i64, f: *const i64, g: *mut c_int,
+            ) {
+                // SAFETY: the arguments are passed on unchanged.
+                unsafe { conversion_fn_null(a, b, c, d, e, f, g) }
+            }
+        )+
+        /// Whether `p` is one of the exported `MPI_CONVERSION_FN_NULL`s (at
+        /// the address the program sees, which may be its own stub).
+        fn is_conversion_null(p: usize) -> bool {
+            [$($name as *const () as usize),+].contains(&p)
+                || [$(concat!(stringify!($name), "\0")),+].iter().any(|n| {
+                    // SAFETY: a NUL-terminated name; RTLD_DEFAULT is the program's scope.
+                    unsafe { libc::dlsym(libc::RTLD_DEFAULT, n.as_ptr().cast()) as usize == p }
+                })
+        }
+    };
+}
+conversion_null!(
+    mpi_conversion_fn_null_,
+    mpi_conversion_fn_null__,
+    mpi_conversion_fn_null,
+    MPI_CONVERSION_FN_NULL,
+    pmpi_conversion_fn_null_,
+    pmpi_conversion_fn_null__,
+    pmpi_conversion_fn_null,
+    PMPI_CONVERSION_FN_NULL,
+    __mpi_f08_callbacks_MOD_mpi_conversion_fn_null
+);
+
+unsafe fn convert(
+    f: FConversion,
+    user: *mut c_void,
+    dt: MPI_Datatype,
+    count: c_int,
+    file: *mut c_void,
+    pos: i64,
+    d: &FortranDatarep,
+) -> c_int {
+    let mut ierr = 0;
+    // SAFETY: the program's procedure, with the library's buffers.
+    unsafe { f(user, &dt, &count, file, &pos, &d.extra, &mut ierr) };
+    ierr
+}
+
+unsafe extern "C" fn read_trampoline(
+    user: *mut c_void,
+    dt: MPI_Datatype,
+    count: c_int,
+    file: *mut c_void,
+    pos: i64,
+    extra: *mut c_void,
+) -> c_int {
+    // SAFETY: the extra state given at registration, a leaked `FortranDatarep`.
+    let d = unsafe { &*(extra as *const FortranDatarep) };
+    // SAFETY: registered only when present.
+    unsafe { convert(d.read.expect("registered with a read procedure"), user, dt, count, file, pos, d) }
+}
+
+unsafe extern "C" fn write_trampoline(
+    user: *mut c_void,
+    dt: MPI_Datatype,
+    count: c_int,
+    file: *mut c_void,
+    pos: i64,
+    extra: *mut c_void,
+) -> c_int {
+    // SAFETY: as above.
+    let d = unsafe { &*(extra as *const FortranDatarep) };
+    // SAFETY: registered only when present.
+    unsafe { convert(d.write.expect("registered with a write procedure"), user, dt, count, file, pos, d) }
+}
+
+unsafe extern "C" fn extent_trampoline(dt: MPI_Datatype, extent: *mut isize, extra: *mut c_void) -> c_int {
+    // SAFETY: as above.
+    let d = unsafe { &*(extra as *const FortranDatarep) };
+    let (mut ierr, mut e) = (0, 0i64);
+    // SAFETY: the program's procedure; `extent` is the library's.
+    unsafe {
+        (d.extent)(&dt, &mut e, &d.extra, &mut ierr);
+        *extent = e as isize;
+    }
+    ierr
+}
+
+type RegisterDatarepFn =
+    unsafe extern "C" fn(*const c_char, *mut c_void, *mut c_void, *mut c_void, *mut c_void) -> c_int;
+static REGISTER_DATAREP: Slot = Slot::new(c"MPI_Register_datarep");
+
+/// `MPI_REGISTER_DATAREP(DATAREP, READ_CONVERSION_FN, WRITE_CONVERSION_FN,
+/// DTYPE_FILE_EXTENT_FN, EXTRA_STATE, IERROR)`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn register_datarep<const P: bool>(
+    datarep: *const u8,
+    read: *mut c_void,
+    write: *mut c_void,
+    extent: FExtent,
+    extra: *const i64,
+    ierror: *mut c_int,
+    datarep_len: usize,
+) {
+    let f: RegisterDatarepFn = if P {
+        x::PMPI_Register_datarep
+    } else {
+        // SAFETY: `RegisterDatarepFn` is `MPI_Register_datarep`'s type.
+        unsafe { REGISTER_DATAREP.get::<RegisterDatarepFn>(x::MPI_Register_datarep) }
+    };
+    let proc_of = |p: *mut c_void| {
+        // SAFETY: a Fortran procedure of the conversion type, unless it is
+        // MPI_CONVERSION_FN_NULL.
+        (!p.is_null() && !is_conversion_null(p as usize))
+            .then(|| unsafe { std::mem::transmute::<*mut c_void, FConversion>(p) })
+    };
+    // SAFETY: the caller passes the addresses of its arguments and its string's length.
+    unsafe {
+        run("MPI_Register_datarep", ierror, || {
+            let name = conv::str_in(datarep.cast(), datarep_len);
+            let d = Box::into_raw(Box::new(FortranDatarep {
+                read: proc_of(read),
+                write: proc_of(write),
+                extent,
+                extra: *extra,
+            }));
+            let r = if (*d).read.is_some() { read_trampoline as *mut c_void } else { std::ptr::null_mut() };
+            let w = if (*d).write.is_some() { write_trampoline as *mut c_void } else { std::ptr::null_mut() };
+            let rc = f(name.as_ptr(), r, w, extent_trampoline as *mut c_void, d.cast());
+            if rc != 0 {
+                drop(Box::from_raw(d));
+            }
+            rc
+        })
+    }
+}
+spellings!(register_datarep(d: *const u8, r: *mut c_void, w: *mut c_void, e: FExtent, x: *const i64, ierror: *mut c_int, dl: usize)
+        (d, r, w, e, x, ierror, dl);
+    mpi_register_datarep_, mpi_register_datarep__, mpi_register_datarep, MPI_REGISTER_DATAREP, mpi_register_datarep_f08_;
+    pmpi_register_datarep_, pmpi_register_datarep__, pmpi_register_datarep, PMPI_REGISTER_DATAREP, pmpi_register_datarep_f08_,
+    pmpir_register_datarep_f08_);
