@@ -16,6 +16,14 @@
 #   tests/bench/fortran_cg.sh                  # REPS=5, N=1024, ITERS=100
 #   REPS=9 RANKS="4" tests/bench/fortran_cg.sh
 #   IMPLS="ours ompi" NOBUILD=1 tests/bench/fortran_cg.sh
+#   SETSID=1 tests/bench/fortran_cg.sh     # every rank in its own session
+# With the kernel's autogroup scheduling (/proc/sys/kernel/
+# sched_autogroup_enabled), CPU time is shared out between sessions first.
+# MPICH's hydra starts each rank in a session of its own; our mpirun and
+# Open MPI's leave the ranks in the caller's, so on a machine loaded by
+# other sessions all their ranks together get what one MPICH rank gets.
+# SETSID=1 starts each of their ranks under `setsid -w` too, for an even
+# share; it changes nothing on an otherwise idle machine.
 # Needs: apt packages gfortran mpich libmpich-dev openmpi-bin libopenmpi-dev.
 # Our library is copied first, so a build meanwhile does not change it.
 set -euo pipefail
@@ -31,11 +39,13 @@ IMPLS=${IMPLS:-ours mpich ompi}
 "$B/mpifort" -O2 -w -o "$W/cg.ours" tests/fortran/cg.F90
 mpif90.mpich -O2 -w -o "$W/cg.mpich" tests/fortran/cg.F90
 mpif90.openmpi -O2 -w -o "$W/cg.ompi" tests/fortran/cg.F90
+own=()
+[ -z "${SETSID:-}" ] || own=(setsid -w)
 run() { # impl n
   case $1 in
-    ours) timeout 600 "$W/lib/mpirun" -n "$2" "$W/cg.ours" "$N" "$ITERS" ;;
+    ours) timeout 600 "$W/lib/mpirun" -n "$2" "${own[@]}" "$W/cg.ours" "$N" "$ITERS" ;;
     mpich) timeout 600 mpiexec.mpich -n "$2" "$W/cg.mpich" "$N" "$ITERS" ;;
-    ompi) timeout 600 mpirun.openmpi --allow-run-as-root --oversubscribe -n "$2" "$W/cg.ompi" "$N" "$ITERS" 2>/dev/null ;;
+    ompi) timeout 600 mpirun.openmpi --allow-run-as-root --oversubscribe -n "$2" "${own[@]}" "$W/cg.ompi" "$N" "$ITERS" 2>/dev/null ;;
   esac
 }
 read -r -a impls <<< "$IMPLS"
@@ -56,7 +66,7 @@ load1=$(cut -d" " -f1-3 /proc/loadavg)
 # Field `key=` of the result lines of implementation $1 at $2 ranks.
 pick() { awk -v im="$1" -v n="$2" -v key="$3=" '$1==im && $2==n {for (f = 3; f <= NF; f++) if (index($f, key) == 1) print substr($f, length(key) + 1)}' "$W/all"; }
 quant() { sort -g | awk -v q="$1" '{v[NR]=$1} END {if (NR == 0) print "nan"; else print v[int(q * (NR - 1) + 1.5)]}'; }
-echo "Load average before: $load0, after: $load1; $(nproc) cores; $REPS rounds; n=$N, $ITERS iterations"
+echo "Load average before: $load0, after: $load1; $(nproc) cores; $REPS rounds; n=$N, $ITERS iterations${SETSID:+; ranks of ours and Open MPI under setsid -w}"
 echo
 echo "| ranks | ours (s) | ours min-max | MPICH (s) | MPICH min-max | Open MPI (s) | Open MPI min-max | ours/MPICH | ours/Open MPI |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
