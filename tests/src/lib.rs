@@ -123,6 +123,13 @@ pub fn compile_fortran(name: &str, with: Compiler, binding: FortranBinding) -> P
         }
     );
     let exe = out_dir.join(&tag);
+    // As in `compile`: tests of one process running at once share the
+    // private name below, so they compile one at a time, each program once.
+    static DONE: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+    let mut done = DONE.lock().unwrap_or_else(|e| e.into_inner());
+    if done.contains(&exe) {
+        return exe;
+    }
     let tmp = out_dir.join(format!(".{tag}.{}", std::process::id()));
     let src = match binding {
         FortranBinding::F08 => root().join("tests/fortran").join(format!("{name}_f08.f90")),
@@ -131,12 +138,19 @@ pub fn compile_fortran(name: &str, with: Compiler, binding: FortranBinding) -> P
     let mut cmd = Command::new(&fc);
     // -w: the type mismatches of choice buffers are expected with mpif.h.
     cmd.args(["-O1", "-g", "-w", "-o"]).arg(&tmp).arg(&src);
+    // Module files a program defines go to a private directory, not into
+    // the working directory (the source tree) of the test.
+    let mods = out_dir.join(format!(".{tag}.{}.mod", std::process::id()));
+    std::fs::create_dir_all(&mods).unwrap();
+    cmd.arg("-J").arg(&mods);
     if binding == FortranBinding::MpifH {
         cmd.arg("-DUSE_MPIF_H");
     }
     let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {}: {e}", fc.display()));
     assert!(out.status.success(), "compiling {} failed:\n{}", src.display(), String::from_utf8_lossy(&out.stderr));
     std::fs::rename(&tmp, &exe).unwrap();
+    std::fs::remove_dir_all(&mods).ok();
+    done.push(exe.clone());
     exe
 }
 
