@@ -50,6 +50,27 @@ subroutine module_only()
 end subroutine
 #endif
 
+! MPI_TYPE_CREATE_F90_* and MPI_TYPE_MATCH_SIZE give the types of the
+! kinds a program selects by precision and range.
+subroutine f90_types()
+  MPI_DECL
+  integer ierr, t, sz
+  call MPI_Type_create_f90_real(15, MPI_UNDEFINED, t, ierr)
+  call MPI_Type_size(t, sz, ierr)
+  call check(ierr == MPI_SUCCESS .and. sz == 8, 'f90 real of precision 15')
+  call MPI_Type_create_f90_real(6, MPI_UNDEFINED, t, ierr)
+  call MPI_Type_size(t, sz, ierr)
+  call check(sz == 4, 'f90 real of precision 6')
+  call MPI_Type_create_f90_integer(18, t, ierr)
+  call MPI_Type_size(t, sz, ierr)
+  call check(ierr == MPI_SUCCESS .and. sz == 8, 'f90 integer of range 18')
+  call MPI_Type_create_f90_complex(15, MPI_UNDEFINED, t, ierr)
+  call MPI_Type_size(t, sz, ierr)
+  call check(ierr == MPI_SUCCESS .and. sz == 16, 'f90 complex of precision 15')
+  call MPI_Type_match_size(MPI_TYPECLASS_REAL, 8, t, ierr)
+  call check(ierr == MPI_SUCCESS .and. t == MPI_REAL8, 'match size real 8')
+end subroutine
+
 ! A user op: the larger value, counting its calls.
 subroutine maxop(invec, inoutvec, len, dtype)
   integer len, dtype, i
@@ -248,6 +269,7 @@ program basics
 #ifndef USE_MPIF_H
   call module_only()
 #endif
+  call f90_types()
   call MPI_Get_processor_name(host, resultlen, ierr)
   call check(ierr == MPI_SUCCESS .and. resultlen > 0 .and. len_trim(host) == resultlen, 'processor name')
   call check(host(resultlen+1:) == ' ', 'processor name blank-padded')
