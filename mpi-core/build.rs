@@ -20,13 +20,17 @@
 //!    standard's.
 //! 2. Writes `mpi.h` (template + constants + C enumerations + prototypes) to
 //!    `target/<profile>/include/mpi.h`, where `mpicc` looks for it.
-//! 3. Sets the SONAME `libmpi.so.12` and makes `libmpi.so.12` and
-//!    `libmpich.so.12` links to `libmpi.so` next to it.
+//! 3. Generates the Fortran binding (`mpi_api::fortran`): the wrappers
+//!    (`fortran.rs`, included by `src/fortran/`), `mpif.h` and the source of
+//!    the `mpi` module (`mpi.f90`, which `mpifort` compiles) next to `mpi.h`.
+//! 4. Sets the SONAME `libmpi.so.12` and makes `libmpi.so.12`,
+//!    `libmpich.so.12` and MPICH's Fortran library names
+//!    (`libmpichfort.so.12`, `libmpifort.so.12`) links to `libmpi.so`.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use mpi_api::{abi, codegen, table};
+use mpi_api::{abi, codegen, fortran, table};
 
 #[path = "build/capi_scan.rs"]
 mod capi_scan;
@@ -100,9 +104,18 @@ fn main() {
     write_if_changed(&inc.join("mpi.h"), &header);
     write_if_changed(&out.join("mpi.h"), &header);
 
-    // 3. SONAME and the names binaries look for.
+    // 3. The Fortran binding: wrappers, `mpif.h`, the `mpi` module's source.
+    let is_implemented = |n: &str| names.contains(&n);
+    let (fortran, _) = fortran::rust_wrappers(&procs, &is_implemented);
+    write_if_changed(&out.join("fortran.rs"), &fortran);
+    let mpif = fortran::mpif_h(abi::CONSTANTS);
+    write_if_changed(&inc.join("mpif.h"), &mpif);
+    write_if_changed(&inc.join("mpi.f90"), &fortran::mpi_module(&mpif));
+    write_if_changed(&inc.join("mpi_f08.f90"), &fortran::mpi_f08_module(&procs, &is_implemented, abi::CONSTANTS));
+
+    // 4. SONAME and the names binaries look for.
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libmpi.so.12");
-    for alias in ["libmpi.so.12", "libmpich.so.12"] {
+    for alias in ["libmpi.so.12", "libmpich.so.12", "libmpichfort.so.12", "libmpifort.so.12"] {
         let link = profile_dir.join(alias);
         let _ = std::fs::remove_file(&link);
         let _ = std::os::unix::fs::symlink("libmpi.so", &link);

@@ -15,6 +15,10 @@
 //!   count, datatype, root, op, requests, statuses, new communicators...),
 //!   feeding a `rec::Call` whose hand-written logic does the recording.
 //!
+//! It also writes, for every procedure of the Fortran binding (`mpif.h`,
+//! `use mpi`), trampolines under MPICH's four spellings (`mpi_send_`...)
+//! that note the Fortran call site and jump to the MPI's own definition.
+//!
 //! Conversion helpers (`MPI_Wtime`, `*_c2f`, `*_fromint`, `MPI_Aint_add`...)
 //! are wrapped too but forward without recording.
 
@@ -22,8 +26,8 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use mpi_api::codegen;
 use mpi_api::table::{self, Dir, Param, Procedure};
+use mpi_api::{codegen, fortran};
 
 fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
@@ -110,6 +114,30 @@ fn main() {
         };
         let _ = writeln!(imps, "pub unsafe extern \"C\" fn {name}({params}) -> {ret} {{\n{body}\n}}");
     }
+    // Fortran entry points (`mpif.h`, `use mpi`: MPICH's spellings): a
+    // trampoline that notes the Fortran call site and jumps to the MPI's own
+    // Fortran procedure, whose call of the C `MPI_X` is then recorded with
+    // that site (see `site::FORTRAN_TRAMPOLINE`).
+    let mut fnames = String::new();
+    let mut fcount = 0usize;
+    for p in procedures.iter().filter(|p| !p.is_macro) {
+        if fortran::plan(p).is_err() && !fortran::HANDWRITTEN.contains(&p.name) {
+            continue;
+        }
+        for s in fortran::spellings(p.name).0 {
+            let _ = writeln!(fnames, "    c\"{s}\",");
+            let _ = writeln!(
+                exports,
+                "#[cfg(target_arch = \"x86_64\")]\n#[no_mangle]\n\
+                 // SAFETY: the trampoline (`site::FORTRAN_TRAMPOLINE`) restores the integer\n\
+                 // argument registers and the stack pointer before it jumps to the MPI's own\n\
+                 // `{s}`, which so receives exactly the application's call.\n\
+                 #[unsafe(naked)]\npub unsafe extern \"C\" fn {s}() {{\n    \
+                 core::arch::naked_asm!(crate::site::FORTRAN_TRAMPOLINE!(), set = sym crate::site::fortran_enter, idx = const {fcount});\n}}"
+            );
+            fcount += 1;
+        }
+    }
     let unknown: Vec<_> = specials.iter().filter(|n| !procedures.iter().any(|p| &p.name == n)).collect();
     assert!(unknown.is_empty(), "src/special.rs defines procedures missing from the table: {unknown:?}");
 
@@ -129,6 +157,11 @@ fn main() {
         rs,
         "/// Call ids (indices in the API table), named as the procedures; hand-written code uses\n\
          /// only some of them.\n#[allow(non_upper_case_globals, dead_code)]\npub mod ids {{\n{ids}}}"
+    );
+    let _ = writeln!(
+        rs,
+        "/// The Fortran procedures wrapped (MPICH's spellings), indexed as their trampolines.\n\
+         pub static FNAMES: [&std::ffi::CStr; {fcount}] = [\n{fnames}];"
     );
     let _ =
         writeln!(rs, "/// The next definitions of the PMPI procedures.\n{c_api_allowances}\npub mod pmpi {{\n{pmpi}}}");

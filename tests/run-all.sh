@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 need=()
 command -v mpicc.mpich >/dev/null || need+=(mpich libmpich-dev)
 command -v mpirun.openmpi >/dev/null || need+=(openmpi-bin libopenmpi-dev)
+command -v gfortran >/dev/null || need+=(gfortran)  # Fortran bindings (tests/fortran, tests/tests/fortran.rs)
 command -v tmux >/dev/null || need+=(tmux)  # mpitrace tui end-to-end test
 command -v ip >/dev/null || need+=(iproute2)  # multi-host tests in network namespaces (tests/netns)
 command -v ssh >/dev/null && command -v ssh-keygen >/dev/null && [ -x /usr/sbin/sshd ] || need+=(openssh-client openssh-server)  # multi-host test over real ssh (tests/tests/multihost.rs)

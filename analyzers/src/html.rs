@@ -64,38 +64,38 @@ pub fn overview(a: &Analyses) -> Overview {
     }
     let rows = groups(n, MAX_ROWS);
     let width = ((t1 - t0).max(1) as f64) / BINS as f64;
-    // Per rank: time in MPI per bin.
-    let per_rank: Vec<Vec<f64>> = par_map(&m.ranks, |r| {
+    // Per row: time in MPI per bin, summed over the row's ranks (one
+    // table per row, not per rank: a trace may claim many ranks).
+    let sums: Vec<Vec<f64>> = par_map(&rows, |&(lo, hi)| {
         let mut bins = vec![0f64; BINS];
-        for c in &r.calls {
-            let (s, e) = ((c.t_start - t0) as f64, (c.t_end - t0) as f64);
-            if e <= s {
-                continue;
-            }
-            let (b0, b1) = (((s / width) as usize).min(BINS - 1), ((e / width) as usize).min(BINS - 1));
-            if b0 == b1 {
-                // Most calls lie within one bin.
-                bins[b0] += e - s;
-                continue;
-            }
-            for (b, v) in bins.iter_mut().enumerate().take(b1 + 1).skip(b0) {
-                let (lo, hi) = (b as f64 * width, (b + 1) as f64 * width);
-                *v += (e.min(hi) - s.max(lo)).max(0.0);
+        for r in m.ranks.get(lo..=hi).unwrap_or(&[]) {
+            for c in &r.calls {
+                let (s, e) = ((c.t_start - t0) as f64, (c.t_end - t0) as f64);
+                if e <= s {
+                    continue;
+                }
+                let (b0, b1) = (((s / width) as usize).min(BINS - 1), ((e / width) as usize).min(BINS - 1));
+                if b0 == b1 {
+                    // Most calls lie within one bin.
+                    bins[b0] += e - s;
+                    continue;
+                }
+                for (b, v) in bins.iter_mut().enumerate().take(b1 + 1).skip(b0) {
+                    let (lo, hi) = (b as f64 * width, (b + 1) as f64 * width);
+                    *v += (e.min(hi) - s.max(lo)).max(0.0);
+                }
             }
         }
         bins
     });
-    let row_of: Vec<usize> =
-        rows.iter().enumerate().flat_map(|(i, &(a, b))| std::iter::repeat_n(i, b - a + 1)).collect();
-    for &(lo, hi) in &rows {
+    for (&(lo, hi), sum) in rows.iter().zip(&sums) {
         let k = (hi - lo + 1) as f64;
-        let v = (0..BINS)
-            .map(|b| ((lo..=hi).map(|r| per_rank[r][b]).sum::<f64>() / k / width).clamp(0.0, 1.0) as f32)
-            .collect();
+        let v = sum.iter().map(|x| (x / k / width).clamp(0.0, 1.0) as f32).collect();
         ov.rows.push((lo, hi, v));
     }
+    let row_of = |r: usize| (r < n).then(|| rows.partition_point(|&(_, b)| b < r));
     ov.path =
-        a.critical_path.segments.iter().filter_map(|s| Some((*row_of.get(s.rank as usize)?, s.start, s.end))).collect();
+        a.critical_path.segments.iter().filter_map(|s| Some((row_of(s.rank as usize)?, s.start, s.end))).collect();
     ov.matrix = Some(group_matrix(&a.matrix, &groups(a.matrix.ranks, MAX_ROWS)));
     ov
 }
@@ -104,15 +104,15 @@ fn group_matrix(mx: &Matrix, g: &[(usize, usize)]) -> GroupedMatrix {
     let k = g.len();
     let mut bytes = vec![0i64; k * k];
     let mut msgs = vec![0u64; k * k];
-    let mut block = vec![0usize; mx.ranks];
-    for (i, &(a, b)) in g.iter().enumerate() {
-        block[a..=b].iter_mut().for_each(|x| *x = i);
-    }
-    for s in 0..mx.ranks {
-        for d in 0..mx.ranks {
-            let i = block[s] * k + block[d];
-            bytes[i] += mx.bytes(s, d);
-            msgs[i] += mx.messages(s, d);
+    // The group of a rank, found among the groups (sorted, disjoint) by
+    // search: the pairs that communicated are summed, not every cell of
+    // the ranks' square.
+    let group = |r: usize| g.partition_point(|&(_, b)| b < r).min(k.saturating_sub(1));
+    for p in &mx.pairs {
+        let i = group(p.src as usize) * k + group(p.dst as usize);
+        if let (Some(b), Some(m)) = (bytes.get_mut(i), msgs.get_mut(i)) {
+            *b = b.saturating_add(p.bytes);
+            *m += p.messages;
         }
     }
     GroupedMatrix { groups: g.to_vec(), bytes, messages: msgs }

@@ -182,24 +182,32 @@ struct PerReceiver {
 pub fn match_messages(m: &Model) -> Matching {
     let n = m.ranks.len();
     let all: Vec<usize> = (0..n).collect();
-    // Each rank's sends grouped by destination (in parallel over senders).
-    let by_dst: Vec<FastMap<u32, Vec<u32>>> = par_map(&all, |&s| {
-        let mut to: FastMap<u32, Vec<u32>> = FastMap::default();
-        for (i, p) in m.ranks[s].sends.iter().enumerate() {
-            if p.peer >= 0 && (p.peer as usize) < n {
-                to.entry(p.peer as u32).or_default().push(i as u32);
-            }
+    // The sends to each receiver, by sender and then in the sender's
+    // order: one counting sort of all sends (`to[start[d]..start[d + 1]]`
+    // are receiver d's). Its cost follows the sends; a receiver never looks
+    // at every sender (a trace may claim many ranks that sent nothing).
+    let valid = |p: &crate::model::P2p| p.peer >= 0 && (p.peer as usize) < n;
+    let mut start = vec![0usize; n + 1];
+    for r in &m.ranks {
+        for p in r.sends.iter().filter(valid) {
+            start[p.peer as usize + 1] += 1;
         }
-        to
-    });
+    }
+    for d in 0..n {
+        start[d + 1] += start[d];
+    }
+    let mut next = start.clone();
+    let mut to = vec![MsgRef::NONE; start[n]];
+    for (s, r) in m.ranks.iter().enumerate() {
+        for (i, p) in r.sends.iter().enumerate().filter(|(_, p)| valid(p)) {
+            to[next[p.peer as usize]] = MsgRef { rank: s as u32, idx: i as u32 };
+            next[p.peer as usize] += 1;
+        }
+    }
+    drop(next);
     let per: Vec<PerReceiver> = par_map(&all, |&d| {
         let rd = &m.ranks[d];
-        let sends: Vec<MsgRef> = by_dst
-            .iter()
-            .enumerate()
-            .filter_map(|(s, to)| Some((s, to.get(&(d as u32))?)))
-            .flat_map(|(s, idx)| idx.iter().map(move |&i| MsgRef { rank: s as u32, idx: i }))
-            .collect();
+        let sends: &[MsgRef] = &to[start[d]..start[d + 1]];
         let mut ch = Channels { recent: [((0, 0, 0), NONE); 2], ..Default::default() };
         let send_ends: Vec<(u32, u32, u32)> = sends
             .iter()
@@ -273,7 +281,7 @@ pub fn match_messages(m: &Model) -> Matching {
         }
         out
     });
-    drop(by_dst);
+    drop((to, start));
     // The other direction: each send is matched at most once, so one pass
     // over the receives fills it (no second list of pairs is built).
     let mut send_to_recv: Vec<Vec<MsgRef>> = m.ranks.iter().map(|r| vec![MsgRef::NONE; r.sends.len()]).collect();

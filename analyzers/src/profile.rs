@@ -304,7 +304,10 @@ pub fn state(c: &trace_format::Completeness) -> String {
 
 /// Computes the profile.
 pub fn profile(m: &Model) -> Profile {
-    let accs = par_map(&m.ranks, |r| rank_profile(m, r));
+    // Only ranks with calls get an accumulator (a kilobyte or more, with
+    // a table per call name): a trace may claim far more ranks than it
+    // has, and those are profiled as empty.
+    let accs: Vec<Option<Box<RankAcc>>> = par_map(&m.ranks, |r| window(m, r).map(|_| Box::new(rank_profile(m, r))));
     let mut p = Profile::default();
     let n = m.names.len();
     let mut calls = vec![Acc::default(); n];
@@ -312,8 +315,9 @@ pub fn profile(m: &Model) -> Profile {
     let mut p2p = [(0u64, 0i64); 65];
     let mut coll: HashMap<u16, [(u64, i64); 65]> = HashMap::new();
     let mut regions: HashMap<u16, Acc> = HashMap::new();
-    let present: Vec<&RankAcc> = accs.iter().filter(|a| a.rank.time_ns > 0 || a.rank.calls > 0).collect();
-    for a in &accs {
+    let present: Vec<&RankAcc> =
+        accs.iter().flatten().filter(|a| a.rank.time_ns > 0 || a.rank.calls > 0).map(|a| &**a).collect();
+    for a in accs.iter().flatten() {
         for (i, c) in a.calls.iter().enumerate() {
             calls[i].count += c.count;
             calls[i].time += c.time;
@@ -416,6 +420,14 @@ pub fn profile(m: &Model) -> Profile {
         .collect();
     regs.sort_by_key(|r| std::cmp::Reverse(r.time_ns));
     p.regions = regs;
-    p.ranks = accs.into_iter().map(|a| a.rank).collect();
+    p.ranks = m
+        .ranks
+        .iter()
+        .zip(accs)
+        .map(|(r, a)| match a {
+            Some(a) => a.rank,
+            None => RankProfile { rank: r.rank, state: state(&r.completeness), ..Default::default() },
+        })
+        .collect();
     p
 }

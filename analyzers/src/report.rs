@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::collectives::{collectives, CollReport, Collectives};
 use crate::critical_path::{critical_path, CriticalPath};
 use crate::matching::{correct_clocks, match_messages, ClockCorrection, MatchSummary, Matching};
-use crate::matrix::{matrix, Matrix, Pair};
+use crate::matrix::{matrix, DenseMatrix, Matrix, Pair};
 use crate::model::Model;
 use crate::profile::{profile, Histogram, Profile};
 use crate::waitstates::{wait_states, Analysis, WaitStates};
@@ -47,7 +47,7 @@ pub struct MatrixReport {
     pub messages: u64,
     pub top_pairs: Vec<Pair>,
     /// The whole matrix when there are at most [`FULL_MATRIX`] ranks.
-    pub full: Option<Matrix>,
+    pub full: Option<DenseMatrix>,
 }
 
 /// Largest number of ranks for which the report includes the full matrix.
@@ -156,10 +156,10 @@ impl Analyses {
             wait_states: self.waits.states.clone(),
             matrix: MatrixReport {
                 ranks: mx.ranks,
-                bytes: mx.bytes.iter().sum(),
-                messages: mx.messages.iter().sum(),
+                bytes: mx.total_bytes(),
+                messages: mx.total_messages(),
                 top_pairs: mx.top(10),
-                full: (mx.ranks <= FULL_MATRIX).then(|| mx.clone()),
+                full: mx.dense(FULL_MATRIX),
             },
             // The segments are for plots (see [`crate::html::overview`]), not the JSON.
             critical_path: CriticalPath { segments: Vec::new(), ..self.critical_path.clone() },

@@ -182,7 +182,7 @@ fn values_beyond_the_compact_fields_are_exact() {
         assert_eq!(d, vec![u32max - 1, u32max, u32max + 1]);
         let a = analyze(m);
         assert_eq!(a.matching.summary.matched, sizes.len() as u64 + 1);
-        assert_eq!(a.matrix.bytes[1], sizes.iter().sum::<i64>() + 8);
+        assert_eq!(a.matrix.bytes(0, 1), sizes.iter().sum::<i64>() + 8);
         let barrier = a.profile.calls.iter().find(|c| c.name == "MPI_Barrier").unwrap();
         assert_eq!(barrier.time_ns, 3 * u32max);
         let ls = a.waits.states.get(analyzers::waitstates::PatternKind::LateSender).unwrap();

@@ -5,10 +5,15 @@
 //! cache; or the journals of a run that was not converted), damages one
 //! of its files with a few byte mutations drawn from a seeded xorshift
 //! generator (bits flipped, bytes and words overwritten with edge values,
-//! bytes inserted, deleted, duplicated, the file cut short), then reads it
+//! bytes inserted, deleted, duplicated, the file cut short; in half the
+//! cases on a Parquet file, one page header's size or count set to an
+//! edge value or a byte of it changed), then reads it
 //! with every reader: `analyzers::load` and the analyses of a report,
 //! `trace_format::Trace::open`, and `trace_lod::Lod::open` with queries.
-//! None may panic, hang or allocate beyond the bound.
+//! None may panic, hang or allocate beyond the bound, and the level of
+//! detail, whether built or mapped from a damaged cache file, must keep
+//! what its format promises (calls sorted, names in range, span and
+//! finest level agreeing with the calls): a damaged cache is rebuilt.
 //!
 //! The cases run in a child process (this test binary again) limited to
 //! [`ADDRESS_SPACE`] bytes of address space (`RLIMIT_AS`, as `ulimit -v`):
@@ -128,6 +133,51 @@ fn mutate(b: &mut Vec<u8>, rng: &mut Rng) -> String {
     log.join(",")
 }
 
+/// Values a page header's numbers are set to: the limits of an i32, the
+/// largest a varint of 1 to 4 bytes holds, and sizes that a reader which
+/// trusted them would allocate (2 GiB, 16 GiB of 8-byte entries).
+const PAGE_EDGES: [i32; 9] = [0, 1, -1, 63, 8191, 1 << 20, 134_217_727, i32::MAX, i32::MIN];
+
+/// `v` as the Thrift compact protocol writes an i32 (zigzag, LEB128), in
+/// at least `len` bytes (zero groups pad it, as readers accept).
+fn thrift_i32(v: i32, len: usize) -> Vec<u8> {
+    let mut zz = ((v << 1) ^ (v >> 31)) as u32 as u64;
+    let mut out = Vec::new();
+    while zz != 0 || out.len() < len.max(1) {
+        let group = (zz & 0x7f) as u8;
+        zz >>= 7;
+        out.push(group | 0x80);
+    }
+    *out.last_mut().unwrap() &= 0x7f;
+    out
+}
+
+/// Damages one page header of a Parquet file, where the Parquet reader
+/// takes the sizes it allocates from: a size or count set to an edge
+/// value, in its own bytes when it fits (nothing moves) or in a longer
+/// varint (what follows moves), or a byte of the header or just after it
+/// overwritten. The byte mutations of [`mutate`] rarely land there.
+fn mutate_page_header(b: &mut Vec<u8>, pages: &[trace_format::pages::Page], rng: &mut Rng) -> String {
+    let p = &pages[rng.below(pages.len())];
+    let (at, h) = (p.offset as usize, &p.header);
+    let mut numbers = vec![("uncompressed", h.uncompressed_at.clone()), ("compressed", h.compressed_at.clone())];
+    if let Some(r) = &h.num_values_at {
+        numbers.push(("values", r.clone()));
+    }
+    if rng.below(4) == 0 {
+        let i = at + rng.below(h.len + 4);
+        if i < b.len() {
+            b[i] = if rng.below(2) == 0 { b[i] ^ 1 << rng.below(8) } else { rng.next() as u8 };
+        }
+        return format!("page-header-byte@{i} ({} {:?})", p.column, h.kind);
+    }
+    let (name, r) = &numbers[rng.below(numbers.len())];
+    let v = PAGE_EDGES[rng.below(PAGE_EDGES.len())];
+    let bytes = thrift_i32(v, r.len());
+    b.splice(at + r.start..at + r.end, bytes.iter().copied());
+    format!("page-{name}={v}@{at} ({} {:?}, {} bytes for {})", p.column, h.kind, bytes.len(), r.len())
+}
+
 /// Every file under `dir`, relative to it, sorted.
 fn files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -212,6 +262,7 @@ fn read_all(dir: &Path) {
     }
     let _ = trace_format::Trace::open(dir);
     if let Ok(lod) = trace_lod::Lod::open(dir, &trace_lod::Progress::default()) {
+        lod_holds_its_promises(&lod);
         let (t0, t1) = lod.span();
         let mut cells = Vec::new();
         for r in &lod.ranks {
@@ -232,6 +283,32 @@ fn read_all(dir: &Path) {
     }
 }
 
+/// What the level of detail promises of every rank, built now or mapped
+/// from a (possibly damaged) cache: the calls sorted by start, their names
+/// among the trace's names, the span theirs, the finest level counting
+/// each call once. A damaged cache that breaks any of it must have been
+/// rebuilt (before the cache was validated, flipped bits in a cache file
+/// were drawn as they were).
+fn lod_holds_its_promises(lod: &trace_lod::Lod) {
+    for r in &lod.ranks {
+        let d = &r.data;
+        let calls: Vec<trace_lod::Call> = (0..d.len()).map(|i| d.call(i)).collect();
+        let rank = r.rank;
+        assert!(calls.windows(2).all(|w| w[0].t_start <= w[1].t_start), "rank {rank}: calls not sorted by start");
+        assert!(
+            calls.iter().all(|c| (c.name as usize) < lod.names.len()),
+            "rank {rank}: a call name past the {} names",
+            lod.names.len()
+        );
+        if let Some((a, b)) = d.span() {
+            assert_eq!(a, calls[0].t_start, "rank {rank}: span starts before its first call");
+            assert!(calls.iter().all(|c| c.t_end <= b), "rank {rank}: a call ends after the span");
+        }
+        let counted: u64 = d.level(0).iter().map(|b| b.count as u64).sum();
+        assert_eq!(counted, calls.len() as u64, "rank {rank}: the finest level counts {counted} calls");
+    }
+}
+
 /// The cases, in this (child) process.
 fn run_cases(seed: u64, first: u64, cases: u64) {
     let root = std::env::temp_dir().join(format!("mpitrace-fuzz-{}", std::process::id()));
@@ -239,15 +316,35 @@ fn run_cases(seed: u64, first: u64, cases: u64) {
     std::fs::create_dir_all(&root).unwrap();
     let bases = base_traces(&root.join("base"));
     let targets: Vec<Vec<PathBuf>> = bases.iter().map(|b| files(b)).collect();
+    // The pages of each Parquet file, for the mutations aimed at headers.
+    let pages: Vec<Vec<Vec<trace_format::pages::Page>>> = bases
+        .iter()
+        .zip(&targets)
+        .map(|(b, files)| {
+            files
+                .iter()
+                .map(|rel| match rel.extension().is_some_and(|e| e == "parquet") {
+                    true => trace_format::pages::list_pages(&b.join(rel)).unwrap(),
+                    false => Vec::new(),
+                })
+                .collect()
+        })
+        .collect();
     let work = root.join("work");
     for case in first..first + cases {
         let mut rng = Rng::new(seed ^ case.wrapping_mul(0x9e37_79b9_7f4a_7c15));
         let which = rng.below(bases.len());
-        let rel = &targets[which][rng.below(targets[which].len())];
+        let file = rng.below(targets[which].len());
+        let rel = &targets[which][file];
         copy_trace(&bases[which], &work);
         let path = work.join(rel);
         let mut bytes = std::fs::read(&path).unwrap();
-        let log = mutate(&mut bytes, &mut rng);
+        // Half the cases on a Parquet file damage a page header.
+        let pages = &pages[which][file];
+        let log = match !pages.is_empty() && rng.below(2) == 0 {
+            true => mutate_page_header(&mut bytes, pages, &mut rng),
+            false => mutate(&mut bytes, &mut rng),
+        };
         rewrite(&path, &bytes);
         // The line the parent reports if this case never ends.
         eprintln!("fuzz case {case}: {} {} {log}", bases[which].file_name().unwrap().to_string_lossy(), rel.display());

@@ -8,6 +8,7 @@ pub mod caching;
 pub mod capi;
 pub mod coll;
 mod ffi;
+pub mod fortran;
 pub mod io;
 pub mod rt;
 pub mod tool;

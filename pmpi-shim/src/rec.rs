@@ -64,6 +64,9 @@ static NEXT_THREAD: AtomicU32 = AtomicU32::new(0);
 pub struct ThreadState {
     /// Call site of the current call (set by the trampoline).
     pub site: Cell<u64>,
+    /// Call site of the last Fortran MPI call of this thread (set by the
+    /// Fortran trampolines; see `site::set_site`).
+    pub fortran_site: Cell<u64>,
     /// Nesting depth of intercepted calls (calls made by the MPI library
     /// itself through `MPI_X` are not recorded).
     pub depth: Cell<u32>,
@@ -80,6 +83,7 @@ thread_local! {
     pub static THREAD_STATE: ThreadState = const {
         ThreadState {
             site: Cell::new(0),
+            fortran_site: Cell::new(0),
             depth: Cell::new(0),
             journal: RefCell::new(None),
             retired_journal: RefCell::new(None),

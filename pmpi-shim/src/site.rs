@@ -5,8 +5,19 @@
 //! return address found at `[rsp]` on entry to [`set_site`], restores the
 //! registers and jumps to the recording wrapper. Stack arguments and the
 //! stack pointer are exactly as the caller left them, so any signature works.
+//!
+//! Fortran programs call the MPI's Fortran procedures (`mpi_send_`...),
+//! which call the C `MPI_X` on MPICH-ABI libraries (MPICH's `libmpifort`,
+//! this project's library): the shim exports those Fortran names too, with
+//! a trampoline that notes the Fortran call site ([`fortran_enter`]) and
+//! jumps to the MPI's own procedure; the C call made from inside that
+//! procedure is recorded once, with the Fortran site ([`set_site`]).
+
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::rec::THREAD_STATE;
+use crate::FNAMES;
 
 /// Assembly of the trampoline; `{set}` is [`set_site`], `{imp}` the wrapper.
 ///
@@ -24,6 +35,13 @@ use crate::rec::THREAD_STATE;
 /// arguments and return address included.
 macro_rules! trampoline {
     () => {
+        concat!(crate::site::save_args!(), crate::site::call_and_restore!(), "jmp {imp}")
+    };
+}
+/// The first half of the trampolines: save the argument registers, pass
+/// the return address (the call site) in `rdi`.
+macro_rules! save_args {
+    () => {
         "push rdi
          push rsi
          push rdx
@@ -31,7 +49,14 @@ macro_rules! trampoline {
          push r8
          push r9
          mov rdi, [rsp + 48]
-         sub rsp, 8
+         "
+    };
+}
+/// The second half: call `{set}` with the stack aligned, restore the
+/// argument registers.
+macro_rules! call_and_restore {
+    () => {
+        "sub rsp, 8
          call {set}
          add rsp, 8
          pop r9
@@ -40,12 +65,101 @@ macro_rules! trampoline {
          pop rdx
          pop rsi
          pop rdi
-         jmp {imp}"
+         "
     };
 }
 pub(crate) use trampoline as TRAMPOLINE;
+pub(crate) use {call_and_restore, save_args};
 
-/// Stores the call site of the current MPI call of this thread.
+/// The Fortran trampoline: as [`TRAMPOLINE`], with the procedure's index
+/// in `esi`, calling `{set}` = [`fortran_enter`], which returns the address to jump to in `rax`
+/// (scratch in every call: a Fortran procedure is not variadic).
+macro_rules! fortran_trampoline {
+    () => {
+        concat!(crate::site::save_args!(), "mov esi, {idx}\n", crate::site::call_and_restore!(), "jmp rax")
+    };
+}
+pub(crate) use fortran_trampoline as FORTRAN_TRAMPOLINE;
+
+/// Stores the call site of the current MPI call of this thread: the
+/// Fortran call site when the C call comes from the MPI's Fortran layer.
 pub extern "C" fn set_site(site: u64) {
-    let _ = THREAD_STATE.try_with(|t| t.site.set(site));
+    let _ = THREAD_STATE.try_with(|t| {
+        let f = t.fortran_site.get();
+        t.site.set(if f != 0 && in_fortran_layer(site) { f } else { site })
+    });
+}
+
+/// The MPI's Fortran procedures found so far, by trampoline index.
+static FORTRAN: [AtomicUsize; FNAMES.len()] = [const { AtomicUsize::new(0) }; FNAMES.len()];
+/// The text of the objects holding them: up to four `(start, end)`.
+static LAYERS: [(AtomicUsize, AtomicUsize); 4] = [const { (AtomicUsize::new(0), AtomicUsize::new(0)) }; 4];
+
+fn in_fortran_layer(addr: u64) -> bool {
+    let a = addr as usize;
+    LAYERS.iter().any(|(lo, hi)| {
+        let lo = lo.load(Ordering::Relaxed);
+        lo != 0 && a >= lo && a < hi.load(Ordering::Relaxed)
+    })
+}
+
+/// Called by the Fortran trampoline of procedure `idx`: notes the call
+/// site and returns the MPI's definition of the procedure.
+pub extern "C" fn fortran_enter(site: u64, idx: u32) -> usize {
+    let _ = THREAD_STATE.try_with(|t| t.fortran_site.set(site));
+    let slot = &FORTRAN[idx as usize];
+    let f = slot.load(Ordering::Relaxed);
+    if f != 0 {
+        return f;
+    }
+    // SAFETY: dlsym with a NUL-terminated name; RTLD_NEXT searches the
+    // objects loaded after this one.
+    let f = unsafe { libc::dlsym(libc::RTLD_NEXT, FNAMES[idx as usize].as_ptr()) } as usize;
+    if f == 0 {
+        // The program calls a Fortran procedure that no library after the
+        // shim defines: it would not have linked without the shim.
+        eprintln!("mpitrace: the MPI library has no {:?}; aborting", FNAMES[idx as usize]);
+        std::process::abort();
+    }
+    note_layer(f);
+    slot.store(f, Ordering::Relaxed);
+    f
+}
+
+/// Records the executable segments of the object that holds `f`.
+fn note_layer(f: usize) {
+    if in_fortran_layer(f as u64) {
+        return;
+    }
+    let mut found = (f, 0usize, 0usize);
+    /// `dl_iterate_phdr` callback: the executable segments' bounds of the
+    /// object containing `found.0`.
+    unsafe extern "C" fn each(info: *mut libc::dl_phdr_info, _size: usize, data: *mut c_void) -> c_int {
+        // SAFETY: the loader passes a valid description, `data` is `found`.
+        let (info, found) = unsafe { (&*info, &mut *(data as *mut (usize, usize, usize))) };
+        let base = info.dlpi_addr as usize;
+        // SAFETY: `dlpi_phdr` holds `dlpi_phnum` program headers.
+        let phdrs = unsafe { std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize) };
+        let (mut lo, mut hi) = (usize::MAX, 0);
+        for ph in phdrs.iter().filter(|p| p.p_type == libc::PT_LOAD && p.p_flags & libc::PF_X != 0) {
+            lo = lo.min(base + ph.p_vaddr as usize);
+            hi = hi.max(base + (ph.p_vaddr + ph.p_memsz) as usize);
+        }
+        if found.0 >= lo && found.0 < hi {
+            (found.1, found.2) = (lo, hi);
+            return 1;
+        }
+        0
+    }
+    // SAFETY: the callback only reads what the loader passes.
+    unsafe { libc::dl_iterate_phdr(Some(each), (&mut found) as *mut _ as *mut c_void) };
+    if found.2 == 0 {
+        return;
+    }
+    for (lo, hi) in &LAYERS {
+        if lo.compare_exchange(0, found.1, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
+            hi.store(found.2, Ordering::Relaxed);
+            return;
+        }
+    }
 }

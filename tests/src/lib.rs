@@ -89,6 +89,71 @@ pub fn compile(name: &str, with: Compiler) -> PathBuf {
     exe
 }
 
+/// The binding a Fortran test program is built with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FortranBinding {
+    /// `include 'mpif.h'` (the program is built with `-DUSE_MPIF_H`).
+    MpifH,
+    /// `use mpi`.
+    Module,
+    /// `use mpi_f08` (the program `tests/fortran/<name>_f08.f90`).
+    F08,
+}
+
+/// Compiles `tests/fortran/<name>.F90` (or `<name>_f08.f90`) with `binding`, by the project's
+/// `mpifort` or MPICH's `mpif90.mpich`; returns the executable.
+pub fn compile_fortran(name: &str, with: Compiler, binding: FortranBinding) -> PathBuf {
+    ensure_built();
+    let fc = match with {
+        Compiler::Ours => bin_dir().join("mpifort"),
+        Compiler::Mpich => PathBuf::from("mpif90.mpich"),
+    };
+    let have = |c: &str| Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success());
+    assert!(have("gfortran"), "gfortran is not installed: apt install gfortran");
+    assert!(with == Compiler::Ours || have("mpif90.mpich"), "mpif90.mpich is not installed: apt install libmpich-dev");
+    let out_dir = bin_dir().join("ftests");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let tag = format!(
+        "{name}.{}.{}",
+        if with == Compiler::Ours { "ours" } else { "mpich" },
+        match binding {
+            FortranBinding::MpifH => "mpif",
+            FortranBinding::Module => "mod",
+            FortranBinding::F08 => "f08",
+        }
+    );
+    let exe = out_dir.join(&tag);
+    // As in `compile`: tests of one process running at once share the
+    // private name below, so they compile one at a time, each program once.
+    static DONE: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+    let mut done = DONE.lock().unwrap_or_else(|e| e.into_inner());
+    if done.contains(&exe) {
+        return exe;
+    }
+    let tmp = out_dir.join(format!(".{tag}.{}", std::process::id()));
+    let src = match binding {
+        FortranBinding::F08 => root().join("tests/fortran").join(format!("{name}_f08.f90")),
+        _ => root().join("tests/fortran").join(format!("{name}.F90")),
+    };
+    let mut cmd = Command::new(&fc);
+    // -w: the type mismatches of choice buffers are expected with mpif.h.
+    cmd.args(["-O1", "-g", "-w", "-o"]).arg(&tmp).arg(&src);
+    // Module files a program defines go to a private directory, not into
+    // the working directory (the source tree) of the test.
+    let mods = out_dir.join(format!(".{tag}.{}.mod", std::process::id()));
+    std::fs::create_dir_all(&mods).unwrap();
+    cmd.arg("-J").arg(&mods);
+    if binding == FortranBinding::MpifH {
+        cmd.arg("-DUSE_MPIF_H");
+    }
+    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {}: {e}", fc.display()));
+    assert!(out.status.success(), "compiling {} failed:\n{}", src.display(), String::from_utf8_lossy(&out.stderr));
+    std::fs::rename(&tmp, &exe).unwrap();
+    std::fs::remove_dir_all(&mods).ok();
+    done.push(exe.clone());
+    exe
+}
+
 /// Result of one job.
 #[derive(Debug)]
 pub struct Run {

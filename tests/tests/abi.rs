@@ -79,9 +79,41 @@ fn install_to_a_prefix_works() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    for f in ["bin/mpicc", "bin/mpirun", "lib/libmpi.so.12", "lib/libmpich.so.12", "include/mpi.h"] {
+    for f in [
+        "bin/mpicc",
+        "bin/mpirun",
+        "bin/mpifort",
+        "bin/mpif90",
+        "bin/mpif77",
+        "lib/libmpi.so.12",
+        "lib/libmpich.so.12",
+        "lib/libmpichfort.so.12",
+        "lib/libmpifort.so.12",
+        "include/mpi.h",
+        "include/mpif.h",
+        "include/mpi_f08.f90",
+    ] {
         assert!(prefix.join(f).exists(), "{f} not installed");
     }
+    // The modules were compiled for gfortran at installation.
+    let fortran = std::fs::read_dir(prefix.join("include/fortran")).expect("include/fortran").count();
+    assert!(fortran >= 1, "no compiled Fortran modules");
+    let fexe = prefix.join("basics_f08");
+    let out = std::process::Command::new(prefix.join("bin/mpifort"))
+        .arg("-o")
+        .arg(&fexe)
+        .arg(system_tests::root().join("tests/fortran/basics_f08.f90"))
+        .current_dir(&prefix)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = std::process::Command::new(prefix.join("bin/mpirun"))
+        .args(["-n", "2"])
+        .arg(&fexe)
+        .env("MPIEXEC_TIMEOUT", "60")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("fortran f08 OK on 2 ranks"), "{out:?}");
     let exe = prefix.join("ring");
     let st = std::process::Command::new(prefix.join("bin/mpicc"))
         .arg("-o")

@@ -26,6 +26,7 @@ pub mod files;
 pub mod inventory;
 pub mod journal;
 pub mod meta;
+pub mod pages;
 pub mod private;
 pub mod reader;
 pub mod record;

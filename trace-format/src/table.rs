@@ -242,16 +242,22 @@ pub fn write_comms(path: &Path, comms: &[CommInfo]) -> Result<(), Error> {
 pub const MAX_ROWS_PER_BYTE: u64 = 128;
 
 /// Opens a Parquet file for reading, errors naming the file. Only a
-/// regular file is opened, and the row count its footer announces (in
+/// regular file is opened, the row count its footer announces (in
 /// total and per row group) must be plausible for its size
-/// ([`MAX_ROWS_PER_BYTE`]).
+/// ([`MAX_ROWS_PER_BYTE`]), and every page header must be plausible for
+/// its column chunk ([`crate::pages::check_pages`]): the Parquet reader
+/// allocates what a page header claims before it reads the page.
 pub fn open_parquet(path: &Path) -> Result<ParquetRecordBatchReaderBuilder<File>, Error> {
     let (file, len) = crate::files::open_regular(path)?;
+    // The builder takes the file; the page walk reads through a second
+    // descriptor of it (positioned reads, so neither moves the other).
+    let pages = file.try_clone().map_err(|e| Error::io(path, e))?;
     let b = guarded(path, || {
         ParquetRecordBatchReaderBuilder::try_new(file)
             .map_err(|e| Error::Parquet { path: path.to_path_buf(), what: e.to_string() })
     })?;
     check_footer(path, len, b.metadata())?;
+    crate::pages::check_pages(path, &pages, len, b.metadata())?;
     Ok(b)
 }
 

@@ -5,7 +5,9 @@
 //! Every run here is under `ulimit -v` ([`MEMORY_LIMIT_KB`]) and `timeout`:
 //! before the readers checked what they read, the stray rank file made the
 //! matrix ask for 80 GB, the journal's thread field 8 GB, the
-//! `/dev/zero` meta.json grew to 2 GB, and a FIFO blocked the reader for
+//! `/dev/zero` meta.json grew to 2 GB, a page header claiming 2 GiB
+//! uncompressed and a dictionary page claiming 2^31 entries made the
+//! Parquet reader ask for 2 and 16 GiB, and a FIFO blocked the reader for
 //! ever; each of those now fails the run (abort, or status 124).
 
 use std::path::{Path, PathBuf};
@@ -286,4 +288,203 @@ fn unreadable_trace_folder_says_permission_denied() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert_eq!(stderr.trim_end(), format!("mpitrace: {}: permission denied", dir.display()), "{stderr}");
+}
+
+/// Ranks a hand-made `meta.json` claims in [`a_huge_claimed_job_reports_within_the_bound`].
+const CLAIMED_RANKS: u32 = 300_000;
+
+/// Address space for the report of a job claiming [`CLAIMED_RANKS`] ranks
+/// of which 4 left files: 1 GiB. What the report needs per claimed rank is
+/// a missing rank's empty record and a line of its tables: under 1 KiB in
+/// the analyses (a peak heap of 264 MiB here) and 0.5 KiB of JSON text
+/// (140 MB). Before, the dense matrix asked for 1.4 TB (two `n x n` tables
+/// of 8 bytes) and message matching looked every receiver up in every
+/// sender's table (9 * 10^10 look-ups: the run timed out).
+const HUGE_CLAIM_MEMORY_LIMIT_KB: u64 = 1 << 20;
+
+/// `meta.json` of `dir` rewritten to claim `ranks` ranks, consistently:
+/// the rank count and the world size in every rank's entry.
+fn claim_ranks(dir: &Path, ranks: u32) {
+    let path = dir.join("meta.json");
+    let mut meta: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    meta["ranks"] = ranks.into();
+    for r in meta["rank_meta"].as_array_mut().expect("rank entries") {
+        r["process"]["size"] = ranks.into();
+    }
+    std::fs::write(&path, serde_json::to_vec(&meta).unwrap()).unwrap();
+}
+
+/// Runs `mpitrace ARGS` under `limit_kb` of address space and the time limit.
+fn run_limited(limit_kb: u64, args: &[&str]) -> Output {
+    let limited = format!("ulimit -v {limit_kb} && exec \"$@\"");
+    let out = Command::new("timeout")
+        .args(["-k", "5", TIME_LIMIT_S, "bash", "-c", &limited, "bash"])
+        .arg(mpitrace())
+        .args(args)
+        .output()
+        .expect("running timeout (coreutils) and bash");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(124), "timed out after {TIME_LIMIT_S} s: {stderr}");
+    assert!(!stderr.contains("memory allocation of"), "over the memory bound: {stderr}");
+    out
+}
+
+#[test]
+fn a_huge_claimed_job_reports_within_the_bound() {
+    let dir = parquet_trace("huge-claim");
+    claim_ranks(&dir, CLAIMED_RANKS);
+    let d = dir.to_str().unwrap();
+    for format in ["json", "text", "html"] {
+        let out = run_limited(HUGE_CLAIM_MEMORY_LIMIT_KB, &["report", d, "-f", format]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{format}: {stderr}");
+        if format == "json" {
+            let r: Report = serde_json::from_slice(&out.stdout).expect("a JSON report");
+            assert_eq!((r.trace.ranks, r.matrix.ranks), (CLAIMED_RANKS as usize, CLAIMED_RANKS as usize));
+            // The four ranks that left files are analysed as in the clean trace.
+            assert_eq!((r.messages.matched, r.matrix.messages, r.matrix.bytes), (4, 4, 4 * 1024));
+            let pairs: Vec<(i32, i32)> = r.matrix.top_pairs.iter().map(|p| (p.src, p.dst)).collect();
+            assert_eq!(pairs, vec![(0, 1), (1, 2), (2, 3), (3, 0)]);
+            assert!(r.matrix.full.is_none(), "a full matrix of {CLAIMED_RANKS} ranks in the report");
+            assert_eq!(&calls(&r)[..4], &[5, 5, 5, 5]);
+        }
+    }
+    let csv = dir.parent().unwrap().join("calls.csv");
+    let out = run_limited(HUGE_CLAIM_MEMORY_LIMIT_KB, &["export", d, "-f", "csv", "-o", csv.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&csv).unwrap().lines().count(), 1 + 4 * 5);
+}
+
+/// `v` as Thrift's compact protocol writes an i32 (zigzag, then LEB128),
+/// in exactly `len` bytes: zero groups with the continuation bit pad it,
+/// which readers of the protocol accept. Lets a page header be rewritten
+/// without moving what follows it.
+fn varint_of_len(v: i32, len: usize) -> Vec<u8> {
+    let mut zz = ((v << 1) ^ (v >> 31)) as u32 as u64;
+    let mut out = Vec::with_capacity(len);
+    for i in 0..len {
+        let group = (zz & 0x7f) as u8;
+        zz >>= 7;
+        out.push(if i + 1 < len { group | 0x80 } else { group });
+    }
+    assert_eq!(zz, 0, "{v} does not fit in {len} bytes");
+    out
+}
+
+/// The page of `column` of kind `kind` in the events file `path`, and the
+/// file's bytes.
+fn page_of(path: &Path, column: &str, kind: trace_format::pages::PageKind) -> (trace_format::pages::Page, Vec<u8>) {
+    let pages = trace_format::pages::list_pages(path).unwrap();
+    let p = pages.into_iter().find(|p| p.column == column && p.header.kind == kind).expect("the page");
+    (p, std::fs::read(path).unwrap())
+}
+
+/// Rewrites the page at `p` of `b` in place: its header with the numbers
+/// at the given ranges replaced by the given encodings (in header order),
+/// then `data` as its page data; header and data keep their total length,
+/// so nothing after the page moves and the footer still holds.
+fn rewrite_page(
+    b: &mut [u8],
+    p: &trace_format::pages::Page,
+    fields: &[(std::ops::Range<usize>, Vec<u8>)],
+    data: &[u8],
+) {
+    let (at, h) = (p.offset as usize, &p.header);
+    let old = &b[at..at + h.len];
+    let mut header = Vec::new();
+    let mut from = 0;
+    for (range, bytes) in fields {
+        header.extend_from_slice(&old[from..range.start]);
+        header.extend_from_slice(bytes);
+        from = range.end;
+    }
+    header.extend_from_slice(&old[from..]);
+    let end = at + h.len + h.compressed_size as usize;
+    assert_eq!(header.len() + data.len(), end - at, "the page keeps its length");
+    b[at..at + header.len()].copy_from_slice(&header);
+    b[at + header.len()..end].copy_from_slice(data);
+}
+
+/// A data page claiming 2 GiB uncompressed: the Parquet reader reserved
+/// that before decompressing the page, and the allocation's failure
+/// aborted `mpitrace` (not a panic that could be caught). The header is
+/// read and checked first: the file is named and left out.
+#[test]
+fn a_page_claiming_gigabytes_is_refused_before_it_is_read() {
+    use trace_format::pages::PageKind;
+    let dir = parquet_trace("huge-page");
+    let ev = layout::events(&dir, 1);
+    let (p, mut b) = page_of(&ev, "duration", PageKind::Data);
+    let h = &p.header;
+    // 2^31 - 1 takes 5 bytes where the small size took fewer; the page's
+    // data gives up as many bytes at its end (it is never decompressed).
+    let grow = 5 - h.uncompressed_at.len();
+    assert!(h.uncompressed_at.end <= h.compressed_at.start);
+    let fields = [
+        (h.uncompressed_at.clone(), varint_of_len(i32::MAX, 5)),
+        (h.compressed_at.clone(), varint_of_len(h.compressed_size - grow as i32, h.compressed_at.len())),
+    ];
+    let data_at = p.offset as usize + h.len;
+    let data = b[data_at..data_at + h.compressed_size as usize - grow].to_vec();
+    rewrite_page(&mut b, &p, &fields, &data);
+    std::fs::write(&ev, &b).unwrap();
+
+    let (r, stderr) = report(&dir);
+    let p = problem(&r, &stderr, "rank-00001.parquet");
+    assert!(p.contains("column `duration`") && p.contains("2147483647 uncompressed bytes"), "{p}");
+    assert_eq!(calls(&r), vec![5, 0, 5, 5]);
+}
+
+/// A dictionary page claiming 2^31 - 1 entries: the Parquet reader grew
+/// the dictionary to that many 8-byte values (16 GiB) before decoding
+/// one. The page is otherwise whole (its data a valid zstd frame of the
+/// size its header says), so only the claim is wrong; the header is
+/// checked first and the file left out.
+#[test]
+fn a_dictionary_claiming_billions_of_entries_is_refused() {
+    use trace_format::pages::PageKind;
+    let dir = parquet_trace("huge-dictionary");
+    let ev = layout::events(&dir, 2);
+    let (p, mut b) = page_of(&ev, "duration", PageKind::Dictionary);
+    let h = &p.header;
+    let raw = h.uncompressed_size as usize;
+    assert!((1..256).contains(&raw), "a small dictionary: {raw} bytes");
+    // The dictionary's bytes as a zstd frame of one RLE block of zeros
+    // (magic, a single-segment descriptor with a 1-byte content size, the
+    // block header: last, RLE, `raw` repeats; the byte): 10 bytes, shorter
+    // than the writer's frame, so the header can grow.
+    let block = 1 | 1 << 1 | (raw as u32) << 3;
+    let mut frame = vec![0x28, 0xb5, 0x2f, 0xfd, 0x20, raw as u8];
+    frame.extend_from_slice(&block.to_le_bytes()[..3]);
+    frame.push(0);
+    let nv_at = h.num_values_at.clone().unwrap();
+    // The header's numbers take what the frame freed: the count 5 to 10
+    // bytes, the compressed size padded; the rest, 8 bytes or more, a
+    // skippable zstd frame after the data.
+    let freed = h.compressed_size as usize - frame.len();
+    let (nv_len, comp_len, spare) = (5..=10)
+        .flat_map(|n| (h.compressed_at.len()..=10).map(move |c| (n, c)))
+        .find_map(|(n, c)| {
+            let grown = (n - nv_at.len()) + (c - h.compressed_at.len());
+            let spare = freed.checked_sub(grown)?;
+            (spare == 0 || spare >= 8).then_some((n, c, spare))
+        })
+        .expect("a layout of the same length");
+    if spare > 0 {
+        frame.extend_from_slice(&[0x50, 0x2a, 0x4d, 0x18]);
+        frame.extend_from_slice(&(spare as u32 - 8).to_le_bytes());
+        frame.resize(frame.len() + spare - 8, 0);
+    }
+    assert!(h.compressed_at.end <= nv_at.start);
+    let fields = [
+        (h.compressed_at.clone(), varint_of_len(frame.len() as i32, comp_len)),
+        (nv_at, varint_of_len(i32::MAX, nv_len)),
+    ];
+    rewrite_page(&mut b, &p, &fields, &frame);
+    std::fs::write(&ev, &b).unwrap();
+
+    let (r, stderr) = report(&dir);
+    let p = problem(&r, &stderr, "rank-00002.parquet");
+    assert!(p.contains("column `duration`") && p.contains("2147483647 dictionary entries"), "{p}");
+    assert_eq!(calls(&r), vec![5, 5, 0, 5]);
 }

@@ -12,4 +12,5 @@
 
 pub mod abi;
 pub mod codegen;
+pub mod fortran;
 pub mod table;

@@ -1,5 +1,8 @@
-//! `mpicc` and `mpicxx`: run the C or C++ compiler with the include and
-//! library options of this MPI.
+//! `mpicc`, `mpicxx` and `mpifort` (also `mpif90`, `mpif77`): run the C,
+//! C++ or Fortran compiler with the include and library options of this MPI.
+//! For Fortran, the `mpi` module is compiled from its source (`mpi.f90` next
+//! to `mpif.h`) by the program's own compiler on first use, since a `.mod`
+//! file can be read only by the compiler (and version) that wrote it.
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
@@ -13,6 +16,7 @@ use crate::paths;
 pub enum Language {
     C,
     Cxx,
+    Fortran,
 }
 
 impl Language {
@@ -20,6 +24,7 @@ impl Language {
         match self {
             Language::C => "mpicc",
             Language::Cxx => "mpicxx",
+            Language::Fortran => "mpifort",
         }
     }
 
@@ -29,6 +34,7 @@ impl Language {
         match self {
             Language::C => (&["MPICH_CC", "MPICC_CC"], "cc"),
             Language::Cxx => (&["MPICH_CXX", "MPICXX_CXX"], "c++"),
+            Language::Fortran => (&["MPICH_FC", "MPICH_F90", "MPIFORT_FC"], "gfortran"),
         }
     }
 
@@ -37,6 +43,7 @@ impl Language {
         match self {
             Language::C => "-cc=",
             Language::Cxx => "-cxx=",
+            Language::Fortran => "-fc=",
         }
     }
 }
@@ -107,6 +114,12 @@ pub fn plan(
     if command.is_empty() {
         command.push(fallback.into());
     }
+    // gfortran 10 and later refuse calls of one external procedure with
+    // different argument types, which every `mpif.h` program makes (choice
+    // buffers); MPICH's wrapper passes the same option.
+    if lang == Language::Fortran && command[0].to_string_lossy().contains("gfortran") {
+        command.push("-fallow-argument-mismatch".into());
+    }
     command.extend(user);
     command.push(flag("-I", inc));
     if links {
@@ -154,7 +167,11 @@ Options of the wrapper itself:
 
 The compiler is ${vars} (first one set) or '{fallback}'.
 ",
-        what = if lang == Language::C { "C" } else { "C++" },
+        what = match lang {
+            Language::C => "C",
+            Language::Cxx => "C++",
+            Language::Fortran => "Fortran",
+        },
         ovr = lang.override_flag(),
         vars = vars.join(" or $"),
         inc = inc.display(),
@@ -174,7 +191,19 @@ pub fn main(lang: Language) -> i32 {
             return 1;
         }
     };
-    let plan = plan(lang, &args, &|k| std::env::var(k).ok(), &inc, &lib);
+    let mut plan = plan(lang, &args, &|k| std::env::var(k).ok(), &inc, &lib);
+    if lang == Language::Fortran && plan.action != Action::Help {
+        match module_dir(&plan.command[0], &inc) {
+            Ok(dir) => {
+                let at = plan.command.iter().position(|w| w == &flag("-I", &inc)).map_or(plan.command.len(), |i| i + 1);
+                plan.command.insert(at, flag("-I", &dir));
+                if let Some(at) = plan.command.iter().position(|w| w == "-lmpi") {
+                    plan.command.insert(at, dir.join("mpi_f08.o").into_os_string());
+                }
+            }
+            Err(e) => eprintln!("{tool}: warning: the `mpi` module is not available: {e}"),
+        }
+    }
     match plan.action {
         Action::Help => {
             print!("{}", usage(lang, &inc, &lib));
@@ -194,6 +223,77 @@ pub fn main(lang: Language) -> i32 {
             127
         }
     }
+}
+
+/// The directory holding `mpi.mod`, `mpi_f08.mod` and `mpi_f08.o` for
+/// `compiler`, compiled from `inc/mpi.f90` and `inc/mpi_f08.f90` if they are
+/// not there yet: `inc/fortran/<compiler>-<version>`,
+/// or under `$XDG_CACHE_HOME` (`~/.cache`) when `inc` is read-only.
+pub fn module_dir(compiler: &OsStr, inc: &Path) -> Result<PathBuf, String> {
+    let src = inc.join("mpi.f90");
+    if !src.exists() {
+        return Err(format!("{} not found (build mpi-core first)", src.display()));
+    }
+    let version = std::process::Command::new(compiler)
+        .arg("-dumpversion")
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", compiler.to_string_lossy()))?;
+    let name = Path::new(compiler).file_name().unwrap_or(compiler).to_string_lossy().into_owned();
+    // The modules' sources are part of the name: a library built again
+    // with other modules never uses the old ones.
+    let mut hash = 0xcbf2_9ce4_8422_2325u64;
+    for file in ["mpi.f90", "mpi_f08.f90"] {
+        let text =
+            std::fs::read(inc.join(file)).map_err(|e| format!("cannot read {}: {e}", inc.join(file).display()))?;
+        for b in text {
+            hash = (hash ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    let id = format!("{name}-{}-{hash:016x}", String::from_utf8_lossy(&version.stdout).trim());
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .map(|c| c.join("mpi-core").join(inc.to_string_lossy().trim_start_matches('/').replace('/', "_")));
+    let mut last = String::new();
+    for base in std::iter::once(inc.join("fortran")).chain(cache) {
+        let dir = base.join(&id);
+        if dir.join("mpi_f08.o").exists() {
+            return Ok(dir);
+        }
+        // Compiled in a private directory, then renamed into place: two
+        // wrappers running at once both succeed, one rename wins.
+        let tmp = base.join(format!(".{id}.{}", std::process::id()));
+        if let Err(e) = std::fs::create_dir_all(&tmp) {
+            last = format!("cannot create {}: {e}", tmp.display());
+            continue;
+        }
+        // `mpi` declares only (its object is not needed); `mpi_f08` has the
+        // handle comparisons, linked into every program (`mpi_f08.o`).
+        for (source, object) in [(src.clone(), "mpi.o"), (inc.join("mpi_f08.f90"), "mpi_f08.o")] {
+            let out = std::process::Command::new(compiler)
+                .args(["-c", "-fallow-argument-mismatch"])
+                .arg(&source)
+                .arg("-J")
+                .arg(&tmp)
+                .arg("-o")
+                .arg(tmp.join(object))
+                .output()
+                .map_err(|e| format!("cannot run {}: {e}", compiler.to_string_lossy()))?;
+            if !out.status.success() {
+                let _ = std::fs::remove_dir_all(&tmp);
+                return Err(format!("compiling {} failed: {}", source.display(), String::from_utf8_lossy(&out.stderr)));
+            }
+        }
+        let _ = std::fs::remove_file(tmp.join("mpi.o"));
+        if std::fs::rename(&tmp, &dir).is_err() {
+            let _ = std::fs::remove_dir_all(&tmp);
+        }
+        if dir.join("mpi_f08.o").exists() {
+            return Ok(dir);
+        }
+        last = format!("cannot write {}", dir.display());
+    }
+    Err(last)
 }
 
 #[cfg(test)]
@@ -238,6 +338,22 @@ mod tests {
         assert_eq!(words(&mk(Language::Cxx, &[], &[]))[0], "c++");
         assert_eq!(words(&mk(Language::Cxx, &[], &[("MPICH_CXX", "ccache g++")]))[..2], ["ccache", "g++"]);
         assert_eq!(words(&mk(Language::C, &["-cc=tcc", "a.c"], &[]))[..2], ["tcc", "a.c"]);
+        assert_eq!(
+            words(&mk(Language::Fortran, &["a.f90"], &[])),
+            [
+                "gfortran",
+                "-fallow-argument-mismatch",
+                "a.f90",
+                "-I/p/include",
+                "-L/p/lib",
+                "-Wl,-rpath,/p/lib",
+                "-lmpi"
+            ]
+        );
+        assert_eq!(
+            words(&mk(Language::Fortran, &["-fc=flang", "-c", "a.f90"], &[])),
+            ["flang", "-c", "a.f90", "-I/p/include"]
+        );
     }
 
     #[test]

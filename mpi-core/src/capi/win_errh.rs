@@ -24,7 +24,7 @@ pub(crate) fn ret_win(win: MPI_Win, name: &str, r: MpiResult<()>) -> c_int {
     }
 }
 
-fn raise_win(win: MPI_Win, name: &str, e: MpiError) -> c_int {
+pub(crate) fn raise_win(win: MPI_Win, name: &str, e: MpiError) -> c_int {
     let h = rt::try_with(|st| {
         st.wins.get(win).ok().map(|w| {
             let h = w.errhandler;

@@ -1,6 +1,9 @@
 //! Helpers of the end-to-end tests: build C programs with `mpicc.mpich`,
 //! run them with `mpiexec.mpich` under the shim, with a timeout.
 
+// Each test crate uses a part of these helpers.
+#![allow(dead_code)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

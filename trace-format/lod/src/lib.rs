@@ -18,8 +18,9 @@
 //! caches it next to the trace in `DIR/lod/` (one file per rank plus
 //! `index.json`, versioned by [`FORMAT_VERSION`] and stamped with the
 //! sizes and times of the files it was built from). A second open maps the
-//! cache files into memory (on several threads, reading only their
-//! headers) and takes milliseconds. [`messages::MessageIndex`]
+//! cache files into memory (on several threads) and validates each in one
+//! pass ([`RankLod::validate`]: a damaged file is rebuilt, never drawn),
+//! far faster than reading the trace again. [`messages::MessageIndex`]
 //! finds the messages to draw in a time range.
 //!
 //! The crate has no user-interface dependencies.
@@ -172,20 +173,23 @@ fn rank_file(rank: i32) -> String {
     format!("rank-{rank:05}.lod")
 }
 
-fn map_file(path: &Path, rank: i32) -> Result<RankLod, String> {
+/// Maps the cache file of `rank` and validates it ([`RankLod::validate`];
+/// `names`: how many call names the index lists, when known).
+fn map_file(path: &Path, rank: i32, names: Option<usize>) -> Result<RankLod, String> {
     // A FIFO or device in its place is refused, not opened (or mapped).
     let (f, _) = trace_format::files::open_regular(path).map_err(|e| e.what())?;
     // SAFETY: the cache file is only ever replaced by rename, never
     // written in place, so the mapping does not change under us.
     let m = unsafe { memmap2::Mmap::map(&f) }.map_err(|e| e.to_string())?;
-    // Opening reads only the header: no read-around of a whole block per
-    // file on a cold page cache (BENCHMARKS.md); queries and scans later
-    // read ahead as usual.
-    let _ = m.advise(memmap2::Advice::Random);
+    // Validation reads the whole file once, in order (a damaged cache is
+    // rebuilt rather than drawn): read ahead as far as the kernel will,
+    // then as usual for the queries' jumps.
+    let _ = m.advise(memmap2::Advice::Sequential);
     let data = RankLod::from_store(Store::Mmap(m))?;
     if data.rank() != rank {
         return Err(format!("holds rank {}, the index says {rank}", data.rank()));
     }
+    data.validate(names)?;
     data.advise_normal();
     Ok(data)
 }
@@ -249,8 +253,8 @@ impl Lod {
             }
             last = r.rank;
         }
-        // Mapped on several threads: on a cold page cache each file costs a
-        // read of its first page, and the disk serves several at once.
+        // Mapped and validated on several threads: on a cold page cache
+        // each file costs a read, and the disk serves several at once.
         let next = AtomicUsize::new(0);
         let threads = MAP_THREADS.clamp(1, index.ranks.len().max(1));
         let parts: Vec<Vec<(usize, Result<RankLod, String>)>> = std::thread::scope(|s| {
@@ -264,7 +268,9 @@ impl Lod {
                             let data = if r.file.is_empty() {
                                 Ok(RankLod::from_image(pyramid::build(r.rank, Vec::new())))
                             } else {
-                                map_file(&cdir.join(&r.file), r.rank).map_err(|e| format!("{}: {e}", r.file))
+                                let path = cdir.join(&r.file);
+                                map_file(&path, r.rank, Some(index.names.len()))
+                                    .map_err(|e| format!("{}: {e}", path.display()))
                             };
                             out.push((i, data));
                         }
@@ -478,7 +484,9 @@ fn store_image(cdir: &Path, rank: i32, image: pyramid::Image) -> (RankLod, Optio
         drop(w);
         std::fs::rename(&tmp, &path)
     });
-    match written.map_err(|e| e.to_string()).and_then(|_| map_file(&path, rank)) {
+    // The names of the whole trace are not all known yet (other ranks are
+    // still being read): the file is checked without them.
+    match written.map_err(|e| e.to_string()).and_then(|_| map_file(&path, rank, None)) {
         Ok(r) => (r, None),
         Err(e) => {
             let _ = std::fs::remove_file(&tmp);

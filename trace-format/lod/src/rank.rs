@@ -105,6 +105,122 @@ impl RankLod {
         Ok(RankLod { store, header, events_off, long_off, levels })
     }
 
+    /// Checks everything a cache file holds against what the builder
+    /// promises, in one pass over the file: the level widths; the calls
+    /// sorted by start, their names below `names` (when known), their ends
+    /// within the header's span, which starts at the first call; each long
+    /// duration once, in order, for a call marked long; every bucket of the
+    /// finest level exactly the calls starting in it (count, time, end,
+    /// flags), and every coarser bucket exactly the finer ones under it.
+    /// [`RankLod::from_store`] only checks the counts against the file's
+    /// size: the queries saturate on anything, but a damaged file would
+    /// draw nonsense (a call out of order is never found again, a name
+    /// index points past the names) without this.
+    pub fn validate(&self, names: Option<usize>) -> Result<(), String> {
+        let h = &self.header;
+        let b = self.store.bytes();
+        let n = self.len();
+        let evs: &[Ev] = view(b, self.events_off, n).ok_or("misaligned calls")?;
+        let long: &[Long] = view(b, self.long_off, h.n_long as usize).ok_or("misaligned long durations")?;
+        let nlev = self.levels.len();
+        if nlev == 0 || h.shift0 as usize + 2 * (nlev - 1) > 62 {
+            return Err(format!("{nlev} levels from a width of 2^{} ns", h.shift0));
+        }
+        let name_ok = |name: u16| names.is_none_or(|k| (name as usize) < k);
+        let level0 =
+            self.levels.first().and_then(|&(off, len)| view::<Bucket>(b, off, len)).ok_or("misaligned level")?;
+        let (mut li, mut long_i, mut t_max) = (0usize, 0usize, i64::MIN);
+        // The finest bucket being summed: (key, count, busy, max_end, flags).
+        let mut acc: Option<(i64, u32, i64, i64, u16)> = None;
+        let check_bucket = |li: usize, acc: (i64, u32, i64, i64, u16)| -> Result<(), String> {
+            let bk = level0.get(li).ok_or_else(|| format!("calls beyond the {} buckets of level 0", level0.len()))?;
+            if (bk.key, bk.count, bk.busy, bk.max_end, bk.flags) != acc || !name_ok(bk.dominant) {
+                return Err(format!("bucket {li} of level 0 disagrees with its calls"));
+            }
+            Ok(())
+        };
+        for (i, e) in evs.iter().enumerate() {
+            if i == 0 && (e.t_start != h.t_min || h.origin != h.t_min) {
+                return Err(format!("first call at {} ns, the header says {}", e.t_start, h.t_min));
+            }
+            if i > 0 && e.t_start < evs[i - 1].t_start {
+                return Err(format!("call {i} starts before call {}: not sorted", i - 1));
+            }
+            if !name_ok(e.name) {
+                return Err(format!("call {i} has name {} of {} names", e.name, names.unwrap_or(0)));
+            }
+            let dur = if e.dur == LONG {
+                let l = long.get(long_i).filter(|l| l.idx == i as u64 && l.dur >= LONG as i64);
+                long_i += 1;
+                l.ok_or_else(|| format!("call {i}: no long duration for it"))?.dur
+            } else {
+                e.dur as i64
+            };
+            let end = e.t_start.checked_add(dur).ok_or_else(|| format!("call {i} ends beyond time"))?;
+            t_max = t_max.max(end);
+            let key =
+                e.t_start.checked_sub(h.origin).ok_or_else(|| format!("call {i} starts out of range"))? >> h.shift0;
+            match &mut acc {
+                Some(a) if a.0 == key => {
+                    a.1 = a.1.checked_add(1).ok_or("too many calls in a bucket")?;
+                    a.2 = a.2.saturating_add(dur);
+                    a.3 = a.3.max(end);
+                    a.4 |= e.flags;
+                }
+                _ => {
+                    if let Some(a) = acc {
+                        check_bucket(li, a)?;
+                        li += 1;
+                    }
+                    acc = Some((key, 1, dur, end, e.flags));
+                }
+            }
+        }
+        if let Some(a) = acc {
+            check_bucket(li, a)?;
+            li += 1;
+        }
+        if li != level0.len() || long_i != long.len() {
+            return Err(format!(
+                "{} buckets and {} long durations for {li} and {long_i} in the calls",
+                level0.len(),
+                long.len()
+            ));
+        }
+        if n > 0 && t_max != h.t_max {
+            return Err(format!("calls end at {t_max} ns, the header says {}", h.t_max));
+        }
+        // Each coarser level: the finer buckets under each of its buckets
+        // (keys shifted by 2), summed.
+        for k in 1..nlev {
+            let (fine, coarse) = (self.level(k - 1), self.level(k));
+            if coarse.len() > fine.len() || (coarse.is_empty() && !fine.is_empty()) {
+                return Err(format!("level {k} has {} buckets over {}", coarse.len(), fine.len()));
+            }
+            let mut j = 0usize;
+            for (ci, c) in coarse.iter().enumerate() {
+                let mut sum = (c.key, 0u32, 0i64, 0i64, i64::MIN, 0u16);
+                let first = j;
+                while let Some(f) = fine.get(j).filter(|f| f.key >> 2 == c.key) {
+                    sum.1 = sum.1.saturating_add(f.count);
+                    sum.2 = sum.2.saturating_add(f.busy);
+                    sum.3 = sum.3.saturating_add(f.bytes);
+                    sum.4 = sum.4.max(f.max_end);
+                    sum.5 |= f.flags;
+                    j += 1;
+                }
+                let got = (c.key, c.count, c.busy, c.bytes, c.max_end, c.flags);
+                if j == first || got != sum || !name_ok(c.dominant) {
+                    return Err(format!("bucket {ci} of level {k} disagrees with the level below"));
+                }
+            }
+            if j != fine.len() {
+                return Err(format!("level {k} leaves buckets of level {} out", k - 1));
+            }
+        }
+        Ok(())
+    }
+
     /// Keeps a freshly built image in memory.
     pub fn from_image(image: Image) -> RankLod {
         RankLod::from_store(Store::Words(image.into_words())).unwrap_or_else(|e| unreachable!("own image: {e}"))

@@ -170,3 +170,64 @@ fn journals_of_a_crashed_run() {
     assert!(lod.problems.iter().any(|p| p.contains("did not finalize")), "{:?}", lod.problems);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Damage inside a rank's cache file that its counts and size do not
+/// show (they still agree) is found when the cache is opened: the cache
+/// is rebuilt, the note names the file, and the rank's calls are those of
+/// a fresh build. Before the cache was validated each of these was mapped
+/// and drawn: calls out of order, a name past the names, buckets that
+/// disagree with their calls, a span that is not the calls'.
+#[test]
+fn damaged_cache_contents_are_found_and_rebuilt() {
+    let dir = tmpdir("contents");
+    write_trace(&dir);
+    let fresh = Lod::open(&dir, &Progress::default()).unwrap();
+    assert!(!fresh.cached);
+    // The same calls (name ids depend on the order ranks were read in),
+    // copied: `fresh` maps the file this test damages.
+    let calls = |l: &Lod| -> Vec<(i64, i64, String, u16)> {
+        let d = &l.ranks[1].data;
+        (0..d.len()).map(|i| d.call(i)).map(|c| (c.t_start, c.t_end, l.name(c.name).into(), c.flags)).collect()
+    };
+    let want = calls(&fresh);
+    drop(fresh);
+    let file = dir.join("lod/rank-00001.lod");
+    let clean = std::fs::read(&file).unwrap();
+    let word = |at: usize, len: usize| {
+        u64::from_le_bytes(clean[at..at + 8].try_into().unwrap()) & (u64::MAX >> (64 - 8 * len))
+    };
+    // The layout of `trace_lod::pyramid::Header` (72 bytes), then a bucket
+    // count per level, the calls (16 bytes: start, duration, name, flags),
+    // the long durations and the levels (40-byte buckets).
+    let levels = word(20, 4) as usize;
+    let n_events = word(56, 8) as usize;
+    let events = 72 + 8 * levels;
+    let level0 = events + 16 * n_events + 16 * word(64, 8) as usize;
+    assert_eq!(n_events, 102);
+    // (what the error says, where, the bytes written there).
+    let damages: [(&str, usize, Vec<u8>); 4] = [
+        // Call 3 starts before call 2.
+        ("not sorted", events + 16 * 3, (word(events + 16 * 2, 8) - 1).to_le_bytes().into()),
+        // Call 0's name is past the trace's names.
+        ("name", events + 12, u16::MAX.to_le_bytes().into()),
+        // The first bucket counts a call more than it has.
+        ("level 0", level0 + 32, (word(level0 + 32, 4) as u32 + 1).to_le_bytes().into()),
+        // The header's end of the calls is not theirs.
+        ("header says", 48, (word(48, 8) + 5).to_le_bytes().into()),
+    ];
+    for (what, at, bytes) in &damages {
+        let mut b = clean.clone();
+        b[*at..*at + bytes.len()].copy_from_slice(bytes);
+        assert_ne!(b, clean);
+        std::fs::write(&file, &b).unwrap();
+        let lod = Lod::open(&dir, &Progress::default()).unwrap();
+        let note = lod.cache_note.as_deref().unwrap_or("");
+        assert!(!lod.cached, "{what}: the damaged cache was used");
+        assert!(note.contains(&file.display().to_string()) && note.contains(what), "{what}: {note}");
+        assert_eq!(calls(&lod), want, "{what}");
+        // Rebuilt and written again: the next open uses it.
+        assert_eq!(std::fs::read(&file).unwrap().len(), clean.len(), "{what}");
+        assert!(Lod::open(&dir, &Progress::default()).unwrap().cached, "{what}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -411,23 +411,21 @@ fn wait_states(an: &Analysed) -> Vec<Line<'static>> {
 fn matrix(an: &Analysed, w: usize) -> Vec<Line<'static>> {
     let mx = &an.an.matrix;
     let n = mx.ranks;
-    if n == 0 || mx.messages.iter().all(|&m| m == 0) {
+    if n == 0 || mx.pairs.is_empty() {
         return vec![Line::from("No point-to-point messages.")];
     }
     // Blocks of ranks per heatmap cell so it fits in about half the width.
     let cols = ((w / 2).saturating_sub(6) / 2).max(1);
     let per = n.div_ceil(cols);
     let k = n.div_ceil(per);
-    let block = |a: usize, b: usize| -> i64 {
-        let mut s = 0;
-        for src in a * per..((a + 1) * per).min(n) {
-            for dst in b * per..((b + 1) * per).min(n) {
-                s += mx.bytes(src, dst);
-            }
+    // Summed from the pairs that communicated (the matrix is sparse; a
+    // trace may claim far more ranks than it has pairs).
+    let mut cells: Vec<Vec<i64>> = vec![vec![0; k]; k];
+    for p in &mx.pairs {
+        if let Some(v) = cells.get_mut(p.src as usize / per).and_then(|row| row.get_mut(p.dst as usize / per)) {
+            *v = v.saturating_add(p.bytes);
         }
-        s
-    };
-    let cells: Vec<Vec<i64>> = (0..k).map(|a| (0..k).map(|b| block(a, b)).collect()).collect();
+    }
     let max = cells.iter().flatten().copied().max().unwrap_or(0).max(1) as f64;
     let shade = |v: i64| {
         if v <= 0 {
