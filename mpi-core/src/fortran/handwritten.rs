@@ -88,7 +88,7 @@ spellings!(pcontrol(level: *const c_int) (level);
     mpi_pcontrol_, mpi_pcontrol__, mpi_pcontrol, MPI_PCONTROL, mpi_pcontrol_f08_;
     pmpi_pcontrol_, pmpi_pcontrol__, pmpi_pcontrol, PMPI_PCONTROL, pmpi_pcontrol_f08_, pmpir_pcontrol_f08_);
 
-type InfoEnvFn = unsafe extern "C" fn(c_int, *mut std::ffi::c_char, *mut MPI_Info) -> c_int;
+type InfoEnvFn = unsafe extern "C" fn(c_int, *mut *mut std::ffi::c_char, *mut MPI_Info) -> c_int;
 static INFO_ENV: Slot = Slot::new(c"MPI_Info_create_env");
 
 /// `MPI_INFO_CREATE_ENV(INFO, IERROR)`.
