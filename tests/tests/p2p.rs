@@ -128,6 +128,14 @@ fn mpi4_isendrecv_and_partitioned() {
     each_size("p2p_mpi4", &[1, 2, 3], "p2p_mpi4 OK");
 }
 
+/// Partitioned channels match in the order of their initialization calls,
+/// whatever order rounds are started in, and a plain receive never takes
+/// their messages (MPICH suite part/multipart, part/nonblocking_pready).
+#[test]
+fn partitioned_matching_order() {
+    each_size("part_matching", &[2, 3, 4], "part_matching OK");
+}
+
 /// A panic inside the library (the test hook `MPICORE_TEST_PANIC`, with the
 /// state lock held) fails the library for good: with `MPI_ERRORS_RETURN`
 /// every later call returns an error instead of running on a state the

@@ -653,20 +653,10 @@ pub(crate) fn start_persistent(st: &mut State, i: u32) -> MpiResult<()> {
             start_recv_typed(st, buf, &Envelope { peer: src, tag, comm }, Some(i))
         }
         Persist::Psend { partitions, .. } => {
-            st.reqs.get(i).kind = Kind::Partitioned { ready: vec![false; partitions] };
+            crate::rt::part::start_send(st, i, partitions);
             Ok(i)
         }
-        Persist::Precv { buf, partitions, count, dt, src, tag, comm } => {
-            // The whole buffer arrives as one message once every partition
-            // was marked ready on the sender.
-            // SAFETY: the buffer of `partitions * count` elements the
-            // program gave MPI_Precv_init, kept for the request's life.
-            let buf = unsafe { TypedBuf::new(buf, partitions * count, dt) };
-            start_recv_typed(st, buf, &Envelope { peer: src, tag, comm }, None).map(|inner| {
-                st.reqs.make_compound(i, vec![inner], None);
-                i
-            })
-        }
+        Persist::Precv { .. } => crate::rt::part::start_recv(st, i).map(|()| i),
         Persist::Coll(s) => crate::coll::start_persistent(st, i, s).map(|()| i),
     };
     if res.is_err() {

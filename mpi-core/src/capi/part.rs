@@ -1,22 +1,21 @@
 //! Partitioned point-to-point communication (MPI 4.0, `MPI_Psend_init` and
-//! friends). A partitioned send goes out as one message once every partition
-//! is ready; `MPI_Parrived` reports a partition arrived when that message
-//! has been received.
+//! friends): argument checks; the protocol (matching at initialization, one
+//! message per round once every partition is ready) is `rt::part`'s.
+//! `MPI_Parrived` reports a partition arrived when that message has been
+//! received.
 
 use std::ffi::c_void;
 use std::os::raw::c_int;
 
 use mpi_api::abi::*;
 
-use super::p2p::{check_tag, start_send_typed};
+use super::p2p::check_tag;
 use super::{c_array, ret, Out};
 use crate::bail;
-use crate::rt::buf::TypedBuf;
 use crate::rt::datatype::check_count;
 use crate::rt::error::MpiResult;
-use crate::rt::p2p::{Kind, Mode, Persist, ReqTable, Request};
-use crate::rt::sendrecv::Envelope;
-use crate::rt::{self, State};
+use crate::rt::p2p::{Kind, Persist, ReqTable, Request};
+use crate::rt::{self, part, State};
 
 #[allow(clippy::too_many_arguments)]
 fn pinit(
@@ -48,13 +47,18 @@ fn pinit(
     let partitions = partitions as usize;
     let mut req = Request::new(Kind::Null, comm);
     req.persist = Some(if send {
-        Persist::Psend { buf, partitions, count, dt, dest: peer, tag, comm }
+        let channel = part::init_send(st, peer, tag, comm)?;
+        Persist::Psend { buf, partitions, count, dt, dest: peer, tag, comm, channel }
     } else {
-        Persist::Precv { buf, partitions, count, dt, src: peer, tag, comm }
+        Persist::Precv { buf, partitions, count, dt, src: peer, tag, comm, channel: None }
     });
     req.active = false;
     req.done = true;
-    Ok(ReqTable::handle(st.reqs.alloc(req)))
+    let i = st.reqs.alloc(req);
+    if !send {
+        part::init_recv(st, i, peer, comm)?;
+    }
+    Ok(ReqTable::handle(i))
 }
 
 pub unsafe fn MPI_Psend_init(
@@ -97,30 +101,10 @@ pub unsafe fn MPI_Precv_init(
     ret(comm, "MPI_Precv_init", r)
 }
 
-/// Marks partitions ready; sends the buffer when all are.
+/// Marks partitions of send `request` ready.
 fn ready(st: &mut State, request: MPI_Request, parts: impl Iterator<Item = c_int>) -> MpiResult<()> {
     let i = st.reqs.index(request)?;
-    let r = st.reqs.get(i);
-    let Some(Persist::Psend { buf, partitions, count, dt, dest, tag, comm }) = r.persist.clone() else {
-        bail!(MPI_ERR_REQUEST, "MPI_Pready needs a partitioned send request");
-    };
-    let Kind::Partitioned { ready } = &mut r.kind else {
-        bail!(MPI_ERR_REQUEST, "MPI_Pready on a partitioned send that is not started (or already complete)");
-    };
-    for p in parts {
-        if p < 0 || p as usize >= partitions {
-            bail!(MPI_ERR_ARG, "partition {p} out of range 0..{partitions}");
-        }
-        ready[p as usize] = true;
-    }
-    if ready.iter().all(|&b| b) {
-        // SAFETY: the buffer of `partitions * count` elements the program
-        // gave MPI_Psend_init, kept for the request's life (the standard's rule).
-        let whole = unsafe { TypedBuf::new(buf, partitions * count, dt) };
-        let inner = start_send_typed(st, whole, &Envelope { peer: dest, tag, comm }, Mode::Standard, None)?;
-        st.reqs.make_compound(i, vec![inner], None);
-    }
-    Ok(())
+    part::ready(st, i, parts)
 }
 
 pub unsafe fn MPI_Pready(partition: c_int, request: MPI_Request) -> c_int {

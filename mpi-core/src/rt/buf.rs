@@ -66,11 +66,24 @@ impl UserBuf {
         self.addr as usize == MPI_IN_PLACE
     }
 
+    /// The datatype to communicate with: `MPI_DATATYPE_NULL` passes as
+    /// `MPI_BYTE` when nothing is sent (count 0), as in MPICH, which checks
+    /// the datatype only of a positive count; programs rely on it (see
+    /// mpi-core/CONFORMANCE.md).
+    #[inline]
+    pub fn datatype(&self) -> MPI_Datatype {
+        if self.count == 0 && self.datatype == MPI_DATATYPE_NULL {
+            mpi_api::abi::MPI_BYTE
+        } else {
+            self.datatype
+        }
+    }
+
     /// The count checked and the datatype resolved.
     #[inline]
     pub fn typed(&self, st: &mut State) -> MpiResult<TypedBuf> {
         let count = check_count(self.count)?;
-        let dt = st.types.get(self.datatype)?;
+        let dt = st.types.get(self.datatype())?;
         Ok(TypedBuf { addr: self.addr as *mut u8, count, dt })
     }
 }

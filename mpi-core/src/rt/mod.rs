@@ -20,6 +20,7 @@ pub mod info;
 pub mod inter;
 pub mod op;
 pub mod p2p;
+pub mod part;
 pub mod pmi;
 pub mod req;
 pub mod sendrecv;
@@ -80,6 +81,8 @@ pub struct State {
     pub job_id: String,
     /// Ports and the parent job (`rt/dpm.rs`).
     pub dpm: dpm::Dpm,
+    /// Partitioned channels (matching at initialization).
+    pub parts: part::Parts,
     /// The program's code that progress found due (a user reduction of a
     /// collective): it runs after the lock is released ([`run_due`]).
     pub due: Vec<UserCall>,
@@ -125,6 +128,7 @@ impl State {
             ulfm::sweep(self);
         }
         did |= self.reqs.complete_compounds();
+        did |= part::progress(self);
         for i in 0..self.progress_hooks.len() {
             did |= (self.progress_hooks[i])(self);
         }
@@ -162,6 +166,7 @@ impl State {
             sessions: slots::Slots::default(),
             job_id,
             dpm: dpm::Dpm::default(),
+            parts: part::Parts::default(),
             due: Vec::new(),
         }
     }

@@ -70,6 +70,8 @@ pub enum Persist {
         dest: i32,
         tag: i32,
         comm: MPI_Comm,
+        /// This process's number of the channel (see `rt::part`).
+        channel: i32,
     },
     /// Partitioned receive.
     Precv {
@@ -80,6 +82,8 @@ pub enum Persist {
         src: i32,
         tag: i32,
         comm: MPI_Comm,
+        /// The sender's channel, once its hello has arrived (see `rt::part`).
+        channel: Option<i32>,
     },
     /// A persistent collective: its schedule, run again by each start (the
     /// type is the collectives', bound in `crate::layers`).
@@ -412,6 +416,10 @@ impl ReqTable {
                 self.release(p);
             }
             let r = self.get(i);
+            if let Some(Persist::Precv { tag, .. }) = &r.persist {
+                // Its data came under the channel's tag (`rt::part`).
+                status.MPI_TAG = *tag;
+            }
             r.status = status;
             r.err = err;
             r.kind = Kind::Null;
@@ -542,7 +550,9 @@ unsafe impl Send for Engine {}
 
 #[inline]
 fn matches(p_ctx: u32, p_src: i32, p_tag: i32, ctx: u32, src: i32, tag: i32) -> bool {
-    p_ctx == ctx && (p_src == src || p_src == MPI_ANY_SOURCE) && (p_tag == tag || p_tag == MPI_ANY_TAG)
+    // `MPI_ANY_TAG` matches user tags only: the library's own traffic under
+    // negative tags (partitioned channels) is never a wildcard's.
+    p_ctx == ctx && (p_src == src || p_src == MPI_ANY_SOURCE) && (p_tag == tag || (p_tag == MPI_ANY_TAG && tag >= 0))
 }
 
 fn env_usize(name: &str) -> Option<usize> {

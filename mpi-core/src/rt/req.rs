@@ -630,6 +630,7 @@ pub fn free(request: &mut MPI_Request) -> MpiResult<()> {
             bail!(MPI_ERR_REQUEST, "MPI_REQUEST_NULL cannot be freed");
         }
         let i = st.reqs.index(*request)?;
+        st.parts.forget(i);
         let r = st.reqs.get(i);
         if let (true, Kind::Greq(g)) = (r.done, &r.kind) {
             // Complete already: its free_fn runs now (below), else at

@@ -259,7 +259,7 @@ pub fn recv_direct(st: &mut State, buf: &UserBuf, from: &Envelope) -> MpiResult<
         return general;
     }
     let count = buf.count as usize;
-    let dt = st.types.get(buf.datatype)?;
+    let dt = st.types.get(buf.datatype())?;
     if !dt.contig {
         return general;
     }

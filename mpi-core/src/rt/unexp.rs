@@ -85,9 +85,9 @@ impl UnexpQueue {
         }
         if src != MPI_ANY_SOURCE {
             let k = key(ctx, src);
-            return self.by_src.get(&k)?.iter().position(|(_, u)| tag == MPI_ANY_TAG || u.tag == tag).map(|i| (k, i));
+            return self.by_src.get(&k)?.iter().position(|(_, u)| tag_matches(tag, u.tag)).map(|i| (k, i));
         }
-        self.earliest(|k| (k >> 32) as u32 == ctx, |u| tag == MPI_ANY_TAG || u.tag == tag)
+        self.earliest(|k| (k >> 32) as u32 == ctx, |u| tag_matches(tag, u.tag))
     }
 
     /// The queue and place of the earliest arrival for which `pred` holds,
@@ -140,6 +140,12 @@ impl UnexpQueue {
         self.len -= 1;
         Some(u)
     }
+}
+
+/// Whether a receive's tag takes a message's: `MPI_ANY_TAG` only user tags
+/// (at least 0), never the library's negative ones (partitioned channels).
+fn tag_matches(want: i32, tag: i32) -> bool {
+    want == tag || (want == MPI_ANY_TAG && tag >= 0)
 }
 
 #[cfg(test)]
