@@ -59,8 +59,16 @@ impl Target<'_> {
         let last = (self.count as isize - 1) * self.extent;
         (lo_run + last.min(0), hi_run + last.max(0))
     }
-    /// Visits every run in order: (address, length).
+    /// Visits every run in order: (address, length). Elements that are one
+    /// run each, back to back, are visited as one run (an accumulate then
+    /// combines them in one call, not one call per element).
     pub(super) fn each(&self, mut f: impl FnMut(usize, usize)) {
+        if let [(0, l)] = self.runs {
+            if *l as isize == self.extent {
+                f(self.addr, l * self.count);
+                return;
+            }
+        }
         for i in 0..self.count {
             let b = self.addr as isize + i as isize * self.extent;
             for &(o, l) in self.runs {
@@ -257,5 +265,19 @@ mod tests {
         assert_eq!(t.span(), (4 - 64, 16));
         let t = Target { addr: 0, count: 0, extent: 32, runs: &runs };
         assert_eq!(t.span(), (0, 0));
+    }
+
+    #[test]
+    fn back_to_back_elements_are_one_run() {
+        let mut seen = Vec::new();
+        let one = [(0isize, 4usize)];
+        let t = Target { addr: 1000, count: 3, extent: 4, runs: &one };
+        t.each(|a, l| seen.push((a, l)));
+        assert_eq!(seen, [(1000, 12)]);
+        // With gaps between elements (a resized type), each element is its own run.
+        seen.clear();
+        let t = Target { addr: 1000, count: 3, extent: 8, runs: &one };
+        t.each(|a, l| seen.push((a, l)));
+        assert_eq!(seen, [(1000, 4), (1008, 4), (1016, 4)]);
     }
 }
