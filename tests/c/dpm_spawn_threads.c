@@ -3,7 +3,10 @@
  * jobs run at the same time in one process and must not take each other's
  * messages (MPICH suite: threads/spawn/th_taskmanager). Each thread spawns
  * a job of 2 ("child <thread>"), sends each child a value that comes back
- * plus one, broadcasts, and disconnects; 3 rounds. */
+ * plus one, broadcasts, and disconnects; 3 rounds.
+ * With argument "self" every thread spawns on MPI_COMM_SELF (MPICH suite:
+ * threads/spawn/multispawn): the meetings are of one group, and each new
+ * intercommunicator must still get a context id of its own. */
 #include "check.h"
 #include <pthread.h>
 
@@ -72,7 +75,11 @@ int main(int argc, char **argv) {
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    for (int t = 0; t < NTHREADS; t++) MPI_Comm_dup(MPI_COMM_WORLD, &comms[t]);
+    int on_self = argc > 1 && !strcmp(argv[1], "self");
+    for (int t = 0; t < NTHREADS; t++) {
+        if (on_self) comms[t] = MPI_COMM_SELF;
+        else MPI_Comm_dup(MPI_COMM_WORLD, &comms[t]);
+    }
     for (int r = 0; r < ROUNDS; r++) {
         pthread_barrier_init(&start, NULL, NTHREADS);
         pthread_t th[NTHREADS];
@@ -80,7 +87,8 @@ int main(int argc, char **argv) {
         for (int t = 0; t < NTHREADS; t++) pthread_join(th[t], NULL);
         pthread_barrier_destroy(&start);
     }
-    for (int t = 0; t < NTHREADS; t++) MPI_Comm_free(&comms[t]);
+    if (!on_self)
+        for (int t = 0; t < NTHREADS; t++) MPI_Comm_free(&comms[t]);
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0) printf("dpm_spawn_threads OK on %d ranks\n", size);
     MPI_Finalize();

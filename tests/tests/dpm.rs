@@ -135,12 +135,17 @@ fn spawn_under_our_mpirun() {
 
 /// Four threads spawn at once, each on a communicator of its own: the
 /// meetings with the new jobs run side by side in one process without
-/// taking each other's messages (MPICH suite: threads/spawn/th_taskmanager).
+/// taking each other's messages (MPICH suite: threads/spawn/th_taskmanager),
+/// and, all on `MPI_COMM_SELF`, without giving two new intercommunicators
+/// one context id (threads/spawn/multispawn, which hung one run in two).
 #[test]
 fn spawns_from_several_threads_at_once() {
     let exe = compile("dpm_spawn_threads", Compiler::Ours);
     for n in [1, 2] {
         run(Launcher::Ours, n, &exe, &[], &[], T).assert_ok(&format!("dpm_spawn_threads OK on {n} ranks"));
+        for _ in 0..3 {
+            run(Launcher::Ours, n, &exe, &["self"], &[], T).assert_ok(&format!("dpm_spawn_threads OK on {n} ranks"));
+        }
     }
 }
 

@@ -503,7 +503,7 @@ pub fn meet(
             Ok((key, side.recv()?))
         });
         outcome = match &res {
-            Ok((key, theirs)) => [&[1u8][..], key, theirs].concat(),
+            Ok((key, theirs)) => [&[1u8][..], key, &(bridge as u32).to_le_bytes()[..], theirs].concat(),
             Err(e) => [&[0u8][..], &e.class.to_le_bytes()].concat(),
         };
         // Tell the group before reporting the root's error, so that nobody
@@ -513,13 +513,18 @@ pub fn meet(
     } else {
         outcome = view.bcast_vec(outcome, root)?;
     }
-    if outcome.len() < 33 || outcome[0] != 1 {
+    if outcome.len() < 37 || outcome[0] != 1 {
         // (The root's error class, MPI_ERR_SPAWN for a failed spawn.)
         let class = outcome.get(1..5).map_or(MPI_ERR_PORT, |b| c_int::from_le_bytes(b.try_into().expect("4 bytes")));
         bail!(class, "the root could not reach the other group");
     }
     let key: [u8; 32] = outcome[1..33].try_into().expect("32 bytes");
-    let text = String::from_utf8_lossy(&outcome[33..]).into_owned();
+    // The root's number of this meeting: it makes the agreement's key
+    // unique, so that meetings of one group running at once (spawns from
+    // several threads on MPI_COMM_SELF) never count as one agreement and
+    // take the same context id.
+    let meeting = u32::from_le_bytes(outcome[33..37].try_into().expect("4 bytes"));
+    let text = String::from_utf8_lossy(&outcome[37..]).into_owned();
     let mut lines = text.lines();
     let malformed = || MpiError::new(MPI_ERR_INTERN, "malformed group from the other side");
     let mut first = lines.next().ok_or_else(malformed)?.split(' ').map(|w| w.parse::<usize>().ok());
@@ -549,7 +554,7 @@ pub fn meet(
         Ok((remote, peer))
     })?;
     let a = Agreement { local: view, leader: root, peer, inter: true };
-    let ctx = agree_ctx(ctx_key(&local, KEY_DPM), CTX_SPAN_INTER, &a, true)?;
+    let ctx = agree_ctx(ctx_key(&local, KEY_DPM | meeting as u64), CTX_SPAN_INTER, &a, true)?;
     let mut c = Comm::intra(ctx, Arc::new(remote), local.rank, local.errhandler);
     c.local = Some(local.group.clone());
     with(|st| Ok(st.comms.publish(c)))
