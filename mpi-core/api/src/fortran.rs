@@ -236,9 +236,18 @@ fn wrapper(out: &mut String, p: &Procedure, args: &[Arg], ts: bool) {
     let mut pre = String::new();
     let mut post = String::new();
     let mut call = Vec::new();
+    let typed = typed_sections(p, args, ts);
     for (i, (a, q)) in args.iter().zip(&p.params).enumerate() {
         let ty = rust_type(q);
         let x = format!("a{i}");
+        // The count and datatype of a non-contiguous section a deferred call
+        // takes: the section describes them (count 1 of a type of its own).
+        if let Some(&b) = typed.iter().find(|&&b| b + 1 == i || b + 2 == i).filter(|_| matches!(a, Arg::Value(_))) {
+            let Arg::Value(t) = *a else { unreachable!() };
+            let what = if b + 1 == i { "count" } else { "datatype" };
+            call.push(format!("b{b}.{what}(unsafe {{ *({x} as *const {t}) }} as i64) as {t}"));
+            continue;
+        }
         match *a {
             Arg::Value(t) => call.push(format!("unsafe {{ *({x} as *const {t}) }}")),
             Arg::Same => call.push(format!("{x} as {ty}")),
@@ -250,10 +259,21 @@ fn wrapper(out: &mut String, p: &Procedure, args: &[Arg], ts: bool) {
                 } else {
                     "Now"
                 };
+                let open = if typed.contains(&i) {
+                    let (Arg::Value(tc), Arg::Value(td)) = (args[i + 1], args[i + 2]) else { unreachable!() };
+                    format!(
+                        "conv::Section::open_typed({x}, unsafe {{ *(a{} as *const {tc}) }} as i64, \
+                         unsafe {{ *(a{} as *const {td}) }} as i64)",
+                        i + 1,
+                        i + 2
+                    )
+                } else {
+                    format!("conv::Section::open({x}, conv::Use::{use_})")
+                };
                 let _ = writeln!(
                     pre,
-                    "        // SAFETY: the caller's array descriptor.\n        \
-                     let b{i} = match unsafe {{ conv::Section::open({x}, conv::Use::{use_}) }} {{\n            \
+                    "        // SAFETY: the caller's array descriptor (and INTEGER arguments).\n        \
+                     let b{i} = match unsafe {{ {open} }} {{\n            \
                      Ok(b) => b,\n            Err(e) => {{\n                \
                      // SAFETY: the caller's handle argument.\n                \
                      let on = {on};\n                \
@@ -403,6 +423,35 @@ fn wrapper(out: &mut String, p: &Procedure, args: &[Arg], ts: bool) {
 /// Whether `name` may use its buffer after it returns (nonblocking,
 /// persistent, partitioned, one-sided, split collective, attached buffers
 /// and windows): a copy of a non-contiguous section cannot stand for it.
+/// The choice buffers of descriptor wrapper `p` (`ts`) that a deferred
+/// call keeps and that each have a count and a datatype of their own right
+/// after them (`buf, count, datatype`): a non-contiguous section of those is
+/// passed as count 1 of a datatype describing it
+/// ([`conv::Section::open_typed`]). Buffers that share their count and
+/// datatype with another (`MPI_Iallreduce`'s two) are not among them.
+fn typed_sections(p: &Procedure, args: &[Arg], ts: bool) -> Vec<usize> {
+    if !ts || !uses_buffer_later(p.name) {
+        return Vec::new();
+    }
+    let buffers: Vec<usize> = (0..args.len()).filter(|&i| matches!(args[i], Arg::Buffer)).collect();
+    let typed: Vec<usize> = buffers
+        .iter()
+        .copied()
+        .filter(|&i| {
+            i + 2 < args.len()
+                && matches!(args[i + 1], Arg::Value(_))
+                && matches!(args[i + 2], Arg::Value(_))
+                && p.params[i + 1].name.ends_with("count")
+                && p.params[i + 2].kind == "DATATYPE"
+        })
+        .collect();
+    if typed.len() == buffers.len() {
+        typed
+    } else {
+        Vec::new()
+    }
+}
+
 fn uses_buffer_later(name: &str) -> bool {
     let rma = ["Put", "Get", "Accumulate", "Get_accumulate", "Fetch_and_op", "Compare_and_swap"];
     let rest = &name[4..];

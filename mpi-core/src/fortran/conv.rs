@@ -304,9 +304,10 @@ pub enum Use {
 #[derive(Debug)]
 pub enum SectionError {
     /// A non-contiguous section given to a call that uses the buffer after
-    /// it returns (nonblocking, persistent, RMA, split collective...): it
-    /// would need the data where the program's array is, and the library
-    /// cannot describe it so.
+    /// it returns (nonblocking, persistent, RMA, split collective...) whose
+    /// count and datatype do not let a datatype describe it (see
+    /// [`Section::open_typed`]): the data must stay where the program's
+    /// array is.
     Deferred,
     /// A descriptor no gfortran makes.
     Malformed,
@@ -315,11 +316,52 @@ pub enum SectionError {
 /// A choice buffer given as a gfortran descriptor: contiguous data are
 /// passed where they are; a non-contiguous section is gathered into a
 /// contiguous copy for the call (and scattered back after it, for an
-/// output buffer), as the compiler itself does for an assumed-size dummy.
+/// output buffer), as the compiler itself does for an assumed-size dummy,
+/// or, for a call that keeps the buffer, described by a datatype of its own
+/// ([`Section::open_typed`]).
 pub struct Section {
     ptr: *mut c_void,
     /// The copy and the section's element addresses, if copied.
     copy: Option<(Vec<u8>, Vec<*mut u8>, usize)>,
+    /// The datatype describing the section, passed with count 1.
+    typed: Option<c_int>,
+}
+
+/// The layout of a descriptor's section.
+struct Layout {
+    base: *mut c_void,
+    elem: usize,
+    span: isize,
+    /// (extent, stride in elements of `span` bytes) per dimension.
+    dims: Vec<(usize, isize)>,
+    count: usize,
+    contiguous: bool,
+}
+
+/// Reads a gfortran descriptor.
+///
+/// # Safety
+/// `d` points to a gfortran array descriptor.
+unsafe fn layout(d: *const c_void) -> Result<Layout, SectionError> {
+    // SAFETY: the contract.
+    let h = unsafe { &*d.cast::<GfcDesc>() };
+    let rank = usize::try_from(h.rank).map_err(|_| SectionError::Malformed)?;
+    if rank > 15 {
+        return Err(SectionError::Malformed);
+    }
+    // SAFETY: the contract: `rank` dimensions follow the head.
+    let raw = unsafe { std::slice::from_raw_parts(d.cast::<u8>().add(size_of::<GfcDesc>()).cast::<GfcDim>(), rank) };
+    let dims: Vec<(usize, isize)> = raw.iter().map(|x| ((x.upper - x.lower + 1).max(0) as usize, x.stride)).collect();
+    let count: usize = dims.iter().map(|d| d.0).product();
+    // Contiguous: each dimension's stride is the product of the extents
+    // before it (a dimension of extent 1 may have any stride).
+    let mut expect = 1isize;
+    let mut contiguous = rank == 0 || h.span as usize == h.elem_len;
+    for &(n, stride) in &dims {
+        contiguous &= n <= 1 || stride == expect;
+        expect *= n as isize;
+    }
+    Ok(Layout { base: h.base, elem: h.elem_len, span: h.span, dims, count, contiguous })
 }
 
 impl Section {
@@ -330,27 +372,13 @@ impl Section {
     /// argument, whose elements are readable.
     pub unsafe fn open(d: *const c_void, how: Use) -> Result<Section, SectionError> {
         // SAFETY: the contract.
-        let h = unsafe { &*d.cast::<GfcDesc>() };
-        let rank = usize::try_from(h.rank).map_err(|_| SectionError::Malformed)?;
-        if rank > 15 {
-            return Err(SectionError::Malformed);
-        }
-        // SAFETY: the contract: `rank` dimensions follow the head.
-        let dims =
-            unsafe { std::slice::from_raw_parts(d.cast::<u8>().add(size_of::<GfcDesc>()).cast::<GfcDim>(), rank) };
-        let extents: Vec<usize> = dims.iter().map(|x| (x.upper - x.lower + 1).max(0) as usize).collect();
-        let count: usize = extents.iter().product();
-        let elem = h.elem_len;
-        // Contiguous: each dimension's stride is the product of the extents
-        // before it (a dimension of extent 1 may have any stride).
-        let mut expect = 1isize;
-        let mut contiguous = rank == 0 || h.span as usize == elem;
-        for (x, &n) in dims.iter().zip(&extents) {
-            contiguous &= n <= 1 || x.stride == expect;
-            expect *= n as isize;
-        }
+        let l = unsafe { layout(d) }?;
+        let Layout { elem, count, contiguous, .. } = l;
+        let rank = l.dims.len();
+        let extents: Vec<usize> = l.dims.iter().map(|d| d.0).collect();
+        let h = (l.base, l.span);
         if contiguous || count == 0 || how == Use::Address {
-            return Ok(Section { ptr: buffer(h.base), copy: None });
+            return Ok(Section { ptr: buffer(h.0), copy: None, typed: None });
         }
         if how == Use::Later {
             return Err(SectionError::Deferred);
@@ -359,8 +387,8 @@ impl Section {
         let mut addrs = Vec::with_capacity(count);
         let mut idx = vec![0usize; rank];
         for _ in 0..count {
-            let off: isize = dims.iter().zip(&idx).map(|(x, &i)| i as isize * x.stride).sum();
-            addrs.push(h.base.cast::<u8>().wrapping_offset(off * h.span));
+            let off: isize = l.dims.iter().zip(&idx).map(|(x, &i)| i as isize * x.1).sum();
+            addrs.push(h.0.cast::<u8>().wrapping_offset(off * h.1));
             for (k, i) in idx.iter_mut().enumerate() {
                 *i += 1;
                 if *i < extents[k] {
@@ -376,7 +404,72 @@ impl Section {
             chunk.copy_from_slice(unsafe { std::slice::from_raw_parts(a, elem) });
         }
         let ptr = data.as_mut_ptr().cast();
-        Ok(Section { ptr, copy: Some((data, addrs, elem)) })
+        Ok(Section { ptr, copy: Some((data, addrs, elem)), typed: None })
+    }
+
+    /// [`Section::open`] for a call that keeps the buffer (nonblocking,
+    /// persistent, one-sided) and takes `count` elements of `datatype`
+    /// with it: a non-contiguous section holding exactly `count` elements,
+    /// each one element of `datatype`, is passed where it is as one element
+    /// of a datatype describing it (nested `MPI_Type_create_hvector`s over
+    /// the dimensions, as MPICH's own `mpi_f08` does), which the pending
+    /// operation keeps alive after [`Section::close`] frees the handle.
+    ///
+    /// # Safety
+    /// As for [`Section::open`].
+    pub unsafe fn open_typed(d: *const c_void, count: i64, datatype: i64) -> Result<Section, SectionError> {
+        // SAFETY: the contract.
+        let l = unsafe { layout(d) }?;
+        if l.contiguous || l.count == 0 || count == 0 {
+            return Ok(Section { ptr: buffer(l.base), copy: None, typed: None });
+        }
+        let dt = datatype as c_int;
+        let (mut size, mut lb, mut extent) = (0 as c_int, 0i64, 0i64);
+        // SAFETY: the out-arguments are locals.
+        let ok = unsafe {
+            crate::exports::PMPI_Type_size(dt, &mut size) == 0
+                && crate::exports::PMPI_Type_get_extent(dt, &mut lb, &mut extent) == 0
+        };
+        if !ok || count as usize != l.count || size as usize != l.elem || lb != 0 || extent as usize != l.elem {
+            return Err(SectionError::Deferred);
+        }
+        let mut t = dt;
+        for &(n, stride) in &l.dims {
+            let mut next = 0 as c_int;
+            // SAFETY: `next` is a local; `t` a valid datatype (the caller's,
+            // or made here).
+            let rc = unsafe {
+                crate::exports::PMPI_Type_create_hvector(n as c_int, 1, (stride * l.span) as i64, t, &mut next)
+            };
+            if t != dt {
+                // SAFETY: a type made here, no longer needed by name.
+                unsafe { crate::exports::PMPI_Type_free(&mut t) };
+            }
+            if rc != 0 {
+                return Err(SectionError::Deferred);
+            }
+            t = next;
+        }
+        // SAFETY: `t` is the type just made.
+        if unsafe { crate::exports::PMPI_Type_commit(&mut t) } != 0 {
+            return Err(SectionError::Deferred);
+        }
+        Ok(Section { ptr: buffer(l.base), copy: None, typed: Some(t) })
+    }
+
+    /// The count the C call takes: 1 of the section's own datatype, else
+    /// the program's.
+    pub fn count(&self, given: i64) -> i64 {
+        if self.typed.is_some() {
+            1
+        } else {
+            given
+        }
+    }
+
+    /// The datatype the C call takes (see [`Section::count`]).
+    pub fn datatype(&self, given: i64) -> i64 {
+        self.typed.map_or(given, i64::from)
     }
 
     /// What the C call takes.
@@ -390,6 +483,11 @@ impl Section {
     /// # Safety
     /// The section is still the program's, writable if `out`.
     pub unsafe fn close(self, rc: c_int, out: bool) {
+        if let Some(mut t) = self.typed {
+            // SAFETY: a type made by `open_typed`; an operation started
+            // with it keeps it until it completes.
+            unsafe { crate::exports::PMPI_Type_free(&mut t) };
+        }
         if let (Some((data, addrs, elem)), true, 0) = (self.copy, out, rc) {
             for (chunk, &a) in data.chunks_exact(elem).zip(&addrs) {
                 // SAFETY: the contract; the copy and the section are distinct.
@@ -420,7 +518,9 @@ pub enum On {
 pub fn section_error(name: &str, on: On, e: SectionError) -> c_int {
     let msg = match e {
         SectionError::Deferred => "a non-contiguous array section is given to a call that uses its buffer after it \
-                                   returns (nonblocking, persistent, one-sided or split); pass a contiguous array"
+                                   returns (nonblocking, persistent, one-sided or split), and its count and datatype \
+                                   are not one element per array element (or it shares them with another buffer); \
+                                   pass a contiguous array"
             .to_string(),
         SectionError::Malformed => "the buffer's array descriptor is not one gfortran makes".to_string(),
     };
