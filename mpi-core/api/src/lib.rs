@@ -13,4 +13,5 @@
 pub mod abi;
 pub mod codegen;
 pub mod fortran;
+pub mod stdabi;
 pub mod table;

@@ -128,6 +128,17 @@ pub unsafe fn MPI_Get_version(version: *mut c_int, subversion: *mut c_int) -> c_
     ret(MPI_COMM_WORLD, "MPI_Get_version", r)
 }
 
+/// `MPI_Abi_get_version`: -1.-1, the standard's answer for a library
+/// without the standard ABI (this one has MPICH's; `libmpi_abi.so` answers
+/// 1.0).
+pub unsafe fn MPI_Abi_get_version(abi_major: *mut c_int, abi_minor: *mut c_int) -> c_int {
+    // SAFETY: `abi_major` and `abi_minor` are NULL or writable ints (the
+    // caller's contract).
+    let (mut major, mut minor) = unsafe { (Out::new(abi_major, "abi_major"), Out::new(abi_minor, "abi_minor")) };
+    let r = major.put(-1).and_then(|()| minor.put(-1));
+    ret(MPI_COMM_WORLD, "MPI_Abi_get_version", r)
+}
+
 /// The string `MPI_Get_library_version` returns.
 pub fn library_version() -> String {
     format!(

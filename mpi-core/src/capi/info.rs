@@ -52,6 +52,29 @@ pub unsafe fn MPI_Info_create(info: *mut MPI_Info) -> c_int {
     done("MPI_Info_create", r)
 }
 
+/// `MPI_Abi_get_info`: a new info object describing this library's ABI,
+/// with the keys Open MPI and MPICH give (`mpi_aint_size`,
+/// `mpi_count_size`, `mpi_offset_size`: sizes in bytes). This library has
+/// the MPICH ABI (`MPI_Abi_get_version` says -1.-1); `libmpi_abi.so`, the
+/// standard ABI over it, returns the same object (the sizes agree).
+pub unsafe fn MPI_Abi_get_info(info: *mut MPI_Info) -> c_int {
+    // SAFETY: `info` is NULL or a writable handle (the caller's contract).
+    let mut info = unsafe { Out::new(info, "info") };
+    let r = (|| {
+        if info.is_null() {
+            bail!(MPI_ERR_ARG, "info is a NULL pointer");
+        }
+        let size = |t: usize| t.to_string();
+        let pairs: Pairs = vec![
+            ("mpi_aint_size".into(), size(std::mem::size_of::<MPI_Aint>())),
+            ("mpi_count_size".into(), size(std::mem::size_of::<MPI_Count>())),
+            ("mpi_offset_size".into(), size(std::mem::size_of::<MPI_Offset>())),
+        ];
+        info.put(info::insert(pairs))
+    })();
+    done("MPI_Abi_get_info", r)
+}
+
 pub unsafe fn MPI_Info_create_env(argc: c_int, argv: *mut *mut c_char, info: *mut MPI_Info) -> c_int {
     // SAFETY: `info` is NULL or a writable handle (the caller's contract).
     let mut info = unsafe { Out::new(info, "info") };
