@@ -28,17 +28,17 @@ pub fn bin_dir() -> PathBuf {
     target.join(profile())
 }
 
-/// Builds `mpi-core` and the launcher (same profile as the tests), once.
+/// Builds `mpi-core`, `libmpi_abi.so` and the launcher (same profile as the tests), once.
 pub fn ensure_built() {
     static BUILT: OnceLock<()> = OnceLock::new();
     BUILT.get_or_init(|| {
         let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-        cmd.current_dir(root()).args(["build", "-q", "-p", "mpi-core", "-p", "mpi-launcher"]);
+        cmd.current_dir(root()).args(["build", "-q", "-p", "mpi-core", "-p", "mpi-stdabi", "-p", "mpi-launcher"]);
         if profile() == "release" {
             cmd.arg("--release");
         }
         let st = cmd.status().expect("run cargo build");
-        assert!(st.success(), "cargo build of mpi-core/mpi-launcher failed");
+        assert!(st.success(), "cargo build of mpi-core/mpi-stdabi/mpi-launcher failed");
     });
 }
 
@@ -49,6 +49,9 @@ pub enum Compiler {
     Ours,
     /// Debian's `mpicc.mpich` (binaries then need `libmpich.so.12`).
     Mpich,
+    /// The project's `mpicc_abi`: the MPI-5 standard ABI (`mpi_abi.h`,
+    /// `libmpi_abi.so.1`).
+    StdAbi,
 }
 
 /// Compiles `tests/c/<name>.c`; returns the executable.
@@ -59,6 +62,7 @@ pub fn compile(name: &str, with: Compiler) -> PathBuf {
     let suffix = match with {
         Compiler::Ours => "",
         Compiler::Mpich => ".mpich",
+        Compiler::StdAbi => ".abi",
     };
     let exe = out_dir.join(format!("{name}{suffix}"));
     // Tests run in parallel and may want the same program: compile once per
@@ -74,6 +78,7 @@ pub fn compile(name: &str, with: Compiler) -> PathBuf {
     let cc = match with {
         Compiler::Ours => bin_dir().join("mpicc"),
         Compiler::Mpich => PathBuf::from("mpicc.mpich"),
+        Compiler::StdAbi => bin_dir().join("mpicc_abi"),
     };
     let out = Command::new(&cc)
         .args(["-O1", "-g", "-Wall", "-pthread", "-o"])
@@ -107,6 +112,7 @@ pub fn compile_fortran(name: &str, with: Compiler, binding: FortranBinding) -> P
     let fc = match with {
         Compiler::Ours => bin_dir().join("mpifort"),
         Compiler::Mpich => PathBuf::from("mpif90.mpich"),
+        Compiler::StdAbi => panic!("the standard ABI has no Fortran binding here"),
     };
     let have = |c: &str| Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success());
     assert!(have("gfortran"), "gfortran is not installed: apt install gfortran");

@@ -3,6 +3,12 @@
 //! For Fortran, the `mpi` module is compiled from its source (`mpi.f90` next
 //! to `mpif.h`) by the program's own compiler on first use, since a `.mod`
 //! file can be read only by the compiler (and version) that wrote it.
+//!
+//! `-mpi-abi` (also `-mpi_abi`; the wrappers `mpicc_abi` and `mpicxx_abi`
+//! imply it) builds against the MPI-5 standard ABI instead, as MPICH's
+//! wrappers do: `mpi.h` is then the standard ABI's header
+//! (`include/mpi_abi/mpi.h`, also installed as `include/mpi_abi.h`) and the
+//! program links `libmpi_abi.so.1`. `-mpich-abi` selects the default.
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
@@ -86,10 +92,13 @@ pub fn plan(
     let mut compiler =
         vars.iter().find_map(|v| getenv(v).filter(|c| !c.trim().is_empty())).unwrap_or_else(|| fallback.to_string());
     let mut action = Action::Run;
+    let mut std_abi = false;
     let mut user: Vec<OsString> = Vec::new();
     for arg in args {
         let bytes = arg.as_bytes();
         match bytes {
+            b"-mpi-abi" | b"-mpi_abi" => std_abi = true,
+            b"-mpich-abi" | b"-mpich_abi" => std_abi = false,
             b"-show" | b"-showme" | b"--showme" => action = Action::Show,
             b"-compile_info" | b"-compile-info" | b"-showme:compile" | b"--showme:compile" => {
                 action = Action::CompileInfo
@@ -121,11 +130,15 @@ pub fn plan(
         command.push("-fallow-argument-mismatch".into());
     }
     command.extend(user);
+    if std_abi {
+        // First on the include path: its `mpi.h` is the standard ABI's.
+        command.push(flag("-I", &inc.join("mpi_abi")));
+    }
     command.push(flag("-I", inc));
     if links {
         command.push(flag("-L", lib));
         command.push(flag("-Wl,-rpath,", lib));
-        command.push("-lmpi".into());
+        command.push(if std_abi { "-lmpi_abi" } else { "-lmpi" }.into());
     }
     Plan { action, command }
 }
@@ -163,6 +176,9 @@ Options of the wrapper itself:
   -compile_info         print the command for compiling only
   -link_info            print the command for compiling and linking
   {ovr}COMPILER        use COMPILER
+  -mpi-abi              build against the MPI-5 standard ABI (mpi_abi.h,
+                        libmpi_abi.so.1), as `{tool}_abi` does
+  -mpich-abi            build against the MPICH ABI (the default)
   --help, -help         print this text
 
 The compiler is ${vars} (first one set) or '{fallback}'.
@@ -182,8 +198,23 @@ The compiler is ${vars} (first one set) or '{fallback}'.
 /// The wrapper's `main`; returns the exit status when it does not replace
 /// itself with the compiler.
 pub fn main(lang: Language) -> i32 {
+    main_with(lang, std::env::args_os().skip(1).collect())
+}
+
+/// `mpicc_abi`, `mpicxx_abi`: the wrapper with `-mpi-abi` (MPICH's and
+/// Open MPI's name for building against the standard ABI).
+pub fn main_std_abi(lang: Language) -> i32 {
+    let mut args: Vec<OsString> = vec!["-mpi-abi".into()];
+    args.extend(std::env::args_os().skip(1));
+    main_with(lang, args)
+}
+
+fn main_with(lang: Language, args: Vec<OsString>) -> i32 {
     let tool = lang.tool();
-    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    if lang == Language::Fortran && args.iter().any(|a| a == "-mpi-abi" || a == "-mpi_abi") {
+        eprintln!("{tool}: the standard ABI (-mpi-abi) is for C and C++; Fortran programs use the MPICH ABI");
+        return 1;
+    }
     let (inc, lib): (PathBuf, PathBuf) = match paths::exe_dir() {
         Ok(dir) => paths::include_and_lib_dirs(&dir),
         Err(e) => {
@@ -364,6 +395,19 @@ mod tests {
         let p = mk(Language::C, &["-link_info"], &[]);
         assert_eq!(words(&p), ["cc", "-I/p/include", "-L/p/lib", "-Wl,-rpath,/p/lib", "-lmpi"]);
         assert_eq!(mk(Language::C, &["--help"], &[]).action, Action::Help);
+    }
+
+    #[test]
+    fn standard_abi() {
+        let p = mk(Language::C, &["-mpi-abi", "x.c"], &[]);
+        assert_eq!(
+            words(&p),
+            ["cc", "x.c", "-I/p/include/mpi_abi", "-I/p/include", "-L/p/lib", "-Wl,-rpath,/p/lib", "-lmpi_abi"]
+        );
+        let p = mk(Language::C, &["-mpi_abi", "-c", "x.c"], &[]);
+        assert_eq!(words(&p), ["cc", "-c", "x.c", "-I/p/include/mpi_abi", "-I/p/include"]);
+        let p = mk(Language::Cxx, &["-mpi-abi", "-mpich-abi", "x.cc"], &[]);
+        assert_eq!(words(&p).last().unwrap(), "-lmpi");
     }
 
     #[test]

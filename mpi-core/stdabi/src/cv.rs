@@ -57,10 +57,11 @@ pub fn file_out(v: *mut c_void) -> usize {
 
 /// Error codes beyond the table: added classes and codes shift from
 /// MPICH's first user code to the standard's; an unknown predefined
-/// standard code is `MPI_ERR_UNKNOWN`.
+/// standard code is `MPI_ERR_UNKNOWN`, and a code too large to shift (not
+/// one this library handed out) passes unchanged.
 pub fn user_code_in(v: c_int) -> c_int {
     if v >= stdabi::STD_FIRST_USER_CODE {
-        v - stdabi::STD_FIRST_USER_CODE + stdabi::MPICH_FIRST_USER_CODE
+        (v - stdabi::STD_FIRST_USER_CODE).checked_add(stdabi::MPICH_FIRST_USER_CODE).unwrap_or(v)
     } else if v < 0 {
         v
     } else {
@@ -88,9 +89,9 @@ pub fn displacement_in(v: i64) -> i64 {
     }
 }
 
-/// A length from the arguments (negative ones are 0).
-pub fn len(v: i64) -> usize {
-    v.max(0) as usize
+/// A length from the arguments (`int` or `MPI_Count`; negative ones are 0).
+pub fn len(v: impl Into<i64>) -> usize {
+    v.into().max(0) as usize
 }
 
 /// Sum of `count` ints (the process counts of `MPI_Comm_spawn_multiple`).
@@ -102,7 +103,7 @@ pub unsafe fn sum(p: *const c_int, count: c_int) -> i64 {
         return 0;
     }
     // SAFETY: `count` readable ints (the contract).
-    (0..len(count as i64)).map(|i| unsafe { *p.add(i) } as i64).sum()
+    (0..len(count)).map(|i| unsafe { *p.add(i) } as i64).sum()
 }
 
 /// The standard array `p` of `len` elements, converted.
@@ -268,7 +269,7 @@ pub fn pvar_in<P: Ptr>(p: P) -> P {
 /// How many datatypes an `MPI_(Neighbor_)alltoallw` array holds: the size
 /// of the (remote) group, or the neighbour count of the topology (out for
 /// send, in for receive); none for a send array with `MPI_IN_PLACE`.
-pub fn alltoallw_len(comm: usize, neighbor: bool, send: bool, sendbuf: usize) -> usize {
+pub fn alltoallw_len(comm: usize, neighbor: bool, send: bool, sendbuf: usize) -> i64 {
     if send && sendbuf == stdabi::STD_IN_PLACE {
         return 0;
     }
@@ -287,7 +288,7 @@ pub fn alltoallw_len(comm: usize, neighbor: bool, send: bool, sendbuf: usize) ->
             if let Some(f) = size {
                 f(c, &mut n);
             }
-            return len(n as i64);
+            return i64::from(n);
         }
         let mut topo: c_int = 0;
         if let Some(f) = lib.PMPI_Topo_test {
@@ -317,5 +318,5 @@ pub fn alltoallw_len(comm: usize, neighbor: bool, send: bool, sendbuf: usize) ->
             _ => {}
         }
     }
-    len(n as i64)
+    i64::from(n)
 }

@@ -98,7 +98,7 @@ fn array_len(proc: &Procedure, p: &Param) -> Option<String> {
         "array_of_distribs" | "array_of_dargs" if has("ndims") => "ndims".into(),
         _ => return None,
     };
-    Some(format!("crate::cv::len({e} as i64)"))
+    Some(format!("crate::cv::len({e})"))
 }
 
 /// How one parameter crosses: statements before the call, the argument
@@ -316,7 +316,14 @@ pub fn boundary(procs: &[Procedure], implemented: &dyn Fn(&str) -> bool, handwri
             let pre: String = convs.iter().flat_map(|c| c.pre.iter()).map(|s| format!("        {s}\n")).collect();
             let post: String = convs.iter().flat_map(|c| c.post.iter()).map(|s| format!("        {s}\n")).collect();
             let args: Vec<&str> = convs.iter().map(|c| c.arg.as_str()).collect();
-            let result = if p.ret == "int" { "crate::cv::errcode_out(r)" } else { "r" };
+            let (call, result) = if p.ret == "int" {
+                ("let r = f", "crate::cv::errcode_out(r)")
+            } else if post.is_empty() {
+                ("f", "")
+            } else {
+                ("let r = f", "r")
+            };
+            let call_end = if call == "f" { "" } else { ";" };
             let fallback =
                 if p.ret == "int" { format!("crate::missing(\"{}\")", p.name) } else { "Default::default()".into() };
             let _ = writeln!(
@@ -330,7 +337,7 @@ pub fn boundary(procs: &[Procedure], implemented: &dyn Fn(&str) -> bool, handwri
                  // pointers are NULL where allowed or valid for the reads and writes the procedure\n        \
                  // makes, and the conversions read and write them as it does; `f` has the MPICH\n        \
                  // signature of the same procedure, given the converted arguments.\n        \
-                 unsafe {{\n{pre}        let r = f({args});\n{post}        {result}\n        }}\n    }})\n}}\n",
+                 unsafe {{\n{pre}        {call}({args}){call_end}\n{post}        {result}\n        }}\n    }})\n}}\n",
                 name = p.name,
                 args = args.join(", "),
             );
@@ -347,7 +354,9 @@ pub fn boundary(procs: &[Procedure], implemented: &dyn Fn(&str) -> bool, handwri
         );
     }
     let lib = format!(
-        "/// The procedures of libmpi.so.12 (MPICH ABI), found with `dlsym`.\n#[allow(non_snake_case)]\n\
+        "/// The procedures of libmpi.so.12 (MPICH ABI), found with `dlsym`.\n\
+         /// (Each field is a C signature, as long as the procedure's.)\n\
+         #[allow(non_snake_case, clippy::type_complexity)]\n\
          pub struct Lib {{\n{lib_fields}}}\n\n\
          impl Lib {{\n    /// Looks every procedure up with `sym`.\n    \
          pub fn load(sym: &dyn Fn(&std::ffi::CStr) -> Option<crate::Sym>) -> Lib {{\n        Lib {{\n{lib_load}        }}\n    }}\n}}\n\n"

@@ -1,0 +1,84 @@
+//! The MPI-5 standard ABI (`libmpi_abi.so.1`, `mpi_abi.h`, `mpicc -mpi-abi`):
+//! a program built against the standard's header runs on it at 1 to 8
+//! ranks under this project's `mpirun`; the library has the standard's
+//! SONAME and exports; `MPI_Abi_get_version` tells the two ABIs apart.
+
+use std::process::Command;
+use std::time::Duration;
+
+use system_tests::{bin_dir, compile, run, Compiler, Launcher};
+
+const T: Duration = Duration::from_secs(120);
+
+#[test]
+fn standard_abi_program_runs_at_1_to_8_ranks() {
+    let exe = compile("stdabi", Compiler::StdAbi);
+    for n in 1..=8 {
+        run(Launcher::Ours, n, &exe, &[], &[], T).assert_ok(&format!("stdabi OK on {n} ranks"));
+    }
+}
+
+#[test]
+fn abi_version_tells_the_two_libraries_apart() {
+    let std_exe = compile("abi_version", Compiler::StdAbi);
+    let r = run(Launcher::Ours, 2, &std_exe, &[], &[], T);
+    r.assert_ok("abi version 1.0 sizeof(MPI_Comm) 8");
+    let mpich_exe = compile("abi_version", Compiler::Ours);
+    let r = run(Launcher::Ours, 2, &mpich_exe, &[], &[], T);
+    r.assert_ok("abi version -1.-1 sizeof(MPI_Comm) 4");
+}
+
+fn tool_output(cmd: &str, args: &[&str]) -> String {
+    let out = Command::new(cmd).args(args).output().unwrap_or_else(|e| panic!("cannot run {cmd} (binutils): {e}"));
+    assert!(out.status.success(), "{cmd} {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn library_has_the_standard_soname_and_exports() {
+    let exe = compile("stdabi", Compiler::StdAbi);
+    let lib = bin_dir().join("libmpi_abi.so");
+    let lib = lib.to_str().unwrap();
+    let dynamic = tool_output("readelf", &["-d", lib]);
+    assert!(dynamic.contains("Library soname: [libmpi_abi.so.1]"), "{dynamic}");
+    // The program needs the standard ABI's library, not MPICH's.
+    let needed = tool_output("readelf", &["-d", exe.to_str().unwrap()]);
+    assert!(needed.contains("[libmpi_abi.so.1]") && !needed.contains("libmpi.so.12"), "{needed}");
+    let syms = tool_output("nm", &["-D", "--defined-only", lib]);
+    let exported = |name: &str| syms.lines().any(|l| l.ends_with(&format!(" T {name}")));
+    for name in [
+        "MPI_Send",
+        "PMPI_Send",
+        "MPI_Abi_get_version",
+        "MPI_Abi_get_info",
+        "MPI_Comm_toint",
+        "MPI_Type_fromint",
+        "MPI_Op_create",
+        "MPI_Comm_create_errhandler",
+        "MPI_Waitall",
+        "MPI_Alltoallw",
+        "MPI_File_open",
+        "MPI_Win_allocate",
+        "MPI_Session_init",
+    ] {
+        assert!(exported(name), "{name} is not exported");
+    }
+    // Removed MPI-1 procedures and MPICH's extensions are MPICH-ABI only.
+    for name in ["MPI_Address", "MPI_Type_struct", "MPIX_Comm_revoke", "MPI_Comm_c2f"] {
+        assert!(!exported(name), "{name} is exported");
+    }
+    let count = syms.lines().filter(|l| l.contains(" T MPI_")).count();
+    assert!(count > 550, "only {count} MPI_ procedures exported");
+}
+
+#[test]
+fn wrapper_option_and_name_select_the_standard_abi() {
+    system_tests::ensure_built();
+    let show = |args: &[&str], tool: &str| tool_output(bin_dir().join(tool).to_str().unwrap(), args);
+    let abi = show(&["-mpi-abi", "-show", "x.c"], "mpicc");
+    assert!(abi.contains("/include/mpi_abi ") && abi.trim_end().ends_with("-lmpi_abi"), "{abi}");
+    assert_eq!(show(&["-show", "x.c"], "mpicc_abi"), abi);
+    let mpich = show(&["-show", "x.c"], "mpicc");
+    assert!(mpich.trim_end().ends_with("-lmpi") && !mpich.contains("mpi_abi"), "{mpich}");
+    assert!(bin_dir().join("include/mpi_abi.h").exists());
+}
