@@ -82,3 +82,46 @@ fn wrapper_option_and_name_select_the_standard_abi() {
     assert!(mpich.trim_end().ends_with("-lmpi") && !mpich.contains("mpi_abi"), "{mpich}");
     assert!(bin_dir().join("include/mpi_abi.h").exists());
 }
+
+#[test]
+fn installed_prefix_builds_and_runs_standard_abi_programs() {
+    system_tests::ensure_built();
+    let prefix = std::env::temp_dir().join(format!("mpicore-abi-prefix-{}", std::process::id()));
+    let out = Command::new(system_tests::root().join("mpi-core/install.sh"))
+        .arg(&prefix)
+        .env("MPICORE_INSTALL_PROFILE", if cfg!(debug_assertions) { "debug" } else { "release" })
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for f in [
+        "bin/mpicc_abi",
+        "bin/mpicxx_abi",
+        "lib/libmpi_abi.so.1",
+        "lib/libmpi_abi.so",
+        "include/mpi_abi.h",
+        "include/mpi_abi/mpi.h",
+    ] {
+        assert!(prefix.join(f).exists(), "{f} not installed");
+    }
+    // `mpicc -mpi-abi` of the prefix; the program finds libmpi_abi.so.1 by
+    // its rpath, and libmpi_abi.so.1 the prefix's libmpi.so.12 next to it.
+    let exe = prefix.join("abi_version");
+    let out = Command::new(prefix.join("bin/mpicc"))
+        .args(["-mpi-abi", "-o"])
+        .arg(&exe)
+        .arg(system_tests::root().join("tests/c/abi_version.c"))
+        .arg("-I")
+        .arg(system_tests::root().join("tests/c"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(prefix.join("bin/mpirun"))
+        .args(["-n", "2"])
+        .arg(&exe)
+        .env("MPIEXEC_TIMEOUT", "60")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("abi version 1.0 sizeof(MPI_Comm) 8"), "{out:?}");
+    let _ = std::fs::remove_dir_all(&prefix);
+}
