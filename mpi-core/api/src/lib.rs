@@ -6,6 +6,9 @@
 //! * [`codegen`]: turns the table into Rust `extern "C"` signatures and C
 //!   prototypes; used by the build scripts of `mpi-core` (exports, `mpi.h`) and
 //!   `pmpi-shim` (wrappers).
+//! * [`stdabi`]: the MPI-5 standard ABI (constants, `MPI_Status`, their
+//!   correspondence to [`abi`]) and the generators of `libmpi_abi.so`'s
+//!   boundary and `mpi_abi.h` (crate `mpi-stdabi`).
 //!
 //! This crate has no dependencies and knows nothing of an MPI runtime, so the
 //! shim can share it without linking the library.
