@@ -176,42 +176,69 @@ pub fn status_out(m: &MpichStatus, s: &mut StdStatus) {
     s.MPI_internal[1] = m.count_hi_and_cancelled;
 }
 
+/// The MPICH statuses of a call: none (`MPI_STATUS(ES)_IGNORE`), one (no
+/// allocation: the common `MPI_Recv`/`MPI_Wait` case) or an array.
+pub enum Statuses {
+    Ignored,
+    One(MpichStatus),
+    Many(Vec<MpichStatus>),
+}
+
+impl Statuses {
+    fn slice(&self) -> &[MpichStatus] {
+        match self {
+            Statuses::Ignored => &[],
+            Statuses::One(s) => std::slice::from_ref(s),
+            Statuses::Many(v) => v,
+        }
+    }
+    fn slice_mut(&mut self) -> &mut [MpichStatus] {
+        match self {
+            Statuses::Ignored => &mut [],
+            Statuses::One(s) => std::slice::from_mut(s),
+            Statuses::Many(v) => v,
+        }
+    }
+}
+
 /// The MPICH statuses for `len` standard ones at `p` (none when `p` is
 /// `MPI_STATUS(ES)_IGNORE`), read from them when `read`.
 ///
 /// # Safety
 /// `p` is NULL or points to `len` statuses, initialized when `read`.
-pub unsafe fn statuses_in(p: *const StdStatus, len: usize, read: bool) -> Vec<MpichStatus> {
+pub unsafe fn statuses_in(p: *const StdStatus, len: usize, read: bool) -> Statuses {
     if p.is_null() {
-        return Vec::new();
+        return Statuses::Ignored;
     }
-    if !read {
-        return vec![UNWRITTEN; len];
+    // SAFETY: `len` readable statuses when `read` (the contract).
+    let one = |i: usize| if read { status_in(unsafe { &*p.add(i) }) } else { UNWRITTEN };
+    if len == 1 {
+        Statuses::One(one(0))
+    } else {
+        Statuses::Many((0..len).map(one).collect())
     }
-    // SAFETY: `len` readable statuses (the contract).
-    (0..len).map(|i| status_in(unsafe { &*p.add(i) })).collect()
 }
 
 /// The status argument: MPICH's `MPI_STATUS(ES)_IGNORE` (1) for the
 /// standard's (NULL).
-pub fn statuses_arg(null: bool, v: &mut [MpichStatus]) -> *mut MpichStatus {
+pub fn statuses_arg(null: bool, v: &mut Statuses) -> *mut MpichStatus {
     if null {
         mpi_api::abi::MPI_STATUS_IGNORE as *mut MpichStatus
     } else {
-        v.as_mut_ptr()
+        v.slice_mut().as_mut_ptr()
     }
 }
 
 /// Writes the MPICH statuses back to the program's.
 ///
 /// # Safety
-/// `p` is NULL or points to `v.len()` writable statuses.
-pub unsafe fn statuses_out(p: *mut StdStatus, v: &[MpichStatus]) {
+/// `p` is NULL or points to as many writable statuses as `v` holds.
+pub unsafe fn statuses_out(p: *mut StdStatus, v: &Statuses) {
     if p.is_null() {
         return;
     }
-    for (i, m) in v.iter().enumerate() {
-        // SAFETY: `v.len()` writable statuses (the contract).
+    for (i, m) in v.slice().iter().enumerate() {
+        // SAFETY: writable statuses (the contract).
         status_out(m, unsafe { &mut *p.add(i) });
     }
 }
