@@ -107,6 +107,19 @@ int main(int argc, char **argv) {
           st.MPI_TAG);
     CHECK_RC(MPI_Get_count(&st, MPI_INT, &count));
     CHECK(count == 0, "proc null count %d", count);
+    /* MPI 4.1's status accessors, on the standard's status layout. */
+    int field = 0;
+    CHECK_RC(MPI_Status_get_source(&st, &field));
+    CHECK(field == MPI_PROC_NULL, "MPI_Status_get_source %d", field);
+    CHECK_RC(MPI_Status_get_tag(&st, &field));
+    CHECK(field == MPI_ANY_TAG, "MPI_Status_get_tag %d", field);
+    CHECK_RC(MPI_Status_set_tag(&st, 123));
+    CHECK_RC(MPI_Status_set_source(&st, MPI_ANY_SOURCE));
+    CHECK_RC(MPI_Status_set_error(&st, MPI_ERR_PENDING));
+    CHECK(st.MPI_TAG == 123 && st.MPI_SOURCE == MPI_ANY_SOURCE && st.MPI_ERROR == MPI_ERR_PENDING,
+          "set fields %d %d %d", st.MPI_TAG, st.MPI_SOURCE, st.MPI_ERROR);
+    CHECK_RC(MPI_Status_get_error(&st, &field));
+    CHECK(field == MPI_ERR_PENDING, "MPI_Status_get_error %d", field);
     CHECK_RC(MPI_Send(out, 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD));
     CHECK_RC(MPI_Recv(in, 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
 

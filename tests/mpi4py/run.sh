@@ -7,10 +7,16 @@
 #
 #   tests/mpi4py/run.sh [LIB_DIR]     # default target/debug (libmpi.so, mpirun)
 #   MPI4PY_IMPL=mpich tests/mpi4py/run.sh   # the same suite on Debian's MPICH
+#   MPI4PY_IMPL=stdabi tests/mpi4py/run.sh  # on libmpi_abi.so.1 (the MPI-5 standard ABI)
 #   MPI4PY_FILES="test_rma.py test_op.py" tests/mpi4py/run.sh
 #
 # mpi4py loads plain libmpi.so first, so LIB_DIR comes first on the library
 # path. Needs: python3-venv (apt), network access to PyPI.
+#
+# stdabi: PyPI's wheel has no module for the standard ABI (see README), so
+# mpi4py is built once from its sdist with MPI4PY_BUILD_MPIABI=1 by
+# `mpicc_abi` into target/mpi4py/venv-abi (about 10 minutes), and loads
+# LIB_DIR/libmpi_abi.so.1 (MPI4PY_LIBMPI). Not part of the test command.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -29,11 +35,20 @@ TIMEOUT=${MPI4PY_TIMEOUT:-300}
 
 die() { echo "tests/mpi4py: $*" >&2; exit 2; }
 mkdir -p "$W" || die "cannot create $W"
-if [ ! -x "$W/venv/bin/python" ]; then
-  python3 -m venv "$W/venv" || die "python3 -m venv failed (apt install python3-venv)"
+V=$W/venv
+[ "$IMPL" = stdabi ] && V=$W/venv-abi
+if [ ! -x "$V/bin/python" ]; then
+  python3 -m venv "$V" || die "python3 -m venv failed (apt install python3-venv)"
 fi
-if ! "$W/venv/bin/python" -c "import mpi4py, numpy; assert mpi4py.__version__ == '$VER'" 2>/dev/null; then
-  "$W/venv/bin/pip" install -q --only-binary :all: "mpi4py==$VER" numpy || die "pip install mpi4py==$VER numpy failed"
+if ! "$V/bin/python" -c "import mpi4py, numpy; assert mpi4py.__version__ == '$VER'" 2>/dev/null; then
+  if [ "$IMPL" = stdabi ]; then
+    [ -x "$LIB/mpicc_abi" ] || die "no mpicc_abi in $LIB (cargo build first)"
+    "$V/bin/pip" install -q --only-binary :all: numpy || die "pip install numpy failed"
+    MPI4PY_BUILD_MPIABI=1 MPICC="$LIB/mpicc_abi" "$V/bin/pip" install -q --no-binary mpi4py "mpi4py==$VER" ||
+      die "building mpi4py==$VER from its sdist with MPI4PY_BUILD_MPIABI=1 failed"
+  else
+    "$V/bin/pip" install -q --only-binary :all: "mpi4py==$VER" numpy || die "pip install mpi4py==$VER numpy failed"
+  fi
 fi
 if [ ! -d "$W/mpi4py-$VER/test" ]; then
   python3 -c "import sys, urllib.request; urllib.request.urlretrieve(sys.argv[1], sys.argv[2])" "$SDIST_URL" "$W/sdist.tar.gz" ||
@@ -46,11 +61,14 @@ case $IMPL in
   ours)
     [ -x "$LIB/mpirun" ] && [ -e "$LIB/libmpi.so" ] || die "no mpirun/libmpi.so in $LIB (cargo build first)"
     launch() { LD_LIBRARY_PATH="$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" timeout "$TIMEOUT" "$LIB/mpirun" -n "$@"; } ;;
+  stdabi)
+    [ -x "$LIB/mpirun" ] && [ -e "$LIB/libmpi_abi.so.1" ] || die "no mpirun/libmpi_abi.so.1 in $LIB (cargo build first)"
+    launch() { MPI4PY_LIBMPI="$LIB/libmpi_abi.so.1" timeout "$TIMEOUT" "$LIB/mpirun" -n "$@"; } ;;
   mpich)
     M=$(dirname "$(realpath /usr/lib/x86_64-linux-gnu/libmpich.so.12)")
     launch() { LD_LIBRARY_PATH="$W/mpich-lib" timeout "$TIMEOUT" mpirun.mpich -n "$@"; }
     mkdir -p "$W/mpich-lib" && ln -sf "$M/libmpich.so.12" "$W/mpich-lib/libmpi.so" && ln -sf "$M/libmpich.so.12" "$W/mpich-lib/libmpi.so.12" ;;
-  *) die "MPI4PY_IMPL is ours or mpich" ;;
+  *) die "MPI4PY_IMPL is ours, stdabi or mpich" ;;
 esac
 
 cd "$W/mpi4py-$VER/test"
@@ -66,7 +84,7 @@ for np in 1 2; do
     # minute, not the full timeout.
     t=$TIMEOUT
     [[ " $XFAIL " == *" $np:$f "* ]] && t=60
-    TIMEOUT=$t launch "$np" "$W/venv/bin/python" "$f" >"$log" 2>&1
+    TIMEOUT=$t launch "$np" "$V/bin/python" "$f" >"$log" 2>&1
     rc=$?
     # unittest prints one summary per rank; take the worst.
     ran=$(grep -E '^Ran [0-9]+ test' "$log" | awk '{print $2}' | sort -n | tail -1)

@@ -295,6 +295,75 @@ pub unsafe fn MPI_Status_set_cancelled(status: *mut MPI_Status, flag: c_int) -> 
     ret(MPI_COMM_WORLD, "MPI_Status_set_cancelled", r)
 }
 
+/// A status the program gives to read (MPI 4.1's `MPI_Status_get_*`).
+///
+/// # Safety
+/// `status` is NULL, `MPI_STATUS_IGNORE` or a readable status.
+unsafe fn status_ref<'a>(status: *const MPI_Status) -> MpiResult<&'a MPI_Status> {
+    if status as usize == MPI_STATUS_IGNORE {
+        bail!(MPI_ERR_ARG, "status is MPI_STATUS_IGNORE");
+    }
+    // SAFETY: NULL or a readable status (the contract).
+    unsafe { status.as_ref() }.ok_or_else(|| MpiError::new(MPI_ERR_ARG, "status is a NULL pointer"))
+}
+
+/// `MPI_Status_get_source/tag/error`: one field of a status.
+///
+/// # Safety
+/// `status` as for [`status_ref`]; `out` is NULL or a writable int.
+unsafe fn status_get(name: &str, status: *const MPI_Status, out: *mut c_int, field: fn(&MPI_Status) -> c_int) -> c_int {
+    // SAFETY: the contract.
+    let (status, mut out) = unsafe { (status_ref(status), Out::new(out, "value")) };
+    let r = status.and_then(|s| out.put(field(s)));
+    ret(MPI_COMM_WORLD, name, r)
+}
+
+/// `MPI_Status_set_source/tag/error`: sets one field of a status.
+///
+/// # Safety
+/// `status` is NULL, `MPI_STATUS_IGNORE` or a writable status.
+unsafe fn status_set(name: &str, status: *mut MPI_Status, set: impl FnOnce(&mut MPI_Status)) -> c_int {
+    // SAFETY: the contract.
+    let r = match unsafe { status_mut(status) } {
+        None => Err(MpiError::new(MPI_ERR_ARG, "status is NULL or MPI_STATUS_IGNORE")),
+        Some(status) => {
+            set(status);
+            Ok(())
+        }
+    };
+    ret(MPI_COMM_WORLD, name, r)
+}
+
+pub unsafe fn MPI_Status_get_source(status: *const MPI_Status, source: *mut c_int) -> c_int {
+    // SAFETY: the caller's contract is `status_get`'s.
+    unsafe { status_get("MPI_Status_get_source", status, source, |s| s.MPI_SOURCE) }
+}
+
+pub unsafe fn MPI_Status_get_tag(status: *const MPI_Status, tag: *mut c_int) -> c_int {
+    // SAFETY: the caller's contract is `status_get`'s.
+    unsafe { status_get("MPI_Status_get_tag", status, tag, |s| s.MPI_TAG) }
+}
+
+pub unsafe fn MPI_Status_get_error(status: *const MPI_Status, err: *mut c_int) -> c_int {
+    // SAFETY: the caller's contract is `status_get`'s.
+    unsafe { status_get("MPI_Status_get_error", status, err, |s| s.MPI_ERROR) }
+}
+
+pub unsafe fn MPI_Status_set_source(status: *mut MPI_Status, source: c_int) -> c_int {
+    // SAFETY: the caller's contract is `status_set`'s.
+    unsafe { status_set("MPI_Status_set_source", status, |s| s.MPI_SOURCE = source) }
+}
+
+pub unsafe fn MPI_Status_set_tag(status: *mut MPI_Status, tag: c_int) -> c_int {
+    // SAFETY: the caller's contract is `status_set`'s.
+    unsafe { status_set("MPI_Status_set_tag", status, |s| s.MPI_TAG = tag) }
+}
+
+pub unsafe fn MPI_Status_set_error(status: *mut MPI_Status, err: c_int) -> c_int {
+    // SAFETY: the caller's contract is `status_set`'s.
+    unsafe { status_set("MPI_Status_set_error", status, |s| s.MPI_ERROR = err) }
+}
+
 pub unsafe fn MPI_Grequest_start(
     query_fn: *mut std::ffi::c_void,
     free_fn: *mut std::ffi::c_void,
