@@ -44,7 +44,18 @@ if ! "$V/bin/python" -c "import mpi4py, numpy; assert mpi4py.__version__ == '$VE
   if [ "$IMPL" = stdabi ]; then
     [ -x "$LIB/mpicc_abi" ] || die "no mpicc_abi in $LIB (cargo build first)"
     "$V/bin/pip" install -q --only-binary :all: numpy || die "pip install numpy failed"
-    MPI4PY_BUILD_MPIABI=1 MPICC="$LIB/mpicc_abi" "$V/bin/pip" install -q --no-binary mpi4py "mpi4py==$VER" ||
+    # mpi4py built for the standard ABI assumes every procedure of it; the
+    # ones libmpi_abi.so.1 lacks are marked missing in a configuration
+    # header (as mpi4py's own configure marks them on libmpi.so.12), so
+    # mpi4py uses its fallbacks for them.
+    conf=$W/pympiconf && mkdir -p "$conf"
+    {
+      echo '#include "lib-mpi/config/mpiabi.h"'
+      comm -23 <(grep -oE ' MPI_[A-Za-z0-9_]+\(' "$LIB/include/mpi_abi.h" | tr -d ' (' | sort -u) \
+               <(nm -D --defined-only "$LIB/libmpi_abi.so" | awk '{print $3}' | sort -u) | sed 's/^/#undef PyMPI_HAVE_/'
+    } > "$conf/pympiconf.h"
+    CFLAGS="-O2 -DHAVE_PYMPICONF_H -I$conf" MPI4PY_BUILD_MPIABI=1 MPICC="$LIB/mpicc_abi" \
+      "$V/bin/pip" install -q --no-cache-dir --no-binary mpi4py "mpi4py==$VER" ||
       die "building mpi4py==$VER from its sdist with MPI4PY_BUILD_MPIABI=1 failed"
   else
     "$V/bin/pip" install -q --only-binary :all: "mpi4py==$VER" numpy || die "pip install mpi4py==$VER numpy failed"

@@ -125,3 +125,52 @@ fn installed_prefix_builds_and_runs_standard_abi_programs() {
     assert!(stdout.contains("abi version 1.0 sizeof(MPI_Comm) 8"), "{out:?}");
     let _ = std::fs::remove_dir_all(&prefix);
 }
+
+/// The project's C test programs that use only the standard's API (no
+/// MPICH numbering, no `MPIX_`), built against `mpi_abi.h` and run on
+/// `libmpi_abi.so.1`: each checks what it receives, as on `libmpi.so.12`.
+#[test]
+fn the_projects_c_tests_pass_on_the_standard_abi() {
+    // (program, ranks, takes a directory argument)
+    let programs: &[(&str, &[usize], bool)] = &[
+        ("p2p_basic", &[2, 4], false),
+        ("p2p_mpi4", &[2, 4], false),
+        ("probe", &[2, 4], false),
+        ("cancel", &[2], false),
+        ("modes", &[2], false),
+        ("persistent", &[2, 4], false),
+        ("waitsome", &[2, 4], false),
+        ("status_error_field", &[2], false),
+        ("part_matching", &[2], false),
+        ("threads", &[2], false),
+        ("coll_basic", &[2, 4], false),
+        ("coll_ops", &[2, 4], false),
+        ("coll_nb", &[2, 4], false),
+        ("dt_more", &[2], false),
+        ("dt_comm", &[2], false),
+        ("comm_basic", &[2, 4], false),
+        ("comm_inter", &[2, 4], false),
+        ("group_ops", &[2, 4], false),
+        ("topo_cart", &[2, 4], false),
+        ("topo_neighbor", &[2, 4], false),
+        ("attr_cache", &[2], false),
+        ("info_basic", &[2], false),
+        ("grequest", &[2], false),
+        ("rma_fence", &[2, 4], false),
+        ("rma_lock_epochs", &[2, 4], false),
+        ("io_basic", &[2], true),
+        ("io_view", &[2, 3], true),
+        ("io_datarep", &[2], true),
+    ];
+    for &(name, sizes, wants_dir) in programs {
+        let exe = compile(name, Compiler::StdAbi);
+        for &n in sizes {
+            let dir = std::env::temp_dir().join(format!("mpicore-stdabi-{name}-{n}-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let arg = dir.display().to_string();
+            let args: &[&str] = if wants_dir { &[&arg] } else { &[] };
+            run(Launcher::Ours, n, &exe, args, &[], T).assert_ok(&format!("{name} OK"));
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+}

@@ -11,8 +11,8 @@
 //! function it calls); the pool's size bounds how many of them a process
 //! creates (`POOL`), and creating one more fails with `MPI_ERR_INTERN`.
 //! Callbacks with an `extra_state` (attribute copy and delete, generalized
-//! requests) get the program's functions and state in a box passed as the
-//! library's `extra_state`.
+//! requests, data representations) get the program's functions and state
+//! in a box passed as the library's `extra_state`.
 
 use std::ffi::c_void;
 use std::os::raw::c_int;
@@ -114,6 +114,16 @@ unsafe fn put_handle(out: *mut usize, r: c_int, h: c_int, conv: fn(c_int) -> usi
     cv::errcode_out(r)
 }
 
+/// The library's out-argument for the program's `out`: NULL stays NULL
+/// (the library reports it), else the local `h`.
+fn out_arg<T>(out: *mut T, h: &mut c_int) -> *mut c_int {
+    if out.is_null() {
+        std::ptr::null_mut()
+    } else {
+        h
+    }
+}
+
 fn pool_full(what: &str) -> c_int {
     eprintln!("libmpi_abi.so: more than {POOL} {what} created in this process");
     stdabi_err("MPI_ERR_INTERN")
@@ -144,7 +154,7 @@ pub unsafe fn MPI_Op_create(user_fn: *mut c_void, commute: c_int, op: *mut usize
     let Some(i) = take_slot(&OPS, user_fn as usize) else { return pool_full("reduction operations") };
     let mut h: c_int = 0;
     // SAFETY: a trampoline of the MPICH `MPI_User_function` type, a writable handle.
-    let r = unsafe { create(OP_TRAMPS[i] as *mut c_void, commute, &mut h) };
+    let r = unsafe { create(OP_TRAMPS[i] as *mut c_void, commute, out_arg(op, &mut h)) };
     // SAFETY: `op` is NULL or writable (the contract).
     unsafe { put_handle(op, r, h, cv::op_out) }
 }
@@ -160,7 +170,7 @@ pub unsafe fn MPI_Op_create_c(user_fn: *mut c_void, commute: c_int, op: *mut usi
     let Some(i) = take_slot(&OPS_C, user_fn as usize) else { return pool_full("reduction operations") };
     let mut h: c_int = 0;
     // SAFETY: a trampoline of the MPICH `MPI_User_function_c` type.
-    let r = unsafe { create(OP_TRAMPS_C[i] as *mut c_void, commute, &mut h) };
+    let r = unsafe { create(OP_TRAMPS_C[i] as *mut c_void, commute, out_arg(op, &mut h)) };
     // SAFETY: `op` is NULL or writable (the contract).
     unsafe { put_handle(op, r, h, cv::op_out) }
 }
@@ -186,7 +196,7 @@ unsafe fn create_errhandler(
     let Some(i) = take_slot(pool, f as usize) else { return pool_full("error handlers") };
     let mut h: c_int = 0;
     // SAFETY: a trampoline of the MPICH errhandler function type.
-    let r = unsafe { create(tramp(i), &mut h) };
+    let r = unsafe { create(tramp(i), out_arg(errhandler, &mut h)) };
     // SAFETY: NULL or writable (the contract).
     unsafe { put_handle(errhandler, r, h, cv::errhandler_out) }
 }
@@ -324,7 +334,9 @@ unsafe fn create_keyval(
     let kv = Box::into_raw(Box::new(Keyval { copy: copy as usize, delete: delete as usize, extra, handle_out }));
     let mut k: c_int = 0;
     // SAFETY: trampolines of the MPICH callback types, their state, a writable int.
-    let r = unsafe { create(copy_tramp as *mut c_void, delete_tramp as *mut c_void, &mut k, kv as *mut c_void) };
+    let r = unsafe {
+        create(copy_tramp as *mut c_void, delete_tramp as *mut c_void, out_arg(keyval, &mut k), kv as *mut c_void)
+    };
     if r != 0 {
         // SAFETY: the library did not keep the box.
         drop(unsafe { Box::from_raw(kv) });
@@ -422,7 +434,13 @@ pub unsafe fn MPI_Grequest_start(
     let mut h: c_int = 0;
     // SAFETY: trampolines of the MPICH callback types and their state.
     let r = unsafe {
-        start(greq_query as *mut c_void, greq_free as *mut c_void, greq_cancel as *mut c_void, g as *mut c_void, &mut h)
+        start(
+            greq_query as *mut c_void,
+            greq_free as *mut c_void,
+            greq_cancel as *mut c_void,
+            g as *mut c_void,
+            out_arg(request, &mut h),
+        )
     };
     if r != 0 {
         // SAFETY: the library did not keep the box.
@@ -490,4 +508,169 @@ pub unsafe fn MPI_File_fromint(i: c_int) -> usize {
         Some(f) => cv::file_out(unsafe { f(i) }),
         None => cv::file_out(std::ptr::null_mut()),
     }
+}
+
+/// A data representation's conversion functions and state (registered for
+/// the life of the process, as data representations are).
+struct Datarep {
+    read: usize,
+    write: usize,
+    extent: usize,
+    extra: *mut c_void,
+}
+
+type ExtentFn = unsafe extern "C" fn(usize, *mut mpi_api::abi::MPI_Aint, *mut c_void) -> c_int;
+
+unsafe extern "C" fn datarep_extent(dt: c_int, extent: *mut mpi_api::abi::MPI_Aint, extra: *mut c_void) -> c_int {
+    // SAFETY: `extra` is this library's `Datarep`; `extent` the library's.
+    unsafe {
+        let d = &*(extra as *const Datarep);
+        cv::errcode_in(std::mem::transmute::<usize, ExtentFn>(d.extent)(cv::datatype_out(dt), extent, d.extra))
+    }
+}
+
+macro_rules! datarep_conversions {
+    ($($name:ident $field:ident $count:ty;)*) => {$(
+        unsafe extern "C" fn $name(
+            buf: *mut c_void,
+            dt: c_int,
+            count: $count,
+            filebuf: *mut c_void,
+            position: mpi_api::abi::MPI_Offset,
+            extra: *mut c_void,
+        ) -> c_int {
+            type F = unsafe extern "C" fn(*mut c_void, usize, $count, *mut c_void, mpi_api::abi::MPI_Offset, *mut c_void) -> c_int;
+            // SAFETY: `extra` is this library's `Datarep`, whose function is
+            // the program's of this type; the buffers are the library's.
+            unsafe {
+                let d = &*(extra as *const Datarep);
+                let f = std::mem::transmute::<usize, F>(d.$field);
+                cv::errcode_in(f(buf, cv::datatype_out(dt), count, filebuf, position, d.extra))
+            }
+        }
+    )*};
+}
+
+datarep_conversions! {
+    datarep_read read c_int;
+    datarep_write write c_int;
+    datarep_read_c read MPI_Count;
+    datarep_write_c write MPI_Count;
+}
+
+type RegisterDatarep =
+    unsafe extern "C" fn(*const std::os::raw::c_char, *mut c_void, *mut c_void, *mut c_void, *mut c_void) -> c_int;
+
+/// Registers a data representation through `register` with this library's
+/// conversion trampolines (`read_t`, `write_t`) where the program gave
+/// functions (`MPI_CONVERSION_FN_NULL` stays NULL).
+///
+/// # Safety
+/// The standard's requirements for `MPI_Register_datarep(_c)`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn register_datarep(
+    name: &str,
+    register: Option<RegisterDatarep>,
+    datarep: *const std::os::raw::c_char,
+    read: *mut c_void,
+    write: *mut c_void,
+    extent: *mut c_void,
+    extra: *mut c_void,
+    (read_t, write_t): (*mut c_void, *mut c_void),
+) -> c_int {
+    let Some(register) = register else { return missing(name) };
+    if extent.is_null() {
+        return stdabi_err("MPI_ERR_ARG");
+    }
+    let d =
+        Box::into_raw(Box::new(Datarep { read: read as usize, write: write as usize, extent: extent as usize, extra }));
+    let or_null = |f: *mut c_void, t: *mut c_void| if f.is_null() { f } else { t };
+    // SAFETY: trampolines of the MPICH callback types and their state; the
+    // name as the program gave it.
+    let r = unsafe {
+        register(
+            datarep,
+            or_null(read, read_t),
+            or_null(write, write_t),
+            datarep_extent as *mut c_void,
+            d as *mut c_void,
+        )
+    };
+    if r != 0 {
+        // SAFETY: the library did not keep the box.
+        drop(unsafe { Box::from_raw(d) });
+    }
+    cv::errcode_out(r)
+}
+
+/// # Safety
+/// The standard's requirements for `MPI_Register_datarep`.
+pub unsafe fn MPI_Register_datarep(
+    datarep: *const std::os::raw::c_char,
+    read: *mut c_void,
+    write: *mut c_void,
+    extent: *mut c_void,
+    extra: *mut c_void,
+) -> c_int {
+    let t = (datarep_read as *mut c_void, datarep_write as *mut c_void);
+    let f = lib().PMPI_Register_datarep;
+    // SAFETY: the contract.
+    unsafe { register_datarep("MPI_Register_datarep", f, datarep, read, write, extent, extra, t) }
+}
+
+/// # Safety
+/// The standard's requirements for `MPI_Register_datarep_c`.
+pub unsafe fn MPI_Register_datarep_c(
+    datarep: *const std::os::raw::c_char,
+    read: *mut c_void,
+    write: *mut c_void,
+    extent: *mut c_void,
+    extra: *mut c_void,
+) -> c_int {
+    let t = (datarep_read_c as *mut c_void, datarep_write_c as *mut c_void);
+    let f = lib().PMPI_Register_datarep_c;
+    // SAFETY: the contract.
+    unsafe { register_datarep("MPI_Register_datarep_c", f, datarep, read, write, extent, extra, t) }
+}
+
+// `MPI_Comm_idup` writes the new communicator when the duplication
+// completes, after the call returned: the library is given the program's
+// own handle, zeroed, and writes its int into the low half, which makes the
+// handle that int zero-extended: this library's encoding of the library's
+// handles. That needs a little-endian machine.
+#[cfg(target_endian = "big")]
+compile_error!("MPI_Comm_idup of the standard ABI assumes a little-endian machine");
+
+/// # Safety
+/// The standard's requirements for `MPI_Comm_idup`.
+pub unsafe fn MPI_Comm_idup(comm: usize, newcomm: *mut usize, request: *mut usize) -> c_int {
+    let Some(f) = lib().PMPI_Comm_idup else { return missing("MPI_Comm_idup") };
+    let mut req: c_int = 0;
+    // SAFETY: `newcomm` is NULL or the program's handle, writable until the
+    // duplication completes (the contract); the library writes an int into
+    // its first half (see above).
+    let r = unsafe {
+        if !newcomm.is_null() {
+            *newcomm = 0;
+        }
+        f(cv::comm_in(comm), newcomm as *mut c_int, out_arg(request, &mut req))
+    };
+    // SAFETY: NULL or writable (the contract).
+    unsafe { put_handle(request, r, req, cv::request_out) }
+}
+
+/// # Safety
+/// The standard's requirements for `MPI_Comm_idup_with_info`.
+pub unsafe fn MPI_Comm_idup_with_info(comm: usize, info: usize, newcomm: *mut usize, request: *mut usize) -> c_int {
+    let Some(f) = lib().PMPI_Comm_idup_with_info else { return missing("MPI_Comm_idup_with_info") };
+    let mut req: c_int = 0;
+    // SAFETY: as in `MPI_Comm_idup`.
+    let r = unsafe {
+        if !newcomm.is_null() {
+            *newcomm = 0;
+        }
+        f(cv::comm_in(comm), cv::info_in(info), newcomm as *mut c_int, out_arg(request, &mut req))
+    };
+    // SAFETY: NULL or writable (the contract).
+    unsafe { put_handle(request, r, req, cv::request_out) }
 }
