@@ -182,6 +182,10 @@ int main(int argc, char **argv) {
     char tname[MPI_MAX_OBJECT_NAME];
     CHECK_RC(MPI_Type_get_name(MPI_DOUBLE, tname, &len));
     CHECK(strcmp(tname, "MPI_DOUBLE") == 0, "name %s", tname);
+    CHECK_RC(MPI_Type_get_name(MPI_DATATYPE_NULL, tname, &len));
+    CHECK(strcmp(tname, "MPI_DATATYPE_NULL") == 0, "null name %s", tname);
+    CHECK_RC(MPI_Comm_get_name(MPI_COMM_NULL, tname, &len));
+    CHECK(strcmp(tname, "MPI_COMM_NULL") == 0, "null name %s", tname);
     int strided[6] = {rank, -1, rank + 1, -1, rank + 2, -1}, packed[3] = {-1, -1, -1};
     CHECK_RC(MPI_Sendrecv(strided, 1, vec, right, 3, packed, 3, MPI_INT, left, 3, MPI_COMM_WORLD, &st));
     CHECK(packed[0] == left && packed[2] == left + 2, "vector data %d %d", packed[0], packed[2]);
@@ -273,6 +277,8 @@ int main(int argc, char **argv) {
     CHECK(myclass > MPI_ERR_LASTCODE, "added class %d", myclass);
     CHECK_RC(MPI_Comm_call_errhandler(dup, myclass));
     CHECK(handler_class == myclass, "handler saw class %d, added %d", handler_class, myclass);
+    CHECK_RC(MPI_Error_class(MPI_ERR_ABI, &cls));
+    CHECK(cls == MPI_ERR_ABI, "MPI_Error_class(MPI_ERR_ABI) = %d", cls);
     char msg[MPI_MAX_ERROR_STRING];
     CHECK_RC(MPI_Error_string(MPI_ERR_TRUNCATE, msg, &len));
     CHECK(len > 0 && strstr(msg, "truncat") != NULL, "error string '%s'", msg);

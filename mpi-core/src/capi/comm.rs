@@ -76,7 +76,8 @@ pub unsafe fn MPI_Comm_get_name(comm: MPI_Comm, comm_name: *mut c_char, resultle
         if comm_name.is_null() {
             bail!(MPI_ERR_ARG, "comm_name is a NULL pointer");
         }
-        let name = &st.comms.get(comm)?.name;
+        // MPI 4.1: the null handle's name is its constant's.
+        let name = if comm == MPI_COMM_NULL { "MPI_COMM_NULL" } else { st.comms.get(comm)?.name.as_str() };
         // SAFETY: not NULL, so `comm_name` holds MPI_MAX_OBJECT_NAME chars
         // (the caller's contract).
         let n = unsafe { put_str(comm_name, MPI_MAX_OBJECT_NAME as usize, name) };

@@ -873,7 +873,8 @@ pub unsafe fn MPI_Type_get_name(datatype: MPI_Datatype, type_name: *mut c_char, 
     // SAFETY: `resultlen` is NULL or a writable int (the caller's contract).
     let mut resultlen = unsafe { Out::new(resultlen, "resultlen") };
     let r = rt::with(|st| {
-        let name = st.types.name(datatype)?;
+        // MPI 4.1: the null handle's name is its constant's.
+        let name = if datatype == MPI_DATATYPE_NULL { "MPI_DATATYPE_NULL".into() } else { st.types.name(datatype)? };
         if type_name.is_null() {
             bail!(MPI_ERR_ARG, "type_name is a NULL pointer");
         }

@@ -225,13 +225,14 @@ pub unsafe fn MPI_Win_get_name(win: MPI_Win, win_name: *mut c_char, resultlen: *
     // SAFETY: `resultlen` is NULL or a writable int (the caller's contract).
     let mut resultlen = unsafe { Out::new(resultlen, "resultlen") };
     let r = rt::with(|st| {
-        let w = st.wins.get(win)?;
+        // MPI 4.1: the null handle's name is its constant's.
+        let name = if win == MPI_WIN_NULL { "MPI_WIN_NULL" } else { st.wins.get(win)?.name.as_str() };
         if win_name.is_null() {
             bail!(MPI_ERR_ARG, "win_name is a NULL pointer");
         }
         // SAFETY: not NULL, so a buffer of MPI_MAX_OBJECT_NAME writable
         // chars (the caller's contract).
-        let n = unsafe { put_str(win_name, MPI_MAX_OBJECT_NAME as usize, &w.name) };
+        let n = unsafe { put_str(win_name, MPI_MAX_OBJECT_NAME as usize, name) };
         resultlen.put(n)
     });
     ret_win(win, "MPI_Win_get_name", r)

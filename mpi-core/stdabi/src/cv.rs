@@ -56,16 +56,13 @@ pub fn file_out(v: *mut c_void) -> usize {
 }
 
 /// Error codes beyond the table: added classes and codes shift from
-/// MPICH's first user code to the standard's; an unknown predefined
-/// standard code is `MPI_ERR_UNKNOWN`, and a code too large to shift (not
-/// one this library handed out) passes unchanged.
+/// MPICH's first user code to the standard's; any other value passes
+/// unchanged (a program may store any int in `MPI_ERROR` and read it back).
 pub fn user_code_in(v: c_int) -> c_int {
     if v >= stdabi::STD_FIRST_USER_CODE {
         (v - stdabi::STD_FIRST_USER_CODE).checked_add(stdabi::MPICH_FIRST_USER_CODE).unwrap_or(v)
-    } else if v < 0 {
-        v
     } else {
-        mpi_api::abi::MPI_ERR_UNKNOWN
+        v
     }
 }
 

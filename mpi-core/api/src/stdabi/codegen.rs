@@ -139,12 +139,22 @@ fn conversion(proc: &Procedure, p: &Param) -> Result<Conv, String> {
             let Some(len) = array_len(proc, p) else {
                 return Err(format!("no length known for array `{}`", p.name));
             };
+            // A nonblocking or persistent call may read its arrays until the
+            // request completes or is freed, after this call returned: the
+            // converted copy then lives for the rest of the process.
+            let outlives_call =
+                p.dir == Dir::In && proc.params.iter().any(|q| q.kind == "REQUEST" && q.dir == Dir::Out);
+            let mutable = if outlives_call { "" } else { "mut " };
             if p.dir == Dir::Out {
                 c.pre.push(format!("let mut {t} = vec![{sentinel}; if {n}.is_null() {{ 0 }} else {{ {len} }}];"));
             } else {
-                c.pre.push(format!("let mut {t} = crate::cv::array_in({n}, {len}, {f}_in);"));
+                c.pre.push(format!("let {mutable}{t} = crate::cv::array_in({n}, {len}, {f}_in);"));
             }
-            c.arg = format!("crate::cv::array_arg({n}.is_null(), &mut {t})");
+            c.arg = if outlives_call {
+                format!("crate::cv::array_arg({n}.is_null(), Vec::leak({t}))")
+            } else {
+                format!("crate::cv::array_arg({n}.is_null(), &mut {t})")
+            };
             if p.dir != Dir::In {
                 c.post.push(format!("crate::cv::array_out({n}, &{t}, {sentinel}, {f}_out);"));
             }
@@ -196,7 +206,8 @@ fn conversion(proc: &Procedure, p: &Param) -> Result<Conv, String> {
             return Err(format!("callback `{}` needs a trampoline", p.name))
         }
         "F90_STATUS" | "F08_STATUS" => return Err("Fortran status".into()),
-        "BUFFER" if base == "void" && depth == 1 => {
+        // `MPI_Get_address(MPI_IN_PLACE)` is the constant's value, 1.
+        "BUFFER" if base == "void" && depth == 1 && proc.name != "MPI_Get_address" => {
             return Ok(Conv { arg: format!("crate::cv::buffer({n})"), ..Conv::default() })
         }
         "WEIGHT" if base == "int" => return Ok(Conv { arg: format!("crate::cv::weights({n})"), ..Conv::default() }),

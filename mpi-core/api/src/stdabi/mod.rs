@@ -633,13 +633,23 @@ pub fn mpich_value(name: &str) -> Option<i64> {
 }
 
 /// (standard value, MPICH value) of each constant of `class` both ABIs
-/// have. Constants only the standard has (`MPI_ERR_ABI`,
-/// `MPI_COMBINER_VALUE_INDEX`, `MPI_COMM_TYPE_RESOURCE_GUIDED`,
+/// have. Constants only the standard has (`MPI_COMBINER_VALUE_INDEX`, `MPI_COMM_TYPE_RESOURCE_GUIDED`,
 /// `MPI_T_BIND_MPI_SESSION`) have no pair: they reach the library
 /// unchanged, where they are unknown values.
 pub fn int_pairs(class: IntClass) -> Vec<(i64, i64)> {
-    class.names().into_iter().filter_map(|n| Some((std_value(n)?, mpich_value(n)?))).collect()
+    let mut pairs: Vec<(i64, i64)> =
+        class.names().into_iter().filter_map(|n| Some((std_value(n)?, mpich_value(n)?))).collect();
+    if class == IntClass::ErrorCode {
+        // `MPI_ERR_ABI` (MPI 5.0) has no MPICH value: it travels as the
+        // class MPICH leaves unused and accepts, 54, so that
+        // `MPI_Error_class(MPI_ERR_ABI)` is `MPI_ERR_ABI`.
+        pairs.push((std_value("MPI_ERR_ABI").unwrap_or(62), MPICH_ERR_ABI));
+    }
+    pairs
 }
+
+/// The MPICH-ABI value `MPI_ERR_ABI` crosses as (see [`int_pairs`]).
+pub const MPICH_ERR_ABI: i64 = 54;
 
 /// How an integer parameter of the table crosses: the family of constants
 /// its values may be, from the standard's semantic kind (and the
@@ -706,7 +716,7 @@ mod tests {
         let err = int_pairs(IntClass::ErrorCode);
         assert!(err.contains(&(7, abi::MPI_ERR_REQUEST as i64)));
         assert!(err.contains(&(0x3fff, abi::MPI_ERR_LASTCODE as i64)));
-        assert!(!err.iter().any(|p| p.0 == 62), "MPI_ERR_ABI has no MPICH twin");
+        assert!(err.contains(&(62, MPICH_ERR_ABI)), "MPI_ERR_ABI crosses as MPICH's unused 54");
         assert_eq!(int_pairs(IntClass::Verbosity).len(), 9);
         assert_eq!(int_pairs(IntClass::AccessMode).len(), 9);
         assert_eq!(int_pairs(IntClass::ThreadLevel), vec![(0, 0), (1024, 1), (2048, 2), (4096, 3)]);
