@@ -162,6 +162,23 @@ int main(int argc, char **argv) {
     CHECK_RC(MPI_Alltoallw(sendw, sc, sd, types, recvw, sc, sd, types, MPI_COMM_WORLD));
     for (int i = 0; i < size; i++) CHECK(recvw[i] == i * 1000 + rank, "alltoallw[%d] %d", i, recvw[i]);
 
+    /* Neighbourhood alltoallw on a one-process periodic ring: two
+     * neighbours (itself), so two datatypes per array, blocking and not. */
+    MPI_Comm ring;
+    int one[1] = {1}, per[1] = {1};
+    CHECK_RC(MPI_Cart_create(MPI_COMM_SELF, 1, one, per, 0, &ring));
+    int nsb[2] = {rank, rank + 1}, nrb[2] = {-1, -1}, ncnt[2] = {1, 1};
+    MPI_Aint ndsp[2] = {0, sizeof(int)};
+    MPI_Datatype nty[2] = {MPI_INT, MPI_INT};
+    CHECK_RC(MPI_Neighbor_alltoallw(nsb, ncnt, ndsp, nty, nrb, ncnt, ndsp, nty, ring));
+    CHECK(nrb[0] == rank + 1 && nrb[1] == rank, "neighbor_alltoallw %d %d", nrb[0], nrb[1]);
+    MPI_Request nreq;
+    nrb[0] = nrb[1] = -1;
+    CHECK_RC(MPI_Ineighbor_alltoallw(nsb, ncnt, ndsp, nty, nrb, ncnt, ndsp, nty, ring, &nreq));
+    CHECK_RC(MPI_Wait(&nreq, MPI_STATUS_IGNORE));
+    CHECK(nrb[0] == rank + 1 && nrb[1] == rank, "ineighbor_alltoallw %d %d", nrb[0], nrb[1]);
+    CHECK_RC(MPI_Comm_free(&ring));
+
     /* Derived datatypes: a vector, decoded. */
     MPI_Datatype vec;
     CHECK_RC(MPI_Type_vector(3, 1, 2, MPI_INT, &vec));

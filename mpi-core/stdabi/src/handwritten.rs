@@ -635,9 +635,10 @@ pub unsafe fn MPI_Register_datarep_c(
 
 // `MPI_Comm_idup` writes the new communicator when the duplication
 // completes, after the call returned: the library is given the program's
-// own handle, zeroed, and writes its int into the low half, which makes the
-// handle that int zero-extended: this library's encoding of the library's
-// handles. That needs a little-endian machine.
+// own handle, set to `MPI_COMM_NULL` (0x100: high half zero) until then, and
+// writes its int into the low half, which makes the handle that int
+// zero-extended: this library's encoding of the library's handles. That
+// needs a little-endian machine.
 #[cfg(target_endian = "big")]
 compile_error!("MPI_Comm_idup of the standard ABI assumes a little-endian machine");
 
@@ -651,7 +652,7 @@ pub unsafe fn MPI_Comm_idup(comm: usize, newcomm: *mut usize, request: *mut usiz
     // its first half (see above).
     let r = unsafe {
         if !newcomm.is_null() {
-            *newcomm = 0;
+            *newcomm = cv::comm_out(mpi_api::abi::MPI_COMM_NULL);
         }
         f(cv::comm_in(comm), newcomm as *mut c_int, out_arg(request, &mut req))
     };
@@ -667,7 +668,7 @@ pub unsafe fn MPI_Comm_idup_with_info(comm: usize, info: usize, newcomm: *mut us
     // SAFETY: as in `MPI_Comm_idup`.
     let r = unsafe {
         if !newcomm.is_null() {
-            *newcomm = 0;
+            *newcomm = cv::comm_out(mpi_api::abi::MPI_COMM_NULL);
         }
         f(cv::comm_in(comm), cv::info_in(info), newcomm as *mut c_int, out_arg(request, &mut req))
     };

@@ -88,7 +88,7 @@ fn array_len(proc: &Procedure, p: &Param) -> Option<String> {
         "array_of_types" | "array_of_info" if has("count") => "count".into(),
         "sendtypes" | "recvtypes" => format!(
             "crate::cv::alltoallw_len(comm, {}, {}, sendbuf as usize)",
-            proc.name.contains("Neighbor"),
+            proc.name.to_ascii_lowercase().contains("neighbor"),
             p.name == "sendtypes"
         ),
         "array_of_errcodes" if has("maxprocs") => "maxprocs".into(),
@@ -527,6 +527,9 @@ mod tests {
         assert!(send.contains("crate::cv::comm_in(comm)"));
         assert!(send.contains("crate::cv::buffer(buf)"));
         assert!(!b.code.contains("fn PMPI_Address("), "removed procedures are not in the standard ABI");
+        let ineighbor = b.code.split("fn PMPI_Ineighbor_alltoallw(").nth(1).unwrap();
+        assert!(ineighbor.contains("alltoallw_len(comm, true, true,"), "neighbour counts for Ineighbor_alltoallw");
+        assert!(ineighbor.contains("Vec::leak(t_sendtypes)"), "the converted types outlive the call");
     }
 
     #[test]
