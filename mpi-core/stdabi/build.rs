@@ -43,6 +43,8 @@ const HANDWRITTEN: &[&str] = &[
     "MPI_Register_datarep",
     "MPI_Register_datarep_c",
     "MPI_Pcontrol",
+    "MPI_Status_c2f",
+    "MPI_Status_f2c",
     "MPI_Comm_toint",
     "MPI_Comm_fromint",
     "MPI_Errhandler_toint",

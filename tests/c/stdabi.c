@@ -87,6 +87,13 @@ int main(int argc, char **argv) {
     int count = -1;
     CHECK_RC(MPI_Get_count(&st, MPI_INT, &count));
     CHECK(count == 3, "count %d", count);
+    MPI_Fint fst[MPI_F_STATUS_SIZE];
+    MPI_Status back;
+    CHECK_RC(MPI_Status_c2f(&st, fst));
+    CHECK(fst[MPI_F_SOURCE] == left && fst[MPI_F_TAG] == 100 + left, "Fortran status %d %d", fst[0], fst[1]);
+    CHECK_RC(MPI_Status_f2c(fst, &back));
+    CHECK_RC(MPI_Get_count(&back, MPI_INT, &count));
+    CHECK(count == 3 && back.MPI_SOURCE == left, "status round trip: count %d", count);
     CHECK_RC(MPI_Get_count(&st, MPI_BYTE, &count));
     CHECK(count == 12, "byte count %d", count);
 

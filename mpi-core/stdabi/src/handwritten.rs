@@ -675,3 +675,27 @@ pub unsafe fn MPI_Comm_idup_with_info(comm: usize, info: usize, newcomm: *mut us
     // SAFETY: NULL or writable (the contract).
     unsafe { put_handle(request, r, req, cv::request_out) }
 }
+
+/// # Safety
+/// The standard's requirements for `MPI_Status_c2f`: the Fortran status of
+/// the standard ABI is the C status's eight ints in order.
+pub unsafe fn MPI_Status_c2f(c_status: *const StdStatus, f_status: *mut c_int) -> c_int {
+    if c_status.is_null() || f_status.is_null() {
+        return stdabi_err("MPI_ERR_ARG");
+    }
+    // SAFETY: a readable status and `MPI_F_STATUS_SIZE` (8) writable ints
+    // (the contract); the status is 8 ints (`#[repr(C)]`).
+    unsafe { std::ptr::copy_nonoverlapping(c_status as *const c_int, f_status, 8) };
+    0
+}
+
+/// # Safety
+/// The standard's requirements for `MPI_Status_f2c` (see `MPI_Status_c2f`).
+pub unsafe fn MPI_Status_f2c(f_status: *const c_int, c_status: *mut StdStatus) -> c_int {
+    if c_status.is_null() || f_status.is_null() {
+        return stdabi_err("MPI_ERR_ARG");
+    }
+    // SAFETY: as in `MPI_Status_c2f`, the other way.
+    unsafe { std::ptr::copy_nonoverlapping(f_status, c_status as *mut c_int, 8) };
+    0
+}

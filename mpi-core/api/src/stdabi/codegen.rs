@@ -36,16 +36,16 @@ pub fn handle_fn(base: &str) -> Option<&'static str> {
 
 /// Whether a procedure belongs to the standard ABI's C interface: the
 /// standard's procedures, without MPICH's extensions and removed MPI-1
-/// procedures, and without the handle conversions `MPI_X_c2f`/`MPI_X_f2c`
-/// and Fortran status conversions, which `mpi_abi.h` defines as macros
-/// over `MPI_X_toint`/`MPI_X_fromint` (as the standard's header does).
+/// procedures, and without the handle conversions `MPI_X_c2f`/`MPI_X_f2c`,
+/// which `mpi_abi.h` defines as macros over `MPI_X_toint`/`MPI_X_fromint`
+/// (as the standard's header does), and the `mpi_f08` status conversions;
+/// `MPI_Status_c2f`/`MPI_Status_f2c` are functions (as MPICH's and mpi4py
+/// expect).
 pub fn in_std_abi(p: &Procedure) -> bool {
-    !p.legacy
-        && !p.mpix
-        && !p.is_macro
-        && !p.name.ends_with("_c2f")
-        && !p.name.ends_with("_f2c")
-        && !(p.name.starts_with("MPI_Status_") && (p.name.contains("f08") || p.name.ends_with("f2c")))
+    let handle_conversion =
+        (p.name.ends_with("_c2f") || p.name.ends_with("_f2c")) && !p.name.starts_with("MPI_Status_");
+    let f08_status = p.name.starts_with("MPI_Status_") && p.name.contains("f08");
+    !(p.legacy || p.mpix || p.is_macro || handle_conversion || f08_status)
 }
 
 /// Rust type of a parameter on the standard ABI's side.
