@@ -181,6 +181,8 @@ fn check_p2p(t: &Trace, library: &str) {
     assert_eq!(t.meta.ranks, 3);
     assert_eq!(t.meta.written_by, "finalize");
     assert!(t.meta.mpi_library.contains(library), "{}", t.meta.mpi_library);
+    // meta.json names the ABI the shim recognised.
+    assert_eq!(t.meta.mpi_abi, if library == "Open MPI" { "Open MPI" } else { "MPICH" });
     assert_eq!(t.meta.rank_meta.len(), 3);
     for r in 0..3 {
         let ev = t.rank_events(r);
