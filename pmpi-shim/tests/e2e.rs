@@ -667,7 +667,7 @@ fn trace_files_are_private() {
     let dir = common::scratch("private");
     let exe = common::compile("crash.c", &dir);
     let tdir = dir.join("crashed");
-    let out = common::run_umask(Some("000"), 2, &exe, &["kill"], &tdir, &[]);
+    let out = common::run_umask_on(Mpi::Mpich, Some("000"), 2, &exe, &["kill"], &tdir, &[]);
     assert!(!out.status.success());
     let files = check_private(&tdir);
     assert!(files.iter().any(|f| f.ends_with(".journal")), "{files:?}");
@@ -678,7 +678,7 @@ fn trace_files_are_private() {
 
     let exe = common::compile("p2p.c", &dir);
     let tdir = dir.join("finished");
-    let out = common::run_umask(Some("000"), 3, &exe, &[], &tdir, &[]);
+    let out = common::run_umask_on(Mpi::Mpich, Some("000"), 3, &exe, &[], &tdir, &[]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let files = check_private(&tdir);
     assert!(files.iter().any(|f| f.ends_with(".parquet")) && files.contains(&"meta.json".into()), "{files:?}");

@@ -132,7 +132,7 @@ pub fn compile_with_on(mpi: Mpi, src: &str, dir: &Path, extra: &[&str], out: &st
 
 /// Runs `exe args` on `n` ranks under the shim, tracing into `trace`.
 pub fn run(n: usize, exe: &Path, args: &[&str], trace: &Path, extra_env: &[(&str, &str)]) -> Output {
-    run_umask(None, n, exe, args, trace, extra_env)
+    run_umask_on(Mpi::Mpich, None, n, exe, args, trace, extra_env)
 }
 
 /// [`run`] on `mpi`'s launcher.
@@ -140,19 +140,7 @@ pub fn run_on(mpi: Mpi, n: usize, exe: &Path, args: &[&str], trace: &Path, extra
     run_umask_on(mpi, None, n, exe, args, trace, extra_env)
 }
 
-/// [`run`], the job under `umask` (octal digits) if given.
-pub fn run_umask(
-    umask: Option<&str>,
-    n: usize,
-    exe: &Path,
-    args: &[&str],
-    trace: &Path,
-    extra_env: &[(&str, &str)],
-) -> Output {
-    run_umask_on(Mpi::Mpich, umask, n, exe, args, trace, extra_env)
-}
-
-/// [`run_umask`] on `mpi`'s launcher.
+/// [`run`] on `mpi`'s launcher, the job under `umask` (octal digits) if given.
 pub fn run_umask_on(
     mpi: Mpi,
     umask: Option<&str>,
