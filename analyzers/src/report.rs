@@ -29,6 +29,12 @@ pub struct TraceInfo {
     pub ranks: usize,
     pub hosts: Vec<String>,
     pub mpi_library: String,
+    /// `MPI_Get_version` ("3.1").
+    #[serde(default)]
+    pub mpi_version: String,
+    /// The library's ABI ("MPICH", "Open MPI").
+    #[serde(default)]
+    pub mpi_abi: String,
     pub tool_version: String,
     pub rows: u64,
     /// Whether every rank finalized.
@@ -133,6 +139,8 @@ impl Analyses {
                 .split_whitespace()
                 .collect::<Vec<_>>()
                 .join(" "),
+            mpi_version: m.meta.mpi_version.clone(),
+            mpi_abi: m.meta.mpi_abi.clone(),
             tool_version: m.meta.tool_version.clone(),
             rows: m.rows(),
             complete: m.ranks.iter().all(|r| r.completeness == trace_format::Completeness::Complete),
@@ -276,7 +284,7 @@ pub fn document(r: &Report) -> Vec<Block> {
             t.ranks,
             t.hosts.len(),
             if t.hosts.len() == 1 { "" } else { "s" },
-            if t.mpi_library.is_empty() { "MPI library unknown" } else { &t.mpi_library },
+            library_line(t),
             t.rows,
             if t.dir.is_empty() { String::new() } else { format!(" in {}", t.dir) }
         ),
@@ -878,4 +886,39 @@ pub fn render_markdown(doc: &[Block]) -> String {
         }
     }
     out
+}
+
+/// "Open MPI v4.1.4 (MPI 3.1, Open MPI ABI)": the library, the version of
+/// the standard it implements and its ABI, as far as the trace says.
+fn library_line(t: &TraceInfo) -> String {
+    if t.mpi_library.is_empty() {
+        return "MPI library unknown".into();
+    }
+    let mut extra = Vec::new();
+    if !t.mpi_version.is_empty() {
+        extra.push(format!("MPI {}", t.mpi_version));
+    }
+    if !t.mpi_abi.is_empty() {
+        extra.push(format!("{} ABI", t.mpi_abi));
+    }
+    if extra.is_empty() {
+        t.mpi_library.clone()
+    } else {
+        format!("{} ({})", t.mpi_library, extra.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn library_line_names_version_and_abi() {
+        let mut t = TraceInfo { mpi_library: "Open MPI v4.1.4".into(), ..Default::default() };
+        assert_eq!(library_line(&t), "Open MPI v4.1.4");
+        t.mpi_version = "3.1".into();
+        t.mpi_abi = "Open MPI".into();
+        assert_eq!(library_line(&t), "Open MPI v4.1.4 (MPI 3.1, Open MPI ABI)");
+        assert_eq!(library_line(&TraceInfo::default()), "MPI library unknown");
+    }
 }

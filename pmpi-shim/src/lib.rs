@@ -12,8 +12,10 @@
 //! See README.md for the design and `mpitrace.h` for the region API.
 
 pub mod clock;
+pub mod detect;
 pub mod life;
 pub mod next;
+pub mod ompi;
 pub mod rec;
 pub mod site;
 pub mod special;

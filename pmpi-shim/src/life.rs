@@ -275,6 +275,7 @@ fn process_info(rank: c_int, size: c_int) -> ProcessInfo {
         argv,
         mpi_library: library,
         mpi_version: format!("{major}.{minor}"),
+        mpi_abi: crate::detect::library().map(|l| l.abi.to_string()).unwrap_or_default(),
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         clock: Some(clock::KIND),
         started_unix: std::time::SystemTime::now()

@@ -19,7 +19,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::rec::THREAD_STATE;
 use crate::FNAMES;
 
-/// Assembly of the trampoline; `{set}` is [`set_site`], `{imp}` the wrapper.
+/// Assembly of the trampoline; `{set}` is [`set_site`], `{imp}` the wrapper,
+/// `{oimp}` the wrapper's Open MPI translation layer (`ompi_imp`, used when
+/// the ABI is `detect::kind::OMPI`), `{abi}` and `{pass}` + `{off}` the ABI
+/// and the library's own `MPI_X` (see `detect`), to which it jumps instead
+/// under an MPI whose ABI the shim does not trace ([`set_site`] decides the
+/// ABI at the first call).
 ///
 /// Why it passes any call on intact: it saves and restores the six
 /// registers that carry integer and pointer arguments (build.rs refuses a
@@ -35,7 +40,38 @@ use crate::FNAMES;
 /// arguments and return address included.
 macro_rules! trampoline {
     () => {
-        concat!(crate::site::save_args!(), crate::site::call_and_restore!(), "jmp {imp}")
+        concat!(
+            crate::site::save_args!(),
+            crate::site::call_and_restore!(),
+            "cmp byte ptr [rip + {abi}], 3\n",
+            "je {oimp}\n",
+            crate::site::dispatch!()
+        )
+    };
+}
+/// The trampoline of the procedures that are never recorded (conversion
+/// helpers, `MPI_Wtime`): straight to the wrapper once the ABI is MPICH's,
+/// else as [`TRAMPOLINE`] with `{set}` = `detect::ensure`, without a
+/// translation layer: under Open MPI they go to the library's own `MPI_X`.
+macro_rules! pass_trampoline {
+    () => {
+        concat!(
+            "cmp byte ptr [rip + {abi}], 1\n",
+            "je {imp}\n",
+            crate::site::save_args!(),
+            crate::site::call_and_restore!(),
+            crate::site::dispatch!()
+        )
+    };
+}
+/// The end of the trampolines: the wrapper if the ABI is MPICH's
+/// (`detect::kind::MPICH`), else the library's own `MPI_X`.
+macro_rules! dispatch {
+    () => {
+        "cmp byte ptr [rip + {abi}], 1
+         je {imp}
+         jmp qword ptr [rip + {pass} + {off}]
+         "
     };
 }
 /// The first half of the trampolines: save the argument registers, pass
@@ -68,8 +104,9 @@ macro_rules! call_and_restore {
          "
     };
 }
+pub(crate) use pass_trampoline as PASS_TRAMPOLINE;
 pub(crate) use trampoline as TRAMPOLINE;
-pub(crate) use {call_and_restore, save_args};
+pub(crate) use {call_and_restore, dispatch, save_args};
 
 /// The Fortran trampoline: as [`TRAMPOLINE`], with the procedure's index
 /// in `esi`, calling `{set}` = [`fortran_enter`], which returns the address to jump to in `rax`
@@ -84,6 +121,9 @@ pub(crate) use fortran_trampoline as FORTRAN_TRAMPOLINE;
 /// Stores the call site of the current MPI call of this thread: the
 /// Fortran call site when the C call comes from the MPI's Fortran layer.
 pub extern "C" fn set_site(site: u64) {
+    if crate::detect::ABI.load(Ordering::Relaxed) == crate::detect::kind::UNDETECTED {
+        crate::detect::ensure(site);
+    }
     let _ = THREAD_STATE.try_with(|t| {
         let f = t.fortran_site.get();
         t.site.set(if f != 0 && in_fortran_layer(site) { f } else { site })

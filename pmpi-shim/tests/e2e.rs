@@ -1,10 +1,13 @@
-//! End-to-end: C programs run on Debian's MPICH under libmpitrace.so; the
-//! traces are loaded with trace-format's reader and checked row by row.
+//! End-to-end: C programs run on Debian's MPICH (MPICH ABI) and Open MPI
+//! (Open MPI's native ABI) under libmpitrace.so; the traces are loaded with
+//! trace-format's reader and checked row by row, with the same assertions
+//! on both libraries.
 
 mod common;
 
 use std::collections::{BTreeMap, HashMap};
 
+use common::Mpi;
 use trace_format::record::{flags, Kind};
 use trace_format::{Completeness, Event, Trace};
 
@@ -12,10 +15,15 @@ use trace_format::{Completeness, Event, Trace};
 /// extra environment `env`, checks that it succeeded and returns its trace,
 /// which must have no problems.
 fn traced(name: &str, src: &str, n: usize, env: &[(&str, &str)]) -> Trace {
+    traced_on(Mpi::Mpich, name, src, n, env)
+}
+
+/// [`traced`] on `mpi`.
+fn traced_on(mpi: Mpi, name: &str, src: &str, n: usize, env: &[(&str, &str)]) -> Trace {
     let dir = common::scratch(name);
-    let exe = common::compile(src, &dir);
+    let exe = common::compile_on(mpi, src, &dir);
     let tdir = dir.join("trace");
-    let out = common::run(n, &exe, &[], &tdir, env);
+    let out = common::run_on(mpi, n, &exe, &[], &tdir, env);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let t = Trace::open(&tdir).unwrap();
     assert!(t.problems.is_empty(), "{:?}", t.problems);
@@ -173,6 +181,8 @@ fn check_p2p(t: &Trace, library: &str) {
     assert_eq!(t.meta.ranks, 3);
     assert_eq!(t.meta.written_by, "finalize");
     assert!(t.meta.mpi_library.contains(library), "{}", t.meta.mpi_library);
+    // meta.json names the ABI the shim recognised.
+    assert_eq!(t.meta.mpi_abi, if library == "Open MPI" { "Open MPI" } else { "MPICH" });
     assert_eq!(t.meta.rank_meta.len(), 3);
     for r in 0..3 {
         let ev = t.rank_events(r);
@@ -283,10 +293,17 @@ fn requests_on_the_project_mpi() {
 
 /// Checks the trace of requests.c; `mpich`: run on Debian's MPICH 4.0.
 fn check_requests(t: &Trace, mpich: bool) {
+    check_requests_of(t, mpich, true)
+}
+
+/// [`check_requests`]; `mpi4`: the library has MPI 4.0's `MPI_Isendrecv`
+/// (Open MPI 4.1 has not: requests.c leaves that part out).
+fn check_requests_of(t: &Trace, mpich: bool, mpi4: bool) {
     for r in 0..2 {
         let ev = t.rank_events(r);
         assert_eq!(count(ev, "MPI_Start"), 3);
-        assert_eq!(count(ev, "MPI_Wait"), 6 + r as usize, "rank 1 also waits for the Imrecv");
+        let waits = 5 + usize::from(mpi4) + r as usize;
+        assert_eq!(count(ev, "MPI_Wait"), waits, "rank 1 also waits for the Imrecv");
         let pers: Vec<&Event> = ev.iter().filter(|e| e.kind == Kind::Completion && e.call.ends_with("_init")).collect();
         assert_eq!(pers.len(), 3, "rank {r}");
         assert!(pers.iter().all(|e| e.flags & flags::PERSISTENT != 0));
@@ -304,32 +321,10 @@ fn check_requests(t: &Trace, mpich: bool) {
         assert_eq!((sr[0].peer, sr[0].bytes), (Some(1 - r), Some(12)));
         // Isendrecv: the call row is the send half, the completion at
         // Wait/Waitall the receive half (source, tag, bytes, seq).
-        let isr: Vec<&Event> = ev.iter().filter(|e| e.call.starts_with("MPI_Isendrecv")).collect();
-        let row = |e: &Event| (e.call.to_string(), e.kind, e.peer, e.tag, e.seq);
         let (p, c) = (Some(1 - r), Kind::Completion);
-        let n = |s: &str| s.to_string();
-        let mut want = vec![
-            (n("MPI_Isendrecv"), Kind::Call, p, Some(17), Some(1)),
-            (n("MPI_Isendrecv"), c, p, Some(17), Some(1)),
-            (n("MPI_Isendrecv_replace"), Kind::Call, p, Some(18), Some(1)),
-            (n("MPI_Isendrecv"), Kind::Call, p, Some(19), Some(1)),
-            (n("MPI_Isendrecv_replace"), c, p, Some(18), Some(1)),
-            (n("MPI_Isendrecv"), c, p, Some(19), Some(1)),
-        ];
-        let sends: Vec<i64> = isr.iter().filter(|e| e.kind == Kind::Call).map(|e| e.bytes.unwrap()).collect();
-        assert_eq!(sends, vec![8, 12, 4]);
-        if mpich {
-            // MPICH 4.0 leaves these statuses unfilled: the receive half of
-            // the wildcard receive is unknown; the others come from the call.
-            want[4] = (n("MPI_Isendrecv_replace"), c, None, None, None);
-            assert!(isr.iter().all(|e| e.kind == Kind::Call || e.bytes.is_none()), "{isr:?}");
-        } else {
-            let got: Vec<i64> = isr.iter().filter(|e| e.kind == c).map(|e| e.bytes.unwrap()).collect();
-            assert_eq!(got, vec![8, 12, 4]);
+        if mpi4 {
+            check_isendrecv(ev, p, mpich, r);
         }
-        assert_eq!(isr.iter().map(|e| row(e)).collect::<Vec<_>>(), want, "rank {r}");
-        let wait = ev.iter().position(|e| e.is_call("MPI_Waitall")).unwrap();
-        assert!(ev[wait + 1..wait + 3].iter().all(|e| e.kind == c && e.request.is_some()));
         // The reversed Waitall: rows in array order, numbers in posting order.
         let w = ev.iter().rposition(|e| e.is_call("MPI_Waitall")).unwrap();
         let got: Vec<(Option<i64>, Option<i64>)> = ev[w + 1..w + 3].iter().map(|e| (e.seq, e.bytes)).collect();
@@ -347,7 +342,7 @@ fn check_requests(t: &Trace, mpich: bool) {
     // Tag 21 twice both ways, the Improbe message; tag 22's first message
     // went to the freed receive, which has no row.
     let freed = |e: &Event| e.tag == Some(22);
-    if mpich {
+    if mpich || !mpi4 {
         let isr = |e: &Event| e.call.starts_with("MPI_Isendrecv") || freed(e);
         assert_eq!(check_matching_but(t, isr), 3 + 2 * 6 + 1 + 4 + 1);
     } else {
@@ -364,6 +359,37 @@ fn check_requests(t: &Trace, mpich: bool) {
     let mr = calls(ev, "MPI_Mrecv")[0];
     assert_eq!((mp.peer, mp.seq), (Some(0), Some(1)));
     assert_eq!((mr.peer, mr.tag, mr.bytes, mr.seq), (Some(0), Some(16), Some(8), Some(1)));
+}
+
+/// The rows of requests.c's `MPI_Isendrecv` part on rank `r` (events `ev`,
+/// peer `p`): the call row is the send half, the completion the receive half.
+fn check_isendrecv(ev: &[Event], p: Option<i32>, mpich: bool, r: i32) {
+    let c = Kind::Completion;
+    let isr: Vec<&Event> = ev.iter().filter(|e| e.call.starts_with("MPI_Isendrecv")).collect();
+    let row = |e: &Event| (e.call.to_string(), e.kind, e.peer, e.tag, e.seq);
+    let n = |s: &str| s.to_string();
+    let mut want = vec![
+        (n("MPI_Isendrecv"), Kind::Call, p, Some(17), Some(1)),
+        (n("MPI_Isendrecv"), c, p, Some(17), Some(1)),
+        (n("MPI_Isendrecv_replace"), Kind::Call, p, Some(18), Some(1)),
+        (n("MPI_Isendrecv"), Kind::Call, p, Some(19), Some(1)),
+        (n("MPI_Isendrecv_replace"), c, p, Some(18), Some(1)),
+        (n("MPI_Isendrecv"), c, p, Some(19), Some(1)),
+    ];
+    let sends: Vec<i64> = isr.iter().filter(|e| e.kind == Kind::Call).map(|e| e.bytes.unwrap()).collect();
+    assert_eq!(sends, vec![8, 12, 4]);
+    if mpich {
+        // MPICH 4.0 leaves these statuses unfilled: the receive half of
+        // the wildcard receive is unknown; the others come from the call.
+        want[4] = (n("MPI_Isendrecv_replace"), c, None, None, None);
+        assert!(isr.iter().all(|e| e.kind == Kind::Call || e.bytes.is_none()), "{isr:?}");
+    } else {
+        let got: Vec<i64> = isr.iter().filter(|e| e.kind == c).map(|e| e.bytes.unwrap()).collect();
+        assert_eq!(got, vec![8, 12, 4]);
+    }
+    assert_eq!(isr.iter().map(|e| row(e)).collect::<Vec<_>>(), want, "rank {r}");
+    let wait = ev.iter().position(|e| e.is_call("MPI_Waitall")).unwrap();
+    assert!(ev[wait + 1..wait + 3].iter().all(|e| e.kind == c && e.request.is_some()));
 }
 
 /// Call sites in a shared library loaded with `dlopen` after `MPI_Init`
@@ -579,10 +605,15 @@ fn spawned_jobs_trace_apart_from_their_parents() {
 
 /// Rank 1 dies after three sends; the trace of everything before is readable.
 fn crash_case(mode: &str) -> Trace {
-    let dir = common::scratch(&format!("crash-{mode}"));
-    let exe = common::compile("crash.c", &dir);
+    crash_case_on(Mpi::Mpich, mode)
+}
+
+/// [`crash_case`] on `mpi`.
+fn crash_case_on(mpi: Mpi, mode: &str) -> Trace {
+    let dir = common::scratch(&format!("crash-{mode}-{mpi:?}"));
+    let exe = common::compile_on(mpi, "crash.c", &dir);
     let tdir = dir.join("trace");
-    let out = common::run(2, &exe, &[mode], &tdir, &[]);
+    let out = common::run_on(mpi, 2, &exe, &[mode], &tdir, &[]);
     assert!(!out.status.success());
     // Before any conversion: the reader reads the journals directly.
     let raw = Trace::open(&tdir).unwrap();
@@ -636,7 +667,7 @@ fn trace_files_are_private() {
     let dir = common::scratch("private");
     let exe = common::compile("crash.c", &dir);
     let tdir = dir.join("crashed");
-    let out = common::run_umask(Some("000"), 2, &exe, &["kill"], &tdir, &[]);
+    let out = common::run_umask_on(Mpi::Mpich, Some("000"), 2, &exe, &["kill"], &tdir, &[]);
     assert!(!out.status.success());
     let files = check_private(&tdir);
     assert!(files.iter().any(|f| f.ends_with(".journal")), "{files:?}");
@@ -647,7 +678,7 @@ fn trace_files_are_private() {
 
     let exe = common::compile("p2p.c", &dir);
     let tdir = dir.join("finished");
-    let out = common::run_umask(Some("000"), 3, &exe, &[], &tdir, &[]);
+    let out = common::run_umask_on(Mpi::Mpich, Some("000"), 3, &exe, &[], &tdir, &[]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let files = check_private(&tdir);
     assert!(files.iter().any(|f| f.ends_with(".parquet")) && files.contains(&"meta.json".into()), "{files:?}");
@@ -675,8 +706,11 @@ fn crash_sigkill() {
 
 #[test]
 fn thread_multiple_journals_per_thread() {
-    let t = traced("threads", "threads.c", 2, &[]);
-    assert_eq!(check_matching(&t), 100);
+    check_threads(&traced("threads", "threads.c", 2, &[]));
+}
+
+fn check_threads(t: &Trace) {
+    assert_eq!(check_matching(t), 100);
     for r in 0..2 {
         let ev = t.rank_events(r);
         let name = if r == 0 { "MPI_Send" } else { "MPI_Recv" };
@@ -703,7 +737,10 @@ fn thread_multiple_journals_per_thread() {
 
 #[test]
 fn clock_sync_ping_pong() {
-    let t = traced("clock", "p2p.c", 2, &[("MPITRACE_CLOCK_PER_RANK", "1")]);
+    check_clock(&traced("clock", "p2p.c", 2, &[("MPITRACE_CLOCK_PER_RANK", "1")]));
+}
+
+fn check_clock(t: &Trace) {
     let m1 = &t.meta.rank_meta[1];
     for p in [m1.sync_init.unwrap(), m1.sync_finalize.unwrap()] {
         // Same machine: the true offset is 0, the estimate within the round trip.
@@ -733,9 +770,12 @@ fn unwritable_trace_dir_leaves_the_program_running() {
 
 #[test]
 fn collectives_and_communicators_on_four_ranks() {
-    let t = traced("coll", "coll.c", 4, &[]);
-    check_collectives(&t);
-    assert_eq!(check_matching(&t), 1);
+    check_coll(&traced("coll", "coll.c", 4, &[]));
+}
+
+fn check_coll(t: &Trace) {
+    check_collectives(t);
+    assert_eq!(check_matching(t), 1);
     for r in 0..4 {
         let ev = t.rank_events(r);
         let g = calls(ev, "MPI_Gatherv")[0];
@@ -794,7 +834,10 @@ fn collectives_and_communicators_on_four_ranks() {
 
 #[test]
 fn rma_targets_as_world_ranks() {
-    let t = traced("rma", "rma.c", 3, &[]);
+    check_rma(&traced("rma", "rma.c", 3, &[]));
+}
+
+fn check_rma(t: &Trace) {
     let puts = calls(t.rank_events(0), "MPI_Put");
     assert_eq!(
         puts.iter().map(|e| (e.peer, e.bytes, e.comm)).collect::<Vec<_>>(),
@@ -855,4 +898,50 @@ fn full_trace_dir_leaves_the_program_running() {
         .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+// The same programs and assertions on Debian's Open MPI 4.1, whose ABI
+// (pointer handles, its own constants and MPI_Status) the shim translates.
+
+#[test]
+fn openmpi_p2p_collectives_comms_regions_pcontrol() {
+    check_p2p(&traced_on(Mpi::OpenMpi, "p2p-ompi", "p2p.c", 3, &[]), "Open MPI");
+}
+
+#[test]
+fn openmpi_requests_persistent_any_some_cancel_sendrecv() {
+    check_requests_of(&traced_on(Mpi::OpenMpi, "requests-ompi", "requests.c", 2, &[]), false, false);
+}
+
+#[test]
+fn openmpi_collectives_and_communicators_on_four_ranks() {
+    check_coll(&traced_on(Mpi::OpenMpi, "coll-ompi", "coll.c", 4, &[]));
+}
+
+#[test]
+fn openmpi_rma_targets_as_world_ranks() {
+    check_rma(&traced_on(Mpi::OpenMpi, "rma-ompi", "rma.c", 3, &[]));
+}
+
+#[test]
+fn openmpi_thread_multiple_journals_per_thread() {
+    check_threads(&traced_on(Mpi::OpenMpi, "threads-ompi", "threads.c", 2, &[]));
+}
+
+#[test]
+fn openmpi_clock_sync_ping_pong() {
+    check_clock(&traced_on(Mpi::OpenMpi, "clock-ompi", "p2p.c", 2, &[("MPITRACE_CLOCK_PER_RANK", "1")]));
+}
+
+#[test]
+fn openmpi_crash_sigkill() {
+    crash_case_on(Mpi::OpenMpi, "kill");
+}
+
+#[test]
+fn openmpi_crash_mpi_abort() {
+    let t = crash_case_on(Mpi::OpenMpi, "abort");
+    let last = t.rank_events(1).iter().rev().find(|e| e.kind == Kind::Call).unwrap();
+    assert_eq!(&*last.call, "MPI_Abort");
+    assert_eq!((last.aux, last.t_end), (Some(42), None));
 }

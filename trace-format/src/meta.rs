@@ -57,6 +57,9 @@ pub struct Meta {
     pub hosts: Vec<String>,
     pub mpi_library: String,
     pub mpi_version: String,
+    /// The MPI library's ABI ("MPICH", "Open MPI"; empty in older traces).
+    #[serde(default)]
+    pub mpi_abi: String,
     pub clock: ClockMeta,
     /// One entry per rank that left any trace, sorted by rank.
     pub rank_meta: Vec<RankMeta>,
@@ -86,6 +89,7 @@ impl Meta {
             hosts,
             mpi_library: first.mpi_library.clone(),
             mpi_version: first.mpi_version.clone(),
+            mpi_abi: first.mpi_abi.clone(),
             clock: ClockMeta {
                 reference_rank: 0,
                 method: "min-RTT ping-pong per node leader against rank 0 at MPI_Init and MPI_Finalize, linear drift"

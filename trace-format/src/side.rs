@@ -28,6 +28,10 @@ pub struct ProcessInfo {
     pub mpi_library: String,
     /// `MPI_Get_version`, e.g. "4.0".
     pub mpi_version: String,
+    /// The MPI library's ABI as the shim recognised it: "MPICH" or "Open MPI"
+    /// (empty in traces of older versions).
+    #[serde(default)]
+    pub mpi_abi: String,
     pub tool_version: String,
     pub clock: Option<ClockKind>,
     /// Unix time (seconds) when the process started tracing.

@@ -111,6 +111,28 @@ fn has_journals(dir: &Path) -> bool {
         || !layout::ranks_in(dir, layout::JOURNAL_DIR, ".side.jsonl").is_empty()
 }
 
+/// Whether `launcher` is Open MPI's (`mpirun.openmpi`, `mpiexec.openmpi`,
+/// `orterun`, `prterun`, or `mpirun`/`mpiexec` resolving to one of them, as
+/// Debian's alternatives make them), which takes `-x VAR` to export a
+/// variable to its ranks.
+fn is_open_mpi_launcher(launcher: &str) -> bool {
+    let open_mpi_name =
+        |name: &str| matches!(name, "orterun" | "prterun" | "mpirun.openmpi" | "mpiexec.openmpi" | "oshrun");
+    let path = Path::new(launcher);
+    if path.file_name().and_then(|n| n.to_str()).is_some_and(open_mpi_name) {
+        return true;
+    }
+    // Follow the symbolic links (mpirun -> /etc/alternatives/mpirun ->
+    // mpirun.openmpi -> orterun) of the program the job would run.
+    let found = if launcher.contains('/') {
+        Some(path.to_path_buf())
+    } else {
+        std::env::var_os("PATH").and_then(|p| std::env::split_paths(&p).map(|d| d.join(launcher)).find(|c| c.is_file()))
+    };
+    let Some(real) = found.and_then(|p| std::fs::canonicalize(p).ok()) else { return false };
+    real.file_name().and_then(|n| n.to_str()).is_some_and(open_mpi_name)
+}
+
 /// Runs the job; returns its exit code (128 + signal if it was killed, or
 /// if mpitrace was stopped by one).
 pub fn run(args: RecordArgs) -> Result<i32> {
@@ -129,6 +151,16 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         _ => lib.display().to_string(),
     };
     let mut cmd = Command::new(&args.command[0]);
+    if is_open_mpi_launcher(&args.command[0]) {
+        // Open MPI starts ranks on other hosts with only the variables named
+        // by `-x` (its local ranks inherit the launcher's environment).
+        for var in ["LD_PRELOAD", "MPITRACE_DIR", "MPITRACE_LAUNCH"] {
+            cmd.args(["-x", var]);
+        }
+        if args.keep_journals {
+            cmd.args(["-x", "MPITRACE_KEEP_JOURNALS"]);
+        }
+    }
     cmd.args(&args.command[1..])
         .env("LD_PRELOAD", preload)
         .env("MPITRACE_DIR", &dir)
@@ -371,7 +403,8 @@ fn summarize(dir: &Path, launch: &[String], keep: bool) -> Result<bool> {
         Ok(f) => f,
         Err(trace_format::Error::NotATrace(_)) => {
             say!(
-                "mpitrace: no trace in {}: the program did not call MPI_Init (is it dynamically linked against MPI?)",
+                "mpitrace: no trace in {}: the program did not call MPI_Init (is it dynamically linked against MPI? \
+                 Or did mpitrace say above that it does not trace its MPI?)",
                 dir.display()
             );
             return Ok(false);
@@ -432,5 +465,25 @@ fn human(b: u64) -> String {
         0..=9999 => format!("{b} B"),
         10_000..=9_999_999 => format!("{:.1} KiB", b as f64 / 1024.0),
         _ => format!("{:.1} MiB", b as f64 / 1048576.0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn open_mpi_launchers() {
+        for l in ["mpirun.openmpi", "/usr/bin/orterun", "prterun", "mpiexec.openmpi"] {
+            assert!(is_open_mpi_launcher(l), "{l}");
+        }
+        for l in ["mpiexec.mpich", "/bin/sh", "srun", "no-such-launcher"] {
+            assert!(!is_open_mpi_launcher(l), "{l}");
+        }
+        // Debian's alternatives: `mpirun` is Open MPI's when it resolves to orterun.
+        if let Ok(real) = std::fs::canonicalize("/usr/bin/mpirun") {
+            let orte = real.file_name().is_some_and(|n| n == "orterun" || n == "prterun");
+            assert_eq!(is_open_mpi_launcher("/usr/bin/mpirun"), orte);
+        }
     }
 }

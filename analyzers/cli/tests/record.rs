@@ -1,5 +1,5 @@
-//! `mpitrace record` end to end on Debian's MPICH, and the Parquet files
-//! read by an independent reader (pyarrow, when installed).
+//! `mpitrace record` end to end on Debian's MPICH (and Open MPI), and the
+//! Parquet files read by an independent reader (pyarrow, when installed).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -30,9 +30,14 @@ fn build_shim() {
 }
 
 fn compile(src: &str, dir: &Path) -> PathBuf {
+    compile_with("mpicc.mpich", src, dir)
+}
+
+/// Compiles `pmpi-shim/tests/c/<src>` with the compiler wrapper `mpicc`.
+fn compile_with(mpicc: &str, src: &str, dir: &Path) -> PathBuf {
     let c = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../pmpi-shim/tests/c");
     let out = dir.join(src.trim_end_matches(".c"));
-    let st = Command::new("mpicc.mpich")
+    let st = Command::new(mpicc)
         .env_remove("LD_LIBRARY_PATH")
         .args(["-O1", "-g", "-Wno-stringop-overflow", "-I"])
         .arg(c.join("../../include"))
@@ -40,12 +45,17 @@ fn compile(src: &str, dir: &Path) -> PathBuf {
         .arg("-o")
         .arg(&out)
         .status()
-        .unwrap();
+        .unwrap_or_else(|e| panic!("{mpicc}: {e} (install Debian's libmpich-dev or libopenmpi-dev)"));
     assert!(st.success());
     out
 }
 
 fn record(trace: &Path, n: usize, exe: &Path, args: &[&str]) -> Output {
+    record_with(&["mpiexec.mpich"], trace, n, exe, args)
+}
+
+/// `mpitrace record -o trace -- <launcher...> -n n exe args`.
+fn record_with(launcher: &[&str], trace: &Path, n: usize, exe: &Path, args: &[&str]) -> Output {
     build_shim();
     let out = Command::new("timeout")
         .args(["-k", "5", "120"])
@@ -53,7 +63,9 @@ fn record(trace: &Path, n: usize, exe: &Path, args: &[&str]) -> Output {
         .arg("record")
         .arg("-o")
         .arg(trace)
-        .args(["--", "mpiexec.mpich", "-n", &n.to_string()])
+        .arg("--")
+        .args(launcher)
+        .args(["-n", &n.to_string()])
         .arg(exe)
         .args(args)
         .env_remove("LD_LIBRARY_PATH")
@@ -100,6 +112,35 @@ fn record_p2p_and_read_with_pyarrow() {
     let sends = t.events().filter(|e| e.is_call("MPI_Send")).count();
     // comms files: per rank world, self and its half of the split.
     assert_eq!(nums, vec![total, sends, 6]);
+}
+
+/// On Open MPI (its own ABI), `record` recognises `mpirun.openmpi` and
+/// exports the shim's variables to every rank with `-x`.
+#[test]
+fn record_p2p_on_open_mpi() {
+    let dir = scratch("record-p2p-ompi");
+    let exe = compile_with("mpicc.openmpi", "p2p.c", &dir);
+    let trace = dir.join("trace");
+    let launcher = ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe"];
+    let out = record_with(&launcher, &trace, 3, &exe, &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("3 ranks of"), "{err}");
+    let t = Trace::open(&trace).unwrap();
+    assert!(t.is_complete() && t.problems.is_empty(), "{:?}", t.problems);
+    assert!(t.meta.mpi_library.starts_with("Open MPI"), "{}", t.meta.mpi_library);
+    assert_eq!(
+        t.meta.launch_command,
+        launcher
+            .iter()
+            .chain(&["-n", "3"])
+            .map(|s| s.to_string())
+            .chain([exe.display().to_string()])
+            .collect::<Vec<_>>()
+    );
+    for r in 0..3 {
+        assert!(t.rank_events(r).iter().any(|e| e.is_call("MPI_Allreduce")), "rank {r}");
+    }
 }
 
 #[test]

@@ -1,6 +1,8 @@
 //! The one source of truth for the MPI C API in this project.
 //!
 //! * [`abi`]: the MPICH ABI (types, handle encodings, constants).
+//! * [`ompi`]: Open MPI's native ABI (pointer handles, its constants and
+//!   `MPI_Status`), which the tracing shim also wraps.
 //! * [`table`]: every procedure of the standard with its parameters, generated
 //!   from the MPI Forum's `pympistandard` (see `gen/generate.py`).
 //! * [`codegen`]: turns the table into Rust `extern "C"` signatures and C
@@ -16,5 +18,6 @@
 pub mod abi;
 pub mod codegen;
 pub mod fortran;
+pub mod ompi;
 pub mod stdabi;
 pub mod table;

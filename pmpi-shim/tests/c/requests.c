@@ -40,7 +40,9 @@ int main(int argc, char **argv) {
 
     MPI_Sendrecv(a, 3, MPI_INT, peer, 15, b, 3, MPI_INT, MPI_ANY_SOURCE, 15, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     /* Nonblocking send-receive, completed by Wait (ignored status) and
-     * Waitall (real statuses); one receive half with a wildcard. */
+     * Waitall (real statuses); one receive half with a wildcard. MPI 4.0:
+     * not in Open MPI 4.1, whose trace is checked without it. */
+#if MPI_VERSION >= 4
     MPI_Request q[2];
     MPI_Isendrecv(a, 2, MPI_INT, peer, 17, b, 4, MPI_INT, peer, 17, MPI_COMM_WORLD, &q[0]);
     MPI_Wait(&q[0], MPI_STATUS_IGNORE);
@@ -48,6 +50,7 @@ int main(int argc, char **argv) {
     MPI_Isendrecv(a, 1, MPI_INT, peer, 19, b, 1, MPI_INT, peer, 19, MPI_COMM_WORLD, &q[1]);
     MPI_Status qs[2];
     MPI_Waitall(2, q, qs);
+#endif
     /* Two receives of one source and tag, waited for in reverse order:
      * messages of 1 and 2 ints, matched in posting order. */
     MPI_Request w[2];

@@ -1,5 +1,6 @@
-//! Helpers of the end-to-end tests: build C programs with `mpicc.mpich`,
-//! run them with `mpiexec.mpich` under the shim, with a timeout.
+//! Helpers of the end-to-end tests: build C programs with `mpicc.mpich` (or
+//! `mpicc.openmpi`), run them with `mpiexec.mpich` (or `mpirun.openmpi`)
+//! under the shim, with a timeout.
 
 // Each test crate uses a part of these helpers.
 #![allow(dead_code)]
@@ -56,17 +57,64 @@ pub fn scratch(name: &str) -> PathBuf {
     d
 }
 
+/// The Debian MPI libraries the tests run on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mpi {
+    /// MPICH (`mpich`, `libmpich-dev`): the MPICH ABI.
+    Mpich,
+    /// Open MPI (`openmpi-bin`, `libopenmpi-dev`): Open MPI's native ABI.
+    OpenMpi,
+}
+
+impl Mpi {
+    /// The C (or C++) compiler wrapper.
+    fn compiler(self, cxx: bool) -> &'static str {
+        match (self, cxx) {
+            (Mpi::Mpich, false) => "mpicc.mpich",
+            (Mpi::Mpich, true) => "mpicxx.mpich",
+            (Mpi::OpenMpi, false) => "mpicc.openmpi",
+            (Mpi::OpenMpi, true) => "mpicxx.openmpi",
+        }
+    }
+    /// The Debian packages that provide it.
+    pub fn packages(self) -> &'static str {
+        match self {
+            Mpi::Mpich => "mpich libmpich-dev",
+            Mpi::OpenMpi => "openmpi-bin libopenmpi-dev",
+        }
+    }
+    /// The launcher and its options before `-n` (Open MPI refuses root
+    /// without `--allow-run-as-root`, and more ranks than cores without
+    /// `--oversubscribe`).
+    pub fn launcher(self) -> (&'static str, &'static [&'static str]) {
+        match self {
+            Mpi::Mpich => ("mpiexec.mpich", &[]),
+            Mpi::OpenMpi => ("mpirun.openmpi", &["--allow-run-as-root", "--oversubscribe"]),
+        }
+    }
+}
+
 /// Compiles `tests/c/<src>` into `dir`.
 pub fn compile(src: &str, dir: &Path) -> PathBuf {
+    compile_on(Mpi::Mpich, src, dir)
+}
+
+/// Compiles `tests/c/<src>` into `dir` with the compiler wrapper of `mpi`.
+pub fn compile_on(mpi: Mpi, src: &str, dir: &Path) -> PathBuf {
     let name = src.trim_end_matches(".cpp").trim_end_matches(".c");
-    compile_with(src, dir, &[], name)
+    compile_with_on(mpi, src, dir, &[], name)
 }
 
 /// Compiles `tests/c/<src>` into `dir/<out>` with the `extra` flags.
 pub fn compile_with(src: &str, dir: &Path, extra: &[&str], out: &str) -> PathBuf {
+    compile_with_on(Mpi::Mpich, src, dir, extra, out)
+}
+
+/// [`compile_with`] with the compiler wrapper of `mpi`.
+pub fn compile_with_on(mpi: Mpi, src: &str, dir: &Path, extra: &[&str], out: &str) -> PathBuf {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = dir.join(out);
-    let compiler = if src.ends_with(".cpp") { "mpicxx.mpich" } else { "mpicc.mpich" };
+    let compiler = mpi.compiler(src.ends_with(".cpp"));
     let st = Command::new(compiler)
         .env_remove("LD_LIBRARY_PATH")
         .args(["-O1", "-g", "-pthread", "-Wno-stringop-overflow"])
@@ -77,18 +125,24 @@ pub fn compile_with(src: &str, dir: &Path, extra: &[&str], out: &str) -> PathBuf
         .arg("-o")
         .arg(&out)
         .status()
-        .expect(compiler);
+        .unwrap_or_else(|e| panic!("{compiler}: {e} (install {})", mpi.packages()));
     assert!(st.success(), "compiling {src} failed");
     out
 }
 
 /// Runs `exe args` on `n` ranks under the shim, tracing into `trace`.
 pub fn run(n: usize, exe: &Path, args: &[&str], trace: &Path, extra_env: &[(&str, &str)]) -> Output {
-    run_umask(None, n, exe, args, trace, extra_env)
+    run_umask_on(Mpi::Mpich, None, n, exe, args, trace, extra_env)
 }
 
-/// [`run`], the job under `umask` (octal digits) if given.
-pub fn run_umask(
+/// [`run`] on `mpi`'s launcher.
+pub fn run_on(mpi: Mpi, n: usize, exe: &Path, args: &[&str], trace: &Path, extra_env: &[(&str, &str)]) -> Output {
+    run_umask_on(mpi, None, n, exe, args, trace, extra_env)
+}
+
+/// [`run`] on `mpi`'s launcher, the job under `umask` (octal digits) if given.
+pub fn run_umask_on(
+    mpi: Mpi,
     umask: Option<&str>,
     n: usize,
     exe: &Path,
@@ -107,14 +161,18 @@ pub fn run_umask(
     // cargo puts target/<profile> on LD_LIBRARY_PATH, where mpi-core's
     // libmpich.so.12 lives: these tests run on Debian's MPICH.
     cmd.env_remove("LD_LIBRARY_PATH");
-    cmd.args(["-k", "5", "120", "mpiexec.mpich", "-n", &n.to_string(), "env"])
+    let (launcher, options) = mpi.launcher();
+    cmd.args(["-k", "5", "120", launcher])
+        .args(options)
+        .args(["-n", &n.to_string(), "env"])
         .arg(format!("LD_PRELOAD={}", shim().display()))
         .arg(format!("MPITRACE_DIR={}", trace.display()));
     for (k, v) in extra_env {
         cmd.arg(format!("{k}={v}"));
     }
     cmd.arg(exe).args(args);
-    let out = cmd.output().expect("mpiexec.mpich");
+    let out = cmd.output().expect("timeout");
+    assert_ne!(out.status.code(), Some(127), "{launcher} not found (install {})", mpi.packages());
     assert_ne!(out.status.code(), Some(124), "timed out: {}", String::from_utf8_lossy(&out.stderr));
     out
 }
