@@ -326,27 +326,40 @@ fn text_options(o: &Output) -> TextOptions {
     TextOptions { width: width(o), color }
 }
 
-fn render(o: &Output, r: &Report, ov: Option<&analyzers::html::Overview>) -> Result<String> {
+fn render(o: &Output, r: &Report, ov: Option<&analyzers::html::Overview>, extra: &[report::Block]) -> Result<String> {
+    let doc = || report::document(r).into_iter().chain(extra.iter().cloned()).collect::<Vec<_>>();
     Ok(match o.format {
         Format::Html => analyzers::html::render(r, ov),
         Format::Json => serde_json::to_string_pretty(r)? + "\n",
-        Format::Md => report::render_markdown(&report::document(r)),
-        Format::Text => report::render_text(&report::document(r), text_options(o)),
+        Format::Md => report::render_markdown(&doc()),
+        Format::Text => report::render_text(&doc(), text_options(o)),
     })
+}
+
+/// For a trace whose job did not end normally (killed, crashed, stopped
+/// on a hang): the calls the ranks were in when it ended, and who waited
+/// for whom (see `analyzers::hang`).
+fn end_state(dir: &Path, m: &analyzers::Model) -> Vec<report::Block> {
+    if m.ranks.iter().all(|r| r.completeness == trace_format::Completeness::Complete) {
+        return Vec::new();
+    }
+    let Ok(t) = trace_format::Trace::open(dir) else { return Vec::new() };
+    analyzers::hang::from_trace(&t).blocks("Where the ranks were when the trace ended")
 }
 
 fn run_report(a: ReportArgs) -> Result<i32> {
     if a.dir.is_file() {
         // A JSON report rendered again (the plots that need the trace are left out).
         let r = report_of(&a.dir)?;
-        emit(&a.out, &render(&a.out, &r, None)?)?;
+        emit(&a.out, &render(&a.out, &r, None, &[])?)?;
         return Ok(0);
     }
     let an = analyze_dir(&a.dir, a.timing)?;
     let mut r = an.report();
     r.trace.dir = a.dir.display().to_string();
     let ov = (a.out.format == Format::Html).then(|| analyzers::html::overview(&an));
-    emit(&a.out, &render(&a.out, &r, ov.as_ref())?)?;
+    let extra = end_state(&a.dir, &an.model);
+    emit(&a.out, &render(&a.out, &r, ov.as_ref(), &extra)?)?;
     if nothing_read(&an.model) {
         eprintln!("mpitrace: {}: no rank could be read", a.dir.display());
         return Ok(NOTHING_READ);

@@ -39,6 +39,16 @@ pub struct RecordArgs {
     /// after this many seconds; the trace keeps what was recorded.
     #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = parse_seconds)]
     kill_after: Duration,
+    /// Hang diagnosis: when no rank has finished an MPI call for this many
+    /// seconds while some rank is in one, print where every rank is (call,
+    /// communicator, peer, tag, call site, since when), who waits for whom
+    /// and the deadlocks, and write it to hang.json in the trace directory.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    hang_after: Option<Duration>,
+    /// With --hang-after: end the job when it hangs (as a SIGTERM to
+    /// mpitrace would; the trace is converted as for a crash).
+    #[arg(long, requires = "hang_after")]
+    kill_on_hang: bool,
     /// The launcher and its arguments, e.g. `mpiexec -n 4 ./app`.
     #[arg(last = true, required = true)]
     command: Vec<String>,
@@ -152,7 +162,12 @@ pub fn run(args: RecordArgs) -> Result<i32> {
     }
     let mut child = cmd.spawn().with_context(|| format!("cannot run `{}`", args.command[0]))?;
     let job = Job { pid: child.id() as i32, own_group, launcher: args.command[0].clone(), dir: dir.clone() };
-    let (status, stopped_by) = job.supervise(&mut child, &signals, args.kill_after)?;
+    let watcher = args.hang_after.map(|after| crate::watch::Watcher::start(&dir, after, args.kill_on_hang));
+    let supervised = job.supervise(&mut child, &signals, args.kill_after);
+    if let Some(w) = watcher {
+        w.stop();
+    }
+    let (status, stopped_by) = supervised?;
     let code = status.code().unwrap_or_else(|| {
         use std::os::unix::process::ExitStatusExt;
         128 + status.signal().unwrap_or(0)
