@@ -496,12 +496,17 @@ fn compare_instance(
         .iter()
         .filter_map(|m| by_rank.get(m).and_then(|s| s.track.coll_instance(comm, seq)).map(|e| (*m, e)))
         .collect();
+    compare_calls(&format!("collective #{seq} on {}", comm_label(comms, comm)), &calls)
+}
+
+/// Where the calls of the members of one collective instance (`label`)
+/// disagree: operation, root, reduction, bytes.
+pub fn compare_calls(label: &str, calls: &[(i32, &Event)]) -> Vec<String> {
     let Some((_, first)) = calls.first() else { return Vec::new() };
-    let label = format!("collective #{seq} on {}", comm_label(comms, comm));
     let mut out = Vec::new();
     let group = |f: &dyn Fn(&Event) -> Option<String>| -> Option<String> {
         let mut by: BTreeMap<String, Vec<i32>> = BTreeMap::new();
-        for (m, e) in &calls {
+        for (m, e) in calls {
             if let Some(v) = f(e) {
                 by.entry(v).or_default().push(*m);
             }

@@ -113,7 +113,9 @@ fn differing_roots_and_a_rank_outside_mpi() {
     assert_eq!(rep.not_in_mpi, vec![2]);
     assert_eq!(rep.ranks[2].last_call.as_deref(), Some("MPI_Barrier"));
     assert!(
-        rep.findings.iter().any(|f| f.starts_with("ranks 0, 1 wait in MPI_Barrier for rank 2, which is not in MPI (computing")),
+        rep.findings
+            .iter()
+            .any(|f| f.starts_with("ranks 0, 1 wait in MPI_Barrier for rank 2, which is not in MPI (computing")),
         "{:#?}",
         rep.findings
     );

@@ -107,6 +107,11 @@ pub struct CheckArgs {
     /// Write JUnit XML here.
     #[arg(long)]
     junit: Option<PathBuf>,
+    /// Check the program's use of MPI (differing collective arguments,
+    /// sends that complete only thanks to buffering, requests and
+    /// communicators left at MPI_Finalize); see analyzers/CHECKS.md.
+    #[arg(long)]
+    correctness: bool,
     #[command(flatten)]
     out: Output,
 }
@@ -400,9 +405,17 @@ fn run_check(a: CheckArgs) -> Result<i32> {
     if rules.max_regression.is_some() && a.baseline.is_none() {
         bail!("--max-regression needs --baseline (a trace directory or a JSON report)");
     }
-    let r = report_of(&a.dir)?;
-    let base = a.baseline.as_deref().map(report_of).transpose()?;
-    let outcomes = check::check(&r, &rules, base.as_ref());
+    let mut outcomes = Vec::new();
+    if a.correctness {
+        outcomes = analyzers::correctness::check(&trace_format::Trace::open(&a.dir)?);
+    }
+    // Without limits, `--correctness` alone needs no report.
+    let limits = a.rules.is_some() || flags.iter().any(|(_, v)| v.is_some()) || rules.require_complete;
+    if limits || !a.correctness {
+        let r = report_of(&a.dir)?;
+        let base = a.baseline.as_deref().map(report_of).transpose()?;
+        outcomes.extend(check::check(&r, &rules, base.as_ref()));
+    }
     if outcomes.is_empty() {
         bail!("no rules given: pass --rules FILE or limits such as --max-mpi-fraction 30%");
     }
