@@ -295,7 +295,7 @@ mod tests {
     use ratatui::Terminal;
 
     fn screen(t: &Top) -> String {
-        let mut term = Terminal::new(TestBackend::new(110, 14)).unwrap();
+        let mut term = Terminal::new(TestBackend::new(150, 14)).unwrap();
         term.draw(|f| draw(f, t)).unwrap();
         let buf = term.backend().buffer().clone();
         let mut s = String::new();
@@ -314,11 +314,13 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let mut t = SynthTrace::new(3);
-        t.send(0, 2, 4, 8, 1500, 1600, 0x80);
-        t.recv(1, 0, 7, 4, 2000, 3000, 0x200);
+        // Times in ns; nobody finalized.
+        t.crashed = vec![0, 1, 2];
+        t.send(0, 2, 4, 8, 1_500_000_000, 1_600_000_000, 0x80);
+        t.recv(1, 0, 7, 4, 3_000_000_000, 3_000_000_001, 0x200);
         t.ranks[1].last_mut().unwrap().t_end = None;
         t.ranks[1].last_mut().unwrap().flags = 0;
-        t.coll(2, "MPI_Bcast", 1000, 1100, 0x300, 8, Some(0));
+        t.coll(2, "MPI_Bcast", 1_000_000_000, 1_000_000_001, 0x300, 8, Some(0));
         t.ranks[2].last_mut().unwrap().t_end = None;
         t.ranks[2].last_mut().unwrap().flags = 0;
         t.write_journals(&dir, false).unwrap();
@@ -328,7 +330,9 @@ mod tests {
         assert!(s.contains("3 ranks: 2 in MPI, 0 polling, 1 computing"), "{s}");
         assert!(s.contains("messages in flight: 1"), "{s}");
         assert!(s.contains("0->2: 1"), "{s}");
-        // Rank 2 has been in its broadcast longest (from t = 1000).
+        // Rank 2 has been in its broadcast longest (2 s before the latest
+        // time recorded), then rank 1; rank 0 computes.
+        assert!(s.contains("2.0 s") && s.contains("1.4 s"), "{s}");
         let r2 = s.find("MPI_Bcast(root 0)").unwrap();
         let r1 = s.find("MPI_Recv(from 0, tag 7)").unwrap();
         let r0 = s.find("after MPI_Send").unwrap();
