@@ -13,6 +13,9 @@ use std::time::{Duration, Instant};
 
 use analyzers::live::Live;
 
+/// How long `record --live` waits before it diagnoses a hang.
+pub const LIVE_HANG_AFTER: Duration = Duration::from_secs(30);
+
 /// The file the hang report goes to, in the trace directory.
 pub const HANG_JSON: &str = "hang.json";
 
@@ -23,10 +26,13 @@ pub struct Watcher {
 }
 
 impl Watcher {
-    pub fn start(dir: &Path, after: Duration, kill: bool) -> Watcher {
+    /// Starts watching; `quiet` writes hang.json only (the live view,
+    /// which owns the terminal, shows it).
+    pub fn start(dir: &Path, after: Duration, kill: bool, quiet: bool) -> Watcher {
         let stop = Arc::new(AtomicBool::new(false));
         let (d, s) = (dir.to_path_buf(), stop.clone());
-        let thread = std::thread::Builder::new().name("hang-watch".into()).spawn(move || watch(d, after, kill, s)).ok();
+        let thread =
+            std::thread::Builder::new().name("hang-watch".into()).spawn(move || watch(d, after, kill, quiet, s)).ok();
         if thread.is_none() {
             say("mpitrace: cannot start the hang watcher (no thread); the job runs unwatched");
         }
@@ -47,7 +53,7 @@ fn say(s: &str) {
     let _ = writeln!(std::io::stderr(), "{s}");
 }
 
-fn watch(dir: PathBuf, after: Duration, kill: bool, stop: Arc<AtomicBool>) {
+fn watch(dir: PathBuf, after: Duration, kill: bool, quiet: bool, stop: Arc<AtomicBool>) {
     let mut live = Live::new(&dir);
     // A look four times per period at least, and not more than 20 a
     // second: a hang is reported within a quarter of the period.
@@ -79,9 +85,13 @@ fn watch(dir: PathBuf, after: Duration, kill: bool, stop: Arc<AtomicBool>) {
             Err(e) => Ok(format!(" ({} not written: {e})", path.display())),
         }
         .unwrap_or_else(|e| format!(" ({} not written: {e})", path.display()));
-        say(&format!("mpitrace: the job hangs{saved}: {}", report.render_text().trim_end()));
+        if !quiet {
+            say(&format!("mpitrace: the job hangs{saved}: {}", report.render_text().trim_end()));
+        }
         if kill {
-            say("mpitrace: --kill-on-hang: ending the job");
+            if !quiet {
+                say("mpitrace: --kill-on-hang: ending the job");
+            }
             // The way a SIGTERM to mpitrace ends the job: passed on to the
             // launcher, SIGKILL after --kill-after, the journals converted.
             // SAFETY: kill has no memory preconditions.
