@@ -719,7 +719,9 @@ impl crate::live::Live {
         let host = self.host.clone();
         let comms = self.comms();
         let size = self.size();
-        let info: Vec<(i32, Proc, Option<i64>, Option<String>, Option<u32>)> = self
+        /// Rank, process state, now, host, pid.
+        type Info = (i32, Proc, Option<i64>, Option<String>, Option<u32>);
+        let info: Vec<Info> = self
             .ranks
             .values()
             .map(|r| {

@@ -166,8 +166,8 @@ fn recv_recv(mpi: Mpi) {
     assert_eq!(v["cycles"].as_array().unwrap().len(), 1, "{v:#}");
     assert_eq!(v["cycles"][0]["ranks"], serde_json::json!([0, 1]));
     let text = v["cycles"][0]["text"].as_str().unwrap();
-    let expected = format!("rank 0 waits in MPI_Recv(from 1, tag 7) at ");
-    assert!(text.starts_with(&expected), "{text}");
+    let expected = "rank 0 waits in MPI_Recv(from 1, tag 7) at ";
+    assert!(text.starts_with(expected), "{text}");
     assert!(text.contains(&format!("{at} for rank 1, which waits in MPI_Recv(from 0, tag 7) at ")), "{text}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(text), "the deadlock is said on standard error too: {err}");
@@ -230,10 +230,10 @@ fn never_enters_barrier(mpi: Mpi) {
     assert_eq!(rank(&v, 2)["last_call"], "MPI_Barrier");
     assert_eq!(v["not_in_mpi"], serde_json::json!([2]));
     let f = v["findings"].as_array().unwrap().iter().map(|f| f.as_str().unwrap().to_string()).collect::<Vec<_>>();
-    let want = format!("ranks 0, 1, 3 wait in MPI_Barrier at ");
+    let want = "ranks 0, 1, 3 wait in MPI_Barrier at ";
     assert!(
         f.iter()
-            .any(|f| f.starts_with(&want) && f.contains(&format!("{at} for rank 2, which is not in MPI (computing"))),
+            .any(|f| f.starts_with(want) && f.contains(&format!("{at} for rank 2, which is not in MPI (computing"))),
         "{f:#?}"
     );
 }
