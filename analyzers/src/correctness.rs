@@ -8,6 +8,9 @@
 //! - `unsafe-send-cycle`: blocking standard sends that completed only
 //!   because the library buffered them (a replay of the point-to-point
 //!   calls without buffering deadlocks);
+//! - `any-source-race`: `MPI_ANY_SOURCE` receives that matched one
+//!   sender's message while another sender's message was pending for them
+//!   too (the match depended on timing);
 //! - `request-not-completed`: requests started and neither completed nor
 //!   freed when the rank called `MPI_Finalize`;
 //! - `communicator-not-freed`: communicators created and not freed when the
@@ -23,8 +26,8 @@ use crate::hang::{comm_label, compare_calls, short};
 use crate::live::{base_name, is_collective, Tracker};
 
 /// The rules, in the order they are reported.
-pub const RULES: [&str; 4] =
-    ["collective-mismatch", "unsafe-send-cycle", "request-not-completed", "communicator-not-freed"];
+pub const RULES: [&str; 5] =
+    ["collective-mismatch", "unsafe-send-cycle", "any-source-race", "request-not-completed", "communicator-not-freed"];
 
 /// Findings reported per rule at most (the count says how many more).
 const MAX_PER_RULE: usize = 20;
@@ -43,9 +46,10 @@ pub fn check(t: &Trace) -> Vec<Outcome> {
     let mut found: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     found.insert(RULES[0], collective_mismatches(t, &comms, &mut site));
     found.insert(RULES[1], unsafe_send_cycles(t, &mut site));
+    found.insert(RULES[2], any_source_races(t, &mut site));
     let (reqs, comms_left) = leftovers(t, &comms, &mut site);
-    found.insert(RULES[2], reqs);
-    found.insert(RULES[3], comms_left);
+    found.insert(RULES[3], reqs);
+    found.insert(RULES[4], comms_left);
     let mut out = Vec::new();
     for rule in RULES {
         let list = found.remove(rule).unwrap_or_default();
@@ -334,4 +338,73 @@ fn leftovers(
         }
     }
     (reqs, left)
+}
+
+/// Wildcard receives (`MPI_ANY_SOURCE`) that matched a message while a
+/// message of another sender, which a later receive of the same rank took,
+/// had been sent already: which one matched depended on timing.
+fn any_source_races(t: &Trace, site: &mut SiteFn) -> Vec<String> {
+    // Every send's message and when it was sent (reference clock).
+    let mut sends: HashMap<(u64, i32, i32), Vec<(i64, Key)>> = HashMap::new();
+    for (&r, rt) in &t.ranks {
+        for e in rt.events.iter().filter(|e| e.kind == Kind::Call && crate::live::is_send(&e.call)) {
+            if let (Some(c), Some(p), Some(tag), Some(seq)) = (e.comm, e.peer.filter(|&p| p >= 0), e.tag, e.seq) {
+                sends.entry((c, p, tag)).or_default().push((e.t_start, (c, r, p, tag, seq)));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (&d, rt) in &t.ranks {
+        // When each message to this rank was received; and the wildcard
+        // receives, with their call rows (for the site).
+        let mut received: HashMap<Key, i64> = HashMap::new();
+        let mut wild: Vec<(i64, Key, &Event)> = Vec::new();
+        let mut irecv_wild: HashMap<i32, &Event> = HashMap::new();
+        for e in &rt.events {
+            let name = base_name(&e.call);
+            let any = match (e.kind, name) {
+                (Kind::Call, "MPI_Irecv") => {
+                    if let (Some(r), Some(-2)) = (e.request, e.peer) {
+                        irecv_wild.insert(r, e);
+                    }
+                    continue;
+                }
+                (Kind::Call, "MPI_Recv") => (e.aux == Some(-2)).then_some(()),
+                (Kind::Completion, "MPI_Irecv" | "MPI_Sendrecv" | "MPI_Sendrecv_replace") => None,
+                _ => continue,
+            };
+            let (Some(c), Some(s), Some(tag), Some(seq), Some(t_done)) =
+                (e.comm, e.peer.filter(|&p| p >= 0), e.tag, e.seq, e.t_end)
+            else {
+                continue;
+            };
+            let key = (c, s, d, tag, seq);
+            received.insert(key, t_done);
+            let posted = match (e.kind, any) {
+                (Kind::Call, Some(_)) => Some(e),
+                (Kind::Completion, _) => e.request.and_then(|r| irecv_wild.remove(&r)),
+                _ => None,
+            };
+            if let Some(p) = posted {
+                wild.push((t_done, key, p));
+            }
+        }
+        for (t_done, key, call) in wild {
+            let (c, s, _, tag, _) = key;
+            let rival =
+                sends.get(&(c, d, tag)).into_iter().flatten().find(|(t_sent, k)| {
+                    k.1 != s && *t_sent < t_done && received.get(k).is_none_or(|&got| got > t_done)
+                });
+            if let Some((_, k)) = rival {
+                out.push(format!(
+                    "rank {d}: {}(from any, tag {tag}){} matched the message of rank {s} while one of rank {} was \
+                     pending too: which one it gets depends on timing",
+                    call.call,
+                    site(d, call),
+                    k.1
+                ));
+            }
+        }
+    }
+    out
 }

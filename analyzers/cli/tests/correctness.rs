@@ -136,6 +136,24 @@ fn count_differs(mpi: Mpi) {
     assert!(f[0].contains(&site("@count")), "{text}");
 }
 
+fn any_source(mpi: Mpi) {
+    let (code, text) = check(mpi, "tests/c/correctness.c", &["anysource"], &[]);
+    assert_eq!(code, 1, "{text}");
+    let f = failures(&text);
+    // The first two receives had a rival pending; the last had none.
+    assert_eq!(f.len(), 2, "{text}");
+    let at = site("@anysource");
+    for l in &f {
+        assert!(
+            l.starts_with(&format!(
+                "FAIL any-source-race: rank 0: MPI_Recv(from any, tag 4) at {at} matched the message of rank "
+            )),
+            "{text}"
+        );
+        assert!(l.contains("pending too: which one it gets depends on timing"), "{text}");
+    }
+}
+
 fn leaks(mpi: Mpi) {
     let (code, text) = check(mpi, "tests/c/correctness.c", &["leak"], &[]);
     assert_eq!(code, 1, "{text}");
@@ -153,7 +171,7 @@ fn leaks(mpi: Mpi) {
 fn correct_programs(mpi: Mpi) {
     let (code, text) = check(mpi, "tests/c/correctness.c", &["ok"], &[]);
     assert_eq!((code, failures(&text).len()), (0, 0), "{text}");
-    assert_eq!(text.lines().filter(|l| l.starts_with("PASS")).count(), 4, "{text}");
+    assert_eq!(text.lines().filter(|l| l.starts_with("PASS")).count(), 5, "{text}");
     let (code, text) = check(mpi, "../../tests/demo/stencil.c", &[], &[]);
     assert_eq!((code, failures(&text).len()), (0, 0), "{text}");
 }
@@ -173,6 +191,14 @@ fn collective_count_differs_mpich() {
 #[test]
 fn collective_count_differs_ours() {
     count_differs(Mpi::Ours);
+}
+#[test]
+fn any_source_race_mpich() {
+    any_source(Mpi::Mpich);
+}
+#[test]
+fn any_source_race_ours() {
+    any_source(Mpi::Ours);
 }
 #[test]
 fn requests_and_communicators_left_mpich() {

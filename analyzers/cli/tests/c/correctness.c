@@ -4,6 +4,7 @@
  * 4 ranks. */
 #include <mpi.h>
 #include <string.h>
+#include <unistd.h>
 
 int main(int argc, char **argv) {
     int rank, size, a[4] = {1, 2, 3, 4}, b[4] = {0, 0, 0, 0};
@@ -21,6 +22,16 @@ int main(int argc, char **argv) {
         /* The last rank reduces fewer elements. */
         int n = rank == size - 1 ? 2 : 4;
         MPI_Allreduce(a, b, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD); /* @count */
+    } else if (!strcmp(mode, "anysource")) {
+        /* Every other rank sends at once; rank 0 takes the messages from
+         * any source after they all arrived: the first match is a race. */
+        if (rank == 0) {
+            usleep(300000);
+            for (int i = 1; i < size; i++)
+                MPI_Recv(b, 1, MPI_INT, MPI_ANY_SOURCE, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE); /* @anysource */
+        } else {
+            MPI_Send(a, 1, MPI_INT, 0, 4, MPI_COMM_WORLD);
+        }
     } else if (!strcmp(mode, "leak")) {
         /* A request never waited for, and a communicator never freed. */
         MPI_Request req;
@@ -45,6 +56,13 @@ int main(int argc, char **argv) {
         } else {
             MPI_Recv(b, 1, MPI_INT, prev, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             MPI_Send(a, 1, MPI_INT, next, 3, MPI_COMM_WORLD);
+        }
+        /* A wildcard receive with one sender only: deterministic. */
+        if (rank == 0) {
+            usleep(100000);
+            MPI_Recv(b, 1, MPI_INT, MPI_ANY_SOURCE, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else if (rank == 1) {
+            MPI_Send(a, 1, MPI_INT, 0, 6, MPI_COMM_WORLD);
         }
         MPI_Comm_dup(MPI_COMM_WORLD, &dup);
         MPI_Bcast(a, 4, MPI_INT, 0, dup);
