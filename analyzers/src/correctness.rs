@@ -5,6 +5,8 @@
 //! - `collective-mismatch`: the members of one collective instance called
 //!   different operations, or gave different roots, reduction operations
 //!   or counts;
+//! - `type-mismatch`: a message sent as one predefined datatype and
+//!   received as another (`MPI_DOUBLE` received as `MPI_INT`);
 //! - `unsafe-send-cycle`: blocking standard sends that completed only
 //!   because the library buffered them (a replay of the point-to-point
 //!   calls without buffering deadlocks);
@@ -26,8 +28,14 @@ use crate::hang::{comm_label, compare_calls, short};
 use crate::live::{base_name, is_collective, Tracker};
 
 /// The rules, in the order they are reported.
-pub const RULES: [&str; 5] =
-    ["collective-mismatch", "unsafe-send-cycle", "any-source-race", "request-not-completed", "communicator-not-freed"];
+pub const RULES: [&str; 6] = [
+    "collective-mismatch",
+    "type-mismatch",
+    "unsafe-send-cycle",
+    "any-source-race",
+    "request-not-completed",
+    "communicator-not-freed",
+];
 
 /// Findings reported per rule at most (the count says how many more).
 const MAX_PER_RULE: usize = 20;
@@ -45,11 +53,12 @@ pub fn check(t: &Trace) -> Vec<Outcome> {
     let comms: HashMap<u64, trace_format::side::CommInfo> = t.comms.iter().map(|(k, v)| (*k, v.clone())).collect();
     let mut found: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     found.insert(RULES[0], collective_mismatches(t, &comms, &mut site));
-    found.insert(RULES[1], unsafe_send_cycles(t, &mut site));
-    found.insert(RULES[2], any_source_races(t, &mut site));
+    found.insert(RULES[1], type_mismatches(t, &comms, &mut site));
+    found.insert(RULES[2], unsafe_send_cycles(t, &mut site));
+    found.insert(RULES[3], any_source_races(t, &mut site));
     let (reqs, comms_left) = leftovers(t, &comms, &mut site);
-    found.insert(RULES[3], reqs);
-    found.insert(RULES[4], comms_left);
+    found.insert(RULES[4], reqs);
+    found.insert(RULES[5], comms_left);
     let mut out = Vec::new();
     for rule in RULES {
         let list = found.remove(rule).unwrap_or_default();
@@ -402,6 +411,55 @@ fn any_source_races(t: &Trace, site: &mut SiteFn) -> Vec<String> {
                     call.call,
                     site(d, call),
                     k.1
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Name of a predefined datatype (derived ones have handles of their
+/// process, which cannot be compared across processes).
+fn predefined_type(h: Option<i32>) -> Option<&'static str> {
+    mpi_api::abi::predefined_name(mpi_api::abi::CType::Datatype, h?)
+}
+
+/// Messages sent as one predefined datatype and received as another.
+/// `MPI_PACKED` matches anything, as the standard allows.
+fn type_mismatches(t: &Trace, comms: &HashMap<u64, trace_format::side::CommInfo>, site: &mut SiteFn) -> Vec<String> {
+    let mut sent: HashMap<Key, (i32, &Event)> = HashMap::new();
+    for (&r, rt) in &t.ranks {
+        for e in rt.events.iter().filter(|e| e.kind == Kind::Call && crate::live::is_send(&e.call)) {
+            if let (Some(c), Some(p), Some(tag), Some(seq)) = (e.comm, e.peer.filter(|&p| p >= 0), e.tag, e.seq) {
+                sent.insert((c, r, p, tag, seq), (r, e));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (&d, rt) in &t.ranks {
+        for e in &rt.events {
+            let receive = match (e.kind, base_name(&e.call)) {
+                (Kind::Call, "MPI_Recv") => true,
+                (Kind::Completion, "MPI_Irecv" | "MPI_Recv_init") => true,
+                _ => false,
+            };
+            if !receive || e.rc.is_some_and(|rc| rc != 0) {
+                continue;
+            }
+            let (Some(c), Some(s), Some(tag), Some(seq)) = (e.comm, e.peer.filter(|&p| p >= 0), e.tag, e.seq) else {
+                continue;
+            };
+            let Some(&(_, send)) = sent.get(&(c, s, d, tag, seq)) else { continue };
+            let (Some(st), Some(rt_)) = (predefined_type(send.datatype), predefined_type(e.datatype)) else {
+                continue;
+            };
+            if st != rt_ && st != "MPI_PACKED" && rt_ != "MPI_PACKED" {
+                let what = crate::hang::describe(e, comms);
+                out.push(format!(
+                    "rank {d}: {what}{} received as {rt_} a message rank {s} sent as {st} ({}{})",
+                    site(d, e),
+                    send.call,
+                    site(s, send)
                 ));
             }
         }

@@ -154,6 +154,19 @@ fn any_source(mpi: Mpi) {
     }
 }
 
+fn types(mpi: Mpi) {
+    let (code, text) = check(mpi, "tests/c/correctness.c", &["types"], &[]);
+    assert_eq!(code, 1, "{text}");
+    let f = failures(&text);
+    assert_eq!(f.len(), 1, "{text}");
+    let want = format!(
+        "FAIL type-mismatch: rank 1: MPI_Recv(from 0, tag 8) at {} received as MPI_INT a message rank 0 sent as MPI_DOUBLE (MPI_Send at {})",
+        site("@types-recv"),
+        site("@types-send")
+    );
+    assert_eq!(f[0], want, "{text}");
+}
+
 fn leaks(mpi: Mpi) {
     let (code, text) = check(mpi, "tests/c/correctness.c", &["leak"], &[]);
     assert_eq!(code, 1, "{text}");
@@ -171,7 +184,7 @@ fn leaks(mpi: Mpi) {
 fn correct_programs(mpi: Mpi) {
     let (code, text) = check(mpi, "tests/c/correctness.c", &["ok"], &[]);
     assert_eq!((code, failures(&text).len()), (0, 0), "{text}");
-    assert_eq!(text.lines().filter(|l| l.starts_with("PASS")).count(), 5, "{text}");
+    assert_eq!(text.lines().filter(|l| l.starts_with("PASS")).count(), 6, "{text}");
     let (code, text) = check(mpi, "../../tests/demo/stencil.c", &[], &[]);
     assert_eq!((code, failures(&text).len()), (0, 0), "{text}");
 }
@@ -199,6 +212,14 @@ fn any_source_race_mpich() {
 #[test]
 fn any_source_race_ours() {
     any_source(Mpi::Ours);
+}
+#[test]
+fn type_mismatch_mpich() {
+    types(Mpi::Mpich);
+}
+#[test]
+fn type_mismatch_ours() {
+    types(Mpi::Ours);
 }
 #[test]
 fn requests_and_communicators_left_mpich() {

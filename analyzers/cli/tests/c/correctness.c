@@ -32,6 +32,13 @@ int main(int argc, char **argv) {
         } else {
             MPI_Send(a, 1, MPI_INT, 0, 4, MPI_COMM_WORLD);
         }
+    } else if (!strcmp(mode, "types")) {
+        /* Rank 0 sends a double, rank 1 receives it as two ints. */
+        double x = 1.5;
+        if (rank == 0)
+            MPI_Send(&x, 1, MPI_DOUBLE, 1, 8, MPI_COMM_WORLD); /* @types-send */
+        else if (rank == 1)
+            MPI_Recv(b, 2, MPI_INT, 0, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE); /* @types-recv */
     } else if (!strcmp(mode, "leak")) {
         /* A request never waited for, and a communicator never freed. */
         MPI_Request req;
