@@ -438,11 +438,10 @@ fn type_mismatches(t: &Trace, comms: &HashMap<u64, trace_format::side::CommInfo>
     let mut out = Vec::new();
     for (&d, rt) in &t.ranks {
         for e in &rt.events {
-            let receive = match (e.kind, base_name(&e.call)) {
-                (Kind::Call, "MPI_Recv") => true,
-                (Kind::Completion, "MPI_Irecv" | "MPI_Recv_init") => true,
-                _ => false,
-            };
+            let receive = matches!(
+                (e.kind, base_name(&e.call)),
+                (Kind::Call, "MPI_Recv") | (Kind::Completion, "MPI_Irecv" | "MPI_Recv_init")
+            );
             if !receive || e.rc.is_some_and(|rc| rc != 0) {
                 continue;
             }
