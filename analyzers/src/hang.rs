@@ -710,7 +710,11 @@ pub fn from_trace(t: &trace_format::Trace) -> HangReport {
         let s = sym.site(m, a);
         s.file_line().or(s.function)
     };
-    diagnose(&states, (t.meta.ranks as usize).max(t.ranks.len()), &comms, &mut site, None)
+    // Ranks of which nothing was read are left out (meta.json may claim
+    // any number of them).
+    let read = t.ranks.values().filter(|r| r.completeness != trace_format::Completeness::Missing);
+    let size = read.map(|r| r.rank + 1).max().unwrap_or(0).max(0) as usize;
+    diagnose(&states, size, &comms, &mut site, None)
 }
 
 impl crate::live::Live {

@@ -345,7 +345,9 @@ fn render(o: &Output, r: &Report, ov: Option<&analyzers::html::Overview>, extra:
 /// on a hang): the calls the ranks were in when it ended, and who waited
 /// for whom (see `analyzers::hang`).
 fn end_state(dir: &Path, m: &analyzers::Model) -> Vec<report::Block> {
-    if m.ranks.iter().all(|r| r.completeness == trace_format::Completeness::Complete) {
+    // Ranks without any file are no sign of a killed job (a claimed rank
+    // count, files lost): only ranks read in part are.
+    if !m.ranks.iter().any(|r| matches!(r.completeness, trace_format::Completeness::Partial { .. })) {
         return Vec::new();
     }
     let Ok(t) = trace_format::Trace::open(dir) else { return Vec::new() };
