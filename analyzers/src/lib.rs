@@ -15,15 +15,21 @@
 //! - [`report`]: all of the above together, as text, Markdown or JSON;
 //! - [`html`]: the same as one self-contained HTML page with plots;
 //! - [`check`]: CI rules and baseline comparison;
+//! - [`correctness`]: errors in the use of MPI the run survived (`check --correctness`);
 //! - [`export`]: Chrome/Perfetto trace-event JSON, CSV;
-//! - [`otf2`]: OTF2 archives (with the OTF2 library, loaded at run time).
+//! - [`otf2`]: OTF2 archives (with the OTF2 library, loaded at run time);
+//! - [`live`]: the state of each rank of a running job, from its journals;
+//! - [`hang`]: hang diagnosis (wait-for graph, deadlock cycles) from that state.
 
 pub mod check;
 pub mod collectives;
 pub mod compact;
+pub mod correctness;
 pub mod critical_path;
 pub mod export;
+pub mod hang;
 pub mod html;
+pub mod live;
 pub mod load;
 pub mod matching;
 pub mod matrix;

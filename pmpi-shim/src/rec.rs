@@ -668,6 +668,12 @@ impl Call {
         let flag = self.out_flag.is_null() || unsafe { *self.out_flag } != 0;
         match (self.category, status) {
             (Category::Recv, Some(st)) => {
+                // The status replaces the source asked for; a wildcard is
+                // kept in `aux` (correctness checks look for receives whose
+                // match depended on timing).
+                if self.rec.peer == abi::MPI_ANY_SOURCE {
+                    self.rec.aux = abi::MPI_ANY_SOURCE;
+                }
                 let (p, t, b, s) = tr.received_on(key, &st, true);
                 (self.rec.peer, self.rec.tag, self.rec.bytes, self.rec.seq) = (p, t, b, s);
             }

@@ -208,8 +208,10 @@ pub fn stream_events(
     whole
 }
 
+/// The row of one journal record (`comm`: the trace-wide id of its slot);
+/// also used by readers that follow the journals of a running job.
 #[allow(clippy::too_many_arguments)]
-fn event_from_record(
+pub fn event_from_record(
     rank: i32,
     thread: i32,
     kind: Kind,

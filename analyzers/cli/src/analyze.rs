@@ -107,6 +107,11 @@ pub struct CheckArgs {
     /// Write JUnit XML here.
     #[arg(long)]
     junit: Option<PathBuf>,
+    /// Check the program's use of MPI (differing collective arguments,
+    /// sends that complete only thanks to buffering, requests and
+    /// communicators left at MPI_Finalize); see analyzers/CHECKS.md.
+    #[arg(long)]
+    correctness: bool,
     #[command(flatten)]
     out: Output,
 }
@@ -326,27 +331,42 @@ fn text_options(o: &Output) -> TextOptions {
     TextOptions { width: width(o), color }
 }
 
-fn render(o: &Output, r: &Report, ov: Option<&analyzers::html::Overview>) -> Result<String> {
+fn render(o: &Output, r: &Report, ov: Option<&analyzers::html::Overview>, extra: &[report::Block]) -> Result<String> {
+    let doc = || report::document(r).into_iter().chain(extra.iter().cloned()).collect::<Vec<_>>();
     Ok(match o.format {
         Format::Html => analyzers::html::render(r, ov),
         Format::Json => serde_json::to_string_pretty(r)? + "\n",
-        Format::Md => report::render_markdown(&report::document(r)),
-        Format::Text => report::render_text(&report::document(r), text_options(o)),
+        Format::Md => report::render_markdown(&doc()),
+        Format::Text => report::render_text(&doc(), text_options(o)),
     })
+}
+
+/// For a trace whose job did not end normally (killed, crashed, stopped
+/// on a hang): the calls the ranks were in when it ended, and who waited
+/// for whom (see `analyzers::hang`).
+fn end_state(dir: &Path, m: &analyzers::Model) -> Vec<report::Block> {
+    // Ranks without any file are no sign of a killed job (a claimed rank
+    // count, files lost): only ranks read in part are.
+    if !m.ranks.iter().any(|r| matches!(r.completeness, trace_format::Completeness::Partial { .. })) {
+        return Vec::new();
+    }
+    let Ok(t) = trace_format::Trace::open(dir) else { return Vec::new() };
+    analyzers::hang::from_trace(&t).blocks("Where the ranks were when the trace ended")
 }
 
 fn run_report(a: ReportArgs) -> Result<i32> {
     if a.dir.is_file() {
         // A JSON report rendered again (the plots that need the trace are left out).
         let r = report_of(&a.dir)?;
-        emit(&a.out, &render(&a.out, &r, None)?)?;
+        emit(&a.out, &render(&a.out, &r, None, &[])?)?;
         return Ok(0);
     }
     let an = analyze_dir(&a.dir, a.timing)?;
     let mut r = an.report();
     r.trace.dir = a.dir.display().to_string();
     let ov = (a.out.format == Format::Html).then(|| analyzers::html::overview(&an));
-    emit(&a.out, &render(&a.out, &r, ov.as_ref())?)?;
+    let extra = end_state(&a.dir, &an.model);
+    emit(&a.out, &render(&a.out, &r, ov.as_ref(), &extra)?)?;
     if nothing_read(&an.model) {
         eprintln!("mpitrace: {}: no rank could be read", a.dir.display());
         return Ok(NOTHING_READ);
@@ -387,9 +407,17 @@ fn run_check(a: CheckArgs) -> Result<i32> {
     if rules.max_regression.is_some() && a.baseline.is_none() {
         bail!("--max-regression needs --baseline (a trace directory or a JSON report)");
     }
-    let r = report_of(&a.dir)?;
-    let base = a.baseline.as_deref().map(report_of).transpose()?;
-    let outcomes = check::check(&r, &rules, base.as_ref());
+    let mut outcomes = Vec::new();
+    if a.correctness {
+        outcomes = analyzers::correctness::check(&trace_format::Trace::open(&a.dir)?);
+    }
+    // Without limits, `--correctness` alone needs no report.
+    let limits = a.rules.is_some() || flags.iter().any(|(_, v)| v.is_some()) || rules.require_complete;
+    if limits || !a.correctness {
+        let r = report_of(&a.dir)?;
+        let base = a.baseline.as_deref().map(report_of).transpose()?;
+        outcomes.extend(check::check(&r, &rules, base.as_ref()));
+    }
     if outcomes.is_empty() {
         bail!("no rules given: pass --rules FILE or limits such as --max-mpi-fraction 30%");
     }

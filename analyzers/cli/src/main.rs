@@ -8,6 +8,8 @@
 mod analyze;
 mod record;
 mod signals;
+mod top;
+mod watch;
 
 use clap::{Parser, Subcommand};
 
@@ -38,6 +40,13 @@ enum Command {
         /// The trace directory (finished, or the journals of a crashed run).
         dir: std::path::PathBuf,
     },
+    /// Live view of a running job from its trace directory: each rank's
+    /// current call, for how long, peer and call site, refreshed every
+    /// second (`q` quits, the job runs on; `t` opens the timeline so far).
+    Top {
+        /// The trace directory the job writes (`record -o DIR`, MPITRACE_DIR).
+        dir: std::path::PathBuf,
+    },
     /// Open a trace in the desktop timeline analyzer (window; X11).
     Gui {
         /// The trace directory (finished, or the journals of a crashed run).
@@ -56,6 +65,8 @@ fn main() {
         Command::Analyze(c) => analyze::run(c),
         Command::Tui { dir } if !dir.is_dir() => Err(anyhow::anyhow!("{}: no such directory", dir.display())),
         Command::Tui { dir } => tui::run(&dir).map(|()| 0).map_err(anyhow::Error::from),
+        Command::Top { dir } if !dir.is_dir() => Err(anyhow::anyhow!("{}: no such directory", dir.display())),
+        Command::Top { dir } => top::run(&dir, None).map(|_| 0),
         Command::Gui { dir, compare: None } => gui::run(&dir).map(|()| 0).map_err(anyhow::Error::from),
         Command::Gui { dir, compare: Some(other) } => {
             gui::run_compare(&dir, &other).map(|()| 0).map_err(anyhow::Error::from)

@@ -39,6 +39,22 @@ pub struct RecordArgs {
     /// after this many seconds; the trace keeps what was recorded.
     #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = parse_seconds)]
     kill_after: Duration,
+    /// Hang diagnosis: when no rank has finished an MPI call for this many
+    /// seconds while some rank is in one, print where every rank is (call,
+    /// communicator, peer, tag, call site, since when), who waits for whom
+    /// and the deadlocks, and write it to hang.json in the trace directory.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    hang_after: Option<Duration>,
+    /// With --hang-after: end the job when it hangs (as a SIGTERM to
+    /// mpitrace would; the trace is converted as for a crash).
+    #[arg(long)]
+    kill_on_hang: bool,
+    /// Show the live view (`mpitrace top`) while the job runs; the job's
+    /// output goes to job-output.log in the trace directory, and hangs
+    /// are diagnosed after 30 s unless --hang-after says otherwise. `q`
+    /// leaves the view, the job runs on.
+    #[arg(long)]
+    live: bool,
     /// The launcher and its arguments, e.g. `mpiexec -n 4 ./app`.
     #[arg(last = true, required = true)]
     command: Vec<String>,
@@ -182,9 +198,37 @@ pub fn run(args: RecordArgs) -> Result<i32> {
     if own_group {
         cmd.process_group(0);
     }
+    if args.live {
+        // The view owns the terminal: the job's output goes to a file.
+        let log = dir.join("job-output.log");
+        let f = trace_format::private::create(&log).with_context(|| format!("cannot create {}", log.display()))?;
+        cmd.stdout(f.try_clone()?).stderr(f).stdin(std::process::Stdio::null());
+    }
+    if args.kill_on_hang && args.hang_after.is_none() && !args.live {
+        bail!("--kill-on-hang needs --hang-after SECONDS (or --live)");
+    }
     let mut child = cmd.spawn().with_context(|| format!("cannot run `{}`", args.command[0]))?;
     let job = Job { pid: child.id() as i32, own_group, launcher: args.command[0].clone(), dir: dir.clone() };
-    let (status, stopped_by) = job.supervise(&mut child, &signals, args.kill_after)?;
+    let hang_after = args.hang_after.or(args.live.then_some(crate::watch::LIVE_HANG_AFTER));
+    let watcher = hang_after.map(|after| crate::watch::Watcher::start(&dir, after, args.kill_on_hang, args.live));
+    let ended = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let view = args.live.then(|| {
+        let (d, e) = (dir.clone(), ended.clone());
+        std::thread::spawn(move || crate::top::run(&d, Some(&e)))
+    });
+    let supervised = job.supervise(&mut child, &signals, args.kill_after);
+    ended.store(true, std::sync::atomic::Ordering::Relaxed);
+    if let Some(v) = view {
+        match v.join() {
+            Ok(Err(e)) => say!("mpitrace: the live view failed: {e:#}"),
+            Err(_) => say!("mpitrace: the live view failed"),
+            Ok(Ok(_)) => {}
+        }
+    }
+    if let Some(w) = watcher {
+        w.stop();
+    }
+    let (status, stopped_by) = supervised?;
     let code = status.code().unwrap_or_else(|| {
         use std::os::unix::process::ExitStatusExt;
         128 + status.signal().unwrap_or(0)

@@ -1,0 +1,102 @@
+//! `mpitrace record --hang-after SECONDS`: a thread that follows the
+//! journals while the job runs and, when no rank has finished an MPI call
+//! for that long while some rank is in one, says where every rank is and
+//! who waits for whom (on standard error and in `hang.json` of the trace
+//! directory). With `--kill-on-hang` it then stops the job the way a
+//! SIGTERM to mpitrace does (the job is ended and its trace converted as
+//! for a crash).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use analyzers::live::Live;
+
+/// How long `record --live` waits before it diagnoses a hang.
+pub const LIVE_HANG_AFTER: Duration = Duration::from_secs(30);
+
+/// The file the hang report goes to, in the trace directory.
+pub const HANG_JSON: &str = "hang.json";
+
+/// The watching thread; stopped (and joined) by [`Watcher::stop`].
+pub struct Watcher {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Watcher {
+    /// Starts watching; `quiet` writes hang.json only (the live view,
+    /// which owns the terminal, shows it).
+    pub fn start(dir: &Path, after: Duration, kill: bool, quiet: bool) -> Watcher {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (d, s) = (dir.to_path_buf(), stop.clone());
+        let thread =
+            std::thread::Builder::new().name("hang-watch".into()).spawn(move || watch(d, after, kill, quiet, s)).ok();
+        if thread.is_none() {
+            say("mpitrace: cannot start the hang watcher (no thread); the job runs unwatched");
+        }
+        Watcher { stop, thread }
+    }
+
+    pub fn stop(mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// `eprintln!` that cannot fail (standard error may be gone).
+fn say(s: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "{s}");
+}
+
+fn watch(dir: PathBuf, after: Duration, kill: bool, quiet: bool, stop: Arc<AtomicBool>) {
+    let mut live = Live::new(&dir);
+    // A look four times per period at least, and not more than 20 a
+    // second: a hang is reported within a quarter of the period.
+    let tick = (after / 4).clamp(Duration::from_millis(50), Duration::from_millis(250));
+    let (mut progress, mut since) = (u64::MAX, Instant::now());
+    let mut reported = false;
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(tick);
+        live.look();
+        let p = live.progress();
+        if p != progress {
+            (progress, since, reported) = (p, Instant::now(), false);
+            continue;
+        }
+        let stalled = since.elapsed();
+        if reported || stalled < after || live.all_finished() {
+            continue;
+        }
+        let report = live.diagnose(Some(stalled.as_secs_f64()));
+        if !report.ranks.iter().any(|r| r.state == "in_mpi" || r.state == "polling") {
+            // Nobody waits in MPI: the ranks compute (or the job has not
+            // started tracing yet); no hang.
+            continue;
+        }
+        reported = true;
+        let path = dir.join(HANG_JSON);
+        let saved = match serde_json::to_vec_pretty(&report) {
+            Ok(json) => trace_format::write_atomic(&path, &json).map(|()| format!(" (also in {})", path.display())),
+            Err(e) => Ok(format!(" ({} not written: {e})", path.display())),
+        }
+        .unwrap_or_else(|e| format!(" ({} not written: {e})", path.display()));
+        if !quiet {
+            say(&format!("mpitrace: the job hangs{saved}: {}", report.render_text().trim_end()));
+        }
+        if kill {
+            if !quiet {
+                say("mpitrace: --kill-on-hang: ending the job");
+            }
+            // The way a SIGTERM to mpitrace ends the job: passed on to the
+            // launcher, SIGKILL after --kill-after, the journals converted.
+            // SAFETY: kill has no memory preconditions.
+            unsafe { libc::kill(libc::getpid(), libc::SIGTERM) };
+            return;
+        }
+    }
+}

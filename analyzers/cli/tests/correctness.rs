@@ -1,0 +1,239 @@
+//! `mpitrace check --correctness`: each rule finds its planted fault
+//! (tests/c/correctness.c) with the right call site, on Debian's MPICH and
+//! on this project's MPI, and flags nothing in a correct program or the
+//! demo sample (tests/demo/stencil.c).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn scratch(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let d = exe.parent().unwrap().parent().unwrap().join("mpitrace-tests").join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn bin_dir() -> PathBuf {
+    Path::new(env!("CARGO_BIN_EXE_mpitrace")).parent().unwrap().to_path_buf()
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mpi {
+    Mpich,
+    Ours,
+}
+
+fn build(mpi: Mpi) {
+    static SHIM: std::sync::Once = std::sync::Once::new();
+    static OURS: std::sync::Once = std::sync::Once::new();
+    let cargo = |pkgs: &[&str]| {
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(["build", "-q"]);
+        for p in pkgs {
+            cmd.args(["-p", p]);
+        }
+        if bin_dir().ends_with("release") {
+            cmd.arg("--release");
+        }
+        assert!(cmd.status().unwrap().success(), "building {pkgs:?} failed");
+    };
+    SHIM.call_once(|| cargo(&["pmpi-shim"]));
+    if mpi == Mpi::Ours {
+        OURS.call_once(|| cargo(&["mpi-core", "mpi-launcher"]));
+    }
+}
+
+fn source(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(name)
+}
+
+/// `correctness.c:N` of the line holding `marker`.
+fn site(marker: &str) -> String {
+    let text = std::fs::read_to_string(source("tests/c/correctness.c")).unwrap();
+    let n = text.lines().position(|l| l.contains(marker)).unwrap_or_else(|| panic!("no {marker}"));
+    format!("correctness.c:{}", n + 1)
+}
+
+/// Records `src` (built for `mpi`) with `args` on 4 ranks, then runs
+/// `check --correctness`: (exit code, output).
+fn check(mpi: Mpi, src: &str, args: &[&str], record_flags: &[&str]) -> (i32, String) {
+    build(mpi);
+    let dir = scratch(&format!("correctness-{}-{mpi:?}", args.first().unwrap_or(&"demo")));
+    let exe = dir.join("prog");
+    let cc = match mpi {
+        Mpi::Mpich => PathBuf::from("mpicc.mpich"),
+        Mpi::Ours => bin_dir().join("mpicc"),
+    };
+    let st = Command::new(&cc)
+        .env_remove("LD_LIBRARY_PATH")
+        .args(["-O0", "-g", "-Wno-stringop-overflow"])
+        .arg(source(src))
+        .arg("-o")
+        .arg(&exe)
+        .arg("-lm")
+        .status();
+    assert!(st.is_ok_and(|s| s.success()), "compiling {src} with {} failed (Debian package mpich?)", cc.display());
+    let launcher = match mpi {
+        Mpi::Mpich => "mpiexec.mpich".to_string(),
+        Mpi::Ours => bin_dir().join("mpirun").display().to_string(),
+    };
+    let trace = dir.join("trace");
+    let out = Command::new("timeout")
+        .args(["-k", "5", "90"])
+        .arg(env!("CARGO_BIN_EXE_mpitrace"))
+        .args(["record", "-o"])
+        .arg(&trace)
+        .args(record_flags)
+        .args(["--", &launcher, "-n", "4"])
+        .arg(&exe)
+        .args(args)
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(124), "timed out: {}", String::from_utf8_lossy(&out.stderr));
+    let junit = dir.join("junit.xml");
+    let c = Command::new(env!("CARGO_BIN_EXE_mpitrace"))
+        .args(["check", "--correctness", "--color", "never", "--junit"])
+        .arg(&junit)
+        .arg(&trace)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&c.stdout).into_owned();
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("<testsuite") && xml.contains("unsafe-send-cycle"), "{xml}");
+    (c.status.code().unwrap_or(-1), text)
+}
+
+fn failures(text: &str) -> Vec<&str> {
+    text.lines().filter(|l| l.starts_with("FAIL")).collect()
+}
+
+fn send_cycle(mpi: Mpi) {
+    let (code, text) = check(mpi, "tests/c/correctness.c", &["sendcycle"], &[]);
+    assert_eq!(code, 1, "{text}");
+    let f = failures(&text);
+    assert_eq!(f.len(), 1, "{text}");
+    let at = site("@sendcycle");
+    let want = format!(
+        "FAIL unsafe-send-cycle: rank 0 in MPI_Send(to 1, tag 5) at {at}, rank 1 in MPI_Send(to 2, tag 5) at {at}, \
+         rank 2 in MPI_Send(to 3, tag 5) at {at}, rank 3 in MPI_Send(to 0, tag 5) at {at}: each sends before it receives"
+    );
+    assert!(f[0].starts_with(&want), "{text}");
+}
+
+fn count_differs(mpi: Mpi) {
+    // MPICH hangs in this reduction: the hang watcher ends it, and the
+    // killed trace is checked.
+    let (code, text) = check(mpi, "tests/c/correctness.c", &["count"], &["--hang-after", "2", "--kill-on-hang"]);
+    assert_eq!(code, 1, "{text}");
+    let f = failures(&text);
+    assert_eq!(f.len(), 1, "{text}");
+    assert!(
+        f[0].contains("collective-mismatch: collective #1 on WORLD (MPI_Allreduce): the counts differ: ranks 0-2 give 16 bytes; rank 3 gives 8 bytes"),
+        "{text}"
+    );
+    assert!(f[0].contains(&site("@count")), "{text}");
+}
+
+fn any_source(mpi: Mpi) {
+    let (code, text) = check(mpi, "tests/c/correctness.c", &["anysource"], &[]);
+    assert_eq!(code, 1, "{text}");
+    let f = failures(&text);
+    // The first two receives had a rival pending; the last had none.
+    assert_eq!(f.len(), 2, "{text}");
+    let at = site("@anysource");
+    for l in &f {
+        assert!(
+            l.starts_with(&format!(
+                "FAIL any-source-race: rank 0: MPI_Recv(from any, tag 4) at {at} matched the message of rank "
+            )),
+            "{text}"
+        );
+        assert!(l.contains("pending too: which one it gets depends on timing"), "{text}");
+    }
+}
+
+fn types(mpi: Mpi) {
+    let (code, text) = check(mpi, "tests/c/correctness.c", &["types"], &[]);
+    assert_eq!(code, 1, "{text}");
+    let f = failures(&text);
+    assert_eq!(f.len(), 1, "{text}");
+    let want = format!(
+        "FAIL type-mismatch: rank 1: MPI_Recv(from 0, tag 8) at {} received as MPI_INT a message rank 0 sent as MPI_DOUBLE (MPI_Send at {})",
+        site("@types-recv"),
+        site("@types-send")
+    );
+    assert_eq!(f[0], want, "{text}");
+}
+
+fn leaks(mpi: Mpi) {
+    let (code, text) = check(mpi, "tests/c/correctness.c", &["leak"], &[]);
+    assert_eq!(code, 1, "{text}");
+    let f = failures(&text);
+    let reqs: Vec<&&str> = f.iter().filter(|l| l.contains("request-not-completed")).collect();
+    let comms: Vec<&&str> = f.iter().filter(|l| l.contains("communicator-not-freed")).collect();
+    assert_eq!((reqs.len(), comms.len(), f.len()), (4, 4, 8), "{text}");
+    assert!(
+        reqs[1].contains(&format!("rank 1: the request of MPI_Isend(to 2, tag 9) at {}", site("@leak-request"))),
+        "{text}"
+    );
+    assert!(comms[2].contains(&format!("made by MPI_Comm_dup at {} was not freed", site("@leak-comm"))), "{text}");
+}
+
+fn correct_programs(mpi: Mpi) {
+    let (code, text) = check(mpi, "tests/c/correctness.c", &["ok"], &[]);
+    assert_eq!((code, failures(&text).len()), (0, 0), "{text}");
+    assert_eq!(text.lines().filter(|l| l.starts_with("PASS")).count(), 6, "{text}");
+    let (code, text) = check(mpi, "../../tests/demo/stencil.c", &[], &[]);
+    assert_eq!((code, failures(&text).len()), (0, 0), "{text}");
+}
+
+#[test]
+fn unsafe_send_cycle_mpich() {
+    send_cycle(Mpi::Mpich);
+}
+#[test]
+fn unsafe_send_cycle_ours() {
+    send_cycle(Mpi::Ours);
+}
+#[test]
+fn collective_count_differs_mpich() {
+    count_differs(Mpi::Mpich);
+}
+#[test]
+fn collective_count_differs_ours() {
+    count_differs(Mpi::Ours);
+}
+#[test]
+fn any_source_race_mpich() {
+    any_source(Mpi::Mpich);
+}
+#[test]
+fn any_source_race_ours() {
+    any_source(Mpi::Ours);
+}
+#[test]
+fn type_mismatch_mpich() {
+    types(Mpi::Mpich);
+}
+#[test]
+fn type_mismatch_ours() {
+    types(Mpi::Ours);
+}
+#[test]
+fn requests_and_communicators_left_mpich() {
+    leaks(Mpi::Mpich);
+}
+#[test]
+fn requests_and_communicators_left_ours() {
+    leaks(Mpi::Ours);
+}
+#[test]
+fn no_false_positives_mpich() {
+    correct_programs(Mpi::Mpich);
+}
+#[test]
+fn no_false_positives_ours() {
+    correct_programs(Mpi::Ours);
+}
