@@ -109,7 +109,7 @@ mod tests {
         assert_eq!(t[1].1, "0.1 ms");
         // A trace starting at 768 s of the clock is labelled from 0.
         let t = ticks(&TimeView::new(768e9, 768e9 + 1e6), 1000.0, 100.0, 768e9);
-        assert_eq!((t[0].0, t[0].1.as_str(), t[1].1.as_str()), (0.0, "0 ms", "0.1 ms"));
+        assert_eq!((t[0].0, t[0].1.as_str(), t[1].1.as_str()), (0.0, "0.0 ms", "0.1 ms"));
         assert_eq!(fmt_at(1.5e6, 5e5), "1.5 ms");
     }
 }

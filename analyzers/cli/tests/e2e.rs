@@ -385,6 +385,13 @@ fn bad_input_is_a_clear_error() {
     let out = run(&["report", dir.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a trace directory"));
+    // The viewers fail before opening anything (no DISPLAY is needed to see it).
+    for args in [&["gui", "/nonexistent"][..], &["gui", dir.to_str().unwrap(), "--compare", "/nonexistent"]] {
+        let out =
+            Command::new(mpitrace()).args(args).env_remove("DISPLAY").env_remove("WAYLAND_DISPLAY").output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent: no such directory"), "{args:?}");
+    }
 }
 
 #[test]
