@@ -315,13 +315,29 @@ impl RankBuilder {
     }
 
     fn coll<R: RowFields>(&mut self, r: &R, post: u32, done: u32) -> CollEv {
+        // Calls with one count for both buffers record no receive size:
+        // what they receive is what they contribute (every member of
+        // Allreduce, Scan and Exscan; the root of Reduce; the others of Bcast).
+        let recv_bytes = r.recv_bytes().or_else(|| {
+            let name = self.names.names.get(r.name() as usize)?;
+            let base = name.strip_suffix("_c").unwrap_or(name);
+            let base = base.strip_suffix("_init").unwrap_or(base);
+            let base = base.strip_prefix("MPI_I").or(base.strip_prefix("MPI_"))?.to_ascii_lowercase();
+            let is_root = r.root().is_some_and(|root| root == self.data.rank);
+            match base.as_str() {
+                "allreduce" | "scan" | "exscan" => r.bytes(),
+                "reduce" if is_root => r.bytes(),
+                "bcast" if r.root().is_some() && !is_root => r.bytes(),
+                _ => None,
+            }
+        });
         CollEv {
             comm: self.comm(r.comm()),
             seq: r.seq().filter(|&s| (0..NONE as i64).contains(&s)).map(|s| s as u32).unwrap_or(NONE),
             post,
             done,
             bytes: r.bytes().unwrap_or(-1),
-            recv_bytes: r.recv_bytes().unwrap_or(-1),
+            recv_bytes: recv_bytes.unwrap_or(-1),
             root: opt_i32(r.root()),
             op: opt_i32(r.op()),
         }
