@@ -360,6 +360,10 @@ fn generic_body(idx: usize, p: &Procedure) -> String {
             ("COMMUNICATOR", Dir::InOut, false) => {
                 push(&mut setters, handle_read("freeing_comm", &v, "communicator handle"))
             }
+            // A file handle is recorded in `seq` (the analyzers tell files apart by it).
+            ("FILE", Dir::In, false) => push(&mut setters, format!("c.rec.seq = {v} as usize as i64")),
+            ("FILE", Dir::Out, false) => push(&mut output_pointers, output("out_file", &v)),
+            ("FILE", Dir::InOut, false) => push(&mut setters, handle_read("freeing_file", &v, "file handle")),
             ("WINDOW", Dir::In, false) => push(&mut setters, format!("c.win({v})")),
             ("WINDOW", Dir::Out, false) => push(&mut output_pointers, output("out_win", &v)),
             ("WINDOW", Dir::InOut, false) => push(&mut setters, handle_read("freeing_win", &v, "window handle")),

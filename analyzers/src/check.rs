@@ -219,7 +219,7 @@ impl Change {
 /// A diff as a report document (for Markdown and HTML): one row per
 /// metric, those that grew by more than `threshold` marked worse, those
 /// that shrank by more marked better.
-pub fn diff_document(before: &str, after: &str, changes: &[Change], threshold: f64) -> Vec<Block> {
+pub fn diff_document(before: &str, after: &str, changes: &[Change], threshold: f64, warnings: &[String]) -> Vec<Block> {
     let worse = changes.iter().filter(|c| c.relative > threshold).count();
     let mut t = Table::new(&[
         ("metric", Align::Left),
@@ -244,14 +244,14 @@ pub fn diff_document(before: &str, after: &str, changes: &[Change], threshold: f
             (verdict.to_string(), tone),
         ]);
     }
-    vec![
-        Block::Heading(format!("mpitrace diff: {before} -> {after}")),
-        Block::Para(
-            format!("{worse} metrics grew by more than {:.1}%", 100.0 * threshold),
-            if worse > 0 { Tone::Bad } else { Tone::Good },
-        ),
-        Block::Table(t),
-    ]
+    let mut d = vec![Block::Heading(format!("mpitrace diff: {before} -> {after}"))];
+    d.extend(warnings.iter().map(|w| Block::Para(format!("warning: {w}"), Tone::Warn)));
+    d.push(Block::Para(
+        format!("{worse} metrics grew by more than {:.1}%", 100.0 * threshold),
+        if worse > 0 { Tone::Bad } else { Tone::Good },
+    ));
+    d.push(Block::Table(t));
+    d
 }
 
 /// Check outcomes as a report document (for Markdown and HTML).
@@ -272,7 +272,7 @@ pub fn check_document(target: &str, outcomes: &[Outcome]) -> Vec<Block> {
     ]
 }
 
-/// Differences between two reports, largest relative growth first. Metrics
+/// Differences between two reports, largest absolute change first. Metrics
 /// below `floor` in both runs (ns metrics under 1 µs or 1% of the wall
 /// time of the baseline, fractions and byte counts under 0.01) are left
 /// out as noise.
@@ -301,8 +301,39 @@ pub fn diff(before: &Report, after: &Report) -> Vec<Change> {
             });
         }
     }
-    out.sort_by(|x, y| y.relative.total_cmp(&x.relative).then(x.name.cmp(&y.name)));
-    out
+    // Largest absolute change first: relative changes put a metric that
+    // grew from 573 us to 112 ms before MPI time growing by 3 s. Units
+    // compare through the largest value of each (total time, bytes...).
+    let scale = |unit: &str| {
+        out.iter()
+            .filter(|c| c.unit == unit)
+            .map(|c| c.before.abs().max(c.after.abs()))
+            .fold(if unit == "fraction" { 1.0 } else { f64::MIN_POSITIVE }, f64::max)
+    };
+    let scales: Vec<f64> = out.iter().map(|c| scale(&c.unit)).collect();
+    let mut keyed: Vec<(f64, Change)> =
+        out.into_iter().zip(scales).map(|(c, s)| ((c.after - c.before).abs() / s, c)).collect();
+    keyed.sort_by(|(kx, x), (ky, y)| ky.total_cmp(kx).then(x.name.cmp(&y.name)));
+    keyed.into_iter().map(|(_, c)| c).collect()
+}
+
+/// Why two reports may not be comparable: different rank counts,
+/// programs or MPI libraries.
+pub fn diff_warnings(before: &Report, after: &Report) -> Vec<String> {
+    let (a, b) = (&before.trace, &after.trace);
+    let mut w = Vec::new();
+    if a.ranks != b.ranks {
+        w.push(format!("the traces differ in rank count: {} -> {}", a.ranks, b.ranks));
+    }
+    let program = |c: &[String]| c.first().map(|p| p.rsplit('/').next().unwrap_or(p).to_string()).unwrap_or_default();
+    let (pa, pb) = (program(&a.command), program(&b.command));
+    if pa != pb {
+        w.push(format!("the traces are of different programs: {pa} -> {pb}"));
+    }
+    if a.mpi_library != b.mpi_library {
+        w.push(format!("the traces differ in MPI library: {} -> {}", a.mpi_library, b.mpi_library));
+    }
+    w
 }
 
 fn limit(rule: &str, value: f64, max: f64, show: impl Fn(f64) -> String) -> Outcome {
@@ -421,6 +452,43 @@ mod tests {
         assert_eq!(e, "r.toml:3: unknown rule `max_bogus`");
         let e = Rules::parse("max_imbalance = lots\n", "r.toml").unwrap_err().to_string();
         assert!(e.contains("r.toml:1:"), "{e}");
+    }
+
+    #[test]
+    fn diff_puts_the_largest_absolute_change_first_and_warns_of_other_runs() {
+        let run = |mpi: i64, send: i64, ranks: usize, lib: &str, prog: &str| {
+            let mut r = Report::default();
+            r.profile.totals.wall_ns = 5_000_000_000;
+            r.profile.totals.mpi_ns = mpi;
+            r.profile.calls.push(crate::profile::CallProfile {
+                name: "MPI_Send".into(),
+                time_ns: send,
+                ..Default::default()
+            });
+            r.trace.ranks = ranks;
+            r.trace.mpi_library = lib.into();
+            r.trace.command = vec![prog.into(), "-n".into()];
+            r
+        };
+        let a = run(1_100_000_000, 573_000, 4, "MPICH 4.2", "/bin/cg");
+        let b = run(4_030_000_000, 112_000_000, 4, "MPICH 4.2", "./cg");
+        let d = diff(&a, &b);
+        let names: Vec<&str> = d.iter().map(|c| c.name.as_str()).collect();
+        // MPI time grew by 2.93 s (+266%), MPI_Send by 111 ms (+19447%).
+        assert_eq!(&names[..2], ["MPI time", "MPI_Send time"], "{d:?}");
+        assert!(diff_warnings(&a, &b).is_empty(), "{:?}", diff_warnings(&a, &b));
+        let c = run(4_030_000_000, 112_000_000, 8, "Open MPI 5.0", "/bin/stencil");
+        assert_eq!(
+            diff_warnings(&a, &c),
+            [
+                "the traces differ in rank count: 4 -> 8",
+                "the traces are of different programs: cg -> stencil",
+                "the traces differ in MPI library: MPICH 4.2 -> Open MPI 5.0",
+            ]
+        );
+        let doc = diff_document("a", "c", &diff(&a, &c), 0.1, &diff_warnings(&a, &c));
+        let md = crate::report::render_markdown(&doc);
+        assert!(md.contains("warning: the traces differ in rank count: 4 -> 8"), "{md}");
     }
 
     #[test]

@@ -288,6 +288,7 @@ pub struct CallKey {
     name: u16,
     flags: u16,
     site: u32,
+    thread: u16,
     /// The duration when the record's is [`LONG`], else 0.
     long: i64,
 }
@@ -299,7 +300,7 @@ impl Slot for CallKey {
     #[inline]
     fn mix(&self) -> u64 {
         let a = self.name as u64 | (self.flags as u64) << 16 | (self.site as u64) << 32;
-        (a ^ (self.long as u64).rotate_left(29)).wrapping_mul(MIX)
+        (a ^ (self.long as u64).rotate_left(29) ^ (self.thread as u64).rotate_left(13)).wrapping_mul(MIX)
     }
 }
 
@@ -311,7 +312,10 @@ impl Layout for CallLayout {
     fn encode(c: CallEv) -> (CallKey, CallRec) {
         let d = c.t_end.wrapping_sub(c.t_start);
         let (dur, long) = if (0..LONG as i64).contains(&d) { (d as u32, 0) } else { (LONG, d) };
-        (CallKey { name: c.name, flags: c.flags, site: c.site, long }, CallRec { t_start: c.t_start, dur, key: 0 })
+        (
+            CallKey { name: c.name, flags: c.flags, site: c.site, thread: c.thread, long },
+            CallRec { t_start: c.t_start, dur, key: 0 },
+        )
     }
     #[inline]
     fn set_key(r: &mut CallRec, key: u32) {
@@ -321,7 +325,14 @@ impl Layout for CallLayout {
     fn decode(r: &CallRec, table: &[CallKey]) -> CallEv {
         let k = &table[r.key as usize];
         let d = if r.dur == LONG { k.long } else { r.dur as i64 };
-        CallEv { t_start: r.t_start, t_end: r.t_start.wrapping_add(d), name: k.name, flags: k.flags, site: k.site }
+        CallEv {
+            t_start: r.t_start,
+            t_end: r.t_start.wrapping_add(d),
+            name: k.name,
+            flags: k.flags,
+            site: k.site,
+            thread: k.thread,
+        }
     }
 }
 
@@ -348,6 +359,10 @@ impl Calls {
     pub fn kind(&self, k: u32) -> (u16, u16, u32) {
         let e = &self.table[k as usize];
         (e.name, e.flags, e.site)
+    }
+    /// Thread of the calls of kind `k` (panics if out of range).
+    pub fn kind_thread(&self, k: u32) -> u16 {
+        self.table[k as usize].thread
     }
     /// Every call as (kind, start, end), in order: cheaper than
     /// [`Packed::iter`] where a pass sums per kind.
@@ -505,6 +520,7 @@ mod tests {
                 name: if i == 8 { 0 } else { u16::MAX },
                 flags: if i == 9 { u16::MAX } else { 0 },
                 site: if i == 4 { u32::MAX } else { 1 },
+                thread: if i == 3 { 7 } else { 0 },
             })
             .collect();
         let c: Calls = want.iter().copied().collect();
@@ -522,7 +538,7 @@ mod tests {
             .timed_kinds()
             .map(|(k, t_start, t_end)| {
                 let (name, flags, site) = c.kind(k);
-                CallEv { t_start, t_end, name, flags, site }
+                CallEv { t_start, t_end, name, flags, site, thread: c.kind_thread(k) }
             })
             .collect();
         assert_eq!(kinds, want);
@@ -531,18 +547,19 @@ mod tests {
 
     #[test]
     fn calls_set_shift_permute_remap() {
-        let mut c: Calls =
-            (0..5).map(|i| CallEv { t_start: i * 10, t_end: i * 10 + 3, name: 1, flags: 0, site: 7 }).collect();
-        c.set(2, CallEv { t_start: 20, t_end: 20 + (1 << 33), name: 1, flags: 1, site: 7 });
+        let mut c: Calls = (0..5)
+            .map(|i| CallEv { t_start: i * 10, t_end: i * 10 + 3, name: 1, flags: 0, site: 7, thread: 0 })
+            .collect();
+        c.set(2, CallEv { t_start: 20, t_end: 20 + (1 << 33), name: 1, flags: 1, site: 7, thread: 0 });
         c.shift(-5);
-        assert_eq!(c.at(2), CallEv { t_start: 15, t_end: 15 + (1 << 33), name: 1, flags: 1, site: 7 });
+        assert_eq!(c.at(2), CallEv { t_start: 15, t_end: 15 + (1 << 33), name: 1, flags: 1, site: 7, thread: 0 });
         c.permute(&[4, 3, 2, 1, 0]);
         assert_eq!(c.at(0).t_start, 35);
         assert_eq!(c.at(2).t_end, 15 + (1 << 33));
         c.remap(|n| n + 10, |s| s + 100);
         assert!(c.iter().all(|x| x.name == 11 && x.site == 107));
         assert_eq!(c.partition_point(|x| x.t_start > 20), 2);
-        c.push(CallEv { t_start: 99, t_end: 100, name: 11, flags: 0, site: 107 });
+        c.push(CallEv { t_start: 99, t_end: 100, name: 11, flags: 0, site: 107, thread: 0 });
         assert_eq!(c.len(), 6);
         assert_eq!(c.last().map(|x| x.t_end), Some(100));
     }

@@ -4,7 +4,8 @@
 //! DuckDB and the like.
 //!
 //! Chrome/Perfetto:
-//! One process per rank (`pid` = rank, named "rank N"), one track. Every
+//! One process per rank (`pid` = rank, named "rank N"), one track per
+//! thread that made MPI calls (`tid` = the thread's number). Every
 //! MPI call is a complete ("X") event with its arguments; user regions are
 //! begin/end ("B"/"E") events. Every matched message is an arrow: an
 //! instant event at the send's start on the sender and one at the end of
@@ -66,13 +67,25 @@ pub fn write_chrome(m: &Model, mt: &Matching, w: &mut impl Write) -> io::Result<
             "{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{0},\"tid\":0,\"args\":{{\"sort_index\":{0}}}}}",
             r.rank
         )?;
+        let mut threads: Vec<u16> = (0..r.calls.kinds() as u32).map(|k| r.calls.kind_thread(k)).collect();
+        threads.sort_unstable();
+        threads.dedup();
+        for t in threads {
+            sep(w)?;
+            write!(
+                w,
+                "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{t},\"args\":{{\"name\":\"thread {t}\"}}}}",
+                r.rank
+            )?;
+        }
         for c in &r.calls {
             sep(w)?;
             write!(
                 w,
-                "{{\"ph\":\"X\",\"cat\":\"mpi\",\"name\":\"{}\",\"pid\":{},\"tid\":0,\"ts\":{:.3},\"dur\":{:.3},\"args\":{{\"site\":\"{}\"}}}}",
+                "{{\"ph\":\"X\",\"cat\":\"mpi\",\"name\":\"{}\",\"pid\":{},\"tid\":{},\"ts\":{:.3},\"dur\":{:.3},\"args\":{{\"site\":\"{}\"}}}}",
                 names[c.name as usize],
                 r.rank,
+                c.thread,
                 us(c.t_start),
                 (c.t_end - c.t_start) as f64 / 1000.0,
                 m.site_label(c.site)
@@ -95,19 +108,25 @@ pub fn write_chrome(m: &Model, mt: &Matching, w: &mut impl Write) -> io::Result<
         let Some(end) = msg.recv_end else { continue };
         let (src, d) = (msg.send.rank, msg.recv.rank);
         let send = &m.ranks[src as usize].sends.at(msg.send.idx as usize);
+        // The threads of the call that posted the send and of the one
+        // that completed the receive.
+        let thread_of =
+            |rank: u32, call: u32| m.ranks[rank as usize].calls.get(call as usize).map(|c| c.thread).unwrap_or(0);
+        let (ts_tid, tr_tid) =
+            (thread_of(src, send.post), thread_of(d, m.ranks[d as usize].recvs.at(msg.recv.idx as usize).done));
         let ts = us(msg.send_start);
         let tr = us(end).max(ts);
         n.messages += 1;
         let id = n.messages;
         let args = format!("{{\"bytes\":{},\"tag\":{},\"from\":{src},\"to\":{d}}}", send.bytes, send.tag);
         sep(w)?;
-        write!(w, "{{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"message\",\"name\":\"send\",\"pid\":{src},\"tid\":0,\"ts\":{ts:.3},\"args\":{args}}}")?;
+        write!(w, "{{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"message\",\"name\":\"send\",\"pid\":{src},\"tid\":{ts_tid},\"ts\":{ts:.3},\"args\":{args}}}")?;
         sep(w)?;
-        write!(w, "{{\"ph\":\"s\",\"cat\":\"message\",\"name\":\"message\",\"id\":{id},\"pid\":{src},\"tid\":0,\"ts\":{ts:.3}}}")?;
+        write!(w, "{{\"ph\":\"s\",\"cat\":\"message\",\"name\":\"message\",\"id\":{id},\"pid\":{src},\"tid\":{ts_tid},\"ts\":{ts:.3}}}")?;
         sep(w)?;
-        write!(w, "{{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"message\",\"name\":\"recv\",\"pid\":{d},\"tid\":0,\"ts\":{tr:.3},\"args\":{args}}}")?;
+        write!(w, "{{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"message\",\"name\":\"recv\",\"pid\":{d},\"tid\":{tr_tid},\"ts\":{tr:.3},\"args\":{args}}}")?;
         sep(w)?;
-        write!(w, "{{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"message\",\"name\":\"message\",\"id\":{id},\"pid\":{d},\"tid\":0,\"ts\":{tr:.3}}}")?;
+        write!(w, "{{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"message\",\"name\":\"message\",\"id\":{id},\"pid\":{d},\"tid\":{tr_tid},\"ts\":{tr:.3}}}")?;
     }
     w.write_all(b"\n]}\n")?;
     Ok(n)

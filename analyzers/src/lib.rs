@@ -12,6 +12,8 @@
 //!   Barrier, Late Broadcast, Early Reduce;
 //! - [`matrix`]: bytes and messages between every pair of ranks;
 //! - [`critical_path`]: the critical path and who contributes to it;
+//! - [`iorma`]: MPI-IO per file and kind of access, one-sided communication
+//!   per target and window, epochs and synchronization;
 //! - [`report`]: all of the above together, as text, Markdown or JSON;
 //! - [`html`]: the same as one self-contained HTML page with plots;
 //! - [`check`]: CI rules and baseline comparison;
@@ -29,6 +31,7 @@ pub mod critical_path;
 pub mod export;
 pub mod hang;
 pub mod html;
+pub mod iorma;
 pub mod live;
 pub mod load;
 pub mod matching;

@@ -18,8 +18,8 @@ use trace_format::record::{flags, Kind};
 use trace_format::{layout, Event, Meta};
 
 use crate::model::{
-    call_flags, classify, CallEv, Class, CollEv, CommDesc, Interner, Location, Model, P2p, Problem, RankData, RegionEv,
-    Site, NONE,
+    call_flags, classify, CallEv, Class, CollEv, CommDesc, Interner, Location, Model, OpEv, P2p, Problem, RankData,
+    RegionEv, Site, NONE, NO_HANDLE,
 };
 use crate::{Error, FastMap};
 
@@ -192,6 +192,8 @@ pub struct RankBuilder {
     data: RankData,
     names: Interner,
     classes: Vec<Class>,
+    /// Per name id: an MPI-IO or one-sided call (kept as an [`OpEv`]).
+    op_names: Vec<bool>,
     site_addrs: Vec<u64>,
     site_ids: FastMap<u64, u32>,
     /// Recently seen sites: (address, index), by a hash of the address.
@@ -227,6 +229,7 @@ impl RankBuilder {
             data: RankData::new(rank, completeness),
             names: Interner::default(),
             classes: Vec::new(),
+            op_names: Vec::new(),
             site_addrs: Vec::new(),
             site_ids: FastMap::default(),
             site_cache: [(0, NONE); SITE_CACHE],
@@ -260,6 +263,7 @@ impl RankBuilder {
         let id = self.names.id(name);
         if id as usize == self.classes.len() {
             self.classes.push(classify(name));
+            self.op_names.push(crate::iorma::is_op(name));
         }
         id
     }
@@ -311,13 +315,29 @@ impl RankBuilder {
     }
 
     fn coll<R: RowFields>(&mut self, r: &R, post: u32, done: u32) -> CollEv {
+        // Calls with one count for both buffers record no receive size:
+        // what they receive is what they contribute (every member of
+        // Allreduce, Scan and Exscan; the root of Reduce; the others of Bcast).
+        let recv_bytes = r.recv_bytes().or_else(|| {
+            let name = self.names.names.get(r.name() as usize)?;
+            let base = name.strip_suffix("_c").unwrap_or(name);
+            let base = base.strip_suffix("_init").unwrap_or(base);
+            let base = base.strip_prefix("MPI_I").or(base.strip_prefix("MPI_"))?.to_ascii_lowercase();
+            let is_root = r.root().is_some_and(|root| root == self.data.rank);
+            match base.as_str() {
+                "allreduce" | "scan" | "exscan" => r.bytes(),
+                "reduce" if is_root => r.bytes(),
+                "bcast" if r.root().is_some() && !is_root => r.bytes(),
+                _ => None,
+            }
+        });
         CollEv {
             comm: self.comm(r.comm()),
             seq: r.seq().filter(|&s| (0..NONE as i64).contains(&s)).map(|s| s as u32).unwrap_or(NONE),
             post,
             done,
             bytes: r.bytes().unwrap_or(-1),
-            recv_bytes: r.recv_bytes().unwrap_or(-1),
+            recv_bytes: recv_bytes.unwrap_or(-1),
             root: opt_i32(r.root()),
             op: opt_i32(r.op()),
         }
@@ -374,8 +394,19 @@ impl RankBuilder {
             name: r.name(),
             flags: fl,
             site,
+            thread: r.thread().clamp(0, u16::MAX as i32) as u16,
         });
         self.last_call.set(r.thread(), idx);
+        if self.op_names.get(r.name() as usize).copied().unwrap_or(false) {
+            let comm = self.comm(r.comm());
+            self.data.ops.push(OpEv {
+                call: idx,
+                bytes: r.bytes().unwrap_or(-1),
+                peer: r.peer().unwrap_or(i32::MIN),
+                comm,
+                handle: r.seq().unwrap_or(NO_HANDLE),
+            });
+        }
         let blocking_done = if r.t_end().is_some() { idx } else { NONE };
         let register = |b: &mut RankBuilder, kind: ReqKind, entity: u32| {
             if let Some(q) = r.request() {
@@ -528,6 +559,10 @@ impl RankBuilder {
                 c.post = map(c.post);
                 c.done = map(c.done);
             }
+            for o in &mut self.data.ops {
+                o.call = map(o.call);
+            }
+            self.data.ops.sort_by_key(|o| o.call);
         }
         self.data.calls.seal();
         self.data.sends.seal();
@@ -568,6 +603,9 @@ impl Remap {
         d.recvs.remap_comms(remap);
         for c in &mut d.colls {
             c.comm = remap(c.comm);
+        }
+        for o in &mut d.ops {
+            o.comm = remap(o.comm);
         }
     }
 }

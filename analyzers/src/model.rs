@@ -52,6 +52,9 @@ pub struct CallEv {
     pub flags: u16,
     /// Index into [`Model::sites`].
     pub site: u32,
+    /// Thread of the rank that made the call (its journal's number; 0 is
+    /// the thread that initialized MPI).
+    pub thread: u16,
 }
 
 impl CallEv {
@@ -99,6 +102,27 @@ pub struct CollEv {
     pub op: i32,
 }
 
+/// An MPI-IO or one-sided call (`MPI_File_*`, `MPI_Win_*`, `MPI_Put`...)
+/// with what its [`CallEv`] does not keep (see [`crate::iorma`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpEv {
+    /// Index into the rank's calls.
+    pub call: u32,
+    /// Bytes read, written, put or got by this process; negative if unknown.
+    pub bytes: i64,
+    /// Target of a one-sided operation as world rank; negative if none.
+    pub peer: i32,
+    /// Communicator of the file or window (index into [`Model::comms`]),
+    /// or [`NONE`].
+    pub comm: u32,
+    /// The file or window handle the process used (reused after a close or
+    /// free), or [`NO_HANDLE`] when the trace did not record it.
+    pub handle: i64,
+}
+
+/// [`OpEv::handle`] not recorded.
+pub const NO_HANDLE: i64 = i64::MIN;
+
 /// A user region mark.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RegionEv {
@@ -117,6 +141,8 @@ pub struct RankData {
     pub sends: Ends,
     pub recvs: Ends,
     pub colls: Vec<CollEv>,
+    /// MPI-IO and one-sided calls, in call order.
+    pub ops: Vec<OpEv>,
     pub regions: Vec<RegionEv>,
     /// Rows of the trace read for this rank (calls, completions, regions).
     pub rows: u64,
@@ -131,6 +157,7 @@ impl RankData {
             sends: Ends::default(),
             recvs: Ends::default(),
             colls: Vec::new(),
+            ops: Vec::new(),
             regions: Vec::new(),
             rows: 0,
         }

@@ -5,8 +5,9 @@
 //! time with `dlopen`, so nothing is needed to build and only this export
 //! needs the library. What is written:
 //!
-//! - one location per rank (a CPU thread in a process location group under
-//!   a system-tree node per host);
+//! - one location per thread of a rank (CPU threads in a process location
+//!   group under a system-tree node per host; the rank's number for its
+//!   thread 0, which MPI ranks of communicators refer to);
 //! - a region per MPI call name (paradigm MPI, role point-to-point, barrier
 //!   or collective by the call) and per user region (paradigm user);
 //! - per call `Enter` at its start and `Leave` at its end; inside it
@@ -270,6 +271,23 @@ fn recv_request(i: u32) -> u64 {
     (1 << 40) + i as u64
 }
 
+/// The threads of a rank that made calls, in order (the first at least).
+fn threads_of(r: &crate::model::RankData) -> Vec<u16> {
+    let mut t: Vec<u16> = (0..r.calls.kinds() as u32).map(|k| r.calls.kind_thread(k)).collect();
+    t.sort_unstable();
+    t.dedup();
+    if t.is_empty() {
+        t.push(0);
+    }
+    t
+}
+
+/// The OTF2 location of a thread of a rank: the rank's number for its
+/// first thread (the locations MPI ranks refer to), above 2^32 for others.
+fn location(rank: i32, thread: u16) -> u64 {
+    rank as u32 as u64 | (thread as u64) << 32
+}
+
 /// Counts of what was written.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Written {
@@ -347,13 +365,9 @@ fn write_archive(lib: &Lib, archive: *mut Archive, m: &Model, now: &std::cell::C
         }
         (world, if peer >= 0 { peer as u32 } else { UNDEFINED })
     };
-    let mut counts = vec![0u64; m.ranks.len()];
+    // Events per location: (rank, thread, events).
+    let mut counts: Vec<(i32, u16, u64)> = Vec::new();
     for r in &m.ranks {
-        // SAFETY: the archive is open with its event files.
-        let w = unsafe { (lib.get_evt_writer)(archive, r.rank as u64) };
-        if w.is_null() {
-            return Err(otf2_error(format!("no event writer for rank {}", r.rank)));
-        }
         let mut inner: Vec<(u32, Inner)> = Vec::new();
         for (i, s) in r.sends.iter().enumerate() {
             if s.peer >= 0 && s.post != NONE {
@@ -378,137 +392,158 @@ fn write_archive(lib: &Lib, archive: *mut Archive, m: &Model, now: &std::cell::C
             }
         }
         inner.sort_unstable();
-        let mut next_inner = 0;
-        let mut marks = r.regions.iter().peekable();
-        let mut last = 0u64;
-        let mut n = 0u64;
-        let stamp = |t: i64, last: &mut u64| -> u64 {
-            let v = ((t - t0).max(0) as u64).max(*last);
-            *last = v;
-            now.set(v);
-            v
-        };
-        let null = std::ptr::null_mut();
-        for (ci, c) in r.calls.iter().enumerate() {
-            while let Some(g) = marks.next_if(|g| g.t <= c.t_start) {
+        let threads = threads_of(r);
+        for &th in &threads {
+            let loc = location(r.rank, th);
+            // SAFETY: the archive is open with its event files.
+            let w = unsafe { (lib.get_evt_writer)(archive, loc) };
+            if w.is_null() {
+                return Err(otf2_error(format!("no event writer for rank {} thread {th}", r.rank)));
+            }
+            let mut next_inner = 0;
+            // User regions are marked by the thread that initialized MPI (the
+            // trace does not say by which).
+            let mut marks = r.regions.iter().filter(|_| th == threads[0]).peekable();
+            let mut last = 0u64;
+            let mut n = 0u64;
+            let stamp = |t: i64, last: &mut u64| -> u64 {
+                let v = ((t - t0).max(0) as u64).max(*last);
+                *last = v;
+                now.set(v);
+                v
+            };
+            let null = std::ptr::null_mut();
+            for (ci, c) in r.calls.iter().enumerate() {
+                if c.thread != th {
+                    continue;
+                }
+                while inner.get(next_inner).is_some_and(|e| (e.0 as usize) < ci) {
+                    next_inner += 1;
+                }
+                while let Some(g) = marks.next_if(|g| g.t <= c.t_start) {
+                    let t = stamp(g.t, &mut last);
+                    let f = if g.begin { lib.enter } else { lib.leave };
+                    // SAFETY: `w` is this rank's open event writer.
+                    ok("OTF2_EvtWriter_Enter/Leave", unsafe { f(w, null, t, g.name as u32) })?;
+                    n += 1;
+                }
+                let t = stamp(c.t_start, &mut last);
+                // SAFETY: `w` is this rank's open event writer.
+                ok("OTF2_EvtWriter_Enter", unsafe { (lib.enter)(w, null, t, c.name as u32) })?;
+                n += 1;
+                while let Some(&(call, what)) = inner.get(next_inner) {
+                    if call as usize != ci {
+                        break;
+                    }
+                    next_inner += 1;
+                    match what {
+                        Inner::Send(i) => {
+                            let p = &r.sends.at(i as usize);
+                            let (comm, to) = place(p.comm, p.peer);
+                            let t = stamp(c.t_start, &mut last);
+                            let (tag, len) = (p.tag as u32, p.bytes.max(0) as u64);
+                            if p.done == p.post {
+                                // SAFETY: `w` is this rank's open event writer.
+                                ok("OTF2_EvtWriter_MpiSend", unsafe {
+                                    (lib.mpi_send)(w, null, t, to, comm, tag, len)
+                                })?;
+                            } else {
+                                // SAFETY: `w` is this rank's open event writer.
+                                ok("OTF2_EvtWriter_MpiIsend", unsafe {
+                                    (lib.mpi_isend)(w, null, t, to, comm, tag, len, send_request(i))
+                                })?;
+                            }
+                            out.messages += 1;
+                        }
+                        Inner::IsendComplete(i) => {
+                            let t = stamp(c.t_end, &mut last);
+                            // SAFETY: `w` is this rank's open event writer.
+                            ok("OTF2_EvtWriter_MpiIsendComplete", unsafe {
+                                (lib.mpi_isend_complete)(w, null, t, send_request(i))
+                            })?;
+                        }
+                        Inner::IrecvRequest(i) => {
+                            let t = stamp(c.t_start, &mut last);
+                            // SAFETY: `w` is this rank's open event writer.
+                            ok("OTF2_EvtWriter_MpiIrecvRequest", unsafe {
+                                (lib.mpi_irecv_request)(w, null, t, recv_request(i))
+                            })?;
+                        }
+                        Inner::Recv(i) => {
+                            let p = &r.recvs.at(i as usize);
+                            let (comm, from) = place(p.comm, p.peer);
+                            let t = stamp(c.t_end, &mut last);
+                            let (tag, len) = (p.tag as u32, p.bytes.max(0) as u64);
+                            if p.done == p.post {
+                                // SAFETY: `w` is this rank's open event writer.
+                                ok("OTF2_EvtWriter_MpiRecv", unsafe {
+                                    (lib.mpi_recv)(w, null, t, from, comm, tag, len)
+                                })?;
+                            } else {
+                                // SAFETY: `w` is this rank's open event writer.
+                                ok("OTF2_EvtWriter_MpiIrecv", unsafe {
+                                    (lib.mpi_irecv)(w, null, t, from, comm, tag, len, recv_request(i))
+                                })?;
+                            }
+                        }
+                        Inner::CollBegin(_) => {
+                            let t = stamp(c.t_start, &mut last);
+                            // SAFETY: `w` is this rank's open event writer.
+                            ok("OTF2_EvtWriter_MpiCollectiveBegin", unsafe { (lib.coll_begin)(w, null, t) })?;
+                        }
+                        Inner::CollEnd(i) => {
+                            let k = &r.colls[i as usize];
+                            let op = coll_op(m.name(r.calls.at(k.post as usize).name));
+                            let comm = if known(k.comm) { k.comm } else { world };
+                            let root = if k.root >= 0 { place(k.comm, k.root).1 } else { UNDEFINED };
+                            let t = stamp(c.t_end, &mut last);
+                            // SAFETY: `w` is this rank's open event writer.
+                            ok("OTF2_EvtWriter_MpiCollectiveEnd", unsafe {
+                                (lib.coll_end)(
+                                    w,
+                                    null,
+                                    t,
+                                    op,
+                                    comm,
+                                    root,
+                                    k.bytes.max(0) as u64,
+                                    k.recv_bytes.max(0) as u64,
+                                )
+                            })?;
+                            out.collectives += 1;
+                        }
+                    }
+                    n += 1;
+                }
+                let t = stamp(c.t_end, &mut last);
+                // SAFETY: `w` is this rank's open event writer.
+                ok("OTF2_EvtWriter_Leave", unsafe { (lib.leave)(w, null, t, c.name as u32) })?;
+                n += 1;
+            }
+            for g in marks {
                 let t = stamp(g.t, &mut last);
                 let f = if g.begin { lib.enter } else { lib.leave };
                 // SAFETY: `w` is this rank's open event writer.
                 ok("OTF2_EvtWriter_Enter/Leave", unsafe { f(w, null, t, g.name as u32) })?;
                 n += 1;
             }
-            let t = stamp(c.t_start, &mut last);
-            // SAFETY: `w` is this rank's open event writer.
-            ok("OTF2_EvtWriter_Enter", unsafe { (lib.enter)(w, null, t, c.name as u32) })?;
-            n += 1;
-            while let Some(&(call, what)) = inner.get(next_inner) {
-                if call as usize != ci {
-                    break;
-                }
-                next_inner += 1;
-                match what {
-                    Inner::Send(i) => {
-                        let p = &r.sends.at(i as usize);
-                        let (comm, to) = place(p.comm, p.peer);
-                        let t = stamp(c.t_start, &mut last);
-                        let (tag, len) = (p.tag as u32, p.bytes.max(0) as u64);
-                        if p.done == p.post {
-                            // SAFETY: `w` is this rank's open event writer.
-                            ok("OTF2_EvtWriter_MpiSend", unsafe { (lib.mpi_send)(w, null, t, to, comm, tag, len) })?;
-                        } else {
-                            // SAFETY: `w` is this rank's open event writer.
-                            ok("OTF2_EvtWriter_MpiIsend", unsafe {
-                                (lib.mpi_isend)(w, null, t, to, comm, tag, len, send_request(i))
-                            })?;
-                        }
-                        out.messages += 1;
-                    }
-                    Inner::IsendComplete(i) => {
-                        let t = stamp(c.t_end, &mut last);
-                        // SAFETY: `w` is this rank's open event writer.
-                        ok("OTF2_EvtWriter_MpiIsendComplete", unsafe {
-                            (lib.mpi_isend_complete)(w, null, t, send_request(i))
-                        })?;
-                    }
-                    Inner::IrecvRequest(i) => {
-                        let t = stamp(c.t_start, &mut last);
-                        // SAFETY: `w` is this rank's open event writer.
-                        ok("OTF2_EvtWriter_MpiIrecvRequest", unsafe {
-                            (lib.mpi_irecv_request)(w, null, t, recv_request(i))
-                        })?;
-                    }
-                    Inner::Recv(i) => {
-                        let p = &r.recvs.at(i as usize);
-                        let (comm, from) = place(p.comm, p.peer);
-                        let t = stamp(c.t_end, &mut last);
-                        let (tag, len) = (p.tag as u32, p.bytes.max(0) as u64);
-                        if p.done == p.post {
-                            // SAFETY: `w` is this rank's open event writer.
-                            ok("OTF2_EvtWriter_MpiRecv", unsafe { (lib.mpi_recv)(w, null, t, from, comm, tag, len) })?;
-                        } else {
-                            // SAFETY: `w` is this rank's open event writer.
-                            ok("OTF2_EvtWriter_MpiIrecv", unsafe {
-                                (lib.mpi_irecv)(w, null, t, from, comm, tag, len, recv_request(i))
-                            })?;
-                        }
-                    }
-                    Inner::CollBegin(_) => {
-                        let t = stamp(c.t_start, &mut last);
-                        // SAFETY: `w` is this rank's open event writer.
-                        ok("OTF2_EvtWriter_MpiCollectiveBegin", unsafe { (lib.coll_begin)(w, null, t) })?;
-                    }
-                    Inner::CollEnd(i) => {
-                        let k = &r.colls[i as usize];
-                        let op = coll_op(m.name(r.calls.at(k.post as usize).name));
-                        let comm = if known(k.comm) { k.comm } else { world };
-                        let root = if k.root >= 0 { place(k.comm, k.root).1 } else { UNDEFINED };
-                        let t = stamp(c.t_end, &mut last);
-                        // SAFETY: `w` is this rank's open event writer.
-                        ok("OTF2_EvtWriter_MpiCollectiveEnd", unsafe {
-                            (lib.coll_end)(
-                                w,
-                                null,
-                                t,
-                                op,
-                                comm,
-                                root,
-                                k.bytes.max(0) as u64,
-                                k.recv_bytes.max(0) as u64,
-                            )
-                        })?;
-                        out.collectives += 1;
-                    }
-                }
-                n += 1;
-            }
-            let t = stamp(c.t_end, &mut last);
-            // SAFETY: `w` is this rank's open event writer.
-            ok("OTF2_EvtWriter_Leave", unsafe { (lib.leave)(w, null, t, c.name as u32) })?;
-            n += 1;
+            // SAFETY: `w` came from this archive and is closed once.
+            ok("OTF2_Archive_CloseEvtWriter", unsafe { (lib.close_evt_writer)(archive, w) })?;
+            counts.push((r.rank, th, n));
+            out.events += n;
+            out.locations += 1;
         }
-        for g in marks {
-            let t = stamp(g.t, &mut last);
-            let f = if g.begin { lib.enter } else { lib.leave };
-            // SAFETY: `w` is this rank's open event writer.
-            ok("OTF2_EvtWriter_Enter/Leave", unsafe { f(w, null, t, g.name as u32) })?;
-            n += 1;
-        }
-        // SAFETY: `w` came from this archive and is closed once.
-        ok("OTF2_Archive_CloseEvtWriter", unsafe { (lib.close_evt_writer)(archive, w) })?;
-        counts[r.rank as usize] = n;
-        out.events += n;
-        out.locations += 1;
     }
     // SAFETY: the archive is open with its event files, all writers closed.
     ok("OTF2_Archive_CloseEvtFiles", unsafe { (lib.close_evt_files)(archive) })?;
     // Empty local definitions per location (readers expect the files).
     // SAFETY: the archive is open.
     ok("OTF2_Archive_OpenDefFiles", unsafe { (lib.open_def_files)(archive) })?;
-    for r in &m.ranks {
+    for &(rank, th, _) in &counts {
         // SAFETY: the archive is open with its definition files.
-        let d = unsafe { (lib.get_def_writer)(archive, r.rank as u64) };
+        let d = unsafe { (lib.get_def_writer)(archive, location(rank, th)) };
         if d.is_null() {
-            return Err(otf2_error(format!("no definition writer for rank {}", r.rank)));
+            return Err(otf2_error(format!("no definition writer for rank {rank} thread {th}")));
         }
         // SAFETY: `d` came from this archive and is closed once.
         ok("OTF2_Archive_CloseDefWriter", unsafe { (lib.close_def_writer)(archive, d) })?;
@@ -581,11 +616,11 @@ fn write_archive(lib: &Lib, archive: *mut Archive, m: &Model, now: &std::cell::C
             (lib.location_group)(g, r.rank as u32, s, 1, parent, UNDEFINED)
         })?;
     }
-    for r in &m.ranks {
-        let s = string(&format!("rank {} thread 0", r.rank))?;
+    for &(rank, th, n) in &counts {
+        let s = string(&format!("rank {rank} thread {th}"))?;
         // SAFETY: `g` is the open global definition writer (CPU thread type 1).
         ok("OTF2_GlobalDefWriter_WriteLocation", unsafe {
-            (lib.location)(g, r.rank as u64, s, 1, counts[r.rank as usize], r.rank as u32)
+            (lib.location)(g, location(rank, th), s, 1, n, rank as u32)
         })?;
     }
     // Groups: 0 = every location (the MPI ranks), then one per communicator.

@@ -5,7 +5,10 @@
 //! `MPI_Init` to the start of `MPI_Finalize` (the first and last call when
 //! those are missing, as in a crashed run), as mpiP does, so that start-up
 //! and tear-down do not drown the application. Call durations are clipped
-//! to the window. Bytes are those sent (sends, collective contributions) or
+//! to the window, except those of `MPI_Init` and `MPI_Finalize`, which the
+//! calls table gives whole. A rank's MPI time is the union of its calls'
+//! intervals (with `MPI_THREAD_MULTIPLE` calls of threads overlap); each
+//! thread's MPI and compute time add up to the window. Bytes are those sent (sends, collective contributions) or
 //! received (receives, from the status).
 
 use std::collections::HashMap;
@@ -29,6 +32,21 @@ pub struct RankProfile {
     pub calls: u64,
     /// "complete", "partial: reason" or "missing".
     pub state: String,
+    /// Per thread, when more than one thread made MPI calls.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub threads: Vec<ThreadProfile>,
+}
+
+/// Time of one thread of a rank, over the rank's window: its MPI and
+/// compute time add up to the window.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ThreadProfile {
+    /// Thread number (0: the thread that initialized MPI).
+    pub thread: u16,
+    pub calls: u64,
+    pub mpi_ns: i64,
+    pub compute_ns: i64,
+    pub mpi_fraction: f64,
 }
 
 /// Totals over all ranks.
@@ -55,7 +73,7 @@ pub struct CallProfile {
     pub count: u64,
     pub time_ns: i64,
     pub bytes: i64,
-    /// Share of all MPI time.
+    /// Share of the time in all calls.
     pub mpi_share: f64,
     /// Over the ranks that made the call.
     pub ranks: usize,
@@ -219,18 +237,54 @@ fn rank_profile(m: &Model, r: &RankData) -> RankAcc {
     // Count and time per kind of call (a rank has a dozen), then per name
     // and per site.
     let mut per_kind = vec![(0u64, 0i64); kinds.len()];
+    // MPI_Init and MPI_Finalize lie outside the window: they count whole
+    // in the calls table, and not in the rank's MPI time.
+    let edge: Vec<bool> =
+        kinds.iter().map(|k| matches!(m.name(k.0), "MPI_Init" | "MPI_Init_thread" | "MPI_Finalize")).collect();
+    let thread_of: Vec<u16> = (0..kinds.len() as u32).map(|k| r.calls.kind_thread(k)).collect();
+    // The rank's MPI time is the union of its calls' intervals: calls of
+    // several threads overlap, and a rank is in MPI while any thread is.
+    let mut union = Union::default();
+    let mut threads: Vec<(u16, Union)> = Vec::new();
     for (k, t0, t1) in r.calls.timed_kinds() {
-        let d = (t1.min(hi) - t0.max(lo)).max(0);
-        let e = &mut per_kind[k as usize];
+        let k = k as usize;
+        let e = &mut per_kind[k];
         e.0 += 1;
-        e.1 += d;
+        if edge[k] {
+            e.1 += (t1 - t0).max(0);
+            continue;
+        }
+        let (a, b) = (t0.max(lo), t1.min(hi));
+        e.1 += (b - a).max(0);
+        union.add(a, b);
+        let th = thread_of[k];
+        let i = match threads.iter().position(|t| t.0 == th) {
+            Some(i) => i,
+            None => {
+                threads.push((th, Union::default()));
+                threads.len() - 1
+            }
+        };
+        threads[i].1.add(a, b);
     }
-    let mut mpi = 0i64;
+    if threads.len() > 1 {
+        threads.sort_by_key(|t| t.0);
+        acc.rank.threads = threads
+            .iter()
+            .map(|(th, u)| ThreadProfile {
+                thread: *th,
+                calls: u.calls,
+                mpi_ns: u.total,
+                compute_ns: (hi - lo - u.total).max(0),
+                mpi_fraction: if hi > lo { u.total as f64 / (hi - lo) as f64 } else { 0.0 },
+            })
+            .collect();
+    }
+    let mpi = union.total;
     for (&(name, _, site), &(count, time)) in kinds.iter().zip(&per_kind) {
         if count == 0 {
             continue;
         }
-        mpi += time;
         let a = &mut acc.calls[name as usize];
         a.count += count;
         a.time += time;
@@ -254,6 +308,9 @@ fn rank_profile(m: &Model, r: &RankData) -> RankAcc {
     }
     for s in &r.recvs {
         add_bytes(s.post, s.bytes, &mut acc);
+    }
+    for o in &r.ops {
+        add_bytes(o.call, o.bytes, &mut acc);
     }
     for c in &r.colls {
         let bytes = c.bytes.max(c.recv_bytes);
@@ -291,6 +348,30 @@ fn rank_profile(m: &Model, r: &RankData) -> RankAcc {
     acc.rank.mpi_fraction = if hi > lo { acc.rank.mpi_ns as f64 / (hi - lo) as f64 } else { 0.0 };
     acc.rank.calls = r.calls.len() as u64;
     acc
+}
+
+/// The length of a union of intervals given in order of start.
+#[derive(Default)]
+struct Union {
+    total: i64,
+    end: i64,
+    calls: u64,
+}
+
+impl Union {
+    fn add(&mut self, a: i64, b: i64) {
+        self.calls += 1;
+        if b <= a {
+            return;
+        }
+        if self.calls == 1 || a >= self.end {
+            self.total += b - a;
+            self.end = b;
+        } else if b > self.end {
+            self.total += b - self.end;
+            self.end = b;
+        }
+    }
 }
 
 /// "complete", "partial: why" or "missing".
@@ -362,7 +443,9 @@ pub fn profile(m: &Model) -> Profile {
     let hi = present.iter().map(|a| a.rank.end).max().unwrap_or(0);
     t.wall_ns = hi - lo;
     t.compute_cv = Stats::of(present.iter().map(|a| (a.rank.rank, a.rank.compute_ns as f64))).cv;
-    let total_mpi = t.mpi_ns.max(1) as f64;
+    // Shares of the time in calls (which counts overlapping calls of
+    // threads each, and MPI_Init and MPI_Finalize), so that they add up.
+    let total_mpi = calls.iter().map(|c| c.time).sum::<i64>().max(1) as f64;
     for (i, c) in calls.iter().enumerate() {
         if c.count == 0 {
             continue;

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::collectives::{collectives, CollReport, Collectives};
 use crate::critical_path::{critical_path, CriticalPath};
+use crate::iorma::{io_rma, IoReport, IoRma, RmaReport};
 use crate::matching::{correct_clocks, match_messages, ClockCorrection, MatchSummary, Matching};
 use crate::matrix::{matrix, DenseMatrix, Matrix, Pair};
 use crate::model::Model;
@@ -73,6 +74,12 @@ pub struct Report {
     pub wait_states: WaitStates,
     pub matrix: MatrixReport,
     pub critical_path: CriticalPath,
+    /// MPI-IO.
+    #[serde(default)]
+    pub io: IoReport,
+    /// One-sided communication.
+    #[serde(default)]
+    pub rma: RmaReport,
 }
 
 /// Full results of every analysis (for viewers), with the model.
@@ -85,6 +92,7 @@ pub struct Analyses {
     pub profile: Profile,
     pub matrix: Matrix,
     pub critical_path: CriticalPath,
+    pub io_rma: IoRma,
 }
 
 /// Runs every analysis. Clock violations are corrected first (the model's
@@ -116,10 +124,20 @@ pub fn analyze_timed(mut model: Model) -> (Analyses, Vec<(&'static str, std::tim
     lap("matrix", &mut times);
     let cp = critical_path(&model, &waits.causes);
     lap("critical path", &mut times);
-    (
-        Analyses { model, matching, clocks, collectives: colls, waits, profile: prof, matrix: mat, critical_path: cp },
-        times,
-    )
+    let io_rma = io_rma(&model);
+    lap("I/O and one-sided", &mut times);
+    let an = Analyses {
+        model,
+        matching,
+        clocks,
+        collectives: colls,
+        waits,
+        profile: prof,
+        matrix: mat,
+        critical_path: cp,
+        io_rma,
+    };
+    (an, times)
 }
 
 impl Analyses {
@@ -171,6 +189,8 @@ impl Analyses {
             },
             // The segments are for plots (see [`crate::html::overview`]), not the JSON.
             critical_path: CriticalPath { segments: Vec::new(), ..self.critical_path.clone() },
+            io: self.io_rma.io.clone(),
+            rma: self.io_rma.rma.clone(),
         }
     }
 }
@@ -451,6 +471,7 @@ pub fn document(r: &Report) -> Vec<Block> {
         }
         d.push(Block::Table(tb));
     }
+    d.extend(crate::iorma::document(&IoRma { io: r.io.clone(), rma: r.rma.clone() }));
     // Wait states.
     let w = &r.wait_states;
     d.push(Block::Heading("Wait states".into()));

@@ -95,3 +95,76 @@ fn otf2_archive_reads_back_with_otf2_print() {
     assert!(write_otf2(&a.model, &dir, "traces").is_err());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Two threads of rank 0 in MPI at once (`MPI_THREAD_MULTIPLE`), and an
+/// Allreduce recorded as the shim records it (no receive size): OTF2 has a
+/// location per thread with the calls unclamped and the collective's
+/// received bytes; the profile's shares add up; Perfetto has a track per
+/// thread.
+#[test]
+fn threads_are_locations_and_tracks_and_shares_add_up() {
+    let mut t = SynthTrace::new(2);
+    // Window: 1 us (end of MPI_Init) to 20 ms (MPI_Finalize).
+    // Rank 0: thread 0 in MPI_Recv 2..10 ms, thread 1 in MPI_Recv 4..14 ms
+    // (overlapping), then both ranks in an Allreduce 15..16 ms.
+    t.call(0, "MPI_Recv", 2 * MS, 10 * MS, 0x200);
+    t.call(0, "MPI_Recv", 4 * MS, 14 * MS, 0x210).thread = 1;
+    for r in 0..2 {
+        t.coll(r, "MPI_Allreduce", 15 * MS, 16 * MS, 0x300, 8, None).recv_bytes = None;
+    }
+    t.finalize(20 * MS);
+    let a = analyze(t.model());
+    let r0 = &a.profile.ranks[0];
+    let window = 20 * MS - 1000;
+    // In MPI while any thread is: 2..14 and 15..16 ms.
+    assert_eq!(r0.mpi_ns, 13 * MS);
+    assert!(r0.mpi_fraction <= 1.0);
+    let th: Vec<_> = r0.threads.iter().map(|x| (x.thread, x.calls, x.mpi_ns)).collect();
+    assert_eq!(th, [(0, 2, 9 * MS), (1, 1, 10 * MS)]);
+    assert!(r0.threads.iter().all(|x| x.mpi_ns + x.compute_ns == window), "{:?}", r0.threads);
+    let shares: f64 = a.profile.calls.iter().map(|c| c.mpi_share).sum();
+    assert!((shares - 1.0).abs() < 1e-9, "{shares}");
+    assert!(a.profile.ranks[1].threads.is_empty());
+    // MPI_Init and MPI_Finalize (1 us each on 2 ranks) with their time, not 0 ns.
+    let time = |n: &str| a.profile.calls.iter().find(|c| c.name == n).map(|c| (c.count, c.time_ns));
+    assert_eq!((time("MPI_Init"), time("MPI_Finalize")), (Some((2, 2000)), Some((2, 2000))));
+
+    let dir = tmp("threads");
+    let w = write_otf2(&a.model, &dir, "traces").unwrap();
+    assert_eq!(w.locations, 3);
+    let text = otf2_print(&dir.join("traces.otf2"));
+    // Event lines: KIND LOCATION TIME ...; thread 1 of rank 0 is 2^32.
+    let events = |loc: &str| {
+        text.lines()
+            .filter(|l| l.split_whitespace().nth(1) == Some(loc) && l.starts_with(|c: char| c.is_ascii_uppercase()))
+            .map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                (f[0].to_string(), f[2].parse::<i64>().unwrap())
+            })
+            .collect::<Vec<_>>()
+    };
+    let t1 = events("4294967296");
+    assert_eq!(
+        t1.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
+        ["ENTER", "LEAVE"],
+        "thread 1's MPI_Recv alone: {text}"
+    );
+    // Unclamped: it lasts its 10 ms though thread 0 was in MPI_Recv too.
+    assert_eq!(t1[1].1 - t1[0].1, 10 * MS, "{text}");
+    let t0 = events("0");
+    assert_eq!(t0.iter().filter(|(k, _)| k == "ENTER").count(), 4, "Init, Recv, Allreduce, Finalize: {text}");
+    let ends: Vec<&str> = text.lines().filter(|l| l.starts_with("MPI_COLLECTIVE_END")).collect();
+    assert_eq!(ends.len(), 2, "{text}");
+    assert!(ends.iter().all(|l| l.contains("Sent: 8") && l.contains("Received: 8")), "{ends:?}");
+
+    let mut json = Vec::new();
+    analyzers::export::write_chrome(&a.model, &a.matching, &mut json).unwrap();
+    let json = String::from_utf8(json).unwrap();
+    assert!(json.contains("\"name\":\"thread_name\",\"pid\":0,\"tid\":1,\"args\":{\"name\":\"thread 1\"}"), "{json}");
+    let recv_tracks: Vec<&str> = json
+        .lines()
+        .filter(|l| l.contains("\"name\":\"MPI_Recv\""))
+        .map(|l| if l.contains("\"tid\":1,") { "1" } else { "0" })
+        .collect();
+    assert_eq!(recv_tracks, ["0", "1"]);
+}

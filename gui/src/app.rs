@@ -28,12 +28,14 @@ pub enum Tab {
     Histograms,
     Details,
     Problems,
+    /// MPI-IO per file and access, one-sided per target and window.
+    IoRma,
     /// Two traces side by side: their profiles over the coupled range.
     Compare,
 }
 
 impl Tab {
-    pub const ALL: [Tab; 8] = [
+    pub const ALL: [Tab; 9] = [
         Tab::Profile,
         Tab::Collectives,
         Tab::Waits,
@@ -41,6 +43,7 @@ impl Tab {
         Tab::Histograms,
         Tab::Details,
         Tab::Problems,
+        Tab::IoRma,
         Tab::Compare,
     ];
     pub fn title(self) -> &'static str {
@@ -52,6 +55,7 @@ impl Tab {
             Tab::Histograms => "Histograms",
             Tab::Details => "Details",
             Tab::Problems => "Problems",
+            Tab::IoRma => "I/O, RMA",
             Tab::Compare => "Compare",
         }
     }
@@ -430,6 +434,10 @@ impl GuiApp {
 
     fn span(&self) -> (i64, i64) {
         self.trace.as_ref().map(|t| t.lod.span()).unwrap_or((0, 1))
+    }
+    /// Time 0 of the ruler and of the times shown: the start of the trace.
+    pub fn origin(&self) -> i64 {
+        self.span().0
     }
 
     fn go(&mut self, v: TimeView) {
@@ -825,6 +833,8 @@ impl GuiApp {
     pub fn details(&self, which: Option<Pick>) -> Vec<(String, String)> {
         let (Some(t), Some(p)) = (&self.trace, which) else { return Vec::new() };
         let mut out = Vec::new();
+        // Instants from the start of the trace, to the ns.
+        let at = |t: i64| trace_view::time::fmt_exact(t - self.origin());
         match p {
             Pick::Call { rank, call } => {
                 let r = &t.lod.ranks[rank];
@@ -832,7 +842,7 @@ impl GuiApp {
                 let name = t.lod.name(c.name);
                 out.push(("call".into(), name.to_string()));
                 out.push(("rank".into(), r.rank.to_string()));
-                out.push(("start".into(), analyzers::fmt_ns(c.t_start)));
+                out.push(("start".into(), at(c.t_start)));
                 out.push(("duration".into(), analyzers::fmt_ns(c.duration())));
                 if c.flags & trace_lod::flags::UNFINISHED != 0 {
                     out.push(("state".into(), "never returned".into()));
@@ -856,15 +866,15 @@ impl GuiApp {
             Pick::Message(id) => {
                 if let Some(msg) = t.analysed.as_ref().and_then(|a| a.message(id as usize)) {
                     out.extend(message_lines(&msg));
-                    out.push(("sent at".into(), analyzers::fmt_ns(msg.t_send)));
-                    out.push(("received by".into(), analyzers::fmt_ns(msg.t_recv)));
+                    out.push(("sent at".into(), at(msg.t_send)));
+                    out.push(("received by".into(), at(msg.t_recv)));
                 }
             }
             Pick::Region { rank, .. } => {
                 let (Some((world, r)), Some(a)) = (self.region(Some(p)), &t.analysed) else { return out };
                 out.push(("region".into(), a.an.model.name(r.name).to_string()));
                 out.push(("rank".into(), world.to_string()));
-                out.push(("start".into(), analyzers::fmt_ns(r.t0)));
+                out.push(("start".into(), at(r.t0)));
                 out.push(("duration".into(), analyzers::fmt_ns(r.t1 - r.t0)));
                 out.push(("depth".into(), r.depth.to_string()));
                 // The MPI calls inside: how many, and their time within the region.

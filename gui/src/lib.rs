@@ -30,6 +30,17 @@ pub use app::GuiApp;
 pub enum Error {
     #[error("window: {0}")]
     Window(String),
+    #[error("{0}: no such directory")]
+    NoTrace(std::path::PathBuf),
+}
+
+/// A trace directory that is not there is an error before any window opens.
+fn existing(dir: &Path) -> Result<(), Error> {
+    if dir.is_dir() {
+        Ok(())
+    } else {
+        Err(Error::NoTrace(dir.to_path_buf()))
+    }
 }
 
 struct Native(GuiApp);
@@ -43,12 +54,15 @@ impl eframe::App for Native {
 /// Opens a window on the trace in `dir` (loaded in the background) and
 /// returns when it is closed.
 pub fn run(dir: &Path) -> Result<(), Error> {
+    existing(dir)?;
     run_app(GuiApp::open(dir), format!("mpitrace gui — {}", dir.display()))
 }
 
 /// Opens a window on the traces in `a` and `b`, one above the other with
 /// coupled zoom, pan and selection, and returns when it is closed.
 pub fn run_compare(a: &Path, b: &Path) -> Result<(), Error> {
+    existing(a)?;
+    existing(b)?;
     run_app(GuiApp::open_compare(a, b), format!("mpitrace gui — {} vs {}", a.display(), b.display()))
 }
 

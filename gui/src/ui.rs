@@ -310,7 +310,7 @@ impl GuiApp {
         // Ruler.
         painter.rect_filled(ruler_rect, 0.0, text_col.gamma_multiply(0.06));
         let ruler = painter.with_clip_rect(ruler_rect);
-        for (x, label) in ticks(&self.view, w, 90.0) {
+        for (x, label) in ticks(&self.view, w, 90.0, self.origin() as f64) {
             let x = lanes_rect.left() + x;
             ruler.line_segment(
                 [Pos2::new(x, ruler_rect.bottom() - 6.0), Pos2::new(x, ruler_rect.bottom())],
@@ -547,10 +547,11 @@ impl GuiApp {
         let (a, b) = self.range();
         let what = if self.selection.is_some() { "Selection" } else { "Whole trace" };
         ui.horizontal(|ui| {
+            let o = self.origin();
             ui.label(format!(
                 "{what}: {} – {} ({})",
-                analyzers::fmt_ns(a),
-                analyzers::fmt_ns(b),
+                analyzers::fmt_ns(a - o),
+                analyzers::fmt_ns(b - o),
                 analyzers::fmt_ns(b - a)
             ));
             if self.selection.is_some() && ui.small_button("Clear").clicked() {
@@ -580,6 +581,7 @@ impl GuiApp {
             Tab::Histograms => self.hist_view(ui),
             Tab::Details => self.details_view(ui),
             Tab::Problems => self.problems_view(ui),
+            Tab::IoRma => self.io_rma_view(ui),
             Tab::Compare => self.compare_view(ui),
         });
     }
@@ -724,9 +726,29 @@ impl GuiApp {
             let t = (v.ln_1p() / max.ln_1p()) as f32;
             Color32::from_rgb((40.0 + 215.0 * t) as u8, (60.0 + 100.0 * (1.0 - t)) as u8, (200.0 * (1.0 - t)) as u8)
         };
+        // Rank labels: every `every`-th rank, so that labels do not overlap.
+        let text_col = ui.visuals().text_color();
+        let font = egui::FontId::proportional(10.0);
+        let every = |px: f32| ((18.0 / px).ceil() as usize).max(1);
         if n <= MATRIX_WIDGETS {
+            let cs = cell.max(6.0) - 1.0;
+            let step = every(cs + 1.0);
+            // A label painted centred in a cell-sized slot (wider text overflows
+            // it rather than widening the column).
+            let label = |ui: &mut Ui, size: Vec2, k: Option<usize>| {
+                let (rect, _) = ui.allocate_exact_size(size, Sense::hover());
+                if let Some(k) = k.filter(|k| k % step == 0) {
+                    ui.painter().text(rect.center(), egui::Align2::CENTER_CENTER, k, font.clone(), text_col);
+                }
+            };
             egui::Grid::new("matrix").spacing(Vec2::splat(1.0)).show(ui, |ui| {
+                label(ui, Vec2::new(22.0, 12.0), None);
+                for j in 0..n {
+                    label(ui, Vec2::new(cs, 12.0), Some(j));
+                }
+                ui.end_row();
                 for i in 0..n {
+                    label(ui, Vec2::new(22.0, cs), Some(i));
                     for j in 0..n {
                         let (b, c) = s.cell(i, j);
                         let (rect, r) = ui.allocate_exact_size(Vec2::splat(cell.max(6.0) - 1.0), Sense::click());
@@ -746,11 +768,20 @@ impl GuiApp {
                 }
             });
         } else {
-            let (rect, r) = ui.allocate_exact_size(Vec2::splat(side), Sense::click());
+            let (outer, r) = ui.allocate_exact_size(Vec2::new(side + 30.0, side + 14.0), Sense::click());
+            let rect = Rect::from_min_size(outer.min + Vec2::new(30.0, 14.0), Vec2::splat(side));
             let mut mesh = egui::Mesh::default();
             let k = n.div_ceil(side as usize).max(1);
             let blocks = n.div_ceil(k);
             let bw = side / blocks as f32;
+            // Labels at the first rank of every few blocks, about 40 px apart.
+            let step = (((40.0 / bw).ceil() as usize).max(1) * k).next_power_of_two().max(every(bw / k as f32));
+            for first in (0..n).step_by(step) {
+                let at = (first / k) as f32 * bw;
+                let p = ui.painter();
+                p.text(rect.left_top() + Vec2::new(at, -2.0), egui::Align2::LEFT_BOTTOM, first, font.clone(), text_col);
+                p.text(rect.left_top() + Vec2::new(-3.0, at), egui::Align2::RIGHT_TOP, first, font.clone(), text_col);
+            }
             let mut sums = vec![0.0; blocks * blocks];
             for (&(i, j), &x) in &s.pairs {
                 if let Some(v) = sums.get_mut((i / k) * blocks + j / k) {
@@ -763,7 +794,7 @@ impl GuiApp {
             }
             ui.painter().add(Shape::mesh(mesh));
             if r.clicked() && k == 1 {
-                if let Some(p) = r.interact_pointer_pos() {
+                if let Some(p) = r.interact_pointer_pos().filter(|p| rect.contains(*p)) {
                     let (j, i) = (((p.x - rect.left()) / bw) as i32, ((p.y - rect.top()) / bw) as i32);
                     click = Some((i, j));
                 }
@@ -889,6 +920,19 @@ impl GuiApp {
         });
     }
 
+    /// The report's I/O and one-sided sections (whole trace).
+    fn io_rma_view(&mut self, ui: &mut Ui) {
+        let Some(a) = self.trace.as_ref().and_then(|t| t.analysed.as_ref()) else {
+            ui.label("The analyses are not ready.");
+            return;
+        };
+        let doc = analyzers::iorma::document(&a.an.io_rma);
+        if doc.is_empty() {
+            ui.label("No MPI-IO or one-sided calls.");
+        }
+        document(ui, &doc);
+    }
+
     fn problems_view(&mut self, ui: &mut Ui) {
         let Some(t) = &self.trace else { return };
         let probs = t.problems();
@@ -908,6 +952,52 @@ const HIST_W: f32 = 160.0;
 /// A histogram with power-of-two bins: one row per non-empty bin (its
 /// range on the left, the bar, the count and share), titled axes, and the
 /// scale of the bars below them.
+/// Shows a report document: headings, paragraphs, tables as grids, bars
+/// as their labels and values.
+fn document(ui: &mut Ui, doc: &[analyzers::report::Block]) {
+    use analyzers::report::{Align, Block};
+    for (i, b) in doc.iter().enumerate() {
+        match b {
+            Block::Heading(h) => {
+                ui.add_space(6.0);
+                ui.heading(h);
+            }
+            Block::Para(p, _) => {
+                ui.label(p);
+            }
+            Block::Table(t) => {
+                egui::Grid::new(("document", i)).striped(true).show(ui, |ui| {
+                    for h in &t.headers {
+                        ui.strong(h);
+                    }
+                    ui.end_row();
+                    for row in &t.rows {
+                        for (c, (text, _)) in row.iter().enumerate() {
+                            if t.align.get(c) == Some(&Align::Right) {
+                                ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| ui.label(text));
+                            } else {
+                                ui.label(text);
+                            }
+                        }
+                        ui.end_row();
+                    }
+                });
+            }
+            Block::Bars(bars) => {
+                egui::Grid::new(("bars", i)).show(ui, |ui| {
+                    for (label, frac, value) in bars {
+                        ui.label(label);
+                        ui.add(egui::ProgressBar::new(*frac as f32).desired_width(120.0));
+                        ui.label(value);
+                        ui.end_row();
+                    }
+                });
+            }
+            Block::Figure(_) => {}
+        }
+    }
+}
+
 fn hist(ui: &mut Ui, h: &Log2Hist, fmt: impl Fn(i64) -> String, x_title: &str, y_title: &str) {
     let total = h.total();
     if total == 0 {

@@ -72,12 +72,13 @@ pub fn tick_step(min: f64) -> f64 {
 }
 
 /// The ticks of the ruler of `v` over `w` pixels, at least `gap` pixels
-/// apart: (x, label).
-pub fn ticks(v: &TimeView, w: f32, gap: f32) -> Vec<(f32, String)> {
+/// apart: (x, label), labelled from `origin` (the start of the trace is 0,
+/// as in the terminal viewer).
+pub fn ticks(v: &TimeView, w: f32, gap: f32, origin: f64) -> Vec<(f32, String)> {
     let step = tick_step(v.span() * gap as f64 / w.max(1.0) as f64);
-    let first = (v.t0 / step).ceil() as i64;
-    let last = (v.t1 / step).floor() as i64;
-    (first..=last).take(1000).map(|k| (v.x_of(k as f64 * step, w), fmt_at(k as f64 * step, step))).collect()
+    let first = ((v.t0 - origin) / step).ceil() as i64;
+    let last = ((v.t1 - origin) / step).floor() as i64;
+    (first..=last).take(1000).map(|k| (v.x_of(origin + k as f64 * step, w), fmt_at(k as f64 * step, step))).collect()
 }
 
 #[cfg(test)]
@@ -103,9 +104,12 @@ mod tests {
         assert_eq!(tick_step(3.0), 5.0);
         assert_eq!(tick_step(120.0), 200.0);
         assert_eq!(tick_step(1000.0), 1000.0);
-        let t = ticks(&TimeView::new(0.0, 1e6), 1000.0, 100.0);
+        let t = ticks(&TimeView::new(0.0, 1e6), 1000.0, 100.0, 0.0);
         assert_eq!(t.len(), 11);
         assert_eq!(t[1].1, "0.1 ms");
+        // A trace starting at 768 s of the clock is labelled from 0.
+        let t = ticks(&TimeView::new(768e9, 768e9 + 1e6), 1000.0, 100.0, 768e9);
+        assert_eq!((t[0].0, t[0].1.as_str(), t[1].1.as_str()), (0.0, "0.0 ms", "0.1 ms"));
         assert_eq!(fmt_at(1.5e6, 5e5), "1.5 ms");
     }
 }

@@ -170,8 +170,12 @@ fn picking_a_send_and_jumping_to_its_receive() {
     let t = app.trace.as_ref().expect("trace");
     let r0 = &t.lod.ranks[0].data;
     let send = (0..r0.len()).find(|&i| t.lod.name(r0.call(i).name) == "MPI_Send").expect("a send");
+    let start = r0.call(send).t_start - t.lod.span().0;
     app.pick_call(0, send);
     let details = app.details(app.picked);
+    // From the start of the trace, to the ns (not whole seconds of the clock).
+    let want = format!("{}.{:03} µs", start / 1000, start % 1000);
+    assert!(start >= 1000 && details.iter().any(|(k, v)| k == "start" && *v == want), "{want} {details:?}");
     assert!(details.iter().any(|(k, v)| k == "message" && v == "0 -> 1"), "{details:?}");
     assert!(details.iter().any(|(k, v)| k == "bytes" && v == "1.0 KiB"));
     assert!(app.jump_to_partner());

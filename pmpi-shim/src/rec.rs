@@ -214,6 +214,7 @@ pub struct Call {
     out_request: *mut c_int,
     out_comm: *mut c_int,
     out_win: *mut c_int,
+    out_file: *mut *mut c_void,
     out_message: *mut c_int,
     out_flag: *mut c_int,
     in_message: Option<c_int>,
@@ -267,6 +268,7 @@ impl Call {
             out_request: std::ptr::null_mut(),
             out_comm: std::ptr::null_mut(),
             out_win: std::ptr::null_mut(),
+            out_file: std::ptr::null_mut(),
             out_message: std::ptr::null_mut(),
             out_flag: std::ptr::null_mut(),
             in_message: None,
@@ -411,6 +413,24 @@ impl Call {
             self.freeing_comm = Some(unsafe { *p });
         }
     }
+    /// The `MPI_File*` the call writes a new file handle to.
+    ///
+    /// # Safety
+    /// As for [`Call::out_request`].
+    #[inline]
+    pub unsafe fn out_file(&mut self, p: *mut *mut c_void) {
+        self.out_file = p;
+    }
+    /// A `MPI_File*` the call closes: its handle is recorded in `seq`.
+    ///
+    /// # Safety
+    /// The pointer must be null or point to a valid `MPI_File`.
+    pub unsafe fn freeing_file(&mut self, p: *mut *mut c_void) {
+        if !p.is_null() {
+            // SAFETY: not null (checked), so valid by this function's contract.
+            self.rec.seq = unsafe { *p } as usize as i64;
+        }
+    }
     /// A `MPI_Win*` the call frees.
     ///
     /// # Safety
@@ -493,6 +513,11 @@ impl Call {
             if let Some(cs) = tr.wins.remove(&w) {
                 self.rec.comm = cs.slot;
             }
+        }
+        // The window handle goes to `seq` (unused by one-sided calls): the
+        // analyzers tell windows apart by it.
+        if let Some(w) = self.win_handle.or(self.freeing_win) {
+            self.rec.seq = i64::from(w);
         }
         let coll = self.category == Category::Coll;
         let (mut have_comm, mut send_sum, mut recv_sum, mut leaf) = (false, None, None, false);
@@ -587,6 +612,7 @@ impl Call {
             || !self.out_request.is_null()
             || !self.out_comm.is_null()
             || !self.out_win.is_null()
+            || !self.out_file.is_null()
             || !self.out_message.is_null();
         let r = catch_unwind(AssertUnwindSafe(|| {
             self.rec.t_exit = t;
@@ -774,11 +800,18 @@ impl Call {
             }
         }
         if !self.out_win.is_null() {
+            // SAFETY: not null (checked): the call's output argument,
+            // written by the call that succeeded (`Call::out_win`).
+            let w = unsafe { *self.out_win };
+            self.rec.seq = i64::from(w);
             if let Some(cs) = &cs {
-                // SAFETY: not null (checked): the call's output argument,
-                // written by the call that succeeded (`Call::out_win`).
-                tr.wins.insert(unsafe { *self.out_win }, cs.clone());
+                tr.wins.insert(w, cs.clone());
             }
+        }
+        if !self.out_file.is_null() {
+            // SAFETY: not null (checked): the call's output argument,
+            // written by the call that succeeded (`Call::out_file`).
+            self.rec.seq = unsafe { *self.out_file } as usize as i64;
         }
     }
 }

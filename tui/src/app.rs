@@ -15,8 +15,10 @@ use crate::view::{fmt_dur, fmt_time, View};
 use analyzers::model::Region;
 
 /// The panels, in tab order.
-pub const PANELS: [&str; 6] = ["Details", "Profile", "Collectives", "Wait states", "Matrix", "Info"];
+pub const PANELS: [&str; 7] = ["Details", "Profile", "Collectives", "Wait states", "Matrix", "Info", "I/O, RMA"];
 pub const INFO_PANEL: usize = 5;
+/// MPI-IO and one-sided communication.
+pub const IO_RMA_PANEL: usize = 6;
 
 /// Columns the profile can be sorted by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -457,15 +457,20 @@ fn run_diff(a: DiffArgs) -> Result<i32> {
     let before = report_of(&a.before)?;
     let after = report_of(&a.after)?;
     let changes = check::diff(&before, &after);
+    let warnings = check::diff_warnings(&before, &after);
     let worse = changes.iter().filter(|c| c.relative > threshold).count();
     let text = match a.out.format {
-        Format::Json => serde_json::to_string_pretty(&changes)? + "\n",
+        Format::Json => {
+            warnings.iter().for_each(|w| eprintln!("mpitrace: warning: {w}"));
+            serde_json::to_string_pretty(&changes)? + "\n"
+        }
         Format::Md | Format::Html => {
             let doc = check::diff_document(
                 &a.before.display().to_string(),
                 &a.after.display().to_string(),
                 &changes,
                 threshold,
+                &warnings,
             );
             if a.out.format == Format::Md {
                 report::render_markdown(&doc)
@@ -476,6 +481,9 @@ fn run_diff(a: DiffArgs) -> Result<i32> {
         Format::Text => {
             let color = text_options(&a.out).color;
             let mut s = format!("{} -> {}\n", a.before.display(), a.after.display());
+            for w in &warnings {
+                s += &if color { format!("\x1b[33mwarning: {w}\x1b[0m\n") } else { format!("warning: {w}\n") };
+            }
             for c in &changes {
                 let line = c.describe();
                 s += &if c.relative > threshold && color {

@@ -385,6 +385,13 @@ fn bad_input_is_a_clear_error() {
     let out = run(&["report", dir.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a trace directory"));
+    // The viewers fail before opening anything (no DISPLAY is needed to see it).
+    for args in [&["gui", "/nonexistent"][..], &["gui", dir.to_str().unwrap(), "--compare", "/nonexistent"]] {
+        let out =
+            Command::new(mpitrace()).args(args).env_remove("DISPLAY").env_remove("WAYLAND_DISPLAY").output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent: no such directory"), "{args:?}");
+    }
 }
 
 #[test]
@@ -414,4 +421,78 @@ fn mpich_abort_journals_without_record_still_report() {
     );
     assert_eq!(r.messages.matched, 1);
     assert!(r.trace.problems.iter().any(|p| p.contains("meta.json")));
+}
+
+/// A fixed MPI-IO and one-sided pattern (patterns.c `iorma`) on 2 ranks:
+/// the bytes and calls of every file access and put are exact in the JSON,
+/// text, Markdown and HTML reports, and the calls table has their bytes.
+fn io_and_one_sided(mpi: Mpi) {
+    let dir = scratch(&format!("iorma-{mpi:?}"));
+    let file = dir.join("data.bin");
+    let (trace, out) = record(mpi, 2, &["iorma", file.to_str().unwrap()], &dir);
+    ok(&out);
+    let r = report(&trace);
+    assert!(r.trace.complete, "{:?}", r.trace.problems);
+    const MIB: i64 = 1 << 20;
+    let io = &r.io;
+    assert_eq!(io.files.len(), 1, "{:?}", io.files);
+    let f = &io.files[0];
+    assert_eq!((f.name.as_str(), f.ranks, f.calls), ("file 1 (WORLD)", 2, 12), "{f:?}");
+    assert_eq!((f.written_bytes, f.read_bytes), (2 * (MIB + 4096), 2 * MIB), "{f:?}");
+    assert!(f.bandwidth > 0.0);
+    let kind = |k: &str| io.kinds.iter().find(|x| x.name == k).unwrap_or_else(|| panic!("{k}: {:?}", io.kinds));
+    let w = kind("write, collective, explicit offset");
+    assert_eq!((w.calls, w.written_bytes, w.read_bytes), (2, 2 * MIB, 0));
+    let w = kind("write, independent, individual pointer");
+    assert_eq!((w.calls, w.written_bytes), (2, 8192));
+    let rd = kind("read, independent, explicit offset");
+    assert_eq!((rd.calls, rd.read_bytes), (2, 2 * MIB));
+    assert_eq!(io.kinds.len(), 3, "{:?}", io.kinds);
+    assert_eq!(io.ranks.iter().map(|x| (x.rank, x.calls)).collect::<Vec<_>>(), [(0, 6), (1, 6)]);
+    assert!(io.ranks.iter().all(|x| x.time_ns > 0 && x.fraction > 0.0 && x.fraction < 1.0), "{:?}", io.ranks);
+    let rma = &r.rma;
+    assert_eq!((rma.puts, rma.gets, rma.bytes), (4, 0, 2 * (4 * MIB + 1024)));
+    let targets: Vec<_> = rma.targets.iter().map(|t| (t.window.as_str(), t.target, t.calls, t.put_bytes)).collect();
+    assert_eq!(targets, [("window 1 (WORLD)", 0, 2, 4 * MIB + 1024), ("window 1 (WORLD)", 1, 2, 4 * MIB + 1024)]);
+    assert_eq!(rma.windows.len(), 1, "{:?}", rma.windows);
+    let w = &rma.windows[0];
+    assert_eq!((w.ranks, w.fence_epochs, w.lock_epochs, w.pscw_access_epochs), (2, 1, 2, 0), "{w:?}");
+    assert!(w.fence_ns > 0 && w.lock_ns > 0 && rma.sync_ns >= w.fence_ns + w.lock_ns, "{w:?}");
+    // The calls table has their bytes.
+    let call = |n: &str| r.profile.calls.iter().find(|c| c.name == n).unwrap_or_else(|| panic!("{n}"));
+    assert_eq!((call("MPI_Put").count, call("MPI_Put").bytes), (4, 2 * (4 * MIB + 1024)));
+    assert_eq!((call("MPI_File_write_at_all").count, call("MPI_File_write_at_all").bytes), (2, 2 * MIB));
+    // Text, Markdown and HTML show the same numbers.
+    let t = trace.to_str().unwrap();
+    let text = run(&["report", t, "--width", "120"]);
+    ok(&text);
+    let md = run(&["report", t, "-f", "md"]);
+    ok(&md);
+    let page = dir.join("report.html");
+    ok(&run(&["report", t, "-f", "html", "-o", page.to_str().unwrap()]));
+    let html = std::fs::read_to_string(&page).unwrap();
+    for doc in
+        [String::from_utf8_lossy(&text.stdout).to_string(), String::from_utf8_lossy(&md.stdout).to_string(), html]
+    {
+        for want in [
+            "12 MPI-IO calls; read 2.0 MiB, written 2.0 MiB",
+            "4 puts, 0 gets, 0 accumulates; 8.0 MiB moved",
+            "write, collective, explicit offset",
+            "file 1 (WORLD)",
+            "window 1 (WORLD)",
+            "One-sided communication",
+        ] {
+            assert!(doc.contains(want), "{want} missing:\n{doc}");
+        }
+    }
+}
+
+#[test]
+fn mpich_io_and_one_sided_bytes_and_calls() {
+    io_and_one_sided(Mpi::Mpich);
+}
+
+#[test]
+fn ours_io_and_one_sided_bytes_and_calls() {
+    io_and_one_sided(Mpi::Ours);
 }

@@ -57,6 +57,26 @@ pub fn fmt_dur(ns: i64) -> String {
     format!("{s}{v:.d$}{u}")
 }
 
+/// Formats a time to the nanosecond in the unit of its size (`12.345678 ms`,
+/// `1.234567891 s`): what a details view shows of one instant.
+pub fn fmt_exact(ns: i64) -> String {
+    let a = ns.unsigned_abs();
+    let s = if ns < 0 { "-" } else { "" };
+    let (div, unit, decimals) = if a < 1_000 {
+        (1, "ns", 0)
+    } else if a < 1_000_000 {
+        (1_000, "µs", 3)
+    } else if a < 1_000_000_000 {
+        (1_000_000, "ms", 6)
+    } else {
+        (1_000_000_000, "s", 9)
+    };
+    if decimals == 0 {
+        return format!("{s}{a} {unit}");
+    }
+    format!("{s}{}.{:0decimals$} {unit}", a / div, a % div)
+}
+
 /// Parses a duration like `1.5ms`, `20us`, `3µs`, `100 ns`, `2s` or a
 /// plain number of ns (never negative).
 pub fn parse_duration(s: &str) -> Option<i64> {
@@ -87,6 +107,10 @@ mod tests {
         assert_eq!(fmt_at(1e5, 1e5), "0.1 ms");
         assert_eq!(fmt_dur(1_234_567), "1.23ms");
         assert_eq!(fmt_dur(-999), "-999ns");
+        assert_eq!(fmt_exact(768_123_456_789), "768.123456789 s");
+        assert_eq!(fmt_exact(12_345_678), "12.345678 ms");
+        assert_eq!(fmt_exact(-1_500), "-1.500 µs");
+        assert_eq!(fmt_exact(42), "42 ns");
     }
 
     #[test]

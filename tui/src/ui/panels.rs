@@ -10,7 +10,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Widget};
 
 use super::{call_color, colors, region_color};
-use crate::app::{App, Row, SortKey, PANELS};
+use crate::app::{App, Row, SortKey, IO_RMA_PANEL, PANELS};
 use crate::data::Analysed;
 use crate::view::fmt_dur;
 
@@ -54,6 +54,7 @@ pub fn lines(app: &App, w: usize) -> Vec<Line<'static>> {
         1 => profile(app, an),
         2 => collectives(an),
         3 => wait_states(an),
+        IO_RMA_PANEL => io_rma(an, w),
         _ => matrix(an, w),
     }
 }
@@ -406,6 +407,16 @@ fn wait_states(an: &Analysed) -> Vec<Line<'static>> {
         rows,
     ));
     out
+}
+
+/// The report's I/O and one-sided sections, as the text report prints them.
+fn io_rma(an: &Analysed, w: usize) -> Vec<Line<'static>> {
+    let doc = analyzers::iorma::document(&an.an.io_rma);
+    if doc.is_empty() {
+        return vec![Line::from("No MPI-IO or one-sided calls.")];
+    }
+    let text = analyzers::report::render_text(&doc, analyzers::report::TextOptions { width: w.max(40), color: false });
+    text.lines().map(|l| Line::from(l.to_string())).collect()
 }
 
 fn matrix(an: &Analysed, w: usize) -> Vec<Line<'static>> {

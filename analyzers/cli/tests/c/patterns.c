@@ -4,6 +4,13 @@
  *   imbalance MS  3 allreduces; the last rank arrives MS ms late at each
  *   ring          rank r sends (r+1)*1000 bytes to r+1 (Sendrecv) and 100
  *                 bytes to r-1 (Isend, received with Irecv(ANY_SOURCE))
+ *   iorma PATH    every rank: MPI_File_open(PATH) on WORLD, a collective
+ *                 write_at_all of 1 MiB at rank MiB, a seek and an
+ *                 independent write of 4096 bytes, an independent read_at of
+ *                 1 MiB, close (6 file calls); a window of 4 MiB
+ *                 (MPI_Win_allocate), a fence epoch with a Put of 4 MiB to
+ *                 rank+1, a lock epoch with a Put of 1024 bytes to rank+1,
+ *                 MPI_Win_free
  *   abort         rank 1 sends one message to rank 0, then calls MPI_Abort
  *                 while rank 0 waits for a second message */
 #include <mpi.h>
@@ -12,6 +19,7 @@
 #include <unistd.h>
 
 static char buf[65536], in[65536];
+static char big[4 << 20];
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
@@ -49,6 +57,26 @@ int main(int argc, char **argv) {
         MPI_Request q;
         MPI_Isendrecv(buf, 500, MPI_BYTE, to, 9, in, sizeof in, MPI_BYTE, from, 9, MPI_COMM_WORLD, &q);
         MPI_Wait(&q, MPI_STATUS_IGNORE);
+    } else if (!strcmp(mode, "iorma") && argc > 2) {
+        const MPI_Offset mib = 1 << 20;
+        MPI_File fh;
+        MPI_File_open(MPI_COMM_WORLD, argv[2], MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh);
+        MPI_File_write_at_all(fh, rank * mib, big, (int)mib, MPI_BYTE, MPI_STATUS_IGNORE);
+        MPI_File_seek(fh, size * mib + rank * 4096, MPI_SEEK_SET);
+        MPI_File_write(fh, big, 4096, MPI_BYTE, MPI_STATUS_IGNORE);
+        MPI_File_read_at(fh, rank * mib, big, (int)mib, MPI_BYTE, MPI_STATUS_IGNORE);
+        MPI_File_close(&fh);
+        char *base;
+        MPI_Win win;
+        MPI_Win_allocate(4 << 20, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
+        int to = (rank + 1) % size;
+        MPI_Win_fence(0, win);
+        MPI_Put(big, 4 << 20, MPI_BYTE, to, 0, 4 << 20, MPI_BYTE, win);
+        MPI_Win_fence(0, win);
+        MPI_Win_lock(MPI_LOCK_EXCLUSIVE, to, 0, win);
+        MPI_Put(big, 1024, MPI_BYTE, to, 0, 1024, MPI_BYTE, win);
+        MPI_Win_unlock(to, win);
+        MPI_Win_free(&win);
     } else if (!strcmp(mode, "abort")) {
         if (rank == 1) {
             MPI_Send(buf, 8, MPI_BYTE, 0, 9, MPI_COMM_WORLD);
