@@ -163,7 +163,12 @@ fn the_side_views_switch_to_the_compared_trace() {
     assert!(h.state().side_of_b);
     // B's profile: its Allreduce time, and its own range.
     assert!(h.query_by_label(&slow).is_some(), "B's Allreduce time {slow}");
-    assert!(h.query_by_label_contains(&format!("Whole trace: {}", analyzers::fmt_ns(SHIFT))).is_some(), "B's range");
+    // Times read from each trace's own start, so B's range is told by its own (longer) length.
+    let (a0, a1) = h.state().range();
+    let (b0, b1) = h.state().compare.as_ref().map(|b| b.range()).expect("B loaded");
+    assert_ne!(a1 - a0, b1 - b0, "the variant is slower");
+    let b_range = format!("Whole trace: 0 ns – {} ({})", analyzers::fmt_ns(b1 - b0), analyzers::fmt_ns(b1 - b0));
+    assert!(h.query_by_label(&b_range).is_some(), "B's range {b_range}");
     // B's tabs work on B.
     h.get_by_label("Collectives").click();
     h.run();
