@@ -25,6 +25,8 @@ fi
 
 # The trace test reads the Parquet files with an independent reader.
 python3 -c "import pyarrow" 2>/dev/null || python3 -m pip install -q pyarrow || python3 -m pip install -q --break-system-packages pyarrow
+# The Perfetto export is decoded with Perfetto's own generated protobuf classes.
+python3 -c "import perfetto.protos.perfetto.trace.perfetto_trace_pb2" 2>/dev/null || python3 -m pip install -q perfetto protobuf || python3 -m pip install -q --break-system-packages perfetto protobuf
 
 # A one-shot build gains nothing from incremental compilation, whose caches are
 # gigabytes on disk.
