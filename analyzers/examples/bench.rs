@@ -41,7 +41,12 @@ fn main() {
     let ranks: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(64);
     if !dir.join("meta.json").exists() {
         std::fs::create_dir_all(&dir).expect("create the trace directory");
-        let p = StencilParams::for_events(ranks, events);
+        // BENCH_MIX=collectives: the collective-heavy mix (40 % collectives).
+        let p = if std::env::var("BENCH_MIX").as_deref() == Ok("collectives") {
+            StencilParams::collective_heavy(ranks, events)
+        } else {
+            StencilParams::for_events(ranks, events)
+        };
         let t = Instant::now();
         let rows = write_stencil(&dir, &p).expect("write the synthetic trace");
         eprintln!("wrote {rows} rows ({} ranks x {} steps) in {:.1} s", p.ranks, p.steps, t.elapsed().as_secs_f64());

@@ -322,13 +322,20 @@ fn write_rank(dir: &Path, rank: i32, events: &[Event], meta: &RankMeta, n: usize
 /// `Irecv`, two `Isend`, a `Waitall` per step) with an `Allreduce` every
 /// `allreduce_every` steps; rank 0 posts its halos late and the last rank
 /// computes longer, so the trace has late senders and collective waits.
+/// With `collectives` set, every step ends with six collectives
+/// (`Allreduce`, `Bcast`, `Barrier`, `Allgather`, `Reduce`, `Alltoall`):
+/// 40 % of the rows, the collective-heavy mix of the scale benchmarks.
 #[derive(Clone, Copy, Debug)]
 pub struct StencilParams {
     pub ranks: usize,
     pub steps: usize,
     pub allreduce_every: usize,
     pub bytes: i64,
+    pub collectives: bool,
 }
+
+/// The collectives of a collective-heavy step, in order.
+const HEAVY: [&str; 6] = ["MPI_Allreduce", "MPI_Bcast", "MPI_Barrier", "MPI_Allgather", "MPI_Reduce", "MPI_Alltoall"];
 
 impl StencilParams {
     /// Steps needed for about `events` rows in total.
@@ -339,6 +346,16 @@ impl StencilParams {
             steps: ((events as f64 / ranks as f64 / per_step).ceil() as usize).max(1),
             allreduce_every: 10,
             bytes: 8192,
+            collectives: false,
+        }
+    }
+    /// The collective-heavy mix, about `events` rows.
+    pub fn collective_heavy(ranks: usize, events: u64) -> StencilParams {
+        let per_step = 9.0 + HEAVY.len() as f64;
+        StencilParams {
+            steps: ((events as f64 / ranks as f64 / per_step).ceil() as usize).max(1),
+            collectives: true,
+            ..StencilParams::for_events(ranks, events)
         }
     }
 }
@@ -413,7 +430,27 @@ pub fn stencil_rank(p: &StencilParams, r: usize) -> Vec<Event> {
                 (Some(0), Some(peer), Some(tag), Some(p.bytes), Some(seq), Some(req));
             out.push(c);
         }
-        if s % p.allreduce_every == p.allreduce_every - 1 {
+        if p.collectives {
+            let last = (0..n).map(|q| step_times(p, q, s).3).max().unwrap_or(ce);
+            let mut t = ce;
+            for (j, name) in HEAVY.iter().enumerate() {
+                coll_seq += 1;
+                let end = last + (j as i64 + 1) * LAT;
+                let mut a = call(name, t, end, 0x1c0 + 0x10 * j as u64);
+                let bytes = if *name == "MPI_Barrier" { 0 } else { 8 };
+                (a.comm, a.seq, a.bytes, a.recv_bytes, a.count) =
+                    (Some(0), Some(coll_seq), Some(bytes), Some(bytes), Some(1));
+                match *name {
+                    "MPI_Allreduce" | "MPI_Reduce" => a.op = Some(0x58000003),
+                    _ => {}
+                }
+                if matches!(*name, "MPI_Bcast" | "MPI_Reduce") {
+                    a.root = Some(0);
+                }
+                out.push(a);
+                t = end;
+            }
+        } else if s % p.allreduce_every == p.allreduce_every - 1 {
             let last = (0..n).map(|q| step_times(p, q, s).3).max().unwrap_or(ce);
             coll_seq += 1;
             let mut a = call("", ce, last + LAT, 0x1a0);

@@ -111,7 +111,7 @@ fn bad_meta_and_empty_directories() {
 #[test]
 fn synthetic_stencil_has_the_designed_wait_states() {
     let dir = tmp("stencil");
-    let p = StencilParams { ranks: 8, steps: 50, allreduce_every: 10, bytes: 4096 };
+    let p = StencilParams { ranks: 8, steps: 50, allreduce_every: 10, bytes: 4096, collectives: false };
     let rows = write_stencil(&dir, &p).unwrap();
     let m = analyzers::load(&dir).unwrap();
     assert_eq!(m.rows(), rows);
