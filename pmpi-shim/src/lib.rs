@@ -13,6 +13,7 @@
 
 pub mod clock;
 pub mod detect;
+pub mod foreign;
 pub mod life;
 pub mod next;
 pub mod ompi;
@@ -20,6 +21,7 @@ pub mod rec;
 pub mod site;
 pub mod special;
 pub mod state;
+pub mod stdabi;
 
 include!(concat!(env!("OUT_DIR"), "/wrappers.rs"));
 
