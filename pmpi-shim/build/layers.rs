@@ -79,7 +79,8 @@ impl Foreign {
     fn family(self, proc_name: &str, q: &Param) -> Option<&'static str> {
         match q.kind {
             "RANK" | "RANK_NNI" => Some("rank"),
-            "ERROR_CODE" | "ERROR_CLASS" => Some("error"),
+            // MPI_Abort's code is the process's exit status, not an MPI error.
+            "ERROR_CODE" | "ERROR_CLASS" if proc_name != "MPI_Abort" => Some("error"),
             "SPLIT_TYPE" => Some("split_type"),
             "TAG" | "THREAD_LEVEL" if self == Foreign::Std => {
                 Some(if q.kind == "TAG" { "tag" } else { "thread_level" })
@@ -215,6 +216,16 @@ fn conversions(p: &Procedure, layer: Layer) -> (String, Vec<String>, String) {
         let writes = q.dir != Dir::In && !is_const;
         let ptr = |name: &str| if is_const { format!("{name}.as_ptr()") } else { format!("{name}.as_mut_ptr()") };
         let null = if is_const { "std::ptr::null()" } else { "std::ptr::null_mut()" };
+        if p.name.contains("_idup") && q.kind == "COMMUNICATOR" && q.dir == Dir::Out {
+            // The library may write the new communicator when the
+            // duplication completes, after the call returned (this
+            // project's libmpi_abi.so and Open MPI do): it gets the
+            // application's own handle, never a temporary of a layer. The
+            // core does not read it there (it registers the communicator
+            // when first used).
+            args.push(format!("{v} as _"));
+            continue;
+        }
         if let Some(k) = stdabi::codegen::handle_fn(base).filter(|_| base != "MPI_File") {
             let k = k.to_ascii_uppercase();
             let (fwd, back) = layer.handle(&k);
@@ -248,7 +259,16 @@ fn conversions(p: &Procedure, layer: Layer) -> (String, Vec<String>, String) {
                         "    let n_{v}: usize = if {v}.is_null() {{ 0 }} else {{ {n} }};\n    \
                          #[allow(unused_mut)]\n    let mut t_{v}: Vec<_> = if {v}.is_null() {{ Vec::new() }} else {{ {init} }};"
                     );
-                    args.push(format!("if {v}.is_null() {{ {null} }} else {{ {} }}", ptr(&format!("t_{v}"))));
+                    // A nonblocking or persistent call may read its arrays until
+                    // the request completes or is freed, after this call returned:
+                    // the library then gets a copy that lives for the rest of the
+                    // process (the core's copy, given to the other layer, is read
+                    // during the call only).
+                    let outlives_call = layer.way == Way::ToLib
+                        && q.dir == Dir::In
+                        && p.params.iter().any(|x| x.kind == "REQUEST" && x.dir == Dir::Out);
+                    let t = if outlives_call { format!("Vec::leak(t_{v})") } else { format!("t_{v}") };
+                    args.push(format!("if {v}.is_null() {{ {null} }} else {{ {} }}", ptr(&t)));
                     if writes {
                         let cond = if q.dir == Dir::Out { "rc_ok && " } else { "" };
                         let _ = writeln!(

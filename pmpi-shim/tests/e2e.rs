@@ -126,14 +126,14 @@ fn check_collectives(trace: &Trace) {
 
 #[test]
 fn p2p_collectives_comms_regions_pcontrol() {
-    check_p2p(&traced("p2p", "p2p.c", 3, &[]), "MPICH");
+    check_p2p(&traced("p2p", "p2p.c", 3, &[]), "MPICH", "MPICH");
 }
 
 /// The same program on this project's MPI (mpi-core; its launcher and
 /// compiler wrapper are built first if they are not).
 #[test]
 fn p2p_on_the_project_mpi() {
-    check_p2p(&traced_on_project_mpi("p2p-own", "p2p.c", 3), "mpi-core");
+    check_p2p(&traced_on_project_mpi("p2p-own", "p2p.c", 3), "mpi-core", "MPICH");
 }
 
 /// Compiles `tests/c/<src>` with mpi-core's `mpicc` and runs it on `n`
@@ -175,14 +175,16 @@ fn traced_on_project_mpi_as(name: &str, src: &str, n: usize, whole_job: bool) ->
     Trace::open(&tdir).unwrap()
 }
 
-fn check_p2p(t: &Trace, library: &str) {
+/// Checks the trace of p2p.c on 3 ranks, recorded on the MPI library whose
+/// version string names `library`, of the ABI `abi` (as meta.json names it).
+fn check_p2p(t: &Trace, library: &str, abi: &str) {
     assert!(t.problems.is_empty(), "{:?}", t.problems);
     assert!(t.is_complete());
     assert_eq!(t.meta.ranks, 3);
     assert_eq!(t.meta.written_by, "finalize");
     assert!(t.meta.mpi_library.contains(library), "{}", t.meta.mpi_library);
     // meta.json names the ABI the shim recognised.
-    assert_eq!(t.meta.mpi_abi, if library == "Open MPI" { "Open MPI" } else { "MPICH" });
+    assert_eq!(t.meta.mpi_abi, abi);
     assert_eq!(t.meta.rank_meta.len(), 3);
     for r in 0..3 {
         let ev = t.rank_events(r);
@@ -905,7 +907,7 @@ fn full_trace_dir_leaves_the_program_running() {
 
 #[test]
 fn openmpi_p2p_collectives_comms_regions_pcontrol() {
-    check_p2p(&traced_on(Mpi::OpenMpi, "p2p-ompi", "p2p.c", 3, &[]), "Open MPI");
+    check_p2p(&traced_on(Mpi::OpenMpi, "p2p-ompi", "p2p.c", 3, &[]), "Open MPI", "Open MPI");
 }
 
 #[test]
@@ -941,6 +943,53 @@ fn openmpi_crash_sigkill() {
 #[test]
 fn openmpi_crash_mpi_abort() {
     let t = crash_case_on(Mpi::OpenMpi, "abort");
+    let last = t.rank_events(1).iter().rev().find(|e| e.kind == Kind::Call).unwrap();
+    assert_eq!(&*last.call, "MPI_Abort");
+    assert_eq!((last.aux, last.t_end), (Some(42), None));
+}
+
+// The same programs and assertions, built against the MPI-5 standard ABI
+// (`mpicc_abi`, i.e. `mpicc -mpi-abi`: `mpi_abi.h`, `libmpi_abi.so.1`) and
+// run on this project's libmpi_abi.so, whose ABI the shim translates.
+
+#[test]
+fn stdabi_p2p_collectives_comms_regions_pcontrol() {
+    check_p2p(&traced_on(Mpi::StdAbi, "p2p-std", "p2p.c", 3, &[]), "mpi-core", "standard");
+}
+
+#[test]
+fn stdabi_requests_persistent_any_some_cancel_sendrecv() {
+    check_requests_of(&traced_on(Mpi::StdAbi, "requests-std", "requests.c", 2, &[]), false, true);
+}
+
+#[test]
+fn stdabi_collectives_and_communicators_on_four_ranks() {
+    check_coll(&traced_on(Mpi::StdAbi, "coll-std", "coll.c", 4, &[]));
+}
+
+#[test]
+fn stdabi_rma_targets_as_world_ranks() {
+    check_rma(&traced_on(Mpi::StdAbi, "rma-std", "rma.c", 3, &[]));
+}
+
+#[test]
+fn stdabi_thread_multiple_journals_per_thread() {
+    check_threads(&traced_on(Mpi::StdAbi, "threads-std", "threads.c", 2, &[]));
+}
+
+#[test]
+fn stdabi_clock_sync_ping_pong() {
+    check_clock(&traced_on(Mpi::StdAbi, "clock-std", "p2p.c", 2, &[("MPITRACE_CLOCK_PER_RANK", "1")]));
+}
+
+#[test]
+fn stdabi_crash_sigkill() {
+    crash_case_on(Mpi::StdAbi, "kill");
+}
+
+#[test]
+fn stdabi_crash_mpi_abort() {
+    let t = crash_case_on(Mpi::StdAbi, "abort");
     let last = t.rank_events(1).iter().rev().find(|e| e.kind == Kind::Call).unwrap();
     assert_eq!(&*last.call, "MPI_Abort");
     assert_eq!((last.aux, last.t_end), (Some(42), None));

@@ -1,6 +1,7 @@
 //! Helpers of the end-to-end tests: build C programs with `mpicc.mpich` (or
-//! `mpicc.openmpi`), run them with `mpiexec.mpich` (or `mpirun.openmpi`)
-//! under the shim, with a timeout.
+//! `mpicc.openmpi`, or this project's `mpicc_abi` for the standard ABI), run
+//! them with `mpiexec.mpich` (or `mpirun.openmpi`, or this project's
+//! `mpirun`) under the shim, with a timeout.
 
 // Each test crate uses a part of these helpers.
 #![allow(dead_code)]
@@ -57,39 +58,57 @@ pub fn scratch(name: &str) -> PathBuf {
     d
 }
 
-/// The Debian MPI libraries the tests run on.
+/// This project's `libmpi_abi.so` (the MPI-5 standard ABI), its `mpicc_abi`
+/// and `mpirun` (built first, in this profile).
+pub fn std_abi_mpi() -> (PathBuf, PathBuf) {
+    static BUILT: std::sync::Once = std::sync::Once::new();
+    BUILT.call_once(|| cargo_build(&["mpi-core", "mpi-stdabi", "mpi-launcher"]));
+    let bin = profile_dir();
+    let (mpicc, mpirun) = (bin.join("mpicc_abi"), bin.join("mpirun"));
+    assert!(mpicc.exists() && mpirun.exists(), "mpicc_abi/mpirun not built in {}", bin.display());
+    (mpicc, mpirun)
+}
+
+/// The MPI libraries the tests run on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mpi {
-    /// MPICH (`mpich`, `libmpich-dev`): the MPICH ABI.
+    /// Debian's MPICH (`mpich`, `libmpich-dev`): the MPICH ABI.
     Mpich,
-    /// Open MPI (`openmpi-bin`, `libopenmpi-dev`): Open MPI's native ABI.
+    /// Debian's Open MPI (`openmpi-bin`, `libopenmpi-dev`): Open MPI's native ABI.
     OpenMpi,
+    /// This project's `libmpi_abi.so` (programs built with `mpicc_abi`,
+    /// i.e. `mpicc -mpi-abi`, run by its `mpirun`): the MPI-5 standard ABI.
+    StdAbi,
 }
 
 impl Mpi {
     /// The C (or C++) compiler wrapper.
-    fn compiler(self, cxx: bool) -> &'static str {
+    fn compiler(self, cxx: bool) -> PathBuf {
         match (self, cxx) {
-            (Mpi::Mpich, false) => "mpicc.mpich",
-            (Mpi::Mpich, true) => "mpicxx.mpich",
-            (Mpi::OpenMpi, false) => "mpicc.openmpi",
-            (Mpi::OpenMpi, true) => "mpicxx.openmpi",
+            (Mpi::Mpich, false) => "mpicc.mpich".into(),
+            (Mpi::Mpich, true) => "mpicxx.mpich".into(),
+            (Mpi::OpenMpi, false) => "mpicc.openmpi".into(),
+            (Mpi::OpenMpi, true) => "mpicxx.openmpi".into(),
+            (Mpi::StdAbi, false) => std_abi_mpi().0,
+            (Mpi::StdAbi, true) => profile_dir().join("mpicxx_abi"),
         }
     }
-    /// The Debian packages that provide it.
+    /// The Debian packages (or the cargo packages) that provide it.
     pub fn packages(self) -> &'static str {
         match self {
             Mpi::Mpich => "mpich libmpich-dev",
             Mpi::OpenMpi => "openmpi-bin libopenmpi-dev",
+            Mpi::StdAbi => "this workspace's mpi-core, mpi-stdabi and mpi-launcher, built by cargo",
         }
     }
     /// The launcher and its options before `-n` (Open MPI refuses root
     /// without `--allow-run-as-root`, and more ranks than cores without
     /// `--oversubscribe`).
-    pub fn launcher(self) -> (&'static str, &'static [&'static str]) {
+    pub fn launcher(self) -> (PathBuf, &'static [&'static str]) {
         match self {
-            Mpi::Mpich => ("mpiexec.mpich", &[]),
-            Mpi::OpenMpi => ("mpirun.openmpi", &["--allow-run-as-root", "--oversubscribe"]),
+            Mpi::Mpich => ("mpiexec.mpich".into(), &[]),
+            Mpi::OpenMpi => ("mpirun.openmpi".into(), &["--allow-run-as-root", "--oversubscribe"]),
+            Mpi::StdAbi => (std_abi_mpi().1, &[]),
         }
     }
 }
@@ -115,7 +134,7 @@ pub fn compile_with_on(mpi: Mpi, src: &str, dir: &Path, extra: &[&str], out: &st
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = dir.join(out);
     let compiler = mpi.compiler(src.ends_with(".cpp"));
-    let st = Command::new(compiler)
+    let st = Command::new(&compiler)
         .env_remove("LD_LIBRARY_PATH")
         .args(["-O1", "-g", "-pthread", "-Wno-stringop-overflow"])
         .args(extra)
@@ -125,7 +144,7 @@ pub fn compile_with_on(mpi: Mpi, src: &str, dir: &Path, extra: &[&str], out: &st
         .arg("-o")
         .arg(&out)
         .status()
-        .unwrap_or_else(|e| panic!("{compiler}: {e} (install {})", mpi.packages()));
+        .unwrap_or_else(|e| panic!("{}: {e} (install {})", compiler.display(), mpi.packages()));
     assert!(st.success(), "compiling {src} failed");
     out
 }
@@ -162,7 +181,8 @@ pub fn run_umask_on(
     // libmpich.so.12 lives: these tests run on Debian's MPICH.
     cmd.env_remove("LD_LIBRARY_PATH");
     let (launcher, options) = mpi.launcher();
-    cmd.args(["-k", "5", "120", launcher])
+    cmd.args(["-k", "5", "120"])
+        .arg(&launcher)
         .args(options)
         .args(["-n", &n.to_string(), "env"])
         .arg(format!("LD_PRELOAD={}", shim().display()))
@@ -172,7 +192,7 @@ pub fn run_umask_on(
     }
     cmd.arg(exe).args(args);
     let out = cmd.output().expect("timeout");
-    assert_ne!(out.status.code(), Some(127), "{launcher} not found (install {})", mpi.packages());
+    assert_ne!(out.status.code(), Some(127), "{} not found (install {})", launcher.display(), mpi.packages());
     assert_ne!(out.status.code(), Some(124), "timed out: {}", String::from_utf8_lossy(&out.stderr));
     out
 }
