@@ -109,9 +109,10 @@ fn status_calls() -> &'static StatusCalls {
                 .find(|f| !f.is_null())
                 .unwrap_or(std::ptr::null_mut())
         };
-        // SAFETY (each transmute): the standard ABI's C prototypes of these
-        // procedures, `MPI_Count` being 64-bit and `MPI_Datatype`
-        // pointer-sized there; a null address becomes `None`.
+        // SAFETY: each transmute gives an address found by dlsym the
+        // standard ABI's C prototype of the procedure of that name
+        // (`MPI_Count` is 64-bit and `MPI_Datatype` pointer-sized there); a
+        // null address becomes `None`.
         unsafe {
             StatusCalls {
                 get_count: std::mem::transmute::<*mut c_void, Option<_>>(sym(&[

@@ -71,6 +71,8 @@ pub fn std_abi_mpi() -> (PathBuf, PathBuf) {
 
 /// The MPI libraries the tests run on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+// `OpenMpi` is the library's name, not a repetition of the enum's.
+#[allow(clippy::enum_variant_names)]
 pub enum Mpi {
     /// Debian's MPICH (`mpich`, `libmpich-dev`): the MPICH ABI.
     Mpich,
