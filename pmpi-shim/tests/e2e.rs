@@ -962,6 +962,15 @@ fn stdabi_requests_persistent_any_some_cancel_sendrecv() {
     check_requests_of(&traced_on(Mpi::StdAbi, "requests-std", "requests.c", 2, &[]), false, true);
 }
 
+/// The same with the statuses' count and cancelled flag asked of the
+/// library (`MPI_Get_count_c`, `MPI_Test_cancelled`) and set back through
+/// it, as on a library whose status layout the shim does not know.
+#[test]
+fn stdabi_requests_with_statuses_through_the_library() {
+    let env = [("MPITRACE_STD_STATUS", "library")];
+    check_requests_of(&traced_on(Mpi::StdAbi, "requests-std-ask", "requests.c", 2, &env), false, true);
+}
+
 #[test]
 fn stdabi_collectives_and_communicators_on_four_ranks() {
     check_coll(&traced_on(Mpi::StdAbi, "coll-std", "coll.c", 4, &[]));
