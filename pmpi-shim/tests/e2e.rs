@@ -1003,3 +1003,59 @@ fn stdabi_crash_mpi_abort() {
     assert_eq!(&*last.call, "MPI_Abort");
     assert_eq!((last.aux, last.t_end), (Some(42), None));
 }
+
+/// `mpitrace record` of a program built against the standard ABI, on this
+/// project's `mpirun` and `libmpi_abi.so`, then `mpitrace report --format
+/// json`: exact call counts, every message matched, the library and the
+/// ABI named.
+#[test]
+fn stdabi_recorded_by_mpitrace_record_and_reported() {
+    let mpitrace = common::mpitrace();
+    let (_, mpirun) = common::std_abi_mpi();
+    let dir = common::scratch("record-std");
+    let exe = common::compile_on(Mpi::StdAbi, "p2p.c", &dir);
+    let tdir = dir.join("trace");
+    let out = std::process::Command::new("timeout")
+        .args(["-k", "5", "120"])
+        .arg(&mpitrace)
+        .arg("record")
+        .arg("-o")
+        .arg(&tdir)
+        .arg("--")
+        .arg(&mpirun)
+        .args(["-n", "3"])
+        .arg(&exe)
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("3 ranks of"), "{err}");
+    let t = Trace::open(&tdir).unwrap();
+    assert!(t.is_complete() && t.problems.is_empty(), "{:?}", t.problems);
+    assert_eq!((t.meta.mpi_abi.as_str(), t.meta.written_by.as_str()), ("standard", "record"));
+    let sends = check_matching(&t);
+    // p2p.c on 3 ranks: ranks 0 and 1 ping-pong 5 times, ranks 1 and 2 send
+    // to rank 0 with ANY_SOURCE, every rank one Isend in a ring (matched
+    // by its Irecv's completion).
+    assert_eq!(sends, 5 + 5 + 2 + 3);
+    let report =
+        std::process::Command::new(&mpitrace).arg("report").arg(&tdir).args(["--format", "json"]).output().unwrap();
+    assert!(report.status.success(), "{}", String::from_utf8_lossy(&report.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&report.stdout).expect("JSON report");
+    let m = &r["messages"];
+    assert_eq!((m["sends"].as_u64(), m["receives"].as_u64()), (Some(sends as u64), Some(sends as u64)), "{m}");
+    assert_eq!(m["matched"].as_u64(), Some(sends as u64), "{m}");
+    assert_eq!((m["unmatched_sends"].as_u64(), m["unmatched_receives"].as_u64()), (Some(0), Some(0)));
+    assert!(r["trace"]["mpi_library"].as_str().unwrap().contains("mpi-core"), "{}", r["trace"]);
+    assert_eq!(r["trace"]["mpi_abi"], "standard");
+    let calls = |name: &str| {
+        r["profile"]["calls"].as_array().unwrap().iter().find(|c| c["name"] == name).map(|c| c["count"].as_u64())
+    };
+    assert_eq!(calls("MPI_Send"), Some(Some(12)));
+    assert_eq!(calls("MPI_Recv"), Some(Some(12)));
+    assert_eq!(calls("MPI_Allreduce"), Some(Some(6)));
+    // The text report names the ABI.
+    let text = std::process::Command::new(&mpitrace).arg("report").arg(&tdir).output().unwrap();
+    assert!(String::from_utf8_lossy(&text.stdout).contains("standard ABI"));
+}

@@ -36,6 +36,16 @@ pub fn project_mpi() -> (PathBuf, PathBuf) {
     (mpicc, mpirun)
 }
 
+/// The `mpitrace` tool (built first, in this profile, with the shim next
+/// to it, where `mpitrace record` looks for it).
+pub fn mpitrace() -> PathBuf {
+    static BUILT: std::sync::Once = std::sync::Once::new();
+    BUILT.call_once(|| cargo_build(&["mpitrace", "pmpi-shim"]));
+    let p = profile_dir().join("mpitrace");
+    assert!(p.exists(), "{} not built", p.display());
+    p
+}
+
 /// `cargo build` of `packages` in this test's profile.
 fn cargo_build(packages: &[&str]) {
     let release = profile_dir().file_name().is_some_and(|n| n == "release");
