@@ -443,7 +443,10 @@ fn sites_in_a_library_loaded_after_init() {
 /// tag; bytes count all partitions.
 #[test]
 fn partitioned_rounds() {
-    let t = traced("partitioned", "partitioned.c", 2, &[]);
+    check_partitioned(&traced("partitioned", "partitioned.c", 2, &[]));
+}
+
+fn check_partitioned(t: &Trace) {
     let (init, peer) = (["MPI_Psend_init", "MPI_Precv_init"], [1, 0]);
     for r in 0..2 {
         let ev = t.rank_events(r);
@@ -472,7 +475,7 @@ fn partitioned_rounds() {
     assert!(ready.iter().all(|e| e.request.is_some()));
     assert!(calls(t.rank_events(1), "MPI_Parrived").iter().all(|e| e.aux == Some(3)));
     // The plain messages with tag 9 are numbered 1..3 on their own.
-    assert_eq!(check_matching_but(&t, |e| e.call.starts_with("MPI_P")), 3);
+    assert_eq!(check_matching_but(t, |e| e.call.starts_with("MPI_P")), 3);
     let sends: Vec<i64> = calls(t.rank_events(0), "MPI_Send").iter().map(|e| e.seq.unwrap()).collect();
     assert_eq!(sends, vec![1, 2, 3]);
 }
@@ -969,6 +972,16 @@ fn stdabi_requests_persistent_any_some_cancel_sendrecv() {
 fn stdabi_requests_with_statuses_through_the_library() {
     let env = [("MPITRACE_STD_STATUS", "library")];
     check_requests_of(&traced_on(Mpi::StdAbi, "requests-std-ask", "requests.c", 2, &env), false, true);
+}
+
+#[test]
+fn stdabi_partitioned_rounds() {
+    check_partitioned(&traced_on(Mpi::StdAbi, "partitioned-std", "partitioned.c", 2, &[]));
+}
+
+#[test]
+fn stdabi_sessions_without_mpi_init() {
+    check_sessions(&traced_on(Mpi::StdAbi, "sessions-std", "sessions.c", 2, &[]));
 }
 
 #[test]
