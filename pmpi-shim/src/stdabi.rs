@@ -204,3 +204,51 @@ pub fn status_to_lib(m: &abi::MPI_Status, s: &mut StdStatus) {
         unsafe { f(s, c_int::from(m.cancelled())) };
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::foreign::{kind, to_core, to_lib};
+
+    #[test]
+    fn handles_cross_by_name_and_back() {
+        init();
+        let std = |name: &str| stdabi::std_value(name).unwrap() as usize;
+        // Predefined handles map to MPICH's of the same name, both ways.
+        assert_eq!(to_core(std("MPI_COMM_WORLD"), kind::COMM), abi::MPI_COMM_WORLD);
+        assert_eq!(to_lib(abi::MPI_COMM_WORLD, kind::COMM), std("MPI_COMM_WORLD"));
+        assert_eq!(to_core(std("MPI_INT"), kind::DATATYPE), abi::MPI_INT);
+        assert_eq!(to_lib(abi::MPI_DATATYPE_NULL, kind::DATATYPE), std("MPI_DATATYPE_NULL"));
+        assert_eq!(to_lib(abi::MPI_REQUEST_NULL, kind::REQUEST), std("MPI_REQUEST_NULL"));
+        // A datatype MPICH lacks (its MPI_INTEGER16 is the null datatype)
+        // is the library's own: interned, and back to the same value.
+        let i16 = to_core(std("MPI_INTEGER16"), kind::DATATYPE);
+        assert_ne!(i16, abi::MPI_DATATYPE_NULL);
+        assert_eq!(to_lib(i16, kind::DATATYPE), std("MPI_INTEGER16"));
+        // The library's handles, whatever they are, round-trip and keep
+        // their number when the library reuses them.
+        let h = to_core(0x8400_0001, kind::COMM);
+        assert_eq!((to_lib(h, kind::COMM), to_core(0x8400_0001, kind::COMM)), (0x8400_0001, h));
+        assert_ne!(to_core(0x7f00_1234_5678, kind::COMM), h);
+    }
+
+    #[test]
+    fn constants_cross_and_come_back() {
+        assert_eq!(rank_to_core(-1), abi::MPI_ANY_SOURCE);
+        assert_eq!(rank_to_core(-3), abi::MPI_PROC_NULL);
+        assert_eq!(tag_to_core(-2), abi::MPI_ANY_TAG);
+        assert_eq!(thread_level_to_core(4096), abi::MPI_THREAD_MULTIPLE);
+        assert_eq!(error_to_core(19), abi::MPI_ERR_IN_STATUS);
+        for v in -40_000..40_000 {
+            assert_eq!(rank_to_lib(rank_to_core(v)), v);
+            assert_eq!(tag_to_lib(tag_to_core(v)), v);
+            assert_eq!(error_to_lib(error_to_core(v)), v);
+            assert_eq!(thread_level_to_lib(thread_level_to_core(v)), v);
+            assert_eq!(split_type_to_lib(split_type_to_core(v)), v);
+        }
+        let in_place = stdabi::STD_IN_PLACE as *mut u8;
+        assert_eq!(buffer_to_core(in_place) as usize, abi::MPI_IN_PLACE);
+        assert_eq!(buffer_to_lib(buffer_to_core(in_place)), in_place);
+        assert!(buffer_to_core(std::ptr::null_mut::<u8>()).is_null());
+    }
+}
