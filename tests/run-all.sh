@@ -23,6 +23,13 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 
+# Another library of the MPI-5 standard ABI than this project's for the
+# shim's tests (pmpi-shim/tests/e2e.rs, mpich5_stdabi_*): MPICH 5's
+# libmpi_abi.so.1 from PyPI's wheel, in a private prefix (off PATH, so that
+# Debian's MPICH keeps its names).
+[ -e target/pypi-mpich/lib/libmpi_abi.so.1 ] || python3 -m pip install -q --prefix "$PWD/target/pypi-mpich" mpich==5.0.2 \
+  || python3 -m pip install -q --break-system-packages --prefix "$PWD/target/pypi-mpich" mpich==5.0.2
+
 # The trace test reads the Parquet files with an independent reader.
 python3 -c "import pyarrow" 2>/dev/null || python3 -m pip install -q pyarrow || python3 -m pip install -q --break-system-packages pyarrow
 

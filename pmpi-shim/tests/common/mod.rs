@@ -79,6 +79,23 @@ pub fn std_abi_mpi() -> (PathBuf, PathBuf) {
     (mpicc, mpirun)
 }
 
+/// PyPI's MPICH 5 (the `mpich` wheel: `libmpi_abi.so.1`, `mpicc_abi`,
+/// hydra's `mpiexec`), installed under `target/pypi-mpich` (or
+/// `$MPITRACE_TEST_MPICH5`): another library of the MPI-5 standard ABI than
+/// this project's (Debian's MPICH is 4.0, which has none).
+pub fn pypi_mpich() -> PathBuf {
+    let prefix = std::env::var_os("MPITRACE_TEST_MPICH5")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| profile_dir().parent().unwrap().join("pypi-mpich"));
+    assert!(
+        prefix.join("lib/libmpi_abi.so.1").exists() && prefix.join("bin/mpicc_abi").exists(),
+        "PyPI's MPICH 5 is not installed in {0}: python3 -m pip install --prefix {0} mpich==5.0.2 \
+         (tests/run-all.sh does it)",
+        prefix.display()
+    );
+    prefix
+}
+
 /// The MPI libraries the tests run on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 // `OpenMpi` is the library's name, not a repetition of the enum's.
@@ -91,6 +108,10 @@ pub enum Mpi {
     /// This project's `libmpi_abi.so` (programs built with `mpicc_abi`,
     /// i.e. `mpicc -mpi-abi`, run by its `mpirun`): the MPI-5 standard ABI.
     StdAbi,
+    /// MPICH 5's `libmpi_abi.so.1` (PyPI's wheel, [`pypi_mpich`]; programs
+    /// built with its `mpicc_abi`, run by its `mpiexec`): the standard ABI
+    /// on a library other than this project's.
+    Mpich5StdAbi,
 }
 
 impl Mpi {
@@ -103,6 +124,8 @@ impl Mpi {
             (Mpi::OpenMpi, true) => "mpicxx.openmpi".into(),
             (Mpi::StdAbi, false) => std_abi_mpi().0,
             (Mpi::StdAbi, true) => profile_dir().join("mpicxx_abi"),
+            (Mpi::Mpich5StdAbi, false) => pypi_mpich().join("bin/mpicc_abi"),
+            (Mpi::Mpich5StdAbi, true) => pypi_mpich().join("bin/mpicxx_abi"),
         }
     }
     /// The Debian packages (or the cargo packages) that provide it.
@@ -111,6 +134,7 @@ impl Mpi {
             Mpi::Mpich => "mpich libmpich-dev",
             Mpi::OpenMpi => "openmpi-bin libopenmpi-dev",
             Mpi::StdAbi => "this workspace's mpi-core, mpi-stdabi and mpi-launcher, built by cargo",
+            Mpi::Mpich5StdAbi => "PyPI's mpich 5.0.2 under target/pypi-mpich (tests/run-all.sh)",
         }
     }
     /// The launcher and its options before `-n` (Open MPI refuses root
@@ -121,6 +145,7 @@ impl Mpi {
             Mpi::Mpich => ("mpiexec.mpich".into(), &[]),
             Mpi::OpenMpi => ("mpirun.openmpi".into(), &["--allow-run-as-root", "--oversubscribe"]),
             Mpi::StdAbi => (std_abi_mpi().1, &[]),
+            Mpi::Mpich5StdAbi => (pypi_mpich().join("bin/mpiexec"), &[]),
         }
     }
 }
