@@ -27,8 +27,9 @@ fi
 # shim's tests (pmpi-shim/tests/e2e.rs, mpich5_stdabi_*): MPICH 5's
 # libmpi_abi.so.1 from PyPI's wheel, in a private prefix (off PATH, so that
 # Debian's MPICH keeps its names).
-[ -e target/pypi-mpich/lib/libmpi_abi.so.1 ] || python3 -m pip install -q --prefix "$PWD/target/pypi-mpich" mpich==5.0.2 \
-  || python3 -m pip install -q --break-system-packages --prefix "$PWD/target/pypi-mpich" mpich==5.0.2
+mpich5=$(realpath -m "${CARGO_TARGET_DIR:-target}/pypi-mpich")
+[ -e "$mpich5/lib/libmpi_abi.so.1" ] || python3 -m pip install -q --prefix "$mpich5" mpich==5.0.2 \
+  || python3 -m pip install -q --break-system-packages --prefix "$mpich5" mpich==5.0.2
 
 # The trace test reads the Parquet files with an independent reader.
 python3 -c "import pyarrow" 2>/dev/null || python3 -m pip install -q pyarrow || python3 -m pip install -q --break-system-packages pyarrow

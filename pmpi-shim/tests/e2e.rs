@@ -1104,3 +1104,13 @@ fn mpich5_stdabi_rma_targets_as_world_ranks() {
 fn mpich5_stdabi_crash_sigkill() {
     crash_case_on(Mpi::Mpich5StdAbi, "kill");
 }
+
+#[test]
+fn mpich5_stdabi_thread_multiple_journals_per_thread() {
+    check_threads(&traced_on(Mpi::Mpich5StdAbi, "threads-mpich5", "threads.c", 2, &[]));
+}
+
+#[test]
+fn mpich5_stdabi_clock_sync_ping_pong() {
+    check_clock(&traced_on(Mpi::Mpich5StdAbi, "clock-mpich5", "p2p.c", 2, &[("MPITRACE_CLOCK_PER_RANK", "1")]));
+}
