@@ -362,14 +362,21 @@ pub fn layers(abi: Foreign, idx: usize, p: &Procedure, ret: &str, missing: &str)
     let oparams = abi.params(p);
     let cparams = codegen::rust_params(p);
     let is_int = p.ret == "int";
+    // `MPI_ERR_OTHER` where the library lacks a procedure, in the ABI of
+    // the side that gets it.
+    let m = abi.module();
+    let lib_err_other = format!("crate::{m}::error_to_lib(mpi_api::abi::MPI_ERR_OTHER)");
     if abi.untranslated().contains(&name) {
-        let body = format!("{{\n    crate::next::missing({name:?});\n    mpi_api::abi::MPI_ERR_OTHER\n}}");
+        let body = |err: &str| format!("{{\n    crate::next::missing({name:?});\n    {err}\n}}");
         let allow = "#[allow(unused_variables)]\n";
         return (
-            format!("{allow}pub unsafe extern \"C\" fn {name}({oparams}) -> {ret} {body}"),
-            format!("{allow}pub unsafe fn {name}({cparams}) -> {ret} {body}"),
+            format!("{allow}pub unsafe extern \"C\" fn {name}({oparams}) -> {ret} {}", body(&lib_err_other)),
+            format!("{allow}pub unsafe fn {name}({cparams}) -> {ret} {}", body("mpi_api::abi::MPI_ERR_OTHER")),
         );
     }
+    // The library's call returns its own codes, converted with the rest.
+    let missing =
+        if is_int { missing.replace("mpi_api::abi::MPI_ERR_OTHER", &lib_err_other) } else { missing.to_string() };
     let layer = |way: Way, call: String| -> String {
         let layer = Layer { way, abi };
         let (pre, args, post) = conversions(p, layer);
