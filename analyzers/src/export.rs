@@ -17,7 +17,7 @@
 use std::io::{self, Write};
 
 use crate::matching::Matching;
-use crate::model::Model;
+use crate::model::{Model, RankData};
 
 fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
@@ -32,6 +32,72 @@ fn esc(s: &str) -> String {
     o
 }
 
+/// The part of a trace an export writes: the calls that overlap a time
+/// range (ns from the start of the trace, both ends included; calls are
+/// written whole) of a set of ranks, and the messages between the calls
+/// written. The default selects everything.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Selection {
+    pub from: Option<i64>,
+    pub to: Option<i64>,
+    /// Sorted world ranks; `None` for all.
+    pub ranks: Option<Vec<i32>>,
+}
+
+impl Selection {
+    pub fn rank(&self, r: i32) -> bool {
+        self.ranks.as_ref().is_none_or(|v| v.binary_search(&r).is_ok())
+    }
+    /// Whether a call from `start` to `end` (absolute times) overlaps the range.
+    pub fn call(&self, m: &Model, start: i64, end: i64) -> bool {
+        if self.from.is_none() && self.to.is_none() {
+            return true;
+        }
+        let t0 = m.span().0;
+        self.from.is_none_or(|f| end - t0 >= f) && self.to.is_none_or(|t| start - t0 <= t)
+    }
+    /// Whether an instant (absolute time) is in the range.
+    pub fn instant(&self, m: &Model, t: i64) -> bool {
+        self.call(m, t, t)
+    }
+    /// Whether call `call` of rank index `rank` is selected.
+    pub fn call_of(&self, m: &Model, rank: usize, call: usize) -> bool {
+        let r = &m.ranks[rank];
+        match r.calls.get(call) {
+            Some(c) => self.rank(r.rank) && self.call(m, c.t_start, c.t_end),
+            None => false,
+        }
+    }
+}
+
+/// Parses a rank list: `0-3,7,12-15`.
+pub fn parse_ranks(s: &str) -> Result<Vec<i32>, String> {
+    let mut v = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let bad = || format!("`{part}` is not a rank or a range of ranks (0-3,7)");
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (a.trim().parse::<i32>().map_err(|_| bad())?, b.trim().parse::<i32>().map_err(|_| bad())?),
+            None => {
+                let r = part.parse::<i32>().map_err(|_| bad())?;
+                (r, r)
+            }
+        };
+        if a < 0 || b < a {
+            return Err(bad());
+        }
+        if (b - a) as usize > 1 << 24 {
+            return Err(format!("`{part}`: too many ranks"));
+        }
+        v.extend(a..=b);
+    }
+    if v.is_empty() {
+        return Err("no ranks given".into());
+    }
+    v.sort_unstable();
+    v.dedup();
+    Ok(v)
+}
+
 /// Counts of what was written.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Exported {
@@ -40,7 +106,7 @@ pub struct Exported {
 }
 
 /// Writes the trace-event JSON of `m` (with the message arrows of `mt`).
-pub fn write_chrome(m: &Model, mt: &Matching, w: &mut impl Write) -> io::Result<Exported> {
+pub fn write_chrome(m: &Model, mt: &Matching, sel: &Selection, w: &mut impl Write) -> io::Result<Exported> {
     let (t0, _) = m.span();
     let us = |t: i64| (t - t0) as f64 / 1000.0;
     let names: Vec<String> = m.names.iter().map(|n| esc(n)).collect();
@@ -54,7 +120,7 @@ pub fn write_chrome(m: &Model, mt: &Matching, w: &mut impl Write) -> io::Result<
         first = false;
         Ok(())
     };
-    for r in &m.ranks {
+    for r in m.ranks.iter().filter(|r| sel.rank(r.rank)) {
         sep(w)?;
         write!(
             w,
@@ -78,7 +144,7 @@ pub fn write_chrome(m: &Model, mt: &Matching, w: &mut impl Write) -> io::Result<
                 r.rank
             )?;
         }
-        for c in &r.calls {
+        for c in r.calls.iter().filter(|c| sel.call(m, c.t_start, c.t_end)) {
             sep(w)?;
             write!(
                 w,
@@ -92,7 +158,7 @@ pub fn write_chrome(m: &Model, mt: &Matching, w: &mut impl Write) -> io::Result<
             )?;
             n.slices += 1;
         }
-        for e in &r.regions {
+        for e in r.regions.iter().filter(|e| sel.instant(m, e.t)) {
             sep(w)?;
             write!(
                 w,
@@ -106,6 +172,9 @@ pub fn write_chrome(m: &Model, mt: &Matching, w: &mut impl Write) -> io::Result<
     }
     for msg in mt.messages(m) {
         let Some(end) = msg.recv_end else { continue };
+        if !message_selected(m, sel, &msg) {
+            continue;
+        }
         let (src, d) = (msg.send.rank, msg.recv.rank);
         let send = &m.ranks[src as usize].sends.at(msg.send.idx as usize);
         // The threads of the call that posted the send and of the one
@@ -132,6 +201,16 @@ pub fn write_chrome(m: &Model, mt: &Matching, w: &mut impl Write) -> io::Result<
     Ok(n)
 }
 
+/// Whether both ends of a matched message are in calls `sel` selects (a
+/// receive that never completed counts by its posting call).
+fn message_selected(m: &Model, sel: &Selection, msg: &crate::matching::Message) -> bool {
+    let (s, d) = (msg.send.rank as usize, msg.recv.rank as usize);
+    let post = m.ranks[s].sends.at(msg.send.idx as usize).post;
+    let recv = m.ranks[d].recvs.at(msg.recv.idx as usize);
+    let done = if recv.done == crate::model::NONE { recv.post } else { recv.done };
+    sel.call_of(m, s, post as usize) && sel.call_of(m, d, done as usize)
+}
+
 /// A CSV field, quoted when it holds a comma, quote or line break.
 fn csv(s: &str) -> std::borrow::Cow<'_, str> {
     if s.contains([',', '"', '\n', '\r']) {
@@ -142,7 +221,26 @@ fn csv(s: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// What a call posted: (peer, tag, bytes, communicator).
-type Posted = (i32, Option<i32>, i64, u32);
+pub(crate) type Posted = (i32, Option<i32>, i64, u32);
+
+/// What each call of `r` posted, by call index: the first send or receive
+/// it posted, or the collective it took part in.
+pub(crate) fn posted_by_call(r: &RankData) -> Vec<Option<Posted>> {
+    let mut posted: Vec<Option<Posted>> = vec![None; r.calls.len()];
+    for p in r.sends.iter().chain(&r.recvs) {
+        if let Some(e) = posted.get_mut(p.post as usize) {
+            if e.is_none() {
+                *e = Some((p.peer, Some(p.tag), p.bytes, p.comm));
+            }
+        }
+    }
+    for c in &r.colls {
+        if let Some(e) = posted.get_mut(c.post as usize) {
+            *e = Some((c.root, None, c.bytes.max(c.recv_bytes), c.comm));
+        }
+    }
+    posted
+}
 
 /// Header of [`write_calls_csv`].
 pub const CALLS_CSV_HEADER: &str = "rank,call,start_ns,end_ns,duration_ns,site,function,module,peer,tag,bytes,comm";
@@ -153,7 +251,7 @@ pub const CALLS_CSV_HEADER: &str = "rank,call,start_ns,end_ns,duration_ns,site,f
 /// point-to-point and collective calls the peer (destination of a send,
 /// source of a receive; the root of a rooted collective), tag, bytes and
 /// communicator (empty where they do not apply). Returns the number of lines.
-pub fn write_calls_csv(m: &Model, w: &mut impl Write) -> io::Result<u64> {
+pub fn write_calls_csv(m: &Model, sel: &Selection, w: &mut impl Write) -> io::Result<u64> {
     let (t0, _) = m.span();
     writeln!(w, "{CALLS_CSV_HEADER}")?;
     let site_text: Vec<(String, String, String)> = (0..m.sites.len() as u32)
@@ -168,21 +266,14 @@ pub fn write_calls_csv(m: &Model, w: &mut impl Write) -> io::Result<u64> {
         .collect();
     let mut n = 0;
     for r in &m.ranks {
-        // What each call posted, by call index.
-        let mut posted: Vec<Option<Posted>> = vec![None; r.calls.len()];
-        for p in r.sends.iter().chain(&r.recvs) {
-            if let Some(e) = posted.get_mut(p.post as usize) {
-                if e.is_none() {
-                    *e = Some((p.peer, Some(p.tag), p.bytes, p.comm));
-                }
-            }
+        if !sel.rank(r.rank) {
+            continue;
         }
-        for c in &r.colls {
-            if let Some(e) = posted.get_mut(c.post as usize) {
-                *e = Some((c.root, None, c.bytes.max(c.recv_bytes), c.comm));
-            }
-        }
+        let posted = posted_by_call(r);
         for (i, c) in r.calls.iter().enumerate() {
+            if !sel.call(m, c.t_start, c.t_end) {
+                continue;
+            }
             let (site, func, module) = &site_text[c.site as usize];
             write!(
                 w,
@@ -216,12 +307,15 @@ pub const MESSAGES_CSV_HEADER: &str = "src,dst,tag,comm,bytes,send_start_ns,recv
 /// the call that completed the receive (ns from the start of the trace;
 /// empty if it never completed) and their difference. Returns the number of
 /// lines.
-pub fn write_messages_csv(m: &Model, mt: &Matching, w: &mut impl Write) -> io::Result<u64> {
+pub fn write_messages_csv(m: &Model, mt: &Matching, sel: &Selection, w: &mut impl Write) -> io::Result<u64> {
     let (t0, _) = m.span();
     writeln!(w, "{MESSAGES_CSV_HEADER}")?;
     let mut n = 0;
     for msg in mt.messages(m) {
         let send = &m.ranks[msg.send.rank as usize].sends.at(msg.send.idx as usize);
+        if !message_selected(m, sel, &msg) {
+            continue;
+        }
         let (end, transfer) = match msg.recv_end {
             Some(e) => ((e - t0).to_string(), (e - msg.send_start).to_string()),
             None => (String::new(), String::new()),

@@ -38,6 +38,7 @@ pub mod matching;
 pub mod matrix;
 pub mod model;
 pub mod otf2;
+pub mod perfetto;
 pub mod profile;
 pub mod report;
 pub mod synth;

@@ -27,7 +27,7 @@ fn calls_csv_has_one_exact_line_per_call() {
         (s.offset == 0x200).then(|| Location { function: Some("recv<a, b>".into()), file: "/src/x.c".into(), line: 9 })
     });
     let mut out = Vec::new();
-    let n = write_calls_csv(&m, &mut out).unwrap();
+    let n = write_calls_csv(&m, &Default::default(), &mut out).unwrap();
     let text = String::from_utf8(out).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines[0], CALLS_CSV_HEADER);
@@ -47,7 +47,7 @@ fn calls_csv_has_one_exact_line_per_call() {
 fn messages_csv_has_the_matched_messages() {
     let a = analyze(trace().model());
     let mut out = Vec::new();
-    let n = write_messages_csv(&a.model, &a.matching, &mut out).unwrap();
+    let n = write_messages_csv(&a.model, &a.matching, &Default::default(), &mut out).unwrap();
     let text = String::from_utf8(out).unwrap();
     assert_eq!(n, 1);
     assert_eq!(text, format!("{MESSAGES_CSV_HEADER}\n0,1,7,WORLD,800,10000000,10020000,20000\n"));

@@ -158,7 +158,7 @@ fn threads_are_locations_and_tracks_and_shares_add_up() {
     assert!(ends.iter().all(|l| l.contains("Sent: 8") && l.contains("Received: 8")), "{ends:?}");
 
     let mut json = Vec::new();
-    analyzers::export::write_chrome(&a.model, &a.matching, &mut json).unwrap();
+    analyzers::export::write_chrome(&a.model, &a.matching, &Default::default(), &mut json).unwrap();
     let json = String::from_utf8(json).unwrap();
     assert!(json.contains("\"name\":\"thread_name\",\"pid\":0,\"tid\":1,\"args\":{\"name\":\"thread 1\"}"), "{json}");
     let recv_tracks: Vec<&str> = json

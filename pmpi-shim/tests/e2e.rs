@@ -1114,3 +1114,36 @@ fn mpich5_stdabi_thread_multiple_journals_per_thread() {
 fn mpich5_stdabi_clock_sync_ping_pong() {
     check_clock(&traced_on(Mpi::Mpich5StdAbi, "clock-mpich5", "p2p.c", 2, &[("MPITRACE_CLOCK_PER_RANK", "1")]));
 }
+
+// Open MPI 5 (PRRTE and PMIx instead of ORTE; the same ABI): the wheel from
+// PyPI that tests/run-all.sh installs.
+
+#[test]
+fn openmpi5_p2p_collectives_comms_regions_pcontrol() {
+    check_p2p(&traced_on(Mpi::OpenMpi5, "p2p-ompi5", "p2p.c", 3, &[]), "Open MPI v5.", "Open MPI");
+}
+
+#[test]
+fn openmpi5_requests_persistent_any_some_cancel_sendrecv() {
+    check_requests_of(&traced_on(Mpi::OpenMpi5, "requests-ompi5", "requests.c", 2, &[]), false, false);
+}
+
+#[test]
+fn openmpi5_collectives_and_communicators_on_four_ranks() {
+    check_coll(&traced_on(Mpi::OpenMpi5, "coll-ompi5", "coll.c", 4, &[]));
+}
+
+#[test]
+fn openmpi5_rma_targets_as_world_ranks() {
+    check_rma(&traced_on(Mpi::OpenMpi5, "rma-ompi5", "rma.c", 3, &[]));
+}
+
+#[test]
+fn openmpi5_thread_multiple_journals_per_thread() {
+    check_threads(&traced_on(Mpi::OpenMpi5, "threads-ompi5", "threads.c", 2, &[]));
+}
+
+#[test]
+fn openmpi5_crash_sigkill() {
+    crash_case_on(Mpi::OpenMpi5, "kill");
+}

@@ -16,6 +16,13 @@ int main(int argc, char **argv) {
     CHECK(flag && strcmp(val, "8") == 0, "mpi_count_size %s", val);
     CHECK_RC(MPI_Info_free(&info));
     if (rank == 0) printf("abi version %d.%d sizeof(MPI_Comm) %d\n", major, minor, (int)sizeof(MPI_Comm));
+    /* Which library ran it (its first line): the standard ABI lets one
+     * binary run on several. */
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+    int liblen = 0;
+    CHECK_RC(MPI_Get_library_version(lib, &liblen));
+    lib[strcspn(lib, "\n")] = 0;
+    if (rank == 0) printf("library %s\n", lib);
     CHECK_RC(MPI_Finalize());
     return 0;
 }

@@ -52,7 +52,23 @@ pub enum Compiler {
     /// The project's `mpicc_abi`: the MPI-5 standard ABI (`mpi_abi.h`,
     /// `libmpi_abi.so.1`).
     StdAbi,
+    /// MPICH 5's `mpicc_abi` (see [`mpich5`]): the standard ABI as another
+    /// implementation's header and wrapper define it.
+    Mpich5Abi,
 }
+
+/// Where MPICH 5 is installed: `$MPICORE_MPICH5`, else `target/mpich5`
+/// (tests/run-all.sh installs the `mpich` wheel from PyPI there; Debian 12's
+/// MPICH 4.0 has no standard ABI).
+pub fn mpich5() -> PathBuf {
+    match std::env::var_os("MPICORE_MPICH5") {
+        Some(p) => PathBuf::from(p),
+        None => root().join("target/mpich5"),
+    }
+}
+
+const MPICH5_INSTALL: &str =
+    "install MPICH 5: python3 -m pip install --prefix target/mpich5 mpich==5.0.2 (tests/run-all.sh does it)";
 
 /// Compiles `tests/c/<name>.c`; returns the executable.
 pub fn compile(name: &str, with: Compiler) -> PathBuf {
@@ -63,6 +79,7 @@ pub fn compile(name: &str, with: Compiler) -> PathBuf {
         Compiler::Ours => "",
         Compiler::Mpich => ".mpich",
         Compiler::StdAbi => ".abi",
+        Compiler::Mpich5Abi => ".mpich5abi",
     };
     let exe = out_dir.join(format!("{name}{suffix}"));
     // Tests run in parallel and may want the same program: compile once per
@@ -79,6 +96,7 @@ pub fn compile(name: &str, with: Compiler) -> PathBuf {
         Compiler::Ours => bin_dir().join("mpicc"),
         Compiler::Mpich => PathBuf::from("mpicc.mpich"),
         Compiler::StdAbi => bin_dir().join("mpicc_abi"),
+        Compiler::Mpich5Abi => mpich5().join("bin/mpicc_abi"),
     };
     let out = Command::new(&cc)
         .args(["-O1", "-g", "-Wall", "-pthread", "-o"])
@@ -87,7 +105,10 @@ pub fn compile(name: &str, with: Compiler) -> PathBuf {
         .arg("-I")
         .arg(root().join("tests/c"))
         .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", cc.display()));
+        .unwrap_or_else(|e| {
+            let hint = if with == Compiler::Mpich5Abi { MPICH5_INSTALL } else { "" };
+            panic!("cannot run {}: {e} {hint}", cc.display())
+        });
     assert!(out.status.success(), "compiling {} failed:\n{}", src.display(), String::from_utf8_lossy(&out.stderr));
     std::fs::rename(&tmp, &exe).unwrap();
     done.push(exe.clone());
@@ -112,7 +133,7 @@ pub fn compile_fortran(name: &str, with: Compiler, binding: FortranBinding) -> P
     let fc = match with {
         Compiler::Ours => bin_dir().join("mpifort"),
         Compiler::Mpich => PathBuf::from("mpif90.mpich"),
-        Compiler::StdAbi => panic!("the standard ABI has no Fortran binding here"),
+        Compiler::StdAbi | Compiler::Mpich5Abi => panic!("the standard ABI has no Fortran binding here"),
     };
     let have = |c: &str| Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success());
     assert!(have("gfortran"), "gfortran is not installed: apt install gfortran");
@@ -201,6 +222,9 @@ pub enum Launcher {
     Ours,
     /// Debian's `mpiexec.mpich` (hydra), with our library on the library path.
     Hydra,
+    /// MPICH 5's `mpiexec` (see [`mpich5`]) with MPICH 5's libraries on the
+    /// library path: a standard-ABI binary then runs on MPICH 5.
+    Mpich5,
 }
 
 /// Runs `exe` on `n` ranks with `launcher`, killing it after `timeout`.
@@ -220,6 +244,14 @@ pub fn run(launcher: Launcher, n: usize, exe: &Path, args: &[&str], env: &[(&str
                 _ => lib.display().to_string(),
             };
             c.arg("-n").arg(n.to_string()).arg("-genv").arg("LD_LIBRARY_PATH").arg(path);
+            c
+        }
+        Launcher::Mpich5 => {
+            let exec = mpich5().join("bin/mpiexec");
+            assert!(exec.exists(), "{} is missing: {MPICH5_INSTALL}", exec.display());
+            let mut c = Command::new(exec);
+            let lib = mpich5().join("lib");
+            c.arg("-n").arg(n.to_string()).arg("-genv").arg("LD_LIBRARY_PATH").arg(lib);
             c
         }
     };

@@ -131,8 +131,12 @@ pub struct DiffArgs {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ExportFormat {
-    /// Chrome/Perfetto trace-event JSON (ui.perfetto.dev, chrome://tracing).
-    #[value(alias = "perfetto")]
+    /// Perfetto's protobuf trace (ui.perfetto.dev, trace_processor):
+    /// streamed, names interned; the default unless `-o` ends in .json/.csv.
+    #[value(alias = "pftrace")]
+    Perfetto,
+    /// Chrome trace-event JSON (chrome://tracing, ui.perfetto.dev).
+    #[value(alias = "json")]
     Chrome,
     /// CSV, one line per MPI call (rank, call, times, site, peer, tag, bytes).
     Csv,
@@ -147,11 +151,23 @@ pub enum ExportFormat {
 pub struct ExportArgs {
     /// Trace directory.
     dir: PathBuf,
-    #[arg(long, short = 'f', value_enum, default_value = "chrome")]
-    format: ExportFormat,
+    /// Format; by default from the output's extension (.json: chrome,
+    /// .csv: csv), else perfetto.
+    #[arg(long, short = 'f', value_enum)]
+    format: Option<ExportFormat>,
     /// Output file.
     #[arg(long, short = 'o')]
     output: PathBuf,
+    /// Only calls that end at or after this time from the start of the
+    /// trace (5ms, 1.5s, 300us, ns); calls are kept whole.
+    #[arg(long, value_parser = analyzers::check::parse_duration)]
+    from: Option<i64>,
+    /// Only calls that start at or before this time from the start of the trace.
+    #[arg(long, value_parser = analyzers::check::parse_duration)]
+    to: Option<i64>,
+    /// Only these ranks (0-3,7); messages only between ranks written.
+    #[arg(long, value_name = "LIST")]
+    ranks: Option<String>,
 }
 
 pub fn run(c: Commands) -> Result<i32> {
@@ -374,7 +390,7 @@ fn run_report(a: ReportArgs) -> Result<i32> {
     if a.out.format == Format::Text && a.out.output.is_none() {
         let d = a.dir.display();
         println!(
-            "\nexplore it:\n  mpitrace tui {d}\n  mpitrace gui {d}\n  mpitrace report {d} -f html -o report.html   (one page with plots)\n  mpitrace export {d} -o trace.json   (open in ui.perfetto.dev; -f otf2 for Vampir)"
+            "\nexplore it:\n  mpitrace tui {d}\n  mpitrace gui {d}\n  mpitrace report {d} -f html -o report.html   (one page with plots)\n  mpitrace export {d} -o trace.pftrace   (open in ui.perfetto.dev; -f otf2 for Vampir)"
         );
     }
     Ok(0)
@@ -507,8 +523,35 @@ fn run_diff(a: DiffArgs) -> Result<i32> {
 }
 
 fn run_export(a: ExportArgs) -> Result<i32> {
+    let format = a.format.unwrap_or_else(|| {
+        match a.output.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
+            Some("json") => ExportFormat::Chrome,
+            Some("csv") => ExportFormat::Csv,
+            _ => ExportFormat::Perfetto,
+        }
+    });
+    if let (Some(f), Some(t)) = (a.from, a.to) {
+        if t < f {
+            anyhow::bail!("--to ({}) is before --from ({})", analyzers::fmt_ns(t), analyzers::fmt_ns(f));
+        }
+    }
+    let ranks = a
+        .ranks
+        .as_deref()
+        .map(analyzers::export::parse_ranks)
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("--ranks: {e}"))?;
+    let sel = analyzers::export::Selection { from: a.from, to: a.to, ranks };
     let an = analyze_dir(&a.dir, false)?;
-    if a.format == ExportFormat::Otf2 {
+    if !an.model.ranks.iter().any(|r| sel.rank(r.rank)) {
+        anyhow::bail!("--ranks: none of these ranks is in the trace (it has {} ranks)", an.model.ranks.len());
+    }
+    if format == ExportFormat::Otf2 {
+        if sel != analyzers::export::Selection::default() {
+            anyhow::bail!(
+                "--from, --to and --ranks are not available for OTF2 (use otf2-filter or Vampir's own filters)"
+            );
+        }
         let w = analyzers::otf2::write_otf2(&an.model, &a.output, "traces")?;
         let anchor = a.output.join("traces.otf2");
         let anchor = anchor.display();
@@ -520,20 +563,24 @@ fn run_export(a: ExportArgs) -> Result<i32> {
     }
     let file = std::fs::File::create(&a.output).with_context(|| format!("cannot create {}", a.output.display()))?;
     let mut w = std::io::BufWriter::new(file);
-    let what = match a.format {
-        ExportFormat::Chrome => {
-            let n = analyzers::export::write_chrome(&an.model, &an.matching, &mut w);
+    let what = match format {
+        ExportFormat::Perfetto => {
+            let n = analyzers::perfetto::write_perfetto(&an.model, &an.matching, &sel, &mut w);
             n.map(|n| format!("{} calls and {} messages", n.slices, n.messages))
         }
-        ExportFormat::Csv => analyzers::export::write_calls_csv(&an.model, &mut w).map(|n| format!("{n} calls")),
-        ExportFormat::MessagesCsv => {
-            analyzers::export::write_messages_csv(&an.model, &an.matching, &mut w).map(|n| format!("{n} messages"))
+        ExportFormat::Chrome => {
+            let n = analyzers::export::write_chrome(&an.model, &an.matching, &sel, &mut w);
+            n.map(|n| format!("{} calls and {} messages", n.slices, n.messages))
         }
+        ExportFormat::Csv => analyzers::export::write_calls_csv(&an.model, &sel, &mut w).map(|n| format!("{n} calls")),
+        ExportFormat::MessagesCsv => analyzers::export::write_messages_csv(&an.model, &an.matching, &sel, &mut w)
+            .map(|n| format!("{n} messages")),
         ExportFormat::Otf2 => unreachable!("written above"),
     }
     .with_context(|| format!("writing {}", a.output.display()))?;
     w.flush().with_context(|| format!("writing {}", a.output.display()))?;
-    let hint = match a.format {
+    let hint = match format {
+        ExportFormat::Perfetto => " (open it in ui.perfetto.dev)",
         ExportFormat::Chrome => " (open it in ui.perfetto.dev or chrome://tracing)",
         _ => "",
     };

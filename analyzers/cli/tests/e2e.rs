@@ -305,6 +305,84 @@ fn ring(mpi: Mpi) {
     let c: Vec<usize> = counts.split_whitespace().map(|x| x.parse().unwrap()).collect();
     assert!(c[0] >= 4 * 7, "{counts}");
     assert_eq!((c[1], c[2], c[3]), (8, 8, 4), "{counts}");
+    perfetto_protobuf(&trace, &dir, 4, 8);
+}
+
+/// Calls in the calls CSV of `trace` with the selection `args`.
+fn csv_calls(trace: &Path, dir: &Path, args: &[&str]) -> usize {
+    let csv = dir.join("calls.csv");
+    let mut a = vec!["export", trace.to_str().unwrap(), "-o", csv.to_str().unwrap()];
+    a.extend_from_slice(args);
+    ok(&run(&a));
+    std::fs::read_to_string(&csv).unwrap().lines().count() - 1
+}
+
+/// The protobuf export (the default for other extensions than .json/.csv),
+/// decoded with Perfetto's own generated protobuf classes (the `perfetto`
+/// Python package): one slice per call, one flow per matched message from
+/// a call of the sender to a call of the receiver, a process per rank.
+/// `--ranks` and `--from/--to` select the same calls as in the CSV export.
+fn perfetto_protobuf(trace: &Path, dir: &Path, ranks: usize, matched: usize) {
+    const DECODE: &str = "import sys
+try:
+    from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+except ImportError as e:
+    print('MISSING', e); sys.exit(3)
+t = pb.Trace()
+t.ParseFromString(open(sys.argv[1], 'rb').read())
+names, strings, slices, ends, procs, threads = {}, {}, 0, 0, set(), 0
+flows, terms, sites = set(), set(), set()
+for p in t.packet:
+    for e in p.interned_data.event_names: names[e.iid] = e.name
+    for e in p.interned_data.debug_annotation_string_values: strings[e.iid] = e.str.decode()
+    if p.HasField('track_descriptor'):
+        d = p.track_descriptor
+        if d.HasField('process'): procs.add(d.process.process_name)
+        if d.HasField('thread'): threads += 1
+    if p.HasField('track_event'):
+        e = p.track_event
+        if e.type == 1 and 1 in e.category_iids:
+            slices += 1
+            sites.update(strings[a.string_value_iid] for a in e.debug_annotations if a.HasField('string_value_iid'))
+        if e.type == 2: ends += 1
+        flows.update(e.flow_ids); terms.update(e.terminating_flow_ids)
+print(slices, ends, len(flows), len(terms), len(flows & terms), len(procs), threads, 'MPI_Irecv' in names.values(), any('ring.c:' in s or 'patterns.c:' in s for s in sites))
+";
+    let decode = |args: &[&str]| -> Vec<String> {
+        let pb = dir.join("trace.pftrace");
+        let mut a = vec!["export", trace.to_str().unwrap(), "-o", pb.to_str().unwrap()];
+        a.extend_from_slice(args);
+        ok(&run(&a));
+        let out = Command::new("python3").arg("-c").arg(DECODE).arg(&pb).output().expect("python3");
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(
+            !text.starts_with("MISSING"),
+            "the protobuf check needs Perfetto's Python package: pip install perfetto protobuf (tests/run-all.sh installs them): {text}"
+        );
+        assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+        text.split_whitespace().map(str::to_string).collect()
+    };
+    let all = decode(&[]);
+    let calls = csv_calls(trace, dir, &[]);
+    assert_eq!(all[0], calls.to_string(), "slices = calls: {all:?}");
+    assert!(all[1].parse::<usize>().unwrap() >= calls, "every slice ends: {all:?}");
+    let m = matched.to_string();
+    assert_eq!((&all[2], &all[3], &all[4]), (&m, &m, &m), "one flow per matched message: {all:?}");
+    assert_eq!(all[5], ranks.to_string(), "{all:?}");
+    assert_eq!((all[7].as_str(), all[8].as_str()), ("True", "True"), "names and symbolized sites interned: {all:?}");
+    // Two ranks: their calls only, and the messages between them.
+    let two = decode(&["--ranks", "0-1"]);
+    assert_eq!(two[0], csv_calls(trace, dir, &["--ranks", "0-1"]).to_string(), "{two:?}");
+    assert_eq!(two[5], "2", "{two:?}");
+    assert!(two[0].parse::<usize>().unwrap() < calls, "{two:?}");
+    assert_eq!(two[2], two[4], "flows start and end among ranks 0-1: {two:?}");
+    // A time range: the calls overlapping it, as the CSV has them.
+    let early = decode(&["--to", "0ns"]);
+    assert_eq!(early[0], csv_calls(trace, dir, &["--to", "0ns"]).to_string(), "{early:?}");
+    assert!(early[0].parse::<usize>().unwrap() >= 1 && early[0].parse::<usize>().unwrap() < calls, "{early:?}");
+    // Bad selections are clear errors.
+    let bad = run(&["export", trace.to_str().unwrap(), "-o", "/dev/null", "-f", "perfetto", "--ranks", "3-1"]);
+    assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("--ranks"), "{bad:?}");
 }
 
 #[test]

