@@ -29,11 +29,16 @@ use std::path::{Path, PathBuf};
 use mpi_api::table::{self, Dir, Param, Procedure};
 use mpi_api::{codegen, fortran};
 
+#[path = "build/layers.rs"]
+mod layers;
+use layers::Foreign;
+
 fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
     println!("cargo:rerun-if-changed=src/special.rs");
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=build/layers.rs");
     let specials = scan_specials(&manifest.join("src/special.rs"));
     let procedures: Vec<Procedure> = table::procedures();
 
@@ -44,9 +49,9 @@ fn main() {
     let mut pmpi = String::new();
     let mut exports = String::new();
     let mut imps = String::new();
-    // The Open MPI translation layers (see src/ompi.rs).
-    let mut ompi_imps = String::new();
-    let mut ompi_pmpis = String::new();
+    // The translation layers of the foreign ABIs (see src/foreign.rs), by
+    // `Foreign::ALL`: (`<abi>_imp`, `<abi>_pmpi`).
+    let mut foreign_layers: Vec<(String, String)> = vec![Default::default(); Foreign::ALL.len()];
     for (idx, p) in procedures.iter().enumerate() {
         let _ = writeln!(pnames, "    c\"P{}\",", p.name);
         let _ = writeln!(ids, "    pub const {}: usize = {idx};", p.name);
@@ -62,7 +67,7 @@ fn main() {
         let _ = writeln!(
             pmpi,
             "#[inline]\npub unsafe fn {name}({params}) -> {ret} {{\n    \
-             {ompi}\
+             {foreign}\
              match crate::next::resolve({idx}) {{\n        \
              // SAFETY: the address is the MPI library's definition of {pname}, found by\n        \
              // dlsym under the table's name at index {idx}; this function type is generated from\n        \
@@ -72,15 +77,28 @@ fn main() {
              None => {missing},\n    }}\n}}",
             pname = p.pname(),
             missing = missing_value(p),
-            // Under Open MPI, the core's MPICH-ABI arguments are translated
+            // Under a foreign ABI, the core's MPICH-ABI arguments are translated
             // (never for the conversion helpers, which the core does not call).
-            ompi = if is_passthrough(name) {
+            foreign = if is_passthrough(name) {
                 String::new()
             } else {
+                let arms: String = Foreign::ALL
+                    .iter()
+                    .map(|f| {
+                        format!(
+                            "            crate::detect::kind::{k} => {{\n                \
+                             // SAFETY: this function's arguments, passed on to the translation layer of the\n                \
+                             // same prototype.\n                \
+                             return unsafe {{ crate::{m}_pmpi::{name}({args}) }};\n            }}\n",
+                            k = f.kind(),
+                            m = f.prefix()
+                        )
+                    })
+                    .collect();
                 format!(
-                    "if crate::detect::ABI.load(std::sync::atomic::Ordering::Relaxed) == crate::detect::kind::OMPI {{\n        \
-                     // SAFETY: this function's arguments, passed on to the translation layer of the same prototype.\n        \
-                     return unsafe {{ crate::ompi_pmpi::{name}({args}) }};\n    }}\n    "
+                    "let abi = crate::detect::ABI.load(std::sync::atomic::Ordering::Relaxed);\n    \
+                     if abi != crate::detect::kind::MPICH {{\n        \
+                     match abi {{\n{arms}            _ => {{}}\n        }}\n    }}\n    "
                 )
             },
         );
@@ -101,10 +119,18 @@ fn main() {
         let (asm, what) = if is_passthrough(name) {
             ("PASS_TRAMPOLINE", "set = sym crate::detect::ensure".to_string())
         } else {
-            let (oimp, opmpi) = ompi_layers(idx, p);
-            let _ = writeln!(ompi_imps, "{oimp}");
-            let _ = writeln!(ompi_pmpis, "{opmpi}");
-            ("TRAMPOLINE", format!("set = sym crate::site::set_site, oimp = sym crate::ompi_imp::{name}"))
+            for (f, (imps, pmpis)) in Foreign::ALL.iter().zip(foreign_layers.iter_mut()) {
+                let (imp, pmpi) = layers::layers(*f, idx, p, ret, &missing_value(p));
+                let _ = writeln!(imps, "{imp}");
+                let _ = writeln!(pmpis, "{pmpi}");
+            }
+            (
+                "TRAMPOLINE",
+                format!(
+                    "set = sym crate::site::set_site, oimp = sym crate::ompi_imp::{name}, \
+                     simp = sym crate::std_imp::{name}"
+                ),
+            )
         };
         let _ = writeln!(names, "    c\"{name}\",");
         let _ = writeln!(
@@ -204,15 +230,24 @@ fn main() {
     let _ =
         writeln!(rs, "/// The next definitions of the PMPI procedures.\n{c_api_allowances}\npub mod pmpi {{\n{pmpi}}}");
     let _ = writeln!(rs, "/// The recording wrappers.\n{c_api_allowances}\npub mod imp {{\n{imps}}}");
+    for (f, (imps, pmpis)) in Foreign::ALL.iter().zip(&foreign_layers) {
+        let (m, prefix) = (f.module(), f.prefix());
+        let _ = writeln!(
+            rs,
+            "/// The application's arguments in the ABI of `{m}` translated for the recording wrappers.\n\
+             {c_api_allowances}\npub mod {prefix}_imp {{\n{imps}}}"
+        );
+        let _ = writeln!(
+            rs,
+            "/// The core's arguments translated for the `PMPI_X` of a library of the ABI of `{m}`.\n\
+             {c_api_allowances}\npub mod {prefix}_pmpi {{\n{pmpis}}}"
+        );
+    }
     let _ = writeln!(
         rs,
-        "/// Open MPI's arguments translated for the recording wrappers (see `ompi`).\n\
-         {c_api_allowances}\npub mod ompi_imp {{\n{ompi_imps}}}"
-    );
-    let _ = writeln!(
-        rs,
-        "/// The core's arguments translated for Open MPI's `PMPI_X` (see `ompi`).\n\
-         {c_api_allowances}\npub mod ompi_pmpi {{\n{ompi_pmpis}}}"
+        "/// The standard ABI's integer constants the layers convert (see `stdabi`).\n\
+         pub mod std_ints {{\nuse std::ffi::c_int;\n{}}}",
+        layers::std_int_families()
     );
     let _ = writeln!(rs, "/// The exported MPI symbols.\n{c_api_allowances}\npub mod exports {{\n{exports}}}");
     write_if_changed(&out.join("wrappers.rs"), &rs);
@@ -455,304 +490,4 @@ fn write_if_changed(path: &Path, text: &str) {
     if std::fs::read_to_string(path).ok().as_deref() != Some(text) {
         std::fs::write(path, text).unwrap();
     }
-}
-
-/// Which way an Open MPI translation layer converts its arguments.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Way {
-    /// `ompi_imp`: the application's Open MPI arguments to the core's (MPICH ABI).
-    ToCore,
-    /// `ompi_pmpi`: the core's arguments to Open MPI's `PMPI_X`.
-    ToOmpi,
-}
-
-impl Way {
-    /// Forward and backward conversion functions of `crate::ompi` for a
-    /// family (`rank`, `error`, `split_type`, `buffer`, `status`).
-    fn conv(self, family: &str) -> (String, String) {
-        let (f, b) = match self {
-            Way::ToCore => ("to_core", "to_ompi"),
-            Way::ToOmpi => ("to_ompi", "to_core"),
-        };
-        (format!("crate::ompi::{family}_{f}"), format!("crate::ompi::{family}_{b}"))
-    }
-    /// Handle conversion of kind constant `k`: (forward, backward) as format
-    /// strings of one argument.
-    fn handle(self, k: &str) -> (String, String) {
-        let (f, b) = match self {
-            Way::ToCore => ("to_core", "to_ompi"),
-            Way::ToOmpi => ("to_ompi", "to_core"),
-        };
-        (
-            format!("crate::ompi::{f}({{}}, crate::ompi::kind::{k})"),
-            format!("crate::ompi::{b}({{}}, crate::ompi::kind::{k})"),
-        )
-    }
-    /// The null value of a converted handle.
-    fn handle_zero(self) -> &'static str {
-        match self {
-            Way::ToCore => "0",
-            Way::ToOmpi => "std::ptr::null_mut()",
-        }
-    }
-    /// The status type on the far side.
-    fn status_type(self) -> &'static str {
-        match self {
-            Way::ToCore => "mpi_api::abi::MPI_Status",
-            Way::ToOmpi => "mpi_api::ompi::MPI_Status",
-        }
-    }
-    /// The far side's `MPI_STATUS(ES)_IGNORE`.
-    fn status_ignore(self) -> &'static str {
-        match self {
-            Way::ToCore => "mpi_api::abi::MPI_STATUS_IGNORE as *mut _",
-            Way::ToOmpi => "std::ptr::null_mut()",
-        }
-    }
-    /// Whether a status pointer of the near side is `MPI_STATUS(ES)_IGNORE`.
-    fn is_status_ignore(self, v: &str) -> String {
-        match self {
-            Way::ToCore => format!("{v}.is_null()"),
-            Way::ToOmpi => format!("{v}.is_null() || {v} as usize == mpi_api::abi::MPI_STATUS_IGNORE"),
-        }
-    }
-}
-
-/// Procedures whose Open MPI layers are not generated: arrays of handles of
-/// a length the table does not give. Under Open MPI they return
-/// `MPI_ERR_OTHER` with one message.
-const OMPI_UNTRANSLATED: &[&str] = &["MPI_T_event_get_info"];
-
-/// The length (a Rust `usize` expression) of the array parameter `q` of `p`
-/// converted by an Open MPI layer going `way`.
-fn array_len(p: &Procedure, q: &Param, way: Way) -> String {
-    let base = p.name.strip_suffix("_c").unwrap_or(p.name);
-    let has = |n: &str| p.params.iter().any(|x| x.name == n);
-    let count = |n: &str| format!("{} as usize", codegen::rust_ident(n));
-    match q.name {
-        "array_of_requests" | "array_of_statuses" | "array_of_types" | "array_of_info" if has("count") => {
-            count("count")
-        }
-        "array_of_requests" | "array_of_statuses" if has("incount") => count("incount"),
-        "array_of_datatypes" if base == "MPI_Type_get_contents" => count("max_datatypes"),
-        "sendtypes" | "recvtypes" => {
-            let comm = match way {
-                Way::ToCore => "comm".to_string(),
-                Way::ToOmpi => "crate::ompi::to_ompi(comm, crate::ompi::kind::COMM)".to_string(),
-            };
-            format!("crate::ompi::w_len({comm}, {}, {})", base.contains("neighbor"), q.name == "sendtypes")
-        }
-        "ranks1" | "ranks2" => count("n"),
-        _ => panic!("{}: the length of array {} is not known to the Open MPI layers", p.name, q.name),
-    }
-}
-
-/// One Open MPI translation layer of procedure `p` going `way`: statements
-/// before the call, the arguments, statements after it (`rc` in scope).
-fn ompi_conversions(p: &Procedure, way: Way) -> (String, Vec<String>, String) {
-    let mut pre = String::new();
-    let mut post = String::new();
-    let mut args = Vec::new();
-    for q in &p.params {
-        let v = codegen::rust_ident(q.name);
-        let base = q.base();
-        let is_const = q.ctype.starts_with("const ");
-        let arr = is_array(q);
-        let depth = q.pointer_depth();
-        let writes = q.dir != Dir::In && !is_const;
-        let handle_kind = match base {
-            "MPI_Comm" => Some("COMM"),
-            "MPI_Group" => Some("GROUP"),
-            "MPI_Datatype" => Some("DATATYPE"),
-            "MPI_Op" => Some("OP"),
-            "MPI_Request" => Some("REQUEST"),
-            "MPI_Errhandler" => Some("ERRHANDLER"),
-            "MPI_Info" => Some("INFO"),
-            "MPI_Win" => Some("WIN"),
-            "MPI_Message" => Some("MESSAGE"),
-            "MPI_Session" => Some("SESSION"),
-            _ => None,
-        };
-        let ptr = |name: &str| if is_const { format!("{name}.as_ptr()") } else { format!("{name}.as_mut_ptr()") };
-        let null = if is_const { "std::ptr::null()" } else { "std::ptr::null_mut()" };
-        if let Some(k) = handle_kind {
-            let (fwd, back) = way.handle(k);
-            let fwd = |x: &str| fwd.replace("{}", x);
-            let back = |x: &str| back.replace("{}", x);
-            let zero = way.handle_zero();
-            match (depth, arr) {
-                (0, false) => args.push(fwd(&v)),
-                (1, false) => {
-                    if q.dir == Dir::Out {
-                        let _ = writeln!(pre, "    let mut t_{v} = {zero};");
-                    } else {
-                        let init = fwd(&format!("*{v}"));
-                        let _ = writeln!(pre, "    let mut t_{v} = if {v}.is_null() {{ {zero} }} else {{ {init} }};");
-                    }
-                    args.push(format!("if {v}.is_null() {{ {null} }} else {{ &mut t_{v} }}"));
-                    if writes {
-                        let cond = if q.dir == Dir::Out { "rc_ok && " } else { "" };
-                        let _ = writeln!(post, "    if {cond}!{v}.is_null() {{ *{v} = {}; }}", back(&format!("t_{v}")));
-                    }
-                }
-                (1, true) => {
-                    let n = array_len(p, q, way);
-                    let init = if q.dir == Dir::Out {
-                        format!("vec![{zero}; n_{v}]")
-                    } else {
-                        format!("(0..n_{v}).map(|i| {}).collect()", fwd(&format!("*{v}.add(i)")))
-                    };
-                    let _ = writeln!(
-                        pre,
-                        "    let n_{v}: usize = if {v}.is_null() {{ 0 }} else {{ {n} }};\n    \
-                         #[allow(unused_mut)]\n    let mut t_{v}: Vec<_> = if {v}.is_null() {{ Vec::new() }} else {{ {init} }};"
-                    );
-                    args.push(format!("if {v}.is_null() {{ {null} }} else {{ {} }}", ptr(&format!("t_{v}"))));
-                    if writes {
-                        let cond = if q.dir == Dir::Out { "rc_ok && " } else { "" };
-                        let _ = writeln!(
-                            post,
-                            "    if {cond}!{v}.is_null() {{ for (i, h) in t_{v}.iter().enumerate() {{ *{v}.add(i) = {}; }} }}",
-                            back("*h")
-                        );
-                    }
-                }
-                _ => panic!("{}: handle parameter {} of an unexpected shape", p.name, q.name),
-            }
-            continue;
-        }
-        if base == "MPI_Status" {
-            let (fwd, back) = way.conv("status");
-            let far = way.status_type();
-            let ignore = way.status_ignore();
-            let is_ignore = way.is_status_ignore(&v);
-            if arr {
-                let n = array_len(p, q, way);
-                let init = if q.dir == Dir::Out {
-                    format!("vec![{far}::default(); n_{v}]")
-                } else {
-                    format!("(0..n_{v}).map(|i| {fwd}(&*{v}.add(i))).collect()")
-                };
-                let _ = writeln!(
-                    pre,
-                    "    let ign_{v} = {is_ignore};\n    let n_{v}: usize = if ign_{v} {{ 0 }} else {{ {n} }};\n    \
-                     #[allow(unused_mut)]\n    let mut t_{v}: Vec<{far}> = if ign_{v} {{ Vec::new() }} else {{ {init} }};"
-                );
-                args.push(format!("if ign_{v} {{ {ignore} }} else {{ {} }}", ptr(&format!("t_{v}"))));
-                if writes {
-                    let _ = writeln!(
-                        post,
-                        "    if !ign_{v} {{ for (i, s) in t_{v}.iter().enumerate() {{ *{v}.add(i) = {back}(s); }} }}"
-                    );
-                }
-            } else if depth == 1 {
-                let init = if q.dir == Dir::Out {
-                    format!("{far}::default()")
-                } else {
-                    format!("if ign_{v} {{ {far}::default() }} else {{ {fwd}(&*{v}) }}")
-                };
-                let _ = writeln!(
-                    pre,
-                    "    let ign_{v} = {is_ignore};\n    #[allow(unused_mut)]\n    let mut t_{v}: {far} = {init};"
-                );
-                let r = if is_const { format!("&t_{v}") } else { format!("&mut t_{v}") };
-                args.push(format!("if ign_{v} {{ {ignore} }} else {{ {r} }}"));
-                if writes {
-                    let _ = writeln!(post, "    if !ign_{v} {{ *{v} = {back}(&t_{v}); }}");
-                }
-            } else {
-                panic!("{}: status parameter {} of an unexpected shape", p.name, q.name);
-            }
-            continue;
-        }
-        let family = match q.kind {
-            "RANK" => Some("rank"),
-            "ERROR_CODE" | "ERROR_CLASS" => Some("error"),
-            "SPLIT_TYPE" => Some("split_type"),
-            "BUFFER" if depth == 1 && base == "void" => Some("buffer"),
-            _ => None,
-        };
-        match (family, depth, arr) {
-            (Some("buffer"), _, _) => {
-                let (fwd, _) = way.conv("buffer");
-                args.push(format!("{fwd}({v} as *mut ::std::ffi::c_void) as _"));
-            }
-            (Some(f), 0, false) => args.push(format!("{}({v})", way.conv(f).0)),
-            (Some(f), 1, false) if writes => {
-                let _ = writeln!(post, "    if rc_ok && !{v}.is_null() {{ *{v} = {}(*{v}); }}", way.conv(f).1);
-                args.push(v);
-            }
-            (Some("rank"), 1, true) if p.name == "MPI_Group_translate_ranks" => {
-                let n = array_len(p, q, way);
-                let (fwd, back) = way.conv("rank");
-                if writes {
-                    let _ = writeln!(
-                        post,
-                        "    if rc_ok && !{v}.is_null() {{ for i in 0..{n} {{ *{v}.add(i) = {back}(*{v}.add(i)); }} }}"
-                    );
-                    args.push(v);
-                } else {
-                    let _ = writeln!(
-                        pre,
-                        "    let t_{v}: Vec<::std::os::raw::c_int> = if {v}.is_null() {{ Vec::new() }} else {{ (0..{n}).map(|i| {fwd}(*{v}.add(i))).collect() }};"
-                    );
-                    args.push(format!("if {v}.is_null() {{ {null} }} else {{ t_{v}.as_ptr() }}"));
-                }
-            }
-            _ => args.push(v),
-        }
-    }
-    (pre, args, post)
-}
-
-/// The two Open MPI layers of `p` (see `src/ompi.rs`): `ompi_imp::MPI_X`
-/// (Open MPI arguments, calls the recording wrapper) and `ompi_pmpi::MPI_X`
-/// (core arguments, calls Open MPI's `PMPI_X`).
-fn ompi_layers(idx: usize, p: &Procedure) -> (String, String) {
-    let name = p.name;
-    let ret = ret_type(p);
-    let oparams = mpi_api::ompi::rust_params(p);
-    let cparams = codegen::rust_params(p);
-    let is_int = p.ret == "int";
-    if OMPI_UNTRANSLATED.contains(&name) {
-        let body = format!("{{\n    crate::next::missing({name:?});\n    mpi_api::abi::MPI_ERR_OTHER\n}}");
-        let allow = "#[allow(unused_variables)]\n";
-        return (
-            format!("{allow}pub unsafe extern \"C\" fn {name}({oparams}) -> {ret} {body}"),
-            format!("{allow}pub unsafe fn {name}({cparams}) -> {ret} {body}"),
-        );
-    }
-    let layer = |way: Way, call: String| -> String {
-        let (pre, args, post) = ompi_conversions(p, way);
-        let args = args.join(", ");
-        let call = call.replace("{args}", &args);
-        let (rc_ok, ret_conv) = if is_int {
-            let f = way.conv("error").1;
-            ("    #[allow(unused_variables)]\n    let rc_ok = rc == 0;\n".to_string(), format!("{f}(rc)"))
-        } else {
-            (String::new(), "rc".to_string())
-        };
-        format!(
-            "    // SAFETY: the arguments are the caller's, valid as the MPI standard requires for\n    \
-             // {name}; pointers are read and written only where the standard lets {name} do so\n    \
-             // (null ones skipped), arrays over the lengths the standard gives them.\n    \
-             unsafe {{\n{pre}    let rc = {call};\n{rc_ok}{post}    {ret_conv}\n    }}"
-        )
-    };
-    let imp_call = "crate::imp::{name}({args})".replace("{name}", name);
-    let pmpi_call = format!(
-        "match crate::next::resolve({idx}) {{\n        \
-         Some(f) => std::mem::transmute::<*mut std::ffi::c_void, unsafe extern \"C\" fn({oparams}) -> {ret}>(f)({{args}}),\n        \
-         None => {missing},\n    }}",
-        missing = missing_value(p)
-    );
-    let allow =
-        "#[allow(unused_unsafe, clippy::let_and_return, clippy::unnecessary_cast, clippy::useless_conversion)]\n";
-    (
-        format!(
-            "{allow}pub unsafe extern \"C\" fn {name}({oparams}) -> {ret} {{\n{}\n}}",
-            layer(Way::ToCore, imp_call)
-        ),
-        format!("{allow}pub unsafe fn {name}({cparams}) -> {ret} {{\n{}\n}}", layer(Way::ToOmpi, pmpi_call)),
-    )
 }

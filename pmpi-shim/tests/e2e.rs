@@ -126,14 +126,14 @@ fn check_collectives(trace: &Trace) {
 
 #[test]
 fn p2p_collectives_comms_regions_pcontrol() {
-    check_p2p(&traced("p2p", "p2p.c", 3, &[]), "MPICH");
+    check_p2p(&traced("p2p", "p2p.c", 3, &[]), "MPICH", "MPICH");
 }
 
 /// The same program on this project's MPI (mpi-core; its launcher and
 /// compiler wrapper are built first if they are not).
 #[test]
 fn p2p_on_the_project_mpi() {
-    check_p2p(&traced_on_project_mpi("p2p-own", "p2p.c", 3), "mpi-core");
+    check_p2p(&traced_on_project_mpi("p2p-own", "p2p.c", 3), "mpi-core", "MPICH");
 }
 
 /// Compiles `tests/c/<src>` with mpi-core's `mpicc` and runs it on `n`
@@ -175,14 +175,16 @@ fn traced_on_project_mpi_as(name: &str, src: &str, n: usize, whole_job: bool) ->
     Trace::open(&tdir).unwrap()
 }
 
-fn check_p2p(t: &Trace, library: &str) {
+/// Checks the trace of p2p.c on 3 ranks, recorded on the MPI library whose
+/// version string names `library`, of the ABI `abi` (as meta.json names it).
+fn check_p2p(t: &Trace, library: &str, abi: &str) {
     assert!(t.problems.is_empty(), "{:?}", t.problems);
     assert!(t.is_complete());
     assert_eq!(t.meta.ranks, 3);
     assert_eq!(t.meta.written_by, "finalize");
     assert!(t.meta.mpi_library.contains(library), "{}", t.meta.mpi_library);
     // meta.json names the ABI the shim recognised.
-    assert_eq!(t.meta.mpi_abi, if library.starts_with("Open MPI") { "Open MPI" } else { "MPICH" });
+    assert_eq!(t.meta.mpi_abi, abi);
     assert_eq!(t.meta.rank_meta.len(), 3);
     for r in 0..3 {
         let ev = t.rank_events(r);
@@ -441,7 +443,10 @@ fn sites_in_a_library_loaded_after_init() {
 /// tag; bytes count all partitions.
 #[test]
 fn partitioned_rounds() {
-    let t = traced("partitioned", "partitioned.c", 2, &[]);
+    check_partitioned(&traced("partitioned", "partitioned.c", 2, &[]));
+}
+
+fn check_partitioned(t: &Trace) {
     let (init, peer) = (["MPI_Psend_init", "MPI_Precv_init"], [1, 0]);
     for r in 0..2 {
         let ev = t.rank_events(r);
@@ -470,7 +475,7 @@ fn partitioned_rounds() {
     assert!(ready.iter().all(|e| e.request.is_some()));
     assert!(calls(t.rank_events(1), "MPI_Parrived").iter().all(|e| e.aux == Some(3)));
     // The plain messages with tag 9 are numbered 1..3 on their own.
-    assert_eq!(check_matching_but(&t, |e| e.call.starts_with("MPI_P")), 3);
+    assert_eq!(check_matching_but(t, |e| e.call.starts_with("MPI_P")), 3);
     let sends: Vec<i64> = calls(t.rank_events(0), "MPI_Send").iter().map(|e| e.seq.unwrap()).collect();
     assert_eq!(sends, vec![1, 2, 3]);
 }
@@ -905,7 +910,7 @@ fn full_trace_dir_leaves_the_program_running() {
 
 #[test]
 fn openmpi_p2p_collectives_comms_regions_pcontrol() {
-    check_p2p(&traced_on(Mpi::OpenMpi, "p2p-ompi", "p2p.c", 3, &[]), "Open MPI");
+    check_p2p(&traced_on(Mpi::OpenMpi, "p2p-ompi", "p2p.c", 3, &[]), "Open MPI", "Open MPI");
 }
 
 #[test]
@@ -946,12 +951,176 @@ fn openmpi_crash_mpi_abort() {
     assert_eq!((last.aux, last.t_end), (Some(42), None));
 }
 
+// The same programs and assertions, built against the MPI-5 standard ABI
+// (`mpicc_abi`, i.e. `mpicc -mpi-abi`: `mpi_abi.h`, `libmpi_abi.so.1`) and
+// run on this project's libmpi_abi.so, whose ABI the shim translates.
+
+#[test]
+fn stdabi_p2p_collectives_comms_regions_pcontrol() {
+    check_p2p(&traced_on(Mpi::StdAbi, "p2p-std", "p2p.c", 3, &[]), "mpi-core", "standard");
+}
+
+#[test]
+fn stdabi_requests_persistent_any_some_cancel_sendrecv() {
+    check_requests_of(&traced_on(Mpi::StdAbi, "requests-std", "requests.c", 2, &[]), false, true);
+}
+
+/// The same with the statuses' count and cancelled flag asked of the
+/// library (`MPI_Get_count_c`, `MPI_Test_cancelled`) and set back through
+/// it, as on a library whose status layout the shim does not know.
+#[test]
+fn stdabi_requests_with_statuses_through_the_library() {
+    let env = [("MPITRACE_STD_STATUS", "library")];
+    check_requests_of(&traced_on(Mpi::StdAbi, "requests-std-ask", "requests.c", 2, &env), false, true);
+}
+
+#[test]
+fn stdabi_partitioned_rounds() {
+    check_partitioned(&traced_on(Mpi::StdAbi, "partitioned-std", "partitioned.c", 2, &[]));
+}
+
+#[test]
+fn stdabi_sessions_without_mpi_init() {
+    check_sessions(&traced_on(Mpi::StdAbi, "sessions-std", "sessions.c", 2, &[]));
+}
+
+#[test]
+fn stdabi_collectives_and_communicators_on_four_ranks() {
+    check_coll(&traced_on(Mpi::StdAbi, "coll-std", "coll.c", 4, &[]));
+}
+
+#[test]
+fn stdabi_rma_targets_as_world_ranks() {
+    check_rma(&traced_on(Mpi::StdAbi, "rma-std", "rma.c", 3, &[]));
+}
+
+#[test]
+fn stdabi_thread_multiple_journals_per_thread() {
+    check_threads(&traced_on(Mpi::StdAbi, "threads-std", "threads.c", 2, &[]));
+}
+
+#[test]
+fn stdabi_clock_sync_ping_pong() {
+    check_clock(&traced_on(Mpi::StdAbi, "clock-std", "p2p.c", 2, &[("MPITRACE_CLOCK_PER_RANK", "1")]));
+}
+
+#[test]
+fn stdabi_crash_sigkill() {
+    crash_case_on(Mpi::StdAbi, "kill");
+}
+
+#[test]
+fn stdabi_crash_mpi_abort() {
+    let t = crash_case_on(Mpi::StdAbi, "abort");
+    let last = t.rank_events(1).iter().rev().find(|e| e.kind == Kind::Call).unwrap();
+    assert_eq!(&*last.call, "MPI_Abort");
+    assert_eq!((last.aux, last.t_end), (Some(42), None));
+}
+
+/// `mpitrace record` of a program built against the standard ABI, on this
+/// project's `mpirun` and `libmpi_abi.so`, then `mpitrace report --format
+/// json`: exact call counts, every message matched, the library and the
+/// ABI named.
+#[test]
+fn stdabi_recorded_by_mpitrace_record_and_reported() {
+    let mpitrace = common::mpitrace();
+    let (_, mpirun) = common::std_abi_mpi();
+    let dir = common::scratch("record-std");
+    let exe = common::compile_on(Mpi::StdAbi, "p2p.c", &dir);
+    let tdir = dir.join("trace");
+    let out = std::process::Command::new("timeout")
+        .args(["-k", "5", "120"])
+        .arg(&mpitrace)
+        .arg("record")
+        .arg("-o")
+        .arg(&tdir)
+        .arg("--")
+        .arg(&mpirun)
+        .args(["-n", "3"])
+        .arg(&exe)
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("3 ranks of"), "{err}");
+    let t = Trace::open(&tdir).unwrap();
+    assert!(t.is_complete() && t.problems.is_empty(), "{:?}", t.problems);
+    assert_eq!((t.meta.mpi_abi.as_str(), t.meta.written_by.as_str()), ("standard", "record"));
+    let sends = check_matching(&t);
+    // p2p.c on 3 ranks: ranks 0 and 1 ping-pong 5 times, ranks 1 and 2 send
+    // to rank 0 with ANY_SOURCE, every rank one Isend in a ring (matched
+    // by its Irecv's completion).
+    assert_eq!(sends, 5 + 5 + 2 + 3);
+    let report =
+        std::process::Command::new(&mpitrace).arg("report").arg(&tdir).args(["--format", "json"]).output().unwrap();
+    assert!(report.status.success(), "{}", String::from_utf8_lossy(&report.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&report.stdout).expect("JSON report");
+    let m = &r["messages"];
+    assert_eq!((m["sends"].as_u64(), m["receives"].as_u64()), (Some(sends as u64), Some(sends as u64)), "{m}");
+    assert_eq!(m["matched"].as_u64(), Some(sends as u64), "{m}");
+    assert_eq!((m["unmatched_sends"].as_u64(), m["unmatched_receives"].as_u64()), (Some(0), Some(0)));
+    assert!(r["trace"]["mpi_library"].as_str().unwrap().contains("mpi-core"), "{}", r["trace"]);
+    assert_eq!(r["trace"]["mpi_abi"], "standard");
+    let calls = |name: &str| {
+        r["profile"]["calls"].as_array().unwrap().iter().find(|c| c["name"] == name).map(|c| c["count"].as_u64())
+    };
+    assert_eq!(calls("MPI_Send"), Some(Some(12)));
+    assert_eq!(calls("MPI_Recv"), Some(Some(12)));
+    assert_eq!(calls("MPI_Allreduce"), Some(Some(6)));
+    // The text report names the ABI.
+    let text = std::process::Command::new(&mpitrace).arg("report").arg(&tdir).output().unwrap();
+    assert!(String::from_utf8_lossy(&text.stdout).contains("standard ABI"));
+}
+
+// The same on another library of the standard ABI: MPICH 5's
+// `libmpi_abi.so.1` (PyPI's `mpich` wheel), programs built with its own
+// `mpicc_abi` (its `mpi_abi.h`), run by its hydra `mpiexec`.
+
+#[test]
+fn mpich5_stdabi_p2p_collectives_comms_regions_pcontrol() {
+    check_p2p(&traced_on(Mpi::Mpich5StdAbi, "p2p-mpich5", "p2p.c", 3, &[]), "MPICH Version:      5.", "standard");
+}
+
+/// MPICH 5.0.2, like 4.0, leaves the status of a completed `MPI_Isendrecv`
+/// unfilled (zeros, in both of its ABIs, without the shim too): the shim
+/// finds that out at start and records those receive halves as on MPICH 4.0.
+#[test]
+fn mpich5_stdabi_requests_persistent_any_some_cancel_sendrecv() {
+    check_requests_of(&traced_on(Mpi::Mpich5StdAbi, "requests-mpich5", "requests.c", 2, &[]), true, true);
+}
+
+#[test]
+fn mpich5_stdabi_collectives_and_communicators_on_four_ranks() {
+    check_coll(&traced_on(Mpi::Mpich5StdAbi, "coll-mpich5", "coll.c", 4, &[]));
+}
+
+#[test]
+fn mpich5_stdabi_rma_targets_as_world_ranks() {
+    check_rma(&traced_on(Mpi::Mpich5StdAbi, "rma-mpich5", "rma.c", 3, &[]));
+}
+
+#[test]
+fn mpich5_stdabi_crash_sigkill() {
+    crash_case_on(Mpi::Mpich5StdAbi, "kill");
+}
+
+#[test]
+fn mpich5_stdabi_thread_multiple_journals_per_thread() {
+    check_threads(&traced_on(Mpi::Mpich5StdAbi, "threads-mpich5", "threads.c", 2, &[]));
+}
+
+#[test]
+fn mpich5_stdabi_clock_sync_ping_pong() {
+    check_clock(&traced_on(Mpi::Mpich5StdAbi, "clock-mpich5", "p2p.c", 2, &[("MPITRACE_CLOCK_PER_RANK", "1")]));
+}
+
 // Open MPI 5 (PRRTE and PMIx instead of ORTE; the same ABI): the wheel from
 // PyPI that tests/run-all.sh installs.
 
 #[test]
 fn openmpi5_p2p_collectives_comms_regions_pcontrol() {
-    check_p2p(&traced_on(Mpi::OpenMpi5, "p2p-ompi5", "p2p.c", 3, &[]), "Open MPI v5.");
+    check_p2p(&traced_on(Mpi::OpenMpi5, "p2p-ompi5", "p2p.c", 3, &[]), "Open MPI v5.", "Open MPI");
 }
 
 #[test]

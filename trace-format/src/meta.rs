@@ -57,7 +57,8 @@ pub struct Meta {
     pub hosts: Vec<String>,
     pub mpi_library: String,
     pub mpi_version: String,
-    /// The MPI library's ABI ("MPICH", "Open MPI"; empty in older traces).
+    /// The MPI library's ABI ("MPICH", "Open MPI", "standard" for the MPI-5
+    /// standard ABI; empty in older traces).
     #[serde(default)]
     pub mpi_abi: String,
     pub clock: ClockMeta,

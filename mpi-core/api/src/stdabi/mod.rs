@@ -652,6 +652,35 @@ pub fn int_pairs(class: IntClass) -> Vec<(i64, i64)> {
     pairs
 }
 
+/// [`int_pairs`] of `class` completed to a bijection of `int` (standard
+/// value to MPICH value), as the pairs that are not identities: the first
+/// pair of a value wins, and an MPICH value that is no standard value maps
+/// to the end of its chain back through the pairs (the value the pairs
+/// displaced). A tracer that turns a program's values into MPICH's and back
+/// so gives the library exactly the program's values, whatever they are.
+pub fn int_bijection(class: IntClass) -> Vec<(i64, i64)> {
+    let mut f: Vec<(i64, i64)> = Vec::new();
+    for (a, b) in int_pairs(class) {
+        if !f.iter().any(|&(x, y)| x == a || y == b) {
+            f.push((a, b));
+        }
+    }
+    let mut extra = Vec::new();
+    for &(_, b) in &f {
+        if f.iter().any(|p| p.0 == b) {
+            continue;
+        }
+        let mut g = b;
+        while let Some(&(a, _)) = f.iter().find(|p| p.1 == g) {
+            g = a;
+        }
+        extra.push((b, g));
+    }
+    f.extend(extra);
+    f.retain(|p| p.0 != p.1);
+    f
+}
+
 /// The MPICH-ABI value `MPI_ERR_ABI` crosses as (see [`int_pairs`]).
 pub const MPICH_ERR_ABI: i64 = 54;
 
@@ -727,5 +756,36 @@ mod tests {
         assert_eq!(int_class("MPI_Abort", "ERROR_CODE"), None);
         assert_eq!(int_class("MPI_Error_class", "ERROR_CODE"), Some(IntClass::ErrorCode));
         assert_eq!(std::mem::size_of::<MPI_Status>(), 32);
+    }
+
+    #[test]
+    fn bijections_of_families() {
+        for class in IntClass::ALL.iter().filter(|c| !c.is_bits()) {
+            let b = int_bijection(*class);
+            let image = |v: i64| b.iter().find(|q| q.0 == v).map_or(v, |q| q.1);
+            // Each pair of the family holds, but for one whose value an
+            // earlier pair took...
+            let pairs = int_pairs(*class);
+            for (i, &(s, m)) in pairs.iter().enumerate() {
+                let taken = pairs[..i].iter().any(|p| p.0 == s || p.1 == m);
+                assert!(taken || image(s) == m, "{class:?}: {s}");
+            }
+            // ...and no two values meet: the map is a permutation of the
+            // values it moves.
+            let mut from: Vec<i64> = b.iter().map(|p| p.0).collect();
+            let mut to: Vec<i64> = b.iter().map(|p| p.1).collect();
+            from.sort();
+            to.sort();
+            assert_eq!(from, to, "{class:?}");
+            from.dedup();
+            assert_eq!(from.len(), b.len(), "{class:?}");
+        }
+        // Ranks: the standard's ANY_SOURCE -1, PROC_NULL -3, ROOT -4 to
+        // MPICH's -2, -1, -3; MPICH's ANY_SOURCE value -2 takes the place
+        // of ROOT's -4, which MPICH does not use.
+        let rank = int_bijection(IntClass::Rank);
+        let image = |v: i64| rank.iter().find(|q| q.0 == v).map_or(v, |q| q.1);
+        assert_eq!([-1, -3, -4, -2, 0, 5].map(image), [-2, -1, -3, -4, 0, 5]);
+        assert_eq!(int_bijection(IntClass::Tag), vec![(-2, -1), (-1, -2)]);
     }
 }
