@@ -29,6 +29,9 @@ use std::path::{Path, PathBuf};
 use mpi_api::table::{self, Dir, Param, Procedure};
 use mpi_api::{codegen, fortran};
 
+#[path = "build/ofort.rs"]
+mod ofort;
+
 fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
@@ -36,6 +39,9 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     let specials = scan_specials(&manifest.join("src/special.rs"));
     let procedures: Vec<Procedure> = table::procedures();
+    println!("cargo:rerun-if-changed=build/ofort.rs");
+    // The Fortran recording layer used under Open MPI (see src/fort.rs).
+    let ofort = ofort::generate(&procedures);
 
     let mut pnames = String::new();
     // `MPI_X` names by call id (empty for macros, which have no symbol).
@@ -77,9 +83,20 @@ fn main() {
             ompi = if is_passthrough(name) {
                 String::new()
             } else {
+                // A Fortran call pending (src/fort.rs) goes to Open MPI's
+                // Fortran procedure instead.
+                let fortran = if ofort.names.contains(&name) {
+                    format!(
+                        "if crate::fort::pending({idx}) {{\n            \
+                         // SAFETY: this function's arguments, passed on to the Fortran forward of the same prototype.\n            \
+                         return unsafe {{ crate::ofwd::{name}({args}) }};\n        }}\n        "
+                    )
+                } else {
+                    String::new()
+                };
                 format!(
                     "if crate::detect::ABI.load(std::sync::atomic::Ordering::Relaxed) == crate::detect::kind::OMPI {{\n        \
-                     // SAFETY: this function's arguments, passed on to the translation layer of the same prototype.\n        \
+                     {fortran}// SAFETY: this function's arguments, passed on to the translation layer of the same prototype.\n        \
                      return unsafe {{ crate::ompi_pmpi::{name}({args}) }};\n    }}\n    "
                 )
             },
@@ -151,6 +168,8 @@ fn main() {
     // Fortran procedure, whose call of the C `MPI_X` is then recorded with
     // that site (see `site::FORTRAN_TRAMPOLINE`).
     let mut fnames = String::new();
+    // Match arms: trampoline index -> Open MPI recording entry.
+    let mut fentries = String::new();
     let mut fcount = 0usize;
     for p in procedures.iter().filter(|p| !p.is_macro) {
         if fortran::plan(p).is_err() && !fortran::HANDWRITTEN.contains(&p.name) {
@@ -158,6 +177,9 @@ fn main() {
         }
         for s in fortran::spellings(p.name).0 {
             let _ = writeln!(fnames, "    c\"{s}\",");
+            if ofort.names.contains(&p.name) {
+                let _ = writeln!(fentries, "        {fcount} => crate::ofort::{} as *const () as usize,", p.name);
+            }
             let _ = writeln!(
                 exports,
                 "#[cfg(target_arch = \"x86_64\")]\n#[no_mangle]\n\
@@ -215,6 +237,15 @@ fn main() {
          {c_api_allowances}\npub mod ompi_pmpi {{\n{ompi_pmpis}}}"
     );
     let _ = writeln!(rs, "/// The exported MPI symbols.\n{c_api_allowances}\npub mod exports {{\n{exports}}}");
+    let _ = writeln!(
+        rs,
+        "/// Fortran entries recording under Open MPI (see `fort`).\n{c_api_allowances}\npub mod ofort {{\n{}}}\n\
+         /// Open MPI's Fortran procedures called for pending Fortran calls (see `fort`).\n\
+         {c_api_allowances}\npub mod ofwd {{\n{}}}\n\
+         /// The Open MPI recording entry of Fortran trampoline `fidx` (0: none).\n\
+         pub fn ofort_entry(fidx: usize) -> usize {{\n    match fidx {{\n{fentries}        _ => 0,\n    }}\n}}",
+        ofort.ofort, ofort.ofwd
+    );
     write_if_changed(&out.join("wrappers.rs"), &rs);
 }
 

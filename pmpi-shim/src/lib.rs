@@ -13,6 +13,7 @@
 
 pub mod clock;
 pub mod detect;
+pub mod fort;
 pub mod life;
 pub mod next;
 pub mod ompi;
