@@ -17,7 +17,9 @@
 //!
 //! It also writes, for every procedure of the Fortran binding (`mpif.h`,
 //! `use mpi`), trampolines under MPICH's four spellings (`mpi_send_`...)
-//! that note the Fortran call site and jump to the MPI's own definition.
+//! that note the Fortran call site and jump to the MPI's own definition;
+//! and, for Open MPI, whose Fortran layers call `PMPI_X` directly, the
+//! Fortran entries that record such calls (`build/ofort.rs`, `src/fort.rs`).
 //!
 //! Conversion helpers (`MPI_Wtime`, `*_c2f`, `*_fromint`, `MPI_Aint_add`...)
 //! are wrapped too but forward without recording.
