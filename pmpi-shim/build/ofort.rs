@@ -297,7 +297,7 @@ fn layers(idx: usize, p: &Procedure) -> Option<(String, String)> {
     let cparams = codegen::rust_params(p);
     let wargs: Vec<String> =
         (0..words).map(|w| if w == ierror { "ierror".to_string() } else { format!("w{w}") }).collect();
-    let allow = "#[allow(unused_unsafe, unused_variables, unused_mut, clippy::unnecessary_cast, clippy::useless_conversion, clippy::let_unit_value)]\n";
+    let allow = "#[allow(unused_unsafe, unused_variables, unused_mut, clippy::unnecessary_cast, clippy::useless_conversion, clippy::let_unit_value, clippy::let_and_return)]\n";
     let entry = format!(
         "{allow}pub unsafe extern \"C\" fn {name}({fparams}) {{\n    \
          // `ierror` is optional in `mpi_f08`: one of ours when absent.\n    \
