@@ -36,8 +36,10 @@ fn fortran_args(p: &Procedure) -> Option<Vec<Option<Arg>>> {
         return None;
     }
     match p.name {
-        // MPI_INIT(IERROR), MPI_INIT_THREAD(REQUIRED, PROVIDED, IERROR).
+        // MPI_INIT(IERROR), MPI_INIT_THREAD(REQUIRED, PROVIDED, IERROR),
+        // MPI_PCONTROL(LEVEL) (variadic in C, without IERROR in Fortran).
         "MPI_Init" => return Some(vec![None, None]),
+        "MPI_Pcontrol" => return Some(vec![Some(Arg::Value("::std::os::raw::c_int"))]),
         "MPI_Init_thread" => return Some(vec![None, None, Some(Arg::Value("::std::os::raw::c_int")), Some(Arg::Same)]),
         _ => {}
     }
@@ -90,16 +92,19 @@ fn layers(idx: usize, p: &Procedure) -> Option<(String, String)> {
             n - 1
         }));
     }
+    // The word of IERROR (MPI_PCONTROL has none).
+    let has_ierror = p.name != "MPI_Pcontrol";
     let ierror = n;
+    let after = n + usize::from(has_ierror);
     let mut lens = Vec::new();
     let mut len_pos = vec![None; args.len()];
     for (i, a) in args.iter().enumerate() {
         if matches!(a, Some(Arg::StrIn | Arg::StrOut)) {
-            len_pos[i] = Some(n + 1 + lens.len());
+            len_pos[i] = Some(after + lens.len());
             lens.push(i);
         }
     }
-    let words = n + 1 + lens.len();
+    let words = after + lens.len();
     assert!(words <= 24, "{name}: more Fortran arguments than fort::MAX_ARGS");
     let fparams: Vec<String> = (0..words).map(|w| format!("w{w}: usize")).collect();
 
@@ -296,13 +301,24 @@ fn layers(idx: usize, p: &Procedure) -> Option<(String, String)> {
     let cargs = codegen::rust_args(p);
     let cparams = codegen::rust_params(p);
     let wargs: Vec<String> =
-        (0..words).map(|w| if w == ierror { "ierror".to_string() } else { format!("w{w}") }).collect();
+        (0..words).map(|w| if has_ierror && w == ierror { "ierror".to_string() } else { format!("w{w}") }).collect();
     let allow = "#[allow(unused_unsafe, unused_variables, unused_mut, clippy::unnecessary_cast, clippy::useless_conversion, clippy::let_unit_value, clippy::let_and_return)]\n";
+    let own_ierror = if has_ierror {
+        format!(
+            "    // `ierror` is optional in `mpi_f08`: one of ours when absent.\n    \
+             let mut own_ierror: ::std::os::raw::c_int = 0;\n    \
+             let ierror = if w{ierror} == 0 {{ &mut own_ierror as *mut _ as usize }} else {{ w{ierror} }};\n"
+        )
+    } else {
+        String::new()
+    };
+    let rc = if has_ierror {
+        format!("crate::ompi::error_to_core(*(fw.args[{ierror}] as *const ::std::os::raw::c_int))")
+    } else {
+        "mpi_api::abi::MPI_SUCCESS".to_string()
+    };
     let entry = format!(
-        "{allow}pub unsafe extern \"C\" fn {name}({fparams}) {{\n    \
-         // `ierror` is optional in `mpi_f08`: one of ours when absent.\n    \
-         let mut own_ierror: ::std::os::raw::c_int = 0;\n    \
-         let ierror = if w{ierror} == 0 {{ &mut own_ierror as *mut _ as usize }} else {{ w{ierror} }};\n    \
+        "{allow}pub unsafe extern \"C\" fn {name}({fparams}) {{\n{own_ierror}    \
          let real = crate::fort::real();\n    \
          // SAFETY: the program's arguments of the Fortran {name}, each an address as gfortran\n    \
          // passes them (and the hidden string lengths), read as that binding declares them;\n    \
@@ -319,7 +335,7 @@ fn layers(idx: usize, p: &Procedure) -> Option<(String, String)> {
          // parameters are the core's, valid as {name} requires; outputs are converted over the\n    \
          // lengths the standard gives.\n    \
          unsafe {{\n{subst}    crate::ofwd::raw_call(fw.real, &fw.args[..fw.n]);\n    \
-         let rc = crate::ompi::error_to_core(*(fw.args[{ierror}] as *const ::std::os::raw::c_int));\n{outs}    rc\n    }}\n}}"
+         let rc = {rc};\n{outs}    rc\n    }}\n}}"
     );
     Some((entry, fwd))
 }

@@ -137,6 +137,11 @@ fn binary(exe: &Path) -> Binary {
     Binary { returns, lines }
 }
 
+/// The `aux` of the first row of `call` (the level of `MPI_Pcontrol`).
+fn call_aux(calls: &[&Event], call: &str) -> Option<i32> {
+    calls.iter().find(|e| &*e.call == call).and_then(|e| e.aux)
+}
+
 /// Checks the trace of mixed.F90 on 3 ranks.
 fn check(t: &Trace, trace: &Path, exe: &Path) {
     let bin = binary(exe);
@@ -147,6 +152,7 @@ fn check(t: &Trace, trace: &Path, exe: &Path) {
         ("MPI_Init", "call MPI_Init("),
         ("MPI_Comm_rank", "call MPI_Comm_rank("),
         ("MPI_Comm_size", "call MPI_Comm_size("),
+        ("MPI_Pcontrol", "call MPI_Pcontrol("),
         ("MPI_Irecv", "call MPI_Irecv(rbuf"),
         ("MPI_Isend", "call MPI_Isend("),
         ("MPI_Waitall", "call MPI_Waitall("),
@@ -189,6 +195,7 @@ fn check(t: &Trace, trace: &Path, exe: &Path) {
                 assert_eq!(s.line, Some(line), "rank {r} {call}");
             }
         }
+        assert_eq!(call_aux(&calls, "MPI_Pcontrol"), Some(1), "rank {r}");
         // Peers and bytes of the point-to-point calls and their completions.
         let pb = |e: &Event| (e.peer, e.bytes);
         let call = |n: &str, k: usize| *calls.iter().filter(|e| &*e.call == n).nth(k).unwrap();

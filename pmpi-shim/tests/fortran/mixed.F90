@@ -26,6 +26,7 @@ program mixed
   call MPI_Init(ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
   call MPI_Comm_size(MPI_COMM_WORLD, nranks, ierr)
+  call MPI_Pcontrol(1)
   right = mod(rank + 1, nranks)
   left = mod(rank + nranks - 1, nranks)
   sbuf = (/ (rank * 100 + i, i = 1, 10) /)
