@@ -48,8 +48,15 @@ enum Binding {
 /// Compiles mixed.F90 for `mpi` and `binding`, records it on 3 ranks with
 /// `mpitrace record`, and returns the trace.
 fn record(mpi: Mpi, binding: Binding) -> (Trace, PathBuf, PathBuf) {
+    record_program("mixed", 3, mpi, binding, "total 3")
+}
+
+/// Compiles `pmpi-shim/tests/fortran/<name>.F90`, records it on `n` ranks
+/// and checks that it printed `expect` (its own checks passed: a failed
+/// one is a `STOP` with a message on stderr).
+fn record_program(name: &str, n: usize, mpi: Mpi, binding: Binding, expect: &str) -> (Trace, PathBuf, PathBuf) {
     build_shim();
-    let dir = bin_dir().join("mpitrace-fortran-tests").join(format!("{mpi:?}-{binding:?}"));
+    let dir = bin_dir().join("mpitrace-fortran-tests").join(format!("{name}-{mpi:?}-{binding:?}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let (fc, packages) = match mpi {
@@ -61,18 +68,18 @@ fn record(mpi: Mpi, binding: Binding) -> (Trace, PathBuf, PathBuf) {
         Binding::UseMpi => &["-DUSE_MPI"],
         Binding::F08 => &["-DF08"],
     };
-    let exe = dir.join("mixed");
+    let exe = dir.join(name);
     let out = Command::new(fc)
         .env_remove("LD_LIBRARY_PATH")
         .args(["-O0", "-g", "-w"])
         .args(define)
-        .arg(source())
+        .arg(source().with_file_name(format!("{name}.F90")))
         .arg("-o")
         .arg(&exe)
         .current_dir(&dir)
         .output()
         .unwrap_or_else(|e| panic!("{fc}: {e} (install {packages})"));
-    assert!(out.status.success(), "compiling mixed.F90: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "compiling {name}.F90: {}", String::from_utf8_lossy(&out.stderr));
     let trace = dir.join("trace");
     let mut cmd = Command::new(bin_dir().join("mpitrace"));
     cmd.env_remove("LD_LIBRARY_PATH").arg("record").arg("-o").arg(&trace).args(["--", "timeout", "-k", "5", "120"]);
@@ -80,10 +87,11 @@ fn record(mpi: Mpi, binding: Binding) -> (Trace, PathBuf, PathBuf) {
         Mpi::OpenMpi => cmd.args(["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe"]),
         Mpi::Mpich => cmd.arg("mpiexec.mpich"),
     };
-    let out: Output = cmd.args(["-n", "3"]).arg(&exe).output().expect("mpitrace record");
+    let out: Output = cmd.args(["-n", &n.to_string()]).arg(&exe).output().expect("mpitrace record");
     assert_ne!(out.status.code(), Some(124), "timed out: {}", String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("total 3"));
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains(expect) && !stderr.contains("STOP"), "{stdout}\n{stderr}");
     (Trace::open(&trace).unwrap(), trace, exe)
 }
 
@@ -267,5 +275,83 @@ fn mpich_fortran_each_call_once_with_its_site() {
         let (t, dir, exe) = record(Mpi::Mpich, binding);
         assert!(t.meta.mpi_library.contains("MPICH"), "{}", t.meta.mpi_library);
         check(&t, &dir, &exe);
+    }
+}
+
+/// A completion row: call, peer, tag, bytes.
+type Row = (String, Option<i32>, Option<i32>, Option<i64>);
+
+/// Completions through MPI_Waitsome and MPI_Testany (1-based indices in
+/// Fortran), statuses the program ignores, a probe, rooted collectives, on
+/// Open MPI through `use mpi` and `use mpi_f08`.
+#[test]
+fn openmpi_fortran_requests_probe_and_collectives() {
+    for binding in [Binding::UseMpi, Binding::F08] {
+        let (t, trace, _) = record_program("requests", 2, Mpi::OpenMpi, binding, "cnt 2 idx 1 g 1 b 1 MPI_COMM_WORLD");
+        assert!(t.is_complete() && t.problems.is_empty(), "{:?}", t.problems);
+        for r in 0..2 {
+            let other = Some(1 - r);
+            let ev = t.rank_events(r);
+            // The calls, but for the polling loops.
+            let names: Vec<&str> = ev
+                .iter()
+                .filter(|e| e.kind == Kind::Call && !e.is_call("MPI_Waitsome") && !e.is_call("MPI_Testany"))
+                .map(|e| &*e.call)
+                .collect();
+            let expected = [
+                "MPI_Init",
+                "MPI_Comm_rank",
+                "MPI_Comm_dup",
+                "MPI_Irecv",
+                "MPI_Isend",
+                "MPI_Waitall",
+                "MPI_Irecv",
+                "MPI_Isend",
+                "MPI_Isend",
+                "MPI_Probe",
+                "MPI_Get_count",
+                "MPI_Recv",
+                "MPI_Gatherv",
+                "MPI_Reduce",
+                "MPI_Comm_get_name",
+                "MPI_Comm_free",
+                "MPI_Finalize",
+            ];
+            assert_eq!(names, expected, "{binding:?} rank {r}");
+            // Each request completed once, by the call that completed it.
+            let completions = |by: &str| -> Vec<Row> {
+                let mut out = Vec::new();
+                let mut in_call = false;
+                for e in ev {
+                    match e.kind {
+                        Kind::Call => in_call = e.is_call(by),
+                        Kind::Completion if in_call => out.push((e.call.to_string(), e.peer, e.tag, e.bytes)),
+                        _ => {}
+                    }
+                }
+                out.sort();
+                out
+            };
+            let c = |call: &str, tag: i32, bytes: i64| (call.to_string(), other, Some(tag), Some(bytes));
+            assert_eq!(completions("MPI_Waitall"), vec![c("MPI_Irecv", 3, 16), c("MPI_Isend", 3, 16)], "{binding:?}");
+            assert_eq!(completions("MPI_Waitsome"), vec![c("MPI_Irecv", 4, 16), c("MPI_Isend", 4, 16)], "{binding:?}");
+            assert_eq!(completions("MPI_Testany"), vec![c("MPI_Isend", 5, 8)], "{binding:?}");
+            let row = |call: &str| ev.iter().find(|e| e.kind == Kind::Call && e.is_call(call)).unwrap();
+            assert_eq!((row("MPI_Probe").peer, row("MPI_Probe").bytes), (other, Some(8)), "{binding:?}");
+            assert_eq!((row("MPI_Recv").peer, row("MPI_Recv").bytes), (other, Some(8)), "{binding:?}");
+            assert_eq!(row("MPI_Gatherv").root, Some(0), "{binding:?}");
+            // Everything on the duplicate but the name query of the world.
+            let dup = row("MPI_Irecv").comm;
+            assert!(dup.is_some_and(|c| c != 0), "{binding:?}");
+            assert_eq!(row("MPI_Reduce").comm, dup);
+            assert_eq!(row("MPI_Comm_get_name").comm, Some(0));
+        }
+        let out = Command::new(bin_dir().join("mpitrace"))
+            .args(["report", trace.to_str().unwrap(), "--format", "json"])
+            .output()
+            .unwrap();
+        let report: Report = serde_json::from_slice(&out.stdout).unwrap();
+        let m = &report.messages;
+        assert_eq!((m.sends, m.receives, m.matched), (6, 6, 6), "{binding:?} {m:?}");
     }
 }
