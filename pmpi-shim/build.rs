@@ -17,7 +17,9 @@
 //!
 //! It also writes, for every procedure of the Fortran binding (`mpif.h`,
 //! `use mpi`), trampolines under MPICH's four spellings (`mpi_send_`...)
-//! that note the Fortran call site and jump to the MPI's own definition.
+//! that note the Fortran call site and jump to the MPI's own definition;
+//! and, for Open MPI, whose Fortran layers call `PMPI_X` directly, the
+//! Fortran entries that record such calls (`build/ofort.rs`, `src/fort.rs`).
 //!
 //! Conversion helpers (`MPI_Wtime`, `*_c2f`, `*_fromint`, `MPI_Aint_add`...)
 //! are wrapped too but forward without recording.
@@ -32,6 +34,8 @@ use mpi_api::{codegen, fortran};
 #[path = "build/layers.rs"]
 mod layers;
 use layers::Foreign;
+#[path = "build/ofort.rs"]
+mod ofort;
 
 fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
@@ -41,6 +45,9 @@ fn main() {
     println!("cargo:rerun-if-changed=build/layers.rs");
     let specials = scan_specials(&manifest.join("src/special.rs"));
     let procedures: Vec<Procedure> = table::procedures();
+    println!("cargo:rerun-if-changed=build/ofort.rs");
+    // The Fortran recording layer used under Open MPI (see src/fort.rs).
+    let ofort = ofort::generate(&procedures);
 
     let mut pnames = String::new();
     // `MPI_X` names by call id (empty for macros, which have no symbol).
@@ -82,11 +89,23 @@ fn main() {
             foreign = if is_passthrough(name) {
                 String::new()
             } else {
+                let fortran = if ofort.names.contains(&name) {
+                    format!(
+                        "if crate::fort::pending({idx}) {{\n            \
+                         // SAFETY: this function's arguments, passed on to the Fortran forward of the same prototype.\n            \
+                         return unsafe {{ crate::ofwd::{name}({args}) }};\n        }}\n        "
+                    )
+                } else {
+                    String::new()
+                };
                 let arms: String = Foreign::ALL
                     .iter()
                     .map(|f| {
+                        // Under Open MPI, a Fortran call pending (src/fort.rs) goes to
+                        // Open MPI's Fortran procedure instead.
+                        let fortran = if *f == Foreign::Ompi { fortran.as_str() } else { "" };
                         format!(
-                            "            crate::detect::kind::{k} => {{\n                \
+                            "            crate::detect::kind::{k} => {{\n                {fortran}\
                              // SAFETY: this function's arguments, passed on to the translation layer of the\n                \
                              // same prototype.\n                \
                              return unsafe {{ crate::{m}_pmpi::{name}({args}) }};\n            }}\n",
@@ -177,6 +196,8 @@ fn main() {
     // Fortran procedure, whose call of the C `MPI_X` is then recorded with
     // that site (see `site::FORTRAN_TRAMPOLINE`).
     let mut fnames = String::new();
+    // Match arms: trampoline index -> Open MPI recording entry.
+    let mut fentries = String::new();
     let mut fcount = 0usize;
     for p in procedures.iter().filter(|p| !p.is_macro) {
         if fortran::plan(p).is_err() && !fortran::HANDWRITTEN.contains(&p.name) {
@@ -184,6 +205,9 @@ fn main() {
         }
         for s in fortran::spellings(p.name).0 {
             let _ = writeln!(fnames, "    c\"{s}\",");
+            if ofort.names.contains(&p.name) {
+                let _ = writeln!(fentries, "        {fcount} => crate::ofort::{} as *const () as usize,", p.name);
+            }
             let _ = writeln!(
                 exports,
                 "#[cfg(target_arch = \"x86_64\")]\n#[no_mangle]\n\
@@ -250,6 +274,15 @@ fn main() {
         layers::std_int_families()
     );
     let _ = writeln!(rs, "/// The exported MPI symbols.\n{c_api_allowances}\npub mod exports {{\n{exports}}}");
+    let _ = writeln!(
+        rs,
+        "/// Fortran entries recording under Open MPI (see `fort`).\n{c_api_allowances}\npub mod ofort {{\n{}}}\n\
+         /// Open MPI's Fortran procedures called for pending Fortran calls (see `fort`).\n\
+         {c_api_allowances}\npub mod ofwd {{\n{}}}\n\
+         /// The Open MPI recording entry of Fortran trampoline `fidx` (0: none).\n\
+         pub fn ofort_entry(fidx: usize) -> usize {{\n    match fidx {{\n{fentries}        _ => 0,\n    }}\n}}",
+        ofort.ofort, ofort.ofwd
+    );
     write_if_changed(&out.join("wrappers.rs"), &rs);
 }
 

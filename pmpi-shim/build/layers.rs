@@ -172,6 +172,12 @@ fn is_array(q: &Param) -> bool {
     !q.suffix.is_empty()
 }
 
+/// [`array_len`] of the arrays Open MPI's library gets (the Fortran entries
+/// under Open MPI, `build/ofort.rs`).
+pub fn ompi_array_len(p: &Procedure, q: &Param) -> String {
+    array_len(p, q, Layer { way: Way::ToLib, abi: Foreign::Ompi })
+}
+
 /// The length (a Rust `usize` expression) of the array parameter `q` of `p`
 /// converted by `layer`.
 fn array_len(p: &Procedure, q: &Param, layer: Layer) -> String {

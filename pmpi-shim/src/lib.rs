@@ -17,6 +17,7 @@
 pub mod clock;
 pub mod detect;
 pub mod foreign;
+pub mod fort;
 pub mod life;
 pub mod next;
 pub mod ompi;

@@ -149,7 +149,34 @@ fn in_fortran_layer(addr: u64) -> bool {
 /// Called by the Fortran trampoline of procedure `idx`: notes the call
 /// site and returns the MPI's definition of the procedure.
 pub extern "C" fn fortran_enter(site: u64, idx: u32) -> usize {
+    use crate::detect::{kind, ABI};
+    // Under Open MPI a Fortran program's first MPI call may be its
+    // `MPI_Init`, which never reaches a C `MPI_X`: decide the ABI here too.
+    if ABI.load(Ordering::Relaxed) == kind::UNDETECTED {
+        crate::detect::ensure(site);
+    }
+    let f = fortran_procedure(idx);
+    // Open MPI's Fortran layers call `PMPI_X`: the shim records the call
+    // itself (`fort`), unless it is made inside a recorded call.
+    if ABI.load(Ordering::Relaxed) == kind::OMPI {
+        let entry = crate::ofort_entry(idx as usize);
+        let outer = THREAD_STATE.try_with(|t| t.depth.get() == 0).unwrap_or(false);
+        if entry != 0 && outer {
+            let _ = THREAD_STATE.try_with(|t| {
+                t.fortran_site.set(0);
+                t.site.set(site);
+            });
+            crate::fort::set_real(f);
+            return entry;
+        }
+        return f;
+    }
     let _ = THREAD_STATE.try_with(|t| t.fortran_site.set(site));
+    f
+}
+
+/// The MPI's own Fortran procedure of trampoline `idx`.
+fn fortran_procedure(idx: u32) -> usize {
     let slot = &FORTRAN[idx as usize];
     let f = slot.load(Ordering::Relaxed);
     if f != 0 {

@@ -1,0 +1,357 @@
+//! Fortran programs recorded with `mpitrace record`: each Fortran MPI call
+//! exactly once, with its `.f90` call site, on Debian's Open MPI (whose
+//! Fortran layers call `PMPI_X` directly, so the shim records the Fortran
+//! procedures themselves) through `mpif.h`, `use mpi` and `use mpi_f08`, and
+//! on Debian's MPICH (whose Fortran layer calls the C `MPI_X`).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use analyzers::report::Report;
+use trace_format::record::Kind;
+use trace_format::{Event, Trace};
+
+fn bin_dir() -> PathBuf {
+    Path::new(env!("CARGO_BIN_EXE_mpitrace")).parent().unwrap().to_path_buf()
+}
+
+/// Builds libmpitrace.so next to the mpitrace binary, once.
+fn build_shim() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(["build", "-q", "-p", "pmpi-shim"]);
+        if bin_dir().ends_with("release") {
+            cmd.arg("--release");
+        }
+        assert!(cmd.status().unwrap().success(), "building the shim failed");
+    });
+}
+
+fn source() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../pmpi-shim/tests/fortran/mixed.F90")
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mpi {
+    OpenMpi,
+    Mpich,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Binding {
+    MpifH,
+    UseMpi,
+    F08,
+}
+
+/// Compiles mixed.F90 for `mpi` and `binding`, records it on 3 ranks with
+/// `mpitrace record`, and returns the trace.
+fn record(mpi: Mpi, binding: Binding) -> (Trace, PathBuf, PathBuf) {
+    record_program("mixed", 3, mpi, binding, "total 3")
+}
+
+/// Compiles `pmpi-shim/tests/fortran/<name>.F90`, records it on `n` ranks
+/// and checks that it printed `expect` (its own checks passed: a failed
+/// one is a `STOP` with a message on stderr).
+fn record_program(name: &str, n: usize, mpi: Mpi, binding: Binding, expect: &str) -> (Trace, PathBuf, PathBuf) {
+    build_shim();
+    let dir = bin_dir().join("mpitrace-fortran-tests").join(format!("{name}-{mpi:?}-{binding:?}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (fc, packages) = match mpi {
+        Mpi::OpenMpi => ("mpif90.openmpi", "openmpi-bin libopenmpi-dev gfortran"),
+        Mpi::Mpich => ("mpif90.mpich", "mpich libmpich-dev gfortran"),
+    };
+    let define: &[&str] = match binding {
+        Binding::MpifH => &[],
+        Binding::UseMpi => &["-DUSE_MPI"],
+        Binding::F08 => &["-DF08"],
+    };
+    let exe = dir.join(name);
+    let out = Command::new(fc)
+        .env_remove("LD_LIBRARY_PATH")
+        .args(["-O0", "-g", "-w"])
+        .args(define)
+        .arg(source().with_file_name(format!("{name}.F90")))
+        .arg("-o")
+        .arg(&exe)
+        .current_dir(&dir)
+        .output()
+        .unwrap_or_else(|e| panic!("{fc}: {e} (install {packages})"));
+    assert!(out.status.success(), "compiling {name}.F90: {}", String::from_utf8_lossy(&out.stderr));
+    let trace = dir.join("trace");
+    let mut cmd = Command::new(bin_dir().join("mpitrace"));
+    cmd.env_remove("LD_LIBRARY_PATH").arg("record").arg("-o").arg(&trace).args(["--", "timeout", "-k", "5", "120"]);
+    match mpi {
+        Mpi::OpenMpi => cmd.args(["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe"]),
+        Mpi::Mpich => cmd.arg("mpiexec.mpich"),
+    };
+    let out: Output = cmd.args(["-n", &n.to_string()]).arg(&exe).output().expect("mpitrace record");
+    assert_ne!(out.status.code(), Some(124), "timed out: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains(expect) && !stderr.contains("STOP"), "{stdout}\n{stderr}");
+    (Trace::open(&trace).unwrap(), trace, exe)
+}
+
+/// The line of mixed.F90 holding `text` (each call is on its own line).
+fn line_of(text: &str) -> u32 {
+    let src = std::fs::read_to_string(source()).unwrap();
+    let hits: Vec<usize> = src.lines().enumerate().filter(|(_, l)| l.contains(text)).map(|(i, _)| i + 1).collect();
+    assert_eq!(hits.len(), 1, "{text:?} in mixed.F90");
+    hits[0] as u32
+}
+
+/// What the executable says about its calls: for each MPI procedure (by
+/// its lower-case name), the return addresses of its `call` instructions in
+/// address order (program order at -O0), and the lines of mixed.F90 that
+/// have a row in the line table.
+struct Binary {
+    returns: Vec<(String, u64)>,
+    lines: Vec<u32>,
+}
+
+fn objdump(exe: &Path, what: &str) -> String {
+    let out = Command::new("objdump").arg(what).arg(exe).output().expect("objdump (install binutils)");
+    assert!(out.status.success());
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn binary(exe: &Path) -> Binary {
+    let mut returns = Vec::new();
+    let text = objdump(exe, "-d");
+    let mut pending: Option<String> = None;
+    for l in text.lines() {
+        let addr = l.trim_start().split(':').next().and_then(|a| u64::from_str_radix(a, 16).ok());
+        if let (Some(name), Some(a)) = (pending.take(), addr) {
+            returns.push((name, a));
+        }
+        // `call 1110 <mpi_irecv_f08_@plt>`, `<mpi_irecv_@plt>`
+        if let Some(callee) = l.split("call").nth(1).and_then(|c| c.split('<').nth(1)) {
+            let callee = callee.trim_end_matches(">").trim_end_matches("@plt");
+            if let Some(base) = callee.strip_suffix("_f08_").or_else(|| callee.strip_suffix('_')) {
+                if base.starts_with("mpi_") {
+                    pending = Some(base.to_string());
+                }
+            }
+        }
+    }
+    let lines = objdump(exe, "--dwarf=decodedline")
+        .lines()
+        .filter(|l| l.starts_with("mixed.F90"))
+        .filter_map(|l| l.split_whitespace().nth(1)?.parse().ok())
+        .collect();
+    Binary { returns, lines }
+}
+
+/// The `aux` of the first row of `call` (the level of `MPI_Pcontrol`).
+fn call_aux(calls: &[&Event], call: &str) -> Option<i32> {
+    calls.iter().find(|e| &*e.call == call).and_then(|e| e.aux)
+}
+
+/// Checks the trace of mixed.F90 on 3 ranks.
+fn check(t: &Trace, trace: &Path, exe: &Path) {
+    let bin = binary(exe);
+    assert!(t.is_complete() && t.problems.is_empty(), "{:?}", t.problems);
+    let mut sym = trace_format::Symbolizer::with_debug_dir(None);
+    // Each call of the program, with the text that finds its line.
+    let program: &[(&str, &str)] = &[
+        ("MPI_Init", "call MPI_Init("),
+        ("MPI_Comm_rank", "call MPI_Comm_rank("),
+        ("MPI_Comm_size", "call MPI_Comm_size("),
+        ("MPI_Pcontrol", "call MPI_Pcontrol("),
+        ("MPI_Irecv", "call MPI_Irecv(rbuf"),
+        ("MPI_Isend", "call MPI_Isend("),
+        ("MPI_Waitall", "call MPI_Waitall("),
+        ("MPI_Sendrecv", "call MPI_Sendrecv("),
+        ("MPI_Irecv", "call MPI_Irecv(wbuf"),
+        ("MPI_Send", "call MPI_Send("),
+        ("MPI_Waitany", "call MPI_Waitany("),
+        ("MPI_Comm_split", "call MPI_Comm_split("),
+        ("MPI_Comm_set_name", "call MPI_Comm_set_name("),
+        ("MPI_Bcast", "call MPI_Bcast("),
+        ("MPI_Comm_free", "call MPI_Comm_free("),
+        ("MPI_Allreduce", "call MPI_Allreduce("),
+        ("MPI_Finalize", "call MPI_Finalize("),
+    ];
+    for r in 0..3 {
+        let (left, right) = ((r + 2) % 3, (r + 1) % 3);
+        let ev = t.rank_events(r);
+        let meta = t.ranks[&r].meta.as_ref().unwrap();
+        // Every call once, in program order, nothing else (no inner C call
+        // counted a second time).
+        let calls: Vec<&Event> = ev.iter().filter(|e| e.kind == Kind::Call).collect();
+        let names: Vec<&str> = calls.iter().map(|e| &*e.call).collect();
+        assert_eq!(names, program.iter().map(|(c, _)| *c).collect::<Vec<_>>(), "rank {r}");
+        for (e, (call, text)) in calls.iter().zip(program) {
+            let s = sym.site(meta, e.site.unwrap());
+            let file = s.file.as_deref().unwrap_or("?").rsplit('/').next().unwrap().to_string();
+            assert_eq!(file, "mixed.F90", "rank {r} {call}");
+            // The site is the program's own call instruction of this
+            // procedure (the k-th, for a procedure called twice): the
+            // symbolizer gives the byte before its return address.
+            let lower = call.to_ascii_lowercase();
+            let k = program.iter().take_while(|(_, t)| t != text).filter(|(c, _)| c == call).count();
+            let ret: Vec<u64> = bin.returns.iter().filter(|(n, _)| *n == lower).map(|&(_, a)| a - 1).collect();
+            assert_eq!(Some(&s.address), ret.get(k), "rank {r} {call}: {ret:x?}");
+            // Its line, wherever gfortran's line table has a row for it
+            // (gfortran -O0 gives none to a call whose arguments need no
+            // code of their own; the address then maps to the row before).
+            let line = line_of(text);
+            if bin.lines.contains(&line) {
+                assert_eq!(s.line, Some(line), "rank {r} {call}");
+            }
+        }
+        assert_eq!(call_aux(&calls, "MPI_Pcontrol"), Some(1), "rank {r}");
+        // Peers and bytes of the point-to-point calls and their completions.
+        let pb = |e: &Event| (e.peer, e.bytes);
+        let call = |n: &str, k: usize| *calls.iter().filter(|e| &*e.call == n).nth(k).unwrap();
+        assert_eq!(pb(call("MPI_Irecv", 0)), (Some(left), Some(40)), "rank {r}");
+        assert_eq!(pb(call("MPI_Isend", 0)), (Some(right), Some(40)), "rank {r}");
+        assert_eq!(pb(call("MPI_Sendrecv", 0)), (Some(right), Some(8)), "rank {r}");
+        assert_eq!(pb(call("MPI_Irecv", 1)), (Some(left), Some(12)), "rank {r}");
+        assert_eq!(pb(call("MPI_Send", 0)), (Some(right), Some(12)), "rank {r}");
+        // The root as a world rank: rank 0 of {0, 2} or of {1}.
+        assert_eq!((call("MPI_Bcast", 0).root, call("MPI_Bcast", 0).bytes), (Some(r % 2), Some(16)), "rank {r}");
+        #[allow(clippy::type_complexity)]
+        let done: Vec<(&str, Option<i32>, Option<i64>)> =
+            ev.iter().filter(|e| e.kind == Kind::Completion).map(|e| (&*e.call, e.peer, e.bytes)).collect();
+        let mut waitall = done[..2].to_vec();
+        waitall.sort();
+        assert_eq!(
+            waitall,
+            vec![("MPI_Irecv", Some(left), Some(40)), ("MPI_Isend", Some(right), Some(40))],
+            "rank {r}: {done:?}"
+        );
+        // The wildcard receive of the Sendrecv resolved, then the Waitany's
+        // receive (the status the program ignored still read by the shim).
+        assert_eq!(
+            done[2..].to_vec(),
+            vec![("MPI_Sendrecv", Some(left), Some(8)), ("MPI_Irecv", Some(left), Some(12))],
+            "rank {r}"
+        );
+    }
+    // The split communicators, one named by the program.
+    let halves: Vec<_> = t.comms.values().filter(|c| c.call == "MPI_Comm_split").collect();
+    assert_eq!(halves.len(), 2, "{:?}", t.comms);
+    assert!(halves.iter().all(|c| c.name.as_deref() == Some("half")), "{halves:?}");
+    // Every message matched: 3 ranks x (Isend, Sendrecv, Send).
+    let out = Command::new(bin_dir().join("mpitrace"))
+        .args(["report", trace.to_str().unwrap(), "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: Report = serde_json::from_slice(&out.stdout).unwrap();
+    let m = &report.messages;
+    assert_eq!((m.sends, m.receives, m.matched), (9, 9, 9), "{m:?}");
+}
+
+#[test]
+fn openmpi_fortran_mpif_h_each_call_once_with_its_site() {
+    let (t, dir, exe) = record(Mpi::OpenMpi, Binding::MpifH);
+    assert!(t.meta.mpi_library.starts_with("Open MPI"), "{}", t.meta.mpi_library);
+    check(&t, &dir, &exe);
+}
+
+#[test]
+fn openmpi_fortran_use_mpi_each_call_once_with_its_site() {
+    let (t, dir, exe) = record(Mpi::OpenMpi, Binding::UseMpi);
+    check(&t, &dir, &exe);
+}
+
+#[test]
+fn openmpi_fortran_use_mpi_f08_each_call_once_with_its_site() {
+    let (t, dir, exe) = record(Mpi::OpenMpi, Binding::F08);
+    check(&t, &dir, &exe);
+}
+
+/// MPICH's Fortran layer calls the C `MPI_X`: recorded there once, not a
+/// second time by the Fortran trampolines. (Debian's MPICH 4.0 `mpi_f08`
+/// fails this program's `MPI_Waitany` even without the shim.)
+#[test]
+fn mpich_fortran_each_call_once_with_its_site() {
+    for binding in [Binding::MpifH, Binding::UseMpi] {
+        let (t, dir, exe) = record(Mpi::Mpich, binding);
+        assert!(t.meta.mpi_library.contains("MPICH"), "{}", t.meta.mpi_library);
+        check(&t, &dir, &exe);
+    }
+}
+
+/// A completion row: call, peer, tag, bytes.
+type Row = (String, Option<i32>, Option<i32>, Option<i64>);
+
+/// Completions through MPI_Waitsome and MPI_Testany (1-based indices in
+/// Fortran), statuses the program ignores, a probe, rooted collectives, on
+/// Open MPI through `use mpi` and `use mpi_f08`.
+#[test]
+fn openmpi_fortran_requests_probe_and_collectives() {
+    for binding in [Binding::UseMpi, Binding::F08] {
+        let (t, trace, _) = record_program("requests", 2, Mpi::OpenMpi, binding, "cnt 2 idx 1 g 1 b 1 MPI_COMM_WORLD");
+        assert!(t.is_complete() && t.problems.is_empty(), "{:?}", t.problems);
+        for r in 0..2 {
+            let other = Some(1 - r);
+            let ev = t.rank_events(r);
+            // The calls, but for the polling loops.
+            let names: Vec<&str> = ev
+                .iter()
+                .filter(|e| e.kind == Kind::Call && !e.is_call("MPI_Waitsome") && !e.is_call("MPI_Testany"))
+                .map(|e| &*e.call)
+                .collect();
+            let expected = [
+                "MPI_Init",
+                "MPI_Comm_rank",
+                "MPI_Comm_dup",
+                "MPI_Irecv",
+                "MPI_Isend",
+                "MPI_Waitall",
+                "MPI_Irecv",
+                "MPI_Isend",
+                "MPI_Isend",
+                "MPI_Probe",
+                "MPI_Get_count",
+                "MPI_Recv",
+                "MPI_Gatherv",
+                "MPI_Reduce",
+                "MPI_Comm_get_name",
+                "MPI_Comm_free",
+                "MPI_Finalize",
+            ];
+            assert_eq!(names, expected, "{binding:?} rank {r}");
+            // Each request completed once, by the call that completed it.
+            let completions = |by: &str| -> Vec<Row> {
+                let mut out = Vec::new();
+                let mut in_call = false;
+                for e in ev {
+                    match e.kind {
+                        Kind::Call => in_call = e.is_call(by),
+                        Kind::Completion if in_call => out.push((e.call.to_string(), e.peer, e.tag, e.bytes)),
+                        _ => {}
+                    }
+                }
+                out.sort();
+                out
+            };
+            let c = |call: &str, tag: i32, bytes: i64| (call.to_string(), other, Some(tag), Some(bytes));
+            assert_eq!(completions("MPI_Waitall"), vec![c("MPI_Irecv", 3, 16), c("MPI_Isend", 3, 16)], "{binding:?}");
+            assert_eq!(completions("MPI_Waitsome"), vec![c("MPI_Irecv", 4, 16), c("MPI_Isend", 4, 16)], "{binding:?}");
+            assert_eq!(completions("MPI_Testany"), vec![c("MPI_Isend", 5, 8)], "{binding:?}");
+            let row = |call: &str| ev.iter().find(|e| e.kind == Kind::Call && e.is_call(call)).unwrap();
+            assert_eq!((row("MPI_Probe").peer, row("MPI_Probe").bytes), (other, Some(8)), "{binding:?}");
+            assert_eq!((row("MPI_Recv").peer, row("MPI_Recv").bytes), (other, Some(8)), "{binding:?}");
+            assert_eq!(row("MPI_Gatherv").root, Some(0), "{binding:?}");
+            // Everything on the duplicate but the name query of the world.
+            let dup = row("MPI_Irecv").comm;
+            assert!(dup.is_some_and(|c| c != 0), "{binding:?}");
+            assert_eq!(row("MPI_Reduce").comm, dup);
+            assert_eq!(row("MPI_Comm_get_name").comm, Some(0));
+        }
+        let out = Command::new(bin_dir().join("mpitrace"))
+            .args(["report", trace.to_str().unwrap(), "--format", "json"])
+            .output()
+            .unwrap();
+        let report: Report = serde_json::from_slice(&out.stdout).unwrap();
+        let m = &report.messages;
+        assert_eq!((m.sends, m.receives, m.matched), (6, 6, 6), "{binding:?} {m:?}");
+    }
+}
