@@ -11,6 +11,7 @@
 //!
 //! See README.md for the design and `mpitrace.h` for the region API.
 
+pub mod checks;
 pub mod clock;
 pub mod detect;
 pub mod life;
