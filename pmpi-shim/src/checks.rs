@@ -105,6 +105,11 @@ fn envelope(dt: c_int) -> Option<(c_int, c_int, c_int, c_int)> {
     let (mut ni, mut na, mut nd, mut comb) = (0, 0, 0, 0);
     // SAFETY: live out pointers; MPI checks the handle.
     let rc = unsafe { pmpi::MPI_Type_get_envelope(dt, &mut ni, &mut na, &mut nd, &mut comb) };
+    // The translation layers pass the combiner through: Open MPI numbers
+    // the same list from 0 (NAMED) where MPICH starts at 1.
+    if crate::detect::ABI.load(std::sync::atomic::Ordering::Relaxed) == crate::detect::kind::OMPI {
+        comb += 1;
+    }
     (rc == abi::MPI_SUCCESS && ni >= 0 && na >= 0 && nd >= 0).then_some((ni, na, nd, comb))
 }
 
