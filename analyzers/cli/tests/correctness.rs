@@ -196,6 +196,20 @@ fn derived_types(mpi: Mpi) {
     assert_eq!(f[0], want, "{text}");
 }
 
+fn collective_signatures(mpi: Mpi) {
+    let (code, text) = check(mpi, "tests/c/correctness.c", &["collsig"], &[]);
+    assert_eq!(code, 1, "{text}");
+    let f = failures(&text);
+    assert_eq!(f.len(), 1, "{text}");
+    let want = format!(
+        "FAIL collective-mismatch: collective #1 on WORLD (MPI_Bcast): the type signatures differ: ranks 0-2 give \
+         4 x MPI_INT; rank 3 gives 2 x MPI_DOUBLE (called by rank 3 at {}, ranks 0-2 at {})",
+        site("@collsig-odd"),
+        site("@collsig-rest")
+    );
+    assert_eq!(f[0], want, "{text}");
+}
+
 fn truncation(mpi: Mpi) {
     let (code, text) = check(mpi, "tests/c/correctness.c", &["truncate"], &[]);
     assert_eq!(code, 1, "{text}");
@@ -365,4 +379,12 @@ fn send_buffer_modified_mpich() {
 #[test]
 fn send_buffer_modified_ours() {
     buffer_modified(Mpi::Ours);
+}
+#[test]
+fn collective_type_signatures_mpich() {
+    collective_signatures(Mpi::Mpich);
+}
+#[test]
+fn collective_type_signatures_ours() {
+    collective_signatures(Mpi::Ours);
 }

@@ -3,8 +3,8 @@
 //! an example, are in `analyzers/CHECKS.md`:
 //!
 //! - `collective-mismatch`: the members of one collective instance called
-//!   different operations, or gave different roots, reduction operations
-//!   or counts;
+//!   different operations, or gave different roots, reduction operations,
+//!   counts or type signatures;
 //! - `type-mismatch`: a message whose receive's type signature differs
 //!   from its send's (`MPI_DOUBLE` received as `MPI_INT`, a vector of 3
 //!   doubles received as 6 ints), derived datatypes included;
@@ -124,10 +124,15 @@ fn collective_mismatches(
             }
         }
     }
+    let types = types::Types::new(t);
     let mut out = Vec::new();
     for ((comm, seq), calls) in inst {
         let label = format!("collective #{seq} on {}", comm_label(comms, comm));
-        for m in compare_calls(&label, &calls) {
+        let mut found = compare_calls(&label, &calls);
+        if found.is_empty() {
+            found.extend(types::collective_signatures(&label, &calls, &types, site));
+        }
+        for m in found {
             // Where each rank called it (the odd ones are named in `m`).
             let mut at: BTreeMap<String, Vec<i32>> = BTreeMap::new();
             for (r, e) in &calls {

@@ -226,3 +226,40 @@ pub(super) fn truncations(
     }
     out
 }
+
+/// For collectives whose members all pass the same count and datatype
+/// signature (`MPI_Bcast`, `MPI_Allreduce`...): the members whose message
+/// signatures (datatype repeated `count` times) differ, when their byte
+/// counts agree (`compare_calls` reports those that do not).
+pub(super) fn collective_signatures(
+    label: &str,
+    calls: &[(i32, &Event)],
+    types: &Types,
+    site: &mut SiteFn,
+) -> Option<String> {
+    let (_, first) = calls.first()?;
+    if !crate::hang::same_count(&first.call) {
+        return None;
+    }
+    let mut by: std::collections::BTreeMap<(u64, u64), (Vec<i32>, String)> = Default::default();
+    for &(r, e) in calls {
+        let (Some(dt), Some(n)) = (e.datatype, e.count.filter(|&n| n >= 0)) else { return None };
+        let info = types.at(r, dt, e.t_start)?;
+        let sig = info.sig.repeat(n as u64);
+        let entry = by.entry((sig.hash, sig.len)).or_insert_with(|| (Vec::new(), String::new()));
+        if entry.0.is_empty() {
+            entry.1 = format!("{n} x {}", type_name(&info, r, site));
+        }
+        entry.0.push(r);
+    }
+    if by.len() < 2 {
+        return None;
+    }
+    let mut parts: Vec<(Vec<i32>, String)> = by.into_values().collect();
+    parts.sort_by_key(|(r, _)| std::cmp::Reverse(r.len()));
+    let text: Vec<String> = parts
+        .iter()
+        .map(|(r, v)| format!("{} {} {v}", crate::hang::fmt_ranks(r), if r.len() == 1 { "gives" } else { "give" }))
+        .collect();
+    Some(format!("{label} ({}): the type signatures differ: {}", first.call, text.join("; ")))
+}

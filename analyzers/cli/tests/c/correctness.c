@@ -62,6 +62,14 @@ int main(int argc, char **argv) {
         else if (rank == 1)
             MPI_Recv(n, 6, MPI_INT, 0, 11, MPI_COMM_WORLD, MPI_STATUS_IGNORE); /* @derived-recv */
         MPI_Type_free(&vec);
+    } else if (!strcmp(mode, "collsig")) {
+        /* The last rank receives the broadcast of 4 ints as 2 doubles:
+         * as many bytes, another type signature. */
+        double d[2];
+        if (rank == size - 1)
+            MPI_Bcast(d, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD); /* @collsig-odd */
+        else
+            MPI_Bcast(a, 4, MPI_INT, 0, MPI_COMM_WORLD); /* @collsig-rest */
     } else if (!strcmp(mode, "truncate")) {
         /* Rank 1 receives one int of a two-int message; errors return. */
         MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
