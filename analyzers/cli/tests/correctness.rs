@@ -109,6 +109,16 @@ fn failures(text: &str) -> Vec<&str> {
     text.lines().filter(|l| l.starts_with("FAIL")).collect()
 }
 
+/// The one finding of correctness.c in `mode` (which must have exactly
+/// one), and the whole output.
+fn the_failure(mpi: Mpi, mode: &str) -> (String, String) {
+    let (code, text) = check(mpi, "tests/c/correctness.c", &[mode], &[]);
+    assert_eq!(code, 1, "{text}");
+    let f = failures(&text);
+    assert_eq!(f.len(), 1, "{text}");
+    (f[0].to_string(), text)
+}
+
 fn send_cycle(mpi: Mpi) {
     let (code, text) = check(mpi, "tests/c/correctness.c", &["sendcycle"], &[]);
     assert_eq!(code, 1, "{text}");
@@ -155,16 +165,13 @@ fn any_source(mpi: Mpi) {
 }
 
 fn types(mpi: Mpi) {
-    let (code, text) = check(mpi, "tests/c/correctness.c", &["types"], &[]);
-    assert_eq!(code, 1, "{text}");
-    let f = failures(&text);
-    assert_eq!(f.len(), 1, "{text}");
+    let (found, text) = the_failure(mpi, "types");
     let want = format!(
         "FAIL type-mismatch: rank 1: MPI_Recv(from 0, tag 8) at {} received as MPI_INT a message rank 0 sent as MPI_DOUBLE (MPI_Send at {})",
         site("@types-recv"),
         site("@types-send")
     );
-    assert_eq!(f[0], want, "{text}");
+    assert_eq!(found, want, "{text}");
 }
 
 fn leaks(mpi: Mpi) {
@@ -182,10 +189,7 @@ fn leaks(mpi: Mpi) {
 }
 
 fn derived_types(mpi: Mpi) {
-    let (code, text) = check(mpi, "tests/c/correctness.c", &["derived"], &[]);
-    assert_eq!(code, 1, "{text}");
-    let f = failures(&text);
-    assert_eq!(f.len(), 1, "{text}");
+    let (found, text) = the_failure(mpi, "derived");
     let want = format!(
         "FAIL type-mismatch: rank 1: MPI_Recv(from 0, tag 11) at {} received as 6 x MPI_INT a message rank 0 sent as \
          1 x the datatype committed at {}, whose type signatures differ (MPI_Send at {})",
@@ -193,35 +197,29 @@ fn derived_types(mpi: Mpi) {
         site("@derived-commit"),
         site("@derived-send")
     );
-    assert_eq!(f[0], want, "{text}");
+    assert_eq!(found, want, "{text}");
 }
 
 fn collective_signatures(mpi: Mpi) {
-    let (code, text) = check(mpi, "tests/c/correctness.c", &["collsig"], &[]);
-    assert_eq!(code, 1, "{text}");
-    let f = failures(&text);
-    assert_eq!(f.len(), 1, "{text}");
+    let (found, text) = the_failure(mpi, "collsig");
     let want = format!(
         "FAIL collective-mismatch: collective #1 on WORLD (MPI_Bcast): the type signatures differ: ranks 0-2 give \
          4 x MPI_INT; rank 3 gives 2 x MPI_DOUBLE (called by rank 3 at {}, ranks 0-2 at {})",
         site("@collsig-odd"),
         site("@collsig-rest")
     );
-    assert_eq!(f[0], want, "{text}");
+    assert_eq!(found, want, "{text}");
 }
 
 fn truncation(mpi: Mpi) {
-    let (code, text) = check(mpi, "tests/c/correctness.c", &["truncate"], &[]);
-    assert_eq!(code, 1, "{text}");
-    let f = failures(&text);
-    assert_eq!(f.len(), 1, "{text}");
+    let (found, text) = the_failure(mpi, "truncate");
     let want = format!(
         "FAIL truncation: rank 1: MPI_Recv(from 0, tag 10) at {} had room for 4 bytes but rank 0 sent 8 bytes \
          (MPI_Send at {}): the message was truncated (MPI_ERR_TRUNCATE)",
         site("@truncate-recv"),
         site("@truncate-send")
     );
-    assert_eq!(f[0], want, "{text}");
+    assert_eq!(found, want, "{text}");
 }
 
 fn objects(mpi: Mpi) {
