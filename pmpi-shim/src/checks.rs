@@ -177,18 +177,48 @@ pub unsafe fn checksum(b: &SendBuffer) -> Option<u64> {
     (rc == abi::MPI_SUCCESS).then(|| hash(&packed[..pos.clamp(0, size) as usize]))
 }
 
-/// A 64-bit hash of `bytes` (a word-wise multiply-rotate mix: fast, and a
-/// changed byte changes it but by a chance of 2^-64).
+/// A 64-bit hash of `bytes`: four independent multiply-rotate lanes over
+/// 32-byte blocks (so the multiplications overlap; one lane runs at about
+/// a third of the speed), combined at the end. Each step is a bijection of
+/// its lane for a given word, so a changed word always changes the lane,
+/// and a changed buffer the result but by a chance of about 2^-64.
 fn hash(bytes: &[u8]) -> u64 {
     const K: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut h = bytes.len() as u64;
-    let mut words = bytes.chunks_exact(8);
+    let step =
+        |h: u64, w: &[u8]| (h ^ u64::from_le_bytes(w.try_into().expect("8 bytes"))).wrapping_mul(K).rotate_left(29);
+    let mut lanes = [bytes.len() as u64, 1, 2, 3];
+    let mut blocks = bytes.chunks_exact(32);
+    for b in &mut blocks {
+        for (l, w) in lanes.iter_mut().zip(b.chunks_exact(8)) {
+            *l = step(*l, w);
+        }
+    }
+    let mut h = lanes.iter().fold(0u64, |h, &l| step(h, &l.to_le_bytes()));
+    let mut words = blocks.remainder().chunks_exact(8);
     for w in &mut words {
-        let w = u64::from_le_bytes(w.try_into().expect("8 bytes"));
-        h = (h ^ w).wrapping_mul(K).rotate_left(29);
+        h = step(h, w);
     }
     let mut last = [0u8; 8];
     let rest = words.remainder();
     last[..rest.len()].copy_from_slice(rest);
-    (h ^ u64::from_le_bytes(last)).wrapping_mul(K)
+    step(h, &last)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::hash;
+
+    #[test]
+    fn any_changed_byte_changes_the_hash() {
+        let data: Vec<u8> = (0..203u32).map(|i| (i * 7) as u8).collect();
+        let h = hash(&data);
+        for i in 0..data.len() {
+            let mut d = data.clone();
+            d[i] ^= 1;
+            assert_ne!(hash(&d), h, "byte {i}");
+        }
+        // Lengths count (a zero byte more is another buffer).
+        assert_ne!(hash(&data[..200]), hash(&data[..201]));
+        assert_eq!(hash(&data), h);
+    }
 }
