@@ -222,6 +222,18 @@ fn truncation(mpi: Mpi) {
     assert_eq!(found, want, "{text}");
 }
 
+fn truncation_nonblocking(mpi: Mpi) {
+    let (found, text) = the_failure(mpi, "truncate-nb");
+    let want = format!(
+        "FAIL truncation: rank 1: MPI_Irecv(from 0, tag 14) at {} had room for 8 bytes but rank 0 sent 12 bytes \
+         (MPI_Send at {}): the message was truncated (MPI_ERR_TRUNCATE in MPI_Wait at {})",
+        site("@truncnb-irecv"),
+        site("@truncnb-send"),
+        site("@truncnb-wait")
+    );
+    assert_eq!(found, want, "{text}");
+}
+
 fn objects(mpi: Mpi) {
     // MPICH's finalize may crash on the window left (UCX): the ranks are in
     // MPI_Finalize by then, which is all the rule needs.
@@ -385,4 +397,12 @@ fn collective_type_signatures_mpich() {
 #[test]
 fn collective_type_signatures_ours() {
     collective_signatures(Mpi::Ours);
+}
+#[test]
+fn truncation_nonblocking_mpich() {
+    truncation_nonblocking(Mpi::Mpich);
+}
+#[test]
+fn truncation_nonblocking_ours() {
+    truncation_nonblocking(Mpi::Ours);
 }

@@ -363,6 +363,14 @@ fn leftovers(t: &Trace, comms: &HashMap<u64, trace_format::side::CommInfo>, site
                 }
             }
             tr.apply(e);
+            // A request whose `MPI_Wait`/`MPI_Test` failed (a truncated
+            // receive) is complete and freed all the same, with no
+            // completion row.
+            if let (Kind::Call, "MPI_Wait" | "MPI_Test", Some(h)) = (e.kind, base_name(&e.call), e.request) {
+                if e.rc.is_some_and(|rc| rc != 0) {
+                    tr.pending.remove(&h);
+                }
+            }
             if e.kind != Kind::Call || e.rc != Some(0) {
                 continue;
             }

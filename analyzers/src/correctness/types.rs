@@ -166,7 +166,8 @@ fn is_truncate(rc: i32) -> bool {
 }
 
 /// Receives that failed with `MPI_ERR_TRUNCATE` (the program set
-/// `MPI_ERRORS_RETURN`), or that never returned while the message their
+/// `MPI_ERRORS_RETURN`; a nonblocking one in its `MPI_Wait`/`MPI_Test`),
+/// or blocking ones that never returned while the message their
 /// sender sent them was larger than their buffer (the default error
 /// handler ended the job): the message is named when the trace shows it
 /// (the first message of the source and tag no receive took).
@@ -186,12 +187,32 @@ pub(super) fn truncations(
     }
     let mut out = Vec::new();
     for (&d, rt) in &t.ranks {
-        for e in rt.events.iter().filter(|e| e.kind == Kind::Call && base_name(&e.call) == "MPI_Recv") {
-            let failed = e.rc.is_some_and(is_truncate);
-            let died = e.t_end.is_none();
-            if !failed && !died {
-                continue;
+        // The receive rows, each with the call that failed with
+        // MPI_ERR_TRUNCATE, if one did: `MPI_Recv` itself, or the
+        // `MPI_Wait`/`MPI_Test` of an `MPI_Irecv` (the latest one of its
+        // thread given that request).
+        let mut found: Vec<(&Event, Option<&Event>)> = Vec::new();
+        let mut irecv: HashMap<(i32, i32), &Event> = HashMap::new();
+        for e in rt.events.iter().filter(|e| e.kind == Kind::Call) {
+            match (base_name(&e.call), e.request) {
+                ("MPI_Recv", _) => {
+                    let failed = e.rc.is_some_and(is_truncate);
+                    if failed || e.t_end.is_none() {
+                        found.push((e, failed.then_some(e)));
+                    }
+                }
+                ("MPI_Irecv", Some(h)) => {
+                    irecv.insert((e.thread, h), e);
+                }
+                ("MPI_Wait" | "MPI_Test", Some(h)) if e.rc.is_some_and(is_truncate) => {
+                    if let Some(r) = irecv.get(&(e.thread, h)) {
+                        found.push((r, Some(e)));
+                    }
+                }
+                _ => {}
             }
+        }
+        for (e, failed_in) in found {
             // The oldest message of the source and tag nobody received.
             let message = match (e.comm, e.peer.filter(|&p| p >= 0), e.tag.filter(|&t| t >= 0)) {
                 (Some(c), Some(s), Some(tag)) => sent
@@ -203,7 +224,7 @@ pub(super) fn truncations(
             };
             let room = e.bytes.filter(|&b| b >= 0);
             let bigger = |m: &Event| matches!((m.bytes, room), (Some(mb), Some(r)) if mb > r);
-            if !failed && !message.is_some_and(|(_, m)| bigger(m)) {
+            if failed_in.is_none() && !message.is_some_and(|(_, m)| bigger(m)) {
                 continue;
             }
             let what = crate::hang::describe(e, comms);
@@ -216,10 +237,10 @@ pub(super) fn truncations(
                     text += &format!(" but rank {s} sent {mb} bytes ({}{})", m.call, site(s, m));
                 }
             }
-            text += if failed {
-                ": the message was truncated (MPI_ERR_TRUNCATE)"
-            } else {
-                ": the message is truncated (the rank ended inside the receive)"
+            text += &match failed_in {
+                Some(f) if std::ptr::eq(f, e) => ": the message was truncated (MPI_ERR_TRUNCATE)".to_string(),
+                Some(f) => format!(": the message was truncated (MPI_ERR_TRUNCATE in {}{})", f.call, site(d, f)),
+                None => ": the message is truncated (the rank ended inside the receive)".to_string(),
             };
             out.push(text);
         }

@@ -77,6 +77,16 @@ int main(int argc, char **argv) {
             MPI_Send(a, 2, MPI_INT, 1, 10, MPI_COMM_WORLD); /* @truncate-send */
         else if (rank == 1)
             MPI_Recv(b, 1, MPI_INT, 0, 10, MPI_COMM_WORLD, MPI_STATUS_IGNORE); /* @truncate-recv */
+    } else if (!strcmp(mode, "truncate-nb")) {
+        /* The same with a nonblocking receive: MPI_Wait reports it. */
+        MPI_Request req;
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+        if (rank == 0) {
+            MPI_Send(a, 3, MPI_INT, 1, 14, MPI_COMM_WORLD); /* @truncnb-send */
+        } else if (rank == 1) {
+            MPI_Irecv(b, 2, MPI_INT, 0, 14, MPI_COMM_WORLD, &req); /* @truncnb-irecv */
+            MPI_Wait(&req, MPI_STATUS_IGNORE); /* @truncnb-wait */
+        }
     } else if (!strcmp(mode, "objects")) {
         /* A group, a datatype, a window, a file and an info object, none
          * freed. */
