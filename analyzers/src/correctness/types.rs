@@ -159,9 +159,16 @@ pub(super) fn type_mismatches(
     out
 }
 
-/// Whether `rc` is an error of class `MPI_ERR_TRUNCATE` (MPICH keeps the
-/// class in the low 7 bits of its error codes).
-fn is_truncate(rc: i32) -> bool {
+/// Open MPI's `MPI_ERR_TRUNCATE` (its `mpi.h`): return codes are recorded
+/// as the library gave them.
+const OMPI_ERR_TRUNCATE: i32 = 15;
+
+/// Whether `rc` is an error of class `MPI_ERR_TRUNCATE` in the trace's ABI
+/// (MPICH keeps the class in the low 7 bits of its error codes).
+fn is_truncate(rc: i32, ompi: bool) -> bool {
+    if ompi {
+        return rc == OMPI_ERR_TRUNCATE;
+    }
     rc == abi::MPI_ERR_TRUNCATE || (rc > 0 && rc & 0x7f == abi::MPI_ERR_TRUNCATE)
 }
 
@@ -177,6 +184,8 @@ pub(super) fn truncations(
     site: &mut SiteFn,
 ) -> Vec<String> {
     let sent = sends(t);
+    let ompi = t.meta.mpi_abi == "Open MPI";
+    let is_truncate = |rc: i32| is_truncate(rc, ompi);
     let mut received: std::collections::HashSet<Key> = Default::default();
     for (&d, rt) in &t.ranks {
         for e in rt.events.iter().filter(|e| is_receive(e) || base_name(&e.call) == "MPI_Sendrecv") {
