@@ -23,7 +23,7 @@ enum Mpi {
     Mpich,
     Ours,
     /// Debian's Open MPI, through the shim's translation layers.
-    OpenMpi,
+    Open,
 }
 
 fn build(mpi: Mpi) {
@@ -66,7 +66,7 @@ fn check(mpi: Mpi, src: &str, args: &[&str], record_flags: &[&str]) -> (i32, Str
     let cc = match mpi {
         Mpi::Mpich => PathBuf::from("mpicc.mpich"),
         Mpi::Ours => bin_dir().join("mpicc"),
-        Mpi::OpenMpi => PathBuf::from("mpicc.openmpi"),
+        Mpi::Open => PathBuf::from("mpicc.openmpi"),
     };
     let st = Command::new(&cc)
         .env_remove("LD_LIBRARY_PATH")
@@ -84,7 +84,7 @@ fn check(mpi: Mpi, src: &str, args: &[&str], record_flags: &[&str]) -> (i32, Str
     let launcher: Vec<String> = match mpi {
         Mpi::Mpich => vec!["mpiexec.mpich".into()],
         Mpi::Ours => vec![bin_dir().join("mpirun").display().to_string()],
-        Mpi::OpenMpi => ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe"].map(String::from).to_vec(),
+        Mpi::Open => ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe"].map(String::from).to_vec(),
     };
     let trace = dir.join("trace");
     let out = Command::new("timeout")
@@ -421,21 +421,21 @@ fn truncation_nonblocking_ours() {
 // request-overwritten (the translation layer hands MPI a variable of its own).
 #[test]
 fn derived_type_mismatch_openmpi() {
-    derived_types(Mpi::OpenMpi);
+    derived_types(Mpi::Open);
 }
 #[test]
 fn truncation_nonblocking_openmpi() {
-    truncation_nonblocking(Mpi::OpenMpi);
+    truncation_nonblocking(Mpi::Open);
 }
 #[test]
 fn objects_left_openmpi() {
-    objects(Mpi::OpenMpi);
+    objects(Mpi::Open);
 }
 #[test]
 fn send_buffer_modified_openmpi() {
-    buffer_modified(Mpi::OpenMpi);
+    buffer_modified(Mpi::Open);
 }
 #[test]
 fn no_false_positives_openmpi() {
-    correct_programs(Mpi::OpenMpi);
+    correct_programs(Mpi::Open);
 }
