@@ -466,6 +466,15 @@ fn generic_body(idx: usize, p: &Procedure) -> String {
                 "recvtag" => push(&mut setters, format!("c.recv_tag({v})")),
                 _ => {}
             },
+            // The send buffer, checksummed with `--check-buffers`.
+            ("BUFFER", Dir::In, false) if q.name == "buf" => push(&mut setters, format!("c.buf({v})")),
+            // Groups, datatypes and info objects made or freed (and the
+            // datatype committed): the handle goes to `aux` (correctness
+            // checks find the ones never freed).
+            ("GROUP" | "DATATYPE" | "INFO", Dir::Out, false) => push(&mut output_pointers, output("out_handle", &v)),
+            ("GROUP" | "DATATYPE" | "INFO", Dir::InOut, false) => {
+                push(&mut setters, handle_read("in_handle", &v, "handle"))
+            }
             ("DATATYPE", Dir::In, false) => match q.name {
                 "datatype" | "sendtype" | "origin_datatype" => push(&mut setters, format!("c.datatype({v})")),
                 "recvtype" | "result_datatype" => push(&mut setters, format!("c.recv_type({v})")),

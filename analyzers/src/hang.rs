@@ -473,7 +473,7 @@ fn last_call_text(who: Option<&RankReport>) -> String {
 
 /// Counts that every member passes alike (the type signatures must match;
 /// `MPI_IN_PLACE` does not change the count of these).
-fn same_count(call: &str) -> bool {
+pub(crate) fn same_count(call: &str) -> bool {
     let c = call.strip_prefix("MPI_I").map(|s| format!("MPI_{s}"));
     let c = c.as_deref().unwrap_or(call);
     let c = c.strip_suffix("_init").unwrap_or(c);

@@ -215,6 +215,12 @@ pub struct Call {
     out_comm: *mut c_int,
     out_win: *mut c_int,
     out_file: *mut *mut c_void,
+    /// A group, datatype or info object the call makes (its handle goes to `aux`).
+    out_handle: *mut c_int,
+    /// A group, datatype or info object the call frees or commits (in `aux`).
+    in_handle: Option<c_int>,
+    /// The send buffer (checksummed with `--check-buffers`).
+    buf: *const c_void,
     out_message: *mut c_int,
     out_flag: *mut c_int,
     in_message: Option<c_int>,
@@ -269,6 +275,9 @@ impl Call {
             out_comm: std::ptr::null_mut(),
             out_win: std::ptr::null_mut(),
             out_file: std::ptr::null_mut(),
+            out_handle: std::ptr::null_mut(),
+            in_handle: None,
+            buf: std::ptr::null(),
             out_message: std::ptr::null_mut(),
             out_flag: std::ptr::null_mut(),
             in_message: None,
@@ -376,6 +385,35 @@ impl Call {
     #[inline]
     pub unsafe fn out_win(&mut self, p: *mut c_int) {
         self.out_win = p;
+    }
+    /// The `MPI_Group*`, `MPI_Datatype*` or `MPI_Info*` the call writes a
+    /// new handle to (only the first one of a call is recorded).
+    ///
+    /// # Safety
+    /// As for [`Call::out_request`].
+    #[inline]
+    pub unsafe fn out_handle(&mut self, p: *mut c_int) {
+        if self.out_handle.is_null() {
+            self.out_handle = p;
+        }
+    }
+    /// A `MPI_Group*`, `MPI_Datatype*` or `MPI_Info*` the call frees (or,
+    /// `MPI_Type_commit`, commits): its handle is recorded in `aux`.
+    ///
+    /// # Safety
+    /// The pointer must be null or point to a valid handle.
+    pub unsafe fn in_handle(&mut self, p: *mut c_int) {
+        if !p.is_null() {
+            // SAFETY: not null (checked), so valid by this function's contract.
+            let h = unsafe { *p };
+            (self.in_handle, self.rec.aux) = (Some(h), h);
+        }
+    }
+    /// The send buffer of a send (only kept: read with `--check-buffers`
+    /// when a nonblocking send starts and completes).
+    #[inline]
+    pub fn buf(&mut self, p: *const c_void) {
+        self.buf = p;
     }
     /// The `MPI_Message*` a matched probe writes its message to.
     ///
@@ -509,6 +547,18 @@ impl Call {
             }
             tr.free_comm(h);
         }
+        // A request variable still holding an active request of this
+        // process is overwritten: the old handle goes to `aux` (the
+        // analyzer reports it when that request is then never completed).
+        if !self.out_request.is_null() && !matches!(self.category, Category::PsendInit | Category::PrecvInit) {
+            // SAFETY: the call's output argument (contract of
+            // `Call::out_request`), writable so readable; its value may be
+            // indeterminate and is only compared.
+            let old = unsafe { self.out_request.read_volatile() };
+            if tr.requests.get(&old).is_some_and(|r| r.active) {
+                self.rec.aux = old;
+            }
+        }
         if let Some(w) = self.freeing_win {
             if let Some(cs) = tr.wins.remove(&w) {
                 self.rec.comm = cs.slot;
@@ -613,11 +663,21 @@ impl Call {
             || !self.out_comm.is_null()
             || !self.out_win.is_null()
             || !self.out_file.is_null()
+            || !self.out_handle.is_null()
             || !self.out_message.is_null();
+        let commit = rc == abi::MPI_SUCCESS && self.rec.call() as usize == crate::ids::MPI_Type_commit;
+        let outputs = outputs || commit;
         let r = catch_unwind(AssertUnwindSafe(|| {
             self.rec.t_exit = t;
             self.rec.rc = rc;
             self.rec.head |= (flags::DONE as u32) << 24;
+            if let (true, Some(h)) = (commit, self.in_handle) {
+                // The signature of the committed type (SCHEMA.md): not under
+                // the state's lock, it asks MPI.
+                if let Some((sig, size)) = crate::checks::signature(h) {
+                    (self.rec.seq, self.rec.count, self.rec.bytes) = (sig.stored(), sig.len as i64, size);
+                }
+            }
             if rc == abi::MPI_SUCCESS && outputs {
                 let mut g = state();
                 if let Some(tr) = g.as_mut() {
@@ -780,7 +840,23 @@ impl Call {
                 posted,
                 late: false,
                 preassigned: false,
+                sendbuf: None,
             };
+            if kind == ReqKind::Send && !self.buf.is_null() && crate::checks::check_buffers() {
+                let mut b = crate::checks::SendBuffer {
+                    buf: self.buf as usize,
+                    count: r.count,
+                    datatype: r.datatype,
+                    comm: self.comm_handle.unwrap_or(abi::MPI_COMM_NULL),
+                    sum: None,
+                };
+                if !persistent {
+                    // SAFETY: the buffer of the send that just started, which
+                    // the program may not free before it completes.
+                    b.sum = unsafe { crate::checks::checksum(&b) };
+                }
+                info.sendbuf = Some(b);
+            }
             // Persistent receives are posted by each `MPI_Start`.
             if matches!(info.kind, ReqKind::Recv | ReqKind::Sendrecv) && !persistent {
                 tr.post_receive(&mut info);
@@ -812,6 +888,11 @@ impl Call {
             // SAFETY: not null (checked): the call's output argument,
             // written by the call that succeeded (`Call::out_file`).
             self.rec.seq = unsafe { *self.out_file } as usize as i64;
+        }
+        if !self.out_handle.is_null() {
+            // SAFETY: not null (checked): the call's output argument,
+            // written by the call that succeeded (`Call::out_handle`).
+            self.rec.aux = unsafe { *self.out_handle };
         }
     }
 }
@@ -925,6 +1006,12 @@ fn completion_of(c: &Call, tr: &mut Tracer, saved: &[c_int], (i, st): (usize, Op
         fl |= flags::CANCELLED;
     }
     rec.head = head(info.call, Kind::Completion, flags::DONE | fl);
+    if let Some(b) = info.sendbuf.filter(|b| b.sum.is_some() && !cancelled) {
+        // `--check-buffers`: 1 when the data changed while it was being sent.
+        // SAFETY: the buffer of the send completed just now; the program
+        // has not regained control since, so it is still allocated.
+        rec.aux = i32::from(unsafe { crate::checks::checksum(&b) } != b.sum);
+    }
     rec.comm = info.comm.as_ref().map(|c| c.slot).unwrap_or(NO_COMM);
     (rec.peer, rec.tag, rec.bytes, rec.seq, rec.count, rec.datatype) =
         (info.peer, info.tag, info.bytes, info.seq, info.count, info.datatype);
@@ -1010,6 +1097,11 @@ pub fn start_request(h: c_int) -> Option<ReqInfo> {
     }
     info.active = true;
     info.posted = tr.next_post();
+    if let Some(b) = &mut info.sendbuf {
+        // SAFETY: the buffer of the persistent send being started, which
+        // the program may not free before it completes.
+        b.sum = unsafe { crate::checks::checksum(b) };
+    }
     if info.kind == ReqKind::Recv {
         (info.late, info.preassigned, info.seq) = (false, false, NONE_I64);
         tr.post_receive(&mut info);

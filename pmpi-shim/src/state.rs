@@ -123,6 +123,8 @@ pub struct ReqInfo {
     /// A receive from one source with one tag whose sequence number was
     /// taken when it was posted (`seq`), see `Tracer::post_receive`.
     pub preassigned: bool,
+    /// A nonblocking send's buffer, checksummed with `--check-buffers`.
+    pub sendbuf: Option<crate::checks::SendBuffer>,
 }
 
 /// A message matched by `MPI_Mprobe`/`MPI_Improbe`.

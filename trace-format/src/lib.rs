@@ -34,6 +34,7 @@ pub mod side;
 pub mod stream;
 pub mod symbolize;
 pub mod table;
+pub mod typesig;
 
 use std::path::{Path, PathBuf};
 

@@ -55,6 +55,12 @@ pub struct RecordArgs {
     /// leaves the view, the job runs on.
     #[arg(long)]
     live: bool,
+    /// Checksum the buffer of every nonblocking send when it starts and
+    /// when it completes: `mpitrace check --correctness` reports the sends
+    /// whose data the program changed meanwhile (send-buffer-modified).
+    /// Costs a read of each such buffer twice (see pmpi-shim/BENCHMARKS.md).
+    #[arg(long)]
+    check_buffers: bool,
     /// The launcher and its arguments, e.g. `mpiexec -n 4 ./app`.
     #[arg(last = true, required = true)]
     command: Vec<String>,
@@ -176,6 +182,9 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         if args.keep_journals {
             cmd.args(["-x", "MPITRACE_KEEP_JOURNALS"]);
         }
+        if args.check_buffers {
+            cmd.args(["-x", "MPITRACE_CHECK_BUFFERS"]);
+        }
     }
     cmd.args(&args.command[1..])
         .env("LD_PRELOAD", preload)
@@ -183,6 +192,9 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         .env("MPITRACE_LAUNCH", serde_json::to_string(&args.command)?);
     if args.keep_journals {
         cmd.env("MPITRACE_KEEP_JOURNALS", "1");
+    }
+    if args.check_buffers {
+        cmd.env("MPITRACE_CHECK_BUFFERS", "1");
     }
     // Installed before the job starts, so that no signal and no end of the
     // job is missed.

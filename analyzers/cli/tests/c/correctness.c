@@ -3,6 +3,8 @@
  * none. The test finds call sites by the markers in the comments. Run on
  * 4 ranks. */
 #include <mpi.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -47,6 +49,84 @@ int main(int argc, char **argv) {
         MPI_Recv(b, 1, MPI_INT, prev, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         MPI_Comm_dup(MPI_COMM_WORLD, &dup); /* @leak-comm */
         MPI_Barrier(dup);
+    } else if (!strcmp(mode, "derived")) {
+        /* Rank 0 sends a vector of 3 doubles, rank 1 receives 6 ints: the
+         * sizes agree, the type signatures do not. */
+        MPI_Datatype vec;
+        double x[6] = {1, 2, 3, 4, 5, 6};
+        int n[6];
+        MPI_Type_vector(3, 1, 2, MPI_DOUBLE, &vec);
+        MPI_Type_commit(&vec); /* @derived-commit */
+        if (rank == 0)
+            MPI_Send(x, 1, vec, 1, 11, MPI_COMM_WORLD); /* @derived-send */
+        else if (rank == 1)
+            MPI_Recv(n, 6, MPI_INT, 0, 11, MPI_COMM_WORLD, MPI_STATUS_IGNORE); /* @derived-recv */
+        MPI_Type_free(&vec);
+    } else if (!strcmp(mode, "collsig")) {
+        /* The last rank receives the broadcast of 4 ints as 2 doubles:
+         * as many bytes, another type signature. */
+        double d[2];
+        if (rank == size - 1)
+            MPI_Bcast(d, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD); /* @collsig-odd */
+        else
+            MPI_Bcast(a, 4, MPI_INT, 0, MPI_COMM_WORLD); /* @collsig-rest */
+    } else if (!strcmp(mode, "truncate")) {
+        /* Rank 1 receives one int of a two-int message; errors return. */
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+        if (rank == 0)
+            MPI_Send(a, 2, MPI_INT, 1, 10, MPI_COMM_WORLD); /* @truncate-send */
+        else if (rank == 1)
+            MPI_Recv(b, 1, MPI_INT, 0, 10, MPI_COMM_WORLD, MPI_STATUS_IGNORE); /* @truncate-recv */
+    } else if (!strcmp(mode, "truncate-nb")) {
+        /* The same with a nonblocking receive: MPI_Wait reports it. */
+        MPI_Request req;
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+        if (rank == 0) {
+            MPI_Send(a, 3, MPI_INT, 1, 14, MPI_COMM_WORLD); /* @truncnb-send */
+        } else if (rank == 1) {
+            MPI_Irecv(b, 2, MPI_INT, 0, 14, MPI_COMM_WORLD, &req); /* @truncnb-irecv */
+            MPI_Wait(&req, MPI_STATUS_IGNORE); /* @truncnb-wait */
+        }
+    } else if (!strcmp(mode, "objects")) {
+        /* A group, a datatype, a window, a file and an info object, none
+         * freed. */
+        MPI_Group g;
+        MPI_Datatype t;
+        MPI_Win w;
+        MPI_File f;
+        MPI_Info info;
+        char path[64];
+        int pid = (int)getpid();
+        MPI_Bcast(&pid, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        snprintf(path, sizeof path, "/tmp/mpitrace-correctness-%d", pid);
+        MPI_Comm_group(MPI_COMM_WORLD, &g); /* @leak-group */
+        MPI_Type_contiguous(2, MPI_INT, &t); /* @leak-type */
+        MPI_Type_commit(&t);
+        MPI_Win_create(b, sizeof b, sizeof b[0], MPI_INFO_NULL, MPI_COMM_WORLD, &w); /* @leak-win */
+        MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &f); /* @leak-file */
+        MPI_Info_create(&info); /* @leak-info */
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 0)
+            unlink(path);
+    } else if (!strcmp(mode, "overwrite")) {
+        /* The variable of a pending receive is given to another receive:
+         * the first request is lost (never completed). */
+        MPI_Request req;
+        MPI_Irecv(b, 1, MPI_INT, prev, 12, MPI_COMM_WORLD, &req); /* @overwrite-first */
+        MPI_Irecv(b + 1, 1, MPI_INT, prev, 12, MPI_COMM_WORLD, &req); /* @overwrite-second */
+        MPI_Request s[2];
+        MPI_Isend(a, 1, MPI_INT, next, 12, MPI_COMM_WORLD, &s[0]);
+        MPI_Isend(a + 1, 1, MPI_INT, next, 12, MPI_COMM_WORLD, &s[1]);
+        MPI_Waitall(2, s, MPI_STATUSES_IGNORE);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+    } else if (!strcmp(mode, "buffer")) {
+        /* The buffer of a pending send is changed (record --check-buffers). */
+        MPI_Request req;
+        int c[4] = {1, 2, 3, 4};
+        MPI_Isend(c, 4, MPI_INT, next, 13, MPI_COMM_WORLD, &req); /* @buffer-isend */
+        c[2] = 99;
+        MPI_Recv(b, 4, MPI_INT, prev, 13, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Wait(&req, MPI_STATUS_IGNORE); /* @buffer-wait */
     } else {
         /* Correct: the ring by nonblocking calls and by send-receive, even
          * ranks sending first, collectives alike everywhere, every request
@@ -75,6 +155,63 @@ int main(int argc, char **argv) {
         MPI_Bcast(a, 4, MPI_INT, 0, dup);
         MPI_Allreduce(a, b, 4, MPI_INT, MPI_SUM, dup);
         MPI_Comm_free(&dup);
+        /* Derived datatypes whose signatures match the other side's: a
+         * contiguous(3, double) received as 3 doubles, 3 doubles received
+         * as a vector of 3 doubles, and a struct {int, double} x 2 received
+         * as 2 of the same struct built otherwise (an indexed pair of ints
+         * is not involved). Sent nonblocking and persistent, so that
+         * --check-buffers packs them. */
+        {
+            MPI_Datatype three, vec, st, st2, pair;
+            MPI_Request rq[2];
+            double x[6] = {1, 2, 3, 4, 5, 6}, y[6];
+            struct { int i; double d; } s[2] = {{1, 1.0}, {2, 2.0}}, s2[2];
+            int bl[2] = {1, 1};
+            MPI_Aint disp[2] = {0, offsetof(struct { int i; double d; }, d)};
+            MPI_Datatype tys[2] = {MPI_INT, MPI_DOUBLE};
+            MPI_Type_contiguous(3, MPI_DOUBLE, &three);
+            MPI_Type_commit(&three);
+            MPI_Type_vector(3, 1, 2, MPI_DOUBLE, &vec);
+            MPI_Type_commit(&vec);
+            MPI_Type_create_struct(2, bl, disp, tys, &pair);
+            MPI_Type_create_resized(pair, 0, sizeof s[0], &st);
+            MPI_Type_commit(&st);
+            MPI_Type_dup(st, &st2);
+            MPI_Irecv(y, 3, MPI_DOUBLE, prev, 20, MPI_COMM_WORLD, &rq[0]);
+            MPI_Isend(x, 1, three, next, 20, MPI_COMM_WORLD, &rq[1]);
+            MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
+            MPI_Irecv(y, 1, vec, prev, 21, MPI_COMM_WORLD, &rq[0]);
+            MPI_Send_init(x, 3, MPI_DOUBLE, next, 21, MPI_COMM_WORLD, &rq[1]);
+            MPI_Start(&rq[1]);
+            MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
+            MPI_Request_free(&rq[1]);
+            MPI_Irecv(s2, 2, st2, prev, 22, MPI_COMM_WORLD, &rq[0]);
+            MPI_Isend(s, 2, st, next, 22, MPI_COMM_WORLD, &rq[1]);
+            MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
+            MPI_Type_free(&three);
+            MPI_Type_free(&vec);
+            MPI_Type_free(&pair);
+            MPI_Type_free(&st);
+            MPI_Type_free(&st2);
+        }
+        /* Objects made and freed. */
+        {
+            MPI_Group g, g2;
+            MPI_Info info;
+            MPI_Win w;
+            int r0 = 0;
+            MPI_Comm_group(MPI_COMM_WORLD, &g);
+            MPI_Group_incl(g, 1, &r0, &g2);
+            MPI_Group_free(&g2);
+            MPI_Group_free(&g);
+            MPI_Info_create(&info);
+            MPI_Info_set(info, "no_locks", "true");
+            MPI_Win_create(b, sizeof b, sizeof b[0], info, MPI_COMM_WORLD, &w);
+            MPI_Info_free(&info);
+            MPI_Win_fence(0, w);
+            MPI_Win_fence(0, w);
+            MPI_Win_free(&w);
+        }
     }
     MPI_Finalize();
     return 0;

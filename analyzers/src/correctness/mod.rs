@@ -3,10 +3,12 @@
 //! an example, are in `analyzers/CHECKS.md`:
 //!
 //! - `collective-mismatch`: the members of one collective instance called
-//!   different operations, or gave different roots, reduction operations
-//!   or counts;
-//! - `type-mismatch`: a message sent as one predefined datatype and
-//!   received as another (`MPI_DOUBLE` received as `MPI_INT`);
+//!   different operations, or gave different roots, reduction operations,
+//!   counts or type signatures;
+//! - `type-mismatch`: a message whose receive's type signature differs
+//!   from its send's (`MPI_DOUBLE` received as `MPI_INT`, a vector of 3
+//!   doubles received as 6 ints), derived datatypes included;
+//! - `truncation`: a receive too small for its message;
 //! - `unsafe-send-cycle`: blocking standard sends that completed only
 //!   because the library buffered them (a replay of the point-to-point
 //!   calls without buffering deadlocks);
@@ -15,8 +17,16 @@
 //!   too (the match depended on timing);
 //! - `request-not-completed`: requests started and neither completed nor
 //!   freed when the rank called `MPI_Finalize`;
-//! - `communicator-not-freed`: communicators created and not freed when the
-//!   rank called `MPI_Finalize`.
+//! - `request-overwritten`: a request variable given to a nonblocking call
+//!   while it held an active request, which was then never completed;
+//! - `communicator-not-freed`, `group-not-freed`, `datatype-not-freed`,
+//!   `window-not-freed`, `file-not-closed`, `info-not-freed`: objects made
+//!   and not freed when the rank called `MPI_Finalize`;
+//! - `send-buffer-modified` (traces recorded with `--check-buffers`): a
+//!   nonblocking send's buffer written to before the send completed.
+
+mod objects;
+mod types;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -28,13 +38,21 @@ use crate::hang::{comm_label, compare_calls, short};
 use crate::live::{base_name, is_collective, Tracker};
 
 /// The rules, in the order they are reported.
-pub const RULES: [&str; 6] = [
+pub const RULES: [&str; 14] = [
     "collective-mismatch",
     "type-mismatch",
+    "truncation",
     "unsafe-send-cycle",
     "any-source-race",
     "request-not-completed",
+    "request-overwritten",
     "communicator-not-freed",
+    "group-not-freed",
+    "datatype-not-freed",
+    "window-not-freed",
+    "file-not-closed",
+    "info-not-freed",
+    "send-buffer-modified",
 ];
 
 /// Findings reported per rule at most (the count says how many more).
@@ -53,12 +71,18 @@ pub fn check(t: &Trace) -> Vec<Outcome> {
     let comms: HashMap<u64, trace_format::side::CommInfo> = t.comms.iter().map(|(k, v)| (*k, v.clone())).collect();
     let mut found: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     found.insert(RULES[0], collective_mismatches(t, &comms, &mut site));
-    found.insert(RULES[1], type_mismatches(t, &comms, &mut site));
-    found.insert(RULES[2], unsafe_send_cycles(t, &mut site));
-    found.insert(RULES[3], any_source_races(t, &mut site));
-    let (reqs, comms_left) = leftovers(t, &comms, &mut site);
-    found.insert(RULES[4], reqs);
-    found.insert(RULES[5], comms_left);
+    found.insert("type-mismatch", types::type_mismatches(t, &comms, &mut site));
+    found.insert("truncation", types::truncations(t, &comms, &mut site));
+    found.insert("unsafe-send-cycle", unsafe_send_cycles(t, &mut site));
+    found.insert("any-source-race", any_source_races(t, &mut site));
+    let left = leftovers(t, &comms, &mut site);
+    found.insert("request-not-completed", left.requests);
+    found.insert("request-overwritten", left.overwritten);
+    found.insert("communicator-not-freed", left.comms);
+    for (obj, list) in objects::objects_left(t, &mut site) {
+        found.insert(obj.rule(), list);
+    }
+    found.insert("send-buffer-modified", objects::send_buffers_modified(t, &comms, &mut site));
     let mut out = Vec::new();
     for rule in RULES {
         let list = found.remove(rule).unwrap_or_default();
@@ -81,7 +105,7 @@ pub fn check(t: &Trace) -> Vec<Outcome> {
     out
 }
 
-type SiteFn<'a> = dyn FnMut(i32, &Event) -> String + 'a;
+pub(crate) type SiteFn<'a> = dyn FnMut(i32, &Event) -> String + 'a;
 
 /// Collective instances (same communicator and sequence number) whose
 /// members disagree.
@@ -92,16 +116,23 @@ fn collective_mismatches(
 ) -> Vec<String> {
     let mut inst: BTreeMap<(u64, i64), Vec<(i32, &Event)>> = BTreeMap::new();
     for (&r, rt) in &t.ranks {
-        for e in rt.events.iter().filter(|e| is_collective(e)) {
+        // `seq` of window and file calls is their handle, not an instance.
+        let numbered = |e: &&Event| !e.call.starts_with("MPI_Win_") && !e.call.starts_with("MPI_File_");
+        for e in rt.events.iter().filter(|e| is_collective(e)).filter(numbered) {
             if let (Some(c), Some(s)) = (e.comm, e.seq) {
                 inst.entry((c, s)).or_default().push((r, e));
             }
         }
     }
+    let types = types::Types::new(t);
     let mut out = Vec::new();
     for ((comm, seq), calls) in inst {
         let label = format!("collective #{seq} on {}", comm_label(comms, comm));
-        for m in compare_calls(&label, &calls) {
+        let mut found = compare_calls(&label, &calls);
+        if found.is_empty() {
+            found.extend(types::collective_signatures(&label, &calls, &types, site));
+        }
+        for m in found {
             // Where each rank called it (the odd ones are named in `m`).
             let mut at: BTreeMap<String, Vec<i32>> = BTreeMap::new();
             for (r, e) in &calls {
@@ -134,7 +165,7 @@ enum Step<'a> {
 }
 
 /// A message: (communicator, source, destination, tag, sequence number).
-type Key = (u64, i32, i32, i32, i64);
+pub(crate) type Key = (u64, i32, i32, i32, i64);
 
 /// The point-to-point steps of one rank (its first thread), in program
 /// order. Receives of nonblocking requests take their message from the
@@ -299,23 +330,47 @@ fn unsafe_send_cycles(t: &Trace, site: &mut SiteFn) -> Vec<String> {
     out
 }
 
+/// What ranks that finalized left at `MPI_Finalize`.
+#[derive(Default)]
+struct Left {
+    /// Requests neither completed nor freed.
+    requests: Vec<String>,
+    /// Of those, the ones whose variable got another request meanwhile.
+    overwritten: Vec<String>,
+    /// Communicators not freed.
+    comms: Vec<String>,
+}
+
 /// Requests and communicators of ranks that finalized, left at `MPI_Finalize`.
-fn leftovers(
-    t: &Trace,
-    comms: &HashMap<u64, trace_format::side::CommInfo>,
-    site: &mut SiteFn,
-) -> (Vec<String>, Vec<String>) {
-    let (mut reqs, mut left) = (Vec::new(), Vec::new());
+fn leftovers(t: &Trace, comms: &HashMap<u64, trace_format::side::CommInfo>, site: &mut SiteFn) -> Left {
+    let mut out = Left::default();
     for (&r, rt) in &t.ranks {
         let mut tr = Tracker::new(r);
         let mut created: BTreeMap<u64, &Event> = BTreeMap::new();
+        // Active request handle -> the call that was given its variable
+        // (the shim puts the handle the variable held in `aux`).
+        let mut overwritten: HashMap<i32, &Event> = HashMap::new();
         let mut finalized = false;
         for e in &rt.events {
             if e.kind == Kind::Call && base_name(&e.call) == "MPI_Finalize" {
                 finalized = true;
                 break;
             }
+            let partitioned = matches!(base_name(&e.call), "MPI_Psend_init" | "MPI_Precv_init");
+            if let (Kind::Call, Some(_), Some(old), false) = (e.kind, e.request, e.aux, partitioned) {
+                if tr.pending.contains_key(&old) {
+                    overwritten.insert(old, e);
+                }
+            }
             tr.apply(e);
+            // A request whose `MPI_Wait`/`MPI_Test` failed (a truncated
+            // receive) is complete and freed all the same, with no
+            // completion row.
+            if let (Kind::Call, "MPI_Wait" | "MPI_Test", Some(h)) = (e.kind, base_name(&e.call), e.request) {
+                if e.rc.is_some_and(|rc| rc != 0) {
+                    tr.pending.remove(&h);
+                }
+            }
             if e.kind != Kind::Call || e.rc != Some(0) {
                 continue;
             }
@@ -333,12 +388,23 @@ fn leftovers(
         }
         let mut pending: Vec<(&i32, &Event)> = tr.pending.iter().collect();
         pending.sort_by_key(|(_, e)| e.t_start);
-        for (_, e) in pending {
+        for (h, e) in pending {
             let d = crate::hang::describe(e, comms);
-            reqs.push(format!("rank {r}: the request of {d}{} was neither completed nor freed", site(r, e)));
+            match overwritten.get(h) {
+                Some(by) => out.overwritten.push(format!(
+                    "rank {r}: the request of {d}{} was lost: its variable was given to {}{} while the request \
+                     was active, and it was never completed",
+                    site(r, e),
+                    by.call,
+                    site(r, by)
+                )),
+                None => out
+                    .requests
+                    .push(format!("rank {r}: the request of {d}{} was neither completed nor freed", site(r, e))),
+            }
         }
         for (id, e) in created {
-            left.push(format!(
+            out.comms.push(format!(
                 "rank {r}: communicator {} made by {}{} was not freed",
                 comm_label(comms, id),
                 e.call,
@@ -346,7 +412,7 @@ fn leftovers(
             ));
         }
     }
-    (reqs, left)
+    out
 }
 
 /// Wildcard receives (`MPI_ANY_SOURCE`) that matched a message while a
@@ -411,54 +477,6 @@ fn any_source_races(t: &Trace, site: &mut SiteFn) -> Vec<String> {
                     call.call,
                     site(d, call),
                     k.1
-                ));
-            }
-        }
-    }
-    out
-}
-
-/// Name of a predefined datatype (derived ones have handles of their
-/// process, which cannot be compared across processes).
-fn predefined_type(h: Option<i32>) -> Option<&'static str> {
-    mpi_api::abi::predefined_name(mpi_api::abi::CType::Datatype, h?)
-}
-
-/// Messages sent as one predefined datatype and received as another.
-/// `MPI_PACKED` matches anything, as the standard allows.
-fn type_mismatches(t: &Trace, comms: &HashMap<u64, trace_format::side::CommInfo>, site: &mut SiteFn) -> Vec<String> {
-    let mut sent: HashMap<Key, (i32, &Event)> = HashMap::new();
-    for (&r, rt) in &t.ranks {
-        for e in rt.events.iter().filter(|e| e.kind == Kind::Call && crate::live::is_send(&e.call)) {
-            if let (Some(c), Some(p), Some(tag), Some(seq)) = (e.comm, e.peer.filter(|&p| p >= 0), e.tag, e.seq) {
-                sent.insert((c, r, p, tag, seq), (r, e));
-            }
-        }
-    }
-    let mut out = Vec::new();
-    for (&d, rt) in &t.ranks {
-        for e in &rt.events {
-            let receive = matches!(
-                (e.kind, base_name(&e.call)),
-                (Kind::Call, "MPI_Recv") | (Kind::Completion, "MPI_Irecv" | "MPI_Recv_init")
-            );
-            if !receive || e.rc.is_some_and(|rc| rc != 0) {
-                continue;
-            }
-            let (Some(c), Some(s), Some(tag), Some(seq)) = (e.comm, e.peer.filter(|&p| p >= 0), e.tag, e.seq) else {
-                continue;
-            };
-            let Some(&(_, send)) = sent.get(&(c, s, d, tag, seq)) else { continue };
-            let (Some(st), Some(rt_)) = (predefined_type(send.datatype), predefined_type(e.datatype)) else {
-                continue;
-            };
-            if st != rt_ && st != "MPI_PACKED" && rt_ != "MPI_PACKED" {
-                let what = crate::hang::describe(e, comms);
-                out.push(format!(
-                    "rank {d}: {what}{} received as {rt_} a message rank {s} sent as {st} ({}{})",
-                    site(d, e),
-                    send.call,
-                    site(s, send)
                 ));
             }
         }

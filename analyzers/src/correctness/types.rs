@@ -1,0 +1,295 @@
+//! Type signatures of messages (`type-mismatch`) and receives too small for
+//! their message (`truncation`).
+//!
+//! A message's signature is its datatype's signature repeated `count`
+//! times. Predefined datatypes are their own signature; the shim writes
+//! the signature of each derived datatype on its `MPI_Type_commit` row
+//! (`seq` the hash, `count` the elements, `bytes` the size, `aux` the
+//! handle; see `trace_format::typesig`), so a derived type is known from
+//! its commit on (handles are reused once freed: the last commit before
+//! the message counts).
+
+use std::collections::HashMap;
+
+use mpi_api::abi;
+use trace_format::record::Kind;
+use trace_format::typesig::Sig;
+use trace_format::{Event, Trace};
+
+use super::{Key, SiteFn};
+use crate::live::base_name;
+
+/// A datatype of a rank as the analyzer knows it.
+#[derive(Clone, Copy)]
+pub(super) struct TypeInfo<'a> {
+    pub sig: Sig,
+    /// Size in bytes (`MPI_Type_size`).
+    pub size: i64,
+    /// The `MPI_Type_commit` row of a derived type.
+    pub commit: Option<&'a Event>,
+    /// The name of a predefined type.
+    pub name: Option<&'static str>,
+}
+
+/// The derived datatypes each rank committed, by handle: (commit time,
+/// type) in time order.
+pub(super) struct Types<'a> {
+    derived: HashMap<i32, HashMap<i32, Vec<(i64, TypeInfo<'a>)>>>,
+}
+
+impl<'a> Types<'a> {
+    pub fn new(t: &'a Trace) -> Types<'a> {
+        let mut derived: HashMap<i32, HashMap<i32, Vec<(i64, TypeInfo)>>> = HashMap::new();
+        for (&r, rt) in &t.ranks {
+            for e in rt.events.iter().filter(|e| e.kind == Kind::Call && base_name(&e.call) == "MPI_Type_commit") {
+                let (Some(0), Some(h), Some(hash), Some(len), Some(size)) = (e.rc, e.aux, e.seq, e.count, e.bytes)
+                else {
+                    continue;
+                };
+                let sig = Sig { hash: hash as u64, len: len as u64 };
+                let info = TypeInfo { sig, size, commit: Some(e), name: None };
+                derived.entry(r).or_default().entry(h).or_default().push((e.t_start, info));
+            }
+        }
+        for list in derived.values_mut().flat_map(|m| m.values_mut()) {
+            list.sort_by_key(|(t, _)| *t);
+        }
+        Types { derived }
+    }
+
+    /// Datatype `h` of `rank` as it was at time `t`.
+    pub fn at(&self, rank: i32, h: i32, t: i64) -> Option<TypeInfo<'a>> {
+        if let Some(size) = abi::builtin_type_size(h) {
+            let name = abi::predefined_name(abi::CType::Datatype, h);
+            return Some(TypeInfo { sig: Sig::basic(h), size: size as i64, commit: None, name });
+        }
+        let list = self.derived.get(&rank)?.get(&h)?;
+        list.iter().rev().find(|(c, _)| *c <= t).map(|(_, i)| *i)
+    }
+}
+
+/// The receives (call rows of `MPI_Recv`, completions of `MPI_Irecv` and
+/// `MPI_Recv_init`) of a rank.
+fn is_receive(e: &Event) -> bool {
+    matches!((e.kind, base_name(&e.call)), (Kind::Call, "MPI_Recv") | (Kind::Completion, "MPI_Irecv" | "MPI_Recv_init"))
+}
+
+/// Every send by its message key.
+fn sends(t: &Trace) -> HashMap<Key, (i32, &Event)> {
+    let mut sent = HashMap::new();
+    for (&r, rt) in &t.ranks {
+        for e in rt.events.iter().filter(|e| e.kind == Kind::Call && crate::live::is_send(&e.call)) {
+            if let (Some(c), Some(p), Some(tag), Some(seq)) = (e.comm, e.peer.filter(|&p| p >= 0), e.tag, e.seq) {
+                sent.insert((c, r, p, tag, seq), (r, e));
+            }
+        }
+    }
+    sent
+}
+
+/// How a datatype is named in findings: its name, or where it was
+/// committed.
+fn type_name(i: &TypeInfo, rank: i32, site: &mut SiteFn) -> String {
+    match (i.name, i.commit) {
+        (Some(n), _) => n.to_string(),
+        (None, Some(c)) => format!("the datatype committed{}", site(rank, c)),
+        (None, None) => "a derived datatype".into(),
+    }
+}
+
+/// Messages whose receive's type signature differs from the send's.
+/// `MPI_PACKED` matches anything, as the standard allows.
+pub(super) fn type_mismatches(
+    t: &Trace,
+    comms: &HashMap<u64, trace_format::side::CommInfo>,
+    site: &mut SiteFn,
+) -> Vec<String> {
+    let types = Types::new(t);
+    let sent = sends(t);
+    let mut out = Vec::new();
+    for (&d, rt) in &t.ranks {
+        for e in rt.events.iter().filter(|e| is_receive(e)) {
+            if e.rc.is_some_and(|rc| rc != 0) {
+                continue;
+            }
+            let (Some(c), Some(s), Some(tag), Some(seq)) = (e.comm, e.peer.filter(|&p| p >= 0), e.tag, e.seq) else {
+                continue;
+            };
+            let Some(&(_, send)) = sent.get(&(c, s, d, tag, seq)) else { continue };
+            let (Some(sd), Some(rd), Some(n), Some(b)) =
+                (send.datatype, e.datatype, send.count.filter(|&n| n >= 0), e.bytes.filter(|&b| b >= 0))
+            else {
+                continue;
+            };
+            if sd == abi::MPI_PACKED || rd == abi::MPI_PACKED {
+                continue;
+            }
+            let (Some(st), Some(rt_)) = (types.at(s, sd, send.t_start), types.at(d, rd, e.t_start)) else {
+                continue;
+            };
+            if rt_.size <= 0 {
+                continue;
+            }
+            // The receive holds `k` whole copies of its type; a part of one
+            // more is a prefix of a derived type's signature, which the
+            // hash cannot tell (not checked), but never of a basic type's.
+            let (k, part) = (b / rt_.size, b % rt_.size);
+            let same = match (part, rt_.name) {
+                (0, _) => rt_.sig.repeat(k as u64) == st.sig.repeat(n as u64),
+                (_, Some(_)) => false,
+                (_, None) => continue,
+            };
+            if same {
+                continue;
+            }
+            let what = crate::hang::describe(e, comms);
+            let at = site(d, e);
+            let sent_at = site(s, send);
+            let text = match (st.name, rt_.name) {
+                (Some(sn), Some(rn)) => format!("received as {rn} a message rank {s} sent as {sn}"),
+                _ => format!(
+                    "received as {k} x {} a message rank {s} sent as {n} x {}, whose type signatures differ",
+                    type_name(&rt_, d, site),
+                    type_name(&st, s, site)
+                ),
+            };
+            out.push(format!("rank {d}: {what}{at} {text} ({}{sent_at})", send.call));
+        }
+    }
+    out
+}
+
+/// Open MPI's `MPI_ERR_TRUNCATE` (its `mpi.h`): return codes are recorded
+/// as the library gave them.
+const OMPI_ERR_TRUNCATE: i32 = 15;
+
+/// Whether `rc` is an error of class `MPI_ERR_TRUNCATE` in the trace's ABI
+/// (MPICH keeps the class in the low 7 bits of its error codes).
+fn is_truncate(rc: i32, ompi: bool) -> bool {
+    if ompi {
+        return rc == OMPI_ERR_TRUNCATE;
+    }
+    rc == abi::MPI_ERR_TRUNCATE || (rc > 0 && rc & 0x7f == abi::MPI_ERR_TRUNCATE)
+}
+
+/// Receives that failed with `MPI_ERR_TRUNCATE` (the program set
+/// `MPI_ERRORS_RETURN`; a nonblocking one in its `MPI_Wait`/`MPI_Test`),
+/// or blocking ones that never returned while the message their
+/// sender sent them was larger than their buffer (the default error
+/// handler ended the job): the message is named when the trace shows it
+/// (the first message of the source and tag no receive took).
+pub(super) fn truncations(
+    t: &Trace,
+    comms: &HashMap<u64, trace_format::side::CommInfo>,
+    site: &mut SiteFn,
+) -> Vec<String> {
+    let sent = sends(t);
+    let ompi = t.meta.mpi_abi == "Open MPI";
+    let is_truncate = |rc: i32| is_truncate(rc, ompi);
+    let mut received: std::collections::HashSet<Key> = Default::default();
+    for (&d, rt) in &t.ranks {
+        for e in rt.events.iter().filter(|e| is_receive(e) || base_name(&e.call) == "MPI_Sendrecv") {
+            if let (Some(c), Some(s), Some(tag), Some(seq)) = (e.comm, e.peer.filter(|&p| p >= 0), e.tag, e.seq) {
+                received.insert((c, s, d, tag, seq));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (&d, rt) in &t.ranks {
+        // The receive rows, each with the call that failed with
+        // MPI_ERR_TRUNCATE, if one did: `MPI_Recv` itself, or the
+        // `MPI_Wait`/`MPI_Test` of an `MPI_Irecv` (the latest one of its
+        // thread given that request).
+        let mut found: Vec<(&Event, Option<&Event>)> = Vec::new();
+        let mut irecv: HashMap<(i32, i32), &Event> = HashMap::new();
+        for e in rt.events.iter().filter(|e| e.kind == Kind::Call) {
+            match (base_name(&e.call), e.request) {
+                ("MPI_Recv", _) => {
+                    let failed = e.rc.is_some_and(is_truncate);
+                    if failed || e.t_end.is_none() {
+                        found.push((e, failed.then_some(e)));
+                    }
+                }
+                ("MPI_Irecv", Some(h)) => {
+                    irecv.insert((e.thread, h), e);
+                }
+                ("MPI_Wait" | "MPI_Test", Some(h)) if e.rc.is_some_and(is_truncate) => {
+                    if let Some(r) = irecv.get(&(e.thread, h)) {
+                        found.push((r, Some(e)));
+                    }
+                }
+                _ => {}
+            }
+        }
+        for (e, failed_in) in found {
+            // The oldest message of the source and tag nobody received.
+            let message = match (e.comm, e.peer.filter(|&p| p >= 0), e.tag.filter(|&t| t >= 0)) {
+                (Some(c), Some(s), Some(tag)) => sent
+                    .iter()
+                    .filter(|(k, _)| k.0 == c && k.1 == s && k.2 == d && k.3 == tag && !received.contains(k))
+                    .min_by_key(|(k, _)| k.4)
+                    .map(|(_, &(s, ev))| (s, ev)),
+                _ => None,
+            };
+            let room = e.bytes.filter(|&b| b >= 0);
+            let bigger = |m: &Event| matches!((m.bytes, room), (Some(mb), Some(r)) if mb > r);
+            if failed_in.is_none() && !message.is_some_and(|(_, m)| bigger(m)) {
+                continue;
+            }
+            let what = crate::hang::describe(e, comms);
+            let mut text = format!("rank {d}: {what}{}", site(d, e));
+            if let Some(r) = room {
+                text += &format!(" had room for {r} bytes");
+            }
+            if let Some((s, m)) = message {
+                if let Some(mb) = m.bytes {
+                    text += &format!(" but rank {s} sent {mb} bytes ({}{})", m.call, site(s, m));
+                }
+            }
+            text += &match failed_in {
+                Some(f) if std::ptr::eq(f, e) => ": the message was truncated (MPI_ERR_TRUNCATE)".to_string(),
+                Some(f) => format!(": the message was truncated (MPI_ERR_TRUNCATE in {}{})", f.call, site(d, f)),
+                None => ": the message is truncated (the rank ended inside the receive)".to_string(),
+            };
+            out.push(text);
+        }
+    }
+    out
+}
+
+/// For collectives whose members all pass the same count and datatype
+/// signature (`MPI_Bcast`, `MPI_Allreduce`...): the members whose message
+/// signatures (datatype repeated `count` times) differ, when their byte
+/// counts agree (`compare_calls` reports those that do not).
+pub(super) fn collective_signatures(
+    label: &str,
+    calls: &[(i32, &Event)],
+    types: &Types,
+    site: &mut SiteFn,
+) -> Option<String> {
+    let (_, first) = calls.first()?;
+    if !crate::hang::same_count(&first.call) {
+        return None;
+    }
+    let mut by: std::collections::BTreeMap<(u64, u64), (Vec<i32>, String)> = Default::default();
+    for &(r, e) in calls {
+        let (Some(dt), Some(n)) = (e.datatype, e.count.filter(|&n| n >= 0)) else { return None };
+        let info = types.at(r, dt, e.t_start)?;
+        let sig = info.sig.repeat(n as u64);
+        let entry = by.entry((sig.hash, sig.len)).or_insert_with(|| (Vec::new(), String::new()));
+        if entry.0.is_empty() {
+            entry.1 = format!("{n} x {}", type_name(&info, r, site));
+        }
+        entry.0.push(r);
+    }
+    if by.len() < 2 {
+        return None;
+    }
+    let mut parts: Vec<(Vec<i32>, String)> = by.into_values().collect();
+    parts.sort_by_key(|(r, _)| std::cmp::Reverse(r.len()));
+    let text: Vec<String> = parts
+        .iter()
+        .map(|(r, v)| format!("{} {} {v}", crate::hang::fmt_ranks(r), if r.len() == 1 { "gives" } else { "give" }))
+        .collect();
+    Some(format!("{label} ({}): the type signatures differ: {}", first.call, text.join("; ")))
+}
