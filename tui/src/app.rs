@@ -13,6 +13,7 @@ use crate::keys::{self, Action};
 use crate::search::{Filter, SearchIndex, BLOCK};
 use crate::view::{fmt_dur, fmt_time, View};
 use analyzers::model::Region;
+use analyzers::waitstates::PatternKind;
 
 /// The panels, in tab order.
 pub const PANELS: [&str; 7] = ["Details", "Profile", "Collectives", "Wait states", "Matrix", "Info", "I/O, RMA"];
@@ -119,6 +120,12 @@ pub struct App {
     pub help_scroll: usize,
     /// Whether user regions are drawn (a band above each rank's calls).
     pub show_regions: bool,
+    /// Whether the critical path is drawn (`x`).
+    pub show_critical: bool,
+    /// The wait state `v`/`V` jump through (index into `PatternKind::ALL`).
+    pub wait_kind: usize,
+    /// Position of the last worst-first jump in its list.
+    pub wait_pos: Option<usize>,
     /// Built on the first search.
     search_index: Option<SearchIndex>,
     /// A message for the status line.
@@ -164,6 +171,9 @@ impl App {
             help: false,
             help_scroll: 0,
             show_regions: true,
+            show_critical: false,
+            wait_kind: 0,
+            wait_pos: None,
             search_index: None,
             message: None,
             quit: false,
@@ -540,6 +550,28 @@ impl App {
             Action::NextMatch | Action::PrevMatch => self.search(a == Action::NextMatch),
             Action::NextSlowColl | Action::PrevSlowColl => self.jump_slow_coll(a == Action::NextSlowColl),
             Action::NextLateSender | Action::PrevLateSender => self.jump_late_sender(a == Action::NextLateSender),
+            Action::NextWorstWait | Action::PrevWorstWait => self.jump_worst_wait(a == Action::NextWorstWait),
+            Action::WaitKind => {
+                self.wait_kind = (self.wait_kind + 1) % PatternKind::ALL.len();
+                self.wait_pos = None;
+                let k = PatternKind::ALL[self.wait_kind];
+                let n = self.an.as_deref().map(|an| an.worst.of(k).len());
+                self.message = Some(match n {
+                    Some(n) => format!("v jumps through the worst {}: {n} of them", k.title()),
+                    None => format!("v jumps through the worst {} (the analyses are still loading)", k.title()),
+                });
+            }
+            Action::CriticalPath => {
+                self.show_critical = !self.show_critical;
+                self.message = Some(match (&self.an, self.show_critical) {
+                    (_, false) => "critical path hidden".into(),
+                    (Some(an), true) => format!(
+                        "critical path ({} long) in red under the calls and gaps on it",
+                        fmt_dur(an.critical.length_ns)
+                    ),
+                    (None, true) => "the critical path comes with the analyses, which are still loading".into(),
+                });
+            }
             Action::Partner => self.goto_partner(),
             Action::NextPanel => self.show_panel((self.panel + 1) % PANELS.len()),
             Action::PrevPanel => self.show_panel((self.panel + PANELS.len() - 1) % PANELS.len()),
@@ -905,6 +937,48 @@ impl App {
         );
         if let Some(li) = self.lod_index(l.rank) {
             self.goto(li, l.t, Some((l.t.min(l.t_send), l.t.max(l.t_send) + l.wait / 10)));
+        }
+        self.message = Some(msg);
+    }
+
+    /// Jumps to the next worst (`forward`) or back to the previous, worse,
+    /// instance of the chosen wait state (`wait_kind`), worst first.
+    fn jump_worst_wait(&mut self, forward: bool) {
+        if !self.need_analyses() {
+            return;
+        }
+        let Some(an) = self.an.as_deref() else { return };
+        let kind = PatternKind::ALL[self.wait_kind];
+        let list = an.worst.of(kind);
+        let pos = match (self.wait_pos, forward) {
+            (None, _) => 0,
+            (Some(p), true) => p + 1,
+            (Some(p), false) => p.saturating_sub(1),
+        };
+        let Some(w) = list.get(pos).copied() else {
+            self.message = Some(if list.is_empty() {
+                format!("no {} in this trace (t chooses another wait state)", kind.title())
+            } else {
+                format!("no more {}: all {} shown, worst first (V goes back)", kind.title(), list.len())
+            });
+            return;
+        };
+        self.wait_pos = Some(pos);
+        let name = {
+            let r = &an.an.model.ranks[w.rank as usize];
+            an.an.model.name(r.calls.at(w.call as usize).name).to_string()
+        };
+        let msg = format!(
+            "{} #{} of {}: rank {} lost {} in {name} waiting for rank {}",
+            kind.title(),
+            pos + 1,
+            list.len(),
+            w.rank,
+            fmt_dur(w.wait),
+            w.cause
+        );
+        if let Some(li) = self.lod_index(w.rank) {
+            self.goto(li, w.t_start, Some((w.t_start, w.t_end)));
         }
         self.message = Some(msg);
     }

@@ -10,6 +10,8 @@
 //! - [`messages`]: the analyses seen from a timeline, in the trace's own
 //!   time: matched messages to draw, the model's calls behind what the
 //!   level of detail shows, user regions.
+//! - [`overlay`]: the critical path per rank and the worst instances of
+//!   every wait state, as the report computed them, in trace time.
 //! - [`palette`]: the colour of each kind of MPI call, as data each
 //!   viewer turns into its own colour type.
 //! - [`time`]: formatting and parsing times and durations.
@@ -19,9 +21,11 @@
 
 pub mod loader;
 pub mod messages;
+pub mod overlay;
 pub mod palette;
 pub mod time;
 
 pub use loader::{guarded, load_now, Loaded, Loader, Opened};
 pub use messages::MessageView;
+pub use overlay::{CriticalPathView, WaitJump, WorstWaits};
 pub use palette::{CallKind, Swatch};

@@ -58,6 +58,7 @@ pub fn draw(buf: &mut Buffer, g: &Geometry, app: &App, lod: &Lod) {
     let colors: Vec<Color> = lod.names.iter().map(|s| call_color(s)).collect();
     let mut cells = Vec::new();
     let mut band = Vec::new();
+    let mut on_path = Vec::new();
     let col_w = v.span() as f64 / n as f64;
     for (k, (ri, row)) in shown.rows.iter().enumerate() {
         let y = g.timeline.y + shown.line(k) as u16;
@@ -91,6 +92,7 @@ pub fn draw(buf: &mut Buffer, g: &Geometry, app: &App, lod: &Lod) {
         }
         if let Row::Rank(i) = row {
             labels(buf, g.timeline.x, y, &cells, lod, &name_ok, app);
+            critical_path(buf, g.timeline.x, y, app, lod.ranks[*i].rank, n, &mut on_path);
             if lines == 2 {
                 regions(buf, g.timeline.x, y - 1, app, lod.ranks[*i].rank, n, &mut band);
             }
@@ -108,6 +110,24 @@ pub fn draw(buf: &mut Buffer, g: &Geometry, app: &App, lod: &Lod) {
             }
             cell.modifier.insert(Modifier::REVERSED);
         }
+    }
+}
+
+/// The critical path on the calls line `y` of world rank `rank`, when shown
+/// (`x`): the columns where the path runs on this rank get a red
+/// background (a gap, computation on the path, a red `─`).
+fn critical_path(buf: &mut Buffer, x0: u16, y: u16, app: &App, rank: i32, n: usize, cols: &mut Vec<bool>) {
+    if !app.show_critical {
+        return;
+    }
+    let Some(an) = app.an.as_deref() else { return };
+    an.critical.columns(rank, app.view.t0, app.view.t1, n, cols);
+    for (x, _) in cols.iter().enumerate().filter(|(_, on)| **on) {
+        let cell = &mut buf[(x0 + x as u16, y)];
+        if cell.symbol() == " " && !cell.modifier.contains(Modifier::REVERSED) {
+            cell.set_char('─').set_fg(colors::CRITICAL);
+        }
+        cell.set_bg(colors::CRITICAL_BG);
     }
 }
 
