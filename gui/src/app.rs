@@ -73,6 +73,7 @@ pub struct GeometryKey {
     pub picked_msg: Option<u64>,
     pub dark: bool,
     pub analysed: bool,
+    pub critical: bool,
     /// Whether the calls kept by `comm=`/`tag=` were known.
     pub call_set: bool,
 }
@@ -143,6 +144,11 @@ pub struct GuiApp {
     pub tab: Tab,
     pub sort: (ProfileCol, bool),
     pub matrix_bytes: bool,
+    /// Whether the critical path is drawn on the timeline.
+    pub show_critical: bool,
+    /// Per wait state (index into `PatternKind::ALL`): the position of the
+    /// last worst-first jump in its list.
+    pub worst_pos: Vec<Option<usize>>,
     stats: Option<RangeStats>,
     stats_key: Option<StatsKey>,
     /// Ranges with more calls than this get their statistics computed in
@@ -230,6 +236,8 @@ impl GuiApp {
             tab: Tab::Profile,
             sort: (ProfileCol::Time, true),
             matrix_bytes: true,
+            show_critical: false,
+            worst_pos: Vec::new(),
             stats: None,
             stats_key: None,
             stats_job: None,
@@ -669,6 +677,32 @@ impl GuiApp {
         if let Some(y) = self.lanes.centre_of(world) {
             self.scroll = (y - 100.0).max(0.0);
         }
+    }
+
+    /// Goes to the next worst (`forward`) or back to the previous, worse,
+    /// instance of wait state `kind` (index into `PatternKind::ALL`):
+    /// picks its call and brings it into view. The side views stay on Wait
+    /// states, so the next press goes on (Details shows the picked call).
+    pub fn jump_worst(&mut self, kind: usize, forward: bool) -> Option<trace_view::WaitJump> {
+        let t = self.trace.as_ref()?;
+        let a = t.analysed.as_ref()?;
+        let list = a.worst.by_kind.get(kind)?;
+        if self.worst_pos.len() <= kind {
+            self.worst_pos.resize(kind + 1, None);
+        }
+        let pos = match (self.worst_pos[kind], forward) {
+            (None, _) => 0,
+            (Some(p), true) => p + 1,
+            (Some(p), false) => p.saturating_sub(1),
+        };
+        let w = *list.get(pos)?;
+        self.worst_pos[kind] = Some(pos);
+        let li = t.lod.ranks.binary_search_by_key(&w.rank, |r| r.rank).ok()?;
+        let call = t.lod.ranks[li].data.call_at(w.t_start)?;
+        self.details_of_b = false;
+        self.picked = Some(Pick::Call { rank: li, call });
+        self.reveal_call(li, call);
+        Some(w)
     }
 
     pub fn pick_call(&mut self, rank: usize, call: usize) {

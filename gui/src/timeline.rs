@@ -46,6 +46,8 @@ pub struct Scene<'a> {
     /// The message that stands out (picked).
     pub picked_msg: Option<u64>,
     pub dark: bool,
+    /// Whether the critical path is drawn.
+    pub critical: bool,
 }
 
 /// A label to write.
@@ -69,7 +71,15 @@ pub struct Geometry {
     pub colls_skipped: usize,
     /// Rectangles of the bars (for tests and statistics).
     pub rects: usize,
+    /// The critical path as drawn: (world rank, left and right x) of each
+    /// run of pixels where it runs on that rank's lane.
+    pub critical: Vec<(i32, f32, f32)>,
 }
+
+/// Colour of the critical path.
+pub const CRITICAL: Color32 = Color32::from_rgb(220, 30, 30);
+/// Height of the critical path's band at the bottom of a lane, px.
+pub const CRITICAL_H: f32 = 3.0;
 
 /// Colour of a call name by its kind (the viewers' palette).
 pub fn kind_colour(name: &str) -> Color32 {
@@ -203,10 +213,45 @@ pub fn build(scene: &Scene, palette: &[Color32], cells: &mut Vec<Cell>) -> Geome
     }
     if let Some(a) = &scene.trace.analysed {
         regions(scene, a, &mut g);
+        if scene.critical {
+            critical_path(scene, a, &mut g);
+        }
         arrows(scene, a, &mut g);
         collectives(scene, a, palette, &mut g);
     }
     g
+}
+
+/// The critical path: a red band at the bottom of each lane where the path
+/// runs on that rank (calls and the computation between them), and a red
+/// line where it moves from one rank to another (both lanes in view).
+fn critical_path(scene: &Scene, a: &crate::data::Analysed, g: &mut Geometry) {
+    let (t0, t1) = scene.view.range();
+    let r = scene.rect;
+    let w = r.width().max(1.0);
+    let px = w.round().max(1.0) as usize;
+    let mut cols = Vec::new();
+    for k in scene.lanes.visible(scene.scroll, r.height()) {
+        let Row::Rank(i) = scene.lanes.rows[k] else { continue };
+        let rank = scene.trace.lod.ranks[i].rank;
+        a.critical.columns(rank, t0, t1, px, &mut cols);
+        let y1 = r.top() + scene.lanes.tops[k + 1] - scene.scroll;
+        let mut c = 0;
+        while c < px {
+            if !cols[c] {
+                c += 1;
+                continue;
+            }
+            let e = c + cols[c..].iter().take_while(|x| **x).count();
+            let (xa, xb) = (c as f32 * w / px as f32, e as f32 * w / px as f32);
+            g.lines.add_colored_rect(
+                Rect::from_min_max(Pos2::new(r.left() + xa, y1 - CRITICAL_H - 1.0), Pos2::new(r.left() + xb, y1 - 1.0)),
+                CRITICAL,
+            );
+            g.critical.push((rank, r.left() + xa, r.left() + xb));
+            c = e;
+        }
+    }
 }
 
 /// Colour of a user region by its name.

@@ -173,6 +173,8 @@ impl GuiApp {
                 ui.label("0 found");
             }
             ui.separator();
+            ui.checkbox(&mut self.show_critical, "Critical path")
+                .on_hover_text("The report's critical path: a red band under the calls and gaps on it");
             if ui.button("All").on_hover_text("Show the whole trace (Home)").clicked() {
                 self.reset_view();
             }
@@ -233,6 +235,7 @@ impl GuiApp {
             picked_msg,
             dark,
             analysed: self.trace.as_ref().is_some_and(|t| t.analysed.is_some()),
+            critical: self.show_critical,
             call_set: !self.call_set_pending(),
         };
         if self.geometry_key.as_ref() != Some(&key) {
@@ -252,6 +255,7 @@ impl GuiApp {
                 highlight: self.highlight,
                 picked_msg,
                 dark,
+                critical: self.show_critical,
             };
             self.geometry = timeline::build(&scene, &self.palette, &mut self.cells);
             let bars = std::mem::take(&mut self.geometry.bars);
@@ -665,12 +669,35 @@ impl GuiApp {
     }
 
     fn waits_view(&mut self, ui: &mut Ui) {
-        if let Some(a) = self.trace.as_ref().and_then(|t| t.analysed.as_ref()) {
-            ui.strong("Whole trace");
-            for p in &a.an.waits.states.patterns {
-                if p.time_ns > 0 {
-                    ui.label(format!("{}: {} in {} calls", p.name, analyzers::fmt_ns(p.time_ns), p.count));
+        if let Some(a) = self.trace.as_ref().and_then(|t| t.analysed.clone()) {
+            ui.strong("Whole trace (Worst: go to the largest instance, then the next largest)");
+            for (k, p) in a.an.waits.states.patterns.iter().enumerate() {
+                if p.time_ns <= 0 {
+                    continue;
                 }
+                ui.label(format!("{}: {} in {} calls", p.name, analyzers::fmt_ns(p.time_ns), p.count));
+                // Wrapped: the side panel may be narrow.
+                ui.horizontal_wrapped(|ui| {
+                    let n = a.worst.by_kind.get(k).map(Vec::len).unwrap_or(0);
+                    let at = self.worst_pos.get(k).copied().flatten();
+                    if ui
+                        .add_enabled(n > 0, egui::Button::new(format!("Worst {}", p.name)))
+                        .on_hover_text("The largest instance first, then the next largest")
+                        .clicked()
+                    {
+                        self.jump_worst(k, true);
+                    }
+                    if ui
+                        .add_enabled(at.is_some_and(|x| x > 0), egui::Button::new(format!("Previous {}", p.name)))
+                        .clicked()
+                    {
+                        self.jump_worst(k, false);
+                    }
+                    ui.label(match at {
+                        Some(x) => format!("{} of {n}", x + 1),
+                        None => format!("{n} kept"),
+                    });
+                });
             }
             ui.separator();
         }

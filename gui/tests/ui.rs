@@ -393,3 +393,62 @@ fn right_drag_measures_an_interval_and_escape_clears_it() {
     h.run();
     assert_eq!(h.state().measure, None);
 }
+
+/// The "Critical path" checkbox draws the report's path: on rank 3 (last
+/// at the allreduce, whose receive from rank 2 did not wait) and not on
+/// rank 1, which only waited for its message.
+#[test]
+fn critical_path_checkbox_draws_the_path() {
+    let mut h = harness(loaded("critical"));
+    assert!(h.state().geometry.critical.is_empty(), "hidden at first");
+    h.get_by_label("Critical path").click();
+    h.run();
+    assert!(h.state().show_critical);
+    let a = h.state().trace.as_ref().unwrap().analysed.clone().unwrap();
+    assert!(a.critical.on_path(3, 2_600, 3_200));
+    assert!(!a.critical.on_path(1, 1_500, 3_500));
+    let spans = h.state().geometry.critical.clone();
+    let covers = |rank: i32, x: f32| spans.iter().any(|&(r, a, b)| r == rank && a <= x && x <= b);
+    assert!(covers(3, x_of(&h, 2_900.0)), "rank 3's receive is on the path: {spans:?}");
+    assert!(covers(0, x_of(&h, 8_000.0)), "the end of rank 0 is: {spans:?}");
+    assert!(!spans.iter().any(|&(r, _, _)| r == 1), "rank 1 never is: {spans:?}");
+    h.get_by_label("Critical path").click();
+    h.run();
+    assert!(h.state().geometry.critical.is_empty());
+}
+
+/// The wait states' "Worst" buttons go to the largest instance first:
+/// at the allreduce rank 0 waited 1.5 us, rank 1 1.3 us, rank 2 1 us.
+#[test]
+fn worst_wait_buttons_go_to_the_largest_wait_first() {
+    let mut h = harness(loaded("worst"));
+    h.get_by_label("Wait states").click();
+    h.run();
+    let picked_rank = |h: &Harness<'_, GuiApp>| match h.state().picked {
+        Some(Pick::Call { rank, call }) => {
+            let t = h.state().trace.as_ref().unwrap();
+            let c = t.lod.ranks[rank].data.call(call);
+            (t.lod.ranks[rank].rank, t.lod.name(c.name).to_string())
+        }
+        ref p => panic!("picked {p:?}"),
+    };
+    h.get_by_label("Worst Wait at N x N").click();
+    h.run();
+    assert_eq!(picked_rank(&h), (0, "MPI_Allreduce".to_string()));
+    h.state_mut().tab = Tab::Waits;
+    h.run();
+    assert!(h.query_by_label("1 of 3").is_some());
+    h.get_by_label("Worst Wait at N x N").click();
+    h.run();
+    assert_eq!(picked_rank(&h), (1, "MPI_Allreduce".to_string()));
+    h.state_mut().tab = Tab::Waits;
+    h.run();
+    h.get_by_label("Previous Wait at N x N").click();
+    h.run();
+    assert_eq!(picked_rank(&h), (0, "MPI_Allreduce".to_string()));
+    h.state_mut().tab = Tab::Waits;
+    h.run();
+    h.get_by_label("Worst Late Sender").click();
+    h.run();
+    assert_eq!(picked_rank(&h), (1, "MPI_Recv".to_string()));
+}
