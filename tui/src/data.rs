@@ -15,7 +15,7 @@ use analyzers::model::{Class, Ends, Region, NONE};
 use analyzers::report::Analyses;
 use trace_lod::messages::MessageIndex;
 use trace_view::messages::{clock_shift, ends_of_call, model_call, regions, MessageView};
-use trace_view::{CriticalPathView, WorstWaits};
+use trace_view::{CriticalPathView, ThreadLanes, WorstWaits};
 
 use crate::view::View;
 
@@ -57,6 +57,8 @@ pub struct Analysed {
     pub critical: CriticalPathView,
     /// The worst instances of every wait state, worst first.
     pub worst: WorstWaits,
+    /// One lane per thread of the ranks that called MPI from several.
+    pub threads: ThreadLanes,
     pub elapsed: Duration,
 }
 
@@ -197,6 +199,7 @@ impl Analysed {
         Analysed {
             critical: CriticalPathView::new(&an),
             worst: WorstWaits::new(&an),
+            threads: ThreadLanes::new(&an),
             has_regions: regions.iter().any(|r| !r.is_empty()),
             messages: MessageIndex::new(msgs),
             msg_refs,

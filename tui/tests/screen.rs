@@ -750,3 +750,61 @@ fn critical_path_overlay_marks_the_calls_on_the_path() {
     key(&mut app, 'x');
     assert_ne!(bg(&render(&mut app), x3, y3), Color::Indexed(52));
 }
+
+/// Each thread of a rank has its own row, grouped under the rank and
+/// foldable with Enter: overlapping calls of two threads no longer share
+/// one row.
+#[test]
+fn thread_lanes_grouped_under_their_rank_and_foldable() {
+    let dir = tmpdir("threads");
+    threads_trace(&dir);
+    let mut app = open(&dir, 100, 24);
+    let lines = screen(&mut app);
+    let r0 = row_of(&lines, "r0");
+    assert!(lines[r0].starts_with("r0 t0"), "{}", lines[r0]);
+    assert!(lines[r0 + 1].trim_start().starts_with("t1"), "{}", lines[r0 + 1]);
+    let r1 = row_of(&lines, "r1");
+    assert_eq!(r1, r0 + 2);
+    assert!(lines[r1 + 1].trim_start().starts_with("t1"), "{}", lines[r1 + 1]);
+    // Thread 0 of rank 0 shows only its send (to 40 µs), thread 1 only
+    // its receive (from 20 µs): at 15 µs only t0 is busy, at 45 µs only t1,
+    // each in its call's colour. (Message lines may cross the rows.)
+    let buf = render(&mut app);
+    let g = app.geometry(ratatui::layout::Rect::new(0, 0, 100, 24));
+    let x = |t: i64| g.timeline.x + app.view.col_of(t, g.timeline.width as usize) as u16;
+    let fg = |t: i64, y: usize| {
+        let c = &buf[(x(t), y as u16)];
+        // A labelled run is blanks in reverse video.
+        (c.symbol() != " " || c.modifier.contains(ratatui::style::Modifier::REVERSED)).then_some(c.fg)
+    };
+    let (send, recv) = (tui::ui::call_color("MPI_Send"), tui::ui::call_color("MPI_Recv"));
+    assert_eq!((fg(15_000, r0), fg(15_000, r0 + 1)), (Some(send), None));
+    assert_eq!((fg(45_000, r0), fg(45_000, r0 + 1)), (None, Some(recv)));
+    assert_eq!((fg(10_000, r1), fg(10_000, r1 + 1)), (Some(recv), None));
+    assert_eq!((fg(45_000, r1), fg(45_000, r1 + 1)), (None, Some(send)));
+    assert!(lines[r0].contains("Send") && !lines[r0].contains("Recv"), "{}", lines[r0]);
+    // The call under the cursor on thread 1's lane is that thread's call.
+    app.cursor_t = 45_000;
+    app.set_row(1);
+    let (i, c) = app.cursor_call().expect("a call");
+    let lod = app.lod.as_ref().unwrap();
+    assert_eq!(lod.name(lod.ranks[i].data.call(c).name), "MPI_Recv");
+    assert_eq!(lod.ranks[i].data.call(c).t_start, 20_000);
+    // Enter folds rank 0's threads into one row, and unfolds them again.
+    app.set_row(0);
+    code(&mut app, KeyCode::Enter);
+    let folded = screen(&mut app);
+    let f0 = row_of(&folded, "▸r0");
+    assert!(folded[f0].starts_with("▸r0 2t"), "{}", folded[f0]);
+    assert!(folded[f0 + 1].starts_with("r1 t0"), "{}", folded[f0 + 1]);
+    assert_eq!(app.rows().len(), 3);
+    code(&mut app, KeyCode::Enter);
+    assert_eq!(app.rows().len(), 4);
+    // A jump to a call lands on the lane of its thread.
+    key(&mut app, 'v');
+    assert!(app.message.as_deref().unwrap_or("").contains("Late Sender"), "{:?}", app.message);
+    assert_eq!((app.cursor_row, app.cursor_t), (2, 5_000), "rank 1's receive, on its thread 0's lane");
+    // The late sender's partner (rank 0's send) is on rank 0's thread 0.
+    key(&mut app, 'g');
+    assert_eq!(app.cursor_row, 0);
+}

@@ -14,6 +14,8 @@
 //!   every wait state, as the report computed them, in trace time.
 //! - [`palette`]: the colour of each kind of MPI call, as data each
 //!   viewer turns into its own colour type.
+//! - [`threads`]: one lane per thread of the ranks that called MPI from
+//!   several threads, built from the analyses' model.
 //! - [`time`]: formatting and parsing times and durations.
 //!
 //! Nothing here knows a screen: the crate depends on the level-of-detail
@@ -23,9 +25,11 @@ pub mod loader;
 pub mod messages;
 pub mod overlay;
 pub mod palette;
+pub mod threads;
 pub mod time;
 
 pub use loader::{guarded, load_now, Loaded, Loader, Opened};
 pub use messages::MessageView;
 pub use overlay::{CriticalPathView, WaitJump, WorstWaits};
 pub use palette::{CallKind, Swatch};
+pub use threads::ThreadLanes;
