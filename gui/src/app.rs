@@ -144,6 +144,8 @@ pub struct GuiApp {
     pub tab: Tab,
     pub sort: (ProfileCol, bool),
     pub matrix_bytes: bool,
+    /// Ranks (indexes into `Lod::ranks`) whose thread lanes are folded.
+    pub threads_folded: BTreeSet<usize>,
     /// Whether the critical path is drawn on the timeline.
     pub show_critical: bool,
     /// Per wait state (index into `PatternKind::ALL`): the position of the
@@ -237,6 +239,7 @@ impl GuiApp {
             sort: (ProfileCol::Time, true),
             matrix_bytes: true,
             show_critical: false,
+            threads_folded: BTreeSet::new(),
             worst_pos: Vec::new(),
             stats: None,
             stats_key: None,
@@ -410,7 +413,11 @@ impl GuiApp {
             Loaded::Analyses(r) => {
                 if let Some(t) = &mut self.trace {
                     match r {
-                        Ok(a) => t.analysed = Some(std::sync::Arc::from(a)),
+                        Ok(a) => {
+                            t.analysed = Some(std::sync::Arc::from(a));
+                            // Thread lanes come with the analyses.
+                            self.lanes_dirty = true;
+                        }
                         Err(e) => t.analysis_error = Some(e),
                     }
                 }
@@ -434,7 +441,9 @@ impl GuiApp {
             return;
         }
         if let Some(t) = &self.trace {
-            self.lanes = Lanes::new(&t.lod, &self.filter, &self.folded, self.lane_h);
+            let threads = t.analysed.as_ref().map(|a| &a.threads);
+            self.lanes =
+                Lanes::with_threads(&t.lod, &self.filter, &self.folded, self.lane_h, threads, &self.threads_folded);
         }
         self.lanes_gen += 1;
         self.lanes_dirty = false;
@@ -674,7 +683,9 @@ impl GuiApp {
         let mid = (c.t_start as f64 + c.t_end as f64) / 2.0;
         self.go(v.centre(mid));
         self.layout();
-        if let Some(y) = self.lanes.centre_of(world) {
+        let analysed = self.trace.as_ref().and_then(|t| t.analysed.clone());
+        let threads = analysed.as_ref().map(|a| &a.threads);
+        if let Some(y) = self.lanes.centre_at(world, c.t_start, trace_view::Edge::Start, threads) {
             self.scroll = (y - 100.0).max(0.0);
         }
     }
@@ -786,6 +797,15 @@ impl GuiApp {
     /// Sets the height of a lane, px (2 to 60).
     pub fn set_lane_height(&mut self, h: f32) {
         self.lane_h = h.clamp(2.0, 60.0);
+        self.lanes_dirty = true;
+    }
+
+    /// Folds the thread lanes of `rank` (index into `Lod::ranks`) into
+    /// one lane, or unfolds them.
+    pub fn toggle_threads(&mut self, rank: usize) {
+        if !self.threads_folded.remove(&rank) {
+            self.threads_folded.insert(rank);
+        }
         self.lanes_dirty = true;
     }
 

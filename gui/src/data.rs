@@ -20,7 +20,7 @@ use analyzers::report::Analyses;
 use trace_lod::messages::{MessageIndex, Msg};
 use trace_lod::Lod;
 use trace_view::messages::{clock_shift, ends_of_call, model_call, regions, MessageView};
-use trace_view::{CriticalPathView, WorstWaits};
+use trace_view::{CriticalPathView, ThreadLanes, WorstWaits};
 
 /// A collective instance as drawn: its members' arrivals and ends in trace
 /// time.
@@ -61,6 +61,8 @@ pub struct Analysed {
     pub critical: CriticalPathView,
     /// The worst instances of every wait state, worst first.
     pub worst: WorstWaits,
+    /// One lane per thread of the ranks that called MPI from several.
+    pub threads: ThreadLanes,
     pub elapsed: Duration,
 }
 
@@ -97,6 +99,7 @@ impl Analysed {
         Analysed {
             critical: CriticalPathView::new(&an),
             worst: WorstWaits::new(&an),
+            threads: ThreadLanes::new(&an),
             messages: MessageIndex::new(msgs.iter().copied()),
             msgs,
             ends,

@@ -292,7 +292,30 @@ impl GuiApp {
                             text_col.gamma_multiply(0.03),
                         );
                     }
-                    self.trace.as_ref().map(|t| format!("rank {}", t.lod.ranks[*i].rank)).unwrap_or_default()
+                    let threads = self.trace.as_ref().and_then(|t| {
+                        let a = t.analysed.as_ref()?;
+                        Some(a.threads.of(t.lod.ranks[*i].rank).len()).filter(|&n| n > 0)
+                    });
+                    let name =
+                        self.trace.as_ref().map(|t| format!("rank {}", t.lod.ranks[*i].rank)).unwrap_or_default();
+                    match threads {
+                        Some(n) => format!("+ {name} ({n} threads)"),
+                        None => name,
+                    }
+                }
+                Row::Thread { rank, thread, .. } => {
+                    if k % 2 == 1 {
+                        clip.rect_filled(
+                            Rect::from_x_y_ranges(lanes_rect.x_range(), y0..=y1),
+                            0.0,
+                            text_col.gamma_multiply(0.03),
+                        );
+                    }
+                    let first = k == 0 || !matches!(self.lanes.rows[k - 1], Row::Thread { rank: r, .. } if r == *rank);
+                    match (&self.trace, first) {
+                        (Some(t), true) => format!("- rank {} t{thread}", t.lod.ranks[*rank].rank),
+                        _ => format!("      t{thread}"),
+                    }
                 }
             };
             if y1 - y0 >= 9.0 {
@@ -464,9 +487,14 @@ impl GuiApp {
 
     fn click_gutter(&mut self, p: Pos2, lanes_rect: Rect) {
         let Some(k) = self.lanes.row_at(p.y - lanes_rect.top() + self.scroll) else { return };
-        if let Row::Host { host, .. } = &self.lanes.rows[k] {
-            let h = host.clone();
-            self.toggle_fold(&h);
+        match &self.lanes.rows[k] {
+            Row::Host { host, .. } => {
+                let h = host.clone();
+                self.toggle_fold(&h);
+            }
+            Row::Thread { rank, .. } => self.toggle_threads(*rank),
+            Row::Rank(i) if self.threads_folded.contains(i) => self.toggle_threads(*i),
+            Row::Rank(_) => {}
         }
     }
 

@@ -452,3 +452,52 @@ fn worst_wait_buttons_go_to_the_largest_wait_first() {
     h.run();
     assert_eq!(picked_rank(&h), (1, "MPI_Recv".to_string()));
 }
+
+/// Each thread of a rank has its own lane under the rank, and clicking
+/// its name in the gutter folds them into one lane; a call picked on a
+/// thread's lane is that thread's.
+#[test]
+fn thread_lanes_under_their_rank_fold_from_the_gutter() {
+    use gui::lanes::Row;
+    let dir = common::threads_dir("threads");
+    let mut app = GuiApp::open(&dir);
+    app.wait_loaded(Duration::from_secs(60));
+    app.smooth = false;
+    let mut h = harness(app);
+    let lanes: Vec<(usize, u16)> = h
+        .state()
+        .lanes
+        .rows
+        .iter()
+        .map(|r| match r {
+            Row::Thread { rank, thread, .. } => (*rank, *thread),
+            r => panic!("{r:?}"),
+        })
+        .collect();
+    assert_eq!(lanes, vec![(0, 0), (0, 1), (1, 0), (1, 1)]);
+    let r = h.get_by_label("timeline").rect();
+    let lane_y = |h: &Harness<'_, GuiApp>, k: usize| r.top() + gui::ui::RULER_H + h.state().lane_h * (k as f32 + 0.5);
+    // The call names on the bars: Send on rank 0's thread 0, Recv on its thread 1.
+    let labels = h.state().geometry.labels.clone();
+    let on_lane = |text: &str, k: usize| {
+        let y = lane_y(&h, k);
+        labels.iter().any(|l| l.text == text && (l.pos.y - y).abs() < h.state().lane_h / 2.0)
+    };
+    assert!(on_lane("Send", 0) && !on_lane("Recv", 0), "{labels:?}");
+    assert!(on_lane("Recv", 1) && !on_lane("Send", 1), "{labels:?}");
+    assert!(on_lane("Recv", 2) && on_lane("Send", 3), "{labels:?}");
+    // Picking at 4.5 us on rank 0's thread 1: its receive (from 2 us).
+    let p = Pos2::new(x_of(&h, 4_500.0), lane_y(&h, 1));
+    common::click_at(&mut h, p);
+    let Some(Pick::Call { rank, call }) = h.state().picked else { panic!("{:?}", h.state().picked) };
+    let t = h.state().trace.as_ref().unwrap();
+    let c = t.lod.ranks[rank].data.call(call);
+    assert_eq!((rank, t.lod.name(c.name), c.t_start), (0, "MPI_Recv", 2_000));
+    // A click on the gutter folds rank 0's threads into one lane.
+    let gutter = Pos2::new(r.left() + 10.0, lane_y(&h, 0));
+    common::click_at(&mut h, gutter);
+    assert_eq!(h.state().lanes.rows.len(), 3);
+    assert_eq!(h.state().lanes.rows[0], Row::Rank(0));
+    common::click_at(&mut h, gutter);
+    assert_eq!(h.state().lanes.rows.len(), 4);
+}

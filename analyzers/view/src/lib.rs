@@ -32,4 +32,4 @@ pub use loader::{guarded, load_now, Loaded, Loader, Opened};
 pub use messages::MessageView;
 pub use overlay::{CriticalPathView, WaitJump, WorstWaits};
 pub use palette::{CallKind, Swatch};
-pub use threads::ThreadLanes;
+pub use threads::{Edge, ThreadLanes};

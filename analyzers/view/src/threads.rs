@@ -9,6 +9,13 @@ use trace_lod::{Lod, RankLod, RawCall};
 
 use crate::messages::clock_shift;
 
+/// Which end of a call a time is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Edge {
+    Start,
+    End,
+}
+
 /// The thread lanes of a trace.
 #[derive(Debug)]
 pub struct ThreadLanes {
@@ -56,6 +63,21 @@ impl ThreadLanes {
     /// made calls from one thread only.
     pub fn of(&self, rank: i32) -> &[(u16, usize)] {
         usize::try_from(rank).ok().and_then(|r| self.by_rank.get(r)).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// The lane of world rank `rank` whose thread was in a call at `t`:
+    /// the one whose call starts at `t` (`Edge::Start`, a message's send)
+    /// or ends there (`Edge::End`, its receive), else any running then.
+    pub fn lane_at(&self, rank: i32, t: i64, edge: Edge) -> Option<usize> {
+        let lanes = self.of(rank);
+        let exact = lanes.iter().find(|&&(_, lane)| {
+            let d = self.data(lane);
+            match edge {
+                Edge::Start => d.call_at(t).is_some_and(|c| d.call(c).t_start == t),
+                Edge::End => d.call_at(t - 1).is_some_and(|c| d.call(c).t_end == t),
+            }
+        });
+        exact.or_else(|| lanes.iter().find(|&&(_, lane)| self.data(lane).call_at(t).is_some())).map(|x| x.1)
     }
 
     /// Whether any rank has thread lanes.

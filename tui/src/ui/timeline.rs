@@ -4,6 +4,7 @@
 use ratatui::buffer::Buffer;
 use ratatui::style::{Color, Modifier, Style};
 use trace_lod::{flags, Cell, Lod};
+use trace_view::Edge;
 
 use super::{call_color, colors, put, region_color};
 use crate::app::{App, Geometry, Row};
@@ -343,15 +344,18 @@ fn message_lines(buf: &mut Buffer, g: &Geometry, app: &App, shown: &Shown, rows:
     let h = g.timeline.height as i64;
     // Timeline line of a rank's calls; outside `0..h` when scrolled away.
     // The lane of the thread in a call at `t`, else the rank's first row.
-    let line_of = |rank: i32, t: i64| {
+    let line_of = |rank: i32, t: i64, edge: Edge| {
         let i = lod.ranks.binary_search_by_key(&rank, |r| r.rank).ok()?;
-        let busy = lanes_of_lod[i].iter().find(|(_, lane)| an.threads.data(*lane).call_at(t).is_some());
+        let lane = an.threads.lane_at(rank, t, edge);
+        let busy = lanes_of_lod[i].iter().find(|(_, l)| Some(*l) == lane);
         let k = busy.map(|x| x.0).or(row_of_lod[i])? as i64 - app.scroll as i64;
         Some(k * shown.lines as i64 + shown.lines as i64 - 1)
     };
     let mut lines = Vec::new();
     for m in an.messages.overlapping(v.t0, v.t1) {
-        let (Some(ys), Some(yr)) = (line_of(m.src, m.t_send), line_of(m.dst, m.t_recv)) else { continue };
+        let (Some(ys), Some(yr)) = (line_of(m.src, m.t_send, Edge::Start), line_of(m.dst, m.t_recv, Edge::End)) else {
+            continue;
+        };
         if ys == yr || (ys < 0 && yr < 0) || (ys >= h && yr >= h) {
             continue;
         }
