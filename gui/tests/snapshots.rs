@@ -78,10 +78,7 @@ fn critical_path_and_worst_waits() {
 /// Two ranks of two threads each: one lane per thread under its rank.
 #[test]
 fn thread_lanes() {
-    let dir = common::threads_dir("snap-threads");
-    let mut app = GuiApp::open(&dir);
-    app.wait_loaded(Duration::from_secs(60));
-    app.smooth = false;
+    let mut app = common::open_loaded(&common::threads_dir("snap-threads"));
     app.dir = "threads-trace".into();
     snapshot(app, "timeline_threads", |_| {});
 }

@@ -459,11 +459,7 @@ fn worst_wait_buttons_go_to_the_largest_wait_first() {
 #[test]
 fn thread_lanes_under_their_rank_fold_from_the_gutter() {
     use gui::lanes::Row;
-    let dir = common::threads_dir("threads");
-    let mut app = GuiApp::open(&dir);
-    app.wait_loaded(Duration::from_secs(60));
-    app.smooth = false;
-    let mut h = harness(app);
+    let mut h = harness(common::open_loaded(&common::threads_dir("threads")));
     let lanes: Vec<(usize, u16)> = h
         .state()
         .lanes

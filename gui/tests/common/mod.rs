@@ -121,3 +121,11 @@ pub fn threads_dir(name: &str) -> PathBuf {
     t.write(&d).expect("write trace");
     d
 }
+
+/// Opens `dir`, waits for the analyses, without smooth zooming.
+pub fn open_loaded(dir: &std::path::Path) -> gui::GuiApp {
+    let mut app = gui::GuiApp::open(dir);
+    app.wait_loaded(std::time::Duration::from_secs(60));
+    app.smooth = false;
+    app
+}
