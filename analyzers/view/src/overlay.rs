@@ -159,3 +159,37 @@ impl WorstWaits {
         self.by_kind.get(k).map(Vec::as_slice).unwrap_or(&[])
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Columns agree with the overlap of each column's time range, whatever
+    /// the zoom (segments of 1 ns to whole columns, many per column).
+    #[test]
+    fn columns_are_the_columns_the_path_overlaps() {
+        let mut segs = Vec::new();
+        let mut t = 0;
+        for k in 0..500i64 {
+            let len = 1 + (k * 37) % 900;
+            segs.push((t, t + len));
+            t += len + (k * 53) % 1_300;
+        }
+        let cp = CriticalPathView { ranks: vec![Vec::new(), segs], length_ns: 0 };
+        let mut cols = Vec::new();
+        let mut bounds = Vec::new();
+        for (t0, t1, n) in [(-100, t + 100, 80), (0, 5_000, 1_000), (12_345, 12_400, 7), (t, t + 1000, 10)] {
+            cp.columns(1, t0, t1, n, &mut cols);
+            column_bounds(t0, t1, n, &mut bounds);
+            for c in 0..n {
+                let (a, b) = (bounds[c], bounds[c + 1].max(bounds[c] + 1));
+                assert_eq!(cols[c], cp.overlap(1, a, b) > 0, "column {c} of {t0}..{t1}/{n}");
+            }
+            cp.columns(0, t0, t1, n, &mut cols);
+            assert!(cols.iter().all(|x| !x), "rank 0 is not on the path");
+        }
+        assert!(cp.on_path(1, 0, 1));
+        assert!(!cp.on_path(1, -10, 0));
+        assert!(!cp.on_path(7, 0, 1_000_000), "an unknown rank is not on it");
+    }
+}

@@ -33,7 +33,9 @@ impl ThreadLanes {
         let mut lanes: Vec<(i32, Vec<RawCall>)> = Vec::new();
         let mut by_rank = vec![Vec::new(); m.ranks.len()];
         for (r, rd) in m.ranks.iter().enumerate() {
-            let mut threads: Vec<u16> = rd.calls.iter().map(|c| c.thread).collect();
+            // From the rank's table of call kinds (a dozen), not its calls:
+            // a rank of one thread costs nothing here.
+            let mut threads: Vec<u16> = (0..rd.calls.kinds() as u32).map(|k| rd.calls.kind_thread(k)).collect();
             threads.sort_unstable();
             threads.dedup();
             if threads.len() < 2 {
