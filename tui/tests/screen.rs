@@ -790,6 +790,8 @@ fn thread_lanes_grouped_under_their_rank_and_foldable() {
     let lod = app.lod.as_ref().unwrap();
     assert_eq!(lod.name(lod.ranks[i].data.call(c).name), "MPI_Recv");
     assert_eq!(lod.ranks[i].data.call(c).t_start, 20_000);
+    let details = screen(&mut app).join("\n");
+    assert!(details.contains("MPI_Recv  rank 0 thread 1  at 20µs"), "{details}");
     // Enter folds rank 0's threads into one row, and unfolds them again.
     app.set_row(0);
     code(&mut app, KeyCode::Enter);
