@@ -909,6 +909,9 @@ impl GuiApp {
                         let m = &a.an.model;
                         let mcall = &m.ranks[r.rank as usize].calls.at(mc as usize);
                         out.push(("call site".into(), m.site_label(mcall.site)));
+                        if !a.threads.of(r.rank).is_empty() {
+                            out.push(("thread".into(), mcall.thread.to_string()));
+                        }
                         for id in a.messages_of(r.rank, mc).into_iter().take(8) {
                             if let Some(msg) = a.message(id) {
                                 out.extend(message_lines(&msg));

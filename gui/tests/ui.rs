@@ -489,6 +489,8 @@ fn thread_lanes_under_their_rank_fold_from_the_gutter() {
     let t = h.state().trace.as_ref().unwrap();
     let c = t.lod.ranks[rank].data.call(call);
     assert_eq!((rank, t.lod.name(c.name), c.t_start), (0, "MPI_Recv", 2_000));
+    let details = h.state().details(h.state().picked);
+    assert!(details.contains(&("thread".to_string(), "1".to_string())), "{details:?}");
     // A click on the gutter folds rank 0's threads into one lane.
     let gutter = Pos2::new(r.left() + 10.0, lane_y(&h, 0));
     common::click_at(&mut h, gutter);
