@@ -135,12 +135,46 @@ struct Wait {
     until: i64,
 }
 
+/// One waiting call, as the viewers jump to it (model time).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WaitInstance {
+    pub kind: PatternKind,
+    pub rank: u32,
+    /// The waiting call (index into the rank's calls).
+    pub call: u32,
+    /// Time lost, ns.
+    pub time_ns: i64,
+    /// The rank waited for.
+    pub cause: u32,
+    /// When the awaited event came.
+    pub until: i64,
+}
+
+/// Most instances kept per pattern in [`Analysis::worst`]: a viewer jumps
+/// through the worst ones; the rest are in the totals.
+pub const WORST: usize = 1000;
+
 /// Wait states and, per rank, the cause of every waiting call (sorted by
 /// call index; used by the critical path).
 #[derive(Clone, Debug, Default)]
 pub struct Analysis {
     pub states: WaitStates,
     pub causes: Vec<Vec<Cause>>,
+    /// Per pattern (in the order of [`PatternKind::ALL`]): its largest
+    /// instances, worst first (ties: earlier rank, then earlier call),
+    /// at most [`WORST`].
+    pub worst: Vec<Vec<WaitInstance>>,
+}
+
+/// Keeps the [`WORST`] largest of `v`, worst first (a selection, then a
+/// sort of those kept: linear in the waits of a rank).
+fn keep_worst(v: &mut Vec<WaitInstance>) {
+    let key = |w: &WaitInstance| (std::cmp::Reverse(w.time_ns), w.rank, w.call);
+    if v.len() > WORST {
+        v.select_nth_unstable_by_key(WORST - 1, key);
+        v.truncate(WORST);
+    }
+    v.sort_by_key(key);
 }
 
 /// Waits of one rank's sends or receives (`ends`, with their `partners`):
@@ -210,6 +244,8 @@ struct RankWaits {
     /// (pattern, call name, site key) -> (time, count, site index).
     sites: FastMap<(u8, u16, i64), (i64, u64, u32)>,
     causes: Vec<Cause>,
+    /// Per pattern: this rank's largest waits.
+    worst: [Vec<WaitInstance>; 6],
 }
 
 fn kind_index(k: PatternKind) -> usize {
@@ -222,10 +258,23 @@ fn rank_waits(m: &Model, mt: &Matching, rank: usize, coll_waits: &[Wait]) -> Ran
     let r = &m.ranks[rank];
     let mut ws = p2p_waits(m, mt, rank);
     ws.extend_from_slice(coll_waits);
-    let mut out =
-        RankWaits { totals: [(0, 0); 6], by_cause: FastMap::default(), sites: FastMap::default(), causes: Vec::new() };
+    let mut out = RankWaits {
+        totals: [(0, 0); 6],
+        by_cause: FastMap::default(),
+        sites: FastMap::default(),
+        causes: Vec::new(),
+        worst: Default::default(),
+    };
     for w in &ws {
         let k = kind_index(w.kind);
+        out.worst[k].push(WaitInstance {
+            kind: w.kind,
+            rank: rank as u32,
+            call: w.call,
+            time_ns: w.time,
+            cause: w.cause,
+            until: w.until,
+        });
         out.totals[k].0 += w.time;
         out.totals[k].1 += 1;
         *out.by_cause.entry((k as u8, w.cause)).or_insert(0) += w.time;
@@ -234,6 +283,7 @@ fn rank_waits(m: &Model, mt: &Matching, rank: usize, coll_waits: &[Wait]) -> Ran
         e.0 += w.time;
         e.1 += 1;
     }
+    out.worst.iter_mut().for_each(keep_worst);
     ws.sort_by_key(|w| (w.call, std::cmp::Reverse(w.until)));
     ws.dedup_by_key(|w| w.call);
     out.causes = ws.iter().map(|w| Cause { call: w.call, rank: w.cause, until: w.until }).collect();
@@ -264,7 +314,11 @@ pub fn wait_states(m: &Model, mt: &Matching, colls: &Collectives) -> Analysis {
     }
     let per_rank: Vec<RankWaits> = par_map(&ranks, |&r| rank_waits(m, mt, r, &coll_waits[r]));
     drop(coll_waits);
-    let mut out = Analysis { causes: Vec::with_capacity(n), ..Default::default() };
+    let mut out = Analysis {
+        causes: Vec::with_capacity(n),
+        worst: vec![Vec::new(); PatternKind::ALL.len()],
+        ..Default::default()
+    };
     struct Acc {
         time: i64,
         count: u64,
@@ -295,7 +349,14 @@ pub fn wait_states(m: &Model, mt: &Matching, colls: &Collectives) -> Analysis {
             e.3.push(rank as u32);
         }
         out.causes.push(rw.causes);
+        for (k, w) in rw.worst.into_iter().enumerate() {
+            out.worst[k].extend(w);
+            if out.worst[k].len() > 4 * WORST {
+                keep_worst(&mut out.worst[k]);
+            }
+        }
     }
+    out.worst.iter_mut().for_each(keep_worst);
     for (kind, a) in PatternKind::ALL.iter().zip(acc) {
         let mut sites: Vec<SiteWait> = a
             .sites
@@ -324,4 +385,29 @@ pub fn wait_states(m: &Model, mt: &Matching, colls: &Collectives) -> Analysis {
         });
     }
     out
+}
+
+#[cfg(test)]
+mod worst_tests {
+    use super::*;
+
+    /// Selecting then sorting keeps exactly what a full sort would.
+    #[test]
+    fn keep_worst_keeps_the_largest_in_order() {
+        let mut v: Vec<WaitInstance> = (0..2_500u32)
+            .map(|i| WaitInstance {
+                kind: PatternKind::LateSender,
+                rank: i % 7,
+                call: i,
+                time_ns: ((i as i64 * 7_919) % 1_009) * 10,
+                cause: 0,
+                until: 0,
+            })
+            .collect();
+        let mut all = v.clone();
+        all.sort_by_key(|w| (std::cmp::Reverse(w.time_ns), w.rank, w.call));
+        all.truncate(WORST);
+        keep_worst(&mut v);
+        assert_eq!(v, all);
+    }
 }

@@ -415,3 +415,30 @@ fn matching_follows_sequence_numbers_out_of_posting_order() {
     (t.ranks[1][b].seq, t.ranks[1][b].bytes) = (sa, ba);
     assert_eq!(pairs(&t.model()), vec![(1000, 1000), (2000, 2000), (200, 200), (100, 100), (300, 300)]);
 }
+
+/// The worst instances of each pattern come worst first: three late
+/// senders of 2, 6 and 4 ms, and the N x N waits of one allreduce.
+#[test]
+fn worst_wait_instances_come_worst_first() {
+    let mut t = SynthTrace::new(4);
+    for (i, wait) in [2, 6, 4].into_iter().enumerate() {
+        let t0 = (i as i64 + 1) * 10 * MS;
+        t.recv(1, 0, i as i32, 8, t0, t0 + wait * MS + US, 0x200);
+        t.send(0, 1, i as i32, 8, t0 + wait * MS, t0 + wait * MS + US, 0x100);
+    }
+    for r in 0..4 {
+        t.coll(r, "MPI_Allreduce", if r == 3 { 60 * MS } else { 50 * MS + r as i64 * MS }, 61 * MS, 0x300, 8, None);
+    }
+    t.finalize(70 * MS);
+    let m = t.model();
+    let w = wait_states(&m, &match_messages(&m), &collectives(&m));
+    let ls = &w.worst[0];
+    assert_eq!(ls.iter().map(|x| x.time_ns).collect::<Vec<_>>(), vec![6 * MS, 4 * MS, 2 * MS]);
+    assert!(ls.iter().all(|x| x.kind == PatternKind::LateSender && x.rank == 1 && x.cause == 0));
+    let nxn = &w.worst[2];
+    assert_eq!(
+        nxn.iter().map(|x| (x.rank, x.time_ns)).collect::<Vec<_>>(),
+        vec![(0, 10 * MS), (1, 9 * MS), (2, 8 * MS)]
+    );
+    assert!(w.worst[1].is_empty());
+}

@@ -58,6 +58,7 @@ fn main() {
             highlight: None,
             picked_msg: None,
             dark: false,
+            critical: false,
         };
         timeline::build(&scene, &palette, cells)
     };

@@ -73,6 +73,7 @@ pub struct GeometryKey {
     pub picked_msg: Option<u64>,
     pub dark: bool,
     pub analysed: bool,
+    pub critical: bool,
     /// Whether the calls kept by `comm=`/`tag=` were known.
     pub call_set: bool,
 }
@@ -143,6 +144,13 @@ pub struct GuiApp {
     pub tab: Tab,
     pub sort: (ProfileCol, bool),
     pub matrix_bytes: bool,
+    /// Ranks (indexes into `Lod::ranks`) whose thread lanes are folded.
+    pub threads_folded: BTreeSet<usize>,
+    /// Whether the critical path is drawn on the timeline.
+    pub show_critical: bool,
+    /// Per wait state (index into `PatternKind::ALL`): the position of the
+    /// last worst-first jump in its list.
+    pub worst_pos: Vec<Option<usize>>,
     stats: Option<RangeStats>,
     stats_key: Option<StatsKey>,
     /// Ranges with more calls than this get their statistics computed in
@@ -230,6 +238,9 @@ impl GuiApp {
             tab: Tab::Profile,
             sort: (ProfileCol::Time, true),
             matrix_bytes: true,
+            show_critical: false,
+            threads_folded: BTreeSet::new(),
+            worst_pos: Vec::new(),
             stats: None,
             stats_key: None,
             stats_job: None,
@@ -402,7 +413,11 @@ impl GuiApp {
             Loaded::Analyses(r) => {
                 if let Some(t) = &mut self.trace {
                     match r {
-                        Ok(a) => t.analysed = Some(std::sync::Arc::from(a)),
+                        Ok(a) => {
+                            t.analysed = Some(std::sync::Arc::from(a));
+                            // Thread lanes come with the analyses.
+                            self.lanes_dirty = true;
+                        }
                         Err(e) => t.analysis_error = Some(e),
                     }
                 }
@@ -426,7 +441,9 @@ impl GuiApp {
             return;
         }
         if let Some(t) = &self.trace {
-            self.lanes = Lanes::new(&t.lod, &self.filter, &self.folded, self.lane_h);
+            let threads = t.analysed.as_ref().map(|a| &a.threads);
+            self.lanes =
+                Lanes::with_threads(&t.lod, &self.filter, &self.folded, self.lane_h, threads, &self.threads_folded);
         }
         self.lanes_gen += 1;
         self.lanes_dirty = false;
@@ -666,9 +683,37 @@ impl GuiApp {
         let mid = (c.t_start as f64 + c.t_end as f64) / 2.0;
         self.go(v.centre(mid));
         self.layout();
-        if let Some(y) = self.lanes.centre_of(world) {
+        let analysed = self.trace.as_ref().and_then(|t| t.analysed.clone());
+        let threads = analysed.as_ref().map(|a| &a.threads);
+        if let Some(y) = self.lanes.centre_at(world, c.t_start, trace_view::Edge::Start, threads) {
             self.scroll = (y - 100.0).max(0.0);
         }
+    }
+
+    /// Goes to the next worst (`forward`) or back to the previous, worse,
+    /// instance of wait state `kind` (index into `PatternKind::ALL`):
+    /// picks its call and brings it into view. The side views stay on Wait
+    /// states, so the next press goes on (Details shows the picked call).
+    pub fn jump_worst(&mut self, kind: usize, forward: bool) -> Option<trace_view::WaitJump> {
+        let t = self.trace.as_ref()?;
+        let a = t.analysed.as_ref()?;
+        let list = a.worst.by_kind.get(kind)?;
+        if self.worst_pos.len() <= kind {
+            self.worst_pos.resize(kind + 1, None);
+        }
+        let pos = match (self.worst_pos[kind], forward) {
+            (None, _) => 0,
+            (Some(p), true) => p + 1,
+            (Some(p), false) => p.saturating_sub(1),
+        };
+        let w = *list.get(pos)?;
+        self.worst_pos[kind] = Some(pos);
+        let li = t.lod.ranks.binary_search_by_key(&w.rank, |r| r.rank).ok()?;
+        let call = t.lod.ranks[li].data.call_at(w.t_start)?;
+        self.details_of_b = false;
+        self.picked = Some(Pick::Call { rank: li, call });
+        self.reveal_call(li, call);
+        Some(w)
     }
 
     pub fn pick_call(&mut self, rank: usize, call: usize) {
@@ -752,6 +797,15 @@ impl GuiApp {
     /// Sets the height of a lane, px (2 to 60).
     pub fn set_lane_height(&mut self, h: f32) {
         self.lane_h = h.clamp(2.0, 60.0);
+        self.lanes_dirty = true;
+    }
+
+    /// Folds the thread lanes of `rank` (index into `Lod::ranks`) into
+    /// one lane, or unfolds them.
+    pub fn toggle_threads(&mut self, rank: usize) {
+        if !self.threads_folded.remove(&rank) {
+            self.threads_folded.insert(rank);
+        }
         self.lanes_dirty = true;
     }
 
@@ -855,6 +909,9 @@ impl GuiApp {
                         let m = &a.an.model;
                         let mcall = &m.ranks[r.rank as usize].calls.at(mc as usize);
                         out.push(("call site".into(), m.site_label(mcall.site)));
+                        if !a.threads.of(r.rank).is_empty() {
+                            out.push(("thread".into(), mcall.thread.to_string()));
+                        }
                         for id in a.messages_of(r.rank, mc).into_iter().take(8) {
                             if let Some(msg) = a.message(id) {
                                 out.extend(message_lines(&msg));

@@ -20,6 +20,7 @@ use analyzers::report::Analyses;
 use trace_lod::messages::{MessageIndex, Msg};
 use trace_lod::Lod;
 use trace_view::messages::{clock_shift, ends_of_call, model_call, regions, MessageView};
+use trace_view::{CriticalPathView, ThreadLanes, WorstWaits};
 
 /// A collective instance as drawn: its members' arrivals and ends in trace
 /// time.
@@ -56,6 +57,12 @@ pub struct Analysed {
     longest_coll: i64,
     /// Per world rank: its user regions, sorted by start.
     pub regions: Vec<Vec<Region>>,
+    /// The report's critical path per rank, in trace time.
+    pub critical: CriticalPathView,
+    /// The worst instances of every wait state, worst first.
+    pub worst: WorstWaits,
+    /// One lane per thread of the ranks that called MPI from several.
+    pub threads: ThreadLanes,
     pub elapsed: Duration,
 }
 
@@ -90,6 +97,9 @@ impl Analysed {
         let longest_coll = colls.iter().map(|s| s.t1 - s.t0).max().unwrap_or(0);
         let regions = regions(m);
         Analysed {
+            critical: CriticalPathView::new(&an),
+            worst: WorstWaits::new(&an),
+            threads: ThreadLanes::new(&an),
             messages: MessageIndex::new(msgs.iter().copied()),
             msgs,
             ends,

@@ -1,9 +1,12 @@
 //! The rows of the timeline: one lane per rank, grouped by host (a header
-//! row per host that folds its ranks away) when the run spans hosts.
+//! row per host that folds its ranks away) when the run spans hosts; a rank
+//! that called MPI from several threads has one lane per thread instead,
+//! unless its threads are folded into one lane.
 
 use std::collections::BTreeSet;
 
 use trace_lod::Lod;
+use trace_view::{Edge, ThreadLanes};
 
 use crate::filter::Filter;
 
@@ -17,6 +20,9 @@ pub enum Row {
     Host { host: String, ranks: usize, folded: bool },
     /// A rank: index into `Lod::ranks`.
     Rank(usize),
+    /// One thread of a rank: index into `Lod::ranks`, the lane in
+    /// [`ThreadLanes`], the thread's number.
+    Thread { rank: usize, lane: usize, thread: u16 },
 }
 
 /// The rows, their vertical positions, and where each rank is.
@@ -34,12 +40,34 @@ impl Lanes {
     /// Lays out the ranks of `lod` kept by `filter`, with the hosts in
     /// `folded` folded.
     pub fn new(lod: &Lod, filter: &Filter, folded: &BTreeSet<String>, lane_h: f32) -> Lanes {
+        Lanes::with_threads(lod, filter, folded, lane_h, None, &BTreeSet::new())
+    }
+
+    /// [`Lanes::new`], with one lane per thread for the ranks that have
+    /// lanes in `threads`, except those (indexes into `Lod::ranks`) in
+    /// `threads_folded`.
+    pub fn with_threads(
+        lod: &Lod,
+        filter: &Filter,
+        folded: &BTreeSet<String>,
+        lane_h: f32,
+        threads: Option<&ThreadLanes>,
+        threads_folded: &BTreeSet<usize>,
+    ) -> Lanes {
         let mut order: Vec<usize> = (0..lod.ranks.len()).filter(|&i| filter.keeps_rank(lod.ranks[i].rank)).collect();
         let host = |i: usize| lod.ranks[i].host.as_deref().unwrap_or("");
         let mut rows = Vec::new();
         let one_host = order.windows(2).all(|w| host(w[0]) == host(w[1]));
+        let push_rank = |rows: &mut Vec<Row>, i: usize| {
+            let lanes = threads.map(|t| t.of(lod.ranks[i].rank)).unwrap_or(&[]);
+            if lanes.is_empty() || threads_folded.contains(&i) {
+                rows.push(Row::Rank(i));
+            } else {
+                rows.extend(lanes.iter().map(|&(thread, lane)| Row::Thread { rank: i, lane, thread }));
+            }
+        };
         if one_host {
-            rows.extend(order.into_iter().map(Row::Rank));
+            order.into_iter().for_each(|i| push_rank(&mut rows, i));
         } else {
             // Sorted by host then rank, once; then a header per run of a host.
             order.sort_by(|&a, &b| host(a).cmp(host(b)).then(lod.ranks[a].rank.cmp(&lod.ranks[b].rank)));
@@ -48,7 +76,7 @@ impl Lanes {
                 let f = folded.contains(&h);
                 rows.push(Row::Host { host: h, ranks: mine.len(), folded: f });
                 if !f {
-                    rows.extend(mine.iter().copied().map(Row::Rank));
+                    mine.iter().for_each(|&i| push_rank(&mut rows, i));
                 }
             }
         }
@@ -60,9 +88,12 @@ impl Lanes {
             tops.push(y);
             y += match row {
                 Row::Host { .. } => HEADER_H,
-                Row::Rank(i) => {
+                Row::Rank(i) | Row::Thread { rank: i, .. } => {
+                    // A rank's first lane stands for it.
                     if let Some(slot) = usize::try_from(lod.ranks[*i].rank).ok().and_then(|r| row_of_rank.get_mut(r)) {
-                        *slot = k as u32;
+                        if *slot == u32::MAX {
+                            *slot = k as u32;
+                        }
                     }
                     lane_h
                 }
@@ -101,6 +132,19 @@ impl Lanes {
     /// Vertical centre of the lane of `rank` (content coordinates).
     pub fn centre_of(&self, rank: i32) -> Option<f32> {
         self.row_of(rank).map(|k| (self.tops[k] + self.tops[k + 1]) / 2.0)
+    }
+
+    /// Vertical centre of the lane of `rank` at time `t`, the `edge` of
+    /// a call: the lane of its thread in that call, if its threads have
+    /// lanes ([`ThreadLanes::lane_at`]), else its lane.
+    pub fn centre_at(&self, rank: i32, t: i64, edge: Edge, threads: Option<&ThreadLanes>) -> Option<f32> {
+        let first = self.row_of(rank)?;
+        let lane = threads.and_then(|th| th.lane_at(rank, t, edge));
+        let busy = lane.and_then(|l| {
+            (first..self.rows.len()).find(|&k| matches!(self.rows[k], Row::Thread { lane, .. } if lane == l))
+        });
+        let k = busy.unwrap_or(first);
+        Some((self.tops[k] + self.tops[k + 1]) / 2.0)
     }
 }
 

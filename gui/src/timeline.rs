@@ -15,6 +15,7 @@ use crate::data::Trace;
 use crate::filter::CallSet;
 use crate::lanes::{Lanes, Row};
 use crate::view::TimeView;
+use trace_view::Edge;
 
 /// Most message arrows drawn in one frame; more are counted, not drawn.
 pub const MAX_ARROWS: usize = 20_000;
@@ -46,6 +47,8 @@ pub struct Scene<'a> {
     /// The message that stands out (picked).
     pub picked_msg: Option<u64>,
     pub dark: bool,
+    /// Whether the critical path is drawn.
+    pub critical: bool,
 }
 
 /// A label to write.
@@ -69,7 +72,15 @@ pub struct Geometry {
     pub colls_skipped: usize,
     /// Rectangles of the bars (for tests and statistics).
     pub rects: usize,
+    /// The critical path as drawn: (world rank, left and right x) of each
+    /// run of pixels where it runs on that rank's lane.
+    pub critical: Vec<(i32, f32, f32)>,
 }
+
+/// Colour of the critical path.
+pub const CRITICAL: Color32 = Color32::from_rgb(220, 30, 30);
+/// Height of the critical path's band at the bottom of a lane, px.
+pub const CRITICAL_H: f32 = 3.0;
 
 /// Colour of a call name by its kind (the viewers' palette).
 pub fn kind_colour(name: &str) -> Color32 {
@@ -79,7 +90,12 @@ pub fn kind_colour(name: &str) -> Color32 {
 
 /// Colours of all call names of `lod`.
 pub fn palette(lod: &Lod) -> Vec<Color32> {
-    lod.names.iter().map(|n| kind_colour(n)).collect()
+    palette_of(&lod.names)
+}
+
+/// Colours of call names `names`.
+pub fn palette_of(names: &[String]) -> Vec<Color32> {
+    names.iter().map(|n| kind_colour(n)).collect()
 }
 
 /// What a run of columns shows (equal keys are merged).
@@ -91,7 +107,14 @@ struct Key {
     dim: bool,
 }
 
-fn key_of(c: &Cell, shade_per_ns: f64, scene: &Scene, lod_rank: &trace_lod::RankLod, kept_col: bool) -> Option<Key> {
+fn key_of(
+    c: &Cell,
+    shade_per_ns: f64,
+    scene: &Scene,
+    kept: &[bool],
+    lod_rank: &trace_lod::RankLod,
+    kept_col: bool,
+) -> Option<Key> {
     let name = c.dominant?;
     if c.busy <= 0 && c.count == 0 {
         return None;
@@ -105,7 +128,7 @@ fn key_of(c: &Cell, shade_per_ns: f64, scene: &Scene, lod_rank: &trace_lod::Rank
         let whole = q as u8;
         (whole + u8::from((whole as f64) < q)).clamp(1, 4)
     };
-    let mut dim = !kept_col || !scene.kept.get(name as usize).copied().unwrap_or(true);
+    let mut dim = !kept_col || !kept.get(name as usize).copied().unwrap_or(true);
     if scene.min_dur > 0 {
         if let Some(i) = c.event {
             dim |= lod_rank.call(i).duration() < scene.min_dur;
@@ -203,10 +226,45 @@ pub fn build(scene: &Scene, palette: &[Color32], cells: &mut Vec<Cell>) -> Geome
     }
     if let Some(a) = &scene.trace.analysed {
         regions(scene, a, &mut g);
+        if scene.critical {
+            critical_path(scene, a, &mut g);
+        }
         arrows(scene, a, &mut g);
         collectives(scene, a, palette, &mut g);
     }
     g
+}
+
+/// The critical path: a red band at the bottom of each lane where the path
+/// runs on that rank (calls and the computation between them), and a red
+/// line where it moves from one rank to another (both lanes in view).
+fn critical_path(scene: &Scene, a: &crate::data::Analysed, g: &mut Geometry) {
+    let (t0, t1) = scene.view.range();
+    let r = scene.rect;
+    let w = r.width().max(1.0);
+    let px = w.round().max(1.0) as usize;
+    let mut cols = Vec::new();
+    for k in scene.lanes.visible(scene.scroll, r.height()) {
+        let (Row::Rank(i) | Row::Thread { rank: i, .. }) = scene.lanes.rows[k] else { continue };
+        let rank = scene.trace.lod.ranks[i].rank;
+        a.critical.columns(rank, t0, t1, px, &mut cols);
+        let y1 = r.top() + scene.lanes.tops[k + 1] - scene.scroll;
+        let mut c = 0;
+        while c < px {
+            if !cols[c] {
+                c += 1;
+                continue;
+            }
+            let e = c + cols[c..].iter().take_while(|x| **x).count();
+            let (xa, xb) = (c as f32 * w / px as f32, e as f32 * w / px as f32);
+            g.lines.add_colored_rect(
+                Rect::from_min_max(Pos2::new(r.left() + xa, y1 - CRITICAL_H - 1.0), Pos2::new(r.left() + xb, y1 - 1.0)),
+                CRITICAL,
+            );
+            g.critical.push((rank, r.left() + xa, r.left() + xb));
+            c = e;
+        }
+    }
 }
 
 /// Colour of a user region by its name.
@@ -223,7 +281,7 @@ fn regions(scene: &Scene, a: &crate::data::Analysed, g: &mut Geometry) {
     let r = scene.rect;
     let w = r.width().max(1.0);
     for k in scene.lanes.visible(scene.scroll, r.height()) {
-        let Row::Rank(i) = scene.lanes.rows[k] else { continue };
+        let (Row::Rank(i) | Row::Thread { rank: i, .. }) = scene.lanes.rows[k] else { continue };
         let Some(regs) = usize::try_from(scene.trace.lod.ranks[i].rank).ok().and_then(|x| a.regions.get(x)) else {
             continue;
         };
@@ -276,9 +334,26 @@ fn bars(scene: &Scene, palette: &[Color32], rows: &[usize], cells: &mut Vec<Cell
     let shades = shade_table(palette, scene.dark);
     let (mut bounds, mut kept_cols) = (Vec::new(), Vec::new());
     let grey = shade_table(&[Color32::GRAY], scene.dark)[0];
+    // Thread lanes name their calls as the analyses' model does: their
+    // colours and what the filter keeps, by those names.
+    let threads = scene.trace.analysed.as_ref().map(|a| &a.threads).filter(|t| t.any());
+    let (t_shades, t_kept) = match threads {
+        Some(th) => (
+            shade_table(&palette_of(&th.lod.names), scene.dark),
+            th.lod
+                .names
+                .iter()
+                .map(|n| lod.name_id(n).and_then(|id| scene.kept.get(id as usize).copied()).unwrap_or(true))
+                .collect(),
+        ),
+        None => (Vec::new(), Vec::new()),
+    };
     for &k in rows {
-        let Row::Rank(i) = scene.lanes.rows[k] else { continue };
-        let rank = &lod.ranks[i].data;
+        let (i, rank, names, shades, kept) = match (&scene.lanes.rows[k], threads) {
+            (Row::Rank(i), _) => (*i, &lod.ranks[*i].data, &**lod, &shades, scene.kept),
+            (Row::Thread { rank, lane, .. }, Some(th)) => (*rank, th.data(*lane), &th.lod, &t_shades, &t_kept[..]),
+            _ => continue,
+        };
         let n = px;
         let shade_per_ns = 4.0 * n as f64 / (t1 - t0) as f64;
         let y0 = r.top() + scene.lanes.tops[k] - scene.scroll;
@@ -293,12 +368,12 @@ fn bars(scene: &Scene, palette: &[Color32], rows: &[usize], cells: &mut Vec<Cell
         let kept_col = |c: usize| scene.only.is_none() || kept_cols.get(c).copied().unwrap_or(false);
         let mut c = 0;
         while c < n {
-            let Some(key) = key_of(&cells[c], shade_per_ns, scene, rank, kept_col(c)) else {
+            let Some(key) = key_of(&cells[c], shade_per_ns, scene, kept, rank, kept_col(c)) else {
                 c += 1;
                 continue;
             };
             let mut e = c + 1;
-            while e < n && key_of(&cells[e], shade_per_ns, scene, rank, kept_col(e)) == Some(key) {
+            while e < n && key_of(&cells[e], shade_per_ns, scene, kept, rank, kept_col(e)) == Some(key) {
                 e += 1;
             }
             let colours = shades.get(key.name as usize).unwrap_or(&grey);
@@ -309,7 +384,7 @@ fn bars(scene: &Scene, palette: &[Color32], rows: &[usize], cells: &mut Vec<Cell
             );
             g.rects += 1;
             if key.event.is_some() && yb - ya >= 10.0 {
-                let name = lod.name(key.name);
+                let name = names.name(key.name);
                 let short = name.strip_prefix("MPI_").unwrap_or(name);
                 if (xb - xa) >= short.len() as f32 * CHAR_W + 6.0 {
                     g.labels.push(Label { pos: Pos2::new(xa + 3.0, (ya + yb) / 2.0), text: short.to_string() });
@@ -320,8 +395,10 @@ fn bars(scene: &Scene, palette: &[Color32], rows: &[usize], cells: &mut Vec<Cell
     }
 }
 
-fn lane_y(scene: &Scene, rank: i32) -> Option<f32> {
-    scene.lanes.centre_of(rank).map(|y| scene.rect.top() + y - scene.scroll)
+/// Screen y of the lane of `rank` at `t` (its thread's lane, if any).
+fn lane_y(scene: &Scene, rank: i32, t: i64, edge: trace_view::Edge) -> Option<f32> {
+    let threads = scene.trace.analysed.as_ref().map(|a| &a.threads);
+    scene.lanes.centre_at(rank, t, edge, threads).map(|y| scene.rect.top() + y - scene.scroll)
 }
 
 fn arrows(scene: &Scene, a: &crate::data::Analysed, g: &mut Geometry) {
@@ -341,7 +418,11 @@ fn arrows(scene: &Scene, a: &crate::data::Analysed, g: &mut Geometry) {
         if !a.message_kept(m.id as usize, on) {
             continue;
         }
-        let (Some(ys), Some(yd)) = (lane_y(scene, m.src), lane_y(scene, m.dst)) else { continue };
+        let (Some(ys), Some(yd)) =
+            (lane_y(scene, m.src, m.t_send, Edge::Start), lane_y(scene, m.dst, m.t_recv, Edge::End))
+        else {
+            continue;
+        };
         if (ys < top && yd < top) || (ys > bottom && yd > bottom) {
             continue;
         }
@@ -383,7 +464,8 @@ fn collectives(scene: &Scene, a: &crate::data::Analysed, palette: &[Color32], g:
             .members
             .iter()
             .filter_map(|&(rank, arrival, _)| {
-                lane_y(scene, rank).map(|y| Pos2::new(scene.rect.left() + scene.view.x_of(arrival as f64, w), y))
+                lane_y(scene, rank, arrival, Edge::Start)
+                    .map(|y| Pos2::new(scene.rect.left() + scene.view.x_of(arrival as f64, w), y))
             })
             .collect();
         for p in pts.windows(2) {
@@ -431,7 +513,7 @@ pub fn region_at(
         return None;
     }
     let k = lanes.row_at(p.y - rect.top() + scroll)?;
-    let Row::Rank(i) = lanes.rows[k] else { return None };
+    let (Row::Rank(i) | Row::Thread { rank: i, .. }) = lanes.rows[k] else { return None };
     let regs = a.regions.get(usize::try_from(trace.lod.ranks[i].rank).ok()?)?;
     let dy = p.y - (rect.top() + lanes.tops[k] - scroll + 1.0);
     let depth = (dy / REGION_BAND.1).floor();
@@ -460,13 +542,25 @@ pub fn call_at(
     tol: f32,
 ) -> Option<(usize, usize)> {
     let k = lanes.row_at(p.y - rect.top() + scroll)?;
-    let Row::Rank(i) = lanes.rows[k] else { return None };
-    let data = &trace.lod.ranks[i].data;
+    let (i, lane) = match lanes.rows[k] {
+        Row::Rank(i) => (i, None),
+        Row::Thread { rank, lane, .. } => (rank, Some(lane)),
+        Row::Host { .. } => return None,
+    };
+    let threads = trace.analysed.as_ref().map(|a| &a.threads);
+    let rank_data = &trace.lod.ranks[i].data;
+    // On a thread's lane: that thread's call, as the rank's call.
+    let lane = lane.zip(threads);
+    let data = lane.map(|(l, th)| th.data(l)).unwrap_or(rank_data);
+    let as_rank = |c: usize| match lane {
+        Some((l, th)) => th.rank_call(l, c, rank_data, &trace.lod),
+        None => Some(c),
+    };
     let t = view.t_of(p.x - rect.left(), rect.width());
     if let Some(c) = data.call_at(t.floor() as i64) {
-        return Some((i, c));
+        return as_rank(c).map(|c| (i, c));
     }
     let d = tol as f64 * view.span() / rect.width().max(1.0) as f64;
     let near = data.starting_in((t - d).floor() as i64, (t + d).ceil() as i64);
-    near.min_by_key(|&c| (data.call(c).t_start as f64 - t).abs() as i64).map(|c| (i, c))
+    near.min_by_key(|&c| (data.call(c).t_start as f64 - t).abs() as i64).and_then(as_rank).map(|c| (i, c))
 }

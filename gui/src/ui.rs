@@ -173,6 +173,8 @@ impl GuiApp {
                 ui.label("0 found");
             }
             ui.separator();
+            ui.checkbox(&mut self.show_critical, "Critical path")
+                .on_hover_text("The report's critical path: a red band under the calls and gaps on it");
             if ui.button("All").on_hover_text("Show the whole trace (Home)").clicked() {
                 self.reset_view();
             }
@@ -233,6 +235,7 @@ impl GuiApp {
             picked_msg,
             dark,
             analysed: self.trace.as_ref().is_some_and(|t| t.analysed.is_some()),
+            critical: self.show_critical,
             call_set: !self.call_set_pending(),
         };
         if self.geometry_key.as_ref() != Some(&key) {
@@ -252,6 +255,7 @@ impl GuiApp {
                 highlight: self.highlight,
                 picked_msg,
                 dark,
+                critical: self.show_critical,
             };
             self.geometry = timeline::build(&scene, &self.palette, &mut self.cells);
             let bars = std::mem::take(&mut self.geometry.bars);
@@ -288,7 +292,30 @@ impl GuiApp {
                             text_col.gamma_multiply(0.03),
                         );
                     }
-                    self.trace.as_ref().map(|t| format!("rank {}", t.lod.ranks[*i].rank)).unwrap_or_default()
+                    let threads = self.trace.as_ref().and_then(|t| {
+                        let a = t.analysed.as_ref()?;
+                        Some(a.threads.of(t.lod.ranks[*i].rank).len()).filter(|&n| n > 0)
+                    });
+                    let name =
+                        self.trace.as_ref().map(|t| format!("rank {}", t.lod.ranks[*i].rank)).unwrap_or_default();
+                    match threads {
+                        Some(n) => format!("+ {name} ({n} threads)"),
+                        None => name,
+                    }
+                }
+                Row::Thread { rank, thread, .. } => {
+                    if k % 2 == 1 {
+                        clip.rect_filled(
+                            Rect::from_x_y_ranges(lanes_rect.x_range(), y0..=y1),
+                            0.0,
+                            text_col.gamma_multiply(0.03),
+                        );
+                    }
+                    let first = k == 0 || !matches!(self.lanes.rows[k - 1], Row::Thread { rank: r, .. } if r == *rank);
+                    match (&self.trace, first) {
+                        (Some(t), true) => format!("- rank {} t{thread}", t.lod.ranks[*rank].rank),
+                        _ => format!("      t{thread}"),
+                    }
                 }
             };
             if y1 - y0 >= 9.0 {
@@ -460,9 +487,14 @@ impl GuiApp {
 
     fn click_gutter(&mut self, p: Pos2, lanes_rect: Rect) {
         let Some(k) = self.lanes.row_at(p.y - lanes_rect.top() + self.scroll) else { return };
-        if let Row::Host { host, .. } = &self.lanes.rows[k] {
-            let h = host.clone();
-            self.toggle_fold(&h);
+        match &self.lanes.rows[k] {
+            Row::Host { host, .. } => {
+                let h = host.clone();
+                self.toggle_fold(&h);
+            }
+            Row::Thread { rank, .. } => self.toggle_threads(*rank),
+            Row::Rank(i) if self.threads_folded.contains(i) => self.toggle_threads(*i),
+            Row::Rank(_) => {}
         }
     }
 
@@ -665,12 +697,35 @@ impl GuiApp {
     }
 
     fn waits_view(&mut self, ui: &mut Ui) {
-        if let Some(a) = self.trace.as_ref().and_then(|t| t.analysed.as_ref()) {
-            ui.strong("Whole trace");
-            for p in &a.an.waits.states.patterns {
-                if p.time_ns > 0 {
-                    ui.label(format!("{}: {} in {} calls", p.name, analyzers::fmt_ns(p.time_ns), p.count));
+        if let Some(a) = self.trace.as_ref().and_then(|t| t.analysed.clone()) {
+            ui.strong("Whole trace (Worst: go to the largest instance, then the next largest)");
+            for (k, p) in a.an.waits.states.patterns.iter().enumerate() {
+                if p.time_ns <= 0 {
+                    continue;
                 }
+                ui.label(format!("{}: {} in {} calls", p.name, analyzers::fmt_ns(p.time_ns), p.count));
+                // Wrapped: the side panel may be narrow.
+                ui.horizontal_wrapped(|ui| {
+                    let n = a.worst.by_kind.get(k).map(Vec::len).unwrap_or(0);
+                    let at = self.worst_pos.get(k).copied().flatten();
+                    if ui
+                        .add_enabled(n > 0, egui::Button::new(format!("Worst {}", p.name)))
+                        .on_hover_text("The largest instance first, then the next largest")
+                        .clicked()
+                    {
+                        self.jump_worst(k, true);
+                    }
+                    if ui
+                        .add_enabled(at.is_some_and(|x| x > 0), egui::Button::new(format!("Previous {}", p.name)))
+                        .clicked()
+                    {
+                        self.jump_worst(k, false);
+                    }
+                    ui.label(match at {
+                        Some(x) => format!("{} of {n}", x + 1),
+                        None => format!("{n} kept"),
+                    });
+                });
             }
             ui.separator();
         }

@@ -14,6 +14,16 @@ use gui::timeline::{self, Scene};
 use gui::view::TimeView;
 
 fn scene_geometry(trace: &Trace, view: TimeView, filter: &Filter, highlight: Option<(i32, i32)>) -> timeline::Geometry {
+    scene_geometry_with(trace, view, filter, highlight, false)
+}
+
+fn scene_geometry_with(
+    trace: &Trace,
+    view: TimeView,
+    filter: &Filter,
+    highlight: Option<(i32, i32)>,
+    critical: bool,
+) -> timeline::Geometry {
     let lanes = Lanes::new(&trace.lod, filter, &BTreeSet::new(), 20.0);
     let kept = filter.name_mask(&trace.lod.names);
     let only = filter.on().any().then(|| CallSet::of(trace, filter.on()));
@@ -29,6 +39,7 @@ fn scene_geometry(trace: &Trace, view: TimeView, filter: &Filter, highlight: Opt
         highlight,
         picked_msg: None,
         dark: false,
+        critical,
     };
     timeline::build(&scene, &timeline::palette(&trace.lod), &mut Vec::new())
 }

@@ -63,3 +63,22 @@ fn two_traces_compared() {
     a.tab = gui::app::Tab::Compare;
     snapshot_sized(a, "compare_small", egui::vec2(1100.0, 600.0), |_| {});
 }
+
+/// The critical path shown, the wait states listed with their "Worst"
+/// buttons.
+#[test]
+fn critical_path_and_worst_waits() {
+    snapshot(app("snap-critical"), "timeline_critical", |h| {
+        let s = h.state_mut();
+        s.show_critical = true;
+        s.tab = gui::app::Tab::Waits;
+    });
+}
+
+/// Two ranks of two threads each: one lane per thread under its rank.
+#[test]
+fn thread_lanes() {
+    let mut app = common::open_loaded(&common::threads_dir("snap-threads"));
+    app.dir = "threads-trace".into();
+    snapshot(app, "timeline_threads", |_| {});
+}

@@ -393,3 +393,109 @@ fn right_drag_measures_an_interval_and_escape_clears_it() {
     h.run();
     assert_eq!(h.state().measure, None);
 }
+
+/// The "Critical path" checkbox draws the report's path: on rank 3 (last
+/// at the allreduce, whose receive from rank 2 did not wait) and not on
+/// rank 1, which only waited for its message.
+#[test]
+fn critical_path_checkbox_draws_the_path() {
+    let mut h = harness(loaded("critical"));
+    assert!(h.state().geometry.critical.is_empty(), "hidden at first");
+    h.get_by_label("Critical path").click();
+    h.run();
+    assert!(h.state().show_critical);
+    let a = h.state().trace.as_ref().unwrap().analysed.clone().unwrap();
+    assert!(a.critical.on_path(3, 2_600, 3_200));
+    assert!(!a.critical.on_path(1, 1_500, 3_500));
+    let spans = h.state().geometry.critical.clone();
+    let covers = |rank: i32, x: f32| spans.iter().any(|&(r, a, b)| r == rank && a <= x && x <= b);
+    assert!(covers(3, x_of(&h, 2_900.0)), "rank 3's receive is on the path: {spans:?}");
+    assert!(covers(0, x_of(&h, 8_000.0)), "the end of rank 0 is: {spans:?}");
+    assert!(!spans.iter().any(|&(r, _, _)| r == 1), "rank 1 never is: {spans:?}");
+    h.get_by_label("Critical path").click();
+    h.run();
+    assert!(h.state().geometry.critical.is_empty());
+}
+
+/// The wait states' "Worst" buttons go to the largest instance first:
+/// at the allreduce rank 0 waited 1.5 us, rank 1 1.3 us, rank 2 1 us.
+#[test]
+fn worst_wait_buttons_go_to_the_largest_wait_first() {
+    let mut h = harness(loaded("worst"));
+    h.get_by_label("Wait states").click();
+    h.run();
+    let picked_rank = |h: &Harness<'_, GuiApp>| match h.state().picked {
+        Some(Pick::Call { rank, call }) => {
+            let t = h.state().trace.as_ref().unwrap();
+            let c = t.lod.ranks[rank].data.call(call);
+            (t.lod.ranks[rank].rank, t.lod.name(c.name).to_string())
+        }
+        ref p => panic!("picked {p:?}"),
+    };
+    h.get_by_label("Worst Wait at N x N").click();
+    h.run();
+    assert_eq!(picked_rank(&h), (0, "MPI_Allreduce".to_string()));
+    h.state_mut().tab = Tab::Waits;
+    h.run();
+    assert!(h.query_by_label("1 of 3").is_some());
+    h.get_by_label("Worst Wait at N x N").click();
+    h.run();
+    assert_eq!(picked_rank(&h), (1, "MPI_Allreduce".to_string()));
+    h.state_mut().tab = Tab::Waits;
+    h.run();
+    h.get_by_label("Previous Wait at N x N").click();
+    h.run();
+    assert_eq!(picked_rank(&h), (0, "MPI_Allreduce".to_string()));
+    h.state_mut().tab = Tab::Waits;
+    h.run();
+    h.get_by_label("Worst Late Sender").click();
+    h.run();
+    assert_eq!(picked_rank(&h), (1, "MPI_Recv".to_string()));
+}
+
+/// Each thread of a rank has its own lane under the rank, and clicking
+/// its name in the gutter folds them into one lane; a call picked on a
+/// thread's lane is that thread's.
+#[test]
+fn thread_lanes_under_their_rank_fold_from_the_gutter() {
+    use gui::lanes::Row;
+    let mut h = harness(common::open_loaded(&common::threads_dir("threads")));
+    let lanes: Vec<(usize, u16)> = h
+        .state()
+        .lanes
+        .rows
+        .iter()
+        .map(|r| match r {
+            Row::Thread { rank, thread, .. } => (*rank, *thread),
+            r => panic!("{r:?}"),
+        })
+        .collect();
+    assert_eq!(lanes, vec![(0, 0), (0, 1), (1, 0), (1, 1)]);
+    let r = h.get_by_label("timeline").rect();
+    let lane_y = |h: &Harness<'_, GuiApp>, k: usize| r.top() + gui::ui::RULER_H + h.state().lane_h * (k as f32 + 0.5);
+    // The call names on the bars: Send on rank 0's thread 0, Recv on its thread 1.
+    let labels = h.state().geometry.labels.clone();
+    let on_lane = |text: &str, k: usize| {
+        let y = lane_y(&h, k);
+        labels.iter().any(|l| l.text == text && (l.pos.y - y).abs() < h.state().lane_h / 2.0)
+    };
+    assert!(on_lane("Send", 0) && !on_lane("Recv", 0), "{labels:?}");
+    assert!(on_lane("Recv", 1) && !on_lane("Send", 1), "{labels:?}");
+    assert!(on_lane("Recv", 2) && on_lane("Send", 3), "{labels:?}");
+    // Picking at 4.5 us on rank 0's thread 1: its receive (from 2 us).
+    let p = Pos2::new(x_of(&h, 4_500.0), lane_y(&h, 1));
+    common::click_at(&mut h, p);
+    let Some(Pick::Call { rank, call }) = h.state().picked else { panic!("{:?}", h.state().picked) };
+    let t = h.state().trace.as_ref().unwrap();
+    let c = t.lod.ranks[rank].data.call(call);
+    assert_eq!((rank, t.lod.name(c.name), c.t_start), (0, "MPI_Recv", 2_000));
+    let details = h.state().details(h.state().picked);
+    assert!(details.contains(&("thread".to_string(), "1".to_string())), "{details:?}");
+    // A click on the gutter folds rank 0's threads into one lane.
+    let gutter = Pos2::new(r.left() + 10.0, lane_y(&h, 0));
+    common::click_at(&mut h, gutter);
+    assert_eq!(h.state().lanes.rows.len(), 3);
+    assert_eq!(h.state().lanes.rows[0], Row::Rank(0));
+    common::click_at(&mut h, gutter);
+    assert_eq!(h.state().lanes.rows.len(), 4);
+}

@@ -100,7 +100,9 @@ pub fn release_session_world() {
 
 /// Tracing starts: called right after `PMPI_Init` returned successfully.
 /// `before` is a calibration point taken before it, `after` the ticks
-/// right after; the Init call itself is recorded with these.
+/// right after. The Init call is recorded from `before` to the end of the
+/// shim's own set-up here (journals, modules, clock synchronization), which
+/// is time spent in MPI_Init as the program sees it, not its compute.
 pub fn start(call: usize, before: (u64, u64), after: u64) {
     if MODE.load(Ordering::Relaxed) != mode::OFF {
         // Already traced (a session started it before MPI_Init).
@@ -177,7 +179,7 @@ pub fn start(call: usize, before: (u64, u64), after: u64) {
         rec::append(&Record {
             head: head(call as u16, Kind::Call, flags::DONE),
             t_enter: before.0,
-            t_exit: after,
+            t_exit: clock::ticks().max(after),
             site: t.site.get(),
             ..Default::default()
         })

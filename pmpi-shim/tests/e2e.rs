@@ -175,6 +175,32 @@ fn traced_on_project_mpi_as(name: &str, src: &str, n: usize, whole_job: bool) ->
     Trace::open(&tdir).unwrap()
 }
 
+/// The shim's own set-up after `PMPI_Init` (journals, module map, clock
+/// synchronization) belongs to `MPI_Init`, not to the program's compute:
+/// the Init row ends after the clock offset was measured, and the program's
+/// next call (it computes nothing in between) follows closely.
+fn check_init_covers_setup(t: &Trace, r: i32) {
+    let ev = t.rank_events(r);
+    let init = calls(ev, "MPI_Init")[0];
+    let end = init.t_end.expect("MPI_Init finished");
+    let end_local = init.t_local + (end - init.t_start);
+    let sync = t.meta.rank_meta[r as usize].sync_init.as_ref().expect("init clock sync");
+    // 1 us for the ticks-to-ns conversion of the row.
+    assert!(
+        end_local + 1000 >= sync.local_ns,
+        "rank {r}: MPI_Init ends {} ns before the set-up's clock sync",
+        sync.local_ns - end_local
+    );
+    let next = ev
+        .iter()
+        .filter(|e| e.t_start >= end && !std::ptr::eq(*e, init))
+        .map(|e| e.t_start)
+        .min()
+        .expect("a call after MPI_Init");
+    let gap = next - end;
+    assert!(gap < end - init.t_start, "rank {r}: {gap} ns of compute after MPI_Init ({} ns)", end - init.t_start);
+}
+
 /// Checks the trace of p2p.c on 3 ranks, recorded on the MPI library whose
 /// version string names `library`, of the ABI `abi` (as meta.json names it).
 fn check_p2p(t: &Trace, library: &str, abi: &str) {
@@ -190,6 +216,7 @@ fn check_p2p(t: &Trace, library: &str, abi: &str) {
         let ev = t.rank_events(r);
         let pp = if r < 2 { 5 } else { 0 };
         assert_eq!(count(ev, "MPI_Init"), 1);
+        check_init_covers_setup(t, r);
         assert_eq!(count(ev, "MPI_Finalize"), 1);
         assert_eq!(count(ev, "MPI_Send"), pp + usize::from(r != 0), "rank {r}");
         assert_eq!(count(ev, "MPI_Recv"), pp + if r == 0 { 2 } else { 0 }, "rank {r}");

@@ -13,6 +13,7 @@ use crate::keys::{self, Action};
 use crate::search::{Filter, SearchIndex, BLOCK};
 use crate::view::{fmt_dur, fmt_time, View};
 use analyzers::model::Region;
+use analyzers::waitstates::PatternKind;
 
 /// The panels, in tab order.
 pub const PANELS: [&str; 7] = ["Details", "Profile", "Collectives", "Wait states", "Matrix", "Info", "I/O, RMA"];
@@ -64,6 +65,9 @@ pub enum Row {
     Rank(usize),
     /// A folded group (index into `App::groups`).
     Group(usize),
+    /// One thread of a rank that called MPI from several threads: index
+    /// into `Lod::ranks`, lane of `Analysed::threads`.
+    Thread(usize, usize),
 }
 
 /// Smallest terminal the viewer draws in.
@@ -119,6 +123,14 @@ pub struct App {
     pub help_scroll: usize,
     /// Whether user regions are drawn (a band above each rank's calls).
     pub show_regions: bool,
+    /// Lod ranks whose thread lanes are folded into one row.
+    pub threads_folded: std::collections::BTreeSet<usize>,
+    /// Whether the critical path is drawn (`x`).
+    pub show_critical: bool,
+    /// The wait state `v`/`V` jump through (index into `PatternKind::ALL`).
+    pub wait_kind: usize,
+    /// Position of the last worst-first jump in its list.
+    pub wait_pos: Option<usize>,
     /// Built on the first search.
     search_index: Option<SearchIndex>,
     /// A message for the status line.
@@ -164,6 +176,10 @@ impl App {
             help: false,
             help_scroll: 0,
             show_regions: true,
+            show_critical: false,
+            threads_folded: Default::default(),
+            wait_kind: 0,
+            wait_pos: None,
             search_index: None,
             message: None,
             quit: false,
@@ -242,30 +258,56 @@ impl App {
         self.lod = Some(lod);
     }
 
-    /// The rows of the timeline (groups folded, filtered ranks hidden).
+    /// The rows of the timeline (groups folded, filtered ranks hidden, a
+    /// rank whose calls came from several threads as one row per thread
+    /// unless its threads are folded).
     pub fn rows(&self) -> Vec<Row> {
         let Some(lod) = &self.lod else { return Vec::new() };
-        let shown = |i: usize| self.filter.rank_matches(lod.ranks[i].rank);
-        if self.groups.is_empty() {
-            return (0..lod.ranks.len()).filter(|&i| shown(i)).map(Row::Rank).collect();
-        }
+        let shown = |i: &usize| self.filter.rank_matches(lod.ranks[*i].rank);
         let mut out = Vec::new();
+        if self.groups.is_empty() {
+            (0..lod.ranks.len()).filter(shown).for_each(|i| self.push_rank(&mut out, i));
+            return out;
+        }
         for (g, grp) in self.groups.iter().enumerate() {
             if grp.folded {
-                if grp.members.iter().any(|&i| shown(i)) {
+                if grp.members.iter().any(shown) {
                     out.push(Row::Group(g));
                 }
             } else {
-                out.extend(grp.members.iter().copied().filter(|&i| shown(i)).map(Row::Rank));
+                grp.members.iter().copied().filter(shown).for_each(|i| self.push_rank(&mut out, i));
             }
         }
         out
     }
 
+    /// The rows of lod rank `i`: its thread lanes, or the rank itself.
+    fn push_rank(&self, out: &mut Vec<Row>, i: usize) {
+        let lanes = self.thread_lanes(i);
+        if lanes.is_empty() || self.threads_folded.contains(&i) {
+            out.push(Row::Rank(i));
+        } else {
+            out.extend(lanes.iter().map(|&(_, lane)| Row::Thread(i, lane)));
+        }
+    }
+
+    /// The thread lanes of lod rank `i` as (thread, lane); empty when it
+    /// called MPI from one thread (or before the analyses are there).
+    pub fn thread_lanes(&self, i: usize) -> &[(u16, usize)] {
+        match (&self.lod, self.an.as_deref()) {
+            (Some(lod), Some(an)) => an.threads.of(lod.ranks[i].rank),
+            _ => &[],
+        }
+    }
+
     /// Width of the rank labels.
     pub fn label_width(&self) -> u16 {
         let Some(lod) = &self.lod else { return 6 };
-        let longest_rank = lod.ranks.last().map(|r| format!("r{}", r.rank).len()).unwrap_or(2);
+        let mut longest_rank = lod.ranks.last().map(|r| format!("r{}", r.rank).len()).unwrap_or(2);
+        if let Some(an) = self.an.as_deref().filter(|an| an.threads.any()) {
+            // "r12 t3": the rank, a space, the thread.
+            longest_rank += 3 + an.threads.lod.ranks.len().to_string().len();
+        }
         let longest_group = self.groups.iter().map(|g| g.name.chars().count() + 1).max().unwrap_or(0);
         (longest_rank.max(longest_group) + 2).clamp(5, 14) as u16
     }
@@ -364,12 +406,18 @@ impl App {
         self.scroll = self.scroll.min(n.saturating_sub(page));
     }
 
-    /// The row of lod rank index `i`, unfolding its group if needed.
-    fn row_of_rank(&mut self, i: usize) -> Option<usize> {
+    /// The row of lod rank `i` at time `t` (the lane of the thread running
+    /// a call there, if its threads have lanes), unfolding its group if
+    /// needed.
+    fn row_of_rank(&mut self, i: usize, t: i64) -> Option<usize> {
         if let Some(g) = self.groups.iter_mut().find(|g| g.members.contains(&i)) {
             g.folded = false;
         }
-        self.rows().iter().position(|r| *r == Row::Rank(i))
+        let rows = self.rows();
+        let busy = |lane: usize| self.an.as_deref().is_some_and(|an| an.threads.data(lane).call_at(t).is_some());
+        rows.iter()
+            .position(|r| matches!(*r, Row::Thread(x, lane) if x == i && busy(lane)))
+            .or_else(|| rows.iter().position(|r| matches!(*r, Row::Rank(x) | Row::Thread(x, _) if x == i)))
     }
 
     /// Puts the cursor on call `call` of lod rank `i` and brings it into view.
@@ -382,7 +430,7 @@ impl App {
     /// in view (zooming out if it does not fit, zooming in if it is lost
     /// in a wide view).
     fn goto(&mut self, i: usize, t: i64, range: Option<(i64, i64)>) {
-        if let Some(r) = self.row_of_rank(i) {
+        if let Some(r) = self.row_of_rank(i, t) {
             self.set_row(r);
         }
         self.cursor_t = t;
@@ -402,7 +450,7 @@ impl App {
     /// The lod rank under the cursor, if the cursor row is a rank.
     pub fn cursor_rank(&self) -> Option<usize> {
         match self.rows().get(self.cursor_row) {
-            Some(Row::Rank(i)) => Some(*i),
+            Some(Row::Rank(i) | Row::Thread(i, _)) => Some(*i),
             _ => None,
         }
     }
@@ -411,9 +459,23 @@ impl App {
     /// the one that dominates the cursor's column.
     pub fn cursor_call(&self) -> Option<(usize, usize)> {
         let i = self.cursor_rank()?;
-        let data = &self.lod.as_ref()?.ranks[i].data;
+        let lod = self.lod.as_ref()?;
+        let mut data = &lod.ranks[i].data;
+        // On a thread's lane: that thread's call, as the rank's call.
+        let lane = match self.rows().get(self.cursor_row) {
+            Some(Row::Thread(_, lane)) => Some(*lane),
+            _ => None,
+        };
+        let threads = self.an.as_deref().map(|an| &an.threads);
+        let as_rank = |c: usize| match (lane, threads) {
+            (Some(lane), Some(th)) => th.rank_call(lane, c, &lod.ranks[i].data, lod).map(|c| (i, c)),
+            _ => Some((i, c)),
+        };
+        if let (Some(lane), Some(th)) = (lane, threads) {
+            data = th.data(lane);
+        }
         if let Some(c) = data.call_at(self.cursor_t) {
-            return Some((i, c));
+            return as_rank(c);
         }
         let n = self.columns();
         let c = self.cursor_col();
@@ -423,7 +485,7 @@ impl App {
         let (a, b) = (self.view.col_start(c as usize, n), self.view.col_start(c as usize + 1, n));
         let mut cells = Vec::new();
         data.cells(a, b.max(a + 1), 1, &mut cells);
-        cells.first().and_then(|x| x.event).map(|e| (i, e))
+        cells.first().and_then(|x| x.event).and_then(as_rank)
     }
 
     /// Handles a key.
@@ -540,6 +602,28 @@ impl App {
             Action::NextMatch | Action::PrevMatch => self.search(a == Action::NextMatch),
             Action::NextSlowColl | Action::PrevSlowColl => self.jump_slow_coll(a == Action::NextSlowColl),
             Action::NextLateSender | Action::PrevLateSender => self.jump_late_sender(a == Action::NextLateSender),
+            Action::NextWorstWait | Action::PrevWorstWait => self.jump_worst_wait(a == Action::NextWorstWait),
+            Action::WaitKind => {
+                self.wait_kind = (self.wait_kind + 1) % PatternKind::ALL.len();
+                self.wait_pos = None;
+                let k = PatternKind::ALL[self.wait_kind];
+                let n = self.an.as_deref().map(|an| an.worst.of(k).len());
+                self.message = Some(match n {
+                    Some(n) => format!("v jumps through the worst {}: {n} of them", k.title()),
+                    None => format!("v jumps through the worst {} (the analyses are still loading)", k.title()),
+                });
+            }
+            Action::CriticalPath => {
+                self.show_critical = !self.show_critical;
+                self.message = Some(match (&self.an, self.show_critical) {
+                    (_, false) => "critical path hidden".into(),
+                    (Some(an), true) => format!(
+                        "critical path ({} long) in red under the calls and gaps on it",
+                        fmt_dur(an.critical.length_ns)
+                    ),
+                    (None, true) => "the critical path comes with the analyses, which are still loading".into(),
+                });
+            }
             Action::Partner => self.goto_partner(),
             Action::NextPanel => self.show_panel((self.panel + 1) % PANELS.len()),
             Action::PrevPanel => self.show_panel((self.panel + PANELS.len() - 1) % PANELS.len()),
@@ -612,9 +696,23 @@ impl App {
 
     fn fold(&mut self) {
         let rows = self.rows();
+        // A rank with thread lanes: fold them into one row, or unfold.
+        let threaded = match rows.get(self.cursor_row) {
+            Some(Row::Thread(i, _)) => Some(*i),
+            Some(Row::Rank(i)) if !self.thread_lanes(*i).is_empty() => Some(*i),
+            _ => None,
+        };
+        if let Some(i) = threaded {
+            if !self.threads_folded.remove(&i) {
+                self.threads_folded.insert(i);
+            }
+            let r = self.rows().iter().position(|r| matches!(*r, Row::Rank(x) | Row::Thread(x, _) if x == i));
+            self.set_row(r.unwrap_or(0));
+            return;
+        }
         let g = match rows.get(self.cursor_row) {
             Some(Row::Group(g)) => Some(*g),
-            Some(Row::Rank(i)) => self.groups.iter().position(|g| g.members.contains(i)),
+            Some(Row::Rank(i) | Row::Thread(i, _)) => self.groups.iter().position(|g| g.members.contains(i)),
             None => None,
         };
         let Some(g) = g else {
@@ -622,8 +720,12 @@ impl App {
             return;
         };
         self.groups[g].folded = !self.groups[g].folded;
-        let target = if self.groups[g].folded { Row::Group(g) } else { Row::Rank(self.groups[g].members[0]) };
-        let r = self.rows().iter().position(|x| *x == target).unwrap_or(0);
+        let first = self.groups[g].members[0];
+        let r = self.rows().iter().position(|x| match *x {
+            Row::Group(y) => self.groups[g].folded && y == g,
+            Row::Rank(i) | Row::Thread(i, _) => !self.groups[g].folded && i == first,
+        });
+        let r = r.unwrap_or(0);
         self.set_row(r);
     }
 
@@ -905,6 +1007,48 @@ impl App {
         );
         if let Some(li) = self.lod_index(l.rank) {
             self.goto(li, l.t, Some((l.t.min(l.t_send), l.t.max(l.t_send) + l.wait / 10)));
+        }
+        self.message = Some(msg);
+    }
+
+    /// Jumps to the next worst (`forward`) or back to the previous, worse,
+    /// instance of the chosen wait state (`wait_kind`), worst first.
+    fn jump_worst_wait(&mut self, forward: bool) {
+        if !self.need_analyses() {
+            return;
+        }
+        let Some(an) = self.an.as_deref() else { return };
+        let kind = PatternKind::ALL[self.wait_kind];
+        let list = an.worst.of(kind);
+        let pos = match (self.wait_pos, forward) {
+            (None, _) => 0,
+            (Some(p), true) => p + 1,
+            (Some(p), false) => p.saturating_sub(1),
+        };
+        let Some(w) = list.get(pos).copied() else {
+            self.message = Some(if list.is_empty() {
+                format!("no {} in this trace (t chooses another wait state)", kind.title())
+            } else {
+                format!("no more {}: all {} shown, worst first (V goes back)", kind.title(), list.len())
+            });
+            return;
+        };
+        self.wait_pos = Some(pos);
+        let name = {
+            let r = &an.an.model.ranks[w.rank as usize];
+            an.an.model.name(r.calls.at(w.call as usize).name).to_string()
+        };
+        let msg = format!(
+            "{} #{} of {}: rank {} lost {} in {name} waiting for rank {}",
+            kind.title(),
+            pos + 1,
+            list.len(),
+            w.rank,
+            fmt_dur(w.wait),
+            w.cause
+        );
+        if let Some(li) = self.lod_index(w.rank) {
+            self.goto(li, w.t_start, Some((w.t_start, w.t_end)));
         }
         self.message = Some(msg);
     }

@@ -15,6 +15,7 @@ use analyzers::model::{Class, Ends, Region, NONE};
 use analyzers::report::Analyses;
 use trace_lod::messages::MessageIndex;
 use trace_view::messages::{clock_shift, ends_of_call, model_call, regions, MessageView};
+use trace_view::{CriticalPathView, ThreadLanes, WorstWaits};
 
 use crate::view::View;
 
@@ -52,6 +53,12 @@ pub struct Analysed {
     pub regions: Vec<RankRegions>,
     /// Whether any rank has user regions.
     pub has_regions: bool,
+    /// The critical path of the report, per rank in trace time.
+    pub critical: CriticalPathView,
+    /// The worst instances of every wait state, worst first.
+    pub worst: WorstWaits,
+    /// One lane per thread of the ranks that called MPI from several.
+    pub threads: ThreadLanes,
     pub elapsed: Duration,
 }
 
@@ -190,6 +197,9 @@ impl Analysed {
         }
         let regions = regions(m).into_iter().map(RankRegions::new).collect::<Vec<RankRegions>>();
         Analysed {
+            critical: CriticalPathView::new(&an),
+            worst: WorstWaits::new(&an),
+            threads: ThreadLanes::new(&an),
             has_regions: regions.iter().any(|r| !r.is_empty()),
             messages: MessageIndex::new(msgs),
             msg_refs,

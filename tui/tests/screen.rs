@@ -653,3 +653,160 @@ fn search_finds_regions() {
     let m = search(&mut app, "region=io send");
     assert!(m.contains("region= goes with rank= and dur> only"), "{m}");
 }
+
+/// Three late senders on rank 1 of 2, 6 and 4 µs (in that order in time),
+/// then an allreduce where rank 3 comes last: ranks 0, 1, 2 wait 10, 9
+/// and 8 µs at it (N x N).
+fn worst_waits_trace(dir: &std::path::Path) {
+    let mut t = analyzers::synth::SynthTrace::new(4);
+    for (i, wait) in [2_000, 6_000, 4_000].into_iter().enumerate() {
+        let t0 = (i as i64 + 1) * 10_000;
+        t.recv(1, 0, i as i32, 8, t0, t0 + wait + 1_000, 0x50);
+        t.send(0, 1, i as i32, 8, t0 + wait, t0 + wait + 1_000, 0x40);
+    }
+    for r in 0..4 {
+        t.coll(r, "MPI_Allreduce", if r == 3 { 60_000 } else { 50_000 + r as i64 * 1_000 }, 61_000, 0x60, 8, None);
+    }
+    t.finalize(70_000);
+    t.write(dir).unwrap();
+}
+
+#[test]
+fn worst_first_jumps_land_on_the_largest_wait() {
+    let dir = tmpdir("worst");
+    worst_waits_trace(&dir);
+    let mut app = open(&dir, 100, 30);
+    // In time order `w` finds the 2 µs one first; worst first, `v` the 6 µs one.
+    key(&mut app, 'w');
+    assert_eq!((app.cursor_row, app.cursor_t), (1, 10_000));
+    key(&mut app, 'v');
+    assert_eq!((app.cursor_row, app.cursor_t), (1, 20_000));
+    let status = screen(&mut app)[0].clone();
+    assert!(status.contains("Late Sender #1 of 3: rank 1 lost 6.00µs in MPI_Recv waiting for rank 0"), "{status}");
+    key(&mut app, 'v');
+    assert_eq!(app.cursor_t, 30_000, "then the 4 µs one");
+    key(&mut app, 'v');
+    assert_eq!(app.cursor_t, 10_000, "then the 2 µs one");
+    key(&mut app, 'v');
+    assert!(app.message.as_deref().unwrap_or("").contains("no more Late Sender: all 3 shown"));
+    key(&mut app, 'V');
+    assert_eq!(app.cursor_t, 30_000, "V goes back to the worse one");
+    key(&mut app, 'V');
+    assert_eq!(app.cursor_t, 20_000, "and back to the worst");
+    // Late receivers: none here, and the viewer says so.
+    key(&mut app, 't');
+    assert!(app.message.as_deref().unwrap_or("").contains("Late Receiver: 0 of them"));
+    key(&mut app, 'v');
+    assert!(app.message.as_deref().unwrap_or("").contains("no Late Receiver in this trace"));
+    // N x N: rank 0 waited longest (10 µs) at the allreduce.
+    key(&mut app, 't');
+    key(&mut app, 'v');
+    assert_eq!((app.cursor_row, app.cursor_t), (0, 50_000));
+    let status = screen(&mut app)[0].clone();
+    assert!(
+        status.contains("Wait at N x N #1 of 3: rank 0 lost 10.0µs in MPI_Allreduce waiting for rank 3"),
+        "{status}"
+    );
+    key(&mut app, 'v');
+    assert_eq!((app.cursor_row, app.cursor_t), (1, 51_000));
+}
+
+#[test]
+fn critical_path_overlay_marks_the_calls_on_the_path() {
+    use ratatui::style::Color;
+    let dir = tmpdir("critical");
+    small_trace(&dir);
+    let mut app = open(&dir, 100, 24);
+    let an = app.an.as_deref().unwrap();
+    // The path ends on rank 0, comes from rank 3 (last at the allreduce,
+    // 80 µs) whose receive from rank 1 is on it; rank 2's late-sender
+    // receive is not (rank 2 only waited).
+    assert!(an.critical.on_path(3, 40_500, 45_000));
+    assert!(an.critical.on_path(0, 90_000, 95_000));
+    assert!(!an.critical.on_path(2, 5_000, 20_000));
+    assert!(!an.critical.on_path(1, 40_000, 41_000));
+    let bg = |b: &ratatui::buffer::Buffer, x: u16, y: u16| b[(x, y)].bg;
+    let before = render(&mut app);
+    let lines = text(&before);
+    let (y3, y2) = (row_of(&lines, "r3") as u16, row_of(&lines, "r2") as u16);
+    // Columns of rank 3's receive and rank 2's receive.
+    let g = app.geometry(ratatui::layout::Rect::new(0, 0, 100, 24));
+    let col = |t: i64| g.timeline.x + app.view.col_of(t, g.timeline.width as usize) as u16;
+    let (x3, x2) = (col(42_000), col(12_000));
+    assert_ne!(bg(&before, x3, y3), Color::Indexed(52), "hidden until x");
+    key(&mut app, 'x');
+    let after = render(&mut app);
+    println!("{}", text(&after).join("\n"));
+    assert_eq!(bg(&after, x3, y3), Color::Indexed(52), "rank 3's receive is on the path");
+    assert_ne!(bg(&after, x2, y2), Color::Indexed(52), "rank 2's waiting receive is not");
+    // Every column of rank 3's row is red exactly where the path runs.
+    let n = g.timeline.width as usize;
+    let mut cols = Vec::new();
+    app.an.as_deref().unwrap().critical.columns(3, app.view.t0, app.view.t1, n, &mut cols);
+    for (k, on) in cols.iter().enumerate() {
+        assert_eq!(bg(&after, g.timeline.x + k as u16, y3) == Color::Indexed(52), *on, "column {k}");
+    }
+    assert!(text(&after)[0].contains("critical path ("), "{}", text(&after)[0]);
+    key(&mut app, 'x');
+    assert_ne!(bg(&render(&mut app), x3, y3), Color::Indexed(52));
+}
+
+/// Each thread of a rank has its own row, grouped under the rank and
+/// foldable with Enter: overlapping calls of two threads no longer share
+/// one row.
+#[test]
+fn thread_lanes_grouped_under_their_rank_and_foldable() {
+    let dir = tmpdir("threads");
+    threads_trace(&dir);
+    let mut app = open(&dir, 100, 24);
+    let lines = screen(&mut app);
+    let r0 = row_of(&lines, "r0");
+    assert!(lines[r0].starts_with("r0 t0"), "{}", lines[r0]);
+    assert!(lines[r0 + 1].trim_start().starts_with("t1"), "{}", lines[r0 + 1]);
+    let r1 = row_of(&lines, "r1");
+    assert_eq!(r1, r0 + 2);
+    assert!(lines[r1 + 1].trim_start().starts_with("t1"), "{}", lines[r1 + 1]);
+    // Thread 0 of rank 0 shows only its send (to 40 µs), thread 1 only
+    // its receive (from 20 µs): at 15 µs only t0 is busy, at 45 µs only t1,
+    // each in its call's colour. (Message lines may cross the rows.)
+    let buf = render(&mut app);
+    let g = app.geometry(ratatui::layout::Rect::new(0, 0, 100, 24));
+    let x = |t: i64| g.timeline.x + app.view.col_of(t, g.timeline.width as usize) as u16;
+    let fg = |t: i64, y: usize| {
+        let c = &buf[(x(t), y as u16)];
+        // A labelled run is blanks in reverse video.
+        (c.symbol() != " " || c.modifier.contains(ratatui::style::Modifier::REVERSED)).then_some(c.fg)
+    };
+    let (send, recv) = (tui::ui::call_color("MPI_Send"), tui::ui::call_color("MPI_Recv"));
+    assert_eq!((fg(15_000, r0), fg(15_000, r0 + 1)), (Some(send), None));
+    assert_eq!((fg(45_000, r0), fg(45_000, r0 + 1)), (None, Some(recv)));
+    assert_eq!((fg(10_000, r1), fg(10_000, r1 + 1)), (Some(recv), None));
+    assert_eq!((fg(45_000, r1), fg(45_000, r1 + 1)), (None, Some(send)));
+    assert!(lines[r0].contains("Send") && !lines[r0].contains("Recv"), "{}", lines[r0]);
+    // The call under the cursor on thread 1's lane is that thread's call.
+    app.cursor_t = 45_000;
+    app.set_row(1);
+    let (i, c) = app.cursor_call().expect("a call");
+    let lod = app.lod.as_ref().unwrap();
+    assert_eq!(lod.name(lod.ranks[i].data.call(c).name), "MPI_Recv");
+    assert_eq!(lod.ranks[i].data.call(c).t_start, 20_000);
+    let details = screen(&mut app).join("\n");
+    assert!(details.contains("MPI_Recv  rank 0 thread 1  at 20µs"), "{details}");
+    // Enter folds rank 0's threads into one row, and unfolds them again.
+    app.set_row(0);
+    code(&mut app, KeyCode::Enter);
+    let folded = screen(&mut app);
+    let f0 = row_of(&folded, "▸r0");
+    assert!(folded[f0].starts_with("▸r0 2t"), "{}", folded[f0]);
+    assert!(folded[f0 + 1].starts_with("r1 t0"), "{}", folded[f0 + 1]);
+    assert_eq!(app.rows().len(), 3);
+    code(&mut app, KeyCode::Enter);
+    assert_eq!(app.rows().len(), 4);
+    // A jump to a call lands on the lane of its thread.
+    key(&mut app, 'v');
+    assert!(app.message.as_deref().unwrap_or("").contains("Late Sender"), "{:?}", app.message);
+    assert_eq!((app.cursor_row, app.cursor_t), (2, 5_000), "rank 1's receive, on its thread 0's lane");
+    // The late sender's partner (rank 0's send) is on rank 0's thread 0.
+    key(&mut app, 'g');
+    assert_eq!(app.cursor_row, 0);
+}

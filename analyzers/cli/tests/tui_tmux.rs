@@ -212,6 +212,12 @@ fn browse_a_trace_in_tmux() {
     s.keys(&["+"]);
     let zoomed = s.wait_for("(51.5µs)");
     assert!(zoomed.contains("r0"), "{zoomed}");
+    // Worst-first through the N x N waits (t twice from Late Sender): ranks
+    // 0-2 each waited 30 µs at the allreduce, rank 0 first.
+    s.keys(&["t", "t", "v"]);
+    s.wait_for("Wait at N x N #1 of 3: rank 0 lost 30.0µs in MPI_Allreduce waiting for rank 3");
+    s.keys(&["x"]);
+    s.wait_for("critical path (");
     s.keys(&["?"]);
     s.wait_for("any other key closes");
     s.keys(&["Escape"]);

@@ -100,3 +100,32 @@ pub fn drag_with<S>(h: &mut Harness<'_, S>, a: Pos2, b: Pos2, button: PointerBut
     h.event(Event::ModifiersChanged(Modifiers::NONE));
     h.run();
 }
+
+/// Two ranks of two threads each, whose calls overlap (ns): rank 0's
+/// thread 0 sends to rank 1 over [1000, 4000), its thread 1 receives from
+/// rank 1 over [2000, 5000); rank 1's thread 0 receives over [1500, 4000),
+/// its thread 1 sends over [2000, 5000); `MPI_Finalize` at 9000.
+pub fn threads_dir(name: &str) -> PathBuf {
+    let mut t = SynthTrace::new(2);
+    t.send(0, 1, 1, 64, 1_000, 4_000, 0x100);
+    t.recv(1, 0, 1, 64, 1_500, 4_000, 0x110);
+    t.recv(0, 1, 2, 64, 2_000, 5_000, 0x110);
+    t.ranks[0].last_mut().expect("a call").thread = 1;
+    t.send(1, 0, 2, 64, 2_000, 5_000, 0x100);
+    t.ranks[1].last_mut().expect("a call").thread = 1;
+    t.finalize(9_000);
+    for r in &mut t.ranks {
+        r.sort_by_key(|e| e.t_start);
+    }
+    let d = temp_dir(name);
+    t.write(&d).expect("write trace");
+    d
+}
+
+/// Opens `dir`, waits for the analyses, without smooth zooming.
+pub fn open_loaded(dir: &std::path::Path) -> gui::GuiApp {
+    let mut app = gui::GuiApp::open(dir);
+    app.wait_loaded(std::time::Duration::from_secs(60));
+    app.smooth = false;
+    app
+}

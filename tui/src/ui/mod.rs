@@ -32,6 +32,10 @@ pub mod colors {
     pub const OTHER: Color = of(CallKind::Other);
     /// Calls a search filtered out.
     pub const FILTERED: Color = Color::Indexed(250);
+    /// The critical path: background under its calls (dark red, so every
+    /// call colour stays readable on it) and the mark of its gaps.
+    pub const CRITICAL_BG: Color = Color::Indexed(52);
+    pub const CRITICAL: Color = Color::Indexed(196);
 }
 
 /// The colour of a call.

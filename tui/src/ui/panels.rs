@@ -90,7 +90,12 @@ fn details(app: &App) -> Vec<Line<'static>> {
     let name = lod.name(c.name).to_string();
     let mut head = vec![
         Span::styled(name.clone(), Style::default().fg(call_color(&name)).add_modifier(Modifier::BOLD)),
-        Span::raw(format!("  rank {rank}  at {}  for {}", app.fmt_abs(c.t_start), fmt_dur(c.duration()))),
+        Span::raw(format!(
+            "  rank {rank}{}  at {}  for {}",
+            thread_of_row(app),
+            app.fmt_abs(c.t_start),
+            fmt_dur(c.duration())
+        )),
     ];
     if c.flags & trace_lod::flags::UNFINISHED != 0 {
         head.push(Span::styled("  never returned (the rank died in it)", Style::default().fg(colors::WAIT)));
@@ -550,4 +555,14 @@ fn info(app: &App) -> Vec<Line<'static>> {
         out.extend(lod.problems.iter().map(|p| Line::from(format!("  {p}"))));
     }
     out
+}
+
+/// " thread N" when the cursor is on a thread's row, else nothing.
+fn thread_of_row(app: &App) -> String {
+    match app.rows().get(app.cursor_row) {
+        Some(Row::Thread(i, lane)) => {
+            app.thread_lanes(*i).iter().find(|x| x.1 == *lane).map(|x| format!(" thread {}", x.0)).unwrap_or_default()
+        }
+        _ => String::new(),
+    }
 }

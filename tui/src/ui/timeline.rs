@@ -4,6 +4,7 @@
 use ratatui::buffer::Buffer;
 use ratatui::style::{Color, Modifier, Style};
 use trace_lod::{flags, Cell, Lod};
+use trace_view::Edge;
 
 use super::{call_color, colors, put, region_color};
 use crate::app::{App, Geometry, Row};
@@ -40,7 +41,10 @@ impl Shown {
     }
     /// Line of the calls of lod rank `i`, if it is on screen.
     fn line_of_rank(&self, i: usize) -> Option<usize> {
-        self.rows.iter().position(|(_, r)| *r == Row::Rank(i)).map(|k| self.line(k))
+        self.rows
+            .iter()
+            .position(|(_, r)| matches!(*r, Row::Rank(x) | Row::Thread(x, _) if x == i))
+            .map(|k| self.line(k))
     }
 }
 
@@ -56,8 +60,14 @@ pub fn draw(buf: &mut Buffer, g: &Geometry, app: &App, lod: &Lod) {
     };
     let name_ok: Vec<bool> = lod.names.iter().map(|s| app.filter.name_matches(s)).collect();
     let colors: Vec<Color> = lod.names.iter().map(|s| call_color(s)).collect();
+    // Thread lanes name their calls as the analyses' model does.
+    let threads = app.an.as_deref().map(|an| &an.threads).filter(|t| t.any());
+    let thread_names: &[String] = threads.map(|t| t.lod.names.as_slice()).unwrap_or(&[]);
+    let t_name_ok: Vec<bool> = thread_names.iter().map(|s| app.filter.name_matches(s)).collect();
+    let t_colors: Vec<Color> = thread_names.iter().map(|s| call_color(s)).collect();
     let mut cells = Vec::new();
     let mut band = Vec::new();
+    let mut on_path = Vec::new();
     let col_w = v.span() as f64 / n as f64;
     for (k, (ri, row)) in shown.rows.iter().enumerate() {
         let y = g.timeline.y + shown.line(k) as u16;
@@ -67,10 +77,20 @@ pub fn draw(buf: &mut Buffer, g: &Geometry, app: &App, lod: &Lod) {
         for line in y + 1 - lines as u16..=y {
             put(buf, g.labels.x + g.labels.width - 1, line, "│", 1, Style::default().add_modifier(Modifier::DIM));
         }
-        match row {
-            Row::Rank(i) => lod.ranks[*i].data.cells(v.t0, v.t1, n, &mut cells),
-            Row::Group(gi) => merged_cells(lod, &app.groups[*gi].members, v, n, &mut cells),
-        }
+        let (names_of, name_ok, colors) = match (row, threads) {
+            (Row::Thread(_, lane), Some(th)) => {
+                th.data(*lane).cells(v.t0, v.t1, n, &mut cells);
+                (&th.lod, &t_name_ok, &t_colors)
+            }
+            (Row::Thread(i, _) | Row::Rank(i), _) => {
+                lod.ranks[*i].data.cells(v.t0, v.t1, n, &mut cells);
+                (lod, &name_ok, &colors)
+            }
+            (Row::Group(gi), _) => {
+                merged_cells(lod, &app.groups[*gi].members, v, n, &mut cells);
+                (lod, &name_ok, &colors)
+            }
+        };
         let members = match row {
             Row::Group(gi) => app.groups[*gi].members.len().max(1),
             _ => 1,
@@ -89,8 +109,9 @@ pub fn draw(buf: &mut Buffer, g: &Geometry, app: &App, lod: &Lod) {
             }
             buf[(g.timeline.x + x as u16, y)].set_char(ch).set_style(style);
         }
-        if let Row::Rank(i) = row {
-            labels(buf, g.timeline.x, y, &cells, lod, &name_ok, app);
+        if let Row::Rank(i) | Row::Thread(i, _) = row {
+            labels(buf, g.timeline.x, y, &cells, names_of, name_ok, app);
+            critical_path(buf, g.timeline.x, y, app, lod.ranks[*i].rank, n, &mut on_path);
             if lines == 2 {
                 regions(buf, g.timeline.x, y - 1, app, lod.ranks[*i].rank, n, &mut band);
             }
@@ -108,6 +129,24 @@ pub fn draw(buf: &mut Buffer, g: &Geometry, app: &App, lod: &Lod) {
             }
             cell.modifier.insert(Modifier::REVERSED);
         }
+    }
+}
+
+/// The critical path on the calls line `y` of world rank `rank`, when shown
+/// (`x`): the columns where the path runs on this rank get a red
+/// background (a gap, computation on the path, a red `─`).
+fn critical_path(buf: &mut Buffer, x0: u16, y: u16, app: &App, rank: i32, n: usize, cols: &mut Vec<bool>) {
+    if !app.show_critical {
+        return;
+    }
+    let Some(an) = app.an.as_deref() else { return };
+    an.critical.columns(rank, app.view.t0, app.view.t1, n, cols);
+    for (x, _) in cols.iter().enumerate().filter(|(_, on)| **on) {
+        let cell = &mut buf[(x0 + x as u16, y)];
+        if cell.symbol() == " " && !cell.modifier.contains(Modifier::REVERSED) {
+            cell.set_char('─').set_fg(colors::CRITICAL);
+        }
+        cell.set_bg(colors::CRITICAL_BG);
     }
 }
 
@@ -145,7 +184,20 @@ fn regions(buf: &mut Buffer, x0: u16, y: u16, app: &App, rank: i32, n: usize, co
 
 /// The label of a row and its style (incomplete ranks stand out).
 fn row_label(app: &App, lod: &Lod, row: Row) -> (String, Style) {
+    let threaded = |i: usize| !app.thread_lanes(i).is_empty();
     match row {
+        Row::Thread(i, lane) => {
+            let lanes = app.thread_lanes(i);
+            let k = lanes.iter().position(|&(_, l)| l == lane).unwrap_or(0);
+            let thread = lanes.get(k).map(|x| x.0).unwrap_or(0);
+            // The rank's number on its first lane, the thread's on each.
+            let rank = if k == 0 { format!("r{}", lod.ranks[i].rank) } else { String::new() };
+            let w = format!("r{}", lod.ranks[i].rank).len();
+            (format!("{rank:<w$} t{thread}"), Style::default())
+        }
+        Row::Rank(i) if threaded(i) => {
+            (format!("▸r{} {}t", lod.ranks[i].rank, app.thread_lanes(i).len()), Style::default())
+        }
         Row::Rank(i) => {
             let r = &lod.ranks[i];
             match &r.state {
@@ -277,22 +329,33 @@ fn message_lines(buf: &mut Buffer, g: &Geometry, app: &App, shown: &Shown, rows:
     }
     // The row of every lod rank: its own, or its folded group's.
     let mut row_of_lod = vec![None; lod.ranks.len()];
+    // Ranks with thread lanes: (row, lane) of each.
+    let mut lanes_of_lod: Vec<Vec<(usize, usize)>> = vec![Vec::new(); lod.ranks.len()];
     for (k, r) in rows.iter().enumerate() {
         match r {
             Row::Rank(i) => row_of_lod[*i] = Some(k),
+            Row::Thread(i, lane) => {
+                row_of_lod[*i].get_or_insert(k);
+                lanes_of_lod[*i].push((k, *lane));
+            }
             Row::Group(gi) => app.groups[*gi].members.iter().for_each(|&m| row_of_lod[m] = Some(k)),
         }
     }
     let h = g.timeline.height as i64;
     // Timeline line of a rank's calls; outside `0..h` when scrolled away.
-    let line_of = |rank: i32| {
+    // The lane of the thread in a call at `t`, else the rank's first row.
+    let line_of = |rank: i32, t: i64, edge: Edge| {
         let i = lod.ranks.binary_search_by_key(&rank, |r| r.rank).ok()?;
-        let k = row_of_lod[i]? as i64 - app.scroll as i64;
+        let lane = an.threads.lane_at(rank, t, edge);
+        let busy = lanes_of_lod[i].iter().find(|(_, l)| Some(*l) == lane);
+        let k = busy.map(|x| x.0).or(row_of_lod[i])? as i64 - app.scroll as i64;
         Some(k * shown.lines as i64 + shown.lines as i64 - 1)
     };
     let mut lines = Vec::new();
     for m in an.messages.overlapping(v.t0, v.t1) {
-        let (Some(ys), Some(yr)) = (line_of(m.src), line_of(m.dst)) else { continue };
+        let (Some(ys), Some(yr)) = (line_of(m.src, m.t_send, Edge::Start), line_of(m.dst, m.t_recv, Edge::End)) else {
+            continue;
+        };
         if ys == yr || (ys < 0 && yr < 0) || (ys >= h && yr >= h) {
             continue;
         }

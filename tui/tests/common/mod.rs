@@ -120,3 +120,22 @@ pub fn row_of(lines: &[String], label: &str) -> usize {
         })
         .unwrap_or_else(|| panic!("no row {label}"))
 }
+
+/// Two ranks of two threads each, whose calls overlap (all times in µs):
+/// rank 0's thread 0 sends to rank 1 over [10, 40), its thread 1 receives
+/// from rank 1 over [20, 50); rank 1's thread 0 receives over [5, 40), its
+/// thread 1 sends over [20, 50); `MPI_Finalize` at 100.
+pub fn threads_trace(dir: &Path) {
+    let mut t = SynthTrace::new(2);
+    t.send(0, 1, 1, 64, 10_000, 40_000, 0x40);
+    t.recv(1, 0, 1, 64, 5_000, 40_000, 0x50);
+    t.recv(0, 1, 2, 64, 20_000, 50_000, 0x50);
+    t.ranks[0].last_mut().unwrap().thread = 1;
+    t.send(1, 0, 2, 64, 20_000, 50_000, 0x40);
+    t.ranks[1].last_mut().unwrap().thread = 1;
+    t.finalize(100_000);
+    for r in &mut t.ranks {
+        r.sort_by_key(|e| e.t_start);
+    }
+    t.write(dir).unwrap();
+}
