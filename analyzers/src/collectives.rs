@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::model::{Class, CollKind, Model, NONE};
-use crate::{par_map, Stats};
+use crate::Stats;
 
 /// One member of an instance.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,7 +62,27 @@ pub struct Instance {
     pub bytes: i64,
 }
 
+impl Member {
+    const EMPTY: Member = Member { rank: 0, idx: 0, arrival: 0, wait_from: 0, end: 0, wait: 0, cause: -1 };
+}
+
 impl Instance {
+    const EMPTY: Instance = Instance {
+        comm: 0,
+        seq: 0,
+        name: 0,
+        kind: CollKind::Other,
+        first: 0,
+        n: 0,
+        expected: 0,
+        first_arrival: 0,
+        last_arrival: 0,
+        last_rank: -1,
+        end: 0,
+        root: i32::MIN,
+        root_arrival: i64::MIN,
+        bytes: 0,
+    };
     pub fn spread(&self) -> i64 {
         self.last_arrival - self.first_arrival
     }
@@ -164,23 +184,53 @@ pub fn collectives(m: &Model) -> Collectives {
         groups.push((i, j));
         i = j;
     }
-    let built: Vec<(Instance, Vec<Member>)> = par_map(&groups, |&(a, b)| build_instance(m, &all[a..b]));
-    let mut out = Collectives::default();
-    out.members.reserve(all.len());
-    for (mut inst, mem) in built {
-        inst.first = out.members.len() as u32;
-        out.members.extend(mem);
-        out.instances.push(inst);
+    // Members are written in place, in the order of `all` (an instance's
+    // members are its range of `all`): one allocation for all of them
+    // rather than one per instance, which at a million instances was most
+    // of the analysis's memory.
+    let mut members = vec![Member::EMPTY; all.len()];
+    let mut instances = vec![Instance::EMPTY; groups.len()];
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    // A few chunks per thread, so uneven chunks balance.
+    let per = groups.len().div_ceil(threads * 4).max(1);
+    let mut work: Vec<(&[(usize, usize)], &mut [Member], &mut [Instance])> = Vec::new();
+    let (mut mem_rest, mut inst_rest) = (&mut members[..], &mut instances[..]);
+    for chunk in groups.chunks(per) {
+        let len = chunk[chunk.len() - 1].1 - chunk[0].0;
+        let (mh, mr) = std::mem::take(&mut mem_rest).split_at_mut(len);
+        let (ih, ir) = std::mem::take(&mut inst_rest).split_at_mut(chunk.len());
+        (mem_rest, inst_rest) = (mr, ir);
+        work.push((chunk, mh, ih));
     }
+    let next = std::sync::Mutex::new(work);
+    let run = || loop {
+        let Some((chunk, mem, inst)) = next.lock().unwrap_or_else(|e| e.into_inner()).pop() else { break };
+        let base = chunk[0].0;
+        for (k, &(a, b)) in chunk.iter().enumerate() {
+            inst[k] = build_instance(m, &all[a..b], &mut mem[a - base..b - base]);
+            inst[k].first = a as u32;
+        }
+    };
+    std::thread::scope(|s| {
+        // A thread that cannot be made is no error: this one does its share.
+        let hs: Vec<_> =
+            (1..threads).filter_map(|_| std::thread::Builder::new().spawn_scoped(s, run).ok()).collect();
+        run();
+        for h in hs {
+            h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        }
+    });
+    drop(all);
+    let mut out = Collectives { instances, members, ..Default::default() };
     out.report = summarize(m, &out);
     out
 }
 
-fn build_instance(m: &Model, g: &[(u32, u32, u32, u32)]) -> (Instance, Vec<Member>) {
+/// The instance of the calls `g`, its members written to `members` (as long as `g`).
+fn build_instance(m: &Model, g: &[(u32, u32, u32, u32)], members: &mut [Member]) -> Instance {
     let (comm, seq) = (g[0].0, g[0].1);
-    let mut members: Vec<Member> = g
-        .iter()
-        .map(|&(_, _, rank, idx)| {
+    for (slot, &(_, _, rank, idx)) in members.iter_mut().zip(g) {
+        *slot = {
             let r = &m.ranks[rank as usize];
             let c = &r.colls[idx as usize];
             let post = &r.calls.at(c.post as usize);
@@ -191,8 +241,8 @@ fn build_instance(m: &Model, g: &[(u32, u32, u32, u32)]) -> (Instance, Vec<Membe
                 (post.t_start, post.t_end)
             };
             Member { rank, idx, arrival: post.t_start, wait_from, end, wait: 0, cause: -1 }
-        })
-        .collect();
+        };
+    }
     let first = &m.ranks[g[0].2 as usize];
     let c0 = &first.colls[g[0].3 as usize];
     let name = first.calls.at(c0.post as usize).name;
@@ -218,7 +268,7 @@ fn build_instance(m: &Model, g: &[(u32, u32, u32, u32)]) -> (Instance, Vec<Membe
         bytes: 0,
     };
     let mut first_nonroot = (i64::MAX, -1);
-    for mb in &members {
+    for mb in members.iter() {
         inst.first_arrival = inst.first_arrival.min(mb.arrival);
         if mb.arrival > inst.last_arrival {
             inst.last_arrival = mb.arrival;
@@ -233,7 +283,7 @@ fn build_instance(m: &Model, g: &[(u32, u32, u32, u32)]) -> (Instance, Vec<Membe
         let c = &m.ranks[mb.rank as usize].colls[mb.idx as usize];
         inst.bytes += c.bytes.max(c.recv_bytes).max(0);
     }
-    for mb in &mut members {
+    for mb in members.iter_mut() {
         let (until, cause) = match kind {
             CollKind::OneToN if root >= 0 => {
                 if mb.rank as i32 == root || inst.root_arrival == i64::MIN {
@@ -254,7 +304,7 @@ fn build_instance(m: &Model, g: &[(u32, u32, u32, u32)]) -> (Instance, Vec<Membe
         mb.wait = until.min(mb.end).saturating_sub(mb.wait_from).max(0);
         mb.cause = if mb.wait > 0 { cause } else { -1 };
     }
-    (inst, members)
+    inst
 }
 
 fn summarize(m: &Model, c: &Collectives) -> CollReport {
