@@ -213,8 +213,7 @@ pub fn collectives(m: &Model) -> Collectives {
     };
     std::thread::scope(|s| {
         // A thread that cannot be made is no error: this one does its share.
-        let hs: Vec<_> =
-            (1..threads).filter_map(|_| std::thread::Builder::new().spawn_scoped(s, run).ok()).collect();
+        let hs: Vec<_> = (1..threads).filter_map(|_| std::thread::Builder::new().spawn_scoped(s, run).ok()).collect();
         run();
         for h in hs {
             h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
