@@ -162,6 +162,10 @@ fn size_bucket(bytes: i64) -> (i64, i64) {
 /// How many instances to list as the worst.
 pub const WORST: usize = 10;
 
+/// A run of instances (ranges of the sorted calls) and where their members
+/// and the instances themselves go.
+type Chunk<'a> = (&'a [(usize, usize)], &'a mut [Member], &'a mut [Instance]);
+
 /// Groups the collective calls of all ranks into instances and computes their costs.
 pub fn collectives(m: &Model) -> Collectives {
     // (comm, seq, rank, idx), sorted.
@@ -193,7 +197,7 @@ pub fn collectives(m: &Model) -> Collectives {
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     // A few chunks per thread, so uneven chunks balance.
     let per = groups.len().div_ceil(threads * 4).max(1);
-    let mut work: Vec<(&[(usize, usize)], &mut [Member], &mut [Instance])> = Vec::new();
+    let mut work: Vec<Chunk<'_>> = Vec::new();
     let (mut mem_rest, mut inst_rest) = (&mut members[..], &mut instances[..]);
     for chunk in groups.chunks(per) {
         let len = chunk[chunk.len() - 1].1 - chunk[0].0;
