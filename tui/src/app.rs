@@ -138,6 +138,8 @@ pub struct App {
     pub quit: bool,
     /// Asked to suspend (Ctrl-Z); the terminal loop does it.
     pub suspend: bool,
+    /// Show only the last this many ns when the trace opens (see [`App::show_last`]).
+    last: Option<i64>,
     /// Size of the terminal.
     pub size: (u16, u16),
     drag: Option<Drag>,
@@ -184,6 +186,7 @@ impl App {
             message: None,
             quit: false,
             suspend: false,
+            last: None,
             size: (80, 24),
             drag: None,
         }
@@ -247,10 +250,29 @@ impl App {
         }
     }
 
+    /// Shows only the last `ns` of the trace (all of it if shorter), now or
+    /// when it has loaded: `mpitrace top`'s `t`, the last minutes of a
+    /// running job.
+    pub fn show_last(&mut self, ns: i64) {
+        self.last = Some(ns);
+        if let Some(lod) = &self.lod {
+            let (lo, hi) = lod.span();
+            self.apply_last(lo, hi);
+        }
+    }
+
+    fn apply_last(&mut self, lo: i64, hi: i64) {
+        if let Some(w) = self.last.filter(|&w| w > 0 && hi - lo > w) {
+            self.view = View::new(hi - w, hi + w / 100);
+            self.cursor_t = hi - w;
+        }
+    }
+
     fn set_lod(&mut self, lod: Lod) {
         let (lo, hi) = lod.span();
         self.view = View::new(lo - (hi - lo) / 100, hi + (hi - lo) / 100);
         self.cursor_t = lo;
+        self.apply_last(lo, hi);
         self.groups = make_groups(&lod);
         if !lod.problems.is_empty() {
             self.panel = INFO_PANEL;

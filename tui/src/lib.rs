@@ -20,7 +20,7 @@ pub mod ui;
 pub mod view;
 
 pub use app::App;
-pub use term::run;
+pub use term::{run, run_last};
 
 /// Errors of the viewer.
 #[derive(Debug, thiserror::Error)]

@@ -324,6 +324,12 @@ impl Drop for Watchdog {
 /// is restored and the process dies of that signal: this function does not
 /// return then.
 pub fn run(dir: &Path) -> Result<(), Error> {
+    run_last(dir, None)
+}
+
+/// [`run`], showing only the last `last` ns of the trace when it opens
+/// (`mpitrace top`'s timeline of a running job).
+pub fn run_last(dir: &Path, last: Option<i64>) -> Result<(), Error> {
     let ui = std::thread::current().id();
     let previous: Arc<dyn Fn(&std::panic::PanicHookInfo<'_>) + Send + Sync> = Arc::from(std::panic::take_hook());
     let prev = previous.clone();
@@ -340,7 +346,7 @@ pub fn run(dir: &Path) -> Result<(), Error> {
     let result = {
         let handlers = Handlers::install();
         let watchdog = Watchdog::start()?;
-        let result = with_terminal(dir);
+        let result = with_terminal(dir, last);
         let sig = SIGNAL.load(SeqCst);
         if sig != 0 {
             die(sig);
@@ -360,13 +366,13 @@ pub fn run(dir: &Path) -> Result<(), Error> {
 }
 
 /// Raw mode and the alternate screen around the event loop.
-fn with_terminal(dir: &Path) -> Result<(), Error> {
+fn with_terminal(dir: &Path, last: Option<i64>) -> Result<(), Error> {
     enable_raw_mode()?;
     ACTIVE.store(true, SeqCst);
     let _guard = Guard;
     execute!(stdout(), EnterAlternateScreen, EnableMouseCapture)?;
     let mut terminal = Terminal::new(CrosstermBackend::new(stdout()))?;
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| event_loop(&mut terminal, dir)));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| event_loop(&mut terminal, dir, last)));
     match result {
         Ok(r) => r,
         Err(p) => Err(Error::Internal(
@@ -378,9 +384,16 @@ fn with_terminal(dir: &Path) -> Result<(), Error> {
     }
 }
 
-fn event_loop(terminal: &mut Terminal<CrosstermBackend<std::io::Stdout>>, dir: &Path) -> Result<(), Error> {
+fn event_loop(
+    terminal: &mut Terminal<CrosstermBackend<std::io::Stdout>>,
+    dir: &Path,
+    last: Option<i64>,
+) -> Result<(), Error> {
     let (test_panic, test_hang) = (test_hook("panic"), test_hook("hang"));
     let mut app = App::open(dir);
+    if let Some(ns) = last {
+        app.show_last(ns);
+    }
     let mut dirty = true;
     while !app.quit && SIGNAL.load(SeqCst) == 0 {
         dirty |= app.poll();

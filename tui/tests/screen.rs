@@ -106,6 +106,31 @@ fn zoom_and_pan_change_the_range_and_axis() {
 }
 
 #[test]
+fn show_last_opens_on_the_end_of_the_trace() {
+    let dir = tmpdir("last");
+    small_trace(&dir);
+    // Asked before the trace has loaded, applied when it has.
+    let mut app = tui::App::open(&dir);
+    app.show_last(20_000);
+    app.wait_loaded();
+    app.size = (80, 24);
+    let (lo, hi) = app.lod.as_ref().expect("loaded").span();
+    assert!(hi - lo > 20_000, "{lo}..{hi}");
+    assert_eq!((app.view.t0, app.cursor_t), (hi - 20_000, hi - 20_000), "{:?}", app.view);
+    assert!(app.view.t1 >= hi && app.view.span() < 21_000, "{:?}", app.view);
+    // The status line shows the range from the trace's start.
+    let lines = screen(&mut app);
+    assert!(lines[23].contains(" – ") && !lines[23].starts_with("-1µs"), "{}", lines[23]);
+    // On a loaded trace at once; a window longer than the trace shows it all.
+    let mut whole = open(&dir, 80, 24);
+    let fit = whole.view;
+    whole.show_last(hi - lo + 1);
+    assert_eq!(whole.view, fit);
+    whole.show_last(10_000);
+    assert_eq!(whole.view.t0, hi - 10_000);
+}
+
+#[test]
 fn mouse_zooms_pans_and_selects() {
     let dir = tmpdir("mouse");
     small_trace(&dir);

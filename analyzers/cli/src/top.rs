@@ -8,7 +8,8 @@
 //! written, no signal sent: the job is never disturbed); the diagnosis of
 //! a hang (`hang.json`, written by `record --hang-after`) is shown when
 //! there is one. `t` opens the trace so far in the timeline browser
-//! (`mpitrace tui`), `q` leaves (the job runs on).
+//! (`mpitrace tui`) on its last five minutes (`f` there fits the whole
+//! run), `q` leaves (the job runs on).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -21,6 +22,10 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Line;
 use ratatui::widgets::{Cell, Paragraph, Row, Table};
 use ratatui::Frame;
+
+/// How much of a running job `t` shows: its last minutes (the timeline's
+/// fit key `f` shows the whole run).
+pub const TIMELINE_LAST_NS: i64 = 5 * 60 * 1_000_000_000;
 
 /// How often the view reads the journals again.
 pub const REFRESH: Duration = Duration::from_secs(1);
@@ -273,7 +278,7 @@ pub fn run(dir: &Path, ended: Option<&AtomicBool>) -> anyhow::Result<Ended> {
                     // The timeline browser takes the terminal itself, and
                     // reads the journals as those of a crashed run.
                     ratatui::restore();
-                    let r = tui::run(dir);
+                    let r = tui::run_last(dir, Some(TIMELINE_LAST_NS));
                     terminal = ratatui::try_init()?;
                     terminal.clear()?;
                     r?;
