@@ -42,6 +42,8 @@ pub struct Selection {
     pub to: Option<i64>,
     /// Sorted world ranks; `None` for all.
     pub ranks: Option<Vec<i32>>,
+    /// The start of the trace, found once (finding it reads every call).
+    pub t0: std::cell::OnceCell<i64>,
 }
 
 impl Selection {
@@ -53,7 +55,7 @@ impl Selection {
         if self.from.is_none() && self.to.is_none() {
             return true;
         }
-        let t0 = m.span().0;
+        let t0 = *self.t0.get_or_init(|| m.span().0);
         self.from.is_none_or(|f| end - t0 >= f) && self.to.is_none_or(|t| start - t0 <= t)
     }
     /// Whether an instant (absolute time) is in the range.

@@ -541,7 +541,7 @@ fn run_export(a: ExportArgs) -> Result<i32> {
         .map(analyzers::export::parse_ranks)
         .transpose()
         .map_err(|e| anyhow::anyhow!("--ranks: {e}"))?;
-    let sel = analyzers::export::Selection { from: a.from, to: a.to, ranks };
+    let sel = analyzers::export::Selection { from: a.from, to: a.to, ranks, ..Default::default() };
     let an = analyze_dir(&a.dir, false)?;
     if !an.model.ranks.iter().any(|r| sel.rank(r.rank)) {
         anyhow::bail!("--ranks: none of these ranks is in the trace (it has {} ranks)", an.model.ranks.len());
