@@ -252,6 +252,8 @@ pub fn write_perfetto(m: &Model, mt: &Matching, sel: &Selection, w: &mut impl Wr
     let ts = |t: i64| (t - t0).max(0) as u64;
     let mut n = Exported::default();
     // The flows each rank's calls start and end, by call index.
+    // Flows are made only between calls the selection writes, so every flow
+    // is met in the walk over the written calls below.
     let mut flows: Vec<Vec<Flow>> = vec![Vec::new(); m.ranks.len()];
     for msg in mt.messages(m) {
         let (s, d) = (msg.send.rank as usize, msg.recv.rank as usize);
@@ -342,9 +344,6 @@ pub fn write_perfetto(m: &Model, mt: &Matching, sel: &Selection, w: &mut impl Wr
                 let f = fl[next_flow];
                 let which = if f.terminating { field::TERMINATING_FLOW_IDS } else { field::FLOW_IDS };
                 fixed64(&mut o.event, which, f.id);
-                next_flow += 1;
-            }
-            while next_flow < fl.len() && (fl[next_flow].call as usize) < ci {
                 next_flow += 1;
             }
             let track = thread_uuid(r.rank, c.thread);

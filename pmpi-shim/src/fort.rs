@@ -215,7 +215,7 @@ pub unsafe fn status(p: usize, k: usize) -> abi::MPI_Status {
     let s = unsafe {
         std::ptr::read_unaligned((p as *const c_int).add(k * STATUS_INTS) as *const mpi_api::ompi::MPI_Status)
     };
-    let mut c = abi::MPI_Status { MPI_SOURCE: 0, MPI_TAG: 0, MPI_ERROR: 0, count_lo: 0, count_hi_and_cancelled: 0 };
+    let mut c = abi::MPI_Status::default();
     crate::ompi::status_to_core(&s, &mut c);
     c
 }
