@@ -3,6 +3,9 @@
 //! on this project's MPI (most also on Debian's Open MPI), and flags
 //! nothing in a correct program or the demo sample (tests/demo/stencil.c).
 
+mod common;
+
+use common::bin_dir;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -14,10 +17,6 @@ fn scratch(name: &str) -> PathBuf {
     d
 }
 
-fn bin_dir() -> PathBuf {
-    Path::new(env!("CARGO_BIN_EXE_mpitrace")).parent().unwrap().to_path_buf()
-}
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mpi {
     Mpich,
@@ -26,23 +25,12 @@ enum Mpi {
     Open,
 }
 
+/// Builds libmpitrace.so (and for `Ours` the MPI library and mpirun) next
+/// to the mpitrace binary, once.
 fn build(mpi: Mpi) {
-    static SHIM: std::sync::Once = std::sync::Once::new();
-    static OURS: std::sync::Once = std::sync::Once::new();
-    let cargo = |pkgs: &[&str]| {
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "-q"]);
-        for p in pkgs {
-            cmd.args(["-p", p]);
-        }
-        if bin_dir().ends_with("release") {
-            cmd.arg("--release");
-        }
-        assert!(cmd.status().unwrap().success(), "building {pkgs:?} failed");
-    };
-    SHIM.call_once(|| cargo(&["pmpi-shim"]));
+    common::build_shim();
     if mpi == Mpi::Ours {
-        OURS.call_once(|| cargo(&["mpi-core", "mpi-launcher"]));
+        common::build_ours();
     }
 }
 

@@ -2,12 +2,15 @@
 //! record` under Debian's MPICH (`mpiexec.mpich`) and under this project's
 //! `mpirun`, then analyzed with `mpitrace report/check/diff/export`.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 use analyzers::report::Report;
 use analyzers::waitstates::PatternKind;
+use common::bin_dir;
 
 const MS: i64 = 1_000_000;
 
@@ -15,23 +18,10 @@ fn mpitrace() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_mpitrace"))
 }
 
-/// target/<profile>/, where mpitrace, libmpitrace.so, mpicc and mpirun are.
-fn bin_dir() -> PathBuf {
-    mpitrace().parent().unwrap().to_path_buf()
-}
-
 /// Builds the shim and this project's MPI (same profile), once.
 fn build_tools() {
-    static BUILT: OnceLock<()> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "-q", "-p", "pmpi-shim", "-p", "mpi-core", "-p", "mpi-launcher"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"));
-        if bin_dir().ends_with("release") {
-            cmd.arg("--release");
-        }
-        assert!(cmd.status().expect("cargo").success(), "building the shim and the MPI library failed");
-    });
+    common::build_shim();
+    common::build_ours();
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

@@ -4,29 +4,15 @@
 //! procedures themselves) through `mpif.h`, `use mpi` and `use mpi_f08`, and
 //! on Debian's MPICH (whose Fortran layer calls the C `MPI_X`).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use analyzers::report::Report;
+use common::{bin_dir, build_shim};
 use trace_format::record::Kind;
 use trace_format::{Event, Trace};
-
-fn bin_dir() -> PathBuf {
-    Path::new(env!("CARGO_BIN_EXE_mpitrace")).parent().unwrap().to_path_buf()
-}
-
-/// Builds libmpitrace.so next to the mpitrace binary, once.
-fn build_shim() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "-q", "-p", "pmpi-shim"]);
-        if bin_dir().ends_with("release") {
-            cmd.arg("--release");
-        }
-        assert!(cmd.status().unwrap().success(), "building the shim failed");
-    });
-}
 
 fn source() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../pmpi-shim/tests/fortran/mixed.F90")

@@ -4,9 +4,12 @@
 //! `--kill-on-hang` ends the job and its trace is readable, and `mpitrace
 //! report` names the calls the ranks were in.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use common::bin_dir;
 use serde_json::Value;
 
 fn scratch(name: &str) -> PathBuf {
@@ -17,29 +20,12 @@ fn scratch(name: &str) -> PathBuf {
     d
 }
 
-fn bin_dir() -> PathBuf {
-    Path::new(env!("CARGO_BIN_EXE_mpitrace")).parent().unwrap().to_path_buf()
-}
-
 /// Builds libmpitrace.so (and for `Ours` the MPI library and mpirun) next
 /// to the mpitrace binary, once.
 fn build(mpi: Mpi) {
-    static SHIM: std::sync::Once = std::sync::Once::new();
-    static OURS: std::sync::Once = std::sync::Once::new();
-    let cargo = |pkgs: &[&str]| {
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "-q"]);
-        for p in pkgs {
-            cmd.args(["-p", p]);
-        }
-        if bin_dir().ends_with("release") {
-            cmd.arg("--release");
-        }
-        assert!(cmd.status().unwrap().success(), "building {pkgs:?} failed");
-    };
-    SHIM.call_once(|| cargo(&["pmpi-shim"]));
+    common::build_shim();
     if mpi == Mpi::Ours {
-        OURS.call_once(|| cargo(&["mpi-core", "mpi-launcher"]));
+        common::build_ours();
     }
 }
 

@@ -1,9 +1,12 @@
 //! `mpitrace record` end to end on Debian's MPICH (and Open MPI), and the
 //! Parquet files read by an independent reader (pyarrow, when installed).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use common::{bin_dir, build_ours, build_shim};
 use trace_format::Trace;
 
 fn scratch(name: &str) -> PathBuf {
@@ -12,21 +15,6 @@ fn scratch(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
-}
-
-/// Builds libmpitrace.so next to the mpitrace binary (cargo does not build
-/// another package's cdylib for these tests).
-fn build_shim() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let bin = Path::new(env!("CARGO_BIN_EXE_mpitrace"));
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "-q", "-p", "pmpi-shim"]);
-        if bin.parent().unwrap().ends_with("release") {
-            cmd.arg("--release");
-        }
-        assert!(cmd.status().unwrap().success());
-    });
 }
 
 fn compile(src: &str, dir: &Path) -> PathBuf {
@@ -226,23 +214,6 @@ enum Mpi {
     Mpich,
     /// This project's mpicc and mpirun.
     Ours,
-}
-
-fn bin_dir() -> PathBuf {
-    Path::new(env!("CARGO_BIN_EXE_mpitrace")).parent().unwrap().to_path_buf()
-}
-
-/// Builds this project's MPI library and mpirun next to mpitrace, once.
-fn build_ours() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "-q", "-p", "mpi-core", "-p", "mpi-launcher"]);
-        if bin_dir().ends_with("release") {
-            cmd.arg("--release");
-        }
-        assert!(cmd.status().unwrap().success(), "building mpi-core and mpirun failed");
-    });
 }
 
 /// endless.c compiled for `mpi` into `dir`.
