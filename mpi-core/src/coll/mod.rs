@@ -352,6 +352,7 @@ fn kick(st: &State) {
         if !async_progress_requested() {
             return None;
         }
+        crate::rt::starting_library_thread();
         std::thread::Builder::new()
             .name("mpi-coll-progress".into())
             .spawn(move || progress_thread(oversub))

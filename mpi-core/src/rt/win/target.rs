@@ -34,7 +34,7 @@ pub fn progress(st: &mut State) -> bool {
             let mut buf = vec![0u8; n];
             let op = RecvOp {
                 buf: buf.as_mut_ptr(),
-                dt: w.bytes.clone(),
+                dt: w.bytes.clone().into(),
                 ctx: w.ctx,
                 src: MPI_ANY_SOURCE,
                 tag: TAG_REQ,
