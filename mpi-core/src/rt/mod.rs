@@ -243,6 +243,10 @@ static STATE: StateCell = StateCell { mutex: Mutex::new(()), data: std::cell::Un
 /// lower level, and for good once the level is raised to MULTIPLE or the
 /// library starts a thread of its own ([`switch_to_locking`]).
 static LOCKING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+/// A [`Locked`] that did not take the mutex is held (by the one thread that
+/// may call MPI while LOCKING is off). A global, not a thread-local: in a
+/// shared library every thread-local access is a call.
+static UNLOCKED_HOLDER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 /// This rank's control block in the node segment (for sleeping without the lock).
 static MY_CTL: AtomicPtr<Ctl> = AtomicPtr::new(std::ptr::null_mut());
 static OVERSUB: AtomicU8 = AtomicU8::new(0);
@@ -276,11 +280,6 @@ thread_local! {
     /// assertions of [`entering_user_code`] and [`lock`]).
     #[cfg(debug_assertions)]
     static HELD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-    /// This thread holds a [`Locked`] that did not take the mutex.
-    static UNLOCKED_HOLDER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-    /// The mutex, taken by [`switch_to_locking`] for a thread that held an
-    /// unlocked [`Locked`]: released when that one is dropped.
-    static STASHED: std::cell::RefCell<Option<MutexGuard<'static, ()>>> = const { std::cell::RefCell::new(None) };
 }
 
 /// Marks the calling thread as one of the library's own (the helper of
@@ -375,11 +374,7 @@ impl Drop for Locked {
         #[cfg(debug_assertions)]
         HELD.with(|h| h.set(false));
         if self.guard.is_none() {
-            UNLOCKED_HOLDER.with(|h| h.set(false));
-            if LOCKING.load(Ordering::Relaxed) {
-                // switch_to_locking ran meanwhile: let the mutex go now.
-                STASHED.with(|s| s.borrow_mut().take());
-            }
+            UNLOCKED_HOLDER.store(false, Ordering::Release);
         }
     }
 }
@@ -393,9 +388,15 @@ pub fn lock() -> Locked {
     #[cfg(debug_assertions)]
     assert!(!HELD.with(|h| h.get()), "the state lock taken again by the thread that holds it");
     let guard = if LOCKING.load(Ordering::Acquire) {
-        Some(lock_mutex())
+        let g = lock_mutex();
+        // The thread that switched to locking may still hold the state
+        // without the mutex, until its current call lets go.
+        while UNLOCKED_HOLDER.load(Ordering::Acquire) {
+            std::thread::yield_now();
+        }
+        Some(g)
     } else {
-        UNLOCKED_HOLDER.with(|h| h.set(true));
+        UNLOCKED_HOLDER.store(true, Ordering::Relaxed);
         None
     };
     #[cfg(debug_assertions)]
@@ -419,17 +420,9 @@ fn lock_mutex() -> MutexGuard<'static, ()> {
 /// From now on every [`lock`] takes the mutex: call before a second thread
 /// may reach the state (the library starting a thread of its own, the
 /// thread level raised to `MPI_THREAD_MULTIPLE`). A caller that holds an
-/// unlocked [`Locked`] keeps the mutex until it drops that.
+/// unlocked [`Locked`] keeps the state until it drops that: lockers wait
+/// for it (see [`UNLOCKED_HOLDER`]).
 pub fn switch_to_locking() {
-    if LOCKING.load(Ordering::Acquire) {
-        return;
-    }
-    let g = lock_mutex();
-    if UNLOCKED_HOLDER.with(|h| h.get()) {
-        STASHED.with(|s| *s.borrow_mut() = Some(g));
-    } else {
-        drop(g);
-    }
     LOCKING.store(true, Ordering::SeqCst);
 }
 
