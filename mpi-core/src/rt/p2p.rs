@@ -386,10 +386,16 @@ impl ReqTable {
     }
 
     /// Completes compound requests whose parts are all done. True if any.
+    #[inline]
     pub fn complete_compounds(&mut self) -> bool {
         if self.compounds.is_empty() {
             return false;
         }
+        self.complete_some_compounds()
+    }
+
+    #[inline(never)]
+    fn complete_some_compounds(&mut self) -> bool {
         let mut did = false;
         let mut k = 0;
         while k < self.compounds.len() {

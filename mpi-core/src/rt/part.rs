@@ -208,10 +208,16 @@ pub fn ready(st: &mut State, i: u32, parts: impl Iterator<Item = c_int>) -> MpiR
 
 /// Gives arrived hellos to the receives waiting for them, in initialization
 /// order, and posts the data receives of those already started.
+#[inline]
 pub fn progress(st: &mut State) -> bool {
     if st.parts.idle() {
         return false;
     }
+    progress_some(st)
+}
+
+#[inline(never)]
+fn progress_some(st: &mut State) -> bool {
     let mut did = false;
     let mut k = 0;
     while k < st.parts.hellos.len() {
