@@ -31,21 +31,15 @@ pub struct Out {
 }
 
 /// How each C parameter of `p` arrives from Fortran (None: not a Fortran
-/// argument, the core gets a null pointer), if `p` has a layer.
+/// argument, the core gets a null pointer or 0), if `p` has a layer: every
+/// procedure with a Fortran binding (`mpi_api::fortran::layout`, which
+/// describes the ones mpi-core writes by hand too: callbacks, extra states
+/// and attribute values, string arrays), but for the conversion helpers.
 fn fortran_args(p: &Procedure) -> Option<Vec<Option<Arg>>> {
     if p.is_macro || p.ret != "int" || is_passthrough(p.name) {
         return None;
     }
-    match p.name {
-        // MPI_INIT(IERROR), MPI_INIT_THREAD(REQUIRED, PROVIDED, IERROR),
-        // MPI_PCONTROL(LEVEL) (variadic in C, without IERROR in Fortran).
-        "MPI_Init" => return Some(vec![None, None]),
-        "MPI_Pcontrol" => return Some(vec![Some(Arg::Value("::std::os::raw::c_int"))]),
-        "MPI_Init_thread" => return Some(vec![None, None, Some(Arg::Value("::std::os::raw::c_int")), Some(Arg::Same)]),
-        _ => {}
-    }
-    let args = fortran::plan(p).ok()?;
-    Some(args.into_iter().map(Some).collect())
+    fortran::layout(p).ok()
 }
 
 /// The handle kind constant of `crate::foreign::kind` of a C base type.
@@ -67,9 +61,10 @@ fn handle_kind(base: &str) -> Option<&'static str> {
 
 /// The length of array `q` (in the core's names), if the rules know it.
 fn len_of(p: &Procedure, q: &Param) -> Option<String> {
-    let known =
-        matches!(q.name, "array_of_requests" | "array_of_statuses" | "array_of_types" | "sendtypes" | "recvtypes")
-            || (q.name == "array_of_datatypes" && p.name == "MPI_Type_get_contents");
+    let known = matches!(
+        q.name,
+        "array_of_requests" | "array_of_statuses" | "array_of_types" | "array_of_info" | "sendtypes" | "recvtypes"
+    ) || (q.name == "array_of_datatypes" && p.name == "MPI_Type_get_contents");
     let has_count = p.params.iter().any(|x| x.name == "count" || x.name == "incount");
     (known && (has_count || q.name.ends_with("types"))).then(|| ompi_array_len(p, q))
 }
@@ -100,7 +95,7 @@ fn layers(idx: usize, p: &Procedure) -> Option<(String, String)> {
     let mut lens = Vec::new();
     let mut len_pos = vec![None; args.len()];
     for (i, a) in args.iter().enumerate() {
-        if matches!(a, Some(Arg::StrIn | Arg::StrOut)) {
+        if a.is_some_and(Arg::has_len) {
             len_pos[i] = Some(after + lens.len());
             lens.push(i);
         }
@@ -119,12 +114,13 @@ fn layers(idx: usize, p: &Procedure) -> Option<(String, String)> {
         let v = codegen::rust_ident(q.name);
         let ty = codegen::rust_type(q);
         let Some(a) = a else {
-            let _ = writeln!(rest, "        let {v}: {ty} = std::ptr::null_mut();");
+            let none = if q.pointer_depth() == 0 { "0" } else { "std::ptr::null_mut()" };
+            let _ = writeln!(rest, "        let {v}: {ty} = {none};");
             continue;
         };
         let w = format!("w{}", pos[i].unwrap());
         let hk = handle_kind(q.base());
-        let array = !q.suffix.is_empty();
+        let array = super::layers::is_array(q);
         let int = |x: &str| format!("*({x} as *const ::std::os::raw::c_int)");
         match *a {
             Arg::Value(t) => {
@@ -290,6 +286,10 @@ fn layers(idx: usize, p: &Procedure) -> Option<(String, String)> {
             }
             Arg::IntValue => {
                 let _ = writeln!(rest, "        let {v} = *({w} as *const ::std::os::raw::c_int) as isize as {ty};");
+            }
+            // The recorder reads neither `argv` nor the spawned commands.
+            Arg::StrArray => {
+                let _ = writeln!(rest, "        let {v}: {ty} = std::ptr::null_mut();");
             }
             Arg::Discard => {
                 let _ = writeln!(
