@@ -89,36 +89,23 @@ fn main() {
             foreign = if is_passthrough(name) {
                 String::new()
             } else {
+                // A Fortran call pending (src/fort.rs) goes to the library's Fortran
+                // procedure instead: under Open MPI, or under any ABI for the
+                // procedures of `ofort::MPICH_INTERNAL`.
                 let fortran = if ofort.names.contains(&name) {
                     format!(
-                        "if crate::fort::pending({idx}) {{\n            \
-                         // SAFETY: this function's arguments, passed on to the Fortran forward of the same prototype.\n            \
-                         return unsafe {{ crate::ofwd::{name}({args}) }};\n        }}\n        "
+                        "if crate::fort::pending({idx}) {{\n        \
+                         // SAFETY: this function's arguments, passed on to the Fortran forward of the same prototype.\n        \
+                         return unsafe {{ crate::ofwd::{name}({args}) }};\n    }}\n    "
                     )
                 } else {
                     String::new()
                 };
-                let arms: String = Foreign::ALL
-                    .iter()
-                    .map(|f| {
-                        // Under Open MPI, a Fortran call pending (src/fort.rs) goes to
-                        // Open MPI's Fortran procedure instead.
-                        let fortran = if *f == Foreign::Ompi { fortran.as_str() } else { "" };
-                        format!(
-                            "            crate::detect::kind::{k} => {{\n                {fortran}\
-                             // SAFETY: this function's arguments, passed on to the translation layer of the\n                \
-                             // same prototype.\n                \
-                             return unsafe {{ crate::{m}_pmpi::{name}({args}) }};\n            }}\n",
-                            k = f.kind(),
-                            m = f.prefix()
-                        )
-                    })
-                    .collect();
-                format!(
-                    "let abi = crate::detect::ABI.load(std::sync::atomic::Ordering::Relaxed);\n    \
-                     if abi != crate::detect::kind::MPICH {{\n        \
-                     match abi {{\n{arms}            _ => {{}}\n        }}\n    }}\n    "
-                )
+                if ofort::MPICH_INTERNAL.contains(&name) {
+                    format!("{fortran}{}", foreign_arms(name, &args, ""))
+                } else {
+                    foreign_arms(name, &args, &fortran)
+                }
             },
         );
         // The trampoline keeps only the integer argument registers (see
@@ -198,6 +185,8 @@ fn main() {
     let mut fnames = String::new();
     // Match arms: trampoline index -> Open MPI recording entry.
     let mut fentries = String::new();
+    // Trampoline indices whose entry records under the MPICH ABI too.
+    let mut mpich_entries = Vec::new();
     let mut fcount = 0usize;
     for p in procedures.iter().filter(|p| !p.is_macro) {
         if fortran::plan(p).is_err() && !fortran::HANDWRITTEN.contains(&p.name) {
@@ -207,6 +196,9 @@ fn main() {
             let _ = writeln!(fnames, "    c\"{s}\",");
             if ofort.names.contains(&p.name) {
                 let _ = writeln!(fentries, "        {fcount} => crate::ofort::{} as *const () as usize,", p.name);
+                if ofort::MPICH_INTERNAL.contains(&p.name) {
+                    mpich_entries.push(fcount.to_string());
+                }
             }
             let _ = writeln!(
                 exports,
@@ -280,10 +272,42 @@ fn main() {
          /// Open MPI's Fortran procedures called for pending Fortran calls (see `fort`).\n\
          {c_api_allowances}\npub mod ofwd {{\n{}}}\n\
          /// The Open MPI recording entry of Fortran trampoline `fidx` (0: none).\n\
-         pub fn ofort_entry(fidx: usize) -> usize {{\n    match fidx {{\n{fentries}        _ => 0,\n    }}\n}}",
-        ofort.ofort, ofort.ofwd
+         pub fn ofort_entry(fidx: usize) -> usize {{\n    match fidx {{\n{fentries}        _ => 0,\n    }}\n}}\n\
+         /// Whether Fortran trampoline `fidx` records through its entry under the MPICH ABI\n\
+         /// (`ofort::MPICH_INTERNAL`).\n\
+         pub fn mpich_fortran_entry(fidx: usize) -> bool {{\n    matches!(fidx, {})\n}}",
+        ofort.ofort,
+        ofort.ofwd,
+        mpich_entries.join(" | ")
     );
     write_if_changed(&out.join("wrappers.rs"), &rs);
+}
+
+/// The start of `pmpi::MPI_X` (`name`, called with `args`) that sends the
+/// core's arguments to the translation layer of a foreign ABI; `ompi_fortran`
+/// comes first under Open MPI.
+fn foreign_arms(name: &str, args: &str, ompi_fortran: &str) -> String {
+    let arms: String = Foreign::ALL
+        .iter()
+        .map(|f| {
+            // Under Open MPI, a Fortran call pending (src/fort.rs) goes to
+            // Open MPI's Fortran procedure instead.
+            let fortran = if *f == Foreign::Ompi { ompi_fortran } else { "" };
+            format!(
+                "            crate::detect::kind::{k} => {{\n                {fortran}\
+                 // SAFETY: this function's arguments, passed on to the translation layer of the\n                \
+                 // same prototype.\n                \
+                 return unsafe {{ crate::{m}_pmpi::{name}({args}) }};\n            }}\n",
+                k = f.kind(),
+                m = f.prefix()
+            )
+        })
+        .collect();
+    format!(
+        "let abi = crate::detect::ABI.load(std::sync::atomic::Ordering::Relaxed);\n    \
+         if abi != crate::detect::kind::MPICH {{\n        \
+         match abi {{\n{arms}            _ => {{}}\n        }}\n    }}\n    "
+    )
 }
 
 /// Return type of a procedure in the MPICH ABI.

@@ -30,6 +30,25 @@ pub struct Out {
     pub names: Vec<&'static str>,
 }
 
+/// Procedures whose Fortran binding in MPICH (4.0, Debian's
+/// `libmpichfort.so.12`, `mpif.h`, `use mpi` and `use mpi_f08` alike)
+/// calls MPICH's internals (`MPII_Comm_get_attr`...) instead of the C
+/// `MPI_X`, which the shim would record: their Fortran calls go through
+/// the same entries under the MPICH ABI too. On a library whose Fortran
+/// binding does call `MPI_X` (this project's), that call is made inside the
+/// recorded one and not recorded again. Their arguments need no conversion
+/// beyond handles and error codes (the generator checks).
+pub const MPICH_INTERNAL: &[&str] = &[
+    "MPI_Attr_get",
+    "MPI_Attr_put",
+    "MPI_Comm_get_attr",
+    "MPI_Comm_set_attr",
+    "MPI_Type_get_attr",
+    "MPI_Type_set_attr",
+    "MPI_Win_get_attr",
+    "MPI_Win_set_attr",
+];
+
 /// How each C parameter of `p` arrives from Fortran (None: not a Fortran
 /// argument, the core gets a null pointer or 0), if `p` has a layer: every
 /// procedure with a Fortran binding (`mpi_api::fortran::layout`, which
@@ -79,6 +98,19 @@ fn is_index(p: &Procedure, q: &Param) -> bool {
 fn layers(idx: usize, p: &Procedure) -> Option<(String, String)> {
     let args = fortran_args(p)?;
     let name = p.name;
+    if MPICH_INTERNAL.contains(&name) {
+        // Under the MPICH ABI only `fort::handle` and `fort::error` know it.
+        let neutral = args.iter().zip(&p.params).all(|(a, q)| match a {
+            Some(Arg::Value(_)) => {
+                handle_kind(q.base()).is_some()
+                    || !matches!(q.kind, "RANK" | "ERROR_CODE" | "ERROR_CLASS" | "SPLIT_TYPE")
+            }
+            Some(Arg::Same) => q.pointer_depth() == 1 && q.suffix.is_empty(),
+            Some(Arg::AddrValue | Arg::IntValue | Arg::Discard) => true,
+            _ => false,
+        });
+        assert!(neutral, "{name}: recorded from Fortran under the MPICH ABI, but with conversions for Open MPI only");
+    }
     // Position of each C parameter among the Fortran arguments.
     let mut pos = Vec::new();
     let mut n = 0usize;
@@ -314,7 +346,7 @@ fn layers(idx: usize, p: &Procedure) -> Option<(String, String)> {
         String::new()
     };
     let rc = if has_ierror {
-        format!("crate::ompi::error_to_core(*(fw.args[{ierror}] as *const ::std::os::raw::c_int))")
+        format!("crate::fort::error(*(fw.args[{ierror}] as *const ::std::os::raw::c_int))")
     } else {
         "mpi_api::abi::MPI_SUCCESS".to_string()
     };

@@ -146,9 +146,28 @@ fn f2c(slot: usize, name: &CStr, f: c_int) -> *mut c_void {
     unsafe { std::mem::transmute::<usize, unsafe extern "C" fn(c_int) -> *mut c_void>(p)(f) }
 }
 
-/// The core's (MPICH-ABI) handle of a Fortran handle of kind `k`.
+/// Whether the library has the MPICH ABI (the entries of
+/// `MPICH_INTERNAL` in `build/ofort.rs` run there too).
+fn mpich() -> bool {
+    crate::detect::ABI.load(Ordering::Relaxed) == crate::detect::kind::MPICH
+}
+
+/// The core's (MPICH-ABI) handle of a Fortran handle of kind `k` (the same
+/// integer under the MPICH ABI).
 pub fn handle(f: c_int, k: usize) -> c_int {
+    if mpich() {
+        return f;
+    }
     crate::foreign::ptr_to_core(f2c(k, F2C[k], f), k)
+}
+
+/// The core's error code of the library's.
+pub fn error(e: c_int) -> c_int {
+    if mpich() {
+        e
+    } else {
+        crate::ompi::error_to_core(e)
+    }
 }
 
 /// Open MPI's file handle of a Fortran one (`MPI_File` is a pointer in

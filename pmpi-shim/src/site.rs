@@ -156,9 +156,11 @@ pub extern "C" fn fortran_enter(site: u64, idx: u32) -> usize {
         crate::detect::ensure(site);
     }
     let f = fortran_procedure(idx);
-    // Open MPI's Fortran layers call `PMPI_X`: the shim records the call
-    // itself (`fort`), unless it is made inside a recorded call.
-    if ABI.load(Ordering::Relaxed) == kind::OMPI {
+    // Open MPI's Fortran layers call `PMPI_X` directly, and MPICH's some
+    // procedures' internals (`build/ofort.rs`, `MPICH_INTERNAL`): the shim
+    // records the call itself (`fort`), unless it is made inside a recorded call.
+    let abi = ABI.load(Ordering::Relaxed);
+    if abi == kind::OMPI || (abi == kind::MPICH && crate::mpich_fortran_entry(idx as usize)) {
         let entry = crate::ofort_entry(idx as usize);
         let outer = THREAD_STATE.try_with(|t| t.depth.get() == 0).unwrap_or(false);
         if entry != 0 && outer {
