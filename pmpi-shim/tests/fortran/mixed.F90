@@ -3,15 +3,7 @@
 ! `use mpi_f08` (-DF08), `use mpi` (-DUSE_MPI) or `mpif.h`. Run on 3 ranks;
 ! every call is on its own line, which the tests find by its text.
 program mixed
-#if defined(F08)
-  use mpi_f08
-#elif defined(USE_MPI)
-  use mpi
-#endif
-  implicit none
-#if !defined(F08) && !defined(USE_MPI)
-  include 'mpif.h'
-#endif
+#include "binding.h"
 #if defined(F08)
   type(MPI_Comm) :: sub
   type(MPI_Request) :: reqs(2), one(1)
