@@ -20,7 +20,7 @@ fn source(name: &str) -> PathBuf {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Mpi {
+enum Lib {
     OpenMpi,
     Mpich,
     /// This project's library (its `mpifort` and `mpirun`).
@@ -36,14 +36,14 @@ enum Binding {
 
 /// Compiles mixed.F90 for `mpi` and `binding`, records it on 3 ranks with
 /// `mpitrace record`, and returns the trace.
-fn record(mpi: Mpi, binding: Binding) -> (Trace, PathBuf, PathBuf) {
+fn record(mpi: Lib, binding: Binding) -> (Trace, PathBuf, PathBuf) {
     record_program("mixed", 3, mpi, binding, "total 3")
 }
 
 /// Compiles `pmpi-shim/tests/fortran/<name>.F90`, records it on `n` ranks
 /// and checks that it printed `expect` (its own checks passed: a failed
 /// one is a `STOP` with a message on stderr).
-fn record_program(name: &str, n: usize, mpi: Mpi, binding: Binding, expect: &str) -> (Trace, PathBuf, PathBuf) {
+fn record_program(name: &str, n: usize, mpi: Lib, binding: Binding, expect: &str) -> (Trace, PathBuf, PathBuf) {
     record_with(name, n, mpi, binding, &[], expect)
 }
 
@@ -51,7 +51,7 @@ fn record_program(name: &str, n: usize, mpi: Mpi, binding: Binding, expect: &str
 fn record_with(
     name: &str,
     n: usize,
-    mpi: Mpi,
+    mpi: Lib,
     binding: Binding,
     defines: &[&str],
     expect: &str,
@@ -62,9 +62,9 @@ fn record_with(
     std::fs::create_dir_all(&dir).unwrap();
     let ours = bin_dir().join("mpifort");
     let (fc, packages) = match mpi {
-        Mpi::OpenMpi => ("mpif90.openmpi", "openmpi-bin libopenmpi-dev gfortran"),
-        Mpi::Mpich => ("mpif90.mpich", "mpich libmpich-dev gfortran"),
-        Mpi::Ours => {
+        Lib::OpenMpi => ("mpif90.openmpi", "openmpi-bin libopenmpi-dev gfortran"),
+        Lib::Mpich => ("mpif90.mpich", "mpich libmpich-dev gfortran"),
+        Lib::Ours => {
             build_ours();
             (ours.to_str().unwrap(), "gfortran")
         }
@@ -91,9 +91,9 @@ fn record_with(
     let mut cmd = Command::new(bin_dir().join("mpitrace"));
     cmd.env_remove("LD_LIBRARY_PATH").arg("record").arg("-o").arg(&trace).args(["--", "timeout", "-k", "5", "120"]);
     match mpi {
-        Mpi::OpenMpi => cmd.args(["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe"]),
-        Mpi::Mpich => cmd.arg("mpiexec.mpich"),
-        Mpi::Ours => cmd.arg(bin_dir().join("mpirun")),
+        Lib::OpenMpi => cmd.args(["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe"]),
+        Lib::Mpich => cmd.arg("mpiexec.mpich"),
+        Lib::Ours => cmd.arg(bin_dir().join("mpirun")),
     };
     let out: Output = cmd.args(["-n", &n.to_string()]).arg(&exe).output().expect("mpitrace record");
     assert_ne!(out.status.code(), Some(124), "timed out: {}", String::from_utf8_lossy(&out.stderr));
@@ -280,20 +280,20 @@ fn check(t: &Trace, trace: &Path, exe: &Path) {
 
 #[test]
 fn openmpi_fortran_mpif_h_each_call_once_with_its_site() {
-    let (t, dir, exe) = record(Mpi::OpenMpi, Binding::MpifH);
+    let (t, dir, exe) = record(Lib::OpenMpi, Binding::MpifH);
     assert!(t.meta.mpi_library.starts_with("Open MPI"), "{}", t.meta.mpi_library);
     check(&t, &dir, &exe);
 }
 
 #[test]
 fn openmpi_fortran_use_mpi_each_call_once_with_its_site() {
-    let (t, dir, exe) = record(Mpi::OpenMpi, Binding::UseMpi);
+    let (t, dir, exe) = record(Lib::OpenMpi, Binding::UseMpi);
     check(&t, &dir, &exe);
 }
 
 #[test]
 fn openmpi_fortran_use_mpi_f08_each_call_once_with_its_site() {
-    let (t, dir, exe) = record(Mpi::OpenMpi, Binding::F08);
+    let (t, dir, exe) = record(Lib::OpenMpi, Binding::F08);
     check(&t, &dir, &exe);
 }
 
@@ -303,7 +303,7 @@ fn openmpi_fortran_use_mpi_f08_each_call_once_with_its_site() {
 #[test]
 fn mpich_fortran_each_call_once_with_its_site() {
     for binding in [Binding::MpifH, Binding::UseMpi] {
-        let (t, dir, exe) = record(Mpi::Mpich, binding);
+        let (t, dir, exe) = record(Lib::Mpich, binding);
         assert!(t.meta.mpi_library.contains("MPICH"), "{}", t.meta.mpi_library);
         check(&t, &dir, &exe);
     }
@@ -318,7 +318,7 @@ type Row = (String, Option<i32>, Option<i32>, Option<i64>);
 #[test]
 fn openmpi_fortran_requests_probe_and_collectives() {
     for binding in [Binding::UseMpi, Binding::F08] {
-        let (t, trace, _) = record_program("requests", 2, Mpi::OpenMpi, binding, "cnt 2 idx 1 g 1 b 1 MPI_COMM_WORLD");
+        let (t, trace, _) = record_program("requests", 2, Lib::OpenMpi, binding, "cnt 2 idx 1 g 1 b 1 MPI_COMM_WORLD");
         assert!(t.is_complete() && t.problems.is_empty(), "{:?}", t.problems);
         for r in 0..2 {
             let other = Some(1 - r);
@@ -389,7 +389,7 @@ fn openmpi_fortran_requests_probe_and_collectives() {
 
 /// The calls of attrs.F90 (procedure, text of its line) for `binding` on
 /// `mpi`.
-fn attrs_program(mpi: Mpi, binding: Binding) -> Vec<(&'static str, &'static str)> {
+fn attrs_program(mpi: Lib, binding: Binding) -> Vec<(&'static str, &'static str)> {
     let mut p = vec![
         ("MPI_Init", "call MPI_Init("),
         ("MPI_Comm_rank", "call MPI_Comm_rank("),
@@ -437,7 +437,7 @@ fn attrs_program(mpi: Mpi, binding: Binding) -> Vec<(&'static str, &'static str)
         ("MPI_Get_count", "call MPI_Get_count("),
         ("MPI_Register_datarep", "call MPI_Register_datarep("),
     ]);
-    if mpi != Mpi::OpenMpi {
+    if mpi != Lib::OpenMpi {
         p.extend([("MPI_Info_create_env", "call MPI_Info_create_env("), ("MPI_Info_free", "call MPI_Info_free(")]);
     }
     p.push(("MPI_Finalize", "call MPI_Finalize("));
@@ -446,9 +446,9 @@ fn attrs_program(mpi: Mpi, binding: Binding) -> Vec<(&'static str, &'static str)
 
 /// Records attrs.F90 on 2 ranks and checks every call once at its site,
 /// with the objects it was made on.
-fn check_attrs(mpi: Mpi, binding: Binding) {
+fn check_attrs(mpi: Lib, binding: Binding) {
     // Open MPI 4.1 has no MPI_Info_create_env.
-    let defines: &[&str] = if mpi == Mpi::OpenMpi { &[] } else { &["-DINFO_ENV"] };
+    let defines: &[&str] = if mpi == Lib::OpenMpi { &[] } else { &["-DINFO_ENV"] };
     let deletes = if binding == Binding::F08 { 5 } else { 6 };
     let expect = format!("copies 2 deletes {deletes} bytes 24");
     let (t, _, exe) = record_with("attrs", 2, mpi, binding, defines, &expect);
@@ -510,7 +510,7 @@ fn check_attrs(mpi: Mpi, binding: Binding) {
 #[test]
 fn openmpi_fortran_attributes_and_callbacks_each_call_once() {
     for binding in [Binding::MpifH, Binding::UseMpi, Binding::F08] {
-        check_attrs(Mpi::OpenMpi, binding);
+        check_attrs(Lib::OpenMpi, binding);
     }
 }
 
@@ -522,7 +522,7 @@ fn openmpi_fortran_attributes_and_callbacks_each_call_once() {
 #[test]
 fn mpich_fortran_attributes_and_callbacks_each_call_once() {
     for binding in [Binding::MpifH, Binding::UseMpi] {
-        check_attrs(Mpi::Mpich, binding);
+        check_attrs(Lib::Mpich, binding);
     }
 }
 
@@ -532,7 +532,7 @@ fn mpich_fortran_attributes_and_callbacks_each_call_once() {
 #[test]
 fn project_mpi_fortran_attributes_and_callbacks_each_call_once() {
     for binding in [Binding::MpifH, Binding::UseMpi, Binding::F08] {
-        check_attrs(Mpi::Ours, binding);
+        check_attrs(Lib::Ours, binding);
     }
 }
 
@@ -544,7 +544,7 @@ fn project_mpi_fortran_attributes_and_callbacks_each_call_once() {
 #[test]
 fn openmpi_fortran_spawn_each_call_once() {
     for binding in [Binding::MpifH, Binding::UseMpi, Binding::F08] {
-        let (t, trace, exe) = record_program("spawn", 1, Mpi::OpenMpi, binding, "spawned 3");
+        let (t, trace, exe) = record_program("spawn", 1, Lib::OpenMpi, binding, "spawned 3");
         assert!(t.is_complete() && t.problems.is_empty(), "{:?}", t.problems);
         let bin = binary(&exe, "spawn");
         let mut sym = trace_format::Symbolizer::with_debug_dir(None);
