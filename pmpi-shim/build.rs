@@ -90,8 +90,8 @@ fn main() {
                 String::new()
             } else {
                 // A Fortran call pending (src/fort.rs) goes to the library's Fortran
-                // procedure instead: under Open MPI, or under any ABI for the
-                // procedures of `ofort::MPICH_INTERNAL`.
+                // procedure instead (under Open MPI, and under the MPICH ABI for
+                // MPICH's `mpi_f08` and `ofort::MPICH_INTERNAL`).
                 let fortran = if ofort.names.contains(&name) {
                     format!(
                         "if crate::fort::pending({idx}) {{\n        \
@@ -101,11 +101,7 @@ fn main() {
                 } else {
                     String::new()
                 };
-                if ofort::MPICH_INTERNAL.contains(&name) {
-                    format!("{fortran}{}", foreign_arms(name, &args, ""))
-                } else {
-                    foreign_arms(name, &args, &fortran)
-                }
+                format!("{fortran}{}", foreign_arms(name, &args))
             },
         );
         // The trampoline keeps only the integer argument registers (see
@@ -185,19 +181,31 @@ fn main() {
     let mut fnames = String::new();
     // Match arms: trampoline index -> Open MPI recording entry.
     let mut fentries = String::new();
-    // Trampoline indices whose entry records under the MPICH ABI too.
-    let mut mpich_entries = Vec::new();
+    // Trampoline indices whose entry records under the MPICH ABI too:
+    // always, or on MPICH's `mpi_f08` (see `site::fortran_enter`).
+    let (mut mpich_always, mut mpich_f08) = (Vec::new(), Vec::new());
     let mut fcount = 0usize;
     for p in procedures.iter().filter(|p| !p.is_macro) {
         if fortran::plan(p).is_err() && !fortran::HANDWRITTEN.contains(&p.name) {
             continue;
         }
-        for s in fortran::spellings(p.name).0 {
+        // MPICH's `mpi_f08` takes choice buffers as array descriptors, in
+        // `mpi_x_f08ts_`.
+        let ts = ofort.ts_names.contains(&p.name);
+        let [m0, m1, m2, m3, f08] = fortran::spellings(p.name).0;
+        let ts_spelling = ts.then(|| format!("{}_f08ts_", p.name.to_ascii_lowercase()));
+        for (s, is_f08) in [(m0, false), (m1, false), (m2, false), (m3, false), (f08, true)]
+            .into_iter()
+            .chain(ts_spelling.map(|s| (s, true)))
+        {
             let _ = writeln!(fnames, "    c\"{s}\",");
             if ofort.names.contains(&p.name) {
-                let _ = writeln!(fentries, "        {fcount} => crate::ofort::{} as *const () as usize,", p.name);
+                let entry = if s.ends_with("_f08ts_") { format!("{}_ts", p.name) } else { p.name.to_string() };
+                let _ = writeln!(fentries, "        {fcount} => crate::ofort::{entry} as *const () as usize,");
                 if ofort::MPICH_INTERNAL.contains(&p.name) {
-                    mpich_entries.push(fcount.to_string());
+                    mpich_always.push(fcount.to_string());
+                } else if is_f08 {
+                    mpich_f08.push(fcount.to_string());
                 }
             }
             let _ = writeln!(
@@ -273,28 +281,27 @@ fn main() {
          {c_api_allowances}\npub mod ofwd {{\n{}}}\n\
          /// The Open MPI recording entry of Fortran trampoline `fidx` (0: none).\n\
          pub fn ofort_entry(fidx: usize) -> usize {{\n    match fidx {{\n{fentries}        _ => 0,\n    }}\n}}\n\
-         /// Whether Fortran trampoline `fidx` records through its entry under the MPICH ABI\n\
-         /// (`ofort::MPICH_INTERNAL`).\n\
-         pub fn mpich_fortran_entry(fidx: usize) -> bool {{\n    matches!(fidx, {})\n}}",
+         /// Whether Fortran trampoline `fidx` records through its entry under the MPICH ABI:\n\
+         /// `Some(true)` always (`ofort::MPICH_INTERNAL`), `Some(false)` if the library's\n\
+         /// `mpi_f08` calls `PMPI_X` (an `mpi_f08` spelling), None never.\n\
+         pub fn mpich_fortran_entry(fidx: usize) -> Option<bool> {{\n    \
+         match fidx {{\n        {} => Some(true),\n        {} => Some(false),\n        _ => None,\n    }}\n}}",
         ofort.ofort,
         ofort.ofwd,
-        mpich_entries.join(" | ")
+        mpich_always.join(" | "),
+        mpich_f08.join(" | ")
     );
     write_if_changed(&out.join("wrappers.rs"), &rs);
 }
 
 /// The start of `pmpi::MPI_X` (`name`, called with `args`) that sends the
-/// core's arguments to the translation layer of a foreign ABI; `ompi_fortran`
-/// comes first under Open MPI.
-fn foreign_arms(name: &str, args: &str, ompi_fortran: &str) -> String {
+/// core's arguments to the translation layer of a foreign ABI.
+fn foreign_arms(name: &str, args: &str) -> String {
     let arms: String = Foreign::ALL
         .iter()
         .map(|f| {
-            // Under Open MPI, a Fortran call pending (src/fort.rs) goes to
-            // Open MPI's Fortran procedure instead.
-            let fortran = if *f == Foreign::Ompi { ompi_fortran } else { "" };
             format!(
-                "            crate::detect::kind::{k} => {{\n                {fortran}\
+                "            crate::detect::kind::{k} => {{\n                \
                  // SAFETY: this function's arguments, passed on to the translation layer of the\n                \
                  // same prototype.\n                \
                  return unsafe {{ crate::{m}_pmpi::{name}({args}) }};\n            }}\n",

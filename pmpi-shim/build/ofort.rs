@@ -28,6 +28,9 @@ pub struct Out {
     pub ofwd: String,
     /// Names of the procedures with a layer.
     pub names: Vec<&'static str>,
+    /// Those with an entry `ofort::MPI_X_ts` too: choice buffers given as
+    /// array descriptors (MPICH's `mpi_f08`, `mpi_x_f08ts_`).
+    pub ts_names: Vec<&'static str>,
 }
 
 /// Procedures whose Fortran binding in MPICH (4.0, Debian's
@@ -36,8 +39,7 @@ pub struct Out {
 /// `MPI_X`, which the shim would record: their Fortran calls go through
 /// the same entries under the MPICH ABI too. On a library whose Fortran
 /// binding does call `MPI_X` (this project's), that call is made inside the
-/// recorded one and not recorded again. Their arguments need no conversion
-/// beyond handles and error codes (the generator checks).
+/// recorded one and not recorded again.
 pub const MPICH_INTERNAL: &[&str] = &[
     "MPI_Attr_get",
     "MPI_Attr_put",
@@ -94,23 +96,11 @@ fn is_index(p: &Procedure, q: &Param) -> bool {
     matches!(q.name, "index" | "array_of_indices") && (p.name.ends_with("any") || p.name.ends_with("some"))
 }
 
-/// Generates both layers of `p` (call id `idx`), or None.
-fn layers(idx: usize, p: &Procedure) -> Option<(String, String)> {
+/// Generates both layers of `p` (call id `idx`), or None; with `ts`, the
+/// entry `MPI_X_ts` whose choice buffers are array descriptors.
+fn layers(idx: usize, p: &Procedure, ts: bool) -> Option<(String, String)> {
     let args = fortran_args(p)?;
     let name = p.name;
-    if MPICH_INTERNAL.contains(&name) {
-        // Under the MPICH ABI only `fort::handle` and `fort::error` know it.
-        let neutral = args.iter().zip(&p.params).all(|(a, q)| match a {
-            Some(Arg::Value(_)) => {
-                handle_kind(q.base()).is_some()
-                    || !matches!(q.kind, "RANK" | "ERROR_CODE" | "ERROR_CLASS" | "SPLIT_TYPE")
-            }
-            Some(Arg::Same) => q.pointer_depth() == 1 && q.suffix.is_empty(),
-            Some(Arg::AddrValue | Arg::IntValue | Arg::Discard) => true,
-            _ => false,
-        });
-        assert!(neutral, "{name}: recorded from Fortran under the MPICH ABI, but with conversions for Open MPI only");
-    }
     // Position of each C parameter among the Fortran arguments.
     let mut pos = Vec::new();
     let mut n = 0usize;
@@ -159,9 +149,9 @@ fn layers(idx: usize, p: &Procedure) -> Option<(String, String)> {
                 let raw = format!("*({w} as *const {t})");
                 let e = match (hk, q.kind) {
                     (Some(k), _) => format!("crate::fort::handle({raw}, crate::foreign::kind::{k})"),
-                    (None, "RANK") => format!("crate::ompi::rank_to_core({raw})"),
-                    (None, "ERROR_CODE" | "ERROR_CLASS") => format!("crate::ompi::error_to_core({raw})"),
-                    (None, "SPLIT_TYPE") => format!("crate::ompi::split_type_to_core({raw})"),
+                    (None, "RANK") => format!("crate::fort::rank({raw})"),
+                    (None, "ERROR_CODE" | "ERROR_CLASS") => format!("crate::fort::error({raw})"),
+                    (None, "SPLIT_TYPE") => format!("crate::fort::split_type({raw})"),
                     _ => raw,
                 };
                 let _ = writeln!(values, "        let {v} = {e} as {ty};");
@@ -240,6 +230,10 @@ fn layers(idx: usize, p: &Procedure) -> Option<(String, String)> {
             Arg::Same | Arg::Errcodes | Arg::Weights => {
                 let _ = writeln!(rest, "        let {v} = {w} as {ty};");
             }
+            Arg::Buffer if ts => {
+                let _ =
+                    writeln!(rest, "        let {v} = crate::fort::buffer(crate::fort::descriptor_data({w})) as {ty};");
+            }
             Arg::Buffer => {
                 let _ = writeln!(rest, "        let {v} = crate::fort::buffer({w}) as {ty};");
             }
@@ -266,7 +260,7 @@ fn layers(idx: usize, p: &Procedure) -> Option<(String, String)> {
                         subst,
                         "    let want_{v} = !{v}.is_null() && {v} as usize != {core_ignore};\n    \
                          let n_{v}: usize = if want_{v} {{ {len} }} else {{ 0 }};\n    \
-                         let mut f_{v} = vec![0 as ::std::os::raw::c_int; n_{v} * crate::fort::STATUS_INTS];\n    \
+                         let mut f_{v} = vec![0 as ::std::os::raw::c_int; n_{v} * crate::fort::status_ints()];\n    \
                          if want_{v} && (fw.args[{fi}] == 0 || {ignored}(fw.args[{fi}])) {{ fw.args[{fi}] = f_{v}.as_mut_ptr() as usize; }}"
                     );
                     let _ = writeln!(
@@ -350,8 +344,9 @@ fn layers(idx: usize, p: &Procedure) -> Option<(String, String)> {
     } else {
         "mpi_api::abi::MPI_SUCCESS".to_string()
     };
+    let suffix = if ts { "_ts" } else { "" };
     let entry = format!(
-        "{allow}pub unsafe extern \"C\" fn {name}({fparams}) {{\n{own_ierror}    \
+        "{allow}pub unsafe extern \"C\" fn {name}{suffix}({fparams}) {{\n{own_ierror}    \
          let real = crate::fort::real();\n    \
          // SAFETY: the program's arguments of the Fortran {name}, each an address as gfortran\n    \
          // passes them (and the hidden string lengths), read as that binding declares them;\n    \
@@ -375,12 +370,18 @@ fn layers(idx: usize, p: &Procedure) -> Option<(String, String)> {
 
 /// Both layers of every procedure that has them, and `ofwd::raw_call`.
 pub fn generate(procedures: &[Procedure]) -> Out {
-    let mut out = Out { ofort: String::new(), ofwd: String::new(), names: Vec::new() };
+    let mut out = Out { ofort: String::new(), ofwd: String::new(), names: Vec::new(), ts_names: Vec::new() };
     for (idx, p) in procedures.iter().enumerate() {
-        if let Some((entry, fwd)) = layers(idx, p) {
+        if let Some((entry, fwd)) = layers(idx, p, false) {
             let _ = writeln!(out.ofort, "{entry}");
             let _ = writeln!(out.ofwd, "{fwd}");
             out.names.push(p.name);
+            // The forward is the same: the program's arguments go on as they are.
+            let buffers = fortran_args(p).is_some_and(|a| a.contains(&Some(Arg::Buffer)));
+            if let Some((entry, _)) = layers(idx, p, true).filter(|_| buffers) {
+                let _ = writeln!(out.ofort, "{entry}");
+                out.ts_names.push(p.name);
+            }
         }
     }
     // raw_call: a Fortran procedure called with `a.len()` words.

@@ -76,6 +76,13 @@ pub fn library() -> Option<&'static Library> {
     LIBRARY.get()
 }
 
+/// Whether the library's `mpi_f08` procedures (`mpi_x_f08_`,
+/// `mpi_x_f08ts_`) call `PMPI_X` rather than the C `MPI_X` the shim
+/// records: MPICH's and its family's do, this project's library's do not.
+pub fn mpi_f08_calls_pmpi() -> bool {
+    library().is_some_and(|l| !l.version.contains("mpi-core"))
+}
+
 /// Decides the ABI if not done yet. Called by the trampolines with the
 /// argument registers saved (its argument, the call site, is unused).
 pub extern "C" fn ensure(_site: u64) {

@@ -146,8 +146,9 @@ fn f2c(slot: usize, name: &CStr, f: c_int) -> *mut c_void {
     unsafe { std::mem::transmute::<usize, unsafe extern "C" fn(c_int) -> *mut c_void>(p)(f) }
 }
 
-/// Whether the library has the MPICH ABI (the entries of
-/// `MPICH_INTERNAL` in `build/ofort.rs` run there too).
+/// Whether the library has the MPICH ABI (the entries run there for the
+/// procedures of `MPICH_INTERNAL` in `build/ofort.rs` and for MPICH's
+/// `mpi_f08`).
 fn mpich() -> bool {
     crate::detect::ABI.load(Ordering::Relaxed) == crate::detect::kind::MPICH
 }
@@ -161,7 +162,7 @@ pub fn handle(f: c_int, k: usize) -> c_int {
     crate::foreign::ptr_to_core(f2c(k, F2C[k], f), k)
 }
 
-/// The core's error code of the library's.
+/// The core's error code (or class) of the library's.
 pub fn error(e: c_int) -> c_int {
     if mpich() {
         e
@@ -176,29 +177,57 @@ pub fn file(f: c_int) -> *mut c_void {
     f2c(crate::foreign::kind::COUNT, c"PMPI_File_f2c", f)
 }
 
-/// Open MPI's Fortran sentinels, common blocks of `mpif.h` (and the same
-/// symbols in `mpi_f08`), resolved once.
-struct Sentinel(&'static CStr, AtomicUsize);
+/// A Fortran sentinel (`MPI_IN_PLACE`...): a variable found by name, whose
+/// address the program passes. Open MPI's are common blocks of `mpif.h`
+/// (the same symbols in `mpi_f08`); the MPICH ABI's a word of a common
+/// block of `mpif.h` (MPICH's, which this project's library shares) or a
+/// variable of MPICH's `mpi_f08`.
+struct Sentinel {
+    ompi: &'static CStr,
+    /// The common block, the offset in it, and the `mpi_f08` variable.
+    mpich: (&'static CStr, usize, &'static CStr),
+    /// Resolved addresses: Open MPI's, the MPICH common block's word, the
+    /// MPICH `mpi_f08` variable's (`usize::MAX`: none).
+    at: [AtomicUsize; 3],
+}
 
 impl Sentinel {
+    const fn new(ompi: &'static CStr, mpich: (&'static CStr, usize, &'static CStr)) -> Self {
+        Sentinel { ompi, mpich, at: [const { AtomicUsize::new(0) }; 3] }
+    }
+
+    /// The address of symbol `name` plus `offset` (cached in slot `k`).
+    fn resolve(&self, k: usize, name: &CStr, offset: usize) -> usize {
+        let mut a = self.at[k].load(Ordering::Relaxed);
+        if a == 0 {
+            // The program's own definition if it has the variable (the one
+            // the library then compares against too), else the library's.
+            // SAFETY: dlsym with a NUL-terminated name.
+            let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) } as usize;
+            a = if p == 0 { usize::MAX } else { p + offset };
+            self.at[k].store(a, Ordering::Relaxed);
+        }
+        a
+    }
+
     /// Whether `p` is the sentinel's address.
     fn is(&self, p: usize) -> bool {
-        let mut a = self.1.load(Ordering::Relaxed);
-        if a == 0 {
-            // The program's own definition if it has the common block
-            // (the one Open MPI then compares against too), else Open MPI's.
-            // SAFETY: dlsym with a NUL-terminated name.
-            a = unsafe { libc::dlsym(libc::RTLD_DEFAULT, self.0.as_ptr()) } as usize;
-            self.1.store(if a == 0 { usize::MAX } else { a }, Ordering::Relaxed);
-        }
-        p != 0 && p == a
+        p != 0
+            && if mpich() {
+                let (block, offset, f08) = self.mpich;
+                p == self.resolve(1, block, offset) || p == self.resolve(2, f08, 0)
+            } else {
+                p == self.resolve(0, self.ompi, 0)
+            }
     }
 }
 
-static IN_PLACE: Sentinel = Sentinel(c"mpi_fortran_in_place_", AtomicUsize::new(0));
-static BOTTOM: Sentinel = Sentinel(c"mpi_fortran_bottom_", AtomicUsize::new(0));
-static STATUS_IGNORE: Sentinel = Sentinel(c"mpi_fortran_status_ignore_", AtomicUsize::new(0));
-static STATUSES_IGNORE: Sentinel = Sentinel(c"mpi_fortran_statuses_ignore_", AtomicUsize::new(0));
+static IN_PLACE: Sentinel = Sentinel::new(c"mpi_fortran_in_place_", (c"mpipriv1_", 4, c"MPIR_F08_MPI_IN_PLACE"));
+static BOTTOM: Sentinel = Sentinel::new(c"mpi_fortran_bottom_", (c"mpipriv1_", 0, c"MPIR_F08_MPI_BOTTOM"));
+static STATUS_IGNORE: Sentinel =
+    Sentinel::new(c"mpi_fortran_status_ignore_", (c"mpipriv1_", 8, c"MPIR_F08_MPI_STATUS_IGNORE_OBJ"));
+static STATUSES_IGNORE: Sentinel =
+    Sentinel::new(c"mpi_fortran_statuses_ignore_", (c"mpipriv2_", 0, c"MPIR_F08_MPI_STATUSES_IGNORE_OBJ"));
 
 /// A choice buffer as the core sees it (`MPI_IN_PLACE`, `MPI_BOTTOM` mapped).
 pub fn buffer(p: usize) -> *mut c_void {
@@ -208,6 +237,20 @@ pub fn buffer(p: usize) -> *mut c_void {
         std::ptr::null_mut()
     } else {
         p as *mut c_void
+    }
+}
+
+/// The address of the data of a choice buffer given as a gfortran array
+/// descriptor (MPICH's `mpi_f08` procedures `mpi_x_f08ts_`): its first word.
+///
+/// # Safety
+/// `d` is null or the address of a descriptor.
+pub unsafe fn descriptor_data(d: usize) -> usize {
+    if d == 0 {
+        0
+    } else {
+        // SAFETY: the caller's contract.
+        unsafe { *(d as *const usize) }
     }
 }
 
@@ -221,22 +264,50 @@ pub fn is_statuses_ignore(p: usize) -> bool {
     STATUSES_IGNORE.is(p)
 }
 
-/// Open MPI's Fortran status: `MPI_STATUS_SIZE` (6) `INTEGER`s holding the
-/// C `MPI_Status` as it is (`MPI_Status_f2c` copies it word by word).
-pub const STATUS_INTS: usize = std::mem::size_of::<mpi_api::ompi::MPI_Status>() / 4;
+/// The `INTEGER`s of a Fortran status: Open MPI's `MPI_STATUS_SIZE` (6)
+/// holding its C `MPI_Status` as it is (`MPI_Status_f2c` copies it word by
+/// word); MPICH's (5) are its C `MPI_Status` too, the core's layout.
+pub fn status_ints() -> usize {
+    if mpich() {
+        std::mem::size_of::<abi::MPI_Status>() / 4
+    } else {
+        std::mem::size_of::<mpi_api::ompi::MPI_Status>() / 4
+    }
+}
 
 /// The core's status of the Fortran status at `p` (the `k`-th of an array).
 ///
 /// # Safety
 /// `p` points to at least `k + 1` Fortran statuses.
 pub unsafe fn status(p: usize, k: usize) -> abi::MPI_Status {
-    // SAFETY: the caller's contract; Fortran `INTEGER`s are only 4-byte aligned.
-    let s = unsafe {
-        std::ptr::read_unaligned((p as *const c_int).add(k * STATUS_INTS) as *const mpi_api::ompi::MPI_Status)
-    };
+    let at = (p as *const c_int).wrapping_add(k * status_ints());
+    if mpich() {
+        // SAFETY: the caller's contract; Fortran `INTEGER`s are only 4-byte aligned.
+        return unsafe { std::ptr::read_unaligned(at as *const abi::MPI_Status) };
+    }
+    // SAFETY: as above.
+    let s = unsafe { std::ptr::read_unaligned(at as *const mpi_api::ompi::MPI_Status) };
     let mut c = abi::MPI_Status::default();
     crate::ompi::status_to_core(&s, &mut c);
     c
+}
+
+/// The core's rank of a Fortran rank argument (`MPI_ANY_SOURCE`...).
+pub fn rank(r: c_int) -> c_int {
+    if mpich() {
+        r
+    } else {
+        crate::ompi::rank_to_core(r)
+    }
+}
+
+/// The core's split type of a Fortran one (`MPI_COMM_TYPE_SHARED`).
+pub fn split_type(t: c_int) -> c_int {
+    if mpich() {
+        t
+    } else {
+        crate::ompi::split_type_to_core(t)
+    }
 }
 
 /// A blank-padded Fortran string of `len` bytes as a C string.

@@ -156,11 +156,19 @@ pub extern "C" fn fortran_enter(site: u64, idx: u32) -> usize {
         crate::detect::ensure(site);
     }
     let f = fortran_procedure(idx);
-    // Open MPI's Fortran layers call `PMPI_X` directly, and MPICH's some
-    // procedures' internals (`build/ofort.rs`, `MPICH_INTERNAL`): the shim
-    // records the call itself (`fort`), unless it is made inside a recorded call.
+    // Open MPI's Fortran layers call `PMPI_X` directly, as does MPICH's
+    // `mpi_f08`, and MPICH's bindings of some procedures its internals
+    // (`build/ofort.rs`, `MPICH_INTERNAL`): the shim records the call
+    // itself (`fort`), unless it is made inside a recorded call.
     let abi = ABI.load(Ordering::Relaxed);
-    if abi == kind::OMPI || (abi == kind::MPICH && crate::mpich_fortran_entry(idx as usize)) {
+    let record = match abi {
+        kind::OMPI => true,
+        kind::MPICH => {
+            crate::mpich_fortran_entry(idx as usize).is_some_and(|always| always || crate::detect::mpi_f08_calls_pmpi())
+        }
+        _ => false,
+    };
+    if record {
         let entry = crate::ofort_entry(idx as usize);
         let outer = THREAD_STATE.try_with(|t| t.depth.get() == 0).unwrap_or(false);
         if entry != 0 && outer {
