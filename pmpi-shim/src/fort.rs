@@ -1,36 +1,39 @@
-//! Fortran calls under Open MPI: recorded by the shim itself, since Open
-//! MPI's Fortran layers call `PMPI_X` directly and never reach the shim's
-//! C `MPI_X`.
+//! Fortran calls recorded by the shim itself: those of Open MPI's Fortran
+//! layers and of MPICH's `mpi_f08`, which call `PMPI_X` directly and never
+//! reach the shim's C `MPI_X`, and those of MPICH's bindings that call its
+//! internals (the attribute queries and settings, `MPICH_INTERNAL` in
+//! `build/ofort.rs`).
 //!
-//! Under an MPICH-ABI library the Fortran trampolines only note the Fortran
-//! call site and jump to the MPI's own `mpi_x_` (which calls the C `MPI_X`,
-//! recorded there, `site.rs`). Under Open MPI (`detect::kind::OMPI`),
+//! Otherwise, under an MPICH-ABI library the Fortran trampolines only note
+//! the Fortran call site and jump to the MPI's own `mpi_x_` (which calls the
+//! C `MPI_X`, recorded there, `site.rs`). In those cases
 //! `site::fortran_enter` instead sends a Fortran call of a procedure with a
 //! generated entry (`ofort` in `wrappers.rs`, from the API table and
-//! `mpi_api::fortran::plan`) there:
+//! `mpi_api::fortran::layout`) there:
 //!
 //! 1. the entry turns the Fortran arguments into the recording core's
 //!    (MPICH-ABI) ones: `INTEGER` handles through Open MPI's `MPI_X_f2c`
-//!    and then `ompi::to_core`, Open MPI's Fortran sentinels
-//!    (`MPI_IN_PLACE`, `MPI_BOTTOM`, `MPI_STATUS(ES)_IGNORE`, common blocks
-//!    found by name) to the core's values, statuses, strings, file handles;
+//!    and then `ompi::to_core` (MPICH's are the C handles), the Fortran
+//!    sentinels (`MPI_IN_PLACE`, `MPI_BOTTOM`, `MPI_STATUS(ES)_IGNORE`,
+//!    variables found by name) to the core's values, statuses, strings, file
+//!    handles, the data of array descriptors (MPICH's `mpi_x_f08ts_`);
 //! 2. it notes the Fortran arguments as this thread's pending forward
 //!    ([`run`]) and calls the recording wrapper `imp::MPI_X`, generic or
 //!    special (Init, Wait family...), exactly as for a C call;
 //! 3. the wrapper's `pmpi::MPI_X` finds the pending forward ([`pending`])
-//!    and, instead of Open MPI's C `PMPI_X`, calls `ofwd::MPI_X`, which
-//!    calls Open MPI's own Fortran procedure with the program's arguments
+//!    and, instead of the library's C `PMPI_X`, calls `ofwd::MPI_X`, which
+//!    calls the library's own Fortran procedure with the program's arguments
 //!    (a status it asked to ignore replaced by one of its own, so the
 //!    recorder learns the source and size) and turns the Fortran outputs
 //!    (new handles, requests, statuses, 1-based indices, strings) into the
 //!    core's for the recorder.
 //!
-//! So the Open MPI Fortran procedure runs exactly once, with the program's
+//! So the library's Fortran procedure runs exactly once, with the program's
 //! arguments, and the call is recorded once: anything it calls through a
-//! C `MPI_X` (Open MPI 4.1's layers call none) is nested inside the
-//! recorded call and not recorded (`rec::ThreadState::depth`). A Fortran
-//! call made while a recorded call is in progress (a Fortran callback of
-//! the library) goes straight to the library.
+//! C `MPI_X` (this project's bindings of the attribute calls do) is nested
+//! inside the recorded call and not recorded (`rec::ThreadState::depth`). A
+//! Fortran call made while a recorded call is in progress (a Fortran
+//! callback of the library) goes straight to the library.
 
 use std::cell::Cell;
 use std::ffi::{c_char, c_int, c_void, CStr};
