@@ -67,11 +67,15 @@ thread_local! {
     /// The library's Fortran procedure chosen by `site::fortran_enter` for
     /// the entry it returns.
     static REAL: Cell<usize> = const { Cell::new(0) };
+    /// Whether that procedure returns request indices 0-based ([`index`]).
+    static ZERO_BASED: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Notes the library's procedure for the entry about to run.
-pub fn set_real(f: usize) {
+/// Notes the library's procedure for the entry about to run, and whether it
+/// returns request indices 0-based (MPICH 4.0's `mpi_f08`).
+pub fn set_real(f: usize, zero_based: bool) {
     REAL.with(|r| r.set(f));
+    ZERO_BASED.with(|z| z.set(zero_based));
 }
 
 /// The library's procedure of the running entry.
@@ -346,7 +350,11 @@ pub unsafe fn str_out(c: *mut c_char, f: usize, len: usize) {
 pub fn index(f: c_int) -> c_int {
     // MPI_UNDEFINED, the same in both ABIs.
     const UNDEFINED: c_int = -32766;
-    if f == UNDEFINED || f <= 0 {
+    if f == UNDEFINED || f == UNDEFINED + 1 {
+        // MPICH 4.1's and later `mpi_f08` add 1 to MPI_UNDEFINED too
+        // (pmodels/mpich#6989); no index is negative.
+        UNDEFINED
+    } else if f <= 0 || ZERO_BASED.with(Cell::get) {
         f
     } else {
         f - 1

@@ -161,12 +161,14 @@ pub extern "C" fn fortran_enter(site: u64, idx: u32) -> usize {
     // (`build/ofort.rs`, `MPICH_INTERNAL`): the shim records the call
     // itself (`fort`), unless it is made inside a recorded call.
     let abi = ABI.load(Ordering::Relaxed);
-    let record = match abi {
-        kind::OMPI => true,
-        kind::MPICH => {
-            crate::mpich_fortran_entry(idx as usize).is_some_and(|always| always || crate::detect::mpi_f08_calls_pmpi())
-        }
-        _ => false,
+    let (record, f08) = match abi {
+        kind::OMPI => (true, false),
+        kind::MPICH => match crate::mpich_fortran_entry(idx as usize) {
+            Some(true) => (true, false),
+            Some(false) => (crate::detect::mpi_f08_calls_pmpi(), true),
+            None => (false, false),
+        },
+        _ => (false, false),
     };
     if record {
         let entry = crate::ofort_entry(idx as usize);
@@ -176,7 +178,7 @@ pub extern "C" fn fortran_enter(site: u64, idx: u32) -> usize {
                 t.fortran_site.set(0);
                 t.site.set(site);
             });
-            crate::fort::set_real(f);
+            crate::fort::set_real(f, f08 && crate::detect::mpi_f08_indices_zero_based());
             return entry;
         }
         return f;
