@@ -189,6 +189,14 @@ fn main() {
         if fortran::plan(p).is_err() && !fortran::HANDWRITTEN.contains(&p.name) {
             continue;
         }
+        // Every Fortran call is recorded where the library's Fortran layer
+        // does not reach `MPI_X`: a procedure without an entry (an array
+        // whose length the rules do not know...) would pass unrecorded.
+        assert!(
+            ofort.names.contains(&p.name) || p.ret != "int" || is_passthrough(p.name),
+            "{}: a Fortran binding without a recording entry (build/ofort.rs)",
+            p.name
+        );
         // MPICH's `mpi_f08` takes choice buffers as array descriptors, in
         // `mpi_x_f08ts_`.
         let ts = ofort.ts_names.contains(&p.name);
