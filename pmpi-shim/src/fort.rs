@@ -38,7 +38,7 @@
 use std::cell::Cell;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use mpi_api::abi;
 
@@ -83,10 +83,15 @@ pub fn real() -> usize {
     REAL.with(Cell::get)
 }
 
+/// Whether any Fortran call went through an entry: until then
+/// [`pending`], asked by every `pmpi::MPI_X`, costs one load of this and no
+/// thread-local access.
+static USED: AtomicBool = AtomicBool::new(false);
+
 /// Whether a Fortran call of call id `idx` waits for its `pmpi::MPI_X`.
 #[inline]
 pub fn pending(idx: usize) -> bool {
-    PENDING_ID.with(Cell::get) == idx
+    USED.load(Ordering::Relaxed) && PENDING_ID.with(Cell::get) == idx
 }
 
 /// Takes the pending Fortran call of call id `idx`.
@@ -109,6 +114,7 @@ pub fn take(idx: usize) -> Option<Pending> {
 pub unsafe fn run(idx: usize, real: usize, args: &[usize], imp: impl FnOnce()) {
     let mut p = Pending { real, n: args.len(), args: [0; MAX_ARGS] };
     p.args[..args.len()].copy_from_slice(args);
+    USED.store(true, Ordering::Relaxed);
     PENDING.with(|c| c.set(p));
     PENDING_ID.with(|c| c.set(idx));
     if catch_unwind(AssertUnwindSafe(imp)).is_err() {
