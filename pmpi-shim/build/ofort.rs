@@ -1,16 +1,21 @@
-//! Generation of the Fortran recording layer used under Open MPI (see
-//! `src/fort.rs`): for every procedure with a Fortran binding
-//! (`mpi_api::fortran::plan`, plus `MPI_Init` and `MPI_Init_thread`),
+//! Generation of the Fortran recording layer (see `src/fort.rs`), used under
+//! Open MPI, for MPICH's `mpi_f08` and for the procedures of
+//! [`MPICH_INTERNAL`]: for every procedure with a Fortran binding
+//! (`mpi_api::fortran::layout`, the bindings mpi-core writes by hand
+//! included),
 //!
 //! * `ofort::MPI_X(a0.., ierror, lengths..)`: the entry `site::fortran_enter`
-//!   returns under Open MPI; turns the Fortran arguments into the core's and
-//!   calls the recording wrapper `imp::MPI_X` with the Fortran call pending;
-//! * `ofwd::MPI_X(core arguments)`: what `pmpi::MPI_X` calls instead of Open
-//!   MPI's `PMPI_X` when a Fortran call is pending: Open MPI's Fortran
-//!   procedure with the program's arguments, then its outputs as the core's.
+//!   returns; turns the Fortran arguments into the core's and calls the
+//!   recording wrapper `imp::MPI_X` with the Fortran call pending
+//!   (`ofort::MPI_X_ts` too for procedures with choice buffers, given as
+//!   array descriptors to MPICH's `mpi_x_f08ts_`);
+//! * `ofwd::MPI_X(core arguments)`: what `pmpi::MPI_X` calls instead of the
+//!   library's `PMPI_X` when a Fortran call is pending: the library's
+//!   Fortran procedure with the program's arguments, then its outputs as
+//!   the core's.
 //!
-//! A procedure whose arrays have no length the rules know is left out: its
-//! Fortran calls pass through unrecorded under Open MPI.
+//! Every array has the length the standard gives (build.rs fails on a
+//! procedure left without an entry).
 
 use std::fmt::Write as _;
 
