@@ -186,29 +186,40 @@ fn main() {
     let (mut mpich_always, mut mpich_f08) = (Vec::new(), Vec::new());
     let mut fcount = 0usize;
     for p in procedures.iter().filter(|p| !p.is_macro) {
-        if fortran::plan(p).is_err() && !fortran::HANDWRITTEN.contains(&p.name) {
-            continue;
-        }
+        let has_entry = ofort.names.contains(&p.name);
+        // MPICH's `mpi_f08` takes choice buffers as array descriptors, in
+        // `mpi_x_f08ts_` (`ofort::MPI_X_ts`).
+        let ts = ofort.ts_names.contains(&p.name);
+        let lower = p.name.to_ascii_lowercase();
+        // Each spelling, and whether it is one of `mpi_f08`.
+        let spellings: Vec<(String, bool)> = if p.large {
+            // Only in MPICH's `mpi_f08`: `mpi_send_f08ts_large_` for `MPI_Send_c`.
+            if !has_entry {
+                continue;
+            }
+            let base = lower.strip_suffix("_c").unwrap_or(&lower);
+            vec![(if ts { format!("{base}_f08ts_large_") } else { format!("{base}_f08_large_") }, true)]
+        } else {
+            if fortran::plan(p).is_err() && !fortran::HANDWRITTEN.contains(&p.name) {
+                continue;
+            }
+            let [m0, m1, m2, m3, f08] = fortran::spellings(p.name).0;
+            let mut v = vec![(m0, false), (m1, false), (m2, false), (m3, false), (f08, true)];
+            v.extend(ts.then(|| (format!("{lower}_f08ts_"), true)));
+            v
+        };
         // Every Fortran call is recorded where the library's Fortran layer
         // does not reach `MPI_X`: a procedure without an entry (an array
         // whose length the rules do not know...) would pass unrecorded.
         assert!(
-            ofort.names.contains(&p.name) || p.ret != "int" || is_passthrough(p.name),
+            has_entry || p.ret != "int" || is_passthrough(p.name),
             "{}: a Fortran binding without a recording entry (build/ofort.rs)",
             p.name
         );
-        // MPICH's `mpi_f08` takes choice buffers as array descriptors, in
-        // `mpi_x_f08ts_`.
-        let ts = ofort.ts_names.contains(&p.name);
-        let [m0, m1, m2, m3, f08] = fortran::spellings(p.name).0;
-        let ts_spelling = ts.then(|| format!("{}_f08ts_", p.name.to_ascii_lowercase()));
-        for (s, is_f08) in [(m0, false), (m1, false), (m2, false), (m3, false), (f08, true)]
-            .into_iter()
-            .chain(ts_spelling.map(|s| (s, true)))
-        {
+        for (s, is_f08) in spellings {
             let _ = writeln!(fnames, "    c\"{s}\",");
-            if ofort.names.contains(&p.name) {
-                let entry = if s.ends_with("_f08ts_") { format!("{}_ts", p.name) } else { p.name.to_string() };
+            if has_entry {
+                let entry = if s.contains("_f08ts_") { format!("{}_ts", p.name) } else { p.name.to_string() };
                 let _ = writeln!(fentries, "        {fcount} => crate::ofort::{entry} as *const () as usize,");
                 if ofort::MPICH_INTERNAL.contains(&p.name) {
                     mpich_always.push(fcount.to_string());

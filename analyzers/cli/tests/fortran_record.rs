@@ -138,8 +138,10 @@ fn binary(exe: &Path, name: &str) -> Binary {
         // `call 1110 <mpi_irecv_f08_@plt>`, `<mpi_irecv_@plt>`
         if let Some(callee) = l.split("call").nth(1).and_then(|c| c.split('<').nth(1)) {
             let callee = callee.trim_end_matches(">").trim_end_matches("@plt");
-            let base = callee.strip_suffix("_f08ts_").or_else(|| callee.strip_suffix("_f08_"));
-            if let Some(base) = base.or_else(|| callee.strip_suffix('_')) {
+            // mpif.h's `mpi_send_`, mpi_f08's `mpi_send_f08_`, MPICH's with
+            // descriptors `mpi_send_f08ts_` and large counts `..._large_`.
+            let suffixes = ["_f08ts_large_", "_f08_large_", "_f08ts_", "_f08_", "_"];
+            if let Some(base) = suffixes.iter().find_map(|s| callee.strip_suffix(s)) {
                 if base.starts_with("mpi_") {
                     pending = Some(base.to_string());
                 }
@@ -182,6 +184,8 @@ fn check_sites(
         // it (program order at -O0; a call repeated by a loop has one); the
         // symbolizer gives the byte before its return address.
         let line = line_of(name, text);
+        // A large-count row (`MPI_Send_c`) is a call of the generic name.
+        let call = call.strip_suffix("_c").unwrap_or(call);
         let needle = format!("call {call}(");
         let k = std::fs::read_to_string(source(name))
             .unwrap()
@@ -619,5 +623,30 @@ fn openmpi_fortran_spawn_each_call_once() {
         }
         sizes.sort();
         assert_eq!(sizes, vec![1, 2], "{binding:?}");
+    }
+}
+
+/// Large-count procedures through MPICH's `mpi_f08` (`mpi_send_f08ts_large_`...,
+/// for counts of `INTEGER(KIND=MPI_COUNT_KIND)`): each call once, as the
+/// `MPI_X_c` procedure, at its site, with its peer and size.
+#[test]
+fn mpich_fortran_f08_large_count_each_call_once() {
+    let (t, _, exe) = record_program("large_count", 2, Lib::Mpich, Binding::F08, "count 4");
+    assert!(t.is_complete() && t.problems.is_empty(), "{:?}", t.problems);
+    let bin = binary(&exe, "large_count");
+    let mut sym = trace_format::Symbolizer::with_debug_dir(None);
+    let start = [("MPI_Init", "call MPI_Init("), ("MPI_Comm_rank", "call MPI_Comm_rank(")];
+    let end = [("MPI_Finalize", "call MPI_Finalize(")];
+    let middle: [&[(&str, &str)]; 2] = [
+        &[("MPI_Send_c", "call MPI_Send(")],
+        &[("MPI_Recv_c", "call MPI_Recv("), ("MPI_Get_count_c", "call MPI_Get_count(")],
+    ];
+    for r in 0..2 {
+        let program: Vec<(&str, &str)> = [&start[..], middle[r as usize], &end[..]].concat();
+        let ev = t.rank_events(r);
+        let calls: Vec<&Event> = ev.iter().filter(|e| e.kind == Kind::Call).collect();
+        // Rows of the _c procedures, sites of the calls of MPI_Send...
+        check_sites(&mut sym, t.ranks[&r].meta.as_ref().unwrap(), &bin, "large_count", &calls, &program);
+        assert_eq!((calls[2].peer, calls[2].bytes, calls[2].count), (Some(1 - r), Some(16), Some(4)), "rank {r}");
     }
 }
