@@ -1,8 +1,10 @@
 //! Fortran programs recorded with `mpitrace record`: each Fortran MPI call
-//! exactly once, with its `.f90` call site, on Debian's Open MPI (whose
-//! Fortran layers call `PMPI_X` directly, so the shim records the Fortran
-//! procedures themselves) through `mpif.h`, `use mpi` and `use mpi_f08`, and
-//! on Debian's MPICH (whose Fortran layer calls the C `MPI_X`).
+//! exactly once, with its `.f90` call site, through `mpif.h`, `use mpi` and
+//! `use mpi_f08`, on Debian's Open MPI (whose Fortran layers call `PMPI_X`
+//! directly, so the shim records the Fortran procedures themselves), on
+//! Debian's MPICH (whose `mpif.h` and `use mpi` call the C `MPI_X` but for
+//! the attribute calls, and whose `mpi_f08` calls `PMPI_X`) and on this
+//! project's library (whose Fortran layer calls the C `MPI_X`).
 
 mod common;
 
