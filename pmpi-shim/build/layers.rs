@@ -168,8 +168,11 @@ impl Layer {
     }
 }
 
-fn is_array(q: &Param) -> bool {
-    !q.suffix.is_empty()
+/// Whether `q` is an array (of its `count`, a group's size...).
+pub fn is_array(q: &Param) -> bool {
+    // The legacy procedures (`MPI_Type_struct`...) declare theirs as
+    // pointers.
+    !q.suffix.is_empty() || (q.name.starts_with("array_of_") && q.pointer_depth() == 1)
 }
 
 /// [`array_len`] of the arrays Open MPI's library gets (the Fortran entries
