@@ -939,8 +939,11 @@ unsafe fn sum_counts(call: u16, root: Option<c_int>, large: bool, p: *const c_vo
 }
 
 /// Records the completion of the requests `saved[i]` for every `(i, status)`
-/// in `done`, as [`Kind::Completion`] records following the call.
-pub fn complete_requests(c: &mut Call, saved: &[c_int], done: &[(usize, Option<MPI_Status>)]) {
+/// in `done`, as [`Kind::Completion`] records following the call, which
+/// returned `rc`. A request that completed in error (a truncated receive,
+/// with `MPI_ERRORS_RETURN`) gets the error as the `rc` of its row: the
+/// call's own return code, or under `MPI_ERR_IN_STATUS` its status's.
+pub fn complete_requests(c: &mut Call, saved: &[c_int], done: &[(usize, Option<MPI_Status>)], rc: c_int) {
     if !c.recording() {
         return;
     }
@@ -948,7 +951,7 @@ pub fn complete_requests(c: &mut Call, saved: &[c_int], done: &[(usize, Option<M
         let mut g = state();
         let Some(tr) = g.as_mut() else { return };
         if let [one] = done {
-            let rec = completion_of(c, tr, saved, *one);
+            let rec = completion_of(c, tr, saved, *one, rc);
             c.completions.extend(rec);
             return;
         }
@@ -966,7 +969,7 @@ pub fn complete_requests(c: &mut Call, saved: &[c_int], done: &[(usize, Option<M
         order.sort_unstable();
         let mut recs: Vec<Option<Record>> = vec![None; done.len()];
         for (_, k) in order {
-            recs[k] = completion_of(c, tr, saved, done[k]);
+            recs[k] = completion_of(c, tr, saved, done[k], rc);
         }
         c.completions.extend(recs.into_iter().flatten());
     }));
@@ -976,14 +979,27 @@ pub fn complete_requests(c: &mut Call, saved: &[c_int], done: &[(usize, Option<M
 }
 
 /// The completion record of request `saved[i]`, completed with status `st`
-/// (none for an inactive persistent request or a null handle).
-fn completion_of(c: &Call, tr: &mut Tracer, saved: &[c_int], (i, st): (usize, Option<MPI_Status>)) -> Option<Record> {
+/// by a call that returned `rc` (none for an inactive persistent request or
+/// a null handle).
+fn completion_of(
+    c: &Call,
+    tr: &mut Tracer,
+    saved: &[c_int],
+    (i, st): (usize, Option<MPI_Status>),
+    rc: c_int,
+) -> Option<Record> {
     let &h = saved.get(i)?;
     if h == abi::MPI_REQUEST_NULL {
         return None;
     }
     let mut rec = c.completion(c.id());
     rec.request = h;
+    // MPI fills a status's MPI_ERROR only when the call returns
+    // MPI_ERR_IN_STATUS.
+    rec.rc = match (rc, st) {
+        (abi::MPI_ERR_IN_STATUS, Some(s)) => s.MPI_ERROR,
+        _ => rc,
+    };
     let info = match tr.requests.get_mut(&h) {
         Some(info) if info.persistent && !info.active => return None,
         Some(info) if info.persistent => {

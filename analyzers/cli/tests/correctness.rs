@@ -232,6 +232,29 @@ fn truncation_nonblocking(mpi: Mpi) {
     assert_eq!(found, want, "{text}");
 }
 
+fn truncation_multi(mpi: Mpi) {
+    let (code, text) = check(mpi, "tests/c/correctness.c", &["truncate-multi"], &[]);
+    assert_eq!(code, 1, "{text}");
+    let f = failures(&text);
+    assert_eq!(f.len(), 4, "{text}");
+    for (tag, call, marker) in [
+        (15, "MPI_Waitall", "all"),
+        (16, "MPI_Waitany", "any"),
+        (17, "MPI_Waitsome", "some"),
+        (18, "MPI_Testall", "test"),
+    ] {
+        let wait = if marker == "test" { "testall".to_string() } else { format!("wait{marker}") };
+        let want = format!(
+            "FAIL truncation: rank 1: MPI_Irecv(from 0, tag {tag}) at {} had room for 8 bytes but rank 0 sent 12 bytes \
+             (MPI_Send at {}): the message was truncated (MPI_ERR_TRUNCATE in {call} at {})",
+            site(&format!("@multi-irecv-{marker}")),
+            site("@multi-send"),
+            site(&format!("@multi-{wait}"))
+        );
+        assert!(f.contains(&want.as_str()), "{want}\n{text}");
+    }
+}
+
 fn objects(mpi: Mpi) {
     // MPICH's finalize may crash on the window left (UCX): the ranks are in
     // MPI_Finalize by then, which is all the rule needs.
@@ -404,9 +427,25 @@ fn truncation_nonblocking_mpich() {
 fn truncation_nonblocking_ours() {
     truncation_nonblocking(Mpi::Ours);
 }
+#[test]
+fn truncation_in_waitall_waitany_waitsome_testall_mpich() {
+    truncation_multi(Mpi::Mpich);
+}
+#[test]
+fn truncation_in_waitall_waitany_waitsome_testall_ours() {
+    truncation_multi(Mpi::Ours);
+}
+#[test]
+fn truncation_in_waitall_waitany_waitsome_testall_openmpi() {
+    truncation_multi(Mpi::Open);
+}
 // Open MPI's own ABI (the shim translates its handles; its datatype
-// combiners and error codes differ from MPICH's). Not covered there:
-// request-overwritten (the translation layer hands MPI a variable of its own).
+// combiners and error codes differ from MPICH's; the translation layer
+// hands the recording core the request a variable held before the call).
+#[test]
+fn request_overwritten_openmpi() {
+    overwritten(Mpi::Open);
+}
 #[test]
 fn derived_type_mismatch_openmpi() {
     derived_types(Mpi::Open);

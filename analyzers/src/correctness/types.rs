@@ -188,7 +188,10 @@ pub(super) fn truncations(
     let is_truncate = |rc: i32| is_truncate(rc, ompi);
     let mut received: std::collections::HashSet<Key> = Default::default();
     for (&d, rt) in &t.ranks {
-        for e in rt.events.iter().filter(|e| is_receive(e) || base_name(&e.call) == "MPI_Sendrecv") {
+        // Receives that failed did not take their message in full: the
+        // oldest message nobody received is the one they truncated.
+        let ok = |e: &&Event| e.rc.is_none_or(|rc| rc == 0);
+        for e in rt.events.iter().filter(|e| is_receive(e) || base_name(&e.call) == "MPI_Sendrecv").filter(ok) {
             if let (Some(c), Some(s), Some(tag), Some(seq)) = (e.comm, e.peer.filter(|&p| p >= 0), e.tag, e.seq) {
                 received.insert((c, s, d, tag, seq));
             }
@@ -197,34 +200,62 @@ pub(super) fn truncations(
     let mut out = Vec::new();
     for (&d, rt) in &t.ranks {
         // The receive rows, each with the call that failed with
-        // MPI_ERR_TRUNCATE, if one did: `MPI_Recv` itself, or the
-        // `MPI_Wait`/`MPI_Test` of an `MPI_Irecv` (the latest one of its
-        // thread given that request).
-        let mut found: Vec<(&Event, Option<&Event>)> = Vec::new();
+        // MPI_ERR_TRUNCATE, if one did, and the message when the trace
+        // says which: `MPI_Recv` itself, or the call that completed an
+        // `MPI_Irecv` (`MPI_Wait`, `MPI_Waitall`, `MPI_Testsome`...: the
+        // shim gives the completion row of a request completed in error
+        // that error; traces of older shims only have the `MPI_Wait` or
+        // `MPI_Test` row, which names its request).
+        let mut found: Vec<(&Event, Option<&Event>, Option<Key>)> = Vec::new();
         let mut irecv: HashMap<(i32, i32), &Event> = HashMap::new();
-        for e in rt.events.iter().filter(|e| e.kind == Kind::Call) {
-            match (base_name(&e.call), e.request) {
+        let mut last_call: HashMap<i32, &Event> = HashMap::new();
+        let mut seen: std::collections::HashSet<*const Event> = Default::default();
+        for e in &rt.events {
+            let name = base_name(&e.call);
+            if e.kind == Kind::Completion {
+                let (Some(h), Some(rc)) = (e.request, e.rc) else { continue };
+                if !is_truncate(rc) || !matches!(name, "MPI_Irecv" | "MPI_Recv_init") {
+                    continue;
+                }
+                if let (Some(r), Some(w)) = (irecv.get(&(e.thread, h)), last_call.get(&e.thread)) {
+                    if seen.insert(*r as *const Event) {
+                        let key = match (e.comm, e.peer.filter(|&p| p >= 0), e.tag, e.seq) {
+                            (Some(c), Some(s), Some(tag), Some(seq)) => Some((c, s, d, tag, seq)),
+                            _ => None,
+                        };
+                        found.push((r, Some(w), key));
+                    }
+                }
+                continue;
+            }
+            if e.kind != Kind::Call {
+                continue;
+            }
+            last_call.insert(e.thread, e);
+            match (name, e.request) {
                 ("MPI_Recv", _) => {
                     let failed = e.rc.is_some_and(is_truncate);
                     if failed || e.t_end.is_none() {
-                        found.push((e, failed.then_some(e)));
+                        found.push((e, failed.then_some(e), None));
                     }
                 }
-                ("MPI_Irecv", Some(h)) => {
+                ("MPI_Irecv" | "MPI_Recv_init", Some(h)) => {
                     irecv.insert((e.thread, h), e);
                 }
                 ("MPI_Wait" | "MPI_Test", Some(h)) if e.rc.is_some_and(is_truncate) => {
-                    if let Some(r) = irecv.get(&(e.thread, h)) {
-                        found.push((r, Some(e)));
+                    if let Some(r) = irecv.get(&(e.thread, h)).filter(|r| seen.insert(**r as *const Event)) {
+                        found.push((r, Some(e), None));
                     }
                 }
                 _ => {}
             }
         }
-        for (e, failed_in) in found {
-            // The oldest message of the source and tag nobody received.
-            let message = match (e.comm, e.peer.filter(|&p| p >= 0), e.tag.filter(|&t| t >= 0)) {
-                (Some(c), Some(s), Some(tag)) => sent
+        for (e, failed_in, key) in found {
+            // The message the completion names, else the oldest message of
+            // the source and tag nobody received.
+            let message = match (key, e.comm, e.peer.filter(|&p| p >= 0), e.tag.filter(|&t| t >= 0)) {
+                (Some(k), ..) => sent.get(&k).copied(),
+                (None, Some(c), Some(s), Some(tag)) => sent
                     .iter()
                     .filter(|(k, _)| k.0 == c && k.1 == s && k.2 == d && k.3 == tag && !received.contains(k))
                     .min_by_key(|(k, _)| k.4)

@@ -127,6 +127,40 @@ int main(int argc, char **argv) {
         c[2] = 99;
         MPI_Recv(b, 4, MPI_INT, prev, 13, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         MPI_Wait(&req, MPI_STATUS_IGNORE); /* @buffer-wait */
+    } else if (!strcmp(mode, "truncate-multi")) {
+        /* Truncations completed by the calls that complete several
+         * requests: in each pair the first receive is too small for its
+         * 3 ints, the second fits its one int. */
+        MPI_Request r[2];
+        MPI_Status st[2];
+        int c[2], one, out, idx[2], flag = 0;
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+        if (rank == 0) {
+            for (int t = 15; t <= 18; t++) {
+                MPI_Send(a, 3, MPI_INT, 1, t, MPI_COMM_WORLD); /* @multi-send */
+                MPI_Send(a, 1, MPI_INT, 1, t + 10, MPI_COMM_WORLD);
+            }
+        } else if (rank == 1) {
+            MPI_Irecv(c, 2, MPI_INT, 0, 15, MPI_COMM_WORLD, &r[0]); /* @multi-irecv-all */
+            MPI_Irecv(&one, 1, MPI_INT, 0, 25, MPI_COMM_WORLD, &r[1]);
+            MPI_Waitall(2, r, st); /* @multi-waitall */
+            /* MPICH leaves the requests after the failed one pending. */
+            if (r[1] != MPI_REQUEST_NULL)
+                MPI_Wait(&r[1], MPI_STATUS_IGNORE);
+            MPI_Irecv(c, 2, MPI_INT, 0, 16, MPI_COMM_WORLD, &r[0]); /* @multi-irecv-any */
+            MPI_Irecv(&one, 1, MPI_INT, 0, 26, MPI_COMM_WORLD, &r[1]);
+            while (r[0] != MPI_REQUEST_NULL || r[1] != MPI_REQUEST_NULL)
+                MPI_Waitany(2, r, idx, MPI_STATUS_IGNORE); /* @multi-waitany */
+            MPI_Irecv(c, 2, MPI_INT, 0, 17, MPI_COMM_WORLD, &r[0]); /* @multi-irecv-some */
+            MPI_Irecv(&one, 1, MPI_INT, 0, 27, MPI_COMM_WORLD, &r[1]);
+            while (r[0] != MPI_REQUEST_NULL || r[1] != MPI_REQUEST_NULL)
+                MPI_Waitsome(2, r, &out, idx, st); /* @multi-waitsome */
+            MPI_Irecv(c, 2, MPI_INT, 0, 18, MPI_COMM_WORLD, &r[0]); /* @multi-irecv-test */
+            MPI_Irecv(&one, 1, MPI_INT, 0, 28, MPI_COMM_WORLD, &r[1]);
+            usleep(100000);
+            while (!flag && (r[0] != MPI_REQUEST_NULL || r[1] != MPI_REQUEST_NULL))
+                MPI_Testall(2, r, &flag, st); /* @multi-testall */
+        }
     } else {
         /* Correct: the ring by nonblocking calls and by send-receive, even
          * ranks sending first, collectives alike everywhere, every request
