@@ -313,6 +313,29 @@ fn buffer_modified(mpi: Mpi) {
     assert_eq!((code, failures(&text).len()), (0, 0), "{text}");
 }
 
+fn collective_buffer_modified(mpi: Mpi) {
+    let (code, text) = check(mpi, "tests/c/correctness.c", &["buffer-coll"], &["--check-buffers"]);
+    assert_eq!(code, 1, "{text}");
+    let f = failures(&text);
+    assert_eq!(f.len(), 5, "{text}");
+    let want = format!(
+        "FAIL send-buffer-modified: rank 0: the send buffer of MPI_Ibcast(root 0) at {} was written to before the \
+         collective completed (found at MPI_Wait at {})",
+        site("@bufcoll-ibcast"),
+        site("@bufcoll-wait-bcast")
+    );
+    assert!(f.contains(&want.as_str()), "{want}\n{text}");
+    for r in 0..4 {
+        let want = format!(
+            "FAIL send-buffer-modified: rank {r}: the send buffer of MPI_Iallreduce(MPI_SUM) at {} was written to \
+             before the collective completed (found at MPI_Wait at {})",
+            site("@bufcoll-iallreduce"),
+            site("@bufcoll-wait-allreduce")
+        );
+        assert!(f.contains(&want.as_str()), "{want}\n{text}");
+    }
+}
+
 fn correct_programs(mpi: Mpi) {
     // --check-buffers too: the correct program's sends (derived datatypes,
     // persistent ones) keep their buffers.
@@ -410,6 +433,18 @@ fn send_buffer_modified_mpich() {
 #[test]
 fn send_buffer_modified_ours() {
     buffer_modified(Mpi::Ours);
+}
+#[test]
+fn collective_send_buffer_modified_mpich() {
+    collective_buffer_modified(Mpi::Mpich);
+}
+#[test]
+fn collective_send_buffer_modified_ours() {
+    collective_buffer_modified(Mpi::Ours);
+}
+#[test]
+fn collective_send_buffer_modified_openmpi() {
+    collective_buffer_modified(Mpi::Open);
 }
 #[test]
 fn collective_type_signatures_mpich() {

@@ -22,8 +22,9 @@
 //! - `communicator-not-freed`, `group-not-freed`, `datatype-not-freed`,
 //!   `window-not-freed`, `file-not-closed`, `info-not-freed`: objects made
 //!   and not freed when the rank called `MPI_Finalize`;
-//! - `send-buffer-modified` (traces recorded with `--check-buffers`): a
-//!   nonblocking send's buffer written to before the send completed.
+//! - `send-buffer-modified` (traces recorded with `--check-buffers`): the
+//!   buffer of a nonblocking send or the send buffer of a nonblocking
+//!   collective written to before the operation completed.
 
 mod objects;
 mod types;

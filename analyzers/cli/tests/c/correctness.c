@@ -161,6 +161,19 @@ int main(int argc, char **argv) {
             while (!flag && (r[0] != MPI_REQUEST_NULL || r[1] != MPI_REQUEST_NULL))
                 MPI_Testall(2, r, &flag, st); /* @multi-testall */
         }
+    } else if (!strcmp(mode, "buffer-coll")) {
+        /* The send buffers of pending nonblocking collectives are changed
+         * (record --check-buffers): the root's of a broadcast, every
+         * rank's of an allreduce. */
+        MPI_Request req;
+        int c[4] = {1, 2, 3, 4}, d[4];
+        MPI_Ibcast(c, 4, MPI_INT, 0, MPI_COMM_WORLD, &req); /* @bufcoll-ibcast */
+        if (rank == 0)
+            c[1] = 99;
+        MPI_Wait(&req, MPI_STATUS_IGNORE); /* @bufcoll-wait-bcast */
+        MPI_Iallreduce(c, d, 4, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &req); /* @bufcoll-iallreduce */
+        c[3] = rank;
+        MPI_Wait(&req, MPI_STATUS_IGNORE); /* @bufcoll-wait-allreduce */
     } else {
         /* Correct: the ring by nonblocking calls and by send-receive, even
          * ranks sending first, collectives alike everywhere, every request
@@ -184,6 +197,26 @@ int main(int argc, char **argv) {
             MPI_Recv(b, 1, MPI_INT, MPI_ANY_SOURCE, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         } else if (rank == 1) {
             MPI_Send(a, 1, MPI_INT, 0, 6, MPI_COMM_WORLD);
+        }
+        /* Nonblocking collectives whose send buffers stay as they were
+         * (--check-buffers checksums them), in place too. */
+        {
+            MPI_Request rq[6];
+            int all[16], got[16], mine[4] = {rank, rank, rank, rank}, one[4];
+            for (int i = 0; i < 16; i++)
+                all[i] = i;
+            MPI_Ibcast(a, 4, MPI_INT, 0, MPI_COMM_WORLD, &rq[0]);
+            MPI_Iallreduce(mine, one, 4, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &rq[1]);
+            MPI_Igather(mine, 1, MPI_INT, all, 1, MPI_INT, 0, MPI_COMM_WORLD, &rq[2]);
+            MPI_Waitall(3, rq, MPI_STATUSES_IGNORE);
+            MPI_Iscatter(all, 2, MPI_INT, one, 2, MPI_INT, 1, MPI_COMM_WORLD, &rq[0]);
+            MPI_Waitall(1, rq, MPI_STATUSES_IGNORE);
+            for (int i = 0; i < 16; i++)
+                all[i] = i;
+            MPI_Ialltoall(all, 2, MPI_INT, got, 2, MPI_INT, MPI_COMM_WORLD, &rq[0]);
+            MPI_Ireduce_scatter_block(all, one, 4, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &rq[1]);
+            MPI_Iallreduce(MPI_IN_PLACE, mine, 4, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &rq[2]);
+            MPI_Waitall(3, rq, MPI_STATUSES_IGNORE);
         }
         MPI_Comm_dup(MPI_COMM_WORLD, &dup);
         MPI_Bcast(a, 4, MPI_INT, 0, dup);
