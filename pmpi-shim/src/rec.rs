@@ -656,6 +656,14 @@ impl Call {
                         r.recv_bytes = NONE_I64;
                     }
                 }
+                // The receive datatype (correctness checks compare type
+                // signatures pairwise) in `tag`, which collectives have none
+                // of, where significant: not where the receive side is.
+                let recv_in_place = self.recv_buf as usize == abi::MPI_IN_PLACE;
+                if let Some(t) = self.recv_type.filter(|_| r.recv_bytes != NONE_I64 && !recv_in_place) {
+                    r.tag = t;
+                    r.head |= (flags::RECV_TYPE as u32) << 24;
+                }
             }
             Category::Mrecv => {
                 if let Some(m) = self.in_message.and_then(|m| tr.messages.remove(&m)) {
@@ -848,7 +856,8 @@ impl Call {
                 kind,
                 comm: cs.clone(),
                 peer: r.peer,
-                tag: r.tag,
+                // A collective's `tag` is its receive datatype.
+                tag: if kind == ReqKind::Coll { NONE_I32 } else { r.tag },
                 bytes: r.bytes,
                 count: r.count,
                 datatype: r.datatype,

@@ -68,6 +68,10 @@ pub mod flags {
     /// A collective given `MPI_IN_PLACE` as its send or receive buffer
     /// (the counts and datatype of that side are not significant).
     pub const IN_PLACE: u8 = 64;
+    /// A collective with a receive datatype of its own (`MPI_Gather`...):
+    /// `tag`, which collectives have none of, holds it (rows have it as
+    /// `recv_datatype`).
+    pub const RECV_TYPE: u8 = 128;
 }
 
 /// Value of `comm` when the call has no communicator.

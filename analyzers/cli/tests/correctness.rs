@@ -41,7 +41,8 @@ fn source(name: &str) -> PathBuf {
 /// `correctness.c:N` of the line holding `marker`.
 fn site(marker: &str) -> String {
     let text = std::fs::read_to_string(source("tests/c/correctness.c")).unwrap();
-    let n = text.lines().position(|l| l.contains(marker)).unwrap_or_else(|| panic!("no {marker}"));
+    // Whole markers: `@pairs-gather` is not `@pairs-gather-odd`.
+    let n = text.lines().position(|l| l.contains(&format!("{marker} */"))).unwrap_or_else(|| panic!("no {marker}"));
     format!("correctness.c:{}", n + 1)
 }
 
@@ -336,6 +337,50 @@ fn collective_buffer_modified(mpi: Mpi) {
     }
 }
 
+fn collective_pairs(mpi: Mpi) {
+    let (code, text) = check(mpi, "tests/c/correctness.c", &["collpairs"], &[]);
+    assert_eq!(code, 1, "{text}");
+    let f = failures(&text);
+    assert_eq!(f.len(), 5, "{text}");
+    let differ = "the type signatures differ";
+    let wants = [
+        format!(
+            "FAIL collective-mismatch: collective #1 on WORLD (MPI_Gather): rank 3 sends 2 x MPI_DOUBLE at {} where \
+             root 0 receives 4 x MPI_INT from each rank at {}: {differ}",
+            site("@pairs-gather-odd"),
+            site("@pairs-gather")
+        ),
+        format!(
+            "FAIL collective-mismatch: collective #2 on WORLD (MPI_Alltoall): rank 3 sends 2 x MPI_DOUBLE to each rank \
+             at {} where ranks 0-2 receive 4 x MPI_INT from each rank at {}: {differ}",
+            site("@pairs-alltoall-odd"),
+            site("@pairs-alltoall")
+        ),
+        format!(
+            "FAIL collective-mismatch: collective #2 on WORLD (MPI_Alltoall): ranks 0-2 send 4 x MPI_INT to each rank \
+             at {} where rank 3 receives 2 x MPI_DOUBLE from each rank at {}: {differ}",
+            site("@pairs-alltoall"),
+            site("@pairs-alltoall-odd")
+        ),
+        format!(
+            "FAIL collective-mismatch: collective #3 on WORLD (MPI_Scatterv): root 0 sends MPI_INT elements at {} \
+             where rank 2 receives 1 x MPI_FLOAT at {}: {differ}",
+            site("@pairs-scatterv"),
+            site("@pairs-scatterv-odd")
+        ),
+    ];
+    for want in &wants {
+        assert!(f.contains(&want.as_str()), "{want}\n{text}");
+    }
+    let rsb = format!(
+        "FAIL collective-mismatch: collective #4 on WORLD (MPI_Reduce_scatter_block): {differ}: ranks 0, 2, 3 give 1 x \
+         MPI_INT; rank 1 gives 1 x MPI_FLOAT (called by rank 1 at {}, ranks 0, 2, 3 at {})",
+        site("@pairs-rsb-odd"),
+        site("@pairs-rsb")
+    );
+    assert!(f.contains(&rsb.as_str()), "{rsb}\n{text}");
+}
+
 fn correct_programs(mpi: Mpi) {
     // --check-buffers too: the correct program's sends (derived datatypes,
     // persistent ones) keep their buffers.
@@ -445,6 +490,18 @@ fn collective_send_buffer_modified_ours() {
 #[test]
 fn collective_send_buffer_modified_openmpi() {
     collective_buffer_modified(Mpi::Open);
+}
+#[test]
+fn collective_pairwise_type_signatures_mpich() {
+    collective_pairs(Mpi::Mpich);
+}
+#[test]
+fn collective_pairwise_type_signatures_ours() {
+    collective_pairs(Mpi::Ours);
+}
+#[test]
+fn collective_pairwise_type_signatures_openmpi() {
+    collective_pairs(Mpi::Open);
 }
 #[test]
 fn collective_type_signatures_mpich() {

@@ -174,6 +174,32 @@ int main(int argc, char **argv) {
         MPI_Iallreduce(c, d, 4, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &req); /* @bufcoll-iallreduce */
         c[3] = rank;
         MPI_Wait(&req, MPI_STATUS_IGNORE); /* @bufcoll-wait-allreduce */
+    } else if (!strcmp(mode, "collpairs")) {
+        /* Gathers, all-to-alls, scatters and reduce-scatters whose byte
+         * counts agree but whose type signatures do not. */
+        int all[16] = {0}, all2[16], ones[4] = {1, 1, 1, 1}, displs[4] = {0, 1, 2, 3};
+        double dd[8] = {0}, dd2[8];
+        float f[4] = {0};
+        /* The last rank sends 2 doubles where the root takes 4 ints. */
+        if (rank == size - 1)
+            MPI_Gather(dd, 2, MPI_DOUBLE, all, 4, MPI_INT, 0, MPI_COMM_WORLD); /* @pairs-gather-odd */
+        else
+            MPI_Gather(a, 4, MPI_INT, all, 4, MPI_INT, 0, MPI_COMM_WORLD); /* @pairs-gather */
+        /* The last rank exchanges blocks of 2 doubles, the others of 4 ints. */
+        if (rank == size - 1)
+            MPI_Alltoall(dd, 2, MPI_DOUBLE, dd2, 2, MPI_DOUBLE, MPI_COMM_WORLD); /* @pairs-alltoall-odd */
+        else
+            MPI_Alltoall(all, 4, MPI_INT, all2, 4, MPI_INT, MPI_COMM_WORLD); /* @pairs-alltoall */
+        /* Rank 2 receives its int as a float. */
+        if (rank == 2)
+            MPI_Scatterv(a, ones, displs, MPI_INT, f, 1, MPI_FLOAT, 0, MPI_COMM_WORLD); /* @pairs-scatterv-odd */
+        else
+            MPI_Scatterv(a, ones, displs, MPI_INT, b, 1, MPI_INT, 0, MPI_COMM_WORLD); /* @pairs-scatterv */
+        /* Rank 1 reduces floats, the others ints. */
+        if (rank == 1)
+            MPI_Reduce_scatter_block(f, f + 1, 1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); /* @pairs-rsb-odd */
+        else
+            MPI_Reduce_scatter_block(a, b, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD); /* @pairs-rsb */
     } else {
         /* Correct: the ring by nonblocking calls and by send-receive, even
          * ranks sending first, collectives alike everywhere, every request
@@ -217,6 +243,33 @@ int main(int argc, char **argv) {
             MPI_Ireduce_scatter_block(all, one, 4, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &rq[1]);
             MPI_Iallreduce(MPI_IN_PLACE, mine, 4, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &rq[2]);
             MPI_Waitall(3, rq, MPI_STATUSES_IGNORE);
+        }
+        /* Gathers, scatters, all-to-alls and reduce-scatters whose type
+         * signatures match pairwise: a contiguous(4, int) sent once and 4
+         * ints received, v-forms, in place. */
+        {
+            MPI_Datatype four;
+            int all[16], all2[16], counts[4], displs[4], mine[4] = {rank, rank, rank, rank}, one[4];
+            for (int i = 0; i < size; i++) {
+                counts[i] = i % 2 + 1;
+                displs[i] = 2 * i;
+            }
+            for (int i = 0; i < 16; i++)
+                all[i] = i;
+            MPI_Type_contiguous(4, MPI_INT, &four);
+            MPI_Type_commit(&four);
+            MPI_Gather(mine, 1, four, all2, 4, MPI_INT, 0, MPI_COMM_WORLD);
+            MPI_Allgatherv(mine, counts[rank], MPI_INT, all2, counts, displs, MPI_INT, MPI_COMM_WORLD);
+            MPI_Scatterv(all, counts, displs, MPI_INT, one, counts[rank], MPI_INT, 1, MPI_COMM_WORLD);
+            if (rank == 0)
+                MPI_Gatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all2, counts, displs, MPI_INT, 0, MPI_COMM_WORLD);
+            else
+                MPI_Gatherv(mine, counts[rank], MPI_INT, all2, counts, displs, MPI_INT, 0, MPI_COMM_WORLD);
+            MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, 4, MPI_INT, MPI_COMM_WORLD);
+            MPI_Alltoall(all2, 1, four, all, 4, MPI_INT, MPI_COMM_WORLD);
+            MPI_Reduce_scatter(all, one, counts, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+            MPI_Reduce_scatter_block(all, one, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+            MPI_Type_free(&four);
         }
         MPI_Comm_dup(MPI_COMM_WORLD, &dup);
         MPI_Bcast(a, 4, MPI_INT, 0, dup);
