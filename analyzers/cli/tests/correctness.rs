@@ -23,14 +23,19 @@ enum Mpi {
     Ours,
     /// Debian's Open MPI, through the shim's translation layers.
     Open,
+    /// This project's MPI under the MPI-5 standard ABI (`mpicc_abi`), also
+    /// through translation layers.
+    StdAbi,
 }
 
 /// Builds libmpitrace.so (and for `Ours` the MPI library and mpirun) next
 /// to the mpitrace binary, once.
 fn build(mpi: Mpi) {
     common::build_shim();
-    if mpi == Mpi::Ours {
-        common::build_ours();
+    match mpi {
+        Mpi::Ours => common::build_ours(),
+        Mpi::StdAbi => common::build_std_abi(),
+        _ => {}
     }
 }
 
@@ -56,6 +61,7 @@ fn check(mpi: Mpi, src: &str, args: &[&str], record_flags: &[&str]) -> (i32, Str
         Mpi::Mpich => PathBuf::from("mpicc.mpich"),
         Mpi::Ours => bin_dir().join("mpicc"),
         Mpi::Open => PathBuf::from("mpicc.openmpi"),
+        Mpi::StdAbi => bin_dir().join("mpicc_abi"),
     };
     let st = Command::new(&cc)
         .env_remove("LD_LIBRARY_PATH")
@@ -72,7 +78,7 @@ fn check(mpi: Mpi, src: &str, args: &[&str], record_flags: &[&str]) -> (i32, Str
     );
     let launcher: Vec<String> = match mpi {
         Mpi::Mpich => vec!["mpiexec.mpich".into()],
-        Mpi::Ours => vec![bin_dir().join("mpirun").display().to_string()],
+        Mpi::Ours | Mpi::StdAbi => vec![bin_dir().join("mpirun").display().to_string()],
         Mpi::Open => ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe"].map(String::from).to_vec(),
     };
     let trace = dir.join("trace");
@@ -537,6 +543,15 @@ fn truncation_in_waitall_waitany_waitsome_testall_openmpi() {
 #[test]
 fn request_overwritten_openmpi() {
     overwritten(Mpi::Open);
+}
+// The MPI-5 standard ABI: the same translation layers as Open MPI's.
+#[test]
+fn request_overwritten_stdabi() {
+    overwritten(Mpi::StdAbi);
+}
+#[test]
+fn truncation_in_waitall_waitany_waitsome_testall_stdabi() {
+    truncation_multi(Mpi::StdAbi);
 }
 #[test]
 fn derived_type_mismatch_openmpi() {
