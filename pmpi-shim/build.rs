@@ -518,6 +518,15 @@ fn generic_body(idx: usize, p: &Procedure) -> String {
             },
             // The send buffer, checksummed with `--check-buffers`.
             ("BUFFER", Dir::In, false) if q.name == "buf" => push(&mut setters, format!("c.buf({v})")),
+            // The send half of `MPI_Isendrecv` and of collectives (the
+            // root's `buffer` of a broadcast); a collective's receive
+            // buffer, to see `MPI_IN_PLACE`.
+            ("BUFFER", _, false) if q.name == "sendbuf" || (q.name == "buffer" && category == "Coll") => {
+                push(&mut setters, format!("c.buf({v})"))
+            }
+            ("BUFFER", _, false) if q.name == "recvbuf" && category == "Coll" => {
+                push(&mut setters, format!("c.recv_buf({v})"))
+            }
             // Groups, datatypes and info objects made or freed (and the
             // datatype committed): the handle goes to `aux` (correctness
             // checks find the ones never freed).
