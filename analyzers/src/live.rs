@@ -415,6 +415,7 @@ impl LiveRank {
             finalized: self.side.finalized,
             modules: self.side.modules.clone(),
             build_ids: self.side.build_ids.clone(),
+            paths: Vec::new(),
         }
     }
 

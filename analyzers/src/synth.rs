@@ -44,6 +44,7 @@ pub fn event(rank: i32, kind: Kind, call: &str, t_start: i64, t_end: i64) -> Eve
         aux: None,
         recv_bytes: None,
         new_comm: None,
+        path: None,
         flags: flags::DONE,
     }
 }

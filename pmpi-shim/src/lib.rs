@@ -14,6 +14,7 @@
 //!
 //! See README.md for the design and `mpitrace.h` for the region API.
 
+pub mod callpath;
 pub mod checks;
 pub mod clock;
 pub mod detect;

@@ -171,6 +171,7 @@ pub fn start(call: usize, before: (u64, u64), after: u64) {
     }
     // Sessions choose their thread level each: the state is always locked.
     let lock = level == abi::MPI_THREAD_MULTIPLE || std::env::var("MPITRACE_LOCK").is_ok_and(|v| v == "1");
+    crate::callpath::configure(rank);
     let _ = TRACE_OUTPUT.set((dir, rank));
     *state() = Some(tr);
     crate::state::LOCKING.store(lock, Ordering::Relaxed);
@@ -585,6 +586,7 @@ pub fn before_finalize() {
                 finalized: true,
                 modules,
                 build_ids,
+                paths: crate::callpath::table(),
             },
         )
     };

@@ -67,6 +67,10 @@ pub struct ThreadState {
     /// Call site of the last Fortran MPI call of this thread (set by the
     /// Fortran trampolines; see `site::set_site`).
     pub fortran_site: Cell<u64>,
+    /// The caller's frame pointer at the current call (set with `site`).
+    pub frame: Cell<u64>,
+    /// The frame pointer at the last Fortran MPI call of this thread.
+    pub fortran_frame: Cell<u64>,
     /// Nesting depth of intercepted calls (calls made by the MPI library
     /// itself through `MPI_X` are not recorded).
     pub depth: Cell<u32>,
@@ -84,6 +88,8 @@ thread_local! {
         ThreadState {
             site: Cell::new(0),
             fortran_site: Cell::new(0),
+            frame: Cell::new(0),
+            fortran_frame: Cell::new(0),
             depth: Cell::new(0),
             journal: RefCell::new(None),
             retired_journal: RefCell::new(None),
@@ -233,6 +239,8 @@ pub struct Call {
     depth_counted: bool,
     /// This thread's state (valid for the whole call; null if unavailable).
     thread: *const ThreadState,
+    /// The caller's frame pointer (for call paths by frame pointers).
+    frame: u64,
 }
 
 impl Call {
@@ -242,6 +250,7 @@ impl Call {
     pub fn begin(idx: usize, category: Category, large: bool) -> Call {
         let mode_now = MODE.load(Ordering::Relaxed);
         let mut site = 0;
+        let mut frame = 0;
         let mut thread: *const ThreadState = std::ptr::null();
         let recording = (mode_now == mode::ON || mode_now == mode::PAUSED)
             && THREAD_STATE
@@ -249,6 +258,7 @@ impl Call {
                     let depth = t.depth.get();
                     t.depth.set(depth + 1);
                     site = t.site.get();
+                    frame = t.frame.get();
                     thread = t;
                     depth == 0
                 })
@@ -287,6 +297,7 @@ impl Call {
             completions: Vec::new(),
             depth_counted: !thread.is_null(),
             thread,
+            frame,
         }
     }
 
@@ -521,6 +532,9 @@ impl Call {
             && catch_unwind(crate::life::refresh_modules).is_err()
         {
             fail("internal error reading the module map");
+        }
+        if self.writes_records && crate::callpath::on() {
+            self.rec.site = crate::callpath::tag(self.rec.site, self.frame);
         }
         if self.writes_records {
             // SAFETY: a recorded call got `thread` from this thread's

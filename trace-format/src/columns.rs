@@ -9,7 +9,9 @@
 
 use std::collections::HashMap;
 
-use arrow_array::types::{ArrowDictionaryKeyType, Int16Type, Int32Type, Int64Type, Int8Type, UInt64Type, UInt8Type};
+use arrow_array::types::{
+    ArrowDictionaryKeyType, Int16Type, Int32Type, Int64Type, Int8Type, UInt32Type, UInt64Type, UInt8Type,
+};
 use arrow_array::{Array, ArrayRef, ArrowPrimitiveType, DictionaryArray, PrimitiveArray, RecordBatch, StringArray};
 
 use arrow_buffer::ArrowNativeType;
@@ -44,6 +46,9 @@ pub mod name {
     pub const RECV_BYTES: &str = "recv_bytes";
     pub const NEW_COMM: &str = "new_comm";
     pub const FLAGS: &str = "flags";
+    /// Call path id (optional: traces recorded without call paths, and
+    /// those of earlier versions, have no such column).
+    pub const PATH: &str = "path";
 }
 
 /// A column of a batch that is absent or not of the type the schema says.
@@ -213,6 +218,8 @@ pub struct EventColumns<'a> {
     recv_bytes: Prim<'a, Int64Type>,
     new_comm: Prim<'a, UInt64Type>,
     flags: Prim<'a, UInt8Type>,
+    /// Optional: never reported as missing.
+    path: Prim<'a, UInt32Type>,
     /// The first column of the schema (in its order) that the batch lacks
     /// or has with another type.
     first_problem: Option<ColumnError>,
@@ -305,6 +312,7 @@ impl<'a> EventColumns<'a> {
             recv_bytes: optional!(name::RECV_BYTES),
             new_comm: optional!(name::NEW_COMM),
             flags: optional!(name::FLAGS),
+            path: Prim::of(prim(batch, name::PATH).ok().flatten()),
             first_problem: None,
         };
         Ok(EventColumns { first_problem, ..cols })
@@ -413,6 +421,9 @@ optional_getters!(
     aux: i32,
     recv_bytes: i64,
     new_comm: u64,
+    /// Index of the row's call path in the rank's path table
+    /// (`RankMeta::paths`).
+    path: u32,
 );
 
 #[cfg(test)]
@@ -446,6 +457,7 @@ mod tests {
             recv_bytes: None,
             new_comm: None,
             flags: 1,
+            path: None,
         }
     }
 

@@ -45,6 +45,9 @@ pub struct Event {
     pub new_comm: Option<u64>,
     /// Record flags ([`crate::record::flags`]).
     pub flags: u8,
+    /// Call path: index into the rank's path table (`RankMeta::paths`),
+    /// when the shim recorded call paths (`MPITRACE_CALLPATH`).
+    pub path: Option<u32>,
 }
 
 impl Event {
@@ -232,7 +235,7 @@ pub fn event_from_record(
         t_end: done.then(|| clock.to_reference(ticks.ns(r.t_exit.max(r.t_enter)))),
         t_local: local,
         rc: done.then_some(r.rc),
-        site: (r.site != 0).then_some(r.site),
+        site: (r.site_addr() != 0).then_some(r.site_addr()),
         comm,
         peer: (r.peer != NO_RANK).then_some(r.peer),
         tag: opt32(r.tag),
@@ -247,5 +250,6 @@ pub fn event_from_record(
         recv_bytes: opt64(r.recv_bytes),
         new_comm: None,
         flags: r.flags(),
+        path: r.path(),
     }
 }

@@ -801,6 +801,7 @@ mod tests {
                 aux: None,
                 recv_bytes: None,
                 new_comm: None,
+                path: None,
                 flags: 1,
             })
             .collect()

@@ -76,6 +76,22 @@ pub const NONE_I32: i32 = i32::MIN;
 /// Value of 64-bit fields that do not apply.
 pub const NONE_I64: i64 = i64::MIN;
 
+/// Bits of [`Record::site`] that hold the return address.
+pub const SITE_ADDR_BITS: u32 = 48;
+/// Mask of the return address in [`Record::site`].
+pub const SITE_ADDR_MASK: u64 = (1 << SITE_ADDR_BITS) - 1;
+/// Most call paths a rank can name in its records (ids 0..MAX_PATHS).
+pub const MAX_PATHS: u32 = (1 << (64 - SITE_ADDR_BITS)) - 1;
+
+/// `site` with call path `path` noted in its high bits (see [`Record::site`]);
+/// `site` alone if it does not fit in 48 bits or `path` is out of range.
+pub const fn site_with_path(site: u64, path: u32) -> u64 {
+    if site > SITE_ADDR_MASK || path >= MAX_PATHS {
+        return site;
+    }
+    site | ((path as u64 + 1) << SITE_ADDR_BITS)
+}
+
 /// One journal record, laid out exactly as stored (little-endian, 96 bytes).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,7 +104,11 @@ pub struct Record {
     pub t_enter: u64,
     /// Clock value at exit (0 while the call is in progress).
     pub t_exit: u64,
-    /// Return address in the caller (call site).
+    /// Return address in the caller (call site) in bits 0-47; bits 48-63
+    /// hold the call path's id + 1 when the shim records call paths
+    /// (`MPITRACE_CALLPATH`), else 0. User-space code addresses of x86-64
+    /// and AArch64 fit in 48 bits, so a call path costs the journal
+    /// nothing; see [`Record::site_addr`] and [`Record::path`].
     pub site: u64,
     /// Communicator slot of this process (see the side file), or [`NO_COMM`].
     pub comm: u32,
@@ -160,6 +180,17 @@ impl Record {
     pub fn is_done(&self) -> bool {
         self.flags() & flags::DONE != 0
     }
+    /// The call site (the return address), without the call path id.
+    pub fn site_addr(&self) -> u64 {
+        self.site & SITE_ADDR_MASK
+    }
+    /// The call path id (index into the rank's path table), if any.
+    pub fn path(&self) -> Option<u32> {
+        match self.site >> SITE_ADDR_BITS {
+            0 => None,
+            p => Some(p as u32 - 1),
+        }
+    }
 
     /// The record as bytes.
     pub fn as_bytes(&self) -> &[u8; RECORD_SIZE] {
@@ -188,5 +219,18 @@ mod tests {
         assert!(r.is_done());
         assert_eq!(r.flags() & flags::CANCELLED, flags::CANCELLED);
         assert_eq!(Record::from_bytes(r.as_bytes()), r);
+    }
+
+    #[test]
+    fn site_carries_the_path_id() {
+        let r = Record { site: site_with_path(0x5555_1234, 7), ..Default::default() };
+        assert_eq!((r.site_addr(), r.path()), (0x5555_1234, Some(7)));
+        let plain = Record { site: 0x5555_1234, ..Default::default() };
+        assert_eq!((plain.site_addr(), plain.path()), (0x5555_1234, None));
+        // An address above 48 bits is kept whole, without a path.
+        assert_eq!(site_with_path(1 << 50, 1), 1 << 50);
+        assert_eq!(site_with_path(0x40, MAX_PATHS), 0x40);
+        let last = Record { site: site_with_path(0x40, MAX_PATHS - 1), ..Default::default() };
+        assert_eq!(last.path(), Some(MAX_PATHS - 1));
     }
 }

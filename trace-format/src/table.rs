@@ -7,8 +7,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::builder::{
-    BooleanBuilder, Int32Builder, Int64Builder, ListBuilder, StringBuilder, StringDictionaryBuilder, UInt64Builder,
-    UInt8Builder,
+    BooleanBuilder, Int32Builder, Int64Builder, ListBuilder, StringBuilder, StringDictionaryBuilder, UInt32Builder,
+    UInt64Builder, UInt8Builder,
 };
 use arrow_array::types::{Int16Type, Int32Type, Int8Type, UInt64Type};
 use arrow_array::{Array, ArrayRef, BooleanArray, ListArray, PrimitiveArray, RecordBatch};
@@ -60,6 +60,7 @@ pub fn events_schema() -> SchemaRef {
         Field::new(name::RECV_BYTES, Int64, true),
         Field::new(name::NEW_COMM, UInt64, true),
         Field::new(name::FLAGS, UInt8, false),
+        Field::new(name::PATH, UInt32, true),
     ]))
 }
 
@@ -121,6 +122,7 @@ pub fn events_batch(events: &[Event]) -> Result<RecordBatch, Error> {
         prim_col!(events, Int64Builder, |e| e.recv_bytes),
         prim_col!(events, UInt64Builder, |e| e.new_comm),
         prim_col!(events, UInt8Builder, |e| Some(e.flags)),
+        prim_col!(events, UInt32Builder, |e| e.path),
     ];
     RecordBatch::try_new(events_schema(), cols).map_err(|e| Error::Arrow(e.to_string()))
 }
@@ -367,6 +369,7 @@ pub fn read_events(path: &Path) -> Result<(Vec<Event>, Option<RankMeta>), Error>
                 recv_bytes: c.recv_bytes(i),
                 new_comm: c.new_comm(i),
                 flags: c.flags(i),
+                path: c.path(i),
             });
         }
     }

@@ -33,6 +33,7 @@ fn call(rank: i32, name: &str, t0: i64, t1: i64, bytes: Option<i64>) -> Event {
         aux: None,
         recv_bytes: None,
         new_comm: None,
+        path: None,
         flags: flags::DONE,
     }
 }

@@ -1,0 +1,238 @@
+//! Call paths: the return addresses from an MPI call site outwards, of a
+//! depth the user chooses (`MPITRACE_CALLPATH=N`, the number of addresses,
+//! the call site included; 0 or 1: the call site alone, as without paths).
+//!
+//! Each distinct path is interned once per rank: written to the side file
+//! as `SideEntry::Path { id, frames }` when first seen, and named in the
+//! call's journal record by its id in the high bits of `site`
+//! (`trace_format::record::site_with_path`), so a path costs the journal
+//! nothing and the trace one small column. Addresses are symbolized after
+//! the run, like `site`, through the rank's module map.
+//!
+//! Two unwinders (`MPITRACE_UNWIND`):
+//! * `dwarf` (the default): glibc's `backtrace()`, libgcc's unwinder over
+//!   the `.eh_frame` call frame information that GCC, Clang and rustc emit
+//!   by default on x86-64 and AArch64. Right at any optimization level,
+//!   with or without frame pointers. It starts in the shim, whose frames it
+//!   skips up to the call site. It reads only what the unwind tables
+//!   describe: a frame without them ends the path, never the program.
+//! * `fp`: a walk of the frame-pointer chain from the caller's `rbp`
+//!   (noted by the trampoline, `site::set_site`), several times cheaper.
+//!   Every read is checked to lie within the thread's stack, so a program
+//!   built without frame pointers gets short or wrong paths, never a
+//!   fault: use it for code built with `-fno-omit-frame-pointer`.
+//!
+//! The default depth is 0 (off): the call site, which every record carries
+//! anyway, is mpiP's default depth too, and unwinding costs time at every
+//! call (BENCHMARKS.md) that a user should choose to pay.
+
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use trace_format::record::{site_with_path, MAX_PATHS, SITE_ADDR_MASK};
+use trace_format::side::SideEntry;
+
+/// Most return addresses a path may have.
+pub const MAX_DEPTH: usize = 32;
+
+/// Frames of the shim itself that `backtrace()` may see below the call
+/// site (the wrapper, its translation layer, `Call::enter`, this module).
+const SHIM_FRAMES: usize = 16;
+
+/// Depth of the paths recorded; 0 or 1: none.
+static DEPTH: AtomicUsize = AtomicUsize::new(0);
+/// The unwinder: [`DWARF`] or [`FP`].
+static UNWINDER: AtomicU8 = AtomicU8::new(DWARF);
+const DWARF: u8 = 0;
+const FP: u8 = 1;
+
+/// The paths seen so far, by their frames.
+static PATHS: Mutex<Option<HashMap<Box<[u64]>, u32>>> = Mutex::new(None);
+
+/// Reads `MPITRACE_CALLPATH` and `MPITRACE_UNWIND` (at `MPI_Init`);
+/// a value it cannot use is named once and tracing goes on without paths.
+pub fn configure(rank: i32) {
+    let say = |what: String| {
+        if rank == 0 {
+            eprintln!("mpitrace: {what}");
+        }
+    };
+    let depth = match std::env::var("MPITRACE_CALLPATH") {
+        Err(_) => 0,
+        Ok(v) => match v.trim().parse::<usize>() {
+            Ok(n) if n <= MAX_DEPTH => n,
+            Ok(n) => {
+                say(format!("MPITRACE_CALLPATH={n} is over {MAX_DEPTH}; call paths of depth {MAX_DEPTH} recorded"));
+                MAX_DEPTH
+            }
+            Err(_) => {
+                say(format!("MPITRACE_CALLPATH={v:?} is not a number; call paths are not recorded"));
+                0
+            }
+        },
+    };
+    let unwinder = match std::env::var("MPITRACE_UNWIND").as_deref() {
+        Err(_) | Ok("dwarf") | Ok("") => DWARF,
+        Ok("fp") => FP,
+        Ok(other) => {
+            say(format!("MPITRACE_UNWIND={other:?} is neither dwarf nor fp; dwarf used"));
+            DWARF
+        }
+    };
+    if depth > 1 && unwinder == DWARF {
+        // The first `backtrace()` loads libgcc_s (dlopen, malloc): done
+        // here, not inside the application's first traced call.
+        let mut buf = [std::ptr::null_mut::<c_void>(); 2];
+        // SAFETY: `buf` has room for the 2 entries asked for.
+        unsafe { libc::backtrace(buf.as_mut_ptr(), 2) };
+    }
+    UNWINDER.store(unwinder, Ordering::Relaxed);
+    DEPTH.store(depth, Ordering::Relaxed);
+}
+
+/// Whether call paths are recorded.
+#[inline]
+pub fn on() -> bool {
+    DEPTH.load(Ordering::Relaxed) > 1
+}
+
+/// `site` with the id of the current call's path in its high bits (see the
+/// module docs); `frame` is the caller's frame pointer at the call.
+/// Must be called from the recording wrapper of the call, whose caller's
+/// frames are intact.
+#[inline(never)]
+pub fn tag(site: u64, frame: u64) -> u64 {
+    let depth = DEPTH.load(Ordering::Relaxed);
+    if depth <= 1 || site == 0 || site > SITE_ADDR_MASK {
+        return site;
+    }
+    let mut frames = [0u64; MAX_DEPTH];
+    let n = match UNWINDER.load(Ordering::Relaxed) {
+        FP => walk_frame_pointers(site, frame, &mut frames[..depth]),
+        _ => unwind_dwarf(site, &mut frames[..depth]),
+    };
+    match intern(&frames[..n]) {
+        Some(id) => site_with_path(site, id),
+        None => site,
+    }
+}
+
+/// The path's id, interning it (and writing it to the side file) the
+/// first time; `None` once the table is full.
+fn intern(frames: &[u64]) -> Option<u32> {
+    let mut g = PATHS.lock().unwrap_or_else(|p| p.into_inner());
+    let table = g.get_or_insert_with(HashMap::new);
+    if let Some(&id) = table.get(frames) {
+        return Some(id);
+    }
+    let id = table.len() as u32;
+    if id >= MAX_PATHS {
+        return None;
+    }
+    table.insert(frames.into(), id);
+    // Under the table's lock, so that the side file holds every id before
+    // a record names it (a reader of a crashed run's journals needs both).
+    crate::state::with_shared_side(|s| s.side.write(&SideEntry::Path { id, frames: frames.to_vec() }));
+    Some(id)
+}
+
+/// The paths interned so far, by id (for `meta.json`).
+pub fn table() -> Vec<Vec<u64>> {
+    let g = PATHS.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(t) = g.as_ref() else { return Vec::new() };
+    let mut out = vec![Vec::new(); t.len()];
+    for (frames, &id) in t {
+        out[id as usize] = frames.to_vec();
+    }
+    out
+}
+
+/// Fills `out` with `site` and the return addresses above it, by glibc's
+/// `backtrace()`; returns how many.
+fn unwind_dwarf(site: u64, out: &mut [u64]) -> usize {
+    let mut buf = [std::ptr::null_mut::<c_void>(); SHIM_FRAMES + MAX_DEPTH];
+    let want = (SHIM_FRAMES + out.len()).min(buf.len());
+    // SAFETY: `buf` has room for `want` entries.
+    let got = unsafe { libc::backtrace(buf.as_mut_ptr(), want as i32) }.max(0) as usize;
+    let got = &buf[..got.min(want)];
+    // The shim's own frames come first: the path starts at the call site.
+    let Some(start) = got.iter().position(|&a| a as u64 == site) else {
+        out[0] = site;
+        return 1;
+    };
+    let mut n = 0;
+    for (o, &a) in out.iter_mut().zip(&got[start..]) {
+        *o = a as u64;
+        n += 1;
+    }
+    n
+}
+
+/// The bounds `[lo, hi)` of this thread's stack, found once per thread.
+fn stack_bounds() -> (u64, u64) {
+    thread_local! {
+        static BOUNDS: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
+    }
+    BOUNDS
+        .try_with(|b| {
+            if b.get().1 == 0 {
+                b.set(query_stack());
+            }
+            b.get()
+        })
+        .unwrap_or((0, 0))
+}
+
+fn query_stack() -> (u64, u64) {
+    // SAFETY: a zeroed attribute object is what pthread_getattr_np fills;
+    // it is destroyed after use; the out-pointers are live locals.
+    unsafe {
+        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+        if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
+            return (0, 0);
+        }
+        let (mut addr, mut size) = (std::ptr::null_mut::<c_void>(), 0usize);
+        let ok = libc::pthread_attr_getstack(&attr, &mut addr, &mut size) == 0;
+        libc::pthread_attr_destroy(&mut attr);
+        if ok {
+            (addr as u64, addr as u64 + size as u64)
+        } else {
+            (0, 0)
+        }
+    }
+}
+
+/// Fills `out` with `site` and the return addresses of the frame-pointer
+/// chain starting at `frame`; returns how many. Reads only 8-byte-aligned
+/// words of this thread's stack above the current stack pointer, each frame
+/// strictly above the previous one, so it ends (never faults) on a chain
+/// broken by code without frame pointers.
+fn walk_frame_pointers(site: u64, frame: u64, out: &mut [u64]) -> usize {
+    out[0] = site;
+    let mut n = 1;
+    let (_, hi) = stack_bounds();
+    let here = 0u8;
+    // The caller's frames lie above this function's.
+    let lo = &here as *const u8 as u64;
+    let mut fp = frame;
+    while n < out.len() {
+        if fp < lo || !fp.is_multiple_of(8) || fp.saturating_add(16) > hi {
+            break;
+        }
+        // SAFETY: `fp..fp + 16` lies within this thread's stack (checked
+        // above against its bounds), which is mapped and readable.
+        let (next, ret) = unsafe { (*(fp as *const u64), *((fp + 8) as *const u64)) };
+        if ret == 0 || ret > SITE_ADDR_MASK {
+            break;
+        }
+        out[n] = ret;
+        n += 1;
+        if next <= fp {
+            break;
+        }
+        fp = next;
+    }
+    n
+}
