@@ -5,6 +5,8 @@
 //! typed, serializable results, independent of any user interface:
 //!
 //! - [`profile`]: time in and outside MPI, per call and call site, message sizes;
+//! - [`calltree`]: the same per call path (`MPITRACE_CALLPATH`), inclusive
+//!   and exclusive, per rank, with the time lost in wait states;
 //! - [`matching`]: sends paired with receives, unmatched messages, clock
 //!   violations and their correction;
 //! - [`collectives`]: collective instances across ranks and their costs;
@@ -23,6 +25,7 @@
 //! - [`live`]: the state of each rank of a running job, from its journals;
 //! - [`hang`]: hang diagnosis (wait-for graph, deadlock cycles) from that state.
 
+pub mod calltree;
 pub mod check;
 pub mod collectives;
 pub mod compact;

@@ -18,8 +18,8 @@ use trace_format::record::{flags, Kind};
 use trace_format::{layout, Event, Meta};
 
 use crate::model::{
-    call_flags, classify, CallEv, Class, CollEv, CommDesc, Interner, Location, Model, OpEv, P2p, Problem, RankData,
-    RegionEv, Site, NONE, NO_HANDLE,
+    call_flags, classify, CallEv, CallPath, Class, CollEv, CommDesc, Frame, Interner, Location, Model, OpEv, P2p,
+    Problem, RankData, RegionEv, Site, NONE, NO_HANDLE,
 };
 use crate::{Error, FastMap};
 
@@ -44,6 +44,8 @@ pub struct Row {
     pub op: Option<i32>,
     pub recv_bytes: Option<i64>,
     pub flags: u8,
+    /// Call path id (the rank's path table), if recorded.
+    pub path: Option<u32>,
 }
 
 /// The fields of a row as the builder reads them: a [`Row`], or a row
@@ -66,6 +68,7 @@ pub trait RowFields {
     fn op(&self) -> Option<i32>;
     fn recv_bytes(&self) -> Option<i64>;
     fn flags(&self) -> u8;
+    fn path(&self) -> Option<u32>;
 }
 
 macro_rules! row_field {
@@ -82,7 +85,7 @@ macro_rules! row_field {
 }
 row_field!(thread: i32, kind: Kind, name: u16, t_start: i64, t_end: Option<i64>, rc: Option<i32>, site: Option<u64>,
     comm: Option<u64>, peer: Option<i32>, tag: Option<i32>, bytes: Option<i64>, seq: Option<i64>, request: Option<i32>,
-    root: Option<i32>, op: Option<i32>, recv_bytes: Option<i64>, flags: u8);
+    root: Option<i32>, op: Option<i32>, recv_bytes: Option<i64>, flags: u8, path: Option<u32>);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ReqKind {
@@ -268,7 +271,14 @@ impl RankBuilder {
         id
     }
 
-    fn site(&mut self, addr: u64) -> u32 {
+    /// The local id of call site `addr` reached by call path `path` (a
+    /// site of several paths is as many sites, one per path).
+    fn site(&mut self, addr: u64, path: Option<u32>) -> u32 {
+        // The journal's packing: one word for the pair.
+        let addr = match path {
+            Some(p) => trace_format::record::site_with_path(addr, p),
+            None => addr,
+        };
         // A program calls MPI from few places: most lookups hit the cache.
         let slot = ((addr ^ (addr >> 6) ^ (addr >> 12)) as usize) & (SITE_CACHE - 1);
         let (a, i) = self.site_cache[slot];
@@ -372,7 +382,7 @@ impl RankBuilder {
 
     fn push_call<R: RowFields>(&mut self, r: &R) {
         let idx = self.data.calls.len() as u32;
-        let site = self.site(r.site().unwrap_or(0));
+        let site = self.site(r.site().unwrap_or(0), r.path());
         let class = self.classes.get(r.name() as usize).copied().unwrap_or(Class::Other);
         if self.init_site.is_none() && r.site().is_some() {
             let n = &self.names.names[r.name() as usize];
@@ -636,7 +646,29 @@ pub fn assemble(
         let site_base = model.sites.len() as u32;
         let init = b.init_site;
         let rank_meta = model.meta.rank_meta.iter().find(|m| m.process.rank == b.data.rank);
-        for &addr in &b.sites {
+        // The rank's call paths, their frames placed in modules like sites.
+        let path_base = model.paths.len() as u32;
+        let rank_paths = rank_meta.map_or(&[][..], |m| &m.paths[..]);
+        for frames in rank_paths {
+            let frames = frames
+                .iter()
+                .map(|&addr| {
+                    let (module, offset) = match rank_meta.and_then(|m| m.locate(addr)).filter(|_| addr != 0) {
+                        Some((path, off)) => (module_ids.id(path) as u32, off),
+                        None => (NONE, 0),
+                    };
+                    Frame { addr, module, offset }
+                })
+                .collect();
+            model.paths.push(CallPath { rank: b.data.rank, frames });
+        }
+        for &packed in &b.sites {
+            let word = trace_format::record::Record { site: packed, ..Default::default() };
+            let addr = word.site_addr();
+            let path = match word.path() {
+                Some(p) if (p as usize) < rank_paths.len() => path_base + p,
+                _ => NONE,
+            };
             let located = rank_meta.and_then(|m| m.locate(addr)).filter(|_| addr != 0);
             let (module, offset) = match located {
                 Some((path, off)) => (module_ids.id(path) as u32, off),
@@ -651,7 +683,7 @@ pub fn assemble(
                     None => addr as i64,
                 }
             };
-            model.sites.push(Site { rank: b.data.rank, addr, key, module, offset });
+            model.sites.push(Site { rank: b.data.rank, addr, key, module, offset, path });
         }
         let comm_map: Vec<u32> = b
             .comms
@@ -717,6 +749,7 @@ pub fn push_events(b: &mut RankBuilder, events: &[Event]) {
             op: e.op,
             recv_bytes: e.recv_bytes,
             flags: e.flags,
+            path: e.path,
         });
     }
 }
@@ -760,6 +793,7 @@ pub const COLUMNS: &[&str] = &[
     name::OP,
     name::RECV_BYTES,
     name::FLAGS,
+    name::PATH,
 ];
 
 /// Row `i` of a batch, its kind, name and start already read; the other
@@ -800,6 +834,10 @@ impl RowFields for BatchRow<'_, '_> {
     #[inline]
     fn site(&self) -> Option<u64> {
         self.c.site(self.i)
+    }
+    #[inline]
+    fn path(&self) -> Option<u32> {
+        self.c.path(self.i)
     }
     #[inline]
     fn comm(&self) -> Option<u64> {

@@ -181,7 +181,8 @@ pub fn start(call: usize, before: (u64, u64), after: u64) {
             head: head(call as u16, Kind::Call, flags::DONE),
             t_enter: before.0,
             t_exit: clock::ticks().max(after),
-            site: t.site.get(),
+            // Still inside the program's MPI_Init: its callers' frames are there.
+            site: crate::callpath::tag(t.site.get(), t.frame.get()),
             ..Default::default()
         })
     });

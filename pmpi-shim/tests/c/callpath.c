@@ -4,10 +4,13 @@
  * apart: main > solver_a > exchange > MPI_Sendrecv 3 times (10 doubles),
  * main > solver_b > exchange > MPI_Sendrecv 5 times (100 doubles),
  * main > solver_a > MPI_Barrier once.
+ * Rank 1 enters solver_b 50 ms late: rank 0's first exchange there waits
+ * for it (a Late Sender on the solver_b path, none on solver_a's).
  * `noipa` keeps the helpers whole at -O2 (no inlining or cloning), and
  * the volatile store after each call keeps it from being a tail call, so
  * the source's call structure is the machine code's. */
 #include <mpi.h>
+#include <unistd.h>
 
 #define HELPER __attribute__((noipa))
 
@@ -27,6 +30,8 @@ HELPER void solver_a(double *buf, int rank, int size) {
 }
 
 HELPER void solver_b(double *buf, int rank, int size) {
+    if (rank == 1)
+        usleep(50000);
     for (int i = 0; i < 5; i++)
         exchange(buf, 100, rank, size);
     sink++;
