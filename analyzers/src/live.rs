@@ -416,6 +416,7 @@ impl LiveRank {
             modules: self.side.modules.clone(),
             build_ids: self.side.build_ids.clone(),
             paths: Vec::new(),
+            counters: Vec::new(),
         }
     }
 

@@ -45,6 +45,7 @@ pub fn event(rank: i32, kind: Kind, call: &str, t_start: i64, t_end: i64) -> Eve
         recv_bytes: None,
         new_comm: None,
         path: None,
+        counters: None,
         flags: flags::DONE,
     }
 }

@@ -17,6 +17,7 @@
 pub mod callpath;
 pub mod checks;
 pub mod clock;
+pub mod counters;
 pub mod detect;
 pub mod foreign;
 pub mod fort;

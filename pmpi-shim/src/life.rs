@@ -172,6 +172,10 @@ pub fn start(call: usize, before: (u64, u64), after: u64) {
     // Sessions choose their thread level each: the state is always locked.
     let lock = level == abi::MPI_THREAD_MULTIPLE || std::env::var("MPITRACE_LOCK").is_ok_and(|v| v == "1");
     crate::callpath::configure(rank);
+    let counters = crate::counters::configure(rank);
+    if !counters.is_empty() {
+        tr.write_side(&SideEntry::Counters { names: counters });
+    }
     let _ = TRACE_OUTPUT.set((dir, rank));
     *state() = Some(tr);
     crate::state::LOCKING.store(lock, Ordering::Relaxed);
@@ -588,6 +592,7 @@ pub fn before_finalize() {
                 modules,
                 build_ids,
                 paths: crate::callpath::table(),
+                counters: crate::counters::names(),
             },
         )
     };

@@ -536,6 +536,13 @@ impl Call {
         if self.writes_records && crate::callpath::on() {
             self.rec.site = crate::callpath::tag(self.rec.site, self.frame);
         }
+        if self.writes_records && crate::counters::on() {
+            if let Some(c) = crate::counters::at_entry() {
+                // SAFETY: a recorded call's `thread` is this thread's state
+                // (see below); `reserve_in` gives null or a slot of its journal.
+                unsafe { publish(reserve_in(&*self.thread), &c) };
+            }
+        }
         if self.writes_records {
             // SAFETY: a recorded call got `thread` from this thread's
             // THREAD_STATE in `begin`; it lives until the thread exits, and a
@@ -672,6 +679,9 @@ impl Call {
             return;
         }
         let t = ticks();
+        if self.writes_records && crate::counters::on() {
+            crate::counters::at_exit();
+        }
         let outputs = !self.status.is_null()
             || !self.out_request.is_null()
             || !self.out_comm.is_null()

@@ -49,6 +49,12 @@ pub mod name {
     /// Call path id (optional: traces recorded without call paths, and
     /// those of earlier versions, have no such column).
     pub const PATH: &str = "path";
+    /// Prefix of the optional columns of hardware counters.
+    pub const COUNTER_PREFIX: &str = "counter_";
+    /// The column of counter `c` (`counter_instructions`).
+    pub fn counter(c: &str) -> String {
+        format!("{COUNTER_PREFIX}{c}")
+    }
 }
 
 /// A column of a batch that is absent or not of the type the schema says.
@@ -220,6 +226,8 @@ pub struct EventColumns<'a> {
     flags: Prim<'a, UInt8Type>,
     /// Optional: never reported as missing.
     path: Prim<'a, UInt32Type>,
+    /// The `counter_<name>` columns, in the schema's order (optional).
+    counters: Vec<(&'a str, Prim<'a, UInt64Type>)>,
     /// The first column of the schema (in its order) that the batch lacks
     /// or has with another type.
     first_problem: Option<ColumnError>,
@@ -235,6 +243,21 @@ fn prim<'a, T: ArrowPrimitiveType>(
         .downcast_ref::<PrimitiveArray<T>>()
         .map(Some)
         .ok_or_else(|| ColumnError::WrongType { name, found: c.data_type().to_string() })
+}
+
+/// The `counter_<name>` columns of `batch` of type uint64, with their names.
+fn counter_columns(batch: &RecordBatch) -> Vec<(&str, Prim<'_, UInt64Type>)> {
+    let schema = batch.schema_ref();
+    schema
+        .fields()
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| {
+            let counter = f.name().strip_prefix(name::COUNTER_PREFIX)?;
+            let a = batch.column(i).as_any().downcast_ref::<PrimitiveArray<UInt64Type>>()?;
+            Some((counter, Prim::of(Some(a))))
+        })
+        .collect()
 }
 
 impl<'a> EventColumns<'a> {
@@ -313,6 +336,7 @@ impl<'a> EventColumns<'a> {
             new_comm: optional!(name::NEW_COMM),
             flags: optional!(name::FLAGS),
             path: Prim::of(prim(batch, name::PATH).ok().flatten()),
+            counters: counter_columns(batch),
             first_problem: None,
         };
         Ok(EventColumns { first_problem, ..cols })
@@ -382,6 +406,25 @@ impl<'a> EventColumns<'a> {
     #[inline]
     pub fn flags(&self, i: usize) -> u8 {
         self.flags.get(i).unwrap_or(flags::DONE)
+    }
+
+    /// The names of the counters the batch has columns for, in order.
+    pub fn counter_names(&self) -> impl Iterator<Item = &'a str> + '_ {
+        self.counters.iter().map(|c| c.0)
+    }
+
+    /// Counter `k` (of [`EventColumns::counter_names`]) of row `i`.
+    #[inline]
+    pub fn counter(&self, k: usize, i: usize) -> Option<u64> {
+        self.counters.get(k).and_then(|c| c.1.get(i))
+    }
+
+    /// The counters of row `i`, if it has any.
+    pub fn counters(&self, i: usize) -> Option<Box<[u64]>> {
+        if self.counters.is_empty() || self.counters.iter().all(|c| c.1.get(i).is_none()) {
+            return None;
+        }
+        Some(self.counters.iter().map(|c| c.1.get(i).unwrap_or(0)).collect())
     }
 
     /// Whether the batch has the flags column.
@@ -458,6 +501,7 @@ mod tests {
             new_comm: None,
             flags: 1,
             path: None,
+            counters: None,
         }
     }
 

@@ -28,6 +28,10 @@ pub struct RankMeta {
     /// symbolized like `site` through `modules`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub paths: Vec<Vec<u64>>,
+    /// Hardware counters recorded with `MPITRACE_COUNTERS` (the events'
+    /// `counter_<name>` columns), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub counters: Vec<String>,
 }
 
 /// Most ranks a trace may have (`meta.json`, a rank file's name or

@@ -802,6 +802,7 @@ mod tests {
                 recv_bytes: None,
                 new_comm: None,
                 path: None,
+                counters: None,
                 flags: 1,
             })
             .collect()

@@ -50,6 +50,17 @@ impl Kind {
     }
 }
 
+/// The kind byte (byte 2 of `head`) of a counters record
+/// (`MPITRACE_COUNTERS`): the hardware counters' increments over the
+/// compute interval that ends at the thread's next call, whose record
+/// follows it. Not a row of its own: conversion puts its values into that
+/// call's row. Not a [`Kind`], so readers that know nothing of counters
+/// skip such records.
+pub const COUNTERS_KIND: u8 = 5;
+
+/// Most counters one counters record holds.
+pub const MAX_COUNTERS: usize = (RECORD_SIZE - 8) / 8;
+
 /// Record flags (byte 3 of `head`).
 pub mod flags {
     /// The call returned; `t_exit` and `rc` are valid.
@@ -184,6 +195,29 @@ impl Record {
     pub fn site_addr(&self) -> u64 {
         self.site & SITE_ADDR_MASK
     }
+    /// A counters record ([`COUNTERS_KIND`]) of `values` (at most
+    /// [`MAX_COUNTERS`]; more are left out): their number in `rc`, the
+    /// values as little-endian words from byte 8.
+    pub fn counters(values: &[u64]) -> Record {
+        let n = values.len().min(MAX_COUNTERS);
+        let mut b = [0u8; RECORD_SIZE];
+        b[0..4].copy_from_slice(&(((COUNTERS_KIND as u32) << 16) | (flags::DONE as u32) << 24).to_le_bytes());
+        b[4..8].copy_from_slice(&(n as i32).to_le_bytes());
+        for (i, v) in values[..n].iter().enumerate() {
+            b[8 + 8 * i..16 + 8 * i].copy_from_slice(&v.to_le_bytes());
+        }
+        Record::from_bytes(&b)
+    }
+    /// Whether this is a counters record.
+    pub fn is_counters(&self) -> bool {
+        (self.head >> 16) as u8 == COUNTERS_KIND
+    }
+    /// The values of a counters record.
+    pub fn counter_values(&self) -> Vec<u64> {
+        let b = self.as_bytes();
+        let n = (self.rc.max(0) as usize).min(MAX_COUNTERS);
+        (0..n).map(|i| u64::from_le_bytes(b[8 + 8 * i..16 + 8 * i].try_into().unwrap_or_default())).collect()
+    }
     /// The call path id (index into the rank's path table), if any.
     pub fn path(&self) -> Option<u32> {
         match self.site >> SITE_ADDR_BITS {
@@ -219,6 +253,15 @@ mod tests {
         assert!(r.is_done());
         assert_eq!(r.flags() & flags::CANCELLED, flags::CANCELLED);
         assert_eq!(Record::from_bytes(r.as_bytes()), r);
+    }
+
+    #[test]
+    fn counters_roundtrip() {
+        let r = Record::counters(&[7, u64::MAX, 0]);
+        assert!(r.is_counters() && r.kind().is_none());
+        assert_eq!(r.counter_values(), vec![7, u64::MAX, 0]);
+        let many: Vec<u64> = (0..20).collect();
+        assert_eq!(Record::counters(&many).counter_values(), (0..MAX_COUNTERS as u64).collect::<Vec<_>>());
     }
 
     #[test]

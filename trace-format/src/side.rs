@@ -117,6 +117,11 @@ pub enum SideEntry {
         id: u32,
         frames: Vec<u64>,
     },
+    /// The counters of `MPITRACE_COUNTERS` the kernel granted, in the order
+    /// of the values of counters records.
+    Counters {
+        names: Vec<String>,
+    },
     /// Something the shim wants the user to know (disk full, unknown handle...).
     Note {
         message: String,
@@ -233,6 +238,17 @@ impl Side {
             }
         }
         out
+    }
+    /// The names of the counters recorded (the last entry's).
+    pub fn counters(&self) -> Vec<String> {
+        self.entries
+            .iter()
+            .rev()
+            .find_map(|e| match e {
+                SideEntry::Counters { names } => Some(names.clone()),
+                _ => None,
+            })
+            .unwrap_or_default()
     }
     pub fn finalized(&self) -> bool {
         self.entries.iter().any(|e| matches!(e, SideEntry::Finalized))
