@@ -7,6 +7,8 @@
 //! - [`profile`]: time in and outside MPI, per call and call site, message sizes;
 //! - [`calltree`]: the same per call path (`MPITRACE_CALLPATH`), inclusive
 //!   and exclusive, per rank, with the time lost in wait states;
+//! - [`counters`]: hardware counters per rank (`MPITRACE_COUNTERS`), IPC,
+//!   how evenly the ranks' work is spread;
 //! - [`matching`]: sends paired with receives, unmatched messages, clock
 //!   violations and their correction;
 //! - [`collectives`]: collective instances across ranks and their costs;
@@ -30,6 +32,7 @@ pub mod check;
 pub mod collectives;
 pub mod compact;
 pub mod correctness;
+pub mod counters;
 pub mod critical_path;
 pub mod export;
 pub mod hang;

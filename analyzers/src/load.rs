@@ -247,6 +247,31 @@ impl RankBuilder {
         }
     }
 
+    /// Adds `value` of counter `name` (one compute interval's, or a sum of
+    /// `intervals` of them) to the rank's totals.
+    pub fn add_counter(&mut self, name: &str, value: u64, intervals: u64) {
+        let c = &mut self.data.counters;
+        match c.iter_mut().find(|c| c.0 == name) {
+            Some(e) => {
+                e.1 = e.1.wrapping_add(value);
+                e.2 += intervals;
+            }
+            None => c.push((name.to_string(), value, intervals)),
+        }
+    }
+
+    /// Adds the counters of `events` (named by `names`, the rank's
+    /// `RankMeta::counters`).
+    pub fn add_event_counters(&mut self, names: &[String], events: &[Event]) {
+        for (k, name) in names.iter().enumerate() {
+            let vals = events.iter().filter_map(|e| e.counters.as_ref().and_then(|c| c.get(k)));
+            let (sum, n) = vals.fold((0u64, 0u64), |(s, n), v| (s.wrapping_add(*v), n + 1));
+            if n > 0 {
+                self.add_counter(name, sum, n);
+            }
+        }
+    }
+
     /// Rows left out so far for impossible times (reported by the loader).
     pub fn skipped(&self) -> u64 {
         self.skipped
@@ -763,6 +788,9 @@ pub fn from_trace(trace: &trace_format::Trace) -> Model {
         .map(|r| {
             let mut b = RankBuilder::new(r.rank, r.completeness.clone());
             push_events(&mut b, &r.events);
+            if let Some(m) = &r.meta {
+                b.add_event_counters(&m.counters, &r.events);
+            }
             b.finish()
         })
         .collect();
@@ -774,8 +802,13 @@ pub fn from_trace(trace: &trace_format::Trace) -> Model {
 /// cache between decoding and conversion.
 pub const BATCH_ROWS: usize = 8192;
 
-/// Columns of the events table the loader reads.
-pub const COLUMNS: &[&str] = &[
+/// Columns of the events table the loader reads: [`BASE_COLUMNS`] and
+/// the hardware counters' (`trace_format::columns::name::COUNTERS`).
+pub static COLUMNS: std::sync::LazyLock<Vec<&'static str>> =
+    std::sync::LazyLock::new(|| BASE_COLUMNS.iter().chain(name::COUNTERS).copied().collect());
+
+/// The columns of the events table the loader reads but counters.
+pub const BASE_COLUMNS: &[&str] = &[
     name::THREAD,
     name::KIND,
     name::CALL,
@@ -966,6 +999,17 @@ impl ParquetRank {
             };
             b.push_row(&BatchRow { c, i, kind, name, t0: c.t_start(i) });
         }
+        for (k, counter) in c.counter_names().enumerate() {
+            let (mut sum, mut n) = (0u64, 0u64);
+            for i in 0..c.num_rows() {
+                if let Some(v) = c.counter(k, i) {
+                    (sum, n) = (sum.wrapping_add(v), n + 1);
+                }
+            }
+            if n > 0 {
+                b.add_counter(counter, sum, n);
+            }
+        }
         if bad_kind > 0 {
             self.problems.push(Problem {
                 file: Some(self.path.display().to_string()),
@@ -1009,7 +1053,7 @@ impl ParquetRank {
 
 /// Streams one rank's events file into the model's builder.
 fn load_parquet_rank(path: &Path, rank: i32) -> RankRead {
-    match trace_format::stream::rank_batches(path, rank, COLUMNS, BATCH_ROWS) {
+    match trace_format::stream::rank_batches(path, rank, &COLUMNS, BATCH_ROWS) {
         Ok(batches) => {
             let mut loader = ParquetRank::start(path, rank, &batches);
             for batch in batches {
@@ -1066,6 +1110,7 @@ pub fn journal_rank(rank: i32, read: &Result<trace_format::RankJournals, trace_f
     };
     let mut b = RankBuilder::new(rank, completeness);
     push_events(&mut b, &rj.events);
+    b.add_event_counters(&rj.meta.counters, &rj.events);
     // These lines name their rank or file already.
     let mut problems: Vec<Problem> =
         rj.problems.iter().map(|p| Problem { file: None, rank: None, what: p.clone() }).collect();

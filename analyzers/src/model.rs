@@ -146,6 +146,9 @@ pub struct RankData {
     pub regions: Vec<RegionEv>,
     /// Rows of the trace read for this rank (calls, completions, regions).
     pub rows: u64,
+    /// Hardware counters (`MPITRACE_COUNTERS`) summed over the rank's
+    /// compute intervals (all threads): (name, total, intervals counted).
+    pub counters: Vec<(String, u64, u64)>,
 }
 
 impl RankData {
@@ -160,6 +163,7 @@ impl RankData {
             ops: Vec::new(),
             regions: Vec::new(),
             rows: 0,
+            counters: Vec::new(),
         }
     }
     /// Start of the first and end of the last call, if any.

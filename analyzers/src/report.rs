@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::calltree::{call_tree, CallTree};
 use crate::collectives::{collectives, CollReport, Collectives};
+use crate::counters::{counters, CounterReport};
 use crate::critical_path::{critical_path, CriticalPath};
 use crate::iorma::{io_rma, IoReport, IoRma, RmaReport};
 use crate::matching::{correct_clocks, match_messages, ClockCorrection, MatchSummary, Matching};
@@ -84,6 +85,9 @@ pub struct Report {
     /// The call-tree profile, when the trace has call paths.
     #[serde(default, skip_serializing_if = "CallTree::is_empty")]
     pub call_tree: CallTree,
+    /// Hardware counters, when recorded.
+    #[serde(default, skip_serializing_if = "CounterReport::is_empty")]
+    pub counters: CounterReport,
 }
 
 /// Full results of every analysis (for viewers), with the model.
@@ -98,6 +102,7 @@ pub struct Analyses {
     pub critical_path: CriticalPath,
     pub io_rma: IoRma,
     pub call_tree: CallTree,
+    pub counters: CounterReport,
 }
 
 /// Runs every analysis. Clock violations are corrected first (the model's
@@ -133,6 +138,8 @@ pub fn analyze_timed(mut model: Model) -> (Analyses, Vec<(&'static str, std::tim
     lap("I/O and one-sided", &mut times);
     let tree = call_tree(&model, &waits);
     lap("call tree", &mut times);
+    let ctr = counters(&model);
+    lap("counters", &mut times);
     let an = Analyses {
         model,
         matching,
@@ -144,6 +151,7 @@ pub fn analyze_timed(mut model: Model) -> (Analyses, Vec<(&'static str, std::tim
         critical_path: cp,
         io_rma,
         call_tree: tree,
+        counters: ctr,
     };
     (an, times)
 }
@@ -200,6 +208,7 @@ impl Analyses {
             io: self.io_rma.io.clone(),
             rma: self.io_rma.rma.clone(),
             call_tree: self.call_tree.clone(),
+            counters: self.counters.clone(),
         }
     }
 }
@@ -480,6 +489,7 @@ pub fn document(r: &Report) -> Vec<Block> {
         }
         d.push(Block::Table(tb));
     }
+    d.extend(crate::counters::document(&r.counters));
     d.extend(crate::calltree::document(&r.call_tree));
     d.extend(crate::iorma::document(&IoRma { io: r.io.clone(), rma: r.rma.clone() }));
     // Wait states.

@@ -16,7 +16,8 @@ use std::sync::OnceLock;
 
 use trace_format::record::{Record, MAX_COUNTERS};
 
-/// A counter the user may name: (name, perf type, perf config).
+/// A counter the user may name: (name, perf type, perf config); the names
+/// are those of `trace_format::columns::name::COUNTERS` (tested).
 const KNOWN: &[(&str, u32, u64)] = &[
     ("cycles", HW, 0),
     ("instructions", HW, 1),
@@ -254,4 +255,13 @@ pub fn at_exit() {
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn known_counters_are_the_trace_formats() {
+        let names: Vec<String> = super::KNOWN.iter().map(|k| trace_format::columns::name::counter(k.0)).collect();
+        assert_eq!(names, trace_format::columns::name::COUNTERS);
+    }
 }

@@ -49,6 +49,24 @@ pub mod name {
     /// Call path id (optional: traces recorded without call paths, and
     /// those of earlier versions, have no such column).
     pub const PATH: &str = "path";
+    /// The counter columns the shim can write (`MPITRACE_COUNTERS` takes
+    /// the names after the prefix).
+    pub const COUNTERS: &[&str] = &[
+        "counter_cycles",
+        "counter_instructions",
+        "counter_cache-references",
+        "counter_cache-misses",
+        "counter_branches",
+        "counter_branch-misses",
+        "counter_stalled-cycles-frontend",
+        "counter_stalled-cycles-backend",
+        "counter_ref-cycles",
+        "counter_cpu-clock",
+        "counter_task-clock",
+        "counter_page-faults",
+        "counter_context-switches",
+        "counter_cpu-migrations",
+    ];
     /// Prefix of the optional columns of hardware counters.
     pub const COUNTER_PREFIX: &str = "counter_";
     /// The column of counter `c` (`counter_instructions`).

@@ -70,6 +70,13 @@ pub struct RecordArgs {
     /// (frame pointers: faster, for code built with -fno-omit-frame-pointer).
     #[arg(long, value_name = "dwarf|fp", value_parser = ["dwarf", "fp"])]
     unwind: Option<String>,
+    /// Hardware counters to read at every MPI call, comma-separated
+    /// (MPITRACE_COUNTERS: cycles, instructions, cache-misses, branches,
+    /// branch-misses, task-clock, page-faults...): `mpitrace report` gives
+    /// them per rank, with IPC and imbalance. Those the kernel refuses are
+    /// named once and left out.
+    #[arg(long, value_name = "LIST")]
+    counters: Option<String>,
     /// The launcher and its arguments, e.g. `mpiexec -n 4 ./app`.
     #[arg(last = true, required = true)]
     command: Vec<String>,
@@ -194,6 +201,9 @@ pub fn run(args: RecordArgs) -> Result<i32> {
     }
     if let Some(u) = &args.unwind {
         options.push(("MPITRACE_UNWIND", u.clone()));
+    }
+    if let Some(c) = &args.counters {
+        options.push(("MPITRACE_COUNTERS", c.clone()));
     }
     let mut cmd = Command::new(&args.command[0]);
     if is_open_mpi_launcher(&args.command[0]) {

@@ -2,7 +2,9 @@
 //! (one `exchange()` helper called from two solvers, rank 1 late into the
 //! second) recorded with `mpitrace record --callpath 4` on Debian's MPICH,
 //! reported in every format with exact counts and bytes per path and rank,
-//! and the wait on the late path only.
+//! and the wait on the late path only. And hardware counters
+//! (`pmpi-shim/tests/c/counters.c`, a known number of instructions per
+//! rank) through `mpitrace record --counters` and the report.
 
 mod common;
 
@@ -21,9 +23,9 @@ fn scratch(name: &str) -> PathBuf {
     d
 }
 
-fn compile(dir: &Path, flags: &[&str]) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../pmpi-shim/tests/c/callpath.c");
-    let out = dir.join("callpath");
+fn compile_src(dir: &Path, name: &str, flags: &[&str]) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../pmpi-shim/tests/c/{name}.c"));
+    let out = dir.join(name);
     let st = Command::new("mpicc.mpich")
         .env_remove("LD_LIBRARY_PATH")
         .arg("-g")
@@ -51,15 +53,20 @@ fn mpitrace(args: &[&str]) -> Output {
 }
 
 fn record(name: &str, flags: &[&str], record_flags: &[&str]) -> PathBuf {
+    record_src(name, "callpath", flags, record_flags).0
+}
+
+/// Records `pmpi-shim/tests/c/<src>.c` on 2 ranks; the trace and mpitrace's output.
+fn record_src(name: &str, src: &str, flags: &[&str], record_flags: &[&str]) -> (PathBuf, Output) {
     build_shim();
     let dir = scratch(name);
-    let exe = compile(&dir, flags);
+    let exe = compile_src(&dir, src, flags);
     let trace = dir.join("trace");
     let mut args = vec!["record", "-o", trace.to_str().unwrap()];
     args.extend_from_slice(record_flags);
     args.extend_from_slice(&["--", "mpiexec.mpich", "-n", "2", exe.to_str().unwrap()]);
-    mpitrace(&args);
-    trace
+    let out = mpitrace(&args);
+    (trace, out)
 }
 
 fn report(trace: &Path) -> Report {
@@ -139,4 +146,36 @@ fn no_call_tree_without_paths() {
     assert!(!String::from_utf8_lossy(&out.stdout).contains("call_tree"));
     let out = mpitrace(&["report", trace.to_str().unwrap()]);
     assert!(!String::from_utf8_lossy(&out.stdout).contains("Call paths"));
+}
+
+#[test]
+fn counters_per_rank_with_ipc_and_imbalance_or_the_refusal() {
+    let (trace, out) =
+        record_src("ct-counters", "counters", &["-O2"], &["--counters", "instructions,cycles,task-clock"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let r = report(&trace);
+    let c = &r.counters;
+    assert_eq!(c.ranks.len(), 2, "{c:?}");
+    let text = String::from_utf8_lossy(&mpitrace(&["report", trace.to_str().unwrap()]).stdout).to_string();
+    assert!(text.contains("Hardware counters"), "{text}");
+    if err.contains("counters refused by the kernel") {
+        eprintln!("saw: the kernel refused the hardware counters");
+        assert_eq!(c.names, ["task-clock"]);
+        assert_eq!(c.ipc, None);
+        assert!(c.ranks.iter().all(|r| r.values[0] > 0));
+    } else {
+        eprintln!("saw: hardware counters granted");
+        assert_eq!(c.names, ["instructions", "cycles", "task-clock"]);
+        // 50e6 instructions per rank and rank number, plus the little
+        // between the other calls.
+        for rc in &c.ranks {
+            let want = 50e6 * (rc.rank + 1) as f64;
+            assert!((rc.values[0] as f64 - want).abs() / want < 0.02, "{rc:?}");
+            assert!(rc.ipc.is_some_and(|i| i > 0.0));
+        }
+        let spread = &c.spread[0];
+        assert_eq!(spread.stats.max_rank, 1);
+        assert!((spread.max_over_mean - 4.0 / 3.0).abs() < 0.03, "{spread:?}");
+        assert!(text.contains("instructions per cycle"), "{text}");
+    }
 }
