@@ -76,6 +76,9 @@ pub struct SynthTrace {
     pub crashed: Vec<i32>,
     /// Record the module map (every site in [`MODULE`] at its offset).
     pub with_modules: bool,
+    /// Per rank: its call paths (`RankMeta::paths`), which events name by
+    /// their `path` field.
+    pub paths: Vec<Vec<Vec<u64>>>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -218,6 +221,7 @@ impl SynthTrace {
             },
             finalized: !self.crashed.contains(&rank),
             modules: if self.with_modules { vec![module(rank)] } else { Vec::new() },
+            paths: self.paths.get(rank as usize).cloned().unwrap_or_default(),
             ..Default::default()
         }
     }
