@@ -19,6 +19,10 @@
 //!   Receiver, the collective waits; [`crate::waitstates`]), each waiting
 //!   call counted once, until the latest event it waited for.
 //! * `bytes`: as in the profile (sent, received, contributed to a collective).
+//! * `counters` (with `MPITRACE_COUNTERS`): the hardware counters of the
+//!   compute intervals that ended at the calls, i.e. the work done before
+//!   reaching this MPI call on this path (the text shows IPC when
+//!   instructions and cycles were recorded).
 //!
 //! Per rank, `by_rank[r]` holds the inclusive metrics of rank `r`.
 //! Calls of a trace without call paths, or recorded before the shim
@@ -39,12 +43,16 @@ use crate::waitstates::Analysis;
 use crate::{fmt_bytes, fmt_ns};
 
 /// Metrics of a node (or of one rank at a node).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Metrics {
     pub calls: u64,
     pub time_ns: i64,
     pub bytes: i64,
     pub wait_ns: i64,
+    /// Hardware counters of the compute intervals that ended at these
+    /// calls (in the order of [`CallTree::counters`]; empty without).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub counters: Vec<u64>,
 }
 
 impl Metrics {
@@ -53,6 +61,16 @@ impl Metrics {
         self.time_ns += o.time_ns;
         self.bytes += o.bytes;
         self.wait_ns += o.wait_ns;
+        if self.counters.len() < o.counters.len() {
+            self.counters.resize(o.counters.len(), 0);
+        }
+        for (s, v) in self.counters.iter_mut().zip(&o.counters) {
+            *s = s.wrapping_add(*v);
+        }
+    }
+    /// Counter `name` of `names`, if recorded.
+    pub fn counter(&self, names: &[String], name: &str) -> Option<u64> {
+        names.iter().position(|n| n == name).and_then(|i| self.counters.get(i).copied())
     }
 }
 
@@ -93,6 +111,9 @@ pub struct CallTree {
     pub depth: usize,
     /// Nodes in depth-first order, children by inclusive time, largest first.
     pub nodes: Vec<TreeNode>,
+    /// The hardware counters of [`Metrics::counters`], when recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub counters: Vec<String>,
 }
 
 impl CallTree {
@@ -117,8 +138,9 @@ impl CallTree {
 /// Per rank: metrics per (site, call name) of its calls.
 type RankSites = HashMap<(u32, u16), Metrics>;
 
-/// The metrics of one rank's calls by (site, name).
-fn rank_sites(m: &Model, rank: usize, waits: &Analysis) -> RankSites {
+/// The metrics of one rank's calls by (site, name); `counters` are the
+/// trace's counter names.
+fn rank_sites(m: &Model, rank: usize, waits: &Analysis, counters: &[String]) -> RankSites {
     let r = &m.ranks[rank];
     let mut out: RankSites = HashMap::new();
     for (k, t0, t1) in r.calls.timed_kinds() {
@@ -155,6 +177,18 @@ fn rank_sites(m: &Model, rank: usize, waits: &Analysis) -> RankSites {
             let c = r.calls.at(cause.call as usize);
             let w = (cause.until.min(c.t_end) - c.t_start).max(0);
             add(cause.call, &|e| e.wait_ns += w);
+        }
+    }
+    // The rank's counters in the trace's order.
+    let index: Vec<usize> =
+        r.counter_names.iter().map(|n| counters.iter().position(|c| c == n).unwrap_or(usize::MAX)).collect();
+    for ((site, name), values) in &r.site_counters {
+        let e = out.entry((*site, *name)).or_default();
+        e.counters.resize(counters.len(), 0);
+        for (&i, v) in index.iter().zip(values) {
+            if let Some(s) = e.counters.get_mut(i) {
+                *s = s.wrapping_add(*v);
+            }
         }
     }
     out
@@ -210,8 +244,14 @@ pub fn call_tree(m: &Model, waits: &Analysis) -> CallTree {
         return CallTree::default();
     }
     let ranks = m.ranks.len();
+    let mut counters: Vec<String> = Vec::new();
+    for n in m.ranks.iter().flat_map(|r| &r.counter_names) {
+        if !counters.contains(n) {
+            counters.push(n.clone());
+        }
+    }
     let idx: Vec<usize> = (0..ranks).collect();
-    let per_rank = crate::par_map(&idx, |&r| rank_sites(m, r, waits));
+    let per_rank = crate::par_map(&idx, |&r| rank_sites(m, r, waits, &counters));
     let mut nodes: Vec<TreeNode> = Vec::new();
     let mut ids: HashMap<Key, u32> = HashMap::new();
     let mut chains: HashMap<u32, Chain> = HashMap::new();
@@ -255,7 +295,7 @@ pub fn call_tree(m: &Model, waits: &Analysis) -> CallTree {
             }
         }
     }
-    CallTree { depth, nodes: depth_first(nodes) }
+    CallTree { depth, nodes: depth_first(nodes), counters }
 }
 
 /// The nodes in depth-first order, siblings by inclusive time (largest
@@ -322,6 +362,15 @@ pub fn document(t: &CallTree) -> Vec<crate::report::Block> {
         ("wait", Align::Right),
         ("max rank", Align::Left),
     ]);
+    // With counters: the compute before the calls, as IPC when both
+    // instructions and cycles were recorded, else the first counter.
+    let ipc = t.counters.iter().any(|c| c == "instructions") && t.counters.iter().any(|c| c == "cycles");
+    let counter_col =
+        if ipc { Some("IPC before".to_string()) } else { t.counters.first().map(|c| format!("{c} before")) };
+    if let Some(h) = &counter_col {
+        tb.headers.push(h.clone());
+        tb.align.push(Align::Right);
+    }
     for n in t.nodes.iter().take(ROWS) {
         let share = if total > 0 { n.inclusive.time_ns as f64 / total as f64 } else { 0.0 };
         let max = n
@@ -347,6 +396,20 @@ pub fn document(t: &CallTree) -> Vec<crate::report::Block> {
             plain(if n.inclusive.wait_ns > 0 { fmt_ns(n.inclusive.wait_ns) } else { "-".into() }),
             plain(max),
         ]);
+        if counter_col.is_some() {
+            let m = &n.inclusive;
+            let cell = if ipc {
+                match (m.counter(&t.counters, "instructions"), m.counter(&t.counters, "cycles")) {
+                    (Some(i), Some(c)) if c > 0 => format!("{:.2}", i as f64 / c as f64),
+                    _ => "-".into(),
+                }
+            } else {
+                m.counters.first().map_or_else(|| "-".into(), |v| v.to_string())
+            };
+            if let Some(row) = tb.rows.last_mut() {
+                row.push(plain(cell));
+            }
+        }
     }
     d.push(Block::Table(tb));
     if t.nodes.len() > ROWS {

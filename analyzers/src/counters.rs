@@ -61,7 +61,7 @@ fn ipc(names: &[String], values: &[u64]) -> Option<f64> {
 pub fn counters(m: &Model) -> CounterReport {
     let mut names: Vec<String> = Vec::new();
     for r in &m.ranks {
-        for (n, _, _) in &r.counters {
+        for n in &r.counter_names {
             if !names.contains(n) {
                 names.push(n.clone());
             }
@@ -73,10 +73,10 @@ pub fn counters(m: &Model) -> CounterReport {
     let ranks: Vec<RankCounters> = m
         .ranks
         .iter()
-        .filter(|r| !r.counters.is_empty())
+        .filter(|r| !r.counter_names.is_empty())
         .map(|r| {
-            let values: Vec<u64> =
-                names.iter().map(|n| r.counters.iter().find(|c| &c.0 == n).map_or(0, |c| c.1)).collect();
+            let totals = r.counter_totals();
+            let values: Vec<u64> = names.iter().map(|n| totals.iter().find(|c| c.0 == n).map_or(0, |c| c.1)).collect();
             RankCounters { rank: r.rank, ipc: ipc(&names, &values), values }
         })
         .collect();
@@ -157,7 +157,8 @@ mod tests {
         let mut m = Model::default();
         for (r, (i, c)) in [(100u64, 200u64), (300, 200)].into_iter().enumerate() {
             let mut d = RankData::new(r as i32, Completeness::Complete);
-            d.counters = vec![("instructions".into(), i, 3), ("cycles".into(), c, 3)];
+            d.counter_names = vec!["instructions".into(), "cycles".into()];
+            d.site_counters = vec![((0, 0), vec![i / 2, c / 2]), ((1, 0), vec![i - i / 2, c - c / 2])];
             m.ranks.push(d);
         }
         let c = counters(&m);

@@ -211,6 +211,8 @@ pub struct RankBuilder {
     init_site: Option<u64>,
     /// Rows left out for times no clock gives ([`MAX_TIME_NS`]).
     skipped: u64,
+    /// Hardware counters per (local site, local name) of the calls.
+    site_counters: FastMap<(u32, u16), Vec<u64>>,
 }
 
 /// What a rank builder produced, with its local tables.
@@ -244,32 +246,37 @@ impl RankBuilder {
             t_max: i64::MIN,
             init_site: None,
             skipped: 0,
+            site_counters: FastMap::default(),
         }
     }
 
-    /// Adds `value` of counter `name` (one compute interval's, or a sum of
-    /// `intervals` of them) to the rank's totals.
-    pub fn add_counter(&mut self, name: &str, value: u64, intervals: u64) {
-        let c = &mut self.data.counters;
-        match c.iter_mut().find(|c| c.0 == name) {
-            Some(e) => {
-                e.1 = e.1.wrapping_add(value);
-                e.2 += intervals;
-            }
-            None => c.push((name.to_string(), value, intervals)),
+    /// Names the hardware counters of the rank's rows (`RankMeta::counters`,
+    /// the order of their values); the first names given stay.
+    pub fn set_counter_names<S: AsRef<str>>(&mut self, names: impl IntoIterator<Item = S>) {
+        if self.data.counter_names.is_empty() {
+            self.data.counter_names = names.into_iter().map(|s| s.as_ref().to_string()).collect();
         }
     }
 
-    /// Adds the counters of `events` (named by `names`, the rank's
-    /// `RankMeta::counters`).
-    pub fn add_event_counters(&mut self, names: &[String], events: &[Event]) {
-        for (k, name) in names.iter().enumerate() {
-            let vals = events.iter().filter_map(|e| e.counters.as_ref().and_then(|c| c.get(k)));
-            let (sum, n) = vals.fold((0u64, 0u64), |(s, n), v| (s.wrapping_add(*v), n + 1));
-            if n > 0 {
-                self.add_counter(name, sum, n);
-            }
+    /// Adds the hardware counters of a call row (its compute interval,
+    /// values in the order of [`RankBuilder::set_counter_names`]) to the
+    /// rank's sums for the call's site and name. Call it right after the
+    /// row's `push_row` made `calls` calls (`calls` is the count before).
+    pub fn call_counters(&mut self, calls_before: usize, values: &[u64]) {
+        let n = self.data.counter_names.len();
+        if self.data.calls.len() <= calls_before || n == 0 {
+            return;
         }
+        let c = self.data.calls.at(self.data.calls.len() - 1);
+        let sums = self.site_counters.entry((c.site, c.name)).or_insert_with(|| vec![0; n]);
+        for (s, v) in sums.iter_mut().zip(values) {
+            *s = s.wrapping_add(*v);
+        }
+    }
+
+    /// Number of calls so far.
+    pub fn calls_len(&self) -> usize {
+        self.data.calls.len()
     }
 
     /// Rows left out so far for impossible times (reported by the loader).
@@ -605,6 +612,9 @@ impl RankBuilder {
         self.data.colls.shrink_to_fit();
         self.data.regions.shrink_to_fit();
         self.data.regions.sort_by_key(|r| r.t);
+        let mut sc: Vec<((u32, u16), Vec<u64>)> = self.site_counters.into_iter().collect();
+        sc.sort_unstable_by_key(|e| e.0);
+        self.data.site_counters = sc;
         BuiltRank {
             data: self.data,
             names: self.names.names,
@@ -629,6 +639,9 @@ impl Remap {
         let names = &self.names;
         let base = self.site_base;
         d.calls.remap(|n| names[n as usize], |s| s + base);
+        for ((site, name), _) in &mut d.site_counters {
+            (*site, *name) = (*site + base, names[*name as usize]);
+        }
         for r in &mut d.regions {
             r.name = self.names[r.name as usize];
         }
@@ -756,6 +769,7 @@ pub fn assemble(
 pub fn push_events(b: &mut RankBuilder, events: &[Event]) {
     for e in events {
         let name = b.name_id(&e.call);
+        let before = b.calls_len();
         b.push(&Row {
             thread: e.thread,
             kind: e.kind,
@@ -776,6 +790,9 @@ pub fn push_events(b: &mut RankBuilder, events: &[Event]) {
             flags: e.flags,
             path: e.path,
         });
+        if let Some(v) = &e.counters {
+            b.call_counters(before, v);
+        }
     }
 }
 
@@ -787,10 +804,10 @@ pub fn from_trace(trace: &trace_format::Trace) -> Model {
         .values()
         .map(|r| {
             let mut b = RankBuilder::new(r.rank, r.completeness.clone());
-            push_events(&mut b, &r.events);
             if let Some(m) = &r.meta {
-                b.add_event_counters(&m.counters, &r.events);
+                b.set_counter_names(&m.counters);
             }
+            push_events(&mut b, &r.events);
             b.finish()
         })
         .collect();
@@ -988,6 +1005,10 @@ impl ParquetRank {
         let b = &mut self.builder;
         let name_map: Vec<u16> = c.call().values().iter().map(|s| b.name_id(s)).collect();
         let mut bad_kind = 0usize;
+        let counters = c.counter_names().next().is_some();
+        if counters {
+            b.set_counter_names(c.counter_names());
+        }
         for i in 0..c.num_rows() {
             let Some(kind) = c.kind(i) else {
                 bad_kind += 1;
@@ -997,17 +1018,10 @@ impl ParquetRank {
                 Some(k) => name_map[k as usize],
                 None => b.name_id("<unknown call>"),
             };
+            let before = b.calls_len();
             b.push_row(&BatchRow { c, i, kind, name, t0: c.t_start(i) });
-        }
-        for (k, counter) in c.counter_names().enumerate() {
-            let (mut sum, mut n) = (0u64, 0u64);
-            for i in 0..c.num_rows() {
-                if let Some(v) = c.counter(k, i) {
-                    (sum, n) = (sum.wrapping_add(v), n + 1);
-                }
-            }
-            if n > 0 {
-                b.add_counter(counter, sum, n);
+            if let Some(v) = counters.then(|| c.counters(i)).flatten() {
+                b.call_counters(before, &v);
             }
         }
         if bad_kind > 0 {
@@ -1109,8 +1123,8 @@ pub fn journal_rank(rank: i32, read: &Result<trace_format::RankJournals, trace_f
         Completeness::Partial { reason: last.unwrap_or_else(|| "journal incomplete".into()) }
     };
     let mut b = RankBuilder::new(rank, completeness);
+    b.set_counter_names(&rj.meta.counters);
     push_events(&mut b, &rj.events);
-    b.add_event_counters(&rj.meta.counters, &rj.events);
     // These lines name their rank or file already.
     let mut problems: Vec<Problem> =
         rj.problems.iter().map(|p| Problem { file: None, rank: None, what: p.clone() }).collect();

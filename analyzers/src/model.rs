@@ -146,9 +146,13 @@ pub struct RankData {
     pub regions: Vec<RegionEv>,
     /// Rows of the trace read for this rank (calls, completions, regions).
     pub rows: u64,
-    /// Hardware counters (`MPITRACE_COUNTERS`) summed over the rank's
-    /// compute intervals (all threads): (name, total, intervals counted).
-    pub counters: Vec<(String, u64, u64)>,
+    /// Hardware counters (`MPITRACE_COUNTERS`) of the rank, in the order
+    /// of the values of [`RankData::site_counters`].
+    pub counter_names: Vec<String>,
+    /// Per (site, call name) of the rank's calls: the hardware counters
+    /// summed over the compute intervals that ended at those calls (all
+    /// threads), sorted.
+    pub site_counters: Vec<((u32, u16), Vec<u64>)>,
 }
 
 impl RankData {
@@ -163,10 +167,22 @@ impl RankData {
             ops: Vec::new(),
             regions: Vec::new(),
             rows: 0,
-            counters: Vec::new(),
+            counter_names: Vec::new(),
+            site_counters: Vec::new(),
         }
     }
     /// Start of the first and end of the last call, if any.
+    /// The rank's hardware counters summed over all its compute
+    /// intervals: (name, total).
+    pub fn counter_totals(&self) -> Vec<(&str, u64)> {
+        let mut t = vec![0u64; self.counter_names.len()];
+        for (_, v) in &self.site_counters {
+            for (s, x) in t.iter_mut().zip(v) {
+                *s = s.wrapping_add(*x);
+            }
+        }
+        self.counter_names.iter().map(String::as_str).zip(t).collect()
+    }
     pub fn span(&self) -> Option<(i64, i64)> {
         let first = self.calls.first()?.t_start;
         let last = self.calls.timed_kinds().map(|c| c.2).max()?;

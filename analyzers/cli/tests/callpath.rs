@@ -150,19 +150,40 @@ fn no_call_tree_without_paths() {
 
 #[test]
 fn counters_per_rank_with_ipc_and_imbalance_or_the_refusal() {
-    let (trace, out) =
-        record_src("ct-counters", "counters", &["-O2"], &["--counters", "instructions,cycles,task-clock"]);
+    let (trace, out) = record_src(
+        "ct-counters",
+        "counters",
+        &["-O2"],
+        &["--counters", "instructions,cycles,task-clock", "--callpath", "3"],
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     let r = report(&trace);
     let c = &r.counters;
     assert_eq!(c.ranks.len(), 2, "{c:?}");
     let text = String::from_utf8_lossy(&mpitrace(&["report", trace.to_str().unwrap()]).stdout).to_string();
     assert!(text.contains("Hardware counters"), "{text}");
+    // Per call path: the compute interval ending at the second barrier
+    // (main > MPI_Barrier at its line) holds the loop.
+    let src = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../pmpi-shim/tests/c/counters.c"))
+        .unwrap();
+    let line = src.lines().enumerate().filter(|(_, l)| l.contains("MPI_Barrier(")).nth(1).unwrap().0 + 1;
+    let t = &r.call_tree;
+    assert_eq!(t.counters, c.names);
+    let second = t
+        .nodes
+        .iter()
+        .find(|n| n.name == "MPI_Barrier" && n.at.as_deref() == Some(&format!("counters.c:{line}")))
+        .unwrap_or_else(|| panic!("no barrier at line {line}: {:#?}", t.nodes));
     if err.contains("counters refused by the kernel") {
         eprintln!("saw: the kernel refused the hardware counters");
         assert_eq!(c.names, ["task-clock"]);
         assert_eq!(c.ipc, None);
         assert!(c.ranks.iter().all(|r| r.values[0] > 0));
+        // Most of each rank's CPU time between calls is the loop's.
+        for rk in 0..2 {
+            let at = second.by_rank[rk].counter(&t.counters, "task-clock").unwrap();
+            assert!(at > 0 && at <= c.ranks[rk].values[0], "rank {rk}: {at}");
+        }
     } else {
         eprintln!("saw: hardware counters granted");
         assert_eq!(c.names, ["instructions", "cycles", "task-clock"]);
@@ -177,5 +198,10 @@ fn counters_per_rank_with_ipc_and_imbalance_or_the_refusal() {
         assert_eq!(spread.stats.max_rank, 1);
         assert!((spread.max_over_mean - 4.0 / 3.0).abs() < 0.03, "{spread:?}");
         assert!(text.contains("instructions per cycle"), "{text}");
+        for rk in 0..2 {
+            let got = second.by_rank[rk].counter(&t.counters, "instructions").unwrap() as f64;
+            let want = 50e6 * (rk + 1) as f64;
+            assert!((got - want).abs() / want < 0.02, "rank {rk}: {got}");
+        }
     }
 }
