@@ -10,12 +10,14 @@
 //! the run, like `site`, through the rank's module map.
 //!
 //! Two unwinders (`MPITRACE_UNWIND`):
-//! * `dwarf` (the default): glibc's `backtrace()`, libgcc's unwinder over
+//! * `dwarf` (the default): libgcc's unwinder (`_Unwind_Backtrace`, what
+//!   glibc's `backtrace()` uses) over
 //!   the `.eh_frame` call frame information that GCC, Clang and rustc emit
 //!   by default on x86-64 and AArch64. Right at any optimization level,
 //!   with or without frame pointers. It starts in the shim, whose frames it
-//!   skips up to the call site. It reads only what the unwind tables
-//!   describe: a frame without them ends the path, never the program.
+//!   skips up to the call site, and stops when the path is whole. It reads
+//!   only what the unwind tables describe: a frame without them ends the
+//!   path, never the program.
 //! * `fp`: a walk of the frame-pointer chain from the caller's `rbp`
 //!   (noted by the trampoline, `site::set_site`), several times cheaper.
 //!   Every read is checked to lie within the thread's stack, so a program
@@ -27,7 +29,7 @@
 //! call (BENCHMARKS.md) that a user should choose to pay.
 
 use std::collections::HashMap;
-use std::ffi::c_void;
+use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -37,7 +39,7 @@ use trace_format::side::SideEntry;
 /// Most return addresses a path may have.
 pub const MAX_DEPTH: usize = 32;
 
-/// Frames of the shim itself that `backtrace()` may see below the call
+/// Frames of the shim itself that the unwinder may see below the call
 /// site (the wrapper, its translation layer, `Call::enter`, this module).
 const SHIM_FRAMES: usize = 16;
 
@@ -82,11 +84,10 @@ pub fn configure(rank: i32) {
         }
     };
     if depth > 1 && unwinder == DWARF {
-        // The first `backtrace()` loads libgcc_s (dlopen, malloc): done
-        // here, not inside the application's first traced call.
-        let mut buf = [std::ptr::null_mut::<c_void>(); 2];
-        // SAFETY: `buf` has room for the 2 entries asked for.
-        unsafe { libc::backtrace(buf.as_mut_ptr(), 2) };
+        // The first walk sets up the unwinder's lookup of unwind tables:
+        // done here, not inside the application's first traced call.
+        let mut warm = [0u64; 2];
+        unwind_dwarf(0, &mut warm);
     }
     UNWINDER.store(unwinder, Ordering::Relaxed);
     DEPTH.store(depth, Ordering::Relaxed);
@@ -149,25 +150,61 @@ pub fn table() -> Vec<Vec<u64>> {
     out
 }
 
-/// Fills `out` with `site` and the return addresses above it, by glibc's
-/// `backtrace()`; returns how many.
-fn unwind_dwarf(site: u64, out: &mut [u64]) -> usize {
-    let mut buf = [std::ptr::null_mut::<c_void>(); SHIM_FRAMES + MAX_DEPTH];
-    let want = (SHIM_FRAMES + out.len()).min(buf.len());
-    // SAFETY: `buf` has room for `want` entries.
-    let got = unsafe { libc::backtrace(buf.as_mut_ptr(), want as i32) }.max(0) as usize;
-    let got = &buf[..got.min(want)];
-    // The shim's own frames come first: the path starts at the call site.
-    let Some(start) = got.iter().position(|&a| a as u64 == site) else {
-        out[0] = site;
-        return 1;
-    };
-    let mut n = 0;
-    for (o, &a) in out.iter_mut().zip(&got[start..]) {
-        *o = a as u64;
-        n += 1;
+// libgcc's unwinder (libgcc_s, which the Rust runtime links already, and
+// under glibc's `backtrace()`): its frames are walked one callback each,
+// so the walk stops as soon as the path is whole.
+extern "C" {
+    fn _Unwind_Backtrace(
+        trace: extern "C" fn(ctx: *mut c_void, arg: *mut c_void) -> c_int,
+        arg: *mut c_void,
+    ) -> c_int;
+    fn _Unwind_GetIP(ctx: *mut c_void) -> usize;
+}
+/// `_URC_NO_REASON`: go on; `_URC_NORMAL_STOP`: enough.
+const URC_NO_REASON: c_int = 0;
+const URC_NORMAL_STOP: c_int = 4;
+
+/// The state of one walk: the path so far.
+struct Walk<'a> {
+    site: u64,
+    out: &'a mut [u64],
+    n: usize,
+    /// Frames seen before the call site (the shim's own).
+    skipped: usize,
+}
+
+extern "C" fn each_frame(ctx: *mut c_void, arg: *mut c_void) -> c_int {
+    // SAFETY: `arg` is the `Walk` that `unwind_dwarf` passed, alive and
+    // not otherwise borrowed during `_Unwind_Backtrace`; `ctx` is the
+    // unwinder's context of this frame.
+    let (w, ip) = unsafe { (&mut *(arg as *mut Walk), _Unwind_GetIP(ctx) as u64) };
+    if w.n == 0 && ip != w.site {
+        w.skipped += 1;
+        return if w.skipped > SHIM_FRAMES { URC_NORMAL_STOP } else { URC_NO_REASON };
     }
-    n
+    w.out[w.n] = ip;
+    w.n += 1;
+    if w.n == w.out.len() {
+        URC_NORMAL_STOP
+    } else {
+        URC_NO_REASON
+    }
+}
+
+/// Fills `out` with `site` and the return addresses above it, by libgcc's
+/// DWARF unwinder; returns how many.
+fn unwind_dwarf(site: u64, out: &mut [u64]) -> usize {
+    let mut w = Walk { site, out, n: 0, skipped: 0 };
+    // SAFETY: `each_frame` gets `w` back as its argument, only during this
+    // call; the unwinder reads this thread's stack through the unwind
+    // tables of the code on it.
+    unsafe { _Unwind_Backtrace(each_frame, (&mut w) as *mut Walk as *mut c_void) };
+    if w.n == 0 {
+        // The call site was not among the frames: the site alone.
+        w.out[0] = site;
+        w.n = 1;
+    }
+    w.n
 }
 
 /// The bounds `[lo, hi)` of this thread's stack, found once per thread.
