@@ -154,10 +154,7 @@ pub fn table() -> Vec<Vec<u64>> {
 // under glibc's `backtrace()`): its frames are walked one callback each,
 // so the walk stops as soon as the path is whole.
 extern "C" {
-    fn _Unwind_Backtrace(
-        trace: extern "C" fn(ctx: *mut c_void, arg: *mut c_void) -> c_int,
-        arg: *mut c_void,
-    ) -> c_int;
+    fn _Unwind_Backtrace(trace: extern "C" fn(ctx: *mut c_void, arg: *mut c_void) -> c_int, arg: *mut c_void) -> c_int;
     fn _Unwind_GetIP(ctx: *mut c_void) -> usize;
 }
 /// `_URC_NO_REASON`: go on; `_URC_NORMAL_STOP`: enough.

@@ -111,3 +111,13 @@ fn no_paths_by_default() {
         assert!(t.ranks[&r].meta.as_ref().unwrap().paths.is_empty());
     }
 }
+
+/// A run whose journals are not converted (as after a crash): the paths
+/// come from the side file, and the records name them.
+#[test]
+fn paths_from_journals() {
+    let got = paths("cp-journals", &["-O2"], &[("MPITRACE_CALLPATH", "4"), ("MPITRACE_NO_CONVERT", "1")], 3);
+    check_known(&got, "journals");
+    let dir = common::profile_dir().join("mpitrace-tests").join("cp-journals").join("trace");
+    assert!(!dir.join("events").exists() || std::fs::read_dir(dir.join("events")).unwrap().next().is_none());
+}
