@@ -175,6 +175,10 @@ extern "C" fn each_frame(ctx: *mut c_void, arg: *mut c_void) -> c_int {
     // not otherwise borrowed during `_Unwind_Backtrace`; `ctx` is the
     // unwinder's context of this frame.
     let (w, ip) = unsafe { (&mut *(arg as *mut Walk), _Unwind_GetIP(ctx) as u64) };
+    // The outermost frame of a thread (below `clone3`) has no caller.
+    if ip == 0 {
+        return URC_NORMAL_STOP;
+    }
     if w.n == 0 && ip != w.site {
         w.skipped += 1;
         return if w.skipped > SHIM_FRAMES { URC_NORMAL_STOP } else { URC_NO_REASON };

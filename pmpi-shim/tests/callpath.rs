@@ -142,3 +142,36 @@ fn openmpi_dwarf_paths() {
     let env = [("MPITRACE_CALLPATH", "4")];
     check_known(&paths_on(Mpi::OpenMpi, "cp-ompi-O2", &["-O2"], &env, 3), "Open MPI -O2");
 }
+
+/// `MPI_THREAD_MULTIPLE` (`tests/c/threads.c`, two threads per rank
+/// sending from `work`): paths are interned per rank from both threads,
+/// each starts in `work`, goes on into the C library's thread start
+/// (`start_thread`, `clone3`: named only where libc's debug symbols are
+/// installed, so told by their module) and ends there, never at a zero
+/// address.
+#[test]
+fn paths_of_threads() {
+    let dir = common::scratch("cp-threads");
+    let exe = common::compile_with("threads.c", &dir, &["-O2"], "threads");
+    let tdir = dir.join("trace");
+    let out = common::run(2, &exe, &[], &tdir, &[("MPITRACE_CALLPATH", "6")]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let t = Trace::open(&tdir).unwrap();
+    let mut sym = trace_format::Symbolizer::with_debug_dir(None);
+    let meta = t.ranks[&0].meta.as_ref().unwrap();
+    let sends: Vec<&Event> = t.rank_events(0).iter().filter(|e| e.is_call("MPI_Send")).collect();
+    assert_eq!(sends.len(), 100);
+    let threads: std::collections::BTreeSet<i32> = sends.iter().map(|e| e.thread).collect();
+    assert_eq!(threads.len(), 2, "sent from two threads");
+    for e in sends {
+        let frames = &meta.paths[e.path.expect("a path") as usize];
+        assert!(frames.iter().all(|&a| a != 0), "{frames:x?}");
+        let f = functions(&mut sym, meta, e, 1);
+        assert_eq!(f[0], "work", "{f:?}");
+        assert!(frames.len() >= 3, "{frames:x?}");
+        for &a in &frames[1..] {
+            let module = meta.locate(a).map(|m| m.0).unwrap_or("");
+            assert!(module.contains("libc.so"), "{a:#x} in {module:?}");
+        }
+    }
+}
