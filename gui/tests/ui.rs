@@ -500,24 +500,12 @@ fn thread_lanes_under_their_rank_fold_from_the_gutter() {
     assert_eq!(h.state().lanes.rows.len(), 4);
 }
 
-/// The Profile tab, below the profile: the call-tree profile of a trace with call paths
-/// (rank 0 sends once through the function at 0x500 and 3 times through
-/// the one at 0x600, both called from 0x900; synthetic frames, shown as
-/// `app+0xOFFSET`).
+/// The Profile tab, below the profile: the call-tree profile of a trace
+/// with call paths (`analyzers::synth::call_paths`).
 #[test]
 fn call_paths_tab_shows_the_tree() {
     let dir = common::temp_dir("call-paths");
-    let mut t = analyzers::synth::SynthTrace::new(2);
-    t.with_modules = true;
-    let s = |o| analyzers::synth::site(0, o);
-    t.paths = vec![vec![vec![s(0x40), s(0x500), s(0x900)], vec![s(0x40), s(0x600), s(0x900)]], Vec::new()];
-    for (i, path) in [0u32, 1, 1, 1].into_iter().enumerate() {
-        let t0 = 10_000 + 10_000 * i as i64;
-        t.send(0, 1, 5, 100, t0, t0 + 1_000, 0x40);
-        t.ranks[0].last_mut().unwrap().path = Some(path);
-        t.recv(1, 0, 5, 100, t0, t0 + 2_000, 0x50);
-    }
-    t.finalize(100_000);
+    let t = analyzers::synth::call_paths();
     t.write(&dir).unwrap();
     let mut app = GuiApp::open(&dir);
     app.wait_loaded(Duration::from_secs(60));

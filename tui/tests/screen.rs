@@ -836,25 +836,12 @@ fn thread_lanes_grouped_under_their_rank_and_foldable() {
     assert_eq!(app.cursor_row, 0);
 }
 
-/// Panel 8: the call-tree profile of a trace with call paths. Rank 0 sends
-/// once from one path and 3 times from another (both end in the function
-/// at offset 0x40, called from 0x500 or 0x600 of the function at 0x900);
-/// the frames are not symbolized (a synthetic module), so they show as
-/// `app+0xOFFSET`.
+/// Panel 8: the call-tree profile of a trace with call paths
+/// (`analyzers::synth::call_paths`: 1 and 3 sends through two callers).
 #[test]
 fn call_paths_panel_shows_the_tree() {
     let dir = tmpdir("call-paths");
-    let mut t = analyzers::synth::SynthTrace::new(2);
-    t.with_modules = true;
-    let s = |o| analyzers::synth::site(0, o);
-    t.paths = vec![vec![vec![s(0x40), s(0x500), s(0x900)], vec![s(0x40), s(0x600), s(0x900)]], Vec::new()];
-    for (i, path) in [0u32, 1, 1, 1].into_iter().enumerate() {
-        let t0 = 10_000 + 10_000 * i as i64;
-        t.send(0, 1, 5, 100, t0, t0 + 1_000, 0x40);
-        t.ranks[0].last_mut().unwrap().path = Some(path);
-        t.recv(1, 0, 5, 100, t0, t0 + 2_000, 0x50);
-    }
-    t.finalize(100_000);
+    let t = analyzers::synth::call_paths();
     t.write(&dir).unwrap();
     let mut app = open(&dir, 120, 60);
     key(&mut app, '8');
