@@ -133,6 +133,14 @@ fn call_tree_separates_the_two_paths_of_one_helper() {
             // Depth-first: a solver, then its exchange.
             assert!(at("solver_b") < s[at("solver_b")..].find("exchange").map_or(0, |i| i + at("solver_b")), "{fmt}");
             assert!(at("solver_a") > 0, "{fmt}");
+            if fmt == "html" {
+                // The levels keep their indentation (main > solver > exchange).
+                assert!(
+                    s.contains("<td class=\"dim\">&nbsp;&nbsp;&nbsp;&nbsp;exchange</td>")
+                        || s.contains(">&nbsp;&nbsp;&nbsp;&nbsp;exchange</td>"),
+                    "{s}"
+                );
+            }
         }
     }
 }
