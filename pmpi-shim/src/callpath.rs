@@ -17,7 +17,10 @@
 //!   with or without frame pointers. It starts in the shim, whose frames it
 //!   skips up to the call site, and stops when the path is whole. It reads
 //!   only what the unwind tables describe: a frame without them ends the
-//!   path, never the program.
+//!   path, never the program. It finds a frame's tables through glibc's
+//!   `_dl_find_object` (glibc 2.35 and GCC 12 on), which takes no lock;
+//!   older ones take the loader's lock (`dl_iterate_phdr`), so a call
+//!   made while another thread runs `dlopen` waits for it.
 //! * `fp`: a walk of the frame-pointer chain from the caller's `rbp`
 //!   (noted by the trampoline, `site::set_site`), several times cheaper.
 //!   Every read is checked to lie within the thread's stack, so a program
