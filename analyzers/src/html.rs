@@ -436,10 +436,14 @@ fn table_html(t: &Table, out: &mut String) {
             if t.align.get(i) == Some(&Align::Right) {
                 class = format!("r {class}").trim().to_string();
             }
+            // Leading spaces indent (the call tree's levels): kept, where
+            // HTML would collapse them.
+            let body = text.trim_start_matches(' ');
+            let indent = "&nbsp;".repeat(text.len() - body.len());
             if class.is_empty() {
-                let _ = write!(out, "<td>{}</td>", esc(text));
+                let _ = write!(out, "<td>{indent}{}</td>", esc(body));
             } else {
-                let _ = write!(out, "<td class=\"{class}\">{}</td>", esc(text));
+                let _ = write!(out, "<td class=\"{class}\">{indent}{}</td>", esc(body));
             }
         }
         out.push_str("</tr>\n");

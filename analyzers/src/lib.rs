@@ -5,6 +5,10 @@
 //! typed, serializable results, independent of any user interface:
 //!
 //! - [`profile`]: time in and outside MPI, per call and call site, message sizes;
+//! - [`calltree`]: the same per call path (`MPITRACE_CALLPATH`), inclusive
+//!   and exclusive, per rank, with the time lost in wait states;
+//! - [`counters`]: hardware counters per rank (`MPITRACE_COUNTERS`), IPC,
+//!   how evenly the ranks' work is spread;
 //! - [`matching`]: sends paired with receives, unmatched messages, clock
 //!   violations and their correction;
 //! - [`collectives`]: collective instances across ranks and their costs;
@@ -23,10 +27,12 @@
 //! - [`live`]: the state of each rank of a running job, from its journals;
 //! - [`hang`]: hang diagnosis (wait-for graph, deadlock cycles) from that state.
 
+pub mod calltree;
 pub mod check;
 pub mod collectives;
 pub mod compact;
 pub mod correctness;
+pub mod counters;
 pub mod critical_path;
 pub mod export;
 pub mod hang;

@@ -416,6 +416,8 @@ impl LiveRank {
             finalized: self.side.finalized,
             modules: self.side.modules.clone(),
             build_ids: self.side.build_ids.clone(),
+            paths: Vec::new(),
+            counters: Vec::new(),
         }
     }
 

@@ -18,8 +18,8 @@ use trace_format::record::{flags, Kind};
 use trace_format::{layout, Event, Meta};
 
 use crate::model::{
-    call_flags, classify, CallEv, Class, CollEv, CommDesc, Interner, Location, Model, OpEv, P2p, Problem, RankData,
-    RegionEv, Site, NONE, NO_HANDLE,
+    call_flags, classify, CallEv, CallPath, Class, CollEv, CommDesc, Frame, Interner, Location, Model, OpEv, P2p,
+    Problem, RankData, RegionEv, Site, NONE, NO_HANDLE,
 };
 use crate::{Error, FastMap};
 
@@ -44,6 +44,8 @@ pub struct Row {
     pub op: Option<i32>,
     pub recv_bytes: Option<i64>,
     pub flags: u8,
+    /// Call path id (the rank's path table), if recorded.
+    pub path: Option<u32>,
 }
 
 /// The fields of a row as the builder reads them: a [`Row`], or a row
@@ -66,6 +68,7 @@ pub trait RowFields {
     fn op(&self) -> Option<i32>;
     fn recv_bytes(&self) -> Option<i64>;
     fn flags(&self) -> u8;
+    fn path(&self) -> Option<u32>;
 }
 
 macro_rules! row_field {
@@ -82,7 +85,7 @@ macro_rules! row_field {
 }
 row_field!(thread: i32, kind: Kind, name: u16, t_start: i64, t_end: Option<i64>, rc: Option<i32>, site: Option<u64>,
     comm: Option<u64>, peer: Option<i32>, tag: Option<i32>, bytes: Option<i64>, seq: Option<i64>, request: Option<i32>,
-    root: Option<i32>, op: Option<i32>, recv_bytes: Option<i64>, flags: u8);
+    root: Option<i32>, op: Option<i32>, recv_bytes: Option<i64>, flags: u8, path: Option<u32>);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ReqKind {
@@ -208,6 +211,8 @@ pub struct RankBuilder {
     init_site: Option<u64>,
     /// Rows left out for times no clock gives ([`MAX_TIME_NS`]).
     skipped: u64,
+    /// Hardware counters per (local site, local name) of the calls.
+    site_counters: FastMap<(u32, u16), Vec<u64>>,
 }
 
 /// What a rank builder produced, with its local tables.
@@ -241,7 +246,37 @@ impl RankBuilder {
             t_max: i64::MIN,
             init_site: None,
             skipped: 0,
+            site_counters: FastMap::default(),
         }
+    }
+
+    /// Names the hardware counters of the rank's rows (`RankMeta::counters`,
+    /// the order of their values); the first names given stay.
+    pub fn set_counter_names<S: AsRef<str>>(&mut self, names: impl IntoIterator<Item = S>) {
+        if self.data.counter_names.is_empty() {
+            self.data.counter_names = names.into_iter().map(|s| s.as_ref().to_string()).collect();
+        }
+    }
+
+    /// Adds the hardware counters of a call row (its compute interval,
+    /// values in the order of [`RankBuilder::set_counter_names`]) to the
+    /// rank's sums for the call's site and name. Call it right after the
+    /// row's `push_row` made `calls` calls (`calls` is the count before).
+    pub fn call_counters(&mut self, calls_before: usize, values: &[u64]) {
+        let n = self.data.counter_names.len();
+        if self.data.calls.len() <= calls_before || n == 0 {
+            return;
+        }
+        let c = self.data.calls.at(self.data.calls.len() - 1);
+        let sums = self.site_counters.entry((c.site, c.name)).or_insert_with(|| vec![0; n]);
+        for (s, v) in sums.iter_mut().zip(values) {
+            *s = s.wrapping_add(*v);
+        }
+    }
+
+    /// Number of calls so far.
+    pub fn calls_len(&self) -> usize {
+        self.data.calls.len()
     }
 
     /// Rows left out so far for impossible times (reported by the loader).
@@ -268,7 +303,14 @@ impl RankBuilder {
         id
     }
 
-    fn site(&mut self, addr: u64) -> u32 {
+    /// The local id of call site `addr` reached by call path `path` (a
+    /// site of several paths is as many sites, one per path).
+    fn site(&mut self, addr: u64, path: Option<u32>) -> u32 {
+        // The journal's packing: one word for the pair.
+        let addr = match path {
+            Some(p) => trace_format::record::site_with_path(addr, p),
+            None => addr,
+        };
         // A program calls MPI from few places: most lookups hit the cache.
         let slot = ((addr ^ (addr >> 6) ^ (addr >> 12)) as usize) & (SITE_CACHE - 1);
         let (a, i) = self.site_cache[slot];
@@ -372,7 +414,7 @@ impl RankBuilder {
 
     fn push_call<R: RowFields>(&mut self, r: &R) {
         let idx = self.data.calls.len() as u32;
-        let site = self.site(r.site().unwrap_or(0));
+        let site = self.site(r.site().unwrap_or(0), r.path());
         let class = self.classes.get(r.name() as usize).copied().unwrap_or(Class::Other);
         if self.init_site.is_none() && r.site().is_some() {
             let n = &self.names.names[r.name() as usize];
@@ -570,6 +612,9 @@ impl RankBuilder {
         self.data.colls.shrink_to_fit();
         self.data.regions.shrink_to_fit();
         self.data.regions.sort_by_key(|r| r.t);
+        let mut sc: Vec<((u32, u16), Vec<u64>)> = self.site_counters.into_iter().collect();
+        sc.sort_unstable_by_key(|e| e.0);
+        self.data.site_counters = sc;
         BuiltRank {
             data: self.data,
             names: self.names.names,
@@ -594,6 +639,9 @@ impl Remap {
         let names = &self.names;
         let base = self.site_base;
         d.calls.remap(|n| names[n as usize], |s| s + base);
+        for ((site, name), _) in &mut d.site_counters {
+            (*site, *name) = (*site + base, names[*name as usize]);
+        }
         for r in &mut d.regions {
             r.name = self.names[r.name as usize];
         }
@@ -636,7 +684,29 @@ pub fn assemble(
         let site_base = model.sites.len() as u32;
         let init = b.init_site;
         let rank_meta = model.meta.rank_meta.iter().find(|m| m.process.rank == b.data.rank);
-        for &addr in &b.sites {
+        // The rank's call paths, their frames placed in modules like sites.
+        let path_base = model.paths.len() as u32;
+        let rank_paths = rank_meta.map_or(&[][..], |m| &m.paths[..]);
+        for frames in rank_paths {
+            let frames = frames
+                .iter()
+                .map(|&addr| {
+                    let (module, offset) = match rank_meta.and_then(|m| m.locate(addr)).filter(|_| addr != 0) {
+                        Some((path, off)) => (module_ids.id(path) as u32, off),
+                        None => (NONE, 0),
+                    };
+                    Frame { addr, module, offset }
+                })
+                .collect();
+            model.paths.push(CallPath { rank: b.data.rank, frames });
+        }
+        for &packed in &b.sites {
+            let word = trace_format::record::Record { site: packed, ..Default::default() };
+            let addr = word.site_addr();
+            let path = match word.path() {
+                Some(p) if (p as usize) < rank_paths.len() => path_base + p,
+                _ => NONE,
+            };
             let located = rank_meta.and_then(|m| m.locate(addr)).filter(|_| addr != 0);
             let (module, offset) = match located {
                 Some((path, off)) => (module_ids.id(path) as u32, off),
@@ -651,7 +721,7 @@ pub fn assemble(
                     None => addr as i64,
                 }
             };
-            model.sites.push(Site { rank: b.data.rank, addr, key, module, offset });
+            model.sites.push(Site { rank: b.data.rank, addr, key, module, offset, path });
         }
         let comm_map: Vec<u32> = b
             .comms
@@ -699,6 +769,7 @@ pub fn assemble(
 pub fn push_events(b: &mut RankBuilder, events: &[Event]) {
     for e in events {
         let name = b.name_id(&e.call);
+        let before = b.calls_len();
         b.push(&Row {
             thread: e.thread,
             kind: e.kind,
@@ -717,7 +788,11 @@ pub fn push_events(b: &mut RankBuilder, events: &[Event]) {
             op: e.op,
             recv_bytes: e.recv_bytes,
             flags: e.flags,
+            path: e.path,
         });
+        if let Some(v) = &e.counters {
+            b.call_counters(before, v);
+        }
     }
 }
 
@@ -729,6 +804,9 @@ pub fn from_trace(trace: &trace_format::Trace) -> Model {
         .values()
         .map(|r| {
             let mut b = RankBuilder::new(r.rank, r.completeness.clone());
+            if let Some(m) = &r.meta {
+                b.set_counter_names(&m.counters);
+            }
             push_events(&mut b, &r.events);
             b.finish()
         })
@@ -741,8 +819,13 @@ pub fn from_trace(trace: &trace_format::Trace) -> Model {
 /// cache between decoding and conversion.
 pub const BATCH_ROWS: usize = 8192;
 
-/// Columns of the events table the loader reads.
-pub const COLUMNS: &[&str] = &[
+/// Columns of the events table the loader reads: [`BASE_COLUMNS`] and
+/// the hardware counters' (`trace_format::columns::name::COUNTERS`).
+pub static COLUMNS: std::sync::LazyLock<Vec<&'static str>> =
+    std::sync::LazyLock::new(|| BASE_COLUMNS.iter().chain(name::COUNTERS).copied().collect());
+
+/// The columns of the events table the loader reads but counters.
+pub const BASE_COLUMNS: &[&str] = &[
     name::THREAD,
     name::KIND,
     name::CALL,
@@ -760,6 +843,7 @@ pub const COLUMNS: &[&str] = &[
     name::OP,
     name::RECV_BYTES,
     name::FLAGS,
+    name::PATH,
 ];
 
 /// Row `i` of a batch, its kind, name and start already read; the other
@@ -800,6 +884,10 @@ impl RowFields for BatchRow<'_, '_> {
     #[inline]
     fn site(&self) -> Option<u64> {
         self.c.site(self.i)
+    }
+    #[inline]
+    fn path(&self) -> Option<u32> {
+        self.c.path(self.i)
     }
     #[inline]
     fn comm(&self) -> Option<u64> {
@@ -917,6 +1005,10 @@ impl ParquetRank {
         let b = &mut self.builder;
         let name_map: Vec<u16> = c.call().values().iter().map(|s| b.name_id(s)).collect();
         let mut bad_kind = 0usize;
+        let counters = c.counter_names().next().is_some();
+        if counters {
+            b.set_counter_names(c.counter_names());
+        }
         for i in 0..c.num_rows() {
             let Some(kind) = c.kind(i) else {
                 bad_kind += 1;
@@ -926,7 +1018,11 @@ impl ParquetRank {
                 Some(k) => name_map[k as usize],
                 None => b.name_id("<unknown call>"),
             };
+            let before = b.calls_len();
             b.push_row(&BatchRow { c, i, kind, name, t0: c.t_start(i) });
+            if let Some(v) = counters.then(|| c.counters(i)).flatten() {
+                b.call_counters(before, &v);
+            }
         }
         if bad_kind > 0 {
             self.problems.push(Problem {
@@ -971,7 +1067,7 @@ impl ParquetRank {
 
 /// Streams one rank's events file into the model's builder.
 fn load_parquet_rank(path: &Path, rank: i32) -> RankRead {
-    match trace_format::stream::rank_batches(path, rank, COLUMNS, BATCH_ROWS) {
+    match trace_format::stream::rank_batches(path, rank, &COLUMNS, BATCH_ROWS) {
         Ok(batches) => {
             let mut loader = ParquetRank::start(path, rank, &batches);
             for batch in batches {
@@ -1027,6 +1123,7 @@ pub fn journal_rank(rank: i32, read: &Result<trace_format::RankJournals, trace_f
         Completeness::Partial { reason: last.unwrap_or_else(|| "journal incomplete".into()) }
     };
     let mut b = RankBuilder::new(rank, completeness);
+    b.set_counter_names(&rj.meta.counters);
     push_events(&mut b, &rj.events);
     // These lines name their rank or file already.
     let mut problems: Vec<Problem> =

@@ -146,6 +146,13 @@ pub struct RankData {
     pub regions: Vec<RegionEv>,
     /// Rows of the trace read for this rank (calls, completions, regions).
     pub rows: u64,
+    /// Hardware counters (`MPITRACE_COUNTERS`) of the rank, in the order
+    /// of the values of [`RankData::site_counters`].
+    pub counter_names: Vec<String>,
+    /// Per (site, call name) of the rank's calls: the hardware counters
+    /// summed over the compute intervals that ended at those calls (all
+    /// threads), sorted.
+    pub site_counters: Vec<((u32, u16), Vec<u64>)>,
 }
 
 impl RankData {
@@ -160,9 +167,22 @@ impl RankData {
             ops: Vec::new(),
             regions: Vec::new(),
             rows: 0,
+            counter_names: Vec::new(),
+            site_counters: Vec::new(),
         }
     }
     /// Start of the first and end of the last call, if any.
+    /// The rank's hardware counters summed over all its compute
+    /// intervals: (name, total).
+    pub fn counter_totals(&self) -> Vec<(&str, u64)> {
+        let mut t = vec![0u64; self.counter_names.len()];
+        for (_, v) in &self.site_counters {
+            for (s, x) in t.iter_mut().zip(v) {
+                *s = s.wrapping_add(*x);
+            }
+        }
+        self.counter_names.iter().map(String::as_str).zip(t).collect()
+    }
     pub fn span(&self) -> Option<(i64, i64)> {
         let first = self.calls.first()?.t_start;
         let last = self.calls.timed_kinds().map(|c| c.2).max()?;
@@ -253,6 +273,27 @@ pub struct Site {
     /// Offset of the return address in the module's file (what
     /// `addr2line -e MODULE` takes for PIE executables and shared objects).
     pub offset: u64,
+    /// The call path that reached the site: index into [`Model::paths`],
+    /// or [`NONE`] (recorded without call paths). A site reached by two
+    /// paths is two sites with the same `key`.
+    pub path: u32,
+}
+
+/// One return address of a call path, placed in its module like a [`Site`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Frame {
+    pub addr: u64,
+    /// Index into [`Model::modules`], or [`NONE`].
+    pub module: u32,
+    pub offset: u64,
+}
+
+/// A call path of one rank (`MPITRACE_CALLPATH`): return addresses from
+/// the MPI call site (`frames[0]`) outwards.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallPath {
+    pub rank: i32,
+    pub frames: Vec<Frame>,
 }
 
 /// Where a site is in the source, from a symbolizer (see [`Model::symbolize`]).
@@ -285,6 +326,8 @@ pub struct Model {
     /// Call and region names.
     pub names: Vec<Arc<str>>,
     pub sites: Vec<Site>,
+    /// Call paths of every rank (see [`Site::path`]).
+    pub paths: Vec<CallPath>,
     /// Paths of the executable modules call sites are in.
     pub modules: Vec<Arc<str>>,
     /// Source locations of (module, offset) pairs, filled by [`Model::symbolize`].
@@ -357,21 +400,23 @@ impl Model {
     /// module map); returns how many were resolved. The address is the
     /// return address: a symbolizer should look up the byte before it.
     pub fn symbolize(&mut self, mut resolve: impl FnMut(&Site, &str) -> Option<Location>) -> usize {
-        let mut firsts: Vec<(u32, u64, u32)> = self
-            .sites
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.module != NONE && s.addr != 0)
-            .map(|(i, s)| (s.module, s.offset, i as u32))
-            .collect();
-        firsts.sort_unstable();
+        // The sites, then the frames of call paths (as sites of their rank).
+        let mut firsts: Vec<(u32, u64, Site)> =
+            self.sites.iter().filter(|s| s.module != NONE && s.addr != 0).map(|s| (s.module, s.offset, *s)).collect();
+        for p in &self.paths {
+            for f in p.frames.iter().filter(|f| f.module != NONE && f.addr != 0) {
+                let s = Site { rank: p.rank, addr: f.addr, key: 0, module: f.module, offset: f.offset, path: NONE };
+                firsts.push((f.module, f.offset, s));
+            }
+        }
+        firsts.sort_unstable_by_key(|f| (f.0, f.1));
         firsts.dedup_by_key(|f| (f.0, f.1));
         let mut n = 0;
-        for (module, offset, i) in firsts {
+        for (module, offset, site) in firsts {
             if self.locations.contains_key(&(module, offset)) {
                 continue;
             }
-            if let Some(l) = resolve(&self.sites[i as usize], &self.modules[module as usize]) {
+            if let Some(l) = resolve(&site, &self.modules[module as usize]) {
                 self.locations.insert((module, offset), l);
                 n += 1;
             }

@@ -9,7 +9,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::calltree::{call_tree, CallTree};
 use crate::collectives::{collectives, CollReport, Collectives};
+use crate::counters::{counters, CounterReport};
 use crate::critical_path::{critical_path, CriticalPath};
 use crate::iorma::{io_rma, IoReport, IoRma, RmaReport};
 use crate::matching::{correct_clocks, match_messages, ClockCorrection, MatchSummary, Matching};
@@ -80,6 +82,12 @@ pub struct Report {
     /// One-sided communication.
     #[serde(default)]
     pub rma: RmaReport,
+    /// The call-tree profile, when the trace has call paths.
+    #[serde(default, skip_serializing_if = "CallTree::is_empty")]
+    pub call_tree: CallTree,
+    /// Hardware counters, when recorded.
+    #[serde(default, skip_serializing_if = "CounterReport::is_empty")]
+    pub counters: CounterReport,
 }
 
 /// Full results of every analysis (for viewers), with the model.
@@ -93,6 +101,8 @@ pub struct Analyses {
     pub matrix: Matrix,
     pub critical_path: CriticalPath,
     pub io_rma: IoRma,
+    pub call_tree: CallTree,
+    pub counters: CounterReport,
 }
 
 /// Runs every analysis. Clock violations are corrected first (the model's
@@ -126,6 +136,10 @@ pub fn analyze_timed(mut model: Model) -> (Analyses, Vec<(&'static str, std::tim
     lap("critical path", &mut times);
     let io_rma = io_rma(&model);
     lap("I/O and one-sided", &mut times);
+    let tree = call_tree(&model, &waits);
+    lap("call tree", &mut times);
+    let ctr = counters(&model);
+    lap("counters", &mut times);
     let an = Analyses {
         model,
         matching,
@@ -136,6 +150,8 @@ pub fn analyze_timed(mut model: Model) -> (Analyses, Vec<(&'static str, std::tim
         matrix: mat,
         critical_path: cp,
         io_rma,
+        call_tree: tree,
+        counters: ctr,
     };
     (an, times)
 }
@@ -191,6 +207,8 @@ impl Analyses {
             critical_path: CriticalPath { segments: Vec::new(), ..self.critical_path.clone() },
             io: self.io_rma.io.clone(),
             rma: self.io_rma.rma.clone(),
+            call_tree: self.call_tree.clone(),
+            counters: self.counters.clone(),
         }
     }
 }
@@ -471,6 +489,8 @@ pub fn document(r: &Report) -> Vec<Block> {
         }
         d.push(Block::Table(tb));
     }
+    d.extend(crate::counters::document(&r.counters));
+    d.extend(crate::calltree::document(&r.call_tree));
     d.extend(crate::iorma::document(&IoRma { io: r.io.clone(), rma: r.rma.clone() }));
     // Wait states.
     let w = &r.wait_states;

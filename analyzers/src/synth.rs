@@ -45,6 +45,8 @@ pub fn event(rank: i32, kind: Kind, call: &str, t_start: i64, t_end: i64) -> Eve
         recv_bytes: None,
         recv_datatype: None,
         new_comm: None,
+        path: None,
+        counters: None,
         flags: flags::DONE,
     }
 }
@@ -62,6 +64,28 @@ pub fn module(rank: i32) -> trace_format::side::Module {
     trace_format::side::Module { start: site(rank, 0), end: site(rank, 0x10_0000), offset: 0, path: MODULE.into() }
 }
 
+/// A 2-rank trace with call paths, for the viewers' tests: rank 0 sends
+/// to rank 1 once through the function at offset 0x500 and 3 times
+/// through the one at 0x600, both called from 0x900 (every send made in
+/// the function at 0x40); the frames are in [`MODULE`], which does not
+/// exist, so they show as `app+0xOFFSET`.
+pub fn call_paths() -> SynthTrace {
+    let mut t = SynthTrace::new(2);
+    t.with_modules = true;
+    let s = |o| site(0, o);
+    t.paths = vec![vec![vec![s(0x40), s(0x500), s(0x900)], vec![s(0x40), s(0x600), s(0x900)]], Vec::new()];
+    for (i, path) in [0u32, 1, 1, 1].into_iter().enumerate() {
+        let t0 = 10_000 + 10_000 * i as i64;
+        t.send(0, 1, 5, 100, t0, t0 + 1_000, 0x40);
+        if let Some(e) = t.ranks[0].last_mut() {
+            e.path = Some(path);
+        }
+        t.recv(1, 0, 5, 100, t0, t0 + 2_000, 0x50);
+    }
+    t.finalize(100_000);
+    t
+}
+
 /// Builds a small trace call by call (all on `MPI_COMM_WORLD` = comm 0).
 #[derive(Clone, Debug, Default)]
 pub struct SynthTrace {
@@ -75,6 +99,9 @@ pub struct SynthTrace {
     pub crashed: Vec<i32>,
     /// Record the module map (every site in [`MODULE`] at its offset).
     pub with_modules: bool,
+    /// Per rank: its call paths (`RankMeta::paths`), which events name by
+    /// their `path` field.
+    pub paths: Vec<Vec<Vec<u64>>>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -217,6 +244,7 @@ impl SynthTrace {
             },
             finalized: !self.crashed.contains(&rank),
             modules: if self.with_modules { vec![module(rank)] } else { Vec::new() },
+            paths: self.paths.get(rank as usize).cloned().unwrap_or_default(),
             ..Default::default()
         }
     }

@@ -654,6 +654,7 @@ impl GuiApp {
         if let Some(c) = clicked {
             self.sort_by(c);
         }
+        self.call_paths_view(ui);
     }
 
     fn colls_view(&mut self, ui: &mut Ui) {
@@ -986,6 +987,22 @@ impl GuiApp {
             ui.label("No MPI-IO or one-sided calls.");
         }
         document(ui, &doc);
+    }
+
+    /// Below the profile, when the trace has them: the report's call-tree
+    /// profile (call paths, depth-first, indented) and hardware counters,
+    /// for the whole trace, in a section of their own.
+    fn call_paths_view(&mut self, ui: &mut Ui) {
+        let Some(a) = self.trace.as_ref().and_then(|t| t.analysed.as_ref()) else { return };
+        let mut doc = analyzers::calltree::document(&a.an.call_tree);
+        doc.extend(analyzers::counters::document(&a.an.counters));
+        if doc.is_empty() {
+            return;
+        }
+        ui.add_space(8.0);
+        egui::CollapsingHeader::new("Call paths and counters (whole trace)")
+            .default_open(true)
+            .show(ui, |ui| document(ui, &doc));
     }
 
     fn problems_view(&mut self, ui: &mut Ui) {

@@ -499,3 +499,37 @@ fn thread_lanes_under_their_rank_fold_from_the_gutter() {
     common::click_at(&mut h, gutter);
     assert_eq!(h.state().lanes.rows.len(), 4);
 }
+
+/// The Profile tab, below the profile: the call-tree profile of a trace
+/// with call paths (`analyzers::synth::call_paths`).
+#[test]
+fn call_paths_tab_shows_the_tree() {
+    let dir = common::temp_dir("call-paths");
+    let t = analyzers::synth::call_paths();
+    t.write(&dir).unwrap();
+    let mut app = GuiApp::open(&dir);
+    app.wait_loaded(Duration::from_secs(60));
+    // The synthetic module is not there to symbolize: the viewer opens on
+    // Problems, which says so.
+    let mut h = harness(app);
+    h.get_by_label("Profile").click();
+    h.run();
+    assert_eq!(h.state().tab, Tab::Profile);
+    assert!(h.query_by_label("Call paths and counters (whole trace)").is_some());
+    for name in ["app+0x900", "app+0x500", "app+0x600", "MPI_Send"] {
+        assert!(h.query_all_by_label_contains(name).next().is_some(), "{name}");
+    }
+    // The tree: the outer function's 4 sends, then 3 and 1 below it.
+    let tree = &h.state().trace.as_ref().unwrap().analysed.as_ref().unwrap().an.call_tree;
+    assert_eq!(tree.find(&["app+0x900"]).map(|n| n.inclusive.calls), Some(4));
+    assert_eq!(tree.find(&["app+0x900", "app+0x600"]).map(|n| n.inclusive.calls), Some(3));
+    assert_eq!(tree.find(&["app+0x900", "app+0x500"]).map(|n| n.inclusive.calls), Some(1));
+}
+
+/// Without call paths the Profile tab has no such section.
+#[test]
+fn call_paths_tab_without_paths() {
+    let h = harness(loaded("no-call-paths"));
+    assert_eq!(h.state().tab, Tab::Profile);
+    assert!(h.query_by_label_contains("Call paths").is_none());
+}

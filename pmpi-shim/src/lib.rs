@@ -14,8 +14,10 @@
 //!
 //! See README.md for the design and `mpitrace.h` for the region API.
 
+pub mod callpath;
 pub mod checks;
 pub mod clock;
+pub mod counters;
 pub mod detect;
 pub mod foreign;
 pub mod fort;

@@ -174,6 +174,11 @@ pub fn start(call: usize, before: (u64, u64), after: u64) {
     }
     // Sessions choose their thread level each: the state is always locked.
     let lock = level == abi::MPI_THREAD_MULTIPLE || std::env::var("MPITRACE_LOCK").is_ok_and(|v| v == "1");
+    crate::callpath::configure(rank);
+    let counters = crate::counters::configure(rank);
+    if !counters.is_empty() {
+        tr.write_side(&SideEntry::Counters { names: counters });
+    }
     let _ = TRACE_OUTPUT.set((dir, rank));
     *state() = Some(tr);
     crate::state::LOCKING.store(lock, Ordering::Relaxed);
@@ -183,7 +188,8 @@ pub fn start(call: usize, before: (u64, u64), after: u64) {
             head: head(call as u16, Kind::Call, flags::DONE),
             t_enter: before.0,
             t_exit: clock::ticks().max(after),
-            site: t.site.get(),
+            // Still inside the program's MPI_Init: its callers' frames are there.
+            site: crate::callpath::tag(t.site.get(), t.frame.get()),
             ..Default::default()
         })
     });
@@ -589,6 +595,8 @@ pub fn before_finalize() {
                 finalized: true,
                 modules,
                 build_ids,
+                paths: crate::callpath::table(),
+                counters: crate::counters::names(),
             },
         )
     };

@@ -67,6 +67,10 @@ pub struct ThreadState {
     /// Call site of the last Fortran MPI call of this thread (set by the
     /// Fortran trampolines; see `site::set_site`).
     pub fortran_site: Cell<u64>,
+    /// The caller's frame pointer at the current call (set with `site`).
+    pub frame: Cell<u64>,
+    /// The frame pointer at the last Fortran MPI call of this thread.
+    pub fortran_frame: Cell<u64>,
     /// Nesting depth of intercepted calls (calls made by the MPI library
     /// itself through `MPI_X` are not recorded).
     pub depth: Cell<u32>,
@@ -84,6 +88,8 @@ thread_local! {
         ThreadState {
             site: Cell::new(0),
             fortran_site: Cell::new(0),
+            frame: Cell::new(0),
+            fortran_frame: Cell::new(0),
             depth: Cell::new(0),
             journal: RefCell::new(None),
             retired_journal: RefCell::new(None),
@@ -238,6 +244,8 @@ pub struct Call {
     depth_counted: bool,
     /// This thread's state (valid for the whole call; null if unavailable).
     thread: *const ThreadState,
+    /// The caller's frame pointer (for call paths by frame pointers).
+    frame: u64,
 }
 
 impl Call {
@@ -247,6 +255,7 @@ impl Call {
     pub fn begin(idx: usize, category: Category, large: bool) -> Call {
         let mode_now = MODE.load(Ordering::Relaxed);
         let mut site = 0;
+        let mut frame = 0;
         let mut thread: *const ThreadState = std::ptr::null();
         let recording = (mode_now == mode::ON || mode_now == mode::PAUSED)
             && THREAD_STATE
@@ -254,6 +263,7 @@ impl Call {
                     let depth = t.depth.get();
                     t.depth.set(depth + 1);
                     site = t.site.get();
+                    frame = t.frame.get();
                     thread = t;
                     depth == 0
                 })
@@ -294,6 +304,7 @@ impl Call {
             completions: Vec::new(),
             depth_counted: !thread.is_null(),
             thread,
+            frame,
         }
     }
 
@@ -534,6 +545,16 @@ impl Call {
         {
             fail("internal error reading the module map");
         }
+        if self.writes_records && crate::callpath::on() {
+            self.rec.site = crate::callpath::tag(self.rec.site, self.frame);
+        }
+        if self.writes_records && crate::counters::on() {
+            if let Some(c) = crate::counters::at_entry() {
+                // SAFETY: a recorded call's `thread` is this thread's state
+                // (see below); `reserve_in` gives null or a slot of its journal.
+                unsafe { publish(reserve_in(&*self.thread), &c) };
+            }
+        }
         if self.writes_records {
             // SAFETY: a recorded call got `thread` from this thread's
             // THREAD_STATE in `begin`; it lives until the thread exits, and a
@@ -690,6 +711,9 @@ impl Call {
             return;
         }
         let t = ticks();
+        if self.writes_records && crate::counters::on() {
+            crate::counters::at_exit();
+        }
         let outputs = !self.status.is_null()
             || !self.out_request.is_null()
             || !self.out_comm.is_null()

@@ -78,7 +78,9 @@ macro_rules! dispatch {
     };
 }
 /// The first half of the trampolines: save the argument registers, pass
-/// the return address (the call site) in `rdi`.
+/// the return address (the call site) in `rdi` and the caller's frame
+/// pointer (for `callpath`'s frame-pointer walk) in `rsi` and `rdx` (the
+/// Fortran trampoline puts its index in `esi`).
 macro_rules! save_args {
     () => {
         "push rdi
@@ -88,6 +90,8 @@ macro_rules! save_args {
          push r8
          push r9
          mov rdi, [rsp + 48]
+         mov rsi, rbp
+         mov rdx, rbp
          "
     };
 }
@@ -121,15 +125,22 @@ macro_rules! fortran_trampoline {
 }
 pub(crate) use fortran_trampoline as FORTRAN_TRAMPOLINE;
 
-/// Stores the call site of the current MPI call of this thread: the
-/// Fortran call site when the C call comes from the MPI's Fortran layer.
-pub extern "C" fn set_site(site: u64) {
+/// Stores the call site of the current MPI call of this thread, and the
+/// caller's frame pointer `frame`: the Fortran call site (and frame) when
+/// the C call comes from the MPI's Fortran layer.
+pub extern "C" fn set_site(site: u64, frame: u64) {
     if crate::detect::ABI.load(Ordering::Relaxed) == crate::detect::kind::UNDETECTED {
         crate::detect::ensure(site);
     }
     let _ = THREAD_STATE.try_with(|t| {
         let f = t.fortran_site.get();
-        t.site.set(if f != 0 && in_fortran_layer(site) { f } else { site })
+        if f != 0 && in_fortran_layer(site) {
+            t.site.set(f);
+            t.frame.set(t.fortran_frame.get());
+        } else {
+            t.site.set(site);
+            t.frame.set(frame);
+        }
     });
 }
 
@@ -148,7 +159,7 @@ fn in_fortran_layer(addr: u64) -> bool {
 
 /// Called by the Fortran trampoline of procedure `idx`: notes the call
 /// site and returns the MPI's definition of the procedure.
-pub extern "C" fn fortran_enter(site: u64, idx: u32) -> usize {
+pub extern "C" fn fortran_enter(site: u64, idx: u32, frame: u64) -> usize {
     use crate::detect::{kind, ABI};
     // Under Open MPI a Fortran program's first MPI call may be its
     // `MPI_Init`, which never reaches a C `MPI_X`: decide the ABI here too.
@@ -177,13 +188,17 @@ pub extern "C" fn fortran_enter(site: u64, idx: u32) -> usize {
             let _ = THREAD_STATE.try_with(|t| {
                 t.fortran_site.set(0);
                 t.site.set(site);
+                t.frame.set(frame);
             });
             crate::fort::set_real(f, f08 && crate::detect::mpi_f08_indices_zero_based());
             return entry;
         }
         return f;
     }
-    let _ = THREAD_STATE.try_with(|t| t.fortran_site.set(site));
+    let _ = THREAD_STATE.try_with(|t| {
+        t.fortran_site.set(site);
+        t.fortran_frame.set(frame);
+    });
     f
 }
 

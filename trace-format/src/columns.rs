@@ -9,7 +9,9 @@
 
 use std::collections::HashMap;
 
-use arrow_array::types::{ArrowDictionaryKeyType, Int16Type, Int32Type, Int64Type, Int8Type, UInt64Type, UInt8Type};
+use arrow_array::types::{
+    ArrowDictionaryKeyType, Int16Type, Int32Type, Int64Type, Int8Type, UInt32Type, UInt64Type, UInt8Type,
+};
 use arrow_array::{Array, ArrayRef, ArrowPrimitiveType, DictionaryArray, PrimitiveArray, RecordBatch, StringArray};
 
 use arrow_buffer::ArrowNativeType;
@@ -45,6 +47,33 @@ pub mod name {
     pub const RECV_DATATYPE: &str = "recv_datatype";
     pub const NEW_COMM: &str = "new_comm";
     pub const FLAGS: &str = "flags";
+    /// Call path id (optional: traces recorded without call paths, and
+    /// those of earlier versions, have no such column).
+    pub const PATH: &str = "path";
+    /// The counter columns the shim can write (`MPITRACE_COUNTERS` takes
+    /// the names after the prefix).
+    pub const COUNTERS: &[&str] = &[
+        "counter_cycles",
+        "counter_instructions",
+        "counter_cache-references",
+        "counter_cache-misses",
+        "counter_branches",
+        "counter_branch-misses",
+        "counter_stalled-cycles-frontend",
+        "counter_stalled-cycles-backend",
+        "counter_ref-cycles",
+        "counter_cpu-clock",
+        "counter_task-clock",
+        "counter_page-faults",
+        "counter_context-switches",
+        "counter_cpu-migrations",
+    ];
+    /// Prefix of the optional columns of hardware counters.
+    pub const COUNTER_PREFIX: &str = "counter_";
+    /// The column of counter `c` (`counter_instructions`).
+    pub fn counter(c: &str) -> String {
+        format!("{COUNTER_PREFIX}{c}")
+    }
 }
 
 /// A column of a batch that is absent or not of the type the schema says.
@@ -215,6 +244,10 @@ pub struct EventColumns<'a> {
     recv_datatype: Prim<'a, Int32Type>,
     new_comm: Prim<'a, UInt64Type>,
     flags: Prim<'a, UInt8Type>,
+    /// Optional: never reported as missing.
+    path: Prim<'a, UInt32Type>,
+    /// The `counter_<name>` columns, in the schema's order (optional).
+    counters: Vec<(&'a str, Prim<'a, UInt64Type>)>,
     /// The first column of the schema (in its order) that the batch lacks
     /// or has with another type.
     first_problem: Option<ColumnError>,
@@ -230,6 +263,21 @@ fn prim<'a, T: ArrowPrimitiveType>(
         .downcast_ref::<PrimitiveArray<T>>()
         .map(Some)
         .ok_or_else(|| ColumnError::WrongType { name, found: c.data_type().to_string() })
+}
+
+/// The `counter_<name>` columns of `batch` of type uint64, with their names.
+fn counter_columns(batch: &RecordBatch) -> Vec<(&str, Prim<'_, UInt64Type>)> {
+    let schema = batch.schema_ref();
+    schema
+        .fields()
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| {
+            let counter = f.name().strip_prefix(name::COUNTER_PREFIX)?;
+            let a = batch.column(i).as_any().downcast_ref::<PrimitiveArray<UInt64Type>>()?;
+            Some((counter, Prim::of(Some(a))))
+        })
+        .collect()
 }
 
 impl<'a> EventColumns<'a> {
@@ -308,6 +356,8 @@ impl<'a> EventColumns<'a> {
             recv_datatype: optional!(name::RECV_DATATYPE),
             new_comm: optional!(name::NEW_COMM),
             flags: optional!(name::FLAGS),
+            path: Prim::of(prim(batch, name::PATH).ok().flatten()),
+            counters: counter_columns(batch),
             first_problem: None,
         };
         Ok(EventColumns { first_problem, ..cols })
@@ -379,6 +429,25 @@ impl<'a> EventColumns<'a> {
         self.flags.get(i).unwrap_or(flags::DONE)
     }
 
+    /// The names of the counters the batch has columns for, in order.
+    pub fn counter_names(&self) -> impl Iterator<Item = &'a str> + '_ {
+        self.counters.iter().map(|c| c.0)
+    }
+
+    /// Counter `k` (of [`EventColumns::counter_names`]) of row `i`.
+    #[inline]
+    pub fn counter(&self, k: usize, i: usize) -> Option<u64> {
+        self.counters.get(k).and_then(|c| c.1.get(i))
+    }
+
+    /// The counters of row `i`, if it has any.
+    pub fn counters(&self, i: usize) -> Option<Box<[u64]>> {
+        if self.counters.is_empty() || self.counters.iter().all(|c| c.1.get(i).is_none()) {
+            return None;
+        }
+        Some(self.counters.iter().map(|c| c.1.get(i).unwrap_or(0)).collect())
+    }
+
     /// Whether the batch has the flags column.
     pub fn has_flags(&self) -> bool {
         self.flags.is_present()
@@ -417,6 +486,9 @@ optional_getters!(
     recv_bytes: i64,
     recv_datatype: i32,
     new_comm: u64,
+    /// Index of the row's call path in the rank's path table
+    /// (`RankMeta::paths`).
+    path: u32,
 );
 
 #[cfg(test)]
@@ -451,6 +523,8 @@ mod tests {
             recv_datatype: None,
             new_comm: None,
             flags: 1,
+            path: None,
+            counters: None,
         }
     }
 

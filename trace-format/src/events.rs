@@ -48,6 +48,12 @@ pub struct Event {
     pub new_comm: Option<u64>,
     /// Record flags ([`crate::record::flags`]).
     pub flags: u8,
+    /// Call path: index into the rank's path table (`RankMeta::paths`),
+    /// when the shim recorded call paths (`MPITRACE_CALLPATH`).
+    pub path: Option<u32>,
+    /// Hardware counters' increments over the compute interval that ended
+    /// at this call, on its thread (`RankMeta::counters` names them).
+    pub counters: Option<Box<[u64]>>,
 }
 
 impl Event {
@@ -157,6 +163,8 @@ pub fn stream_events(
                 .push(format!("{}: fewer than two clock calibration points; times are raw ticks", j.path.display()));
         }
         let mut n = 0usize;
+        // A counters record goes into the row of the call that follows it.
+        let mut counters: Option<Box<[u64]>> = None;
         loop {
             let records = j.next_chunk(chunk.min(1 << 16));
             if records.is_empty() {
@@ -164,6 +172,10 @@ pub fn stream_events(
             }
             n += records.len();
             for r in &records {
+                if r.is_counters() {
+                    counters = Some(r.counter_values().into());
+                    continue;
+                }
                 let Some(kind) = r.kind() else {
                     problems.push(format!("{}: record with unknown kind {:#x}", j.path.display(), r.head));
                     continue;
@@ -189,6 +201,9 @@ pub fn stream_events(
                 if r.flags() & flags::NEW_COMM != 0 {
                     e.new_comm = slots.get(&(r.aux as u32)).copied();
                     e.aux = None;
+                }
+                if kind == Kind::Call {
+                    e.counters = counters.take();
                 }
                 out.push(e);
                 if out.len() >= chunk {
@@ -238,7 +253,7 @@ pub fn event_from_record(
         t_end: done.then(|| clock.to_reference(ticks.ns(r.t_exit.max(r.t_enter)))),
         t_local: local,
         rc: done.then_some(r.rc),
-        site: (r.site != 0).then_some(r.site),
+        site: (r.site_addr() != 0).then_some(r.site_addr()),
         comm,
         peer: (r.peer != NO_RANK).then_some(r.peer),
         tag,
@@ -254,5 +269,7 @@ pub fn event_from_record(
         recv_datatype,
         new_comm: None,
         flags: r.flags(),
+        path: r.path(),
+        counters: None,
     }
 }

@@ -254,6 +254,8 @@ fn load_rank(dir: &Path, rank: i32) -> Result<LoadedRank, Error> {
         finalized: side.finalized(),
         modules: side.modules().cloned().collect(),
         build_ids: side.build_ids(),
+        paths: side.paths(),
+        counters: side.counters(),
     };
     let clock = meta::ClockMap::new(meta.sync_init, meta.sync_finalize);
     Ok(LoadedRank { side, journals, meta, clock, complete, problems })

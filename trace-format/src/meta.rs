@@ -23,6 +23,15 @@ pub struct RankMeta {
     /// GNU build ids of the mapped files (lower-case hex), by path.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub build_ids: std::collections::BTreeMap<String, String>,
+    /// Call paths recorded with `MPITRACE_CALLPATH`, by id (the events'
+    /// `path` column): return addresses from the MPI call site outwards,
+    /// symbolized like `site` through `modules`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<Vec<u64>>,
+    /// Hardware counters recorded with `MPITRACE_COUNTERS` (the events'
+    /// `counter_<name>` columns), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub counters: Vec<String>,
 }
 
 /// Most ranks a trace may have (`meta.json`, a rank file's name or

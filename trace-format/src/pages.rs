@@ -802,6 +802,8 @@ mod tests {
                 recv_bytes: None,
                 recv_datatype: None,
                 new_comm: None,
+                path: None,
+                counters: None,
                 flags: 1,
             })
             .collect()

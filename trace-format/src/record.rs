@@ -50,6 +50,17 @@ impl Kind {
     }
 }
 
+/// The kind byte (byte 2 of `head`) of a counters record
+/// (`MPITRACE_COUNTERS`): the hardware counters' increments over the
+/// compute interval that ends at the thread's next call, whose record
+/// follows it. Not a row of its own: conversion puts its values into that
+/// call's row. Not a [`Kind`], so readers that know nothing of counters
+/// skip such records.
+pub const COUNTERS_KIND: u8 = 5;
+
+/// Most counters one counters record holds.
+pub const MAX_COUNTERS: usize = (RECORD_SIZE - 8) / 8;
+
 /// Record flags (byte 3 of `head`).
 pub mod flags {
     /// The call returned; `t_exit` and `rc` are valid.
@@ -83,6 +94,22 @@ pub const NONE_I32: i32 = i32::MIN;
 /// Value of 64-bit fields that do not apply.
 pub const NONE_I64: i64 = i64::MIN;
 
+/// Bits of [`Record::site`] that hold the return address.
+pub const SITE_ADDR_BITS: u32 = 48;
+/// Mask of the return address in [`Record::site`].
+pub const SITE_ADDR_MASK: u64 = (1 << SITE_ADDR_BITS) - 1;
+/// Most call paths a rank can name in its records (ids 0..MAX_PATHS).
+pub const MAX_PATHS: u32 = (1 << (64 - SITE_ADDR_BITS)) - 1;
+
+/// `site` with call path `path` noted in its high bits (see [`Record::site`]);
+/// `site` alone if it does not fit in 48 bits or `path` is out of range.
+pub const fn site_with_path(site: u64, path: u32) -> u64 {
+    if site > SITE_ADDR_MASK || path >= MAX_PATHS {
+        return site;
+    }
+    site | ((path as u64 + 1) << SITE_ADDR_BITS)
+}
+
 /// One journal record, laid out exactly as stored (little-endian, 96 bytes).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,7 +122,11 @@ pub struct Record {
     pub t_enter: u64,
     /// Clock value at exit (0 while the call is in progress).
     pub t_exit: u64,
-    /// Return address in the caller (call site).
+    /// Return address in the caller (call site) in bits 0-47; bits 48-63
+    /// hold the call path's id + 1 when the shim records call paths
+    /// (`MPITRACE_CALLPATH`), else 0. User-space code addresses of x86-64
+    /// and AArch64 fit in 48 bits, so a call path costs the journal
+    /// nothing; see [`Record::site_addr`] and [`Record::path`].
     pub site: u64,
     /// Communicator slot of this process (see the side file), or [`NO_COMM`].
     pub comm: u32,
@@ -167,6 +198,40 @@ impl Record {
     pub fn is_done(&self) -> bool {
         self.flags() & flags::DONE != 0
     }
+    /// The call site (the return address), without the call path id.
+    pub fn site_addr(&self) -> u64 {
+        self.site & SITE_ADDR_MASK
+    }
+    /// A counters record ([`COUNTERS_KIND`]) of `values` (at most
+    /// [`MAX_COUNTERS`]; more are left out): their number in `rc`, the
+    /// values as little-endian words from byte 8.
+    pub fn counters(values: &[u64]) -> Record {
+        let n = values.len().min(MAX_COUNTERS);
+        let mut b = [0u8; RECORD_SIZE];
+        b[0..4].copy_from_slice(&(((COUNTERS_KIND as u32) << 16) | (flags::DONE as u32) << 24).to_le_bytes());
+        b[4..8].copy_from_slice(&(n as i32).to_le_bytes());
+        for (i, v) in values[..n].iter().enumerate() {
+            b[8 + 8 * i..16 + 8 * i].copy_from_slice(&v.to_le_bytes());
+        }
+        Record::from_bytes(&b)
+    }
+    /// Whether this is a counters record.
+    pub fn is_counters(&self) -> bool {
+        (self.head >> 16) as u8 == COUNTERS_KIND
+    }
+    /// The values of a counters record.
+    pub fn counter_values(&self) -> Vec<u64> {
+        let b = self.as_bytes();
+        let n = (self.rc.max(0) as usize).min(MAX_COUNTERS);
+        (0..n).map(|i| u64::from_le_bytes(b[8 + 8 * i..16 + 8 * i].try_into().unwrap_or_default())).collect()
+    }
+    /// The call path id (index into the rank's path table), if any.
+    pub fn path(&self) -> Option<u32> {
+        match self.site >> SITE_ADDR_BITS {
+            0 => None,
+            p => Some(p as u32 - 1),
+        }
+    }
 
     /// The record as bytes.
     pub fn as_bytes(&self) -> &[u8; RECORD_SIZE] {
@@ -195,5 +260,27 @@ mod tests {
         assert!(r.is_done());
         assert_eq!(r.flags() & flags::CANCELLED, flags::CANCELLED);
         assert_eq!(Record::from_bytes(r.as_bytes()), r);
+    }
+
+    #[test]
+    fn counters_roundtrip() {
+        let r = Record::counters(&[7, u64::MAX, 0]);
+        assert!(r.is_counters() && r.kind().is_none());
+        assert_eq!(r.counter_values(), vec![7, u64::MAX, 0]);
+        let many: Vec<u64> = (0..20).collect();
+        assert_eq!(Record::counters(&many).counter_values(), (0..MAX_COUNTERS as u64).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn site_carries_the_path_id() {
+        let r = Record { site: site_with_path(0x5555_1234, 7), ..Default::default() };
+        assert_eq!((r.site_addr(), r.path()), (0x5555_1234, Some(7)));
+        let plain = Record { site: 0x5555_1234, ..Default::default() };
+        assert_eq!((plain.site_addr(), plain.path()), (0x5555_1234, None));
+        // An address above 48 bits is kept whole, without a path.
+        assert_eq!(site_with_path(1 << 50, 1), 1 << 50);
+        assert_eq!(site_with_path(0x40, MAX_PATHS), 0x40);
+        let last = Record { site: site_with_path(0x40, MAX_PATHS - 1), ..Default::default() };
+        assert_eq!(last.path(), Some(MAX_PATHS - 1));
     }
 }

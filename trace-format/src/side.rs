@@ -114,6 +114,18 @@ pub enum SideEntry {
         path: String,
         build_id: String,
     },
+    /// A call path of this rank (`MPITRACE_CALLPATH`): the return addresses
+    /// from the MPI call site outwards; records name it by `id` (see
+    /// `Record::site`). Written once, when the path is first seen.
+    Path {
+        id: u32,
+        frames: Vec<u64>,
+    },
+    /// The counters of `MPITRACE_COUNTERS` the kernel granted, in the order
+    /// of the values of counters records.
+    Counters {
+        names: Vec<String>,
+    },
     /// Something the shim wants the user to know (disk full, unknown handle...).
     Note {
         message: String,
@@ -211,6 +223,37 @@ impl Side {
             })
             .collect()
     }
+    /// The call paths by id (`paths()[id]`); an id never written is an
+    /// empty path.
+    pub fn paths(&self) -> Vec<Vec<u64>> {
+        let mut out: Vec<Vec<u64>> = Vec::new();
+        for e in &self.entries {
+            if let SideEntry::Path { id, frames } = e {
+                let i = *id as usize;
+                // Ids are dense from 0; one past what a side file can hold
+                // is a damaged line, not a size to allocate.
+                if i > crate::record::MAX_PATHS as usize {
+                    continue;
+                }
+                if out.len() <= i {
+                    out.resize(i + 1, Vec::new());
+                }
+                out[i] = frames.clone();
+            }
+        }
+        out
+    }
+    /// The names of the counters recorded (the last entry's).
+    pub fn counters(&self) -> Vec<String> {
+        self.entries
+            .iter()
+            .rev()
+            .find_map(|e| match e {
+                SideEntry::Counters { names } => Some(names.clone()),
+                _ => None,
+            })
+            .unwrap_or_default()
+    }
     pub fn finalized(&self) -> bool {
         self.entries.iter().any(|e| matches!(e, SideEntry::Finalized))
     }
@@ -246,6 +289,7 @@ mod tests {
         let c = CommInfo { slot: 2, id: 77, members: vec![0, 2], call: "MPI_Comm_split".into(), ..Default::default() };
         w.write(&SideEntry::Comm(c.clone())).unwrap();
         w.write(&SideEntry::Region { id: 1, name: "solver".into() }).unwrap();
+        w.write(&SideEntry::Path { id: 1, frames: vec![0x40, 0x80] }).unwrap();
         w.write(&SideEntry::Finalized).unwrap();
         drop(w);
         let mut bytes = std::fs::read(&path).unwrap();
@@ -255,6 +299,7 @@ mod tests {
         assert_eq!(s.comms().next(), Some(&c));
         assert_eq!(s.regions().collect::<Vec<_>>(), vec![(1, "solver")]);
         assert!(s.finalized());
+        assert_eq!(s.paths(), vec![vec![], vec![0x40, 0x80]]);
         assert_eq!(s.bad_lines.len(), 1);
     }
 }

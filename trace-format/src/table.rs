@@ -7,8 +7,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::builder::{
-    BooleanBuilder, Int32Builder, Int64Builder, ListBuilder, StringBuilder, StringDictionaryBuilder, UInt64Builder,
-    UInt8Builder,
+    BooleanBuilder, Int32Builder, Int64Builder, ListBuilder, StringBuilder, StringDictionaryBuilder, UInt32Builder,
+    UInt64Builder, UInt8Builder,
 };
 use arrow_array::types::{Int16Type, Int32Type, Int8Type, UInt64Type};
 use arrow_array::{Array, ArrayRef, BooleanArray, ListArray, PrimitiveArray, RecordBatch};
@@ -35,8 +35,13 @@ fn dict(name: &str, key: DataType) -> Field {
 
 /// Schema of `events/rank-NNNNN.parquet`.
 pub fn events_schema() -> SchemaRef {
+    events_schema_with(&[])
+}
+
+/// [`events_schema`] with a `counter_<name>` column per hardware counter.
+pub fn events_schema_with(counters: &[String]) -> SchemaRef {
     use DataType::*;
-    Arc::new(Schema::new(vec![
+    let mut fields = vec![
         Field::new(name::RANK, Int32, false),
         Field::new(name::THREAD, Int32, false),
         dict(name::KIND, Int8),
@@ -61,7 +66,10 @@ pub fn events_schema() -> SchemaRef {
         Field::new(name::NEW_COMM, UInt64, true),
         Field::new(name::FLAGS, UInt8, false),
         Field::new(name::RECV_DATATYPE, Int32, true),
-    ]))
+        Field::new(name::PATH, UInt32, true),
+    ];
+    fields.extend(counters.iter().map(|c| Field::new(name::counter(c), UInt64, true)));
+    Arc::new(Schema::new(fields))
 }
 
 /// Schema of `comms/rank-NNNNN.parquet`.
@@ -92,13 +100,18 @@ macro_rules! prim_col {
 
 /// The events as an Arrow record batch.
 pub fn events_batch(events: &[Event]) -> Result<RecordBatch, Error> {
+    events_batch_with(events, &[])
+}
+
+/// [`events_batch`] with the `counter_<name>` columns of `counters`.
+pub fn events_batch_with(events: &[Event], counters: &[String]) -> Result<RecordBatch, Error> {
     let mut kind = StringDictionaryBuilder::<Int8Type>::new();
     let mut call = StringDictionaryBuilder::<Int16Type>::new();
     for e in events {
         kind.append_value(e.kind.name());
         call.append_value(&*e.call);
     }
-    let cols: Vec<ArrayRef> = vec![
+    let mut cols: Vec<ArrayRef> = vec![
         prim_col!(events, Int32Builder, |e| Some(e.rank)),
         prim_col!(events, Int32Builder, |e| Some(e.thread)),
         Arc::new(kind.finish()),
@@ -123,8 +136,12 @@ pub fn events_batch(events: &[Event]) -> Result<RecordBatch, Error> {
         prim_col!(events, UInt64Builder, |e| e.new_comm),
         prim_col!(events, UInt8Builder, |e| Some(e.flags)),
         prim_col!(events, Int32Builder, |e| e.recv_datatype),
+        prim_col!(events, UInt32Builder, |e| e.path),
     ];
-    RecordBatch::try_new(events_schema(), cols).map_err(|e| Error::Arrow(e.to_string()))
+    for k in 0..counters.len() {
+        cols.push(prim_col!(events, UInt64Builder, |e| e.counters.as_ref().and_then(|c| c.get(k).copied())));
+    }
+    RecordBatch::try_new(events_schema_with(counters), cols).map_err(|e| Error::Arrow(e.to_string()))
 }
 
 /// The communicators as an Arrow record batch.
@@ -193,6 +210,7 @@ pub fn write_events(path: &Path, events: &[Event], rank: &RankMeta) -> Result<()
 /// the file appears under its name only when [`EventsWriter::finish`]ed.
 pub struct EventsWriter {
     writer: ArrowWriter<File>,
+    counters: Vec<String>,
     path: std::path::PathBuf,
     tmp: std::path::PathBuf,
 }
@@ -209,13 +227,13 @@ impl EventsWriter {
         let props = writer_props(&[name::T_START, name::SEQ], meta);
         let tmp = path.with_extension("parquet.tmp");
         let file = crate::private::create(&tmp).map_err(|e| Error::Io { path: tmp.clone(), source: e })?;
-        let writer = ArrowWriter::try_new(file, events_schema(), Some(props))
+        let writer = ArrowWriter::try_new(file, events_schema_with(&rank.counters), Some(props))
             .map_err(|e| Error::Parquet { path: path.to_path_buf(), what: e.to_string() })?;
-        Ok(EventsWriter { writer, path: path.to_path_buf(), tmp })
+        Ok(EventsWriter { writer, counters: rank.counters.clone(), path: path.to_path_buf(), tmp })
     }
 
     pub fn write(&mut self, events: &[Event]) -> Result<(), Error> {
-        let batch = events_batch(events)?;
+        let batch = events_batch_with(events, &self.counters)?;
         self.writer.write(&batch).map_err(|e| Error::Parquet { path: self.path.clone(), what: e.to_string() })
     }
 
@@ -370,6 +388,8 @@ pub fn read_events(path: &Path) -> Result<(Vec<Event>, Option<RankMeta>), Error>
                 recv_datatype: c.recv_datatype(i),
                 new_comm: c.new_comm(i),
                 flags: c.flags(i),
+                path: c.path(i),
+                counters: c.counters(i),
             });
         }
     }

@@ -16,10 +16,13 @@ use analyzers::model::Region;
 use analyzers::waitstates::PatternKind;
 
 /// The panels, in tab order.
-pub const PANELS: [&str; 7] = ["Details", "Profile", "Collectives", "Wait states", "Matrix", "Info", "I/O, RMA"];
+pub const PANELS: [&str; 8] =
+    ["Details", "Profile", "Collectives", "Wait states", "Matrix", "Info", "I/O, RMA", "Call paths"];
 pub const INFO_PANEL: usize = 5;
 /// MPI-IO and one-sided communication.
 pub const IO_RMA_PANEL: usize = 6;
+/// The panel of the call-tree profile and the hardware counters.
+pub const CALL_PATHS_PANEL: usize = 7;
 
 /// Columns the profile can be sorted by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

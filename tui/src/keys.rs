@@ -135,6 +135,7 @@ pub const BINDINGS: &[Binding] = &[
     b!(&[C('5')], "5", A::Panel(4), "panel: communication matrix"),
     b!(&[C('6')], "6", A::Panel(5), "panel: trace info and problems"),
     b!(&[C('7')], "7", A::Panel(6), "panel: MPI-IO and one-sided"),
+    b!(&[C('8')], "8", A::Panel(7), "panel: call-tree profile and hardware counters"),
     b!(&[C(']')], "]", A::NextPanel, "next panel"),
     b!(&[C('[')], "[", A::PrevPanel, "previous panel"),
     b!(&[C('p')], "p", A::TogglePanel, "hide or show the panel"),

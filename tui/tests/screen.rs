@@ -835,3 +835,48 @@ fn thread_lanes_grouped_under_their_rank_and_foldable() {
     key(&mut app, 'g');
     assert_eq!(app.cursor_row, 0);
 }
+
+/// Panel 8: the call-tree profile of a trace with call paths
+/// (`analyzers::synth::call_paths`: 1 and 3 sends through two callers).
+#[test]
+fn call_paths_panel_shows_the_tree() {
+    let dir = tmpdir("call-paths");
+    let t = analyzers::synth::call_paths();
+    t.write(&dir).unwrap();
+    let mut app = open(&dir, 120, 60);
+    key(&mut app, '8');
+    let mut seen = screen(&mut app);
+    for _ in 0..20 {
+        key(&mut app, 'J');
+        seen.extend(screen(&mut app));
+    }
+    let all = seen.join("\n");
+    assert!(all.contains("8 Call paths") && all.contains("Call paths"), "{all}");
+    let row = |name: &str| -> Vec<String> {
+        let mut v: Vec<String> =
+            seen.iter().filter(|l| l.trim_start().starts_with(name)).map(|l| l.trim().to_string()).collect();
+        v.dedup();
+        v
+    };
+    // The outer function, then the two callers: 1 and 3 sends below them.
+    assert!(row("app+0x900").iter().any(|l| l.split_whitespace().nth(1) == Some("4")), "{all}");
+    assert!(row("app+0x500").iter().any(|l| l.split_whitespace().nth(1) == Some("1")), "{all}");
+    assert!(row("app+0x600").iter().any(|l| l.split_whitespace().nth(1) == Some("3")), "{all}");
+    let sends = row("MPI_Send");
+    assert!(sends.iter().any(|l| l.split_whitespace().nth(1) == Some("1")), "{sends:?}");
+    assert!(sends.iter().any(|l| l.split_whitespace().nth(1) == Some("3")), "{sends:?}");
+    // Depth-first: the heavier caller (3 sends) before the lighter.
+    let at = |s: &str| seen.iter().position(|l| l.trim_start().starts_with(s)).unwrap();
+    assert!(at("app+0x900") < at("app+0x600") && at("app+0x600") < at("app+0x500"), "{all}");
+}
+
+/// Panel 8 of a trace without call paths says how to record them.
+#[test]
+fn call_paths_panel_without_paths() {
+    let dir = tmpdir("no-call-paths");
+    small_trace(&dir);
+    let mut app = open(&dir, 120, 40);
+    key(&mut app, '8');
+    let all = screen(&mut app).join("\n");
+    assert!(all.contains("No call paths") && all.contains("--callpath"), "{all}");
+}

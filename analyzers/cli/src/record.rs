@@ -61,6 +61,22 @@ pub struct RecordArgs {
     /// Costs a read of each such buffer twice (see pmpi-shim/BENCHMARKS.md).
     #[arg(long)]
     check_buffers: bool,
+    /// Record call paths of this many return addresses (the call site and
+    /// its callers; MPITRACE_CALLPATH): `mpitrace report` then shows a
+    /// call-tree profile. Costs an unwind per call (pmpi-shim/BENCHMARKS.md).
+    #[arg(long, value_name = "DEPTH")]
+    callpath: Option<u32>,
+    /// How call paths are unwound: `dwarf` (any code, the default) or `fp`
+    /// (frame pointers: faster, for code built with -fno-omit-frame-pointer).
+    #[arg(long, value_name = "dwarf|fp", value_parser = ["dwarf", "fp"])]
+    unwind: Option<String>,
+    /// Hardware counters to read at every MPI call, comma-separated
+    /// (MPITRACE_COUNTERS: cycles, instructions, cache-misses, branches,
+    /// branch-misses, task-clock, page-faults...): `mpitrace report` gives
+    /// them per rank, with IPC and imbalance. Those the kernel refuses are
+    /// named once and left out.
+    #[arg(long, value_name = "LIST")]
+    counters: Option<String>,
     /// The launcher and its arguments, e.g. `mpiexec -n 4 ./app`.
     #[arg(last = true, required = true)]
     command: Vec<String>,
@@ -172,6 +188,23 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         Ok(old) if !old.is_empty() => format!("{}:{old}", lib.display()),
         _ => lib.display().to_string(),
     };
+    // The shim's options, set for the job.
+    let mut options: Vec<(&str, String)> = Vec::new();
+    if args.keep_journals {
+        options.push(("MPITRACE_KEEP_JOURNALS", "1".into()));
+    }
+    if args.check_buffers {
+        options.push(("MPITRACE_CHECK_BUFFERS", "1".into()));
+    }
+    if let Some(n) = args.callpath {
+        options.push(("MPITRACE_CALLPATH", n.to_string()));
+    }
+    if let Some(u) = &args.unwind {
+        options.push(("MPITRACE_UNWIND", u.clone()));
+    }
+    if let Some(c) = &args.counters {
+        options.push(("MPITRACE_COUNTERS", c.clone()));
+    }
     let mut cmd = Command::new(&args.command[0]);
     if is_open_mpi_launcher(&args.command[0]) {
         // Open MPI starts ranks on other hosts with only the variables named
@@ -179,23 +212,15 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         for var in ["LD_PRELOAD", "MPITRACE_DIR", "MPITRACE_LAUNCH"] {
             cmd.args(["-x", var]);
         }
-        if args.keep_journals {
-            cmd.args(["-x", "MPITRACE_KEEP_JOURNALS"]);
-        }
-        if args.check_buffers {
-            cmd.args(["-x", "MPITRACE_CHECK_BUFFERS"]);
+        for (var, _) in &options {
+            cmd.args(["-x", var]);
         }
     }
     cmd.args(&args.command[1..])
         .env("LD_PRELOAD", preload)
         .env("MPITRACE_DIR", &dir)
         .env("MPITRACE_LAUNCH", serde_json::to_string(&args.command)?);
-    if args.keep_journals {
-        cmd.env("MPITRACE_KEEP_JOURNALS", "1");
-    }
-    if args.check_buffers {
-        cmd.env("MPITRACE_CHECK_BUFFERS", "1");
-    }
+    cmd.envs(options.iter().map(|(k, v)| (k, v)));
     // Installed before the job starts, so that no signal and no end of the
     // job is missed.
     let signals = Signals::install().context("cannot install signal handlers")?;

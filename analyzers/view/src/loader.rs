@@ -209,7 +209,7 @@ impl Handoff {
 
 impl RankTap for Handoff {
     fn columns(&self) -> &[&'static str] {
-        COLUMNS
+        &COLUMNS
     }
 
     fn batch_rows(&self) -> usize {

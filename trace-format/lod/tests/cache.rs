@@ -34,6 +34,8 @@ fn call(rank: i32, name: &str, t0: i64, t1: i64, bytes: Option<i64>) -> Event {
         recv_bytes: None,
         recv_datatype: None,
         new_comm: None,
+        path: None,
+        counters: None,
         flags: flags::DONE,
     }
 }

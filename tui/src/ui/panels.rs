@@ -10,7 +10,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Widget};
 
 use super::{call_color, colors, region_color};
-use crate::app::{App, Row, SortKey, IO_RMA_PANEL, PANELS};
+use crate::app::{App, Row, SortKey, CALL_PATHS_PANEL, IO_RMA_PANEL, PANELS};
 use crate::data::Analysed;
 use crate::view::fmt_dur;
 
@@ -55,6 +55,7 @@ pub fn lines(app: &App, w: usize) -> Vec<Line<'static>> {
         2 => collectives(an),
         3 => wait_states(an),
         IO_RMA_PANEL => io_rma(an, w),
+        CALL_PATHS_PANEL => call_paths(an, w),
         _ => matrix(an, w),
     }
 }
@@ -419,6 +420,21 @@ fn io_rma(an: &Analysed, w: usize) -> Vec<Line<'static>> {
     let doc = analyzers::iorma::document(&an.an.io_rma);
     if doc.is_empty() {
         return vec![Line::from("No MPI-IO or one-sided calls.")];
+    }
+    let text = analyzers::report::render_text(&doc, analyzers::report::TextOptions { width: w.max(40), color: false });
+    text.lines().map(|l| Line::from(l.to_string())).collect()
+}
+
+/// The report's call-tree and counters sections, as the text report
+/// prints them (the tree depth-first, indented; scroll with the panel keys).
+fn call_paths(an: &Analysed, w: usize) -> Vec<Line<'static>> {
+    let mut doc = analyzers::calltree::document(&an.an.call_tree);
+    doc.extend(analyzers::counters::document(&an.an.counters));
+    if doc.is_empty() {
+        return vec![
+            Line::from("No call paths or hardware counters in this trace."),
+            Line::from("Record with `mpitrace record --callpath 8` (call paths) or `--counters cycles,instructions`."),
+        ];
     }
     let text = analyzers::report::render_text(&doc, analyzers::report::TextOptions { width: w.max(40), color: false });
     text.lines().map(|l| Line::from(l.to_string())).collect()
