@@ -241,6 +241,10 @@ impl App {
                 self.set_lod(*lod);
             }
             Loaded::Lod(Err(e), _) => self.lod_error = Some(e),
+            // Every call, read after the cache's coarse levels were shown:
+            // the view stays.
+            Loaded::Detail(Ok(lod)) => self.lod = Some(*lod),
+            Loaded::Detail(Err(e)) => self.lod_error = Some(e),
             Loaded::Analyses(Ok(a)) => {
                 self.an = Some(a);
                 // Rows may take two lines now (user regions).
