@@ -227,6 +227,14 @@ impl App {
         }
     }
 
+    /// Waits up to `timeout` for the next thing the loader finishes and
+    /// takes it; false if nothing came.
+    pub fn wait_one(&mut self, timeout: Duration) -> bool {
+        let Some(x) = self.loader.as_ref().and_then(|l| l.wait(timeout)) else { return false };
+        self.take(x);
+        true
+    }
+
     /// Whether something is still being loaded.
     pub fn loading(&self) -> bool {
         self.loader.is_some()

@@ -2,10 +2,9 @@
 //! pyramid, written while the rank's journals become Parquet, so that the
 //! first frame of a finished trace needs no reading of the trace.
 //!
-//! A cache file holds only levels with at most one bucket per
-//! [`CALLS_PER_BUCKET`] calls, and at most [`BUDGET_DIVISOR`]th of the
-//! size of the rank's events file: a small fraction of the trace, whatever
-//! its length. The calls themselves (and the finer levels) are read from
+//! A cache file holds the levels that fit in a [`BUDGET_DIVISOR`]th of
+//! the size of the rank's events file (at least the coarsest): a small
+//! fraction of the trace, whatever its length. The calls themselves (and the finer levels) are read from
 //! the trace by the viewer afterwards, in the background.
 //!
 //! The file is a [`crate::pyramid::Header`] of kind [`KIND_COARSE`], the
@@ -29,13 +28,14 @@ use crate::source::RankState;
 
 /// `Header::kind` of a cache file (coarse levels, no calls).
 pub const KIND_COARSE: u32 = 1;
-/// The finest cached level has at most one bucket per this many calls.
-pub const CALLS_PER_BUCKET: u64 = 64;
+/// A [`CoarseBuilder`] keeps at most one bucket per this many calls (or
+/// [`MIN_BUCKETS`]).
+pub const CALLS_PER_BUCKET: u64 = 32;
 /// A cache file is at most the events file's size divided by this (5:
 /// 20 %), keeping at least the coarsest level.
 pub const BUDGET_DIVISOR: u64 = 5;
 /// Buckets a [`CoarseBuilder`] keeps at least before it coarsens.
-const MIN_BUCKETS: usize = 4096;
+pub const MIN_BUCKETS: usize = 4096;
 
 /// What a cache file says about where it comes from, after its levels.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,7 +65,7 @@ pub fn stamp(path: &Path) -> std::io::Result<(u64, i128)> {
 }
 
 /// Builds the coarse levels of one rank from its calls in any order, in
-/// memory bounded by the number of buckets (about one per
+/// memory bounded by the number of buckets (at most one per
 /// [`CALLS_PER_BUCKET`] calls), not by the number of calls: used while a
 /// rank's journals, which hold its threads one after the other, are
 /// converted.
@@ -200,34 +200,24 @@ impl CoarseBuilder {
             n_events: 0,
             n_long: 0,
         };
-        coarsen(header, buckets, self.calls, budget)
+        coarsen(header, buckets, budget)
     }
 }
 
 /// Which levels of a pyramid (`lens`: buckets per level, finest first)
-/// make a cache file: from the finest with at most one bucket per
-/// [`CALLS_PER_BUCKET`] calls, and no more than `budget` bytes of buckets
-/// in all (at least the coarsest level).
-pub fn first_cached_level(lens: &[usize], calls: u64, budget: u64) -> usize {
+/// make a cache file: the finest of those that fit, with all coarser ones,
+/// in `budget` bytes of buckets (at least the coarsest level).
+pub fn first_cached_level(lens: &[usize], budget: u64) -> usize {
     let n = lens.len();
     let bytes = |from: usize| lens[from..].iter().map(|&l| 40 * l as u64).sum::<u64>();
-    let mut k0 = (0..n).find(|&k| lens[k] as u64 * CALLS_PER_BUCKET <= calls.max(1)).unwrap_or(n.saturating_sub(1));
-    while k0 + 1 < n && bytes(k0) > budget {
-        k0 += 1;
-    }
-    k0
+    (0..n).find(|&k| bytes(k) <= budget).unwrap_or(n.saturating_sub(1))
 }
 
 /// The cache file's header and levels from a pyramid's (`header.shift0`
 /// the width exponent of `levels[0]`): [`first_cached_level`] on.
-pub fn coarsen(
-    mut header: Header,
-    mut levels: Vec<Vec<Bucket>>,
-    calls: u64,
-    budget: u64,
-) -> (Header, Vec<Vec<Bucket>>) {
+pub fn coarsen(mut header: Header, mut levels: Vec<Vec<Bucket>>, budget: u64) -> (Header, Vec<Vec<Bucket>>) {
     let lens: Vec<usize> = levels.iter().map(Vec::len).collect();
-    let k0 = first_cached_level(&lens, calls, budget);
+    let k0 = first_cached_level(&lens, budget);
     levels.drain(..k0.min(levels.len()));
     header.shift0 += 2 * k0 as u32;
     header.levels = levels.len() as u32;

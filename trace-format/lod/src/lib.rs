@@ -14,14 +14,18 @@
 //! measures it (BENCHMARKS.md).
 //!
 //! [`Lod::open`] builds all of it from a trace directory (finished Parquet
-//! traces and the journals of crashed runs alike, ranks in parallel) and
-//! caches it next to the trace in `DIR/lod/` (one file per rank plus
-//! `index.json`, versioned by [`FORMAT_VERSION`] and stamped with the
-//! sizes and times of the files it was built from). A second open maps the
-//! cache files into memory (on several threads) and validates each in one
-//! pass ([`RankLod::validate`]: a damaged file is rebuilt, never drawn),
-//! far faster than reading the trace again. [`messages::MessageIndex`]
-//! finds the messages to draw in a time range.
+//! traces and the journals of crashed runs alike, ranks in parallel), in
+//! memory. Its cache ([`coarse`]) holds only the coarse levels of each
+//! rank, at most a fifth of the rank's events file: written while the
+//! journals become Parquet ([`convert::convert_rank`], the shim at
+//! `MPI_Finalize` and `mpitrace record`), or by [`Lod::open`] when it is
+//! missing or out of date, into `DIR/lod/` (the user's cache directory
+//! when the trace's is read-only), versioned by [`FORMAT_VERSION`] and
+//! stamped with the size and time of the events file it was built from.
+//! [`Lod::open_cached`] maps it in milliseconds and validates each file in
+//! one pass ([`RankLod::validate`]: a damaged or stale file is rebuilt,
+//! never drawn): a viewer's first frame, while the calls are read.
+//! [`messages::MessageIndex`] finds the messages to draw in a time range.
 //!
 //! The crate has no user-interface dependencies.
 

@@ -296,7 +296,7 @@ impl RankLod {
     /// bytes of buckets ([`crate::coarse::first_cached_level`]).
     pub fn coarse_levels(&self, budget: u64) -> (Header, Vec<Vec<Bucket>>) {
         let lens: Vec<usize> = self.levels.iter().map(|l| l.1).collect();
-        let k0 = crate::coarse::first_cached_level(&lens, self.n_calls, budget);
+        let k0 = crate::coarse::first_cached_level(&lens, budget);
         let mut h = self.header;
         h.shift0 += 2 * k0 as u32;
         h.levels = (lens.len() - k0.min(lens.len())) as u32;
@@ -541,8 +541,21 @@ impl RankLod {
         let width = self.level_width(k);
         let mut next = 0usize;
         let mut covering: Option<(usize, Call)> = None;
+        // Without the calls (a coarse cache file), a bucket wider than a
+        // column tells only that its calls end by its latest end, not
+        // where within it they run: its end counts for the columns after
+        // the bucket's own (until then its time is spread over them).
+        // (bucket end, latest end of its calls) of such buckets.
+        let mut pending: Vec<(i64, i64)> = Vec::new();
         for c in 0..n {
             let (a, z) = (b[c], b[c + 1]);
+            pending.retain(|&(bucket_end, max_end)| {
+                let due = bucket_end <= a;
+                if due {
+                    reach = reach.max(max_end);
+                }
+                !due
+            });
             if reach > a {
                 // A call started before the column runs into it.
                 if reach >= z {
@@ -597,7 +610,11 @@ impl RankLod {
                     }
                     cc += 1;
                 }
-                reach = reach.max(bk.max_end);
+                if self.is_coarse() && bs.saturating_add(width) > z {
+                    pending.push((bs.saturating_add(width), bk.max_end));
+                } else {
+                    reach = reach.max(bk.max_end);
+                }
                 seen = seen.saturating_add(bk.count as usize);
                 next += 1;
             }
