@@ -19,19 +19,9 @@ use trace_lod::{Lod, Progress};
 use tui::view::View;
 use tui::App;
 
-fn peak_rss_mib() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
-        })
-        .unwrap_or(0.0)
-        / 1024.0
-}
-
-fn dir_size(p: &std::path::Path) -> u64 {
-    std::fs::read_dir(p).into_iter().flatten().flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum()
-}
+#[path = "shared/rss.rs"]
+mod rss;
+use rss::{dir_size, peak_rss_mib};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -54,6 +54,9 @@ pub const CACHE_DIR: &str = "lod";
 /// Why [`Lod::open_cached`] failed when there is no cache at all (not
 /// worth a note).
 const NO_CACHE: &str = "no cache";
+/// Why [`Lod::open_cached`] failed for a rank with journals only (a crashed
+/// run not converted: no cache to expect, not worth a note either).
+const NOT_CONVERTED: &str = "journals not converted";
 
 /// Errors of opening a trace's level of detail.
 #[derive(Debug, thiserror::Error)]
@@ -174,7 +177,7 @@ impl Lod {
             Ok(c) => Lod::build_inner(dir, progress, false, tap, Names::new(c.names)),
             Err(why) => {
                 let mut lod = Lod::build_inner(dir, progress, true, tap, Names::default())?;
-                if why != NO_CACHE {
+                if why != NO_CACHE && !why.ends_with(NOT_CONVERTED) {
                     let note = format!("level-of-detail cache rebuilt: {why}");
                     lod.cache_note = Some(lod.cache_note.map_or(note.clone(), |n| format!("{note}; {n}")));
                 }
@@ -205,7 +208,7 @@ impl Lod {
         for (rank, src) in &srcs {
             let path = match src {
                 source::RankSource::Parquet(p) => p,
-                source::RankSource::Journals => return Err(format!("rank {rank}: journals not converted")),
+                source::RankSource::Journals => return Err(format!("rank {rank}: {NOT_CONVERTED}")),
                 source::RankSource::None => {
                     problems.push(format!("rank {rank}: no events file and no journal"));
                     let data = RankLod::from_image(pyramid::build(*rank, Vec::new()));

@@ -469,7 +469,8 @@ impl RankLod {
         if !self.is_coarse() && r.len() <= n.saturating_mul(EXACT_PER_CELL) {
             self.cells_exact(&win, r, out);
         } else {
-            let w = (t1 - t0) as f64 / n as f64;
+            // In floating point: the window may be the whole range of i64.
+            let w = (t1 as f64 - t0 as f64) / n as f64;
             self.cells_binned(&win, self.level_for(w), r.start, out);
         }
     }

@@ -224,6 +224,9 @@ fn journals_of_a_crashed_run() {
     assert_eq!(lod.name(last.name), "MPI_Recv");
     assert_ne!(last.flags & trace_lod::flags::UNFINISHED, 0);
     assert!(lod.problems.iter().any(|p| p.contains("did not finalize")), "{:?}", lod.problems);
+    // Journals are not a converted trace: no cache is expected of them.
+    assert_eq!(lod.cache_note, None);
+    assert!(Lod::open_cached(&dir).unwrap_err().contains("journals not converted"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
