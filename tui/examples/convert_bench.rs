@@ -15,7 +15,7 @@ use analyzers::synth::{stencil_rank, StencilParams, SynthTrace};
 
 #[path = "shared/rss.rs"]
 mod rss;
-use rss::{dir_size, peak_rss_mib};
+use rss::{cpu_s, dir_size, peak_rss_mib};
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -44,23 +44,26 @@ fn main() {
     };
     clean();
     let rss0 = peak_rss_mib();
-    let t = Instant::now();
+    let (t, c) = (Instant::now(), cpu_s());
     trace_format::finish_dir(&dir, &[], true).expect("convert");
-    let plain = t.elapsed();
+    let (plain, plain_cpu) = (t.elapsed(), cpu_s() - c);
     clean();
-    let t = Instant::now();
+    let (t, c) = (Instant::now(), cpu_s());
     let fin = trace_lod::convert::finish_dir(&dir, &[], true).expect("convert with the cache");
-    let with = t.elapsed();
+    let (with, with_cpu) = (t.elapsed(), cpu_s() - c);
     for p in &fin.problems {
         eprintln!("{p}");
     }
     let (cache, ev) = (dir_size(&dir.join("lod")), dir_size(&dir.join("events")));
     println!(
-        "convert {} ranks: {:.2} s without the cache, {:.2} s with it (+{:.1} %); peak RSS {:.0} MiB (before converting {:.0})",
+        "convert {} ranks: without the cache {:.2} s (CPU {:.2} s), with it {:.2} s (CPU {:.2} s, {:+.1} %); \
+         peak RSS {:.0} MiB (before converting {:.0})",
         fin.converted.len(),
         plain.as_secs_f64(),
+        plain_cpu,
         with.as_secs_f64(),
-        100.0 * (with.as_secs_f64() / plain.as_secs_f64() - 1.0),
+        with_cpu,
+        100.0 * (with_cpu / plain_cpu.max(0.01) - 1.0),
         peak_rss_mib(),
         rss0
     );
