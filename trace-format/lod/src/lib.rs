@@ -119,7 +119,9 @@ pub struct Lod {
     pub ranks: Vec<RankEntry>,
     /// What was missing or damaged, one line each, naming the file.
     pub problems: Vec<String>,
-    /// Whether it was opened from the cache (rather than built now).
+    /// Whether it was opened from the cache (rather than built now): its
+    /// coarse levels, or, from a viewer's loader, the calls read after
+    /// the cache's levels were shown.
     pub cached: bool,
     /// Why the cache could not be used or written, if so.
     pub cache_note: Option<String>,
