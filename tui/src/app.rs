@@ -251,7 +251,11 @@ impl App {
             Loaded::Lod(Err(e), _) => self.lod_error = Some(e),
             // Every call, read after the cache's coarse levels were shown:
             // the view stays.
-            Loaded::Detail(Ok(lod)) => self.lod = Some(*lod),
+            Loaded::Detail(Ok(lod)) => {
+                // A search index built over the coarse levels held no calls.
+                self.search_index = None;
+                self.lod = Some(*lod);
+            }
             Loaded::Detail(Err(e)) => self.lod_error = Some(e),
             Loaded::Analyses(Ok(a)) => {
                 self.an = Some(a);

@@ -127,12 +127,20 @@ fn the_first_frame_comes_from_the_cache_and_the_calls_keep_the_view() {
         let line = &lines[row_of(&lines, r)];
         assert!(line.chars().skip(4).any(|c| "░▒▓█".contains(c)), "{line}");
     }
+    // A search before the calls are in finds none...
+    key(&mut app, '/');
+    typed(&mut app, "send");
+    code(&mut app, KeyCode::Enter);
+    assert_eq!(app.cursor_t, 0);
     let zoomed = View::new(10_000, 50_000);
     app.view = zoomed;
     app.wait_loaded();
     let lod = app.lod.as_ref().expect("loaded");
     assert!(lod.ranks.iter().all(|r| !r.data.is_coarse()) && lod.ranks[0].data.len() == 4);
     assert_eq!(app.view, zoomed);
+    // ...and finds them once they are.
+    key(&mut app, 'n');
+    assert_eq!((app.cursor_row, app.cursor_t), (0, 10_000));
 }
 
 #[test]
