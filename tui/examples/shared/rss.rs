@@ -1,5 +1,8 @@
 //! Peak memory of the benchmark's process, for the examples that print it.
 
+// Each example that includes this file uses a part of it.
+#![allow(dead_code)]
+
 /// Peak resident set size of this process so far, MiB (`VmHWM`).
 pub fn peak_rss_mib() -> f64 {
     std::fs::read_to_string("/proc/self/status")
