@@ -89,36 +89,19 @@ fn main() {
             foreign = if is_passthrough(name) {
                 String::new()
             } else {
+                // A Fortran call pending (src/fort.rs) goes to the library's Fortran
+                // procedure instead (under Open MPI, and under the MPICH ABI for
+                // MPICH's `mpi_f08` and `ofort::MPICH_INTERNAL`).
                 let fortran = if ofort.names.contains(&name) {
                     format!(
-                        "if crate::fort::pending({idx}) {{\n            \
-                         // SAFETY: this function's arguments, passed on to the Fortran forward of the same prototype.\n            \
-                         return unsafe {{ crate::ofwd::{name}({args}) }};\n        }}\n        "
+                        "if crate::fort::pending({idx}) {{\n        \
+                         // SAFETY: this function's arguments, passed on to the Fortran forward of the same prototype.\n        \
+                         return unsafe {{ crate::ofwd::{name}({args}) }};\n    }}\n    "
                     )
                 } else {
                     String::new()
                 };
-                let arms: String = Foreign::ALL
-                    .iter()
-                    .map(|f| {
-                        // Under Open MPI, a Fortran call pending (src/fort.rs) goes to
-                        // Open MPI's Fortran procedure instead.
-                        let fortran = if *f == Foreign::Ompi { fortran.as_str() } else { "" };
-                        format!(
-                            "            crate::detect::kind::{k} => {{\n                {fortran}\
-                             // SAFETY: this function's arguments, passed on to the translation layer of the\n                \
-                             // same prototype.\n                \
-                             return unsafe {{ crate::{m}_pmpi::{name}({args}) }};\n            }}\n",
-                            k = f.kind(),
-                            m = f.prefix()
-                        )
-                    })
-                    .collect();
-                format!(
-                    "let abi = crate::detect::ABI.load(std::sync::atomic::Ordering::Relaxed);\n    \
-                     if abi != crate::detect::kind::MPICH {{\n        \
-                     match abi {{\n{arms}            _ => {{}}\n        }}\n    }}\n    "
-                )
+                format!("{fortran}{}", foreign_arms(name, &args))
             },
         );
         // The trampoline keeps only the integer argument registers (see
@@ -198,15 +181,51 @@ fn main() {
     let mut fnames = String::new();
     // Match arms: trampoline index -> Open MPI recording entry.
     let mut fentries = String::new();
+    // Trampoline indices whose entry records under the MPICH ABI too:
+    // always, or on MPICH's `mpi_f08` (see `site::fortran_enter`).
+    let (mut mpich_always, mut mpich_f08) = (Vec::new(), Vec::new());
     let mut fcount = 0usize;
     for p in procedures.iter().filter(|p| !p.is_macro) {
-        if fortran::plan(p).is_err() && !fortran::HANDWRITTEN.contains(&p.name) {
-            continue;
-        }
-        for s in fortran::spellings(p.name).0 {
+        let has_entry = ofort.names.contains(&p.name);
+        // MPICH's `mpi_f08` takes choice buffers as array descriptors, in
+        // `mpi_x_f08ts_` (`ofort::MPI_X_ts`).
+        let ts = ofort.ts_names.contains(&p.name);
+        let lower = p.name.to_ascii_lowercase();
+        // Each spelling, and whether it is one of `mpi_f08`.
+        let spellings: Vec<(String, bool)> = if p.large {
+            // Only in MPICH's `mpi_f08`: `mpi_send_f08ts_large_` for `MPI_Send_c`.
+            if !has_entry {
+                continue;
+            }
+            let base = lower.strip_suffix("_c").unwrap_or(&lower);
+            vec![(if ts { format!("{base}_f08ts_large_") } else { format!("{base}_f08_large_") }, true)]
+        } else {
+            if fortran::plan(p).is_err() && !fortran::HANDWRITTEN.contains(&p.name) {
+                continue;
+            }
+            let [m0, m1, m2, m3, f08] = fortran::spellings(p.name).0;
+            let mut v = vec![(m0, false), (m1, false), (m2, false), (m3, false), (f08, true)];
+            v.extend(ts.then(|| (format!("{lower}_f08ts_"), true)));
+            v
+        };
+        // Every Fortran call is recorded where the library's Fortran layer
+        // does not reach `MPI_X`: a procedure without an entry (an array
+        // whose length the rules do not know...) would pass unrecorded.
+        assert!(
+            has_entry || p.ret != "int" || is_passthrough(p.name),
+            "{}: a Fortran binding without a recording entry (build/ofort.rs)",
+            p.name
+        );
+        for (s, is_f08) in spellings {
             let _ = writeln!(fnames, "    c\"{s}\",");
-            if ofort.names.contains(&p.name) {
-                let _ = writeln!(fentries, "        {fcount} => crate::ofort::{} as *const () as usize,", p.name);
+            if has_entry {
+                let entry = if s.contains("_f08ts_") { format!("{}_ts", p.name) } else { p.name.to_string() };
+                let _ = writeln!(fentries, "        {fcount} => crate::ofort::{entry} as *const () as usize,");
+                if ofort::MPICH_INTERNAL.contains(&p.name) {
+                    mpich_always.push(fcount.to_string());
+                } else if is_f08 {
+                    mpich_f08.push(fcount.to_string());
+                }
             }
             let _ = writeln!(
                 exports,
@@ -280,10 +299,41 @@ fn main() {
          /// Open MPI's Fortran procedures called for pending Fortran calls (see `fort`).\n\
          {c_api_allowances}\npub mod ofwd {{\n{}}}\n\
          /// The Open MPI recording entry of Fortran trampoline `fidx` (0: none).\n\
-         pub fn ofort_entry(fidx: usize) -> usize {{\n    match fidx {{\n{fentries}        _ => 0,\n    }}\n}}",
-        ofort.ofort, ofort.ofwd
+         pub fn ofort_entry(fidx: usize) -> usize {{\n    match fidx {{\n{fentries}        _ => 0,\n    }}\n}}\n\
+         /// Whether Fortran trampoline `fidx` records through its entry under the MPICH ABI:\n\
+         /// `Some(true)` always (`ofort::MPICH_INTERNAL`), `Some(false)` if the library's\n\
+         /// `mpi_f08` calls `PMPI_X` (an `mpi_f08` spelling), None never.\n\
+         pub fn mpich_fortran_entry(fidx: usize) -> Option<bool> {{\n    \
+         match fidx {{\n        {} => Some(true),\n        {} => Some(false),\n        _ => None,\n    }}\n}}",
+        ofort.ofort,
+        ofort.ofwd,
+        mpich_always.join(" | "),
+        mpich_f08.join(" | ")
     );
     write_if_changed(&out.join("wrappers.rs"), &rs);
+}
+
+/// The start of `pmpi::MPI_X` (`name`, called with `args`) that sends the
+/// core's arguments to the translation layer of a foreign ABI.
+fn foreign_arms(name: &str, args: &str) -> String {
+    let arms: String = Foreign::ALL
+        .iter()
+        .map(|f| {
+            format!(
+                "            crate::detect::kind::{k} => {{\n                \
+                 // SAFETY: this function's arguments, passed on to the translation layer of the\n                \
+                 // same prototype.\n                \
+                 return unsafe {{ crate::{m}_pmpi::{name}({args}) }};\n            }}\n",
+                k = f.kind(),
+                m = f.prefix()
+            )
+        })
+        .collect();
+    format!(
+        "let abi = crate::detect::ABI.load(std::sync::atomic::Ordering::Relaxed);\n    \
+         if abi != crate::detect::kind::MPICH {{\n        \
+         match abi {{\n{arms}            _ => {{}}\n        }}\n    }}\n    "
+    )
 }
 
 /// Return type of a procedure in the MPICH ABI.
@@ -468,6 +518,15 @@ fn generic_body(idx: usize, p: &Procedure) -> String {
             },
             // The send buffer, checksummed with `--check-buffers`.
             ("BUFFER", Dir::In, false) if q.name == "buf" => push(&mut setters, format!("c.buf({v})")),
+            // The send half of `MPI_Isendrecv` and of collectives (the
+            // root's `buffer` of a broadcast); a collective's receive
+            // buffer, to see `MPI_IN_PLACE`.
+            ("BUFFER", _, false) if q.name == "sendbuf" || (q.name == "buffer" && category == "Coll") => {
+                push(&mut setters, format!("c.buf({v})"))
+            }
+            ("BUFFER", _, false) if q.name == "recvbuf" && category == "Coll" => {
+                push(&mut setters, format!("c.recv_buf({v})"))
+            }
             // Groups, datatypes and info objects made or freed (and the
             // datatype committed): the handle goes to `aux` (correctness
             // checks find the ones never freed).

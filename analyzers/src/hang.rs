@@ -293,6 +293,9 @@ pub fn diagnose(
             (None, Proc::Finished) => "finished",
             (None, Proc::Ended) => "ended",
             (None, _) if t.finalized => "finished",
+            // On a machine that cannot be checked from here: computing, or
+            // dead.
+            (None, Proc::Unknown) => "unknown",
             (None, _) => "computing",
         };
         let call_ev = current.clone().or_else(|| polling.then(|| t.last.clone()).flatten());
@@ -415,7 +418,8 @@ pub fn diagnose(
         let who = ranks.iter().find(|x| x.rank == to);
         let what = match who.map(|x| x.state.as_str()) {
             Some("dead") => {
-                let pid = who.and_then(|x| x.pid).map(|p| format!("process {p} is gone")).unwrap_or("gone".into());
+                let on = who.and_then(|x| x.host.as_ref()).map(|h| format!(" on {h}")).unwrap_or_default();
+                let pid = who.and_then(|x| x.pid).map(|p| format!("process {p}{on} is gone")).unwrap_or("gone".into());
                 format!("which is dead ({pid}{})", last_call_text(who))
             }
             Some("finished") => "which has finished (it called MPI_Finalize)".to_string(),
@@ -424,6 +428,13 @@ pub fn diagnose(
             Some("computing") => {
                 let idle = who.and_then(|x| x.idle_s).map(|s| format!(" for {s:.1} s")).unwrap_or_default();
                 format!("which is not in MPI (computing{idle}{})", last_call_text(who))
+            }
+            Some("unknown") => {
+                let host = who.and_then(|x| x.host.clone()).unwrap_or_else(|| "its machine".into());
+                format!(
+                    "which is not in MPI (computing, or dead: {host} cannot be checked from here{})",
+                    last_call_text(who)
+                )
             }
             Some(s) => format!("which is {s}"),
             None => String::new(),
@@ -638,6 +649,7 @@ impl HangReport {
                 (_, st) => {
                     let what = match st {
                         "computing" => "not in MPI (computing)",
+                        "unknown" => "not in MPI (computing, or dead: its machine cannot be checked from here)",
                         "finished" => "finished (MPI_Finalize)",
                         "dead" => "dead: its process is gone",
                         "ended" => "not in MPI when the trace ended",
@@ -730,7 +742,8 @@ impl crate::live::Live {
             .values()
             .map(|r| {
                 let p = r.process();
-                (r.rank, r.proc_state(&host), r.now, p.map(|p| p.host.clone()), p.map(|p| p.pid))
+                let proc = r.proc_state(&self.dir, &host, &mut self.locks_seen);
+                (r.rank, proc, r.now, p.map(|p| p.host.clone()), p.map(|p| p.pid))
             })
             .collect();
         // Symbolizing needs `self` mutably: the sites first.

@@ -16,7 +16,7 @@
 //! communicator, messages sent and received. It takes the events of a
 //! finished trace just as well (the state when the job ended).
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -278,7 +278,8 @@ impl Tracker {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Proc {
-    /// Runs (seen in /proc of this machine).
+    /// Runs (seen in /proc of this machine, or holding its lock on its
+    /// side file).
     Alive,
     /// Its process is gone without finalizing.
     Dead,
@@ -286,7 +287,7 @@ pub enum Proc {
     Finished,
     /// The trace ended (the job was killed or ended) without it finalizing.
     Ended,
-    /// On another machine: not known.
+    /// On another machine, which cannot be checked from here: not known.
     Unknown,
 }
 
@@ -483,19 +484,29 @@ impl LiveRank {
         }
     }
 
-    /// What is known of the rank's process.
-    pub fn proc_state(&self, host: &str) -> Proc {
+    /// What is known of the rank's process: on this machine (`host`) from
+    /// `/proc`; on another from the lock it holds on its side file while
+    /// it runs (`trace_format::alive`), when the trace directory is shared.
+    /// A lock found free means a dead process only on a machine whose
+    /// locks were seen held before (`locks_seen`, updated): a file system
+    /// mounted without locks across machines never shows them held.
+    pub fn proc_state(&self, dir: &Path, host: &str, locks_seen: &mut HashSet<String>) -> Proc {
         if self.track.finalized || self.side.finalized {
             return Proc::Finished;
         }
-        match &self.side.process {
-            Some(p) if p.host == host => {
-                if process_alive(p.pid) {
-                    Proc::Alive
-                } else {
-                    Proc::Dead
-                }
+        let Some(p) = &self.side.process else { return Proc::Unknown };
+        if p.host == host {
+            return if process_alive(p.pid) { Proc::Alive } else { Proc::Dead };
+        }
+        if !p.alive_lock {
+            return Proc::Unknown;
+        }
+        match trace_format::alive::probe(&layout::side(dir, self.rank)) {
+            Some(true) => {
+                locks_seen.insert(p.host.clone());
+                Proc::Alive
             }
+            Some(false) if locks_seen.contains(&p.host) => Proc::Dead,
             _ => Proc::Unknown,
         }
     }
@@ -508,6 +519,8 @@ pub struct Live {
     /// This machine's name (ranks on it can be checked and timed).
     pub host: String,
     names: HashMap<u16, Arc<str>>,
+    /// Machines whose ranks were seen holding their liveness lock.
+    pub locks_seen: HashSet<String>,
     symbolizer: Symbolizer,
     sites: HashMap<(i32, u64), Option<String>>,
 }
@@ -519,6 +532,7 @@ impl Live {
             ranks: BTreeMap::new(),
             host: hostname(),
             names: HashMap::new(),
+            locks_seen: HashSet::new(),
             symbolizer: Symbolizer::new(),
             sites: HashMap::new(),
         }
@@ -534,6 +548,31 @@ impl Live {
         for lr in self.ranks.values_mut() {
             lr.look(&self.dir, &self.host, &mut self.names);
         }
+        self.learn_locks();
+    }
+
+    /// Learns early, while their ranks run, which other machines' locks
+    /// this one sees (`LiveRank::proc_state`): a few ranks of each machine
+    /// not yet seen are asked, until one is seen holding its lock.
+    fn learn_locks(&mut self) {
+        const PER_HOST: usize = 4;
+        let mut asked: HashMap<&str, usize> = HashMap::new();
+        let mut seen = Vec::new();
+        for lr in self.ranks.values().filter(|r| !r.track.finalized) {
+            let Some(p) = lr.process().filter(|p| p.alive_lock && p.host != self.host) else { continue };
+            if self.locks_seen.contains(&p.host) || seen.contains(&p.host) {
+                continue;
+            }
+            let n = asked.entry(p.host.as_str()).or_default();
+            if *n >= PER_HOST {
+                continue;
+            }
+            *n += 1;
+            if trace_format::alive::probe(&layout::side(&self.dir, lr.rank)) == Some(true) {
+                seen.push(p.host.clone());
+            }
+        }
+        self.locks_seen.extend(seen);
     }
 
     /// Progress of the whole job (see [`Tracker::progress`]).

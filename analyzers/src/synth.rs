@@ -43,6 +43,7 @@ pub fn event(rank: i32, kind: Kind, call: &str, t_start: i64, t_end: i64) -> Eve
         op: None,
         aux: None,
         recv_bytes: None,
+        recv_datatype: None,
         new_comm: None,
         flags: flags::DONE,
     }

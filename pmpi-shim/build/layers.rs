@@ -168,8 +168,11 @@ impl Layer {
     }
 }
 
-fn is_array(q: &Param) -> bool {
-    !q.suffix.is_empty()
+/// Whether `q` is an array (of its `count`, a group's size...).
+pub fn is_array(q: &Param) -> bool {
+    // The legacy procedures (`MPI_Type_struct`...) declare theirs as
+    // pointers.
+    !q.suffix.is_empty() || (q.name.starts_with("array_of_") && q.pointer_depth() == 1)
 }
 
 /// [`array_len`] of the arrays Open MPI's library gets (the Fortran entries
@@ -241,7 +244,18 @@ fn conversions(p: &Procedure, layer: Layer) -> (String, Vec<String>, String) {
             match (depth, arr) {
                 (0, false) => args.push(fwd(&v)),
                 (1, false) => {
-                    if q.dir == Dir::Out {
+                    if q.dir == Dir::Out && k == "REQUEST" && layer.way == Way::ToCore {
+                        // The request the variable still holds, if the
+                        // layers know it: the core reports an active one
+                        // overwritten (`request-overwritten`). The old value
+                        // is only looked up; the variable is writable, so
+                        // readable, and may hold garbage.
+                        let _ = writeln!(
+                            pre,
+                            "    let mut t_{v} = if {v}.is_null() {{ {zero} }} else {{ \
+                             crate::foreign::ptr_known_to_core({v}.read_volatile(), crate::foreign::kind::REQUEST) }};"
+                        );
+                    } else if q.dir == Dir::Out {
                         let _ = writeln!(pre, "    let mut t_{v} = {zero};");
                     } else {
                         let init = fwd(&format!("*{v}"));

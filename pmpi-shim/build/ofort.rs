@@ -1,16 +1,21 @@
-//! Generation of the Fortran recording layer used under Open MPI (see
-//! `src/fort.rs`): for every procedure with a Fortran binding
-//! (`mpi_api::fortran::plan`, plus `MPI_Init` and `MPI_Init_thread`),
+//! Generation of the Fortran recording layer (see `src/fort.rs`), used under
+//! Open MPI, for MPICH's `mpi_f08` and for the procedures of
+//! [`MPICH_INTERNAL`]: for every procedure with a Fortran binding
+//! (`mpi_api::fortran::layout`, the bindings mpi-core writes by hand
+//! included),
 //!
 //! * `ofort::MPI_X(a0.., ierror, lengths..)`: the entry `site::fortran_enter`
-//!   returns under Open MPI; turns the Fortran arguments into the core's and
-//!   calls the recording wrapper `imp::MPI_X` with the Fortran call pending;
-//! * `ofwd::MPI_X(core arguments)`: what `pmpi::MPI_X` calls instead of Open
-//!   MPI's `PMPI_X` when a Fortran call is pending: Open MPI's Fortran
-//!   procedure with the program's arguments, then its outputs as the core's.
+//!   returns; turns the Fortran arguments into the core's and calls the
+//!   recording wrapper `imp::MPI_X` with the Fortran call pending
+//!   (`ofort::MPI_X_ts` too for procedures with choice buffers, given as
+//!   array descriptors to MPICH's `mpi_x_f08ts_`);
+//! * `ofwd::MPI_X(core arguments)`: what `pmpi::MPI_X` calls instead of the
+//!   library's `PMPI_X` when a Fortran call is pending: the library's
+//!   Fortran procedure with the program's arguments, then its outputs as
+//!   the core's.
 //!
-//! A procedure whose arrays have no length the rules know is left out: its
-//! Fortran calls pass through unrecorded under Open MPI.
+//! Every array has the length the standard gives (build.rs fails on a
+//! procedure left without an entry).
 
 use std::fmt::Write as _;
 
@@ -28,24 +33,39 @@ pub struct Out {
     pub ofwd: String,
     /// Names of the procedures with a layer.
     pub names: Vec<&'static str>,
+    /// Those with an entry `ofort::MPI_X_ts` too: choice buffers given as
+    /// array descriptors (MPICH's `mpi_f08`, `mpi_x_f08ts_`).
+    pub ts_names: Vec<&'static str>,
 }
 
+/// Procedures whose Fortran binding in MPICH (4.0, Debian's
+/// `libmpichfort.so.12`, `mpif.h`, `use mpi` and `use mpi_f08` alike)
+/// calls MPICH's internals (`MPII_Comm_get_attr`...) instead of the C
+/// `MPI_X`, which the shim would record: their Fortran calls go through
+/// the same entries under the MPICH ABI too. On a library whose Fortran
+/// binding does call `MPI_X` (this project's), that call is made inside the
+/// recorded one and not recorded again.
+pub const MPICH_INTERNAL: &[&str] = &[
+    "MPI_Attr_get",
+    "MPI_Attr_put",
+    "MPI_Comm_get_attr",
+    "MPI_Comm_set_attr",
+    "MPI_Type_get_attr",
+    "MPI_Type_set_attr",
+    "MPI_Win_get_attr",
+    "MPI_Win_set_attr",
+];
+
 /// How each C parameter of `p` arrives from Fortran (None: not a Fortran
-/// argument, the core gets a null pointer), if `p` has a layer.
+/// argument, the core gets a null pointer or 0), if `p` has a layer: every
+/// procedure with a Fortran binding (`mpi_api::fortran::layout`, which
+/// describes the ones mpi-core writes by hand too: callbacks, extra states
+/// and attribute values, string arrays), but for the conversion helpers.
 fn fortran_args(p: &Procedure) -> Option<Vec<Option<Arg>>> {
     if p.is_macro || p.ret != "int" || is_passthrough(p.name) {
         return None;
     }
-    match p.name {
-        // MPI_INIT(IERROR), MPI_INIT_THREAD(REQUIRED, PROVIDED, IERROR),
-        // MPI_PCONTROL(LEVEL) (variadic in C, without IERROR in Fortran).
-        "MPI_Init" => return Some(vec![None, None]),
-        "MPI_Pcontrol" => return Some(vec![Some(Arg::Value("::std::os::raw::c_int"))]),
-        "MPI_Init_thread" => return Some(vec![None, None, Some(Arg::Value("::std::os::raw::c_int")), Some(Arg::Same)]),
-        _ => {}
-    }
-    let args = fortran::plan(p).ok()?;
-    Some(args.into_iter().map(Some).collect())
+    fortran::layout(p).ok()
 }
 
 /// The handle kind constant of `crate::foreign::kind` of a C base type.
@@ -67,9 +87,10 @@ fn handle_kind(base: &str) -> Option<&'static str> {
 
 /// The length of array `q` (in the core's names), if the rules know it.
 fn len_of(p: &Procedure, q: &Param) -> Option<String> {
-    let known =
-        matches!(q.name, "array_of_requests" | "array_of_statuses" | "array_of_types" | "sendtypes" | "recvtypes")
-            || (q.name == "array_of_datatypes" && p.name == "MPI_Type_get_contents");
+    let known = matches!(
+        q.name,
+        "array_of_requests" | "array_of_statuses" | "array_of_types" | "array_of_info" | "sendtypes" | "recvtypes"
+    ) || (q.name == "array_of_datatypes" && p.name == "MPI_Type_get_contents");
     let has_count = p.params.iter().any(|x| x.name == "count" || x.name == "incount");
     (known && (has_count || q.name.ends_with("types"))).then(|| ompi_array_len(p, q))
 }
@@ -80,8 +101,9 @@ fn is_index(p: &Procedure, q: &Param) -> bool {
     matches!(q.name, "index" | "array_of_indices") && (p.name.ends_with("any") || p.name.ends_with("some"))
 }
 
-/// Generates both layers of `p` (call id `idx`), or None.
-fn layers(idx: usize, p: &Procedure) -> Option<(String, String)> {
+/// Generates both layers of `p` (call id `idx`), or None; with `ts`, the
+/// entry `MPI_X_ts` whose choice buffers are array descriptors.
+fn layers(idx: usize, p: &Procedure, ts: bool) -> Option<(String, String)> {
     let args = fortran_args(p)?;
     let name = p.name;
     // Position of each C parameter among the Fortran arguments.
@@ -100,7 +122,7 @@ fn layers(idx: usize, p: &Procedure) -> Option<(String, String)> {
     let mut lens = Vec::new();
     let mut len_pos = vec![None; args.len()];
     for (i, a) in args.iter().enumerate() {
-        if matches!(a, Some(Arg::StrIn | Arg::StrOut)) {
+        if a.is_some_and(Arg::has_len) {
             len_pos[i] = Some(after + lens.len());
             lens.push(i);
         }
@@ -119,21 +141,22 @@ fn layers(idx: usize, p: &Procedure) -> Option<(String, String)> {
         let v = codegen::rust_ident(q.name);
         let ty = codegen::rust_type(q);
         let Some(a) = a else {
-            let _ = writeln!(rest, "        let {v}: {ty} = std::ptr::null_mut();");
+            let none = if q.pointer_depth() == 0 { "0" } else { "std::ptr::null_mut()" };
+            let _ = writeln!(rest, "        let {v}: {ty} = {none};");
             continue;
         };
         let w = format!("w{}", pos[i].unwrap());
         let hk = handle_kind(q.base());
-        let array = !q.suffix.is_empty();
+        let array = super::layers::is_array(q);
         let int = |x: &str| format!("*({x} as *const ::std::os::raw::c_int)");
         match *a {
             Arg::Value(t) => {
                 let raw = format!("*({w} as *const {t})");
                 let e = match (hk, q.kind) {
                     (Some(k), _) => format!("crate::fort::handle({raw}, crate::foreign::kind::{k})"),
-                    (None, "RANK") => format!("crate::ompi::rank_to_core({raw})"),
-                    (None, "ERROR_CODE" | "ERROR_CLASS") => format!("crate::ompi::error_to_core({raw})"),
-                    (None, "SPLIT_TYPE") => format!("crate::ompi::split_type_to_core({raw})"),
+                    (None, "RANK") => format!("crate::fort::rank({raw})"),
+                    (None, "ERROR_CODE" | "ERROR_CLASS") => format!("crate::fort::error({raw})"),
+                    (None, "SPLIT_TYPE") => format!("crate::fort::split_type({raw})"),
                     _ => raw,
                 };
                 let _ = writeln!(values, "        let {v} = {e} as {ty};");
@@ -212,6 +235,10 @@ fn layers(idx: usize, p: &Procedure) -> Option<(String, String)> {
             Arg::Same | Arg::Errcodes | Arg::Weights => {
                 let _ = writeln!(rest, "        let {v} = {w} as {ty};");
             }
+            Arg::Buffer if ts => {
+                let _ =
+                    writeln!(rest, "        let {v} = crate::fort::buffer(crate::fort::descriptor_data({w})) as {ty};");
+            }
             Arg::Buffer => {
                 let _ = writeln!(rest, "        let {v} = crate::fort::buffer({w}) as {ty};");
             }
@@ -238,7 +265,7 @@ fn layers(idx: usize, p: &Procedure) -> Option<(String, String)> {
                         subst,
                         "    let want_{v} = !{v}.is_null() && {v} as usize != {core_ignore};\n    \
                          let n_{v}: usize = if want_{v} {{ {len} }} else {{ 0 }};\n    \
-                         let mut f_{v} = vec![0 as ::std::os::raw::c_int; n_{v} * crate::fort::STATUS_INTS];\n    \
+                         let mut f_{v} = vec![0 as ::std::os::raw::c_int; n_{v} * crate::fort::status_ints()];\n    \
                          if want_{v} && (fw.args[{fi}] == 0 || {ignored}(fw.args[{fi}])) {{ fw.args[{fi}] = f_{v}.as_mut_ptr() as usize; }}"
                     );
                     let _ = writeln!(
@@ -291,6 +318,10 @@ fn layers(idx: usize, p: &Procedure) -> Option<(String, String)> {
             Arg::IntValue => {
                 let _ = writeln!(rest, "        let {v} = *({w} as *const ::std::os::raw::c_int) as isize as {ty};");
             }
+            // The recorder reads neither `argv` nor the spawned commands.
+            Arg::StrArray => {
+                let _ = writeln!(rest, "        let {v}: {ty} = std::ptr::null_mut();");
+            }
             Arg::Discard => {
                 let _ = writeln!(
                     rest,
@@ -314,12 +345,13 @@ fn layers(idx: usize, p: &Procedure) -> Option<(String, String)> {
         String::new()
     };
     let rc = if has_ierror {
-        format!("crate::ompi::error_to_core(*(fw.args[{ierror}] as *const ::std::os::raw::c_int))")
+        format!("crate::fort::error(*(fw.args[{ierror}] as *const ::std::os::raw::c_int))")
     } else {
         "mpi_api::abi::MPI_SUCCESS".to_string()
     };
+    let suffix = if ts { "_ts" } else { "" };
     let entry = format!(
-        "{allow}pub unsafe extern \"C\" fn {name}({fparams}) {{\n{own_ierror}    \
+        "{allow}pub unsafe extern \"C\" fn {name}{suffix}({fparams}) {{\n{own_ierror}    \
          let real = crate::fort::real();\n    \
          // SAFETY: the program's arguments of the Fortran {name}, each an address as gfortran\n    \
          // passes them (and the hidden string lengths), read as that binding declares them;\n    \
@@ -343,12 +375,18 @@ fn layers(idx: usize, p: &Procedure) -> Option<(String, String)> {
 
 /// Both layers of every procedure that has them, and `ofwd::raw_call`.
 pub fn generate(procedures: &[Procedure]) -> Out {
-    let mut out = Out { ofort: String::new(), ofwd: String::new(), names: Vec::new() };
+    let mut out = Out { ofort: String::new(), ofwd: String::new(), names: Vec::new(), ts_names: Vec::new() };
     for (idx, p) in procedures.iter().enumerate() {
-        if let Some((entry, fwd)) = layers(idx, p) {
+        if let Some((entry, fwd)) = layers(idx, p, false) {
             let _ = writeln!(out.ofort, "{entry}");
             let _ = writeln!(out.ofwd, "{fwd}");
             out.names.push(p.name);
+            // The forward is the same: the program's arguments go on as they are.
+            let buffers = fortran_args(p).is_some_and(|a| a.contains(&Some(Arg::Buffer)));
+            if let Some((entry, _)) = layers(idx, p, true).filter(|_| buffers) {
+                let _ = writeln!(out.ofort, "{entry}");
+                out.ts_names.push(p.name);
+            }
         }
     }
     // raw_call: a Fortran procedure called with `a.len()` words.

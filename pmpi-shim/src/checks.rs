@@ -16,6 +16,7 @@ use std::os::raw::c_int;
 use std::sync::OnceLock;
 
 use mpi_api::abi;
+use trace_format::record::NONE_I64;
 use trace_format::typesig::Sig;
 
 use crate::pmpi;
@@ -113,6 +114,45 @@ fn envelope(dt: c_int) -> Option<(c_int, c_int, c_int, c_int)> {
     (rc == abi::MPI_SUCCESS && ni >= 0 && na >= 0 && nd >= 0).then_some((ni, na, nd, comb))
 }
 
+/// The counts a collective was given (`NONE_I64` where it has none).
+pub struct Counts {
+    /// `count` or `sendcount`.
+    pub count: i64,
+    /// `recvcount`.
+    pub recv_count: i64,
+    /// The sum of `recvcounts`, where significant.
+    pub recv_sum: Option<i64>,
+}
+
+/// How many elements of its datatype the collective `name` (`MPI_Ibcast`,
+/// `PMPI_Allreduce_init`...) sends from its send buffer at this process,
+/// when they are one run of consecutive elements (blocks for every rank
+/// follow each other): none where the process sends nothing from it (the
+/// leaves of a broadcast or scatter) or the blocks lie where displacements
+/// say (`MPI_Iscatterv`, `MPI_Ialltoallv`/`w`), and for the rooted ones on
+/// an intercommunicator. `leaf`: not the root of a rooted collective;
+/// `group`: the size of the group it exchanges with.
+pub fn collective_send_elems(name: &[u8], leaf: bool, inter: bool, group: i64, c: Counts) -> Option<i64> {
+    let name = std::str::from_utf8(name).ok()?;
+    let name = name.strip_prefix('P').unwrap_or(name).strip_prefix("MPI_")?;
+    let name = name.strip_suffix("_c").unwrap_or(name);
+    let name = name.strip_suffix("_init").unwrap_or(name);
+    let op = name.strip_prefix('I').unwrap_or(name).to_ascii_lowercase();
+    let some = |n: i64| (n != NONE_I64 && n >= 0).then_some(n);
+    match op.as_str() {
+        "bcast" if !leaf && !inter => some(c.count),
+        "gather" | "gatherv" | "reduce" if !inter => some(c.count),
+        "allgather" | "allgatherv" | "allreduce" | "scan" | "exscan" | "neighbor_allgather" | "neighbor_allgatherv" => {
+            some(c.count)
+        }
+        "scatter" if !leaf && !inter => some(c.count)?.checked_mul(group),
+        "alltoall" => some(c.count)?.checked_mul(group),
+        "reduce_scatter_block" => some(c.recv_count)?.checked_mul(group),
+        "reduce_scatter" => c.recv_sum,
+        _ => None,
+    }
+}
+
 /// Whether send buffers are checksummed (`MPITRACE_CHECK_BUFFERS=1`).
 pub fn check_buffers() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
@@ -207,6 +247,27 @@ fn hash(bytes: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::hash;
+
+    #[test]
+    fn collectives_send_one_run_of_elements_or_none() {
+        use super::{collective_send_elems as elems, Counts};
+        let c = |count, recv_count, recv_sum| Counts { count, recv_count, recv_sum };
+        let none = trace_format::record::NONE_I64;
+        // The root of a broadcast sends, its leaves receive.
+        assert_eq!(elems(b"PMPI_Ibcast", false, false, 4, c(3, none, None)), Some(3));
+        assert_eq!(elems(b"PMPI_Ibcast", true, false, 4, c(3, none, None)), None);
+        // A block per rank, one after the other.
+        assert_eq!(elems(b"PMPI_Ialltoall", false, false, 4, c(2, 2, None)), Some(8));
+        assert_eq!(elems(b"PMPI_Iscatter", false, false, 4, c(2, 2, None)), Some(8));
+        assert_eq!(elems(b"PMPI_Ireduce_scatter_block", false, false, 4, c(none, 3, None)), Some(12));
+        assert_eq!(elems(b"PMPI_Ireduce_scatter", false, false, 4, c(none, none, Some(7))), Some(7));
+        assert_eq!(elems(b"PMPI_Allreduce_init", false, false, 4, c(5, none, None)), Some(5));
+        assert_eq!(elems(b"PMPI_Igather_c", true, false, 4, c(5, 5, None)), Some(5));
+        // Blocks where displacements say: not checked.
+        assert_eq!(elems(b"PMPI_Ialltoallv", false, false, 4, c(8, none, None)), None);
+        assert_eq!(elems(b"PMPI_Iscatterv", false, false, 4, c(8, 2, None)), None);
+        assert_eq!(elems(b"PMPI_Ibarrier", false, false, 4, c(none, none, None)), None);
+    }
 
     #[test]
     fn any_changed_byte_changes_the_hash() {

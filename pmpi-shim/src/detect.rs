@@ -76,6 +76,20 @@ pub fn library() -> Option<&'static Library> {
     LIBRARY.get()
 }
 
+/// Whether the library's `mpi_f08` procedures (`mpi_x_f08_`,
+/// `mpi_x_f08ts_`) call `PMPI_X` rather than the C `MPI_X` the shim
+/// records: MPICH's and its family's do, this project's library's do not.
+pub fn mpi_f08_calls_pmpi() -> bool {
+    library().is_some_and(|l| !l.version.contains("mpi-core"))
+}
+
+/// Whether the library's `mpi_f08` returns the indices of `MPI_Waitany`,
+/// `MPI_Testany`, `MPI_Waitsome`, `MPI_Testsome` 0-based, as C does: MPICH
+/// 4.0's (pmodels/mpich#6270, fixed in 4.1).
+pub fn mpi_f08_indices_zero_based() -> bool {
+    library().is_some_and(|l| l.version.starts_with("MPICH Version:\t4.0"))
+}
+
 /// Decides the ABI if not done yet. Called by the trampolines with the
 /// argument registers saved (its argument, the call site, is unused).
 pub extern "C" fn ensure(_site: u64) {

@@ -101,24 +101,28 @@ pub type HandleMap<K, V> = HashMap<K, V, BuildHasherDefault<HandleHasher>>;
 #[derive(Default)]
 struct Predefined {
     to_core: HandleMap<usize, c_int>,
-    to_lib: HandleMap<c_int, usize>,
+    /// By kind: MPICH gives handles of different kinds the same value
+    /// (`MPI_REQUEST_NULL` and `MPI_MESSAGE_NULL` are both 0x2c000000),
+    /// which the foreign ABIs tell apart.
+    to_lib: [HandleMap<c_int, usize>; kind::COUNT],
 }
 
 static PREDEFINED: OnceLock<Predefined> = OnceLock::new();
 
 /// Sets the predefined handles: (the library's value, the MPICH-ABI
-/// handle of the same name). The first pair of a value wins in each
-/// direction, and a pair one of whose values is taken is left out (its
-/// library value is then interned like any other handle), so the mapping
-/// stays a bijection. Called once, when the ABI is detected.
-pub fn set_predefined(pairs: impl IntoIterator<Item = (usize, c_int)>) {
+/// handle of the same name, its kind). The first pair of a value wins in
+/// each direction (per kind for MPICH's values), and a pair one of whose
+/// values is taken is left out (its library value is then interned like
+/// any other handle), so the mapping of each kind stays a bijection.
+/// Called once, when the ABI is detected.
+pub fn set_predefined(pairs: impl IntoIterator<Item = (usize, c_int, usize)>) {
     let mut p = Predefined::default();
-    for (lib, core) in pairs {
-        if lib == 0 || p.to_core.contains_key(&lib) || p.to_lib.contains_key(&core) {
+    for (lib, core, k) in pairs {
+        if lib == 0 || k >= kind::COUNT || p.to_core.contains_key(&lib) || p.to_lib[k].contains_key(&core) {
             continue;
         }
         p.to_core.insert(lib, core);
-        p.to_lib.insert(core, lib);
+        p.to_lib[k].insert(core, lib);
     }
     let _ = PREDEFINED.set(p);
 }
@@ -155,6 +159,23 @@ pub fn to_core(v: usize, k: usize) -> c_int {
     h
 }
 
+/// The MPICH-ABI handle of the library's handle `v` of kind `k` when `v` is
+/// predefined or was met before, else 0 (an invalid handle of every kind):
+/// for the value an output variable held before a call, which may be
+/// garbage, and must then neither be interned nor taken for a handle.
+pub fn known_to_core(v: usize, k: usize) -> c_int {
+    if let Some(&h) = PREDEFINED.get().and_then(|p| p.to_core.get(&v)) {
+        return h;
+    }
+    let g = INTERNED.lock().unwrap_or_else(|p| p.into_inner());
+    g.as_ref().and_then(|t| t.get(k)?.to_core.get(&v).copied()).unwrap_or(0)
+}
+
+/// [`known_to_core`] of a pointer-typed handle (Open MPI's).
+pub fn ptr_known_to_core(p: *mut c_void, k: usize) -> c_int {
+    known_to_core(p as usize, k)
+}
+
 /// The library's handle of the MPICH-ABI handle `h` of kind `k` (0 if it
 /// never came from the library and is not predefined).
 pub fn to_lib(h: c_int, k: usize) -> usize {
@@ -162,7 +183,7 @@ pub fn to_lib(h: c_int, k: usize) -> usize {
         let g = INTERNED.lock().unwrap_or_else(|p| p.into_inner());
         return g.as_ref().and_then(|t| t[k].values.get((h as u32 & 0x3ff_ffff) as usize).copied()).unwrap_or(0);
     }
-    PREDEFINED.get().and_then(|p| p.to_lib.get(&h).copied()).unwrap_or(0)
+    PREDEFINED.get().and_then(|p| p.to_lib.get(k)?.get(&h).copied()).unwrap_or(0)
 }
 
 /// [`to_core`] of a pointer-typed handle (Open MPI's).

@@ -135,7 +135,10 @@ pub fn start(call: usize, before: (u64, u64), after: u64) {
             return;
         }
     };
-    let process = process_info(rank, size);
+    let mut process = process_info(rank, size);
+    // Held until the process ends: readers on any machine that sees the
+    // trace directory tell a dead rank from a computing one by it.
+    process.alive_lock = trace_format::alive::hold(&layout::side(&dir, rank));
     let mut tr = Tracer::new(dir.clone(), rank, size, Some(side), process.clone());
     tr.write_side(&SideEntry::Process(process));
     tr.write_side(&SideEntry::Clock { ticks: before.0, ns: before.1 });
@@ -284,6 +287,7 @@ fn process_info(rank: c_int, size: c_int) -> ProcessInfo {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs_f64())
             .unwrap_or(0.0),
+        alive_lock: false,
     }
 }
 

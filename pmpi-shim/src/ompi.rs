@@ -37,12 +37,12 @@ use crate::foreign;
 /// found by name); called once when the process's MPI is Open MPI.
 pub fn init() {
     let pairs = ompi::PREDEFINED.iter().filter_map(|(name, ctype, symbol)| {
-        foreign::kind_of(ctype)?;
+        let k = foreign::kind_of(ctype)?;
         let c = abi::CONSTANTS.iter().find(|c| c.name == *name)?;
         let sym = std::ffi::CString::new(*symbol).ok()?;
         // SAFETY: dlsym with a NUL-terminated name.
         let addr = unsafe { libc::dlsym(libc::RTLD_DEFAULT, sym.as_ptr()) } as usize;
-        Some((addr, c.value as c_int))
+        Some((addr, c.value as c_int, k))
     });
     foreign::set_predefined(pairs.collect::<Vec<_>>());
 }

@@ -221,6 +221,11 @@ pub struct Call {
     in_handle: Option<c_int>,
     /// The send buffer (checksummed with `--check-buffers`).
     buf: *const c_void,
+    /// A collective's receive buffer (only compared with `MPI_IN_PLACE`).
+    recv_buf: *const c_void,
+    /// The elements of `datatype` a nonblocking collective sends from
+    /// `buf` at this process, where that is one contiguous run of them.
+    send_elems: Option<i64>,
     out_message: *mut c_int,
     out_flag: *mut c_int,
     in_message: Option<c_int>,
@@ -278,6 +283,8 @@ impl Call {
             out_handle: std::ptr::null_mut(),
             in_handle: None,
             buf: std::ptr::null(),
+            recv_buf: std::ptr::null(),
+            send_elems: None,
             out_message: std::ptr::null_mut(),
             out_flag: std::ptr::null_mut(),
             in_message: None,
@@ -414,6 +421,11 @@ impl Call {
     #[inline]
     pub fn buf(&mut self, p: *const c_void) {
         self.buf = p;
+    }
+    /// A collective's receive buffer (only kept: compared with `MPI_IN_PLACE`).
+    #[inline]
+    pub fn recv_buf(&mut self, p: *const c_void) {
+        self.recv_buf = p;
     }
     /// The `MPI_Message*` a matched probe writes its message to.
     ///
@@ -571,6 +583,9 @@ impl Call {
         }
         let coll = self.category == Category::Coll;
         let (mut have_comm, mut send_sum, mut recv_sum, mut leaf) = (false, None, None, false);
+        // The communicator is an intercommunicator; the size of the group
+        // collectives exchange with.
+        let (mut inter, mut group) = (false, 0usize);
         let r = &mut self.rec;
         let cs = match (self.comm_handle, self.win_handle) {
             (Some(h), _) => tr.comm(h),
@@ -588,6 +603,7 @@ impl Call {
             }
             if coll {
                 leaf = is_leaf(self.root_raw, cs);
+                (inter, group) = (cs.inter, cs.peer_group_size());
                 let call = r.call();
                 // SAFETY: null or a counts argument of this call, as the
                 // contract of the setters requires; `enter` still runs.
@@ -620,6 +636,14 @@ impl Call {
                 if let Some(n) = rcount {
                     r.recv_bytes = n * rsize;
                 }
+                let in_place = [self.buf, self.recv_buf].iter().any(|&b| b as usize == abi::MPI_IN_PLACE);
+                if in_place {
+                    r.head |= (flags::IN_PLACE as u32) << 24;
+                } else if !self.buf.is_null() && crate::checks::check_buffers() {
+                    let name = crate::PNAMES.get(r.call() as usize).map(|n| n.to_bytes()).unwrap_or(b"");
+                    let counts = crate::checks::Counts { count: r.count, recv_count: self.recv_count, recv_sum };
+                    self.send_elems = crate::checks::collective_send_elems(name, leaf, inter, group as i64, counts);
+                }
                 // At the leaves of rooted collectives the root's side of the
                 // arguments is not significant (and may be garbage).
                 if leaf {
@@ -631,6 +655,14 @@ impl Call {
                     if has(b"ather") {
                         r.recv_bytes = NONE_I64;
                     }
+                }
+                // The receive datatype (correctness checks compare type
+                // signatures pairwise) in `tag`, which collectives have none
+                // of, where significant: not where the receive side is.
+                let recv_in_place = self.recv_buf as usize == abi::MPI_IN_PLACE;
+                if let Some(t) = self.recv_type.filter(|_| r.recv_bytes != NONE_I64 && !recv_in_place) {
+                    r.tag = t;
+                    r.head |= (flags::RECV_TYPE as u32) << 24;
                 }
             }
             Category::Mrecv => {
@@ -824,7 +856,8 @@ impl Call {
                 kind,
                 comm: cs.clone(),
                 peer: r.peer,
-                tag: r.tag,
+                // A collective's `tag` is its receive datatype.
+                tag: if kind == ReqKind::Coll { NONE_I32 } else { r.tag },
                 bytes: r.bytes,
                 count: r.count,
                 datatype: r.datatype,
@@ -842,10 +875,19 @@ impl Call {
                 preassigned: false,
                 sendbuf: None,
             };
-            if kind == ReqKind::Send && !self.buf.is_null() && crate::checks::check_buffers() {
+            // The data a nonblocking send, the send half of a send-receive
+            // or a collective sends from its buffer (collectives: see
+            // `checks::collective_send_elems`).
+            let send_elems = match kind {
+                ReqKind::Send | ReqKind::Sendrecv => Some(r.count),
+                ReqKind::Coll => self.send_elems,
+                _ => None,
+            };
+            let send_elems = send_elems.filter(|_| !self.buf.is_null() && crate::checks::check_buffers());
+            if let Some(count) = send_elems {
                 let mut b = crate::checks::SendBuffer {
                     buf: self.buf as usize,
-                    count: r.count,
+                    count,
                     datatype: r.datatype,
                     comm: self.comm_handle.unwrap_or(abi::MPI_COMM_NULL),
                     sum: None,
@@ -939,8 +981,11 @@ unsafe fn sum_counts(call: u16, root: Option<c_int>, large: bool, p: *const c_vo
 }
 
 /// Records the completion of the requests `saved[i]` for every `(i, status)`
-/// in `done`, as [`Kind::Completion`] records following the call.
-pub fn complete_requests(c: &mut Call, saved: &[c_int], done: &[(usize, Option<MPI_Status>)]) {
+/// in `done`, as [`Kind::Completion`] records following the call, which
+/// returned `rc`. A request that completed in error (a truncated receive,
+/// with `MPI_ERRORS_RETURN`) gets the error as the `rc` of its row: the
+/// call's own return code, or under `MPI_ERR_IN_STATUS` its status's.
+pub fn complete_requests(c: &mut Call, saved: &[c_int], done: &[(usize, Option<MPI_Status>)], rc: c_int) {
     if !c.recording() {
         return;
     }
@@ -948,7 +993,7 @@ pub fn complete_requests(c: &mut Call, saved: &[c_int], done: &[(usize, Option<M
         let mut g = state();
         let Some(tr) = g.as_mut() else { return };
         if let [one] = done {
-            let rec = completion_of(c, tr, saved, *one);
+            let rec = completion_of(c, tr, saved, *one, rc);
             c.completions.extend(rec);
             return;
         }
@@ -966,7 +1011,7 @@ pub fn complete_requests(c: &mut Call, saved: &[c_int], done: &[(usize, Option<M
         order.sort_unstable();
         let mut recs: Vec<Option<Record>> = vec![None; done.len()];
         for (_, k) in order {
-            recs[k] = completion_of(c, tr, saved, done[k]);
+            recs[k] = completion_of(c, tr, saved, done[k], rc);
         }
         c.completions.extend(recs.into_iter().flatten());
     }));
@@ -976,14 +1021,27 @@ pub fn complete_requests(c: &mut Call, saved: &[c_int], done: &[(usize, Option<M
 }
 
 /// The completion record of request `saved[i]`, completed with status `st`
-/// (none for an inactive persistent request or a null handle).
-fn completion_of(c: &Call, tr: &mut Tracer, saved: &[c_int], (i, st): (usize, Option<MPI_Status>)) -> Option<Record> {
+/// by a call that returned `rc` (none for an inactive persistent request or
+/// a null handle).
+fn completion_of(
+    c: &Call,
+    tr: &mut Tracer,
+    saved: &[c_int],
+    (i, st): (usize, Option<MPI_Status>),
+    rc: c_int,
+) -> Option<Record> {
     let &h = saved.get(i)?;
     if h == abi::MPI_REQUEST_NULL {
         return None;
     }
     let mut rec = c.completion(c.id());
     rec.request = h;
+    // MPI fills a status's MPI_ERROR only when the call returns
+    // MPI_ERR_IN_STATUS.
+    rec.rc = match (rc, st) {
+        (abi::MPI_ERR_IN_STATUS, Some(s)) => s.MPI_ERROR,
+        _ => rc,
+    };
     let info = match tr.requests.get_mut(&h) {
         Some(info) if info.persistent && !info.active => return None,
         Some(info) if info.persistent => {

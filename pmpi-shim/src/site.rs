@@ -156,9 +156,21 @@ pub extern "C" fn fortran_enter(site: u64, idx: u32) -> usize {
         crate::detect::ensure(site);
     }
     let f = fortran_procedure(idx);
-    // Open MPI's Fortran layers call `PMPI_X`: the shim records the call
+    // Open MPI's Fortran layers call `PMPI_X` directly, as does MPICH's
+    // `mpi_f08`, and MPICH's bindings of some procedures its internals
+    // (`build/ofort.rs`, `MPICH_INTERNAL`): the shim records the call
     // itself (`fort`), unless it is made inside a recorded call.
-    if ABI.load(Ordering::Relaxed) == kind::OMPI {
+    let abi = ABI.load(Ordering::Relaxed);
+    let (record, f08) = match abi {
+        kind::OMPI => (true, false),
+        kind::MPICH => match crate::mpich_fortran_entry(idx as usize) {
+            Some(true) => (true, false),
+            Some(false) => (crate::detect::mpi_f08_calls_pmpi(), true),
+            None => (false, false),
+        },
+        _ => (false, false),
+    };
+    if record {
         let entry = crate::ofort_entry(idx as usize);
         let outer = THREAD_STATE.try_with(|t| t.depth.get() == 0).unwrap_or(false);
         if entry != 0 && outer {
@@ -166,7 +178,7 @@ pub extern "C" fn fortran_enter(site: u64, idx: u32) -> usize {
                 t.fortran_site.set(0);
                 t.site.set(site);
             });
-            crate::fort::set_real(f);
+            crate::fort::set_real(f, f08 && crate::detect::mpi_f08_indices_zero_based());
             return entry;
         }
         return f;

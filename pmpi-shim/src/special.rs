@@ -269,7 +269,7 @@ unsafe fn one_status(
         // contract) or `own`; MPI filled it if it completed a request.
         let status = unsafe { status_at(st, 0) };
         if let Some(i) = done(rc, status) {
-            complete_requests(&mut c, saved.as_slice(), &[(i, status)]);
+            complete_requests(&mut c, saved.as_slice(), &[(i, status)], rc);
         }
     }
     c.exit(rc);
@@ -294,7 +294,7 @@ unsafe fn many_statuses(
     let st = if c.recording() { statuses(statuses_arg, n, &mut own) } else { statuses_arg };
     let rc = call(st);
     if c.recording() {
-        complete_requests(&mut c, saved.as_slice(), &done(rc, st));
+        complete_requests(&mut c, saved.as_slice(), &done(rc, st), rc);
     }
     c.exit(rc);
     rc
@@ -322,6 +322,23 @@ unsafe fn flag_set(flag: *const c_int) -> bool {
     !flag.is_null() && unsafe { *flag } != 0
 }
 
+/// Whether a Wait/Test that returned the error `rc` completed (and freed)
+/// request `i` of `reqs` all the same: a receive truncated under
+/// `MPI_ERRORS_RETURN` is complete, and MPI sets its handle to
+/// `MPI_REQUEST_NULL`; an argument error leaves the handle as it was.
+///
+/// # Safety
+/// `reqs` is null or points to `n` readable request handles, which the call
+/// updated.
+unsafe fn failed_but_freed(rc: c_int, reqs: *const c_int, n: c_int, i: c_int) -> bool {
+    // SAFETY: i < n (checked first), within the handles of this function's
+    // contract.
+    rc != abi::MPI_SUCCESS
+        && !reqs.is_null()
+        && (0..n).contains(&i)
+        && unsafe { *reqs.add(i as usize) } == abi::MPI_REQUEST_NULL
+}
+
 pub unsafe fn MPI_Wait(request: *mut c_int, status: *mut MPI_Status) -> c_int {
     // SAFETY: `request` (one handle) and `status` (writable, or
     // MPI_STATUS_IGNORE) are the application's, valid as MPI_Wait requires:
@@ -334,7 +351,7 @@ pub unsafe fn MPI_Wait(request: *mut c_int, status: *mut MPI_Status) -> c_int {
             1,
             status,
             |st| pmpi::MPI_Wait(request, st),
-            |rc, _| (rc == abi::MPI_SUCCESS).then_some(0),
+            |rc, _| (rc == abi::MPI_SUCCESS || failed_but_freed(rc, request, 1, 0)).then_some(0),
         )
     }
 }
@@ -351,7 +368,7 @@ pub unsafe fn MPI_Test(request: *mut c_int, flag: *mut c_int, status: *mut MPI_S
             1,
             status,
             |st| pmpi::MPI_Test(request, flag, st),
-            |rc, _| (rc == abi::MPI_SUCCESS && flag_set(flag)).then_some(0),
+            |rc, _| ((rc == abi::MPI_SUCCESS && flag_set(flag)) || failed_but_freed(rc, request, 1, 0)).then_some(0),
         )
     }
 }
@@ -375,7 +392,8 @@ pub unsafe fn MPI_Waitany(
             |st| pmpi::MPI_Waitany(count, array_of_requests, index, st),
             |rc, _| {
                 let i = index_of(index);
-                (rc == abi::MPI_SUCCESS && i >= 0).then_some(i as usize)
+                let ok = (rc == abi::MPI_SUCCESS && i >= 0) || failed_but_freed(rc, array_of_requests, count, i);
+                ok.then_some(i as usize)
             },
         )
     }
@@ -402,7 +420,9 @@ pub unsafe fn MPI_Testany(
             |st| pmpi::MPI_Testany(count, array_of_requests, index, flag, st),
             |rc, _| {
                 let i = index_of(index);
-                (rc == abi::MPI_SUCCESS && flag_set(flag) && i >= 0).then_some(i as usize)
+                let ok = (rc == abi::MPI_SUCCESS && flag_set(flag) && i >= 0)
+                    || failed_but_freed(rc, array_of_requests, count, i);
+                ok.then_some(i as usize)
             },
         )
     }

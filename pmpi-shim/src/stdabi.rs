@@ -50,8 +50,8 @@ pub use crate::std_ints::*;
 pub fn init() {
     let pairs = stdabi::HANDLE_TYPES
         .iter()
-        .flat_map(|(_, ctype)| stdabi::handle_pairs(*ctype))
-        .map(|(s, m)| (s as usize, m as c_int));
+        .filter_map(|(cname, ctype)| Some((foreign::kind_of(cname)?, *ctype)))
+        .flat_map(|(k, ctype)| stdabi::handle_pairs(ctype).into_iter().map(move |(s, m)| (s as usize, m as c_int, k)));
     foreign::set_predefined(pairs.collect::<Vec<_>>());
 }
 

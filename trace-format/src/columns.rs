@@ -42,6 +42,7 @@ pub mod name {
     pub const OP: &str = "op";
     pub const AUX: &str = "aux";
     pub const RECV_BYTES: &str = "recv_bytes";
+    pub const RECV_DATATYPE: &str = "recv_datatype";
     pub const NEW_COMM: &str = "new_comm";
     pub const FLAGS: &str = "flags";
 }
@@ -211,6 +212,7 @@ pub struct EventColumns<'a> {
     op: Prim<'a, Int32Type>,
     aux: Prim<'a, Int32Type>,
     recv_bytes: Prim<'a, Int64Type>,
+    recv_datatype: Prim<'a, Int32Type>,
     new_comm: Prim<'a, UInt64Type>,
     flags: Prim<'a, UInt8Type>,
     /// The first column of the schema (in its order) that the batch lacks
@@ -303,6 +305,7 @@ impl<'a> EventColumns<'a> {
             op: optional!(name::OP),
             aux: optional!(name::AUX),
             recv_bytes: optional!(name::RECV_BYTES),
+            recv_datatype: optional!(name::RECV_DATATYPE),
             new_comm: optional!(name::NEW_COMM),
             flags: optional!(name::FLAGS),
             first_problem: None,
@@ -412,6 +415,7 @@ optional_getters!(
     op: i32,
     aux: i32,
     recv_bytes: i64,
+    recv_datatype: i32,
     new_comm: u64,
 );
 
@@ -444,6 +448,7 @@ mod tests {
             op: None,
             aux: None,
             recv_bytes: None,
+            recv_datatype: None,
             new_comm: None,
             flags: 1,
         }

@@ -41,6 +41,9 @@ pub struct Event {
     /// Region id, Pcontrol level.
     pub aux: Option<i32>,
     pub recv_bytes: Option<i64>,
+    /// The receive datatype of a collective that has one (`MPI_Gather`,
+    /// `MPI_Alltoall`...), where significant.
+    pub recv_datatype: Option<i32>,
     /// Communicator created by the call (trace-wide id).
     pub new_comm: Option<u64>,
     /// Record flags ([`crate::record::flags`]).
@@ -223,6 +226,9 @@ pub fn event_from_record(
 ) -> Event {
     let local = ticks.ns(r.t_enter);
     let done = r.is_done();
+    // Collectives keep their receive datatype in `tag`.
+    let (tag, recv_datatype) =
+        if r.flags() & flags::RECV_TYPE != 0 { (None, opt32(r.tag)) } else { (opt32(r.tag), None) };
     Event {
         rank,
         thread,
@@ -235,7 +241,7 @@ pub fn event_from_record(
         site: (r.site != 0).then_some(r.site),
         comm,
         peer: (r.peer != NO_RANK).then_some(r.peer),
-        tag: opt32(r.tag),
+        tag,
         datatype: opt32(r.datatype),
         count: opt64(r.count),
         bytes: opt64(r.bytes),
@@ -245,6 +251,7 @@ pub fn event_from_record(
         op: opt32(r.op),
         aux: opt32(r.aux),
         recv_bytes: opt64(r.recv_bytes),
+        recv_datatype,
         new_comm: None,
         flags: r.flags(),
     }

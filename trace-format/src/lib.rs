@@ -20,6 +20,7 @@
 //! 0600, folders 0700, see [`private`]): a trace holds the command line,
 //! host names and module paths.
 
+pub mod alive;
 pub mod columns;
 pub mod events;
 pub mod files;

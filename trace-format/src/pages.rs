@@ -800,6 +800,7 @@ mod tests {
                 op: None,
                 aux: None,
                 recv_bytes: None,
+                recv_datatype: None,
                 new_comm: None,
                 flags: 1,
             })

@@ -65,6 +65,13 @@ pub mod flags {
     pub const OWN_STATUS: u8 = 16;
     /// The call created a communicator; `aux` is its slot.
     pub const NEW_COMM: u8 = 32;
+    /// A collective given `MPI_IN_PLACE` as its send or receive buffer
+    /// (the counts and datatype of that side are not significant).
+    pub const IN_PLACE: u8 = 64;
+    /// A collective with a receive datatype of its own (`MPI_Gather`...):
+    /// `tag`, which collectives have none of, holds it (rows have it as
+    /// `recv_datatype`).
+    pub const RECV_TYPE: u8 = 128;
 }
 
 /// Value of `comm` when the call has no communicator.

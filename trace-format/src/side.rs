@@ -36,6 +36,10 @@ pub struct ProcessInfo {
     pub clock: Option<ClockKind>,
     /// Unix time (seconds) when the process started tracing.
     pub started_unix: f64,
+    /// The process holds a lock on its side file while it runs
+    /// (`crate::alive`; false in traces of older versions).
+    #[serde(default)]
+    pub alive_lock: bool,
 }
 
 /// A communicator the process is a member of.

@@ -60,6 +60,7 @@ pub fn events_schema() -> SchemaRef {
         Field::new(name::RECV_BYTES, Int64, true),
         Field::new(name::NEW_COMM, UInt64, true),
         Field::new(name::FLAGS, UInt8, false),
+        Field::new(name::RECV_DATATYPE, Int32, true),
     ]))
 }
 
@@ -121,6 +122,7 @@ pub fn events_batch(events: &[Event]) -> Result<RecordBatch, Error> {
         prim_col!(events, Int64Builder, |e| e.recv_bytes),
         prim_col!(events, UInt64Builder, |e| e.new_comm),
         prim_col!(events, UInt8Builder, |e| Some(e.flags)),
+        prim_col!(events, Int32Builder, |e| e.recv_datatype),
     ];
     RecordBatch::try_new(events_schema(), cols).map_err(|e| Error::Arrow(e.to_string()))
 }
@@ -365,6 +367,7 @@ pub fn read_events(path: &Path) -> Result<(Vec<Event>, Option<RankMeta>), Error>
                 op: c.op(i),
                 aux: c.aux(i),
                 recv_bytes: c.recv_bytes(i),
+                recv_datatype: c.recv_datatype(i),
                 new_comm: c.new_comm(i),
                 flags: c.flags(i),
             });

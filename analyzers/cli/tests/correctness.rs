@@ -23,14 +23,19 @@ enum Mpi {
     Ours,
     /// Debian's Open MPI, through the shim's translation layers.
     Open,
+    /// This project's MPI under the MPI-5 standard ABI (`mpicc_abi`), also
+    /// through translation layers.
+    StdAbi,
 }
 
 /// Builds libmpitrace.so (and for `Ours` the MPI library and mpirun) next
 /// to the mpitrace binary, once.
 fn build(mpi: Mpi) {
     common::build_shim();
-    if mpi == Mpi::Ours {
-        common::build_ours();
+    match mpi {
+        Mpi::Ours => common::build_ours(),
+        Mpi::StdAbi => common::build_std_abi(),
+        _ => {}
     }
 }
 
@@ -41,7 +46,8 @@ fn source(name: &str) -> PathBuf {
 /// `correctness.c:N` of the line holding `marker`.
 fn site(marker: &str) -> String {
     let text = std::fs::read_to_string(source("tests/c/correctness.c")).unwrap();
-    let n = text.lines().position(|l| l.contains(marker)).unwrap_or_else(|| panic!("no {marker}"));
+    // Whole markers: `@pairs-gather` is not `@pairs-gather-odd`.
+    let n = text.lines().position(|l| l.contains(&format!("{marker} */"))).unwrap_or_else(|| panic!("no {marker}"));
     format!("correctness.c:{}", n + 1)
 }
 
@@ -55,6 +61,7 @@ fn check(mpi: Mpi, src: &str, args: &[&str], record_flags: &[&str]) -> (i32, Str
         Mpi::Mpich => PathBuf::from("mpicc.mpich"),
         Mpi::Ours => bin_dir().join("mpicc"),
         Mpi::Open => PathBuf::from("mpicc.openmpi"),
+        Mpi::StdAbi => bin_dir().join("mpicc_abi"),
     };
     let st = Command::new(&cc)
         .env_remove("LD_LIBRARY_PATH")
@@ -71,7 +78,7 @@ fn check(mpi: Mpi, src: &str, args: &[&str], record_flags: &[&str]) -> (i32, Str
     );
     let launcher: Vec<String> = match mpi {
         Mpi::Mpich => vec!["mpiexec.mpich".into()],
-        Mpi::Ours => vec![bin_dir().join("mpirun").display().to_string()],
+        Mpi::Ours | Mpi::StdAbi => vec![bin_dir().join("mpirun").display().to_string()],
         Mpi::Open => ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe"].map(String::from).to_vec(),
     };
     let trace = dir.join("trace");
@@ -232,6 +239,29 @@ fn truncation_nonblocking(mpi: Mpi) {
     assert_eq!(found, want, "{text}");
 }
 
+fn truncation_multi(mpi: Mpi) {
+    let (code, text) = check(mpi, "tests/c/correctness.c", &["truncate-multi"], &[]);
+    assert_eq!(code, 1, "{text}");
+    let f = failures(&text);
+    assert_eq!(f.len(), 4, "{text}");
+    for (tag, call, marker) in [
+        (15, "MPI_Waitall", "all"),
+        (16, "MPI_Waitany", "any"),
+        (17, "MPI_Waitsome", "some"),
+        (18, "MPI_Testall", "test"),
+    ] {
+        let wait = if marker == "test" { "testall".to_string() } else { format!("wait{marker}") };
+        let want = format!(
+            "FAIL truncation: rank 1: MPI_Irecv(from 0, tag {tag}) at {} had room for 8 bytes but rank 0 sent 12 bytes \
+             (MPI_Send at {}): the message was truncated (MPI_ERR_TRUNCATE in {call} at {})",
+            site(&format!("@multi-irecv-{marker}")),
+            site("@multi-send"),
+            site(&format!("@multi-{wait}"))
+        );
+        assert!(f.contains(&want.as_str()), "{want}\n{text}");
+    }
+}
+
 fn objects(mpi: Mpi) {
     // MPICH's finalize may crash on the window left (UCX): the ranks are in
     // MPI_Finalize by then, which is all the rule needs.
@@ -288,6 +318,73 @@ fn buffer_modified(mpi: Mpi) {
     // Without --check-buffers nothing is checksummed, so nothing is found.
     let (code, text) = check(mpi, "tests/c/correctness.c", &["buffer"], &[]);
     assert_eq!((code, failures(&text).len()), (0, 0), "{text}");
+}
+
+fn collective_buffer_modified(mpi: Mpi) {
+    let (code, text) = check(mpi, "tests/c/correctness.c", &["buffer-coll"], &["--check-buffers"]);
+    assert_eq!(code, 1, "{text}");
+    let f = failures(&text);
+    assert_eq!(f.len(), 5, "{text}");
+    let want = format!(
+        "FAIL send-buffer-modified: rank 0: the send buffer of MPI_Ibcast(root 0) at {} was written to before the \
+         collective completed (found at MPI_Wait at {})",
+        site("@bufcoll-ibcast"),
+        site("@bufcoll-wait-bcast")
+    );
+    assert!(f.contains(&want.as_str()), "{want}\n{text}");
+    for r in 0..4 {
+        let want = format!(
+            "FAIL send-buffer-modified: rank {r}: the send buffer of MPI_Iallreduce(MPI_SUM) at {} was written to \
+             before the collective completed (found at MPI_Wait at {})",
+            site("@bufcoll-iallreduce"),
+            site("@bufcoll-wait-allreduce")
+        );
+        assert!(f.contains(&want.as_str()), "{want}\n{text}");
+    }
+}
+
+fn collective_pairs(mpi: Mpi) {
+    let (code, text) = check(mpi, "tests/c/correctness.c", &["collpairs"], &[]);
+    assert_eq!(code, 1, "{text}");
+    let f = failures(&text);
+    assert_eq!(f.len(), 5, "{text}");
+    let differ = "the type signatures differ";
+    let wants = [
+        format!(
+            "FAIL collective-mismatch: collective #1 on WORLD (MPI_Gather): rank 3 sends 2 x MPI_DOUBLE at {} where \
+             root 0 receives 4 x MPI_INT from each rank at {}: {differ}",
+            site("@pairs-gather-odd"),
+            site("@pairs-gather")
+        ),
+        format!(
+            "FAIL collective-mismatch: collective #2 on WORLD (MPI_Alltoall): rank 3 sends 2 x MPI_DOUBLE to each rank \
+             at {} where ranks 0-2 receive 4 x MPI_INT from each rank at {}: {differ}",
+            site("@pairs-alltoall-odd"),
+            site("@pairs-alltoall")
+        ),
+        format!(
+            "FAIL collective-mismatch: collective #2 on WORLD (MPI_Alltoall): ranks 0-2 send 4 x MPI_INT to each rank \
+             at {} where rank 3 receives 2 x MPI_DOUBLE from each rank at {}: {differ}",
+            site("@pairs-alltoall"),
+            site("@pairs-alltoall-odd")
+        ),
+        format!(
+            "FAIL collective-mismatch: collective #3 on WORLD (MPI_Scatterv): root 0 sends MPI_INT elements at {} \
+             where rank 2 receives 1 x MPI_FLOAT at {}: {differ}",
+            site("@pairs-scatterv"),
+            site("@pairs-scatterv-odd")
+        ),
+    ];
+    for want in &wants {
+        assert!(f.contains(&want.as_str()), "{want}\n{text}");
+    }
+    let rsb = format!(
+        "FAIL collective-mismatch: collective #4 on WORLD (MPI_Reduce_scatter_block): {differ}: ranks 0, 2, 3 give 1 x \
+         MPI_INT; rank 1 gives 1 x MPI_FLOAT (called by rank 1 at {}, ranks 0, 2, 3 at {})",
+        site("@pairs-rsb-odd"),
+        site("@pairs-rsb")
+    );
+    assert!(f.contains(&rsb.as_str()), "{rsb}\n{text}");
 }
 
 fn correct_programs(mpi: Mpi) {
@@ -389,6 +486,30 @@ fn send_buffer_modified_ours() {
     buffer_modified(Mpi::Ours);
 }
 #[test]
+fn collective_send_buffer_modified_mpich() {
+    collective_buffer_modified(Mpi::Mpich);
+}
+#[test]
+fn collective_send_buffer_modified_ours() {
+    collective_buffer_modified(Mpi::Ours);
+}
+#[test]
+fn collective_send_buffer_modified_openmpi() {
+    collective_buffer_modified(Mpi::Open);
+}
+#[test]
+fn collective_pairwise_type_signatures_mpich() {
+    collective_pairs(Mpi::Mpich);
+}
+#[test]
+fn collective_pairwise_type_signatures_ours() {
+    collective_pairs(Mpi::Ours);
+}
+#[test]
+fn collective_pairwise_type_signatures_openmpi() {
+    collective_pairs(Mpi::Open);
+}
+#[test]
 fn collective_type_signatures_mpich() {
     collective_signatures(Mpi::Mpich);
 }
@@ -404,9 +525,34 @@ fn truncation_nonblocking_mpich() {
 fn truncation_nonblocking_ours() {
     truncation_nonblocking(Mpi::Ours);
 }
+#[test]
+fn truncation_in_waitall_waitany_waitsome_testall_mpich() {
+    truncation_multi(Mpi::Mpich);
+}
+#[test]
+fn truncation_in_waitall_waitany_waitsome_testall_ours() {
+    truncation_multi(Mpi::Ours);
+}
+#[test]
+fn truncation_in_waitall_waitany_waitsome_testall_openmpi() {
+    truncation_multi(Mpi::Open);
+}
 // Open MPI's own ABI (the shim translates its handles; its datatype
-// combiners and error codes differ from MPICH's). Not covered there:
-// request-overwritten (the translation layer hands MPI a variable of its own).
+// combiners and error codes differ from MPICH's; the translation layer
+// hands the recording core the request a variable held before the call).
+#[test]
+fn request_overwritten_openmpi() {
+    overwritten(Mpi::Open);
+}
+// The MPI-5 standard ABI: the same translation layers as Open MPI's.
+#[test]
+fn request_overwritten_stdabi() {
+    overwritten(Mpi::StdAbi);
+}
+#[test]
+fn truncation_in_waitall_waitany_waitsome_testall_stdabi() {
+    truncation_multi(Mpi::StdAbi);
+}
 #[test]
 fn derived_type_mismatch_openmpi() {
     derived_types(Mpi::Open);

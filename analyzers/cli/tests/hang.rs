@@ -71,7 +71,15 @@ fn launcher(mpi: Mpi) -> Vec<String> {
 /// `mpitrace record --hang-after 2 --kill-on-hang` of hang.c in `mode` on 4
 /// ranks (under a 90 s timeout).
 fn record(mpi: Mpi, mode: &str, extra: &[&str]) -> (PathBuf, Output) {
-    let dir = scratch(&format!("hang-{mode}-{mpi:?}"));
+    record_on(mpi, mode, extra, None)
+}
+
+/// [`record`], the ranks on "another machine" when `host` is given: in a
+/// UTS namespace of their own with that host name (`unshare --uts`, as
+/// root), so that `mpitrace` cannot look them up in `/proc` and knows them
+/// only from the trace directory, as on a shared file system.
+fn record_on(mpi: Mpi, mode: &str, extra: &[&str], host: Option<&str>) -> (PathBuf, Output) {
+    let dir = scratch(&format!("hang-{mode}-{mpi:?}{}", host.map(|h| format!("-{h}")).unwrap_or_default()));
     let exe = compile(mpi, &dir);
     let trace = dir.join("trace");
     let out = Command::new("timeout")
@@ -84,7 +92,20 @@ fn record(mpi: Mpi, mode: &str, extra: &[&str]) -> (PathBuf, Output) {
         .args(extra)
         .arg("--")
         .args(launcher(mpi))
+        // On "another machine" a rank that dies leaves the others waiting
+        // (as with a machine that goes down), not ended by the launcher.
+        .args(host.map(|_| "-disable-auto-cleanup"))
         .args(["-n", "4"])
+        .args(
+            host.map(|h| {
+                ["unshare", "--uts", "sh", "-c"]
+                    .map(String::from)
+                    .into_iter()
+                    .chain([format!("hostname {h} && exec \"$0\" \"$@\"")])
+            })
+            .into_iter()
+            .flatten(),
+        )
         .arg(&exe)
         .arg(mode)
         .env_remove("LD_LIBRARY_PATH")
@@ -255,6 +276,35 @@ fn rank_died(mpi: Mpi) {
     }
 }
 
+/// A rank that dies on a machine `mpitrace` cannot look into: named dead
+/// all the same (its lock on its side file is gone), never "computing".
+/// This project's MPI only: with `-disable-auto-cleanup` the others go on
+/// (here into a deadlock of their own), where MPICH's hydra ends the job.
+fn rank_died_elsewhere(mpi: Mpi) {
+    let (trace, out) = record_on(mpi, "dead-aside", &[], Some("elsewhere"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(trace.join("hang.json").exists(), "no hang reported: {err}");
+    let v = hung(&trace, &out);
+    assert_eq!(rank(&v, 2)["state"], "dead", "{v:#}");
+    assert_eq!(rank(&v, 2)["process"], "dead", "{v:#}");
+    assert_eq!(rank(&v, 2)["host"], "elsewhere", "{v:#}");
+    assert!(err.contains("rank 2: dead: its process is gone"), "{err}");
+    for r in [0, 1, 3] {
+        assert_eq!(rank(&v, r)["state"], "in_mpi", "{v:#}");
+        assert!(call_site(&v, r).ends_with(&site("@aside")), "{v:#}");
+    }
+}
+
+/// A rank computing on a machine `mpitrace` cannot look into: alive (it
+/// holds its lock), so computing, not dead.
+fn computing_elsewhere(mpi: Mpi) {
+    let (trace, out) = record_on(mpi, "barrier", &[], Some("elsewhere"));
+    let v = hung(&trace, &out);
+    assert_eq!(rank(&v, 2)["state"], "computing", "{v:#}");
+    assert_eq!(rank(&v, 2)["process"], "alive", "{v:#}");
+    assert_eq!(rank(&v, 2)["host"], "elsewhere", "{v:#}");
+}
+
 fn no_hang(mpi: Mpi) {
     let dir = scratch(&format!("hang-ok-{mpi:?}"));
     let exe = compile(mpi, &dir);
@@ -316,4 +366,16 @@ fn computing_is_no_hang_mpich() {
 #[test]
 fn computing_is_no_hang_ours() {
     no_hang(Mpi::Ours);
+}
+#[test]
+fn rank_died_on_another_machine_ours() {
+    rank_died_elsewhere(Mpi::Ours);
+}
+#[test]
+fn computing_on_another_machine_mpich() {
+    computing_elsewhere(Mpi::Mpich);
+}
+#[test]
+fn computing_on_another_machine_ours() {
+    computing_elsewhere(Mpi::Ours);
 }

@@ -4,7 +4,9 @@
 //!
 //! - `collective-mismatch`: the members of one collective instance called
 //!   different operations, or gave different roots, reduction operations,
-//!   counts or type signatures;
+//!   counts or type signatures (gathers, scatters and all-to-alls
+//!   pairwise: what one rank sends another against what that one
+//!   receives);
 //! - `type-mismatch`: a message whose receive's type signature differs
 //!   from its send's (`MPI_DOUBLE` received as `MPI_INT`, a vector of 3
 //!   doubles received as 6 ints), derived datatypes included;
@@ -22,8 +24,9 @@
 //! - `communicator-not-freed`, `group-not-freed`, `datatype-not-freed`,
 //!   `window-not-freed`, `file-not-closed`, `info-not-freed`: objects made
 //!   and not freed when the rank called `MPI_Finalize`;
-//! - `send-buffer-modified` (traces recorded with `--check-buffers`): a
-//!   nonblocking send's buffer written to before the send completed.
+//! - `send-buffer-modified` (traces recorded with `--check-buffers`): the
+//!   buffer of a nonblocking send or the send buffer of a nonblocking
+//!   collective written to before the operation completed.
 
 mod objects;
 mod types;
@@ -131,6 +134,12 @@ fn collective_mismatches(
         let mut found = compare_calls(&label, &calls);
         if found.is_empty() {
             found.extend(types::collective_signatures(&label, &calls, &types, site));
+        }
+        if found.is_empty() {
+            // These name the call sites of both sides themselves.
+            let inter = comms.get(&comm).is_some_and(|c| c.inter);
+            out.extend(types::collective_pairs(&label, &calls, &types, inter, site));
+            continue;
         }
         for m in found {
             // Where each rank called it (the odd ones are named in `m`).

@@ -182,8 +182,8 @@ pub(super) fn objects_left(t: &Trace, site: &mut SiteFn) -> BTreeMap<Obj, Vec<St
     out
 }
 
-/// Nonblocking sends whose buffer changed between their start and their
-/// completion: the shim (with `MPITRACE_CHECK_BUFFERS=1`) sets `aux` of
+/// Nonblocking sends and collectives whose send buffer changed between
+/// their start and their completion: the shim (with `MPITRACE_CHECK_BUFFERS=1`) sets `aux` of
 /// the completion row to 1 when the checksums differ, 0 when they agree.
 pub(super) fn send_buffers_modified(
     t: &Trace,
@@ -201,7 +201,11 @@ pub(super) fn send_buffers_modified(
                 Kind::Call => {
                     if let Some(h) = e.request {
                         let name = base_name(&e.call);
-                        if crate::live::is_send(name) || name.ends_with("send_init") {
+                        let sends = crate::live::is_send(name)
+                            || name.ends_with("send_init")
+                            || name == "MPI_Isendrecv"
+                            || crate::live::is_collective(e);
+                        if sends {
                             started.insert((e.thread, h), e);
                         }
                     }
@@ -211,8 +215,10 @@ pub(super) fn send_buffers_modified(
                     let Some(h) = e.request else { continue };
                     let Some(s) = started.get(&(e.thread, h)) else { continue };
                     let waited = last_call.map(|w| format!(" (found at {}{})", w.call, site(r, w))).unwrap_or_default();
+                    let (whose, what) =
+                        if crate::live::is_collective(s) { ("send buffer", "collective") } else { ("buffer", "send") };
                     out.push(format!(
-                        "rank {r}: the buffer of {}{} was written to before the send completed{waited}",
+                        "rank {r}: the {whose} of {}{} was written to before the {what} completed{waited}",
                         crate::hang::describe(s, comms),
                         site(r, s)
                     ));

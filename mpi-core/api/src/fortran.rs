@@ -50,11 +50,16 @@ pub enum Arg {
     IntValue,
     /// An address the C call writes that Fortran cannot use (a temporary).
     Discard,
+    /// An array of blank-padded strings (`argv`, the commands of
+    /// `MPI_Comm_spawn_multiple`), with one hidden length (of an element);
+    /// only in [`layout`].
+    StrArray,
 }
 
 impl Arg {
-    fn has_len(self) -> bool {
-        matches!(self, Arg::StrIn | Arg::StrOut)
+    /// Whether the argument adds a hidden length after the others.
+    pub fn has_len(self) -> bool {
+        matches!(self, Arg::StrIn | Arg::StrOut | Arg::StrArray)
     }
 }
 
@@ -87,6 +92,50 @@ pub fn plan(p: &Procedure) -> Result<Vec<Arg>, &'static str> {
         return Err("large-count, macro or variadic: none in mpif.h");
     }
     plan_any(p)
+}
+
+/// How each C parameter of `p` arrives in a Fortran call of `p`, for
+/// every procedure with a Fortran binding, those in [`HANDWRITTEN`] included
+/// (`None`: a C parameter the Fortran form lacks, `argc` and `argv`). It
+/// serves a layer that reads the arguments and then passes the program's
+/// own call on (pmpi-shim under Open MPI, whose Fortran procedures it
+/// records), not one that calls the C procedure with them: a callback is
+/// the address of a Fortran procedure, to be called with Fortran's
+/// conventions only; an extra state is an `INTEGER(KIND=MPI_ADDRESS_KIND)`
+/// value (`INTEGER` for `MPI_Keyval_create`); the value a `*_get_attr`
+/// returns is not C's (the predefined attributes' values, not pointers to
+/// them): `Discard`; arrays of strings are [`Arg::StrArray`].
+/// `MPI_PCONTROL(LEVEL)` alone has no `IERROR`. Large-count procedures
+/// (`MPI_Send_c`) have their binding in MPICH's `mpi_f08` only.
+pub fn layout(p: &Procedure) -> Result<Vec<Option<Arg>>, &'static str> {
+    const INT: Arg = Arg::Value("::std::os::raw::c_int");
+    match p.name {
+        // MPI_INIT(IERROR), MPI_INIT_THREAD(REQUIRED, PROVIDED, IERROR),
+        // MPI_INFO_CREATE_ENV(INFO, IERROR): no argc, argv.
+        "MPI_Init" => return Ok(vec![None, None]),
+        "MPI_Init_thread" => return Ok(vec![None, None, Some(INT), Some(Arg::Same)]),
+        "MPI_Info_create_env" => return Ok(vec![None, None, Some(Arg::Same)]),
+        // Variadic in C.
+        "MPI_Pcontrol" => return Ok(vec![Some(INT)]),
+        _ => {}
+    }
+    if !HANDWRITTEN.contains(&p.name) {
+        return Ok(plan_any(p)?.into_iter().map(Some).collect());
+    }
+    p.params
+        .iter()
+        .map(|q| {
+            Some(match (q.kind, q.dir) {
+                ("FUNCTION" | "POLYFUNCTION", _) => Ok(Arg::Same),
+                ("EXTRA_STATE", _) => Ok(Arg::AddrValue),
+                ("EXTRA_STATE2", _) => Ok(Arg::IntValue),
+                ("ATTRIBUTE_VAL" | "ATTRIBUTE_VAL_10", Dir::Out) => Ok(Arg::Discard),
+                ("STRING_ARRAY" | "STRING_2DARRAY", _) => Ok(Arg::StrArray),
+                _ => arg(p, q),
+            })
+            .transpose()
+        })
+        .collect()
 }
 
 /// [`plan`], large-count procedures included (MPICH's `mpi_f08` has them,
@@ -341,6 +390,7 @@ fn wrapper(out: &mut String, p: &Procedure, args: &[Arg], ts: bool) {
             }
             Arg::AddrValue => call.push(format!("unsafe {{ *({x} as *const isize) }} as {ty}")),
             Arg::IntValue => call.push(format!("unsafe {{ *({x} as *const ::std::os::raw::c_int) }} as isize as {ty}")),
+            Arg::StrArray => unreachable!("{name}: arrays of strings are left to hand-written bindings"),
             Arg::Discard => {
                 let _ = writeln!(
                     pre,
@@ -893,6 +943,32 @@ mod tests {
         let (m, p) = spellings("MPI_Send");
         assert_eq!(m, ["mpi_send_", "mpi_send__", "mpi_send", "MPI_SEND", "mpi_send_f08_"].map(String::from));
         assert_eq!(p[3], "PMPI_SEND");
+    }
+
+    #[test]
+    fn layouts_cover_the_hand_written_bindings() {
+        let procs = procedures();
+        let get = |n: &str| layout(procs.iter().find(|p| p.name == n).unwrap());
+        use Arg::*;
+        let v = Some(Value("::std::os::raw::c_int"));
+        let same = Some(Same);
+        // Generated ones as `plan` has them.
+        assert_eq!(get("MPI_Send").unwrap(), vec![Some(Buffer), v, v, v, v, v]);
+        assert_eq!(get("MPI_Init").unwrap(), vec![None, None]);
+        assert_eq!(get("MPI_Info_create_env").unwrap(), vec![None, None, same]);
+        assert_eq!(get("MPI_Comm_create_keyval").unwrap(), vec![same, same, same, Some(AddrValue)]);
+        assert_eq!(get("MPI_Keyval_create").unwrap(), vec![same, same, same, Some(IntValue)]);
+        assert_eq!(get("MPI_Comm_get_attr").unwrap(), vec![v, v, Some(Discard), same]);
+        assert_eq!(get("MPI_Attr_get").unwrap(), vec![v, v, Some(Discard), same]);
+        assert_eq!(get("MPI_Grequest_start").unwrap(), vec![same, same, same, Some(AddrValue), same]);
+        assert_eq!(get("MPI_Register_datarep").unwrap(), vec![Some(StrIn), same, same, same, Some(AddrValue)]);
+        assert_eq!(get("MPI_Comm_spawn").unwrap(), vec![Some(StrIn), Some(StrArray), v, v, v, v, same, Some(Errcodes)]);
+        let multiple = get("MPI_Comm_spawn_multiple").unwrap();
+        assert_eq!(multiple[..5], [v, Some(StrArray), Some(StrArray), same, same]);
+        // Every hand-written one has a layout.
+        assert!(HANDWRITTEN.iter().all(|n| get(n).is_ok()));
+        assert_eq!(get("MPI_Send_c").unwrap()[1], Some(Value("i64")));
+        assert!(get("MPI_Register_datarep_c").is_err() && get("MPI_T_init_thread").is_err());
     }
 
     #[test]

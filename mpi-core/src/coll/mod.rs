@@ -163,6 +163,15 @@ impl Colls {
 /// Progress of the nonblocking collectives: advances every active schedule
 /// and completes the requests of finished ones. True if one completed.
 pub(crate) fn progress(st: &mut State) -> bool {
+    // (Every wait loop's round comes here: the idle case costs two loads.)
+    if st.coll.awaited.is_empty() && st.coll.active.is_empty() {
+        return false;
+    }
+    progress_some(st)
+}
+
+#[inline(never)]
+fn progress_some(st: &mut State) -> bool {
     // A blocking shared-memory collective's words, written by another
     // rank, count as progress: the library's wait loop looks at its
     // progress last before it sleeps (after announcing the sleep, so a
@@ -352,6 +361,7 @@ fn kick(st: &State) {
         if !async_progress_requested() {
             return None;
         }
+        crate::rt::starting_library_thread();
         std::thread::Builder::new()
             .name("mpi-coll-progress".into())
             .spawn(move || progress_thread(oversub))

@@ -525,7 +525,7 @@ impl Sched {
                         let r = &self.routes[via as usize];
                         let op = RecvOp {
                             buf: p,
-                            dt: self.bytes.clone(),
+                            dt: self.bytes.clone().into(),
                             ctx: r.ctx,
                             src: from as i32,
                             tag: r.tag,

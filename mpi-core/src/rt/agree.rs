@@ -105,7 +105,7 @@ impl View {
         let tag = tag + self.tag_off;
         let op = RecvOp {
             buf: buf.as_mut_ptr(),
-            dt: self.bytes.clone(),
+            dt: self.bytes.clone().into(),
             ctx: self.ctx,
             src: self.label(from),
             tag,

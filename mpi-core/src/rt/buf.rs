@@ -13,11 +13,10 @@
 //! its type resolved; [`SendData`] lends one to the engine for one send.
 
 use std::ffi::c_void;
-use std::sync::Arc;
 
 use mpi_api::abi::{MPI_Count, MPI_Datatype, MPI_DATATYPE_NULL, MPI_IN_PLACE};
 
-use super::datatype::{check_count, Dtype};
+use super::datatype::{check_count, DtRef, Dtype};
 use super::error::MpiResult;
 use super::State;
 
@@ -83,7 +82,7 @@ impl UserBuf {
     #[inline]
     pub fn typed(&self, st: &mut State) -> MpiResult<TypedBuf> {
         let count = check_count(self.count)?;
-        let dt = st.types.get(self.datatype())?;
+        let dt = st.types.get_ref(self.datatype())?;
         Ok(TypedBuf { addr: self.addr as *mut u8, count, dt })
     }
 }
@@ -93,7 +92,7 @@ impl UserBuf {
 pub struct TypedBuf {
     addr: *mut u8,
     pub count: usize,
-    pub dt: Arc<Dtype>,
+    pub dt: DtRef,
 }
 
 impl TypedBuf {
@@ -101,8 +100,8 @@ impl TypedBuf {
     /// As for [`UserBuf::new`]: `addr` is NULL or addresses `count`
     /// elements of `dt` for as long as the operation runs.
     #[inline]
-    pub unsafe fn new(addr: *const u8, count: usize, dt: Arc<Dtype>) -> Self {
-        TypedBuf { addr: addr as *mut u8, count, dt }
+    pub unsafe fn new(addr: *const u8, count: usize, dt: impl Into<DtRef>) -> Self {
+        TypedBuf { addr: addr as *mut u8, count, dt: dt.into() }
     }
 
     #[inline]

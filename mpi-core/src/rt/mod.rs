@@ -222,7 +222,31 @@ const FINALIZED: u8 = 2;
 static PHASE: AtomicU8 = AtomicU8::new(UNINIT);
 /// The runtime ran and was torn down: it cannot start again in this process.
 static TORN_DOWN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-static STATE: Mutex<Option<Box<State>>> = Mutex::new(None);
+/// The runtime's state and the mutex that guards it when threads may call
+/// MPI at the same time (see [`lock`]).
+struct StateCell {
+    mutex: Mutex<()>,
+    data: std::cell::UnsafeCell<Option<Box<State>>>,
+}
+// SAFETY: `data` is reached only through a [`Locked`]: one holding `mutex`,
+// or, while LOCKING is false, one of the single thread the program lets call
+// MPI at a time (thread levels below MPI_THREAD_MULTIPLE, and no thread of
+// the library's own), so never by two threads at once.
+unsafe impl Sync for StateCell {}
+static STATE: StateCell = StateCell { mutex: Mutex::new(()), data: std::cell::UnsafeCell::new(None) };
+/// Whether [`lock`] takes the mutex. Below `MPI_THREAD_MULTIPLE` the
+/// program calls MPI from one thread at a time, and a mutex would cost each
+/// call two atomic read-modify-writes; on x86 each also waits until the
+/// call's stores to the shared-memory rings have reached the reader's cache
+/// (a full barrier), which serializes a burst of small sends on the
+/// round trips between cores. True until `MPI_Init_thread` settles on a
+/// lower level, and for good once the level is raised to MULTIPLE or the
+/// library starts a thread of its own ([`switch_to_locking`]).
+static LOCKING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+/// A [`Locked`] that did not take the mutex is held (by the one thread that
+/// may call MPI while LOCKING is off). A global, not a thread-local: in a
+/// shared library every thread-local access is a call.
+static UNLOCKED_HOLDER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 /// This rank's control block in the node segment (for sleeping without the lock).
 static MY_CTL: AtomicPtr<Ctl> = AtomicPtr::new(std::ptr::null_mut());
 static OVERSUB: AtomicU8 = AtomicU8::new(0);
@@ -321,20 +345,26 @@ pub fn entering_user_code() {
 }
 
 /// The state, locked (see [`lock`]).
-pub struct Locked(MutexGuard<'static, Option<Box<State>>>);
+pub struct Locked {
+    /// None when LOCKING was off (see there).
+    guard: Option<MutexGuard<'static, ()>>,
+}
 
 impl std::ops::Deref for Locked {
     type Target = Option<Box<State>>;
     #[inline]
     fn deref(&self) -> &Self::Target {
-        &self.0
+        // SAFETY: a Locked is the one way to the state in this process at
+        // this moment (see StateCell's Sync impl).
+        unsafe { &*STATE.data.get() }
     }
 }
 
 impl std::ops::DerefMut for Locked {
     #[inline]
     fn deref_mut(&mut self) -> &mut Self::Target {
-        &mut self.0
+        // SAFETY: as for Deref; `&mut self` keeps this Locked's borrows apart.
+        unsafe { &mut *STATE.data.get() }
     }
 }
 
@@ -343,6 +373,9 @@ impl Drop for Locked {
     fn drop(&mut self) {
         #[cfg(debug_assertions)]
         HELD.with(|h| h.set(false));
+        if self.guard.is_none() {
+            UNLOCKED_HOLDER.store(false, Ordering::Release);
+        }
     }
 }
 
@@ -350,22 +383,67 @@ impl Drop for Locked {
 static LOCK_WANTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// Locks the state. Panics in other threads do not poison it for us.
+#[inline]
 pub fn lock() -> Locked {
     #[cfg(debug_assertions)]
     assert!(!HELD.with(|h| h.get()), "the state lock taken again by the thread that holds it");
-    let g = match STATE.try_lock() {
+    let guard = if LOCKING.load(Ordering::Acquire) {
+        let g = lock_mutex();
+        // The thread that switched to locking may still hold the state
+        // without the mutex, until its current call lets go.
+        while UNLOCKED_HOLDER.load(Ordering::Acquire) {
+            std::thread::yield_now();
+        }
+        Some(g)
+    } else {
+        UNLOCKED_HOLDER.store(true, Ordering::Relaxed);
+        None
+    };
+    #[cfg(debug_assertions)]
+    HELD.with(|h| h.set(true));
+    Locked { guard }
+}
+
+fn lock_mutex() -> MutexGuard<'static, ()> {
+    match STATE.mutex.try_lock() {
         Ok(g) => g,
         Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
         Err(std::sync::TryLockError::WouldBlock) => {
             LOCK_WANTED.fetch_add(1, Ordering::SeqCst);
-            let g = STATE.lock().unwrap_or_else(|e| e.into_inner());
+            let g = STATE.mutex.lock().unwrap_or_else(|e| e.into_inner());
             LOCK_WANTED.fetch_sub(1, Ordering::SeqCst);
             g
         }
-    };
-    #[cfg(debug_assertions)]
-    HELD.with(|h| h.set(true));
-    Locked(g)
+    }
+}
+
+/// From now on every [`lock`] takes the mutex: call before a second thread
+/// may reach the state (the library starting a thread of its own, the
+/// thread level raised to `MPI_THREAD_MULTIPLE`). A caller that holds an
+/// unlocked [`Locked`] keeps the state until it drops that: lockers wait
+/// for it (see [`UNLOCKED_HOLDER`]).
+pub fn switch_to_locking() {
+    LOCKING.store(true, Ordering::SeqCst);
+}
+
+/// After the runtime started at thread level `provided`: calls take the
+/// mutex only if threads may call MPI at once (MPICORE_ALWAYS_LOCK=1 keeps
+/// it on, for comparison).
+fn settle_locking(provided: c_int) {
+    if provided >= MPI_THREAD_MULTIPLE || std::env::var_os("MPICORE_ALWAYS_LOCK").is_some() {
+        switch_to_locking();
+    } else if !THREADS_STARTED.load(Ordering::Acquire) {
+        LOCKING.store(false, Ordering::Release);
+    }
+}
+
+/// The library started a thread of its own at some point.
+static THREADS_STARTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// To call before the library starts a thread of its own that uses the state.
+pub fn starting_library_thread() {
+    THREADS_STARTED.store(true, Ordering::Release);
+    switch_to_locking();
 }
 
 /// Called by a waiting thread between two looks at the state: if another
@@ -713,6 +791,9 @@ fn start_or_join(g: &mut Locked, required: c_int) -> MpiResult<c_int> {
     let wanted = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_MULTIPLE);
     if let Some(st) = g.as_deref_mut() {
         st.thread_level = st.thread_level.max(wanted);
+        if st.thread_level >= MPI_THREAD_MULTIPLE {
+            switch_to_locking();
+        }
         return Ok(st.thread_level);
     }
     if TORN_DOWN.load(Ordering::Acquire) {
@@ -839,6 +920,7 @@ fn start(g: &mut Locked, required: c_int) -> MpiResult<c_int> {
     }
     st.engine.enable_cma_probe();
     **g = Some(st);
+    settle_locking(provided);
     Ok(provided)
 }
 

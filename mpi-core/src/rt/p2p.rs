@@ -24,7 +24,7 @@ use std::sync::Arc;
 use mpi_api::abi::*;
 
 use super::buf::SendData;
-use super::datatype::Dtype;
+use super::datatype::{DtRef, Dtype};
 use super::error::{MpiError, MpiResult};
 use super::shm::{self, kind, Ctl, MsgHdr, Segment, FLAG_PIPE, FLAG_SYNC};
 use super::tcp::Tcp;
@@ -167,7 +167,7 @@ fn give_back(v: Vec<u8>) {
 
 pub struct RecvOp {
     pub buf: *mut u8,
-    pub dt: Arc<Dtype>,
+    pub dt: DtRef,
     pub ctx: u32,
     pub src: i32,
     pub tag: i32,
@@ -386,10 +386,16 @@ impl ReqTable {
     }
 
     /// Completes compound requests whose parts are all done. True if any.
+    #[inline]
     pub fn complete_compounds(&mut self) -> bool {
         if self.compounds.is_empty() {
             return false;
         }
+        self.complete_some_compounds()
+    }
+
+    #[inline(never)]
+    fn complete_some_compounds(&mut self) -> bool {
         let mut did = false;
         let mut k = 0;
         while k < self.compounds.len() {

@@ -116,7 +116,7 @@ pub fn init_recv(st: &mut State, i: u32, src: i32, comm: MPI_Comm) -> MpiResult<
     let (ctx, _) = ctx_and_rank(st, comm)?;
     let bytes = st.types.get(MPI_BYTE)?;
     let mut buf = Box::new([0i32; 2]);
-    let op = RecvOp { buf: buf.as_mut_ptr().cast(), dt: bytes, ctx, src, tag: HELLO, cap: 8, stream: None };
+    let op = RecvOp { buf: buf.as_mut_ptr().cast(), dt: bytes.into(), ctx, src, tag: HELLO, cap: 8, stream: None };
     let req = st.reqs.alloc(Request::new(Kind::Recv(op), comm));
     st.engine.start_recv(&mut st.reqs, req);
     st.parts.hellos.push(HelloRecv { req, buf, ctx, src });
@@ -162,7 +162,7 @@ fn post_data_recv(st: &mut State, i: u32) -> MpiResult<()> {
     };
     let (ctx, _) = ctx_and_rank(st, comm)?;
     let cap = dt.packed_size(partitions * count);
-    let op = RecvOp { buf, dt, ctx, src, tag: data_tag(ch), cap, stream: None };
+    let op = RecvOp { buf, dt: dt.into(), ctx, src, tag: data_tag(ch), cap, stream: None };
     let inner = st.reqs.alloc(Request::new(Kind::Recv(op), comm));
     st.engine.start_recv(&mut st.reqs, inner);
     st.reqs.make_compound(i, vec![inner], None);
@@ -208,10 +208,16 @@ pub fn ready(st: &mut State, i: u32, parts: impl Iterator<Item = c_int>) -> MpiR
 
 /// Gives arrived hellos to the receives waiting for them, in initialization
 /// order, and posts the data receives of those already started.
+#[inline]
 pub fn progress(st: &mut State) -> bool {
     if st.parts.idle() {
         return false;
     }
+    progress_some(st)
+}
+
+#[inline(never)]
+fn progress_some(st: &mut State) -> bool {
     let mut did = false;
     let mut k = 0;
     while k < st.parts.hellos.len() {

@@ -70,7 +70,7 @@ pub fn start_send_typed(
     mode: Mode,
     reuse: Option<u32>,
 ) -> MpiResult<u32> {
-    let (ctx, src) = check_send(st, &buf, to)?;
+    let (ctx, src, dest_world) = check_send(st, &buf, to)?;
     let ri = match reuse {
         Some(i) => i,
         None => st.reqs.alloc(Request::new(Kind::Null, to.comm)),
@@ -82,7 +82,6 @@ pub fn start_send_typed(
         st.reqs.finish(ri);
         return Ok(ri);
     }
-    let dest_world = st.comms.get(to.comm)?.group[to.peer as usize];
     if mode == Mode::Buffered {
         return bsend(st, ri, &buf, dest_world, ctx, src, to.tag);
     }
@@ -94,14 +93,16 @@ pub fn start_send_typed(
     Ok(ri)
 }
 
-/// Validates the arguments of a send; returns (context, source rank).
-fn check_send(st: &State, buf: &TypedBuf, to: &Envelope) -> MpiResult<(u32, i32)> {
+/// Validates the arguments of a send; returns (context, source rank,
+/// destination's world rank: usize::MAX for `MPI_PROC_NULL`).
+fn check_send(st: &State, buf: &TypedBuf, to: &Envelope) -> MpiResult<(u32, i32, usize)> {
     let c = st.comms.get(to.comm)?;
     super::ulfm::p2p_check(st, c, to.peer)?;
     check_tag(to.tag, false)?;
     check_peer(to.peer, c.size(), false, "destination")?;
     check_buf(buf.addr(), buf.count, &buf.dt)?;
-    Ok((c.ctx, c.rank))
+    let dest = if to.peer == MPI_PROC_NULL { usize::MAX } else { c.group[to.peer as usize] };
+    Ok((c.ctx, c.rank, dest))
 }
 
 /// The fast path of a blocking standard or ready send: a small contiguous
@@ -116,8 +117,7 @@ pub fn send_now(st: &mut State, buf: &UserBuf, to: &Envelope, mode: Mode) -> Mpi
         return Ok(false);
     }
     let bytes = buf.dt.packed_size(buf.count);
-    let (ctx, src) = check_send(st, &buf, to)?;
-    let dest_world = st.comms.get(to.comm)?.group[to.peer as usize];
+    let (ctx, src, dest_world) = check_send(st, &buf, to)?;
     if bytes > st.engine.eager_limit_to(dest_world) {
         return Ok(false);
     }

@@ -383,6 +383,7 @@ pub fn iagree(comm: MPI_Comm, flag: c_int, deliver: impl FnOnce(c_int) + Send + 
             Ok(())
         });
     };
+    super::starting_library_thread();
     if let Err(e) = std::thread::Builder::new().name("mpix-comm-iagree".into()).spawn(job) {
         with(|st| {
             st.reqs.release(req);

@@ -3,15 +3,7 @@
 ! `use mpi_f08` (-DF08), `use mpi` (-DUSE_MPI) or `mpif.h`. Run on 3 ranks;
 ! every call is on its own line, which the tests find by its text.
 program mixed
-#if defined(F08)
-  use mpi_f08
-#elif defined(USE_MPI)
-  use mpi
-#endif
-  implicit none
-#if !defined(F08) && !defined(USE_MPI)
-  include 'mpif.h'
-#endif
+#include "binding.h"
 #if defined(F08)
   type(MPI_Comm) :: sub
   type(MPI_Request) :: reqs(2), one(1)
@@ -41,6 +33,10 @@ program mixed
   call MPI_Irecv(wbuf, 3, MPI_INTEGER, left, 9, MPI_COMM_WORLD, one(1), ierr)
   call MPI_Send(sbuf, 3, MPI_INTEGER, right, 9, MPI_COMM_WORLD, ierr)
   call MPI_Waitany(1, one, idx, MPI_STATUS_IGNORE, ierr)
+#if defined(ZERO_BASED_WAITANY)
+  ! Debian's MPICH 4.0 `mpi_f08` returns the index 0-based.
+  idx = idx + 1
+#endif
   if (idx /= 1 .or. wbuf(3) /= left * 100 + 3) stop 'waitany'
 
   call MPI_Comm_split(MPI_COMM_WORLD, mod(rank, 2), rank, sub, ierr)

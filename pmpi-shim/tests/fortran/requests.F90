@@ -14,7 +14,7 @@ program requests
 #endif
   integer :: ierr, rank, n, idx, cnt, outc, inds(2), a(4), b(4), g(8), counts(2), displs(2)
   logical :: flag
-  character(len=64) :: nm
+  character(len=MPI_MAX_OBJECT_NAME) :: nm
   call MPI_Init(ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
   call MPI_Comm_dup(MPI_COMM_WORLD, dup, ierr)
@@ -36,6 +36,10 @@ program requests
   do while (.not. flag)
     call MPI_Testany(1, reqs, idx, flag, MPI_STATUS_IGNORE, ierr)
   end do
+#if defined(ZERO_BASED_WAITANY)
+  ! Debian's MPICH 4.0 `mpi_f08` returns the index 0-based.
+  idx = idx + 1
+#endif
   counts = 4; displs = (/0, 4/)
   call MPI_Gatherv(a, 4, MPI_INTEGER, g, counts, displs, MPI_INTEGER, 0, dup, ierr)
   call MPI_Reduce(a, b, 4, MPI_INTEGER, MPI_MAX, 0, dup, ierr)

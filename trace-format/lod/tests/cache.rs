@@ -32,6 +32,7 @@ fn call(rank: i32, name: &str, t0: i64, t1: i64, bytes: Option<i64>) -> Event {
         op: None,
         aux: None,
         recv_bytes: None,
+        recv_datatype: None,
         new_comm: None,
         flags: flags::DONE,
     }

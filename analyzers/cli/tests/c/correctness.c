@@ -127,6 +127,79 @@ int main(int argc, char **argv) {
         c[2] = 99;
         MPI_Recv(b, 4, MPI_INT, prev, 13, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         MPI_Wait(&req, MPI_STATUS_IGNORE); /* @buffer-wait */
+    } else if (!strcmp(mode, "truncate-multi")) {
+        /* Truncations completed by the calls that complete several
+         * requests: in each pair the first receive is too small for its
+         * 3 ints, the second fits its one int. */
+        MPI_Request r[2];
+        MPI_Status st[2];
+        int c[2], one, out, idx[2], flag = 0;
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+        if (rank == 0) {
+            for (int t = 15; t <= 18; t++) {
+                MPI_Send(a, 3, MPI_INT, 1, t, MPI_COMM_WORLD); /* @multi-send */
+                MPI_Send(a, 1, MPI_INT, 1, t + 10, MPI_COMM_WORLD);
+            }
+        } else if (rank == 1) {
+            MPI_Irecv(c, 2, MPI_INT, 0, 15, MPI_COMM_WORLD, &r[0]); /* @multi-irecv-all */
+            MPI_Irecv(&one, 1, MPI_INT, 0, 25, MPI_COMM_WORLD, &r[1]);
+            MPI_Waitall(2, r, st); /* @multi-waitall */
+            /* MPICH leaves the requests after the failed one pending. */
+            if (r[1] != MPI_REQUEST_NULL)
+                MPI_Wait(&r[1], MPI_STATUS_IGNORE);
+            MPI_Irecv(c, 2, MPI_INT, 0, 16, MPI_COMM_WORLD, &r[0]); /* @multi-irecv-any */
+            MPI_Irecv(&one, 1, MPI_INT, 0, 26, MPI_COMM_WORLD, &r[1]);
+            while (r[0] != MPI_REQUEST_NULL || r[1] != MPI_REQUEST_NULL)
+                MPI_Waitany(2, r, idx, MPI_STATUS_IGNORE); /* @multi-waitany */
+            MPI_Irecv(c, 2, MPI_INT, 0, 17, MPI_COMM_WORLD, &r[0]); /* @multi-irecv-some */
+            MPI_Irecv(&one, 1, MPI_INT, 0, 27, MPI_COMM_WORLD, &r[1]);
+            while (r[0] != MPI_REQUEST_NULL || r[1] != MPI_REQUEST_NULL)
+                MPI_Waitsome(2, r, &out, idx, st); /* @multi-waitsome */
+            MPI_Irecv(c, 2, MPI_INT, 0, 18, MPI_COMM_WORLD, &r[0]); /* @multi-irecv-test */
+            MPI_Irecv(&one, 1, MPI_INT, 0, 28, MPI_COMM_WORLD, &r[1]);
+            usleep(100000);
+            while (!flag && (r[0] != MPI_REQUEST_NULL || r[1] != MPI_REQUEST_NULL))
+                MPI_Testall(2, r, &flag, st); /* @multi-testall */
+        }
+    } else if (!strcmp(mode, "buffer-coll")) {
+        /* The send buffers of pending nonblocking collectives are changed
+         * (record --check-buffers): the root's of a broadcast, every
+         * rank's of an allreduce. */
+        MPI_Request req;
+        int c[4] = {1, 2, 3, 4}, d[4];
+        MPI_Ibcast(c, 4, MPI_INT, 0, MPI_COMM_WORLD, &req); /* @bufcoll-ibcast */
+        if (rank == 0)
+            c[1] = 99;
+        MPI_Wait(&req, MPI_STATUS_IGNORE); /* @bufcoll-wait-bcast */
+        MPI_Iallreduce(c, d, 4, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &req); /* @bufcoll-iallreduce */
+        c[3] = rank;
+        MPI_Wait(&req, MPI_STATUS_IGNORE); /* @bufcoll-wait-allreduce */
+    } else if (!strcmp(mode, "collpairs")) {
+        /* Gathers, all-to-alls, scatters and reduce-scatters whose byte
+         * counts agree but whose type signatures do not. */
+        int all[16] = {0}, all2[16], ones[4] = {1, 1, 1, 1}, displs[4] = {0, 1, 2, 3};
+        double dd[8] = {0}, dd2[8];
+        float f[4] = {0};
+        /* The last rank sends 2 doubles where the root takes 4 ints. */
+        if (rank == size - 1)
+            MPI_Gather(dd, 2, MPI_DOUBLE, all, 4, MPI_INT, 0, MPI_COMM_WORLD); /* @pairs-gather-odd */
+        else
+            MPI_Gather(a, 4, MPI_INT, all, 4, MPI_INT, 0, MPI_COMM_WORLD); /* @pairs-gather */
+        /* The last rank exchanges blocks of 2 doubles, the others of 4 ints. */
+        if (rank == size - 1)
+            MPI_Alltoall(dd, 2, MPI_DOUBLE, dd2, 2, MPI_DOUBLE, MPI_COMM_WORLD); /* @pairs-alltoall-odd */
+        else
+            MPI_Alltoall(all, 4, MPI_INT, all2, 4, MPI_INT, MPI_COMM_WORLD); /* @pairs-alltoall */
+        /* Rank 2 receives its int as a float. */
+        if (rank == 2)
+            MPI_Scatterv(a, ones, displs, MPI_INT, f, 1, MPI_FLOAT, 0, MPI_COMM_WORLD); /* @pairs-scatterv-odd */
+        else
+            MPI_Scatterv(a, ones, displs, MPI_INT, b, 1, MPI_INT, 0, MPI_COMM_WORLD); /* @pairs-scatterv */
+        /* Rank 1 reduces floats, the others ints. */
+        if (rank == 1)
+            MPI_Reduce_scatter_block(f, f + 1, 1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); /* @pairs-rsb-odd */
+        else
+            MPI_Reduce_scatter_block(a, b, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD); /* @pairs-rsb */
     } else {
         /* Correct: the ring by nonblocking calls and by send-receive, even
          * ranks sending first, collectives alike everywhere, every request
@@ -150,6 +223,53 @@ int main(int argc, char **argv) {
             MPI_Recv(b, 1, MPI_INT, MPI_ANY_SOURCE, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         } else if (rank == 1) {
             MPI_Send(a, 1, MPI_INT, 0, 6, MPI_COMM_WORLD);
+        }
+        /* Nonblocking collectives whose send buffers stay as they were
+         * (--check-buffers checksums them), in place too. */
+        {
+            MPI_Request rq[6];
+            int all[16], got[16], mine[4] = {rank, rank, rank, rank}, one[4];
+            for (int i = 0; i < 16; i++)
+                all[i] = i;
+            MPI_Ibcast(a, 4, MPI_INT, 0, MPI_COMM_WORLD, &rq[0]);
+            MPI_Iallreduce(mine, one, 4, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &rq[1]);
+            MPI_Igather(mine, 1, MPI_INT, all, 1, MPI_INT, 0, MPI_COMM_WORLD, &rq[2]);
+            MPI_Waitall(3, rq, MPI_STATUSES_IGNORE);
+            MPI_Iscatter(all, 2, MPI_INT, one, 2, MPI_INT, 1, MPI_COMM_WORLD, &rq[0]);
+            MPI_Waitall(1, rq, MPI_STATUSES_IGNORE);
+            for (int i = 0; i < 16; i++)
+                all[i] = i;
+            MPI_Ialltoall(all, 2, MPI_INT, got, 2, MPI_INT, MPI_COMM_WORLD, &rq[0]);
+            MPI_Ireduce_scatter_block(all, one, 4, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &rq[1]);
+            MPI_Iallreduce(MPI_IN_PLACE, mine, 4, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &rq[2]);
+            MPI_Waitall(3, rq, MPI_STATUSES_IGNORE);
+        }
+        /* Gathers, scatters, all-to-alls and reduce-scatters whose type
+         * signatures match pairwise: a contiguous(4, int) sent once and 4
+         * ints received, v-forms, in place. */
+        {
+            MPI_Datatype four;
+            int all[16], all2[16], counts[4], displs[4], mine[4] = {rank, rank, rank, rank}, one[4];
+            for (int i = 0; i < size; i++) {
+                counts[i] = i % 2 + 1;
+                displs[i] = 2 * i;
+            }
+            for (int i = 0; i < 16; i++)
+                all[i] = i;
+            MPI_Type_contiguous(4, MPI_INT, &four);
+            MPI_Type_commit(&four);
+            MPI_Gather(mine, 1, four, all2, 4, MPI_INT, 0, MPI_COMM_WORLD);
+            MPI_Allgatherv(mine, counts[rank], MPI_INT, all2, counts, displs, MPI_INT, MPI_COMM_WORLD);
+            MPI_Scatterv(all, counts, displs, MPI_INT, one, counts[rank], MPI_INT, 1, MPI_COMM_WORLD);
+            if (rank == 0)
+                MPI_Gatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all2, counts, displs, MPI_INT, 0, MPI_COMM_WORLD);
+            else
+                MPI_Gatherv(mine, counts[rank], MPI_INT, all2, counts, displs, MPI_INT, 0, MPI_COMM_WORLD);
+            MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, 4, MPI_INT, MPI_COMM_WORLD);
+            MPI_Alltoall(all2, 1, four, all, 4, MPI_INT, MPI_COMM_WORLD);
+            MPI_Reduce_scatter(all, one, counts, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+            MPI_Reduce_scatter_block(all, one, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+            MPI_Type_free(&four);
         }
         MPI_Comm_dup(MPI_COMM_WORLD, &dup);
         MPI_Bcast(a, 4, MPI_INT, 0, dup);

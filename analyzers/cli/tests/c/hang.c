@@ -38,6 +38,12 @@ int main(int argc, char **argv) {
         if (rank == 2)
             raise(SIGKILL); /* @dies */
         MPI_Recv(buf, 1, MPI_INT, 2, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE); /* @dead */
+    } else if (!strcmp(mode, "dead-aside")) {
+        /* Rank 2 dies; the others, which do not talk to it, deadlock
+         * (ranks 0 and 1 receive from each other, rank 3 from rank 0). */
+        if (rank == 2)
+            raise(SIGKILL); /* @dies-aside */
+        MPI_Recv(buf, 1, MPI_INT, rank == 3 ? 0 : 1 - rank, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE); /* @aside */
     } else if (!strcmp(mode, "ok")) {
         /* No hang: a ring of messages, then a long pause outside MPI on
          * every rank (not a hang: nobody is in MPI). */

@@ -36,3 +36,10 @@ pub fn build_ours() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| cargo_build(&["mpi-core", "mpi-launcher"]));
 }
+
+/// Builds this project's MPI-5 standard ABI library (`libmpi_abi.so`, its
+/// `mpicc_abi`) with the MPI library and mpirun next to mpitrace, once.
+pub fn build_std_abi() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| cargo_build(&["mpi-core", "mpi-stdabi", "mpi-launcher"]));
+}

@@ -134,6 +134,42 @@ impl Contents {
     }
 }
 
+/// A datatype as an operation holds it: a predefined one borrowed for the
+/// life of the process, a derived one shared. Borrowing a predefined type
+/// moves no reference count: on x86 each count change is a full barrier,
+/// which would make every small send wait for its stores to the
+/// shared-memory ring to reach the reader's core.
+#[derive(Debug, Clone)]
+pub enum DtRef {
+    Predefined(&'static Arc<Dtype>),
+    Derived(Arc<Dtype>),
+}
+
+impl std::ops::Deref for DtRef {
+    type Target = Dtype;
+    #[inline]
+    fn deref(&self) -> &Dtype {
+        self.arc()
+    }
+}
+
+impl DtRef {
+    /// The type as an `Arc`, borrowed.
+    #[inline]
+    pub fn arc(&self) -> &Arc<Dtype> {
+        match self {
+            DtRef::Predefined(a) => a,
+            DtRef::Derived(a) => a,
+        }
+    }
+}
+
+impl From<Arc<Dtype>> for DtRef {
+    fn from(a: Arc<Dtype>) -> Self {
+        DtRef::Derived(a)
+    }
+}
+
 /// A datatype ready for communication.
 #[derive(Debug, Clone)]
 pub struct Dtype {

@@ -19,9 +19,9 @@ pub struct TypeTable {
     derived: Vec<Option<Entry>>,
     free_slots: Vec<usize>,
     /// Predefined types by the low byte of `0x4c00SSII` handles.
-    builtin: Vec<Option<Arc<Dtype>>>,
+    builtin: &'static [Option<Arc<Dtype>>],
     /// The pair types by the low byte of `0x8c0000II` handles.
-    pairs: Vec<Option<Arc<Dtype>>>,
+    pairs: &'static [Option<Arc<Dtype>>],
     /// Names set with `MPI_Type_set_name` (predefined types included).
     names: std::collections::HashMap<MPI_Datatype, String>,
     /// The "unnamed predefined" types of `MPI_Type_create_f90_*`, by
@@ -31,17 +31,28 @@ pub struct TypeTable {
 
 pub(super) const DERIVED_BASE: u32 = 0x100;
 
+/// The predefined types, built once per process and kept for its life, so
+/// that an operation can borrow one ([`DtRef::Predefined`]) without moving
+/// a reference count.
+static PREDEFINED: std::sync::OnceLock<(Slots, Slots)> = std::sync::OnceLock::new();
+
+/// Types by the low byte of their handle (see [`TypeTable`]).
+type Slots = Vec<Option<Arc<Dtype>>>;
+
 impl Default for TypeTable {
     fn default() -> Self {
-        let mut builtin = vec![None; 256];
-        let mut pairs = vec![None; 8];
-        for h in predefined_handles() {
-            let t = builtin_arc(h);
-            match (h as u32) >> 24 {
-                0x4c => builtin[(h & 0xff) as usize] = t,
-                _ => pairs[(h & 0x7) as usize] = t,
+        let (builtin, pairs) = PREDEFINED.get_or_init(|| {
+            let mut builtin = vec![None; 256];
+            let mut pairs = vec![None; 8];
+            for h in predefined_handles() {
+                let t = builtin_arc(h);
+                match (h as u32) >> 24 {
+                    0x4c => builtin[(h & 0xff) as usize] = t,
+                    _ => pairs[(h & 0x7) as usize] = t,
+                }
             }
-        }
+            (builtin, pairs)
+        });
         TypeTable {
             derived: Vec::new(),
             free_slots: Vec::new(),
@@ -66,7 +77,7 @@ pub(super) fn invalid(dt: MPI_Datatype) -> MpiError {
 }
 
 impl TypeTable {
-    pub(super) fn predefined(&self, dt: MPI_Datatype) -> Option<&Arc<Dtype>> {
+    pub(super) fn predefined(&self, dt: MPI_Datatype) -> Option<&'static Arc<Dtype>> {
         let slot = match (dt as u32) >> 24 {
             0x4c => self.builtin.get((dt & 0xff) as usize),
             0x8c if dt as u32 & 0x00ff_fff8 == 0 => self.pairs.get((dt & 0x7) as usize),
@@ -85,11 +96,19 @@ impl TypeTable {
 
     /// Looks up a type for communication: it must be committed.
     pub fn get(&mut self, dt: MPI_Datatype) -> MpiResult<Arc<Dtype>> {
+        self.get_ref(dt).map(|t| match t {
+            DtRef::Predefined(a) => a.clone(),
+            DtRef::Derived(a) => a,
+        })
+    }
+
+    /// As [`TypeTable::get`], a predefined type borrowed (see [`DtRef`]).
+    pub fn get_ref(&mut self, dt: MPI_Datatype) -> MpiResult<DtRef> {
         if let Some(t) = self.predefined(dt) {
-            return Ok(t.clone());
+            return Ok(DtRef::Predefined(t));
         }
         match self.entry(dt) {
-            Some(e) if e.committed => Ok(e.t.clone()),
+            Some(e) if e.committed => Ok(DtRef::Derived(e.t.clone())),
             Some(_) => Err(MpiError::new(
                 MPI_ERR_TYPE,
                 format!("datatype 0x{:08x} is not committed (call MPI_Type_commit first)", dt as u32),

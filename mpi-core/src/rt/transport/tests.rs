@@ -64,7 +64,7 @@ fn isend(r: &mut Rank, data: &[u8], dest: usize, tag: i32, mode: Mode) -> u32 {
 }
 
 fn irecv(r: &mut Rank, buf: &mut [u8], src: i32, tag: i32) -> u32 {
-    let op = RecvOp { buf: buf.as_mut_ptr(), dt: bytes(), ctx: CTX, src, tag, cap: buf.len(), stream: None };
+    let op = RecvOp { buf: buf.as_mut_ptr(), dt: bytes().into(), ctx: CTX, src, tag, cap: buf.len(), stream: None };
     let ri = r.reqs.alloc(Request::new(Kind::Recv(op), MPI_COMM_WORLD));
     r.engine.start_recv(&mut r.reqs, ri);
     ri

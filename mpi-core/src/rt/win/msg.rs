@@ -171,7 +171,7 @@ pub struct ReplyBuf {
 /// `into`; returns the request.
 pub fn post_reply(engine: &mut Engine, reqs: &mut ReqTable, w: &Win, from: usize, tag: i32, into: ReplyBuf) -> u32 {
     let cap = into.dt.packed_size(into.count);
-    let op = RecvOp { buf: into.addr, dt: into.dt, ctx: w.ctx, src: from as i32, tag, cap, stream: None };
+    let op = RecvOp { buf: into.addr, dt: into.dt.into(), ctx: w.ctx, src: from as i32, tag, cap, stream: None };
     let i = reqs.alloc(Request::new(Kind::Recv(op), MPI_COMM_WORLD));
     engine.start_recv(reqs, i);
     i
@@ -190,7 +190,7 @@ pub fn fence_round(engine: &mut Engine, reqs: &mut ReqTable, w: &Win, bufs: &mut
     for (r, b) in bufs.iter_mut().enumerate().filter(|&(r, _)| r != w.rank) {
         let op = RecvOp {
             buf: b.as_mut_ptr(),
-            dt: w.bytes.clone(),
+            dt: w.bytes.clone().into(),
             ctx: w.ctx + 1,
             src: r as i32,
             tag: TAG_FENCE,
