@@ -88,8 +88,14 @@ fn main() {
         rows as f64 / secs(t1, t2) / 1e6,
         c2 - c1
     );
-    for (name, d) in &phases {
-        println!("  {name:<18} {:.3} s", d.as_secs_f64());
+    for p in &phases {
+        println!(
+            "  {:<18} {:.3} s  (peak RSS after it {:.0} MiB, {:.1} bytes/row)",
+            p.name,
+            p.took.as_secs_f64(),
+            p.peak_rss_kib as f64 / 1024.0,
+            (p.peak_rss_kib.saturating_sub(rss0)) as f64 * 1024.0 / rows as f64
+        );
     }
     println!("report               {:.3} s", secs(t2, t3));
     println!("HTML report          {:.3} s ({} KiB)", secs(t3, t4), page.len() / 1024);

@@ -23,21 +23,22 @@ use serde::{Deserialize, Serialize};
 use crate::model::{Class, CollKind, Model, NONE};
 use crate::Stats;
 
-/// One member of an instance.
+/// One member of an instance (40 bytes: one per collective call, the
+/// largest part of the analysis on collective-heavy traces; where the rank
+/// started to wait is read from the model, [`Member::wait_from`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Member {
-    pub rank: u32,
-    /// Index into the rank's `colls`.
-    pub idx: u32,
     pub arrival: i64,
-    /// Start of the call in which the rank waited (post call or Wait*).
-    pub wait_from: i64,
     pub end: i64,
     /// Waiting time by the pattern (see the module documentation).
     pub wait: i64,
+    pub rank: u32,
+    /// Index into the rank's `colls`.
+    pub idx: u32,
     /// The rank waited for (last arriver, root, first sender), or -1.
     pub cause: i32,
 }
+const _: () = assert!(std::mem::size_of::<Member>() == 40);
 
 /// One collective instance.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,7 +64,27 @@ pub struct Instance {
 }
 
 impl Member {
-    const EMPTY: Member = Member { rank: 0, idx: 0, arrival: 0, wait_from: 0, end: 0, wait: 0, cause: -1 };
+    const EMPTY: Member = Member { rank: 0, idx: 0, arrival: 0, end: 0, wait: 0, cause: -1 };
+
+    /// Start of the call in which the rank waited (the post call, or the
+    /// Wait* that completed it) and the end of that call.
+    fn span(m: &Model, rank: u32, idx: u32) -> (i64, i64, i64) {
+        let r = &m.ranks[rank as usize];
+        let c = &r.colls[idx as usize];
+        let post = &r.calls.at(c.post as usize);
+        let (wait_from, end) = if c.done != NONE {
+            let d = &r.calls.at(c.done as usize);
+            (d.t_start.max(post.t_start), d.t_end.max(post.t_end))
+        } else {
+            (post.t_start, post.t_end)
+        };
+        (post.t_start, wait_from, end)
+    }
+
+    /// Start of the call in which the rank waited (post call or Wait*).
+    pub fn wait_from(&self, m: &Model) -> i64 {
+        Member::span(m, self.rank, self.idx).1
+    }
 }
 
 impl Instance {
@@ -162,9 +183,9 @@ fn size_bucket(bytes: i64) -> (i64, i64) {
 /// How many instances to list as the worst.
 pub const WORST: usize = 10;
 
-/// A run of instances (ranges of the sorted calls) and where their members
-/// and the instances themselves go.
-type Chunk<'a> = (&'a [(usize, usize)], &'a mut [Member], &'a mut [Instance]);
+/// A run of instances (the first's number; each a range of the sorted
+/// calls) and where their members and the instances themselves go.
+type Chunk<'a> = (usize, &'a mut [Member], &'a mut [Instance]);
 
 /// Groups the collective calls of all ranks into instances and computes their costs.
 pub fn collectives(m: &Model) -> Collectives {
@@ -178,41 +199,46 @@ pub fn collectives(m: &Model) -> Collectives {
         }
     }
     all.sort_unstable();
-    let mut groups: Vec<(usize, usize)> = Vec::new();
+    // Where each instance starts in `all` (it ends where the next starts),
+    // 4 bytes per instance.
+    let mut starts: Vec<u32> = Vec::new();
     let mut i = 0;
     while i < all.len() {
         let mut j = i + 1;
         while j < all.len() && all[j].0 == all[i].0 && all[j].1 == all[i].1 {
             j += 1;
         }
-        groups.push((i, j));
+        starts.push(i as u32);
         i = j;
     }
+    let end_of = |k: usize| starts.get(k + 1).map_or(all.len(), |&s| s as usize);
     // Members are written in place, in the order of `all` (an instance's
     // members are its range of `all`): one allocation for all of them
     // rather than one per instance, which at a million instances was most
     // of the analysis's memory.
     let mut members = vec![Member::EMPTY; all.len()];
-    let mut instances = vec![Instance::EMPTY; groups.len()];
+    let mut instances = vec![Instance::EMPTY; starts.len()];
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     // A few chunks per thread, so uneven chunks balance.
-    let per = groups.len().div_ceil(threads * 4).max(1);
+    let per = starts.len().div_ceil(threads * 4).max(1);
     let mut work: Vec<Chunk<'_>> = Vec::new();
     let (mut mem_rest, mut inst_rest) = (&mut members[..], &mut instances[..]);
-    for chunk in groups.chunks(per) {
-        let len = chunk[chunk.len() - 1].1 - chunk[0].0;
+    for k0 in (0..starts.len()).step_by(per) {
+        let k1 = (k0 + per).min(starts.len());
+        let len = end_of(k1 - 1) - starts[k0] as usize;
         let (mh, mr) = std::mem::take(&mut mem_rest).split_at_mut(len);
-        let (ih, ir) = std::mem::take(&mut inst_rest).split_at_mut(chunk.len());
+        let (ih, ir) = std::mem::take(&mut inst_rest).split_at_mut(k1 - k0);
         (mem_rest, inst_rest) = (mr, ir);
-        work.push((chunk, mh, ih));
+        work.push((k0, mh, ih));
     }
     let next = std::sync::Mutex::new(work);
     let run = || loop {
-        let Some((chunk, mem, inst)) = next.lock().unwrap_or_else(|e| e.into_inner()).pop() else { break };
-        let base = chunk[0].0;
-        for (k, &(a, b)) in chunk.iter().enumerate() {
-            inst[k] = build_instance(m, &all[a..b], &mut mem[a - base..b - base]);
-            inst[k].first = a as u32;
+        let Some((k0, mem, inst)) = next.lock().unwrap_or_else(|e| e.into_inner()).pop() else { break };
+        let base = starts[k0] as usize;
+        for (k, slot) in inst.iter_mut().enumerate() {
+            let (a, b) = (starts[k0 + k] as usize, end_of(k0 + k));
+            *slot = build_instance(m, &all[a..b], &mut mem[a - base..b - base]);
+            slot.first = a as u32;
         }
     };
     std::thread::scope(|s| {
@@ -233,18 +259,8 @@ pub fn collectives(m: &Model) -> Collectives {
 fn build_instance(m: &Model, g: &[(u32, u32, u32, u32)], members: &mut [Member]) -> Instance {
     let (comm, seq) = (g[0].0, g[0].1);
     for (slot, &(_, _, rank, idx)) in members.iter_mut().zip(g) {
-        *slot = {
-            let r = &m.ranks[rank as usize];
-            let c = &r.colls[idx as usize];
-            let post = &r.calls.at(c.post as usize);
-            let (wait_from, end) = if c.done != NONE {
-                let d = &r.calls.at(c.done as usize);
-                (d.t_start.max(post.t_start), d.t_end.max(post.t_end))
-            } else {
-                (post.t_start, post.t_end)
-            };
-            Member { rank, idx, arrival: post.t_start, wait_from, end, wait: 0, cause: -1 }
-        };
+        let (arrival, _, end) = Member::span(m, rank, idx);
+        *slot = Member { rank, idx, arrival, end, wait: 0, cause: -1 };
     }
     let first = &m.ranks[g[0].2 as usize];
     let c0 = &first.colls[g[0].3 as usize];
@@ -304,7 +320,7 @@ fn build_instance(m: &Model, g: &[(u32, u32, u32, u32)], members: &mut [Member])
             }
             _ => (inst.last_arrival, inst.last_rank),
         };
-        mb.wait = until.min(mb.end).saturating_sub(mb.wait_from).max(0);
+        mb.wait = until.min(mb.end).saturating_sub(mb.wait_from(m)).max(0);
         mb.cause = if mb.wait > 0 { cause } else { -1 };
     }
     inst

@@ -111,13 +111,31 @@ pub fn analyze(model: Model) -> Analyses {
     analyze_timed(model).0
 }
 
-/// [`analyze`], also returning the wall time of each analysis.
-pub fn analyze_timed(mut model: Model) -> (Analyses, Vec<(&'static str, std::time::Duration)>) {
+/// One analysis as [`analyze_timed`] ran it.
+#[derive(Clone, Copy, Debug)]
+pub struct Phase {
+    pub name: &'static str,
+    pub took: std::time::Duration,
+    /// The process's peak resident memory when it ended, KiB (`VmHWM`;
+    /// 0 where `/proc` does not tell): which analysis raised the peak.
+    pub peak_rss_kib: u64,
+}
+
+/// The process's peak resident memory so far, KiB (0 if unknown).
+fn peak_rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"));
+    line.and_then(|l| l.split_whitespace().nth(1)?.parse().ok()).unwrap_or(0)
+}
+
+/// [`analyze`], also returning the wall time of each analysis and the
+/// memory peak after it.
+pub fn analyze_timed(mut model: Model) -> (Analyses, Vec<Phase>) {
     let mut times = Vec::new();
     let mut t = std::time::Instant::now();
     let mut lap = |name: &'static str, times: &mut Vec<_>| {
         let now = std::time::Instant::now();
-        times.push((name, now - t));
+        times.push(Phase { name, took: now - t, peak_rss_kib: peak_rss_kib() });
         t = now;
     };
     let matching = match_messages(&model);

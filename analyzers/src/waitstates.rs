@@ -308,7 +308,7 @@ pub fn wait_states(m: &Model, mt: &Matching, colls: &Collectives) -> Analysis {
                 call,
                 time: mb.wait,
                 cause: mb.cause as u32,
-                until: mb.wait_from + mb.wait,
+                until: mb.wait_from(m) + mb.wait,
             });
         }
     }

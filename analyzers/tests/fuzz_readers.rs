@@ -237,7 +237,7 @@ fn base_traces(root: &Path) -> [PathBuf; 2] {
     t.write(&finished).unwrap();
     // The level-of-detail cache, built and written next to the trace.
     let lod = trace_lod::Lod::open(&finished, &trace_lod::Progress::default()).unwrap();
-    assert!(lod.cache_note.is_none() && finished.join("lod/index.json").exists(), "{:?}", lod.cache_note);
+    assert!(lod.cache_note.is_none() && finished.join("lod/rank-00002.lod").exists(), "{:?}", lod.cache_note);
     let journals = root.join("journals");
     t.write_journals(&journals, true).unwrap();
     // Journals are written a 4 MiB chunk at a time: cut them after their
@@ -261,7 +261,9 @@ fn read_all(dir: &Path) {
         let _ = analyzers::report::render_text(&doc, analyzers::report::TextOptions { width: 100, color: false });
     }
     let _ = trace_format::Trace::open(dir);
-    if let Ok(lod) = trace_lod::Lod::open(dir, &trace_lod::Progress::default()) {
+    // The cache's coarse levels (damaged ones are refused), then the calls.
+    let coarse = trace_lod::Lod::open_cached(dir).into_iter();
+    for lod in coarse.chain(trace_lod::Lod::open(dir, &trace_lod::Progress::default())) {
         lod_holds_its_promises(&lod);
         let (t0, t1) = lod.span();
         let mut cells = Vec::new();
@@ -300,6 +302,14 @@ fn lod_holds_its_promises(lod: &trace_lod::Lod) {
             "rank {rank}: a call name past the {} names",
             lod.names.len()
         );
+        if d.is_coarse() {
+            // The cache's coarse levels: no calls, dominant calls named.
+            let names = lod.names.len();
+            assert!(calls.is_empty() && d.level(0).iter().all(|b| (b.dominant as usize) < names || names > 0));
+            let counted: u64 = d.level(d.levels() - 1).iter().map(|b| b.count as u64).sum();
+            assert_eq!(counted, d.n_calls(), "rank {rank}: the coarsest level counts {counted} calls");
+            continue;
+        }
         if let Some((a, b)) = d.span() {
             assert_eq!(a, calls[0].t_start, "rank {rank}: span starts before its first call");
             assert!(calls.iter().all(|c| c.t_end <= b), "rank {rank}: a call ends after the span");

@@ -410,6 +410,20 @@ impl GuiApp {
                 self.open_error = Some(e);
                 self.loader = None;
             }
+            // Every call, read after the cache's coarse levels were shown
+            // (same call ids, names perhaps added): the view stays.
+            Loaded::Detail(Ok(lod)) => {
+                if let Some(t) = &mut self.trace {
+                    self.palette = palette(&lod);
+                    t.lod = std::sync::Arc::new(*lod);
+                    self.lanes_dirty = true;
+                    self.stats_key = None;
+                }
+            }
+            Loaded::Detail(Err(e)) => {
+                self.open_error = Some(e);
+                self.loader = None;
+            }
             Loaded::Analyses(r) => {
                 if let Some(t) = &mut self.trace {
                     match r {

@@ -691,7 +691,9 @@ pub fn after_finalize() {
         return;
     }
     let keep = std::env::var("MPITRACE_KEEP_JOURNALS").is_ok_and(|v| v == "1");
-    if let Err(e) = trace_format::convert_rank(&dir, rank, keep) {
+    // The level-of-detail cache too, from the same reading, so a viewer's
+    // first frame of the trace needs no reading of it.
+    if let Err(e) = trace_lod::convert::convert_rank(&dir, rank, keep) {
         eprintln!(
             "mpitrace: rank {rank}: converting the journals failed: {e}; `mpitrace record` converts them after the job (`mpitrace convert DIR` later)"
         );

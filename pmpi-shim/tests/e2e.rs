@@ -704,9 +704,11 @@ fn trace_files_are_private() {
     let files = check_private(&tdir);
     assert!(files.iter().any(|f| f.ends_with(".journal")), "{files:?}");
     assert!(files.iter().any(|f| f.ends_with(".side.jsonl")), "{files:?}");
-    trace_format::finish_dir(&tdir, &[], false).unwrap();
+    // What `mpitrace record` does after the job: the level-of-detail cache too.
+    trace_lod::convert::finish_dir(&tdir, &[], false).unwrap();
     let files = check_private(&tdir);
     assert!(files.iter().any(|f| f.ends_with(".parquet")) && files.contains(&"meta.json".into()), "{files:?}");
+    assert!(files.contains(&"rank-00001.lod".into()), "{files:?}");
 
     let exe = common::compile("p2p.c", &dir);
     let tdir = dir.join("finished");
@@ -714,6 +716,9 @@ fn trace_files_are_private() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let files = check_private(&tdir);
     assert!(files.iter().any(|f| f.ends_with(".parquet")) && files.contains(&"meta.json".into()), "{files:?}");
+    // Each rank wrote its level-of-detail cache at MPI_Finalize.
+    assert!((0..3).all(|r| files.contains(&format!("rank-{r:05}.lod"))), "{files:?}");
+    assert!(trace_lod::Lod::open_cached(&tdir).is_ok());
 }
 
 #[test]

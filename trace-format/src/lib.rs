@@ -296,6 +296,18 @@ fn remove_journal_dir_if_empty(dir: &Path) {
 /// then removes the journals, and the journal folder if it is left empty
 /// (unless `keep_journals`).
 pub fn convert_rank(dir: &Path, rank: i32, keep_journals: bool) -> Result<Converted, Error> {
+    convert_rank_with(dir, rank, keep_journals, &mut |_| {})
+}
+
+/// [`convert_rank`] that shows every chunk of events written to `seen`
+/// too, as it goes (the level-of-detail cache is built from them, so the
+/// trace is read once).
+pub fn convert_rank_with(
+    dir: &Path,
+    rank: i32,
+    keep_journals: bool,
+    seen: &mut dyn FnMut(&[Event]),
+) -> Result<Converted, Error> {
     let mut l = load_rank(dir, rank)?;
     for sub in [layout::EVENTS_DIR, layout::COMMS_DIR] {
         let d = dir.join(sub);
@@ -310,6 +322,7 @@ pub fn convert_rank(dir: &Path, rank: i32, keep_journals: bool) -> Result<Conver
         if let Some(e) = chunk.iter().rev().find(|e| e.kind == record::Kind::Call) {
             last = Some(e.clone());
         }
+        seen(chunk);
         if failed.is_none() {
             failed = writer.write(chunk).err();
         }
@@ -355,6 +368,20 @@ pub struct Finished {
 /// than the rank's events file), (re)writes `meta.json` from the metadata of
 /// all ranks' events files and removes the journal folder if it is empty.
 pub fn finish_dir(dir: &Path, launch_command: &[String], keep_journals: bool) -> Result<Finished, Error> {
+    finish_dir_with(dir, launch_command, keep_journals, &convert_rank)
+}
+
+/// A converter of one rank's journals: [`convert_rank`], or one that
+/// builds more from the same reading.
+pub type ConvertRank = dyn Fn(&Path, i32, bool) -> Result<Converted, Error>;
+
+/// [`finish_dir`] converting leftover journals with `convert`.
+pub fn finish_dir_with(
+    dir: &Path,
+    launch_command: &[String],
+    keep_journals: bool,
+    convert: &ConvertRank,
+) -> Result<Finished, Error> {
     let mut fin = Finished::default();
     let mtime = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
     for rank in layout::ranks_in(dir, layout::JOURNAL_DIR, ".journal") {
@@ -363,7 +390,7 @@ pub fn finish_dir(dir: &Path, launch_command: &[String], keep_journals: bool) ->
         if converted.is_some() && converted >= newest {
             continue;
         }
-        match convert_rank(dir, rank, keep_journals) {
+        match convert(dir, rank, keep_journals) {
             Ok(c) => {
                 fin.problems.extend(c.problems.iter().cloned());
                 fin.converted.push(c);

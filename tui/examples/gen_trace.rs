@@ -1,7 +1,8 @@
 //! Writes a synthetic stencil trace for benchmarks and manual tests.
 //!
 //! `cargo run --release -p tui --example gen_trace -- DIR [EVENTS] [RANKS]`
-//! (defaults: 10^8 rows over 64 ranks).
+//! (defaults: 10^8 rows over 64 ranks); `BENCH_MIX=collectives` writes the
+//! collective-heavy mix (40 % collectives) instead of the stencil.
 
 use std::time::Instant;
 
@@ -21,7 +22,12 @@ fn main() {
         std::process::exit(1);
     }
     let t = Instant::now();
-    match write_stencil(&dir, &StencilParams::for_events(ranks, events)) {
+    let p = if std::env::var("BENCH_MIX").as_deref() == Ok("collectives") {
+        StencilParams::collective_heavy(ranks, events)
+    } else {
+        StencilParams::for_events(ranks, events)
+    };
+    match write_stencil(&dir, &p) {
         Ok(rows) => println!(
             "{rows} rows over {ranks} ranks written to {} in {:.1} s",
             dir.display(),

@@ -3,9 +3,10 @@
 //! `cargo run --release -p tui --example tui_bench -- DIR [--fresh] [--analyses]`
 //!
 //! DIR is a trace (write a large synthetic one with the `gen_trace`
-//! example). Prints: the time to build the level of detail and the peak
-//! memory, the size of the cache, the time to open it from the cache and
-//! to draw the first frame, then the time per frame at several zoom levels
+//! example). Prints: the time to build the level of detail with every
+//! call and the peak memory (what a first open cost before the cache was
+//! written at conversion), the size of the cache against the events
+//! files, the time to open the cache and draw the first frame, then the time per frame at several zoom levels
 //! for terminal sizes, and the time of the level-of-detail query alone
 //! for 1920 columns (what the desktop viewer asks for).
 
@@ -18,19 +19,9 @@ use trace_lod::{Lod, Progress};
 use tui::view::View;
 use tui::App;
 
-fn peak_rss_mib() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
-        })
-        .unwrap_or(0.0)
-        / 1024.0
-}
-
-fn dir_size(p: &std::path::Path) -> u64 {
-    std::fs::read_dir(p).into_iter().flatten().flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum()
-}
+#[path = "shared/rss.rs"]
+mod rss;
+use rss::{dir_size, peak_rss_mib};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -41,6 +32,11 @@ fn main() {
     if args.iter().any(|a| a == "--fresh") {
         let _ = std::fs::remove_dir_all(dir.join(trace_lod::CACHE_DIR));
     }
+    let cdir = dir.join(trace_lod::CACHE_DIR);
+    let events = dir_size(&dir.join("events"));
+    // Before: no cache after conversion, so the first open builds the
+    // level of detail from the trace (the in-memory image is what the
+    // cache of format 2 wrote to disk).
     let t = Instant::now();
     let lod = match Lod::open(&dir, &Progress::default()) {
         Ok(l) => l,
@@ -51,39 +47,44 @@ fn main() {
     };
     let first = t.elapsed();
     println!(
-        "open #1 ({}): {:.2} s, {} ranks, {} calls, peak RSS {:.0} MiB",
-        if lod.cached { "from cache" } else { "built" },
+        "full level of detail (every call) built from the trace: {:.2} s, {} ranks, {} calls, peak RSS {:.0} MiB; \
+         {:.1} MiB in memory ({:.2} x the events files; the size of the format-2 cache)",
         first.as_secs_f64(),
         lod.ranks.len(),
         lod.calls(),
-        peak_rss_mib()
+        peak_rss_mib(),
+        lod.size_bytes() as f64 / 1048576.0,
+        lod.size_bytes() as f64 / events.max(1) as f64,
     );
+    let cache = dir_size(&cdir);
     println!(
-        "cache: {:.1} MiB ({:.1} bytes per call) in {}; trace events: {:.1} MiB",
-        dir_size(&dir.join(trace_lod::CACHE_DIR)) as f64 / 1048576.0,
-        dir_size(&dir.join(trace_lod::CACHE_DIR)) as f64 / lod.calls().max(1) as f64,
-        dir.join(trace_lod::CACHE_DIR).display(),
-        dir_size(&dir.join("events")) as f64 / 1048576.0
+        "cache: {:.2} MiB ({:.2} bytes per call, {:.1} % of the events files' {:.1} MiB) in {}",
+        cache as f64 / 1048576.0,
+        cache as f64 / lod.calls().max(1) as f64,
+        100.0 * cache as f64 / events.max(1) as f64,
+        events as f64 / 1048576.0,
+        cdir.display(),
     );
     if let Some(n) = &lod.cache_note {
         println!("cache note: {n}");
     }
-    drop(lod);
 
-    // Start to first frame with the pyramid cached.
+    // After: the first frame from the cache (what a viewer shows while the
+    // calls are read).
     let t = Instant::now();
-    let lod = Lod::open(&dir, &Progress::default()).expect("second open");
+    let coarse = Lod::open_cached(&dir).expect("open the cache");
     let opened = t.elapsed();
-    let mut app = App::with(lod, None);
-    app.size = (200, 60);
+    let mut capp = App::with(coarse, None);
+    capp.size = (200, 60);
     let mut term = Terminal::new(TestBackend::new(200, 60)).expect("test backend");
-    term.draw(|f| tui::ui::draw(f, &app)).expect("draw");
+    term.draw(|f| tui::ui::draw(f, &capp)).expect("draw");
     println!(
-        "open #2 (cached: {}): {:.1} ms; first frame (200x60) drawn at {:.1} ms",
-        app.lod.as_ref().is_some_and(|l| l.cached),
+        "first frame from the cache: opened in {:.1} ms; first frame (200x60) drawn at {:.1} ms",
         opened.as_secs_f64() * 1e3,
         t.elapsed().as_secs_f64() * 1e3
     );
+    drop(capp);
+    let mut app = App::with(lod, None);
 
     if args.iter().any(|a| a == "--analyses") {
         let t = Instant::now();

@@ -230,6 +230,14 @@ impl App {
         }
     }
 
+    /// Waits up to `timeout` for the next thing the loader finishes and
+    /// takes it; false if nothing came.
+    pub fn wait_one(&mut self, timeout: Duration) -> bool {
+        let Some(x) = self.loader.as_ref().and_then(|l| l.wait(timeout)) else { return false };
+        self.take(x);
+        true
+    }
+
     /// Whether something is still being loaded.
     pub fn loading(&self) -> bool {
         self.loader.is_some()
@@ -244,6 +252,14 @@ impl App {
                 self.set_lod(*lod);
             }
             Loaded::Lod(Err(e), _) => self.lod_error = Some(e),
+            // Every call, read after the cache's coarse levels were shown:
+            // the view stays.
+            Loaded::Detail(Ok(lod)) => {
+                // A search index built over the coarse levels held no calls.
+                self.search_index = None;
+                self.lod = Some(*lod);
+            }
+            Loaded::Detail(Err(e)) => self.lod_error = Some(e),
             Loaded::Analyses(Ok(a)) => {
                 self.an = Some(a);
                 // Rows may take two lines now (user regions).

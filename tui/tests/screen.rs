@@ -105,6 +105,44 @@ fn zoom_and_pan_change_the_range_and_axis() {
     assert!(app.view.t0 >= 9_000 && app.view.t0 <= 10_001 && app.view.span() < 20_000, "{:?}", app.view);
 }
 
+/// A trace with its level-of-detail cache (written at conversion): the
+/// first frame is drawn from the cache's coarse levels, and the calls,
+/// read afterwards, leave the view where the user put it.
+#[test]
+fn the_first_frame_comes_from_the_cache_and_the_calls_keep_the_view() {
+    let dir = tmpdir("cache-first");
+    small_trace(&dir);
+    trace_lod::Lod::open(&dir, &trace_lod::Progress::default()).unwrap();
+    assert!(dir.join("lod/rank-00003.lod").exists());
+    let mut app = tui::App::open(&dir);
+    app.size = (80, 24);
+    assert!(app.wait_one(std::time::Duration::from_secs(60)));
+    let lod = app.lod.as_ref().expect("the first level of detail");
+    assert!(lod.cached && lod.ranks.iter().all(|r| r.data.is_coarse()));
+    let lines = screen(&mut app);
+    println!("{}", lines.join("\n"));
+    assert!(lines[0].contains("4 ranks, 16 calls"), "{}", lines[0]);
+    // Each rank's row shows its time in MPI.
+    for r in ["r0", "r1", "r2", "r3"] {
+        let line = &lines[row_of(&lines, r)];
+        assert!(line.chars().skip(4).any(|c| "░▒▓█".contains(c)), "{line}");
+    }
+    // A search before the calls are in finds none...
+    key(&mut app, '/');
+    typed(&mut app, "send");
+    code(&mut app, KeyCode::Enter);
+    assert_eq!(app.cursor_t, 0);
+    let zoomed = View::new(10_000, 50_000);
+    app.view = zoomed;
+    app.wait_loaded();
+    let lod = app.lod.as_ref().expect("loaded");
+    assert!(lod.ranks.iter().all(|r| !r.data.is_coarse()) && lod.ranks[0].data.len() == 4);
+    assert_eq!(app.view, zoomed);
+    // ...and finds them once they are.
+    key(&mut app, 'n');
+    assert_eq!((app.cursor_row, app.cursor_t), (0, 10_000));
+}
+
 #[test]
 fn show_last_opens_on_the_end_of_the_trace() {
     let dir = tmpdir("last");

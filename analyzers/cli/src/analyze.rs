@@ -260,7 +260,7 @@ fn analyze_dir(dir: &Path, timing: bool) -> Result<Analyses> {
     p.clear();
     if timing {
         let (l, an) = ((t1 - t0).as_secs_f64(), (t2 - t1).as_secs_f64());
-        let each: Vec<String> = phases.iter().map(|(name, d)| format!("{name} {:.2}", d.as_secs_f64())).collect();
+        let each: Vec<String> = phases.iter().map(|p| format!("{} {:.2}", p.name, p.took.as_secs_f64())).collect();
         eprintln!(
             "mpitrace: {rows} rows: load {l:.2} s, analyses {an:.2} s ({}), {:.2} M rows/s overall",
             each.join(", "),

@@ -480,7 +480,7 @@ const SPAWNED: &str = "spawned";
 /// Converts what is left in one trace directory and says what the trace
 /// holds; false if it holds nothing (no rank started tracing).
 fn summarize(dir: &Path, launch: &[String], keep: bool) -> Result<bool> {
-    let fin = match trace_format::finish_dir(dir, launch, keep) {
+    let fin = match trace_lod::convert::finish_dir(dir, launch, keep) {
         Ok(f) => f,
         Err(trace_format::Error::NotATrace(_)) => {
             say!(

@@ -148,6 +148,12 @@ fn record_killed_rank_and_exit_code() {
     assert_eq!(t.meta.ranks, 2);
     assert_eq!(t.rank_events(1).iter().filter(|e| e.is_call("MPI_Send")).count(), 3);
     assert!(!t.is_complete());
+    // Each rank's level-of-detail cache was written at conversion (the
+    // killed rank's by mpitrace after the job), and a viewer opens it.
+    let lod = trace_lod::Lod::open_cached(&trace).unwrap();
+    assert_eq!(lod.ranks.len(), 2);
+    assert!(lod.ranks.iter().all(|r| r.data.is_coarse() && r.data.n_calls() > 0));
+    assert!(matches!(lod.ranks[1].state, trace_lod::RankState::Partial(_)), "{:?}", lod.ranks[1].state);
 }
 
 #[test]

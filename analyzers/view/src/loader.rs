@@ -43,8 +43,14 @@ pub const HANDOFF_BYTES: usize = 512 << 20;
 
 /// Something the loader finished.
 pub enum Loaded<A> {
-    /// The level of detail, and how long it took to open.
+    /// The level of detail, and how long it took to open: the coarse
+    /// levels of the cache when the trace has one (then [`Loaded::Detail`]
+    /// follows), else every call.
     Lod(Result<Box<Lod>, String>, Duration),
+    /// The level of detail with every call, read from the trace after the
+    /// coarse one of its cache was sent (same call ids): it replaces that
+    /// one, the view staying where it is.
+    Detail(Result<Box<Lod>, String>),
     /// What the viewer derived from the analyses.
     Analyses(Result<Box<A>, String>),
 }
@@ -84,10 +90,33 @@ impl<A: Send + 'static> Loader<A> {
 fn open<A>(dir: &Path, progress: &Progress, tx: &Sender<Loaded<A>>, derive: impl FnOnce(Analyses, Duration) -> A) {
     let t = Instant::now();
     let tap = Handoff::default();
-    let lod = guarded(|| Lod::open_with(dir, progress, Some(&tap)).map(Box::new).map_err(|e| e.to_string()));
-    let ok = lod.is_ok();
-    if tx.send(Loaded::Lod(lod, t.elapsed())).is_err() || !ok {
-        return;
+    // The cache written at conversion: the first frame at once, the calls
+    // read afterwards (each rank once, for the analyzers too).
+    match guarded(|| Lod::open_cached(dir)) {
+        Ok(coarse) => {
+            let (names, cache_dir) = (coarse.names.clone(), coarse.cache_dir.clone());
+            if tx.send(Loaded::Lod(Ok(Box::new(coarse)), t.elapsed())).is_err() {
+                return;
+            }
+            let detail = guarded(|| {
+                let mut d = Lod::build_detail(dir, progress, Some(&tap), names).map_err(|e| e.to_string())?;
+                // Opened from the cache, completed from the trace.
+                (d.cached, d.cache_dir) = (true, cache_dir);
+                Ok(Box::new(d))
+            });
+            let ok = detail.is_ok();
+            if tx.send(Loaded::Detail(detail)).is_err() || !ok {
+                return;
+            }
+        }
+        // `open_with` finds the same reason, notes it and rewrites the cache.
+        Err(_) => {
+            let lod = guarded(|| Lod::open_with(dir, progress, Some(&tap)).map(Box::new).map_err(|e| e.to_string()));
+            let ok = lod.is_ok();
+            if tx.send(Loaded::Lod(lod, t.elapsed())).is_err() || !ok {
+                return;
+            }
+        }
     }
     let t = Instant::now();
     let derived = guarded(|| {
@@ -126,15 +155,17 @@ pub fn load_now(dir: &Path) -> Result<Opened, String> {
     let (tx, rx) = channel();
     open(dir, &Progress::default(), &tx, |an, took| (an, took));
     drop(tx);
-    let lod = match rx.recv() {
+    let mut lod = match rx.recv() {
         Ok(Loaded::Lod(lod, _)) => *lod?,
         _ => return Err("the loader stopped before the level of detail".into()),
     };
-    let analyses = match rx.recv() {
-        Ok(Loaded::Analyses(an)) => an.map(|b| *b),
-        _ => Err("the loader stopped before the analyses".into()),
-    };
-    Ok(Opened { lod, analyses })
+    loop {
+        match rx.recv() {
+            Ok(Loaded::Detail(d)) => lod = *d?,
+            Ok(Loaded::Analyses(an)) => return Ok(Opened { lod, analyses: an.map(|b| *b) }),
+            _ => return Ok(Opened { lod, analyses: Err("the loader stopped before the analyses".into()) }),
+        }
+    }
 }
 
 /// What the level of detail read of one events file, kept for the

@@ -41,10 +41,12 @@ fn each_rank_is_read_once_and_the_panels_get_the_same_analyses() {
     assert_eq!(files_opened() - before, RANKS as u64, "one reading of each rank for both");
     same_analyses(&an, &alone);
 
-    // The level of detail from its cache: only the analyzers read the trace.
+    // The first level of detail from its cache; the calls and the model
+    // from one more reading of each rank.
     let before = files_opened();
     let opened = load_now(&dir).unwrap();
     assert!(opened.lod.cached);
+    assert!(opened.lod.ranks.iter().all(|r| !r.data.is_coarse()));
     assert_eq!(files_opened() - before, RANKS as u64);
     same_analyses(&opened.analyses.unwrap().0, &alone);
 

@@ -14,17 +14,23 @@
 //! measures it (BENCHMARKS.md).
 //!
 //! [`Lod::open`] builds all of it from a trace directory (finished Parquet
-//! traces and the journals of crashed runs alike, ranks in parallel) and
-//! caches it next to the trace in `DIR/lod/` (one file per rank plus
-//! `index.json`, versioned by [`FORMAT_VERSION`] and stamped with the
-//! sizes and times of the files it was built from). A second open maps the
-//! cache files into memory (on several threads) and validates each in one
-//! pass ([`RankLod::validate`]: a damaged file is rebuilt, never drawn),
-//! far faster than reading the trace again. [`messages::MessageIndex`]
-//! finds the messages to draw in a time range.
+//! traces and the journals of crashed runs alike, ranks in parallel), in
+//! memory. Its cache ([`coarse`]) holds only the coarse levels of each
+//! rank, at most a fifth of the rank's events file: written while the
+//! journals become Parquet ([`convert::convert_rank`], the shim at
+//! `MPI_Finalize` and `mpitrace record`), or by [`Lod::open`] when it is
+//! missing or out of date, into `DIR/lod/` (the user's cache directory
+//! when the trace's is read-only), versioned by [`FORMAT_VERSION`] and
+//! stamped with the size and time of the events file it was built from.
+//! [`Lod::open_cached`] maps it in milliseconds and validates each file in
+//! one pass ([`RankLod::validate`]: a damaged or stale file is rebuilt,
+//! never drawn): a viewer's first frame, while the calls are read.
+//! [`messages::MessageIndex`] finds the messages to draw in a time range.
 //!
 //! The crate has no user-interface dependencies.
 
+pub mod coarse;
+pub mod convert;
 pub mod messages;
 pub mod pod;
 pub mod pyramid;
@@ -34,7 +40,6 @@ pub mod source;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-use serde::{Deserialize, Serialize};
 use trace_format::{layout, Meta};
 
 pub use pod::{flags, Bucket, Ev};
@@ -43,11 +48,15 @@ pub use rank::{column_bounds, Call, Cell, RankLod, Store};
 pub use source::{BatchTap, Names, RankState, RankTap};
 
 /// Version of the cache files; a cache of another version is rebuilt.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 /// Subdirectory of the trace holding the cache.
 pub const CACHE_DIR: &str = "lod";
-/// Threads mapping the cache files of a trace.
-const MAP_THREADS: usize = 8;
+/// Why [`Lod::open_cached`] failed when there is no cache at all (not
+/// worth a note).
+const NO_CACHE: &str = "no cache";
+/// Why [`Lod::open_cached`] failed for a rank with journals only (a crashed
+/// run not converted: no cache to expect, not worth a note either).
+const NOT_CONVERTED: &str = "journals not converted";
 
 /// Errors of opening a trace's level of detail.
 #[derive(Debug, thiserror::Error)]
@@ -110,194 +119,160 @@ pub struct Lod {
     pub ranks: Vec<RankEntry>,
     /// What was missing or damaged, one line each, naming the file.
     pub problems: Vec<String>,
-    /// Whether it was opened from the cache (rather than built now).
+    /// Whether it was opened from the cache (rather than built now): its
+    /// coarse levels, or, from a viewer's loader, the calls read after
+    /// the cache's levels were shown.
     pub cached: bool,
     /// Why the cache could not be used or written, if so.
     pub cache_note: Option<String>,
+    /// Where the cache files are (the trace's `lod/`, or the user's cache
+    /// directory when the trace's is read-only), if any.
+    pub cache_dir: Option<PathBuf>,
     pub meta: Option<Meta>,
 }
 
-/// A source file and its size and modification time, to tell whether a
-/// cache is still up to date.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-struct Stamp {
-    path: String,
-    len: u64,
-    mtime_ns: i128,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-struct IndexRank {
-    rank: i32,
-    state: RankState,
-    host: Option<String>,
-    /// Cache file name, or empty when the rank has no calls file.
-    file: String,
-}
-
-/// `DIR/lod/index.json`.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-struct Index {
-    version: u32,
-    sources: Vec<Stamp>,
-    names: Vec<String>,
-    ranks: Vec<IndexRank>,
-    problems: Vec<String>,
-}
-
-fn stamps(dir: &Path) -> Vec<Stamp> {
-    let mut out = Vec::new();
-    let mut add = |p: PathBuf| {
-        if let Ok(m) = std::fs::metadata(&p) {
-            let mtime_ns = m
-                .modified()
-                .ok()
-                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                .map(|d| d.as_nanos() as i128)
-                .unwrap_or(0);
-            let path = p.strip_prefix(dir).unwrap_or(&p).display().to_string();
-            out.push(Stamp { path, len: m.len(), mtime_ns });
-        }
-    };
-    add(dir.join(layout::META));
-    for sub in [layout::EVENTS_DIR, layout::JOURNAL_DIR] {
-        let mut files: Vec<PathBuf> =
-            std::fs::read_dir(dir.join(sub)).into_iter().flatten().flatten().map(|e| e.path()).collect();
-        files.sort();
-        files.into_iter().for_each(&mut add);
-    }
-    out
-}
-
-fn rank_file(rank: i32) -> String {
+pub(crate) fn rank_file(rank: i32) -> String {
     format!("rank-{rank:05}.lod")
 }
 
-/// Maps the cache file of `rank` and validates it ([`RankLod::validate`];
-/// `names`: how many call names the index lists, when known).
-fn map_file(path: &Path, rank: i32, names: Option<usize>) -> Result<RankLod, String> {
+/// Maps the cache file at `path` of `rank`, checks it against the rank's
+/// events file `source` and validates it; its trailer with it.
+fn map_cached(path: &Path, rank: i32, source: &Path) -> Result<(RankLod, coarse::Trailer), String> {
     // A FIFO or device in its place is refused, not opened (or mapped).
     let (f, _) = trace_format::files::open_regular(path).map_err(|e| e.what())?;
-    // SAFETY: the cache file is only ever replaced by rename, never
-    // written in place, so the mapping does not change under us.
+    // SAFETY: cache files are only ever replaced by rename, never written
+    // in place, so the mapping does not change under us.
     let m = unsafe { memmap2::Mmap::map(&f) }.map_err(|e| e.to_string())?;
-    // Validation reads the whole file once, in order (a damaged cache is
-    // rebuilt rather than drawn): read ahead as far as the kernel will,
-    // then as usual for the queries' jumps.
-    let _ = m.advise(memmap2::Advice::Sequential);
     let data = RankLod::from_store(Store::Mmap(m))?;
-    if data.rank() != rank {
-        return Err(format!("holds rank {}, the index says {rank}", data.rank()));
+    if !data.is_coarse() {
+        return Err("not a cache file of coarse levels".into());
     }
-    data.validate(names)?;
-    data.advise_normal();
-    Ok(data)
+    if data.rank() != rank {
+        return Err(format!("holds rank {}, the file name says {rank}", data.rank()));
+    }
+    let trailer: coarse::Trailer =
+        serde_json::from_slice(data.trailer().unwrap_or_default()).map_err(|e| format!("trailer: {e}"))?;
+    let (len, mtime) = coarse::stamp(source).map_err(|e| format!("{}: {e}", source.display()))?;
+    if (len, mtime) != (trailer.source_len, trailer.source_mtime_ns) {
+        return Err(format!("stale: {} changed since the cache was built", source.display()));
+    }
+    let names = trace_format::events::call_names().len() + trailer.extra_names.len();
+    data.validate(Some(names))?;
+    Ok((data, trailer))
 }
 
 impl Lod {
-    /// Opens the level of detail of the trace in `dir`: from its cache if
-    /// that is up to date, otherwise built now (and cached, if the
-    /// directory is writable). Fails only if `dir` holds no trace at all.
+    /// Opens the level of detail of the trace in `dir` with every call of
+    /// every rank, read from the trace (ranks in parallel), and writes the
+    /// cache of coarse levels if it is missing or out of date (the note
+    /// says why it was rebuilt). Fails only if `dir` holds no trace at all.
     pub fn open(dir: &Path, progress: &Progress) -> Result<Lod, Error> {
         Lod::open_with(dir, progress, None)
     }
 
-    /// [`Lod::open`] that, if it has to build, shows what it reads of each
-    /// rank to `tap` too (which sees nothing when the cache is used).
+    /// [`Lod::open`] that shows what it reads of each rank to `tap` too.
     pub fn open_with(dir: &Path, progress: &Progress, tap: Option<&dyn RankTap>) -> Result<Lod, Error> {
         if !dir.is_dir() {
             return Err(Error::NoDir(dir.to_path_buf()));
         }
-        let sources = stamps(dir);
-        match Lod::open_cache(dir, &sources) {
-            Ok(lod) => {
-                let n = lod.ranks.len();
-                progress.ranks_total.store(n, Ordering::Relaxed);
-                progress.ranks_done.store(n, Ordering::Relaxed);
-                Ok(lod)
-            }
+        match Lod::open_cached(dir) {
+            Ok(c) => Lod::build_inner(dir, progress, false, tap, Names::new(c.names)),
             Err(why) => {
-                let mut lod = Lod::build_with(dir, progress, true, tap)?;
-                if lod.cache_note.is_none() && why != "no cache" {
-                    lod.cache_note = Some(format!("cache rebuilt: {why}"));
+                let mut lod = Lod::build_inner(dir, progress, true, tap, Names::default())?;
+                if why != NO_CACHE && !why.ends_with(NOT_CONVERTED) {
+                    let note = format!("level-of-detail cache rebuilt: {why}");
+                    lod.cache_note = Some(lod.cache_note.map_or(note.clone(), |n| format!("{note}; {n}")));
                 }
                 Ok(lod)
             }
         }
     }
 
-    fn open_cache(dir: &Path, sources: &[Stamp]) -> Result<Lod, String> {
-        let cdir = dir.join(CACHE_DIR);
-        let ipath = cdir.join("index.json");
-        if std::fs::symlink_metadata(&ipath).is_err() {
-            return Err("no cache".into());
+    /// The coarse levels of every rank from the cache (written when the
+    /// trace was converted, or by an earlier [`Lod::open`]), without
+    /// reading the trace: the first frame of a viewer. The ranks hold no
+    /// calls ([`RankLod::is_coarse`]). Fails, saying why, when a rank's
+    /// cache file is missing, damaged or older than its events file, or a
+    /// rank has only journals.
+    pub fn open_cached(dir: &Path) -> Result<Lod, String> {
+        let inv = trace_format::inventory::Inventory::scan(dir).map_err(|e| e.to_string())?;
+        let mut problems: Vec<String> = inv.problems.iter().map(|e| e.to_string()).collect();
+        if inv.meta_missing {
+            problems.push(format!("{}: missing; ranks found from their files", dir.join(layout::META).display()));
         }
-        let text = trace_format::files::read_capped(&ipath, trace_format::files::INDEX_MAX_BYTES, "cache index")
-            .map_err(|e| format!("index.json: {}", e.what()))?;
-        let index: Index = serde_json::from_slice(&text).map_err(|e| format!("index.json: {e}"))?;
-        if index.version != FORMAT_VERSION {
-            return Err(format!("format version {} (this tool: {FORMAT_VERSION})", index.version));
-        }
-        if index.sources != sources {
-            return Err("the trace changed since it was built".into());
-        }
-        // The index names the files to map: only the names the builder
-        // writes, for ranks in increasing order within the rank limit.
-        let mut last = -1;
-        for r in &index.ranks {
-            if r.rank <= last || r.rank as u32 >= trace_format::meta::MAX_RANKS {
-                return Err(format!("index.json: rank {} out of order or range", r.rank));
+        let srcs = source::rank_sources(&inv);
+        let dirs = coarse::cache_dirs(dir);
+        let base = trace_format::events::call_names().len();
+        let mut names: Vec<String> = trace_format::events::call_names().iter().map(|s| s.to_string()).collect();
+        let mut ranks = Vec::with_capacity(srcs.len());
+        let mut used = None;
+        let mut any = false;
+        for (rank, src) in &srcs {
+            let path = match src {
+                source::RankSource::Parquet(p) => p,
+                source::RankSource::Journals => return Err(format!("rank {rank}: {NOT_CONVERTED}")),
+                source::RankSource::None => {
+                    problems.push(format!("rank {rank}: no events file and no journal"));
+                    let data = RankLod::from_image(pyramid::build(*rank, Vec::new()));
+                    ranks.push(RankEntry { rank: *rank, state: RankState::Missing, host: None, data });
+                    continue;
+                }
+            };
+            let mut why = None;
+            let mut found = None;
+            for d in &dirs {
+                let file = d.join(rank_file(*rank));
+                if std::fs::symlink_metadata(&file).is_err() {
+                    continue;
+                }
+                any = true;
+                match map_cached(&file, *rank, path) {
+                    Ok(x) => {
+                        found = Some((x, d));
+                        break;
+                    }
+                    Err(e) => {
+                        why.get_or_insert(format!("{}: {e}", file.display()));
+                    }
+                }
             }
-            if !r.file.is_empty() && r.file != rank_file(r.rank) {
-                return Err(format!("index.json: file {:?} for rank {}", r.file, r.rank));
-            }
-            last = r.rank;
-        }
-        // Mapped and validated on several threads: on a cold page cache
-        // each file costs a read, and the disk serves several at once.
-        let next = AtomicUsize::new(0);
-        let threads = MAP_THREADS.clamp(1, index.ranks.len().max(1));
-        let parts: Vec<Vec<(usize, Result<RankLod, String>)>> = std::thread::scope(|s| {
-            let workers: Vec<_> = (0..threads)
-                .map(|_| {
-                    s.spawn(|| {
-                        let mut out = Vec::new();
-                        loop {
-                            let i = next.fetch_add(1, Ordering::Relaxed);
-                            let Some(r) = index.ranks.get(i) else { break };
-                            let data = if r.file.is_empty() {
-                                Ok(RankLod::from_image(pyramid::build(r.rank, Vec::new())))
-                            } else {
-                                let path = cdir.join(&r.file);
-                                map_file(&path, r.rank, Some(index.names.len()))
-                                    .map_err(|e| format!("{}: {e}", path.display()))
-                            };
-                            out.push((i, data));
-                        }
-                        out
-                    })
+            let Some(((mut data, t), d)) = found else {
+                return Err(why.unwrap_or_else(|| {
+                    if any {
+                        format!("rank {rank}: no cache file")
+                    } else {
+                        NO_CACHE.into()
+                    }
+                }));
+            };
+            used.get_or_insert_with(|| d.clone());
+            let map: Vec<u16> = t
+                .extra_names
+                .iter()
+                .map(|n| match names.iter().position(|x| x == n) {
+                    Some(i) => i as u16,
+                    None => {
+                        names.push(n.clone());
+                        (names.len() - 1).min(u16::MAX as usize) as u16
+                    }
                 })
                 .collect();
-            workers.into_iter().map(|w| w.join().unwrap_or_default()).collect()
-        });
-        let mut mapped: Vec<Option<RankLod>> = (0..index.ranks.len()).map(|_| None).collect();
-        for (i, data) in parts.into_iter().flatten() {
-            mapped[i] = Some(data?);
+            data.set_name_map(base, &map);
+            problems.extend(t.problems);
+            ranks.push(RankEntry { rank: *rank, state: t.state, host: t.host, data });
         }
-        let mut ranks = Vec::with_capacity(index.ranks.len());
-        for (r, data) in index.ranks.into_iter().zip(mapped) {
-            let data = data.ok_or_else(|| format!("rank {}: not mapped", r.rank))?;
-            ranks.push(RankEntry { rank: r.rank, state: r.state, host: r.host, data });
+        if ranks.iter().all(|r| !r.data.is_coarse()) {
+            return Err(NO_CACHE.into());
         }
-        let meta = Meta::read(&dir.join(layout::META)).ok();
         Ok(Lod {
             dir: dir.to_path_buf(),
-            names: index.names,
+            names,
             ranks,
-            problems: index.problems,
+            problems,
             cached: true,
             cache_note: None,
-            meta,
+            cache_dir: used,
+            meta: inv.meta,
         })
     }
 
@@ -313,6 +288,28 @@ impl Lod {
         progress: &Progress,
         write_cache: bool,
         tap: Option<&dyn RankTap>,
+    ) -> Result<Lod, Error> {
+        Lod::build_inner(dir, progress, write_cache, tap, Names::default())
+    }
+
+    /// Every call of the trace, read from it, with the call ids of `names`
+    /// (those of the coarse level of detail a viewer shows until then),
+    /// showing what it reads to `tap`; the cache is left as it is.
+    pub fn build_detail(
+        dir: &Path,
+        progress: &Progress,
+        tap: Option<&dyn RankTap>,
+        names: Vec<String>,
+    ) -> Result<Lod, Error> {
+        Lod::build_inner(dir, progress, false, tap, Names::new(names))
+    }
+
+    fn build_inner(
+        dir: &Path,
+        progress: &Progress,
+        write_cache: bool,
+        tap: Option<&dyn RankTap>,
+        names: Names,
     ) -> Result<Lod, Error> {
         let meta_path = dir.join(layout::META);
         // The rank count (from meta.json) and the files worth reading;
@@ -336,16 +333,6 @@ impl Lod {
             .sum();
         progress.rows_total.store(rows_total.max(0) as u64, Ordering::Relaxed);
         progress.ranks_total.store(srcs.len(), Ordering::Relaxed);
-        let cdir = dir.join(CACHE_DIR);
-        let mut cache_note = None;
-        let mut write = write_cache;
-        if write {
-            if let Err(e) = std::fs::create_dir_all(&cdir) {
-                cache_note = Some(format!("cache not written ({}: {e}); kept in memory", cdir.display()));
-                write = false;
-            }
-        }
-        let names = Names::default();
         let next = AtomicUsize::new(0);
         let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, srcs.len().max(1));
         let results: Vec<Vec<Built>> = std::thread::scope(|s| {
@@ -356,19 +343,20 @@ impl Lod {
                         loop {
                             let i = next.fetch_add(1, Ordering::Relaxed);
                             let Some((rank, src)) = srcs.get(i) else { break };
-                            let rc = source::read_rank(dir, *rank, src, &names, &progress.rows, tap);
-                            let has_file = !matches!(src, source::RankSource::None);
-                            let image = pyramid::build(rc.rank, rc.calls);
-                            let (data, note) = if write && has_file {
-                                store_image(&cdir, rc.rank, image)
-                            } else {
-                                (RankLod::from_image(image), None)
+                            // The stamp of the file before it is read: a
+                            // file changed while it is read makes a stale
+                            // cache, not a wrong one.
+                            let stamp = match src {
+                                source::RankSource::Parquet(p) => coarse::stamp(p).ok(),
+                                _ => None,
                             };
+                            let rc = source::read_rank(dir, *rank, src, &names, &progress.rows, tap);
+                            let data = RankLod::from_image(pyramid::build(rc.rank, rc.calls));
                             out.push((
                                 i,
                                 RankEntry { rank: rc.rank, state: rc.state, host: rc.host, data },
                                 rc.problems,
-                                note,
+                                stamp,
                             ));
                             progress.ranks_done.fetch_add(1, Ordering::Relaxed);
                         }
@@ -380,45 +368,40 @@ impl Lod {
         });
         let mut all: Vec<_> = results.into_iter().flatten().collect();
         all.sort_by_key(|x| x.0);
+        let names = names.into_list();
         let mut ranks = Vec::with_capacity(all.len());
-        let mut written = write;
-        for (_, entry, probs, note) in all {
-            problems.extend(probs);
-            if let Some(n) = note {
-                written = false;
-                cache_note.get_or_insert(n);
+        let (mut cache_note, mut cache_dir) = (None, None);
+        let extra_names = names.get(trace_format::events::call_names().len()..).unwrap_or_default().to_vec();
+        for (_, entry, probs, stamp) in all {
+            if let (true, Some((source_len, source_mtime_ns))) = (write_cache, stamp) {
+                let budget = source_len / coarse::BUDGET_DIVISOR;
+                let (header, levels) = entry.data.coarse_levels(budget);
+                let trailer = coarse::Trailer {
+                    source_len,
+                    source_mtime_ns,
+                    extra_names: extra_names.clone(),
+                    state: entry.state.clone(),
+                    host: entry.host.clone(),
+                    problems: probs.clone(),
+                };
+                match coarse::store(dir, entry.rank, &header, &levels, &trailer) {
+                    Ok(p) => {
+                        cache_dir.get_or_insert_with(|| p.parent().map(Path::to_path_buf).unwrap_or_default());
+                    }
+                    Err(e) => {
+                        cache_note.get_or_insert(format!("level-of-detail cache not written: {e}"));
+                    }
+                }
             }
+            problems.extend(probs);
             ranks.push(entry);
         }
-        let names = names.into_list();
-        let mut lod = Lod { dir: dir.to_path_buf(), names, ranks, problems, cached: false, cache_note, meta };
-        if written {
-            if let Err(e) = lod.write_index(&cdir) {
-                lod.cache_note = Some(format!("cache index not written: {e}"));
-            }
+        if write_cache {
+            // The index of the cache of format 2 (whole calls), if any:
+            // nothing reads it any more.
+            let _ = std::fs::remove_file(dir.join(CACHE_DIR).join("index.json"));
         }
-        Ok(lod)
-    }
-
-    fn write_index(&self, cdir: &Path) -> Result<(), String> {
-        let index = Index {
-            version: FORMAT_VERSION,
-            sources: stamps(&self.dir),
-            names: self.names.clone(),
-            ranks: self
-                .ranks
-                .iter()
-                .map(|r| IndexRank {
-                    rank: r.rank,
-                    state: r.state.clone(),
-                    host: r.host.clone(),
-                    file: if r.data.is_mapped() { rank_file(r.rank) } else { String::new() },
-                })
-                .collect(),
-            problems: self.problems.clone(),
-        };
-        let text = serde_json::to_string(&index).map_err(|e| e.to_string())?;
-        trace_format::write_atomic(&cdir.join("index.json"), text.as_bytes()).map_err(|e| e.to_string())
+        Ok(Lod { dir: dir.to_path_buf(), names, ranks, problems, cached: false, cache_note, cache_dir, meta })
     }
 
     /// A level of detail built in memory from calls (tests, other sources).
@@ -432,7 +415,16 @@ impl Lod {
                 data: RankLod::from_image(pyramid::build(rank, calls)),
             })
             .collect();
-        Lod { dir: PathBuf::new(), names, ranks, problems: Vec::new(), cached: false, cache_note: None, meta: None }
+        Lod {
+            dir: PathBuf::new(),
+            names,
+            ranks,
+            problems: Vec::new(),
+            cached: false,
+            cache_note: None,
+            cache_dir: None,
+            meta: None,
+        }
     }
 
     /// Name of call id `id`.
@@ -460,7 +452,7 @@ impl Lod {
 
     /// Number of calls of all ranks.
     pub fn calls(&self) -> u64 {
-        self.ranks.iter().map(|r| r.data.len() as u64).sum()
+        self.ranks.iter().map(|r| r.data.n_calls()).sum()
     }
 
     /// Bytes of the level-of-detail data of all ranks.
@@ -469,28 +461,6 @@ impl Lod {
     }
 }
 
-/// A rank built by a worker: (position, entry, problems, cache note).
-type Built = (usize, RankEntry, Vec<String>, Option<String>);
-
-/// Writes a rank's image to the cache and maps it; keeps it in memory if
-/// that fails (with the reason).
-fn store_image(cdir: &Path, rank: i32, image: pyramid::Image) -> (RankLod, Option<String>) {
-    let path = cdir.join(rank_file(rank));
-    let tmp = cdir.join(format!("{}.{}.tmp", rank_file(rank), std::process::id()));
-    let written = std::fs::File::create(&tmp).and_then(|f| {
-        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
-        image.write_to(&mut w)?;
-        std::io::Write::flush(&mut w)?;
-        drop(w);
-        std::fs::rename(&tmp, &path)
-    });
-    // The names of the whole trace are not all known yet (other ranks are
-    // still being read): the file is checked without them.
-    match written.map_err(|e| e.to_string()).and_then(|_| map_file(&path, rank, None)) {
-        Ok(r) => (r, None),
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            (RankLod::from_image(image), Some(format!("cache not written ({}: {e}); kept in memory", path.display())))
-        }
-    }
-}
+/// A rank built by a worker: (position, entry, problems, stamp of its
+/// events file).
+type Built = (usize, RankEntry, Vec<String>, Option<(u64, i128)>);

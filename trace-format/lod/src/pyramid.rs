@@ -42,7 +42,9 @@ pub struct Header {
     pub rank: i32,
     pub levels: u32,
     pub shift0: u32,
-    pub reserved: u32,
+    /// 0: calls and every level (in memory); [`crate::coarse::KIND_COARSE`]:
+    /// a cache file of coarse levels only.
+    pub kind: u32,
     pub origin: i64,
     pub t_min: i64,
     pub t_max: i64,
@@ -63,9 +65,9 @@ pub struct Image {
 }
 
 #[derive(Clone, Debug)]
-struct Acc {
-    live: bool,
-    key: i64,
+pub(crate) struct Acc {
+    pub(crate) live: bool,
+    pub(crate) key: i64,
     count: u32,
     busy: i64,
     bytes: i64,
@@ -82,6 +84,15 @@ impl Default for Acc {
 }
 
 impl Acc {
+    /// Adds one call of duration `busy` ending at `end`.
+    pub(crate) fn add_call(&mut self, name: u16, busy: i64, end: i64, bytes: i64, flags: u16) {
+        self.count = self.count.saturating_add(1);
+        self.busy = self.busy.saturating_add(busy);
+        self.bytes = self.bytes.saturating_add(bytes.max(0));
+        self.max_end = self.max_end.max(end);
+        self.flags |= flags;
+        self.add(name, busy, 1);
+    }
     fn add(&mut self, name: u16, busy: i64, count: u32) {
         match self.hist.iter_mut().find(|h| h.0 == name) {
             Some(h) => {
@@ -91,7 +102,7 @@ impl Acc {
             None => self.hist.push((name, busy, count)),
         }
     }
-    fn merge_from(&mut self, o: &Acc, key: i64) {
+    pub(crate) fn merge_from(&mut self, o: &Acc, key: i64) {
         if !self.live {
             self.live = true;
             self.key = key;
@@ -105,7 +116,7 @@ impl Acc {
             self.add(n, b, c);
         }
     }
-    fn bucket(&self) -> Bucket {
+    pub(crate) fn bucket(&self) -> Bucket {
         Bucket {
             key: self.key,
             busy: self.busy,
@@ -231,7 +242,7 @@ pub fn build(rank: i32, mut calls: Vec<RawCall>) -> Image {
         rank,
         levels: nlev as u32,
         shift0,
-        reserved: 0,
+        kind: 0,
         origin,
         t_min: origin,
         t_max,

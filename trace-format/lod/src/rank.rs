@@ -63,6 +63,14 @@ pub struct RankLod {
     long_off: usize,
     /// (byte offset, buckets) of each level.
     levels: Vec<(usize, usize)>,
+    /// Calls of the rank (those held, or for a coarse cache file the
+    /// coarsest level's count).
+    n_calls: u64,
+    /// A coarse cache file's trailer: (offset, length).
+    trailer: Option<(usize, usize)>,
+    /// Call ids of a coarse cache file to the trace's, for ids from the API
+    /// table's length on (the file names them in its trailer).
+    name_map: Vec<u16>,
 }
 
 impl std::fmt::Debug for RankLod {
@@ -99,10 +107,29 @@ impl RankLod {
             levels.push((off, l));
             off = size(l, 40).and_then(|x| x.checked_add(off)).ok_or("bad level size")?;
         }
+        let coarse = header.kind == crate::coarse::KIND_COARSE;
+        let mut trailer = None;
+        if coarse {
+            if n != 0 || nl != 0 {
+                return Err("a coarse cache file with calls".into());
+            }
+            let len = view::<u64>(b, off, 1).and_then(|l| l.first()).ok_or("no trailer")?;
+            let len = usize::try_from(*len).ok().filter(|&l| l <= b.len()).ok_or("bad trailer length")?;
+            trailer = Some((off + 8, len));
+            off = off.checked_add(8 + len).ok_or("bad trailer length")?;
+        } else if header.kind != 0 {
+            return Err(format!("unknown kind {}", header.kind));
+        }
         if off != b.len() {
             return Err(format!("{} bytes, expected {off}", b.len()));
         }
-        Ok(RankLod { store, header, events_off, long_off, levels })
+        let mut r =
+            RankLod { store, header, events_off, long_off, levels, n_calls: n as u64, trailer, name_map: Vec::new() };
+        if coarse {
+            let top = r.level(r.levels.len().saturating_sub(1));
+            r.n_calls = top.iter().map(|bk| u64::from(bk.count)).sum();
+        }
+        Ok(r)
     }
 
     /// Checks everything a cache file holds against what the builder
@@ -117,6 +144,9 @@ impl RankLod {
     /// draw nonsense (a call out of order is never found again, a name
     /// index points past the names) without this.
     pub fn validate(&self, names: Option<usize>) -> Result<(), String> {
+        if self.is_coarse() {
+            return self.validate_coarse(names);
+        }
         let h = &self.header;
         let b = self.store.bytes();
         let n = self.len();
@@ -190,8 +220,49 @@ impl RankLod {
         if n > 0 && t_max != h.t_max {
             return Err(format!("calls end at {t_max} ns, the header says {}", h.t_max));
         }
-        // Each coarser level: the finer buckets under each of its buckets
-        // (keys shifted by 2), summed.
+        self.validate_levels(name_ok)
+    }
+
+    /// [`RankLod::validate`] of a coarse cache file: the level widths; the
+    /// finest level's keys increasing and its ends within the header's
+    /// span, whose end is the latest of them; every coarser bucket exactly
+    /// the finer ones under it.
+    fn validate_coarse(&self, names: Option<usize>) -> Result<(), String> {
+        let h = &self.header;
+        let nlev = self.levels.len();
+        if nlev == 0 || h.shift0 as usize + 2 * (nlev - 1) > 62 {
+            return Err(format!("{nlev} levels from a width of 2^{} ns", h.shift0));
+        }
+        let l0 = self.level(0);
+        if l0.len() != self.levels[0].1 {
+            return Err("misaligned level".into());
+        }
+        let name_ok = |name: u16| names.is_none_or(|k| (name as usize) < k);
+        let mut t_max = i64::MIN;
+        for (i, bk) in l0.iter().enumerate() {
+            if i > 0 && bk.key <= l0[i - 1].key {
+                return Err(format!("bucket {i} of level 0 out of order"));
+            }
+            // Buckets hold calls that start within the span.
+            let start = self.bucket_start(0, bk.key);
+            if bk.count == 0 || bk.busy < 0 || bk.max_end < h.t_min || start > h.t_max || bk.max_end < start {
+                return Err(format!("bucket {i} of level 0 disagrees with the header"));
+            }
+            t_max = t_max.max(bk.max_end);
+        }
+        if !l0.is_empty() && t_max != h.t_max {
+            return Err(format!("calls end at {t_max} ns, the header says {}", h.t_max));
+        }
+        self.validate_levels(name_ok)
+    }
+
+    /// Each coarser level: the finer buckets under each of its buckets
+    /// (keys shifted by 2), summed; dominant calls named.
+    fn validate_levels(&self, name_ok: impl Fn(u16) -> bool) -> Result<(), String> {
+        let nlev = self.levels.len();
+        if self.level(0).iter().any(|bk| !name_ok(bk.dominant)) {
+            return Err("a bucket of level 0 names no call".into());
+        }
         for k in 1..nlev {
             let (fine, coarse) = (self.level(k - 1), self.level(k));
             if coarse.len() > fine.len() || (coarse.is_empty() && !fine.is_empty()) {
@@ -221,6 +292,20 @@ impl RankLod {
         Ok(())
     }
 
+    /// The header and levels of this rank's cache file, at most `budget`
+    /// bytes of buckets ([`crate::coarse::first_cached_level`]).
+    pub fn coarse_levels(&self, budget: u64) -> (Header, Vec<Vec<Bucket>>) {
+        let lens: Vec<usize> = self.levels.iter().map(|l| l.1).collect();
+        let k0 = crate::coarse::first_cached_level(&lens, budget);
+        let mut h = self.header;
+        h.shift0 += 2 * k0 as u32;
+        h.levels = (lens.len() - k0.min(lens.len())) as u32;
+        h.kind = crate::coarse::KIND_COARSE;
+        h.n_events = 0;
+        h.n_long = 0;
+        (h, (k0..lens.len()).map(|k| self.level(k).to_vec()).collect())
+    }
+
     /// Keeps a freshly built image in memory.
     pub fn from_image(image: Image) -> RankLod {
         RankLod::from_store(Store::Words(image.into_words())).unwrap_or_else(|e| unreachable!("own image: {e}"))
@@ -235,6 +320,29 @@ impl RankLod {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// Calls of the rank: those held, or those the levels of a coarse
+    /// cache file count (which holds none).
+    pub fn n_calls(&self) -> u64 {
+        self.n_calls
+    }
+    /// Whether this is a coarse cache file: levels only, no calls (the
+    /// trace's first frame, until its calls are read).
+    pub fn is_coarse(&self) -> bool {
+        self.header.kind == crate::coarse::KIND_COARSE
+    }
+    /// The trailer of a coarse cache file.
+    pub fn trailer(&self) -> Option<&[u8]> {
+        self.trailer.and_then(|(off, len)| self.store.bytes().get(off..off + len))
+    }
+    /// Maps the call ids of a coarse cache file from the API table's
+    /// length `base` on to the trace's (`map[i]` for id `base + i`).
+    pub fn set_name_map(&mut self, base: usize, map: &[u16]) {
+        self.name_map = (0..base as u16).chain(map.iter().copied()).collect();
+    }
+    /// The trace's id of a call id stored in this rank's data.
+    fn name(&self, id: u16) -> u16 {
+        self.name_map.get(id as usize).copied().unwrap_or(id)
+    }
     /// The calls, sorted by start.
     pub fn events(&self) -> &[Ev] {
         view(self.store.bytes(), self.events_off, self.len()).unwrap_or(&[])
@@ -244,7 +352,7 @@ impl RankLod {
     }
     /// Start of the first and end of the latest call.
     pub fn span(&self) -> Option<(i64, i64)> {
-        (!self.is_empty()).then_some((self.header.t_min, self.header.t_max))
+        (self.n_calls > 0).then_some((self.header.t_min, self.header.t_max))
     }
     /// Bytes of the data (the cache file's size).
     pub fn size_bytes(&self) -> usize {
@@ -353,15 +461,16 @@ impl RankLod {
     pub fn cells(&self, t0: i64, t1: i64, n: usize, out: &mut Vec<Cell>) {
         out.clear();
         out.resize(n, Cell::default());
-        if n == 0 || t1 <= t0 || self.is_empty() {
+        if n == 0 || t1 <= t0 || self.n_calls == 0 {
             return;
         }
         let win = Window::new(t0, t1, n);
         let r = self.starting_in(t0, t1);
-        if r.len() <= n.saturating_mul(EXACT_PER_CELL) {
+        if !self.is_coarse() && r.len() <= n.saturating_mul(EXACT_PER_CELL) {
             self.cells_exact(&win, r, out);
         } else {
-            let w = (t1 - t0) as f64 / n as f64;
+            // In floating point: the window may be the whole range of i64.
+            let w = (t1 as f64 - t0 as f64) / n as f64;
             self.cells_binned(&win, self.level_for(w), r.start, out);
         }
     }
@@ -433,8 +542,21 @@ impl RankLod {
         let width = self.level_width(k);
         let mut next = 0usize;
         let mut covering: Option<(usize, Call)> = None;
+        // Without the calls (a coarse cache file), a bucket wider than a
+        // column tells only that its calls end by its latest end, not
+        // where within it they run: its end counts for the columns after
+        // the bucket's own (until then its time is spread over them).
+        // (bucket end, latest end of its calls) of such buckets.
+        let mut pending: Vec<(i64, i64)> = Vec::new();
         for c in 0..n {
             let (a, z) = (b[c], b[c + 1]);
+            pending.retain(|&(bucket_end, max_end)| {
+                let due = bucket_end <= a;
+                if due {
+                    reach = reach.max(max_end);
+                }
+                !due
+            });
             if reach > a {
                 // A call started before the column runs into it.
                 if reach >= z {
@@ -482,14 +604,18 @@ impl RankLod {
                     cell.flags |= bk.flags;
                     if part > best[cc] {
                         best[cc] = part;
-                        cell.dominant = Some(bk.dominant);
+                        cell.dominant = Some(self.name(bk.dominant));
                     }
                     if last {
                         break;
                     }
                     cc += 1;
                 }
-                reach = reach.max(bk.max_end);
+                if self.is_coarse() && bs.saturating_add(width) > z {
+                    pending.push((bs.saturating_add(width), bk.max_end));
+                } else {
+                    reach = reach.max(bk.max_end);
+                }
                 seen = seen.saturating_add(bk.count as usize);
                 next += 1;
             }

@@ -138,7 +138,8 @@ pub fn read_rank(
     rc
 }
 
-fn raw(t_start: i64, t_end: Option<i64>, name: u16, failed: bool, bytes: Option<i64>) -> RawCall {
+/// A call of the level of detail from an event's fields.
+pub(crate) fn raw(t_start: i64, t_end: Option<i64>, name: u16, failed: bool, bytes: Option<i64>) -> RawCall {
     let mut f = if failed { flags::FAILED } else { 0 };
     if t_end.is_none() {
         f |= flags::UNFINISHED;

@@ -73,10 +73,18 @@ fn tmpdir(name: &str) -> std::path::PathBuf {
     d
 }
 
+/// Modification time and inode of a file (a rewrite changes one of them).
+fn identity(p: &Path) -> (std::time::SystemTime, u64) {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(p).unwrap();
+    (m.modified().unwrap(), m.ino())
+}
+
 #[test]
 fn builds_then_opens_from_cache() {
     let dir = tmpdir("cache");
     write_trace(&dir);
+    assert_eq!(Lod::open_cached(&dir).err().as_deref(), Some("no cache"));
     let p = Progress::default();
     let a = Lod::open(&dir, &p).unwrap();
     assert!(!a.cached);
@@ -86,34 +94,82 @@ fn builds_then_opens_from_cache() {
     assert_eq!(a.ranks[1].host.as_deref(), Some("node0"));
     assert_eq!(a.ranks[0].state, RankState::Complete);
     assert_eq!(p.fraction(), 1.0);
-    assert!(dir.join("lod/index.json").exists() && dir.join("lod/rank-00002.lod").exists());
-    let send = a.name_id("MPI_Send").unwrap();
-    let b = Lod::open(&dir, &Progress::default()).unwrap();
+    assert_eq!(a.cache_dir.as_deref(), Some(dir.join("lod").as_path()));
+    let file = dir.join("lod/rank-00002.lod");
+    let before = identity(&file);
+    // The cache: coarse levels only, a fraction of the events file.
+    let b = Lod::open_cached(&dir).unwrap();
     assert!(b.cached);
-    assert!(b.ranks.iter().all(|r| r.data.is_mapped()));
+    assert!(b.ranks.iter().all(|r| r.data.is_mapped() && r.data.is_coarse() && r.data.is_empty()));
+    assert_eq!(b.calls(), 3 * 102);
     assert_eq!(b.span(), (0, 201_000));
-    let (mut x, mut y) = (Vec::new(), Vec::new());
+    assert_eq!(b.ranks[1].host.as_deref(), Some("node0"));
+    assert_eq!(b.ranks[0].state, RankState::Complete);
+    // The whole trace in one column: the calls' count and time (Init,
+    // 100 Sends of 400 ns, Finalize).
+    let mut y = Vec::new();
     for r in 0..3 {
-        a.ranks[r].data.cells(0, 201_000, 37, &mut x);
-        b.ranks[r].data.cells(0, 201_000, 37, &mut y);
-        assert_eq!(x, y);
+        b.ranks[r].data.cells(0, 201_000, 1, &mut y);
+        assert_eq!((y[0].count, y[0].busy), (102, 42_000), "rank {r}");
+        // The coarsest level's dominant call, named as the trace names it.
+        assert_eq!(b.name(y[0].dominant.unwrap()), "MPI_Send");
     }
-    assert_eq!(b.ranks[0].data.call(1).name, send);
-    assert_eq!(b.ranks[0].data.level(0).iter().map(|l| l.bytes).sum::<i64>(), 6400);
+    // Opening again reads the trace for the calls but leaves the cache be.
+    let c = Lod::open(&dir, &Progress::default()).unwrap();
+    assert_eq!(c.cache_note, None);
+    assert_eq!(c.calls(), 3 * 102);
+    assert_eq!(identity(&file), before, "the cache was rewritten");
 
-    // A changed trace is rebuilt.
+    // A changed trace: the cache is stale, found so and rebuilt.
     std::thread::sleep(std::time::Duration::from_millis(20));
     write_trace(&dir);
-    let c = Lod::open(&dir, &Progress::default()).unwrap();
-    assert!(!c.cached);
-    assert!(c.cache_note.as_deref().unwrap_or("").contains("changed"), "{:?}", c.cache_note);
-
-    // A damaged cache file is rebuilt.
-    std::fs::write(dir.join("lod/rank-00001.lod"), b"garbage").unwrap();
+    let why = Lod::open_cached(&dir).unwrap_err();
+    assert!(why.contains("stale") && why.contains("rank-00000.parquet changed"), "{why}");
     let d = Lod::open(&dir, &Progress::default()).unwrap();
-    assert!(!d.cached);
-    assert!(d.cache_note.as_deref().unwrap_or("").contains("rank-00001.lod"), "{:?}", d.cache_note);
-    assert!(Lod::open(&dir, &Progress::default()).unwrap().cached);
+    let note = d.cache_note.as_deref().unwrap_or("");
+    assert!(note.starts_with("level-of-detail cache rebuilt: ") && note.contains("stale"), "{note}");
+    assert!(Lod::open_cached(&dir).is_ok());
+
+    // A damaged cache file is found, named and rebuilt.
+    std::fs::write(dir.join("lod/rank-00001.lod"), b"garbage").unwrap();
+    let why = Lod::open_cached(&dir).unwrap_err();
+    assert!(why.contains("rank-00001.lod"), "{why}");
+    let e = Lod::open(&dir, &Progress::default()).unwrap();
+    assert!(e.cache_note.as_deref().unwrap_or("").contains("rank-00001.lod"), "{:?}", e.cache_note);
+    assert!(Lod::open_cached(&dir).is_ok());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A trace directory that cannot be written: the cache goes to the user's
+/// cache directory, keyed by the trace directory, and is used from there.
+#[test]
+fn read_only_trace_caches_in_the_user_cache_dir() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tmpdir("readonly");
+    let trace = dir.join("trace");
+    std::fs::create_dir_all(&trace).unwrap();
+    write_trace(&trace);
+    let home = dir.join("xdg");
+    std::fs::set_permissions(&trace, std::fs::Permissions::from_mode(0o555)).unwrap();
+    if std::fs::create_dir(trace.join("probe")).is_ok() {
+        // Root writes anyway: nothing to test.
+        std::fs::set_permissions(&trace, std::fs::Permissions::from_mode(0o755)).unwrap();
+        eprintln!("skipped: the directory stays writable (running as root)");
+        return;
+    }
+    // SAFETY: this test's process sets XDG_CACHE_HOME before any thread of
+    // it reads the environment (the other tests do not read it).
+    unsafe { std::env::set_var("XDG_CACHE_HOME", &home) };
+    let user = trace_lod::coarse::user_cache_dir(&trace).unwrap();
+    assert!(user.starts_with(home.join("mpitrace")), "{}", user.display());
+    let a = Lod::open(&trace, &Progress::default()).unwrap();
+    assert_eq!(a.cache_note, None, "{:?}", a.cache_note);
+    assert_eq!(a.cache_dir.as_deref(), Some(user.as_path()));
+    assert!(!trace.join("lod").exists());
+    let b = Lod::open_cached(&trace).unwrap();
+    assert_eq!(b.cache_dir.as_deref(), Some(user.as_path()));
+    assert_eq!(b.calls(), 3 * 102);
+    std::fs::set_permissions(&trace, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -171,50 +227,46 @@ fn journals_of_a_crashed_run() {
     assert_eq!(lod.name(last.name), "MPI_Recv");
     assert_ne!(last.flags & trace_lod::flags::UNFINISHED, 0);
     assert!(lod.problems.iter().any(|p| p.contains("did not finalize")), "{:?}", lod.problems);
+    // Journals are not a converted trace: no cache is expected of them.
+    assert_eq!(lod.cache_note, None);
+    assert!(Lod::open_cached(&dir).unwrap_err().contains("journals not converted"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// Damage inside a rank's cache file that its counts and size do not
-/// show (they still agree) is found when the cache is opened: the cache
-/// is rebuilt, the note names the file, and the rank's calls are those of
-/// a fresh build. Before the cache was validated each of these was mapped
-/// and drawn: calls out of order, a name past the names, buckets that
-/// disagree with their calls, a span that is not the calls'.
+/// show (they still agree) is found when the cache is opened, and the
+/// cache rebuilt: buckets out of order, a name past the names, a coarse
+/// bucket that disagrees with the finer ones, a span that is not the
+/// buckets'.
 #[test]
 fn damaged_cache_contents_are_found_and_rebuilt() {
     let dir = tmpdir("contents");
-    write_trace(&dir);
-    let fresh = Lod::open(&dir, &Progress::default()).unwrap();
-    assert!(!fresh.cached);
-    // The same calls (name ids depend on the order ranks were read in),
-    // copied: `fresh` maps the file this test damages.
-    let calls = |l: &Lod| -> Vec<(i64, i64, String, u16)> {
-        let d = &l.ranks[1].data;
-        (0..d.len()).map(|i| d.call(i)).map(|c| (c.t_start, c.t_end, l.name(c.name).into(), c.flags)).collect()
-    };
-    let want = calls(&fresh);
-    drop(fresh);
-    let file = dir.join("lod/rank-00001.lod");
+    // Enough calls for several levels.
+    std::fs::create_dir_all(dir.join(layout::EVENTS_DIR)).unwrap();
+    let evs: Vec<Event> = (0..20_000).map(|i| call(0, "MPI_Send", i * 1000, i * 1000 + 400, Some(8))).collect();
+    trace_format::table::write_events(&layout::events(&dir, 0), &evs, &rank_meta(0, 1)).unwrap();
+    Meta::from_ranks(vec![rank_meta(0, 1)], "test").write(&dir.join(layout::META)).unwrap();
+    Lod::open(&dir, &Progress::default()).unwrap();
+    let file = dir.join("lod/rank-00000.lod");
     let clean = std::fs::read(&file).unwrap();
+    assert!(Lod::open_cached(&dir).is_ok());
     let word = |at: usize, len: usize| {
         u64::from_le_bytes(clean[at..at + 8].try_into().unwrap()) & (u64::MAX >> (64 - 8 * len))
     };
     // The layout of `trace_lod::pyramid::Header` (72 bytes), then a bucket
-    // count per level, the calls (16 bytes: start, duration, name, flags),
-    // the long durations and the levels (40-byte buckets).
+    // count per level and the levels (40-byte buckets: key, busy, bytes,
+    // max_end, count, dominant, flags).
     let levels = word(20, 4) as usize;
-    let n_events = word(56, 8) as usize;
-    let events = 72 + 8 * levels;
-    let level0 = events + 16 * n_events + 16 * word(64, 8) as usize;
-    assert_eq!(n_events, 102);
-    // (what the error says, where, the bytes written there).
+    assert!(levels >= 3, "{levels} levels");
+    let level0 = 72 + 8 * levels;
+    let level1 = level0 + 40 * word(72, 8) as usize;
     let damages: [(&str, usize, Vec<u8>); 4] = [
-        // Call 3 starts before call 2.
-        ("not sorted", events + 16 * 3, (word(events + 16 * 2, 8) - 1).to_le_bytes().into()),
-        // Call 0's name is past the trace's names.
-        ("name", events + 12, u16::MAX.to_le_bytes().into()),
-        // The first bucket counts a call more than it has.
-        ("level 0", level0 + 32, (word(level0 + 32, 4) as u32 + 1).to_le_bytes().into()),
+        // Bucket 1 of level 0 has the key of bucket 0.
+        ("out of order", level0 + 40, word(level0, 8).to_le_bytes().into()),
+        // The first bucket's dominant call is past the names.
+        ("names no call", level0 + 36, u16::MAX.to_le_bytes().into()),
+        // The first bucket of level 1 counts a call more than those below.
+        ("level 1", level1 + 32, (word(level1 + 32, 4) as u32 + 1).to_le_bytes().into()),
         // The header's end of the calls is not theirs.
         ("header says", 48, (word(48, 8) + 5).to_le_bytes().into()),
     ];
@@ -223,14 +275,15 @@ fn damaged_cache_contents_are_found_and_rebuilt() {
         b[*at..*at + bytes.len()].copy_from_slice(bytes);
         assert_ne!(b, clean);
         std::fs::write(&file, &b).unwrap();
+        let why = Lod::open_cached(&dir).unwrap_err();
+        assert!(why.contains(&file.display().to_string()) && why.contains(what), "{what}: {why}");
         let lod = Lod::open(&dir, &Progress::default()).unwrap();
         let note = lod.cache_note.as_deref().unwrap_or("");
-        assert!(!lod.cached, "{what}: the damaged cache was used");
-        assert!(note.contains(&file.display().to_string()) && note.contains(what), "{what}: {note}");
-        assert_eq!(calls(&lod), want, "{what}");
+        assert!(note.contains(what), "{what}: {note}");
+        assert_eq!(lod.calls(), 20_000);
         // Rebuilt and written again: the next open uses it.
-        assert_eq!(std::fs::read(&file).unwrap().len(), clean.len(), "{what}");
-        assert!(Lod::open(&dir, &Progress::default()).unwrap().cached, "{what}");
+        assert_eq!(std::fs::read(&file).unwrap(), clean, "{what}");
+        assert!(Lod::open_cached(&dir).is_ok(), "{what}");
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -346,3 +346,63 @@ fn dense_calls_leave_no_empty_columns_when_binned() {
         assert!(total as usize >= lod.starting_in(t0, t1).len());
     }
 }
+
+/// A bucket summed call by call: count, busy, bytes, latest end, flags,
+/// (call, time, count) per call name.
+type Brute = (u32, i64, i64, i64, u16, Vec<(u16, i64, u32)>);
+
+/// The cache's coarse levels, built from calls in any order (a rank's
+/// threads come one after the other from its journals), equal brute-force
+/// buckets at the widths and origin they say, with at most one bucket per
+/// `CALLS_PER_BUCKET` calls (or `MIN_BUCKETS`) on their finest level.
+#[test]
+fn coarse_levels_from_calls_in_any_order_equal_brute_force() {
+    use std::collections::BTreeMap;
+    use trace_lod::coarse::{CoarseBuilder, CALLS_PER_BUCKET, MIN_BUCKETS};
+    for (seed, n) in [(3u64, 1usize), (5, 700), (9, 40_000), (11, 250_000)] {
+        let calls = random_calls(seed, n);
+        let mut order: Vec<usize> = (0..n).collect();
+        let mut r = Rng(seed * 7 + 1);
+        // Shuffled in runs, as threads' journals are.
+        for i in (1..n).rev() {
+            if r.next(4) == 0 {
+                order.swap(i, r.next(i as u64 + 1) as usize);
+            }
+        }
+        let mut b = CoarseBuilder::default();
+        for &i in &order {
+            b.push(calls[i]);
+        }
+        let (h, levels) = b.finish(0, u64::MAX);
+        assert!(!levels.is_empty());
+        // Memory bounded by the buckets, not the calls.
+        assert!(levels[0].len() as u64 <= (n as u64 / CALLS_PER_BUCKET).max(MIN_BUCKETS as u64), "seed {seed}");
+        assert_eq!(h.t_min, calls.iter().map(|c| c.t_start).min().unwrap());
+        assert_eq!(h.t_max, calls.iter().map(|c| c.t_end.max(c.t_start)).max().unwrap());
+        for (k, level) in levels.iter().enumerate() {
+            let sh = h.shift0 + 2 * k as u32;
+            let mut want: BTreeMap<i64, Brute> = BTreeMap::new();
+            for c in &calls {
+                let d = (c.t_end - c.t_start).max(0);
+                let e = want.entry((c.t_start - h.origin) >> sh).or_insert((0, 0, 0, i64::MIN, 0, Vec::new()));
+                e.0 += 1;
+                e.1 += d;
+                e.2 += c.bytes.max(0);
+                e.3 = e.3.max(c.t_start + d);
+                e.4 |= c.flags;
+                match e.5.iter_mut().find(|x| x.0 == c.name) {
+                    Some(x) => {
+                        x.1 += d;
+                        x.2 += 1;
+                    }
+                    None => e.5.push((c.name, d, 1)),
+                }
+            }
+            let got: Vec<_> =
+                level.iter().map(|b| (b.key, b.count, b.busy, b.bytes, b.max_end, b.flags, b.dominant)).collect();
+            let want: Vec<_> =
+                want.into_iter().map(|(key, w)| (key, w.0, w.1, w.2, w.3, w.4, dominant(w.5.into_iter()))).collect();
+            assert_eq!(got, want, "seed {seed} level {k}");
+        }
+    }
+}

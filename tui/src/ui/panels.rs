@@ -536,10 +536,10 @@ fn info(app: &App) -> Vec<Line<'static>> {
     } else {
         format!("built in {}", app.lod_time.map(|t| fmt_dur(t.as_nanos() as i64)).unwrap_or_default())
     };
+    let cache = lod.cache_dir.as_ref().map(|d| format!(", cache in {}", d.display())).unwrap_or_default();
     out.push(Line::from(format!(
-        "level of detail: {how}, {} in {}/lod{}",
+        "level of detail: {how}, {}{cache}{}",
         fmt_bytes(lod.size_bytes() as i64),
-        lod.dir.display(),
         lod.cache_note.as_ref().map(|n| format!(" ({n})")).unwrap_or_default()
     )));
     match (&app.an, &app.an_error) {
