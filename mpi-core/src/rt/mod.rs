@@ -664,9 +664,17 @@ impl Backoff {
         let ctl = unsafe { &*ctl };
         check_local_peers();
         if let Some(wake) = WAKE.get() {
-            // TCP peers too: sleep in poll() on the sockets and the wake socket.
-            sleep_polling(ctl, wake, ready);
-            return;
+            // TCP peers too: one thread of the process sleeps in poll() on
+            // the sockets and the wake socket (see POLLER), the others on
+            // the futex, below.
+            if POLLER.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok() {
+                sleep_polling(ctl, wake, ready);
+                POLLER.store(false, Ordering::Release);
+                // What woke the poller may be for another thread: the
+                // futex sleepers look again.
+                shm::wake_sleepers(ctl);
+                return;
+            }
         }
         // (Without a wake socket, TCP records cannot wake us: sleep briefly.)
         let timeout_ms = if TCP_ACTIVE.load(Ordering::Relaxed) { 1 } else { 200 };
@@ -730,6 +738,13 @@ fn check_local_peers() {
         abort(1, &why);
     }
 }
+
+/// A thread of this process sleeps in [`sleep_polling`]. Only one may: two
+/// pollers race for the datagram or the socket data that woke them, and the
+/// one that finds it taken sleeps on in `poll` until its time-out (5 ranks
+/// of 4 threads over TCP took 20x longer with ranks in separate sessions,
+/// where threads sleep more often).
+static POLLER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Sleeps until a local sender rings `wake`, a TCP socket is ready, or
 /// 200 ms pass (the same protocol as [`shm::sleep`], with `poll`).

@@ -512,6 +512,15 @@ pub fn notify(ctl: &Ctl) {
     }
 }
 
+/// Wakes the threads of local rank `ctl` that sleep on its futex (not one
+/// in `poll`): for a thread of that rank whose wake-up may concern them.
+pub fn wake_sleepers(ctl: &Ctl) {
+    if ctl.sleeping.load(Ordering::SeqCst) != 0 {
+        ctl.seq.fetch_add(1, Ordering::SeqCst);
+        futex_wake(&ctl.seq);
+    }
+}
+
 /// Announces a sleeper (`count` is `sleeping` or `polling`); returns the
 /// `seq` value to wait on. Look for work after this, then wait.
 pub fn sleep_begin(ctl: &Ctl, count: &AtomicU32) -> u32 {
