@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::job::start_process;
+use crate::job::{signal_rank, start_process};
 use crate::output::Stream;
 use crate::remote::{decode_spawn, Conn, Kind};
 use crate::sys::{self, ExitKind};
@@ -50,7 +50,6 @@ struct Proxy {
     host: String,
     ranks: Vec<PRank>,
     index: HashMap<u32, usize>,
-    pgid: i32,
     go: bool,
     /// The job's KVS name (from `Go`): its segments in /dev/shm are
     /// removed when the proxy ends, however the job ended.
@@ -125,16 +124,8 @@ pub fn main(args: &[String]) -> i32 {
         Ok(s) => s,
         Err(e) => return fail(format!("cannot install signal handlers: {e}")),
     };
-    let mut p = Proxy {
-        conn,
-        host,
-        ranks: Vec::new(),
-        index: HashMap::new(),
-        pgid: 0,
-        go: false,
-        kvsname: None,
-        last_exit: None,
-    };
+    let mut p =
+        Proxy { conn, host, ranks: Vec::new(), index: HashMap::new(), go: false, kvsname: None, last_exit: None };
     let code = p.run(&signals);
     p.kill_all(libc::SIGKILL);
     for r in &p.ranks {
@@ -257,11 +248,8 @@ impl Proxy {
     }
 
     fn kill_all(&self, sig: i32) {
-        if self.pgid > 0 {
-            sys::kill(-self.pgid, sig);
-        }
-        for r in self.ranks.iter().filter(|r| !r.exited && r.pid > 0) {
-            sys::kill(r.pid, sig);
+        for r in self.ranks.iter().filter(|r| r.pid > 0) {
+            signal_rank(r.pid, !r.exited, sig);
         }
     }
 
@@ -331,16 +319,13 @@ impl Proxy {
             spec.env.into_iter().map(|(k, v)| (OsString::from_vec(k), OsString::from_vec(v))).collect();
         let wdir = spec.wdir.map(|w| PathBuf::from(OsString::from_vec(w)));
         let stdin = if spec.stdin { Stdio::piped() } else { Stdio::null() };
-        match start_process(&program, &argv, &env, wdir.as_deref(), stdin, self.pgid, None) {
+        match start_process(&program, &argv, &env, wdir.as_deref(), stdin, None) {
             Ok(st) => {
                 let stdin = st.stdin.map(OwnedFd::from);
                 if let Some(fd) = &stdin {
                     // A rank that does not read must not block the proxy
                     // (should this fail, writes wait for the rank instead).
                     let _ = sys::set_nonblocking(fd.as_raw_fd(), true);
-                }
-                if self.pgid == 0 {
-                    self.pgid = st.pid;
                 }
                 self.conn.send(Kind::Started, rank, st.pid.to_string().as_bytes());
                 self.index.insert(rank, self.ranks.len());
@@ -443,7 +428,7 @@ impl Proxy {
                 continue;
             }
             let pid = r.pid;
-            let Some(kind) = sys::check_exit(pid, pid != self.pgid) else { continue };
+            let Some(kind) = sys::check_exit(pid, false) else { continue };
             self.read_pmi(i);
             self.read_output(i, Stream::Stdout, 16);
             self.read_output(i, Stream::Stderr, 16);

@@ -326,6 +326,30 @@ fn failing_rank_sets_exit_code_and_ends_the_others() {
 }
 
 #[test]
+fn each_rank_leads_its_own_session_and_its_children_end_with_the_job() {
+    // A session per rank (as hydra does), so the kernel's per-session CPU
+    // share (autogroup) does not pool the ranks with the launching shell.
+    // Rank 0 leaves a child behind and exits 0 at once; rank 1 fails later:
+    // the child, in rank 0's process group, must not outlive the job.
+    let script = r#"sid=$(cut -d' ' -f6 /proc/$$/stat); pgrp=$(cut -d' ' -f5 /proc/$$/stat)
+        echo "rank $PMI_RANK self $$ sid $sid pgrp $pgrp"
+        if [ $PMI_RANK = 0 ]; then sleep 30 & echo "child pid $!"; exit 0; fi
+        sleep 0.5; exit 4"#;
+    let r = mpirun(&["-n", "2", "bash", "-c", script]);
+    assert_eq!(r.code, Some(4), "{r:#?}");
+    let mut seen = 0;
+    for l in r.stdout.lines().filter(|l| l.starts_with("rank ")) {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        assert_eq!((f[3], f[5], f[7]), (f[3], f[3], f[3]), "rank not alone in its session and group: {l}");
+        seen += 1;
+    }
+    assert_eq!(seen, 2, "{r:#?}");
+    let pids = pids_in(&r.stdout);
+    assert_eq!(pids.len(), 1, "{r:#?}");
+    assert_all_gone(&pids);
+}
+
+#[test]
 fn rank_leaving_while_others_wait_in_a_barrier() {
     let script = r#"if [ $PMI_RANK = 1 ]; then exit 0; fi
         printf 'cmd=init pmi_version=1 pmi_subversion=1\ncmd=barrier_in\n' >&$PMI_FD; exec sleep 30"#;
