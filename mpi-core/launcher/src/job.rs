@@ -435,8 +435,8 @@ pub(crate) fn signal_rank(pid: i32, running: bool, sig: i32) {
 /// session for scheduling (autogroup, on by default in desktop kernels),
 /// ranks sharing the session of the shell that started mpirun would share
 /// one CPU share with everything else that shell runs, and a yielding rank
-/// would mostly yield to its own peers; a 300-rank barrier on 2 busy cores
-/// took 3x longer than under hydra.
+/// would mostly yield to its own peers; a 300-rank job on 2 busy cores took
+/// twice as long as under hydra.
 pub(crate) fn start_process(
     program: &Path,
     argv: &[OsString],

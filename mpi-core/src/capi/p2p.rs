@@ -557,7 +557,7 @@ unsafe fn send_init_common(name: &str, buf: UserBuf, to: Envelope, mode: Mode, r
         req.persist = Some(Persist::Send {
             buf: typed.addr(),
             count: typed.count,
-            dt: typed.dt.arc().clone(),
+            dt: typed.dt.into_arc(),
             dest: to.peer,
             tag: to.tag,
             comm: to.comm,
@@ -605,7 +605,7 @@ unsafe fn recv_init_common(name: &str, buf: UserBuf, from: Envelope, request: *m
         req.persist = Some(Persist::Recv {
             buf: typed.addr(),
             count: typed.count,
-            dt: typed.dt.arc().clone(),
+            dt: typed.dt.into_arc(),
             src: from.peer,
             tag: from.tag,
             comm: from.comm,

@@ -361,7 +361,7 @@ fn kick(st: &State) {
         if !async_progress_requested() {
             return None;
         }
-        crate::rt::starting_library_thread();
+        crate::rt::switch_to_locking();
         std::thread::Builder::new()
             .name("mpi-coll-progress".into())
             .spawn(move || progress_thread(oversub))

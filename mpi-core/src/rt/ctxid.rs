@@ -254,7 +254,7 @@ pub(crate) fn idup(comm: MPI_Comm, new: Comm, deliver: impl FnOnce(MPI_Comm) + S
             Ok(())
         });
     };
-    rt::starting_library_thread();
+    rt::switch_to_locking();
     if let Err(e) = std::thread::Builder::new().name("mpi-comm-idup".into()).spawn(job) {
         rt::with(|st| {
             st.comms.idup_end(pctx);

@@ -430,20 +430,11 @@ pub fn switch_to_locking() {
 /// mutex only if threads may call MPI at once (MPICORE_ALWAYS_LOCK=1 keeps
 /// it on, for comparison).
 fn settle_locking(provided: c_int) {
-    if provided >= MPI_THREAD_MULTIPLE || std::env::var_os("MPICORE_ALWAYS_LOCK").is_some() {
-        switch_to_locking();
-    } else if !THREADS_STARTED.load(Ordering::Acquire) {
+    // (No thread of the library's own can exist yet: each needs a running
+    // runtime, and a runtime starts once per process.)
+    if provided < MPI_THREAD_MULTIPLE && std::env::var_os("MPICORE_ALWAYS_LOCK").is_none() {
         LOCKING.store(false, Ordering::Release);
     }
-}
-
-/// The library started a thread of its own at some point.
-static THREADS_STARTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// To call before the library starts a thread of its own that uses the state.
-pub fn starting_library_thread() {
-    THREADS_STARTED.store(true, Ordering::Release);
-    switch_to_locking();
 }
 
 /// Called by a waiting thread between two looks at the state: if another

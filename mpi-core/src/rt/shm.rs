@@ -503,8 +503,7 @@ pub fn notify(ctl: &Ctl) {
     let p = ctl.polling.load(Ordering::Relaxed);
     if f | p != 0 && ctl.wake_pending.swap(1, Ordering::SeqCst) == 0 {
         if f != 0 {
-            ctl.seq.fetch_add(1, Ordering::SeqCst);
-            futex_wake(&ctl.seq);
+            wake_futex(ctl);
         }
         if p != 0 {
             WakeSocket::ring(ctl.wake.load(Ordering::Relaxed));
@@ -516,9 +515,14 @@ pub fn notify(ctl: &Ctl) {
 /// in `poll`): for a thread of that rank whose wake-up may concern them.
 pub fn wake_sleepers(ctl: &Ctl) {
     if ctl.sleeping.load(Ordering::SeqCst) != 0 {
-        ctl.seq.fetch_add(1, Ordering::SeqCst);
-        futex_wake(&ctl.seq);
+        wake_futex(ctl);
     }
+}
+
+/// Moves `seq` on and wakes every thread waiting for it to change.
+fn wake_futex(ctl: &Ctl) {
+    ctl.seq.fetch_add(1, Ordering::SeqCst);
+    futex_wake(&ctl.seq);
 }
 
 /// Announces a sleeper (`count` is `sleeping` or `polling`); returns the

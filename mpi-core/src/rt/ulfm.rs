@@ -383,7 +383,7 @@ pub fn iagree(comm: MPI_Comm, flag: c_int, deliver: impl FnOnce(c_int) + Send + 
             Ok(())
         });
     };
-    super::starting_library_thread();
+    super::switch_to_locking();
     if let Err(e) = std::thread::Builder::new().name("mpix-comm-iagree".into()).spawn(job) {
         with(|st| {
             st.reqs.release(req);

@@ -162,6 +162,15 @@ impl DtRef {
             DtRef::Derived(a) => a,
         }
     }
+
+    /// The type as an `Arc` of its own (what an operation that outlives
+    /// the call keeps).
+    pub fn into_arc(self) -> Arc<Dtype> {
+        match self {
+            DtRef::Predefined(a) => a.clone(),
+            DtRef::Derived(a) => a,
+        }
+    }
 }
 
 impl From<Arc<Dtype>> for DtRef {

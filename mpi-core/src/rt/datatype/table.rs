@@ -96,10 +96,7 @@ impl TypeTable {
 
     /// Looks up a type for communication: it must be committed.
     pub fn get(&mut self, dt: MPI_Datatype) -> MpiResult<Arc<Dtype>> {
-        self.get_ref(dt).map(|t| match t {
-            DtRef::Predefined(a) => a.clone(),
-            DtRef::Derived(a) => a,
-        })
+        self.get_ref(dt).map(DtRef::into_arc)
     }
 
     /// As [`TypeTable::get`], a predefined type borrowed (see [`DtRef`]).
