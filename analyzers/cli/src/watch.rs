@@ -6,6 +6,7 @@
 //! SIGTERM to mpitrace does (the job is ended and its trace converted as
 //! for a crash).
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -60,22 +61,41 @@ fn watch(dir: PathBuf, after: Duration, kill: bool, quiet: bool, stop: Arc<Atomi
     let tick = (after / 4).clamp(Duration::from_millis(50), Duration::from_millis(250));
     let (mut progress, mut since) = (u64::MAX, Instant::now());
     let mut reported = false;
+    // When this watcher first saw each rank waiting in its current call (by
+    // this machine's clock: the ranks' own may be another machine's).
+    let mut waiting: HashMap<i32, (String, Instant)> = HashMap::new();
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(tick);
         live.look();
         let p = live.progress();
         if p != progress {
             (progress, since, reported) = (p, Instant::now(), false);
+            // A call ended: who waits is looked at afresh (a rank may now
+            // wait in a call that looks like the one it left).
+            waiting.clear();
             continue;
         }
         let stalled = since.elapsed();
-        if reported || stalled < after || live.all_finished() {
+        if reported || live.all_finished() {
             continue;
         }
         let report = live.diagnose(Some(stalled.as_secs_f64()));
-        if !report.ranks.iter().any(|r| r.state == "in_mpi" || r.state == "polling") {
-            // Nobody waits in MPI: the ranks compute (or the job has not
-            // started tracing yet); no hang.
+        let now = Instant::now();
+        waiting.retain(|rank, _| report.ranks.iter().any(|r| r.rank == *rank && in_mpi(r)));
+        for r in report.ranks.iter().filter(|r| in_mpi(r)) {
+            let call = r.call.as_ref().map(|c| format!("{} {:?}", c.describe, c.instance)).unwrap_or_default();
+            match waiting.get(&r.rank) {
+                Some((c, _)) if *c == call => {}
+                _ => {
+                    waiting.insert(r.rank, (call, now));
+                }
+            }
+        }
+        // A hang needs a rank seen waiting in one call for the whole period:
+        // nobody in MPI means the ranks compute (or the job has not started
+        // tracing yet), and a rank that entered a barrier a moment ago while
+        // the others still compute is early, not stuck.
+        if stalled < after || !waiting.values().any(|(_, seen)| now.duration_since(*seen) >= after) {
             continue;
         }
         reported = true;
@@ -99,4 +119,9 @@ fn watch(dir: PathBuf, after: Duration, kill: bool, quiet: bool, stop: Arc<Atomi
             return;
         }
     }
+}
+
+/// The rank waits in MPI (blocked in a call, or polling with one).
+fn in_mpi(r: &analyzers::hang::RankReport) -> bool {
+    r.state == "in_mpi" || r.state == "polling"
 }
